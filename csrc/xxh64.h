@@ -1,0 +1,76 @@
+/* XXH64 (seed-parameterised), written from the public algorithm description.
+ * Paimon hashes CHAR/VARCHAR/STRING/BINARY values with XXH64(bytes, seed 0).
+ * Header-only; checked against the `xxhash` package in tests. */
+#ifndef PF_XXH64_H
+#define PF_XXH64_H
+#include <stdint.h>
+#include <string.h>
+#include <stddef.h>
+
+#define PF_P64_1 0x9E3779B185EBCA87ULL
+#define PF_P64_2 0xC2B2AE3D27D4EB4FULL
+#define PF_P64_3 0x165667B19E3779F9ULL
+#define PF_P64_4 0x85EBCA77C2B2AE63ULL
+#define PF_P64_5 0x27D4EB2F165667C5ULL
+
+static inline uint64_t pf_rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+static inline uint64_t pf_read64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; } /* little-endian host */
+static inline uint32_t pf_read32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+static inline uint64_t pf_xxh64_round(uint64_t acc, uint64_t input) {
+    acc += input * PF_P64_2;
+    acc = pf_rotl64(acc, 31);
+    return acc * PF_P64_1;
+}
+
+static inline uint64_t pf_xxh64_merge(uint64_t acc, uint64_t val) {
+    acc ^= pf_xxh64_round(0, val);
+    return acc * PF_P64_1 + PF_P64_4;
+}
+
+static inline uint64_t pf_xxh64(const uint8_t *p, size_t len, uint64_t seed) {
+    const uint8_t *end = p + len;
+    uint64_t h;
+    if (len >= 32) {
+        const uint8_t *limit = end - 32;
+        uint64_t v1 = seed + PF_P64_1 + PF_P64_2, v2 = seed + PF_P64_2, v3 = seed, v4 = seed - PF_P64_1;
+        do {
+            v1 = pf_xxh64_round(v1, pf_read64(p));
+            v2 = pf_xxh64_round(v2, pf_read64(p + 8));
+            v3 = pf_xxh64_round(v3, pf_read64(p + 16));
+            v4 = pf_xxh64_round(v4, pf_read64(p + 24));
+            p += 32;
+        } while (p <= limit);
+        h = pf_rotl64(v1, 1) + pf_rotl64(v2, 7) + pf_rotl64(v3, 12) + pf_rotl64(v4, 18);
+        h = pf_xxh64_merge(h, v1);
+        h = pf_xxh64_merge(h, v2);
+        h = pf_xxh64_merge(h, v3);
+        h = pf_xxh64_merge(h, v4);
+    } else {
+        h = seed + PF_P64_5;
+    }
+    h += (uint64_t)len;
+    while (p + 8 <= end) {
+        h ^= pf_xxh64_round(0, pf_read64(p));
+        h = pf_rotl64(h, 27) * PF_P64_1 + PF_P64_4;
+        p += 8;
+    }
+    if (p + 4 <= end) {
+        h ^= (uint64_t)pf_read32(p) * PF_P64_1;
+        h = pf_rotl64(h, 23) * PF_P64_2 + PF_P64_3;
+        p += 4;
+    }
+    while (p < end) {
+        h ^= (*p) * PF_P64_5;
+        h = pf_rotl64(h, 11) * PF_P64_1;
+        p++;
+    }
+    h ^= h >> 33;
+    h *= PF_P64_2;
+    h ^= h >> 29;
+    h *= PF_P64_3;
+    h ^= h >> 32;
+    return h;
+}
+#endif

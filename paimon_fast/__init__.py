@@ -1,0 +1,25 @@
+"""paimon_fast: Apache Paimon's index formats, byte-compatible with Java, with
+compiled kernels and a PySpark pipeline.
+
+    import paimon_fast as pf
+    w = pf.fileindex.writer("bloom-filter", "BIGINT", {"items": "1000", "fpp": "0.01"})
+    w.write_batch(pa.array([1, 2, None])); data = w.finish()
+    r = pf.fileindex.reader("bloom-filter", "BIGINT", data)
+    r.evaluate(pf.field("x") == 5)                     # pf.REMAIN or pf.SKIP
+    blob = pf.FileIndexFormat.write({"x": {"bloom-filter": data}})
+    pf.FileIndexFormat.open(blob, {"x": "BIGINT"}).evaluate(pf.field("x") == 5)
+"""
+from . import fileindex
+from .errors import IndexFormatError, OptionError, PaimonFastError, UnknownIndexTypeError, UnsupportedTypeError
+from .fileindex import FileIndexFormat
+from .predicate import And, Field, Leaf, Or, Predicate, TopN, field
+from .result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
+from .types import DataType
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "fileindex", "FileIndexFormat", "field", "Field", "Predicate", "Leaf", "And", "Or", "TopN",
+    "REMAIN", "SKIP", "UNSUPPORTED", "BitmapResult", "FileIndexResult", "DataType",
+    "PaimonFastError", "IndexFormatError", "UnsupportedTypeError", "UnknownIndexTypeError", "OptionError",
+]

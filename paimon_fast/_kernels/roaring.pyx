@@ -1,0 +1,91 @@
+# cython: language_level=3
+"""Java-exact portable 32-bit roaring serialization and validation (csrc/roaring32.h)."""
+from libc.stdint cimport uint8_t, uint32_t, int64_t, uint64_t
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
+import numpy as np
+cimport numpy as cnp
+
+from paimon_fast.errors import IndexFormatError
+
+cdef extern from "roaring32.h":
+    int64_t pf_roaring_size(const uint32_t *v, size_t n) nogil
+    size_t pf_roaring_write(const uint32_t *v, size_t n, uint8_t *out) nogil
+    int64_t pf_roaring_check(const uint8_t *buf, size_t length, const char **err, size_t *err_at, uint64_t *card) nogil
+
+
+def serialize_sorted(const uint32_t[::1] values):
+    """Bytes of the bitmap holding ``values`` (strictly increasing), as Java writes it."""
+    cdef size_t n = values.shape[0]
+    cdef int64_t size
+    cdef const uint32_t *vp = &values[0] if n else NULL
+    with nogil:
+        size = pf_roaring_size(vp, n)
+    if size < 0:
+        raise ValueError("roaring values must be strictly increasing")
+    out = PyBytes_FromStringAndSize(NULL, size)
+    cdef uint8_t *op = <uint8_t *> PyBytes_AS_STRING(out)
+    with nogil:
+        pf_roaring_write(vp, n, op)
+    return out
+
+
+def serialize_groups(const uint32_t[::1] values, const int64_t[::1] bounds):
+    """Serialize many bitmaps at once.
+
+    Group g holds ``values[bounds[g]:bounds[g+1]]`` (each strictly increasing).
+    Returns ``(blob, sizes)``: the concatenated serializations and an int64
+    array of their byte sizes.
+    """
+    cdef Py_ssize_t g, ng = bounds.shape[0] - 1
+    if ng < 0:
+        raise ValueError("bounds needs at least one element")
+    cdef Py_ssize_t n = values.shape[0]
+    if bounds[0] < 0 or bounds[ng] > n:
+        raise ValueError("group bounds outside the values array")
+    for g in range(ng):
+        if bounds[g + 1] < bounds[g]:
+            raise ValueError("group bounds must be non-decreasing")
+    sizes_arr = np.empty(ng, dtype=np.int64)
+    cdef int64_t[::1] sizes = sizes_arr
+    cdef int64_t total = 0, s
+    cdef const uint32_t *vp = &values[0] if n else NULL
+    cdef bint bad = False
+    with nogil:
+        for g in range(ng):
+            s = pf_roaring_size(vp + bounds[g], bounds[g + 1] - bounds[g])
+            if s < 0:
+                bad = True
+                break
+            sizes[g] = s
+            total += s
+    if bad:
+        raise ValueError(f"roaring values of group {g} are not strictly increasing")
+    out = PyBytes_FromStringAndSize(NULL, total)
+    cdef uint8_t *op = <uint8_t *> PyBytes_AS_STRING(out)
+    with nogil:
+        for g in range(ng):
+            op += pf_roaring_write(vp + bounds[g], bounds[g + 1] - bounds[g], op)
+    return out, sizes_arr
+
+
+def check(const uint8_t[::1] buf, Py_ssize_t offset=0, Py_ssize_t limit=-1, Py_ssize_t base=0):
+    """Validate the portable bitmap at ``buf[offset:limit]``.
+
+    Returns ``(size, cardinality)``. Raises IndexFormatError (offset =
+    ``base + offset + where``) for anything malformed or truncated.
+    """
+    cdef Py_ssize_t n = buf.shape[0]
+    if limit < 0 or limit > n:
+        limit = n
+    if offset < 0 or offset > limit:
+        raise IndexFormatError(f"roaring bitmap offset {offset} outside the buffer", base + offset)
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    cdef uint64_t card = 0
+    cdef int64_t size
+    cdef const uint8_t *p = &buf[0] + offset if n else <const uint8_t *> ""
+    with nogil:
+        size = pf_roaring_check(p, limit - offset, &err, &err_at, &card)
+    if size < 0:
+        raise IndexFormatError(err.decode(), base + offset + <Py_ssize_t> err_at)
+    return size, card

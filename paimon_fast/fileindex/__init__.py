@@ -1,0 +1,194 @@
+"""File index formats, registered by Paimon's index type name.
+
+    w = writer("bloom-filter", "BIGINT", {"items": "1000", "fpp": "0.01"})
+    w.write_batch(pa.array([1, 2, None])); data = w.finish()
+    r = reader("bloom-filter", "BIGINT", data)
+    r.evaluate(field("x") == 5)        # REMAIN / SKIP / BitmapResult
+
+Each format lives in its own module and registers an :class:`IndexFactory`
+with :func:`register`; the built-in ones are imported on first use, so
+``writer("bitmap", ...)`` works without importing anything else.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Callable, Dict
+
+from ..errors import UnknownIndexTypeError
+from ..predicate import And, Leaf, Or, Predicate
+from ..result import REMAIN, SKIP, FileIndexResult
+from ..source import Source, as_source
+from ..types import DataType
+from .options import Options
+
+# name -> module that registers it when imported
+_BUILTIN_MODULES = {
+    "bloom-filter": "paimon_fast.fileindex.bloom",
+    "bitmap": "paimon_fast.fileindex.bitmap",
+    "range-bitmap": "paimon_fast.fileindex.range_bitmap",
+    "bsi": "paimon_fast.fileindex.bsi",
+}
+
+_REGISTRY: Dict[str, "IndexFactory"] = {}
+
+
+class FileIndexWriter:
+    """Base class of index writers: feed column batches in row order, then ``finish()``."""
+
+    index_type = "?"
+
+    def __init__(self, dtype: DataType, options: Options):
+        self.dtype = dtype
+        self.options = options
+        self.row_count = 0
+
+    def write_batch(self, values) -> None:
+        """Add a column batch (pyarrow / numpy / Python sequence; None = null)."""
+        raise NotImplementedError
+
+    def write(self, value) -> None:
+        """Add one value (convenience; use :meth:`write_batch` for speed)."""
+        self.write_batch([value])
+
+    def finish(self) -> bytes:
+        """The serialized index, byte-identical to Java's ``serializedBytes()``."""
+        raise NotImplementedError
+
+
+class FileIndexReader:
+    """Base class of index readers: a visitor over predicate leaves.
+
+    Subclasses override ``visit_<op>`` methods (``visit_equal``, ``visit_in``...);
+    an op without a method is answered REMAIN (the index cannot tell).
+    """
+
+    index_type = "?"
+
+    def __init__(self, dtype: DataType, source: Source, options: Options):
+        self.dtype = dtype
+        self.source = source
+        self.options = options
+
+    def visit(self, leaf: Leaf) -> FileIndexResult:
+        fn = getattr(self, "visit_" + leaf.op, None)
+        return REMAIN if fn is None else fn(leaf)
+
+    def evaluate(self, predicate: Predicate) -> FileIndexResult:
+        """Answer a predicate whose leaves all refer to this index's column
+        (the field names are not checked)."""
+        return evaluate_tree(predicate, self.visit)
+
+    def describe(self) -> dict:
+        """What ``paimon-fast inspect`` shows about this index."""
+        return {"index_type": self.index_type, "type": str(self.dtype), "size": self.source.size}
+
+
+class EmptyFileIndexReader(FileIndexReader):
+    """An index over no values (start = -1 in the container), as Java's
+    ``EmptyFileIndexReader``: value predicates SKIP; ``is_null``, ``!=`` and
+    ``NOT IN`` REMAIN (Java does not override them)."""
+
+    index_type = "empty"
+
+    _SKIP_OPS = frozenset({
+        "equal", "in", "is_not_null", "less_than", "less_or_equal", "greater_than",
+        "greater_or_equal", "between", "starts_with", "ends_with", "contains", "like",
+    })
+
+    def visit(self, leaf):
+        return SKIP if leaf.op in self._SKIP_OPS else REMAIN
+
+
+def evaluate_tree(predicate: Predicate, visit_leaf: Callable[[Leaf], FileIndexResult]) -> FileIndexResult:
+    """Combine leaf answers as Paimon's ``FileIndexPredicate`` does (AND short-circuits on SKIP)."""
+    if isinstance(predicate, Leaf):
+        return visit_leaf(predicate)
+    if isinstance(predicate, Or):
+        res = None
+        for c in predicate.children:
+            r = evaluate_tree(c, visit_leaf)
+            res = r if res is None else res.or_(r)
+        return REMAIN if res is None else res
+    if isinstance(predicate, And):
+        res = None
+        for c in predicate.children:
+            r = evaluate_tree(c, visit_leaf)
+            res = r if res is None else res.and_(r)
+            if not res.remain:
+                return res
+        return REMAIN if res is None else res
+    raise TypeError(f"not a predicate: {predicate!r}")
+
+
+class IndexFactory:
+    """What a format registers: its name, writer and reader classes, and the
+    types it supports (``check_type`` raises UnsupportedTypeError)."""
+
+    name = "?"
+    writer_class = FileIndexWriter
+    reader_class = FileIndexReader
+
+    def check_type(self, dtype: DataType) -> None:
+        pass
+
+    def writer(self, dtype: DataType, options: Options) -> FileIndexWriter:
+        self.check_type(dtype)
+        return self.writer_class(dtype, options)
+
+    def reader(self, dtype: DataType, source: Source, options: Options) -> FileIndexReader:
+        self.check_type(dtype)
+        return self.reader_class(dtype, source, options)
+
+
+def register(factory_cls):
+    """Class decorator: register an :class:`IndexFactory` subclass under its ``name``."""
+    inst = factory_cls()
+    _REGISTRY[inst.name] = inst
+    return factory_cls
+
+
+def get_factory(index_type: str) -> IndexFactory:
+    f = _REGISTRY.get(index_type)
+    if f is None and index_type in _BUILTIN_MODULES:
+        mod = _BUILTIN_MODULES[index_type]
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name != mod:
+                raise
+        f = _REGISTRY.get(index_type)
+    if f is None:
+        raise UnknownIndexTypeError(
+            f"unknown file index type {index_type!r}; known: {sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))}"
+        )
+    return f
+
+
+def index_types():
+    """Names of the index types that can be loaded."""
+    out = []
+    for name in sorted(set(_REGISTRY) | set(_BUILTIN_MODULES)):
+        try:
+            get_factory(name)
+            out.append(name)
+        except UnknownIndexTypeError:
+            pass
+    return out
+
+
+def writer(index_type: str, dtype, options=None) -> FileIndexWriter:
+    """A writer for ``index_type`` over a column of Paimon type ``dtype``."""
+    return get_factory(index_type).writer(DataType.parse(dtype), Options(options))
+
+
+def reader(index_type: str, dtype, data, options=None) -> FileIndexReader:
+    """A reader over index bytes given as bytes, a path, a binary file or a Source."""
+    return get_factory(index_type).reader(DataType.parse(dtype), as_source(data), Options(options))
+
+
+from .format import FileIndexFormat  # noqa: E402  (container uses the registry above)
+
+__all__ = [
+    "FileIndexWriter", "FileIndexReader", "EmptyFileIndexReader", "IndexFactory", "Options",
+    "register", "get_factory", "index_types", "writer", "reader", "evaluate_tree", "FileIndexFormat",
+]

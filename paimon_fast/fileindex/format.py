@@ -1,0 +1,250 @@
+"""Paimon's file index container (``FileIndexFormat``), big-endian:
+
+    i64 magic 1493475289347502 | i32 version 1 | i32 head length (absolute body start)
+    i32 column count
+      per column: UTF name | i32 index count
+        per index: UTF index type | i32 start (absolute; -1 = empty index) | i32 length
+    i32 redundant length (0)
+    body: index payloads in write order
+
+Opening parses only the header; an index's bytes are read when a predicate
+needs them, from memory or from the file at their offset.
+"""
+from __future__ import annotations
+
+import re
+import struct
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from ..errors import IndexFormatError, UnsupportedTypeError
+from ..predicate import Leaf, Predicate
+from ..result import REMAIN, FileIndexResult
+from ..serde import BoundedReader, write_utf
+from ..source import Source, as_source
+from ..types import DataType
+from .options import Options
+
+MAGIC = 1493475289347502
+VERSION_1 = 1
+EMPTY_INDEX_FLAG = -1
+# A header cannot be larger than the file; this also bounds column/index counts.
+_MIN_COLUMN_BYTES = 2 + 4
+_MIN_INDEX_BYTES = 2 + 4 + 4
+
+
+
+class FileIndexFormat:
+    """Writer (:meth:`write`) and reader (:meth:`open`) of the container."""
+
+    MAGIC = MAGIC
+
+    @staticmethod
+    def write(indexes: Mapping[str, Mapping[str, Optional[bytes]]]) -> bytes:
+        """Serialize ``{column: {index_type: payload bytes or None (empty index)}}``.
+
+        Column and index order is the mapping's order (Paimon uses insertion order).
+        """
+        head = bytearray()
+        body = bytearray()
+        entries = []
+        for col, idx in indexes.items():
+            entries.append((col, list(idx.items())))
+        # head length must be known before starts can be written: compute it first
+        head_len = 8 + 4 + 4 + 4 + 4
+        for col, items in entries:
+            head_len += len(write_utf(col)) + 4
+            for itype, _ in items:
+                head_len += len(write_utf(itype)) + 8
+        head += struct.pack(">qii", MAGIC, VERSION_1, head_len)
+        head += struct.pack(">i", len(entries))
+        for col, items in entries:
+            head += write_utf(col)
+            head += struct.pack(">i", len(items))
+            for itype, payload in items:
+                head += write_utf(itype)
+                if payload is None:
+                    head += struct.pack(">ii", EMPTY_INDEX_FLAG, 0)
+                else:
+                    payload = bytes(payload)
+                    head += struct.pack(">ii", head_len + len(body), len(payload))
+                    body += payload
+        head += struct.pack(">i", 0)
+        assert len(head) == head_len
+        return bytes(head + body)
+
+    @staticmethod
+    def open(data, row_type: Mapping[str, object] | None = None, options: Mapping | None = None) -> "FileIndexFile":
+        """Open a container from bytes, a path or a binary file; parses the header only.
+
+        ``row_type`` maps column names to Paimon types (strings or DataType);
+        ``options`` are per-index-type reader options (``{index_type: {...}}``).
+        """
+        return FileIndexFile(as_source(data), row_type or {}, options or {})
+
+
+_MAP_RE = re.compile(r"^\s*MAP\s*<(.*)>\s*$", re.IGNORECASE)
+
+
+def _map_value_type(text: str) -> str:
+    """``MAP<K, V>`` -> ``V`` (split at the top-level comma)."""
+    inner = _MAP_RE.match(text).group(1)
+    depth = 0
+    for i, ch in enumerate(inner):
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return inner[i + 1:].strip()
+    raise UnsupportedTypeError(f"cannot parse map type {text!r}")
+
+
+class FileIndexFile:
+    """An opened container: header parsed, readers created and cached on demand."""
+
+    def __init__(self, source: Source, row_type: Mapping[str, object], options: Mapping):
+        self.source = source
+        self.row_type = dict(row_type)
+        self.options = options
+        self._entries: Dict[str, List[Tuple[str, int, int]]] = {}
+        self._readers: Dict[Tuple[str, str], object] = {}
+        self._parse_header()
+
+    def _parse_header(self):
+        size = self.source.size
+        if size < 20:
+            raise IndexFormatError(f"file index container truncated: {size} bytes, the fixed header needs 20", 0)
+        fixed = BoundedReader(self.source.read_at(0, 20, "container header"))
+        magic = fixed.i64("magic")
+        if magic != MAGIC:
+            raise IndexFormatError(f"not a Paimon file index: magic 0x{magic & (2**64 - 1):016x}", 0)
+        version = fixed.i32("version")
+        if version != VERSION_1:
+            raise IndexFormatError(f"unsupported file index version {version}", 8)
+        head_len = fixed.i32("head length")
+        if head_len < 24 or head_len > size:
+            raise IndexFormatError(f"head length {head_len} outside [24, {size}]", 12)
+        col_count = fixed.i32("column count")
+        if col_count < 0 or col_count * _MIN_COLUMN_BYTES > head_len - 24:
+            raise IndexFormatError(f"column count {col_count} does not fit in a {head_len}-byte header", 16)
+        r = BoundedReader(self.source.read_at(0, head_len, "container header"), pos=20)
+        self.head_length = head_len
+        for _ in range(col_count):
+            col = r.utf("column name")
+            n = r.i32("index count")
+            if n < 0 or n * _MIN_INDEX_BYTES > r.remaining:
+                r.fail(f"index count {n} of column {col!r} does not fit in the header", r.pos - 4)
+            items = self._entries.setdefault(col, [])
+            for _ in range(n):
+                itype = r.utf("index type name")
+                at = r.pos
+                start = r.i32("index start")
+                length = r.i32("index length")
+                if start == EMPTY_INDEX_FLAG:
+                    if length != 0:
+                        r.fail(f"empty index of {col!r} has length {length}", at)
+                elif start < head_len or length < 0 or start + length > size:
+                    r.fail(f"index {itype!r} of {col!r}: [{start}, {start + length}) outside the body "
+                           f"[{head_len}, {size})", at)
+                items.append((itype, start, length))
+        redundant = r.i32("redundant length")
+        if redundant < 0 or redundant > r.remaining:
+            r.fail(f"redundant length {redundant} exceeds the header", r.pos - 4)
+
+    # ------------------------------------------------------------ metadata
+    def columns(self) -> List[str]:
+        return list(self._entries)
+
+    def index_metas(self) -> Dict[str, Dict[str, Tuple[int, int]]]:
+        """``{column: {index_type: (start, length)}}`` as parsed (start -1 = empty index)."""
+        return {c: {t: (s, n) for t, s, n in items} for c, items in self._entries.items()}
+
+    def payload(self, column: str, index_type: str) -> Optional[bytes]:
+        """The raw payload bytes of one index (None for an empty index)."""
+        for t, s, n in self._entries.get(column, ()):
+            if t == index_type:
+                return None if s == EMPTY_INDEX_FLAG else bytes(self.source.read_at(s, n, f"{index_type} of {column}"))
+        raise KeyError(f"no {index_type!r} index on column {column!r}")
+
+    def column_type(self, column: str) -> DataType:
+        t = self.row_type.get(column)
+        if t is None and column.endswith("]") and "[" in column:
+            base = column[:column.index("[")]
+            mt = self.row_type.get(base)
+            if isinstance(mt, str) and _MAP_RE.match(mt):
+                t = _map_value_type(mt)
+        if t is None:
+            raise KeyError(f"column {column!r} has an index but no type in row_type")
+        return DataType.parse(t)
+
+    # ------------------------------------------------------------ reading
+    def _reader(self, column: str, itype: str, start: int, length: int):
+        from . import EmptyFileIndexReader, get_factory  # late: the registry imports this module
+
+        key = (column, itype)
+        rd = self._readers.get(key)
+        if rd is None:
+            dtype = self.column_type(column)
+            opts = Options(self.options.get(itype, {}) if isinstance(self.options, Mapping) else {})
+            if start == EMPTY_INDEX_FLAG:
+                rd = EmptyFileIndexReader(dtype, self.source.slice(0, 0), opts)
+            else:
+                rd = get_factory(itype).reader(dtype, self.source.slice(start, length, f"{itype} of {column}"), opts)
+            self._readers[key] = rd
+        return rd
+
+    def readers(self, column: str):
+        """Readers of every index on ``column`` (created once, cached)."""
+        return [self._reader(column, *e) for e in self._entries.get(column, ())]
+
+    def reader(self, column: str, index_type: str):
+        """The reader of one index; KeyError if the file has no such index."""
+        for e in self._entries.get(column, ()):
+            if e[0] == index_type:
+                return self._reader(column, *e)
+        raise KeyError(f"no {index_type!r} index on column {column!r}")
+
+    def visit_leaf(self, leaf: Leaf) -> FileIndexResult:
+        """AND of every index's answer on the leaf's column (REMAIN when none can answer).
+
+        An index type this build does not know is skipped (it cannot prune, so
+        the file is kept), as is a column missing from ``row_type``.
+        """
+        from ..errors import UnknownIndexTypeError
+
+        res = REMAIN
+        for e in self._entries.get(leaf.name, ()):
+            try:
+                rd = self._reader(leaf.name, *e)
+            except (UnknownIndexTypeError, KeyError):
+                continue
+            res = res.and_(rd.visit(leaf))
+        return res
+
+    def evaluate(self, predicate: Predicate) -> FileIndexResult:
+        """REMAIN / SKIP / BitmapResult for the whole predicate over all indexes of the file."""
+        from . import evaluate_tree
+
+        return evaluate_tree(predicate, self.visit_leaf)
+
+    def describe(self) -> dict:
+        cols = {}
+        for c, items in self._entries.items():
+            cols[c] = []
+            for t, s, n in items:
+                d = {"index_type": t, "start": s, "length": n}
+                try:
+                    d.update(self._reader(c, t, s, n).describe())
+                except (KeyError, UnsupportedTypeError) as e:
+                    d["error"] = str(e)
+                cols[c].append(d)
+        return {"size": self.source.size, "head_length": self.head_length, "columns": cols}
+
+    def close(self):
+        self.source.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,283 @@
+"""Predicate trees over field names, built with Python operators.
+
+    from paimon_fast import field
+    p = (field("a") == 3) & (field("b").isin(["x", "y"]) | field("c").is_null())
+
+Leaves carry an ``op`` from :data:`OPS` and literals as plain Python values;
+index readers convert literals to their own key encoding.  ``~p`` negates a
+predicate where Paimon has the negated leaf (``=``/``!=``, ``<``/``>=``,
+``IN``/``NOT IN``, ``IS NULL``/``IS NOT NULL``, AND/OR by De Morgan); string
+predicates have no negation and raise ``TypeError``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field as _dc_field
+from typing import Any, Tuple
+
+# op -> number of literals (None = a list)
+OPS = {
+    "equal": 1,
+    "not_equal": 1,
+    "less_than": 1,
+    "less_or_equal": 1,
+    "greater_than": 1,
+    "greater_or_equal": 1,
+    "in": None,
+    "not_in": None,
+    "is_null": 0,
+    "is_not_null": 0,
+    "between": 2,
+    "not_between": 2,
+    "starts_with": 1,
+    "ends_with": 1,
+    "contains": 1,
+    "like": 1,
+}
+
+_NEGATION = {
+    "equal": "not_equal",
+    "not_equal": "equal",
+    "less_than": "greater_or_equal",
+    "greater_or_equal": "less_than",
+    "less_or_equal": "greater_than",
+    "greater_than": "less_or_equal",
+    "in": "not_in",
+    "not_in": "in",
+    "is_null": "is_not_null",
+    "is_not_null": "is_null",
+    "between": "not_between",
+    "not_between": "between",
+}
+
+_SQL = {
+    "equal": "=", "not_equal": "!=", "less_than": "<", "less_or_equal": "<=",
+    "greater_than": ">", "greater_or_equal": ">=",
+}
+
+
+class Predicate:
+    """Base class of predicate nodes."""
+
+    def __and__(self, other: "Predicate") -> "Predicate":
+        return And.of(self, other)
+
+    def __or__(self, other: "Predicate") -> "Predicate":
+        return Or.of(self, other)
+
+    def __invert__(self) -> "Predicate":
+        return self.negate()
+
+    def negate(self) -> "Predicate":  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def fields(self) -> set:
+        """Names of the fields this predicate refers to."""
+        raise NotImplementedError
+
+    def leaves(self):
+        raise NotImplementedError
+
+    def __bool__(self):
+        raise TypeError("a predicate has no truth value; use & | ~ instead of and / or / not")
+
+
+@dataclass(frozen=True, eq=True)
+class Leaf(Predicate):
+    """One comparison: ``op`` applied to field ``name`` with ``literals``."""
+
+    op: str
+    name: str
+    literals: Tuple[Any, ...] = ()
+
+    def __post_init__(self):
+        if self.op not in OPS:
+            raise ValueError(f"unknown predicate op {self.op!r}")
+        n = OPS[self.op]
+        if n is not None and len(self.literals) != n:
+            raise ValueError(f"{self.op} takes {n} literal(s), got {len(self.literals)}")
+        if self.op in ("starts_with", "ends_with", "contains", "like") and not isinstance(self.literals[0], (str, bytes)):
+            raise TypeError(f"{self.op} needs a string literal, got {type(self.literals[0]).__name__}")
+
+    @property
+    def literal(self):
+        return self.literals[0]
+
+    def negate(self):
+        neg = _NEGATION.get(self.op)
+        if neg is None:
+            raise TypeError(f"{self.op} cannot be negated (Paimon has no negated form)")
+        return Leaf(neg, self.name, self.literals)
+
+    def fields(self):
+        return {self.name}
+
+    def leaves(self):
+        yield self
+
+    def __repr__(self):
+        if self.op in _SQL:
+            return f"{self.name} {_SQL[self.op]} {self.literal!r}"
+        if self.op in ("in", "not_in"):
+            return f"{self.name} {'IN' if self.op == 'in' else 'NOT IN'} {list(self.literals)!r}"
+        if self.op in ("is_null", "is_not_null"):
+            return f"{self.name} IS {'NULL' if self.op == 'is_null' else 'NOT NULL'}"
+        if self.op in ("between", "not_between"):
+            kw = "BETWEEN" if self.op == "between" else "NOT BETWEEN"
+            return f"{self.name} {kw} {self.literals[0]!r} AND {self.literals[1]!r}"
+        return f"{self.op}({self.name}, {self.literal!r})"
+
+
+@dataclass(frozen=True)
+class And(Predicate):
+    children: Tuple[Predicate, ...]
+
+    @staticmethod
+    def of(*preds) -> Predicate:
+        flat = []
+        for p in preds:
+            if not isinstance(p, Predicate):
+                raise TypeError(f"cannot combine a predicate with {type(p).__name__}")
+            flat.extend(p.children if isinstance(p, And) else (p,))
+        return flat[0] if len(flat) == 1 else And(tuple(flat))
+
+    def negate(self):
+        return Or.of(*(c.negate() for c in self.children))
+
+    def fields(self):
+        return set().union(*(c.fields() for c in self.children))
+
+    def leaves(self):
+        for c in self.children:
+            yield from c.leaves()
+
+    def __repr__(self):
+        return "(" + " AND ".join(map(repr, self.children)) + ")"
+
+
+@dataclass(frozen=True)
+class Or(Predicate):
+    children: Tuple[Predicate, ...]
+
+    @staticmethod
+    def of(*preds) -> Predicate:
+        flat = []
+        for p in preds:
+            if not isinstance(p, Predicate):
+                raise TypeError(f"cannot combine a predicate with {type(p).__name__}")
+            flat.extend(p.children if isinstance(p, Or) else (p,))
+        return flat[0] if len(flat) == 1 else Or(tuple(flat))
+
+    def negate(self):
+        return And.of(*(c.negate() for c in self.children))
+
+    def fields(self):
+        return set().union(*(c.fields() for c in self.children))
+
+    def leaves(self):
+        for c in self.children:
+            yield from c.leaves()
+
+    def __repr__(self):
+        return "(" + " OR ".join(map(repr, self.children)) + ")"
+
+
+@dataclass(frozen=True)
+class TopN:
+    """``ORDER BY name [DESC] NULLS FIRST|LAST LIMIT k`` as Paimon's TopN.
+
+    ``strict`` means this is the only sort key, so ties at the k-th value are
+    trimmed to exactly k rows (Java's semantics).
+    """
+
+    name: str
+    k: int
+    descending: bool = True
+    nulls_first: bool = False
+    strict: bool = True
+
+
+class Field:
+    """A reference to a column, with operators that build predicate leaves."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __eq__(self, v):  # type: ignore[override]
+        return Leaf("equal", self.name, (v,)) if v is not None else Leaf("is_null", self.name)
+
+    def __ne__(self, v):  # type: ignore[override]
+        return Leaf("not_equal", self.name, (v,)) if v is not None else Leaf("is_not_null", self.name)
+
+    def __lt__(self, v):
+        return Leaf("less_than", self.name, (v,))
+
+    def __le__(self, v):
+        return Leaf("less_or_equal", self.name, (v,))
+
+    def __gt__(self, v):
+        return Leaf("greater_than", self.name, (v,))
+
+    def __ge__(self, v):
+        return Leaf("greater_or_equal", self.name, (v,))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def equal(self, v):
+        """``= v``; unlike ``==`` a None literal stays an ``equal(null)`` leaf."""
+        return Leaf("equal", self.name, (v,))
+
+    def not_equal(self, v):
+        return Leaf("not_equal", self.name, (v,))
+
+    def isin(self, values):
+        return Leaf("in", self.name, tuple(values))
+
+    def notin(self, values):
+        return Leaf("not_in", self.name, tuple(values))
+
+    is_in = isin
+    not_in = notin
+
+    def is_null(self):
+        return Leaf("is_null", self.name)
+
+    def is_not_null(self):
+        return Leaf("is_not_null", self.name)
+
+    def between(self, lo, hi):
+        return Leaf("between", self.name, (lo, hi))
+
+    def not_between(self, lo, hi):
+        return Leaf("not_between", self.name, (lo, hi))
+
+    def startswith(self, prefix):
+        return Leaf("starts_with", self.name, (prefix,))
+
+    def endswith(self, suffix):
+        return Leaf("ends_with", self.name, (suffix,))
+
+    def contains(self, sub):
+        return Leaf("contains", self.name, (sub,))
+
+    def like(self, pattern):
+        """SQL LIKE with ``%`` / ``_`` wildcards and ``\\`` as the escape character."""
+        return Leaf("like", self.name, (pattern,))
+
+    starts_with = startswith
+    ends_with = endswith
+
+    def top(self, k, nulls_first=False, strict=True) -> TopN:
+        return TopN(self.name, k, True, nulls_first, strict)
+
+    def bottom(self, k, nulls_first=False, strict=True) -> TopN:
+        return TopN(self.name, k, False, nulls_first, strict)
+
+    def __repr__(self):
+        return f"field({self.name!r})"
+
+
+def field(name: str) -> Field:
+    """A column reference: ``field("a") == 3``."""
+    return Field(name)

@@ -1,0 +1,142 @@
+"""Where index bytes come from: an in-memory buffer or a seekable file.
+
+Readers never assume the whole index is in memory.  They take a
+:class:`Source` and read the ranges they need with :meth:`Source.read_at`;
+every range is checked against the source's size first, so a length field
+read from a corrupt file can never make us allocate or read past the end.
+"""
+from __future__ import annotations
+
+import io
+import os
+
+from .errors import IndexFormatError
+
+
+class Source:
+    """A random-access, read-only byte range. Subclasses implement ``_read``."""
+
+    size: int
+
+    def read_at(self, offset: int, length: int, what: str = "bytes"):
+        """Return ``length`` bytes at ``offset`` (a bytes-like object).
+
+        Raises :class:`IndexFormatError` if the range is not inside the source.
+        """
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise IndexFormatError(
+                f"{what}: range [{offset}, {offset + length}) is outside the {self.size}-byte input",
+                offset,
+            )
+        return self._read(offset, length)
+
+    def slice(self, offset: int, length: int, what: str = "slice") -> "Source":
+        """A sub-range of this source, itself a Source (offsets relative to it)."""
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise IndexFormatError(
+                f"{what}: range [{offset}, {offset + length}) is outside the {self.size}-byte input",
+                offset,
+            )
+        return SliceSource(self, offset, length)
+
+    def read_all(self):
+        return self.read_at(0, self.size)
+
+    def _read(self, offset, length):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class BytesSource(Source):
+    """Bytes in memory; reads are zero-copy memoryview slices."""
+
+    def __init__(self, data):
+        self._mv = memoryview(data).cast("B")
+        self.size = len(self._mv)
+
+    def _read(self, offset, length):
+        return self._mv[offset:offset + length]
+
+
+class FileSource(Source):
+    """A local file read with ``os.pread`` (thread-safe, no shared position)."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self._fd = os.open(self.path, os.O_RDONLY)
+        self.size = os.fstat(self._fd).st_size
+
+    def _read(self, offset, length):
+        data = os.pread(self._fd, length, offset)
+        if len(data) != length:
+            raise IndexFormatError(f"short read from {self.path}: {len(data)} of {length} bytes", offset)
+        return data
+
+    def close(self):
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class FileObjSource(Source):
+    """A seekable binary file object (seek + read). Not thread-safe."""
+
+    def __init__(self, f):
+        self._f = f
+        self.size = f.seek(0, io.SEEK_END)
+
+    def _read(self, offset, length):
+        self._f.seek(offset)
+        data = self._f.read(length)
+        if len(data) != length:
+            raise IndexFormatError(f"short read: {len(data)} of {length} bytes", offset)
+        return data
+
+
+class SliceSource(Source):
+    def __init__(self, parent: Source, offset: int, length: int):
+        # flatten nested slices so reads stay one hop
+        while isinstance(parent, SliceSource):
+            offset += parent._offset
+            parent = parent._parent
+        self._parent = parent
+        self._offset = offset
+        self.size = length
+
+    @property
+    def base(self) -> int:
+        """Offset of this slice in the underlying input (for error messages)."""
+        return self._offset
+
+    def _read(self, offset, length):
+        return self._parent._read(self._offset + offset, length)
+
+
+def as_source(obj) -> Source:
+    """Turn bytes / bytearray / memoryview / path / seekable binary file into a Source."""
+    if isinstance(obj, Source):
+        return obj
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return BytesSource(obj)
+    if isinstance(obj, (str, os.PathLike)):
+        return FileSource(obj)
+    if hasattr(obj, "read") and hasattr(obj, "seek"):
+        return FileObjSource(obj)
+    try:
+        return BytesSource(memoryview(obj))
+    except TypeError:
+        raise TypeError(f"cannot read index bytes from {type(obj).__name__}: give bytes, a path or a binary file") from None
