@@ -18,6 +18,17 @@ from .types import DataType
 
 __version__ = "0.1.0"
 
+_SUBPACKAGES = {"globalindex", "tableindex", "hudi", "paimon", "spark", "roaring", "reference", "cli"}
+
+
+def __getattr__(name):
+    # pf.globalindex, pf.tableindex, ... load on first use (and Spark only when asked for)
+    if name in _SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
     "fileindex", "FileIndexFormat", "field", "Field", "Predicate", "Leaf", "And", "Or", "TopN",
     "REMAIN", "SKIP", "UNSUPPORTED", "BitmapResult", "FileIndexResult", "DataType",

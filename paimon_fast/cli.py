@@ -3,8 +3,10 @@
     paimon-fast demo                 build indexes over a sample dataset and query them
     paimon-fast inspect FILE         show a file index container and its indexes
 
-Subcommands are registered in :data:`COMMANDS` by the modules that own them, so
-each feature's command sits next to its code.
+Subcommands are registered with :func:`command` by the modules that own them
+(listed in :data:`COMMAND_MODULES`, imported when present), so each feature's
+command sits next to its code.  ``inspect`` asks every registered
+:func:`inspector` whether it recognises the file.
 """
 from __future__ import annotations
 
@@ -16,6 +18,17 @@ import tempfile
 import time
 
 COMMANDS = {}
+# (name, detect(path) -> bool, describe(path, args) -> dict), tried in order
+INSPECTORS = []
+# feature modules that register commands / inspectors when imported (missing ones are skipped)
+COMMAND_MODULES = [
+    "paimon_fast.fileindex.bitmap",
+    "paimon_fast.spark.cli",
+    "paimon_fast.globalindex.cli",
+    "paimon_fast.tableindex.cli",
+    "paimon_fast.hudi.cli",
+    "paimon_fast.paimon.cli",
+]
 
 
 def command(name, help):
@@ -23,6 +36,31 @@ def command(name, help):
         COMMANDS[name] = (fn, help)
         return fn
     return deco
+
+
+def inspector(name):
+    """Decorator for ``describe(path, args)``; use as ``@inspector("deletion file").detect(fn)``."""
+    def deco(describe):
+        entry = {"name": name, "describe": describe, "detect": lambda path: False}
+        INSPECTORS.append(entry)
+
+        def detect(fn):
+            entry["detect"] = fn
+            return fn
+        describe.detect = detect
+        return describe
+    return deco
+
+
+def _load_command_modules():
+    import importlib
+
+    for mod in COMMAND_MODULES:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name is None or not mod.startswith(e.name):
+                raise
 
 
 def _parse_row_type(text):
@@ -62,10 +100,14 @@ def inspect_setup(p):
                    "without it only the header is shown")
 
 
-@command("inspect", "show a file index container: columns, index types, sizes, per-index details")
+@command("inspect", "show an index file: container columns, index types, sizes, per-index details")
 def inspect_main(args):
     import paimon_fast as pf
 
+    for entry in INSPECTORS:
+        if entry["detect"](args.file):
+            _print_json(entry["describe"](args.file, args))
+            return
     row_type = _parse_row_type(args.row_type)
     with pf.FileIndexFormat.open(args.file, row_type) as f:
         if row_type:
@@ -139,6 +181,7 @@ demo_main.setup = demo_setup
 
 
 def build_parser():
+    _load_command_modules()
     ap = argparse.ArgumentParser(prog="paimon-fast", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name, (fn, help) in COMMANDS.items():
