@@ -99,3 +99,33 @@ def test_dynamic_bucket_index_java_hashmap_order_and_bound():
     bounded = ti.DynamicBucketIndex(target_row_num=1, max_buckets=2, seed=1)
     out = bounded.assign_hashes(np.arange(1, 50))
     assert out[:2].tolist() == [0, 1] and set(out.tolist()) == {0, 1}
+
+
+@pytest.mark.parametrize("offset", [0, 3, 13])
+def test_apply_deletion_vector_all_column_kinds(offset):
+    import decimal
+    rng = np.random.default_rng(offset)
+    n = 3000 + offset
+    nulls = rng.random(n) < 0.2
+    cols = {
+        "i8": pa.array(rng.integers(-100, 100, n).astype(np.int8), mask=nulls),
+        "i64": pa.array(rng.integers(-2**62, 2**62, n), mask=nulls),
+        "f32": pa.array(rng.random(n).astype(np.float32)),
+        "b": pa.array(rng.random(n) < 0.5, mask=nulls),
+        "s": pa.array([None if x else f"s{i}" * (i % 5) for i, x in enumerate(nulls)]),
+        "ls": pa.array([f"x{i}" for i in range(n)], pa.large_string()),
+        "bin": pa.array([bytes([i % 256]) * (i % 9) for i in range(n)], pa.binary()),
+        "d": pa.array([decimal.Decimal(i) / 100 for i in range(n)], pa.decimal128(10, 2)),
+        "ts": pa.array(rng.integers(0, 2**40, n), pa.int64()).cast(pa.timestamp("us")),
+        "lst": pa.array([[i, i + 1] for i in range(n)]),   # not flat: Arrow's filter
+    }
+    batch = pa.record_batch(cols).slice(offset)
+    deleted = rng.choice(n, n // 7, replace=False) + 1000
+    dv = ti.DeletionVector.from_positions(deleted)
+    got = ti.apply_deletion_vector(dv, batch, 1000)
+    got.validate(full=True)
+    want = batch.filter(pa.array(dv.keep_mask(1000, batch.num_rows)))
+    assert got.equals(want)
+    assert ti.apply_deletion_vector(dv, batch, 10**7) is batch        # no deleted rows in range
+    t = pa.Table.from_batches([batch])
+    assert ti.apply_deletion_vector(dv, t, 1000).equals(pa.Table.from_batches([want]))

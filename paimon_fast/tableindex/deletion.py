@@ -441,22 +441,92 @@ class Bitmap64DeletionVector(DeletionVector):
 
 # ---------------------------------------------------------------- applying to data
 
+def _fixed_width(t) -> int:
+    import pyarrow as pa
+    if pa.types.is_boolean(t):
+        return -1
+    if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
+            or pa.types.is_decimal(t) or pa.types.is_fixed_size_binary(t)):
+        try:
+            bw = t.bit_width
+        except ValueError:
+            return 0
+        return bw // 8 if bw % 8 == 0 else 0
+    return 0
+
+
+def _alloc(nbytes: int):
+    """A writable Arrow buffer (Arrow's pool reuses freed pages) and a uint8 view."""
+    import pyarrow as pa
+    buf = pa.allocate_buffer(max(int(nbytes), 1))
+    return buf, np.frombuffer(buf, np.uint8)
+
+
+def _filter_array(arr, keep_u8: np.ndarray, nkeep: int, keep_pa):
+    """``arr`` without the rows whose keep byte is 0 (kernels for flat types,
+    Arrow's filter otherwise)."""
+    import pyarrow as pa
+
+    t = arr.type
+    n = len(arr)
+    off = arr.offset
+    bufs = arr.buffers()
+    validity = None
+    if arr.null_count and bufs[0] is not None:
+        validity, v = _alloc(nkeep // 8 + 1)
+        _k.filter_bits(np.frombuffer(bufs[0], np.uint8), off, keep_u8, nkeep, v)
+    w = _fixed_width(t)
+    if w > 0:
+        src = np.frombuffer(bufs[1], np.uint8)[off * w:(off + n) * w]
+        out, o = _alloc((nkeep + 1) * w)
+        _k.filter_fixed(src, w, keep_u8, nkeep, o)
+        return pa.Array.from_buffers(t, nkeep, [validity, out])
+    if w == -1:   # boolean values are bits
+        out, o = _alloc(nkeep // 8 + 1)
+        _k.filter_bits(np.frombuffer(bufs[1], np.uint8), off, keep_u8, nkeep, o)
+        return pa.Array.from_buffers(t, nkeep, [validity, out])
+    if (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)
+            or pa.types.is_large_binary(t)):
+        large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+        offs = np.frombuffer(bufs[1], np.int64 if large else np.int32, count=off + n + 1)[off:]
+        offs = np.ascontiguousarray(offs, dtype=np.int64)
+        data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+        total = _k.var_kept_bytes(offs, len(data), keep_u8)
+        ow = 8 if large else 4
+        out_off, oo = _alloc((nkeep + 1) * ow)
+        out_data, od = _alloc(total)
+        _k.filter_var(offs, data, keep_u8, nkeep, oo, ow, od)
+        return pa.Array.from_buffers(t, nkeep, [validity, out_off, out_data])
+    return arr.filter(keep_pa)
+
+
 def apply_deletion_vector(dv: DeletionVector | None, batch, start: int):
     """Drop the deleted rows of ``batch`` (Arrow RecordBatch or Table) whose first
     row is row ``start`` of its data file; ``dv=None`` returns the batch as is.
 
-    The keep-mask is computed by a kernel (no Python object per row) and the
-    filter is Arrow's; a batch without deleted rows is returned unchanged.
+    The keep-mask comes from a kernel and flat columns (numbers, temporal,
+    decimal, boolean, string, binary) are compacted by kernels too, without a
+    Python object per row; other column types use Arrow's filter.  A batch
+    without deleted rows is returned unchanged.
     """
     if dv is None or dv.is_empty():
         return batch
     import pyarrow as pa
 
     n = batch.num_rows
-    mask = dv.keep_mask(start, n)
-    if n == 0 or mask.all():
+    if n == 0:
         return batch
-    return batch.filter(pa.array(mask, type=pa.bool_()))
+    mask = dv.keep_mask(start, n)
+    keep_u8 = mask.view(np.uint8)
+    nkeep = int(np.count_nonzero(keep_u8))
+    if nkeep == n:
+        return batch
+    keep_pa = pa.BooleanArray.from_buffers(
+        pa.bool_(), n, [None, pa.py_buffer(np.packbits(keep_u8, bitorder="little"))])
+    if isinstance(batch, pa.RecordBatch):
+        cols = [_filter_array(c, keep_u8, nkeep, keep_pa) for c in batch.columns]
+        return pa.RecordBatch.from_arrays(cols, schema=batch.schema)
+    return batch.filter(keep_pa)
 
 
 def filter_batches(dv: DeletionVector | None, batches: Iterable, start: int = 0):
