@@ -2,7 +2,7 @@
 it has the operation), in one run.
 
     PYTHONPATH=. python -m pytest benchmarks/bench_tableindex.py --benchmark-only \
-        --benchmark-columns=min,median,max,rounds --benchmark-sort=name
+        --benchmark-columns=min,median,max,rounds --benchmark-sort=name -p no:cacheprovider
 
 Sizes follow issue 9: 1e6 random positions of 1e7 (build / serialize /
 deserialize), is_deleted_batch of 1e6 positions, filtering a 1e6-row Arrow
@@ -60,8 +60,8 @@ def test_serialize_twin(benchmark, dv, dv_bin):
     assert benchmark.pedantic(ref.dv_serialize, args=(s, False), rounds=1, iterations=1) == dv_bin
 
 
-@pytest.mark.benchmark(group="dv-serialize-1e6-of-1e7")
-def test_serialize_64_kernel(benchmark, positions):
+@pytest.mark.benchmark(group="dv64-serialize-1e6-of-1e7")
+def test_serialize64_kernel(benchmark, positions):
     d = ti.DeletionVector.from_positions(positions, bitmap64=True)
     benchmark(d.serialize)
 
@@ -180,12 +180,12 @@ def keys():
 
 
 @pytest.mark.benchmark(group="hash-int-string-1e6")
-def test_hash_kernel_1e6(benchmark, keys):
+def test_hash_1e6_kernel(benchmark, keys):
     benchmark(ti.binary_row_hash, keys, ["INT", "STRING"])
 
 
 @pytest.mark.benchmark(group="hash-int-string-20k")
-def test_hash_kernel_20k(benchmark, keys):
+def test_hash_20k_kernel(benchmark, keys):
     small = keys.slice(0, TWIN_ROWS)
     want = benchmark(ti.binary_row_hash, small, ["INT", "STRING"])
     rows = list(zip(small.column(0).to_pylist()[:100], small.column(1).to_pylist()[:100]))
@@ -193,25 +193,25 @@ def test_hash_kernel_20k(benchmark, keys):
 
 
 @pytest.mark.benchmark(group="hash-int-string-20k")
-def test_hash_twin_20k(benchmark, keys):
+def test_hash_20k_twin(benchmark, keys):
     small = keys.slice(0, TWIN_ROWS)
     rows = list(zip(small.column(0).to_pylist(), small.column(1).to_pylist()))
     benchmark.pedantic(ref.binary_row_hash, args=(rows, ["INT", "STRING"]), rounds=1, iterations=1)
 
 
 @pytest.mark.benchmark(group="hash-set-order-1e6")
-def test_int_set_order_kernel(benchmark, keys):
+def test_int_set_order_1e6_kernel(benchmark, keys):
     h = ti.binary_row_hash(keys, ["INT", "STRING"])
     benchmark(ti.write_hash_index, h)
 
 
 @pytest.mark.benchmark(group="hash-set-order-1e5")
-def test_int_set_order_kernel_1e5(benchmark, keys):
+def test_int_set_order_1e5_kernel(benchmark, keys):
     h = ti.binary_row_hash(keys.slice(0, 100_000), ["INT", "STRING"])
     benchmark(ti.int_hash_set_order, h)
 
 
 @pytest.mark.benchmark(group="hash-set-order-1e5")
-def test_int_set_order_twin_1e5(benchmark, keys):
+def test_int_set_order_1e5_twin(benchmark, keys):
     h = ti.binary_row_hash(keys.slice(0, 100_000), ["INT", "STRING"]).tolist()
     benchmark.pedantic(ref.int_set_order, args=(h,), rounds=1, iterations=1)
