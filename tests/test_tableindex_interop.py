@@ -129,3 +129,13 @@ def test_apply_deletion_vector_all_column_kinds(offset):
     assert ti.apply_deletion_vector(dv, batch, 10**7) is batch        # no deleted rows in range
     t = pa.Table.from_batches([batch])
     assert ti.apply_deletion_vector(dv, t, 1000).equals(pa.Table.from_batches([want]))
+
+
+def test_remove_deleted_from_index_results():
+    from pyroaring import BitMap, BitMap64
+    dv = ti.DeletionVector.from_positions([1, 5, 9, 2**20])
+    assert dv.remove_deleted(BitMap([0, 1, 2, 5, 2**20, 2**20 + 1])) == BitMap([0, 2, 2**20 + 1])
+    dv64 = ti.DeletionVector.from_positions([2**33, 3], bitmap64=True)
+    assert dv64.remove_deleted(BitMap64([3, 4, 2**33, 2**33 + 1])) == BitMap64([4, 2**33 + 1])
+    assert dv.remove_deleted(np.array([1, 2, 3])).tolist() == [2, 3]
+    assert len(dv.remove_deleted(BitMap())) == 0

@@ -202,6 +202,18 @@ class DeletionVector:
         """How many rows of ``[start, start + length)`` are deleted."""
         return int(length - np.count_nonzero(self.keep_mask(start, length)))
 
+    def remove_deleted(self, rows):
+        """``rows`` (row positions: numpy array, or a pyroaring BitMap / BitMap64
+        such as an index result's bitmap) without the deleted ones, same kind back."""
+        if hasattr(rows, "to_array") and not isinstance(rows, np.ndarray):
+            arr = rows.to_array()
+            pos = np.frombuffer(arr, dtype=np.uint64 if arr.itemsize == 8 else np.uint32) if len(arr) else \
+                np.zeros(0, np.uint32)
+            kept = pos[~self.is_deleted_batch(pos.astype(np.int64))]
+            return type(rows)(kept)
+        r = np.asarray(rows)
+        return r[~self.is_deleted_batch(r.astype(np.int64))]
+
     def filter_batch(self, batch, start: int):
         """Drop deleted rows from an Arrow RecordBatch / Table whose first row has
         position ``start`` in its data file."""
