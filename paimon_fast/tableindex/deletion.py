@@ -255,6 +255,30 @@ class DeletionVector:
         form = "bitset" if self._words is not None else "sorted"
         return f"{type(self).__name__}(cardinality={self._card}, {form})"
 
+    @classmethod
+    def _decode_groups(cls, u8, groups, base, nkeys=None):
+        """groups: (key, offset of a validated 32-bit bitmap, cardinality), keys ascending."""
+        total = sum(c for _, _, c in groups)
+        nonempty = [(k, o, c, _k.roaring_last_key(u8, o)) for k, o, c in groups if c]
+        if nkeys is None:
+            nkeys = (groups[-1][0] + 1) if groups else 0
+        if not nonempty:
+            return cls(sorted_positions=np.zeros(0, np.uint64), cardinality=0, nkeys=nkeys)
+        k, _, _, last = nonempty[-1]
+        max_pos = (k << 32) | (last << 16) | 0xFFFF
+        if _dense_ok(max_pos, total):
+            nchunks = (max_pos >> 16) + 1
+            words = np.zeros(nchunks * _CHUNK_WORDS, dtype=np.uint64)
+            for k, o, c, last in nonempty:
+                _k.roaring_or_into(u8, o, words, k << 16, last)
+            return cls(words=words, cardinality=total, nkeys=nkeys)
+        out = np.empty(total, dtype=np.uint64)
+        at = 0
+        for k, o, c, last in nonempty:
+            _k.roaring_to_sorted(u8, o, k, out, at, c)
+            at += c
+        return cls(sorted_positions=out, cardinality=total, nkeys=nkeys)
+
     # ------------------------------------------------------------ bytes
     def serialize(self) -> bytes:
         """The bin: magic + bitmap, identical to Java's."""
@@ -332,30 +356,6 @@ class BitmapDeletionVector(DeletionVector):
             raise IndexFormatError(f"32-bit deletion vector: {len(u8) - 4 - size} bytes after the bitmap",
                                    base + 4 + size)
         return cls._decode_groups(u8, [(0, 4, card)], base)
-
-    @classmethod
-    def _decode_groups(cls, u8, groups, base, nkeys=None):
-        """groups: (key, offset of a validated 32-bit bitmap, cardinality), keys ascending."""
-        total = sum(c for _, _, c in groups)
-        nonempty = [(k, o, c, _k.roaring_last_key(u8, o)) for k, o, c in groups if c]
-        if nkeys is None:
-            nkeys = (groups[-1][0] + 1) if groups else 0
-        if not nonempty:
-            return cls(sorted_positions=np.zeros(0, np.uint64), cardinality=0, nkeys=nkeys)
-        k, _, _, last = nonempty[-1]
-        max_pos = (k << 32) | (last << 16) | 0xFFFF
-        if _dense_ok(max_pos, total):
-            nchunks = (max_pos >> 16) + 1
-            words = np.zeros(nchunks * _CHUNK_WORDS, dtype=np.uint64)
-            for k, o, c, last in nonempty:
-                _k.roaring_or_into(u8, o, words, k << 16, last)
-            return cls(words=words, cardinality=total, nkeys=nkeys)
-        out = np.empty(total, dtype=np.uint64)
-        at = 0
-        for k, o, c, last in nonempty:
-            _k.roaring_to_sorted(u8, o, k, out, at, c)
-            at += c
-        return cls(sorted_positions=out, cardinality=total, nkeys=nkeys)
 
     def to_bitmap64(self) -> "Bitmap64DeletionVector":
         """Java ``Bitmap64DeletionVector.fromBitmapDeletionVector``."""
@@ -448,7 +448,6 @@ class Bitmap64DeletionVector(DeletionVector):
                 raise IndexFormatError("64-bit deletion vector holds a position beyond Java's maximum", base)
         return cls._decode_groups(u8, groups, base)
 
-    _decode_groups = BitmapDeletionVector.__dict__["_decode_groups"]
 
 
 # ---------------------------------------------------------------- applying to data
