@@ -21,6 +21,8 @@ cdef extern from "dvbits.h":
     void pf_roaring_or_into_bits(const uint8_t *buf, uint64_t *w, uint64_t chunk0) nogil
     size_t pf_roaring_to_sorted(const uint8_t *buf, uint64_t high, uint64_t *out) nogil
     int pf_cpu_ok()
+    int64_t pf_roaring_scan(const uint8_t *buf, size_t len, const char **err, size_t *err_at, uint64_t *card_out, int32_t *last_key) nogil
+    int pf_roaring_fill_bits(const uint8_t *buf, uint64_t *w, uint64_t chunk0, const char **err, size_t *err_at) nogil
     void pf_set_bits(const int64_t *pos, size_t n, uint64_t *w) nogil
     void pf_test_bits(const uint64_t *w, uint64_t nbits, const int64_t *probes, size_t n, uint8_t *out) nogil
     uint64_t pf_popcount_words(const uint64_t *w, size_t n) nogil
@@ -74,6 +76,42 @@ def check32(const uint8_t[::1] buf, Py_ssize_t offset=0, Py_ssize_t limit=-1, Py
     if size < 0:
         raise IndexFormatError(err.decode(), base + offset + <Py_ssize_t> err_at)
     return size, card
+
+
+def scan32(const uint8_t[::1] buf, Py_ssize_t offset=0, Py_ssize_t base=0):
+    """Extent of the portable bitmap at ``buf[offset:]`` (header and container
+    bounds checked, content not): (size, header cardinality, last container key)."""
+    cdef Py_ssize_t n = buf.shape[0]
+    if offset < 0 or offset > n:
+        raise IndexFormatError(f"roaring bitmap offset {offset} outside the buffer", base + offset)
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    cdef uint64_t card = 0
+    cdef int32_t last = -1
+    cdef int64_t size
+    cdef const uint8_t *p = &buf[0] + offset if n else <const uint8_t *> ""
+    with nogil:
+        size = pf_roaring_scan(p, n - offset, &err, &err_at, &card, &last)
+    if size < 0:
+        raise IndexFormatError(err.decode(), base + offset + <Py_ssize_t> err_at)
+    return size, card, last
+
+
+def fill_bits(const uint8_t[::1] buf, Py_ssize_t offset, uint64_t[::1] w, Py_ssize_t chunk0, Py_ssize_t last_key,
+              Py_ssize_t base=0):
+    """Validate the content of a bitmap accepted by :func:`scan32` while ORing it
+    into bit set ``w`` at chunk ``chunk0`` (+ container key)."""
+    if last_key < 0:
+        return
+    if chunk0 < 0 or (chunk0 + last_key + 1) * CHUNK_WORDS > w.shape[0]:
+        raise ValueError("bit set too small for the bitmap")
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    cdef int rc
+    with nogil:
+        rc = pf_roaring_fill_bits(&buf[offset], &w[0], chunk0, &err, &err_at)
+    if rc < 0:
+        raise IndexFormatError(err.decode(), base + offset + <Py_ssize_t> err_at)
 
 
 def build_bits(const int64_t[::1] pos, Py_ssize_t nwords):

@@ -257,9 +257,11 @@ class DeletionVector:
 
     @classmethod
     def _decode_groups(cls, u8, groups, base, nkeys=None):
-        """groups: (key, offset of a validated 32-bit bitmap, cardinality), keys ascending."""
-        total = sum(c for _, _, c in groups)
-        nonempty = [(k, o, c, _k.roaring_last_key(u8, o)) for k, o, c in groups if c]
+        """groups: (key, offset, header cardinality, last container key) of bitmaps
+        whose extent was checked by ``scan32``; keys ascending.  The content is
+        validated here: while filling the bit set (dense) or before decoding."""
+        total = sum(g[2] for g in groups)
+        nonempty = [g for g in groups if g[3] >= 0]
         if nkeys is None:
             nkeys = (groups[-1][0] + 1) if groups else 0
         if not nonempty:
@@ -270,11 +272,14 @@ class DeletionVector:
             nchunks = (max_pos >> 16) + 1
             words = np.zeros(nchunks * _CHUNK_WORDS, dtype=np.uint64)
             for k, o, c, last in nonempty:
-                _k.roaring_or_into(u8, o, words, k << 16, last)
+                _k.fill_bits(u8, o, words, k << 16, last, base)
             return cls(words=words, cardinality=total, nkeys=nkeys)
         out = np.empty(total, dtype=np.uint64)
         at = 0
         for k, o, c, last in nonempty:
+            _, checked = _check32(u8, o, -1, base)
+            if checked != c:   # pragma: no cover - check32 verifies card against content
+                raise IndexFormatError("roaring bitmap cardinality mismatch", base + o)
             _k.roaring_to_sorted(u8, o, k, out, at, c)
             at += c
         return cls(sorted_positions=out, cardinality=total, nkeys=nkeys)
@@ -351,11 +356,11 @@ class BitmapDeletionVector(DeletionVector):
 
     @classmethod
     def _read(cls, u8: np.ndarray, base: int) -> "BitmapDeletionVector":
-        size, card = _check32(u8, 4, -1, base)
+        size, card, last = _k.scan32(u8, 4, base)
         if 4 + size != len(u8):
             raise IndexFormatError(f"32-bit deletion vector: {len(u8) - 4 - size} bytes after the bitmap",
                                    base + 4 + size)
-        return cls._decode_groups(u8, [(0, 4, card)], base)
+        return cls._decode_groups(u8, [(0, 4, card, last)], base)
 
     def to_bitmap64(self) -> "Bitmap64DeletionVector":
         """Java ``Bitmap64DeletionVector.fromBitmapDeletionVector``."""
@@ -435,8 +440,8 @@ class Bitmap64DeletionVector(DeletionVector):
                 raise IndexFormatError(f"Key is too large: {key}", base + p)
             if key <= last:
                 raise IndexFormatError("Keys must be sorted in ascending order", base + p)
-            size, card = _check32(u8, p + 4, -1, base)
-            groups.append((key, p + 4, card))
+            size, card, lastc = _k.scan32(u8, p + 4, base)
+            groups.append((key, p + 4, card, lastc))
             last = key
             p += 4 + size
         if p != n:
