@@ -261,9 +261,20 @@ class ReadReport(ScanReport):
     """:class:`ScanReport` of one :func:`read` (``str()`` gives a one-line summary)."""
 
 
+_SCHEMAS: dict = {}
+
+
 def spark_schema(spark, ds: ParquetDataset):
-    """The dataset's Spark schema as Spark infers it (data columns, then partition columns)."""
-    return spark.read.option("pathGlobFilter", "*.parquet").parquet(ds.root).schema
+    """The dataset's Spark schema as Spark infers it (data columns, then partition columns);
+    cached while the dataset's file listing is unchanged."""
+    key = (id(spark), ds.root, tuple((f.path, f.size, f.mtime_ns) for f in ds.files()))
+    s = _SCHEMAS.get(key)
+    if s is None:
+        s = spark.read.option("pathGlobFilter", "*.parquet").parquet(ds.root).schema
+        if len(_SCHEMAS) > 64:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = s
+    return s
 
 
 def _bitmap_filter_udf(bitmaps: Mapping[str, bytes]):

@@ -180,8 +180,8 @@ def demo_options(rows: int, files: int) -> dict:
 
 
 def demo_setup(p):
-    p.add_argument("--rows", type=int, default=3_000_000, help="rows in the sample dataset")
-    p.add_argument("--files", type=int, default=24, help="number of data files")
+    p.add_argument("--rows", type=int, default=2_000_000, help="rows in the sample dataset")
+    p.add_argument("--files", type=int, default=20, help="number of data files")
     p.add_argument("--dir", default=None, help="where to write (default: a temporary directory)")
     _master_arg(p)
 
@@ -217,12 +217,14 @@ def demo_main(args):
     user = last[len(last) // 2].as_py()
     total_rows = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
     mid = total_rows // 2
+    last_file = max(paths, key=os.path.basename)  # holds the largest ids
+    last_region = os.path.basename(os.path.dirname(last_file)).split("=", 1)[1]
     queries = [
         f"id = {mid}",
         f"user_id = '{user}'",
         "country = 'NO'",
         "country = 'XX'",
-        f"region = 'us' AND id IN (5, {mid}, {total_rows - 1})",
+        f"region = '{last_region}' AND id IN (5, {mid}, {total_rows - 1})",
         f"user_id = '{user}' OR country = 'SE'",
         "amount > 400 AND country IN ('JP', 'KR')",
     ]

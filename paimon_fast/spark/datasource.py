@@ -18,6 +18,13 @@ the scan: pruning only ever removes files and rows that cannot match, and the
 answer never depends on this source's own row filter.  The ``where`` option
 is applied here, exactly (Arrow compute, SQL null semantics).
 
+**Known Spark issue (4.1-4.3).**  Spark stores the partitions planned during
+filter pushdown on the relation a ``load()`` created, and a later query on
+the same DataFrame that pushes no filter (no ``where``, or only an ``OR``)
+reuses them instead of planning again: it would read only the files the
+earlier query kept.  Call ``load()`` once per query (``pfs.read`` is not
+affected).  Newer Spark keeps that state per scan.
+
 One input partition per file that may match; each is read with pyarrow on
 an executor, keeping only the positions of the file's row bitmap when an index
 answered with one.
