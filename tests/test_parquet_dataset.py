@@ -225,3 +225,16 @@ def test_arrow_filter_matches_sql_semantics(tmp_path):
         got = t.filter(to_arrow_expression(pred, t.schema)).to_pylist()
         want = [r for r in rows if _py_eval(pred, r) is True]
         assert got == want, text
+
+
+def test_cli_inspect_reads_types_from_the_data_file(tmp_path, capsys):
+    from paimon_fast.cli import main
+
+    ds = make_dataset(tmp_path, files_per_part=1)
+    ds.build(BLOOM)
+    assert main(["inspect", str(tmp_path / "p=a" / "f0.parquet.index")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    bloom = out["columns"]["id"][0]
+    assert bloom["index_type"] == "bloom-filter" and bloom["type"] == "BIGINT"
+    assert bloom["num_bits"] > 0 and 0 < bloom["fill_ratio"] < 1
+    assert out["data_file"].endswith("f0.parquet")

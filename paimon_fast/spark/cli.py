@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 
-from ..cli import command
+from ..cli import command, inspector
 
 
 def _master_arg(p):
@@ -53,6 +53,27 @@ def _session(args):
     from . import session
 
     return session(args.master)
+
+
+# ---------------------------------------------------------------- inspect
+
+@inspector("Parquet file index")
+def describe_parquet_index(path, args):
+    """``<file>.parquet.index`` beside its data file: column types come from the Parquet footer."""
+    import paimon_fast as pf
+
+    from ..tables.parquet import INDEX_SUFFIX, ParquetDataset
+
+    data = path[: -len(INDEX_SUFFIX)]
+    with pf.FileIndexFormat.open(path, ParquetDataset.row_type_of(data)) as f:
+        out = f.describe()
+    out["data_file"] = data
+    return out
+
+
+@describe_parquet_index.detect
+def _is_parquet_index(path):
+    return path.endswith(".parquet.index") and os.path.isfile(path[: -len(".index")])
 
 
 # ---------------------------------------------------------------- build

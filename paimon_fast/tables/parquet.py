@@ -427,13 +427,22 @@ class ParquetDataset:
 
     def row_type(self) -> Dict[str, str]:
         """``{column: Paimon type}`` of the data columns an index can be built on."""
+        return self.row_type_of_schema(self.data_schema())
+
+    @staticmethod
+    def row_type_of_schema(schema: pa.Schema) -> Dict[str, str]:
         out = {}
-        for f in self.data_schema():
+        for f in schema:
             try:
                 out[f.name] = str(DataType.from_arrow(f.type))
             except UnsupportedTypeError:
                 pass
         return out
+
+    @staticmethod
+    def row_type_of(data_file: str) -> Dict[str, str]:
+        """``{column: Paimon type}`` of one Parquet file."""
+        return ParquetDataset.row_type_of_schema(pq.read_schema(data_file))
 
     # ------------------------------------------------------------ catalog
     def read_catalog(self) -> dict:
