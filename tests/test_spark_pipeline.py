@@ -185,8 +185,8 @@ def test_read_without_index_and_with_predicate_objects(spark, dataset):
     assert rows_of(df) == rows_of(base) == rows_of(plain(spark, dataset).where("name = 'us3-4' OR id IN (0, 8999)"))
 
 
-DS_PREDICATES = ["id = 4321", "name = 'eu1-3' AND score > 50", "status = 'paid' AND region = 'us'",
-                 "name IS NULL AND id < 3000", "id IN (5, 7000) AND name LIKE 'us%'", "name <> 'eu0-1' AND id < 40",
+DS_PREDICATES = ["id = 4321", "status = 'paid' AND region = 'us' AND name = 'us4-2'",
+                 "id IN (5, 7000) AND name LIKE 'us%'", "name <> 'eu0-1' AND id < 40 AND name IS NOT NULL",
                  "name = 'us4-1' OR id = 3"]
 
 
