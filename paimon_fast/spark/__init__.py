@@ -343,7 +343,8 @@ def read(spark, path: str, where=None, columns=None, use_index: bool = True):
         d = d.mapInArrow(_bitmap_filter_udf(partial), d.schema).drop("__pf_file", "__pf_row")
         parts.append(d)
     if not parts:
-        df = spark.createDataFrame([], schema)
+        # nothing can match: a scan Spark's optimizer turns into an empty relation
+        df = reader.parquet(ds.files()[0].abs_path).where(F.lit(False))
     else:
         df = parts[0]
         for p in parts[1:]:
