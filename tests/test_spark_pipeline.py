@@ -127,6 +127,15 @@ def test_rerun_is_idempotent_and_rebuilds_stale_files(spark, dataset, tmp_path):
     rep = pfs.build(spark, dataset, OPTIONS)
     assert rep.files_built == 0 and rep.files_current == 6
     assert before == {f.path: os.stat(f.index_path).st_mtime_ns for f in ds.files(refresh=True)}
+    # a data file touched after the build is stale: only it is rebuilt, to the same bytes
+    stale = ds.files()[4]
+    old_bytes = open(stale.index_path, "rb").read()
+    st = os.stat(stale.abs_path)
+    os.utime(stale.abs_path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert ParquetDataset(dataset).plan("id = 1").report.files_without_index == 1
+    rep = pfs.build(spark, dataset, OPTIONS)
+    assert rep.built == [stale.path] and rep.files_current == 5
+    assert open(stale.index_path, "rb").read() == old_bytes
 
 
 def test_killed_task_leaves_no_index_and_retry_completes(spark, tmp_path):

@@ -248,6 +248,7 @@ def demo_main(args):
         f"region = '{last_region}' AND id IN (5, {mid}, {total_rows - 1})",
         f"user_id = '{user}' OR country = 'SE'",
         "amount > 400 AND country IN ('JP', 'KR')",
+        "status = 'returned' AND country = 'NO'",
     ]
     plain = spark.read.option("pathGlobFilter", "*.parquet").parquet(out)
     plain.where("id = -1").count()  # warm up the JVM and the Python workers before timing
