@@ -17,7 +17,6 @@ A summary with the ratios prints at the end (use ``-s`` to see it).
 """
 import os
 import tempfile
-import time
 
 import numpy as np
 import pyarrow as pa

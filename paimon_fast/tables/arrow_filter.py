@@ -7,7 +7,6 @@ comparison drops the row, ``x NOT IN (...)`` drops null ``x``).
 """
 from __future__ import annotations
 
-import datetime as _dt
 from typing import Mapping, Optional
 
 import pyarrow as pa
@@ -34,8 +33,6 @@ def coerce_literal(value, arrow_type: Optional[pa.DataType]):
         return float(value)
     if isinstance(value, float) and pa.types.is_integer(t) and value.is_integer():
         return int(value)
-    if isinstance(value, _dt.datetime) and pa.types.is_date(t):
-        return value
     return value
 
 
