@@ -211,6 +211,14 @@ def demo_setup(p):
 def demo_main(args):
     import pyarrow.parquet as pq
 
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        from .. import cli as core
+
+        print("pyspark is not installed (pip install 'paimon-fast[spark]'): running the in-process demo")
+        return core.demo_main(args)
+
     from . import build, read
 
     out = args.dir or tempfile.mkdtemp(prefix="paimon-fast-demo-")
