@@ -213,6 +213,13 @@ def finish_task(table, task: _Task, container: bytes):
     if len(container) > task.threshold:
         name = new_index_file_name(task.old_index_file, task.file.file_name)
         path = task.file.aligned_file_path(name)
+        # an unreferenced file of that name may remain from an older snapshot: older
+        # snapshots may still read it, so take Java's next name instead of overwriting
+        for _ in range(1000):
+            if not table.file_io.exists(path):
+                break
+            name = new_index_file_name(name, task.file.file_name)
+            path = task.file.aligned_file_path(name)
         _write_atomic(table.file_io, path, container)
         return None, name
     return (container or None), None
