@@ -82,6 +82,48 @@ static int pf_decode_words(const uint8_t *buf, uint64_t *words, int64_t nbits, i
     return 0;
 }
 
+/* Largest value of validated portable bytes, -1 when empty. */
+static int64_t pf_last_value(const uint8_t *buf) {
+    uint32_t cookie = pf_get32(buf);
+    uint32_t size;
+    int has_run;
+    const uint8_t *runflags = NULL;
+    size_t p;
+    if ((cookie & 0xFFFF) == PF_SERIAL_COOKIE) {
+        has_run = 1; size = (cookie >> 16) + 1; runflags = buf + 4; p = 4 + (size + 7) / 8;
+    } else {
+        has_run = 0; size = pf_get32(buf + 4); p = 8;
+    }
+    if (size == 0) return -1;
+    const uint8_t *desc = buf + p;
+    p += 4 * (size_t)size;
+    if (!has_run || size >= PF_NO_OFFSET_THRESHOLD) p += 4 * (size_t)size;
+    int64_t last = -1;
+    for (uint32_t c = 0; c < size; c++) {
+        uint32_t key = pf_get16(desc + 4 * c);
+        uint32_t card = (uint32_t)pf_get16(desc + 4 * c + 2) + 1;
+        int64_t base = (int64_t)key << 16;
+        int is_run = has_run && ((runflags[c >> 3] >> (c & 7)) & 1);
+        if (is_run) {
+            uint32_t nruns = pf_get16(buf + p);
+            p += 2;
+            if (nruns) last = base + pf_get16(buf + p + 4 * (nruns - 1)) + pf_get16(buf + p + 4 * (nruns - 1) + 2);
+            p += 4 * (size_t)nruns;
+        } else if (card > PF_ARRAY_MAX) {
+            for (int w = 1023; w >= 0; w--) {
+                uint64_t x;
+                memcpy(&x, buf + p + 8 * w, 8);
+                if (x) { last = base + 64 * w + 63 - __builtin_clzll(x); break; }
+            }
+            p += 8192;
+        } else {
+            last = base + pf_get16(buf + p + 2 * (card - 1));
+            p += 2 * (size_t)card;
+        }
+    }
+    return last;
+}
+
 /* Position of the next set (want=1) / clear (want=0) bit at or after pos, below end. */
 static inline int64_t pf_next_bit(const uint64_t *words, int64_t pos, int64_t end, int want) {
     while (pos < end) {

@@ -16,6 +16,7 @@ from paimon_fast.errors import IndexFormatError
 cdef extern from "bitslice.h":
     int64_t pf_roaring_check(const uint8_t *buf, size_t length, const char **err, size_t *err_at, uint64_t *card) nogil
     int pf_decode_words(const uint8_t *buf, uint64_t *words, int64_t nbits, int64_t *bad) nogil
+    int64_t pf_last_value(const uint8_t *buf) nogil
     int64_t pf_encode_words(const uint64_t *words, int64_t nwords, uint8_t *out) nogil
     void pf_compare(const uint64_t *slices, int64_t stride, int S, const uint64_t *base,
                     int64_t nw, int op, uint64_t v, uint64_t *out) nogil
@@ -73,6 +74,28 @@ def decode_into(const uint8_t[::1] buf, Py_ssize_t offset, Py_ssize_t limit, uin
     if rc < 0:
         raise IndexFormatError(f"roaring bitmap holds row {bad}, beyond the {nbits} rows of the index", base + offset)
     return size, card
+
+
+def check_last(const uint8_t[::1] buf, Py_ssize_t offset, Py_ssize_t limit, Py_ssize_t base=0):
+    """Validate the portable bitmap at ``buf[offset:limit]``; returns
+    ``(serialized size, cardinality, largest value or -1)``."""
+    cdef Py_ssize_t n = buf.shape[0]
+    if limit < 0 or limit > n:
+        limit = n
+    if offset < 0 or offset > limit or limit - offset < 4:
+        raise IndexFormatError("roaring bitmap truncated (cookie)", base + offset)
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    cdef uint64_t card = 0
+    cdef int64_t size, last = -1
+    cdef const uint8_t *p = &buf[0] + offset
+    with nogil:
+        size = pf_roaring_check(p, limit - offset, &err, &err_at, &card)
+        if size >= 0:
+            last = pf_last_value(p)
+    if size < 0:
+        raise IndexFormatError(err.decode(), base + offset + err_at)
+    return size, card, last
 
 
 def encode(const uint64_t[::1] words):

@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import IndexFormatError, UnsupportedTypeError
 from ..types import DataType, decimal_unscaled, long_keys, to_arrow_array, validity_mask
 from . import FileIndexReader, FileIndexWriter, IndexFactory, register
-from ._bitslice import NullLiteralError, _k, nwords, read_roaring_dense, to_bitmap
+from ._bitslice import NullLiteralError, _k, nwords, range_bitmap, read_roaring_dense, to_bitmap
 from ..result import BitmapResult
 
 INDEX_TYPE = "bsi"
@@ -164,35 +164,55 @@ class BsiReader(FileIndexReader):
         if self._pos is not None:
             return
         d = np.frombuffer(self.source.read_at(0, self.source.size, "bsi"), dtype=np.uint8)
-        n = self.row_count
+        base = self._base
+        # pass 1: validate every bitmap and find the last non-null row, so the
+        # dense arrays never follow an unchecked row count
         p = 5
-        parts = []
+        layout = []
+        last = -1
         for which in ("positive", "negative"):
             if p + 1 > d.size:
-                raise IndexFormatError(f"bsi truncated (has {which} flag)", self._base + p)
+                raise IndexFormatError(f"bsi truncated (has {which} flag)", base + p)
             flag = d[p]
             p += 1
             if not flag:
-                parts.append(_Part(n))
+                layout.append(None)
                 continue
             if p + 17 > d.size:
-                raise IndexFormatError(f"bsi {which} header truncated", self._base + p)
+                raise IndexFormatError(f"bsi {which} header truncated", base + p)
             if d[p] > 1:
-                raise IndexFormatError(f"bsi {which} version {d[p]} not supported", self._base + p)
+                raise IndexFormatError(f"bsi {which} version {d[p]} not supported", base + p)
             mn, mx = struct.unpack_from(">qq", d, p + 1)
             p += 17
-            ebm, size, _ = read_roaring_dense(d, p, -1, n, self._base, f"bsi {which} existence bitmap")
+            ebm_at = p
+            size, _, l = _k.check_last(d, p, -1, base)
+            last = max(last, l)
             p += size
             if p + 4 > d.size:
-                raise IndexFormatError(f"bsi {which} slice count truncated", self._base + p)
+                raise IndexFormatError(f"bsi {which} slice count truncated", base + p)
             (S,) = struct.unpack_from(">i", d, p)
             if not 0 <= S <= 64:
-                raise IndexFormatError(f"bsi {which} slice count {S} out of range [0, 64]", self._base + p)
+                raise IndexFormatError(f"bsi {which} slice count {S} out of range [0, 64]", base + p)
             p += 4
-            slices = np.zeros((S, nwords(n)), np.uint64)
-            for i in range(S):
-                size, _ = _k.decode_into(d, p, -1, slices[i], n, self._base)
+            at = []
+            for _ in range(S):
+                size, _, _ = _k.check_last(d, p, -1, base)
+                at.append(p)
                 p += size
+            layout.append((mn, mx, ebm_at, at))
+        if last >= self.row_count:
+            raise IndexFormatError(f"bsi existence bitmap holds row {last} beyond its {self.row_count} rows", base)
+        n = self._nbits = last + 1
+        parts = []
+        for which, lay in zip(("positive", "negative"), layout):
+            if lay is None:
+                parts.append(_Part(n))
+                continue
+            mn, mx, ebm_at, at = lay
+            ebm, _, _ = read_roaring_dense(d, ebm_at, -1, n, base, f"bsi {which} existence bitmap")
+            slices = np.zeros((len(at), nwords(n)), np.uint64)
+            for i, q in enumerate(at):
+                _k.decode_into(d, q, -1, slices[i], n, base)
             parts.append(_Part(n, mn, mx, ebm, slices))
         self._pos, self._neg = parts
 
@@ -218,27 +238,31 @@ class BsiReader(FileIndexReader):
         vals, _ = long_values([v], self.dtype)
         return int(vals[0])
 
+    def _zeros(self):
+        self._load()
+        return np.zeros(nwords(self._nbits), np.uint64)
+
     def eq_words(self, v):
         if v == LONG_MIN:
-            return np.zeros(nwords(self.row_count), np.uint64)
+            return self._zeros()
         return self.negative.compare("eq", -v) if v < 0 else self.positive.compare("eq", v)
 
     def in_words(self, vs):
-        out = np.zeros(nwords(self.row_count), np.uint64)
+        out = self._zeros()
         for v in vs:
             out |= self.eq_words(v)
         return out
 
     def lt_words(self, v):
         if v == LONG_MIN:
-            return np.zeros(nwords(self.row_count), np.uint64)
+            return self._zeros()
         if v < 0:
             return self.negative.compare("gt", -v)
         return self.positive.compare("lt", v) | self.negative.ebm
 
     def lte_words(self, v):
         if v == LONG_MIN:
-            return np.zeros(nwords(self.row_count), np.uint64)
+            return self._zeros()
         if v < 0:
             return self.negative.compare("gte", -v)
         return self.positive.compare("lte", v) | self.negative.ebm
@@ -262,8 +286,7 @@ class BsiReader(FileIndexReader):
         return BitmapResult(thunk=lambda: to_bitmap(fn()))
 
     def visit_is_null(self, leaf):
-        n = self.row_count
-        return self._result(lambda: _k.range_words(0, n, n) & ~self.not_null_words())
+        return BitmapResult(thunk=lambda: range_bitmap(0, self.row_count) - to_bitmap(self.not_null_words()))
 
     def visit_is_not_null(self, leaf):
         return self._result(self.not_null_words)

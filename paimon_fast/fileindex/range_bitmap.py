@@ -612,7 +612,14 @@ class RangeBitmapReader(FileIndexReader):
         body = p + 4 + hl
         if ebm_len < 0 or body + ebm_len > d.size:
             raise IndexFormatError(f"range bitmap existence bitmap length {ebm_len} out of bounds", base + p + 6)
-        n = self.row_count
+        # dense arrays cover the rows up to the last non-null one (never the
+        # claimed row count, which the data cannot vouch for)
+        _, _, last = _k.check_last(d, body, body + ebm_len, base)
+        if last >= self.row_count:
+            raise IndexFormatError(f"range bitmap existence bitmap holds row {last} beyond its {self.row_count} rows",
+                                   base + body)
+        n = last + 1
+        self._nbits = n
         ebm, _, _ = read_roaring_dense(d, body, body + ebm_len, n, base, "range bitmap existence bitmap")
         slices = np.zeros((S, nwords(n)), dtype=np.uint64)
         sbase = body + ebm_len
@@ -637,7 +644,8 @@ class RangeBitmapReader(FileIndexReader):
 
     # --- dense answers (words over row_count rows)
     def _empty(self):
-        return np.zeros(nwords(self.row_count), np.uint64)
+        self._load_bsi()
+        return np.zeros(nwords(self._nbits), np.uint64)
 
     def _cmp(self, op, code):
         return _k.compare(self.slices, self.ebm, op, code)
@@ -725,12 +733,12 @@ class RangeBitmapReader(FileIndexReader):
             return self._empty()
         return self.ebm & ~words
 
-    def null_words(self, found=None):
-        if self.cardinality <= 0:
-            w = _k.range_words(0, self.row_count, self.row_count)
-        else:
-            w = _k.range_words(0, self.row_count, self.row_count) & ~self.ebm
-        return w if found is None else w & found
+    def null_bitmap(self, found: BitMap | None = None) -> BitMap:
+        """Rows in [0, row count) without a value (restricted to ``found``)."""
+        bm = range_bitmap(0, self.row_count)
+        if self.cardinality > 0:
+            bm -= to_bitmap(self.ebm)
+        return bm if found is None else bm & found
 
     # --- literal helpers
     def _lit(self, v):
@@ -744,16 +752,22 @@ class RangeBitmapReader(FileIndexReader):
     def _result(self, fn):
         return BitmapResult(thunk=lambda: to_bitmap(fn()))
 
+    @staticmethod
+    def _nothing():
+        return BitmapResult(BitMap())
+
     # --- visitor (Java's Reader)
     def visit_is_null(self, leaf):
-        return self._result(lambda: self.null_words())
+        return BitmapResult(thunk=self.null_bitmap)
 
     def visit_is_not_null(self, leaf):
-        return self._result(lambda: self.ebm.copy() if self.cardinality > 0 else self._empty())
+        if self.cardinality <= 0:
+            return self._nothing()
+        return self._result(lambda: self.ebm)
 
     def _value_op(self, fn, v):
         if self.cardinality <= 0:
-            return self._result(self._empty)
+            return self._nothing()
         key = self._lit(v)
         return self._result(lambda: fn(key))
 
@@ -777,57 +791,56 @@ class RangeBitmapReader(FileIndexReader):
 
     def visit_between(self, leaf):
         if self.cardinality <= 0:
-            return self._result(self._empty)
+            return self._nothing()
         lo, hi = self._lit(leaf.literals[0]), self._lit(leaf.literals[1])
         return self._result(lambda: self.between_words(lo, hi))
 
     def visit_in(self, leaf):
         keys = self._lits(leaf.literals)
         if keys is None:
-            return self._result(self._empty)
+            return self._nothing()
         return self._result(lambda: self.in_words(keys))
 
     def visit_not_in(self, leaf):
         keys = self._lits(leaf.literals)
         if keys is None:
-            return self._result(self._empty)
+            return self._nothing()
         return self._result(lambda: self.not_words(self.in_words(keys)))
 
     # --- top-k
     def _fill_nulls(self, k, nulls_first, found_set, largest, strict) -> BitMap:
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
-        n = self.row_count
         if self.cardinality <= 0:
-            return range_bitmap(0, n)
-        found = None if found_set is None else from_bitmap(found_set, n)
+            return range_bitmap(0, self.row_count)
+        found = None if found_set is None else from_bitmap(found_set, self._nbits_loaded())
         found_empty = found_set is not None and len(found_set) == 0
 
         def topk(kk):
             if kk == 0 or found_empty:
-                return self._empty()
+                return BitMap()
             base = self.ebm if found is None else self.ebm & found
-            return _k.topk(self.slices, base, kk, largest, strict)
+            return to_bitmap(_k.topk(self.slices, base, kk, largest, strict))
 
         def nulls():
-            if found_empty:
-                return self._empty()
-            return self.null_words(found)
+            return BitMap() if found_empty else self.null_bitmap(found_set)
 
         if not nulls_first:
-            w = topk(k)
-            c = _k.popcount(w)
+            bm = topk(k)
+            c = len(bm)
             if c >= k:
-                return to_bitmap(w)
-            nw = nulls()
-            w |= _k.limit(nw, k - c) if strict else nw
-            return to_bitmap(w)
-        w = nulls()
-        c = _k.popcount(w)
+                return bm
+            nb = nulls()
+            return bm | (nb[:k - c] if strict else nb)
+        bm = nulls()
+        c = len(bm)
         if c >= k:
-            return to_bitmap(_k.limit(w, k) if strict else w)
-        w |= topk(k - c)
-        return to_bitmap(w)
+            return bm[:k] if strict else bm
+        return bm | topk(k - c)
+
+    def _nbits_loaded(self):
+        self._load_bsi()
+        return self._nbits
 
     def top_k(self, k: int, nulls_first: bool = False, found_set: BitMap | None = None, strict: bool = True) -> BitMap:
         """Rows of ``ORDER BY col DESC LIMIT k`` as Java's ``RangeBitmap.topK``.
@@ -854,7 +867,7 @@ class RangeBitmapReader(FileIndexReader):
     # --- inspection
     def get(self, row: int):
         """The value of a row (None for null or out of range)."""
-        if row < 0 or row >= self.row_count or self.cardinality <= 0:
+        if row < 0 or row >= self.row_count or self.cardinality <= 0 or row >= self._nbits_loaded():
             return None
         w, b = row >> 6, row & 63
         if not (int(self.ebm[w]) >> b) & 1:
