@@ -7,6 +7,10 @@
  * without the GIL. */
 #ifndef PF_BITSLICE_H
 #define PF_BITSLICE_H
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/* hardware popcount (every x86-64 CPU since 2008); without it GCC calls libgcc */
+#pragma GCC target("popcnt")
+#endif
 #include <stdint.h>
 #include <string.h>
 #include "roaring32.h"
@@ -80,6 +84,93 @@ static int pf_decode_words(const uint8_t *buf, uint64_t *words, int64_t nbits, i
         }
     }
     return 0;
+}
+
+/* Structural validation + decode in one pass into zeroed words (nw words,
+ * nbits <= 64*nw). Bitmap containers are copied with memcpy; cardinality
+ * fields of bitmap containers are not recounted (they do not affect the bits).
+ * Returns the serialized size, or -1 with *err / *err_at set. */
+static int64_t pf_decode_fast(const uint8_t *buf, size_t len, uint64_t *words, int64_t nw, int64_t nbits,
+                              const char **err, size_t *err_at) {
+    size_t p;
+    uint32_t size;
+    int has_run;
+    const uint8_t *runflags = NULL;
+    if (len < 4) { *err = "roaring bitmap truncated (cookie)"; *err_at = 0; return -1; }
+    uint32_t cookie = pf_get32(buf);
+    if ((cookie & 0xFFFF) == PF_SERIAL_COOKIE) {
+        has_run = 1; size = (cookie >> 16) + 1; p = 4;
+        if (len - p < (size + 7) / 8) { *err = "roaring bitmap truncated (run flags)"; *err_at = p; return -1; }
+        runflags = buf + p; p += (size + 7) / 8;
+    } else if (cookie == PF_SERIAL_COOKIE_NO_RUN) {
+        has_run = 0;
+        if (len < 8) { *err = "roaring bitmap truncated (container count)"; *err_at = 4; return -1; }
+        size = pf_get32(buf + 4);
+        if (size > 65536) { *err = "roaring bitmap claims more than 65536 containers"; *err_at = 4; return -1; }
+        p = 8;
+    } else { *err = "not a portable roaring bitmap (bad cookie)"; *err_at = 0; return -1; }
+    if ((uint64_t)(len - p) < 4ull * size) { *err = "roaring bitmap truncated (container headers)"; *err_at = p; return -1; }
+    const uint8_t *desc = buf + p;
+    p += 4 * (size_t)size;
+    if (!has_run || size >= PF_NO_OFFSET_THRESHOLD) {
+        if ((uint64_t)(len - p) < 4ull * size) { *err = "roaring bitmap truncated (container offsets)"; *err_at = p; return -1; }
+        p += 4 * (size_t)size;
+    }
+    int32_t prev_key = -1;
+    for (uint32_t c = 0; c < size; c++) {
+        uint32_t key = pf_get16(desc + 4 * c);
+        uint32_t card = (uint32_t)pf_get16(desc + 4 * c + 2) + 1;
+        if ((int32_t)key <= prev_key) { *err = "roaring container keys not increasing"; *err_at = (size_t)(desc - buf) + 4 * c; return -1; }
+        prev_key = (int32_t)key;
+        int64_t base = (int64_t)key << 16;
+        int is_run = has_run && ((runflags[c >> 3] >> (c & 7)) & 1);
+        if (is_run) {
+            if (len - p < 2) { *err = "roaring run container truncated"; *err_at = p; return -1; }
+            uint32_t nruns = pf_get16(buf + p);
+            p += 2;
+            if ((uint64_t)(len - p) < 4ull * nruns) { *err = "roaring run container truncated"; *err_at = p; return -1; }
+            for (uint32_t r = 0; r < nruns; r++) {
+                uint32_t s0 = pf_get16(buf + p + 4 * r), l = pf_get16(buf + p + 4 * r + 2);
+                if (s0 + l > 0xFFFF) { *err = "roaring run container has overflowing runs"; *err_at = p + 4 * r; return -1; }
+                int64_t s = base + s0, e = s + l;
+                if (e >= nbits) { *err = "roaring bitmap holds a row beyond the index's rows"; *err_at = p + 4 * r; return -1; }
+                int64_t ws = s >> 6, we = e >> 6;
+                uint64_t ms = ~0ULL << (s & 63), me = ~0ULL >> (63 - (e & 63));
+                if (ws == we) words[ws] |= ms & me;
+                else {
+                    words[ws] |= ms;
+                    for (int64_t w = ws + 1; w < we; w++) words[w] = ~0ULL;
+                    words[we] |= me;
+                }
+            }
+            p += 4 * (size_t)nruns;
+        } else if (card > PF_ARRAY_MAX) {
+            if (len - p < 8192) { *err = "roaring bitmap container truncated"; *err_at = p; return -1; }
+            int64_t w0 = base >> 6;
+            int64_t ncopy = nw - w0;
+            if (ncopy > 1024) ncopy = 1024;
+            if (ncopy < 0) ncopy = 0;
+            if (ncopy > 0) memcpy(words + w0, buf + p, 8 * (size_t)ncopy);
+            /* nothing may lie at or beyond nbits */
+            for (int64_t w = ncopy; w < 1024; w++) {
+                uint64_t x; memcpy(&x, buf + p + 8 * w, 8);
+                if (x) { *err = "roaring bitmap holds a row beyond the index's rows"; *err_at = p + 8 * w; return -1; }
+            }
+            if (ncopy > 0 && w0 + ncopy == nw && (nbits & 63)) {
+                if (words[nw - 1] >> (nbits & 63)) { *err = "roaring bitmap holds a row beyond the index's rows"; *err_at = p; return -1; }
+            }
+            p += 8192;
+        } else {
+            if ((uint64_t)(len - p) < 2ull * card) { *err = "roaring array container truncated"; *err_at = p; return -1; }
+            for (uint32_t k = 0; k < card; k++) {
+                int64_t v = base + pf_get16(buf + p + 2 * k);
+                if (v >= nbits) { *err = "roaring bitmap holds a row beyond the index's rows"; *err_at = p + 2 * k; return -1; }
+                words[v >> 6] |= 1ULL << (v & 63);
+            }
+            p += 2 * (size_t)card;
+        }
+    }
+    return (int64_t)p;
 }
 
 /* Largest value of validated portable bytes, -1 when empty. */
@@ -240,53 +331,69 @@ static int64_t pf_encode_words(const uint64_t *words, int64_t nwords, uint8_t *o
 /* ops */
 enum { PF_EQ = 0, PF_NEQ = 1, PF_LT = 2, PF_LTE = 3, PF_GT = 4, PF_GTE = 5 };
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PF_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define PF_CLONES
+#endif
+#define PF_BLK 256
+
 /* O'Neil-Quass comparison of every row's slice value against v, over the rows
- * of base (ebm & found). slices: S rows of stride words. */
+ * of base (ebm & found). slices: S rows of stride words. Blocked so the
+ * per-block state stays in L1 and the inner loops vectorize. */
+PF_CLONES
 static void pf_compare(const uint64_t *slices, int64_t stride, int S, const uint64_t *base,
                        int64_t nw, int op, uint64_t v, uint64_t *out) {
     int above = (S < 64) && ((v >> S) != 0); /* v exceeds every storable value */
-    for (int64_t w = 0; w < nw; w++) {
-        uint64_t e = base[w];
-        uint64_t gt = 0, lt = 0, eq = e;
-        if (above) { lt = e; eq = 0; }
-        else if (e) {
+    uint64_t gt[PF_BLK], lt[PF_BLK], eq[PF_BLK];
+    for (int64_t b0 = 0; b0 < nw; b0 += PF_BLK) {
+        int64_t nb = nw - b0 < PF_BLK ? nw - b0 : PF_BLK;
+        const uint64_t *e = base + b0;
+        for (int64_t j = 0; j < nb; j++) { gt[j] = 0; lt[j] = above ? e[j] : 0; eq[j] = above ? 0 : e[j]; }
+        if (!above) {
             for (int i = S - 1; i >= 0; i--) {
-                uint64_t s = slices[(int64_t)i * stride + w];
-                if ((v >> i) & 1) { lt |= eq & ~s; eq &= s; }
-                else { gt |= eq & s; eq &= ~s; }
+                const uint64_t *s = slices + (int64_t)i * stride + b0;
+                if ((v >> i) & 1) {
+                    for (int64_t j = 0; j < nb; j++) { lt[j] |= eq[j] & ~s[j]; eq[j] &= s[j]; }
+                } else {
+                    for (int64_t j = 0; j < nb; j++) { gt[j] |= eq[j] & s[j]; eq[j] &= ~s[j]; }
+                }
             }
         }
-        uint64_t r;
+        uint64_t *o = out + b0;
         switch (op) {
-            case PF_EQ: r = eq; break;
-            case PF_NEQ: r = e & ~eq; break;
-            case PF_LT: r = lt; break;
-            case PF_LTE: r = lt | eq; break;
-            case PF_GT: r = gt; break;
-            default: r = gt | eq; break;
+            case PF_EQ: for (int64_t j = 0; j < nb; j++) o[j] = eq[j]; break;
+            case PF_NEQ: for (int64_t j = 0; j < nb; j++) o[j] = e[j] & ~eq[j]; break;
+            case PF_LT: for (int64_t j = 0; j < nb; j++) o[j] = lt[j]; break;
+            case PF_LTE: for (int64_t j = 0; j < nb; j++) o[j] = lt[j] | eq[j]; break;
+            case PF_GT: for (int64_t j = 0; j < nb; j++) o[j] = gt[j]; break;
+            default: for (int64_t j = 0; j < nb; j++) o[j] = gt[j] | eq[j]; break;
         }
-        out[w] = r;
     }
 }
 
-/* lo <= value <= hi in one pass (both bounds storable or not). */
+/* lo <= value <= hi in one pass. */
+PF_CLONES
 static void pf_between(const uint64_t *slices, int64_t stride, int S, const uint64_t *base,
                        int64_t nw, uint64_t lo, uint64_t hi, uint64_t *out) {
     int lo_above = (S < 64) && ((lo >> S) != 0);
     int hi_above = (S < 64) && ((hi >> S) != 0);
     if (lo > hi || lo_above) { memset(out, 0, nw * 8); return; }
-    for (int64_t w = 0; w < nw; w++) {
-        uint64_t e = base[w];
-        if (!e) { out[w] = 0; continue; }
-        uint64_t gt = 0, eql = e, lt = 0, eqh = e;
+    uint64_t gt[PF_BLK], eql[PF_BLK], lt[PF_BLK], eqh[PF_BLK];
+    for (int64_t b0 = 0; b0 < nw; b0 += PF_BLK) {
+        int64_t nb = nw - b0 < PF_BLK ? nw - b0 : PF_BLK;
+        const uint64_t *e = base + b0;
+        for (int64_t j = 0; j < nb; j++) { gt[j] = 0; lt[j] = 0; eql[j] = e[j]; eqh[j] = e[j]; }
         for (int i = S - 1; i >= 0; i--) {
-            uint64_t s = slices[(int64_t)i * stride + w];
-            if ((lo >> i) & 1) eql &= s; else { gt |= eql & s; eql &= ~s; }
-            if ((hi >> i) & 1) { lt |= eqh & ~s; eqh &= s; } else eqh &= ~s;
+            const uint64_t *s = slices + (int64_t)i * stride + b0;
+            int bl = (lo >> i) & 1, bh = (hi >> i) & 1;
+            if (bl) { for (int64_t j = 0; j < nb; j++) eql[j] &= s[j]; }
+            else { for (int64_t j = 0; j < nb; j++) { gt[j] |= eql[j] & s[j]; eql[j] &= ~s[j]; } }
+            if (bh) { for (int64_t j = 0; j < nb; j++) { lt[j] |= eqh[j] & ~s[j]; eqh[j] &= s[j]; } }
+            else { for (int64_t j = 0; j < nb; j++) eqh[j] &= ~s[j]; }
         }
-        uint64_t ge = gt | eql;
-        uint64_t le = hi_above ? e : (lt | eqh);
-        out[w] = ge & le;
+        uint64_t *o = out + b0;
+        for (int64_t j = 0; j < nb; j++) o[j] = (gt[j] | eql[j]) & (hi_above ? e[j] : (lt[j] | eqh[j]));
     }
 }
 

@@ -17,6 +17,8 @@ cdef extern from "bitslice.h":
     int64_t pf_roaring_check(const uint8_t *buf, size_t length, const char **err, size_t *err_at, uint64_t *card) nogil
     int pf_decode_words(const uint8_t *buf, uint64_t *words, int64_t nbits, int64_t *bad) nogil
     int64_t pf_last_value(const uint8_t *buf) nogil
+    int64_t pf_decode_fast(const uint8_t *buf, size_t len, uint64_t *words, int64_t nw, int64_t nbits,
+                           const char **err, size_t *err_at) nogil
     int64_t pf_encode_words(const uint64_t *words, int64_t nwords, uint8_t *out) nogil
     void pf_compare(const uint64_t *slices, int64_t stride, int S, const uint64_t *base,
                     int64_t nw, int op, uint64_t v, uint64_t *out) nogil
@@ -74,6 +76,33 @@ def decode_into(const uint8_t[::1] buf, Py_ssize_t offset, Py_ssize_t limit, uin
     if rc < 0:
         raise IndexFormatError(f"roaring bitmap holds row {bad}, beyond the {nbits} rows of the index", base + offset)
     return size, card
+
+
+def decode_fast(const uint8_t[::1] buf, Py_ssize_t offset, Py_ssize_t limit, uint64_t[::1] words,
+                int64_t nbits, Py_ssize_t base=0):
+    """Like :func:`decode_into` (into zeroed ``words``) with one structural
+    pass: bitmap containers are copied, their cardinality is not recounted.
+    Returns the serialized size."""
+    cdef Py_ssize_t n = buf.shape[0]
+    if limit < 0 or limit > n:
+        limit = n
+    if offset < 0 or offset > limit:
+        raise IndexFormatError("roaring bitmap offset outside the data", base + offset)
+    cdef int64_t nw = words.shape[0]
+    if nbits > nw * 64:
+        raise ValueError("words array too small for nbits")
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    cdef int64_t size
+    cdef const uint8_t *p = &buf[0] + offset if n else NULL
+    cdef uint64_t *wp = &words[0] if nw else NULL
+    if limit - offset < 4:
+        raise IndexFormatError("roaring bitmap truncated (cookie)", base + offset)
+    with nogil:
+        size = pf_decode_fast(p, limit - offset, wp, nw, nbits, &err, &err_at)
+    if size < 0:
+        raise IndexFormatError(err.decode(), base + offset + err_at)
+    return size
 
 
 def check_last(const uint8_t[::1] buf, Py_ssize_t offset, Py_ssize_t limit, Py_ssize_t base=0):

@@ -212,7 +212,7 @@ class BsiReader(FileIndexReader):
             ebm, _, _ = read_roaring_dense(d, ebm_at, -1, n, base, f"bsi {which} existence bitmap")
             slices = np.zeros((len(at), nwords(n)), np.uint64)
             for i, q in enumerate(at):
-                _k.decode_into(d, q, -1, slices[i], n, base)
+                _k.decode_fast(d, q, -1, slices[i], n, base)
             parts.append(_Part(n, mn, mx, ebm, slices))
         self._pos, self._neg = parts
 

@@ -627,7 +627,7 @@ class RangeBitmapReader(FileIndexReader):
             o, ln = int(idx[i, 0]), int(idx[i, 1])
             if o < 0 or ln < 0 or sbase + o + ln > d.size:
                 raise IndexFormatError(f"range bitmap slice {i} range out of bounds", base + p + 14 + 8 * i)
-            _k.decode_into(d, sbase + o, sbase + o + ln, slices[i], n, base)
+            _k.decode_fast(d, sbase + o, sbase + o + ln, slices[i], n, base)
         self._ebm = ebm
         self._slices = slices
 
