@@ -1,0 +1,377 @@
+# cython: language_level=3
+"""Bit-sliced index kernels over dense 64-bit words (csrc/bitslice.h).
+
+A row set over ``nbits`` rows is a uint64 array of ``ceil(nbits/64)`` words
+(row r = bit r&63 of word r>>6).  Slices are a C-contiguous ``(S, words)``
+uint64 array; slice i holds the rows whose value has bit i set.
+"""
+from libc.stdint cimport uint8_t, uint32_t, int32_t, int64_t, uint64_t
+from libc.string cimport memset
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
+import numpy as np
+cimport numpy as cnp
+
+from paimon_fast.errors import IndexFormatError
+
+cdef extern from "bitslice.h":
+    int64_t pf_roaring_check(const uint8_t *buf, size_t length, const char **err, size_t *err_at, uint64_t *card) nogil
+    int pf_decode_words(const uint8_t *buf, uint64_t *words, int64_t nbits, int64_t *bad) nogil
+    int64_t pf_last_value(const uint8_t *buf) nogil
+    int64_t pf_decode_fast(const uint8_t *buf, size_t len, uint64_t *words, int64_t nw, int64_t nbits,
+                           const char **err, size_t *err_at) nogil
+    int64_t pf_encode_words(const uint64_t *words, int64_t nwords, uint8_t *out) nogil
+    void pf_compare(const uint64_t *slices, int64_t stride, int S, const uint64_t *base,
+                    int64_t nw, int op, uint64_t v, uint64_t *out) nogil
+    void pf_between(const uint64_t *slices, int64_t stride, int S, const uint64_t *base,
+                    int64_t nw, uint64_t lo, uint64_t hi, uint64_t *out) nogil
+    int64_t pf_topk(const uint64_t *slices, int64_t stride, int S, uint64_t *e, uint64_t *g,
+                    int64_t *active, int64_t nw, int64_t k, int largest, int strict, uint64_t *out) nogil
+
+cdef extern from *:
+    int __builtin_popcountll(unsigned long long) nogil
+    int __builtin_ctzll(unsigned long long) nogil
+
+
+OPS = {"eq": 0, "neq": 1, "lt": 2, "lte": 3, "gt": 4, "gte": 5}
+
+ctypedef fused code_t:
+    int32_t
+    int64_t
+    uint64_t
+
+
+def nwords(int64_t nbits):
+    return (nbits + 63) >> 6
+
+
+def decode_into(const uint8_t[::1] buf, Py_ssize_t offset, Py_ssize_t limit, uint64_t[::1] words,
+                int64_t nbits, Py_ssize_t base=0):
+    """OR the portable roaring bitmap at ``buf[offset:limit]`` into ``words``.
+
+    Validates the bytes first; values >= ``nbits`` are a format error.
+    Returns ``(serialized size, cardinality)``; errors raise IndexFormatError
+    with the absolute offset (``base + position``).
+    """
+    cdef Py_ssize_t n = buf.shape[0]
+    if limit < 0 or limit > n:
+        limit = n
+    if offset < 0 or offset > limit:
+        raise IndexFormatError("roaring bitmap offset outside the data", base + offset)
+    if nbits > <int64_t>words.shape[0] * 64:
+        raise ValueError("words array too small for nbits")
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    cdef uint64_t card = 0
+    cdef int64_t size, bad = 0
+    cdef int rc = 0
+    cdef const uint8_t *p = &buf[0] + offset if n else NULL
+    if limit - offset < 4:
+        raise IndexFormatError("roaring bitmap truncated (cookie)", base + offset)
+    with nogil:
+        size = pf_roaring_check(p, limit - offset, &err, &err_at, &card)
+        if size >= 0:
+            rc = pf_decode_words(p, &words[0] if words.shape[0] else NULL, nbits, &bad)
+    if size < 0:
+        raise IndexFormatError(err.decode(), base + offset + err_at)
+    if rc < 0:
+        raise IndexFormatError(f"roaring bitmap holds row {bad}, beyond the {nbits} rows of the index", base + offset)
+    return size, card
+
+
+def decode_fast(const uint8_t[::1] buf, Py_ssize_t offset, Py_ssize_t limit, uint64_t[::1] words,
+                int64_t nbits, Py_ssize_t base=0):
+    """Like :func:`decode_into` (into zeroed ``words``) with one structural
+    pass: bitmap containers are copied, their cardinality is not recounted.
+    Returns the serialized size."""
+    cdef Py_ssize_t n = buf.shape[0]
+    if limit < 0 or limit > n:
+        limit = n
+    if offset < 0 or offset > limit:
+        raise IndexFormatError("roaring bitmap offset outside the data", base + offset)
+    cdef int64_t nw = words.shape[0]
+    if nbits > nw * 64:
+        raise ValueError("words array too small for nbits")
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    cdef int64_t size
+    cdef const uint8_t *p = &buf[0] + offset if n else NULL
+    cdef uint64_t *wp = &words[0] if nw else NULL
+    if limit - offset < 4:
+        raise IndexFormatError("roaring bitmap truncated (cookie)", base + offset)
+    with nogil:
+        size = pf_decode_fast(p, limit - offset, wp, nw, nbits, &err, &err_at)
+    if size < 0:
+        raise IndexFormatError(err.decode(), base + offset + err_at)
+    return size
+
+
+def check_last(const uint8_t[::1] buf, Py_ssize_t offset, Py_ssize_t limit, Py_ssize_t base=0):
+    """Validate the portable bitmap at ``buf[offset:limit]``; returns
+    ``(serialized size, cardinality, largest value or -1)``."""
+    cdef Py_ssize_t n = buf.shape[0]
+    if limit < 0 or limit > n:
+        limit = n
+    if offset < 0 or offset > limit or limit - offset < 4:
+        raise IndexFormatError("roaring bitmap truncated (cookie)", base + offset)
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    cdef uint64_t card = 0
+    cdef int64_t size, last = -1
+    cdef const uint8_t *p = &buf[0] + offset
+    with nogil:
+        size = pf_roaring_check(p, limit - offset, &err, &err_at, &card)
+        if size >= 0:
+            last = pf_last_value(p)
+    if size < 0:
+        raise IndexFormatError(err.decode(), base + offset + err_at)
+    return size, card, last
+
+
+def encode(const uint64_t[::1] words):
+    """Java-exact portable roaring bytes of a dense row set (runOptimize rules)."""
+    cdef int64_t nw = words.shape[0]
+    cdef const uint64_t *wp = &words[0] if nw else NULL
+    cdef int64_t size
+    with nogil:
+        size = pf_encode_words(wp, nw, NULL)
+    out = PyBytes_FromStringAndSize(NULL, size)
+    cdef uint8_t *op = <uint8_t *> PyBytes_AS_STRING(out)
+    with nogil:
+        pf_encode_words(wp, nw, op)
+    return out
+
+
+def encode_many(const uint64_t[:, ::1] slices):
+    """:func:`encode` of each row of a 2-D word array -> list of bytes."""
+    return [encode(slices[i]) for i in range(slices.shape[0])]
+
+
+def popcount(const uint64_t[::1] words):
+    cdef int64_t i, c = 0
+    with nogil:
+        for i in range(words.shape[0]):
+            c += __builtin_popcountll(words[i])
+    return c
+
+
+def to_positions(const uint64_t[::1] words):
+    """Set rows of a dense set as a sorted uint32 array."""
+    cdef int64_t nw = words.shape[0], w, j = 0
+    cdef int64_t total = popcount(words)
+    out = np.empty(total, dtype=np.uint32)
+    cdef uint32_t[::1] o = out
+    cdef uint64_t x
+    with nogil:
+        for w in range(nw):
+            x = words[w]
+            while x:
+                o[j] = <uint32_t>((w << 6) + __builtin_ctzll(x))
+                j += 1
+                x &= x - 1
+    return out
+
+
+def from_positions(const uint32_t[::1] pos, int64_t nbits):
+    """Dense set of ``ceil(nbits/64)`` words from row positions (positions >= nbits dropped)."""
+    out = np.zeros((nbits + 63) >> 6, dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+    cdef Py_ssize_t i
+    cdef uint32_t v
+    with nogil:
+        for i in range(pos.shape[0]):
+            v = pos[i]
+            if v < nbits:
+                o[v >> 6] |= (<uint64_t>1) << (v & 63)
+    return out
+
+
+def range_words(int64_t start, int64_t end, int64_t nbits):
+    """Dense set holding rows [start, end)."""
+    out = np.zeros((nbits + 63) >> 6, dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+    cdef int64_t r
+    if end > nbits:
+        end = nbits
+    with nogil:
+        r = start
+        while r < end and (r & 63):
+            o[r >> 6] |= (<uint64_t>1) << (r & 63)
+            r += 1
+        while r + 64 <= end:
+            o[r >> 6] = ~(<uint64_t>0)
+            r += 64
+        while r < end:
+            o[r >> 6] |= (<uint64_t>1) << (r & 63)
+            r += 1
+    return out
+
+
+def limit(const uint64_t[::1] words, int64_t k):
+    """The ``k`` lowest rows of a dense set (Java ``RoaringBitmap32.limit``)."""
+    out = np.zeros(words.shape[0], dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+    cdef int64_t w, left = k, c
+    cdef uint64_t x
+    with nogil:
+        for w in range(words.shape[0]):
+            if left <= 0:
+                break
+            x = words[w]
+            c = __builtin_popcountll(x)
+            if c <= left:
+                o[w] = x
+                left -= c
+            else:
+                while left > 0:
+                    o[w] |= x & (~x + 1)
+                    x &= x - 1
+                    left -= 1
+    return out
+
+
+def compare(const uint64_t[:, ::1] slices, const uint64_t[::1] base, str op, uint64_t value):
+    """Rows of ``base`` whose sliced value ``op`` ``value`` (O'Neil-Quass over all slices).
+
+    ``op`` is one of eq, neq, lt, lte, gt, gte.
+    """
+    cdef int opc = OPS[op]
+    cdef int64_t nw = base.shape[0]
+    cdef int S = slices.shape[0]
+    if S and slices.shape[1] != nw:
+        raise ValueError("slices and base differ in length")
+    out = np.empty(nw, dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+    if nw == 0:
+        return out
+    with nogil:
+        pf_compare(&slices[0, 0] if S else NULL, nw, S, &base[0], nw, opc, value, &o[0])
+    return out
+
+
+def between(const uint64_t[:, ::1] slices, const uint64_t[::1] base, uint64_t lo, uint64_t hi):
+    """Rows of ``base`` with ``lo <= value <= hi`` in one pass over the slices."""
+    cdef int64_t nw = base.shape[0]
+    cdef int S = slices.shape[0]
+    if S and slices.shape[1] != nw:
+        raise ValueError("slices and base differ in length")
+    out = np.empty(nw, dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+    if nw == 0:
+        return out
+    with nogil:
+        pf_between(&slices[0, 0] if S else NULL, nw, S, &base[0], nw, lo, hi, &o[0])
+    return out
+
+
+def topk(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int64_t k, bint largest, bint strict):
+    """Rows of ``base`` with the k largest (``largest``) or smallest values.
+
+    Java's semantics: rows strictly better than the k-th value plus its ties;
+    with ``strict`` the ties are trimmed to k rows by dropping the lowest rows.
+    """
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    cdef int64_t nw = base.shape[0]
+    cdef int S = slices.shape[0]
+    if S and slices.shape[1] != nw:
+        raise ValueError("slices and base differ in length")
+    out = np.zeros(nw, dtype=np.uint64)
+    if k == 0 or nw == 0:
+        return out
+    e_arr = np.array(base, dtype=np.uint64)
+    g_arr = np.zeros(nw, dtype=np.uint64)
+    act_arr = np.empty(nw, dtype=np.int64)
+    cdef uint64_t[::1] o = out, e = e_arr, g = g_arr
+    cdef int64_t[::1] act = act_arr
+    with nogil:
+        pf_topk(&slices[0, 0] if S else NULL, nw, S, &e[0], &g[0], &act[0], nw, k,
+                largest, strict, &o[0])
+    return out
+
+
+def build_slices(const code_t[::1] values, const uint8_t[::1] sel, int S):
+    """``(ebm, slices)`` from per-row values: rows with ``sel[r]`` set are present;
+    slice i holds the present rows whose value has bit i set (values must be >= 0)."""
+    cdef int64_t n = values.shape[0]
+    if sel.shape[0] != n:
+        raise ValueError("values and sel differ in length")
+    cdef int64_t nw = (n + 63) >> 6
+    ebm_arr = np.zeros(nw, dtype=np.uint64)
+    sl_arr = np.zeros((S, nw), dtype=np.uint64)
+    cdef uint64_t[::1] ebm = ebm_arr
+    cdef uint64_t[:, ::1] sl = sl_arr
+    cdef uint64_t acc[64]
+    cdef int64_t w, r, j, lim
+    cdef uint64_t v, bit, ew
+    cdef int i
+    cdef bint bad = False
+    with nogil:
+        for w in range(nw):
+            memset(acc, 0, sizeof(acc))
+            ew = 0
+            lim = n - (w << 6)
+            if lim > 64:
+                lim = 64
+            for j in range(lim):
+                r = (w << 6) + j
+                if sel[r]:
+                    bit = (<uint64_t>1) << j
+                    ew |= bit
+                    if values[r] < 0:
+                        bad = True
+                    v = <uint64_t>values[r]
+                    while v:
+                        i = __builtin_ctzll(v)
+                        if i < S:
+                            acc[i] |= bit
+                        else:
+                            bad = True
+                        v &= v - 1
+            ebm[w] = ew
+            for i in range(S):
+                sl[i, w] = acc[i]
+    if bad:
+        raise ValueError("a value is negative or needs more than the given slices")
+    return ebm_arr, sl_arr
+
+
+def dense_codes(const int64_t[::1] keys, const uint8_t[::1] valid, int64_t lo, int64_t hi):
+    """Dictionary codes for integer keys known to lie in [lo, hi] (small range).
+
+    Returns ``(sorted distinct keys, int32 codes)`` (null rows get code -1)
+    by marking a presence table and ranking it: O(rows + range).
+    """
+    cdef int64_t n = keys.shape[0], span = hi - lo + 1, r, c = 0, x
+    if span <= 0 or span > 1 << 31:
+        raise ValueError("key range too wide for dense_codes")
+    table_arr = np.zeros(span, dtype=np.int32)
+    cdef int32_t[::1] table = table_arr
+    codes_arr = np.empty(n, dtype=np.int32)
+    cdef int32_t[::1] codes = codes_arr
+    cdef bint bad = False
+    with nogil:
+        for r in range(n):
+            if valid[r]:
+                x = keys[r] - lo
+                if x < 0 or x >= span:
+                    bad = True
+                    break
+                table[x] = 1
+    if bad:
+        raise ValueError("key outside [lo, hi]")
+    with nogil:
+        for r in range(span):
+            if table[r]:
+                table[r] = <int32_t>c
+                c += 1
+            else:
+                table[r] = -1
+    uniq_arr = np.empty(c, dtype=np.int64)
+    cdef int64_t[::1] uniq = uniq_arr
+    with nogil:
+        for r in range(span):
+            if table[r] >= 0:
+                uniq[table[r]] = r + lo
+        for r in range(n):
+            codes[r] = table[keys[r] - lo] if valid[r] else -1
+    return uniq_arr, codes_arr
