@@ -243,3 +243,18 @@ def test_rewrite_on_spark_matches_local(tmp_path, paimon_spark):
     assert payloads(local_wh) == payloads(spark_wh)
     tb, rep = read_with_index(catalog(spark_wh).get_table("db.t"), pf.field("name") == "name-2999")
     assert tb.column("id").to_pylist() == [2999] and rep.files_skipped >= 1
+
+
+def test_ranges_coalesce_only_over_live_rows():
+    from pyroaring import BitMap
+
+    from paimon_fast.paimon.scan import _ranges_of
+
+    sel = BitMap([1, 2, 3, 10, 20, 100])
+    assert _ranges_of(sel, 0) == [(1, 3), (10, 10), (20, 20), (100, 100)]
+    assert _ranges_of(sel, 5) == [(6, 8), (15, 15), (25, 25), (105, 105)]
+    assert _ranges_of(sel, 0, None, gap=10) == [(1, 20), (100, 100)]
+    # a deleted row inside a gap keeps the ranges apart
+    assert _ranges_of(sel, 0, BitMap([15]), gap=10) == [(1, 10), (20, 20), (100, 100)]
+    assert _ranges_of(sel, 0, BitMap([2, 500]), gap=100) == [(1, 100)]
+    assert _ranges_of(BitMap(), 0, None, gap=10) == []

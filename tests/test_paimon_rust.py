@@ -80,7 +80,7 @@ def test_same_rows_as_pypaimon_rust(native_table, pred, max_files, max_rows):
     theirs = _native_read(t, pred)
     assert sorted(ours.column("id").to_pylist()) == sorted(theirs.column("id").to_pylist())
     assert rep.files_planned - rep.files_skipped <= max_files
-    assert rep.rows_selected <= max_rows
+    assert rep.rows_index_selected <= max_rows
     assert rep.files_with_index == rep.files_planned
 
 

@@ -36,11 +36,14 @@ from ..fileindex import evaluate_tree
 from ..fileindex.format import FileIndexFormat
 from ..predicate import Leaf, Predicate
 from ..result import REMAIN, SKIP, BitmapResult, FileIndexResult
+from ..source import BytesSource, FileObjSource
 from .compat import legacy_manifest_table
 from .deletion import is_64bit, read_deletion_vector
 from .predicates import as_predicate, to_pypaimon
 
 INDEX_SUFFIX = ".index"
+# selected rows closer than this are read as one range (see _ranges_of)
+DEFAULT_COALESCE_GAP = 2048
 
 
 @dataclass
@@ -55,7 +58,8 @@ class PruneReport:
     files_with_index: int = 0
     rows_planned: int = 0
     rows_skipped: int = 0
-    rows_selected: int = 0
+    rows_selected: int = 0  # rows handed to pypaimon's reader (ranges after coalescing)
+    rows_index_selected: int = 0  # rows the indexes and deletion vectors left, before coalescing
     rows_returned: Optional[int] = None
     index_bytes_read: int = 0
     deletion_vectors_folded: int = 0
@@ -150,14 +154,40 @@ def _result_of(container, predicate: Predicate, names: Dict[str, str]) -> FileIn
     return evaluate_tree(predicate, visit)
 
 
-def _ranges_of(bm: BitMap, offset: int):
-    """Row ranges (inclusive, shifted by ``offset``) of a bitmap, as (from, to) pairs."""
+class _CountingSource(FileObjSource):
+    """A seekable stream as a Source that counts the bytes it reads."""
+
+    def __init__(self, f):
+        super().__init__(f)
+        self.bytes_read = 0
+
+    def _read(self, offset, length):
+        self.bytes_read += length
+        return super()._read(offset, length)
+
+
+def _ranges_of(bm: BitMap, offset: int, deleted=None, gap: int = 0):
+    """Row ranges (inclusive, shifted by ``offset``) of a bitmap, as (from, to) pairs.
+
+    Ranges closer than ``gap`` rows are merged when no deleted row lies
+    between them: a few unselected rows cost less to read (the residual
+    filter drops them) than another batch does in pypaimon's reader.
+    """
     import numpy as np
 
     if not len(bm):
         return []
     a = np.asarray(bm.to_array(), dtype=np.int64)
-    breaks = np.flatnonzero(np.diff(a) != 1)
+    g = np.diff(a) - 1
+    joined = g == 0
+    if gap > 0 and len(a) > 1:
+        near = (g > 0) & (g <= gap)
+        if deleted is not None and len(deleted):
+            d = np.asarray(deleted.to_array(), dtype=np.int64)
+            inside = np.searchsorted(d, a[1:], "left") - np.searchsorted(d, a[:-1], "right")
+            near &= inside == 0
+        joined |= near
+    breaks = np.flatnonzero(~joined)
     starts = np.concatenate(([a[0]], a[breaks + 1]))
     ends = np.concatenate((a[breaks], [a[-1]]))
     return list(zip((starts + offset).tolist(), (ends + offset).tolist()))
@@ -170,8 +200,10 @@ class IndexPruner:
     read in parallel (``max_workers`` threads), once per file.
     """
 
-    def __init__(self, table, predicate, max_workers: int = 8, fold_deletion_vectors: str = "auto"):
+    def __init__(self, table, predicate, max_workers: int = 8, fold_deletion_vectors: str = "auto",
+                 coalesce_gap: int = DEFAULT_COALESCE_GAP):
         self.table = table
+        self.coalesce_gap = coalesce_gap
         self.predicate = as_predicate(predicate)
         self.max_workers = max_workers
         self.fold = fold_deletion_vectors
@@ -179,33 +211,39 @@ class IndexPruner:
         self.applicable, self.reason = index_applicability(table)
 
     # ------------------------------------------------------------ index bytes
-    def _index_source(self, f):
-        """``(kind, bytes)`` of a file's index, or None."""
+    def _evaluate_file(self, f) -> Tuple[FileIndexResult, int]:
+        """``(result, index bytes read)``; bytes is -1 when the file has no index.
+
+        A sidecar is read through a seekable stream: only its header and the
+        payloads the predicate needs are read."""
+        names, types = self.resolver.for_schema(f.schema_id)
         if f.embedded_index:
-            return bytes(f.embedded_index)
+            data = bytes(f.embedded_index)
+            return self._evaluate(BytesSource(data), names, types), len(data)
         for extra in f.extra_files or ():
             if extra.endswith(INDEX_SUFFIX):
-                path = f.aligned_file_path(extra)
-                with self.table.file_io.new_input_stream(path) as s:
-                    return s.read()
-        return None
+                try:
+                    stream = self.table.file_io.new_input_stream(f.aligned_file_path(extra))
+                except OSError:
+                    return REMAIN, 0
+                with stream:
+                    try:
+                        src = _CountingSource(stream)
+                    except (OSError, AttributeError, ValueError):  # not seekable: read it whole
+                        data = stream.read()
+                        return self._evaluate(BytesSource(data), names, types), len(data)
+                    return self._evaluate(src, names, types), src.bytes_read
+        return REMAIN, -1
 
-    def _evaluate_file(self, f) -> Tuple[FileIndexResult, int]:
+    def _evaluate(self, source, names, types) -> FileIndexResult:
         try:
-            data = self._index_source(f)
-        except (OSError, FileNotFoundError):
-            return REMAIN, 0
-        if data is None:
-            return REMAIN, -1
-        names, types = self.resolver.for_schema(f.schema_id)
-        try:
-            container = FileIndexFormat.open(data, types)
+            container = FileIndexFormat.open(source, types)
             res = _result_of(container, self.predicate, names)
             if isinstance(res, BitmapResult):
-                res.bitmap  # materialise inside the worker thread
-        except PaimonFastError:
-            return REMAIN, len(data)
-        return res, len(data)
+                res.bitmap  # materialise while the stream is open, in the worker thread
+            return res
+        except (PaimonFastError, OSError):
+            return REMAIN
 
     def _deletion(self, split, i):
         dfs = getattr(split, "data_deletion_files", None)
@@ -257,7 +295,9 @@ class IndexPruner:
         for si, s in enumerate(splits):
             if si not in eligible:
                 out.append(s)
-                report.rows_selected += sum(f.row_count for f in s.files)
+                n = sum(f.row_count for f in s.files)
+                report.rows_selected += n
+                report.rows_index_selected += n
                 continue
             new = self._prune_split(si, s, results, report)
             if new is not None:
@@ -293,6 +333,7 @@ class IndexPruner:
             # every deletion vector of the split is folded into the ranges, so
             # pypaimon never expands positions in Python nor parses a 64-bit DV
             rows = []
+            deleted = {}
             for f, df, sel in keep:
                 if sel is None:
                     sel = BitMap()
@@ -302,7 +343,9 @@ class IndexPruner:
                     if len(sel) and sel.max() >= f.row_count:
                         sel.remove_range(f.row_count, sel.max() + 1)
                 if df is not None:
-                    sel -= read_deletion_vector(self.table.file_io, df)
+                    dv = read_deletion_vector(self.table.file_io, df)
+                    sel -= dv
+                    deleted[f.file_name] = dv
                     report.deletion_vectors_folded += 1
                 rows.append((f, sel))
             kept = [(f, sel) for f, sel in rows if len(sel)]
@@ -324,9 +367,11 @@ class IndexPruner:
             row_tracking = _bool_opt(self.table, "row-tracking.enabled", False)
             for f in base.files:
                 sel = by_name[f.file_name]
-                report.rows_selected += len(sel)
                 off = (f.first_row_id or 0) if row_tracking else offset
-                ranges.extend(Range(a, b) for a, b in _ranges_of(sel, off))
+                file_ranges = _ranges_of(sel, off, deleted.get(f.file_name), self.coalesce_gap)
+                report.rows_selected += sum(b - a + 1 for a, b in file_ranges)
+                report.rows_index_selected += len(sel)
+                ranges.extend(Range(a, b) for a, b in file_ranges)
                 offset += f.row_count
             return IndexedSplit(base, ranges)
         if len(keep) == len(s.files):
@@ -336,6 +381,7 @@ class IndexPruner:
             new = s.filter_file(lambda m: m.file_name in names)
         for f, _, _ in keep:
             report.rows_selected += f.row_count
+            report.rows_index_selected += f.row_count
         return new
 
 
@@ -348,13 +394,16 @@ def _open_table(table):
     raise TypeError(f"expected a pypaimon table or read builder, got {type(table).__name__}")
 
 
-def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto"):
+def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
+                    coalesce_gap: int = DEFAULT_COALESCE_GAP):
     """Plan with pypaimon, then prune with file indexes.
 
     Returns ``(read_builder, splits, report)``; read with
     ``read_builder.new_read().to_arrow(splits)``.  ``table`` may be a pypaimon
     table (0.9 manifests are handled) or a read builder (its filter is used
-    when ``predicate`` is None).
+    when ``predicate`` is None; a given predicate must be implied by it).
+    ``fold_deletion_vectors``: ``"auto"`` (64-bit ones, and all of a split
+    that gets row ranges), ``"always"`` or ``"never"``.
     """
     t0 = time.perf_counter()
     table, rb = _open_table(table)
@@ -369,26 +418,59 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
         pred = as_predicate(getattr(rb, "_predicate", None))
     splits = rb.new_scan().plan().splits()
     plan_s = time.perf_counter() - t0
-    pruner = IndexPruner(table, pred, max_workers=max_workers, fold_deletion_vectors=fold_deletion_vectors)
+    pruner = IndexPruner(table, pred, max_workers=max_workers, fold_deletion_vectors=fold_deletion_vectors,
+                         coalesce_gap=coalesce_gap)
     new_splits, report = pruner.prune(splits)
     report.plan_seconds = plan_s
     return rb, new_splits, report
 
 
-def read_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto"):
+def read_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
+                    coalesce_gap: int = DEFAULT_COALESCE_GAP):
     """Plan, prune with file indexes and read to a ``pyarrow.Table``.
 
     Returns ``(arrow table, PruneReport)``.  Rows are filtered by the
-    predicate (pypaimon's residual filter), so the result equals an unpruned
-    read with the same filter.
+    predicate, so the result equals an unpruned read with the same filter.
+
+    Splits with row ranges are read without pypaimon's per-batch residual
+    filter (it costs a dataset scan per range) and filtered once at the end.
     """
-    rb, splits, report = plan_with_index(table, predicate, projection, max_workers, fold_deletion_vectors)
+    from pypaimon.globalindex.indexed_split import IndexedSplit
+
+    given_builder = not hasattr(table, "new_read_builder")
+    rb, splits, report = plan_with_index(table, predicate, projection, max_workers, fold_deletion_vectors,
+                                         coalesce_gap)
     t0 = time.perf_counter()
-    read = rb.new_read()
-    if splits:
-        out = read.to_arrow(splits)
+    pred = as_predicate(predicate)
+    indexed = [s for s in splits if isinstance(s, IndexedSplit)]
+    if given_builder or pred is None or not indexed:
+        out = rb.new_read().to_arrow(splits)
     else:
-        out = read.to_arrow([])
+        plain = [s for s in splits if not isinstance(s, IndexedSplit)]
+        parts = []
+        if plain:
+            parts.append(rb.new_read().to_arrow(plain))
+        tbl = rb.table
+        cols = list(projection) if projection is not None else list(tbl.field_names)
+        extra = [c for c in sorted(pred.fields()) if c not in cols]
+        rb2 = tbl.new_read_builder()
+        if projection is not None or extra:
+            rb2 = rb2.with_projection(cols + extra)
+        got = rb2.new_read().to_arrow(indexed)
+        if got is not None and got.num_rows:
+            got = got.filter(to_pypaimon(pred, tbl).to_arrow(got.schema))
+            if extra:
+                got = got.select(cols)
+            parts.append(got)
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            out = rb.new_read().to_arrow([])
+        elif len(parts) == 1:
+            out = parts[0]
+        else:
+            import pyarrow as pa
+
+            out = pa.concat_tables([parts[0]] + [p.cast(parts[0].schema) for p in parts[1:]])
     report.read_seconds = time.perf_counter() - t0
     report.rows_returned = out.num_rows if out is not None else 0
     return out, report
