@@ -132,27 +132,35 @@ def test_columns_resolved_by_field_id_after_rename_and_add(tmp_path):
 
 
 def test_rewrite_on_java09_table(tmp_path_factory, tmp_path):
-    """A 0.9 table (legacy manifests, embedded bloom+bitmap) gets a bloom index on price added."""
+    """A 0.9 table (legacy manifests, embedded bloom + bitmap V1) gets a bloom index on
+    price added; the existing indexes are kept byte for byte (0.9 reads only bitmap V1)."""
     wh = unpack_java09(tmp_path_factory.mktemp("j09"))
     copy_table(wh, str(tmp_path), "append_dv")
     table = legacy_manifest_table(catalog(tmp_path).get_table("db.append_dv"))
+    old = {f.file_name: FileIndexFormat.open(bytes(f.embedded_index)) for f in _files(table)}
     opts = {"file-index.bloom-filter.columns": "name,price", "file-index.bloom-filter.price.items": "1000"}
-    if "bitmap" not in index_types():
-        opts["file-index.bitmap.columns"] = ""  # cannot rebuild bitmap on this branch
     _, tasks, total, already = plan_rewrite(table, opts)
     assert total == 2 and len(tasks) == 2
+    assert all(set(t.keep) == {"name", "category"} for t in tasks)
     rep = rewrite_file_index(None, table, opts)
     assert rep.committed
     table = legacy_manifest_table(catalog(tmp_path).get_table("db.append_dv"))
     for f in _files(table):
-        metas = FileIndexFormat.open(bytes(f.embedded_index)).index_metas()
-        assert "bloom-filter" in metas["price"] and "bloom-filter" in metas["name"]
+        new = FileIndexFormat.open(bytes(f.embedded_index))
+        assert set(new.index_metas()) == {"name", "category", "price"}
+        for col, itype in [("name", "bloom-filter"), ("category", "bitmap")]:
+            assert new.payload(col, itype) == old[f.file_name].payload(col, itype)
+        assert new.payload("category", "bitmap")[0] == 1  # still V1
     before = _full_read(table)
     assert before.num_rows == 1666  # the deletion vector still applies
-    price = before.column("price").to_pylist()[0]
-    tb, rep2 = read_with_index(table, pf.field("price") == price)
-    assert sorted(tb.column("id").to_pylist()) == sorted(
-        _full_read(table, pf.field("price") == price).column("id").to_pylist())
+    prices = set(before.column("price").to_pylist())
+    skipped = 0
+    for p in range(5, 400, 10):  # prices are multiples of 10: none of these match
+        assert p not in prices
+        tb, rep2 = read_with_index(table, pf.field("price") == p)
+        assert tb.num_rows == 0
+        skipped += rep2.files_skipped
+    assert skipped > 20  # the new bloom filter rules out most of them (fpp 0.1 by default)
 
 
 def test_predicate_translation_round_trip():

@@ -102,6 +102,9 @@ class _Task:
     indexes: Dict[str, Dict[str, Dict[str, str]]]  # file column -> {type: options}
     threshold: int
     old_index_file: Optional[str]
+    # payloads already in the file's index for configured (column, type) pairs,
+    # kept as they are (None = an empty index); only the others are built
+    keep: Dict[str, Dict[str, Optional[bytes]]] = dc_field(default_factory=dict)
 
 
 def _live_entries(table):
@@ -115,7 +118,8 @@ def _live_entries(table):
     return snapshot, ManifestFileManager(table).read_entries_parallel(metas, drop_stats=False)
 
 
-def _existing_index(table, f) -> Optional[Dict[str, set]]:
+def _existing_index(table, f):
+    """The file's current index container (opened), or None."""
     data = None
     if f.embedded_index:
         data = bytes(f.embedded_index)
@@ -128,8 +132,8 @@ def _existing_index(table, f) -> Optional[Dict[str, set]]:
     if data is None:
         return None
     try:
-        return {c: set(m) for c, m in FileIndexFormat.open(data).index_metas().items()}
-    except Exception:
+        return FileIndexFormat.open(data)
+    except Exception:  # an unreadable index is rebuilt
         return None
 
 
@@ -161,13 +165,20 @@ def plan_rewrite(table, options=None, force: bool = False):
             idx[fcol] = per_type
         if not idx:
             continue
+        keep = {}
         existing = None if force else _existing_index(table, f)
-        if existing is not None and all(set(t) <= existing.get(c, set()) for c, t in idx.items()):
-            already += 1
-            continue
+        if existing is not None:
+            metas = existing.index_metas()
+            for c, per_type in idx.items():
+                for itype in per_type:
+                    if itype in metas.get(c, {}):
+                        keep.setdefault(c, {})[itype] = existing.payload(c, itype)
+            if all(set(t) <= set(keep.get(c, {})) for c, t in idx.items()):
+                already += 1
+                continue
         old = next((x for x in f.extra_files or () if x.endswith(INDEX_SUFFIX)), None)
         tasks.append(_Task(table.table_path, tuple(e.partition.values), e.bucket, e.total_buckets, f, read_cols,
-                           file_cols, {c: types[c] for c in idx}, idx, threshold, old))
+                           file_cols, {c: types[c] for c in idx}, idx, threshold, old, keep))
     return snapshot, tasks, len(entries), already
 
 
@@ -184,17 +195,25 @@ def _read_columns(table, task: _Task):
 
 def build_file_index(table, task: _Task) -> bytes:
     """The file index container for one task (b"" when there is nothing to write)."""
-    data = _read_columns(table, task)
-    if data.num_rows != task.file.row_count:
-        raise RuntimeError(f"{task.file.file_name}: read {data.num_rows} rows, the manifest says "
-                           f"{task.file.row_count}")
-    payloads: Dict[str, Dict[str, bytes]] = {}
+    need = [c for c in task.read_columns
+            if any(t not in task.keep.get(task.file_columns[c], {}) for t in task.indexes[task.file_columns[c]])]
+    data = None
+    if need:
+        task_cols = _Task(**{**task.__dict__, "read_columns": need})
+        data = _read_columns(table, task_cols)
+        if data.num_rows != task.file.row_count:
+            raise RuntimeError(f"{task.file.file_name}: read {data.num_rows} rows, the manifest says "
+                               f"{task.file.row_count}")
+    payloads: Dict[str, Dict[str, Optional[bytes]]] = {}
     for col in task.read_columns:
         fcol = task.file_columns[col]
-        values = data.column(col)
         for itype, opts in task.indexes[fcol].items():
+            kept = task.keep.get(fcol, {})
+            if itype in kept:
+                payloads.setdefault(fcol, {})[itype] = kept[itype]
+                continue
             w = index_writer(itype, task.types[fcol], opts)
-            w.write_batch(values)
+            w.write_batch(data.column(col))
             payloads.setdefault(fcol, {})[itype] = w.finish()
     return FileIndexFormat.write(payloads) if payloads else b""
 
@@ -312,7 +331,10 @@ def rewrite_file_index(spark, table, options: Optional[Mapping] = None, *, force
 
     ``spark``: a SparkSession or None.  ``options`` override table options for
     this build (e.g. ``{"file-index.bloom-filter.columns": "name"}``).
-    ``force`` rebuilds every file as Java's procedure does.  ``mode``:
+    Indexes a file already has for a configured (column, type) are kept byte
+    for byte and only the missing ones are built (so a Paimon 0.9 table keeps
+    its bitmap V1, the only version 0.9 readers know); ``force`` rebuilds
+    every index of every file, as Java's procedure does.  ``mode``:
     ``"local"``, ``"spark"``, or ``"auto"`` (Spark when a session is given and
     at least ``spark_min_rows`` rows are to be indexed).
     """
