@@ -11,7 +11,8 @@ small (1e6 rows, 40 files) because the machine is shared; the issue's figures
 use 1e7 rows in 200 files.
 
 ``rewrite_file_index`` on local Spark is compared with a plain Spark read of
-the same columns when ``PF_PAIMON_SPARK=1``.
+the same columns when ``PF_PAIMON_SPARK=1``.  ``PF_PAIMON_WAREHOUSE=/some/dir`` keeps
+the table between runs.
 """
 from __future__ import annotations
 
@@ -63,7 +64,10 @@ def _batch(k, rng):
 def table(tmp_path_factory):
     from pypaimon import CatalogFactory, Schema
 
-    wh = tmp_path_factory.mktemp("bench_paimon")
+    reuse = os.environ.get("PF_PAIMON_WAREHOUSE")  # a warehouse this suite wrote before, same sizes
+    if reuse and os.path.isdir(os.path.join(reuse, "db.db", "t")):
+        return CatalogFactory.create({"warehouse": reuse}).get_table("db.t")
+    wh = reuse or tmp_path_factory.mktemp("bench_paimon")
     cat = CatalogFactory.create({"warehouse": str(wh)})
     cat.create_database("db", True)
     schema = pa.schema([("id", pa.int64()), ("country", pa.string()), ("price", pa.int64()), ("note", pa.string())])

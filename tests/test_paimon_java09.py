@@ -154,3 +154,45 @@ def test_dv_folded_into_ranges(wh):
     _, splits, _ = plan_with_index(table, pred, fold_deletion_vectors="always")
     assert all(not s.data_deletion_files for s in splits)
     assert sorted(tb.column("id").to_pylist()) == sorted(_full_read(table).column("id").to_pylist())
+
+
+def test_truncated_sidecar_keeps_the_file(wh, tmp_path):
+    """An unreadable index never drops data: the file is kept and read."""
+    copy_table(wh, str(tmp_path), "append_sidecar")
+    table = _table(str(tmp_path), "append_sidecar")
+    pred = pf.field("name") == "name-1500"
+    _, _, rep = plan_with_index(table, pred)
+    (victim,) = rep.skipped_files
+    path = os.path.join(str(tmp_path), "db.db", "append_sidecar", "bucket-0", victim + ".index")
+    data = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(data[:len(data) // 3])
+    tb, rep2 = read_with_index(table, pred)
+    assert rep2.files_skipped == 0
+    assert tb.column("id").to_pylist() == [1500]
+
+
+def test_fuzzed_embedded_indexes_never_raise(wh):
+    """Mutated manifest-embedded index bytes: pruning answers (REMAIN on what it cannot read)."""
+    import random
+
+    from paimon_fast.paimon import IndexPruner
+
+    table = _table(wh, "append_embedded")
+    rb = table.new_read_builder()
+    splits = rb.new_scan().plan().splits()
+    originals = [bytes(f.embedded_index) for s in splits for f in s.files]
+    rng = random.Random(3)
+    preds = [pf.field("name") == "name-1500", pf.field("category") == "red",
+             (pf.field("category") == "blue") | (pf.field("name") == "x")]
+    for i in range(200):
+        for f, orig in zip((f for s in splits for f in s.files), originals):
+            b = bytearray(orig)
+            if rng.random() < 0.3:
+                b = b[:rng.randrange(len(b))]
+            else:
+                for _ in range(rng.randint(1, 4)):
+                    b[rng.randrange(len(b))] = rng.randrange(256)
+            f.embedded_index = bytes(b)
+        new, rep = IndexPruner(table, preds[i % 3], max_workers=1).prune(splits)
+        assert rep.files_planned == 4 and rep.files_skipped <= 4
