@@ -237,7 +237,7 @@ def test_rewrite_on_spark_matches_local(tmp_path, paimon_spark):
     create_sample_table(local_wh, options=BLOOM, files=3)
     create_sample_table(spark_wh, options=BLOOM, files=3)
     rl = rewrite_file_index(None, catalog(local_wh).get_table("db.t"))
-    rs = rewrite_file_index(paimon_spark, catalog(spark_wh).get_table("db.t"), mode="spark")
+    rs = rewrite_file_index(paimon_spark, catalog(spark_wh).get_table("db.t"), mode="spark", spark_parallelism=2)
     assert rs.mode == "spark" and rs.committed and rs.files_rewritten == rl.files_rewritten == 3
 
     def payloads(wh):

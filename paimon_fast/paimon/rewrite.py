@@ -289,10 +289,16 @@ def _spark_build(iterator):
 
 
 def _run_spark(spark, tasks, parallelism=None):
-    rows = [(i, pickle.dumps(t)) for i, t in enumerate(tasks)]
-    df = spark.createDataFrame(rows, "i long, task binary")
-    n = parallelism or max(1, min(len(tasks), spark.sparkContext.defaultParallelism * 2))
-    out = df.repartition(n).mapInArrow(_spark_build, "i long, embedded binary, index_file string").collect()
+    rows = [(i, bytearray(pickle.dumps(t))) for i, t in enumerate(tasks)]
+    try:
+        sc = spark.sparkContext
+        n = parallelism or max(1, min(len(tasks), sc.defaultParallelism * 2))
+        # parallelize spreads the files over n partitions without a shuffle
+        df = spark.createDataFrame(sc.parallelize(rows, n), "i long, task binary")
+    except Exception:  # Spark Connect has no SparkContext
+        n = parallelism or max(1, min(len(tasks), 8))
+        df = spark.createDataFrame(rows, "i long, task binary").repartition(n)
+    out = df.mapInArrow(_spark_build, "i long, embedded binary, index_file string").collect()
     res = [None] * len(tasks)
     for r in out:
         res[r["i"]] = (None if r["embedded"] is None else bytes(r["embedded"]), r["index_file"])
@@ -326,7 +332,7 @@ def commit_rewrite(table, tasks, results):
 
 def rewrite_file_index(spark, table, options: Optional[Mapping] = None, *, force: bool = False,
                        mode: str = "auto", max_workers: int = 4, spark_min_rows: int = SPARK_MIN_ROWS,
-                       commit: bool = True) -> RewriteReport:
+                       spark_parallelism: Optional[int] = None, commit: bool = True) -> RewriteReport:
     """Build the table's configured file indexes for its files that lack them, and commit.
 
     ``spark``: a SparkSession or None.  ``options`` override table options for
@@ -336,7 +342,8 @@ def rewrite_file_index(spark, table, options: Optional[Mapping] = None, *, force
     its bitmap V1, the only version 0.9 readers know); ``force`` rebuilds
     every index of every file, as Java's procedure does.  ``mode``:
     ``"local"``, ``"spark"``, or ``"auto"`` (Spark when a session is given and
-    at least ``spark_min_rows`` rows are to be indexed).
+    at least ``spark_min_rows`` rows are to be indexed); ``spark_parallelism``
+    partitions (default: twice the default parallelism, at most one per file).
     """
     t0 = time.perf_counter()
     table = legacy_manifest_table(table)
@@ -347,7 +354,8 @@ def rewrite_file_index(spark, table, options: Optional[Mapping] = None, *, force
     if use_spark and spark is None:
         raise ValueError("mode='spark' needs a SparkSession")
     if tasks:
-        results = _run_spark(spark, tasks) if use_spark else _run_local(table, tasks, max_workers)
+        results = (_run_spark(spark, tasks, spark_parallelism) if use_spark
+                   else _run_local(table, tasks, max_workers))
         rep.mode = "spark" if use_spark else "local"
         rep.files_rewritten = len(tasks)
         rep.rows_indexed = rows
