@@ -196,3 +196,15 @@ def test_fuzzed_embedded_indexes_never_raise(wh):
             f.embedded_index = bytes(b)
         new, rep = IndexPruner(table, preds[i % 3], max_workers=1).prune(splits)
         assert rep.files_planned == 4 and rep.files_skipped <= 4
+
+
+def test_projection_without_predicate_columns(wh):
+    table = _table(wh, "append_dv")
+    from pypaimon.globalindex.indexed_split import IndexedSplit
+
+    pred = (pf.field("category") == "red") & (pf.field("id") > 5)
+    _, splits, _ = plan_with_index(table, pred, projection=["id"])
+    assert any(isinstance(s, IndexedSplit) for s in splits)  # the bitmap gave row ranges
+    tb, rep = read_with_index(table, pred, projection=["id"])
+    assert tb.column_names == ["id"]
+    assert sorted(tb.column("id").to_pylist()) == sorted(_full_read(table, pred).column("id").to_pylist())

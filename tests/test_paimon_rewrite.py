@@ -266,3 +266,24 @@ def test_ranges_coalesce_only_over_live_rows():
     assert _ranges_of(sel, 0, BitMap([15]), gap=10) == [(1, 10), (20, 20), (100, 100)]
     assert _ranges_of(sel, 0, BitMap([2, 500]), gap=100) == [(1, 100)]
     assert _ranges_of(BitMap(), 0, None, gap=10) == []
+
+
+def test_pk_table_with_deletion_vectors_pruned_after_rewrite(tmp_path_factory, tmp_path):
+    """0.9 wrote no file index for the primary-key table; after rewrite_file_index its
+    raw-convertible splits (deletion vectors) are pruned, with the DV folded in."""
+    wh = unpack_java09(tmp_path_factory.mktemp("j09pk"))
+    copy_table(wh, str(tmp_path), "pk_dv")
+    table = legacy_manifest_table(catalog(tmp_path).get_table("db.pk_dv"))
+    assert all(s.raw_convertible for s in table.new_read_builder().new_scan().plan().splits())
+    rep = rewrite_file_index(None, table)  # the table's own options: bloom on name, bitmap on category
+    assert rep.committed and rep.files_rewritten == 2
+    table = legacy_manifest_table(catalog(tmp_path).get_table("db.pk_dv"))
+    for pred in [pf.field("name") == "name-1500", pf.field("category") == "magenta",
+                 pf.field("category") == "red", pf.field("category").isin(["red", "cyan"]) & (pf.field("id") < 2000)]:
+        tb, rep = read_with_index(table, pred)
+        assert rep.applied and rep.files_with_index == rep.files_planned
+        assert sorted(tb.column("id").to_pylist()) == sorted(_full_read(table, pred).column("id").to_pylist())
+        if pred == (pf.field("category") == "magenta"):
+            assert rep.files_planned - rep.files_skipped == 0
+        if pred == (pf.field("category") == "red"):
+            assert rep.deletion_vectors_folded >= 1 and rep.rows_index_selected < rep.rows_planned
