@@ -18,7 +18,7 @@ Reader side: :func:`search_fixed` / :func:`search_binary` binary-search a
 directory or an index block in place, exactly as Java's
 ``Collections.binarySearch`` probes it, checking every offset first.
 """
-from libc.stdint cimport INT64_MAX, uint8_t, int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, INT64_MIN, uint8_t, int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free, calloc
 from libc.string cimport memcmp, memset
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
@@ -145,6 +145,7 @@ cdef _check_offsets(const offset_t[::1] offsets, Py_ssize_t data_len):
 
 cdef struct Dict:
     int32_t *slots       # open addressing, -1 = empty
+    int64_t *skeys       # fixed keys: the key of each used slot (saves an indirection)
     int64_t cap          # power of two
     int64_t n            # distinct values so far
     int64_t room         # allocated length of the arrays below
@@ -159,11 +160,13 @@ cdef int _dict_init(Dict *d, bint with_keys) noexcept nogil:
     d.n = 0
     d.room = 256
     d.slots = <int32_t *> malloc(d.cap * sizeof(int32_t))
+    d.skeys = <int64_t *> malloc(d.cap * sizeof(int64_t)) if with_keys else NULL
     d.keys = <int64_t *> malloc(d.room * sizeof(int64_t)) if with_keys else NULL
     d.first_row = <int64_t *> malloc(d.room * sizeof(int64_t))
     d.counts = <int64_t *> malloc(d.room * sizeof(int64_t))
     d.jhash = <int32_t *> malloc(d.room * sizeof(int32_t))
-    if d.slots == NULL or d.first_row == NULL or d.counts == NULL or d.jhash == NULL or (with_keys and d.keys == NULL):
+    if d.slots == NULL or d.first_row == NULL or d.counts == NULL or d.jhash == NULL or (
+            with_keys and (d.keys == NULL or d.skeys == NULL)):
         return -1
     memset(d.slots, 0xFF, d.cap * sizeof(int32_t))
     return 0
@@ -171,6 +174,7 @@ cdef int _dict_init(Dict *d, bint with_keys) noexcept nogil:
 
 cdef void _dict_free(Dict *d) noexcept nogil:
     free(d.slots)
+    free(d.skeys)
     free(d.keys)
     free(d.first_row)
     free(d.counts)
@@ -212,16 +216,27 @@ cdef inline uint64_t _slot_hash_binary(Dict *d, int64_t i) noexcept nogil:
 cdef int _dict_rehash(Dict *d, bint fixed) noexcept nogil:
     cdef int64_t cap = d.cap * 2, mask = cap - 1, i, s
     cdef int32_t *slots = <int32_t *> malloc(cap * sizeof(int32_t))
+    cdef int64_t *skeys = NULL
     if slots == NULL:
         return -1
+    if fixed:
+        skeys = <int64_t *> malloc(cap * sizeof(int64_t))
+        if skeys == NULL:
+            free(slots)
+            return -1
     memset(slots, 0xFF, cap * sizeof(int32_t))
     for i in range(d.n):
         s = <int64_t> ((_slot_hash_fixed(d, i) if fixed else _slot_hash_binary(d, i)) & <uint64_t> mask)
         while slots[s] >= 0:
             s = (s + 1) & mask
         slots[s] = <int32_t> i
+        if fixed:
+            skeys[s] = d.keys[i]
     free(d.slots)
     d.slots = slots
+    if fixed:
+        free(d.skeys)
+        d.skeys = skeys
     d.cap = cap
     return 0
 
@@ -259,21 +274,40 @@ def group_fixed(const intlike[::1] keys, const uint8_t[::1] valid=None, int hash
     cdef int32_t[::1] co = codes
     cdef Dict d
     cdef int err = _dict_init(&d, True)
-    cdef int64_t v, s, mask, idx
+    cdef int64_t v, s, mask, idx, vmin = INT64_MAX, vmax = INT64_MIN, t
+    cdef uint64_t span = 0
     cdef int32_t id_
+    cdef int32_t *table = NULL
+    cdef bint direct = False, any_valid = False
     try:
         if err:
             raise MemoryError()
         with nogil:
-            mask = d.cap - 1
+            # small value range (dates, codes, ids): a direct lookup table instead of hashing
             for i in range(n):
                 if has_valid and not valid[i]:
-                    co[i] = -1
                     continue
+                any_valid = True
                 v = <int64_t> keys[i]
-                s = <int64_t> (_mix64(<uint64_t> v) & <uint64_t> mask)
-                while True:
-                    id_ = d.slots[s]
+                if v < vmin:
+                    vmin = v
+                if v > vmax:
+                    vmax = v
+            if any_valid:
+                span = <uint64_t> vmax - <uint64_t> vmin
+                if span < (1 << 26) and span < <uint64_t> max(1 << 16, 2 * n):
+                    table = <int32_t *> malloc((span + 1) * sizeof(int32_t))
+                    if table != NULL:
+                        memset(table, 0xFF, (span + 1) * sizeof(int32_t))
+                        direct = True
+            if direct:
+                for i in range(n):
+                    if has_valid and not valid[i]:
+                        co[i] = -1
+                        continue
+                    v = <int64_t> keys[i]
+                    t = <int64_t> (<uint64_t> v - <uint64_t> vmin)
+                    id_ = table[t]
                     if id_ < 0:
                         idx = d.n
                         if idx == d.room and _dict_grow_arrays(&d):
@@ -283,26 +317,53 @@ def group_fixed(const intlike[::1] keys, const uint8_t[::1] valid=None, int hash
                         d.first_row[idx] = i
                         d.counts[idx] = 1
                         d.jhash[idx] = _java_hash(v, hash_mode)
-                        d.slots[s] = <int32_t> idx
                         d.n = idx + 1
                         id_ = <int32_t> idx
-                        if d.n * 2 > d.cap:
-                            if _dict_rehash(&d, True):
+                        table[t] = id_
+                    else:
+                        d.counts[id_] += 1
+                    co[i] = id_
+            else:
+                mask = d.cap - 1
+                for i in range(n):
+                    if has_valid and not valid[i]:
+                        co[i] = -1
+                        continue
+                    v = <int64_t> keys[i]
+                    s = <int64_t> (_mix64(<uint64_t> v) & <uint64_t> mask)
+                    while True:
+                        id_ = d.slots[s]
+                        if id_ < 0:
+                            idx = d.n
+                            if idx == d.room and _dict_grow_arrays(&d):
                                 err = -1
                                 break
-                            mask = d.cap - 1
+                            d.keys[idx] = v
+                            d.first_row[idx] = i
+                            d.counts[idx] = 1
+                            d.jhash[idx] = _java_hash(v, hash_mode)
+                            d.slots[s] = <int32_t> idx
+                            d.skeys[s] = v
+                            d.n = idx + 1
+                            id_ = <int32_t> idx
+                            if d.n * 2 > d.cap:
+                                if _dict_rehash(&d, True):
+                                    err = -1
+                                    break
+                                mask = d.cap - 1
+                            break
+                        if d.skeys[s] == v:
+                            d.counts[id_] += 1
+                            break
+                        s = (s + 1) & mask
+                    if err:
                         break
-                    if d.keys[id_] == v:
-                        d.counts[id_] += 1
-                        break
-                    s = (s + 1) & mask
-                if err:
-                    break
-                co[i] = id_
+                    co[i] = id_
         if err:
             raise MemoryError()
         return _dict_result(&d, codes)
     finally:
+        free(table)
         _dict_free(&d)
 
 
@@ -872,3 +933,83 @@ def scan_binary(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize
     if state == 2:
         raise ValueError(f"negative key length at offset {q}")
     return ks, kl, ints, q
+
+
+# ---------------------------------------------------------------- V2 key order
+
+def sort_fixed(const int64_t[::1] keys, int mode):
+    """Indices that sort distinct fixed-width keys by the V2 comparator
+    (``mode`` as :func:`search_fixed`).  A counting table when the keys span
+    a small range, else an LSD radix sort (16-bit digits); no comparisons."""
+    cdef Py_ssize_t D = keys.shape[0], i
+    out = np.empty(D, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    if D == 0:
+        return out
+    cdef uint64_t *u = <uint64_t *> malloc(D * sizeof(uint64_t))
+    cdef uint64_t *u2 = NULL
+    cdef int64_t *idx2 = NULL
+    cdef int64_t *tab = NULL
+    cdef uint64_t umin = 0xFFFFFFFFFFFFFFFFULL, umax = 0, span, c
+    cdef int64_t *cnt = NULL
+    cdef int shift, err = 0
+    cdef Py_ssize_t d
+    if u == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for i in range(D):
+                # signed order -> unsigned order by flipping the sign bit
+                u[i] = <uint64_t> _order_key(keys[i], mode) ^ 0x8000000000000000ULL
+                if u[i] < umin:
+                    umin = u[i]
+                if u[i] > umax:
+                    umax = u[i]
+            span = umax - umin
+            if span < <uint64_t> (4 * D + 65536):
+                tab = <int64_t *> malloc((span + 1) * sizeof(int64_t))
+                if tab == NULL:
+                    err = 1
+                else:
+                    memset(tab, 0xFF, (span + 1) * sizeof(int64_t))
+                    for i in range(D):
+                        tab[u[i] - umin] = i
+                    d = 0
+                    for c in range(span + 1):
+                        if tab[c] >= 0:
+                            o[d] = tab[c]
+                            d += 1
+            else:
+                u2 = <uint64_t *> malloc(D * sizeof(uint64_t))
+                idx2 = <int64_t *> malloc(D * sizeof(int64_t))
+                cnt = <int64_t *> malloc(65537 * sizeof(int64_t))
+                if u2 == NULL or idx2 == NULL or cnt == NULL:
+                    err = 1
+                else:
+                    for i in range(D):
+                        o[i] = i
+                    for shift in range(0, 64, 16):
+                        if ((umin ^ umax) >> shift) == 0:
+                            break  # the remaining digits are equal for every key
+                        memset(cnt, 0, 65537 * sizeof(int64_t))
+                        for i in range(D):
+                            cnt[((u[i] >> shift) & 0xFFFF) + 1] += 1
+                        for c in range(65536):
+                            cnt[c + 1] += cnt[c]
+                        for i in range(D):
+                            c = (u[i] >> shift) & 0xFFFF
+                            u2[cnt[c]] = u[i]
+                            idx2[cnt[c]] = o[i]
+                            cnt[c] += 1
+                        for i in range(D):
+                            u[i] = u2[i]
+                            o[i] = idx2[i]
+        if err:
+            raise MemoryError()
+        return out
+    finally:
+        free(u)
+        free(u2)
+        free(idx2)
+        free(tab)
+        free(cnt)

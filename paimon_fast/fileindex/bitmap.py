@@ -48,7 +48,7 @@ from pyroaring import BitMap
 
 from .._kernels import load as _load
 from ..errors import IndexFormatError, OptionError, UnsupportedTypeError
-from ..roaring import check32, deserialize32, serialize_groups32, serialize_sorted32
+from ..roaring import check32, serialize_groups32, serialize_sorted32
 from ..result import BitmapResult
 from ..types import DataType, binary_buffers, fixed_values, float_bits, long_keys, to_arrow_array, validity_mask
 from . import FileIndexReader, FileIndexWriter, IndexFactory, register
@@ -257,7 +257,7 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
     else:
         if has_null:
             parts.append(_NULLS2.pack(null_offset, len(null_bytes)))
-        ids = _sorted_ids(arr, codec, keys if codec.fixed else None, first)
+        ids = _sorted_ids(arr, codec, keys if codec.fixed else None, first, k)
         if codec.fixed:
             ebytes = np.full(D, 8 + codec.width, dtype=np.int64)
         else:
@@ -279,15 +279,10 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
     return b"".join(parts)
 
 
-def _sorted_ids(arr, codec: KeyCodec, keys, first) -> np.ndarray:
+def _sorted_ids(arr, codec: KeyCodec, keys, first, k=None) -> np.ndarray:
     """Value ids in the V2 comparator's order."""
     if codec.fixed:
-        ok = keys[first].astype(np.int64)
-        if codec.cmp_mode == _k.CMP_FLOAT:
-            ok = np.where(ok < 0, ok ^ 0x7FFFFFFF, ok)
-        elif codec.cmp_mode == _k.CMP_DOUBLE:
-            ok = np.where(ok < 0, ok ^ 0x7FFFFFFFFFFFFFFF, ok)
-        return np.argsort(ok, kind="stable").astype(np.int64)
+        return (k or _k).sort_fixed(np.ascontiguousarray(keys[first], dtype=np.int64), codec.cmp_mode)
     vals = arr.take(pa.array(first)).cast(pa.large_binary() if pa.types.is_large_string(arr.type) else pa.binary())
     return np.asarray(pc.sort_indices(vals), dtype=np.int64)
 
@@ -525,56 +520,75 @@ class BitmapReader(FileIndexReader):
         return int(offs[i]), int(lens[i])
 
     def _bitmap_at(self, offset, length, what):
+        """Where a bitmap is: ``-1 - row`` offsets give the row (an int), others
+        ``(bytes, absolute offset)`` of the serialized bitmap (read, not parsed)."""
         if offset < 0:
-            return BitMap([-1 - offset])
+            return -1 - offset
         at = self.body_start + offset
         size = self.source.size
         if at >= size:
             self._fail(f"{what} bitmap offset {offset} is past the end", self.body_start)
-        if length == -1:
+        if length == -1:  # V1's last bitmap: its size is only known by parsing it
             buf = self.source.read_at(at, min(size - at, self._CHUNK), what)
             try:
-                sz, _ = check32(buf, 0, -1, self._base + at)
+                length, _ = check32(buf, 0, -1, self._base + at)
             except IndexFormatError:
                 buf = self.source.read_at(at, size - at, what)
-                sz, _ = check32(buf, 0, -1, self._base + at)
-            return deserialize32(buf, 0, sz, self._base + at)
-        if length <= 0 or at + length > size:
+                length, _ = check32(buf, 0, -1, self._base + at)
+        elif length <= 0 or at + length > size:
             self._fail(f"{what} bitmap [{offset}, +{length}) outside the body", self.body_start)
-        return deserialize32(self.source.read_at(at, length, what), 0, length, self._base + at)
+        return (self.source.read_at(at, length, what), self._base + at)
+
+    @staticmethod
+    def _materialize(loc) -> BitMap:
+        if loc is None:
+            return BitMap()
+        if loc.__class__ is int:
+            return BitMap((loc,))
+        buf, at = loc
+        try:
+            # CRoaring's bounds-checked portable deserializer + pyroaring's invariant check
+            return BitMap.deserialize(memoryview(buf))
+        except ValueError as e:
+            check32(bytes(buf), 0, -1, at)  # a precise message where our validator finds the fault
+            raise IndexFormatError(f"bitmap: {e}", at) from None
 
     def bitmap_of(self, value) -> BitMap:
-        """Rows holding ``value`` (None = the null rows); cached per key."""
+        """Rows holding ``value`` (None = the null rows), a new BitMap each call.
+
+        The location (and bytes) of each looked-up key are cached, not the
+        bitmap, so callers may modify what they get."""
         if value is None:
             key = None
         else:
             key = self.codec.literal_key(value)
             if key is None:
                 return BitMap()
-        bm = self._cache.get(key)
-        if bm is None:
-            bm = self._read_bitmap(key)
-            self._cache[key] = bm
-        return bm
+        try:
+            loc = self._cache[key]
+        except KeyError:
+            loc = self._cache[key] = self._locate(key)
+        return self._materialize(loc)
 
-    def _read_bitmap(self, key):
+    def _locate(self, key):
         if key is None:
             if not self.has_null:
-                return BitMap()
+                return None
             if self.version == VERSION_1:
                 self._load_v1()
             return self._bitmap_at(self.null_offset, self.null_length, "null")
         e = self._find_v2(key) if self.version == VERSION_2 else self._find_v1(key)
         if e is None:
-            return BitMap()
+            return None
         return self._bitmap_at(e[0], e[1], "value")
 
     def in_list(self, values) -> BitMap:
+        """Union of the rows of each value (None = the null rows)."""
+        if len(values) == 1:
+            return self.bitmap_of(values[0])
         bms = [self.bitmap_of(v) for v in values]
         if not bms:
             return BitMap()
-        if len(bms) == 1:
-            return BitMap(bms[0])
         return BitMap.union(*bms)
 
     # ---------------------------------------------------------------- visitor

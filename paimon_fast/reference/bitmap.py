@@ -373,3 +373,9 @@ def scan_binary(buf, pos, end, count, n_ints):
                       for j in range(n_ints)] for s, ln in ents], dtype=np.int32).reshape(count, n_ints)
     return (np.array([s for s, _ in ents], dtype=np.int64), np.array([ln for _, ln in ents], dtype=np.int64),
             ints, q)
+
+
+def sort_fixed(keys, mode):
+    """Twin of the kernel's ``sort_fixed``."""
+    keys = [int(k) for k in keys]
+    return np.array(sorted(range(len(keys)), key=lambda i: order_key(keys[i], mode)), dtype=np.int64)
