@@ -566,3 +566,32 @@ def test_sort_fixed_matches_twin(mk):
     assert np.array_equal(got, twin.sort_fixed(a, mode))
     ok = [twin.order_key(int(k), mode) for k in a[got]]
     assert ok == sorted(ok)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.sampled_from(["random", "runs", "sorted", "sparse"]),
+       st.integers(0, 200_000))
+def test_dense_serialize_matches_positions_path(seed, k, shape, n):
+    """The bit-set path gives the bytes of scatter_positions + the Java-exact roaring writer
+    (array, bitmap and run containers, a partial last container)."""
+    from paimon_fast.roaring import serialize_groups32
+    rng = np.random.default_rng(seed)
+    if shape == "random":
+        v = rng.integers(0, k, n)
+    elif shape == "runs":
+        v = np.repeat(rng.integers(0, k, n // 500 + 1), 500)[:n]
+    elif shape == "sorted":
+        v = np.sort(rng.integers(0, k, n))
+    else:
+        v = np.where(rng.random(n) < 0.001, rng.integers(0, k, n), k)
+    keys = np.ascontiguousarray(v, dtype=np.int32)
+    valid = (rng.random(n) > 0.05).astype(np.uint8)
+    codes, first, counts, jh = K.group_fixed(keys, valid, K.HASH_INT)
+    order = K.java_order(jh, True)[0]
+    blob, sizes, multi = K.dense_serialize(codes, order, counts)
+    pos, bounds, m2 = K.scatter_positions(codes, order, counts)
+    b2, s2 = serialize_groups32(pos, bounds)
+    assert blob == b2 and np.array_equal(sizes, s2) and np.array_equal(multi, m2)
+    if n <= 20_000:
+        t = twin.dense_serialize(codes, order, counts)
+        assert t[0] == blob and np.array_equal(t[1], sizes) and np.array_equal(t[2], multi)

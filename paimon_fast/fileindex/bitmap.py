@@ -60,6 +60,10 @@ VERSION_1 = 1
 VERSION_2 = 2
 DEFAULT_INDEX_BLOCK_SIZE = "16kb"
 _MAX_INT = 2**31 - 1
+# dense (bit set per value) grouping: at most this many 8 KiB containers in memory, and only
+# when values average this many rows per 65536-row container (else sorted positions are cheaper)
+_DENSE_MAX_CONTAINERS = 2048
+_DENSE_MIN_ROWS = 2048
 
 _SUPPORTED = ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE", "TIME", "TIMESTAMP",
               "TIMESTAMP_LTZ", "CHAR", "VARCHAR", "STRING", "BOOLEAN")
@@ -217,8 +221,14 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
         last_row = int(nn[-1]) if len(nn) else -1
     trailing = D > 0 and last_row != int(first[D - 1])
     order, table, tree_bins = k.java_order(jh, trailing)
-    pos, bounds, multi = k.scatter_positions(codes, order, counts)
-    blob, sizes = serialize_groups32(pos, bounds)
+    groups = int(np.count_nonzero(counts >= 2))
+    containers = groups * ((n + 65535) >> 16)
+    if groups and containers <= _DENSE_MAX_CONTAINERS and n >= containers * _DENSE_MIN_ROWS:
+        # few values over many rows: bit sets beat sorted positions
+        blob, sizes, multi = k.dense_serialize(codes, order, counts)
+    else:
+        pos, bounds, multi = k.scatter_positions(codes, order, counts)
+        blob, sizes = serialize_groups32(pos, bounds)
     null_card = len(null_rows)
     null_bytes = serialize_sorted32(null_rows)
     has_null = null_card > 0

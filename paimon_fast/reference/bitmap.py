@@ -208,6 +208,16 @@ def scatter_positions(codes, order, counts):
     return np.array(pos, dtype=np.uint32), np.array(bounds, dtype=np.int64), np.array(multi, dtype=np.int64)
 
 
+def dense_serialize(codes, order, counts):
+    """Twin of the kernel's ``dense_serialize``: positions per value, then one
+    bitmap at a time with the (Java-exact) roaring serializer."""
+    from ..roaring import serialize32
+
+    pos, bounds, multi = scatter_positions(codes, order, counts)
+    blobs = [serialize32(pos[bounds[g]:bounds[g + 1]]) for g in range(len(multi))]
+    return b"".join(blobs), np.array([len(b) for b in blobs], dtype=np.int64), multi
+
+
 def v2_layout(entry_bytes, limit):
     """Twin of the kernel's ``v2_layout``: Java's ``BitmapIndexBlock.tryAdd``
     packing, an entry that fits no block getting one of its own."""
