@@ -19,8 +19,12 @@ else micros), BOOLEAN 1, strings ``i32 length + UTF-8``.
   only the bitmaps it needs.
 
 Entry order of V1 and body order of both follow the iteration order of the
-``java.util.HashMap`` Java's writer fills (``_kernels/bitmap.pyx``,
-:func:`java_order`), which is what makes the bytes identical.
+``java.util.HashMap`` Java's writer fills (``_kernels/bitmap.pyx``
+``java_order``), which is what makes the bytes identical.  When a bucket
+collects 8 keys in a table of >= 64 buckets Java turns it into a red-black
+tree, whose list order differs; the kernel detects this and the order then
+comes from the full model in ``reference/bitmap.py`` (``JavaHashMap``),
+checked against the JVM (``tests/data/hashmap_order``).
 
 Oversize values (Paimon issue 9613): Java's V2 writer throws ``index fail``
 when one entry (key + 8 bytes) does not fit in an empty block (``4`` bytes of
@@ -221,6 +225,16 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
         last_row = int(nn[-1]) if len(nn) else -1
     trailing = D > 0 and last_row != int(first[D - 1])
     order, table, tree_bins = k.java_order(jh, trailing)
+    if tree_bins:
+        # a bin of >= 8 keys became a red-black tree in Java: replay the whole map with
+        # the full (tree-aware) model; rare, and per distinct value, not per row
+        from ..reference.bitmap import java_order_exact
+
+        if codec.fixed:
+            okeys = [codec.order_key(int(x)) for x in keys[first].tolist()]
+        else:
+            okeys = [bytes(data[offsets[r]:offsets[r + 1]]) for r in first.tolist()]
+        order, table = java_order_exact(jh.tolist(), okeys, trailing)
     groups = int(np.count_nonzero(counts >= 2))
     containers = groups * ((n + 65535) >> 16)
     if groups and containers <= _DENSE_MAX_CONTAINERS and n >= containers * _DENSE_MIN_ROWS:
