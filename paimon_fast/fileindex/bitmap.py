@@ -610,10 +610,26 @@ class BitmapReader(FileIndexReader):
         """Union of the rows of each value (None = the null rows)."""
         if len(values) == 1:
             return self.bitmap_of(values[0])
-        bms = [self.bitmap_of(v) for v in values]
-        if not bms:
+        locs = []
+        seen = set()
+        for v in values:  # each distinct key once (the union does not change)
+            key = None if v is None else self.codec.literal_key(v)
+            if v is not None and key is None:
+                continue
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                loc = self._cache[key]
+            except KeyError:
+                loc = self._cache[key] = self._locate(key)
+            if loc is not None:
+                locs.append(loc)
+        if not locs:
             return BitMap()
-        return BitMap.union(*bms)
+        if len(locs) == 1:
+            return self._materialize(locs[0])
+        return BitMap.union(*[self._materialize(x) for x in locs])
 
     # ---------------------------------------------------------------- visitor
     def visit_equal(self, leaf):
