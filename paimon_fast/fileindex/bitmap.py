@@ -270,8 +270,13 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
             return k.pack_fixed(np.ascontiguousarray(ukeys[ids]), codec.width, np.ascontiguousarray(a),
                                 None if b is None else np.ascontiguousarray(b), blocks)
     else:
+        # the distinct values, compact and in id order: packing and sorting read them sequentially
+        uniq = arr.take(pa.array(first))
+        uoff, udata = binary_buffers(uniq)
+        uoff = np.ascontiguousarray(uoff)
+
         def pack(ids, a, b=None, blocks=None):
-            return k.pack_binary(np.ascontiguousarray(offsets), data, np.ascontiguousarray(first[ids]),
+            return k.pack_binary(uoff, udata, np.ascontiguousarray(ids, dtype=np.int64),
                                  np.ascontiguousarray(a), None if b is None else np.ascontiguousarray(b), blocks)
     st = {"distinct": D, "hashmap_table": table, "tree_bins": tree_bins}
     if version == VERSION_1:
@@ -281,11 +286,11 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
     else:
         if has_null:
             parts.append(_NULLS2.pack(null_offset, len(null_bytes)))
-        ids = _sorted_ids(arr, codec, keys if codec.fixed else None, first, k)
+        ids = _sorted_ids(uniq if not codec.fixed else None, codec, keys if codec.fixed else None, first, k)
         if codec.fixed:
             ebytes = np.full(D, 8 + codec.width, dtype=np.int64)
         else:
-            ebytes = 12 + (offsets[first[ids] + 1] - offsets[first[ids]]).astype(np.int64)
+            ebytes = 12 + (uoff[ids + 1] - uoff[ids]).astype(np.int64)
         bb, boffs, total, oversize = k.v2_layout(np.ascontiguousarray(ebytes), block_size)
         B = len(boffs)
         parts.append(_I32.pack(B))
@@ -303,11 +308,11 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
     return b"".join(parts)
 
 
-def _sorted_ids(arr, codec: KeyCodec, keys, first, k=None) -> np.ndarray:
-    """Value ids in the V2 comparator's order."""
+def _sorted_ids(uniq, codec: KeyCodec, keys, first, k=None) -> np.ndarray:
+    """Value ids in the V2 comparator's order (``uniq``: the distinct strings in id order)."""
     if codec.fixed:
         return (k or _k).sort_fixed(np.ascontiguousarray(keys[first], dtype=np.int64), codec.cmp_mode)
-    vals = arr.take(pa.array(first)).cast(pa.large_binary() if pa.types.is_large_string(arr.type) else pa.binary())
+    vals = uniq.cast(pa.large_binary() if pa.types.is_large_string(uniq.type) else pa.binary())
     return np.asarray(pc.sort_indices(vals), dtype=np.int64)
 
 
