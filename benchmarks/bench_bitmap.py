@@ -24,10 +24,7 @@ the index sizes printed by ``test_index_sizes`` are Java's sizes too.
 
     pytest benchmarks/bench_bitmap.py --benchmark-only --benchmark-columns=median,iqr,rounds -s
 """
-import gc
 import os
-import time
-import tracemalloc
 
 import numpy as np
 import pyarrow as pa
@@ -140,42 +137,53 @@ def test_open_in5_kernel(benchmark, kind, k):
     assert len(bm) > 0
 
 
-def _vm(field):
+_PEAK_CHILD = r"""
+import json, sys, tracemalloc
+sys.path.insert(0, sys.argv[2])
+import bench_bitmap as b
+
+def vm(field):
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
-    return None
+
+kind = sys.argv[1]
+arr, data, _ = b.column(kind, 100_000)   # input data and a first build, then measure a second one
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")                          # VmHWM := current RSS
+rss0 = vm("VmRSS")
+tracemalloc.start()
+out = b._build(kind, arr)
+traced = tracemalloc.get_traced_memory()[1]
+tracemalloc.stop()
+print(json.dumps({"rss_peak_growth": vm("VmHWM") - rss0, "tracemalloc_peak": traced, "index_bytes": len(out),
+                  "input_bytes": arr.nbytes, "identical": out == data}))
+"""
 
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.benchmark(group="bitmap build peak memory, 100k distinct")
 def test_peak_memory_100k_kernel(benchmark, kind):
-    """Peak memory of one build: Python/numpy allocations (tracemalloc) and the
-    process's peak RSS growth (VmHWM after resetting it; includes C mallocs)."""
-    arr, data, _ = column(kind, 100_000)
-    gc.collect()
-    reset = True
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # resets VmHWM to the current RSS
-    except OSError:
-        reset = False
-    rss0 = _vm("VmRSS")
-    tracemalloc.start()
-    t0 = time.perf_counter()
-    out = benchmark.pedantic(_build, args=(kind, arr), rounds=1, iterations=1)
-    dt = time.perf_counter() - t0
-    _, traced_peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    hwm = _vm("VmHWM")
-    info = {"input_bytes": arr.nbytes, "index_bytes": len(out), "tracemalloc_peak": traced_peak,
-            "rss_peak_growth": (hwm - rss0) if reset and hwm and rss0 else None, "seconds": round(dt, 3)}
+    """Peak memory of one 1e6-row, 100k-distinct build, in a fresh process: growth of the
+    peak RSS (VmHWM reset just before the build; counts the kernels' C allocations) and
+    the tracemalloc peak (Python and numpy allocations)."""
+    import json
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(here), os.environ.get("PYTHONPATH", "")]))
+    res = benchmark.pedantic(
+        lambda: subprocess.run([sys.executable, "-c", _PEAK_CHILD, kind, here], capture_output=True, text=True,
+                               check=True, env=env), rounds=1, iterations=1)
+    info = json.loads(res.stdout.strip().splitlines()[-1])
     benchmark.extra_info.update(info)
-    print(f"\n[{kind} 1e6 rows, 100k distinct] input {arr.nbytes / 2**20:.1f} MiB, index {len(out) / 2**20:.1f} MiB,"
-          f" tracemalloc peak {traced_peak / 2**20:.1f} MiB, peak RSS growth "
-          f"{(info['rss_peak_growth'] or 0) / 2**20:.1f} MiB")
-    assert out == data
+    mib = 2**20
+    print(f"\n[{kind} 1e6 rows, 100k distinct] input {info['input_bytes'] / mib:.1f} MiB, index "
+          f"{info['index_bytes'] / mib:.1f} MiB, peak RSS growth {info['rss_peak_growth'] / mib:.1f} MiB, "
+          f"tracemalloc peak {info['tracemalloc_peak'] / mib:.1f} MiB")
+    assert info["identical"]
 
 
 @pytest.mark.benchmark(group="bitmap index sizes")
