@@ -3,7 +3,8 @@
 N = 1e6 rows, INT and 12-character strings, 10 / 1,000 / 100,000 distinct
 values drawn uniformly (seeded).  Builds run the compiled kernels and the
 pure-Python twin (``paimon_fast/reference/bitmap.py``, same orchestration) in
-the same run.  "Cold" = a new reader over the index bytes each time (header
+the same run; the query benchmarks also run the reader with the twin's
+search functions.  "Cold" = a new reader over the index bytes each time (header
 and directory parsed, one block searched, the bitmaps read and
 deserialized); ``..._file`` variants read from a file with ``pread``.
 
@@ -31,9 +32,10 @@ import pyarrow as pa
 import pytest
 
 import paimon_fast as pf
-from paimon_fast.fileindex.bitmap import BitmapWriter
+from paimon_fast.fileindex.bitmap import BitmapReader, BitmapWriter
 from paimon_fast.fileindex.options import Options
 from paimon_fast.reference import bitmap as twin
+from paimon_fast.source import as_source
 from paimon_fast.types import DataType
 
 N = 1_000_000
@@ -101,6 +103,18 @@ def _open_in(kind, src, probes):
     return r.evaluate(pf.field("x").isin(probes)).bitmap
 
 
+def _twin_reader(kind, data):
+    return BitmapReader(kind, as_source(data), Options({}), kernels=twin)
+
+
+def _open_eq_twin(kind, data, probe):
+    return _twin_reader(kind, data).evaluate(pf.field("x") == probe).bitmap
+
+
+def _open_in_twin(kind, data, probes):
+    return _twin_reader(kind, data).evaluate(pf.field("x").isin(probes)).bitmap
+
+
 @pytest.mark.parametrize("kind,k", PARAMS, ids=IDS)
 @pytest.mark.benchmark(group="bitmap cold open + equality")
 def test_open_equal_kernel(benchmark, kind, k):
@@ -109,6 +123,14 @@ def test_open_equal_kernel(benchmark, kind, k):
     benchmark.extra_info["java_head_us"] = JAVA_HEAD[k][1]
     bm = benchmark.pedantic(_open_eq, args=(dt, data, probes[0]), rounds=2000, iterations=1, warmup_rounds=20)
     assert len(bm) > 0
+
+
+@pytest.mark.parametrize("kind,k", PARAMS, ids=IDS)
+@pytest.mark.benchmark(group="bitmap cold open + equality")
+def test_open_equal_twin(benchmark, kind, k):
+    arr, data, probes = column(kind, k)
+    bm = benchmark.pedantic(_open_eq_twin, args=(DataType.parse(kind), data, probes[0]), rounds=20, iterations=1)
+    assert bm == _open_eq(DataType.parse(kind), data, probes[0])
 
 
 @pytest.mark.parametrize("kind,k", PARAMS, ids=IDS)
@@ -135,6 +157,14 @@ def test_open_in5_kernel(benchmark, kind, k):
     benchmark.extra_info["java_head_us"] = JAVA_HEAD[k][2]
     bm = benchmark.pedantic(_open_in, args=(dt, data, probes), rounds=1000, iterations=1, warmup_rounds=20)
     assert len(bm) > 0
+
+
+@pytest.mark.parametrize("kind,k", PARAMS, ids=IDS)
+@pytest.mark.benchmark(group="bitmap cold open + IN(5)")
+def test_open_in5_twin(benchmark, kind, k):
+    arr, data, probes = column(kind, k)
+    bm = benchmark.pedantic(_open_in_twin, args=(DataType.parse(kind), data, probes), rounds=20, iterations=1)
+    assert bm == _open_in(DataType.parse(kind), data, probes)
 
 
 _PEAK_CHILD = r"""

@@ -329,8 +329,10 @@ class BitmapReader(FileIndexReader):
     index_type = INDEX_TYPE
     _CHUNK = 4096
 
-    def __init__(self, dtype, source, options):
+    def __init__(self, dtype, source, options, kernels=None):
         super().__init__(dtype, source, options)
+        #: search kernels (compiled by default; ``paimon_fast.reference.bitmap`` is the twin)
+        self.kernels = kernels or _k
         self.codec = KeyCodec(dtype)
         self._base = getattr(source, "base", 0)
         self._cache = {}
@@ -396,7 +398,7 @@ class BitmapReader(FileIndexReader):
         else:
             while True:
                 try:
-                    got = _k.scan_binary(head, pos, len(head), B, 1)
+                    got = self.kernels.scan_binary(head, pos, len(head), B, 1)
                 except ValueError as e:
                     self._fail(f"block directory: {e}", pos)
                 if got is not None or len(head) >= size:
@@ -434,13 +436,13 @@ class BitmapReader(FileIndexReader):
         head = self._head
         if w is not None:
             ok = c.order_key(key)
-            bi = _k.search_fixed(head, self._dir_pos, B, w + 4, w, ok, c.cmp_mode, False) if B > 1 else \
-                (0 if _k.order_key(_get_be(head, self._dir_pos, w), c.cmp_mode) <= ok else -1)
+            bi = self.kernels.search_fixed(head, self._dir_pos, B, w + 4, w, ok, c.cmp_mode, False) if B > 1 else \
+                (0 if self.kernels.order_key(_get_be(head, self._dir_pos, w), c.cmp_mode) <= ok else -1)
             if bi < 0:
                 return None
             (boff,) = _I32.unpack_from(head, self._dir_pos + bi * (w + 4) + w)
         else:
-            bi, _ = _k.search_binary(head, self._dir_pos, len(head), B, 1, key, False)
+            bi, _ = self.kernels.search_binary(head, self._dir_pos, len(head), B, 1, key, False)
             if bi < 0:
                 return None
             boff = int(self._dir_offsets[bi])
@@ -453,7 +455,7 @@ class BitmapReader(FileIndexReader):
             if cnt < 0 or cnt > (self.body_start - start - 4) // esz:
                 self._fail(f"index block {bi} claims {cnt} entries", start)
             blk = self.source.read_at(start + 4, cnt * esz, "index block")
-            i = _k.search_fixed(blk, 0, cnt, esz, w, ok, c.cmp_mode, True)
+            i = self.kernels.search_fixed(blk, 0, cnt, esz, w, ok, c.cmp_mode, True)
             if i < 0:
                 return None
             return _NULLS2.unpack_from(blk, i * esz + w)
@@ -463,12 +465,12 @@ class BitmapReader(FileIndexReader):
         if cnt < 0:
             self._fail(f"index block {bi} claims {cnt} entries", start)
         try:
-            i, p = _k.search_binary(blk, 4, len(blk), cnt, 2, key, True)
+            i, p = self.kernels.search_binary(blk, 4, len(blk), cnt, 2, key, True)
         except ValueError as e:
             if end < self.body_start:  # offsets not monotonic: let the block run to the body
                 blk = self.source.read_at(start, self.body_start - start, "index block")
                 try:
-                    i, p = _k.search_binary(blk, 4, len(blk), cnt, 2, key, True)
+                    i, p = self.kernels.search_binary(blk, 4, len(blk), cnt, 2, key, True)
                 except ValueError as e2:
                     self._fail(f"index block {bi}: {e2}", start)
             else:
@@ -509,7 +511,7 @@ class BitmapReader(FileIndexReader):
             while True:
                 buf = self.source.read_at(pos, chunk, "bitmap index entries")
                 try:
-                    got = _k.scan_binary(buf, 0, len(buf), D, 1)
+                    got = self.kernels.scan_binary(buf, 0, len(buf), D, 1)
                 except ValueError as e:
                     self._fail(f"entries: {e}", pos)
                 if got is not None or chunk >= size - pos:
@@ -686,7 +688,7 @@ class BitmapReader(FileIndexReader):
                 if cnt < 0:
                     self._fail(f"index block {bi} claims {cnt} entries", start)
                 try:
-                    got = _k.scan_binary(blk, 4, len(blk), cnt, 2)
+                    got = self.kernels.scan_binary(blk, 4, len(blk), cnt, 2)
                 except ValueError as e:
                     self._fail(f"index block {bi}: {e}", start)
                 if got is None:
