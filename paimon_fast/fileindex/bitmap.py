@@ -43,6 +43,7 @@ complements over ``[0, row count)`` for ``!=``, ``NOT IN``, ``IS NOT NULL``
 """
 from __future__ import annotations
 
+import functools
 import struct
 
 import numpy as np
@@ -151,8 +152,14 @@ class KeyCodec:
         return key
 
 
+@functools.lru_cache(maxsize=256)
+def codec_for(dtype: DataType) -> KeyCodec:
+    """The (immutable, shared) :class:`KeyCodec` of a type."""
+    return KeyCodec(dtype)
+
+
 def _check_type(dtype: DataType):
-    KeyCodec(dtype)
+    codec_for(dtype)
 
 
 # ---------------------------------------------------------------- writer
@@ -170,7 +177,7 @@ class BitmapWriter(FileIndexWriter):
 
     def __init__(self, dtype, options, kernels=None):
         super().__init__(dtype, options)
-        self.codec = KeyCodec(dtype)
+        self.codec = codec_for(dtype)
         self.version = options.get_int("version", VERSION_2)
         if self.version not in (VERSION_1, VERSION_2):
             raise OptionError(f"bitmap index version must be 1 or 2, got {self.version}")
@@ -333,7 +340,7 @@ class BitmapReader(FileIndexReader):
         super().__init__(dtype, source, options)
         #: search kernels (compiled by default; ``paimon_fast.reference.bitmap`` is the twin)
         self.kernels = kernels or _k
-        self.codec = KeyCodec(dtype)
+        self.codec = codec_for(dtype)
         self._base = getattr(source, "base", 0)
         self._cache = {}
         self._v1 = None
@@ -634,9 +641,10 @@ class BitmapReader(FileIndexReader):
                 locs.append(loc)
         if not locs:
             return BitMap()
-        if len(locs) == 1:
-            return self._materialize(locs[0])
-        return BitMap.union(*[self._materialize(x) for x in locs])
+        acc = self._materialize(locs[0])  # a fresh bitmap: OR the others into it
+        for x in locs[1:]:
+            acc |= self._materialize(x)  # (pyroaring's n-ary union is much slower than this)
+        return acc
 
     # ---------------------------------------------------------------- visitor
     def visit_equal(self, leaf):
