@@ -72,6 +72,10 @@ def _check_order(vals, grouped, keyfn=lambda v: v):
     if not tree:
         assert [ids[k] for k in m.keys()] == order.tolist()
         assert (len(m.table) if m.table else 0) == table
+    else:  # the writer's fallback: the full model driven by insertions only
+        by_id = {v: k for k, v in ids.items()}
+        o2, t2 = twin.java_order_exact(jh.tolist(), [by_id[i] for i in range(len(first))], trailing)
+        assert [ids[k] for k in m.keys()] == o2.tolist() and len(m.table) == t2
     pos, bounds, multi = K.scatter_positions(codes, order, counts)
     p2, b2, m2 = twin.scatter_positions(codes, order, counts)
     assert np.array_equal(pos, p2) and np.array_equal(bounds, b2) and np.array_equal(multi, m2)
@@ -551,3 +555,90 @@ def test_codec_literals():
     assert KeyCodec(DataType.parse("DATE")).literal_key(dt.date(1970, 1, 3)) == 2
     with pytest.raises(TypeError):
         KeyCodec(DataType.parse("STRING")).literal_key(5)
+
+
+@SETTINGS
+@given(st.sampled_from([0, 1, 2, 3]).flatmap(lambda m: st.tuples(st.just(m), st.lists(
+    st.integers(-2**31, 2**31 - 1) if m == 1 else st.integers(-3, 3) if m == 3 else
+    st.one_of(st.integers(-2**63, 2**63 - 1), st.integers(-5, 5), st.integers(2**40, 2**40 + 1000)), max_size=300))))
+def test_sort_fixed_matches_twin(mk):
+    mode, keys = mk
+    # distinct under the comparator, as the writer's dictionary keys are
+    keys = list({twin.order_key(k, mode): k for k in keys}.values())
+    a = np.array(keys, dtype=np.int64)
+    got = K.sort_fixed(a, mode)
+    assert np.array_equal(got, twin.sort_fixed(a, mode))
+    ok = [twin.order_key(int(k), mode) for k in a[got]]
+    assert ok == sorted(ok)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.sampled_from(["random", "runs", "sorted", "sparse"]),
+       st.integers(0, 200_000))
+def test_dense_serialize_matches_positions_path(seed, k, shape, n):
+    """The bit-set path gives the bytes of scatter_positions + the Java-exact roaring writer
+    (array, bitmap and run containers, a partial last container)."""
+    from paimon_fast.roaring import serialize_groups32
+    rng = np.random.default_rng(seed)
+    if shape == "random":
+        v = rng.integers(0, k, n)
+    elif shape == "runs":
+        v = np.repeat(rng.integers(0, k, n // 500 + 1), 500)[:n]
+    elif shape == "sorted":
+        v = np.sort(rng.integers(0, k, n))
+    else:
+        v = np.where(rng.random(n) < 0.001, rng.integers(0, k, n), k)
+    keys = np.ascontiguousarray(v, dtype=np.int32)
+    valid = (rng.random(n) > 0.05).astype(np.uint8)
+    codes, first, counts, jh = K.group_fixed(keys, valid, K.HASH_INT)
+    order = K.java_order(jh, True)[0]
+    blob, sizes, multi = K.dense_serialize(codes, order, counts)
+    pos, bounds, m2 = K.scatter_positions(codes, order, counts)
+    b2, s2 = serialize_groups32(pos, bounds)
+    assert blob == b2 and np.array_equal(sizes, s2) and np.array_equal(multi, m2)
+    if n <= 20_000:
+        t = twin.dense_serialize(codes, order, counts)
+        assert t[0] == blob and np.array_equal(t[1], sizes) and np.array_equal(t[2], multi)
+
+
+# ---------------------------------------------------------------- java.util.HashMap order incl. tree bins
+
+def _hm_cases():
+    from vectorlib import load_json, manifest
+    return [load_json("hashmap_order", c["name"] + ".json") for c in manifest("hashmap_order")["cases"]]
+
+
+@pytest.mark.parametrize("case", _hm_cases(), ids=lambda c: c["name"])
+def test_hashmap_model_matches_the_jvm(case):
+    """JavaHashMap (the full model, tree bins included) == java.util.HashMap of OpenJDK 17."""
+    kind = case["key_type"]
+
+    def h(k):
+        if kind == "STRING":
+            return twin.java_string_hash(k.encode())
+        return twin.java_hash(k, twin.HASH_LONG if kind == "BIGINT" else twin.HASH_INT)
+
+    cmp = (lambda a, b: (a.encode() > b.encode()) - (a.encode() < b.encode())) if kind == "STRING" else None
+    m = twin.JavaHashMap(cmp)
+    for k in case["calls"]:
+        m.compute_if_absent(k, h(k))
+    assert m.keys() == case["java_order"]
+
+
+@pytest.mark.parametrize("case", [c for c in _hm_cases() if c["key_type"] != "STRING"], ids=lambda c: c["name"])
+def test_writer_entry_order_matches_the_jvm(case):
+    """The V1 entry order (and so the body order) of our writer on these columns is the JVM's
+    HashMap order, tree bins included (kernel detects them, the full model orders them)."""
+    t = case["key_type"]
+    arr = pa.array(case["calls"], type=pa.int32() if t == "INT" else pa.int64())
+    w = pf.fileindex.writer("bitmap", t, {"version": "1"})
+    w.write_batch(arr)
+    data = w.finish()
+    r = pf.fileindex.reader("bitmap", t, data)
+    assert [e[0] for e in r.entries()] == case["java_order"]
+    tw = BitmapWriter(DataType.parse(t), Options({"version": "1"}), kernels=twin)
+    tw.write_batch(arr)
+    assert tw.finish() == data
+    treeified = any(x > 0 for x in [w.stats["tree_bins"]])
+    assert treeified == (case["name"] not in ("int_clusters_random_calls", "int_threshold_trailing_call",
+                                               "int_threshold_no_trailing"))

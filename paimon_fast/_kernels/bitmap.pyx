@@ -18,9 +18,9 @@ Reader side: :func:`search_fixed` / :func:`search_binary` binary-search a
 directory or an index block in place, exactly as Java's
 ``Collections.binarySearch`` probes it, checking every offset first.
 """
-from libc.stdint cimport INT64_MAX, uint8_t, int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, INT64_MIN, uint8_t, int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free, calloc
-from libc.string cimport memcmp, memset
+from libc.string cimport memcmp, memcpy, memset
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 import numpy as np
 cimport numpy as cnp
@@ -44,6 +44,11 @@ HASH_BOOL = 2    # Boolean: 1231 / 1237
 CMP_SIGNED = 0   # integers, booleans (false < true)
 CMP_FLOAT = 1    # Float.compare on floatToIntBits
 CMP_DOUBLE = 2   # Double.compare on doubleToLongBits
+
+cdef extern from "roaring_dense.h":
+    int64_t pf_dense_size(const uint64_t *w, size_t nchunks, uint32_t *card, uint32_t *nruns) nogil
+    size_t pf_dense_write(const uint64_t *w, size_t nchunks, const uint32_t *card, const uint32_t *nruns,
+                          uint8_t *out) nogil
 
 cdef int64_t _D_EXP = (<int64_t> 0x7FF) << 52
 cdef int64_t _D_MANT = ((<int64_t> 1) << 52) - 1
@@ -143,29 +148,49 @@ cdef _check_offsets(const offset_t[::1] offsets, Py_ssize_t data_len):
 
 # ---------------------------------------------------------------- growable per-value arrays
 
+cdef struct Slot:
+    int64_t key          # fixed: the value; binary: a 64-bit fingerprint of the bytes
+    int64_t id           # -1 = empty
+
+
 cdef struct Dict:
-    int32_t *slots       # open addressing, -1 = empty
+    Slot *slots          # open addressing, linear probing; key and id on one cache line
     int64_t cap          # power of two
     int64_t n            # distinct values so far
     int64_t room         # allocated length of the arrays below
-    int64_t *keys        # fixed: the value; binary: unused
+    int64_t *keys        # per id: the value (fixed) or the fingerprint (binary)
     int64_t *first_row
     int64_t *counts
     int32_t *jhash
+    # binary keys: each distinct value's bytes copied into one arena, so that
+    # confirming a match reads hot memory instead of a random row of the column
+    int64_t *kpos
+    int64_t *klen
+    uint8_t *arena
+    int64_t arena_len
+    int64_t arena_cap
 
 
-cdef int _dict_init(Dict *d, bint with_keys) noexcept nogil:
+cdef int _dict_init(Dict *d) noexcept nogil:
+    cdef int64_t i
     d.cap = 1024
     d.n = 0
     d.room = 256
-    d.slots = <int32_t *> malloc(d.cap * sizeof(int32_t))
-    d.keys = <int64_t *> malloc(d.room * sizeof(int64_t)) if with_keys else NULL
+    d.slots = <Slot *> malloc(d.cap * sizeof(Slot))
+    d.keys = <int64_t *> malloc(d.room * sizeof(int64_t))
     d.first_row = <int64_t *> malloc(d.room * sizeof(int64_t))
     d.counts = <int64_t *> malloc(d.room * sizeof(int64_t))
     d.jhash = <int32_t *> malloc(d.room * sizeof(int32_t))
-    if d.slots == NULL or d.first_row == NULL or d.counts == NULL or d.jhash == NULL or (with_keys and d.keys == NULL):
+    d.kpos = <int64_t *> malloc(d.room * sizeof(int64_t))
+    d.klen = <int64_t *> malloc(d.room * sizeof(int64_t))
+    d.arena_len = 0
+    d.arena_cap = 4096
+    d.arena = <uint8_t *> malloc(d.arena_cap)
+    if d.slots == NULL or d.first_row == NULL or d.counts == NULL or d.jhash == NULL or d.keys == NULL or \
+            d.kpos == NULL or d.klen == NULL or d.arena == NULL:
         return -1
-    memset(d.slots, 0xFF, d.cap * sizeof(int32_t))
+    for i in range(d.cap):
+        d.slots[i].id = -1
     return 0
 
 
@@ -175,16 +200,18 @@ cdef void _dict_free(Dict *d) noexcept nogil:
     free(d.first_row)
     free(d.counts)
     free(d.jhash)
+    free(d.kpos)
+    free(d.klen)
+    free(d.arena)
 
 
 cdef int _dict_grow_arrays(Dict *d) noexcept nogil:
     cdef int64_t room = d.room * 2
     cdef void *p
-    if d.keys != NULL:
-        p = realloc(d.keys, room * sizeof(int64_t))
-        if p == NULL:
-            return -1
-        d.keys = <int64_t *> p
+    p = realloc(d.keys, room * sizeof(int64_t))
+    if p == NULL:
+        return -1
+    d.keys = <int64_t *> p
     p = realloc(d.first_row, room * sizeof(int64_t))
     if p == NULL:
         return -1
@@ -197,33 +224,91 @@ cdef int _dict_grow_arrays(Dict *d) noexcept nogil:
     if p == NULL:
         return -1
     d.jhash = <int32_t *> p
+    p = realloc(d.kpos, room * sizeof(int64_t))
+    if p == NULL:
+        return -1
+    d.kpos = <int64_t *> p
+    p = realloc(d.klen, room * sizeof(int64_t))
+    if p == NULL:
+        return -1
+    d.klen = <int64_t *> p
     d.room = room
     return 0
 
 
-cdef inline uint64_t _slot_hash_fixed(Dict *d, int64_t i) noexcept nogil:
-    return _mix64(<uint64_t> d.keys[i])
+cdef int _arena_add(Dict *d, int64_t idx, const uint8_t *p, int64_t n) noexcept nogil:
+    cdef int64_t cap = d.arena_cap
+    cdef void *q
+    if d.arena_len + n > cap:
+        while d.arena_len + n > cap:
+            cap *= 2
+        q = realloc(d.arena, cap)
+        if q == NULL:
+            return -1
+        d.arena = <uint8_t *> q
+        d.arena_cap = cap
+    if n:
+        memcpy(d.arena + d.arena_len, p, n)
+    d.kpos[idx] = d.arena_len
+    d.klen[idx] = n
+    d.arena_len += n
+    return 0
 
 
-cdef inline uint64_t _slot_hash_binary(Dict *d, int64_t i) noexcept nogil:
-    return _mix64(<uint64_t> <uint32_t> d.jhash[i])
+cdef inline uint64_t _load_tail(const uint8_t *p, Py_ssize_t n) noexcept nogil:
+    """Up to 8 bytes as a little-endian word (no library call)."""
+    cdef uint64_t w = 0
+    cdef Py_ssize_t k
+    for k in range(n):
+        w |= (<uint64_t> p[k]) << (8 * k)
+    return w
 
 
-cdef int _dict_rehash(Dict *d, bint fixed) noexcept nogil:
+cdef inline bint _same_bytes(const uint8_t *a, const uint8_t *b, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t x, y, x2, y2
+    if n >= 8 and n <= 16:  # two overlapping word compares
+        memcpy(&x, a, 8)
+        memcpy(&y, b, 8)
+        memcpy(&x2, a + n - 8, 8)
+        memcpy(&y2, b + n - 8, 8)
+        return x == y and x2 == y2
+    if n < 8:
+        return _load_tail(a, n) == _load_tail(b, n)
+    return memcmp(a, b, n) == 0
+
+
+cdef int _dict_rehash(Dict *d) noexcept nogil:
+    """Double the slot table (keys are values or fingerprints, both hashed with _mix64)."""
     cdef int64_t cap = d.cap * 2, mask = cap - 1, i, s
-    cdef int32_t *slots = <int32_t *> malloc(cap * sizeof(int32_t))
+    cdef Slot *slots = <Slot *> malloc(cap * sizeof(Slot))
     if slots == NULL:
         return -1
-    memset(slots, 0xFF, cap * sizeof(int32_t))
+    for i in range(cap):
+        slots[i].id = -1
     for i in range(d.n):
-        s = <int64_t> ((_slot_hash_fixed(d, i) if fixed else _slot_hash_binary(d, i)) & <uint64_t> mask)
-        while slots[s] >= 0:
+        s = <int64_t> (_mix64(<uint64_t> d.keys[i]) & <uint64_t> mask)
+        while slots[s].id >= 0:
             s = (s + 1) & mask
-        slots[s] = <int32_t> i
+        slots[s].key = d.keys[i]
+        slots[s].id = i
     free(d.slots)
     d.slots = slots
     d.cap = cap
     return 0
+
+
+cdef inline uint64_t _fingerprint(const uint8_t *p, Py_ssize_t n) noexcept nogil:
+    """A fast 64-bit hash of a byte string (table placement only; equality is
+    always confirmed on the bytes)."""
+    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ (<uint64_t> n * 0xff51afd7ed558ccdULL), w
+    cdef Py_ssize_t i = 0
+    while i + 8 <= n:
+        memcpy(&w, p + i, 8)
+        h = (h ^ _mix64(w)) * 0x9E3779B97F4A7C15ULL
+        i += 8
+    if i < n:
+        h = (h ^ _mix64(_load_tail(p + i, n - i) + 1)) * 0x9E3779B97F4A7C15ULL
+    return _mix64(h)
 
 
 cdef object _dict_result(Dict *d, codes):
@@ -258,22 +343,41 @@ def group_fixed(const intlike[::1] keys, const uint8_t[::1] valid=None, int hash
     codes = np.empty(n, dtype=np.int32)
     cdef int32_t[::1] co = codes
     cdef Dict d
-    cdef int err = _dict_init(&d, True)
-    cdef int64_t v, s, mask, idx
+    cdef int err = _dict_init(&d)
+    cdef int64_t v, s, mask, idx, vmin = INT64_MAX, vmax = INT64_MIN, t
+    cdef uint64_t span = 0
     cdef int32_t id_
+    cdef int32_t *table = NULL
+    cdef bint direct = False, any_valid = False
     try:
         if err:
             raise MemoryError()
         with nogil:
-            mask = d.cap - 1
+            # small value range (dates, codes, ids): a direct lookup table instead of hashing
             for i in range(n):
                 if has_valid and not valid[i]:
-                    co[i] = -1
                     continue
+                any_valid = True
                 v = <int64_t> keys[i]
-                s = <int64_t> (_mix64(<uint64_t> v) & <uint64_t> mask)
-                while True:
-                    id_ = d.slots[s]
+                if v < vmin:
+                    vmin = v
+                if v > vmax:
+                    vmax = v
+            if any_valid:
+                span = <uint64_t> vmax - <uint64_t> vmin
+                if span < (1 << 26) and span < <uint64_t> max(1 << 16, 2 * n):
+                    table = <int32_t *> malloc((span + 1) * sizeof(int32_t))
+                    if table != NULL:
+                        memset(table, 0xFF, (span + 1) * sizeof(int32_t))
+                        direct = True
+            if direct:
+                for i in range(n):
+                    if has_valid and not valid[i]:
+                        co[i] = -1
+                        continue
+                    v = <int64_t> keys[i]
+                    t = <int64_t> (<uint64_t> v - <uint64_t> vmin)
+                    id_ = table[t]
                     if id_ < 0:
                         idx = d.n
                         if idx == d.room and _dict_grow_arrays(&d):
@@ -283,26 +387,53 @@ def group_fixed(const intlike[::1] keys, const uint8_t[::1] valid=None, int hash
                         d.first_row[idx] = i
                         d.counts[idx] = 1
                         d.jhash[idx] = _java_hash(v, hash_mode)
-                        d.slots[s] = <int32_t> idx
                         d.n = idx + 1
                         id_ = <int32_t> idx
-                        if d.n * 2 > d.cap:
-                            if _dict_rehash(&d, True):
+                        table[t] = id_
+                    else:
+                        d.counts[id_] += 1
+                    co[i] = id_
+            else:
+                mask = d.cap - 1
+                for i in range(n):
+                    if has_valid and not valid[i]:
+                        co[i] = -1
+                        continue
+                    v = <int64_t> keys[i]
+                    s = <int64_t> (_mix64(<uint64_t> v) & <uint64_t> mask)
+                    while True:
+                        id_ = <int32_t> d.slots[s].id
+                        if id_ < 0:
+                            idx = d.n
+                            if idx == d.room and _dict_grow_arrays(&d):
                                 err = -1
                                 break
-                            mask = d.cap - 1
+                            d.keys[idx] = v
+                            d.first_row[idx] = i
+                            d.counts[idx] = 1
+                            d.jhash[idx] = _java_hash(v, hash_mode)
+                            d.slots[s].key = v
+                            d.slots[s].id = idx
+                            d.n = idx + 1
+                            id_ = <int32_t> idx
+                            if d.n * (4 if d.cap <= 65536 else 2) > d.cap:
+                                if _dict_rehash(&d):
+                                    err = -1
+                                    break
+                                mask = d.cap - 1
+                            break
+                        if d.slots[s].key == v:
+                            d.counts[id_] += 1
+                            break
+                        s = (s + 1) & mask
+                    if err:
                         break
-                    if d.keys[id_] == v:
-                        d.counts[id_] += 1
-                        break
-                    s = (s + 1) & mask
-                if err:
-                    break
-                co[i] = id_
+                    co[i] = id_
         if err:
             raise MemoryError()
         return _dict_result(&d, codes)
     finally:
+        free(table)
         _dict_free(&d)
 
 
@@ -324,9 +455,9 @@ def group_binary(const offset_t[::1] offsets, const uint8_t[::1] data, const uin
     cdef int32_t[::1] co = codes
     cdef const uint8_t *dp = &data[0] if data.shape[0] else <const uint8_t *> ""
     cdef Dict d
-    cdef int err = _dict_init(&d, False)
-    cdef int64_t s, mask, idx, a, ln, b
-    cdef int32_t id_, h
+    cdef int err = _dict_init(&d)
+    cdef int64_t s, mask, idx, a, ln, b, fp
+    cdef int32_t id_
     try:
         if err:
             raise MemoryError()
@@ -338,32 +469,35 @@ def group_binary(const offset_t[::1] offsets, const uint8_t[::1] data, const uin
                     continue
                 a = offsets[i]
                 ln = offsets[i + 1] - a
-                h = java_string_hash(dp + a, ln)
-                s = <int64_t> (_mix64(<uint64_t> <uint32_t> h) & <uint64_t> mask)
+                fp = <int64_t> _fingerprint(dp + a, ln)
+                s = <int64_t> (_mix64(<uint64_t> fp) & <uint64_t> mask)
                 while True:
-                    id_ = d.slots[s]
+                    id_ = <int32_t> d.slots[s].id
                     if id_ < 0:
                         idx = d.n
                         if idx == d.room and _dict_grow_arrays(&d):
                             err = -1
                             break
+                        if _arena_add(&d, idx, dp + a, ln):
+                            err = -1
+                            break
+                        d.keys[idx] = fp
                         d.first_row[idx] = i
                         d.counts[idx] = 1
-                        d.jhash[idx] = h
-                        d.slots[s] = <int32_t> idx
+                        d.jhash[idx] = java_string_hash(dp + a, ln)  # once per distinct value
+                        d.slots[s].key = fp
+                        d.slots[s].id = idx
                         d.n = idx + 1
                         id_ = <int32_t> idx
-                        if d.n * 2 > d.cap:
-                            if _dict_rehash(&d, False):
+                        if d.n * (4 if d.cap <= 65536 else 2) > d.cap:
+                            if _dict_rehash(&d):
                                 err = -1
                                 break
                             mask = d.cap - 1
                         break
-                    if d.jhash[id_] == h:
-                        b = offsets[d.first_row[id_]]
-                        if offsets[d.first_row[id_] + 1] - b == ln and memcmp(dp + a, dp + b, ln) == 0:
-                            d.counts[id_] += 1
-                            break
+                    if d.slots[s].key == fp and d.klen[id_] == ln and _same_bytes(dp + a, d.arena + d.kpos[id_], ln):
+                        d.counts[id_] += 1
+                        break
                     s = (s + 1) & mask
                 if err:
                     break
@@ -533,6 +667,77 @@ def scatter_positions(const int32_t[::1] codes, const int64_t[::1] order, const 
     if bad:
         raise ValueError("codes do not match counts")
     return pos_arr, bounds_arr, multi_arr
+
+
+def dense_serialize(const int32_t[::1] codes, const int64_t[::1] order, const int64_t[::1] counts):
+    """:func:`scatter_positions` + ``roaring.serialize_groups32`` in one step for
+    few values: one bit set per multi-row value (a single pass over the rows),
+    then Java's portable bytes straight from the bit sets.
+
+    Returns ``(blob, sizes, multi_ids)`` exactly as the two-step path.  Memory:
+    ``groups * ceil(rows / 65536) * 8 KiB``; the caller decides when it pays.
+    """
+    cdef Py_ssize_t n = codes.shape[0], D = order.shape[0], i, g = 0
+    if counts.shape[0] != D:
+        raise ValueError("order and counts differ in length")
+    rank_arr = np.full(D, -1, dtype=np.int32)
+    cdef int32_t[::1] rank = rank_arr
+    cdef int64_t G = 0, id_
+    for i in range(D):
+        id_ = order[i]
+        if id_ < 0 or id_ >= D:
+            raise ValueError("order holds an id outside [0, D)")
+        if counts[id_] >= 2:
+            rank[id_] = <int32_t> G
+            G += 1
+    multi_arr = np.empty(G, dtype=np.int64)
+    cdef int64_t[::1] multi = multi_arr
+    for i in range(D):
+        id_ = order[i]
+        if rank[id_] >= 0:
+            multi[rank[id_]] = id_
+    cdef size_t nchunks = (n + 65535) >> 16
+    cdef size_t words = nchunks * 1024
+    sizes_arr = np.empty(G, dtype=np.int64)
+    cdef int64_t[::1] sizes = sizes_arr
+    if G == 0:
+        return b"", sizes_arr, multi_arr
+    cdef uint64_t *bits = <uint64_t *> calloc(G * words, sizeof(uint64_t))
+    cdef uint32_t *card = <uint32_t *> malloc(G * nchunks * sizeof(uint32_t))
+    cdef uint32_t *nruns = <uint32_t *> malloc(G * nchunks * sizeof(uint32_t))
+    cdef int32_t c, r
+    cdef int64_t total = 0
+    cdef bint bad = False
+    cdef uint8_t *op
+    try:
+        if bits == NULL or card == NULL or nruns == NULL:
+            raise MemoryError()
+        with nogil:
+            for i in range(n):
+                c = codes[i]
+                if c >= 0:
+                    if c >= D:
+                        bad = True
+                        break
+                    r = rank[c]
+                    if r >= 0:
+                        bits[r * words + (i >> 6)] |= (<uint64_t> 1) << (i & 63)
+            if not bad:
+                for g in range(G):
+                    sizes[g] = pf_dense_size(bits + g * words, nchunks, card + g * nchunks, nruns + g * nchunks)
+                    total += sizes[g]
+        if bad:
+            raise ValueError("codes do not match counts")
+        out = PyBytes_FromStringAndSize(NULL, total)
+        op = <uint8_t *> PyBytes_AS_STRING(out)
+        with nogil:
+            for g in range(G):
+                op += pf_dense_write(bits + g * words, nchunks, card + g * nchunks, nruns + g * nchunks, op)
+        return out, sizes_arr, multi_arr
+    finally:
+        free(bits)
+        free(card)
+        free(nruns)
 
 
 # ---------------------------------------------------------------- V2 layout and packing
@@ -872,3 +1077,83 @@ def scan_binary(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize
     if state == 2:
         raise ValueError(f"negative key length at offset {q}")
     return ks, kl, ints, q
+
+
+# ---------------------------------------------------------------- V2 key order
+
+def sort_fixed(const int64_t[::1] keys, int mode):
+    """Indices that sort distinct fixed-width keys by the V2 comparator
+    (``mode`` as :func:`search_fixed`).  A counting table when the keys span
+    a small range, else an LSD radix sort (16-bit digits); no comparisons."""
+    cdef Py_ssize_t D = keys.shape[0], i
+    out = np.empty(D, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    if D == 0:
+        return out
+    cdef uint64_t *u = <uint64_t *> malloc(D * sizeof(uint64_t))
+    cdef uint64_t *u2 = NULL
+    cdef int64_t *idx2 = NULL
+    cdef int64_t *tab = NULL
+    cdef uint64_t umin = 0xFFFFFFFFFFFFFFFFULL, umax = 0, span, c
+    cdef int64_t *cnt = NULL
+    cdef int shift, err = 0
+    cdef Py_ssize_t d
+    if u == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for i in range(D):
+                # signed order -> unsigned order by flipping the sign bit
+                u[i] = <uint64_t> _order_key(keys[i], mode) ^ 0x8000000000000000ULL
+                if u[i] < umin:
+                    umin = u[i]
+                if u[i] > umax:
+                    umax = u[i]
+            span = umax - umin
+            if span < <uint64_t> (4 * D + 65536):
+                tab = <int64_t *> malloc((span + 1) * sizeof(int64_t))
+                if tab == NULL:
+                    err = 1
+                else:
+                    memset(tab, 0xFF, (span + 1) * sizeof(int64_t))
+                    for i in range(D):
+                        tab[u[i] - umin] = i
+                    d = 0
+                    for c in range(span + 1):
+                        if tab[c] >= 0:
+                            o[d] = tab[c]
+                            d += 1
+            else:
+                u2 = <uint64_t *> malloc(D * sizeof(uint64_t))
+                idx2 = <int64_t *> malloc(D * sizeof(int64_t))
+                cnt = <int64_t *> malloc(65537 * sizeof(int64_t))
+                if u2 == NULL or idx2 == NULL or cnt == NULL:
+                    err = 1
+                else:
+                    for i in range(D):
+                        o[i] = i
+                    for shift in range(0, 64, 16):
+                        if ((umin ^ umax) >> shift) == 0:
+                            break  # the remaining digits are equal for every key
+                        memset(cnt, 0, 65537 * sizeof(int64_t))
+                        for i in range(D):
+                            cnt[((u[i] >> shift) & 0xFFFF) + 1] += 1
+                        for c in range(65536):
+                            cnt[c + 1] += cnt[c]
+                        for i in range(D):
+                            c = (u[i] >> shift) & 0xFFFF
+                            u2[cnt[c]] = u[i]
+                            idx2[cnt[c]] = o[i]
+                            cnt[c] += 1
+                        for i in range(D):
+                            u[i] = u2[i]
+                            o[i] = idx2[i]
+        if err:
+            raise MemoryError()
+        return out
+    finally:
+        free(u)
+        free(u2)
+        free(idx2)
+        free(tab)
+        free(cnt)

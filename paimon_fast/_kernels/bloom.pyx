@@ -13,6 +13,9 @@ cimport numpy as cnp
 cdef extern from "xxh64.h":
     uint64_t pf_xxh64(const uint8_t *p, size_t length, uint64_t seed) nogil
 
+cdef extern from "bloompos.h":
+    void pf_bloom_positions(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t *out) nogil
+
 cdef extern from "pfhash.h":
     int64_t pf_wang64(int64_t key) nogil
     uint64_t pf_fastmod_m(uint32_t d) nogil
@@ -41,6 +44,70 @@ cdef inline void _set_bits(uint8_t *bits, uint32_t nbits, uint64_t M, int k, int
             c = ~c
         pos = pf_fastmod(<uint32_t> c, M, nbits)
         bits[pos >> 3] |= <uint8_t> (1 << (pos & 7))
+
+
+DEF BLOCK = 64
+DEF MAXK = 8
+
+cdef extern from *:
+    """
+    #define PF_PREFETCH_W(p) __builtin_prefetch((p), 1, 0)
+    #define PF_PREFETCH_R(p) __builtin_prefetch((p), 0, 0)
+    """
+    void PF_PREFETCH_W(const void *p) nogil
+    void PF_PREFETCH_R(const void *p) nogil
+
+
+cdef void _add_block(uint8_t *bits, uint32_t nbits, uint64_t M, int k, const int64_t *hashes,
+                     Py_ssize_t n) noexcept nogil:
+    """Set the bits of n hashes: positions of a block are computed and prefetched
+    first, then written, so the cache misses of a block overlap."""
+    cdef uint32_t pos[BLOCK * 8]
+    cdef uint32_t p
+    cdef Py_ssize_t start, i, j, m
+    if k > MAXK:
+        for i in range(n):
+            _set_bits(bits, nbits, M, k, hashes[i])
+        return
+    start = 0
+    while start < n:
+        m = n - start if n - start < BLOCK else BLOCK
+        pf_bloom_positions(hashes + start, m, k, nbits, pos)
+        for i in range(m):
+            for j in range(k):
+                PF_PREFETCH_W(&bits[pos[i * 8 + j] >> 3])
+        for i in range(m):
+            for j in range(k):
+                p = pos[i * 8 + j]
+                bits[p >> 3] |= <uint8_t> (1 << (p & 7))
+        start += m
+
+
+cdef void _test_block(const uint8_t *bits, uint32_t nbits, uint64_t M, int k, const int64_t *hashes,
+                      Py_ssize_t n, uint8_t *out) noexcept nogil:
+    """Probe n hashes into out[0..n): positions of a block first, prefetched, then tested."""
+    cdef uint32_t pos[BLOCK * 8]
+    cdef uint32_t p
+    cdef Py_ssize_t start, i, j, m
+    cdef uint8_t ok
+    if k > MAXK:
+        for i in range(n):
+            out[i] = _test_bits(bits, nbits, M, k, hashes[i])
+        return
+    start = 0
+    while start < n:
+        m = n - start if n - start < BLOCK else BLOCK
+        pf_bloom_positions(hashes + start, m, k, nbits, pos)
+        for i in range(m):
+            for j in range(k):
+                PF_PREFETCH_R(&bits[pos[i * 8 + j] >> 3])
+        for i in range(m):
+            ok = 1
+            for j in range(k):
+                p = pos[i * 8 + j]
+                ok &= (bits[p >> 3] >> (p & 7)) & 1
+            out[start + i] = ok
+        start += m
 
 
 cdef inline bint _test_bits(const uint8_t *bits, uint32_t nbits, uint64_t M, int k, int64_t h) noexcept nogil:
@@ -117,11 +184,18 @@ def add_longs(uint8_t[::1] bits, int k, const intlike[::1] values, const uint8_t
     cdef bint has_valid = valid is not None
     if has_valid and valid.shape[0] != n:
         raise ValueError("validity mask length differs from values")
+    cdef int64_t hbuf[BLOCK]
+    cdef Py_ssize_t m = 0
     with nogil:
         for i in range(n):
             if has_valid and not valid[i]:
                 continue
-            _set_bits(&bits[0], nbits, M, k, pf_wang64(<int64_t> values[i]))
+            hbuf[m] = pf_wang64(<int64_t> values[i])
+            m += 1
+            if m == BLOCK:
+                _add_block(&bits[0], nbits, M, k, hbuf, m)
+                m = 0
+        _add_block(&bits[0], nbits, M, k, hbuf, m)
 
 
 def add_binary(uint8_t[::1] bits, int k, const offset_t[::1] offsets, const uint8_t[::1] data,
@@ -138,11 +212,18 @@ def add_binary(uint8_t[::1] bits, int k, const offset_t[::1] offsets, const uint
     if has_valid and valid.shape[0] != n:
         raise ValueError("validity mask length differs from values")
     cdef const uint8_t *d = &data[0] if data.shape[0] else <const uint8_t *> ""
+    cdef int64_t hbuf[BLOCK]
+    cdef Py_ssize_t m = 0
     with nogil:
         for i in range(n):
             if has_valid and not valid[i]:
                 continue
-            _set_bits(&bits[0], nbits, M, k, <int64_t> pf_xxh64(d + offsets[i], offsets[i + 1] - offsets[i], 0))
+            hbuf[m] = <int64_t> pf_xxh64(d + offsets[i], offsets[i + 1] - offsets[i], 0)
+            m += 1
+            if m == BLOCK:
+                _add_block(&bits[0], nbits, M, k, hbuf, m)
+                m = 0
+        _add_block(&bits[0], nbits, M, k, hbuf, m)
 
 
 def add_hashes(uint8_t[::1] bits, int k, const int64_t[::1] hashes):
@@ -152,8 +233,7 @@ def add_hashes(uint8_t[::1] bits, int k, const int64_t[::1] hashes):
     cdef uint32_t nbits = <uint32_t> (bits.shape[0] * 8)
     cdef uint64_t M = pf_fastmod_m(nbits)
     with nogil:
-        for i in range(n):
-            _set_bits(&bits[0], nbits, M, k, hashes[i])
+        _add_block(&bits[0], nbits, M, k, &hashes[0] if n else NULL, n)
 
 
 def test_longs(const uint8_t[::1] bits, int k, const intlike[::1] values, const uint8_t[::1] valid=None):
@@ -168,12 +248,20 @@ def test_longs(const uint8_t[::1] bits, int k, const intlike[::1] values, const 
         raise ValueError("validity mask length differs from values")
     out = np.empty(n, dtype=np.bool_)
     cdef uint8_t[::1] o = out.view(np.uint8)
+    cdef int64_t hbuf[BLOCK]
+    cdef Py_ssize_t s0, m
     with nogil:
-        for i in range(n):
-            if has_valid and not valid[i]:
-                o[i] = 1
-            else:
-                o[i] = _test_bits(&bits[0], nbits, M, k, pf_wang64(<int64_t> values[i]))
+        s0 = 0
+        while s0 < n:
+            m = n - s0 if n - s0 < BLOCK else BLOCK
+            for i in range(m):
+                hbuf[i] = pf_wang64(<int64_t> values[s0 + i])
+            _test_block(&bits[0], nbits, M, k, hbuf, m, &o[s0])
+            if has_valid:
+                for i in range(m):
+                    if not valid[s0 + i]:
+                        o[s0 + i] = 1
+            s0 += m
     return out
 
 
@@ -194,13 +282,20 @@ def test_binary(const uint8_t[::1] bits, int k, const offset_t[::1] offsets, con
     out = np.empty(n, dtype=np.bool_)
     cdef uint8_t[::1] o = out.view(np.uint8)
     cdef const uint8_t *d = &data[0] if data.shape[0] else <const uint8_t *> ""
+    cdef int64_t hbuf[BLOCK]
+    cdef Py_ssize_t s0, m
     with nogil:
-        for i in range(n):
-            if has_valid and not valid[i]:
-                o[i] = 1
-            else:
-                o[i] = _test_bits(&bits[0], nbits, M, k,
-                                  <int64_t> pf_xxh64(d + offsets[i], offsets[i + 1] - offsets[i], 0))
+        s0 = 0
+        while s0 < n:
+            m = n - s0 if n - s0 < BLOCK else BLOCK
+            for i in range(m):
+                hbuf[i] = <int64_t> pf_xxh64(d + offsets[s0 + i], offsets[s0 + i + 1] - offsets[s0 + i], 0)
+            _test_block(&bits[0], nbits, M, k, hbuf, m, &o[s0])
+            if has_valid:
+                for i in range(m):
+                    if not valid[s0 + i]:
+                        o[s0 + i] = 1
+            s0 += m
     return out
 
 
@@ -214,6 +309,6 @@ def test_hashes(const uint8_t[::1] bits, int k, const int64_t[::1] hashes):
     out = np.empty(n, dtype=np.bool_)
     cdef uint8_t[::1] o = out.view(np.uint8)
     with nogil:
-        for i in range(n):
-            o[i] = _test_bits(&bits[0], nbits, M, k, hashes[i])
+        if n:
+            _test_block(&bits[0], nbits, M, k, &hashes[0], n, &o[0])
     return out

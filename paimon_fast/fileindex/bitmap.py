@@ -19,8 +19,12 @@ else micros), BOOLEAN 1, strings ``i32 length + UTF-8``.
   only the bitmaps it needs.
 
 Entry order of V1 and body order of both follow the iteration order of the
-``java.util.HashMap`` Java's writer fills (``_kernels/bitmap.pyx``,
-:func:`java_order`), which is what makes the bytes identical.
+``java.util.HashMap`` Java's writer fills (``_kernels/bitmap.pyx``
+``java_order``), which is what makes the bytes identical.  When a bucket
+collects 8 keys in a table of >= 64 buckets Java turns it into a red-black
+tree, whose list order differs; the kernel detects this and the order then
+comes from the full model in ``reference/bitmap.py`` (``JavaHashMap``),
+checked against the JVM (``tests/data/hashmap_order``).
 
 Oversize values (Paimon issue 9613): Java's V2 writer throws ``index fail``
 when one entry (key + 8 bytes) does not fit in an empty block (``4`` bytes of
@@ -39,6 +43,7 @@ complements over ``[0, row count)`` for ``!=``, ``NOT IN``, ``IS NOT NULL``
 """
 from __future__ import annotations
 
+import functools
 import struct
 
 import numpy as np
@@ -48,7 +53,7 @@ from pyroaring import BitMap
 
 from .._kernels import load as _load
 from ..errors import IndexFormatError, OptionError, UnsupportedTypeError
-from ..roaring import check32, deserialize32, serialize_groups32, serialize_sorted32
+from ..roaring import check32, serialize_groups32, serialize_sorted32
 from ..result import BitmapResult
 from ..types import DataType, binary_buffers, fixed_values, float_bits, long_keys, to_arrow_array, validity_mask
 from . import FileIndexReader, FileIndexWriter, IndexFactory, register
@@ -60,6 +65,10 @@ VERSION_1 = 1
 VERSION_2 = 2
 DEFAULT_INDEX_BLOCK_SIZE = "16kb"
 _MAX_INT = 2**31 - 1
+# dense (bit set per value) grouping: at most this many 8 KiB containers in memory, and only
+# when values average this many rows per 65536-row container (else sorted positions are cheaper)
+_DENSE_MAX_CONTAINERS = 2048
+_DENSE_MIN_ROWS = 2048
 
 _SUPPORTED = ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE", "TIME", "TIMESTAMP",
               "TIMESTAMP_LTZ", "CHAR", "VARCHAR", "STRING", "BOOLEAN")
@@ -143,8 +152,14 @@ class KeyCodec:
         return key
 
 
+@functools.lru_cache(maxsize=256)
+def codec_for(dtype: DataType) -> KeyCodec:
+    """The (immutable, shared) :class:`KeyCodec` of a type."""
+    return KeyCodec(dtype)
+
+
 def _check_type(dtype: DataType):
-    KeyCodec(dtype)
+    codec_for(dtype)
 
 
 # ---------------------------------------------------------------- writer
@@ -162,7 +177,7 @@ class BitmapWriter(FileIndexWriter):
 
     def __init__(self, dtype, options, kernels=None):
         super().__init__(dtype, options)
-        self.codec = KeyCodec(dtype)
+        self.codec = codec_for(dtype)
         self.version = options.get_int("version", VERSION_2)
         if self.version not in (VERSION_1, VERSION_2):
             raise OptionError(f"bitmap index version must be 1 or 2, got {self.version}")
@@ -217,8 +232,24 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
         last_row = int(nn[-1]) if len(nn) else -1
     trailing = D > 0 and last_row != int(first[D - 1])
     order, table, tree_bins = k.java_order(jh, trailing)
-    pos, bounds, multi = k.scatter_positions(codes, order, counts)
-    blob, sizes = serialize_groups32(pos, bounds)
+    if tree_bins:
+        # a bin of >= 8 keys became a red-black tree in Java: replay the whole map with
+        # the full (tree-aware) model; rare, and per distinct value, not per row
+        from ..reference.bitmap import java_order_exact
+
+        if codec.fixed:
+            okeys = [codec.order_key(int(x)) for x in keys[first].tolist()]
+        else:
+            okeys = [bytes(data[offsets[r]:offsets[r + 1]]) for r in first.tolist()]
+        order, table = java_order_exact(jh.tolist(), okeys, trailing)
+    groups = int(np.count_nonzero(counts >= 2))
+    containers = groups * ((n + 65535) >> 16)
+    if groups and containers <= _DENSE_MAX_CONTAINERS and n >= containers * _DENSE_MIN_ROWS:
+        # few values over many rows: bit sets beat sorted positions
+        blob, sizes, multi = k.dense_serialize(codes, order, counts)
+    else:
+        pos, bounds, multi = k.scatter_positions(codes, order, counts)
+        blob, sizes = serialize_groups32(pos, bounds)
     null_card = len(null_rows)
     null_bytes = serialize_sorted32(null_rows)
     has_null = null_card > 0
@@ -246,8 +277,13 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
             return k.pack_fixed(np.ascontiguousarray(ukeys[ids]), codec.width, np.ascontiguousarray(a),
                                 None if b is None else np.ascontiguousarray(b), blocks)
     else:
+        # the distinct values, compact and in id order: packing and sorting read them sequentially
+        uniq = arr.take(pa.array(first))
+        uoff, udata = binary_buffers(uniq)
+        uoff = np.ascontiguousarray(uoff)
+
         def pack(ids, a, b=None, blocks=None):
-            return k.pack_binary(np.ascontiguousarray(offsets), data, np.ascontiguousarray(first[ids]),
+            return k.pack_binary(uoff, udata, np.ascontiguousarray(ids, dtype=np.int64),
                                  np.ascontiguousarray(a), None if b is None else np.ascontiguousarray(b), blocks)
     st = {"distinct": D, "hashmap_table": table, "tree_bins": tree_bins}
     if version == VERSION_1:
@@ -257,11 +293,11 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
     else:
         if has_null:
             parts.append(_NULLS2.pack(null_offset, len(null_bytes)))
-        ids = _sorted_ids(arr, codec, keys if codec.fixed else None, first)
+        ids = _sorted_ids(uniq if not codec.fixed else None, codec, keys if codec.fixed else None, first, k)
         if codec.fixed:
             ebytes = np.full(D, 8 + codec.width, dtype=np.int64)
         else:
-            ebytes = 12 + (offsets[first[ids] + 1] - offsets[first[ids]]).astype(np.int64)
+            ebytes = 12 + (uoff[ids + 1] - uoff[ids]).astype(np.int64)
         bb, boffs, total, oversize = k.v2_layout(np.ascontiguousarray(ebytes), block_size)
         B = len(boffs)
         parts.append(_I32.pack(B))
@@ -279,16 +315,11 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
     return b"".join(parts)
 
 
-def _sorted_ids(arr, codec: KeyCodec, keys, first) -> np.ndarray:
-    """Value ids in the V2 comparator's order."""
+def _sorted_ids(uniq, codec: KeyCodec, keys, first, k=None) -> np.ndarray:
+    """Value ids in the V2 comparator's order (``uniq``: the distinct strings in id order)."""
     if codec.fixed:
-        ok = keys[first].astype(np.int64)
-        if codec.cmp_mode == _k.CMP_FLOAT:
-            ok = np.where(ok < 0, ok ^ 0x7FFFFFFF, ok)
-        elif codec.cmp_mode == _k.CMP_DOUBLE:
-            ok = np.where(ok < 0, ok ^ 0x7FFFFFFFFFFFFFFF, ok)
-        return np.argsort(ok, kind="stable").astype(np.int64)
-    vals = arr.take(pa.array(first)).cast(pa.large_binary() if pa.types.is_large_string(arr.type) else pa.binary())
+        return (k or _k).sort_fixed(np.ascontiguousarray(keys[first], dtype=np.int64), codec.cmp_mode)
+    vals = uniq.cast(pa.large_binary() if pa.types.is_large_string(uniq.type) else pa.binary())
     return np.asarray(pc.sort_indices(vals), dtype=np.int64)
 
 
@@ -305,9 +336,11 @@ class BitmapReader(FileIndexReader):
     index_type = INDEX_TYPE
     _CHUNK = 4096
 
-    def __init__(self, dtype, source, options):
+    def __init__(self, dtype, source, options, kernels=None):
         super().__init__(dtype, source, options)
-        self.codec = KeyCodec(dtype)
+        #: search kernels (compiled by default; ``paimon_fast.reference.bitmap`` is the twin)
+        self.kernels = kernels or _k
+        self.codec = codec_for(dtype)
         self._base = getattr(source, "base", 0)
         self._cache = {}
         self._v1 = None
@@ -372,7 +405,7 @@ class BitmapReader(FileIndexReader):
         else:
             while True:
                 try:
-                    got = _k.scan_binary(head, pos, len(head), B, 1)
+                    got = self.kernels.scan_binary(head, pos, len(head), B, 1)
                 except ValueError as e:
                     self._fail(f"block directory: {e}", pos)
                 if got is not None or len(head) >= size:
@@ -410,13 +443,13 @@ class BitmapReader(FileIndexReader):
         head = self._head
         if w is not None:
             ok = c.order_key(key)
-            bi = _k.search_fixed(head, self._dir_pos, B, w + 4, w, ok, c.cmp_mode, False) if B > 1 else \
-                (0 if _k.order_key(_get_be(head, self._dir_pos, w), c.cmp_mode) <= ok else -1)
+            bi = self.kernels.search_fixed(head, self._dir_pos, B, w + 4, w, ok, c.cmp_mode, False) if B > 1 else \
+                (0 if self.kernels.order_key(_get_be(head, self._dir_pos, w), c.cmp_mode) <= ok else -1)
             if bi < 0:
                 return None
             (boff,) = _I32.unpack_from(head, self._dir_pos + bi * (w + 4) + w)
         else:
-            bi, _ = _k.search_binary(head, self._dir_pos, len(head), B, 1, key, False)
+            bi, _ = self.kernels.search_binary(head, self._dir_pos, len(head), B, 1, key, False)
             if bi < 0:
                 return None
             boff = int(self._dir_offsets[bi])
@@ -429,7 +462,7 @@ class BitmapReader(FileIndexReader):
             if cnt < 0 or cnt > (self.body_start - start - 4) // esz:
                 self._fail(f"index block {bi} claims {cnt} entries", start)
             blk = self.source.read_at(start + 4, cnt * esz, "index block")
-            i = _k.search_fixed(blk, 0, cnt, esz, w, ok, c.cmp_mode, True)
+            i = self.kernels.search_fixed(blk, 0, cnt, esz, w, ok, c.cmp_mode, True)
             if i < 0:
                 return None
             return _NULLS2.unpack_from(blk, i * esz + w)
@@ -439,12 +472,12 @@ class BitmapReader(FileIndexReader):
         if cnt < 0:
             self._fail(f"index block {bi} claims {cnt} entries", start)
         try:
-            i, p = _k.search_binary(blk, 4, len(blk), cnt, 2, key, True)
+            i, p = self.kernels.search_binary(blk, 4, len(blk), cnt, 2, key, True)
         except ValueError as e:
             if end < self.body_start:  # offsets not monotonic: let the block run to the body
                 blk = self.source.read_at(start, self.body_start - start, "index block")
                 try:
-                    i, p = _k.search_binary(blk, 4, len(blk), cnt, 2, key, True)
+                    i, p = self.kernels.search_binary(blk, 4, len(blk), cnt, 2, key, True)
                 except ValueError as e2:
                     self._fail(f"index block {bi}: {e2}", start)
             else:
@@ -485,7 +518,7 @@ class BitmapReader(FileIndexReader):
             while True:
                 buf = self.source.read_at(pos, chunk, "bitmap index entries")
                 try:
-                    got = _k.scan_binary(buf, 0, len(buf), D, 1)
+                    got = self.kernels.scan_binary(buf, 0, len(buf), D, 1)
                 except ValueError as e:
                     self._fail(f"entries: {e}", pos)
                 if got is not None or chunk >= size - pos:
@@ -525,57 +558,93 @@ class BitmapReader(FileIndexReader):
         return int(offs[i]), int(lens[i])
 
     def _bitmap_at(self, offset, length, what):
+        """Where a bitmap is: ``-1 - row`` offsets give the row (an int), others
+        ``(bytes, absolute offset)`` of the serialized bitmap (read, not parsed)."""
         if offset < 0:
-            return BitMap([-1 - offset])
+            return -1 - offset
         at = self.body_start + offset
         size = self.source.size
         if at >= size:
             self._fail(f"{what} bitmap offset {offset} is past the end", self.body_start)
-        if length == -1:
+        if length == -1:  # V1's last bitmap: its size is only known by parsing it
             buf = self.source.read_at(at, min(size - at, self._CHUNK), what)
             try:
-                sz, _ = check32(buf, 0, -1, self._base + at)
+                length, _ = check32(buf, 0, -1, self._base + at)
             except IndexFormatError:
                 buf = self.source.read_at(at, size - at, what)
-                sz, _ = check32(buf, 0, -1, self._base + at)
-            return deserialize32(buf, 0, sz, self._base + at)
-        if length <= 0 or at + length > size:
+                length, _ = check32(buf, 0, -1, self._base + at)
+        elif length <= 0 or at + length > size:
             self._fail(f"{what} bitmap [{offset}, +{length}) outside the body", self.body_start)
-        return deserialize32(self.source.read_at(at, length, what), 0, length, self._base + at)
+        return (self.source.read_at(at, length, what), self._base + at)
+
+    @staticmethod
+    def _materialize(loc) -> BitMap:
+        if loc is None:
+            return BitMap()
+        if loc.__class__ is int:
+            return BitMap((loc,))
+        buf, at = loc
+        try:
+            # CRoaring's bounds-checked portable deserializer + pyroaring's invariant check
+            return BitMap.deserialize(memoryview(buf))
+        except ValueError as e:
+            check32(bytes(buf), 0, -1, at)  # a precise message where our validator finds the fault
+            raise IndexFormatError(f"bitmap: {e}", at) from None
 
     def bitmap_of(self, value) -> BitMap:
-        """Rows holding ``value`` (None = the null rows); cached per key."""
+        """Rows holding ``value`` (None = the null rows), a new BitMap each call.
+
+        The location (and bytes) of each looked-up key are cached, not the
+        bitmap, so callers may modify what they get."""
         if value is None:
             key = None
         else:
             key = self.codec.literal_key(value)
             if key is None:
                 return BitMap()
-        bm = self._cache.get(key)
-        if bm is None:
-            bm = self._read_bitmap(key)
-            self._cache[key] = bm
-        return bm
+        try:
+            loc = self._cache[key]
+        except KeyError:
+            loc = self._cache[key] = self._locate(key)
+        return self._materialize(loc)
 
-    def _read_bitmap(self, key):
+    def _locate(self, key):
         if key is None:
             if not self.has_null:
-                return BitMap()
+                return None
             if self.version == VERSION_1:
                 self._load_v1()
             return self._bitmap_at(self.null_offset, self.null_length, "null")
         e = self._find_v2(key) if self.version == VERSION_2 else self._find_v1(key)
         if e is None:
-            return BitMap()
+            return None
         return self._bitmap_at(e[0], e[1], "value")
 
     def in_list(self, values) -> BitMap:
-        bms = [self.bitmap_of(v) for v in values]
-        if not bms:
+        """Union of the rows of each value (None = the null rows)."""
+        if len(values) == 1:
+            return self.bitmap_of(values[0])
+        locs = []
+        seen = set()
+        for v in values:  # each distinct key once (the union does not change)
+            key = None if v is None else self.codec.literal_key(v)
+            if v is not None and key is None:
+                continue
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                loc = self._cache[key]
+            except KeyError:
+                loc = self._cache[key] = self._locate(key)
+            if loc is not None:
+                locs.append(loc)
+        if not locs:
             return BitMap()
-        if len(bms) == 1:
-            return BitMap(bms[0])
-        return BitMap.union(*bms)
+        acc = self._materialize(locs[0])  # a fresh bitmap: OR the others into it
+        for x in locs[1:]:
+            acc |= self._materialize(x)  # (pyroaring's n-ary union is much slower than this)
+        return acc
 
     # ---------------------------------------------------------------- visitor
     def visit_equal(self, leaf):
@@ -627,7 +696,7 @@ class BitmapReader(FileIndexReader):
                 if cnt < 0:
                     self._fail(f"index block {bi} claims {cnt} entries", start)
                 try:
-                    got = _k.scan_binary(blk, 4, len(blk), cnt, 2)
+                    got = self.kernels.scan_binary(blk, 4, len(blk), cnt, 2)
                 except ValueError as e:
                     self._fail(f"index block {bi}: {e}", start)
                 if got is None:

@@ -142,54 +142,358 @@ def java_order(jhash, trailing_call):
     return np.array(order, dtype=np.int64), table, tree
 
 
-class JavaHashMap:
-    """Literal model of ``java.util.HashMap.computeIfAbsent`` (no tree bins).
+class _Node:
+    __slots__ = ("h", "key", "next", "tree", "parent", "left", "right", "prev", "red")
 
-    ``compute_if_absent(key, hash)`` once per non-null row in row order, then
-    :meth:`keys` gives Java's iteration order.  ``treeified`` counts bins
-    that Java would have turned into trees (order then unmodelled).
+    def __init__(self, h, key, nxt, tree=False):
+        self.h, self.key, self.next, self.tree = h, key, nxt, tree
+        self.parent = self.left = self.right = self.prev = None
+        self.red = False
+
+    def root(self):
+        r = self
+        while r.parent is not None:
+            r = r.parent
+        return r
+
+
+class JavaHashMap:
+    """Literal model of ``java.util.HashMap`` filled by ``computeIfAbsent``:
+    bucket lists with new nodes at the head, resize at the start of a call once
+    ``size > threshold``, order-preserving splits, ``treeifyBin`` (a resize
+    below 64 buckets, else a red-black tree bin), ``putTreeVal``,
+    ``moveRootToFront``, tree splits and untreeify, as in OpenJDK 8-25.
+
+    ``compare(a, b)`` is the keys' ``compareTo`` (all key classes of the
+    bitmap index are ``Comparable`` to themselves; distinct keys never
+    compare equal, so Java's identity-hash tie break is never reached).
+    Checked against the JVM in ``tests/data/hashmap_order``.
     """
 
-    def __init__(self):
+    def __init__(self, compare=None):
         self.table = None
         self.size = 0
         self.threshold = 0
         self.treeified = 0
+        self.cmp = compare or (lambda a, b: (a > b) - (a < b))
 
+    @staticmethod
+    def spread(h):
+        u = h & _M32
+        return _s32(u ^ (u >> 16))
+
+    # ------------------------------------------------------------ plumbing
     def _resize(self):
-        if self.table is None:
-            self.table = [[] for _ in range(16)]
+        old = self.table
+        if old is None:
+            self.table = [None] * 16
             self.threshold = 12
             return
-        old = self.table
-        n = len(old) * 2
-        new = [[] for _ in range(n)]
-        for j, b in enumerate(old):
-            for node in b:  # split keeps the relative order of each half
-                new[node[1] & (n - 1)].append(node)
-        self.table = new
+        cap = len(old)
+        n = cap * 2
+        new = [None] * n
         self.threshold *= 2
+        self.table = new
+        for j, e in enumerate(old):
+            if e is None:
+                continue
+            if e.next is None:
+                new[e.h & (n - 1)] = e
+            elif e.tree:
+                self._split(e, new, j, cap)
+            else:
+                lo, hi = [], []
+                while e is not None:
+                    (lo if (e.h & cap) == 0 else hi).append(e)
+                    e = e.next
+                for lst, idx in ((lo, j), (hi, j + cap)):
+                    for a, b in zip(lst, lst[1:] + [None]):
+                        a.next = b
+                    if lst:
+                        new[idx] = lst[0]
 
+    def _split(self, b, tab, index, bit):
+        lo, hi = [], []
+        e = b
+        while e is not None:
+            (lo if (e.h & bit) == 0 else hi).append(e)
+            e = e.next
+        for lst in (lo, hi):
+            prev = None
+            for x in lst:
+                x.next = None
+                x.prev = prev
+                if prev is not None:
+                    prev.next = x
+                prev = x
+        if lo:
+            if len(lo) <= 6:
+                tab[index] = self._untreeify(lo[0])
+            else:
+                tab[index] = lo[0]
+                if hi:
+                    self._treeify(lo[0], tab)
+        if hi:
+            if len(hi) <= 6:
+                tab[index + bit] = self._untreeify(hi[0])
+            else:
+                tab[index + bit] = hi[0]
+                if lo:
+                    self._treeify(hi[0], tab)
+
+    @staticmethod
+    def _untreeify(head):
+        nodes = []
+        q = head
+        while q is not None:
+            nodes.append(_Node(q.h, q.key, None))
+            q = q.next
+        for a, b in zip(nodes, nodes[1:]):
+            a.next = b
+        return nodes[0]
+
+    def _dir(self, h, k, p):
+        if p.h > h:
+            return -1
+        if p.h < h:
+            return 1
+        d = self.cmp(k, p.key)
+        if d == 0:
+            raise AssertionError("distinct keys compare equal: Java would use an identity-hash tie break")
+        return d
+
+    def _treeify(self, head, tab):
+        root = None
+        x = head
+        while x is not None:
+            nxt = x.next
+            x.left = x.right = None
+            if root is None:
+                x.parent = None
+                x.red = False
+                root = x
+            else:
+                p = root
+                while True:
+                    d = self._dir(x.h, x.key, p)
+                    xp = p
+                    p = p.left if d <= 0 else p.right
+                    if p is None:
+                        x.parent = xp
+                        if d <= 0:
+                            xp.left = x
+                        else:
+                            xp.right = x
+                        root = _balance_insertion(root, x)
+                        break
+            x = nxt
+        self._move_root_to_front(tab, root)
+
+    @staticmethod
+    def _move_root_to_front(tab, root):
+        n = len(tab)
+        index = (n - 1) & root.h
+        first = tab[index]
+        if root is not first:
+            tab[index] = root
+            rp, rn = root.prev, root.next
+            if rn is not None:
+                rn.prev = rp
+            if rp is not None:
+                rp.next = rn
+            if first is not None:
+                first.prev = root
+            root.next = first
+            root.prev = None
+
+    def _find(self, root, h, k):
+        p = root
+        while p is not None:
+            if p.h > h:
+                p = p.left
+            elif p.h < h:
+                p = p.right
+            elif p.key == k:
+                return p
+            else:
+                p = p.left if self.cmp(k, p.key) < 0 else p.right
+        return None
+
+    def _put_tree_val(self, t, tab, h, k):
+        root = t.root()
+        p = root
+        while True:
+            if p.h == h and p.key == k:
+                return
+            d = self._dir(h, k, p)
+            xp = p
+            p = p.left if d <= 0 else p.right
+            if p is None:
+                xpn = xp.next
+                x = _Node(h, k, xpn, tree=True)
+                if d <= 0:
+                    xp.left = x
+                else:
+                    xp.right = x
+                xp.next = x
+                x.parent = x.prev = xp
+                if xpn is not None:
+                    xpn.prev = x
+                self._move_root_to_front(tab, _balance_insertion(root, x))
+                return
+
+    def _treeify_bin(self, tab, h):
+        if len(tab) < 64:
+            self._resize()
+            return
+        index = (len(tab) - 1) & h
+        e = tab[index]
+        nodes = []
+        while e is not None:
+            nodes.append(_Node(e.h, e.key, None, tree=True))
+            e = e.next
+        for a, b in zip(nodes, nodes[1:]):
+            a.next = b
+            b.prev = a
+        tab[index] = nodes[0]
+        self.treeified += 1
+        self._treeify(nodes[0], tab)
+
+    # ------------------------------------------------------------ API
     def compute_if_absent(self, key, h):
-        u = h & _M32
-        spread = u ^ (u >> 16)
+        """One ``computeIfAbsent(key, ...)`` call; ``h`` = ``key.hashCode()``."""
+        hh = self.spread(h)
         if self.table is None or self.size > self.threshold:
             self._resize()
-        i = spread & (len(self.table) - 1)
-        b = self.table[i]
-        for node in b:
-            if node[0] == key:
+        tab = self.table
+        i = (len(tab) - 1) & hh
+        first = tab[i]
+        bin_count = 0
+        if first is not None:
+            if first.tree:
+                if self._find(first.root(), hh, key) is not None:
+                    return
+                self._put_tree_val(first, tab, hh, key)
+                self.size += 1
                 return
-        b.insert(0, (key, spread))
-        if len(b) - 1 >= 7:
-            if len(self.table) < 64:
-                self._resize()
-            else:
-                self.treeified += 1
+            e = first
+            while e is not None:
+                if e.h == hh and e.key == key:
+                    return
+                bin_count += 1
+                e = e.next
+        tab[i] = _Node(hh, key, first)
+        if bin_count >= 7:
+            self._treeify_bin(tab, hh)
         self.size += 1
 
     def keys(self):
-        return [node[0] for b in (self.table or []) for node in b]
+        out = []
+        for e in self.table or []:
+            while e is not None:
+                out.append(e.key)
+                e = e.next
+        return out
+
+
+def _rotate_left(root, p):
+    r = p.right
+    if p is not None and r is not None:
+        rl = p.right = r.left
+        if rl is not None:
+            rl.parent = p
+        pp = r.parent = p.parent
+        if pp is None:
+            root = r
+            r.red = False
+        elif pp.left is p:
+            pp.left = r
+        else:
+            pp.right = r
+        r.left = p
+        p.parent = r
+    return root
+
+
+def _rotate_right(root, p):
+    l_ = p.left
+    if p is not None and l_ is not None:
+        lr = p.left = l_.right
+        if lr is not None:
+            lr.parent = p
+        pp = l_.parent = p.parent
+        if pp is None:
+            root = l_
+            l_.red = False
+        elif pp.right is p:
+            pp.right = l_
+        else:
+            pp.left = l_
+        l_.right = p
+        p.parent = l_
+    return root
+
+
+def _balance_insertion(root, x):
+    x.red = True
+    while True:
+        xp = x.parent
+        if xp is None:
+            x.red = False
+            return x
+        xpp = xp.parent
+        if not xp.red or xpp is None:
+            return root
+        xppl = xpp.left
+        if xp is xppl:
+            xppr = xpp.right
+            if xppr is not None and xppr.red:
+                xppr.red = False
+                xp.red = False
+                xpp.red = True
+                x = xpp
+            else:
+                if x is xp.right:
+                    x = xp
+                    root = _rotate_left(root, x)
+                    xp = x.parent
+                    xpp = None if xp is None else xp.parent
+                if xp is not None:
+                    xp.red = False
+                    if xpp is not None:
+                        xpp.red = True
+                        root = _rotate_right(root, xpp)
+        else:
+            if xppl is not None and xppl.red:
+                xppl.red = False
+                xp.red = False
+                xpp.red = True
+                x = xpp
+            else:
+                if x is xp.left:
+                    x = xp
+                    root = _rotate_right(root, x)
+                    xp = x.parent
+                    xpp = None if xp is None else xp.parent
+                if xp is not None:
+                    xp.red = False
+                    if xpp is not None:
+                        xpp.red = True
+                        root = _rotate_left(root, xpp)
+
+
+def java_order_exact(jhash, order_keys, trailing_call):
+    """The HashMap order by the full model (tree bins included): ids in
+    insertion order are inserted with their hash and compared by
+    ``order_keys`` (the comparator's keys); then one repeated call if
+    ``trailing_call``.  Returns ``(order, table_size)``."""
+    ok = [order_keys[i] for i in range(len(order_keys))]
+    m = JavaHashMap(lambda a, b: (ok[a] > ok[b]) - (ok[a] < ok[b]))
+    for i, h in enumerate(jhash):
+        m.compute_if_absent(i, int(h))
+    if trailing_call and len(jhash):
+        m.compute_if_absent(len(jhash) - 1, int(jhash[-1]))
+    return np.array(m.keys(), dtype=np.int64), (len(m.table) if m.table else 0)
 
 
 def scatter_positions(codes, order, counts):
@@ -206,6 +510,16 @@ def scatter_positions(codes, order, counts):
             bounds.append(len(pos))
             multi.append(id_)
     return np.array(pos, dtype=np.uint32), np.array(bounds, dtype=np.int64), np.array(multi, dtype=np.int64)
+
+
+def dense_serialize(codes, order, counts):
+    """Twin of the kernel's ``dense_serialize``: positions per value, then one
+    bitmap at a time with the (Java-exact) roaring serializer."""
+    from ..roaring import serialize32
+
+    pos, bounds, multi = scatter_positions(codes, order, counts)
+    blobs = [serialize32(pos[bounds[g]:bounds[g + 1]]) for g in range(len(multi))]
+    return b"".join(blobs), np.array([len(b) for b in blobs], dtype=np.int64), multi
 
 
 def v2_layout(entry_bytes, limit):
@@ -373,3 +687,9 @@ def scan_binary(buf, pos, end, count, n_ints):
                       for j in range(n_ints)] for s, ln in ents], dtype=np.int32).reshape(count, n_ints)
     return (np.array([s for s, _ in ents], dtype=np.int64), np.array([ln for _, ln in ents], dtype=np.int64),
             ints, q)
+
+
+def sort_fixed(keys, mode):
+    """Twin of the kernel's ``sort_fixed``."""
+    keys = [int(k) for k in keys]
+    return np.array(sorted(range(len(keys)), key=lambda i: order_key(keys[i], mode)), dtype=np.int64)

@@ -1,0 +1,128 @@
+"""Bloom kernels vs the pure-Python twin (hypothesis), XXH64 vs the xxhash package."""
+import math
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import xxhash
+from hypothesis import given, settings, strategies as st
+
+import paimon_fast as pf
+from paimon_fast._kernels import load
+from paimon_fast.fileindex.bloom import bloom_sizing, hash_values
+from paimon_fast.reference import bloom as twin
+
+K = load("bloom")
+
+
+def _xxh(data: bytes) -> int:
+    off = np.array([0, len(data)], dtype=np.int64)
+    return int(K.xxh64_hash(off, np.frombuffer(data, dtype=np.uint8)).view(np.uint64)[0])
+
+
+@pytest.mark.parametrize("n", range(0, 1025))
+def test_xxh64_every_length(n):
+    data = np.random.default_rng(n).integers(0, 256, n, dtype=np.uint8).tobytes()
+    assert _xxh(data) == xxhash.xxh64_intdigest(data, seed=0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_xxh64_random(data):
+    assert _xxh(data) == xxhash.xxh64_intdigest(data)
+
+
+def test_xxh64_with_seed_and_offsets_int32():
+    vals = [b"", b"a", b"hello world", bytes(range(200))]
+    arr = pa.array(vals, type=pa.binary())
+    off = np.frombuffer(arr.buffers()[1], dtype=np.int32)
+    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)
+    got = K.xxh64_hash(off, data, 12345).view(np.uint64).tolist()
+    assert got == [xxhash.xxh64_intdigest(v, seed=12345) for v in vals]
+
+
+LONG = st.integers(-(2**63), 2**63 - 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(LONG, max_size=200))
+def test_wang_hash_kernel_equals_twin(values):
+    got = K.wang_hash(np.array(values, dtype=np.int64)).tolist()
+    assert got == [twin.wang_hash(v) for v in values]
+
+
+@pytest.mark.parametrize("dtype,width", [("TINYINT", np.int8), ("SMALLINT", np.int16), ("INT", np.int32)])
+def test_narrow_ints_are_sign_extended(dtype, width):
+    info = np.iinfo(width)
+    vals = np.array([info.min, -1, 0, 1, info.max], dtype=width)
+    assert hash_values(vals, dtype).tolist() == [twin.wang_hash(int(v)) for v in vals]
+
+
+def _filter_params():
+    return st.tuples(st.integers(1, 5000), st.sampled_from([0.5, 0.1, 0.01, 0.0001]))
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.one_of(st.none(), LONG), max_size=300), _filter_params(), st.lists(LONG, max_size=100))
+def test_bloom_add_probe_longs_kernel_equals_twin(values, params, probes):
+    items, fpp = params
+    w = pf.fileindex.writer("bloom-filter", "BIGINT", {"items": str(items), "fpp": str(fpp)})
+    w.write_batch(pa.array(values, type=pa.int64()))
+    data = w.finish()
+    bits = bytearray(w.num_bits // 8)
+    twin.add(bits, w.num_hash_functions, twin.hash_longs([v for v in values if v is not None]))
+    assert data == struct.pack(">i", w.num_hash_functions) + bytes(bits)
+    r = pf.fileindex.reader("bloom-filter", "BIGINT", data)
+    allp = probes + [v for v in values if v is not None]
+    assert r.might_contain_batch(np.array(allp, dtype=np.int64)).tolist() == \
+        twin.test(bits, w.num_hash_functions, twin.hash_longs(allp))
+    # every added value is found (no false negatives)
+    assert all(r.might_contain_batch(np.array([v for v in values if v is not None], dtype=np.int64)))
+
+
+TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=20)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.one_of(st.none(), TEXT), max_size=200), _filter_params(), st.booleans())
+def test_bloom_add_probe_strings_kernel_equals_twin(values, params, large):
+    items, fpp = params
+    w = pf.fileindex.writer("bloom-filter", "STRING", {"items": str(items), "fpp": str(fpp)})
+    w.write_batch(pa.array(values, type=pa.large_string() if large else pa.string()))
+    bits = bytearray(w.num_bits // 8)
+    enc = [v.encode() for v in values if v is not None]
+    twin.add(bits, w.num_hash_functions, twin.hash_bytes(enc))
+    assert w.finish()[4:] == bytes(bits)
+    r = pf.fileindex.reader("bloom-filter", "STRING", w.finish())
+    probe = values + ["", "zz", "\u00e9\u6587"]
+    want = [True if v is None else t for v, t in
+            zip(probe, twin.test(bits, w.num_hash_functions, twin.hash_bytes([(v or "").encode() for v in probe])))]
+    assert r.might_contain_batch(pa.array(probe, type=pa.string())).tolist() == want
+
+
+def test_float_specials_hash_by_canonical_bits():
+    vals = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1.5], dtype=np.float64)
+    weird_nan = np.array([0x7FF8000000000001], dtype=np.uint64).view(np.float64)
+    got = hash_values(np.concatenate([vals, weird_nan]), "DOUBLE").tolist()
+    bits = [struct.unpack(">q", struct.pack(">d", v))[0] for v in vals]
+    bits[2] = 0x7FF8000000000000  # canonical NaN
+    assert got == [twin.wang_hash(b) for b in bits] + [twin.wang_hash(0x7FF8000000000000)]
+    f32 = np.array([-0.0, np.nan], dtype=np.float32)
+    assert hash_values(f32, "FLOAT").tolist() == [twin.wang_hash(-(2**31)), twin.wang_hash(0x7FC00000)]
+
+
+def test_empty_all_null_one_row():
+    for vals in ([], [None, None], [7]):
+        w = pf.fileindex.writer("bloom-filter", "INT", {"items": "10", "fpp": "0.1"})
+        w.write_batch(pa.array(vals, type=pa.int32()))
+        r = pf.fileindex.reader("bloom-filter", "INT", w.finish())
+        assert r.evaluate(pf.field("x") == 7).remain == (vals == [7])
+
+
+def test_sizing_matches_java_formula():
+    # Java: nb = (int)(-n ln p / ln2^2); bits = nb + 8 - nb % 8; k = max(1, round(bits / n * ln 2))
+    for n, p in [(1000, 0.01), (1, 0.9), (64, 0.0001), (1_000_000, 0.1)]:
+        nb = int(-n * math.log(p) / (math.log(2) ** 2))
+        bits = nb + 8 - nb % 8
+        assert bloom_sizing(n, p) == (bits, max(1, math.floor(bits / n * math.log(2) + 0.5)))
