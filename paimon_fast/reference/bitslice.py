@@ -86,12 +86,11 @@ def topk(slices, base, k, largest, strict):
     f = g | e
     if strict:
         drop = f.bit_count() - k
-        r = 0
-        while drop > 0:
-            if (e >> r) & 1:
-                f &= ~(1 << r)
-                drop -= 1
-            r += 1
+        while drop > 0:  # drop the lowest rows of the tie group
+            low = e & -e
+            f &= ~low
+            e &= ~low
+            drop -= 1
     return to_words(f, nw)
 
 
@@ -131,24 +130,28 @@ def range_words(start, end, nbits):
 
 
 def build_slices(values, sel, S):
-    """``(ebm, slices)`` from per-row values, row by row."""
+    """``(ebm, slices)`` from per-row values, row by row (one bytearray bit set per slice)."""
     n = len(values)
     nw = nwords(n)
-    ebm = 0
-    sl = [0] * S
+    ebm = bytearray(nw * 8)
+    sl = [bytearray(nw * 8) for _ in range(S)]
     for r in range(n):
         if sel[r]:
-            ebm |= 1 << r
+            byte, bit = r >> 3, 1 << (r & 7)
+            ebm[byte] |= bit
             v = int(values[r])
             if v < 0 or v >> S:
                 raise ValueError("a value is negative or needs more than the given slices")
-            for i in range(S):
-                if (v >> i) & 1:
-                    sl[i] |= 1 << r
+            i = 0
+            while v:
+                if v & 1:
+                    sl[i][byte] |= bit
+                v >>= 1
+                i += 1
     slices = np.zeros((S, nw), np.uint64)
     for i in range(S):
-        slices[i] = to_words(sl[i], nw)
-    return to_words(ebm, nw), slices
+        slices[i] = np.frombuffer(bytes(sl[i]), dtype="<u8")
+    return np.frombuffer(bytes(ebm), dtype="<u8").astype(np.uint64), slices
 
 
 def dense_codes(keys, valid, lo, hi):
