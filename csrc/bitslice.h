@@ -397,6 +397,100 @@ static void pf_between(const uint64_t *slices, int64_t stride, int S, const uint
     }
 }
 
+/* Bit-transpose 64 rows at a time: ebm and S slices (stride nw) from per-row
+ * values (vals[r] used when sel[r]). Returns 1 if a selected value does not
+ * fit in S bits. Branch-free inner loops. */
+#define PF_DEF_BUILD(NAME, T) \
+PF_CLONES \
+static int NAME(const T *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) { \
+    uint64_t bad = 0; \
+    uint64_t buf[64]; \
+    for (int64_t w = 0; w < nw; w++) { \
+        int64_t r0 = w << 6; \
+        int64_t lim = n - r0 < 64 ? n - r0 : 64; \
+        uint64_t e = 0; \
+        for (int64_t j = 0; j < lim; j++) { \
+            uint64_t s = sel[r0 + j] != 0; \
+            buf[j] = (uint64_t)vals[r0 + j] & (0 - s); \
+            e |= s << j; \
+        } \
+        for (int64_t j = lim; j < 64; j++) buf[j] = 0; \
+        if (S < 64) { for (int j = 0; j < 64; j++) bad |= buf[j] >> S; } \
+        ebm[w] = e; \
+        for (int i = 0; i < S; i++) { \
+            uint64_t acc = 0; \
+            for (int j = 0; j < 64; j++) acc |= ((buf[j] >> i) & 1) << j; \
+            slices[(int64_t)i * nw + w] = acc; \
+        } \
+    } \
+    return bad != 0; \
+}
+PF_DEF_BUILD(pf_build_slices_u32_generic, uint32_t)
+PF_DEF_BUILD(pf_build_slices_u64, uint64_t)
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* 32-bit values (S <= 32): shift bit i to the sign and collect 4 rows per movemask. */
+static int pf_build_slices_u32(const uint32_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) {
+    if (S > 32) return pf_build_slices_u32_generic(vals, sel, n, S, ebm, slices, nw);
+    uint32_t buf[64] __attribute__((aligned(16)));
+    uint32_t bad = 0;
+    for (int64_t w = 0; w < nw; w++) {
+        int64_t r0 = w << 6;
+        int64_t lim = n - r0 < 64 ? n - r0 : 64;
+        uint64_t e = 0;
+        for (int64_t j = 0; j < lim; j++) {
+            uint32_t s = sel[r0 + j] != 0;
+            buf[j] = vals[r0 + j] & (0u - s);
+            e |= (uint64_t)s << j;
+        }
+        for (int64_t j = lim; j < 64; j++) buf[j] = 0;
+        if (S < 32) { for (int j = 0; j < 64; j++) bad |= buf[j] >> S; }
+        ebm[w] = e;
+        for (int i = 0; i < S; i++) {
+            __m128i sh = _mm_cvtsi32_si128(31 - i);
+            uint64_t acc = 0;
+            for (int q = 0; q < 16; q++) {
+                __m128i t = _mm_sll_epi32(_mm_load_si128((const __m128i *)(buf + 4 * q)), sh);
+                acc |= (uint64_t)_mm_movemask_ps(_mm_castsi128_ps(t)) << (4 * q);
+            }
+            slices[(int64_t)i * nw + w] = acc;
+        }
+    }
+    return bad != 0;
+}
+#else
+#define pf_build_slices_u32 pf_build_slices_u32_generic
+#endif
+
+/* Dictionary codes of keys in [lo, lo + span) via a presence bit set and
+ * per-word ranks (cache friendly for spans of millions). bits: zeroed
+ * (span+63)/64 words; rank: same count of int64. Returns number of distinct
+ * keys; codes[r] = -1 for rows not selected. */
+static int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,
+                              uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) {
+    int64_t nb = (span + 63) >> 6;
+    for (int64_t r = 0; r < n; r++) {
+        if (valid[r]) { uint64_t x = (uint64_t)(keys[r] - lo); bits[x >> 6] |= 1ULL << (x & 63); }
+    }
+    int64_t c = 0;
+    for (int64_t w = 0; w < nb; w++) { rank[w] = c; c += pf_popc(bits[w]); }
+    for (int64_t r = 0; r < n; r++) {
+        if (valid[r]) {
+            uint64_t x = (uint64_t)(keys[r] - lo);
+            codes[r] = (int32_t)(rank[x >> 6] + pf_popc(bits[x >> 6] & ((1ULL << (x & 63)) - 1)));
+        } else codes[r] = -1;
+    }
+    if (uniq_out) {
+        int64_t j = 0;
+        for (int64_t w = 0; w < nb; w++) {
+            uint64_t x = bits[w];
+            while (x) { uniq_out[j++] = lo + (w << 6) + __builtin_ctzll(x); x &= x - 1; }
+        }
+    }
+    return c;
+}
+
 /* Top-k (largest) / bottom-k (smallest) over the rows of e (modified in place;
  * on return it holds the tie group), g must be zeroed scratch, active an
  * int64 scratch of nw entries. Result written into out. Returns |out|. */

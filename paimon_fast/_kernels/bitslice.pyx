@@ -17,6 +17,10 @@ cdef extern from "bitslice.h":
     int64_t pf_roaring_check(const uint8_t *buf, size_t length, const char **err, size_t *err_at, uint64_t *card) nogil
     int pf_decode_words(const uint8_t *buf, uint64_t *words, int64_t nbits, int64_t *bad) nogil
     int64_t pf_last_value(const uint8_t *buf) nogil
+    int pf_build_slices_u32(const uint32_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) nogil
+    int pf_build_slices_u64(const uint64_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) nogil
+    int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,
+                           uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) nogil
     int64_t pf_decode_fast(const uint8_t *buf, size_t len, uint64_t *words, int64_t nw, int64_t nbits,
                            const char **err, size_t *err_at) nogil
     int64_t pf_encode_words(const uint64_t *words, int64_t nwords, uint8_t *out) nogil
@@ -289,89 +293,87 @@ def topk(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int64_t k, bin
     return out
 
 
-def build_slices(const code_t[::1] values, const uint8_t[::1] sel, int S):
-    """``(ebm, slices)`` from per-row values: rows with ``sel[r]`` set are present;
-    slice i holds the present rows whose value has bit i set (values must be >= 0)."""
+def build_slices(values, const uint8_t[::1] sel, int S):
+    """``(ebm, slices)`` from per-row values (int32 codes or uint64 magnitudes):
+    rows with ``sel[r]`` set are present; slice i holds the present rows whose
+    value has bit i set.  Values must be >= 0 and fit in S bits."""
+    values = np.ascontiguousarray(values)
     cdef int64_t n = values.shape[0]
     if sel.shape[0] != n:
         raise ValueError("values and sel differ in length")
+    if S < 0 or S > 64:
+        raise ValueError("S must be in [0, 64]")
     cdef int64_t nw = (n + 63) >> 6
     ebm_arr = np.zeros(nw, dtype=np.uint64)
     sl_arr = np.zeros((S, nw), dtype=np.uint64)
     cdef uint64_t[::1] ebm = ebm_arr
     cdef uint64_t[:, ::1] sl = sl_arr
-    cdef uint64_t acc[64]
-    cdef int64_t w, r, j, lim
-    cdef uint64_t v, bit, ew
-    cdef int i
-    cdef bint bad = False
-    with nogil:
-        for w in range(nw):
-            memset(acc, 0, sizeof(acc))
-            ew = 0
-            lim = n - (w << 6)
-            if lim > 64:
-                lim = 64
-            for j in range(lim):
-                r = (w << 6) + j
-                if sel[r]:
-                    bit = (<uint64_t>1) << j
-                    ew |= bit
-                    if values[r] < 0:
-                        bad = True
-                    v = <uint64_t>values[r]
-                    while v:
-                        i = __builtin_ctzll(v)
-                        if i < S:
-                            acc[i] |= bit
-                        else:
-                            bad = True
-                        v &= v - 1
-            ebm[w] = ew
-            for i in range(S):
-                sl[i, w] = acc[i]
+    cdef const uint32_t[::1] v32
+    cdef const uint64_t[::1] v64
+    cdef int bad = 0
+    cdef uint64_t *sp = &sl[0, 0] if (S and nw) else NULL
+    cdef const uint8_t *selp = &sel[0] if n else NULL
+    if nw == 0:
+        return ebm_arr, sl_arr
+    if values.dtype.itemsize == 4 and values.dtype.kind in "iu":
+        if values.dtype.kind == "i" and n and values.min() < 0 and (np.asarray(sel) != 0)[values < 0].any():
+            raise ValueError("a value is negative or needs more than the given slices")
+        v32 = values.view(np.uint32)
+        with nogil:
+            bad = pf_build_slices_u32(&v32[0], selp, n, S, &ebm[0], sp, nw)
+    elif values.dtype.itemsize == 8 and values.dtype.kind in "iu":
+        v64 = values.view(np.uint64)
+        with nogil:
+            bad = pf_build_slices_u64(&v64[0], selp, n, S, &ebm[0], sp, nw)
+    else:
+        raise TypeError("values must be a 32- or 64-bit integer array")
     if bad:
         raise ValueError("a value is negative or needs more than the given slices")
     return ebm_arr, sl_arr
 
 
 def dense_codes(const int64_t[::1] keys, const uint8_t[::1] valid, int64_t lo, int64_t hi):
-    """Dictionary codes for integer keys known to lie in [lo, hi] (small range).
+    """Dictionary codes for integer keys known to lie in [lo, hi] (moderate range).
 
-    Returns ``(sorted distinct keys, int32 codes)`` (null rows get code -1)
-    by marking a presence table and ranking it: O(rows + range).
+    Returns ``(sorted distinct keys, int32 codes)`` (null rows get code -1):
+    a presence bit set over the range plus per-word ranks, O(rows + range/64).
     """
-    cdef int64_t n = keys.shape[0], span = hi - lo + 1, r, c = 0, x
-    if span <= 0 or span > 1 << 31:
+    cdef int64_t n = keys.shape[0], span = hi - lo + 1, r
+    if span <= 0 or span > (<int64_t>1) << 36:
         raise ValueError("key range too wide for dense_codes")
-    table_arr = np.zeros(span, dtype=np.int32)
-    cdef int32_t[::1] table = table_arr
-    codes_arr = np.empty(n, dtype=np.int32)
-    cdef int32_t[::1] codes = codes_arr
+    if valid.shape[0] != n:
+        raise ValueError("keys and valid differ in length")
     cdef bint bad = False
     with nogil:
         for r in range(n):
-            if valid[r]:
-                x = keys[r] - lo
-                if x < 0 or x >= span:
-                    bad = True
-                    break
-                table[x] = 1
+            if valid[r] and (keys[r] < lo or keys[r] > hi):
+                bad = True
+                break
     if bad:
         raise ValueError("key outside [lo, hi]")
+    cdef int64_t nb = (span + 63) >> 6
+    bits_arr = np.zeros(nb, dtype=np.uint64)
+    rank_arr = np.empty(nb, dtype=np.int64)
+    codes_arr = np.empty(n, dtype=np.int32)
+    cdef uint64_t[::1] bits = bits_arr
+    cdef int64_t[::1] rank = rank_arr
+    cdef int32_t[::1] codes = codes_arr
+    cdef int64_t c
+    if n == 0:
+        return np.zeros(0, np.int64), codes_arr
     with nogil:
-        for r in range(span):
-            if table[r]:
-                table[r] = <int32_t>c
-                c += 1
-            else:
-                table[r] = -1
+        c = pf_dense_codes(&keys[0], &valid[0], n, lo, span, &bits[0], &rank[0], &codes[0], NULL)
+    if c > 2**31 - 1:
+        raise ValueError("too many distinct keys")
     uniq_arr = np.empty(c, dtype=np.int64)
     cdef int64_t[::1] uniq = uniq_arr
+    cdef int64_t j = 0, w
+    cdef uint64_t x
     with nogil:
-        for r in range(span):
-            if table[r] >= 0:
-                uniq[table[r]] = r + lo
-        for r in range(n):
-            codes[r] = table[keys[r] - lo] if valid[r] else -1
+        for w in range(nb):
+            x = bits[w]
+            while x:
+                uniq[j] = lo + (w << 6) + __builtin_ctzll(x)
+                j += 1
+                x &= x - 1
     return uniq_arr, codes_arr

@@ -184,7 +184,7 @@ def _codes_fixed(keys: np.ndarray, valid):
     if present.size == 0:
         return np.zeros(0, np.int64), np.full(n, -1, np.int32)
     lo, hi = int(present.min()), int(present.max())
-    if hi - lo <= 4 * n + (1 << 16):
+    if hi - lo <= 64 * n + (1 << 20):
         return _k.dense_codes(np.ascontiguousarray(keys), np.ascontiguousarray(v8), lo, hi)
     uniq, inv = np.unique(present, return_inverse=True)
     if valid is None:
