@@ -332,6 +332,26 @@ def build_slices(values, const uint8_t[::1] sel, int S):
     return ebm_arr, sl_arr
 
 
+def minmax_valid(const int64_t[::1] keys, const uint8_t[::1] valid):
+    """``(count, min, max)`` of the keys whose ``valid`` flag is set (min/max 0 when none)."""
+    cdef int64_t n = keys.shape[0], r, c = 0
+    cdef int64_t lo = 0x7FFFFFFFFFFFFFFF, hi = -0x7FFFFFFFFFFFFFFF - 1, x
+    if valid.shape[0] != n:
+        raise ValueError("keys and valid differ in length")
+    with nogil:
+        for r in range(n):
+            if valid[r]:
+                x = keys[r]
+                c += 1
+                if x < lo:
+                    lo = x
+                if x > hi:
+                    hi = x
+    if c == 0:
+        return 0, 0, 0
+    return c, lo, hi
+
+
 def dense_codes(const int64_t[::1] keys, const uint8_t[::1] valid, int64_t lo, int64_t hi):
     """Dictionary codes for integer keys known to lie in [lo, hi] (moderate range).
 

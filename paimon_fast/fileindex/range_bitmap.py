@@ -177,15 +177,16 @@ class KeyCodec:
 def _codes_fixed(keys: np.ndarray, valid):
     """``(sorted distinct keys, int32 codes with -1 for null)``."""
     n = len(keys)
-    v8 = np.ones(n, np.uint8) if valid is None else valid.view(np.uint8)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int32)
-    present = keys if valid is None else keys[valid]
-    if present.size == 0:
+    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    v8 = np.ones(n, np.uint8) if valid is None else np.ascontiguousarray(valid).view(np.uint8)
+    count, lo, hi = _k.minmax_valid(keys, v8)
+    if count == 0:
         return np.zeros(0, np.int64), np.full(n, -1, np.int32)
-    lo, hi = int(present.min()), int(present.max())
     if hi - lo <= 64 * n + (1 << 20):
-        return _k.dense_codes(np.ascontiguousarray(keys), np.ascontiguousarray(v8), lo, hi)
+        return _k.dense_codes(keys, v8, lo, hi)
+    present = keys if valid is None else keys[valid]
     uniq, inv = np.unique(present, return_inverse=True)
     if valid is None:
         return uniq, inv.astype(np.int32)
