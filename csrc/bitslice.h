@@ -491,65 +491,97 @@ static int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t
     return c;
 }
 
-/* Top-k (largest) / bottom-k (smallest) over the rows of e (modified in place;
- * on return it holds the tie group), g must be zeroed scratch, active an
- * int64 scratch of nw entries. Result written into out. Returns |out|. */
-static int64_t pf_topk(const uint64_t *slices, int64_t stride, int S, uint64_t *e, uint64_t *g,
-                       int64_t *active, int64_t nw, int64_t k, int largest, int strict, uint64_t *out) {
-    int64_t na = 0, ecount = 0;
+/* Top-k (largest) / bottom-k (smallest) over the rows of e (modified in
+ * place; on return it holds the tie group), g must be zeroed scratch, active
+ * and gtouch int64 scratch of nw entries. Only words still holding candidates
+ * are visited, so later slices cost little. On return words[0..*nwords) lists
+ * (sorted, unique) the words of the answer g | e; the return value is |g | e|
+ * before strict trimming. */
+static int64_t pf_topk_core(const uint64_t *slices, int64_t stride, int S, uint64_t *e, uint64_t *g,
+                            int64_t *active, int64_t *gtouch, int64_t *words, int64_t nw, int64_t k,
+                            int largest, int64_t *nwords_out) {
+    int64_t na = 0, ng = 0, ecount = 0;
     for (int64_t w = 0; w < nw; w++) {
         if (e[w]) { active[na++] = w; ecount += pf_popc(e[w]); }
     }
-    if (ecount <= k) { memcpy(out, e, nw * 8); return ecount; }
     int64_t gcount = 0;
-    uint64_t flip = largest ? 0 : ~0ULL;
-    for (int i = S - 1; i >= 0; i--) {
-        const uint64_t *s = slices + (int64_t)i * stride;
-        int64_t cnt = 0;
-        for (int64_t a = 0; a < na; a++) {
-            int64_t w = active[a];
-            cnt += pf_popc(e[w] & (s[w] ^ flip));
-        }
-        int64_t n = gcount + cnt;
-        int64_t m = 0;
-        if (n > k || n == k) {
+    if (ecount > k) {
+        uint64_t flip = largest ? 0 : ~0ULL;
+        for (int i = S - 1; i >= 0; i--) {
+            const uint64_t *s = slices + (int64_t)i * stride;
+            int64_t cnt = 0;
             for (int64_t a = 0; a < na; a++) {
                 int64_t w = active[a];
-                uint64_t x = e[w] & (s[w] ^ flip);
-                e[w] = x;
-                if (x) active[m++] = w;
+                cnt += pf_popc(e[w] & (s[w] ^ flip));
             }
-            na = m;
-            if (n == k) break;
-        } else {
-            for (int64_t a = 0; a < na; a++) {
-                int64_t w = active[a];
-                uint64_t sel = s[w] ^ flip;
-                g[w] |= e[w] & sel;
-                uint64_t x = e[w] & ~sel;
-                e[w] = x;
-                if (x) active[m++] = w;
+            int64_t n = gcount + cnt;
+            int64_t m = 0;
+            if (n >= k) {
+                for (int64_t a = 0; a < na; a++) {
+                    int64_t w = active[a];
+                    uint64_t x = e[w] & (s[w] ^ flip);
+                    e[w] = x;
+                    if (x) active[m++] = w;
+                }
+                na = m;
+                ecount = cnt;
+                if (n == k) break;
+            } else {
+                for (int64_t a = 0; a < na; a++) {
+                    int64_t w = active[a];
+                    uint64_t sel = s[w] ^ flip;
+                    uint64_t add = e[w] & sel;
+                    if (add) {
+                        if (!g[w]) gtouch[ng++] = w;
+                        g[w] |= add;
+                    }
+                    uint64_t x = e[w] & ~sel;
+                    e[w] = x;
+                    if (x) active[m++] = w;
+                }
+                na = m;
+                gcount = n;
+                ecount -= cnt;
             }
-            na = m;
-            gcount = n;
         }
     }
-    int64_t total = 0;
-    for (int64_t w = 0; w < nw; w++) { out[w] = g[w] | e[w]; total += pf_popc(out[w]); }
-    if (strict && total > k) {
-        int64_t drop = total - k;
-        for (int64_t w = 0; w < nw && drop > 0; w++) {
-            uint64_t x = e[w];
-            while (x && drop > 0) {
-                uint64_t b = x & (~x + 1);
-                out[w] &= ~b;
-                x &= x - 1;
-                drop--;
-            }
+    /* merge the two word lists (each made of ascending runs: sort them) */
+    int64_t nwl = 0;
+    for (int64_t a = 0; a < na; a++) words[nwl++] = active[a];
+    for (int64_t a = 0; a < ng; a++) words[nwl++] = gtouch[a];
+    *nwords_out = nwl;
+    return gcount + ecount;
+}
+
+static int pf_cmp_i64(const void *x, const void *y) {
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Sort + dedupe the word list, then write the answer's positions (dropping
+ * the lowest `drop` rows of the tie group e). Returns the count written. */
+static int64_t pf_topk_emit(const uint64_t *e, const uint64_t *g, int64_t *words, int64_t nwl, int64_t drop,
+                            uint32_t *pos) {
+    qsort(words, (size_t)nwl, sizeof(int64_t), pf_cmp_i64);
+    int64_t j = 0, prev = -1;
+    for (int64_t a = 0; a < nwl; a++) {
+        int64_t w = words[a];
+        if (w == prev) continue;
+        prev = w;
+        uint64_t ew = e[w];
+        uint64_t x = g[w] | ew;
+        while (drop > 0 && ew) {
+            uint64_t b = ew & (~ew + 1);
+            x &= ~b;
+            ew &= ew - 1;
+            drop--;
         }
-        total = k;
+        while (x) {
+            pos[j++] = (uint32_t)((w << 6) + __builtin_ctzll(x));
+            x &= x - 1;
+        }
     }
-    return total;
+    return j;
 }
 
 #endif

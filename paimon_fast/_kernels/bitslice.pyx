@@ -28,8 +28,11 @@ cdef extern from "bitslice.h":
                     int64_t nw, int op, uint64_t v, uint64_t *out) nogil
     void pf_between(const uint64_t *slices, int64_t stride, int S, const uint64_t *base,
                     int64_t nw, uint64_t lo, uint64_t hi, uint64_t *out) nogil
-    int64_t pf_topk(const uint64_t *slices, int64_t stride, int S, uint64_t *e, uint64_t *g,
-                    int64_t *active, int64_t nw, int64_t k, int largest, int strict, uint64_t *out) nogil
+    int64_t pf_topk_core(const uint64_t *slices, int64_t stride, int S, uint64_t *e, uint64_t *g,
+                         int64_t *active, int64_t *gtouch, int64_t *words, int64_t nw, int64_t k,
+                         int largest, int64_t *nwords_out) nogil
+    int64_t pf_topk_emit(const uint64_t *e, const uint64_t *g, int64_t *words, int64_t nwl, int64_t drop,
+                         uint32_t *pos) nogil
 
 cdef extern from *:
     int __builtin_popcountll(unsigned long long) nogil
@@ -267,11 +270,13 @@ def between(const uint64_t[:, ::1] slices, const uint64_t[::1] base, uint64_t lo
     return out
 
 
-def topk(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int64_t k, bint largest, bint strict):
-    """Rows of ``base`` with the k largest (``largest``) or smallest values.
+def topk_positions(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int64_t k, bint largest, bint strict):
+    """Rows of ``base`` with the k largest (``largest``) or smallest values, as a
+    sorted uint32 array.
 
     Java's semantics: rows strictly better than the k-th value plus its ties;
     with ``strict`` the ties are trimmed to k rows by dropping the lowest rows.
+    Each slice step only visits the words still holding candidates.
     """
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
@@ -279,17 +284,39 @@ def topk(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int64_t k, bin
     cdef int S = slices.shape[0]
     if S and slices.shape[1] != nw:
         raise ValueError("slices and base differ in length")
-    out = np.zeros(nw, dtype=np.uint64)
     if k == 0 or nw == 0:
-        return out
+        return np.zeros(0, np.uint32)
     e_arr = np.array(base, dtype=np.uint64)
     g_arr = np.zeros(nw, dtype=np.uint64)
     act_arr = np.empty(nw, dtype=np.int64)
-    cdef uint64_t[::1] o = out, e = e_arr, g = g_arr
-    cdef int64_t[::1] act = act_arr
+    gt_arr = np.empty(nw, dtype=np.int64)
+    w_arr = np.empty(2 * nw, dtype=np.int64)
+    cdef uint64_t[::1] e = e_arr, g = g_arr
+    cdef int64_t[::1] act = act_arr, gtch = gt_arr, wl = w_arr
+    cdef int64_t total, nwl = 0, drop = 0, written
     with nogil:
-        pf_topk(&slices[0, 0] if S else NULL, nw, S, &e[0], &g[0], &act[0], nw, k,
-                largest, strict, &o[0])
+        total = pf_topk_core(&slices[0, 0] if S else NULL, nw, S, &e[0], &g[0], &act[0], &gtch[0], &wl[0],
+                             nw, k, largest, &nwl)
+    if strict and total > k:
+        drop = total - k
+    pos_arr = np.empty(total - drop, dtype=np.uint32)
+    cdef uint32_t[::1] pos = pos_arr
+    with nogil:
+        written = pf_topk_emit(&e[0], &g[0], &wl[0], nwl, drop, &pos[0] if total - drop > 0 else NULL)
+    assert written == total - drop
+    return pos_arr
+
+
+def topk(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int64_t k, bint largest, bint strict):
+    """:func:`topk_positions` as a dense row set (same length as ``base``)."""
+    pos = topk_positions(slices, base, k, largest, strict)
+    out = np.zeros(base.shape[0], dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+    cdef const uint32_t[::1] p = pos
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(p.shape[0]):
+            o[p[i] >> 6] |= (<uint64_t>1) << (p[i] & 63)
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from pyroaring import BitMap
 
+from .. import roaring as _roaring
 from .._kernels import load as _load
 from ..errors import IndexFormatError, PaimonFastError
 
@@ -28,6 +29,13 @@ def to_bitmap(words: np.ndarray) -> BitMap:
     if not words.any():
         return BitMap()
     return BitMap.deserialize(_k.encode(words))
+
+
+def positions_bitmap(pos: np.ndarray) -> BitMap:
+    """A BitMap of sorted uint32 positions (via Java-exact portable bytes)."""
+    if pos.size == 0:
+        return BitMap()
+    return BitMap.deserialize(_roaring.serialize_sorted32(pos))
 
 
 def from_bitmap(bm: BitMap, nbits: int) -> np.ndarray:

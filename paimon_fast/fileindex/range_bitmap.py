@@ -38,7 +38,8 @@ from ..predicate import TopN
 from ..result import BitmapResult
 from ..types import DataType, decimal_unscaled, fixed_values, long_keys, to_arrow_array, validity_mask
 from . import FileIndexReader, FileIndexWriter, IndexFactory, register
-from ._bitslice import NullLiteralError, _k, from_bitmap, nwords, range_bitmap, read_roaring_dense, to_bitmap
+from ._bitslice import (NullLiteralError, _k, from_bitmap, nwords, positions_bitmap, range_bitmap,
+                         read_roaring_dense, to_bitmap)
 
 INDEX_TYPE = "range-bitmap"
 CHUNK_SIZE = "chunk-size"
@@ -821,7 +822,7 @@ class RangeBitmapReader(FileIndexReader):
             if kk == 0 or found_empty:
                 return BitMap()
             base = self.ebm if found is None else self.ebm & found
-            return to_bitmap(_k.topk(self.slices, base, kk, largest, strict))
+            return positions_bitmap(_k.topk_positions(self.slices, base, kk, largest, strict))
 
         def nulls():
             return BitMap() if found_empty else self.null_bitmap(found_set)
