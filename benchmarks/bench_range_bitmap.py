@@ -176,3 +176,11 @@ def test_top10_twin(benchmark, shape, direction):
     largest = direction == "top"
     got = benchmark.pedantic(lambda: twin.topk(r.slices, r.ebm, 10, largest, True), rounds=3, iterations=1)
     assert np.array_equal(got, k.topk(r.slices, r.ebm, 10, largest, True))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_cold_top10_kernel(benchmark, shape):
+    """Open + first top-10: includes loading the slices and the per-block summary."""
+    t, _, _, data = built(shape)
+    bm = benchmark.pedantic(lambda: pf.fileindex.reader("range-bitmap", t, data).top_k(10), rounds=5, iterations=1)
+    assert len(bm) == 10

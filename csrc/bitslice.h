@@ -499,10 +499,19 @@ static int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t
  * before strict trimming. */
 static int64_t pf_topk_core(const uint64_t *slices, int64_t stride, int S, uint64_t *e, uint64_t *g,
                             int64_t *active, int64_t *gtouch, int64_t *words, int64_t nw, int64_t k,
-                            int largest, int64_t *nwords_out) {
+                            int largest, int64_t *nwords_out, const uint64_t *base, const int64_t *init, int64_t ninit) {
     int64_t na = 0, ng = 0, ecount = 0;
-    for (int64_t w = 0; w < nw; w++) {
-        if (e[w]) { active[na++] = w; ecount += pf_popc(e[w]); }
+    if (init) {  /* only these words (sorted, in range) can hold answers: e is filled from base */
+        for (int64_t a = 0; a < ninit; a++) {
+            int64_t w = init[a];
+            uint64_t x = base[w];
+            e[w] = x;
+            if (x) { active[na++] = w; ecount += pf_popc(x); }
+        }
+    } else {
+        for (int64_t w = 0; w < nw; w++) {
+            if (e[w]) { active[na++] = w; ecount += pf_popc(e[w]); }
+        }
     }
     int64_t gcount = 0;
     if (ecount > k) {
@@ -551,6 +560,39 @@ static int64_t pf_topk_core(const uint64_t *slices, int64_t stride, int S, uint6
     for (int64_t a = 0; a < ng; a++) words[nwl++] = gtouch[a];
     *nwords_out = nwl;
     return gcount + ecount;
+}
+
+/* Per block of bw words: the largest and smallest slice value among the rows
+ * of base (-1 / -1 for a block without rows). */
+static void pf_block_maxmin(const uint64_t *slices, int64_t stride, int S, const uint64_t *base, int64_t nw,
+                            int64_t bw, int64_t *bmax, int64_t *bmin) {
+    uint64_t cand[64];
+    if (bw > 64) bw = 64;
+    int64_t nb = (nw + bw - 1) / bw;
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t w0 = b * bw, m = nw - w0 < bw ? nw - w0 : bw;
+        uint64_t any = 0;
+        for (int64_t j = 0; j < m; j++) { cand[j] = base[w0 + j]; any |= cand[j]; }
+        if (!any) { bmax[b] = -1; bmin[b] = -1; continue; }
+        int64_t mx = 0;
+        for (int i = S - 1; i >= 0; i--) {
+            const uint64_t *sl = slices + (int64_t)i * stride + w0;
+            uint64_t hit = 0;
+            for (int64_t j = 0; j < m; j++) hit |= cand[j] & sl[j];
+            if (hit) { for (int64_t j = 0; j < m; j++) cand[j] &= sl[j]; mx |= (int64_t)1 << i; }
+        }
+        for (int64_t j = 0; j < m; j++) cand[j] = base[w0 + j];
+        int64_t mn = 0;
+        for (int i = S - 1; i >= 0; i--) {
+            const uint64_t *sl = slices + (int64_t)i * stride + w0;
+            uint64_t hit = 0;
+            for (int64_t j = 0; j < m; j++) hit |= cand[j] & ~sl[j];
+            if (hit) { for (int64_t j = 0; j < m; j++) cand[j] &= ~sl[j]; }
+            else mn |= (int64_t)1 << i;
+        }
+        bmax[b] = mx;
+        bmin[b] = mn;
+    }
 }
 
 static int pf_cmp_i64(const void *x, const void *y) {

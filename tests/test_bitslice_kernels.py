@@ -169,3 +169,27 @@ def test_corrupt_bitmap_rows_beyond_count():
         k.decode_into(np.frombuffer(b, np.uint8), 0, -1, w, 64)
     with pytest.raises(IndexFormatError):
         twin.decode_into(b, 0, -1, w, 64)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 40_000), st.sampled_from([2, 50, 3000, 2**20]), st.integers(0, 30), st.booleans(),
+       st.booleans(), st.integers(0, 2**32 - 1))
+def test_topk_block_pruning_agrees(n, bound, k_, largest, strict, seed):
+    """Top-k restricted to the candidate words of the per-block summary equals the full search."""
+    from paimon_fast.fileindex._bitslice import BLOCK_WORDS, topk_candidate_words
+    rng = np.random.default_rng(seed)
+    vals = rng.integers(0, bound, n).astype(np.uint64)
+    sel = (rng.random(n) >= 0.1).astype(np.uint8)
+    S = max(1, (bound - 1).bit_length())
+    ebm, sl = k.build_slices(vals, sel, S)
+    bmax, bmin = k.block_maxmin(sl, ebm, BLOCK_WORDS)
+    # the summary itself against brute force
+    for b in range(len(bmax)):
+        rows = np.arange(b * 256, min(n, (b + 1) * 256))
+        present = vals[rows][sel[rows].astype(bool)]
+        assert (bmax[b], bmin[b]) == ((int(present.max()), int(present.min())) if present.size else (-1, -1))
+    words = topk_candidate_words(bmax, bmin, k_, largest, len(ebm))
+    full = k.topk_positions(sl, ebm, k_, largest, strict)
+    got = k.topk_positions(sl, ebm, k_, largest, strict, words)
+    assert np.array_equal(got, full)
+    assert np.array_equal(full.astype(np.int64), brute_topk(vals, sel.astype(bool), k_, largest, strict))

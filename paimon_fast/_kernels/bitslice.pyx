@@ -30,7 +30,10 @@ cdef extern from "bitslice.h":
                     int64_t nw, uint64_t lo, uint64_t hi, uint64_t *out) nogil
     int64_t pf_topk_core(const uint64_t *slices, int64_t stride, int S, uint64_t *e, uint64_t *g,
                          int64_t *active, int64_t *gtouch, int64_t *words, int64_t nw, int64_t k,
-                         int largest, int64_t *nwords_out) nogil
+                         int largest, int64_t *nwords_out, const uint64_t *base, const int64_t *init,
+                         int64_t ninit) nogil
+    void pf_block_maxmin(const uint64_t *slices, int64_t stride, int S, const uint64_t *base, int64_t nw,
+                         int64_t bw, int64_t *bmax, int64_t *bmin) nogil
     int64_t pf_topk_emit(const uint64_t *e, const uint64_t *g, int64_t *words, int64_t nwl, int64_t drop,
                          uint32_t *pos) nogil
 
@@ -270,13 +273,35 @@ def between(const uint64_t[:, ::1] slices, const uint64_t[::1] base, uint64_t lo
     return out
 
 
-def topk_positions(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int64_t k, bint largest, bint strict):
+def block_maxmin(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int64_t bw):
+    """``(bmax, bmin)``: per block of ``bw`` (<= 64) words the largest / smallest
+    value among the rows of ``base`` (-1 for blocks without rows)."""
+    cdef int64_t nw = base.shape[0]
+    cdef int S = slices.shape[0]
+    if bw < 1 or bw > 64:
+        raise ValueError("bw must be in [1, 64]")
+    if S and slices.shape[1] != nw:
+        raise ValueError("slices and base differ in length")
+    cdef int64_t nb = (nw + bw - 1) // bw
+    mx_arr = np.empty(nb, np.int64)
+    mn_arr = np.empty(nb, np.int64)
+    cdef int64_t[::1] mx = mx_arr, mn = mn_arr
+    if nb:
+        with nogil:
+            pf_block_maxmin(&slices[0, 0] if S else NULL, nw, S, &base[0], nw, bw, &mx[0], &mn[0])
+    return mx_arr, mn_arr
+
+
+def topk_positions(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int64_t k, bint largest, bint strict,
+                   words=None):
     """Rows of ``base`` with the k largest (``largest``) or smallest values, as a
     sorted uint32 array.
 
     Java's semantics: rows strictly better than the k-th value plus its ties;
     with ``strict`` the ties are trimmed to k rows by dropping the lowest rows.
-    Each slice step only visits the words still holding candidates.
+    Each slice step only visits the words still holding candidates.  ``words``
+    (sorted int64 word indices) restricts the search to those words; the caller
+    guarantees every answer row lies in them.
     """
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
@@ -286,17 +311,32 @@ def topk_positions(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int6
         raise ValueError("slices and base differ in length")
     if k == 0 or nw == 0:
         return np.zeros(0, np.uint32)
-    e_arr = np.array(base, dtype=np.uint64)
+    cdef const int64_t[::1] init
+    cdef const int64_t *initp = NULL
+    cdef int64_t ninit = 0
+    if words is not None:
+        init = np.ascontiguousarray(words, dtype=np.int64)
+        ninit = init.shape[0]
+        if ninit and (init[0] < 0 or init[ninit - 1] >= nw):
+            raise ValueError("words outside the row set")
+        initp = &init[0] if ninit else NULL
+        e_arr = np.empty(nw, dtype=np.uint64)
+        nact = max(ninit, 1)
+    else:
+        e_arr = np.array(base, dtype=np.uint64)
+        nact = nw
     g_arr = np.zeros(nw, dtype=np.uint64)
-    act_arr = np.empty(nw, dtype=np.int64)
-    gt_arr = np.empty(nw, dtype=np.int64)
-    w_arr = np.empty(2 * nw, dtype=np.int64)
+    act_arr = np.empty(nact, dtype=np.int64)
+    gt_arr = np.empty(nact, dtype=np.int64)
+    w_arr = np.empty(2 * nact, dtype=np.int64)
     cdef uint64_t[::1] e = e_arr, g = g_arr
     cdef int64_t[::1] act = act_arr, gtch = gt_arr, wl = w_arr
     cdef int64_t total, nwl = 0, drop = 0, written
+    if words is not None and ninit == 0:
+        return np.zeros(0, np.uint32)
     with nogil:
         total = pf_topk_core(&slices[0, 0] if S else NULL, nw, S, &e[0], &g[0], &act[0], &gtch[0], &wl[0],
-                             nw, k, largest, &nwl)
+                             nw, k, largest, &nwl, &base[0], initp, ninit)
     if strict and total > k:
         drop = total - k
     pos_arr = np.empty(total - drop, dtype=np.uint32)

@@ -38,8 +38,8 @@ from ..predicate import TopN
 from ..result import BitmapResult
 from ..types import DataType, decimal_unscaled, fixed_values, long_keys, to_arrow_array, validity_mask
 from . import FileIndexReader, FileIndexWriter, IndexFactory, register
-from ._bitslice import (NullLiteralError, _k, from_bitmap, nwords, positions_bitmap, range_bitmap,
-                         read_roaring_dense, to_bitmap)
+from ._bitslice import (BLOCK_WORDS, NullLiteralError, _k, from_bitmap, nwords, positions_bitmap, range_bitmap,
+                         read_roaring_dense, to_bitmap, topk_candidate_words)
 
 INDEX_TYPE = "range-bitmap"
 CHUNK_SIZE = "chunk-size"
@@ -538,6 +538,7 @@ class RangeBitmapReader(FileIndexReader):
         self._ebm = None
         self._slices = None
         self._data = None
+        self._summary = None
 
     def _header_key(self, h, p):
         if self.codec.is_string:
@@ -821,8 +822,10 @@ class RangeBitmapReader(FileIndexReader):
         def topk(kk):
             if kk == 0 or found_empty:
                 return BitMap()
-            base = self.ebm if found is None else self.ebm & found
-            return positions_bitmap(_k.topk_positions(self.slices, base, kk, largest, strict))
+            if found is None:
+                words = topk_candidate_words(*self.block_summary(), kk, largest, len(self.ebm))
+                return positions_bitmap(_k.topk_positions(self.slices, self.ebm, kk, largest, strict, words))
+            return positions_bitmap(_k.topk_positions(self.slices, self.ebm & found, kk, largest, strict))
 
         def nulls():
             return BitMap() if found_empty else self.null_bitmap(found_set)
@@ -839,6 +842,14 @@ class RangeBitmapReader(FileIndexReader):
         if c >= k:
             return bm[:k] if strict else bm
         return bm | topk(k - c)
+
+    def block_summary(self):
+        """Per 256-row block the largest / smallest dictionary code (cached):
+        lets top-k / bottom-k without a found set visit only the blocks that
+        can hold answers."""
+        if self._summary is None:
+            self._summary = _k.block_maxmin(self.slices, self.ebm, BLOCK_WORDS)
+        return self._summary
 
     def _nbits_loaded(self):
         self._load_bsi()
