@@ -193,3 +193,26 @@ def test_topk_block_pruning_agrees(n, bound, k_, largest, strict, seed):
     got = k.topk_positions(sl, ebm, k_, largest, strict, words)
     assert np.array_equal(got, full)
     assert np.array_equal(full.astype(np.int64), brute_topk(vals, sel.astype(bool), k_, largest, strict))
+
+
+@SETTINGS
+@given(columns(max_rows=1500), st.sampled_from([1, 4, 64]))
+def test_block_summary_and_helpers_twin(col, bw):
+    vals, sel, S = col
+    ebm, sl = k.build_slices(vals, sel, S)
+    if S <= 62:
+        got = k.block_maxmin(sl, ebm, bw)
+        want = twin.block_maxmin(sl, ebm, bw)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    else:
+        with pytest.raises(ValueError):
+            k.block_maxmin(sl, ebm, bw)
+    keys = vals.view(np.int64)
+    assert k.minmax_valid(keys, sel) == twin.minmax_valid(keys, sel)
+    b = k.encode(ebm)
+    assert k.check_last(np.frombuffer(b, np.uint8), 0, -1) == twin.check_last(b, 0, -1)
+    w1, w2 = np.zeros_like(ebm), np.zeros_like(ebm)
+    assert k.decode_fast(np.frombuffer(b, np.uint8), 0, -1, w1, len(vals)) == twin.decode_fast(b, 0, -1, w2, len(vals))
+    assert np.array_equal(w1, w2) and np.array_equal(w1, ebm)
+    for largest in (True, False):
+        assert np.array_equal(k.topk_positions(sl, ebm, 5, largest, True), twin.topk_positions(sl, ebm, 5, largest, True))

@@ -280,6 +280,8 @@ def block_maxmin(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int64_
     cdef int S = slices.shape[0]
     if bw < 1 or bw > 64:
         raise ValueError("bw must be in [1, 64]")
+    if S > 62:
+        raise ValueError("block_maxmin supports at most 62 slices")
     if S and slices.shape[1] != nw:
         raise ValueError("slices and base differ in length")
     cdef int64_t nb = (nw + bw - 1) // bw

@@ -607,6 +607,10 @@ class RangeBitmapReader(FileIndexReader):
         if d[p + 4] > 1:
             raise IndexFormatError("range bitmap slice index version > 1", base + p + 4)
         S = int(d[p + 5])
+        want_s = max((self.cardinality - 1).bit_length(), 1) if self.cardinality > 0 else 64
+        if S != want_s:
+            raise IndexFormatError(f"range bitmap has {S} slices, its cardinality {self.cardinality} needs {want_s}",
+                                   base + p + 5)
         ebm_len, idx_len = struct.unpack_from(">ii", d, p + 6)
         if idx_len != 8 * S or 10 + idx_len > hl:
             raise IndexFormatError(f"range bitmap slice index table length {idx_len} does not match {S} slices",

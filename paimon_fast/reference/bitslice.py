@@ -220,6 +220,17 @@ def encode(words):
 
 def decode_into(buf, offset, limit, words, nbits, base=0):
     """Parse a portable bitmap at ``buf[offset:limit]`` and OR it into ``words``."""
+    x, p, card_total = parse(buf, offset, limit, base)
+    if x >> nbits:
+        raise IndexFormatError(f"roaring bitmap holds row {x.bit_length() - 1}, beyond the {nbits} rows of the index",
+                               base + offset)
+    cur = to_int(words) | x
+    words[:] = to_words(cur, len(words))
+    return p, card_total
+
+
+def parse(buf, offset, limit, base=0):
+    """``(bit set as int, serialized size, cardinality)`` of the portable bitmap at ``buf[offset:limit]``."""
     buf = bytes(buf)
     if limit < 0 or limit > len(buf):
         limit = len(buf)
@@ -297,9 +308,43 @@ def decode_into(buf, offset, limit, words, nbits, base=0):
                 x |= 1 << (hi + v)
             p += 2 * card
         card_total += card
-    if x >> nbits:
-        raise IndexFormatError(f"roaring bitmap holds row {x.bit_length() - 1}, beyond the {nbits} rows of the index",
-                               base + offset)
-    cur = to_int(words) | x
-    words[:] = to_words(cur, len(words))
-    return p, card_total
+    return x, p, card_total
+
+
+def decode_fast(buf, offset, limit, words, nbits, base=0):
+    """Twin of the one-pass decoder: same bits as :func:`decode_into`, returns the size."""
+    size, _ = decode_into(buf, offset, limit, words, nbits, base)
+    return size
+
+
+def check_last(buf, offset, limit, base=0):
+    """``(size, cardinality, largest value or -1)`` of a portable bitmap."""
+    x, size, card = parse(buf, offset, limit, base)
+    return size, card, x.bit_length() - 1
+
+
+def minmax_valid(keys, valid):
+    present = [int(k) for k, v in zip(keys, valid) if v]
+    return (len(present), min(present), max(present)) if present else (0, 0, 0)
+
+
+def topk_positions(slices, base, k, largest, strict, words=None):
+    """Positions of :func:`topk` (``words`` only restricts the search, never the answer)."""
+    return to_positions(topk(slices, base, k, largest, strict))
+
+
+def block_maxmin(slices, base, bw):
+    """Per block of ``bw`` words the largest / smallest value of its rows (-1 when empty)."""
+    nw = len(base)
+    e = to_int(base)
+    sl = [to_int(s) for s in slices]
+    out_max, out_min = [], []
+    for b in range((nw + bw - 1) // bw):
+        lo, hi = b * bw * 64, min(nw, (b + 1) * bw) * 64
+        vals = []
+        for r in range(lo, hi):
+            if (e >> r) & 1:
+                vals.append(sum(1 << i for i, s in enumerate(sl) if (s >> r) & 1))
+        out_max.append(max(vals) if vals else -1)
+        out_min.append(min(vals) if vals else -1)
+    return np.array(out_max, np.int64), np.array(out_min, np.int64)
