@@ -336,7 +336,7 @@ enum { PF_EQ = 0, PF_NEQ = 1, PF_LT = 2, PF_LTE = 3, PF_GT = 4, PF_GTE = 5 };
 #else
 #define PF_CLONES
 #endif
-#define PF_BLK 256
+#define PF_BLK 1024
 
 /* O'Neil-Quass comparison of every row's slice value against v, over the rows
  * of base (ebm & found). slices: S rows of stride words. Blocked so the

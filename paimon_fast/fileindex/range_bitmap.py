@@ -347,8 +347,11 @@ class RangeBitmapWriter(FileIndexWriter):
             keys = pa.concat_arrays(chunks) if chunks else pa.array([], pa.large_string())
             valid = None
         else:
-            keys = np.concatenate(self._keys) if self._keys else np.zeros(0, np.int64)
-            valid = np.concatenate(self._valid) if self._valid else np.zeros(0, bool)
+            if len(self._keys) == 1:  # no concatenation copy for a single batch
+                keys, valid = self._keys[0], self._valid[0]
+            else:
+                keys = np.concatenate(self._keys) if self._keys else np.zeros(0, np.int64)
+                valid = np.concatenate(self._valid) if self._valid else np.zeros(0, bool)
             if valid.all():
                 valid = None
         return build_index(self.codec, keys, valid, self.chunk_size)
