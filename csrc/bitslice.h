@@ -14,6 +14,9 @@
 #include <stdint.h>
 #include <string.h>
 #include "roaring32.h"
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "bitslice.h copies little-endian roaring words directly; big-endian hosts are not supported"
+#endif
 
 #define PF_CHUNK_WORDS 1024
 
@@ -321,6 +324,57 @@ static int64_t pf_encode_words(const uint64_t *words, int64_t nwords, uint8_t *o
                     p += 2;
                     x &= x - 1;
                 }
+            }
+        }
+        ci++;
+    }
+    return (int64_t)(p - out);
+}
+
+/* Portable bytes without run containers (array / bitmap only), for handing a
+ * dense result to CRoaring: one stats pass (popcount) + one write pass.
+ * out must hold pf_encode_plain(words, nw, NULL) bytes. */
+static int64_t pf_encode_plain(const uint64_t *words, int64_t nwords, uint8_t *out) {
+    int64_t nchunks = (nwords + PF_CHUNK_WORDS - 1) / PF_CHUNK_WORDS;
+    int64_t size = 0, body = 0;
+    uint32_t cards_small[64];
+    (void)cards_small;
+    for (int64_t c = 0; c < nchunks; c++) {
+        int64_t nw = nwords - c * PF_CHUNK_WORDS;
+        if (nw > PF_CHUNK_WORDS) nw = PF_CHUNK_WORDS;
+        const uint64_t *w = words + c * PF_CHUNK_WORDS;
+        uint64_t card = 0;
+        for (int64_t i = 0; i < nw; i++) card += pf_popc(w[i]);
+        if (!card) continue;
+        body += card > PF_ARRAY_MAX ? 8192 : 2 * card;
+        size++;
+    }
+    if (!out) return 8 + 8 * size + body;
+    uint8_t *p = out;
+    pf_put32(p, PF_SERIAL_COOKIE_NO_RUN);
+    pf_put32(p + 4, (uint32_t)size);
+    p += 8;
+    uint8_t *desc = p, *offs = p + 4 * size;
+    p += 8 * size;
+    int64_t ci = 0;
+    for (int64_t c = 0; c < nchunks; c++) {
+        const uint64_t *w = words + c * PF_CHUNK_WORDS;
+        int64_t nw = nwords - c * PF_CHUNK_WORDS;
+        if (nw > PF_CHUNK_WORDS) nw = PF_CHUNK_WORDS;
+        uint64_t card = 0;
+        for (int64_t i = 0; i < nw; i++) card += pf_popc(w[i]);
+        if (!card) continue;
+        pf_put16(desc + 4 * ci, (uint16_t)c);
+        pf_put16(desc + 4 * ci + 2, (uint16_t)(card - 1));
+        pf_put32(offs + 4 * ci, (uint32_t)(p - out));
+        if (card > PF_ARRAY_MAX) {
+            memcpy(p, w, 8 * (size_t)nw);  /* little-endian hosts */
+            if (nw < 1024) memset(p + 8 * nw, 0, 8 * (size_t)(1024 - nw));
+            p += 8192;
+        } else {
+            for (int64_t i = 0; i < nw; i++) {
+                uint64_t x = w[i];
+                while (x) { pf_put16(p, (uint16_t)((i << 6) + __builtin_ctzll(x))); p += 2; x &= x - 1; }
             }
         }
         ci++;

@@ -216,3 +216,16 @@ def test_block_summary_and_helpers_twin(col, bw):
     assert np.array_equal(w1, w2) and np.array_equal(w1, ebm)
     for largest in (True, False):
         assert np.array_equal(k.topk_positions(sl, ebm, 5, largest, True), twin.topk_positions(sl, ebm, 5, largest, True))
+
+
+@SETTINGS
+@given(st.integers(0, 300_000), st.floats(0, 1), st.integers(0, 2**32 - 1))
+def test_encode_plain_round_trips(n, density, seed):
+    from pyroaring import BitMap
+    rng = np.random.default_rng(seed)
+    pos = np.flatnonzero(rng.random(n) < density ** 2).astype(np.uint32)
+    w = k.from_positions(pos, n)
+    assert BitMap.deserialize(k.encode_plain(w)) == BitMap(pos)
+    w2 = np.zeros_like(w)
+    k.decode_into(np.frombuffer(k.encode_plain(w), np.uint8), 0, -1, w2, n)
+    assert np.array_equal(w, w2)

@@ -23,6 +23,7 @@ cdef extern from "bitslice.h":
                            uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) nogil
     int64_t pf_decode_fast(const uint8_t *buf, size_t len, uint64_t *words, int64_t nw, int64_t nbits,
                            const char **err, size_t *err_at) nogil
+    int64_t pf_encode_plain(const uint64_t *words, int64_t nwords, uint8_t *out) nogil
     int64_t pf_encode_words(const uint64_t *words, int64_t nwords, uint8_t *out) nogil
     void pf_compare(const uint64_t *slices, int64_t stride, int S, const uint64_t *base,
                     int64_t nw, int op, uint64_t v, uint64_t *out) nogil
@@ -148,6 +149,21 @@ def encode(const uint64_t[::1] words):
     cdef uint8_t *op = <uint8_t *> PyBytes_AS_STRING(out)
     with nogil:
         pf_encode_words(wp, nw, op)
+    return out
+
+
+def encode_plain(const uint64_t[::1] words):
+    """Portable roaring bytes of a dense row set with array / bitmap containers
+    only (not Java's run choice): the fast way to hand a result to pyroaring."""
+    cdef int64_t nw = words.shape[0]
+    cdef const uint64_t *wp = &words[0] if nw else NULL
+    cdef int64_t size
+    with nogil:
+        size = pf_encode_plain(wp, nw, NULL)
+    out = PyBytes_FromStringAndSize(NULL, size)
+    cdef uint8_t *op = <uint8_t *> PyBytes_AS_STRING(out)
+    with nogil:
+        pf_encode_plain(wp, nw, op)
     return out
 
 

@@ -26,9 +26,7 @@ def nwords(nbits: int) -> int:
 
 def to_bitmap(words: np.ndarray) -> BitMap:
     """A pyroaring BitMap of a dense row set (via portable bytes, no per-row Python work)."""
-    if not words.any():
-        return BitMap()
-    return BitMap.deserialize(_k.encode(words))
+    return BitMap.deserialize(_k.encode_plain(words))
 
 
 def positions_bitmap(pos: np.ndarray) -> BitMap:
