@@ -20,6 +20,10 @@
 
 #define PF_CHUNK_WORDS 1024
 
+/* A slice row may be a view into the index bytes at any byte offset: read it
+ * through an alignment-1 type so the compiler never assumes 8-byte alignment. */
+typedef uint64_t pf_u64u __attribute__((aligned(1), may_alias));
+
 static inline int pf_popc(uint64_t x) { return __builtin_popcountll(x); }
 
 /* Decode validated portable bytes (pf_roaring_check passed) into words (OR).
@@ -396,7 +400,7 @@ enum { PF_EQ = 0, PF_NEQ = 1, PF_LT = 2, PF_LTE = 3, PF_GT = 4, PF_GTE = 5 };
  * of base (ebm & found). slices: S rows of stride words. Blocked so the
  * per-block state stays in L1 and the inner loops vectorize. */
 PF_CLONES
-static void pf_compare(const uint64_t *slices, int64_t stride, int S, const uint64_t *base,
+static void pf_compare(const pf_u64u *const *rows, int S, const uint64_t *base,
                        int64_t nw, int op, uint64_t v, uint64_t *out) {
     int above = (S < 64) && ((v >> S) != 0); /* v exceeds every storable value */
     uint64_t gt[PF_BLK], lt[PF_BLK], eq[PF_BLK];
@@ -406,7 +410,7 @@ static void pf_compare(const uint64_t *slices, int64_t stride, int S, const uint
         for (int64_t j = 0; j < nb; j++) { gt[j] = 0; lt[j] = above ? e[j] : 0; eq[j] = above ? 0 : e[j]; }
         if (!above) {
             for (int i = S - 1; i >= 0; i--) {
-                const uint64_t *s = slices + (int64_t)i * stride + b0;
+                const pf_u64u *s = rows[i] + b0;
                 if ((v >> i) & 1) {
                     for (int64_t j = 0; j < nb; j++) { lt[j] |= eq[j] & ~s[j]; eq[j] &= s[j]; }
                 } else {
@@ -428,7 +432,7 @@ static void pf_compare(const uint64_t *slices, int64_t stride, int S, const uint
 
 /* lo <= value <= hi in one pass. */
 PF_CLONES
-static void pf_between(const uint64_t *slices, int64_t stride, int S, const uint64_t *base,
+static void pf_between(const pf_u64u *const *rows, int S, const uint64_t *base,
                        int64_t nw, uint64_t lo, uint64_t hi, uint64_t *out) {
     int lo_above = (S < 64) && ((lo >> S) != 0);
     int hi_above = (S < 64) && ((hi >> S) != 0);
@@ -439,7 +443,7 @@ static void pf_between(const uint64_t *slices, int64_t stride, int S, const uint
         const uint64_t *e = base + b0;
         for (int64_t j = 0; j < nb; j++) { gt[j] = 0; lt[j] = 0; eql[j] = e[j]; eqh[j] = e[j]; }
         for (int i = S - 1; i >= 0; i--) {
-            const uint64_t *s = slices + (int64_t)i * stride + b0;
+            const pf_u64u *s = rows[i] + b0;
             int bl = (lo >> i) & 1, bh = (hi >> i) & 1;
             if (bl) { for (int64_t j = 0; j < nb; j++) eql[j] &= s[j]; }
             else { for (int64_t j = 0; j < nb; j++) { gt[j] |= eql[j] & s[j]; eql[j] &= ~s[j]; } }
@@ -551,7 +555,7 @@ static int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t
  * are visited, so later slices cost little. On return words[0..*nwords) lists
  * (sorted, unique) the words of the answer g | e; the return value is |g | e|
  * before strict trimming. */
-static int64_t pf_topk_core(const uint64_t *slices, int64_t stride, int S, uint64_t *e, uint64_t *g,
+static int64_t pf_topk_core(const pf_u64u *const *rows, int S, uint64_t *e, uint64_t *g,
                             int64_t *active, int64_t *gtouch, int64_t *words, int64_t nw, int64_t k,
                             int largest, int64_t *nwords_out, const uint64_t *base, const int64_t *init, int64_t ninit) {
     int64_t na = 0, ng = 0, ecount = 0;
@@ -571,7 +575,7 @@ static int64_t pf_topk_core(const uint64_t *slices, int64_t stride, int S, uint6
     if (ecount > k) {
         uint64_t flip = largest ? 0 : ~0ULL;
         for (int i = S - 1; i >= 0; i--) {
-            const uint64_t *s = slices + (int64_t)i * stride;
+            const pf_u64u *s = rows[i];
             int64_t cnt = 0;
             for (int64_t a = 0; a < na; a++) {
                 int64_t w = active[a];
@@ -618,7 +622,7 @@ static int64_t pf_topk_core(const uint64_t *slices, int64_t stride, int S, uint6
 
 /* Per block of bw words: the largest and smallest slice value among the rows
  * of base (-1 / -1 for a block without rows). */
-static void pf_block_maxmin(const uint64_t *slices, int64_t stride, int S, const uint64_t *base, int64_t nw,
+static void pf_block_maxmin(const pf_u64u *const *rows, int S, const uint64_t *base, int64_t nw,
                             int64_t bw, int64_t *bmax, int64_t *bmin) {
     uint64_t cand[64];
     if (bw > 64) bw = 64;
@@ -630,7 +634,7 @@ static void pf_block_maxmin(const uint64_t *slices, int64_t stride, int S, const
         if (!any) { bmax[b] = -1; bmin[b] = -1; continue; }
         int64_t mx = 0;
         for (int i = S - 1; i >= 0; i--) {
-            const uint64_t *sl = slices + (int64_t)i * stride + w0;
+            const pf_u64u *sl = rows[i] + w0;
             uint64_t hit = 0;
             for (int64_t j = 0; j < m; j++) hit |= cand[j] & sl[j];
             if (hit) { for (int64_t j = 0; j < m; j++) cand[j] &= sl[j]; mx |= (int64_t)1 << i; }
@@ -638,7 +642,7 @@ static void pf_block_maxmin(const uint64_t *slices, int64_t stride, int S, const
         for (int64_t j = 0; j < m; j++) cand[j] = base[w0 + j];
         int64_t mn = 0;
         for (int i = S - 1; i >= 0; i--) {
-            const uint64_t *sl = slices + (int64_t)i * stride + w0;
+            const pf_u64u *sl = rows[i] + w0;
             uint64_t hit = 0;
             for (int64_t j = 0; j < m; j++) hit |= cand[j] & ~sl[j];
             if (hit) { for (int64_t j = 0; j < m; j++) cand[j] &= ~sl[j]; }

@@ -7,6 +7,7 @@ uint64 array; slice i holds the rows whose value has bit i set.
 """
 from libc.stdint cimport uint8_t, uint32_t, int32_t, int64_t, uint64_t
 from libc.string cimport memset
+from libc.stdlib cimport malloc, free
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 import numpy as np
 cimport numpy as cnp
@@ -14,6 +15,7 @@ cimport numpy as cnp
 from paimon_fast.errors import IndexFormatError
 
 cdef extern from "bitslice.h":
+    ctypedef uint64_t pf_u64u
     int64_t pf_roaring_check(const uint8_t *buf, size_t length, const char **err, size_t *err_at, uint64_t *card) nogil
     int pf_decode_words(const uint8_t *buf, uint64_t *words, int64_t nbits, int64_t *bad) nogil
     int64_t pf_last_value(const uint8_t *buf) nogil
@@ -25,15 +27,15 @@ cdef extern from "bitslice.h":
                            const char **err, size_t *err_at) nogil
     int64_t pf_encode_plain(const uint64_t *words, int64_t nwords, uint8_t *out) nogil
     int64_t pf_encode_words(const uint64_t *words, int64_t nwords, uint8_t *out) nogil
-    void pf_compare(const uint64_t *slices, int64_t stride, int S, const uint64_t *base,
+    void pf_compare(const pf_u64u *const *rows, int S, const uint64_t *base,
                     int64_t nw, int op, uint64_t v, uint64_t *out) nogil
-    void pf_between(const uint64_t *slices, int64_t stride, int S, const uint64_t *base,
+    void pf_between(const pf_u64u *const *rows, int S, const uint64_t *base,
                     int64_t nw, uint64_t lo, uint64_t hi, uint64_t *out) nogil
-    int64_t pf_topk_core(const uint64_t *slices, int64_t stride, int S, uint64_t *e, uint64_t *g,
+    int64_t pf_topk_core(const pf_u64u *const *rows, int S, uint64_t *e, uint64_t *g,
                          int64_t *active, int64_t *gtouch, int64_t *words, int64_t nw, int64_t k,
                          int largest, int64_t *nwords_out, const uint64_t *base, const int64_t *init,
                          int64_t ninit) nogil
-    void pf_block_maxmin(const uint64_t *slices, int64_t stride, int S, const uint64_t *base, int64_t nw,
+    void pf_block_maxmin(const pf_u64u *const *rows, int S, const uint64_t *base, int64_t nw,
                          int64_t bw, int64_t *bmax, int64_t *bmin) nogil
     int64_t pf_topk_emit(const uint64_t *e, const uint64_t *g, int64_t *words, int64_t nwl, int64_t drop,
                          uint32_t *pos) nogil
@@ -49,6 +51,49 @@ ctypedef fused code_t:
     int32_t
     int64_t
     uint64_t
+
+
+cdef class _Rows:
+    """Pointers to the S slice rows (each >= nw words), from a 2-D uint64 array
+    or a sequence of 1-D arrays (uint64, or uint8 views into index bytes at any
+    offset); keeps the arrays alive."""
+    cdef const pf_u64u **p
+    cdef int S
+    cdef object keep
+
+    def __cinit__(self, slices, int64_t nw):
+        cdef const uint64_t[:, ::1] two
+        cdef const uint8_t[::1] one
+        cdef int i
+        self.p = NULL
+        self.keep = slices
+        if isinstance(slices, np.ndarray) and slices.ndim == 2:
+            two = slices
+            self.S = two.shape[0]
+            if self.S and two.shape[1] < nw:
+                raise ValueError("slices shorter than base")
+            self.p = <const pf_u64u **> malloc(max(self.S, 1) * sizeof(void *))
+            for i in range(self.S):
+                self.p[i] = <const pf_u64u *> &two[i, 0] if nw else NULL
+        else:
+            rows = [np.asarray(r) for r in slices]
+            self.keep = rows
+            self.S = len(rows)
+            if self.S > 255:
+                raise ValueError("too many slices")
+            self.p = <const pf_u64u **> malloc(max(self.S, 1) * sizeof(void *))
+            for i in range(self.S):
+                r = rows[i]
+                if r.ndim != 1 or r.dtype.itemsize != 8 and r.dtype != np.uint8:
+                    raise ValueError("slice rows must be 1-D uint64 (or uint8 bytes)")
+                one = r.view(np.uint8)
+                if one.shape[0] < 8 * nw:
+                    raise ValueError("slices shorter than base")
+                self.p[i] = <const pf_u64u *> &one[0] if nw else NULL
+
+    def __dealloc__(self):
+        if self.p != NULL:
+            free(self.p)
 
 
 def nwords(int64_t nbits):
@@ -255,62 +300,59 @@ def limit(const uint64_t[::1] words, int64_t k):
     return out
 
 
-def compare(const uint64_t[:, ::1] slices, const uint64_t[::1] base, str op, uint64_t value):
+def compare(slices, const uint64_t[::1] base, str op, uint64_t value):
     """Rows of ``base`` whose sliced value ``op`` ``value`` (O'Neil-Quass over all slices).
 
     ``op`` is one of eq, neq, lt, lte, gt, gte.
     """
     cdef int opc = OPS[op]
     cdef int64_t nw = base.shape[0]
-    cdef int S = slices.shape[0]
-    if S and slices.shape[1] != nw:
-        raise ValueError("slices and base differ in length")
+    cdef _Rows rows = _Rows(slices, nw)
+    cdef int S = rows.S
     out = np.empty(nw, dtype=np.uint64)
     cdef uint64_t[::1] o = out
     if nw == 0:
         return out
     with nogil:
-        pf_compare(&slices[0, 0] if S else NULL, nw, S, &base[0], nw, opc, value, &o[0])
+        pf_compare(rows.p, S, &base[0], nw, opc, value, &o[0])
     return out
 
 
-def between(const uint64_t[:, ::1] slices, const uint64_t[::1] base, uint64_t lo, uint64_t hi):
+def between(slices, const uint64_t[::1] base, uint64_t lo, uint64_t hi):
     """Rows of ``base`` with ``lo <= value <= hi`` in one pass over the slices."""
     cdef int64_t nw = base.shape[0]
-    cdef int S = slices.shape[0]
-    if S and slices.shape[1] != nw:
-        raise ValueError("slices and base differ in length")
+    cdef _Rows rows = _Rows(slices, nw)
+    cdef int S = rows.S
     out = np.empty(nw, dtype=np.uint64)
     cdef uint64_t[::1] o = out
     if nw == 0:
         return out
     with nogil:
-        pf_between(&slices[0, 0] if S else NULL, nw, S, &base[0], nw, lo, hi, &o[0])
+        pf_between(rows.p, S, &base[0], nw, lo, hi, &o[0])
     return out
 
 
-def block_maxmin(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int64_t bw):
+def block_maxmin(slices, const uint64_t[::1] base, int64_t bw):
     """``(bmax, bmin)``: per block of ``bw`` (<= 64) words the largest / smallest
     value among the rows of ``base`` (-1 for blocks without rows)."""
     cdef int64_t nw = base.shape[0]
-    cdef int S = slices.shape[0]
+    cdef _Rows rows = _Rows(slices, nw)
+    cdef int S = rows.S
     if bw < 1 or bw > 64:
         raise ValueError("bw must be in [1, 64]")
     if S > 62:
         raise ValueError("block_maxmin supports at most 62 slices")
-    if S and slices.shape[1] != nw:
-        raise ValueError("slices and base differ in length")
     cdef int64_t nb = (nw + bw - 1) // bw
     mx_arr = np.empty(nb, np.int64)
     mn_arr = np.empty(nb, np.int64)
     cdef int64_t[::1] mx = mx_arr, mn = mn_arr
     if nb:
         with nogil:
-            pf_block_maxmin(&slices[0, 0] if S else NULL, nw, S, &base[0], nw, bw, &mx[0], &mn[0])
+            pf_block_maxmin(rows.p, S, &base[0], nw, bw, &mx[0], &mn[0])
     return mx_arr, mn_arr
 
 
-def topk_positions(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int64_t k, bint largest, bint strict,
+def topk_positions(slices, const uint64_t[::1] base, int64_t k, bint largest, bint strict,
                    words=None):
     """Rows of ``base`` with the k largest (``largest``) or smallest values, as a
     sorted uint32 array.
@@ -324,9 +366,8 @@ def topk_positions(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int6
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     cdef int64_t nw = base.shape[0]
-    cdef int S = slices.shape[0]
-    if S and slices.shape[1] != nw:
-        raise ValueError("slices and base differ in length")
+    cdef _Rows rows = _Rows(slices, nw)
+    cdef int S = rows.S
     if k == 0 or nw == 0:
         return np.zeros(0, np.uint32)
     cdef const int64_t[::1] init
@@ -353,7 +394,7 @@ def topk_positions(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int6
     if words is not None and ninit == 0:
         return np.zeros(0, np.uint32)
     with nogil:
-        total = pf_topk_core(&slices[0, 0] if S else NULL, nw, S, &e[0], &g[0], &act[0], &gtch[0], &wl[0],
+        total = pf_topk_core(rows.p, S, &e[0], &g[0], &act[0], &gtch[0], &wl[0],
                              nw, k, largest, &nwl, &base[0], initp, ninit)
     if strict and total > k:
         drop = total - k
@@ -365,7 +406,7 @@ def topk_positions(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int6
     return pos_arr
 
 
-def topk(const uint64_t[:, ::1] slices, const uint64_t[::1] base, int64_t k, bint largest, bint strict):
+def topk(slices, const uint64_t[::1] base, int64_t k, bint largest, bint strict):
     """:func:`topk_positions` as a dense row set (same length as ``base``)."""
     pos = topk_positions(slices, base, k, largest, strict)
     out = np.zeros(base.shape[0], dtype=np.uint64)
