@@ -180,6 +180,25 @@ static int64_t pf_decode_fast(const uint8_t *buf, size_t len, uint64_t *words, i
     return (int64_t)p;
 }
 
+/* If buf[0..len) is a bitmap made only of bitmap containers with keys 0..m-1
+ * (m = ceil(nw/1024)), laid out back to back (what Java writes for a dense
+ * slice), return the byte offset of the first container's words, so the
+ * slice can be read in place as nw little-endian words; else -1. */
+static int64_t pf_bitmap_view(const uint8_t *buf, size_t len, int64_t nw) {
+    if (len < 8 || nw <= 0) return -1;
+    if (pf_get32(buf) != PF_SERIAL_COOKIE_NO_RUN) return -1;
+    uint32_t m = pf_get32(buf + 4);
+    if ((int64_t)m != (nw + 1023) / 1024) return -1;
+    size_t start = 8 + 8 * (size_t)m;
+    if (len < start + 8192 * (size_t)m) return -1;
+    for (uint32_t c = 0; c < m; c++) {
+        if (pf_get16(buf + 8 + 4 * c) != c) return -1;
+        if ((uint32_t)pf_get16(buf + 8 + 4 * c + 2) + 1 <= PF_ARRAY_MAX) return -1;
+        if (pf_get32(buf + 8 + 4 * (size_t)m + 4 * c) != start + 8192 * (size_t)c) return -1;
+    }
+    return (int64_t)start;
+}
+
 /* Largest value of validated portable bytes, -1 when empty. */
 static int64_t pf_last_value(const uint8_t *buf) {
     uint32_t cookie = pf_get32(buf);

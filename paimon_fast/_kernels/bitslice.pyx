@@ -19,6 +19,7 @@ cdef extern from "bitslice.h":
     int64_t pf_roaring_check(const uint8_t *buf, size_t length, const char **err, size_t *err_at, uint64_t *card) nogil
     int pf_decode_words(const uint8_t *buf, uint64_t *words, int64_t nbits, int64_t *bad) nogil
     int64_t pf_last_value(const uint8_t *buf) nogil
+    int64_t pf_bitmap_view(const uint8_t *buf, size_t len, int64_t nw) nogil
     int pf_build_slices_u32(const uint32_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) nogil
     int pf_build_slices_u64(const uint64_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) nogil
     int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,
@@ -159,6 +160,22 @@ def decode_fast(const uint8_t[::1] buf, Py_ssize_t offset, Py_ssize_t limit, uin
     if size < 0:
         raise IndexFormatError(err.decode(), base + offset + err_at)
     return size
+
+
+def bitmap_view(const uint8_t[::1] buf, Py_ssize_t offset, Py_ssize_t limit, int64_t nw):
+    """Byte offset (absolute) of ``nw`` words readable in place when the bitmap at
+    ``buf[offset:limit]`` is all bitmap containers with keys 0..m-1 back to
+    back; -1 otherwise.  Bits at or beyond the row count may be set in such a
+    view: callers must mask with the existence bitmap."""
+    cdef Py_ssize_t n = buf.shape[0]
+    if limit < 0 or limit > n:
+        limit = n
+    if offset < 0 or offset >= limit:
+        return -1
+    cdef int64_t r
+    with nogil:
+        r = pf_bitmap_view(&buf[0] + offset, limit - offset, nw)
+    return -1 if r < 0 else offset + r
 
 
 def check_last(const uint8_t[::1] buf, Py_ssize_t offset, Py_ssize_t limit, Py_ssize_t base=0):

@@ -631,13 +631,22 @@ class RangeBitmapReader(FileIndexReader):
         n = last + 1
         self._nbits = n
         ebm, _, _ = read_roaring_dense(d, body, body + ebm_len, n, base, "range bitmap existence bitmap")
-        slices = np.zeros((S, nwords(n)), dtype=np.uint64)
+        W = nwords(n)
+        slices = []
         sbase = body + ebm_len
         for i in range(S):
             o, ln = int(idx[i, 0]), int(idx[i, 1])
             if o < 0 or ln < 0 or sbase + o + ln > d.size:
                 raise IndexFormatError(f"range bitmap slice {i} range out of bounds", base + p + 14 + 8 * i)
-            _k.decode_fast(d, sbase + o, sbase + o + ln, slices[i], n, base)
+            at = _k.bitmap_view(d, sbase + o, sbase + o + ln, W)
+            if at >= 0:
+                # dense slice: read the container words in place (every answer is
+                # masked by the existence bitmap, so nothing beyond it leaks)
+                slices.append(d[at:at + 8 * W])
+            else:
+                row = np.zeros(W, dtype=np.uint64)
+                _k.decode_fast(d, sbase + o, sbase + o + ln, row, n, base)
+                slices.append(row)
         self._ebm = ebm
         self._slices = slices
 
@@ -648,9 +657,19 @@ class RangeBitmapReader(FileIndexReader):
         return self._ebm
 
     @property
-    def slices(self) -> np.ndarray:
+    def slices(self) -> list:
+        """Slice rows: uint64 word arrays, or uint8 views of the index bytes for
+        dense slices read in place (bits beyond the existence bitmap are
+        meaningless there; every answer is masked with :attr:`ebm`)."""
         self._load_bsi()
         return self._slices
+
+    def slice_words(self, i: int) -> np.ndarray:
+        """Slice i as an aligned uint64 array masked to the non-null rows."""
+        row = self.slices[i]
+        if row.dtype == np.uint8:
+            row = np.frombuffer(row.tobytes(), dtype="<u8").astype(np.uint64)
+        return row & self.ebm
 
     # --- dense answers (words over row_count rows)
     def _empty(self):
@@ -893,8 +912,9 @@ class RangeBitmapReader(FileIndexReader):
         if not (int(self.ebm[w]) >> b) & 1:
             return None
         code = 0
-        for i in range(self.slices.shape[0]):
-            if (int(self.slices[i, w]) >> b) & 1:
+        for i, row in enumerate(self.slices):
+            word = int(row[w]) if row.dtype != np.uint8 else int.from_bytes(bytes(row[8 * w:8 * w + 8]), "little")
+            if (word >> b) & 1:
                 code |= 1 << i
         if code >= self.cardinality:
             raise IndexFormatError(f"row {row} has code {code} beyond the dictionary", None)
@@ -907,7 +927,7 @@ class RangeBitmapReader(FileIndexReader):
                  max=None if self.max is None else self.codec.value_of(self.max),
                  dictionary_bytes=self._bsi_at - self._dict_at,
                  dictionary_chunks=self.dictionary.chunks,
-                 slices=int(self.slices.shape[0]),
+                 slices=len(self.slices),
                  non_null_rows=int(_k.popcount(self.ebm)),
                  slice_bytes=self.source.size - self._bsi_at)
         return d

@@ -17,7 +17,10 @@ OPS = ("eq", "neq", "lt", "lte", "gt", "gte")
 
 
 def to_int(words) -> int:
-    return int.from_bytes(np.ascontiguousarray(words, dtype="<u8").tobytes(), "little")
+    a = np.asarray(words)
+    if a.dtype == np.uint8:  # little-endian word bytes (a slice read in place)
+        return int.from_bytes(a.tobytes(), "little")
+    return int.from_bytes(np.ascontiguousarray(a, dtype="<u8").tobytes(), "little")
 
 
 def to_words(x: int, nw: int) -> np.ndarray:
