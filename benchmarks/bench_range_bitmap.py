@@ -12,6 +12,10 @@ only when rows <= 2,000,000 (it is plain Python).
 Queries: a range predicate selecting about 10% of the rows (``x < bound/10``;
 DOUBLE ``x < 0.1``) on a cold reader (open + answer, bytes in memory) and on
 an open reader (slices loaded), top-10 and bottom-10 (strict, nulls last).
+Open readers read dense slices in place from the index bytes; the first
+top-k / bottom-k without a found set builds a per-256-row-block max/min code
+summary (``test_cold_top10_kernel`` includes it, ``test_top10_kernel`` reuses it).
+The twin of top-k is the plain slice-by-slice algorithm without that summary.
 ``extra_info`` records the file size, an estimate of a bitmap-V2 index
 (sum of the per-value roaring bitmaps, keys and offsets excluded) and the
 peak traced memory of a build.
