@@ -14,8 +14,15 @@
 #include <stdint.h>
 #include <string.h>
 #include "roaring32.h"
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "bitslice.h copies little-endian roaring words directly; big-endian hosts are not supported"
+#endif
 
 #define PF_CHUNK_WORDS 1024
+
+/* A slice row may be a view into the index bytes at any byte offset: read it
+ * through an alignment-1 type so the compiler never assumes 8-byte alignment. */
+typedef uint64_t pf_u64u __attribute__((aligned(1), may_alias));
 
 static inline int pf_popc(uint64_t x) { return __builtin_popcountll(x); }
 
@@ -173,6 +180,25 @@ static int64_t pf_decode_fast(const uint8_t *buf, size_t len, uint64_t *words, i
     return (int64_t)p;
 }
 
+/* If buf[0..len) is a bitmap made only of bitmap containers with keys 0..m-1
+ * (m = ceil(nw/1024)), laid out back to back (what Java writes for a dense
+ * slice), return the byte offset of the first container's words, so the
+ * slice can be read in place as nw little-endian words; else -1. */
+static int64_t pf_bitmap_view(const uint8_t *buf, size_t len, int64_t nw) {
+    if (len < 8 || nw <= 0) return -1;
+    if (pf_get32(buf) != PF_SERIAL_COOKIE_NO_RUN) return -1;
+    uint32_t m = pf_get32(buf + 4);
+    if ((int64_t)m != (nw + 1023) / 1024) return -1;
+    size_t start = 8 + 8 * (size_t)m;
+    if (len < start + 8192 * (size_t)m) return -1;
+    for (uint32_t c = 0; c < m; c++) {
+        if (pf_get16(buf + 8 + 4 * c) != c) return -1;
+        if ((uint32_t)pf_get16(buf + 8 + 4 * c + 2) + 1 <= PF_ARRAY_MAX) return -1;
+        if (pf_get32(buf + 8 + 4 * (size_t)m + 4 * c) != start + 8192 * (size_t)c) return -1;
+    }
+    return (int64_t)start;
+}
+
 /* Largest value of validated portable bytes, -1 when empty. */
 static int64_t pf_last_value(const uint8_t *buf) {
     uint32_t cookie = pf_get32(buf);
@@ -328,6 +354,57 @@ static int64_t pf_encode_words(const uint64_t *words, int64_t nwords, uint8_t *o
     return (int64_t)(p - out);
 }
 
+/* Portable bytes without run containers (array / bitmap only), for handing a
+ * dense result to CRoaring: one stats pass (popcount) + one write pass.
+ * out must hold pf_encode_plain(words, nw, NULL) bytes. */
+static int64_t pf_encode_plain(const uint64_t *words, int64_t nwords, uint8_t *out) {
+    int64_t nchunks = (nwords + PF_CHUNK_WORDS - 1) / PF_CHUNK_WORDS;
+    int64_t size = 0, body = 0;
+    uint32_t cards_small[64];
+    (void)cards_small;
+    for (int64_t c = 0; c < nchunks; c++) {
+        int64_t nw = nwords - c * PF_CHUNK_WORDS;
+        if (nw > PF_CHUNK_WORDS) nw = PF_CHUNK_WORDS;
+        const uint64_t *w = words + c * PF_CHUNK_WORDS;
+        uint64_t card = 0;
+        for (int64_t i = 0; i < nw; i++) card += pf_popc(w[i]);
+        if (!card) continue;
+        body += card > PF_ARRAY_MAX ? 8192 : 2 * card;
+        size++;
+    }
+    if (!out) return 8 + 8 * size + body;
+    uint8_t *p = out;
+    pf_put32(p, PF_SERIAL_COOKIE_NO_RUN);
+    pf_put32(p + 4, (uint32_t)size);
+    p += 8;
+    uint8_t *desc = p, *offs = p + 4 * size;
+    p += 8 * size;
+    int64_t ci = 0;
+    for (int64_t c = 0; c < nchunks; c++) {
+        const uint64_t *w = words + c * PF_CHUNK_WORDS;
+        int64_t nw = nwords - c * PF_CHUNK_WORDS;
+        if (nw > PF_CHUNK_WORDS) nw = PF_CHUNK_WORDS;
+        uint64_t card = 0;
+        for (int64_t i = 0; i < nw; i++) card += pf_popc(w[i]);
+        if (!card) continue;
+        pf_put16(desc + 4 * ci, (uint16_t)c);
+        pf_put16(desc + 4 * ci + 2, (uint16_t)(card - 1));
+        pf_put32(offs + 4 * ci, (uint32_t)(p - out));
+        if (card > PF_ARRAY_MAX) {
+            memcpy(p, w, 8 * (size_t)nw);  /* little-endian hosts */
+            if (nw < 1024) memset(p + 8 * nw, 0, 8 * (size_t)(1024 - nw));
+            p += 8192;
+        } else {
+            for (int64_t i = 0; i < nw; i++) {
+                uint64_t x = w[i];
+                while (x) { pf_put16(p, (uint16_t)((i << 6) + __builtin_ctzll(x))); p += 2; x &= x - 1; }
+            }
+        }
+        ci++;
+    }
+    return (int64_t)(p - out);
+}
+
 /* ops */
 enum { PF_EQ = 0, PF_NEQ = 1, PF_LT = 2, PF_LTE = 3, PF_GT = 4, PF_GTE = 5 };
 
@@ -336,13 +413,13 @@ enum { PF_EQ = 0, PF_NEQ = 1, PF_LT = 2, PF_LTE = 3, PF_GT = 4, PF_GTE = 5 };
 #else
 #define PF_CLONES
 #endif
-#define PF_BLK 256
+#define PF_BLK 1024
 
 /* O'Neil-Quass comparison of every row's slice value against v, over the rows
  * of base (ebm & found). slices: S rows of stride words. Blocked so the
  * per-block state stays in L1 and the inner loops vectorize. */
 PF_CLONES
-static void pf_compare(const uint64_t *slices, int64_t stride, int S, const uint64_t *base,
+static void pf_compare(const pf_u64u *const *rows, int S, const uint64_t *base,
                        int64_t nw, int op, uint64_t v, uint64_t *out) {
     int above = (S < 64) && ((v >> S) != 0); /* v exceeds every storable value */
     uint64_t gt[PF_BLK], lt[PF_BLK], eq[PF_BLK];
@@ -352,7 +429,7 @@ static void pf_compare(const uint64_t *slices, int64_t stride, int S, const uint
         for (int64_t j = 0; j < nb; j++) { gt[j] = 0; lt[j] = above ? e[j] : 0; eq[j] = above ? 0 : e[j]; }
         if (!above) {
             for (int i = S - 1; i >= 0; i--) {
-                const uint64_t *s = slices + (int64_t)i * stride + b0;
+                const pf_u64u *s = rows[i] + b0;
                 if ((v >> i) & 1) {
                     for (int64_t j = 0; j < nb; j++) { lt[j] |= eq[j] & ~s[j]; eq[j] &= s[j]; }
                 } else {
@@ -374,7 +451,7 @@ static void pf_compare(const uint64_t *slices, int64_t stride, int S, const uint
 
 /* lo <= value <= hi in one pass. */
 PF_CLONES
-static void pf_between(const uint64_t *slices, int64_t stride, int S, const uint64_t *base,
+static void pf_between(const pf_u64u *const *rows, int S, const uint64_t *base,
                        int64_t nw, uint64_t lo, uint64_t hi, uint64_t *out) {
     int lo_above = (S < 64) && ((lo >> S) != 0);
     int hi_above = (S < 64) && ((hi >> S) != 0);
@@ -385,7 +462,7 @@ static void pf_between(const uint64_t *slices, int64_t stride, int S, const uint
         const uint64_t *e = base + b0;
         for (int64_t j = 0; j < nb; j++) { gt[j] = 0; lt[j] = 0; eql[j] = e[j]; eqh[j] = e[j]; }
         for (int i = S - 1; i >= 0; i--) {
-            const uint64_t *s = slices + (int64_t)i * stride + b0;
+            const pf_u64u *s = rows[i] + b0;
             int bl = (lo >> i) & 1, bh = (hi >> i) & 1;
             if (bl) { for (int64_t j = 0; j < nb; j++) eql[j] &= s[j]; }
             else { for (int64_t j = 0; j < nb; j++) { gt[j] |= eql[j] & s[j]; eql[j] &= ~s[j]; } }
@@ -397,65 +474,233 @@ static void pf_between(const uint64_t *slices, int64_t stride, int S, const uint
     }
 }
 
-/* Top-k (largest) / bottom-k (smallest) over the rows of e (modified in place;
- * on return it holds the tie group), g must be zeroed scratch, active an
- * int64 scratch of nw entries. Result written into out. Returns |out|. */
-static int64_t pf_topk(const uint64_t *slices, int64_t stride, int S, uint64_t *e, uint64_t *g,
-                       int64_t *active, int64_t nw, int64_t k, int largest, int strict, uint64_t *out) {
-    int64_t na = 0, ecount = 0;
+/* Bit-transpose 64 rows at a time: ebm and S slices (stride nw) from per-row
+ * values (vals[r] used when sel[r]). Returns 1 if a selected value does not
+ * fit in S bits. Branch-free inner loops. */
+#define PF_DEF_BUILD(NAME, T) \
+PF_CLONES \
+static int NAME(const T *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) { \
+    uint64_t bad = 0; \
+    uint64_t buf[64]; \
+    for (int64_t w = 0; w < nw; w++) { \
+        int64_t r0 = w << 6; \
+        int64_t lim = n - r0 < 64 ? n - r0 : 64; \
+        uint64_t e = 0; \
+        for (int64_t j = 0; j < lim; j++) { \
+            uint64_t s = sel[r0 + j] != 0; \
+            buf[j] = (uint64_t)vals[r0 + j] & (0 - s); \
+            e |= s << j; \
+        } \
+        for (int64_t j = lim; j < 64; j++) buf[j] = 0; \
+        if (S < 64) { for (int j = 0; j < 64; j++) bad |= buf[j] >> S; } \
+        ebm[w] = e; \
+        for (int i = 0; i < S; i++) { \
+            uint64_t acc = 0; \
+            for (int j = 0; j < 64; j++) acc |= ((buf[j] >> i) & 1) << j; \
+            slices[(int64_t)i * nw + w] = acc; \
+        } \
+    } \
+    return bad != 0; \
+}
+PF_DEF_BUILD(pf_build_slices_u32_generic, uint32_t)
+PF_DEF_BUILD(pf_build_slices_u64, uint64_t)
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* 32-bit values (S <= 32): shift bit i to the sign and collect 4 rows per movemask. */
+static int pf_build_slices_u32(const uint32_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) {
+    if (S > 32) return pf_build_slices_u32_generic(vals, sel, n, S, ebm, slices, nw);
+    uint32_t buf[64] __attribute__((aligned(16)));
+    uint32_t bad = 0;
     for (int64_t w = 0; w < nw; w++) {
-        if (e[w]) { active[na++] = w; ecount += pf_popc(e[w]); }
+        int64_t r0 = w << 6;
+        int64_t lim = n - r0 < 64 ? n - r0 : 64;
+        uint64_t e = 0;
+        for (int64_t j = 0; j < lim; j++) {
+            uint32_t s = sel[r0 + j] != 0;
+            buf[j] = vals[r0 + j] & (0u - s);
+            e |= (uint64_t)s << j;
+        }
+        for (int64_t j = lim; j < 64; j++) buf[j] = 0;
+        if (S < 32) { for (int j = 0; j < 64; j++) bad |= buf[j] >> S; }
+        ebm[w] = e;
+        for (int i = 0; i < S; i++) {
+            __m128i sh = _mm_cvtsi32_si128(31 - i);
+            uint64_t acc = 0;
+            for (int q = 0; q < 16; q++) {
+                __m128i t = _mm_sll_epi32(_mm_load_si128((const __m128i *)(buf + 4 * q)), sh);
+                acc |= (uint64_t)_mm_movemask_ps(_mm_castsi128_ps(t)) << (4 * q);
+            }
+            slices[(int64_t)i * nw + w] = acc;
+        }
     }
-    if (ecount <= k) { memcpy(out, e, nw * 8); return ecount; }
+    return bad != 0;
+}
+#else
+#define pf_build_slices_u32 pf_build_slices_u32_generic
+#endif
+
+/* Dictionary codes of keys in [lo, lo + span) via a presence bit set and
+ * per-word ranks (cache friendly for spans of millions). bits: zeroed
+ * (span+63)/64 words; rank: same count of int64. Returns number of distinct
+ * keys; codes[r] = -1 for rows not selected. */
+static int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,
+                              uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) {
+    int64_t nb = (span + 63) >> 6;
+    for (int64_t r = 0; r < n; r++) {
+        if (valid[r]) { uint64_t x = (uint64_t)(keys[r] - lo); bits[x >> 6] |= 1ULL << (x & 63); }
+    }
+    int64_t c = 0;
+    for (int64_t w = 0; w < nb; w++) { rank[w] = c; c += pf_popc(bits[w]); }
+    for (int64_t r = 0; r < n; r++) {
+        if (valid[r]) {
+            uint64_t x = (uint64_t)(keys[r] - lo);
+            codes[r] = (int32_t)(rank[x >> 6] + pf_popc(bits[x >> 6] & ((1ULL << (x & 63)) - 1)));
+        } else codes[r] = -1;
+    }
+    if (uniq_out) {
+        int64_t j = 0;
+        for (int64_t w = 0; w < nb; w++) {
+            uint64_t x = bits[w];
+            while (x) { uniq_out[j++] = lo + (w << 6) + __builtin_ctzll(x); x &= x - 1; }
+        }
+    }
+    return c;
+}
+
+/* Top-k (largest) / bottom-k (smallest) over the rows of e (modified in
+ * place; on return it holds the tie group), g must be zeroed scratch, active
+ * and gtouch int64 scratch of nw entries. Only words still holding candidates
+ * are visited, so later slices cost little. On return words[0..*nwords) lists
+ * (sorted, unique) the words of the answer g | e; the return value is |g | e|
+ * before strict trimming. */
+static int64_t pf_topk_core(const pf_u64u *const *rows, int S, uint64_t *e, uint64_t *g,
+                            int64_t *active, int64_t *gtouch, int64_t *words, int64_t nw, int64_t k,
+                            int largest, int64_t *nwords_out, const uint64_t *base, const int64_t *init, int64_t ninit) {
+    int64_t na = 0, ng = 0, ecount = 0;
+    if (init) {  /* only these words (sorted, in range) can hold answers: e is filled from base */
+        for (int64_t a = 0; a < ninit; a++) {
+            int64_t w = init[a];
+            uint64_t x = base[w];
+            e[w] = x;
+            if (x) { active[na++] = w; ecount += pf_popc(x); }
+        }
+    } else {
+        for (int64_t w = 0; w < nw; w++) {
+            if (e[w]) { active[na++] = w; ecount += pf_popc(e[w]); }
+        }
+    }
     int64_t gcount = 0;
-    uint64_t flip = largest ? 0 : ~0ULL;
-    for (int i = S - 1; i >= 0; i--) {
-        const uint64_t *s = slices + (int64_t)i * stride;
-        int64_t cnt = 0;
-        for (int64_t a = 0; a < na; a++) {
-            int64_t w = active[a];
-            cnt += pf_popc(e[w] & (s[w] ^ flip));
-        }
-        int64_t n = gcount + cnt;
-        int64_t m = 0;
-        if (n > k || n == k) {
+    if (ecount > k) {
+        uint64_t flip = largest ? 0 : ~0ULL;
+        for (int i = S - 1; i >= 0; i--) {
+            const pf_u64u *s = rows[i];
+            int64_t cnt = 0;
             for (int64_t a = 0; a < na; a++) {
                 int64_t w = active[a];
-                uint64_t x = e[w] & (s[w] ^ flip);
-                e[w] = x;
-                if (x) active[m++] = w;
+                cnt += pf_popc(e[w] & (s[w] ^ flip));
             }
-            na = m;
-            if (n == k) break;
-        } else {
-            for (int64_t a = 0; a < na; a++) {
-                int64_t w = active[a];
-                uint64_t sel = s[w] ^ flip;
-                g[w] |= e[w] & sel;
-                uint64_t x = e[w] & ~sel;
-                e[w] = x;
-                if (x) active[m++] = w;
+            int64_t n = gcount + cnt;
+            int64_t m = 0;
+            if (n >= k) {
+                for (int64_t a = 0; a < na; a++) {
+                    int64_t w = active[a];
+                    uint64_t x = e[w] & (s[w] ^ flip);
+                    e[w] = x;
+                    if (x) active[m++] = w;
+                }
+                na = m;
+                ecount = cnt;
+                if (n == k) break;
+            } else {
+                for (int64_t a = 0; a < na; a++) {
+                    int64_t w = active[a];
+                    uint64_t sel = s[w] ^ flip;
+                    uint64_t add = e[w] & sel;
+                    if (add) {
+                        if (!g[w]) gtouch[ng++] = w;
+                        g[w] |= add;
+                    }
+                    uint64_t x = e[w] & ~sel;
+                    e[w] = x;
+                    if (x) active[m++] = w;
+                }
+                na = m;
+                gcount = n;
+                ecount -= cnt;
             }
-            na = m;
-            gcount = n;
         }
     }
-    int64_t total = 0;
-    for (int64_t w = 0; w < nw; w++) { out[w] = g[w] | e[w]; total += pf_popc(out[w]); }
-    if (strict && total > k) {
-        int64_t drop = total - k;
-        for (int64_t w = 0; w < nw && drop > 0; w++) {
-            uint64_t x = e[w];
-            while (x && drop > 0) {
-                uint64_t b = x & (~x + 1);
-                out[w] &= ~b;
-                x &= x - 1;
-                drop--;
-            }
+    /* merge the two word lists (each made of ascending runs: sort them) */
+    int64_t nwl = 0;
+    for (int64_t a = 0; a < na; a++) words[nwl++] = active[a];
+    for (int64_t a = 0; a < ng; a++) words[nwl++] = gtouch[a];
+    *nwords_out = nwl;
+    return gcount + ecount;
+}
+
+/* Per block of bw words: the largest and smallest slice value among the rows
+ * of base (-1 / -1 for a block without rows). */
+static void pf_block_maxmin(const pf_u64u *const *rows, int S, const uint64_t *base, int64_t nw,
+                            int64_t bw, int64_t *bmax, int64_t *bmin) {
+    uint64_t cand[64];
+    if (bw > 64) bw = 64;
+    int64_t nb = (nw + bw - 1) / bw;
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t w0 = b * bw, m = nw - w0 < bw ? nw - w0 : bw;
+        uint64_t any = 0;
+        for (int64_t j = 0; j < m; j++) { cand[j] = base[w0 + j]; any |= cand[j]; }
+        if (!any) { bmax[b] = -1; bmin[b] = -1; continue; }
+        int64_t mx = 0;
+        for (int i = S - 1; i >= 0; i--) {
+            const pf_u64u *sl = rows[i] + w0;
+            uint64_t hit = 0;
+            for (int64_t j = 0; j < m; j++) hit |= cand[j] & sl[j];
+            if (hit) { for (int64_t j = 0; j < m; j++) cand[j] &= sl[j]; mx |= (int64_t)1 << i; }
         }
-        total = k;
+        for (int64_t j = 0; j < m; j++) cand[j] = base[w0 + j];
+        int64_t mn = 0;
+        for (int i = S - 1; i >= 0; i--) {
+            const pf_u64u *sl = rows[i] + w0;
+            uint64_t hit = 0;
+            for (int64_t j = 0; j < m; j++) hit |= cand[j] & ~sl[j];
+            if (hit) { for (int64_t j = 0; j < m; j++) cand[j] &= ~sl[j]; }
+            else mn |= (int64_t)1 << i;
+        }
+        bmax[b] = mx;
+        bmin[b] = mn;
     }
-    return total;
+}
+
+static int pf_cmp_i64(const void *x, const void *y) {
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Sort + dedupe the word list, then write the answer's positions (dropping
+ * the lowest `drop` rows of the tie group e). Returns the count written. */
+static int64_t pf_topk_emit(const uint64_t *e, const uint64_t *g, int64_t *words, int64_t nwl, int64_t drop,
+                            uint32_t *pos) {
+    qsort(words, (size_t)nwl, sizeof(int64_t), pf_cmp_i64);
+    int64_t j = 0, prev = -1;
+    for (int64_t a = 0; a < nwl; a++) {
+        int64_t w = words[a];
+        if (w == prev) continue;
+        prev = w;
+        uint64_t ew = e[w];
+        uint64_t x = g[w] | ew;
+        while (drop > 0 && ew) {
+            uint64_t b = ew & (~ew + 1);
+            x &= ~b;
+            ew &= ew - 1;
+            drop--;
+        }
+        while (x) {
+            pos[j++] = (uint32_t)((w << 6) + __builtin_ctzll(x));
+            x &= x - 1;
+        }
+    }
+    return j;
 }
 
 #endif

@@ -169,3 +169,63 @@ def test_corrupt_bitmap_rows_beyond_count():
         k.decode_into(np.frombuffer(b, np.uint8), 0, -1, w, 64)
     with pytest.raises(IndexFormatError):
         twin.decode_into(b, 0, -1, w, 64)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 40_000), st.sampled_from([2, 50, 3000, 2**20]), st.integers(0, 30), st.booleans(),
+       st.booleans(), st.integers(0, 2**32 - 1))
+def test_topk_block_pruning_agrees(n, bound, k_, largest, strict, seed):
+    """Top-k restricted to the candidate words of the per-block summary equals the full search."""
+    from paimon_fast.fileindex._bitslice import BLOCK_WORDS, topk_candidate_words
+    rng = np.random.default_rng(seed)
+    vals = rng.integers(0, bound, n).astype(np.uint64)
+    sel = (rng.random(n) >= 0.1).astype(np.uint8)
+    S = max(1, (bound - 1).bit_length())
+    ebm, sl = k.build_slices(vals, sel, S)
+    bmax, bmin = k.block_maxmin(sl, ebm, BLOCK_WORDS)
+    # the summary itself against brute force
+    for b in range(len(bmax)):
+        rows = np.arange(b * 256, min(n, (b + 1) * 256))
+        present = vals[rows][sel[rows].astype(bool)]
+        assert (bmax[b], bmin[b]) == ((int(present.max()), int(present.min())) if present.size else (-1, -1))
+    words = topk_candidate_words(bmax, bmin, k_, largest, len(ebm))
+    full = k.topk_positions(sl, ebm, k_, largest, strict)
+    got = k.topk_positions(sl, ebm, k_, largest, strict, words)
+    assert np.array_equal(got, full)
+    assert np.array_equal(full.astype(np.int64), brute_topk(vals, sel.astype(bool), k_, largest, strict))
+
+
+@SETTINGS
+@given(columns(max_rows=1500), st.sampled_from([1, 4, 64]))
+def test_block_summary_and_helpers_twin(col, bw):
+    vals, sel, S = col
+    ebm, sl = k.build_slices(vals, sel, S)
+    if S <= 62:
+        got = k.block_maxmin(sl, ebm, bw)
+        want = twin.block_maxmin(sl, ebm, bw)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    else:
+        with pytest.raises(ValueError):
+            k.block_maxmin(sl, ebm, bw)
+    keys = vals.view(np.int64)
+    assert k.minmax_valid(keys, sel) == twin.minmax_valid(keys, sel)
+    b = k.encode(ebm)
+    assert k.check_last(np.frombuffer(b, np.uint8), 0, -1) == twin.check_last(b, 0, -1)
+    w1, w2 = np.zeros_like(ebm), np.zeros_like(ebm)
+    assert k.decode_fast(np.frombuffer(b, np.uint8), 0, -1, w1, len(vals)) == twin.decode_fast(b, 0, -1, w2, len(vals))
+    assert np.array_equal(w1, w2) and np.array_equal(w1, ebm)
+    for largest in (True, False):
+        assert np.array_equal(k.topk_positions(sl, ebm, 5, largest, True), twin.topk_positions(sl, ebm, 5, largest, True))
+
+
+@SETTINGS
+@given(st.integers(0, 300_000), st.floats(0, 1), st.integers(0, 2**32 - 1))
+def test_encode_plain_round_trips(n, density, seed):
+    from pyroaring import BitMap
+    rng = np.random.default_rng(seed)
+    pos = np.flatnonzero(rng.random(n) < density ** 2).astype(np.uint32)
+    w = k.from_positions(pos, n)
+    assert BitMap.deserialize(k.encode_plain(w)) == BitMap(pos)
+    w2 = np.zeros_like(w)
+    k.decode_into(np.frombuffer(k.encode_plain(w), np.uint8), 0, -1, w2, n)
+    assert np.array_equal(w, w2)

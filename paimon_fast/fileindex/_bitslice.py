@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from pyroaring import BitMap
 
+from .. import roaring as _roaring
 from .._kernels import load as _load
 from ..errors import IndexFormatError, PaimonFastError
 
@@ -25,9 +26,14 @@ def nwords(nbits: int) -> int:
 
 def to_bitmap(words: np.ndarray) -> BitMap:
     """A pyroaring BitMap of a dense row set (via portable bytes, no per-row Python work)."""
-    if not words.any():
+    return BitMap.deserialize(_k.encode_plain(words))
+
+
+def positions_bitmap(pos: np.ndarray) -> BitMap:
+    """A BitMap of sorted uint32 positions (via Java-exact portable bytes)."""
+    if pos.size == 0:
         return BitMap()
-    return BitMap.deserialize(_k.encode(words))
+    return BitMap.deserialize(_roaring.serialize_sorted32(pos))
 
 
 def from_bitmap(bm: BitMap, nbits: int) -> np.ndarray:
@@ -61,3 +67,32 @@ def read_roaring_dense(data: np.ndarray, offset: int, limit: int, nbits: int, ba
     except IndexFormatError as e:
         raise IndexFormatError(f"{what}: {e.what}", e.offset) from None
     return words, size, card
+
+
+BLOCK_WORDS = 4  # 256 rows per block in the top-k summary
+
+
+def topk_candidate_words(bmax: np.ndarray, bmin: np.ndarray, k: int, largest: bool, nw: int):
+    """Word indices that hold every top-k (bottom-k) row and its ties, from
+    per-block maxima (minima) of the values; None when it cannot prune.
+
+    With at least k non-empty blocks, the k-th largest block maximum T is a
+    lower bound of the k-th largest value (k blocks each hold a row >= T), so
+    only blocks whose maximum is >= T can hold answers (symmetrically for k-th
+    smallest with minima)."""
+    nonempty = bmax >= 0
+    m = int(nonempty.sum())
+    if k <= 0 or m < k:
+        return None
+    if largest:
+        vals = bmax[nonempty]
+        t = np.partition(vals, m - k)[m - k]
+        blocks = np.flatnonzero(bmax >= t)
+    else:
+        vals = bmin[nonempty]
+        t = np.partition(vals, k - 1)[k - 1]
+        blocks = np.flatnonzero(nonempty & (bmin <= t))
+    if len(blocks) * BLOCK_WORDS * 4 > nw:  # not worth it
+        return None
+    words = (blocks[:, None] * BLOCK_WORDS + np.arange(BLOCK_WORDS)).ravel()
+    return words[words < nw]

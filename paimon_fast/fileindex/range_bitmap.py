@@ -38,7 +38,8 @@ from ..predicate import TopN
 from ..result import BitmapResult
 from ..types import DataType, decimal_unscaled, fixed_values, long_keys, to_arrow_array, validity_mask
 from . import FileIndexReader, FileIndexWriter, IndexFactory, register
-from ._bitslice import NullLiteralError, _k, from_bitmap, nwords, range_bitmap, read_roaring_dense, to_bitmap
+from ._bitslice import (BLOCK_WORDS, NullLiteralError, _k, from_bitmap, nwords, positions_bitmap, range_bitmap,
+                         read_roaring_dense, to_bitmap, topk_candidate_words)
 
 INDEX_TYPE = "range-bitmap"
 CHUNK_SIZE = "chunk-size"
@@ -177,15 +178,16 @@ class KeyCodec:
 def _codes_fixed(keys: np.ndarray, valid):
     """``(sorted distinct keys, int32 codes with -1 for null)``."""
     n = len(keys)
-    v8 = np.ones(n, np.uint8) if valid is None else valid.view(np.uint8)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int32)
-    present = keys if valid is None else keys[valid]
-    if present.size == 0:
+    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    v8 = np.ones(n, np.uint8) if valid is None else np.ascontiguousarray(valid).view(np.uint8)
+    count, lo, hi = _k.minmax_valid(keys, v8)
+    if count == 0:
         return np.zeros(0, np.int64), np.full(n, -1, np.int32)
-    lo, hi = int(present.min()), int(present.max())
-    if hi - lo <= 4 * n + (1 << 16):
-        return _k.dense_codes(np.ascontiguousarray(keys), np.ascontiguousarray(v8), lo, hi)
+    if hi - lo <= 64 * n + (1 << 20):
+        return _k.dense_codes(keys, v8, lo, hi)
+    present = keys if valid is None else keys[valid]
     uniq, inv = np.unique(present, return_inverse=True)
     if valid is None:
         return uniq, inv.astype(np.int32)
@@ -345,8 +347,11 @@ class RangeBitmapWriter(FileIndexWriter):
             keys = pa.concat_arrays(chunks) if chunks else pa.array([], pa.large_string())
             valid = None
         else:
-            keys = np.concatenate(self._keys) if self._keys else np.zeros(0, np.int64)
-            valid = np.concatenate(self._valid) if self._valid else np.zeros(0, bool)
+            if len(self._keys) == 1:  # no concatenation copy for a single batch
+                keys, valid = self._keys[0], self._valid[0]
+            else:
+                keys = np.concatenate(self._keys) if self._keys else np.zeros(0, np.int64)
+                valid = np.concatenate(self._valid) if self._valid else np.zeros(0, bool)
             if valid.all():
                 valid = None
         return build_index(self.codec, keys, valid, self.chunk_size)
@@ -536,6 +541,7 @@ class RangeBitmapReader(FileIndexReader):
         self._ebm = None
         self._slices = None
         self._data = None
+        self._summary = None
 
     def _header_key(self, h, p):
         if self.codec.is_string:
@@ -604,6 +610,10 @@ class RangeBitmapReader(FileIndexReader):
         if d[p + 4] > 1:
             raise IndexFormatError("range bitmap slice index version > 1", base + p + 4)
         S = int(d[p + 5])
+        want_s = max((self.cardinality - 1).bit_length(), 1) if self.cardinality > 0 else 64
+        if S != want_s:
+            raise IndexFormatError(f"range bitmap has {S} slices, its cardinality {self.cardinality} needs {want_s}",
+                                   base + p + 5)
         ebm_len, idx_len = struct.unpack_from(">ii", d, p + 6)
         if idx_len != 8 * S or 10 + idx_len > hl:
             raise IndexFormatError(f"range bitmap slice index table length {idx_len} does not match {S} slices",
@@ -621,13 +631,22 @@ class RangeBitmapReader(FileIndexReader):
         n = last + 1
         self._nbits = n
         ebm, _, _ = read_roaring_dense(d, body, body + ebm_len, n, base, "range bitmap existence bitmap")
-        slices = np.zeros((S, nwords(n)), dtype=np.uint64)
+        W = nwords(n)
+        slices = []
         sbase = body + ebm_len
         for i in range(S):
             o, ln = int(idx[i, 0]), int(idx[i, 1])
             if o < 0 or ln < 0 or sbase + o + ln > d.size:
                 raise IndexFormatError(f"range bitmap slice {i} range out of bounds", base + p + 14 + 8 * i)
-            _k.decode_fast(d, sbase + o, sbase + o + ln, slices[i], n, base)
+            at = _k.bitmap_view(d, sbase + o, sbase + o + ln, W)
+            if at >= 0:
+                # dense slice: read the container words in place (every answer is
+                # masked by the existence bitmap, so nothing beyond it leaks)
+                slices.append(d[at:at + 8 * W])
+            else:
+                row = np.zeros(W, dtype=np.uint64)
+                _k.decode_fast(d, sbase + o, sbase + o + ln, row, n, base)
+                slices.append(row)
         self._ebm = ebm
         self._slices = slices
 
@@ -638,9 +657,19 @@ class RangeBitmapReader(FileIndexReader):
         return self._ebm
 
     @property
-    def slices(self) -> np.ndarray:
+    def slices(self) -> list:
+        """Slice rows: uint64 word arrays, or uint8 views of the index bytes for
+        dense slices read in place (bits beyond the existence bitmap are
+        meaningless there; every answer is masked with :attr:`ebm`)."""
         self._load_bsi()
         return self._slices
+
+    def slice_words(self, i: int) -> np.ndarray:
+        """Slice i as an aligned uint64 array masked to the non-null rows."""
+        row = self.slices[i]
+        if row.dtype == np.uint8:
+            row = np.frombuffer(row.tobytes(), dtype="<u8").astype(np.uint64)
+        return row & self.ebm
 
     # --- dense answers (words over row_count rows)
     def _empty(self):
@@ -819,8 +848,10 @@ class RangeBitmapReader(FileIndexReader):
         def topk(kk):
             if kk == 0 or found_empty:
                 return BitMap()
-            base = self.ebm if found is None else self.ebm & found
-            return to_bitmap(_k.topk(self.slices, base, kk, largest, strict))
+            if found is None:
+                words = topk_candidate_words(*self.block_summary(), kk, largest, len(self.ebm))
+                return positions_bitmap(_k.topk_positions(self.slices, self.ebm, kk, largest, strict, words))
+            return positions_bitmap(_k.topk_positions(self.slices, self.ebm & found, kk, largest, strict))
 
         def nulls():
             return BitMap() if found_empty else self.null_bitmap(found_set)
@@ -837,6 +868,14 @@ class RangeBitmapReader(FileIndexReader):
         if c >= k:
             return bm[:k] if strict else bm
         return bm | topk(k - c)
+
+    def block_summary(self):
+        """Per 256-row block the largest / smallest dictionary code (cached):
+        lets top-k / bottom-k without a found set visit only the blocks that
+        can hold answers."""
+        if self._summary is None:
+            self._summary = _k.block_maxmin(self.slices, self.ebm, BLOCK_WORDS)
+        return self._summary
 
     def _nbits_loaded(self):
         self._load_bsi()
@@ -873,8 +912,9 @@ class RangeBitmapReader(FileIndexReader):
         if not (int(self.ebm[w]) >> b) & 1:
             return None
         code = 0
-        for i in range(self.slices.shape[0]):
-            if (int(self.slices[i, w]) >> b) & 1:
+        for i, row in enumerate(self.slices):
+            word = int(row[w]) if row.dtype != np.uint8 else int.from_bytes(bytes(row[8 * w:8 * w + 8]), "little")
+            if (word >> b) & 1:
                 code |= 1 << i
         if code >= self.cardinality:
             raise IndexFormatError(f"row {row} has code {code} beyond the dictionary", None)
@@ -887,7 +927,7 @@ class RangeBitmapReader(FileIndexReader):
                  max=None if self.max is None else self.codec.value_of(self.max),
                  dictionary_bytes=self._bsi_at - self._dict_at,
                  dictionary_chunks=self.dictionary.chunks,
-                 slices=int(self.slices.shape[0]),
+                 slices=len(self.slices),
                  non_null_rows=int(_k.popcount(self.ebm)),
                  slice_bytes=self.source.size - self._bsi_at)
         return d

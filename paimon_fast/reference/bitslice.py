@@ -17,7 +17,10 @@ OPS = ("eq", "neq", "lt", "lte", "gt", "gte")
 
 
 def to_int(words) -> int:
-    return int.from_bytes(np.ascontiguousarray(words, dtype="<u8").tobytes(), "little")
+    a = np.asarray(words)
+    if a.dtype == np.uint8:  # little-endian word bytes (a slice read in place)
+        return int.from_bytes(a.tobytes(), "little")
+    return int.from_bytes(np.ascontiguousarray(a, dtype="<u8").tobytes(), "little")
 
 
 def to_words(x: int, nw: int) -> np.ndarray:
@@ -86,12 +89,11 @@ def topk(slices, base, k, largest, strict):
     f = g | e
     if strict:
         drop = f.bit_count() - k
-        r = 0
-        while drop > 0:
-            if (e >> r) & 1:
-                f &= ~(1 << r)
-                drop -= 1
-            r += 1
+        while drop > 0:  # drop the lowest rows of the tie group
+            low = e & -e
+            f &= ~low
+            e &= ~low
+            drop -= 1
     return to_words(f, nw)
 
 
@@ -131,24 +133,28 @@ def range_words(start, end, nbits):
 
 
 def build_slices(values, sel, S):
-    """``(ebm, slices)`` from per-row values, row by row."""
+    """``(ebm, slices)`` from per-row values, row by row (one bytearray bit set per slice)."""
     n = len(values)
     nw = nwords(n)
-    ebm = 0
-    sl = [0] * S
+    ebm = bytearray(nw * 8)
+    sl = [bytearray(nw * 8) for _ in range(S)]
     for r in range(n):
         if sel[r]:
-            ebm |= 1 << r
+            byte, bit = r >> 3, 1 << (r & 7)
+            ebm[byte] |= bit
             v = int(values[r])
             if v < 0 or v >> S:
                 raise ValueError("a value is negative or needs more than the given slices")
-            for i in range(S):
-                if (v >> i) & 1:
-                    sl[i] |= 1 << r
+            i = 0
+            while v:
+                if v & 1:
+                    sl[i][byte] |= bit
+                v >>= 1
+                i += 1
     slices = np.zeros((S, nw), np.uint64)
     for i in range(S):
-        slices[i] = to_words(sl[i], nw)
-    return to_words(ebm, nw), slices
+        slices[i] = np.frombuffer(bytes(sl[i]), dtype="<u8")
+    return np.frombuffer(bytes(ebm), dtype="<u8").astype(np.uint64), slices
 
 
 def dense_codes(keys, valid, lo, hi):
@@ -217,6 +223,17 @@ def encode(words):
 
 def decode_into(buf, offset, limit, words, nbits, base=0):
     """Parse a portable bitmap at ``buf[offset:limit]`` and OR it into ``words``."""
+    x, p, card_total = parse(buf, offset, limit, base)
+    if x >> nbits:
+        raise IndexFormatError(f"roaring bitmap holds row {x.bit_length() - 1}, beyond the {nbits} rows of the index",
+                               base + offset)
+    cur = to_int(words) | x
+    words[:] = to_words(cur, len(words))
+    return p, card_total
+
+
+def parse(buf, offset, limit, base=0):
+    """``(bit set as int, serialized size, cardinality)`` of the portable bitmap at ``buf[offset:limit]``."""
     buf = bytes(buf)
     if limit < 0 or limit > len(buf):
         limit = len(buf)
@@ -294,9 +311,43 @@ def decode_into(buf, offset, limit, words, nbits, base=0):
                 x |= 1 << (hi + v)
             p += 2 * card
         card_total += card
-    if x >> nbits:
-        raise IndexFormatError(f"roaring bitmap holds row {x.bit_length() - 1}, beyond the {nbits} rows of the index",
-                               base + offset)
-    cur = to_int(words) | x
-    words[:] = to_words(cur, len(words))
-    return p, card_total
+    return x, p, card_total
+
+
+def decode_fast(buf, offset, limit, words, nbits, base=0):
+    """Twin of the one-pass decoder: same bits as :func:`decode_into`, returns the size."""
+    size, _ = decode_into(buf, offset, limit, words, nbits, base)
+    return size
+
+
+def check_last(buf, offset, limit, base=0):
+    """``(size, cardinality, largest value or -1)`` of a portable bitmap."""
+    x, size, card = parse(buf, offset, limit, base)
+    return size, card, x.bit_length() - 1
+
+
+def minmax_valid(keys, valid):
+    present = [int(k) for k, v in zip(keys, valid) if v]
+    return (len(present), min(present), max(present)) if present else (0, 0, 0)
+
+
+def topk_positions(slices, base, k, largest, strict, words=None):
+    """Positions of :func:`topk` (``words`` only restricts the search, never the answer)."""
+    return to_positions(topk(slices, base, k, largest, strict))
+
+
+def block_maxmin(slices, base, bw):
+    """Per block of ``bw`` words the largest / smallest value of its rows (-1 when empty)."""
+    nw = len(base)
+    e = to_int(base)
+    sl = [to_int(s) for s in slices]
+    out_max, out_min = [], []
+    for b in range((nw + bw - 1) // bw):
+        lo, hi = b * bw * 64, min(nw, (b + 1) * bw) * 64
+        vals = []
+        for r in range(lo, hi):
+            if (e >> r) & 1:
+                vals.append(sum(1 << i for i, s in enumerate(sl) if (s >> r) & 1))
+        out_max.append(max(vals) if vals else -1)
+        out_min.append(min(vals) if vals else -1)
+    return np.array(out_max, np.int64), np.array(out_min, np.int64)
