@@ -318,3 +318,129 @@ static size_t pf_roaring_to_sorted(const uint8_t *buf, uint64_t high, uint64_t *
     return n;
 }
 #endif
+
+/* ---- one-pass validated decode into a bit set ----
+ * pf_roaring_scan checks the header and every container's extent (no content
+ * checks) and returns the serialized size, the header cardinality and the last
+ * container key.  pf_roaring_fill_bits then validates the content (keys
+ * increasing, arrays strictly increasing, runs ordered, cardinalities equal to
+ * the content) while ORing it into the bit set, so the bytes are read once. */
+static int64_t pf_roaring_scan(const uint8_t *buf, size_t len, const char **err, size_t *err_at,
+                               uint64_t *card_out, int32_t *last_key) {
+    size_t p;
+    uint32_t size;
+    int has_run;
+    const uint8_t *runflags = NULL;
+    *card_out = 0;
+    *last_key = -1;
+    if (len < 4) { *err = "roaring bitmap truncated (cookie)"; *err_at = 0; return -1; }
+    uint32_t cookie = pf_get32(buf);
+    if ((cookie & 0xFFFF) == PF_SERIAL_COOKIE) {
+        has_run = 1;
+        size = (cookie >> 16) + 1;
+        p = 4;
+        if (len - p < (size + 7) / 8) { *err = "roaring bitmap truncated (run flags)"; *err_at = p; return -1; }
+        runflags = buf + p;
+        p += (size + 7) / 8;
+    } else if (cookie == PF_SERIAL_COOKIE_NO_RUN) {
+        has_run = 0;
+        if (len < 8) { *err = "roaring bitmap truncated (container count)"; *err_at = 4; return -1; }
+        size = pf_get32(buf + 4);
+        if (size > 65536) { *err = "roaring bitmap claims more than 65536 containers"; *err_at = 4; return -1; }
+        p = 8;
+    } else {
+        *err = "not a portable roaring bitmap (bad cookie)"; *err_at = 0; return -1;
+    }
+    if ((uint64_t)(len - p) < 4ull * size) { *err = "roaring bitmap truncated (container headers)"; *err_at = p; return -1; }
+    const uint8_t *desc = buf + p;
+    p += 4 * (size_t)size;
+    if (!has_run || size >= PF_NO_OFFSET_THRESHOLD) {
+        if ((uint64_t)(len - p) < 4ull * size) { *err = "roaring bitmap truncated (container offsets)"; *err_at = p; return -1; }
+        p += 4 * (size_t)size;
+    }
+    uint64_t total = 0;
+    for (uint32_t c = 0; c < size; c++) {
+        uint32_t card = (uint32_t)pf_get16(desc + 4 * c + 2) + 1;
+        int is_run = has_run && (runflags[c >> 3] >> (c & 7)) & 1;
+        if (is_run) {
+            if (len - p < 2) { *err = "roaring run container truncated"; *err_at = p; return -1; }
+            uint32_t nruns = pf_get16(buf + p);
+            p += 2;
+            if ((uint64_t)(len - p) < 4ull * nruns) { *err = "roaring run container truncated"; *err_at = p; return -1; }
+            p += 4 * (size_t)nruns;
+        } else if (card > PF_ARRAY_MAX) {
+            if (len - p < 8192) { *err = "roaring bitmap container truncated"; *err_at = p; return -1; }
+            p += 8192;
+        } else {
+            if ((uint64_t)(len - p) < 2ull * card) { *err = "roaring array container truncated"; *err_at = p; return -1; }
+            p += 2 * (size_t)card;
+        }
+        total += card;
+    }
+    if (size) *last_key = (int32_t)pf_get16(desc + 4 * (size - 1));
+    *card_out = total;
+    return (int64_t)p;
+}
+
+/* Requires a successful pf_roaring_scan of buf; w must hold chunks
+ * chunk0 .. chunk0 + last_key.  Returns 0, or -1 with *err / *err_at. */
+static int pf_roaring_fill_bits(const uint8_t *buf, uint64_t *w, uint64_t chunk0, const char **err, size_t *err_at) {
+    pf_rheader h;
+    pf_parse_header(buf, &h);
+    size_t p = h.body;
+    int32_t prev_key = -1;
+    /* the caller sized w by the last key: no key may exceed it (checked before writing) */
+    uint32_t max_key = h.size ? pf_get16(h.desc + 4 * (h.size - 1)) : 0;
+    for (uint32_t c = 0; c < h.size; c++) {
+        uint32_t key = pf_get16(h.desc + 4 * c);
+        uint32_t card = (uint32_t)pf_get16(h.desc + 4 * c + 2) + 1;
+        if ((int32_t)key <= prev_key || key > max_key) { *err = "roaring container keys not increasing"; *err_at = (size_t)(h.desc - buf) + 4 * c; return -1; }
+        prev_key = (int32_t)key;
+        uint64_t *cw = w + (chunk0 + key) * PF_CHUNK_WORDS;
+        int is_run = h.has_run && ((h.runflags[c >> 3] >> (c & 7)) & 1);
+        if (is_run) {
+            uint32_t nruns = pf_get16(buf + p);
+            p += 2;
+            int64_t last_end = -1;
+            uint64_t rc = 0;
+            for (uint32_t r = 0; r < nruns; r++) {
+                uint32_t s = pf_get16(buf + p), l = pf_get16(buf + p + 2);
+                if ((int64_t)s <= last_end || s + l > 0xFFFF) { *err = "roaring run container has overlapping or overflowing runs"; *err_at = p; return -1; }
+                uint32_t e = s + l;
+                last_end = e;
+                rc += l + 1;
+                p += 4;
+                uint32_t ws = s >> 6, we = e >> 6;
+                uint64_t ms = ~UINT64_C(0) << (s & 63);
+                uint64_t me = ~UINT64_C(0) >> (63 - (e & 63));
+                if (ws == we) {
+                    cw[ws] |= ms & me;
+                } else {
+                    cw[ws] |= ms;
+                    for (uint32_t i = ws + 1; i < we; i++) cw[i] = ~UINT64_C(0);
+                    cw[we] |= me;
+                }
+            }
+            if (rc != card) { *err = "roaring run container cardinality mismatch"; *err_at = p; return -1; }
+        } else if (card > PF_ARRAY_MAX) {
+            uint64_t bc = 0;
+            for (int i = 0; i < PF_CHUNK_WORDS; i++) {
+                uint64_t x = pf_get64le(buf + p + 8 * i);
+                cw[i] |= x;
+                bc += (uint64_t)pf_popcount64(x);
+            }
+            if (bc != card) { *err = "roaring bitmap container cardinality mismatch"; *err_at = p; return -1; }
+            p += 8192;
+        } else {
+            int32_t last = -1;
+            for (uint32_t i = 0; i < card; i++) {
+                int32_t v = pf_get16(buf + p + 2 * i);
+                if (v <= last) { *err = "roaring array container not strictly increasing"; *err_at = p + 2 * i; return -1; }
+                last = v;
+                cw[v >> 6] |= UINT64_C(1) << (v & 63);
+            }
+            p += 2 * (size_t)card;
+        }
+    }
+    return 0;
+}

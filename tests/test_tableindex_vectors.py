@@ -175,27 +175,35 @@ def test_hash_index(case):
             assert ref.murmur_words(b) == code
 
 
+APPEND_DV = os.path.join(DATA, "paimon_append_dv")
+APPEND_DV_FILE = os.path.join(APPEND_DV, "index-d9a8c306-4466-4c01-b7f0-7aaefb2c1767-0")
+APPEND_DV_DATA_FILE = "data-b648e695-0aa3-40fa-99cd-385d9eed838e-0.parquet"
+
+
 def test_append_dv_table_vector():
-    """The 32-bit vector Java Paimon 0.9 wrote for table append_dv: 334 rows deleted."""
-    d = os.path.join(DATA, "paimon_append_dv")
-    path = os.path.join(d, "index-d9a8c306-4466-4c01-b7f0-7aaefb2c1767-0")
-    data_file = "data-b648e695-0aa3-40fa-99cd-385d9eed838e-0.parquet"
-    fastavro = pytest.importorskip("fastavro", reason="fastavro (a pypaimon dependency) reads the index manifest")
-    with open(os.path.join(d, "index-manifest-5d4d56d3-4357-4240-89da-d517a02d59fe-0"), "rb") as f:
-        (entry,) = list(fastavro.reader(f))
-    assert entry["_INDEX_TYPE"] == "DELETION_VECTORS" and entry["_FILE_SIZE"] == os.path.getsize(path)
-    (rng,) = entry["_DELETIONS_VECTORS_RANGES"]
-    assert (rng["f0"], rng["f1"], rng["f2"]) == (data_file, 1, 688)
-    dv = ti.read_deletion_vector(path, 1, 688, data_file)
+    """The 32-bit vector Java Paimon 0.9 wrote for table append_dv: 334 rows deleted
+    (offset 1, length 688 as its index manifest records, see the next test)."""
+    dv = ti.read_deletion_vector(APPEND_DV_FILE, 1, 688, APPEND_DV_DATA_FILE)
     assert isinstance(dv, ti.BitmapDeletionVector)
     assert dv.cardinality == 334
-    (e,) = ti.read_deletion_file(path)
+    (e,) = ti.read_deletion_file(APPEND_DV_FILE)
     assert e.vector == dv and (e.offset, e.length) == (1, 688)
     # our writer reproduces Java's file byte for byte
-    ((data, metas),) = ti.serialize_deletion_files([(data_file, dv)])
-    with open(path, "rb") as f:
+    ((data, metas),) = ti.serialize_deletion_files([(APPEND_DV_DATA_FILE, dv)])
+    with open(APPEND_DV_FILE, "rb") as f:
         assert data == f.read()
-    assert metas == [(data_file, 1, 688, 334)]
+    assert metas == [(APPEND_DV_DATA_FILE, 1, 688, 334)]
+
+
+def test_append_dv_index_manifest():
+    fastavro = pytest.importorskip("fastavro", reason="fastavro (a pypaimon dependency) reads the Avro index manifest")
+    with open(os.path.join(APPEND_DV, "index-manifest-5d4d56d3-4357-4240-89da-d517a02d59fe-0"), "rb") as f:
+        (entry,) = list(fastavro.reader(f))
+    assert entry["_INDEX_TYPE"] == "DELETION_VECTORS" and entry["_FILE_SIZE"] == os.path.getsize(APPEND_DV_FILE)
+    assert entry["_ROW_COUNT"] == 1
+    (rng,) = entry["_DELETIONS_VECTORS_RANGES"]
+    assert (rng["f0"], rng["f1"], rng["f2"]) == (APPEND_DV_DATA_FILE, 1, 688)
+    assert ti.read_deletion_file(APPEND_DV_FILE, [(rng["f0"], rng["f1"], rng["f2"])])[0].cardinality == 334
 
 
 def test_bad_crc_and_size_name_the_data_file():

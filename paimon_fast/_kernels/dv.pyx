@@ -9,7 +9,7 @@ arrays, releases the GIL and allocates nothing per row.
 """
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, int32_t, int64_t, uint64_t
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 import numpy as np
 cimport numpy as cnp
@@ -21,6 +21,8 @@ cdef extern from "dvbits.h":
     void pf_roaring_or_into_bits(const uint8_t *buf, uint64_t *w, uint64_t chunk0) nogil
     size_t pf_roaring_to_sorted(const uint8_t *buf, uint64_t high, uint64_t *out) nogil
     int pf_cpu_ok()
+    int64_t pf_roaring_scan(const uint8_t *buf, size_t len, const char **err, size_t *err_at, uint64_t *card_out, int32_t *last_key) nogil
+    int pf_roaring_fill_bits(const uint8_t *buf, uint64_t *w, uint64_t chunk0, const char **err, size_t *err_at) nogil
     void pf_set_bits(const int64_t *pos, size_t n, uint64_t *w) nogil
     void pf_test_bits(const uint64_t *w, uint64_t nbits, const int64_t *probes, size_t n, uint8_t *out) nogil
     uint64_t pf_popcount_words(const uint64_t *w, size_t n) nogil
@@ -74,6 +76,42 @@ def check32(const uint8_t[::1] buf, Py_ssize_t offset=0, Py_ssize_t limit=-1, Py
     if size < 0:
         raise IndexFormatError(err.decode(), base + offset + <Py_ssize_t> err_at)
     return size, card
+
+
+def scan32(const uint8_t[::1] buf, Py_ssize_t offset=0, Py_ssize_t base=0):
+    """Extent of the portable bitmap at ``buf[offset:]`` (header and container
+    bounds checked, content not): (size, header cardinality, last container key)."""
+    cdef Py_ssize_t n = buf.shape[0]
+    if offset < 0 or offset > n:
+        raise IndexFormatError(f"roaring bitmap offset {offset} outside the buffer", base + offset)
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    cdef uint64_t card = 0
+    cdef int32_t last = -1
+    cdef int64_t size
+    cdef const uint8_t *p = &buf[0] + offset if n else <const uint8_t *> ""
+    with nogil:
+        size = pf_roaring_scan(p, n - offset, &err, &err_at, &card, &last)
+    if size < 0:
+        raise IndexFormatError(err.decode(), base + offset + <Py_ssize_t> err_at)
+    return size, card, last
+
+
+def fill_bits(const uint8_t[::1] buf, Py_ssize_t offset, uint64_t[::1] w, Py_ssize_t chunk0, Py_ssize_t last_key,
+              Py_ssize_t base=0):
+    """Validate the content of a bitmap accepted by :func:`scan32` while ORing it
+    into bit set ``w`` at chunk ``chunk0`` (+ container key)."""
+    if last_key < 0:
+        return
+    if chunk0 < 0 or (chunk0 + last_key + 1) * CHUNK_WORDS > w.shape[0]:
+        raise ValueError("bit set too small for the bitmap")
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    cdef int rc
+    with nogil:
+        rc = pf_roaring_fill_bits(&buf[offset], &w[0], chunk0, &err, &err_at)
+    if rc < 0:
+        raise IndexFormatError(err.decode(), base + offset + <Py_ssize_t> err_at)
 
 
 def build_bits(const int64_t[::1] pos, Py_ssize_t nwords):
@@ -287,3 +325,124 @@ def unique_sorted_inplace(uint64_t[::1] a):
                 a[k] = a[i]
                 k += 1
     return k
+
+
+# ---------------------------------------------------------------- filtering Arrow buffers by a keep mask
+# Outputs are written into caller-provided buffers (the caller allocates them
+# from Arrow's memory pool, which keeps freed pages for reuse).
+
+def count_kept(const uint8_t[::1] keep):
+    cdef Py_ssize_t i, n = keep.shape[0], total = 0
+    with nogil:
+        for i in range(n):
+            total += keep[i] != 0
+    return total
+
+
+def filter_fixed(const uint8_t[::1] src, Py_ssize_t width, const uint8_t[::1] keep, Py_ssize_t nkeep, uint8_t[::1] out):
+    """Values of the kept rows of a fixed-width buffer (``src`` = n*width bytes)
+    into ``out`` (>= (nkeep + 1) * width bytes; the last slot is scratch).
+    Branch-free compaction; ``nkeep`` must be the number of non-zero keep bytes."""
+    cdef Py_ssize_t n = keep.shape[0], i, j = 0
+    if width <= 0 or src.shape[0] < n * width:
+        raise ValueError("value buffer shorter than the mask")
+    if out.shape[0] < (nkeep + 1) * width or count_kept(keep) != nkeep:
+        raise ValueError("output buffer / nkeep do not match the mask")
+    cdef uint8_t *o = &out[0]
+    cdef const uint8_t *s = &src[0] if n else NULL
+    with nogil:
+        if width == 8:
+            for i in range(n):
+                (<uint64_t *> o)[j] = (<const uint64_t *> s)[i]
+                j += keep[i] != 0
+        elif width == 4:
+            for i in range(n):
+                (<uint32_t *> o)[j] = (<const uint32_t *> s)[i]
+                j += keep[i] != 0
+        elif width == 2:
+            for i in range(n):
+                (<uint16_t *> o)[j] = (<const uint16_t *> s)[i]
+                j += keep[i] != 0
+        elif width == 1:
+            for i in range(n):
+                o[j] = s[i]
+                j += keep[i] != 0
+        else:
+            for i in range(n):
+                memcpy(o + j * width, s + i * width, width)
+                j += keep[i] != 0
+
+
+def filter_bits(const uint8_t[::1] src, Py_ssize_t bit_offset, const uint8_t[::1] keep, Py_ssize_t nkeep, uint8_t[::1] out):
+    """Bits (LSB first, from ``bit_offset``) of the kept rows, packed from bit 0
+    into ``out`` (>= nkeep // 8 + 1 bytes)."""
+    cdef Py_ssize_t n = keep.shape[0], i, j = 0, p
+    if bit_offset < 0 or src.shape[0] * 8 < bit_offset + n:
+        raise ValueError("bit buffer shorter than the mask")
+    if out.shape[0] < nkeep // 8 + 1:
+        raise ValueError("output buffer too small")
+    cdef uint8_t bit, k
+    cdef Py_ssize_t lim = out.shape[0] * 8
+    with nogil:
+        memset(&out[0], 0, out.shape[0])
+        for i in range(n):
+            p = bit_offset + i
+            k = keep[i] != 0
+            bit = ((src[p >> 3] >> (p & 7)) & 1) & k
+            if j < lim:
+                out[j >> 3] |= bit << (j & 7)
+            j += k
+
+
+def var_kept_bytes(const int64_t[::1] off, Py_ssize_t data_len, const uint8_t[::1] keep):
+    """Total bytes of the kept rows of a string/binary array; checks the offsets."""
+    cdef Py_ssize_t n = keep.shape[0], i
+    cdef int64_t total = 0, a, b
+    cdef bint bad = False
+    if off.shape[0] < n + 1:
+        raise ValueError("offsets shorter than the mask")
+    with nogil:
+        for i in range(n):
+            a = off[i]
+            b = off[i + 1]
+            if a < 0 or b < a or b > data_len:
+                bad = True
+                break
+            if keep[i]:
+                total += b - a
+    if bad:
+        raise ValueError("corrupt Arrow offsets")
+    return total
+
+
+def filter_var(const int64_t[::1] off, const uint8_t[::1] data, const uint8_t[::1] keep, Py_ssize_t nkeep,
+               uint8_t[::1] out_off, int offset_width, uint8_t[::1] out_data):
+    """Kept rows of a string/binary array (offsets checked by var_kept_bytes):
+    new offsets (int32 or int64 per ``offset_width``) and bytes."""
+    cdef Py_ssize_t n = keep.shape[0], i, j = 0
+    cdef int64_t a, b, pos = 0
+    cdef int64_t total = var_kept_bytes(off, data.shape[0], keep)
+    if out_off.shape[0] < (nkeep + 1) * offset_width or out_data.shape[0] < total or count_kept(keep) != nkeep:
+        raise ValueError("output buffers do not match the mask")
+    if offset_width == 4 and total > 2**31 - 1:
+        raise ValueError("filtered data too large for int32 offsets")
+    cdef int32_t *o32 = <int32_t *> &out_off[0]
+    cdef int64_t *o64 = <int64_t *> &out_off[0]
+    cdef uint8_t *nd = &out_data[0] if out_data.shape[0] else NULL
+    with nogil:
+        if offset_width == 4:
+            o32[0] = 0
+        else:
+            o64[0] = 0
+        for i in range(n):
+            if keep[i]:
+                a = off[i]
+                b = off[i + 1]
+                if b > a:
+                    memcpy(nd + pos, &data[a], b - a)
+                pos += b - a
+                j += 1
+                if offset_width == 4:
+                    o32[j] = <int32_t> pos
+                else:
+                    o64[j] = pos

@@ -7,7 +7,7 @@
 * ``int_set_order``: the iteration order of fastutil ``IntOpenHashSet`` after
   adding values in order (what ``IntFileUtils.writeInts`` writes).
 """
-from libc.stdint cimport uint8_t, uint32_t, int32_t, int64_t, uint64_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, int32_t, int64_t, uint64_t
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memcpy, memset
 import numpy as np
@@ -17,24 +17,26 @@ cnp.import_array()
 
 # field kinds (see paimon_fast/tableindex/hashindex.py)
 cdef enum:
-    K_FIXED = 0      # 8-byte slot value in a
-    K_VAR = 1        # string / binary: offsets in a (int64, n+1), bytes in data
+    K_FIXED = 0      # slot = raw value of ``width`` bytes at data, zero-extended (width 1/2/4/8)
+    K_VAR = 1        # string / binary: offsets in a (int64, n+1) or a32 (int32), bytes in data
     K_DEC_BIG = 2    # decimal precision > 18: (lo, hi) of the 128-bit unscaled value in a / b
     K_TS_BIG = 3     # timestamp precision > 3: millis in a, nano-of-millisecond in b
 
 ctypedef struct Field:
     int kind
+    int width
     const int64_t *a
+    const int32_t *a32
     const int64_t *b
     const uint8_t *data
     const uint8_t *nulls    # 1 = null, or NULL when no nulls
 
 
-cdef inline uint32_t rotl32(uint32_t x, int r) nogil:
+cdef inline uint32_t rotl32(uint32_t x, int r) noexcept nogil:
     return (x << r) | (x >> (32 - r))
 
 
-cdef inline uint32_t mix(uint32_t h, uint32_t k) nogil:
+cdef inline uint32_t mix(uint32_t h, uint32_t k) noexcept nogil:
     k *= 0xcc9e2d51u
     k = rotl32(k, 15)
     k *= 0x1b873593u
@@ -43,7 +45,7 @@ cdef inline uint32_t mix(uint32_t h, uint32_t k) nogil:
     return h * 5u + 0xe6546b64u
 
 
-cdef inline uint32_t fmix(uint32_t h, uint32_t length) nogil:
+cdef inline uint32_t fmix(uint32_t h, uint32_t length) noexcept nogil:
     h ^= length
     h ^= h >> 16
     h *= 0x85ebca6bu
@@ -53,16 +55,31 @@ cdef inline uint32_t fmix(uint32_t h, uint32_t length) nogil:
     return h
 
 
-cdef inline uint32_t mix64(uint32_t h, uint64_t v) nogil:
+cdef inline uint32_t mix64(uint32_t h, uint64_t v) noexcept nogil:
     h = mix(h, <uint32_t> v)
     return mix(h, <uint32_t> (v >> 32))
 
 
-cdef inline uint32_t load32(const uint8_t *p) nogil:
-    return <uint32_t> p[0] | (<uint32_t> p[1] << 8) | (<uint32_t> p[2] << 16) | (<uint32_t> p[3] << 24)
+cdef inline uint32_t load32(const uint8_t *p) noexcept nogil:
+    cdef uint32_t v
+    memcpy(&v, p, 4)     # little-endian hosts only (checked at import)
+    return v
 
 
-cdef inline uint32_t mix_bytes_padded(uint32_t h, const uint8_t *p, int64_t n) nogil:
+cdef inline uint64_t load_fixed(const Field *fd, Py_ssize_t r) noexcept nogil:
+    cdef uint64_t v = 0
+    if fd.width == 8:
+        memcpy(&v, fd.data + 8 * r, 8)
+    elif fd.width == 4:
+        v = (<const uint32_t *> fd.data)[r]
+    elif fd.width == 2:
+        v = (<const uint16_t *> fd.data)[r]
+    else:
+        v = fd.data[r]
+    return v
+
+
+cdef inline uint32_t mix_bytes_padded(uint32_t h, const uint8_t *p, int64_t n) noexcept nogil:
     """Hash n bytes followed by zero padding up to a multiple of 8."""
     cdef int64_t i = 0, r
     cdef int64_t padded = (n + 7) & ~(<int64_t> 7)
@@ -78,13 +95,12 @@ cdef inline uint32_t mix_bytes_padded(uint32_t h, const uint8_t *p, int64_t n) n
             w |= (<uint32_t> p[i + j]) << (8 * j)
         h = mix(h, w)
         i += 4
-    while i < padded:
+    if i < padded:
         h = mix(h, 0)
-        i += 4
     return h
 
 
-cdef inline int dec_bytes(int64_t lo, int64_t hi, uint8_t *out) nogil:
+cdef inline int dec_bytes(int64_t lo, int64_t hi, uint8_t *out) noexcept nogil:
     """BigInteger.toByteArray() of the 128-bit value (hi:lo): minimal big-endian
     two's complement; returns its length (1..16)."""
     cdef uint64_t ulo = <uint64_t> lo, uhi = <uint64_t> hi
@@ -112,11 +128,20 @@ cdef extern from *:
     int __builtin_clzll(unsigned long long) nogil
 
 
+cdef inline void var_range(const Field *fd, Py_ssize_t r, int64_t *start, int64_t *ln) noexcept nogil:
+    if fd.a32 != NULL:
+        start[0] = fd.a32[r]
+        ln[0] = <int64_t> fd.a32[r + 1] - start[0]
+    else:
+        start[0] = fd.a[r]
+        ln[0] = fd.a[r + 1] - start[0]
+
+
 cdef void hash_rows(const Field *fields, int nf, Py_ssize_t n, int32_t *out) noexcept nogil:
     cdef int null_words = (nf + 63 + 8) // 64
     cdef int64_t fixed = null_words * 8 + 8 * nf
     cdef uint64_t *hdr = <uint64_t *> calloc(null_words, 8)
-    cdef uint64_t *slots = <uint64_t *> calloc(nf if nf else 1, 8)
+    cdef bint any_nulls = False
     cdef Py_ssize_t r
     cdef int f, j, bit, L
     cdef int64_t cursor, start, ln
@@ -124,83 +149,127 @@ cdef void hash_rows(const Field *fields, int nf, Py_ssize_t n, int32_t *out) noe
     cdef uint64_t s
     cdef uint8_t dec[16]
     cdef const Field *fd
+    for f in range(nf):
+        if fields[f].nulls != NULL:
+            any_nulls = True
     for r in range(n):
-        memset(hdr, 0, null_words * 8)
+        h = 42
+        # header word(s): row kind 0 + null bits
+        if any_nulls:
+            for j in range(null_words):
+                hdr[j] = 0
+            for f in range(nf):
+                if fields[f].nulls != NULL and fields[f].nulls[r]:
+                    bit = f + 8
+                    hdr[bit >> 6] |= (<uint64_t> 1) << (bit & 63)
+            for j in range(null_words):
+                h = mix64(h, hdr[j])
+        else:
+            for j in range(null_words):
+                h = mix(h, 0)
+                h = mix(h, 0)
+        # fixed slots, hashed as they are computed
         cursor = fixed
         for f in range(nf):
             fd = &fields[f]
             if fd.nulls != NULL and fd.nulls[r]:
-                bit = f + 8
-                hdr[bit >> 6] |= (<uint64_t> 1) << (bit & 63)
                 if fd.kind == K_DEC_BIG:
-                    slots[f] = (<uint64_t> cursor) << 32
+                    s = (<uint64_t> cursor) << 32
                     cursor += 16
                 elif fd.kind == K_TS_BIG:
-                    slots[f] = (<uint64_t> cursor) << 32
+                    s = (<uint64_t> cursor) << 32
                     cursor += 8
                 else:
-                    slots[f] = 0
-                continue
-            if fd.kind == K_FIXED:
-                slots[f] = <uint64_t> fd.a[r]
+                    s = 0
+            elif fd.kind == K_FIXED:
+                s = load_fixed(fd, r)
             elif fd.kind == K_VAR:
-                start = fd.a[r]
-                ln = fd.a[r + 1] - start
+                var_range(fd, r, &start, &ln)
                 if ln <= 7:
                     s = 0
                     for j in range(ln):
                         s |= (<uint64_t> fd.data[start + j]) << (8 * j)
-                    slots[f] = s | ((<uint64_t> (0x80 | ln)) << 56)
+                    s |= (<uint64_t> (0x80 | ln)) << 56
                 else:
-                    slots[f] = ((<uint64_t> cursor) << 32) | <uint64_t> ln
+                    s = ((<uint64_t> cursor) << 32) | <uint64_t> ln
                     cursor += (ln + 7) & ~(<int64_t> 7)
             elif fd.kind == K_DEC_BIG:
                 L = dec_bytes(fd.a[r], fd.b[r], dec)
-                slots[f] = ((<uint64_t> cursor) << 32) | <uint64_t> L
+                s = ((<uint64_t> cursor) << 32) | <uint64_t> L
                 cursor += 16
             else:  # K_TS_BIG
-                slots[f] = ((<uint64_t> cursor) << 32) | <uint64_t> (<uint32_t> fd.b[r])
+                s = ((<uint64_t> cursor) << 32) | <uint64_t> (<uint32_t> fd.b[r])
                 cursor += 8
-        h = 42
-        for j in range(null_words):
-            h = mix64(h, hdr[j])
-        for f in range(nf):
-            h = mix64(h, slots[f])
+            h = mix64(h, s)
         # variable-length part, in field order
-        for f in range(nf):
-            fd = &fields[f]
-            if fd.kind == K_FIXED:
-                continue
-            if fd.nulls != NULL and fd.nulls[r]:
-                if fd.kind == K_DEC_BIG:
-                    for j in range(4):
+        if cursor != fixed:
+            for f in range(nf):
+                fd = &fields[f]
+                if fd.kind == K_FIXED:
+                    continue
+                if fd.nulls != NULL and fd.nulls[r]:
+                    if fd.kind == K_DEC_BIG:
+                        for j in range(4):
+                            h = mix(h, 0)
+                    elif fd.kind == K_TS_BIG:
                         h = mix(h, 0)
-                elif fd.kind == K_TS_BIG:
-                    h = mix(h, 0)
-                    h = mix(h, 0)
-                continue
-            if fd.kind == K_VAR:
-                start = fd.a[r]
-                ln = fd.a[r + 1] - start
-                if ln > 7:
-                    h = mix_bytes_padded(h, fd.data + start, ln)
-            elif fd.kind == K_DEC_BIG:
-                L = dec_bytes(fd.a[r], fd.b[r], dec)
-                for j in range(L, 16):
-                    dec[j] = 0
-                for j in range(4):
-                    h = mix(h, load32(dec + 4 * j))
-            else:
-                h = mix64(h, <uint64_t> fd.a[r])
+                        h = mix(h, 0)
+                    continue
+                if fd.kind == K_VAR:
+                    var_range(fd, r, &start, &ln)
+                    if ln > 7:
+                        h = mix_bytes_padded(h, fd.data + start, ln)
+                elif fd.kind == K_DEC_BIG:
+                    L = dec_bytes(fd.a[r], fd.b[r], dec)
+                    for j in range(L, 16):
+                        dec[j] = 0
+                    for j in range(4):
+                        h = mix(h, load32(dec + 4 * j))
+                else:
+                    h = mix64(h, <uint64_t> fd.a[r])
         out[r] = <int32_t> fmix(h, <uint32_t> cursor)
     free(hdr)
-    free(slots)
+
+
+cdef bint offsets_ok(const Field *fd, Py_ssize_t n, Py_ssize_t data_len) noexcept nogil:
+    cdef Py_ssize_t r
+    cdef int64_t prev, cur
+    if fd.a32 != NULL:
+        prev = fd.a32[0]
+        if prev < 0:
+            return False
+        for r in range(1, n + 1):
+            cur = fd.a32[r]
+            if cur < prev:
+                return False
+            prev = cur
+    else:
+        prev = fd.a[0]
+        if prev < 0:
+            return False
+        for r in range(1, n + 1):
+            cur = fd.a[r]
+            if cur < prev:
+                return False
+            prev = cur
+    return prev <= data_len
+
+
+cdef extern from *:
+    """
+    static int pf_little_endian(void) { const uint16_t x = 1; return *(const uint8_t *)&x == 1; }
+    """
+    int pf_little_endian()
+
+if not pf_little_endian():
+    raise ImportError("paimon_fast._kernels.hashindex assumes a little-endian CPU")
 
 
 def binary_row_hash(Py_ssize_t n, list specs):
-    """Hash ``n`` rows.  ``specs``: per key field ``(kind, a, b, data, nulls)`` with
-    numpy arrays (``a``/``b`` int64, ``data``/``nulls`` uint8, unused ones may
-    be None).  The caller (tableindex.hashindex) validates lengths and offsets."""
+    """Hash ``n`` rows.  ``specs``: per key field ``(kind, width, a, b, data, nulls)``
+    with contiguous numpy arrays (``a`` int64 or int32 offsets, ``b`` int64,
+    ``data``/``nulls`` uint8; unused ones None).  Lengths and string offsets
+    are checked here before any row is read."""
     cdef int nf = len(specs), f
     cdef Field *fields = <Field *> calloc(nf if nf else 1, sizeof(Field))
     if fields == NULL:
@@ -208,22 +277,43 @@ def binary_row_hash(Py_ssize_t n, list specs):
     out_arr = np.empty(n, dtype=np.int32)
     cdef int32_t[::1] out = out_arr
     cdef cnp.ndarray arr
+    cdef Py_ssize_t need
+    cdef bint ok
     try:
         for f in range(nf):
-            kind, a, b, data, nulls = specs[f]
+            kind, width, a, b, data, nulls = specs[f]
             fields[f].kind = kind
-            if a is not None:
+            fields[f].width = width
+            for x in (a, b, data, nulls):
+                if x is not None and not (<cnp.ndarray> x).flags.c_contiguous:
+                    raise ValueError("kernel arrays must be C-contiguous")
+            if kind == K_FIXED:
+                if width not in (1, 2, 4, 8) or data is None or (<cnp.ndarray> data).nbytes < width * n:
+                    raise ValueError("fixed-width key column shorter than the row count")
+                fields[f].data = <const uint8_t *> cnp.PyArray_DATA(data)
+            elif kind == K_VAR:
                 arr = a
-                fields[f].a = <const int64_t *> cnp.PyArray_DATA(arr)
-            if b is not None:
-                arr = b
-                fields[f].b = <const int64_t *> cnp.PyArray_DATA(arr)
-            if data is not None:
-                arr = data
-                fields[f].data = <const uint8_t *> cnp.PyArray_DATA(arr)
+                if arr.shape[0] < n + 1 or arr.dtype not in (np.int32, np.int64):
+                    raise ValueError("string offsets shorter than the row count")
+                if arr.dtype == np.int32:
+                    fields[f].a32 = <const int32_t *> cnp.PyArray_DATA(arr)
+                else:
+                    fields[f].a = <const int64_t *> cnp.PyArray_DATA(arr)
+                fields[f].data = <const uint8_t *> cnp.PyArray_DATA(data)
+                need = (<cnp.ndarray> data).nbytes
+                with nogil:
+                    ok = offsets_ok(&fields[f], n, need)
+                if not ok:
+                    raise ValueError("string offsets are not increasing or run past the data buffer")
+            else:
+                if (<cnp.ndarray> a).shape[0] < n or (<cnp.ndarray> b).shape[0] < n:
+                    raise ValueError("key column shorter than the row count")
+                fields[f].a = <const int64_t *> cnp.PyArray_DATA(a)
+                fields[f].b = <const int64_t *> cnp.PyArray_DATA(b)
             if nulls is not None:
-                arr = nulls
-                fields[f].nulls = <const uint8_t *> cnp.PyArray_DATA(arr)
+                if (<cnp.ndarray> nulls).shape[0] < n:
+                    raise ValueError("null mask shorter than the row count")
+                fields[f].nulls = <const uint8_t *> cnp.PyArray_DATA(nulls)
         if n:
             with nogil:
                 hash_rows(fields, nf, n, &out[0])
@@ -234,12 +324,12 @@ def binary_row_hash(Py_ssize_t n, list specs):
 
 # ---------------------------------------------------------------- fastutil IntOpenHashSet
 
-cdef inline uint32_t phi_mix(int32_t x) nogil:
+cdef inline uint32_t phi_mix(int32_t x) noexcept nogil:
     cdef uint32_t h = (<uint32_t> x) * 0x9E3779B9u
     return h ^ (h >> 16)
 
 
-cdef int64_t array_size(int64_t expected) nogil:
+cdef int64_t array_size(int64_t expected) noexcept nogil:
     """fastutil HashCommon.arraySize(expected, 0.75): max(2, nextPow2(ceil(expected / 0.75)))."""
     cdef int64_t need = (expected * 4 + 2) // 3      # ceil(expected / 0.75)
     cdef int64_t s = 1
@@ -248,7 +338,7 @@ cdef int64_t array_size(int64_t expected) nogil:
     return s if s > 2 else 2
 
 
-cdef inline int64_t max_fill(int64_t n) nogil:
+cdef inline int64_t max_fill(int64_t n) noexcept nogil:
     """min(ceil(n * 0.75), n - 1)."""
     cdef int64_t m = (n * 3 + 3) // 4
     return m if m < n - 1 else n - 1

@@ -185,8 +185,9 @@ def murmur_words(data: bytes, seed: int = 42) -> int:
 
 
 def _unscaled(v, scale):
-    d = decimal.Decimal(v).scaleb(scale)
-    return int(d.to_integral_value(rounding=decimal.ROUND_HALF_UP))
+    ctx = decimal.Context(prec=100)
+    d = decimal.Decimal(v).scaleb(scale, context=ctx)
+    return int(d.to_integral_value(rounding=decimal.ROUND_HALF_UP, context=ctx))
 
 
 def _to_byte_array(x: int) -> bytes:

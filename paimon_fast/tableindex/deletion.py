@@ -202,6 +202,18 @@ class DeletionVector:
         """How many rows of ``[start, start + length)`` are deleted."""
         return int(length - np.count_nonzero(self.keep_mask(start, length)))
 
+    def remove_deleted(self, rows):
+        """``rows`` (row positions: numpy array, or a pyroaring BitMap / BitMap64
+        such as an index result's bitmap) without the deleted ones, same kind back."""
+        if hasattr(rows, "to_array") and not isinstance(rows, np.ndarray):
+            arr = rows.to_array()
+            pos = np.frombuffer(arr, dtype=np.uint64 if arr.itemsize == 8 else np.uint32) if len(arr) else \
+                np.zeros(0, np.uint32)
+            kept = pos[~self.is_deleted_batch(pos.astype(np.int64))]
+            return type(rows)(kept)
+        r = np.asarray(rows)
+        return r[~self.is_deleted_batch(r.astype(np.int64))]
+
     def filter_batch(self, batch, start: int):
         """Drop deleted rows from an Arrow RecordBatch / Table whose first row has
         position ``start`` in its data file."""
@@ -242,6 +254,35 @@ class DeletionVector:
     def __repr__(self):
         form = "bitset" if self._words is not None else "sorted"
         return f"{type(self).__name__}(cardinality={self._card}, {form})"
+
+    @classmethod
+    def _decode_groups(cls, u8, groups, base, nkeys=None):
+        """groups: (key, offset, header cardinality, last container key) of bitmaps
+        whose extent was checked by ``scan32``; keys ascending.  The content is
+        validated here: while filling the bit set (dense) or before decoding."""
+        total = sum(g[2] for g in groups)
+        nonempty = [g for g in groups if g[3] >= 0]
+        if nkeys is None:
+            nkeys = (groups[-1][0] + 1) if groups else 0
+        if not nonempty:
+            return cls(sorted_positions=np.zeros(0, np.uint64), cardinality=0, nkeys=nkeys)
+        k, _, _, last = nonempty[-1]
+        max_pos = (k << 32) | (last << 16) | 0xFFFF
+        if _dense_ok(max_pos, total):
+            nchunks = (max_pos >> 16) + 1
+            words = np.zeros(nchunks * _CHUNK_WORDS, dtype=np.uint64)
+            for k, o, c, last in nonempty:
+                _k.fill_bits(u8, o, words, k << 16, last, base)
+            return cls(words=words, cardinality=total, nkeys=nkeys)
+        out = np.empty(total, dtype=np.uint64)
+        at = 0
+        for k, o, c, last in nonempty:
+            _, checked = _check32(u8, o, -1, base)
+            if checked != c:   # pragma: no cover - check32 verifies card against content
+                raise IndexFormatError("roaring bitmap cardinality mismatch", base + o)
+            _k.roaring_to_sorted(u8, o, k, out, at, c)
+            at += c
+        return cls(sorted_positions=out, cardinality=total, nkeys=nkeys)
 
     # ------------------------------------------------------------ bytes
     def serialize(self) -> bytes:
@@ -315,35 +356,11 @@ class BitmapDeletionVector(DeletionVector):
 
     @classmethod
     def _read(cls, u8: np.ndarray, base: int) -> "BitmapDeletionVector":
-        size, card = _check32(u8, 4, -1, base)
+        size, card, last = _k.scan32(u8, 4, base)
         if 4 + size != len(u8):
             raise IndexFormatError(f"32-bit deletion vector: {len(u8) - 4 - size} bytes after the bitmap",
                                    base + 4 + size)
-        return cls._decode_groups(u8, [(0, 4, card)], base)
-
-    @classmethod
-    def _decode_groups(cls, u8, groups, base, nkeys=None):
-        """groups: (key, offset of a validated 32-bit bitmap, cardinality), keys ascending."""
-        total = sum(c for _, _, c in groups)
-        nonempty = [(k, o, c, _k.roaring_last_key(u8, o)) for k, o, c in groups if c]
-        if nkeys is None:
-            nkeys = (groups[-1][0] + 1) if groups else 0
-        if not nonempty:
-            return cls(sorted_positions=np.zeros(0, np.uint64), cardinality=0, nkeys=nkeys)
-        k, _, _, last = nonempty[-1]
-        max_pos = (k << 32) | (last << 16) | 0xFFFF
-        if _dense_ok(max_pos, total):
-            nchunks = (max_pos >> 16) + 1
-            words = np.zeros(nchunks * _CHUNK_WORDS, dtype=np.uint64)
-            for k, o, c, last in nonempty:
-                _k.roaring_or_into(u8, o, words, k << 16, last)
-            return cls(words=words, cardinality=total, nkeys=nkeys)
-        out = np.empty(total, dtype=np.uint64)
-        at = 0
-        for k, o, c, last in nonempty:
-            _k.roaring_to_sorted(u8, o, k, out, at, c)
-            at += c
-        return cls(sorted_positions=out, cardinality=total, nkeys=nkeys)
+        return cls._decode_groups(u8, [(0, 4, card, last)], base)
 
     def to_bitmap64(self) -> "Bitmap64DeletionVector":
         """Java ``Bitmap64DeletionVector.fromBitmapDeletionVector``."""
@@ -423,8 +440,8 @@ class Bitmap64DeletionVector(DeletionVector):
                 raise IndexFormatError(f"Key is too large: {key}", base + p)
             if key <= last:
                 raise IndexFormatError("Keys must be sorted in ascending order", base + p)
-            size, card = _check32(u8, p + 4, -1, base)
-            groups.append((key, p + 4, card))
+            size, card, lastc = _k.scan32(u8, p + 4, base)
+            groups.append((key, p + 4, card, lastc))
             last = key
             p += 4 + size
         if p != n:
@@ -436,27 +453,96 @@ class Bitmap64DeletionVector(DeletionVector):
                 raise IndexFormatError("64-bit deletion vector holds a position beyond Java's maximum", base)
         return cls._decode_groups(u8, groups, base)
 
-    _decode_groups = BitmapDeletionVector.__dict__["_decode_groups"]
 
 
 # ---------------------------------------------------------------- applying to data
+
+def _fixed_width(t) -> int:
+    import pyarrow as pa
+    if pa.types.is_boolean(t):
+        return -1
+    if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
+            or pa.types.is_decimal(t) or pa.types.is_fixed_size_binary(t)):
+        try:
+            bw = t.bit_width
+        except ValueError:
+            return 0
+        return bw // 8 if bw % 8 == 0 else 0
+    return 0
+
+
+def _alloc(nbytes: int):
+    """A writable Arrow buffer (Arrow's pool reuses freed pages) and a uint8 view."""
+    import pyarrow as pa
+    buf = pa.allocate_buffer(max(int(nbytes), 1))
+    return buf, np.frombuffer(buf, np.uint8)
+
+
+def _filter_array(arr, keep_u8: np.ndarray, nkeep: int, keep_pa):
+    """``arr`` without the rows whose keep byte is 0 (kernels for flat types,
+    Arrow's filter otherwise)."""
+    import pyarrow as pa
+
+    t = arr.type
+    n = len(arr)
+    off = arr.offset
+    bufs = arr.buffers()
+    validity = None
+    if arr.null_count and bufs[0] is not None:
+        validity, v = _alloc(nkeep // 8 + 1)
+        _k.filter_bits(np.frombuffer(bufs[0], np.uint8), off, keep_u8, nkeep, v)
+    w = _fixed_width(t)
+    if w > 0:
+        src = np.frombuffer(bufs[1], np.uint8)[off * w:(off + n) * w]
+        out, o = _alloc((nkeep + 1) * w)
+        _k.filter_fixed(src, w, keep_u8, nkeep, o)
+        return pa.Array.from_buffers(t, nkeep, [validity, out])
+    if w == -1:   # boolean values are bits
+        out, o = _alloc(nkeep // 8 + 1)
+        _k.filter_bits(np.frombuffer(bufs[1], np.uint8), off, keep_u8, nkeep, o)
+        return pa.Array.from_buffers(t, nkeep, [validity, out])
+    if (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)
+            or pa.types.is_large_binary(t)):
+        large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+        offs = np.frombuffer(bufs[1], np.int64 if large else np.int32, count=off + n + 1)[off:]
+        offs = np.ascontiguousarray(offs, dtype=np.int64)
+        data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+        total = _k.var_kept_bytes(offs, len(data), keep_u8)
+        ow = 8 if large else 4
+        out_off, oo = _alloc((nkeep + 1) * ow)
+        out_data, od = _alloc(total)
+        _k.filter_var(offs, data, keep_u8, nkeep, oo, ow, od)
+        return pa.Array.from_buffers(t, nkeep, [validity, out_off, out_data])
+    return arr.filter(keep_pa)
+
 
 def apply_deletion_vector(dv: DeletionVector | None, batch, start: int):
     """Drop the deleted rows of ``batch`` (Arrow RecordBatch or Table) whose first
     row is row ``start`` of its data file; ``dv=None`` returns the batch as is.
 
-    The keep-mask is computed by a kernel (no Python object per row) and the
-    filter is Arrow's; a batch without deleted rows is returned unchanged.
+    The keep-mask comes from a kernel and flat columns (numbers, temporal,
+    decimal, boolean, string, binary) are compacted by kernels too, without a
+    Python object per row; other column types use Arrow's filter.  A batch
+    without deleted rows is returned unchanged.
     """
     if dv is None or dv.is_empty():
         return batch
     import pyarrow as pa
 
     n = batch.num_rows
-    mask = dv.keep_mask(start, n)
-    if n == 0 or mask.all():
+    if n == 0:
         return batch
-    return batch.filter(pa.array(mask, type=pa.bool_()))
+    mask = dv.keep_mask(start, n)
+    keep_u8 = mask.view(np.uint8)
+    nkeep = int(np.count_nonzero(keep_u8))
+    if nkeep == n:
+        return batch
+    keep_pa = pa.BooleanArray.from_buffers(
+        pa.bool_(), n, [None, pa.py_buffer(np.packbits(keep_u8, bitorder="little"))])
+    if isinstance(batch, pa.RecordBatch):
+        cols = [_filter_array(c, keep_u8, nkeep, keep_pa) for c in batch.columns]
+        return pa.RecordBatch.from_arrays(cols, schema=batch.schema)
+    return batch.filter(keep_pa)
 
 
 def filter_batches(dv: DeletionVector | None, batches: Iterable, start: int = 0):

@@ -94,35 +94,34 @@ def _nulls(arr: pa.Array):
     return np.ascontiguousarray(~v).view(np.uint8)
 
 
+def _raw(v: np.ndarray):
+    """(width, uint8 view) of a fixed-width numpy array (contiguous)."""
+    v = np.ascontiguousarray(v)
+    return v.dtype.itemsize, v.view(np.uint8)
+
+
 def _field_spec(arr: pa.Array, dt: DataType):
+    """(kind, width, a, b, data, nulls) for the kernel; slot bytes as Java writes them."""
     r = dt.root
     nulls = _nulls(arr)
     if r in ("CHAR", "VARCHAR", "STRING") or dt.is_binary:
         off, data = binary_buffers(arr)
-        off = np.ascontiguousarray(off, dtype=np.int64)
-        if len(off) and (off[0] < 0 or off[-1] > len(data) or (np.diff(off) < 0).any()):
-            raise ValueError("corrupt Arrow string offsets")
-        return (K_VAR, off, None, np.ascontiguousarray(data), nulls)
-    if r == "BOOLEAN":
-        v = fixed_values(arr).astype(np.int64)
-        return (K_FIXED, v, None, None, nulls)
-    if r in ("TINYINT", "SMALLINT", "INT", "DATE"):
-        v = fixed_values(arr)
-        bits = {1: 0xFF, 2: 0xFFFF, 4: 0xFFFFFFFF}[v.dtype.itemsize]
-        return (K_FIXED, v.astype(np.int64) & bits, None, None, nulls)
-    if r == "BIGINT":
-        return (K_FIXED, np.ascontiguousarray(fixed_values(arr), dtype=np.int64), None, None, nulls)
+        return (K_VAR, 0, np.ascontiguousarray(off), None, np.ascontiguousarray(data), nulls)
+    if r in ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "DATE", "BIGINT"):
+        w, raw = _raw(fixed_values(arr))
+        return (K_FIXED, w, None, None, raw, nulls)
     if r == "TIME":
         t = arr.type
-        v = fixed_values(arr).astype(np.int64)
-        div = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}[t.unit]
-        v = v * 1000 if div is None else np.floor_divide(v, div)
-        return (K_FIXED, v & 0xFFFFFFFF, None, None, nulls)
-    if r == "FLOAT":
-        v = fixed_values(arr).view(np.uint32).astype(np.int64)
-        return (K_FIXED, v, None, None, nulls)
-    if r == "DOUBLE":
-        return (K_FIXED, np.ascontiguousarray(fixed_values(arr).view(np.int64)), None, None, nulls)
+        v = fixed_values(arr)
+        if t.unit != "ms":
+            v = v.astype(np.int64)
+            v = v * 1000 if t.unit == "s" else np.floor_divide(v, 1000 if t.unit == "us" else 1_000_000)
+            v = v.astype(np.int32)
+        w, raw = _raw(v.astype(np.int32, copy=False))
+        return (K_FIXED, w, None, None, raw, nulls)
+    if r in ("FLOAT", "DOUBLE"):
+        w, raw = _raw(fixed_values(arr))   # raw IEEE bits, as MemorySegment.putFloat/putDouble
+        return (K_FIXED, w, None, None, raw, nulls)
     if r in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         t = arr.type
         v = fixed_values(arr).astype(np.int64)
@@ -135,8 +134,9 @@ def _field_spec(arr: pa.Array, dt: DataType):
             millis = np.floor_divide(v, per_ms)
             nanos = (v - millis * per_ms) * ns_per
         if (dt.precision or 0) <= 3:
-            return (K_FIXED, millis, None, None, nulls)
-        return (K_TS_BIG, millis, nanos, None, nulls)
+            w, raw = _raw(millis)
+            return (K_FIXED, w, None, None, raw, nulls)
+        return (K_TS_BIG, 0, np.ascontiguousarray(millis), np.ascontiguousarray(nanos), None, nulls)
     if r == "DECIMAL":
         p, s = dt.precision, dt.scale
         if not pa.types.is_decimal128(arr.type) or arr.type.scale != s:
@@ -144,8 +144,9 @@ def _field_spec(arr: pa.Array, dt: DataType):
         raw = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * (arr.offset + len(arr)))[2 * arr.offset:]
         lo, hi = np.ascontiguousarray(raw[0::2]), np.ascontiguousarray(raw[1::2])
         if p <= 18:
-            return (K_FIXED, lo, None, None, nulls)
-        return (K_DEC_BIG, lo, hi, None, nulls)
+            w, b = _raw(lo)
+            return (K_FIXED, w, None, None, b, nulls)
+        return (K_DEC_BIG, 0, lo, hi, None, nulls)
     raise UnsupportedTypeError(f"{dt} is not supported as a primary-key field for the hash index")
 
 
@@ -166,9 +167,6 @@ def binary_row_hash(data, types) -> np.ndarray:
     if any(len(a) != n for a in arrs):
         raise ValueError("key columns have different lengths")
     specs = [_field_spec(a, dt) for a, dt in zip(arrs, dts)]
-    for kind, a, b, d, nl in specs:
-        if a is not None and len(a) < n:
-            raise ValueError("key column buffer shorter than the row count")
     return _k.binary_row_hash(n, specs)
 
 

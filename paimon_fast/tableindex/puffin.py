@@ -91,14 +91,21 @@ def read_puffin(path_or_bytes) -> list[tuple[str, DeletionVector]]:
         blobs = footer["blobs"]
     except (ValueError, KeyError, TypeError) as e:
         raise IndexFormatError(f"Puffin footer is not valid JSON metadata: {e}", start) from None
+    if not isinstance(blobs, list):
+        raise IndexFormatError("Puffin footer: 'blobs' is not a list", start)
     out = []
     for b in blobs:
-        if b.get("type") != BLOB_TYPE:
-            continue
-        if b.get("compression-codec"):
-            raise IndexFormatError("compressed deletion-vector blobs are not allowed", start)
-        off, length = int(b["offset"]), int(b["length"])
-        name = b.get("properties", {}).get("referenced-data-file")
+        try:
+            if b.get("type") != BLOB_TYPE:
+                continue
+            if b.get("compression-codec"):
+                raise IndexFormatError("compressed deletion-vector blobs are not allowed", start)
+            off, length = int(b["offset"]), int(b["length"])
+            name = b.get("properties", {}).get("referenced-data-file")
+        except (AttributeError, KeyError, TypeError, ValueError) as e:
+            if isinstance(e, IndexFormatError):
+                raise
+            raise IndexFormatError(f"Puffin blob metadata is malformed: {e!r}", start) from None
         dv = DeletionVector.from_blob(src.read_at(off, length, "Puffin blob"), off, name)
         out.append((name, dv))
     return out
