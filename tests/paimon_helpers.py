@@ -60,9 +60,6 @@ def sample_batch(k, n=1000):
     })
 
 
-SAMPLE_SCHEMA = None
-
-
 def create_sample_table(wh, name="t", options=None, files=4, n=1000, primary_keys=None, native=False):
     """A pypaimon table of ``files`` commits of ``n`` rows each (one data file per commit)."""
     import pyarrow as pa

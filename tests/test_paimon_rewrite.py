@@ -1,7 +1,6 @@
 """rewrite_file_index on pypaimon tables, schema evolution, the CLI, predicate translation."""
 from __future__ import annotations
 
-import io
 import json
 import os
 import sys
@@ -11,7 +10,7 @@ import pytest
 pytest.importorskip("pypaimon")
 
 import paimon_fast as pf  # noqa: E402
-from paimon_fast.fileindex import FileIndexFormat, index_types  # noqa: E402
+from paimon_fast.fileindex import FileIndexFormat  # noqa: E402
 from paimon_fast.paimon import (from_pypaimon, legacy_manifest_table, plan_with_index,  # noqa: E402
                                 read_with_index, rewrite_file_index, to_pypaimon)
 from paimon_fast.paimon.rewrite import new_index_file_name, plan_rewrite  # noqa: E402

@@ -2,7 +2,7 @@
 pypaimon's ``Predicate`` objects (both directions)."""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
 from ..predicate import And, Leaf, Or, Predicate
 

@@ -35,7 +35,7 @@ from ..errors import PaimonFastError, UnknownIndexTypeError, UnsupportedTypeErro
 from ..fileindex import evaluate_tree
 from ..fileindex.format import FileIndexFormat
 from ..predicate import Leaf, Predicate
-from ..result import REMAIN, SKIP, BitmapResult, FileIndexResult
+from ..result import REMAIN, BitmapResult, FileIndexResult
 from ..source import BytesSource, FileObjSource
 from .compat import legacy_manifest_table
 from .deletion import is_64bit, read_deletion_vector
