@@ -46,9 +46,10 @@ CMP_FLOAT = 1    # Float.compare on floatToIntBits
 CMP_DOUBLE = 2   # Double.compare on doubleToLongBits
 
 cdef extern from "roaring_dense.h":
-    int64_t pf_dense_size(const uint64_t *w, size_t nchunks, uint32_t *card, uint32_t *nruns) nogil
-    size_t pf_dense_write(const uint64_t *w, size_t nchunks, const uint32_t *card, const uint32_t *nruns,
-                          uint8_t *out) nogil
+    int64_t pf_dense_size(const uint64_t *const *cw, size_t n, uint32_t *card, uint32_t *nruns) nogil
+    size_t pf_dense_write(const uint64_t *const *cw, const uint32_t *keys, size_t n, const uint32_t *card,
+                          const uint32_t *nruns, uint8_t *out) nogil
+
 
 cdef int64_t _D_EXP = (<int64_t> 0x7FF) << 52
 cdef int64_t _D_MANT = ((<int64_t> 1) << 52) - 1
@@ -705,14 +706,21 @@ def dense_serialize(const int32_t[::1] codes, const int64_t[::1] order, const in
     cdef uint64_t *bits = <uint64_t *> calloc(G * words, sizeof(uint64_t))
     cdef uint32_t *card = <uint32_t *> malloc(G * nchunks * sizeof(uint32_t))
     cdef uint32_t *nruns = <uint32_t *> malloc(G * nchunks * sizeof(uint32_t))
+    cdef const uint64_t **cw = <const uint64_t **> malloc(G * nchunks * sizeof(uint64_t *))
+    cdef uint32_t *keys = <uint32_t *> malloc(nchunks * sizeof(uint32_t))
     cdef int32_t c, r
     cdef int64_t total = 0
     cdef bint bad = False
     cdef uint8_t *op
+    cdef size_t ch
     try:
-        if bits == NULL or card == NULL or nruns == NULL:
+        if bits == NULL or card == NULL or nruns == NULL or cw == NULL or keys == NULL:
             raise MemoryError()
         with nogil:
+            for ch in range(nchunks):
+                keys[ch] = <uint32_t> ch
+            for ch in range(G * nchunks):
+                cw[ch] = bits + ch * 1024
             for i in range(n):
                 c = codes[i]
                 if c >= 0:
@@ -724,7 +732,7 @@ def dense_serialize(const int32_t[::1] codes, const int64_t[::1] order, const in
                         bits[r * words + (i >> 6)] |= (<uint64_t> 1) << (i & 63)
             if not bad:
                 for g in range(G):
-                    sizes[g] = pf_dense_size(bits + g * words, nchunks, card + g * nchunks, nruns + g * nchunks)
+                    sizes[g] = pf_dense_size(cw + g * nchunks, nchunks, card + g * nchunks, nruns + g * nchunks)
                     total += sizes[g]
         if bad:
             raise ValueError("codes do not match counts")
@@ -732,12 +740,14 @@ def dense_serialize(const int32_t[::1] codes, const int64_t[::1] order, const in
         op = <uint8_t *> PyBytes_AS_STRING(out)
         with nogil:
             for g in range(G):
-                op += pf_dense_write(bits + g * words, nchunks, card + g * nchunks, nruns + g * nchunks, op)
+                op += pf_dense_write(cw + g * nchunks, keys, nchunks, card + g * nchunks, nruns + g * nchunks, op)
         return out, sizes_arr, multi_arr
     finally:
         free(bits)
         free(card)
         free(nruns)
+        free(cw)
+        free(keys)
 
 
 # ---------------------------------------------------------------- V2 layout and packing
