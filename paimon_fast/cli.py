@@ -201,4 +201,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run through the importable module so feature modules register into the same registry
+    from paimon_fast.cli import main as _main
+
+    sys.exit(_main())

@@ -1,0 +1,167 @@
+"""The Spark pipeline at 1e7 rows on local[2] (BIGINT + short STRING columns).
+
+    pytest benchmarks/bench_spark.py --benchmark-only --benchmark-columns=median,min,max,rounds -s
+
+(a) ``build``: building bloom-filter indexes on both columns on the executors,
+    against a trivial ``mapInArrow`` pass that moves the same columns (plus
+    ``_metadata.file_path`` / ``row_index``) through the same one-file-per-task
+    scan and only counts rows.  Target: the build adds at most 50% to that pass.
+(b) ``point lookup``: ``id = X`` on the high-cardinality BIGINT column (ids in
+    random order, so Parquet min/max statistics cannot prune), with the index
+    (``paimon_fast.spark.read``) and as a plain Spark scan.  Targets: >= 5x
+    fewer rows read, >= 3x faster end to end.
+
+``PF_BENCH_ROWS`` / ``PF_BENCH_FILES`` change the size (default 1e7 rows, 20
+files); the data is generated once under ``$TMPDIR/paimon-fast-bench-spark-*``.
+A summary with the ratios prints at the end (use ``-s`` to see it).
+"""
+import os
+import tempfile
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("pyspark")
+
+ROWS = int(float(os.environ.get("PF_BENCH_ROWS", "1e7")))
+FILES = int(os.environ.get("PF_BENCH_FILES", "20"))
+OPTIONS = {
+    "file-index.bloom-filter.columns": "id,code",
+    "file-index.bloom-filter.id.items": str(ROWS // FILES),
+    "file-index.bloom-filter.id.fpp": "0.01",
+    "file-index.bloom-filter.code.items": str(ROWS // FILES),
+    "file-index.bloom-filter.code.fpp": "0.01",
+}
+_RESULTS = {}
+
+
+def _generate(root):
+    rng = np.random.default_rng(7)
+    ids = rng.permutation(ROWS).astype(np.int64)
+    vocab = pa.array([f"c{v:07x}" for v in range(1 << 16)])
+    per = ROWS // FILES
+    for i in range(FILES):
+        n = per if i < FILES - 1 else ROWS - per * (FILES - 1)
+        sl = ids[i * per:i * per + n]
+        t = pa.table({"id": sl, "code": vocab.take(pa.array(rng.integers(0, len(vocab), n)))})
+        pq.write_table(t, os.path.join(root, f"part-{i:05d}.parquet"))
+
+
+@pytest.fixture(scope="module")
+def data():
+    root = os.path.join(tempfile.gettempdir(), f"paimon-fast-bench-spark-{ROWS}-{FILES}")
+    if not os.path.exists(os.path.join(root, "_done")):
+        os.makedirs(root, exist_ok=True)
+        _generate(root)
+        open(os.path.join(root, "_done"), "w").close()
+    return root
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from paimon_fast import spark as pfs
+
+    s = pfs.session("local[2]")
+    yield s
+
+
+@pytest.fixture(scope="module", autouse=True)
+def summary(request):
+    yield
+    tr = request.config.pluginmanager.get_plugin("terminalreporter")
+    if not _RESULTS or tr is None:
+        return
+    tr.section(f"bench_spark: {ROWS:,} rows, {FILES} files, local[2]")
+    b, p = _RESULTS.get("build"), _RESULTS.get("trivial")
+    if b and p:
+        tr.write_line(f"(a) build {b:.2f}s vs trivial mapInArrow pass {p:.2f}s: {b / p:.2f}x "
+                      f"(+{(b / p - 1) * 100:.0f}%; target <= +50%)")
+    i, q = _RESULTS.get("lookup_index"), _RESULTS.get("lookup_plain")
+    if i and q:
+        ri, rq = _RESULTS["rows_index"], _RESULTS["rows_plain"]
+        tr.write_line(f"(b) point lookup: index {i:.2f}s / plain {q:.2f}s = {q / i:.1f}x faster (target >= 3x); "
+                      f"rows read {ri:,} vs {rq:,} = {rq / max(ri, 1):.1f}x fewer (target >= 5x)")
+
+
+def _median(benchmark):
+    return benchmark.stats.stats.median
+
+
+@pytest.mark.benchmark(group="spark-build")
+def test_build_trivial_pass(benchmark, spark, data):
+    from pyspark.sql import functions as F
+
+    from paimon_fast.spark import _OneFilePerTask
+    from paimon_fast.tables import ParquetDataset
+
+    files = [f.abs_path for f in ParquetDataset(data).files()]
+
+    def count(batches):
+        n = 0
+        for b in batches:
+            n += b.num_rows
+        yield pa.RecordBatch.from_pydict({"n": [n]})
+
+    def run():
+        df = spark.read.parquet(*files).select(
+            F.col("_metadata.file_path"), F.col("_metadata.row_index"), "id", "code")
+        with _OneFilePerTask(spark, max(os.path.getsize(f) for f in files)):
+            return sum(r.n for r in df.mapInArrow(count, "n long").collect())
+
+    assert run() == ROWS  # warm-up: JVM, Python workers
+    assert benchmark.pedantic(run, rounds=3, iterations=1) == ROWS
+    _RESULTS["trivial"] = _median(benchmark)
+
+
+@pytest.mark.benchmark(group="spark-build")
+def test_build_index(benchmark, spark, data):
+    from paimon_fast import spark as pfs
+
+    def run():
+        return pfs.build(spark, data, OPTIONS, force=True)
+
+    rep = benchmark.pedantic(run, rounds=3, iterations=1)
+    assert rep.files_built == FILES and rep.rows == ROWS
+    benchmark.extra_info["index_bytes"] = rep.index_bytes
+    _RESULTS["build"] = _median(benchmark)
+
+
+def _lookup_value(data):
+    t = pq.read_table(os.path.join(data, f"part-{FILES // 2:05d}.parquet"), columns=["id"])
+    return t.column(0)[1234].as_py()
+
+
+@pytest.mark.benchmark(group="spark-point-lookup")
+def test_point_lookup_index(benchmark, spark, data):
+    from paimon_fast import spark as pfs
+
+    pfs.build(spark, data, OPTIONS)  # no-op when test_build_index ran
+    where = f"id = {_lookup_value(data)}"
+    state = {}
+
+    def run():
+        df = pfs.read(spark, data, where)
+        state["report"] = df.report
+        return df.count()
+
+    assert run() == 1
+    assert benchmark.pedantic(run, rounds=5, iterations=1) == 1
+    rep = state["report"]
+    benchmark.extra_info.update(files_read=rep.files_read, rows_read=rep.rows_read)
+    _RESULTS["lookup_index"] = _median(benchmark)
+    _RESULTS["rows_index"] = rep.rows_read
+
+
+@pytest.mark.benchmark(group="spark-point-lookup")
+def test_point_lookup_plain(benchmark, spark, data):
+    where = f"id = {_lookup_value(data)}"
+
+    def run():
+        return spark.read.option("pathGlobFilter", "*.parquet").parquet(data).where(where).count()
+
+    assert run() == 1
+    assert benchmark.pedantic(run, rounds=5, iterations=1) == 1
+    _RESULTS["lookup_plain"] = _median(benchmark)
+    _RESULTS["rows_plain"] = ROWS

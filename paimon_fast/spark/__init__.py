@@ -1,0 +1,361 @@
+"""The PySpark pipeline: build Paimon file indexes on executors, prune at query time.
+
+    from paimon_fast import spark as pfs
+    spark = pfs.session()                                   # local[*] or $SPARK_MASTER
+    pfs.build(spark, "/data/events", {"file-index.bloom-filter.columns": "user_id",
+                                      "file-index.bloom-filter.user_id.items": "500000"})
+    df = pfs.read(spark, "/data/events", "country = 'DE' AND (score > 90 OR id IN (1, 2))")
+    print(df.report)                                        # files / rows skipped, evaluation time
+
+    spark.read.format("paimon-fast").load("/data/events").where("user_id = 42")   # Data Source
+
+**Build** (:func:`build`): Spark reads only the files whose index is missing
+or stale, one file per task, selecting ``_metadata.file_path`` and
+``_metadata.row_index`` with the indexed columns; a ``mapInArrow`` UDF feeds
+each file's batches, in row order, to the index writers registered under the
+Paimon names in the options (``bloom-filter`` today; ``bitmap``,
+``range-bitmap``, ``bsi`` and any other registered type by name) and writes
+``<data file>.index`` next to the data file through a temporary name and an
+atomic rename.  The UDF checks that row positions arrive contiguous from 0 and
+that it saw every row of the file, so positions in the index are positions in
+the data file.  The driver then records the results in the dataset catalog
+(see :mod:`paimon_fast.tables.parquet`).  Index files are written with local
+filesystem calls: on a cluster the dataset must be on a filesystem every
+executor mounts at the same path.
+
+**Read** (:func:`read`): the driver evaluates every file's index (threads),
+reads only the files that may match (Spark's own Parquet reader), drops rows
+outside an index's row bitmap where one answers with exact positions (bitmap
+/ BSI / range-bitmap indexes), then applies the whole predicate so the answer
+equals a plain scan.  Predicates are :mod:`paimon_fast.predicate` objects or
+SQL-like text (:func:`paimon_fast.sqlpredicate.parse_predicate`), OR and NOT
+included.
+
+**Data Source** (:mod:`paimon_fast.spark.datasource`, Spark 4.1+):
+``spark.read.format("paimon-fast").load(path)``.  Spark pushes only an AND-list
+of simple filters (``=``, ``<``..., ``IN``, ``IS [NOT] NULL``, ``<>``, ``NOT IN``,
+string prefix / suffix / contains) into a Python Data Source; a
+disjunction (``a = 1 OR b = 2``) is not pushed and prunes nothing.  Use
+:func:`read` or the source's ``where`` option for OR predicates.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from typing import Callable, Mapping, Optional
+
+from ..tables.parquet import (BuildReport, FileIndexBuilder, ParquetDataset, ScanReport, ensure_index_types,
+                              local_path, store_index)
+from .columns import filter_to_predicate, to_spark_column
+
+__all__ = ["session", "register", "build", "read", "to_spark_column", "filter_to_predicate", "DATA_SOURCE_NAME"]
+
+DATA_SOURCE_NAME = "paimon-fast"
+
+
+def default_master() -> str:
+    return os.environ.get("SPARK_MASTER") or "local[*]"
+
+
+def session(master: Optional[str] = None, app_name: str = "paimon-fast", conf: Optional[Mapping] = None):
+    """A SparkSession set up for paimon-fast (workers run this Python, Data Source
+    filter pushdown on, ``paimon-fast`` registered).  ``master`` defaults to
+    ``$SPARK_MASTER`` or ``local[*]`` (every core of this machine)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    b = (SparkSession.builder.master(master or default_master()).appName(app_name)
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", "8")
+         .config("spark.sql.python.filterPushdown.enabled", "true"))
+    for k, v in dict(conf or {}).items():
+        b = b.config(k, str(v))
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark
+
+
+def register(spark) -> None:
+    """Register the ``paimon-fast`` Python Data Source and turn on filter pushdown."""
+    from .datasource import PaimonFastDataSource
+
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(PaimonFastDataSource)
+
+
+# ---------------------------------------------------------------- build
+
+class _OneFilePerTask:
+    """Spark SQL confs under which a file scan makes exactly one task per file:
+    splits no smaller than the largest file, and an open cost so large that no
+    two files share a task."""
+
+    KEYS = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
+
+    def __init__(self, spark, largest: int):
+        self.spark = spark
+        self.value = str(max(largest + 1, 128 << 20))
+
+    def __enter__(self):
+        self.saved = {k: self.spark.conf.get(k, None) for k in self.KEYS}
+        for k in self.KEYS:
+            self.spark.conf.set(k, self.value)
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                self.spark.conf.unset(k)
+            else:
+                self.spark.conf.set(k, v)
+
+
+def _build_udf(root, row_type, columns, threshold, digest, types, fault):
+    """The executor side of :func:`build` (a ``mapInArrow`` function)."""
+
+    def run(batches):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        ensure_index_types(types)
+        cols = list(columns)
+        state = {}
+
+        def finish():
+            uri, builder, seen = state["uri"], state["builder"], state["next"]
+            path = local_path(uri)
+            expected = pq.ParquetFile(path).metadata.num_rows
+            if seen != expected:
+                raise RuntimeError(f"saw {seen} of the {expected} rows of {path}: a file was split across tasks, "
+                                   "so its index cannot be built here")
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            f = fault.get("mode") if fault and fault.get("file") in (rel, os.path.basename(path)) else None
+            entry = store_index(path, builder.finish(), threshold, digest, f)
+            state.clear()
+            return pa.RecordBatch.from_pydict(
+                {"path": [rel], "rows": [seen], "file_index": [json.dumps(entry)]},
+                schema=pa.schema([("path", pa.string()), ("rows", pa.int64()), ("file_index", pa.string())]))
+
+        for batch in batches:
+            n = batch.num_rows
+            if n == 0:
+                continue
+            fp = batch.column(0)
+            if fp[0] == fp[n - 1]:
+                runs = [(0, n)]
+            else:
+                change = pc.not_equal(fp.slice(1), fp.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+                starts = [0] + [int(i) + 1 for i in change.nonzero()[0]] + [n]
+                runs = list(zip(starts[:-1], starts[1:]))
+            ri = batch.column(1)
+            data = pa.RecordBatch.from_arrays([batch.column(i + 2) for i in range(len(cols))], names=cols)
+            for s, e in runs:
+                uri = fp[s].as_py()
+                if state and state["uri"] != uri:
+                    yield finish()
+                if not state:
+                    state.update(uri=uri, builder=FileIndexBuilder(row_type, columns), next=0)
+                first, last = ri[s].as_py(), ri[e - 1].as_py()
+                if first != state["next"] or last != first + (e - s) - 1:
+                    raise RuntimeError(f"rows of {uri} arrived out of order (positions {first}..{last}, "
+                                       f"expected from {state['next']})")
+                state["builder"].add(data.slice(s, e - s))
+                state["next"] += e - s
+        if state:
+            yield finish()
+
+    return run
+
+
+def _progress_thread(spark, total: int, report: Callable[[int, int], None], stop: threading.Event):
+    tracker = spark.sparkContext.statusTracker()
+
+    def loop():
+        done_before = 0
+        while not stop.wait(0.5):
+            done = done_before
+            for sid in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(sid)
+                if info is not None:
+                    done = max(done, info.numCompletedTasks)
+            done_before = done
+            report(min(done, total), total)
+
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+    return t
+
+
+def build(spark, path: str, options: Mapping, *, force: bool = False,
+          progress: Optional[Callable[[int, int], None]] = None, _fault: Optional[dict] = None) -> BuildReport:
+    """Build the file indexes of the Parquet dataset at ``path`` on Spark's executors.
+
+    ``options`` are Paimon table options (``file-index.bloom-filter.columns``,
+    ``file-index.bloom-filter.<col>.fpp`` / ``.items``, ``file-index.bitmap.columns``,
+    ``file-index.in-manifest-threshold``...).  Files whose index is current are
+    skipped (``force=True`` rebuilds all).  ``progress(done_files, total_files)``
+    is called about twice a second while the job runs.  Returns a
+    :class:`~paimon_fast.tables.parquet.BuildReport`.
+    """
+    from pyspark.sql import functions as F
+
+    t0 = time.perf_counter()
+    ds = ParquetDataset(path)
+    spec = ds.index_spec(options)
+    ds.clean_temp_files()
+    todo, current = ds.files_to_build(spec, force)
+    rep = BuildReport(files_total=len(todo) + len(current), files_current=len(current))
+    results = []
+    row_type = ds.row_type()
+    cols = [c for c in spec.columns if c in row_type]
+    if todo:
+        import pyarrow.parquet as pq
+
+        empty = [f for f in todo if pq.ParquetFile(f.abs_path).metadata.num_rows == 0]
+        scan = [f for f in todo if f not in empty]
+        for f in empty:  # no row reaches a UDF: build the (empty) index here
+            b = FileIndexBuilder(row_type, spec.columns)
+            results.append({"path": f.path, "rows": 0,
+                            "file_index": store_index(f.abs_path, b.finish(), spec.threshold, spec.digest)})
+        if scan:
+            columns = {c: spec.columns[c] for c in cols}
+            df = spark.read.parquet(*[f.abs_path for f in scan]).select(
+                F.col("_metadata.file_path").alias("__pf_file"), F.col("_metadata.row_index").alias("__pf_row"),
+                *[F.col("`" + c.replace("`", "``") + "`") for c in cols])
+            udf = _build_udf(ds.root, row_type, columns, spec.threshold, spec.digest, spec.types, _fault)
+            out = df.mapInArrow(udf, "path string, rows long, file_index string")
+            stop = threading.Event()
+            th = _progress_thread(spark, len(scan), progress, stop) if progress else None
+            try:
+                with _OneFilePerTask(spark, max(f.size for f in scan)):
+                    rows = out.collect()
+            finally:
+                stop.set()
+                if th is not None:
+                    th.join()
+            if progress:
+                progress(len(scan), len(scan))
+            results += [{"path": r["path"], "rows": r["rows"], "file_index": json.loads(r["file_index"])}
+                        for r in rows]
+            missing = {f.path for f in scan} - {r["path"] for r in results}
+            if missing:
+                raise RuntimeError(f"the build job returned no index for {sorted(missing)[:5]}")
+    rep.index_bytes = ds.commit_build(spec, results)
+    rep.files_built = len(results)
+    rep.rows = sum(int(r["rows"]) for r in results)
+    rep.inline = sum("inline" in r["file_index"] for r in results)
+    rep.built = sorted(r["path"] for r in results)
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+# ---------------------------------------------------------------- read
+
+class ReadReport(ScanReport):
+    """:class:`ScanReport` of one :func:`read` (``str()`` gives a one-line summary)."""
+
+
+_SCHEMAS: dict = {}
+
+
+def spark_schema(spark, ds: ParquetDataset):
+    """The dataset's Spark schema as Spark infers it (data columns, then partition columns);
+    cached while the dataset's file listing is unchanged."""
+    key = (id(spark), ds.root, tuple((f.path, f.size, f.mtime_ns) for f in ds.files()))
+    s = _SCHEMAS.get(key)
+    if s is None:
+        s = spark.read.option("pathGlobFilter", "*.parquet").parquet(ds.root).schema
+        if len(_SCHEMAS) > 64:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = s
+    return s
+
+
+def _bitmap_filter_udf(bitmaps: Mapping[str, bytes]):
+    """mapInArrow function keeping only rows whose (file, position) is in the file's bitmap."""
+
+    def run(batches):
+        import numpy as np
+        import pyarrow as pa
+        from pyroaring import BitMap
+
+        cache = {}
+        for batch in batches:
+            n = batch.num_rows
+            if n == 0:
+                continue
+            names = batch.schema.names
+            fp = batch.column(names.index("__pf_file"))
+            ri = batch.column(names.index("__pf_row")).to_numpy(zero_copy_only=False)
+            keep = np.zeros(n, dtype=bool)
+            uris = fp.unique().to_pylist()
+            for uri in uris:
+                if uri not in cache:
+                    raw = bitmaps.get(local_path(uri))
+                    cache[uri] = None if raw is None else np.asarray(BitMap.deserialize(raw).to_array(), np.int64)
+                pos = cache[uri]
+                sel = (fp.to_numpy(zero_copy_only=False) == uri) if len(uris) > 1 else np.ones(n, bool)
+                if pos is None:
+                    keep |= sel
+                else:
+                    keep |= sel & np.isin(ri, pos, assume_unique=False)
+            yield batch.filter(pa.array(keep))
+
+    return run
+
+
+def read(spark, path: str, where=None, columns=None, use_index: bool = True):
+    """Rows of the dataset at ``path`` where ``where`` holds, pruned by the file indexes.
+
+    ``where`` is a predicate object or SQL-like text (``"country = 'DE' AND
+    (score > 90 OR id IN (1, 2))"``).  The DataFrame's answer equals a plain
+    Spark scan with the same filter; its ``report`` attribute
+    (:class:`ReadReport`) says files total / skipped, rows skipped by whole
+    files and by row bitmaps, and the index evaluation time.  ``use_index=False``
+    reads every file (the baseline).
+    """
+    from pyspark.sql import functions as F
+
+    from ..sqlpredicate import parse_predicate
+
+    ds = ParquetDataset(path)
+    pred = None if where is None else parse_predicate(where)
+    plan = ds.plan(pred if use_index else None)
+    if pred is not None and not use_index:
+        plan.predicate = pred
+    schema = spark_schema(spark, ds)
+    reader = spark.read.schema(schema).option("basePath", ds.root)
+    kept = plan.kept
+    whole = [p.file.abs_path for p in kept if p.bitmap is None]
+    partial = {p.file.abs_path: p.bitmap.serialize() for p in kept if p.bitmap is not None}
+    parts = []
+    if whole:
+        parts.append(reader.parquet(*whole))
+    if partial:
+        d = reader.parquet(*partial).select(
+            "*", F.col("_metadata.file_path").alias("__pf_file"), F.col("_metadata.row_index").alias("__pf_row"))
+        d = d.mapInArrow(_bitmap_filter_udf(partial), d.schema).drop("__pf_file", "__pf_row")
+        parts.append(d)
+    if not parts:
+        # nothing can match: a scan Spark's optimizer turns into an empty relation
+        df = reader.parquet(ds.files()[0].abs_path).where(F.lit(False))
+    else:
+        df = parts[0]
+        for p in parts[1:]:
+            df = df.unionByName(p)
+    if plan.predicate is not None:
+        df = df.where(to_spark_column(plan.predicate))
+    if columns:
+        df = df.select(*columns)
+    rep = ReadReport(**plan.report.__dict__)
+    try:
+        df.report = rep
+    except AttributeError:  # pragma: no cover - a DataFrame class that refuses attributes
+        pass
+    return df

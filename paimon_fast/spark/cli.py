@@ -1,0 +1,286 @@
+"""Command line of the Spark pipeline: ``demo``, ``build``, ``query``.
+
+    paimon-fast demo [--rows N] [--files N] [--dir D] [--master URL]
+    paimon-fast build PATH --options file-index.bloom-filter.columns=id [k=v ...] [--force]
+    paimon-fast query PATH --where "country = 'DE' AND id IN (1, 2)" [--show 10] [--compare]
+
+``--master`` (or ``$SPARK_MASTER``) points the commands at a cluster; the
+default is local Spark with every core of this machine.  Importing this
+module registers the commands (it replaces the core's in-process ``demo``).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+from ..cli import command, inspector
+
+
+def _master_arg(p):
+    p.add_argument("--master", default=None,
+                   help="Spark master URL (default: $SPARK_MASTER or local[*], every core of this machine)")
+
+
+def _parse_options(items):
+    out = {}
+    for it in items or []:
+        if "=" not in it:
+            raise SystemExit(f"options are key=value, got {it!r}")
+        k, v = it.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _progress_printer(label):
+    last = [None]
+
+    def show(done, total):
+        if (done, total) != last[0]:
+            last[0] = (done, total)
+            width = 30
+            fill = int(width * done / total) if total else width
+            sys.stderr.write(f"\r{label} [{'#' * fill}{'.' * (width - fill)}] {done}/{total} files")
+            sys.stderr.flush()
+            if done >= total:
+                sys.stderr.write("\n")
+
+    return show
+
+
+def _session(args):
+    from . import session
+
+    return session(args.master)
+
+
+# ---------------------------------------------------------------- inspect
+
+@inspector("Parquet file index")
+def describe_parquet_index(path, args):
+    """``<file>.parquet.index`` beside its data file: column types come from the Parquet footer."""
+    import paimon_fast as pf
+
+    from ..tables.parquet import INDEX_SUFFIX, ParquetDataset
+
+    data = path[: -len(INDEX_SUFFIX)]
+    with pf.FileIndexFormat.open(path, ParquetDataset.row_type_of(data)) as f:
+        out = f.describe()
+    out["data_file"] = data
+    return out
+
+
+@describe_parquet_index.detect
+def _is_parquet_index(path):
+    return path.endswith(".parquet.index") and os.path.isfile(path[: -len(".index")])
+
+
+# ---------------------------------------------------------------- build
+
+def build_setup(p):
+    p.add_argument("path", help="dataset directory (Parquet files, partitioned or not)")
+    p.add_argument("--options", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="Paimon table options, e.g. file-index.bloom-filter.columns=id,name "
+                        "file-index.bloom-filter.id.items=100000 file-index.bloom-filter.id.fpp=0.01")
+    p.add_argument("--force", action="store_true", help="rebuild current indexes too")
+    _master_arg(p)
+
+
+@command("build", "build Paimon file indexes for a Parquet dataset on Spark executors")
+def build_main(args):
+    from . import build
+
+    opts = _parse_options(args.options)
+    if not any(k.endswith(".columns") for k in opts):
+        raise SystemExit("no index configured: pass e.g. --options file-index.bloom-filter.columns=COL")
+    spark = _session(args)
+    rep = build(spark, args.path, opts, force=args.force, progress=_progress_printer("indexing"))
+    print(rep)
+
+
+build_main.setup = build_setup
+
+
+# ---------------------------------------------------------------- query
+
+def query_setup(p):
+    p.add_argument("path", help="dataset directory")
+    p.add_argument("--where", required=True, help="predicate, e.g. \"country = 'DE' AND (score > 90 OR id IN (1, 2))\"")
+    p.add_argument("--show", type=int, default=10, help="rows to print (0: none)")
+    p.add_argument("--compare", action="store_true", help="also run a plain Spark scan and compare")
+    p.add_argument("--no-index", action="store_true", help="read every file (baseline)")
+    _master_arg(p)
+
+
+@command("query", "answer a predicate over a dataset, pruning files and rows with its indexes")
+def query_main(args):
+    from . import read
+
+    spark = _session(args)
+    t0 = time.perf_counter()
+    df = read(spark, args.path, args.where, use_index=not args.no_index)
+    n = df.count()
+    secs = time.perf_counter() - t0
+    print(f"{n:,} matching rows in {secs:.2f}s")
+    print(df.report)
+    if args.show:
+        df.show(args.show, truncate=False)
+    if args.compare:
+        t0 = time.perf_counter()
+        m = spark.read.option("pathGlobFilter", "*.parquet").parquet(args.path).where(args.where).count()
+        print(f"plain Spark scan: {m:,} rows in {time.perf_counter() - t0:.2f}s ({'same' if m == n else 'DIFFERENT'})")
+        if m != n:
+            return 1
+
+
+query_main.setup = query_setup
+
+
+# ---------------------------------------------------------------- demo
+
+COUNTRIES = {"eu": ["DE", "FR", "IT", "ES", "NL", "PL", "SE", "NO"],
+             "us": ["US", "CA", "MX", "BR", "AR", "CL", "CO", "PE"],
+             "asia": ["JP", "CN", "IN", "KR", "SG", "TH", "VN", "ID"]}
+STATUSES = ["new", "paid", "shipped", "returned"]
+
+
+def generate_sample(out: str, rows: int, files: int, seed: int = 42) -> list:
+    """A realistic sample dataset: ``region=`` partitions, ``files`` Parquet files,
+    ``id`` (BIGINT, unique), ``user_id`` (STRING, ~rows/4 distinct), ``country``
+    (STRING, 3 of 8 per file), ``status`` (STRING, 4 values), ``amount`` (DOUBLE).
+    Returns the written paths."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    regions = list(COUNTRIES)
+    per_file = max(1, rows // files)
+    users = max(1, rows // 4)
+    paths = []
+    for i in range(files):
+        region = regions[i % len(regions)]
+        d = os.path.join(out, f"region={region}")
+        os.makedirs(d, exist_ok=True)
+        own = np.array(COUNTRIES[region])[rng.choice(8, 3, replace=False)]
+        n = per_file if i < files - 1 else rows - per_file * (files - 1)
+        ids = np.arange(i * per_file, i * per_file + n, dtype=np.int64)
+        uid = rng.integers(0, users, n)
+        t = pa.table({
+            "id": ids,
+            "user_id": pa.array(np.char.add("u", np.char.zfill(uid.astype(str), 8))),
+            "country": pa.array(own[rng.integers(0, 3, n)]),
+            "status": pa.array(np.array(STATUSES)[rng.integers(0, 4, n)]),
+            "amount": np.round(rng.gamma(2.0, 30.0, n), 2),
+        })
+        p = os.path.join(d, f"part-{i:05d}.parquet")
+        pq.write_table(t, p, row_group_size=1 << 20)
+        paths.append(p)
+    return paths
+
+
+def demo_options(rows: int, files: int) -> dict:
+    """Paimon options of the demo: bloom filters on the high-cardinality columns and on
+    ``country``; bitmaps on the low-cardinality columns when the bitmap index is installed."""
+    from .. import fileindex
+
+    per_file = max(1, rows // files)
+    opts = {
+        "file-index.bloom-filter.columns": "id,user_id,country",
+        "file-index.bloom-filter.id.items": str(per_file),
+        "file-index.bloom-filter.id.fpp": "0.01",
+        "file-index.bloom-filter.user_id.items": str(per_file),
+        "file-index.bloom-filter.user_id.fpp": "0.01",
+        "file-index.bloom-filter.country.items": "16",
+        "file-index.bloom-filter.country.fpp": "0.01",
+    }
+    if "bitmap" in fileindex.index_types():
+        opts["file-index.bitmap.columns"] = "status"
+    return opts
+
+
+def demo_setup(p):
+    p.add_argument("--rows", type=int, default=2_000_000, help="rows in the sample dataset")
+    p.add_argument("--files", type=int, default=20, help="number of data files")
+    p.add_argument("--dir", default=None, help="where to write (default: a temporary directory)")
+    _master_arg(p)
+
+
+@command("demo", "generate a sample dataset, build file indexes on Spark, query with and without them")
+def demo_main(args):
+    import pyarrow.parquet as pq
+
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        from .. import cli as core
+
+        print("pyspark is not installed (pip install 'paimon-fast[spark]'): running the in-process demo")
+        return core.demo_main(args)
+
+    from . import build, read
+
+    out = args.dir or tempfile.mkdtemp(prefix="paimon-fast-demo-")
+    os.makedirs(out, exist_ok=True)
+    t0 = time.perf_counter()
+    existing = [os.path.join(dp, f) for dp, _, fs in os.walk(out) for f in fs if f.endswith(".parquet")]
+    if existing:
+        print(f"using the {len(existing)} data files already in {out}")
+        paths = existing
+    else:
+        paths = generate_sample(out, args.rows, args.files)
+        print(f"wrote {args.rows:,} rows in {len(paths)} Parquet files under {out} "
+              f"({time.perf_counter() - t0:.1f}s)")
+    t0 = time.perf_counter()
+    spark = _session(args)
+    print(f"Spark {spark.version} on {spark.sparkContext.master} "
+          f"({spark.sparkContext.defaultParallelism} cores), started in {time.perf_counter() - t0:.1f}s")
+    opts = demo_options(args.rows, len(paths))
+    print("index options: " + ", ".join(f"{k}={v}" for k, v in opts.items()))
+    rep = build(spark, out, opts, progress=_progress_printer("indexing"))
+    print(f"build: {rep}")
+
+    # pick values that exist: a user of the last file, an id in the middle
+    last = pq.read_table(sorted(paths)[-1], columns=["user_id"]).column(0)
+    user = last[len(last) // 2].as_py()
+    total_rows = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+    mid = total_rows // 2
+    last_file = max(paths, key=os.path.basename)  # holds the largest ids
+    last_region = os.path.basename(os.path.dirname(last_file)).split("=", 1)[1]
+    queries = [
+        f"id = {mid}",
+        f"user_id = '{user}'",
+        "country = 'NO'",
+        "country = 'XX'",
+        f"region = '{last_region}' AND id IN (5, {mid}, {total_rows - 1})",
+        f"user_id = '{user}' OR country = 'SE'",
+        "amount > 400 AND country IN ('JP', 'KR')",
+        "status = 'returned' AND country = 'NO'",
+    ]
+    plain = spark.read.option("pathGlobFilter", "*.parquet").parquet(out)
+    plain.where("id = -1").count()  # warm up the JVM and the Python workers before timing
+    rows = []
+    for q in queries:
+        t = time.perf_counter()
+        df = read(spark, out, q)
+        n = df.count()
+        t_idx = time.perf_counter() - t
+        t = time.perf_counter()
+        m = plain.where(q).count()
+        t_plain = time.perf_counter() - t
+        r = df.report
+        rows.append((q, f"{r.files_read}/{r.files_total}", f"{r.rows_read:,}", f"{r.rows_total:,}", f"{n:,}",
+                     f"{t_idx:.2f}", f"{t_plain:.2f}", "yes" if n == m else "NO"))
+    head = ("predicate", "files read", "rows read", "rows (plain)", "matches", "s (index)", "s (plain)", "same")
+    widths = [max(len(str(x[i])) for x in rows + [head]) for i in range(len(head))]
+    print()
+    print("  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths))))
+    for x in rows:
+        print("  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(x, widths))))
+    print(f"\ndataset: {out}\ntry:     paimon-fast query {out} --where \"{queries[1]}\" --compare")
+    if any(x[-1] != "yes" for x in rows):
+        return 1
+
+
+demo_main.setup = demo_setup

@@ -1,0 +1,100 @@
+"""Predicates as Spark Columns, and Spark's pushed-down filters as predicates."""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..predicate import And, Leaf, Or, Predicate
+
+
+def _col(name: str):
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def to_spark_column(predicate: Predicate):
+    """A Spark Column that is true exactly where ``predicate`` is (SQL three-valued logic)."""
+    from pyspark.sql import functions as F
+
+    if isinstance(predicate, And):
+        c = to_spark_column(predicate.children[0])
+        for ch in predicate.children[1:]:
+            c = c & to_spark_column(ch)
+        return c
+    if isinstance(predicate, Or):
+        c = to_spark_column(predicate.children[0])
+        for ch in predicate.children[1:]:
+            c = c | to_spark_column(ch)
+        return c
+    if not isinstance(predicate, Leaf):
+        raise TypeError(f"not a predicate: {predicate!r}")
+    c = _col(predicate.name)
+    op, lits = predicate.op, predicate.literals
+    if op == "is_null":
+        return c.isNull()
+    if op == "is_not_null":
+        return c.isNotNull()
+    if op == "in":
+        return c.isin(list(lits))
+    if op == "not_in":
+        return ~c.isin(list(lits))
+    if op == "between":
+        return (c >= F.lit(lits[0])) & (c <= F.lit(lits[1]))
+    if op == "not_between":
+        return (c < F.lit(lits[0])) | (c > F.lit(lits[1]))
+    if op == "starts_with":
+        return c.startswith(lits[0])
+    if op == "ends_with":
+        return c.endswith(lits[0])
+    if op == "contains":
+        return c.contains(lits[0])
+    if op == "like":
+        return c.like(lits[0])
+    v = F.lit(lits[0])
+    return {
+        "equal": lambda: c == v,
+        "not_equal": lambda: c != v,
+        "less_than": lambda: c < v,
+        "less_or_equal": lambda: c <= v,
+        "greater_than": lambda: c > v,
+        "greater_or_equal": lambda: c >= v,
+    }[op]()
+
+
+def filter_to_predicate(f) -> Optional[Predicate]:
+    """One of Spark's pushed Data Source filters (``pyspark.sql.datasource``) as a
+    predicate, or None when it has no equivalent (nested columns, ``<=>``...)."""
+    from pyspark.sql import datasource as ds
+
+    attr = getattr(f, "attribute", None)
+    if attr is None or len(attr) != 1:
+        return None
+    name = attr[0]
+    if isinstance(f, ds.EqualTo):
+        return None if f.value is None else Leaf("equal", name, (f.value,))
+    if isinstance(f, ds.GreaterThan):
+        return Leaf("greater_than", name, (f.value,))
+    if isinstance(f, ds.GreaterThanOrEqual):
+        return Leaf("greater_or_equal", name, (f.value,))
+    if isinstance(f, ds.LessThan):
+        return Leaf("less_than", name, (f.value,))
+    if isinstance(f, ds.LessThanOrEqual):
+        return Leaf("less_or_equal", name, (f.value,))
+    if isinstance(f, ds.In):
+        return Leaf("in", name, tuple(f.value))
+    if isinstance(f, ds.IsNull):
+        return Leaf("is_null", name)
+    if isinstance(f, ds.IsNotNull):
+        return Leaf("is_not_null", name)
+    if isinstance(f, ds.StringStartsWith):
+        return Leaf("starts_with", name, (f.value,))
+    if isinstance(f, ds.StringEndsWith):
+        return Leaf("ends_with", name, (f.value,))
+    if isinstance(f, ds.StringContains):
+        return Leaf("contains", name, (f.value,))
+    if isinstance(f, ds.Not):
+        inner = filter_to_predicate(f.child)
+        if isinstance(inner, Leaf) and inner.op in ("equal", "in"):
+            return inner.negate()
+        return None
+    return None

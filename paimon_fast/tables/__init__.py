@@ -1,0 +1,16 @@
+"""Where indexes live, per kind of table.
+
+Each table kind lists its data files with their indexes and answers one
+question, "which files and rows may match this predicate" (:meth:`plan`), so
+the command line and the Spark read are written once for all kinds.
+
+* :class:`ParquetDataset` (``tables/parquet.py``): a directory of Parquet files,
+  partitioned or not, with a Paimon file index container ``<file>.index`` next
+  to each data file and a small JSON catalog.
+"""
+from .arrow_filter import coerce_literals, to_arrow_expression
+from .parquet import (CATALOG_NAME, BuildReport, DataFile, FilePlan, IndexSpec, ParquetDataset, ScanPlan,
+                      ScanReport)
+
+__all__ = ["ParquetDataset", "DataFile", "FilePlan", "ScanPlan", "ScanReport", "BuildReport", "IndexSpec",
+           "CATALOG_NAME", "to_arrow_expression", "coerce_literals"]

@@ -1,0 +1,161 @@
+"""Predicates as Arrow compute expressions, and literal coercion to column types.
+
+:func:`to_arrow_expression` gives the row filter used wherever rows are read
+with pyarrow (the Spark Data Source's executors, :meth:`ParquetDataset.scan`),
+with SQL's semantics: a row is kept only when the predicate is *true* (a null
+comparison drops the row, ``x NOT IN (...)`` drops null ``x``).
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..predicate import And, Leaf, Or, Predicate
+
+
+def coerce_literal(value, arrow_type: Optional[pa.DataType]):
+    """Conservative literal coercion: ISO strings for DATE/TIMESTAMP columns,
+    ints for floating columns, integral floats for integer columns.  Anything
+    else is returned unchanged (the comparison decides)."""
+    if arrow_type is None or value is None:
+        return value
+    t = arrow_type
+    if isinstance(value, str) and (pa.types.is_date(t) or pa.types.is_timestamp(t)):
+        try:
+            return pa.scalar(value).cast(t).as_py()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return value
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and pa.types.is_floating(t):
+        return float(value)
+    if isinstance(value, float) and pa.types.is_integer(t) and value.is_integer():
+        return int(value)
+    return value
+
+
+def coerce_literals(predicate: Predicate, schema: Mapping[str, pa.DataType] | pa.Schema) -> Predicate:
+    """The predicate with every leaf's literals coerced to its column's Arrow type."""
+    types = _types(schema)
+    if isinstance(predicate, Leaf):
+        t = types.get(predicate.name)
+        if t is None or not predicate.literals:
+            return predicate
+        lits = tuple(coerce_literal(v, t) for v in predicate.literals)
+        return predicate if lits == predicate.literals else Leaf(predicate.op, predicate.name, lits)
+    if isinstance(predicate, And):
+        return And.of(*(coerce_literals(c, types) for c in predicate.children))
+    if isinstance(predicate, Or):
+        return Or.of(*(coerce_literals(c, types) for c in predicate.children))
+    raise TypeError(f"not a predicate: {predicate!r}")
+
+
+def _types(schema) -> dict:
+    if isinstance(schema, pa.Schema):
+        return {f.name: f.type for f in schema}
+    return dict(schema or {})
+
+
+def _scalar(v, t):
+    v = coerce_literal(v, t)
+    if t is not None:
+        try:
+            return pa.scalar(v, type=t)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, OverflowError):
+            pass
+    return pa.scalar(v)
+
+
+def _like_to_regex(pattern: str) -> str:
+    import re
+
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+        i += 1
+    return "^" + "".join(out) + "$"
+
+
+def to_arrow_expression(predicate: Predicate, schema: Mapping[str, pa.DataType] | pa.Schema | None = None) -> pc.Expression:
+    """A ``pyarrow.compute.Expression`` true exactly where the predicate is true.
+
+    ``schema`` (column -> Arrow type) lets literals be typed like their column.
+    """
+    types = _types(schema)
+
+    def build(p):
+        if isinstance(p, And):
+            e = build(p.children[0])
+            for c in p.children[1:]:
+                e = e & build(c)
+            return e
+        if isinstance(p, Or):
+            e = build(p.children[0])
+            for c in p.children[1:]:
+                e = e | build(c)
+            return e
+        if not isinstance(p, Leaf):
+            raise TypeError(f"not a predicate: {p!r}")
+        f = pc.field(p.name)
+        t = types.get(p.name)
+        op = p.op
+        if op == "is_null":
+            return f.is_null()
+        if op == "is_not_null":
+            return f.is_valid()
+        if op in ("in", "not_in"):
+            vals = [coerce_literal(v, t) for v in p.literals if v is not None]
+            try:
+                arr = pa.array(vals, type=t) if t is not None else pa.array(vals)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+                arr = pa.array(vals)
+            isin = f.isin(arr)
+            if op == "in":
+                return isin
+            if any(v is None for v in p.literals):
+                # x NOT IN (..., NULL) is never true in SQL
+                return pc.scalar(False) & f.is_valid()
+            return ~isin & f.is_valid()
+        if op in ("between", "not_between"):
+            lo, hi = _scalar(p.literals[0], t), _scalar(p.literals[1], t)
+            if op == "between":
+                return (f >= lo) & (f <= hi)
+            return (f < lo) | (f > hi)
+        if op == "starts_with":
+            return pc.starts_with(f, p.literal)
+        if op == "ends_with":
+            return pc.ends_with(f, p.literal)
+        if op == "contains":
+            return pc.match_substring(f, p.literal)
+        if op == "like":
+            return pc.match_substring_regex(f, _like_to_regex(p.literal))
+        lit = p.literal
+        if lit is None:
+            return pc.scalar(False) & f.is_valid()
+        s = _scalar(lit, t)
+        return {
+            "equal": lambda: f == s,
+            "not_equal": lambda: f != s,
+            "less_than": lambda: f < s,
+            "less_or_equal": lambda: f <= s,
+            "greater_than": lambda: f > s,
+            "greater_or_equal": lambda: f >= s,
+        }[op]()
+
+    return build(predicate)
+
+
+def filter_table(table: pa.Table, predicate: Optional[Predicate]) -> pa.Table:
+    """Rows of ``table`` where ``predicate`` is true (all rows when it is None)."""
+    if predicate is None:
+        return table
+    expr = to_arrow_expression(predicate, table.schema)
+    return table.filter(expr)

@@ -1,0 +1,708 @@
+"""A directory of Parquet files with Paimon file indexes beside them.
+
+Layout::
+
+    <root>/[k=v/...]<name>.parquet          data files (hive-style partitions optional)
+    <root>/[k=v/...]<name>.parquet.index    Paimon FileIndexFormat container of that file
+    <root>/_paimon_fast_catalog.json        the dataset catalog (versioned JSON)
+
+Data files are the ``*.parquet`` files under ``root``; names and directories
+starting with ``_`` or ``.`` are ignored (as Spark does).
+
+**Stable file order and global row ids.**  The dataset's files are ordered by
+their relative POSIX path (``sorted()`` on ``"k=v/name.parquet"`` strings).
+The global row id of a row is the number of rows in all earlier files plus
+the row's position in its own file (:meth:`ParquetDataset.row_offsets`).
+Row positions in a file index are positions in the data file, so a
+``BitmapResult`` from a file's index maps to global ids by adding the file's
+offset.
+
+**Catalog** (``_paimon_fast_catalog.json``; a leading underscore keeps Spark's
+file listing away from it)::
+
+    {"format": "paimon-fast-dataset", "version": 1,
+     "file_order": "...", "file_index": {"options": {...}, "digest": "...", "types": {...}},
+     "files": {"k=v/a.parquet": {"size": 123, "mtime_ns": 1700000000000000000, "rows": 1000,
+                                 "file_index": {"digest": "...", "file": "a.parquet.index", "size": 456}
+                                            or {"digest": "...", "inline": "<base64>", "size": 80}},
+               ...},
+     ...}
+
+``size`` / ``mtime_ns`` of the data file decide staleness: an index whose data
+file changed, or whose options digest differs from the current options, is
+rebuilt and never used for pruning.  Indexes smaller than or equal to
+``file-index.in-manifest-threshold`` (default 500 bytes) are kept inline
+(base64) instead of in a ``.index`` file, as Paimon embeds them in its
+manifest.  Keys this module does not know, at the top level or in a file's
+entry, are preserved on rewrite, so other features (global indexes, deletion
+vectors) add their own keys next to ``file_index``.
+
+Index files and the catalog are written to a hidden temporary name and
+renamed into place; a killed writer leaves at most a ``.<name>.tmp-*`` file
+that the next build removes, never a partial ``.index``.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib
+import json
+import os
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyroaring import BitMap
+
+from ..errors import PaimonFastError, UnsupportedTypeError
+from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
+from ..fileindex.options import (DEFAULT_IN_MANIFEST_THRESHOLD, IN_MANIFEST_THRESHOLD, indexes_from_table_options,
+                                 parse_memory_size)
+from ..predicate import Leaf, Predicate
+from ..result import REMAIN, SKIP, BitmapResult, FileIndexResult
+from ..types import DataType
+from .arrow_filter import coerce_literals, filter_table, to_arrow_expression
+
+CATALOG_NAME = "_paimon_fast_catalog.json"
+CATALOG_FORMAT = "paimon-fast-dataset"
+CATALOG_VERSION = 1
+INDEX_SUFFIX = ".index"
+DATA_SUFFIXES = (".parquet",)
+TMP_MARK = ".tmp-"
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+FILE_ORDER_DOC = ("files sorted by relative POSIX path; global row id = rows of earlier files "
+                  "+ row position in the file")
+
+
+# ---------------------------------------------------------------- files
+
+def is_data_file_name(name: str) -> bool:
+    return not name.startswith(("_", ".")) and name.endswith(DATA_SUFFIXES)
+
+
+def local_path(uri: str) -> str:
+    """A local filesystem path from a path or a ``file:`` URI (as Spark's ``_metadata.file_path``)."""
+    if uri.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(uri).path)
+    return uri
+
+
+def write_atomic(path: str, data: bytes, _fault: Optional[str] = None) -> None:
+    """Write ``data`` to ``path`` through a hidden temporary file and an atomic rename.
+
+    ``_fault`` (tests only): ``"raise"`` fails after writing half the bytes,
+    ``"exit"`` kills the process there, leaving the temporary file behind.
+    """
+    d, name = os.path.split(path)
+    tmp = os.path.join(d, f".{name}{TMP_MARK}{uuid.uuid4().hex}")
+    try:
+        with open(tmp, "wb") as fh:
+            if _fault:
+                fh.write(data[: len(data) // 2])
+                fh.flush()
+                if _fault == "exit":
+                    os._exit(17)
+                raise RuntimeError(f"injected failure while writing {path}")
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def parse_partition(rel_path: str) -> Dict[str, Optional[str]]:
+    """``{"k": "v"}`` from the ``k=v`` directories of a relative path (raw strings; hive null -> None)."""
+    out = {}
+    for part in rel_path.split("/")[:-1]:
+        if "=" in part:
+            k, v = part.split("=", 1)
+            from urllib.parse import unquote
+
+            v = unquote(v)
+            out[unquote(k)] = None if v == HIVE_NULL else v
+    return out
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One data file: relative POSIX path (the catalog key), absolute path, size, mtime, partition values."""
+
+    path: str
+    abs_path: str
+    size: int
+    mtime_ns: int
+    partition: Tuple[Tuple[str, Optional[str]], ...] = ()
+
+    @property
+    def index_path(self) -> str:
+        return self.abs_path + INDEX_SUFFIX
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+# ---------------------------------------------------------------- index options
+
+@dataclass
+class IndexSpec:
+    """Which indexes to build, from Paimon table options (``file-index.<type>.columns`` ...).
+
+    ``columns`` is ``{column: {index_type: {option: value}}}``; ``types`` maps
+    each index type to the module that registered it, so worker processes can
+    import index types registered outside the built-ins; ``digest`` identifies
+    the options (an index built with other options is stale).
+    """
+
+    options: Dict[str, str]
+    columns: Dict[str, Dict[str, Dict[str, str]]]
+    threshold: int
+    types: Dict[str, str]
+    digest: str
+
+    @staticmethod
+    def from_options(options: Mapping, row_type: Optional[Mapping[str, str]] = None) -> "IndexSpec":
+        opts = {str(k): str(v) for k, v in dict(options or {}).items()}
+        cols = indexes_from_table_options(opts)
+        if row_type is not None:
+            missing = [c for c in cols if c not in row_type]
+            if missing:
+                raise ValueError(f"index columns {missing} are not data columns of the dataset "
+                                 f"(columns: {sorted(row_type)})")
+        types = {}
+        for c, per in cols.items():
+            for t in per:
+                f = get_factory(t)  # raises UnknownIndexTypeError for a name nobody registered
+                if row_type is not None:
+                    f.check_type(DataType.parse(row_type[c]))
+                types[t] = type(f).__module__
+        threshold = parse_memory_size(opts.get(IN_MANIFEST_THRESHOLD, DEFAULT_IN_MANIFEST_THRESHOLD))
+        canon = json.dumps({"columns": cols, "threshold": threshold}, sort_keys=True)
+        return IndexSpec(opts, cols, threshold, types, hashlib.sha1(canon.encode()).hexdigest()[:16])
+
+    def to_json(self) -> dict:
+        return {"options": self.options, "digest": self.digest, "types": self.types}
+
+
+def ensure_index_types(types: Mapping[str, str]) -> None:
+    """Import the modules that register these index types (needed in fresh worker processes)."""
+    for t, mod in (types or {}).items():
+        try:
+            get_factory(t)
+        except PaimonFastError:
+            importlib.import_module(mod)
+
+
+class FileIndexBuilder:
+    """Builds one file's index container from its column batches, in row order.
+
+    Used by the Spark build's Arrow UDF on executors and by the in-process
+    :meth:`ParquetDataset.build`; columns missing from a file are left out.
+    """
+
+    def __init__(self, row_type: Mapping[str, str], columns: Mapping[str, Mapping[str, Mapping[str, str]]]):
+        from .. import fileindex
+
+        self.writers: Dict[str, Dict[str, object]] = {}
+        for col, per in columns.items():
+            if col not in row_type:
+                continue
+            self.writers[col] = {t: fileindex.writer(t, row_type[col], o) for t, o in per.items()}
+        self.rows = 0
+
+    def add(self, batch) -> None:
+        """Add a ``pa.RecordBatch`` / ``pa.Table`` holding (at least) the indexed columns."""
+        names = batch.schema.names
+        for col, ws in self.writers.items():
+            if col not in names:
+                raise KeyError(f"batch has no column {col!r}")
+            arr = batch.column(names.index(col))
+            for w in ws.values():
+                w.write_batch(arr)
+        self.rows += batch.num_rows
+
+    def finish(self) -> Optional[bytes]:
+        """The container bytes (None when no column of this file is indexed)."""
+        if not self.writers:
+            return None
+        return FileIndexFormat.write({c: {t: w.finish() for t, w in ws.items()} for c, ws in self.writers.items()})
+
+
+def store_index(data_abs_path: str, blob: Optional[bytes], threshold: int, digest: str,
+                _fault: Optional[str] = None) -> dict:
+    """Write ``<data file>.index`` (atomically) or keep a small index inline; the catalog entry."""
+    if blob is None:
+        return {"digest": digest, "none": True}
+    if len(blob) <= threshold:
+        return {"digest": digest, "inline": base64.b64encode(blob).decode("ascii"), "size": len(blob)}
+    write_atomic(data_abs_path + INDEX_SUFFIX, blob, _fault)
+    return {"digest": digest, "file": os.path.basename(data_abs_path) + INDEX_SUFFIX, "size": len(blob)}
+
+
+# ---------------------------------------------------------------- plans and reports
+
+@dataclass
+class FilePlan:
+    """One file's answer: ``result`` is REMAIN, SKIP or a BitmapResult (row positions in the file)."""
+
+    file: DataFile
+    result: FileIndexResult
+    rows: int
+    indexed: bool
+    error: Optional[str] = None
+
+    @property
+    def skipped(self) -> bool:
+        return not self.result.remain
+
+    @property
+    def bitmap(self) -> Optional[BitMap]:
+        return self.result.bitmap if isinstance(self.result, BitmapResult) else None
+
+    @property
+    def rows_to_read(self) -> int:
+        if self.skipped:
+            return 0
+        b = self.bitmap
+        return self.rows if b is None else min(len(b), self.rows)
+
+
+@dataclass
+class ScanReport:
+    """What pruning did: files total / skipped, rows skipped by whole files and by bitmaps, time."""
+
+    files_total: int = 0
+    files_skipped: int = 0
+    files_without_index: int = 0
+    files_with_bitmap: int = 0
+    index_errors: int = 0
+    rows_total: int = 0
+    rows_skipped_by_file: int = 0
+    rows_skipped_by_bitmap: int = 0
+    eval_seconds: float = 0.0
+    predicate: str = ""
+
+    @property
+    def files_read(self) -> int:
+        return self.files_total - self.files_skipped
+
+    @property
+    def rows_read(self) -> int:
+        return self.rows_total - self.rows_skipped_by_file - self.rows_skipped_by_bitmap
+
+    def as_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d.update(files_read=self.files_read, rows_read=self.rows_read)
+        return d
+
+    def __str__(self):
+        return (f"files {self.files_read}/{self.files_total} read ({self.files_skipped} skipped, "
+                f"{self.files_without_index} without a current index), rows {self.rows_read:,}/{self.rows_total:,} "
+                f"read ({self.rows_skipped_by_file:,} skipped with files, {self.rows_skipped_by_bitmap:,} by bitmaps), "
+                f"index evaluation {self.eval_seconds * 1000:.1f} ms")
+
+
+@dataclass
+class ScanPlan:
+    files: List[FilePlan]
+    report: ScanReport
+    predicate: Optional[Predicate] = None
+
+    @property
+    def kept(self) -> List[FilePlan]:
+        return [f for f in self.files if not f.skipped]
+
+
+@dataclass
+class BuildReport:
+    files_total: int = 0
+    files_built: int = 0
+    files_current: int = 0
+    inline: int = 0
+    index_bytes: int = 0
+    rows: int = 0
+    seconds: float = 0.0
+    built: List[str] = field(default_factory=list)
+
+    def __str__(self):
+        return (f"{self.files_built} of {self.files_total} files indexed ({self.files_current} already current, "
+                f"{self.inline} inline), {self.rows:,} rows, {self.index_bytes:,} index bytes, {self.seconds:.2f}s")
+
+
+# ---------------------------------------------------------------- the dataset
+
+def _infer_partition_type(values: Iterable[Optional[str]]) -> pa.DataType:
+    vals = [v for v in values if v is not None]
+    try:
+        ints = [int(v) for v in vals]
+    except ValueError:
+        return pa.string()
+    if vals and all(-(2**31) <= i < 2**31 for i in ints):
+        return pa.int32()
+    return pa.int64() if vals else pa.string()
+
+
+class ParquetDataset:
+    """A directory of Parquet files with per-file Paimon indexes (see the module docstring)."""
+
+    def __init__(self, root: str):
+        self.root = os.path.abspath(local_path(str(root)))
+        if not os.path.isdir(self.root):
+            raise FileNotFoundError(f"dataset directory {self.root!r} does not exist")
+        self.catalog_path = os.path.join(self.root, CATALOG_NAME)
+        self._files: Optional[List[DataFile]] = None
+        self._schema: Optional[pa.Schema] = None
+
+    # ------------------------------------------------------------ listing
+    def files(self, refresh: bool = False) -> List[DataFile]:
+        """Data files in the dataset's stable order (sorted relative POSIX paths)."""
+        if self._files is None or refresh:
+            out = []
+            for dirpath, dirnames, filenames in os.walk(self.root):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
+                for n in filenames:
+                    if is_data_file_name(n):
+                        ap = os.path.join(dirpath, n)
+                        st = os.stat(ap)
+                        rel = os.path.relpath(ap, self.root).replace(os.sep, "/")
+                        out.append(DataFile(rel, ap, st.st_size, st.st_mtime_ns, tuple(parse_partition(rel).items())))
+            out.sort(key=lambda f: f.path)
+            self._files = out
+        return self._files
+
+    def temp_files(self) -> List[str]:
+        """Leftover temporary files of interrupted writes."""
+        out = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if not d.startswith(("_", "."))]
+            out += [os.path.join(dirpath, n) for n in filenames if n.startswith(".") and TMP_MARK in n]
+        return out
+
+    def clean_temp_files(self) -> int:
+        n = 0
+        for p in self.temp_files():
+            try:
+                os.unlink(p)
+                n += 1
+            except OSError:
+                pass
+        return n
+
+    # ------------------------------------------------------------ schema
+    def data_schema(self) -> pa.Schema:
+        """Arrow schema of the data columns (from the first file's footer)."""
+        if self._schema is None:
+            files = self.files()
+            if not files:
+                raise FileNotFoundError(f"no Parquet data files under {self.root!r}")
+            self._schema = pq.read_schema(files[0].abs_path)
+        return self._schema
+
+    def partition_schema(self) -> pa.Schema:
+        cols: Dict[str, list] = {}
+        for f in self.files():
+            for k, v in f.partition:
+                cols.setdefault(k, []).append(v)
+        data_names = set(self.data_schema().names)
+        return pa.schema([pa.field(k, _infer_partition_type(v)) for k, v in cols.items() if k not in data_names])
+
+    def schema(self) -> pa.Schema:
+        """Data columns followed by partition columns (as Spark orders them)."""
+        s = self.data_schema()
+        for f in self.partition_schema():
+            s = s.append(f)
+        return s
+
+    def row_type(self) -> Dict[str, str]:
+        """``{column: Paimon type}`` of the data columns an index can be built on."""
+        return self.row_type_of_schema(self.data_schema())
+
+    @staticmethod
+    def row_type_of_schema(schema: pa.Schema) -> Dict[str, str]:
+        out = {}
+        for f in schema:
+            try:
+                out[f.name] = str(DataType.from_arrow(f.type))
+            except UnsupportedTypeError:
+                pass
+        return out
+
+    @staticmethod
+    def row_type_of(data_file: str) -> Dict[str, str]:
+        """``{column: Paimon type}`` of one Parquet file."""
+        return ParquetDataset.row_type_of_schema(pq.read_schema(data_file))
+
+    # ------------------------------------------------------------ catalog
+    def read_catalog(self) -> dict:
+        if not os.path.exists(self.catalog_path):
+            return {"format": CATALOG_FORMAT, "version": CATALOG_VERSION, "file_order": FILE_ORDER_DOC, "files": {}}
+        with open(self.catalog_path, "rb") as fh:
+            cat = json.loads(fh.read().decode("utf-8"))
+        if cat.get("format") != CATALOG_FORMAT:
+            raise ValueError(f"{self.catalog_path} is not a paimon-fast dataset catalog")
+        if int(cat.get("version", 0)) > CATALOG_VERSION:
+            raise ValueError(f"{self.catalog_path} has catalog version {cat.get('version')}; "
+                             f"this paimon-fast reads up to {CATALOG_VERSION}")
+        cat.setdefault("files", {})
+        return cat
+
+    def write_catalog(self, catalog: dict) -> None:
+        catalog = dict(catalog)
+        catalog["format"] = CATALOG_FORMAT
+        catalog["version"] = CATALOG_VERSION
+        catalog["file_order"] = FILE_ORDER_DOC
+        catalog["files"] = {k: catalog["files"][k] for k in sorted(catalog.get("files", {}))}
+        write_atomic(self.catalog_path, json.dumps(catalog, indent=1, sort_keys=False).encode("utf-8"))
+
+    @staticmethod
+    def _entry_matches(f: DataFile, entry: Optional[dict]) -> bool:
+        return bool(entry) and entry.get("size") == f.size and entry.get("mtime_ns") == f.mtime_ns
+
+    def _index_current(self, f: DataFile, entry: Optional[dict], digest: Optional[str]) -> bool:
+        if not self._entry_matches(f, entry):
+            return False
+        fi = entry.get("file_index")
+        if not fi or (digest is not None and fi.get("digest") != digest):
+            return False
+        if "file" in fi:
+            try:
+                return os.path.getsize(f.index_path) == fi.get("size")
+            except OSError:
+                return False
+        return True
+
+    def index_spec(self, options: Mapping) -> IndexSpec:
+        return IndexSpec.from_options(options, self.row_type())
+
+    def files_to_build(self, spec: IndexSpec, force: bool = False) -> Tuple[List[DataFile], List[DataFile]]:
+        """``(to_build, current)``: files whose index is missing or stale, and the others."""
+        entries = self.read_catalog()["files"]
+        todo, current = [], []
+        for f in self.files(refresh=True):
+            if not force and self._index_current(f, entries.get(f.path), spec.digest):
+                current.append(f)
+            else:
+                todo.append(f)
+        return todo, current
+
+    def commit_build(self, spec: IndexSpec, results: Iterable[Mapping]) -> int:
+        """Record built indexes in the catalog: ``results`` rows have ``path`` (relative), ``rows``,
+        ``file_index`` (the entry from :func:`store_index`).  Returns index bytes recorded."""
+        cat = self.read_catalog()
+        cat["file_index"] = spec.to_json()
+        files = {f.path: f for f in self.files(refresh=True)}
+        entries = cat["files"]
+        for stale in [p for p in entries if p not in files]:
+            del entries[stale]
+        nbytes = 0
+        for r in results:
+            f = files.get(r["path"])
+            if f is None:
+                continue
+            e = dict(entries.get(f.path) or {})
+            e.update(size=f.size, mtime_ns=f.mtime_ns, rows=int(r["rows"]), file_index=r["file_index"])
+            entries[f.path] = e
+            nbytes += int(r["file_index"].get("size", 0))
+            if "file" not in r["file_index"] and os.path.exists(f.index_path):
+                os.unlink(f.index_path)  # replaced by an inline index
+        self.write_catalog(cat)
+        return nbytes
+
+    # ------------------------------------------------------------ in-process build
+    def build(self, options: Mapping, force: bool = False, batch_rows: int = 1 << 17) -> BuildReport:
+        """Build missing / stale indexes in this process with pyarrow (Spark: ``paimon_fast.spark.build``)."""
+        t0 = time.perf_counter()
+        spec = self.index_spec(options)
+        self.clean_temp_files()
+        todo, current = self.files_to_build(spec, force)
+        row_type = self.row_type()
+        results = []
+        rep = BuildReport(files_total=len(todo) + len(current), files_current=len(current))
+        for f in todo:
+            b = FileIndexBuilder(row_type, spec.columns)
+            pf = pq.ParquetFile(f.abs_path)
+            cols = [c for c in b.writers if c in pf.schema_arrow.names]
+            if cols:
+                for batch in pf.iter_batches(batch_size=batch_rows, columns=cols):
+                    b.add(batch)
+            rows = pf.metadata.num_rows
+            entry = store_index(f.abs_path, b.finish(), spec.threshold, spec.digest)
+            results.append({"path": f.path, "rows": rows, "file_index": entry})
+            rep.rows += rows
+            rep.inline += "inline" in entry
+            rep.built.append(f.path)
+        rep.index_bytes = self.commit_build(spec, results)
+        rep.files_built = len(todo)
+        rep.seconds = time.perf_counter() - t0
+        return rep
+
+    # ------------------------------------------------------------ rows
+    def row_counts(self) -> Dict[str, int]:
+        """Rows per file (from the catalog where current, else the Parquet footer)."""
+        entries = self.read_catalog()["files"]
+        out = {}
+        for f in self.files():
+            e = entries.get(f.path)
+            if self._entry_matches(f, e) and "rows" in e:
+                out[f.path] = int(e["rows"])
+            else:
+                out[f.path] = pq.ParquetFile(f.abs_path).metadata.num_rows
+        return out
+
+    def row_offsets(self) -> Dict[str, int]:
+        """Global row id of each file's first row, in the stable file order."""
+        counts = self.row_counts()
+        out, acc = {}, 0
+        for f in self.files():
+            out[f.path] = acc
+            acc += counts[f.path]
+        return out
+
+    # ------------------------------------------------------------ evaluation
+    def open_index(self, f: DataFile, entry: Optional[dict] = None):
+        """The file's index container (FileIndexFile) if it is current, else None."""
+        if entry is None:
+            entry = self.read_catalog()["files"].get(f.path)
+        if not self._index_current(f, entry, None):
+            return None
+        fi = entry["file_index"]
+        if "inline" in fi:
+            data = base64.b64decode(fi["inline"])
+        elif "file" in fi:
+            data = f.index_path
+        else:
+            return None
+        return FileIndexFormat.open(data, self.row_type())
+
+    def plan(self, predicate: Optional[Predicate], threads: Optional[int] = None) -> ScanPlan:
+        """Evaluate every file's index (and partition values) against ``predicate``.
+
+        Index evaluation runs in a thread pool; a file whose index is missing,
+        stale or unreadable is kept (REMAIN) and counted in the report.
+        """
+        from ..sqlpredicate import parse_predicate
+
+        t0 = time.perf_counter()
+        cat = self.read_catalog()
+        ensure_index_types(cat.get("file_index", {}).get("types", {}))
+        entries = cat["files"]
+        files = self.files()
+        pred = None if predicate is None else parse_predicate(predicate)
+        if pred is not None:
+            pred = coerce_literals(pred, {f.name: f.type for f in self.schema()})
+        counts = self.row_counts()
+        part_types = {f.name: f.type for f in self.partition_schema()}
+
+        def one(f: DataFile) -> FilePlan:
+            rows = counts[f.path]
+            entry = entries.get(f.path)
+            # an index over the file's current bytes answers correctly whatever options built it
+            indexed = self._index_current(f, entry, None)
+            if pred is None:
+                return FilePlan(f, REMAIN, rows, indexed)
+            err = None
+            idx = None
+            if indexed:
+                try:
+                    idx = self.open_index(f, entry)
+                except Exception as e:  # a broken index never fails a query: read the file
+                    err = f"{type(e).__name__}: {e}"
+            part = dict(f.partition)
+
+            def visit(leaf: Leaf):
+                if leaf.name in part_types:
+                    return _partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name])
+                if idx is None:
+                    return REMAIN
+                try:
+                    return idx.visit_leaf(leaf)
+                except Exception as e:
+                    nonlocal err
+                    err = f"{type(e).__name__}: {e}"
+                    return REMAIN
+
+            res = evaluate_tree(pred, visit)
+            if idx is not None:
+                idx.close()
+            return FilePlan(f, res, rows, indexed, err)
+
+        n = len(files)
+        workers = threads or min(16, (os.cpu_count() or 2) * 2)
+        if n > 8 and workers > 1:
+            with ThreadPoolExecutor(workers) as ex:
+                plans = list(ex.map(one, files))
+        else:
+            plans = [one(f) for f in files]
+        rep = ScanReport(files_total=n, predicate="" if pred is None else repr(pred))
+        for p in plans:
+            rep.rows_total += p.rows
+            rep.files_without_index += not p.indexed
+            rep.index_errors += p.error is not None
+            if p.skipped:
+                rep.files_skipped += 1
+                rep.rows_skipped_by_file += p.rows
+            elif p.bitmap is not None:
+                rep.files_with_bitmap += 1
+                rep.rows_skipped_by_bitmap += p.rows - p.rows_to_read
+        rep.eval_seconds = time.perf_counter() - t0
+        return ScanPlan(plans, rep, pred)
+
+    # ------------------------------------------------------------ reading without Spark
+    def read_file(self, f: DataFile, bitmap: Optional[BitMap] = None, predicate: Optional[Predicate] = None,
+                  columns: Optional[List[str]] = None, schema: Optional[pa.Schema] = None) -> pa.Table:
+        """One file's rows (data + partition columns), only the bitmap's positions
+        when given, filtered by ``predicate``; columns in ``schema`` (default: :meth:`schema`)."""
+        schema = schema or self.schema()
+        data_names = set(pq.read_schema(f.abs_path).names)
+        read_cols = [c for c in schema.names if c in data_names]
+        t = pq.read_table(f.abs_path, columns=read_cols)
+        if bitmap is not None:
+            pos = np.asarray(bitmap.to_array(), dtype=np.int64)
+            pos = pos[pos < t.num_rows]
+            t = t.take(pa.array(pos))
+        part = dict(f.partition)
+        arrays = []
+        for fld in schema:
+            if fld.name in data_names:
+                col = t.column(fld.name)
+                arrays.append(col if col.type == fld.type else col.cast(fld.type))
+            elif fld.name in part:
+                v = part[fld.name]
+                arrays.append(pa.array([v] * t.num_rows, pa.string()).cast(fld.type))
+            else:
+                arrays.append(pa.nulls(t.num_rows, fld.type))
+        out = pa.Table.from_arrays(arrays, schema=schema)
+        return filter_table(out, predicate)
+
+    def scan(self, predicate=None, columns: Optional[List[str]] = None) -> Tuple[pa.Table, ScanReport]:
+        """Exact answer without Spark: prune with the indexes, drop rows outside bitmaps, filter."""
+        plan = self.plan(predicate)
+        schema = self.schema()
+        parts = [self.read_file(p.file, p.bitmap, plan.predicate, schema=schema) for p in plan.kept]
+        t = pa.concat_tables(parts) if parts else schema.empty_table()
+        if columns:
+            t = t.select(columns)
+        return t, plan.report
+
+
+def _partition_leaf(leaf: Leaf, raw: Optional[str], t: pa.DataType) -> FileIndexResult:
+    """Exact answer of a leaf on a partition column (the file has one value)."""
+    arr = pa.array([raw], pa.string()).cast(t)
+    tab = pa.table({leaf.name: arr})
+    try:
+        keep = tab.filter(to_arrow_expression(leaf, tab.schema)).num_rows > 0
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError):
+        return REMAIN
+    return REMAIN if keep else SKIP

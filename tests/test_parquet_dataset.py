@@ -1,0 +1,239 @@
+"""The Spark-free dataset layer: catalog, staleness, inline indexes, plans, exact scans."""
+import base64
+import json
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import paimon_fast as pf
+import toy_index  # noqa: F401  (registers the test-only "test-positions" index type)
+from paimon_fast.sqlpredicate import parse_predicate
+from paimon_fast.tables import CATALOG_NAME, ParquetDataset
+from paimon_fast.tables.arrow_filter import to_arrow_expression
+from paimon_fast.tables.parquet import write_atomic
+
+BLOOM = {"file-index.bloom-filter.columns": "id,name",
+         "file-index.bloom-filter.id.items": "500", "file-index.bloom-filter.id.fpp": "0.01",
+         "file-index.bloom-filter.name.items": "50", "file-index.bloom-filter.name.fpp": "0.01"}
+
+
+def make_dataset(root, files_per_part=3, rows=400, seed=0):
+    rng = np.random.default_rng(seed)
+    i = 0
+    for part in ("a", "b"):
+        os.makedirs(root / f"p={part}", exist_ok=True)
+        for k in range(files_per_part):
+            ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
+            names = [None if j % 37 == 0 else f"n{(i * 7 + j % 5)}" for j in range(rows)]
+            score = rng.normal(50, 20, rows)
+            pq.write_table(pa.table({"id": ids, "name": pa.array(names, pa.string()), "score": score,
+                                     "status": pa.array([["new", "paid", "sent"][j % 3] for j in range(rows)])}),
+                           root / f"p={part}" / f"f{k}.parquet", row_group_size=100)
+            i += 1
+    return ParquetDataset(str(root))
+
+
+def full_table(ds):
+    return pa.concat_tables(ds.read_file(f) for f in ds.files())
+
+
+def test_listing_order_partitions_and_row_ids(tmp_path):
+    ds = make_dataset(tmp_path)
+    (tmp_path / "_ignored").mkdir()
+    pq.write_table(pa.table({"id": [1]}), tmp_path / "_ignored" / "x.parquet")
+    (tmp_path / "p=a" / ".hidden.parquet").write_bytes(b"")
+    paths = [f.path for f in ds.files(refresh=True)]
+    assert paths == sorted(paths) and len(paths) == 6
+    assert paths[0] == "p=a/f0.parquet"
+    assert dict(ds.files()[3].partition) == {"p": "b"}
+    assert ds.schema().names == ["id", "name", "score", "status", "p"]
+    offs = ds.row_offsets()
+    assert list(offs.values()) == [0, 400, 800, 1200, 1600, 2000]
+
+
+def test_build_catalog_and_idempotence(tmp_path):
+    ds = make_dataset(tmp_path)
+    rep = ds.build(BLOOM)
+    assert rep.files_built == 6 and rep.files_current == 0
+    cat = json.loads((tmp_path / CATALOG_NAME).read_text())
+    assert cat["format"] == "paimon-fast-dataset" and cat["version"] == 1
+    e = cat["files"]["p=a/f1.parquet"]
+    assert e["rows"] == 400 and e["file_index"]["file"] == "f1.parquet.index"
+    idx = pf.FileIndexFormat.open(str(tmp_path / "p=a" / "f1.parquet.index"), ds.row_type())
+    assert set(idx.columns()) == {"id", "name"}
+    assert e["file_index"]["size"] == os.path.getsize(tmp_path / "p=a" / "f1.parquet.index")
+    mtimes = {p: os.stat(tmp_path / (p + ".index")).st_mtime_ns for p in cat["files"]}
+    assert ds.build(BLOOM).files_built == 0
+    assert mtimes == {p: os.stat(tmp_path / (p + ".index")).st_mtime_ns for p in cat["files"]}
+    # other features' keys survive a rebuild
+    cat["global_index"] = {"kept": True}
+    cat["files"]["p=a/f0.parquet"]["deletion_vector"] = {"kept": 1}
+    (tmp_path / CATALOG_NAME).write_text(json.dumps(cat))
+    # a rewritten data file is stale: only it is rebuilt
+    pq.write_table(pa.table({"id": np.arange(10, dtype=np.int64), "name": ["z"] * 10, "score": np.zeros(10),
+                             "status": ["new"] * 10}), tmp_path / "p=b" / "f2.parquet")
+    rep = ds.build(BLOOM)
+    assert rep.built == ["p=b/f2.parquet"]
+    cat = json.loads((tmp_path / CATALOG_NAME).read_text())
+    assert cat["global_index"] == {"kept": True}
+    assert cat["files"]["p=a/f0.parquet"]["deletion_vector"] == {"kept": 1}
+    assert cat["files"]["p=b/f2.parquet"]["rows"] == 10
+    # new options: everything is stale
+    assert ds.build(dict(BLOOM, **{"file-index.bloom-filter.id.fpp": "0.05"})).files_built == 6
+    # a deleted index file is rebuilt
+    os.unlink(tmp_path / "p=a" / "f0.parquet.index")
+    assert ds.build(dict(BLOOM, **{"file-index.bloom-filter.id.fpp": "0.05"})).built == ["p=a/f0.parquet"]
+
+
+def test_small_indexes_are_inline(tmp_path):
+    ds = make_dataset(tmp_path)
+    opts = {"file-index.bloom-filter.columns": "name", "file-index.bloom-filter.name.items": "10",
+            "file-index.in-manifest-threshold": "1kb"}
+    rep = ds.build(opts)
+    assert rep.inline == 6
+    assert not [p for p in os.listdir(tmp_path / "p=a") if p.endswith(".index")]
+    e = ds.read_catalog()["files"]["p=a/f0.parquet"]["file_index"]
+    blob = base64.b64decode(e["inline"])
+    assert len(blob) == e["size"] <= 1024
+    assert pf.FileIndexFormat.open(blob, {"name": "STRING"}).columns() == ["name"]
+    plan = ds.plan("name = 'n0'")
+    assert plan.report.files_without_index == 0
+    assert plan.report.files_skipped >= 4
+    # raising the threshold's opposite: a file index replaces the inline one
+    ds.build(dict(opts, **{"file-index.in-manifest-threshold": "10b"}))
+    assert "file" in ds.read_catalog()["files"]["p=a/f0.parquet"]["file_index"]
+
+
+def test_unknown_columns_and_types_are_rejected(tmp_path):
+    ds = make_dataset(tmp_path, files_per_part=1)
+    with pytest.raises(ValueError, match="not data columns"):
+        ds.build({"file-index.bloom-filter.columns": "nope"})
+    with pytest.raises(pf.UnknownIndexTypeError):
+        ds.build({"file-index.no-such-index.columns": "id"})
+
+
+PREDICATES = [
+    "id = 5", "id = 2399", "id = -1", "id IN (3, 1200, 5000)", "id NOT IN (1, 2, 3)", "id BETWEEN 390 AND 410",
+    "id NOT BETWEEN 10 AND 2390", "name = 'n3'", "name = 'zzz'", "name IN ('n0', 'n40')", "name IS NULL",
+    "name IS NOT NULL AND id < 50", "name != 'n1'", "name LIKE 'n1%'", "name LIKE '%4'", "name LIKE 'n_2'",
+    "p = 'b' AND name = 'n30'", "p = 'a' OR id = 2000", "score > 90 OR name = 'n8'",
+    "NOT (name = 'n3' OR id < 1000)", "status = 'paid' AND id IN (1, 4, 7, 10)", "status IN ('new', 'sent')",
+]
+
+
+def test_scan_equals_full_filter(tmp_path):
+    ds = make_dataset(tmp_path)
+    ds.build(dict(BLOOM, **{"file-index.test-positions.columns": "status"}))
+    full = full_table(ds)
+    skipped_any = bitmap_rows = 0
+    for text in PREDICATES:
+        pred = parse_predicate(text)
+        got, rep = ds.scan(text)
+        want = full.filter(to_arrow_expression(pred, full.schema))
+        assert sorted(got.column("id").to_pylist()) == sorted(want.column("id").to_pylist()), text
+        assert rep.rows_total == 2400
+        skipped_any += rep.files_skipped
+        bitmap_rows += rep.rows_skipped_by_bitmap
+    assert skipped_any > 0 and bitmap_rows > 0
+
+
+def test_bitmap_results_drop_rows(tmp_path):
+    ds = make_dataset(tmp_path, files_per_part=1)
+    ds.build({"file-index.test-positions.columns": "status"})
+    plan = ds.plan("status = 'paid'")
+    assert all(p.bitmap is not None for p in plan.files)
+    assert plan.report.rows_skipped_by_bitmap == 2 * (400 - len(range(1, 400, 3)))
+    assert plan.report.rows_read == 2 * len(range(1, 400, 3))
+    t, _ = ds.scan("status = 'paid' AND id < 20")
+    assert sorted(t.column("id").to_pylist()) == [1, 4, 7, 10, 13, 16, 19]
+    assert ds.read_catalog()["file_index"]["types"]["test-positions"] == "toy_index"
+
+
+def test_corrupt_or_stale_index_is_never_trusted(tmp_path):
+    ds = make_dataset(tmp_path, files_per_part=1)
+    ds.build(BLOOM)
+    # corrupt the bytes but keep the size: the file is read, the error counted
+    p = tmp_path / "p=a" / "f0.parquet.index"
+    raw = bytearray(p.read_bytes())
+    raw[:8] = b"\0" * 8
+    p.write_bytes(bytes(raw))
+    plan = ds.plan("id = 5")
+    assert plan.report.index_errors == 1
+    assert not plan.files[0].skipped
+    # a data file changed after the build: its index is not used for pruning
+    pq.write_table(pa.table({"id": np.array([999999], dtype=np.int64), "name": ["q"], "score": [1.0],
+                             "status": ["new"]}), tmp_path / "p=b" / "f0.parquet")
+    ds = ParquetDataset(str(tmp_path))
+    plan = ds.plan("id = 999999")
+    assert plan.report.files_without_index == 1
+    t, _ = ds.scan("id = 999999")
+    assert t.column("id").to_pylist() == [999999]
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path):
+    target = tmp_path / "x.parquet.index"
+    with pytest.raises(RuntimeError, match="injected"):
+        write_atomic(str(target), b"0123456789", _fault="raise")
+    assert os.listdir(tmp_path) == []
+    write_atomic(str(target), b"abc")
+    assert target.read_bytes() == b"abc" and os.listdir(tmp_path) == ["x.parquet.index"]
+
+
+def _py_eval(pred, row):
+    """Plain-Python SQL semantics (None = unknown) as the oracle for the Arrow filter."""
+    from paimon_fast.predicate import And, Or
+
+    if isinstance(pred, And):
+        vals = [_py_eval(c, row) for c in pred.children]
+        return False if False in vals else (None if None in vals else True)
+    if isinstance(pred, Or):
+        vals = [_py_eval(c, row) for c in pred.children]
+        return True if True in vals else (None if None in vals else False)
+    v = row[pred.name]
+    op, lits = pred.op, pred.literals
+    if op == "is_null":
+        return v is None
+    if op == "is_not_null":
+        return v is not None
+    if v is None:
+        return None
+    import re
+
+    return {
+        "equal": lambda: v == lits[0], "not_equal": lambda: v != lits[0], "less_than": lambda: v < lits[0],
+        "less_or_equal": lambda: v <= lits[0], "greater_than": lambda: v > lits[0],
+        "greater_or_equal": lambda: v >= lits[0], "in": lambda: v in lits, "not_in": lambda: v not in lits,
+        "between": lambda: lits[0] <= v <= lits[1], "not_between": lambda: not lits[0] <= v <= lits[1],
+        "starts_with": lambda: v.startswith(lits[0]), "ends_with": lambda: v.endswith(lits[0]),
+        "contains": lambda: lits[0] in v,
+        "like": lambda: re.fullmatch(lits[0].replace("%", ".*").replace("_", "."), v) is not None,
+    }[op]()
+
+
+def test_arrow_filter_matches_sql_semantics(tmp_path):
+    t = pa.table({"a": pa.array([1, None, 3, 4, None, 6], pa.int64()),
+                  "s": pa.array(["x1", "y2", None, "x22", "z", "x_2"])})
+    rows = t.to_pylist()
+    for text in ["a = 3", "a != 3", "a NOT IN (1, 3)", "a IN (1, 6)", "a NOT BETWEEN 2 AND 4", "a IS NULL",
+                 "s LIKE 'x%'", "s LIKE 'x_2'", "s LIKE '%2'", "s LIKE '%_%'", "NOT (a > 3 OR s = 'z')",
+                 "a >= 3 OR s IS NULL", "a > 2.5", "s = 'x1' AND a IS NOT NULL"]:
+        pred = parse_predicate(text)
+        got = t.filter(to_arrow_expression(pred, t.schema)).to_pylist()
+        want = [r for r in rows if _py_eval(pred, r) is True]
+        assert got == want, text
+
+
+def test_cli_inspect_reads_types_from_the_data_file(tmp_path, capsys):
+    from paimon_fast.cli import main
+
+    ds = make_dataset(tmp_path, files_per_part=1)
+    ds.build(BLOOM)
+    assert main(["inspect", str(tmp_path / "p=a" / "f0.parquet.index")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    bloom = out["columns"]["id"][0]
+    assert bloom["index_type"] == "bloom-filter" and bloom["type"] == "BIGINT"
+    assert bloom["num_bits"] > 0 and 0 < bloom["fill_ratio"] < 1
+    assert out["data_file"].endswith("f0.parquet")
