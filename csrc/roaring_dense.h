@@ -22,28 +22,50 @@ static inline int pf_popc64(uint64_t x) {
 }
 
 /* cardinality and number of runs of one 65536-bit container */
-static inline void pf_dense_stats(const uint64_t *w, uint32_t *card, uint32_t *nruns) {
-    uint64_t carry = 0;
-    uint32_t c = 0, r = 0;
-    for (int j = 0; j < 1024; j++) {
-        uint64_t x = w[j];
-        if (x) {
-            c += (uint32_t)pf_popc64(x);
-            r += (uint32_t)pf_popc64(x & ~((x << 1) | carry));
-        }
-        carry = x >> 63;
-    }
-    *card = c;
+#define PF_DENSE_STATS_BODY(POPC)                                   \
+    uint64_t carry = 0;                                             \
+    uint32_t c = 0, r = 0;                                          \
+    for (int j = 0; j < 1024; j++) {                                \
+        uint64_t x = w[j];                                          \
+        if (x) {                                                    \
+            c += (uint32_t)POPC(x);                                 \
+            r += (uint32_t)POPC(x & ~((x << 1) | carry));           \
+        }                                                           \
+        carry = x >> 63;                                            \
+    }                                                               \
+    *card = c;                                                      \
     *nruns = r;
+
+static void pf_dense_stats_generic(const uint64_t *w, uint32_t *card, uint32_t *nruns) {
+    PF_DENSE_STATS_BODY(pf_popc64)
 }
 
-/* Fill card/nruns per chunk; returns the serialized size. */
-static int64_t pf_dense_size(const uint64_t *w, size_t nchunks, uint32_t *card, uint32_t *nruns) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__POPCNT__)
+/* the hardware instruction where the CPU has it (chosen once at run time) */
+__attribute__((target("popcnt"))) static void pf_dense_stats_hw(const uint64_t *w, uint32_t *card, uint32_t *nruns) {
+    PF_DENSE_STATS_BODY(__builtin_popcountll)
+}
+static inline void pf_dense_stats(const uint64_t *w, uint32_t *card, uint32_t *nruns) {
+    static int hw = -1;
+    if (hw < 0) hw = __builtin_cpu_supports("popcnt") ? 1 : 0;
+    if (hw) pf_dense_stats_hw(w, card, nruns);
+    else pf_dense_stats_generic(w, card, nruns);
+}
+#else
+static inline void pf_dense_stats(const uint64_t *w, uint32_t *card, uint32_t *nruns) {
+    pf_dense_stats_generic(w, card, nruns);
+}
+#endif
+
+/* Containers are given as pointers to 1024-word bit sets with their keys
+ * (ascending); empty ones are skipped.  pf_dense_size fills card/nruns and
+ * returns the serialized size; pf_dense_write writes exactly that many bytes. */
+static int64_t pf_dense_size(const uint64_t *const *cw, size_t n, uint32_t *card, uint32_t *nruns) {
     size_t size = 0;
     int has_run = 0;
     uint64_t body = 0;
-    for (size_t ch = 0; ch < nchunks; ch++) {
-        pf_dense_stats(w + 1024 * ch, &card[ch], &nruns[ch]);
+    for (size_t ch = 0; ch < n; ch++) {
+        pf_dense_stats(cw[ch], &card[ch], &nruns[ch]);
         if (!card[ch]) continue;
         int kind = pf_container_kind(card[ch], nruns[ch]);
         if (kind == PF_RUN) has_run = 1;
@@ -59,12 +81,11 @@ static int64_t pf_dense_size(const uint64_t *w, size_t nchunks, uint32_t *card, 
     return (int64_t)(head + body);
 }
 
-/* Write the bytes (pf_dense_size first, with the same card/nruns). */
-static size_t pf_dense_write(const uint64_t *w, size_t nchunks, const uint32_t *card, const uint32_t *nruns,
-                             uint8_t *out) {
+static size_t pf_dense_write(const uint64_t *const *cws, const uint32_t *keys, size_t n, const uint32_t *card,
+                             const uint32_t *nruns, uint8_t *out) {
     size_t size = 0;
     int has_run = 0;
-    for (size_t ch = 0; ch < nchunks; ch++) {
+    for (size_t ch = 0; ch < n; ch++) {
         if (!card[ch]) continue;
         if (pf_container_kind(card[ch], nruns[ch]) == PF_RUN) has_run = 1;
         size++;
@@ -90,11 +111,11 @@ static size_t pf_dense_write(const uint64_t *w, size_t nchunks, const uint32_t *
         p += 4 * size;
     }
     size_t c = 0;
-    for (size_t ch = 0; ch < nchunks; ch++) {
+    for (size_t ch = 0; ch < n; ch++) {
         if (!card[ch]) continue;
-        const uint64_t *cw = w + 1024 * ch;
+        const uint64_t *cw = cws[ch];
         int kind = pf_container_kind(card[ch], nruns[ch]);
-        pf_put16(desc + 4 * c, (uint16_t)ch);
+        pf_put16(desc + 4 * c, (uint16_t)keys[ch]);
         pf_put16(desc + 4 * c + 2, (uint16_t)(card[ch] - 1));
         if (offs) pf_put32(offs + 4 * c, (uint32_t)(p - out));
         if (kind == PF_RUN) {
@@ -148,4 +169,5 @@ static size_t pf_dense_write(const uint64_t *w, size_t nchunks, const uint32_t *
     }
     return (size_t)(p - out);
 }
+
 #endif

@@ -642,3 +642,48 @@ def test_writer_entry_order_matches_the_jvm(case):
     treeified = any(x > 0 for x in [w.stats["tree_bins"]])
     assert treeified == (case["name"] not in ("int_clusters_random_calls", "int_threshold_trailing_call",
                                                "int_threshold_no_trailing"))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(0, 150_000), st.sampled_from([1, 8, 32]),
+       st.booleans())
+def test_group_dense_fixed_matches_group_fixed(seed, k, n, max_values, nulls):
+    rng = np.random.default_rng(seed)
+    keys = rng.choice(np.array([-2**31, 2**31 - 1, 0, -1] + list(range(100, 100 + k)), dtype=np.int32), n)
+    valid = (rng.random(n) > 0.1).astype(np.uint8) if nulls else None
+    got = K.group_dense_fixed(keys, valid, K.HASH_INT, max_values)
+    codes, first, counts, jh = K.group_fixed(keys, valid, K.HASH_INT)
+    if len(first) > max_values:
+        assert got is None
+        return
+    f2, c2, j2, bits = got
+    assert np.array_equal(f2, first) and np.array_equal(c2, counts) and np.array_equal(j2, jh)
+    for id_ in range(len(first)):
+        rows = np.flatnonzero(np.unpackbits(bits[id_].view(np.uint8), bitorder="little"))
+        assert rows.tolist() == np.flatnonzero(codes == id_).tolist()
+    order = K.java_order(jh, True)[0]
+    a = K.dense_from_bits(bits, order, counts)
+    b = K.dense_serialize(codes, order, counts)
+    assert a[0] == b[0] and np.array_equal(a[1], b[1]) and np.array_equal(a[2], b[2])
+    if n <= 3000:
+        t = twin.group_dense_fixed(keys, valid, twin.HASH_INT, max_values)
+        assert all(np.array_equal(x, y) for x, y in zip(t, got))
+        tb = twin.dense_from_bits(bits, order, counts)
+        assert tb[0] == a[0] and np.array_equal(tb[1], a[1]) and np.array_equal(tb[2], a[2])
+
+
+def test_writer_paths_give_the_same_bytes(monkeypatch):
+    """One-pass bit sets, two-pass bit sets and sorted positions: same index bytes."""
+    import paimon_fast.fileindex.bitmap as bmod
+    rng = np.random.default_rng(5)
+    n = 300_000
+    for k in (3, 12, 40):
+        vals = pa.array(rng.choice(np.array([7, -9, 2**31 - 1] + list(range(k)), dtype=np.int32), n),
+                        mask=rng.random(n) < 0.02)
+        outs = []
+        for min_rows in (2048, 10**9):
+            monkeypatch.setattr(bmod, "_DENSE_MIN_ROWS", min_rows)
+            w = pf.fileindex.writer("bitmap", "INT", {})
+            w.write_batch(vals)
+            outs.append(w.finish())
+        assert outs[0] == outs[1]

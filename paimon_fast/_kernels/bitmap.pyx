@@ -46,9 +46,10 @@ CMP_FLOAT = 1    # Float.compare on floatToIntBits
 CMP_DOUBLE = 2   # Double.compare on doubleToLongBits
 
 cdef extern from "roaring_dense.h":
-    int64_t pf_dense_size(const uint64_t *w, size_t nchunks, uint32_t *card, uint32_t *nruns) nogil
-    size_t pf_dense_write(const uint64_t *w, size_t nchunks, const uint32_t *card, const uint32_t *nruns,
-                          uint8_t *out) nogil
+    int64_t pf_dense_size(const uint64_t *const *cw, size_t n, uint32_t *card, uint32_t *nruns) nogil
+    size_t pf_dense_write(const uint64_t *const *cw, const uint32_t *keys, size_t n, const uint32_t *card,
+                          const uint32_t *nruns, uint8_t *out) nogil
+
 
 cdef int64_t _D_EXP = (<int64_t> 0x7FF) << 52
 cdef int64_t _D_MANT = ((<int64_t> 1) << 52) - 1
@@ -669,6 +670,132 @@ def scatter_positions(const int32_t[::1] codes, const int64_t[::1] order, const 
     return pos_arr, bounds_arr, multi_arr
 
 
+def group_dense_fixed(const intlike[::1] keys, const uint8_t[::1] valid=None, int hash_mode=HASH_INT,
+                      int max_values=16):
+    """One pass for few distinct values: dictionary-encode and set each row's
+    bit in its value's bit set at once (no per-row codes array, no second pass).
+
+    Returns ``(first_row, counts, java_hash, bits)`` with ``bits`` a
+    ``(D, words)`` uint64 array (one bit set per value, ids in first-appearance
+    order, each 65536-row container = 1024 words), or ``None`` as soon as
+    more than ``max_values`` distinct values appear (use :func:`group_fixed`).
+    """
+    cdef Py_ssize_t i, n = keys.shape[0]
+    cdef bint has_valid = valid is not None
+    if has_valid and valid.shape[0] != n:
+        raise ValueError("validity mask length differs from keys")
+    if n >= 2**31:
+        raise ValueError("a bitmap index holds at most 2^31 - 1 rows")
+    if max_values < 1 or max_values > 256:
+        raise ValueError("max_values must be in [1, 256]")
+    cdef Py_ssize_t words = ((n + 65535) >> 16) * 1024
+    bits_arr = np.zeros((max_values, max(words, 1024)), dtype=np.uint64)
+    cdef uint64_t[:, ::1] bits = bits_arr
+    first = np.empty(max_values, dtype=np.int64)
+    counts = np.zeros(max_values, dtype=np.int64)
+    jh = np.empty(max_values, dtype=np.int32)
+    cdef int64_t[::1] fr = first
+    cdef int64_t[::1] cn = counts
+    cdef int32_t[::1] jv = jh
+    cdef int64_t ukeys[256]
+    cdef int32_t slot_id[1024]
+    cdef int64_t slot_key[1024]
+    cdef int64_t v, s, D = 0
+    cdef int32_t id_
+    cdef bint over = False
+    for i in range(1024):
+        slot_id[i] = -1
+    with nogil:
+        for i in range(n):
+            if has_valid and not valid[i]:
+                continue
+            v = <int64_t> keys[i]
+            s = <int64_t> (_mix64(<uint64_t> v) & 1023)
+            while True:
+                id_ = slot_id[s]
+                if id_ < 0:
+                    if D == max_values:
+                        over = True
+                        break
+                    id_ = <int32_t> D
+                    slot_id[s] = id_
+                    slot_key[s] = v
+                    ukeys[D] = v
+                    fr[D] = i
+                    jv[D] = _java_hash(v, hash_mode)
+                    D += 1
+                    break
+                if slot_key[s] == v:
+                    break
+                s = (s + 1) & 1023
+            if over:
+                break
+            cn[id_] += 1
+            bits[id_, i >> 6] |= (<uint64_t> 1) << (i & 63)
+    if over:
+        return None
+    return first[:D].copy(), counts[:D].copy(), jh[:D].copy(), bits_arr[:D]
+
+
+def dense_from_bits(const uint64_t[:, ::1] bits, const int64_t[::1] order, const int64_t[::1] counts):
+    """Like :func:`dense_serialize` from the bit sets of :func:`group_dense_fixed`:
+    ``(blob, sizes, multi_ids)`` for the values of >= 2 rows, in ``order``."""
+    cdef Py_ssize_t D = order.shape[0], i, g
+    if counts.shape[0] != D or bits.shape[0] != D:
+        raise ValueError("bits, order and counts differ in length")
+    if bits.shape[1] % 1024:
+        raise ValueError("bit sets must be whole 1024-word containers")
+    cdef size_t nchunks = bits.shape[1] // 1024
+    cdef int64_t G = 0, id_
+    for i in range(D):
+        id_ = order[i]
+        if id_ < 0 or id_ >= D:
+            raise ValueError("order holds an id outside [0, D)")
+        if counts[id_] >= 2:
+            G += 1
+    multi_arr = np.empty(G, dtype=np.int64)
+    sizes_arr = np.empty(G, dtype=np.int64)
+    cdef int64_t[::1] multi = multi_arr
+    cdef int64_t[::1] sizes = sizes_arr
+    g = 0
+    for i in range(D):
+        id_ = order[i]
+        if counts[id_] >= 2:
+            multi[g] = id_
+            g += 1
+    if G == 0:
+        return b"", sizes_arr, multi_arr
+    cdef uint32_t *card = <uint32_t *> malloc(G * nchunks * sizeof(uint32_t))
+    cdef uint32_t *nruns = <uint32_t *> malloc(G * nchunks * sizeof(uint32_t))
+    cdef const uint64_t **cw = <const uint64_t **> malloc(G * nchunks * sizeof(uint64_t *))
+    cdef uint32_t *keys = <uint32_t *> malloc(nchunks * sizeof(uint32_t))
+    cdef int64_t total = 0
+    cdef uint8_t *op
+    cdef size_t ch
+    try:
+        if card == NULL or nruns == NULL or cw == NULL or keys == NULL:
+            raise MemoryError()
+        with nogil:
+            for ch in range(nchunks):
+                keys[ch] = <uint32_t> ch
+            for g in range(G):
+                for ch in range(nchunks):
+                    cw[g * nchunks + ch] = &bits[multi[g], ch * 1024]
+                sizes[g] = pf_dense_size(cw + g * nchunks, nchunks, card + g * nchunks, nruns + g * nchunks)
+                total += sizes[g]
+        out = PyBytes_FromStringAndSize(NULL, total)
+        op = <uint8_t *> PyBytes_AS_STRING(out)
+        with nogil:
+            for g in range(G):
+                op += pf_dense_write(cw + g * nchunks, keys, nchunks, card + g * nchunks, nruns + g * nchunks, op)
+        return out, sizes_arr, multi_arr
+    finally:
+        free(card)
+        free(nruns)
+        free(cw)
+        free(keys)
+
+
 def dense_serialize(const int32_t[::1] codes, const int64_t[::1] order, const int64_t[::1] counts):
     """:func:`scatter_positions` + ``roaring.serialize_groups32`` in one step for
     few values: one bit set per multi-row value (a single pass over the rows),
@@ -705,14 +832,21 @@ def dense_serialize(const int32_t[::1] codes, const int64_t[::1] order, const in
     cdef uint64_t *bits = <uint64_t *> calloc(G * words, sizeof(uint64_t))
     cdef uint32_t *card = <uint32_t *> malloc(G * nchunks * sizeof(uint32_t))
     cdef uint32_t *nruns = <uint32_t *> malloc(G * nchunks * sizeof(uint32_t))
+    cdef const uint64_t **cw = <const uint64_t **> malloc(G * nchunks * sizeof(uint64_t *))
+    cdef uint32_t *keys = <uint32_t *> malloc(nchunks * sizeof(uint32_t))
     cdef int32_t c, r
     cdef int64_t total = 0
     cdef bint bad = False
     cdef uint8_t *op
+    cdef size_t ch
     try:
-        if bits == NULL or card == NULL or nruns == NULL:
+        if bits == NULL or card == NULL or nruns == NULL or cw == NULL or keys == NULL:
             raise MemoryError()
         with nogil:
+            for ch in range(nchunks):
+                keys[ch] = <uint32_t> ch
+            for ch in range(G * nchunks):
+                cw[ch] = bits + ch * 1024
             for i in range(n):
                 c = codes[i]
                 if c >= 0:
@@ -724,7 +858,7 @@ def dense_serialize(const int32_t[::1] codes, const int64_t[::1] order, const in
                         bits[r * words + (i >> 6)] |= (<uint64_t> 1) << (i & 63)
             if not bad:
                 for g in range(G):
-                    sizes[g] = pf_dense_size(bits + g * words, nchunks, card + g * nchunks, nruns + g * nchunks)
+                    sizes[g] = pf_dense_size(cw + g * nchunks, nchunks, card + g * nchunks, nruns + g * nchunks)
                     total += sizes[g]
         if bad:
             raise ValueError("codes do not match counts")
@@ -732,12 +866,14 @@ def dense_serialize(const int32_t[::1] codes, const int64_t[::1] order, const in
         op = <uint8_t *> PyBytes_AS_STRING(out)
         with nogil:
             for g in range(G):
-                op += pf_dense_write(bits + g * words, nchunks, card + g * nchunks, nruns + g * nchunks, op)
+                op += pf_dense_write(cw + g * nchunks, keys, nchunks, card + g * nchunks, nruns + g * nchunks, op)
         return out, sizes_arr, multi_arr
     finally:
         free(bits)
         free(card)
         free(nruns)
+        free(cw)
+        free(keys)
 
 
 # ---------------------------------------------------------------- V2 layout and packing

@@ -216,9 +216,18 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
     n = len(arr)
     mask = validity_mask(arr)
     valid = None if mask is None else np.ascontiguousarray(mask).view(np.uint8)
+    dense_bits = None
     if codec.fixed:
         keys = np.ascontiguousarray(codec.keys_of(arr))
-        codes, first, counts, jh = k.group_fixed(keys, valid, codec.hash_mode)
+        # few values over many rows: group and build their bit sets in one pass (gives up early otherwise)
+        nchunks = (n + 65535) >> 16
+        max_dense = min(32, n // (_DENSE_MIN_ROWS * nchunks)) if n else 0
+        got = k.group_dense_fixed(keys, valid, codec.hash_mode, max_dense) if max_dense >= 1 else None
+        if got is not None:
+            first, counts, jh, dense_bits = got
+            codes = None
+        else:
+            codes, first, counts, jh = k.group_fixed(keys, valid, codec.hash_mode)
     else:
         offsets, data = binary_buffers(arr)
         codes, first, counts, jh = k.group_binary(np.ascontiguousarray(offsets), data, valid)
@@ -244,7 +253,9 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
         order, table = java_order_exact(jh.tolist(), okeys, trailing)
     groups = int(np.count_nonzero(counts >= 2))
     containers = groups * ((n + 65535) >> 16)
-    if groups and containers <= _DENSE_MAX_CONTAINERS and n >= containers * _DENSE_MIN_ROWS:
+    if dense_bits is not None:
+        blob, sizes, multi = k.dense_from_bits(dense_bits, order, counts)
+    elif groups and containers <= _DENSE_MAX_CONTAINERS and n >= containers * _DENSE_MIN_ROWS:
         # few values over many rows: bit sets beat sorted positions
         blob, sizes, multi = k.dense_serialize(codes, order, counts)
     else:

@@ -522,6 +522,34 @@ def dense_serialize(codes, order, counts):
     return b"".join(blobs), np.array([len(b) for b in blobs], dtype=np.int64), multi
 
 
+def group_dense_fixed(keys, valid=None, hash_mode=HASH_INT, max_values=16):
+    """Twin of the kernel's ``group_dense_fixed``."""
+    n = len(keys)
+    words = max(((n + 65535) >> 16) * 1024, 1024)
+    codes, first, counts, jh = group_fixed(keys, valid, hash_mode)
+    if len(first) > max_values:
+        return None
+    bits = np.zeros((len(first), words), dtype=np.uint64)
+    for i, c in enumerate(codes):
+        if c >= 0:
+            bits[c, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+    return first, counts, jh, bits
+
+
+def dense_from_bits(bits, order, counts):
+    """Twin of the kernel's ``dense_from_bits``."""
+    from ..roaring import serialize32
+
+    blobs, multi = [], []
+    for id_ in order:
+        id_ = int(id_)
+        if counts[id_] >= 2:
+            rows = np.flatnonzero(np.unpackbits(bits[id_].view(np.uint8), bitorder="little"))
+            blobs.append(serialize32(rows.astype(np.uint32)))
+            multi.append(id_)
+    return b"".join(blobs), np.array([len(b) for b in blobs], dtype=np.int64), np.array(multi, dtype=np.int64)
+
+
 def v2_layout(entry_bytes, limit):
     """Twin of the kernel's ``v2_layout``: Java's ``BitmapIndexBlock.tryAdd``
     packing, an entry that fits no block getting one of its own."""
