@@ -568,6 +568,39 @@ static int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t
     return c;
 }
 
+/* Sort (key, row) pairs by key with an LSD radix sort (11-bit digits, digits
+ * equal in every key skipped), keys as order-preserving uint64 (sign flipped).
+ * ka/kb and ia/ib are n-entry buffers; the sorted pairs end in ka/ia
+ * (returns 0) or kb/ib (returns 1). */
+static int pf_radix_sort(uint64_t *ka, uint32_t *ia, uint64_t *kb, uint32_t *ib, int64_t n, int64_t *hist /* 4*65536 */) {
+    const int BITS = 16, NB = 1 << 16, PASSES = 4;
+    memset(hist, 0, sizeof(int64_t) * NB * PASSES);
+    for (int64_t r = 0; r < n; r++) {
+        uint64_t k = ka[r];
+        for (int p = 0; p < PASSES; p++) hist[p * NB + ((k >> (p * BITS)) & (NB - 1))]++;
+    }
+    int cur = 0;
+    for (int p = 0; p < PASSES; p++) {
+        int64_t *h = hist + p * NB;
+        int constant = 0;
+        for (int d = 0; d < NB; d++) { if (h[d] == n) { constant = 1; break; } if (h[d]) break; }
+        if (!constant) { for (int d = 0; d < NB; d++) if (h[d] == n) { constant = 1; break; } }
+        if (constant) continue;
+        int64_t sum = 0;
+        for (int d = 0; d < NB; d++) { int64_t c = h[d]; h[d] = sum; sum += c; }
+        uint64_t *ks = cur ? kb : ka, *kd = cur ? ka : kb;
+        uint32_t *is = cur ? ib : ia, *id = cur ? ia : ib;
+        for (int64_t r = 0; r < n; r++) {
+            uint64_t k = ks[r];
+            int64_t at = h[(k >> (p * BITS)) & (NB - 1)]++;
+            kd[at] = k;
+            id[at] = is[r];
+        }
+        cur ^= 1;
+    }
+    return cur;
+}
+
 /* Top-k (largest) / bottom-k (smallest) over the rows of e (modified in
  * place; on return it holds the tie group), g must be zeroed scratch, active
  * and gtouch int64 scratch of nw entries. Only words still holding candidates

@@ -229,3 +229,17 @@ def test_encode_plain_round_trips(n, density, seed):
     w2 = np.zeros_like(w)
     k.decode_into(np.frombuffer(k.encode_plain(w), np.uint8), 0, -1, w2, n)
     assert np.array_equal(w, w2)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1), st.integers(-5, 5)), max_size=400))
+def test_sort_codes_agree(values):
+    keys = np.array([0 if v is None else v for v in values], dtype=np.int64)
+    valid = np.array([v is not None for v in values], dtype=np.uint8)
+    uniq, codes = k.sort_codes(keys, valid)
+    m = valid.astype(bool)
+    nu, inv = np.unique(keys[m], return_inverse=True)
+    assert np.array_equal(uniq, nu)
+    assert np.array_equal(codes[m], inv) and (codes[~m] == -1).all()
+    tu, tc = twin.dense_codes(keys, valid, 0, 0)  # the twin ranks by sorting
+    assert np.array_equal(uniq, tu) and np.array_equal(codes, tc)

@@ -19,6 +19,7 @@ cdef extern from "bitslice.h":
     int64_t pf_roaring_check(const uint8_t *buf, size_t length, const char **err, size_t *err_at, uint64_t *card) nogil
     int pf_decode_words(const uint8_t *buf, uint64_t *words, int64_t nbits, int64_t *bad) nogil
     int64_t pf_last_value(const uint8_t *buf) nogil
+    int pf_radix_sort(uint64_t *ka, uint32_t *ia, uint64_t *kb, uint32_t *ib, int64_t n, int64_t *hist) nogil
     int64_t pf_bitmap_view(const uint8_t *buf, size_t len, int64_t nw) nogil
     int pf_build_slices_u32(const uint32_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) nogil
     int pf_build_slices_u64(const uint64_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) nogil
@@ -473,6 +474,61 @@ def build_slices(values, const uint8_t[::1] sel, int S):
     if bad:
         raise ValueError("a value is negative or needs more than the given slices")
     return ebm_arr, sl_arr
+
+
+def sort_codes(const int64_t[::1] keys, const uint8_t[::1] valid):
+    """Dictionary codes by radix-sorting the valid keys (any range).
+
+    Returns ``(sorted distinct keys, int32 codes)`` with -1 for rows not valid.
+    """
+    cdef int64_t n = keys.shape[0], r, m = 0, j
+    if valid.shape[0] != n:
+        raise ValueError("keys and valid differ in length")
+    if n >= 2**32:
+        raise ValueError("too many rows")
+    with nogil:
+        for r in range(n):
+            m += valid[r] != 0
+    ka_arr = np.empty(m, np.uint64)
+    kb_arr = np.empty(m, np.uint64)
+    ia_arr = np.empty(m, np.uint32)
+    ib_arr = np.empty(m, np.uint32)
+    hist_arr = np.empty(4 * 65536, np.int64)
+    codes_arr = np.empty(n, np.int32)
+    cdef uint64_t[::1] ka = ka_arr, kb = kb_arr
+    cdef uint32_t[::1] ia = ia_arr, ib = ib_arr
+    cdef int64_t[::1] hist = hist_arr
+    cdef int32_t[::1] codes = codes_arr
+    cdef int which = 0
+    cdef uint64_t *ks
+    cdef uint32_t *iss
+    cdef int64_t c = -1
+    cdef uint64_t prev = 0
+    if m == 0:
+        codes_arr[:] = -1
+        return np.zeros(0, np.int64), codes_arr
+    with nogil:
+        j = 0
+        for r in range(n):
+            codes[r] = -1
+            if valid[r]:
+                ka[j] = (<uint64_t>keys[r]) ^ (<uint64_t>1 << 63)
+                ia[j] = <uint32_t>r
+                j += 1
+        which = pf_radix_sort(&ka[0], &ia[0], &kb[0], &ib[0], m, &hist[0])
+        ks = &kb[0] if which else &ka[0]
+        iss = &ib[0] if which else &ia[0]
+        for j in range(m):
+            if c < 0 or ks[j] != prev:
+                c += 1
+                prev = ks[j]
+                ks[c] = prev  # distinct keys compacted in place (c <= j)
+            codes[iss[j]] = <int32_t>c
+    if c + 1 > 2**31 - 1:
+        raise ValueError("too many distinct keys")
+    src = kb_arr if which else ka_arr
+    uniq = (src[:c + 1] ^ np.uint64(1 << 63)).view(np.int64).copy()
+    return uniq, codes_arr
 
 
 def minmax_valid(const int64_t[::1] keys, const uint8_t[::1] valid):

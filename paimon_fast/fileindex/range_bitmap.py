@@ -187,13 +187,7 @@ def _codes_fixed(keys: np.ndarray, valid):
         return np.zeros(0, np.int64), np.full(n, -1, np.int32)
     if hi - lo <= 64 * n + (1 << 20):
         return _k.dense_codes(keys, v8, lo, hi)
-    present = keys if valid is None else keys[valid]
-    uniq, inv = np.unique(present, return_inverse=True)
-    if valid is None:
-        return uniq, inv.astype(np.int32)
-    codes = np.full(n, -1, np.int32)
-    codes[valid] = inv
-    return uniq, codes
+    return _k.sort_codes(keys, v8)
 
 
 def _codes_string(arr: pa.Array):
