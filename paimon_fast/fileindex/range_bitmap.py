@@ -39,7 +39,7 @@ from ..result import BitmapResult
 from ..types import DataType, decimal_unscaled, fixed_values, long_keys, to_arrow_array, validity_mask
 from . import FileIndexReader, FileIndexWriter, IndexFactory, register
 from ._bitslice import (BLOCK_WORDS, NullLiteralError, _k, from_bitmap, nwords, positions_bitmap, range_bitmap,
-                         read_roaring_dense, to_bitmap, topk_candidate_words)
+                         to_bitmap, topk_candidate_words)
 
 INDEX_TYPE = "range-bitmap"
 CHUNK_SIZE = "chunk-size"
@@ -354,42 +354,48 @@ class RangeBitmapWriter(FileIndexWriter):
 # ---------------------------------------------------------------- reader
 
 class _FixedDictionary:
-    """Chunked dictionary of fixed-length keys; chunk keys are decoded lazily."""
+    """Chunked dictionary of fixed-length keys.  Opening reads only the chunks'
+    first keys; a chunk's header is validated and its keys decoded when a
+    lookup needs it (codes stay within [0, cardinality] whatever the bytes)."""
 
     def __init__(self, codec, data, base, nchunks, chunks_at, keys_at, keys_end, card):
-        ks = codec.size
-        hs = 1 + ks + 20
         self.codec = codec
         self.data = data
         self.base = base
+        self.chunks_at = chunks_at
+        self.keys_at = keys_at
+        self.keys_len = keys_end - keys_at
+        self.card = card
+        self.nchunks = nchunks
         dt = np.dtype([("v", "u1"), ("k", codec.be), ("code", ">i4"), ("off", ">i4"),
                        ("n", ">i4"), ("klen", ">i4"), ("ks", ">i4")])
-        head = np.frombuffer(data, dtype=dt, count=nchunks, offset=chunks_at) if nchunks else np.zeros(0, dt)
-        if nchunks and (head["v"] > 1).any():
-            raise IndexFormatError("range bitmap dictionary chunk version > 1", base + chunks_at)
-        if (head["ks"] != ks).any():
-            raise IndexFormatError(f"range bitmap dictionary chunk key size is not {ks}", base + chunks_at)
-        n = head["n"].astype(np.int64)
-        off = head["off"].astype(np.int64)
-        if (n < 0).any() or (head["klen"] != n * ks).any() or (off < 0).any() \
-                or (off + n * ks > keys_end - keys_at).any():
-            raise IndexFormatError("range bitmap dictionary chunk keys outside the keys area", base + chunks_at)
-        code = head["code"].astype(np.int64)
-        expect = np.concatenate(([0], np.cumsum(n + 1)[:-1])) if nchunks else code
-        if not np.array_equal(code, expect) or int((n + 1).sum()) != card:
-            raise IndexFormatError("range bitmap dictionary codes do not cover the cardinality", base + chunks_at)
-        self.first = codec.sort_from_file(head["k"].astype(codec.be).tobytes()) if nchunks else np.zeros(0, np.int64)
-        self.code = code
-        self.n = n
-        self.off = off + keys_at
+        self.head = np.frombuffer(data, dtype=dt, count=nchunks, offset=chunks_at) if nchunks else np.zeros(0, dt)
+        self.first = codec.sort_from_file(self.head["k"].tobytes()) if nchunks else np.zeros(0, np.int64)
+        self._meta = {}
         self._cache = {}
+        self._codes = None
+
+    def meta(self, i):
+        """``(code, n, keys offset)`` of chunk i, validated."""
+        m = self._meta.get(i)
+        if m is None:
+            v, _, code, off, n, klen, ks = self.head[i].tolist()
+            at = self.base + self.chunks_at + i * self.head.dtype.itemsize
+            if v > 1:
+                raise IndexFormatError("range bitmap dictionary chunk version > 1", at)
+            if ks != self.codec.size or n < 0 or klen != n * ks or off < 0 or off + klen > self.keys_len:
+                raise IndexFormatError("range bitmap dictionary chunk keys outside the keys area", at)
+            if code < 0 or code + n >= self.card:
+                raise IndexFormatError(f"range bitmap dictionary chunk codes [{code}, {code + n}] outside the "
+                                       f"cardinality {self.card}", at)
+            m = self._meta[i] = (code, n, self.keys_at + off)
+        return m
 
     def _chunk(self, i):
         c = self._cache.get(i)
         if c is None:
-            o = int(self.off[i])
-            c = self.codec.sort_from_file(self.data[o:o + int(self.n[i]) * self.codec.size])
-            self._cache[i] = c
+            _, n, o = self.meta(i)
+            c = self._cache[i] = self.codec.sort_from_file(self.data[o:o + n * self.codec.size])
         return c
 
     def find(self, key):
@@ -397,24 +403,29 @@ class _FixedDictionary:
         i = int(np.searchsorted(self.first, key, "right")) - 1
         if i < 0:
             return False, 0
+        code = self.meta(i)[0]
         if self.first[i] == key:
-            return True, int(self.code[i])
+            return True, code
         ck = self._chunk(i)
         j = int(np.searchsorted(ck, key, "left"))
-        base = int(self.code[i]) + 1
         if j < len(ck) and ck[j] == key:
-            return True, base + j
-        return False, base + j
+            return True, code + 1 + j
+        return False, code + 1 + j
 
     def key_at(self, code):
-        i = int(np.searchsorted(self.code, code, "right")) - 1
-        if code == self.code[i]:
+        if self._codes is None:
+            self._codes = self.head["code"].astype(np.int64)
+        i = int(np.searchsorted(self._codes, code, "right")) - 1
+        c0, n, _ = self.meta(max(i, 0))
+        if code == c0:
             return int(self.first[i])
-        return int(self._chunk(i)[code - self.code[i] - 1])
+        if not 0 <= code - c0 - 1 < n:
+            raise IndexFormatError(f"range bitmap dictionary has no key for code {code}", self.base + self.chunks_at)
+        return int(self._chunk(i)[code - c0 - 1])
 
     @property
     def chunks(self):
-        return len(self.code)
+        return self.nchunks
 
 
 class _StringDictionary:
@@ -624,7 +635,8 @@ class RangeBitmapReader(FileIndexReader):
                                    base + body)
         n = last + 1
         self._nbits = n
-        ebm, _, _ = read_roaring_dense(d, body, body + ebm_len, n, base, "range bitmap existence bitmap")
+        ebm = np.zeros(nwords(n), dtype=np.uint64)
+        _k.decode_fast(d, body, body + ebm_len, ebm, n, base)
         W = nwords(n)
         slices = []
         sbase = body + ebm_len
