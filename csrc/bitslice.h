@@ -568,6 +568,54 @@ static int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t
     return c;
 }
 
+/* compare / between fused with the plain (array / bitmap containers)
+ * portable serialization of the answer, one 65536-row container at a time,
+ * so the dense answer never goes to memory. out needs
+ * 8 + 8*nchunks + 8192*nchunks bytes (nchunks = ceil(nw/1024)); returns the
+ * serialized size. S <= 256. */
+static int64_t pf_compare_plain(const pf_u64u *const *rows, int S, const uint64_t *base, int64_t nw,
+                                int op, uint64_t v, int is_between, uint64_t hi, uint8_t *out) {
+    int64_t nchunks = (nw + 1023) / 1024;
+    uint64_t blk[1024];
+    const pf_u64u *sub[256];
+    uint8_t *desc = out + 8;
+    uint8_t *toffs = out + 8 + 4 * nchunks;      /* temporary place of the offsets */
+    uint8_t *body = out + 8 + 8 * nchunks;
+    uint8_t *p = body;
+    int64_t count = 0;
+    for (int64_t c = 0; c < nchunks; c++) {
+        int64_t w0 = c * 1024, m = nw - w0 < 1024 ? nw - w0 : 1024;
+        for (int i = 0; i < S; i++) sub[i] = rows[i] + w0;
+        if (is_between) pf_between(sub, S, base + w0, m, v, hi, blk);
+        else pf_compare(sub, S, base + w0, m, op, v, blk);
+        uint64_t card = 0;
+        for (int64_t j = 0; j < m; j++) card += pf_popc(blk[j]);
+        if (!card) continue;
+        pf_put16(desc + 4 * count, (uint16_t)c);
+        pf_put16(desc + 4 * count + 2, (uint16_t)(card - 1));
+        pf_put32(toffs + 4 * count, (uint32_t)(p - body));
+        if (card > PF_ARRAY_MAX) {
+            memcpy(p, blk, 8 * (size_t)m);
+            if (m < 1024) memset(p + 8 * m, 0, 8 * (size_t)(1024 - m));
+            p += 8192;
+        } else {
+            for (int64_t j = 0; j < m; j++) {
+                uint64_t x = blk[j];
+                while (x) { pf_put16(p, (uint16_t)((j << 6) + __builtin_ctzll(x))); p += 2; x &= x - 1; }
+            }
+        }
+        count++;
+    }
+    int64_t head = 8 + 8 * count;
+    uint8_t *offs = out + 8 + 4 * count;
+    memmove(offs, toffs, 4 * (size_t)count);
+    memmove(out + head, body, (size_t)(p - body));
+    for (int64_t i = 0; i < count; i++) pf_put32(offs + 4 * i, pf_get32(offs + 4 * i) + (uint32_t)head);
+    pf_put32(out, PF_SERIAL_COOKIE_NO_RUN);
+    pf_put32(out + 4, (uint32_t)count);
+    return head + (int64_t)(p - body);
+}
+
 /* Sort (key, row) pairs by key with an LSD radix sort (11-bit digits, digits
  * equal in every key skipped), keys as order-preserving uint64 (sign flipped).
  * ka/kb and ia/ib are n-entry buffers; the sorted pairs end in ka/ia

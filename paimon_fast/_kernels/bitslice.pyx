@@ -19,6 +19,8 @@ cdef extern from "bitslice.h":
     int64_t pf_roaring_check(const uint8_t *buf, size_t length, const char **err, size_t *err_at, uint64_t *card) nogil
     int pf_decode_words(const uint8_t *buf, uint64_t *words, int64_t nbits, int64_t *bad) nogil
     int64_t pf_last_value(const uint8_t *buf) nogil
+    int64_t pf_compare_plain(const pf_u64u *const *rows, int S, const uint64_t *base, int64_t nw,
+                             int op, uint64_t v, int is_between, uint64_t hi, uint8_t *out) nogil
     int pf_radix_sort(uint64_t *ka, uint32_t *ia, uint64_t *kb, uint32_t *ib, int64_t n, int64_t *hist) nogil
     int64_t pf_bitmap_view(const uint8_t *buf, size_t len, int64_t nw) nogil
     int pf_build_slices_u32(const uint32_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) nogil
@@ -334,6 +336,30 @@ def compare(slices, const uint64_t[::1] base, str op, uint64_t value):
     with nogil:
         pf_compare(rows.p, S, &base[0], nw, opc, value, &o[0])
     return out
+
+
+def compare_bytes(slices, const uint64_t[::1] base, str op, uint64_t value, between_hi=None):
+    """:func:`compare` (or :func:`between` with ``value`` as low bound when
+    ``between_hi`` is given) returned directly as portable roaring bytes
+    (array / bitmap containers; a uint8 array) without a dense answer."""
+    cdef int opc = OPS[op]
+    cdef int64_t nw = base.shape[0]
+    cdef _Rows rows = _Rows(slices, nw)
+    cdef int S = rows.S
+    if S > 256:
+        raise ValueError("at most 256 slices")
+    cdef int64_t nchunks = (nw + 1023) // 1024
+    out = np.empty(8 + 8 * nchunks + 8192 * nchunks, dtype=np.uint8)
+    cdef uint8_t[::1] o = out
+    cdef int isb = between_hi is not None
+    cdef uint64_t hi = between_hi if isb else 0
+    cdef int64_t size
+    if isb and (value > hi or (S < 64 and (value >> S) != 0)):
+        nw = 0  # empty answer
+        nchunks = 0
+    with nogil:
+        size = pf_compare_plain(rows.p, S, &base[0] if nw else NULL, nw, opc, value, isb, hi, &o[0])
+    return out[:size]
 
 
 def between(slices, const uint64_t[::1] base, uint64_t lo, uint64_t hi):

@@ -685,60 +685,60 @@ class RangeBitmapReader(FileIndexReader):
     def _cmp(self, op, code):
         return _k.compare(self.slices, self.ebm, op, code)
 
-    def eq_words(self, key):
+    def _plan_eq(self, key):
         if self.cardinality <= 0:
-            return self._empty()
+            return ("none",)
         if key < self.min or key > self.max:
-            return self._empty()
+            return ("none",)
         if key == self.min == self.max:
-            return self.ebm.copy()
+            return ("all",)
         found, code = self.dictionary.find(key)
-        return self._cmp("eq", code) if found else self._empty()
+        return ("cmp", "eq", code) if found else ("none",)
 
-    def gte_words(self, key):
+    def _plan_gte(self, key):
         if self.cardinality <= 0:
-            return self._empty()
+            return ("none",)
         if key <= self.min:
-            return self.ebm.copy()
+            return ("all",)
         if key > self.max:
-            return self._empty()
+            return ("none",)
         _, code = self.dictionary.find(key)
-        return self._cmp("gte", code)
+        return ("cmp", "gte", code)
 
-    def gt_words(self, key):
+    def _plan_gt(self, key):
         if self.cardinality <= 0:
-            return self._empty()
+            return ("none",)
         if key < self.min:
-            return self.ebm.copy()
+            return ("all",)
         if key >= self.max:
-            return self._empty()
+            return ("none",)
         found, code = self.dictionary.find(key)
-        return self._cmp("gt" if found else "gte", code)
+        return ("cmp", "gt" if found else "gte", code)
 
-    def lte_words(self, key):
+    def _plan_lte(self, key):
         if self.cardinality <= 0:
-            return self._empty()
+            return ("none",)
         if key >= self.max:
-            return self.ebm.copy()
+            return ("all",)
         if key < self.min:
-            return self._empty()
+            return ("none",)
         found, code = self.dictionary.find(key)
-        return self._cmp("lte" if found else "lt", code)
+        return ("cmp", "lte" if found else "lt", code)
 
-    def lt_words(self, key):
+    def _plan_lt(self, key):
         if self.cardinality <= 0:
-            return self._empty()
+            return ("none",)
         if key > self.max:
-            return self.ebm.copy()
+            return ("all",)
         if key <= self.min:
-            return self._empty()
+            return ("none",)
         _, code = self.dictionary.find(key)
-        return self._cmp("lt", code)
+        return ("cmp", "lt", code)
 
-    def between_words(self, lo, hi):
-        """``lo <= value <= hi`` in one kernel pass (Java: gte(lo) AND lte(hi))."""
+    def _plan_between(self, lo, hi):
+        # lo <= value <= hi in one kernel pass (Java: gte(lo) AND lte(hi))
         if self.cardinality <= 0 or lo > hi or lo > self.max or hi < self.min:
-            return self._empty()
+            return ("none",)
         if lo <= self.min:
             lc = 0
         else:
@@ -750,10 +750,53 @@ class RangeBitmapReader(FileIndexReader):
             if not found:
                 hc -= 1
         if hc < lc:
-            return self._empty()
+            return ("none",)
         if lc == 0 and hc == self.cardinality - 1:
+            return ("all",)
+        return ("between", lc, hc)
+
+    # An answer is planned first (min / max short-circuits, dictionary lookup),
+    # then computed either as dense words (to combine) or straight into a
+    # BitMap by the fused compare -> roaring kernel.
+    def _words(self, plan):
+        kind = plan[0]
+        if kind == "none":
+            return self._empty()
+        if kind == "all":
             return self.ebm.copy()
-        return _k.between(self.slices, self.ebm, lc, hc)
+        if kind == "cmp":
+            return _k.compare(self.slices, self.ebm, plan[1], plan[2])
+        return _k.between(self.slices, self.ebm, plan[1], plan[2])
+
+    def _bitmap(self, plan) -> BitMap:
+        kind = plan[0]
+        if kind == "none":
+            return BitMap()
+        if kind == "all":
+            return to_bitmap(self.ebm)
+        if kind == "cmp":
+            return BitMap.deserialize(_k.compare_bytes(self.slices, self.ebm, plan[1], plan[2]))
+        return BitMap.deserialize(_k.compare_bytes(self.slices, self.ebm, "gte", plan[1], plan[2]))
+
+    def eq_words(self, key):
+        """Dense words of the rows equal to ``key`` (a sort key)."""
+        return self._words(self._plan_eq(key))
+
+    def gte_words(self, key):
+        return self._words(self._plan_gte(key))
+
+    def gt_words(self, key):
+        return self._words(self._plan_gt(key))
+
+    def lte_words(self, key):
+        return self._words(self._plan_lte(key))
+
+    def lt_words(self, key):
+        return self._words(self._plan_lt(key))
+
+    def between_words(self, lo, hi):
+        """``lo <= value <= hi`` (Java: gte(lo) AND lte(hi))."""
+        return self._words(self._plan_between(lo, hi))
 
     def in_words(self, keys):
         if self.cardinality <= 0:
@@ -806,29 +849,35 @@ class RangeBitmapReader(FileIndexReader):
         key = self._lit(v)
         return self._result(lambda: fn(key))
 
+    def _planned(self, plan_fn, v):
+        if self.cardinality <= 0:
+            return self._nothing()
+        key = self._lit(v)
+        return BitmapResult(thunk=lambda: self._bitmap(plan_fn(key)))
+
     def visit_equal(self, leaf):
-        return self._value_op(self.eq_words, leaf.literal)
+        return self._planned(self._plan_eq, leaf.literal)
 
     def visit_not_equal(self, leaf):
         return self._value_op(lambda k: self.not_words(self.eq_words(k)), leaf.literal)
 
     def visit_less_than(self, leaf):
-        return self._value_op(self.lt_words, leaf.literal)
+        return self._planned(self._plan_lt, leaf.literal)
 
     def visit_less_or_equal(self, leaf):
-        return self._value_op(self.lte_words, leaf.literal)
+        return self._planned(self._plan_lte, leaf.literal)
 
     def visit_greater_than(self, leaf):
-        return self._value_op(self.gt_words, leaf.literal)
+        return self._planned(self._plan_gt, leaf.literal)
 
     def visit_greater_or_equal(self, leaf):
-        return self._value_op(self.gte_words, leaf.literal)
+        return self._planned(self._plan_gte, leaf.literal)
 
     def visit_between(self, leaf):
         if self.cardinality <= 0:
             return self._nothing()
         lo, hi = self._lit(leaf.literals[0]), self._lit(leaf.literals[1])
-        return self._result(lambda: self.between_words(lo, hi))
+        return BitmapResult(thunk=lambda: self._bitmap(self._plan_between(lo, hi)))
 
     def visit_in(self, leaf):
         keys = self._lits(leaf.literals)
