@@ -568,6 +568,87 @@ static int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t
     return c;
 }
 
+/* compare / between fused with the plain (array / bitmap containers)
+ * portable serialization of the answer, one 65536-row container at a time,
+ * so the dense answer never goes to memory. out needs
+ * 8 + 8*nchunks + 8192*nchunks bytes (nchunks = ceil(nw/1024)); returns the
+ * serialized size. S <= 256. */
+static int64_t pf_compare_plain(const pf_u64u *const *rows, int S, const uint64_t *base, int64_t nw,
+                                int op, uint64_t v, int is_between, uint64_t hi, uint8_t *out) {
+    int64_t nchunks = (nw + 1023) / 1024;
+    uint64_t blk[1024];
+    const pf_u64u *sub[256];
+    uint8_t *desc = out + 8;
+    uint8_t *toffs = out + 8 + 4 * nchunks;      /* temporary place of the offsets */
+    uint8_t *body = out + 8 + 8 * nchunks;
+    uint8_t *p = body;
+    int64_t count = 0;
+    for (int64_t c = 0; c < nchunks; c++) {
+        int64_t w0 = c * 1024, m = nw - w0 < 1024 ? nw - w0 : 1024;
+        for (int i = 0; i < S; i++) sub[i] = rows[i] + w0;
+        if (is_between) pf_between(sub, S, base + w0, m, v, hi, blk);
+        else pf_compare(sub, S, base + w0, m, op, v, blk);
+        uint64_t card = 0;
+        for (int64_t j = 0; j < m; j++) card += pf_popc(blk[j]);
+        if (!card) continue;
+        pf_put16(desc + 4 * count, (uint16_t)c);
+        pf_put16(desc + 4 * count + 2, (uint16_t)(card - 1));
+        pf_put32(toffs + 4 * count, (uint32_t)(p - body));
+        if (card > PF_ARRAY_MAX) {
+            memcpy(p, blk, 8 * (size_t)m);
+            if (m < 1024) memset(p + 8 * m, 0, 8 * (size_t)(1024 - m));
+            p += 8192;
+        } else {
+            for (int64_t j = 0; j < m; j++) {
+                uint64_t x = blk[j];
+                while (x) { pf_put16(p, (uint16_t)((j << 6) + __builtin_ctzll(x))); p += 2; x &= x - 1; }
+            }
+        }
+        count++;
+    }
+    int64_t head = 8 + 8 * count;
+    uint8_t *offs = out + 8 + 4 * count;
+    memmove(offs, toffs, 4 * (size_t)count);
+    memmove(out + head, body, (size_t)(p - body));
+    for (int64_t i = 0; i < count; i++) pf_put32(offs + 4 * i, pf_get32(offs + 4 * i) + (uint32_t)head);
+    pf_put32(out, PF_SERIAL_COOKIE_NO_RUN);
+    pf_put32(out + 4, (uint32_t)count);
+    return head + (int64_t)(p - body);
+}
+
+/* Sort (key, row) pairs by key with an LSD radix sort (11-bit digits, digits
+ * equal in every key skipped), keys as order-preserving uint64 (sign flipped).
+ * ka/kb and ia/ib are n-entry buffers; the sorted pairs end in ka/ia
+ * (returns 0) or kb/ib (returns 1). */
+static int pf_radix_sort(uint64_t *ka, uint32_t *ia, uint64_t *kb, uint32_t *ib, int64_t n, int64_t *hist /* 4*65536 */) {
+    const int BITS = 16, NB = 1 << 16, PASSES = 4;
+    memset(hist, 0, sizeof(int64_t) * NB * PASSES);
+    for (int64_t r = 0; r < n; r++) {
+        uint64_t k = ka[r];
+        for (int p = 0; p < PASSES; p++) hist[p * NB + ((k >> (p * BITS)) & (NB - 1))]++;
+    }
+    int cur = 0;
+    for (int p = 0; p < PASSES; p++) {
+        int64_t *h = hist + p * NB;
+        int constant = 0;
+        for (int d = 0; d < NB; d++) { if (h[d] == n) { constant = 1; break; } if (h[d]) break; }
+        if (!constant) { for (int d = 0; d < NB; d++) if (h[d] == n) { constant = 1; break; } }
+        if (constant) continue;
+        int64_t sum = 0;
+        for (int d = 0; d < NB; d++) { int64_t c = h[d]; h[d] = sum; sum += c; }
+        uint64_t *ks = cur ? kb : ka, *kd = cur ? ka : kb;
+        uint32_t *is = cur ? ib : ia, *id = cur ? ia : ib;
+        for (int64_t r = 0; r < n; r++) {
+            uint64_t k = ks[r];
+            int64_t at = h[(k >> (p * BITS)) & (NB - 1)]++;
+            kd[at] = k;
+            id[at] = is[r];
+        }
+        cur ^= 1;
+    }
+    return cur;
+}
+
 /* Top-k (largest) / bottom-k (smallest) over the rows of e (modified in
  * place; on return it holds the tie group), g must be zeroed scratch, active
  * and gtouch int64 scratch of nw entries. Only words still holding candidates

@@ -76,10 +76,12 @@ def test_compare_between_agree(col, data):
         got = k.compare(sl, ebm, op, v)
         assert np.array_equal(got, twin.compare(tsl, tebm, op, v)), op
         assert np.array_equal(got, brute_words(m & brute[op].astype(bool))), op
+        assert bytes(k.compare_bytes(sl, ebm, op, v)) == k.encode_plain(got), op
     lo = data.draw(st.sampled_from(cands))
     hi = data.draw(st.sampled_from(cands))
     got = k.between(sl, ebm, lo, hi)
     assert np.array_equal(got, twin.between(tsl, tebm, lo, hi))
+    assert bytes(k.compare_bytes(sl, ebm, "gte", lo, hi)) == k.encode_plain(got)
     assert np.array_equal(got, brute_words(m & (pyvals >= lo).astype(bool) & (pyvals <= hi).astype(bool)))
 
 
@@ -229,3 +231,30 @@ def test_encode_plain_round_trips(n, density, seed):
     w2 = np.zeros_like(w)
     k.decode_into(np.frombuffer(k.encode_plain(w), np.uint8), 0, -1, w2, n)
     assert np.array_equal(w, w2)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1), st.integers(-5, 5)), max_size=400))
+def test_sort_codes_agree(values):
+    keys = np.array([0 if v is None else v for v in values], dtype=np.int64)
+    valid = np.array([v is not None for v in values], dtype=np.uint8)
+    uniq, codes = k.sort_codes(keys, valid)
+    m = valid.astype(bool)
+    nu, inv = np.unique(keys[m], return_inverse=True)
+    assert np.array_equal(uniq, nu)
+    assert np.array_equal(codes[m], inv) and (codes[~m] == -1).all()
+    tu, tc = twin.dense_codes(keys, valid, 0, 0)  # the twin ranks by sorting
+    assert np.array_equal(uniq, tu) and np.array_equal(codes, tc)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 300_000), st.integers(0, 2**32 - 1))
+def test_compare_bytes_many_containers(n, seed):
+    from pyroaring import BitMap
+    rng = np.random.default_rng(seed)
+    vals = rng.integers(0, 5000, n).astype(np.uint64)
+    sel = (rng.random(n) >= 0.1).astype(np.uint8)
+    ebm, sl = k.build_slices(vals, sel, 13)
+    for op, v in [("lt", 40), ("gte", 100), ("eq", 7)]:
+        got = BitMap.deserialize(k.compare_bytes(list(sl), ebm, op, v))
+        assert got == BitMap(k.to_positions(k.compare(sl, ebm, op, v)))

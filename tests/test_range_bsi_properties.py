@@ -151,3 +151,21 @@ def test_describe_and_get():
     assert [r.get(i) for i in range(6)] == vals + [None]
     b = build("bsi", "BIGINT", vals).describe()
     assert b["positive"]["rows"] == 3 and b["negative"]["rows"] == 1 and b["positive"]["max"] == 7
+
+
+def test_through_the_container():
+    """Both indexes inside a FileIndexFormat file answer like their readers; inspect's describe works."""
+    vals = [4, None, -2, 9, 4, 7, None, 0]
+    arr = pa.array(vals, type=pa.int32())
+    wr = pf.fileindex.writer("range-bitmap", "INT")
+    wr.write_batch(arr)
+    wb = pf.fileindex.writer("bsi", "INT")
+    wb.write_batch(arr)
+    blob = pf.FileIndexFormat.write({"x": {"range-bitmap": wr.finish(), "bsi": wb.finish()}})
+    f = pf.FileIndexFormat.open(blob, {"x": "INT"})
+    for pred, want in [(pf.field("x") > 3, [0, 3, 4, 5]), (pf.field("x").between(-2, 4), [0, 2, 4, 7]),
+                       (pf.field("x").is_null(), [1, 6]), ((pf.field("x") < 5) & (pf.field("x") != 4), [2, 7])]:
+        assert f.evaluate(pred).bitmap == BitMap(want)
+    d = f.describe()
+    kinds = [e["index_type"] for e in d["columns"]["x"]]
+    assert kinds == ["range-bitmap", "bsi"]

@@ -19,6 +19,9 @@ cdef extern from "bitslice.h":
     int64_t pf_roaring_check(const uint8_t *buf, size_t length, const char **err, size_t *err_at, uint64_t *card) nogil
     int pf_decode_words(const uint8_t *buf, uint64_t *words, int64_t nbits, int64_t *bad) nogil
     int64_t pf_last_value(const uint8_t *buf) nogil
+    int64_t pf_compare_plain(const pf_u64u *const *rows, int S, const uint64_t *base, int64_t nw,
+                             int op, uint64_t v, int is_between, uint64_t hi, uint8_t *out) nogil
+    int pf_radix_sort(uint64_t *ka, uint32_t *ia, uint64_t *kb, uint32_t *ib, int64_t n, int64_t *hist) nogil
     int64_t pf_bitmap_view(const uint8_t *buf, size_t len, int64_t nw) nogil
     int pf_build_slices_u32(const uint32_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) nogil
     int pf_build_slices_u64(const uint64_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) nogil
@@ -335,6 +338,30 @@ def compare(slices, const uint64_t[::1] base, str op, uint64_t value):
     return out
 
 
+def compare_bytes(slices, const uint64_t[::1] base, str op, uint64_t value, between_hi=None):
+    """:func:`compare` (or :func:`between` with ``value`` as low bound when
+    ``between_hi`` is given) returned directly as portable roaring bytes
+    (array / bitmap containers; a uint8 array) without a dense answer."""
+    cdef int opc = OPS[op]
+    cdef int64_t nw = base.shape[0]
+    cdef _Rows rows = _Rows(slices, nw)
+    cdef int S = rows.S
+    if S > 256:
+        raise ValueError("at most 256 slices")
+    cdef int64_t nchunks = (nw + 1023) // 1024
+    out = np.empty(8 + 8 * nchunks + 8192 * nchunks, dtype=np.uint8)
+    cdef uint8_t[::1] o = out
+    cdef int isb = between_hi is not None
+    cdef uint64_t hi = between_hi if isb else 0
+    cdef int64_t size
+    if isb and (value > hi or (S < 64 and (value >> S) != 0)):
+        nw = 0  # empty answer
+        nchunks = 0
+    with nogil:
+        size = pf_compare_plain(rows.p, S, &base[0] if nw else NULL, nw, opc, value, isb, hi, &o[0])
+    return out[:size]
+
+
 def between(slices, const uint64_t[::1] base, uint64_t lo, uint64_t hi):
     """Rows of ``base`` with ``lo <= value <= hi`` in one pass over the slices."""
     cdef int64_t nw = base.shape[0]
@@ -473,6 +500,61 @@ def build_slices(values, const uint8_t[::1] sel, int S):
     if bad:
         raise ValueError("a value is negative or needs more than the given slices")
     return ebm_arr, sl_arr
+
+
+def sort_codes(const int64_t[::1] keys, const uint8_t[::1] valid):
+    """Dictionary codes by radix-sorting the valid keys (any range).
+
+    Returns ``(sorted distinct keys, int32 codes)`` with -1 for rows not valid.
+    """
+    cdef int64_t n = keys.shape[0], r, m = 0, j
+    if valid.shape[0] != n:
+        raise ValueError("keys and valid differ in length")
+    if n >= 2**32:
+        raise ValueError("too many rows")
+    with nogil:
+        for r in range(n):
+            m += valid[r] != 0
+    ka_arr = np.empty(m, np.uint64)
+    kb_arr = np.empty(m, np.uint64)
+    ia_arr = np.empty(m, np.uint32)
+    ib_arr = np.empty(m, np.uint32)
+    hist_arr = np.empty(4 * 65536, np.int64)
+    codes_arr = np.empty(n, np.int32)
+    cdef uint64_t[::1] ka = ka_arr, kb = kb_arr
+    cdef uint32_t[::1] ia = ia_arr, ib = ib_arr
+    cdef int64_t[::1] hist = hist_arr
+    cdef int32_t[::1] codes = codes_arr
+    cdef int which = 0
+    cdef uint64_t *ks
+    cdef uint32_t *iss
+    cdef int64_t c = -1
+    cdef uint64_t prev = 0
+    if m == 0:
+        codes_arr[:] = -1
+        return np.zeros(0, np.int64), codes_arr
+    with nogil:
+        j = 0
+        for r in range(n):
+            codes[r] = -1
+            if valid[r]:
+                ka[j] = (<uint64_t>keys[r]) ^ (<uint64_t>1 << 63)
+                ia[j] = <uint32_t>r
+                j += 1
+        which = pf_radix_sort(&ka[0], &ia[0], &kb[0], &ib[0], m, &hist[0])
+        ks = &kb[0] if which else &ka[0]
+        iss = &ib[0] if which else &ia[0]
+        for j in range(m):
+            if c < 0 or ks[j] != prev:
+                c += 1
+                prev = ks[j]
+                ks[c] = prev  # distinct keys compacted in place (c <= j)
+            codes[iss[j]] = <int32_t>c
+    if c + 1 > 2**31 - 1:
+        raise ValueError("too many distinct keys")
+    src = kb_arr if which else ka_arr
+    uniq = (src[:c + 1] ^ np.uint64(1 << 63)).view(np.int64).copy()
+    return uniq, codes_arr
 
 
 def minmax_valid(const int64_t[::1] keys, const uint8_t[::1] valid):

@@ -56,10 +56,11 @@ def long_values(values, dtype: DataType):
 
 def _bsi_part(mag: np.ndarray, sel: np.ndarray) -> bytes:
     """One BitSliceIndexRoaringBitmap: min 0, max = largest magnitude."""
-    present = mag[sel.view(bool)]
-    mx = int(present.max()) if present.size else 0
-    S = mx.bit_length()
-    ebm, slices = _k.build_slices(mag, sel, S)
+    _, _, mx = _k.minmax_valid(mag.view(np.int64), sel)
+    S = int(mx).bit_length()
+    # 32-bit magnitudes take the SSE2 bit-transpose path
+    vals = mag.astype(np.uint32) if mx < 2**32 else mag
+    ebm, slices = _k.build_slices(vals, sel, S)
     parts = [struct.pack(">Bqq", 1, 0, mx), _k.encode(ebm), struct.pack(">i", S)]
     parts.extend(_k.encode_many(slices))
     return b"".join(parts)
@@ -89,7 +90,7 @@ class BsiWriter(FileIndexWriter):
             raise ValueError("BSI cannot store Long.MIN_VALUE (Java fails too)")
         neg = valid & (v < 0)
         pos = valid & ~neg
-        mag = np.where(neg, -v, v).view(np.uint64)
+        mag = np.abs(v).view(np.uint64)  # null slots hold junk but are never selected
         out = [struct.pack(">Bi", VERSION, len(v))]
         for sel in (pos, neg):
             if sel.any():

@@ -39,7 +39,7 @@ from ..result import BitmapResult
 from ..types import DataType, decimal_unscaled, fixed_values, long_keys, to_arrow_array, validity_mask
 from . import FileIndexReader, FileIndexWriter, IndexFactory, register
 from ._bitslice import (BLOCK_WORDS, NullLiteralError, _k, from_bitmap, nwords, positions_bitmap, range_bitmap,
-                         read_roaring_dense, to_bitmap, topk_candidate_words)
+                         to_bitmap, topk_candidate_words)
 
 INDEX_TYPE = "range-bitmap"
 CHUNK_SIZE = "chunk-size"
@@ -187,13 +187,7 @@ def _codes_fixed(keys: np.ndarray, valid):
         return np.zeros(0, np.int64), np.full(n, -1, np.int32)
     if hi - lo <= 64 * n + (1 << 20):
         return _k.dense_codes(keys, v8, lo, hi)
-    present = keys if valid is None else keys[valid]
-    uniq, inv = np.unique(present, return_inverse=True)
-    if valid is None:
-        return uniq, inv.astype(np.int32)
-    codes = np.full(n, -1, np.int32)
-    codes[valid] = inv
-    return uniq, codes
+    return _k.sort_codes(keys, v8)
 
 
 def _codes_string(arr: pa.Array):
@@ -360,42 +354,48 @@ class RangeBitmapWriter(FileIndexWriter):
 # ---------------------------------------------------------------- reader
 
 class _FixedDictionary:
-    """Chunked dictionary of fixed-length keys; chunk keys are decoded lazily."""
+    """Chunked dictionary of fixed-length keys.  Opening reads only the chunks'
+    first keys; a chunk's header is validated and its keys decoded when a
+    lookup needs it (codes stay within [0, cardinality] whatever the bytes)."""
 
     def __init__(self, codec, data, base, nchunks, chunks_at, keys_at, keys_end, card):
-        ks = codec.size
-        hs = 1 + ks + 20
         self.codec = codec
         self.data = data
         self.base = base
+        self.chunks_at = chunks_at
+        self.keys_at = keys_at
+        self.keys_len = keys_end - keys_at
+        self.card = card
+        self.nchunks = nchunks
         dt = np.dtype([("v", "u1"), ("k", codec.be), ("code", ">i4"), ("off", ">i4"),
                        ("n", ">i4"), ("klen", ">i4"), ("ks", ">i4")])
-        head = np.frombuffer(data, dtype=dt, count=nchunks, offset=chunks_at) if nchunks else np.zeros(0, dt)
-        if nchunks and (head["v"] > 1).any():
-            raise IndexFormatError("range bitmap dictionary chunk version > 1", base + chunks_at)
-        if (head["ks"] != ks).any():
-            raise IndexFormatError(f"range bitmap dictionary chunk key size is not {ks}", base + chunks_at)
-        n = head["n"].astype(np.int64)
-        off = head["off"].astype(np.int64)
-        if (n < 0).any() or (head["klen"] != n * ks).any() or (off < 0).any() \
-                or (off + n * ks > keys_end - keys_at).any():
-            raise IndexFormatError("range bitmap dictionary chunk keys outside the keys area", base + chunks_at)
-        code = head["code"].astype(np.int64)
-        expect = np.concatenate(([0], np.cumsum(n + 1)[:-1])) if nchunks else code
-        if not np.array_equal(code, expect) or int((n + 1).sum()) != card:
-            raise IndexFormatError("range bitmap dictionary codes do not cover the cardinality", base + chunks_at)
-        self.first = codec.sort_from_file(head["k"].astype(codec.be).tobytes()) if nchunks else np.zeros(0, np.int64)
-        self.code = code
-        self.n = n
-        self.off = off + keys_at
+        self.head = np.frombuffer(data, dtype=dt, count=nchunks, offset=chunks_at) if nchunks else np.zeros(0, dt)
+        self.first = codec.sort_from_file(self.head["k"].tobytes()) if nchunks else np.zeros(0, np.int64)
+        self._meta = {}
         self._cache = {}
+        self._codes = None
+
+    def meta(self, i):
+        """``(code, n, keys offset)`` of chunk i, validated."""
+        m = self._meta.get(i)
+        if m is None:
+            v, _, code, off, n, klen, ks = self.head[i].tolist()
+            at = self.base + self.chunks_at + i * self.head.dtype.itemsize
+            if v > 1:
+                raise IndexFormatError("range bitmap dictionary chunk version > 1", at)
+            if ks != self.codec.size or n < 0 or klen != n * ks or off < 0 or off + klen > self.keys_len:
+                raise IndexFormatError("range bitmap dictionary chunk keys outside the keys area", at)
+            if code < 0 or code + n >= self.card:
+                raise IndexFormatError(f"range bitmap dictionary chunk codes [{code}, {code + n}] outside the "
+                                       f"cardinality {self.card}", at)
+            m = self._meta[i] = (code, n, self.keys_at + off)
+        return m
 
     def _chunk(self, i):
         c = self._cache.get(i)
         if c is None:
-            o = int(self.off[i])
-            c = self.codec.sort_from_file(self.data[o:o + int(self.n[i]) * self.codec.size])
-            self._cache[i] = c
+            _, n, o = self.meta(i)
+            c = self._cache[i] = self.codec.sort_from_file(self.data[o:o + n * self.codec.size])
         return c
 
     def find(self, key):
@@ -403,24 +403,29 @@ class _FixedDictionary:
         i = int(np.searchsorted(self.first, key, "right")) - 1
         if i < 0:
             return False, 0
+        code = self.meta(i)[0]
         if self.first[i] == key:
-            return True, int(self.code[i])
+            return True, code
         ck = self._chunk(i)
         j = int(np.searchsorted(ck, key, "left"))
-        base = int(self.code[i]) + 1
         if j < len(ck) and ck[j] == key:
-            return True, base + j
-        return False, base + j
+            return True, code + 1 + j
+        return False, code + 1 + j
 
     def key_at(self, code):
-        i = int(np.searchsorted(self.code, code, "right")) - 1
-        if code == self.code[i]:
+        if self._codes is None:
+            self._codes = self.head["code"].astype(np.int64)
+        i = int(np.searchsorted(self._codes, code, "right")) - 1
+        c0, n, _ = self.meta(max(i, 0))
+        if code == c0:
             return int(self.first[i])
-        return int(self._chunk(i)[code - self.code[i] - 1])
+        if not 0 <= code - c0 - 1 < n:
+            raise IndexFormatError(f"range bitmap dictionary has no key for code {code}", self.base + self.chunks_at)
+        return int(self._chunk(i)[code - c0 - 1])
 
     @property
     def chunks(self):
-        return len(self.code)
+        return self.nchunks
 
 
 class _StringDictionary:
@@ -630,7 +635,8 @@ class RangeBitmapReader(FileIndexReader):
                                    base + body)
         n = last + 1
         self._nbits = n
-        ebm, _, _ = read_roaring_dense(d, body, body + ebm_len, n, base, "range bitmap existence bitmap")
+        ebm = np.zeros(nwords(n), dtype=np.uint64)
+        _k.decode_fast(d, body, body + ebm_len, ebm, n, base)
         W = nwords(n)
         slices = []
         sbase = body + ebm_len
@@ -679,60 +685,60 @@ class RangeBitmapReader(FileIndexReader):
     def _cmp(self, op, code):
         return _k.compare(self.slices, self.ebm, op, code)
 
-    def eq_words(self, key):
+    def _plan_eq(self, key):
         if self.cardinality <= 0:
-            return self._empty()
+            return ("none",)
         if key < self.min or key > self.max:
-            return self._empty()
+            return ("none",)
         if key == self.min == self.max:
-            return self.ebm.copy()
+            return ("all",)
         found, code = self.dictionary.find(key)
-        return self._cmp("eq", code) if found else self._empty()
+        return ("cmp", "eq", code) if found else ("none",)
 
-    def gte_words(self, key):
+    def _plan_gte(self, key):
         if self.cardinality <= 0:
-            return self._empty()
+            return ("none",)
         if key <= self.min:
-            return self.ebm.copy()
+            return ("all",)
         if key > self.max:
-            return self._empty()
+            return ("none",)
         _, code = self.dictionary.find(key)
-        return self._cmp("gte", code)
+        return ("cmp", "gte", code)
 
-    def gt_words(self, key):
+    def _plan_gt(self, key):
         if self.cardinality <= 0:
-            return self._empty()
+            return ("none",)
         if key < self.min:
-            return self.ebm.copy()
+            return ("all",)
         if key >= self.max:
-            return self._empty()
+            return ("none",)
         found, code = self.dictionary.find(key)
-        return self._cmp("gt" if found else "gte", code)
+        return ("cmp", "gt" if found else "gte", code)
 
-    def lte_words(self, key):
+    def _plan_lte(self, key):
         if self.cardinality <= 0:
-            return self._empty()
+            return ("none",)
         if key >= self.max:
-            return self.ebm.copy()
+            return ("all",)
         if key < self.min:
-            return self._empty()
+            return ("none",)
         found, code = self.dictionary.find(key)
-        return self._cmp("lte" if found else "lt", code)
+        return ("cmp", "lte" if found else "lt", code)
 
-    def lt_words(self, key):
+    def _plan_lt(self, key):
         if self.cardinality <= 0:
-            return self._empty()
+            return ("none",)
         if key > self.max:
-            return self.ebm.copy()
+            return ("all",)
         if key <= self.min:
-            return self._empty()
+            return ("none",)
         _, code = self.dictionary.find(key)
-        return self._cmp("lt", code)
+        return ("cmp", "lt", code)
 
-    def between_words(self, lo, hi):
-        """``lo <= value <= hi`` in one kernel pass (Java: gte(lo) AND lte(hi))."""
+    def _plan_between(self, lo, hi):
+        # lo <= value <= hi in one kernel pass (Java: gte(lo) AND lte(hi))
         if self.cardinality <= 0 or lo > hi or lo > self.max or hi < self.min:
-            return self._empty()
+            return ("none",)
         if lo <= self.min:
             lc = 0
         else:
@@ -744,10 +750,53 @@ class RangeBitmapReader(FileIndexReader):
             if not found:
                 hc -= 1
         if hc < lc:
-            return self._empty()
+            return ("none",)
         if lc == 0 and hc == self.cardinality - 1:
+            return ("all",)
+        return ("between", lc, hc)
+
+    # An answer is planned first (min / max short-circuits, dictionary lookup),
+    # then computed either as dense words (to combine) or straight into a
+    # BitMap by the fused compare -> roaring kernel.
+    def _words(self, plan):
+        kind = plan[0]
+        if kind == "none":
+            return self._empty()
+        if kind == "all":
             return self.ebm.copy()
-        return _k.between(self.slices, self.ebm, lc, hc)
+        if kind == "cmp":
+            return _k.compare(self.slices, self.ebm, plan[1], plan[2])
+        return _k.between(self.slices, self.ebm, plan[1], plan[2])
+
+    def _bitmap(self, plan) -> BitMap:
+        kind = plan[0]
+        if kind == "none":
+            return BitMap()
+        if kind == "all":
+            return to_bitmap(self.ebm)
+        if kind == "cmp":
+            return BitMap.deserialize(_k.compare_bytes(self.slices, self.ebm, plan[1], plan[2]))
+        return BitMap.deserialize(_k.compare_bytes(self.slices, self.ebm, "gte", plan[1], plan[2]))
+
+    def eq_words(self, key):
+        """Dense words of the rows equal to ``key`` (a sort key)."""
+        return self._words(self._plan_eq(key))
+
+    def gte_words(self, key):
+        return self._words(self._plan_gte(key))
+
+    def gt_words(self, key):
+        return self._words(self._plan_gt(key))
+
+    def lte_words(self, key):
+        return self._words(self._plan_lte(key))
+
+    def lt_words(self, key):
+        return self._words(self._plan_lt(key))
+
+    def between_words(self, lo, hi):
+        """``lo <= value <= hi`` (Java: gte(lo) AND lte(hi))."""
+        return self._words(self._plan_between(lo, hi))
 
     def in_words(self, keys):
         if self.cardinality <= 0:
@@ -800,29 +849,35 @@ class RangeBitmapReader(FileIndexReader):
         key = self._lit(v)
         return self._result(lambda: fn(key))
 
+    def _planned(self, plan_fn, v):
+        if self.cardinality <= 0:
+            return self._nothing()
+        key = self._lit(v)
+        return BitmapResult(thunk=lambda: self._bitmap(plan_fn(key)))
+
     def visit_equal(self, leaf):
-        return self._value_op(self.eq_words, leaf.literal)
+        return self._planned(self._plan_eq, leaf.literal)
 
     def visit_not_equal(self, leaf):
         return self._value_op(lambda k: self.not_words(self.eq_words(k)), leaf.literal)
 
     def visit_less_than(self, leaf):
-        return self._value_op(self.lt_words, leaf.literal)
+        return self._planned(self._plan_lt, leaf.literal)
 
     def visit_less_or_equal(self, leaf):
-        return self._value_op(self.lte_words, leaf.literal)
+        return self._planned(self._plan_lte, leaf.literal)
 
     def visit_greater_than(self, leaf):
-        return self._value_op(self.gt_words, leaf.literal)
+        return self._planned(self._plan_gt, leaf.literal)
 
     def visit_greater_or_equal(self, leaf):
-        return self._value_op(self.gte_words, leaf.literal)
+        return self._planned(self._plan_gte, leaf.literal)
 
     def visit_between(self, leaf):
         if self.cardinality <= 0:
             return self._nothing()
         lo, hi = self._lit(leaf.literals[0]), self._lit(leaf.literals[1])
-        return self._result(lambda: self.between_words(lo, hi))
+        return BitmapResult(thunk=lambda: self._bitmap(self._plan_between(lo, hi)))
 
     def visit_in(self, leaf):
         keys = self._lits(leaf.literals)
