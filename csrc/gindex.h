@@ -1,0 +1,283 @@
+/* Bitmap global index helpers: key kinds and their logical order, var-ints,
+ * an LSD radix sort of (key, row id) records and a byte-string sort.
+ * Header-only; included by paimon_fast/_kernels/globalindex.pyx.
+ *
+ * Serialized keys follow Paimon's KeySerializer (little-endian fixed-width
+ * integers, floatToIntBits / doubleToLongBits, millis [+ var-int nanos] for
+ * timestamps, BigInteger.toByteArray for wide decimals, raw UTF-8 for strings).
+ * Their *logical* order is what the dictionary is sorted by; it is captured by
+ * an order key (hi: signed 64, lo: unsigned 64) compared lexicographically.
+ */
+#ifndef PF_GINDEX_H
+#define PF_GINDEX_H
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GK_I8 1
+#define GK_I16 2
+#define GK_I32 3
+#define GK_I64 4
+#define GK_BOOL 5
+#define GK_F32 6
+#define GK_F64 7
+#define GK_TSN 8    /* i64 millis + var-int nano-of-millisecond */
+#define GK_BIGDEC 9 /* big-endian two's complement, 1..16 bytes */
+#define GK_BYTES 10 /* unsigned lexicographic */
+
+/* ------------------------------------------------------------ var-ints */
+
+static inline int pf_varint_size(uint64_t v) {
+    int n = 1;
+    while (v >= 0x80) { v >>= 7; n++; }
+    return n;
+}
+
+static inline int pf_put_varint(uint8_t *out, uint64_t v) {
+    int n = 0;
+    while (v >= 0x80) { out[n++] = (uint8_t)((v & 0x7F) | 0x80); v >>= 7; }
+    out[n++] = (uint8_t)v;
+    return n;
+}
+
+/* Reads an unsigned LEB128 at p[*pos] (limit = end); returns 0 on success.
+ * max_bits = 31 for Java ints (non-negative), 63 for longs. */
+static inline int pf_get_varint(const uint8_t *p, int64_t end, int64_t *pos, int max_bits, uint64_t *out) {
+    uint64_t v = 0;
+    int shift = 0;
+    int64_t i = *pos;
+    for (;;) {
+        if (i >= end) return -1;
+        uint8_t b = p[i++];
+        if (shift >= 63 && (b & 0x7E)) return -2;
+        v |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) break;
+        shift += 7;
+        if (shift > 63) return -2;
+    }
+    if (max_bits < 64 && (v >> max_bits) != 0) return -2;
+    *pos = i;
+    *out = v;
+    return 0;
+}
+
+/* ------------------------------------------------------------ order keys */
+
+static inline int64_t pf_f32_order(int32_t bits) { return (int64_t)(bits ^ ((bits >> 31) & 0x7FFFFFFF)); }
+static inline int64_t pf_f64_order(int64_t bits) { return bits ^ ((bits >> 63) & 0x7FFFFFFFFFFFFFFFLL); }
+
+static inline int64_t pf_le_signed(const uint8_t *p, int w) {
+    uint64_t v = 0;
+    for (int i = w - 1; i >= 0; i--) v = (v << 8) | p[i];
+    if (w < 8) {
+        int sh = 64 - 8 * w;
+        return ((int64_t)(v << sh)) >> sh;
+    }
+    return (int64_t)v;
+}
+
+/* Order key of one serialized key; 0 = ok, -1 = malformed for the kind. */
+static inline int pf_key_order(int kind, const uint8_t *p, int64_t n, int64_t *hi, uint64_t *lo) {
+    *lo = 0;
+    switch (kind) {
+    case GK_I8: if (n != 1) return -1; *hi = (int8_t)p[0]; return 0;
+    case GK_I16: if (n != 2) return -1; *hi = pf_le_signed(p, 2); return 0;
+    case GK_I32: if (n != 4) return -1; *hi = pf_le_signed(p, 4); return 0;
+    case GK_I64: if (n != 8) return -1; *hi = pf_le_signed(p, 8); return 0;
+    case GK_BOOL: if (n != 1) return -1; *hi = p[0] == 1; return 0;
+    case GK_F32: {
+        if (n != 4) return -1;
+        int32_t b = (int32_t)pf_le_signed(p, 4);
+        if ((b & 0x7F800000) == 0x7F800000 && (b & 0x007FFFFF)) b = 0x7FC00000; /* NaN: Float.compare */
+        *hi = pf_f32_order(b); return 0;
+    }
+    case GK_F64: {
+        if (n != 8) return -1;
+        int64_t b = pf_le_signed(p, 8);
+        if ((b & 0x7FF0000000000000LL) == 0x7FF0000000000000LL && (b & 0x000FFFFFFFFFFFFFLL)) b = 0x7FF8000000000000LL;
+        *hi = pf_f64_order(b); return 0;
+    }
+    case GK_TSN: {
+        if (n < 9) return -1;
+        int64_t pos = 8;
+        uint64_t nanos;
+        if (pf_get_varint(p, n, &pos, 31, &nanos) != 0 || pos != n) return -1;
+        *hi = pf_le_signed(p, 8);
+        *lo = nanos;
+        return 0;
+    }
+    case GK_BIGDEC: {
+        if (n < 1 || n > 16) return -1;
+        /* sign-extend to 128 bits, big-endian */
+        uint8_t buf[16];
+        uint8_t fill = (p[0] & 0x80) ? 0xFF : 0x00;
+        memset(buf, fill, 16 - n);
+        memcpy(buf + 16 - n, p, n);
+        uint64_t h = 0, l = 0;
+        for (int i = 0; i < 8; i++) h = (h << 8) | buf[i];
+        for (int i = 8; i < 16; i++) l = (l << 8) | buf[i];
+        *hi = (int64_t)h; *lo = l;
+        return 0;
+    }
+    default:
+        return -1;
+    }
+}
+
+static inline int pf_bytes_cmp(const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn) {
+    int64_t m = an < bn ? an : bn;
+    int c = m ? memcmp(a, b, (size_t)m) : 0;
+    if (c) return c < 0 ? -1 : 1;
+    return an < bn ? -1 : (an > bn ? 1 : 0);
+}
+
+/* Logical comparison of two serialized keys; sets *bad when one is malformed. */
+static inline int pf_key_cmp(int kind, const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn, int *bad) {
+    if (kind == GK_BYTES) return pf_bytes_cmp(a, an, b, bn);
+    int64_t ah, bh; uint64_t al, bl;
+    if (pf_key_order(kind, a, an, &ah, &al) || pf_key_order(kind, b, bn, &bh, &bl)) { *bad = 1; return 0; }
+    if (ah != bh) return ah < bh ? -1 : 1;
+    if (al != bl) return al < bl ? -1 : 1;
+    return 0;
+}
+
+/* Serialize one order key; returns bytes written (<= 17). */
+static inline int pf_key_write(int kind, int64_t hi, uint64_t lo, uint8_t *out) {
+    switch (kind) {
+    case GK_I8: case GK_BOOL: out[0] = (uint8_t)hi; return 1;
+    case GK_I16: for (int i = 0; i < 2; i++) out[i] = (uint8_t)((uint64_t)hi >> (8 * i)); return 2;
+    case GK_I32: for (int i = 0; i < 4; i++) out[i] = (uint8_t)((uint64_t)hi >> (8 * i)); return 4;
+    case GK_I64: for (int i = 0; i < 8; i++) out[i] = (uint8_t)((uint64_t)hi >> (8 * i)); return 8;
+    case GK_F32: { /* invert the order transform back to the (canonical) bits */
+        int32_t o = (int32_t)hi;
+        int32_t b = o ^ ((o >> 31) & 0x7FFFFFFF);
+        for (int i = 0; i < 4; i++) out[i] = (uint8_t)((uint32_t)b >> (8 * i));
+        return 4;
+    }
+    case GK_F64: {
+        int64_t b = hi ^ ((hi >> 63) & 0x7FFFFFFFFFFFFFFFLL);
+        for (int i = 0; i < 8; i++) out[i] = (uint8_t)((uint64_t)b >> (8 * i));
+        return 8;
+    }
+    case GK_TSN:
+        for (int i = 0; i < 8; i++) out[i] = (uint8_t)((uint64_t)hi >> (8 * i));
+        return 8 + pf_put_varint(out + 8, lo);
+    case GK_BIGDEC: { /* minimal two's complement, as BigInteger.toByteArray */
+        uint8_t buf[16];
+        for (int i = 0; i < 8; i++) buf[i] = (uint8_t)((uint64_t)hi >> (56 - 8 * i));
+        for (int i = 0; i < 8; i++) buf[8 + i] = (uint8_t)(lo >> (56 - 8 * i));
+        int s = 0;
+        while (s < 15) {
+            if (buf[s] == 0x00 && !(buf[s + 1] & 0x80)) s++;
+            else if (buf[s] == 0xFF && (buf[s + 1] & 0x80)) s++;
+            else break;
+        }
+        memcpy(out, buf + s, 16 - s);
+        return 16 - s;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* ------------------------------------------------------------ radix sort */
+
+typedef struct { uint64_t hi; uint64_t lo; uint64_t rid; } pf_rec;
+
+/* Stable LSD radix sort of records by (hi as signed, lo, rid) ascending.
+ * hi is stored sign-flipped by the caller (hi ^ 2^63) so all passes are
+ * unsigned.  Passes whose byte is constant are skipped; rid passes are skipped
+ * when skip_rid (input already in row-id order).  Returns a pointer to the
+ * sorted buffer (a or tmp), or NULL when out of memory. */
+static pf_rec *pf_radix_sort(pf_rec *a, pf_rec *tmp, size_t n, int skip_rid) {
+    size_t (*hist)[256] = (size_t (*)[256])calloc(24 * 256, sizeof(size_t));
+    if (!hist) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const pf_rec *r = &a[i];
+        for (int b = 0; b < 8; b++) {
+            hist[b][(r->rid >> (8 * b)) & 0xFF]++;
+            hist[8 + b][(r->lo >> (8 * b)) & 0xFF]++;
+            hist[16 + b][(r->hi >> (8 * b)) & 0xFF]++;
+        }
+    }
+    pf_rec *src = a, *dst = tmp;
+    for (int pass = skip_rid ? 8 : 0; pass < 24; pass++) {
+        size_t *h = hist[pass];
+        int trivial = 0;
+        for (int v = 0; v < 256; v++) if (h[v] == n) { trivial = 1; break; }
+        if (trivial || n == 0) continue;
+        size_t off[256], s = 0;
+        for (int v = 0; v < 256; v++) { off[v] = s; s += h[v]; }
+        int word = pass / 8, sh = 8 * (pass % 8);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k = word == 0 ? src[i].rid : (word == 1 ? src[i].lo : src[i].hi);
+            dst[off[(k >> sh) & 0xFF]++] = src[i];
+        }
+        pf_rec *t = src; src = dst; dst = t;
+    }
+    free(hist);
+    return src;
+}
+
+/* LSD radix sort of plain uint64 values (stable; constant bytes skipped). */
+static uint64_t *pf_radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) {
+    size_t (*hist)[256] = (size_t (*)[256])calloc(8 * 256, sizeof(size_t));
+    if (!hist) return NULL;
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++) hist[b][(a[i] >> (8 * b)) & 0xFF]++;
+    uint64_t *src = a, *dst = tmp;
+    for (int pass = 0; pass < 8; pass++) {
+        size_t *h = hist[pass];
+        int trivial = 0;
+        for (int v = 0; v < 256; v++) if (h[v] == n) { trivial = 1; break; }
+        if (trivial || n == 0) continue;
+        size_t off[256], s = 0;
+        for (int v = 0; v < 256; v++) { off[v] = s; s += h[v]; }
+        int sh = 8 * pass;
+        for (size_t i = 0; i < n; i++) dst[off[(src[i] >> sh) & 0xFF]++] = src[i];
+        uint64_t *t = src; src = dst; dst = t;
+    }
+    free(hist);
+    return src;
+}
+
+/* ------------------------------------------------------------ byte-string sort */
+
+/* Merge sort of indices idx[0..n) by the byte strings data[off[i]:off[i+1]]. */
+static void pf_sort_strings(int64_t *idx, int64_t *tmp, size_t n, const int64_t *off, const uint8_t *data) {
+    if (n < 2) return;
+    /* bottom-up: insertion sort runs of 16, then merge */
+    const size_t RUN = 16;
+    for (size_t s = 0; s < n; s += RUN) {
+        size_t e = s + RUN < n ? s + RUN : n;
+        for (size_t i = s + 1; i < e; i++) {
+            int64_t x = idx[i];
+            size_t j = i;
+            while (j > s) {
+                int64_t y = idx[j - 1];
+                if (pf_bytes_cmp(data + off[y], off[y + 1] - off[y], data + off[x], off[x + 1] - off[x]) <= 0) break;
+                idx[j] = y;
+                j--;
+            }
+            idx[j] = x;
+        }
+    }
+    int64_t *src = idx, *dst = tmp;
+    for (size_t w = RUN; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                int64_t x = src[i], y = src[j];
+                if (pf_bytes_cmp(data + off[y], off[y + 1] - off[y], data + off[x], off[x + 1] - off[x]) < 0) dst[k++] = src[j++];
+                else dst[k++] = src[i++];
+            }
+            while (i < mid) dst[k++] = src[i++];
+            while (j < hi) dst[k++] = src[j++];
+        }
+        int64_t *t = src; src = dst; dst = t;
+    }
+    if (src != idx) memcpy(idx, src, n * sizeof(int64_t));
+}
+
+#endif
