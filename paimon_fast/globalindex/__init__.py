@@ -167,9 +167,12 @@ class GlobalIndex:
 
     def _universe(self):
         if self.total_row_count is not None:
-            u = BitMap64()
-            if self.total_row_count:
-                u.add_range(0, self.total_row_count)
+            u = getattr(self, "_universe_bm", None)
+            if u is None:
+                u = BitMap64()
+                if self.total_row_count:
+                    u.add_range(0, self.total_row_count)
+                self._universe_bm = u
             return u
         return self._run(self.files, lambda r: r.null_rows() | r.nonnull_rows())
 

@@ -287,7 +287,7 @@ class BitmapIndexFile:
     def bitmap(self, offset: int, length: int) -> BitMap64:
         raw = self.source.read_at(offset, length, "bitmap")
         _k.check64(np.frombuffer(raw, np.uint8), offset)
-        return BitMap64.deserialize(bytes(raw))
+        return _deserialize64(bytes(raw), offset)
 
     def null_rows(self) -> BitMap64:
         if self._null is None:
@@ -399,7 +399,7 @@ class BitmapIndexFile:
             for o, n in hits:
                 piece = u8[o - lo:o - lo + n]
                 _k.check64(piece, o)
-                bms.append(BitMap64.deserialize(piece.tobytes()))
+                bms.append(_deserialize64(piece.tobytes(), o))
         else:
             bms = [self.bitmap(o, n) for o, n in hits]
         out = bms[0]
@@ -514,6 +514,14 @@ class BitmapIndexFile:
             "last_key": last,
             "written_in_key_order": self.ordered,
         }
+
+
+def _deserialize64(raw: bytes, offset: int) -> BitMap64:
+    # CRoaring validates more than the structural check (e.g. adjacent runs must be merged)
+    try:
+        return BitMap64.deserialize(raw)
+    except ValueError as e:
+        raise IndexFormatError(f"invalid 64-bit roaring bitmap: {e}", offset) from None
 
 
 def _prefix_upper_bound(prefix: bytes):
