@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "xxh64.h"
 
 #define GK_I8 1
 #define GK_I16 2
@@ -279,5 +280,147 @@ static void pf_sort_strings(int64_t *idx, int64_t *tmp, size_t n, const int64_t 
     }
     if (src != idx) memcpy(idx, src, n * sizeof(int64_t));
 }
+
+
+/* ------------------------------------------------------------ counting sort path */
+
+static int pf_cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : (x > y);
+}
+
+/* Group (key, row id) pairs whose keys lie in [hmin, hmin + range] with a stable
+ * counting sort: rids come out per key in input order (sorted per group when
+ * !rid_sorted), duplicates within a key dropped.  count must hold range + 1
+ * zeroed slots.  Returns the number of groups (written to bounds / ghi), and
+ * the number of row ids kept in *m_out. */
+static int64_t pf_counting_group(const int64_t *hi, const uint64_t *rid, size_t n, int64_t hmin, uint64_t range,
+                                 int rid_sorted, int64_t *count, uint64_t *out, int64_t *bounds, int64_t *ghi,
+                                 size_t *m_out) {
+    for (size_t i = 0; i < n; i++) count[(uint64_t)(hi[i] - hmin)]++;
+    int64_t s = 0;
+    for (uint64_t k = 0; k <= range; k++) { int64_t c = count[k]; count[k] = s; s += c; }
+    for (size_t i = 0; i < n; i++) out[count[(uint64_t)(hi[i] - hmin)]++] = rid[i];
+    /* count[k] is now the end of key k's run */
+    int64_t ng = 0, start = 0;
+    size_t m = 0;
+    for (uint64_t k = 0; k <= range; k++) {
+        int64_t end = count[k];
+        if (end == start) continue;
+        if (!rid_sorted) qsort(out + start, (size_t)(end - start), sizeof(uint64_t), pf_cmp_u64);
+        bounds[ng] = (int64_t)m;
+        ghi[ng] = hmin + (int64_t)k;
+        ng++;
+        for (int64_t j = start; j < end; j++)
+            if (j == start || out[j] != out[j - 1]) out[m++] = out[j];
+        start = end;
+    }
+    bounds[ng] = (int64_t)m;
+    *m_out = m;
+    return ng;
+}
+
+/* ------------------------------------------------------------ hash dictionaries */
+
+typedef struct { uint64_t h; int64_t id; } pf_slot;
+
+static inline uint64_t pf_mix64(uint64_t x) {
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL; x ^= x >> 33;
+    return x;
+}
+
+/* Distinct ids of int64 keys (first-seen order): ids[i] per row, distinct values in vals
+ * (capacity n).  Returns the number of distinct keys, or -1 when out of memory. */
+static int64_t pf_dict_i64(const int64_t *keys, size_t n, int64_t *ids, int64_t *vals) {
+    size_t cap = 1024, mask = cap - 1;
+    int64_t nd = 0;
+    pf_slot *t = (pf_slot *)malloc(cap * sizeof(pf_slot));
+    if (!t) return -1;
+    for (size_t s = 0; s < cap; s++) t[s].id = -1;
+    for (size_t i = 0; i < n; i++) {
+        int64_t k = keys[i];
+        uint64_t h = pf_mix64((uint64_t)k);
+        size_t s = h & mask;
+        for (;;) {
+            if (t[s].id < 0) { t[s].h = (uint64_t)k; t[s].id = nd; vals[nd] = k; ids[i] = nd; nd++; break; }
+            if (t[s].h == (uint64_t)k) { ids[i] = t[s].id; break; }
+            s = (s + 1) & mask;
+        }
+        if ((size_t)nd * 2 > cap) {
+            size_t ncap = cap * 2, nmask = ncap - 1;
+            pf_slot *nt = (pf_slot *)malloc(ncap * sizeof(pf_slot));
+            if (!nt) { free(t); return -1; }
+            for (size_t q = 0; q < ncap; q++) nt[q].id = -1;
+            for (size_t q = 0; q < cap; q++) if (t[q].id >= 0) {
+                size_t r = pf_mix64(t[q].h) & nmask;
+                while (nt[r].id >= 0) r = (r + 1) & nmask;
+                nt[r] = t[q];
+            }
+            free(t); t = nt; cap = ncap; mask = nmask;
+        }
+    }
+    free(t);
+    return nd;
+}
+
+/* Distinct ids of byte strings data[off[i]:off[i+1]] (rows with valid[i] == 0 get -1).
+ * The distinct values are appended to an arena (*arena, capacity *arena_cap, grown with
+ * realloc) with doff[d] = start of distinct d (capacity n + 1).  Comparing against the
+ * compact arena instead of the column keeps the probes cache-friendly.
+ * Returns nd, or -1 when out of memory. */
+#define PF_DICT_BYTES(NAME, OFF_T) \
+static int64_t NAME(const OFF_T *off, const uint8_t *data, const uint8_t *valid, size_t n, int64_t *ids, \
+                    int64_t *doff, uint8_t **arena, size_t *arena_cap) { \
+    size_t cap = 1024, mask = cap - 1, used = 0; \
+    int64_t nd = 0; \
+    pf_slot *t = (pf_slot *)malloc(cap * sizeof(pf_slot)); \
+    if (!t) return -1; \
+    for (size_t s = 0; s < cap; s++) t[s].id = -1; \
+    doff[0] = 0; \
+    for (size_t i = 0; i < n; i++) { \
+        if (valid && !valid[i]) { ids[i] = -1; continue; } \
+        const uint8_t *p = data + off[i]; \
+        size_t len = (size_t)(off[i + 1] - off[i]); \
+        uint64_t h = pf_xxh64(p, len, 0); \
+        size_t s = h & mask; \
+        for (;;) { \
+            int64_t d = t[s].id; \
+            if (d < 0) { \
+                if (used + len > *arena_cap) { \
+                    size_t nc = (*arena_cap * 2 > used + len) ? *arena_cap * 2 : used + len + 1024; \
+                    uint8_t *na = (uint8_t *)realloc(*arena, nc); \
+                    if (!na) { free(t); return -1; } \
+                    *arena = na; *arena_cap = nc; \
+                } \
+                if (len) memcpy(*arena + used, p, len); \
+                used += len; \
+                t[s].h = h; t[s].id = nd; ids[i] = nd; nd++; doff[nd] = (int64_t)used; \
+                break; \
+            } \
+            if (t[s].h == h) { \
+                size_t flen = (size_t)(doff[d + 1] - doff[d]); \
+                if (flen == len && (len == 0 || memcmp(*arena + doff[d], p, len) == 0)) { ids[i] = d; break; } \
+            } \
+            s = (s + 1) & mask; \
+        } \
+        if ((size_t)nd * 2 > cap) { \
+            size_t ncap = cap * 2, nmask = ncap - 1; \
+            pf_slot *nt = (pf_slot *)malloc(ncap * sizeof(pf_slot)); \
+            if (!nt) { free(t); return -1; } \
+            for (size_t q = 0; q < ncap; q++) nt[q].id = -1; \
+            for (size_t q = 0; q < cap; q++) if (t[q].id >= 0) { \
+                size_t r = t[q].h & nmask; \
+                while (nt[r].id >= 0) r = (r + 1) & nmask; \
+                nt[r] = t[q]; \
+            } \
+            free(t); t = nt; cap = ncap; mask = nmask; \
+        } \
+    } \
+    free(t); \
+    return nd; \
+}
+
+PF_DICT_BYTES(pf_dict_bytes32, int32_t)
+PF_DICT_BYTES(pf_dict_bytes64, int64_t)
 
 #endif

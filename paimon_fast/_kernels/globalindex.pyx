@@ -32,6 +32,14 @@ cdef extern from "gindex.h":
     pf_rec *pf_radix_sort(pf_rec *a, pf_rec *tmp, size_t n, int skip_rid) nogil
     uint64_t *pf_radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) nogil
     void pf_sort_strings(int64_t *idx, int64_t *tmp, size_t n, const int64_t *off, const uint8_t *data) nogil
+    int64_t pf_counting_group(const int64_t *hi, const uint64_t *rid, size_t n, int64_t hmin, uint64_t range,
+                              int rid_sorted, int64_t *count, uint64_t *out, int64_t *bounds, int64_t *ghi,
+                              size_t *m_out) nogil
+    int64_t pf_dict_i64(const int64_t *keys, size_t n, int64_t *ids, int64_t *vals) nogil
+    int64_t pf_dict_bytes32(const int32_t *off, const uint8_t *data, const uint8_t *valid, size_t n, int64_t *ids,
+                            int64_t *doff, uint8_t **arena, size_t *arena_cap) nogil
+    int64_t pf_dict_bytes64(const int64_t *off, const uint8_t *data, const uint8_t *valid, size_t n, int64_t *ids,
+                            int64_t *doff, uint8_t **arena, size_t *arena_cap) nogil
 
 cdef extern from "xxh64.h":
     uint64_t pf_xxh64(const uint8_t *p, size_t length, uint64_t seed) nogil
@@ -68,56 +76,28 @@ def string_ranks(const offset_t[::1] offsets, const uint8_t[::1] data, valid):
         vmask = valid
         if vmask.shape[0] != n:
             raise ValueError("validity length differs from the column length")
-    rank_arr = np.full(n, -1, dtype=np.int64)
+    rank_arr = np.empty(max(n, 1), dtype=np.int64)
     cdef int64_t[::1] rank = rank_arr
-    cdef Py_ssize_t cap = 16
-    while cap < 2 * n + 2:
-        cap *= 2
-    table_arr = np.full(cap, -1, dtype=np.int64)   # slot -> distinct id
-    cdef int64_t[::1] table = table_arr
-    first_arr = np.empty(n + 1, dtype=np.int64)     # distinct id -> first row
-    cdef int64_t[::1] first = first_arr
-    hashes_arr = np.empty(n + 1, dtype=np.uint64)
-    cdef uint64_t[::1] dh = hashes_arr
-    cdef Py_ssize_t i, slot, nd = 0, mask = cap - 1
-    cdef int64_t d, s, e, fs, fe
-    cdef uint64_t h
-    cdef const uint8_t *dp = &data[0] if data.shape[0] else &EMPTY_BYTE
-    with nogil:
-        for i in range(n):
-            if has_valid and not vmask[i]:
-                continue
-            s = offsets[i]
-            e = offsets[i + 1]
-            h = pf_xxh64(dp + s, <size_t> (e - s), 0)
-            slot = <Py_ssize_t> (h & <uint64_t> mask)
-            while True:
-                d = table[slot]
-                if d < 0:
-                    table[slot] = nd
-                    first[nd] = i
-                    dh[nd] = h
-                    rank[i] = nd
-                    nd += 1
-                    break
-                if dh[d] == h:
-                    fs = offsets[first[d]]
-                    fe = offsets[first[d] + 1]
-                    if fe - fs == e - s and (e == s or memcmp(dp + fs, dp + s, <size_t> (e - s)) == 0):
-                        rank[i] = d
-                        break
-                slot = (slot + 1) & mask
-    # gather the distinct values contiguously, sort them, and turn ids into ranks
-    doff_arr = np.empty(nd + 1, dtype=np.int64)
+    doff_arr = np.empty(n + 2, dtype=np.int64)       # distinct id -> arena offset
     cdef int64_t[::1] doff = doff_arr
-    cdef int64_t total = 0
-    for i in range(nd):
-        doff[i] = total
-        total += offsets[first[i] + 1] - offsets[first[i]]
-    doff[nd] = total
-    ddata_arr = np.empty(total, dtype=np.uint8)
-    cdef uint8_t[::1] ddata = ddata_arr
-    cdef uint8_t *ddp = &ddata[0] if total else <uint8_t *> &EMPTY_BYTE
+    cdef Py_ssize_t i
+    cdef int64_t nd = 0, d
+    cdef const uint8_t *dp = &data[0] if data.shape[0] else &EMPTY_BYTE
+    cdef const uint8_t *vp = &vmask[0] if has_valid and n else NULL
+    cdef size_t acap = 4096
+    cdef uint8_t *arena = <uint8_t *> malloc(acap)
+    if arena == NULL:
+        raise MemoryError()
+    with nogil:
+        if offset_t is int32_t:
+            nd = pf_dict_bytes32(&offsets[0], dp, vp, <size_t> n, &rank[0], &doff[0], &arena, &acap)
+        else:
+            nd = pf_dict_bytes64(&offsets[0], dp, vp, <size_t> n, &rank[0], &doff[0], &arena, &acap)
+    if nd < 0:
+        free(arena)
+        raise MemoryError()
+    rank_arr = rank_arr[:n]
+    cdef int64_t total = doff[nd]
     order_arr = np.arange(nd, dtype=np.int64)
     tmp_arr = np.empty(nd, dtype=np.int64)
     cdef int64_t[::1] order = order_arr
@@ -131,21 +111,19 @@ def string_ranks(const offset_t[::1] offsets, const uint8_t[::1] data, valid):
     cdef uint8_t *kdp = &kdata[0] if total else <uint8_t *> &EMPTY_BYTE
     cdef int64_t pos = 0, g
     with nogil:
-        for i in range(nd):
-            s = offsets[first[i]]
-            memcpy(ddp + doff[i], dp + s, <size_t> (doff[i + 1] - doff[i]))
         if nd:
-            pf_sort_strings(&order[0], &tmp[0], <size_t> nd, &doff[0], ddp)
+            pf_sort_strings(&order[0], &tmp[0], <size_t> nd, &doff[0], arena)
         for g in range(nd):
             d = order[g]
             inv[d] = g
             koff[g] = pos
-            memcpy(kdp + pos, ddp + doff[d], <size_t> (doff[d + 1] - doff[d]))
+            memcpy(kdp + pos, arena + doff[d], <size_t> (doff[d + 1] - doff[d]))
             pos += doff[d + 1] - doff[d]
         koff[nd] = pos
         for i in range(n):
             if rank[i] >= 0:
                 rank[i] = inv[rank[i]]
+    free(arena)
     return rank_arr, koff_arr, kdata_arr
 
 
@@ -162,6 +140,38 @@ def sort_group(const int64_t[::1] hi, const uint64_t[::1] lo, const uint64_t[::1
     cdef Py_ssize_t n = hi.shape[0]
     if lo.shape[0] != n or rid.shape[0] != n:
         raise ValueError("hi, lo and rid must have the same length")
+    cdef int64_t hmin = 0, hmax = 0
+    cdef bint lo_const = True
+    cdef Py_ssize_t q
+    cdef uint64_t lo0 = lo[0] if n else 0
+    with nogil:
+        if n:
+            hmin = hi[0]
+            hmax = hi[0]
+        for q in range(n):
+            if hi[q] < hmin:
+                hmin = hi[q]
+            elif hi[q] > hmax:
+                hmax = hi[q]
+            if lo[q] != lo0:
+                lo_const = False
+    cdef uint64_t rng = <uint64_t> hmax - <uint64_t> hmin
+    if n and lo_const and rng < <uint64_t> max(4 * n, 1 << 16):
+        return _counting(hi, lo0, rid, hmin, rng, rid_sorted)
+    if n and lo_const:
+        # wide key range: dictionary-encode (hash), rank the distinct keys, counting-sort by rank
+        ids_arr = np.empty(n, dtype=np.int64)
+        vals_arr = np.empty(n, dtype=np.int64)
+        ids_mv = ids_arr
+        vals_mv = vals_arr
+        nd = _dict_i64(hi, ids_mv, vals_mv)
+        distinct = vals_arr[:nd]
+        order = np.argsort(distinct, kind="stable")
+        inv = np.empty(nd, dtype=np.int64)
+        inv[order] = np.arange(nd, dtype=np.int64)
+        rank = np.ascontiguousarray(inv[ids_arr])
+        rids_o, bounds_o, granks, glo_o = _counting(rank, lo0, rid, 0, <uint64_t> (nd - 1), rid_sorted)
+        return rids_o, bounds_o, distinct[order][granks], glo_o
     cdef pf_rec *a = <pf_rec *> malloc(max(n, 1) * sizeof(pf_rec))
     cdef pf_rec *t = <pf_rec *> malloc(max(n, 1) * sizeof(pf_rec))
     if a == NULL or t == NULL:
@@ -202,6 +212,34 @@ def sort_group(const int64_t[::1] hi, const uint64_t[::1] lo, const uint64_t[::1
     if s == NULL:
         raise MemoryError()
     return rids_arr[:m], bounds_arr[:ng + 1], ghi_arr[:ng], glo_arr[:ng]
+
+
+cdef int64_t _dict_i64(const int64_t[::1] hi, int64_t[::1] ids, int64_t[::1] vals) except -1:
+    cdef int64_t nd
+    with nogil:
+        nd = pf_dict_i64(&hi[0], <size_t> hi.shape[0], &ids[0], &vals[0])
+    if nd < 0:
+        raise MemoryError()
+    return nd
+
+
+cdef _counting(const int64_t[::1] hi, uint64_t lo0, const uint64_t[::1] rid, int64_t hmin, uint64_t rng,
+               bint rid_sorted):
+    cdef Py_ssize_t n = hi.shape[0]
+    count_arr = np.zeros(rng + 1, dtype=np.int64)
+    rids_arr = np.empty(n, dtype=np.uint64)
+    bounds_arr = np.empty(min(<Py_ssize_t> rng + 1, n) + 1, dtype=np.int64)
+    ghi_arr = np.empty(min(<Py_ssize_t> rng + 1, n), dtype=np.int64)
+    cdef int64_t[::1] count = count_arr
+    cdef uint64_t[::1] out = rids_arr
+    cdef int64_t[::1] bounds = bounds_arr
+    cdef int64_t[::1] ghi = ghi_arr
+    cdef size_t m = 0
+    cdef int64_t ng
+    with nogil:
+        ng = pf_counting_group(&hi[0], &rid[0], <size_t> n, hmin, rng, 1 if rid_sorted else 0, &count[0], &out[0],
+                               &bounds[0], &ghi[0], &m)
+    return rids_arr[:m], bounds_arr[:ng + 1], ghi_arr[:ng], np.full(ng, lo0, dtype=np.uint64)
 
 
 def sort_unique_u64(const uint64_t[::1] values):

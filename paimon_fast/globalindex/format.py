@@ -190,7 +190,9 @@ def build_file(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size:
 
 
 def serialize64_sorted_unique(values: np.ndarray) -> bytes:
-    u = _k.sort_unique_u64(np.ascontiguousarray(values, dtype=np.uint64))
+    u = np.ascontiguousarray(values, dtype=np.uint64)
+    if u.size > 1 and not (u[1:] > u[:-1]).all():
+        u = _k.sort_unique_u64(u)
     blob, _ = _k.serialize64_groups(u, np.array([0, len(u)], dtype=np.int64))
     return blob
 

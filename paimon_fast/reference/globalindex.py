@@ -339,3 +339,47 @@ def check64(buf, base=0):
     if serialize64(bm) != b and len(BitMap64.deserialize(b).serialize()) != len(b):
         raise IndexFormatError("64-bit roaring bitmap size mismatch", base)
     return len(bm)
+
+
+def build_file(dtype, values, rids, options=None):
+    """The whole writer with every kernel replaced by its twin (benchmark baseline)."""
+    from ..globalindex.codec import BlockEncoder, compression_type
+    from ..globalindex.format import (DEFAULT_BLOCK_SIZE, OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_LEVEL, _FOOTER,
+                                      MAGIC, VERSION)
+    from ..globalindex.keys import KeyCodec
+    from ..globalindex.meta import SortedIndexFileMeta
+    from ..fileindex.options import Options
+    from ..types import binary_buffers
+
+    opts = Options(options)
+    codec = KeyCodec(dtype)
+    block_size = opts.get_memory_size(OPT_BLOCK_SIZE, DEFAULT_BLOCK_SIZE)
+    enc = BlockEncoder(compression_type(opts.get(OPT_COMPRESSION, "none")), opts.get_int(OPT_LEVEL, 1))
+    arr, valid = codec.column(values)
+    rids = np.asarray(rids, dtype=np.uint64)
+    vmask = np.ones(len(arr), bool) if valid is None else valid
+    if codec.is_string:
+        off, data = binary_buffers(arr)
+        rank, key_off, key_data = string_ranks(off, data, vmask)
+        hi, lo = rank[vmask], np.zeros(int(vmask.sum()), np.uint64)
+        g_rids, bounds, _, _ = sort_group(hi, lo, rids[vmask])
+    else:
+        hi, lo = codec.order_keys(arr)
+        g_rids, bounds, ghi, glo = sort_group(hi[vmask], lo[vmask], rids[vmask])
+        key_off, key_data = serialize_keys(codec.kind, ghi, glo)
+    blob, sizes = serialize64_groups(g_rids, bounds)
+    body, firsts, boffs, blens = pack(key_off, key_data, blob, sizes, block_size, enc)
+    null_bm = serialize64(rids[~vmask])
+    nn_bm = serialize64(rids[vmask])
+    kd = bytes(key_data)
+    idx = put_varint(len(firsts)) + b"".join(
+        put_varint(int(key_off[g + 1] - key_off[g])) + kd[key_off[g]:key_off[g + 1]] + put_varint(int(o))
+        + put_varint(int(n)) for g, o, n in zip(firsts, boffs, blens))
+    stored = enc(idx)
+    pos = len(body)
+    footer = _FOOTER.pack(pos, len(null_bm), pos + len(null_bm), len(nn_bm), pos + len(null_bm) + len(nn_bm),
+                          len(stored) - 5, len(sizes), VERSION, MAGIC)
+    ng = len(sizes)
+    meta = SortedIndexFileMeta(kd[key_off[0]:key_off[1]] if ng else None,
+                               kd[key_off[ng - 1]:key_off[ng]] if ng else None, bool((~vmask).any())).serialize()
+    return body + null_bm + nn_bm + stored + footer, meta
