@@ -546,17 +546,18 @@ def search_last_le(int kind, const uint8_t[::1] raw, const int64_t[::1] starts, 
     return hi_i
 
 
-def lookup(int kind, const uint8_t[::1] raw, const uint8_t[::1] key, Py_ssize_t base=0):
+def lookup(int kind, const uint8_t[::1] raw, const uint8_t[::1] key, Py_ssize_t base=0, bint ordered=False):
     """Scan a raw dictionary block for the entry logically equal to ``key``.
 
     Returns ``(bitmap offset, bitmap length)`` or ``None``.  Parses as it goes
-    (no arrays), so a cold point lookup touches each entry once."""
+    (no arrays), so a cold point lookup touches each entry once; with ``ordered``
+    it stops at the first greater key, as Java does."""
     cdef int64_t n = raw.shape[0]
     cdef const uint8_t *p = &raw[0] if n else &EMPTY_BYTE
     cdef const uint8_t *kp = &key[0] if key.shape[0] else &EMPTY_BYTE
     cdef int64_t pos = 0, i, at = 0, ks, kl
     cdef uint64_t cnt, v, off = 0, ln = 0
-    cdef int bad = 0, found = 0
+    cdef int bad = 0, found = 0, c
     cdef const char *what = NULL
     if pf_get_varint(p, n, &pos, 31, &cnt) != 0:
         raise IndexFormatError("bad or truncated entry count", base)
@@ -573,12 +574,15 @@ def lookup(int kind, const uint8_t[::1] raw, const uint8_t[::1] key, Py_ssize_t 
             if pf_get_varint(p, n, &pos, 63, &off) != 0 or pf_get_varint(p, n, &pos, 31, &ln) != 0:
                 what = "bad or truncated bitmap offset/length"
                 break
-            if pf_key_cmp(kind, p + ks, kl, kp, key.shape[0], &bad) == 0 and not bad:
-                found = 1
-                break
+            c = pf_key_cmp(kind, p + ks, kl, kp, key.shape[0], &bad)
             if bad:
                 at = ks
                 what = "malformed key for its type"
+                break
+            if c == 0:
+                found = 1
+                break
+            if ordered and c > 0:
                 break
     if what != NULL:
         raise IndexFormatError(what.decode(), base + at)

@@ -75,6 +75,23 @@ def is_global_index(path) -> bool:
         return False
 
 
+_CODECS = {}
+_DEFAULT_FALLBACK_BYTES = Options({}).get_memory_size(OPT_FALLBACK, DEFAULT_FALLBACK)
+
+
+def _codec_for(dtype) -> KeyCodec:
+    """KeyCodec per type string, cached (parsing a type costs more than a cold lookup)."""
+    if isinstance(dtype, KeyCodec):
+        return dtype
+    key = str(dtype)
+    c = _CODECS.get(key)
+    if c is None:
+        c = KeyCodec(dtype)
+        if len(_CODECS) < 1024:
+            _CODECS[key] = c
+    return c
+
+
 class _File:
     """A file of a GlobalIndex: where it is, its metadata, and its reader once opened."""
 
@@ -109,10 +126,11 @@ class GlobalIndex:
     """
 
     def __init__(self, files, dtype, options=None, total_row_count=None, max_workers=None):
-        self.codec = KeyCodec(dtype)
+        self.codec = _codec_for(dtype)
         self.dtype = self.codec.dtype
         self.options = options if isinstance(options, Options) else Options(options)
-        self.fallback_max = self.options.get_memory_size(OPT_FALLBACK, DEFAULT_FALLBACK)
+        fb = self.options.get(OPT_FALLBACK)
+        self.fallback_max = _DEFAULT_FALLBACK_BYTES if fb is None else self.options.get_memory_size(OPT_FALLBACK, fb)
         if total_row_count is not None and total_row_count < 0:
             raise ValueError(f"total row count must be non-negative, got {total_row_count}")
         self.total_row_count = total_row_count

@@ -332,23 +332,36 @@ class BitmapIndexFile:
     def block_count(self) -> int:
         return len(self.index()[1])
 
-    def block(self, i: int):
-        """``(raw u8, key_start, key_len, bitmap_offset, bitmap_length)`` of dictionary block i."""
+    def raw_block(self, i: int) -> np.ndarray:
+        """Decompressed bytes (uint8 array) of dictionary block i (LRU-cached)."""
         with self._lock:
             b = self._blocks.get(i)
             if b is not None:
                 self._blocks.move_to_end(i)
-                return b
+                return b[0]
         _, _, _, of, ln = self.index()
         off, length = int(of[i]), int(ln[i])
         raw, _ = self._read_block(off, length, f"dictionary block {i}")
         u8 = np.frombuffer(raw, np.uint8)
-        b = (u8,) + _k.parse_entries(u8, off)
         with self._lock:
-            self._blocks[i] = b
+            self._blocks[i] = [u8, None]
             while len(self._blocks) > self.max_cached_blocks:
                 self._blocks.popitem(last=False)
-        return b
+        return u8
+
+    def block(self, i: int):
+        """``(raw u8, key_start, key_len, bitmap_offset, bitmap_length)`` of dictionary block i."""
+        u8 = self.raw_block(i)
+        with self._lock:
+            b = self._blocks.get(i)
+            if b is not None and b[1] is not None:
+                return (u8,) + b[1]
+        parsed = _k.parse_entries(u8, int(self.index()[3][i]))
+        with self._lock:
+            b = self._blocks.get(i)
+            if b is not None:
+                b[1] = parsed
+        return (u8,) + parsed
 
     # ------------------------------------------------------------ lookups
     def find(self, key: bytes):
@@ -361,9 +374,9 @@ class BitmapIndexFile:
             i = _k.search_last_le(self.kind, u8, ks, kl, lit, self.footer.index_offset)
             if i < 0:
                 return None
-            return _k.lookup(self.kind, self.block(i)[0], lit, int(self.index()[3][i]))
+            return _k.lookup(self.kind, self.raw_block(i), lit, int(self.index()[3][i]), True)
         for i in range(len(ks)):
-            hit = _k.lookup(self.kind, self.block(i)[0], lit, int(self.index()[3][i]))
+            hit = _k.lookup(self.kind, self.raw_block(i), lit, int(self.index()[3][i]))
             if hit is not None:
                 return hit
         return None

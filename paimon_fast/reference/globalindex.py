@@ -304,13 +304,25 @@ def search_last_le(kind, raw, starts, lengths, key, base=0):
     return hi
 
 
-def lookup(kind, raw, key, base=0):
+def lookup(kind, raw, key, base=0, ordered=False):
     ks, kl, of, ln = parse_entries(raw, base)
     key = bytes(np.asarray(key, dtype=np.uint8))
     for s, n, o, length in zip(ks, kl, of, ln):
-        if key_cmp(kind, _key(raw, s, n), key) == 0:
+        c = key_cmp(kind, _key(raw, s, n), key)
+        if c == 0:
             return int(o), int(length)
+        if ordered and c > 0:
+            return None
     return None
+
+
+def key_orders(kind, data, starts, lengths, base=0):
+    his, los = [], []
+    for s, n in zip(starts, lengths):
+        h, l = key_order(kind, _key(data, s, n))
+        his.append(h)
+        los.append(l)
+    return np.array(his, dtype=np.int64), np.array(los, dtype=np.uint64)
 
 
 def compare_to(kind, raw, starts, lengths, key, base=0):
