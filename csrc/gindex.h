@@ -424,3 +424,53 @@ PF_DICT_BYTES(pf_dict_bytes32, int32_t)
 PF_DICT_BYTES(pf_dict_bytes64, int64_t)
 
 #endif
+
+/* ------------------------------------------------------------ roaring decode */
+
+/* Append the values of one validated portable 32-bit bitmap (high bits `high`) to out;
+ * returns the number written.  The caller has validated buf with pf_roaring_check. */
+static size_t pf_roaring_decode(const uint8_t *buf, uint64_t high, uint64_t *out) {
+    size_t p, n = 0;
+    uint32_t size;
+    int has_run;
+    const uint8_t *runflags = NULL;
+    uint32_t cookie = (uint32_t)buf[0] | ((uint32_t)buf[1] << 8) | ((uint32_t)buf[2] << 16) | ((uint32_t)buf[3] << 24);
+    if ((cookie & 0xFFFF) == 12347) {
+        has_run = 1; size = (cookie >> 16) + 1; p = 4; runflags = buf + p; p += (size + 7) / 8;
+    } else {
+        has_run = 0; size = (uint32_t)buf[4] | ((uint32_t)buf[5] << 8) | ((uint32_t)buf[6] << 16) | ((uint32_t)buf[7] << 24); p = 8;
+    }
+    const uint8_t *desc = buf + p;
+    p += 4 * (size_t)size;
+    if (!has_run || size >= 4) p += 4 * (size_t)size;
+    for (uint32_t c = 0; c < size; c++) {
+        uint64_t key = (uint64_t)(desc[4 * c] | (desc[4 * c + 1] << 8));
+        uint32_t card = (uint32_t)(desc[4 * c + 2] | (desc[4 * c + 3] << 8)) + 1;
+        uint64_t base = (high << 32) | (key << 16);
+        int is_run = has_run && ((runflags[c >> 3] >> (c & 7)) & 1);
+        if (is_run) {
+            uint32_t nruns = (uint32_t)(buf[p] | (buf[p + 1] << 8));
+            p += 2;
+            for (uint32_t r = 0; r < nruns; r++) {
+                uint32_t s = (uint32_t)(buf[p] | (buf[p + 1] << 8)), l = (uint32_t)(buf[p + 2] | (buf[p + 3] << 8));
+                for (uint32_t v = s; v <= s + l; v++) out[n++] = base | v;
+                p += 4;
+            }
+        } else if (card > 4096) {
+            for (int w = 0; w < 1024; w++) {
+                uint64_t x;
+                memcpy(&x, buf + p + 8 * w, 8);
+                while (x) {
+                    int b = __builtin_ctzll(x);
+                    out[n++] = base | (uint64_t)(w * 64 + b);
+                    x &= x - 1;
+                }
+            }
+            p += 8192;
+        } else {
+            for (uint32_t k = 0; k < card; k++) out[n++] = base | (uint64_t)(buf[p + 2 * k] | (buf[p + 2 * k + 1] << 8));
+            p += 2 * (size_t)card;
+        }
+    }
+    return n;
+}

@@ -273,3 +273,19 @@ def _one_int():
     w = gi.writer("INT")
     w.write_batch([1])
     return w.finish()[0]
+
+
+@SETTINGS
+@given(st.lists(st.lists(rid_st, max_size=40), min_size=1, max_size=6), st.booleans())
+def test_union64_matches_twin(groups, dense):
+    if dense:
+        groups = [sorted(set(g + list(range(1000, 7000)))) for g in groups]
+    blobs = [pf.roaring.serialize64(np.array(sorted(set(g)), dtype=np.uint64)) for g in groups]
+    buf = np.frombuffer(b"".join(blobs), np.uint8)
+    offs = np.cumsum([0] + [len(b) for b in blobs[:-1]]).astype(np.int64)
+    lens = np.array([len(b) for b in blobs], dtype=np.int64)
+    got = K.union64(buf, offs, lens)
+    assert got == ref.union64(buf, offs, lens)
+    assert BitMap64.deserialize(got) == BitMap64(sorted({v for g in groups for v in g}))
+    np.testing.assert_array_equal(np.sort(K.decode64_many(buf, offs, lens)),
+                                  np.sort(ref.decode64_many(buf, offs, lens)))

@@ -35,6 +35,7 @@ cdef extern from "gindex.h":
     int64_t pf_counting_group(const int64_t *hi, const uint64_t *rid, size_t n, int64_t hmin, uint64_t range,
                               int rid_sorted, int64_t *count, uint64_t *out, int64_t *bounds, int64_t *ghi,
                               size_t *m_out) nogil
+    size_t pf_roaring_decode(const uint8_t *buf, uint64_t high, uint64_t *out) nogil
     int64_t pf_dict_i64(const int64_t *keys, size_t n, int64_t *ids, int64_t *vals) nogil
     int64_t pf_dict_bytes32(const int32_t *off, const uint8_t *data, const uint8_t *valid, size_t n, int64_t *ids,
                             int64_t *doff, uint8_t **arena, size_t *arena_cap) nogil
@@ -678,3 +679,50 @@ def check64(const uint8_t[::1] buf, Py_ssize_t base=0):
     if p != n:
         raise IndexFormatError(f"64-bit roaring bitmap is {p} bytes but its block is {n}", base)
     return card
+
+
+def decode64_many(const uint8_t[::1] buf, const int64_t[::1] offs, const int64_t[::1] lens, Py_ssize_t base=0):
+    """Row ids of many portable 64-bit bitmaps ``buf[offs[i]:offs[i]+lens[i]]`` (each validated
+    exactly as :func:`check64`), concatenated (not sorted across bitmaps)."""
+    cdef Py_ssize_t m = offs.shape[0], i
+    cdef int64_t total = 0, n = buf.shape[0]
+    for i in range(m):
+        if offs[i] < 0 or lens[i] < 0 or offs[i] + lens[i] > n:
+            raise IndexFormatError("bitmap outside the buffer", base + offs[i])
+        total += check64(buf[offs[i]:offs[i] + lens[i]], base + offs[i])
+    out_arr = np.empty(max(total, 1), dtype=np.uint64)
+    cdef uint64_t[::1] out = out_arr
+    cdef const uint8_t *b = &buf[0] if n else &EMPTY_BYTE
+    cdef size_t w = 0
+    cdef int64_t p, end, nb, k
+    cdef uint64_t h
+    with nogil:
+        for i in range(m):
+            p = offs[i]
+            nb = 0
+            for k in range(8):
+                nb |= (<int64_t> b[p + k]) << (8 * k)
+            p += 8
+            for k in range(nb):
+                h = <uint64_t> (b[p] | (b[p + 1] << 8) | (b[p + 2] << 16) | (<uint32_t> b[p + 3] << 24))
+                p += 4
+                w += pf_roaring_decode(b + p, h, &out[w])
+                # advance p past this 32-bit bitmap (its size, from the validator)
+                p += _size32(b + p, offs[i] + lens[i] - p)
+    return out_arr[:w]
+
+
+cdef inline int64_t _size32(const uint8_t *p, int64_t avail) noexcept nogil:
+    cdef const char *err = NULL
+    cdef size_t at = 0
+    cdef uint64_t card
+    return pf_roaring_check(p, <size_t> avail, &err, &at, &card)
+
+
+def union64(const uint8_t[::1] buf, const int64_t[::1] offs, const int64_t[::1] lens, Py_ssize_t base=0):
+    """Portable serialization of the union of many 64-bit bitmaps (validated), ready for
+    ``BitMap64.deserialize``."""
+    vals = decode64_many(buf, offs, lens, base)
+    u = sort_unique_u64(vals)
+    blob, _ = serialize64_groups(u, np.array([0, len(u)], dtype=np.int64))
+    return blob

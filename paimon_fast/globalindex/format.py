@@ -398,39 +398,46 @@ class BitmapIndexFile:
         return self.union_bitmaps(hits)
 
     def union_bitmaps(self, hits) -> BitMap64:
-        """Union of the bitmaps at ``[(offset, length), ...]`` (nearby ones read in one go)."""
+        """Union of the bitmaps at ``[(offset, length), ...]``."""
         if not hits:
             return BitMap64()
         if len(hits) == 1:
             return self.bitmap(*hits[0])
-        hits = sorted(hits)
-        total = sum(n for _, n in hits)
-        lo = hits[0][0]
-        hi = max(o + n for o, n in hits)
+        a = np.array(hits, dtype=np.int64)
+        return self.union_arrays(a[:, 0], a[:, 1])
+
+    def union_arrays(self, offs: np.ndarray, lens: np.ndarray) -> BitMap64:
+        """Union of the bitmaps at ``offs[i], lens[i]``: nearby ones are read in one go and
+        merged by a kernel (decode, radix sort, one serialization)."""
+        if len(offs) == 0:
+            return BitMap64()
+        if len(offs) == 1:
+            return self.bitmap(int(offs[0]), int(lens[0]))
+        lo = int(offs.min())
+        hi = int((offs + lens).max())
+        total = int(lens.sum())
         if lo >= 0 and hi - lo <= 2 * total + (1 << 20):
-            span = self.source.read_at(lo, hi - lo, "bitmaps")
-            u8 = np.frombuffer(span, np.uint8)
-            bms = []
-            for o, n in hits:
-                piece = u8[o - lo:o - lo + n]
-                _k.check64(piece, o)
-                bms.append(_deserialize64(piece.tobytes(), o))
-        else:
-            bms = [self.bitmap(o, n) for o, n in hits]
-        out = bms[0]
-        for b in bms[1:]:
-            out = out | b
+            span = np.frombuffer(self.source.read_at(lo, hi - lo, "bitmaps"), np.uint8)
+            blob = _k.union64(span, np.ascontiguousarray(offs - lo, dtype=np.int64),
+                              np.ascontiguousarray(lens, dtype=np.int64), lo)
+            return _deserialize64(blob, lo)
+        out = BitMap64()
+        for o, n in zip(offs.tolist(), lens.tolist()):
+            out |= self.bitmap(o, n)
         return out
 
     def scan(self, mask_fn) -> BitMap64:
         """Union of the bitmaps of every dictionary entry for which ``mask_fn(raw, ks, kl)`` is True."""
-        hits = []
+        offs, lens = [], []
         for i in range(self.block_count()):
             u8, ks, kl, of, ln = self.block(i)
             m = mask_fn(u8, ks, kl, i)
             if m.any():
-                hits.extend(zip(of[m].tolist(), ln[m].tolist()))
-        return self.union_bitmaps(hits)
+                offs.append(of[m])
+                lens.append(ln[m])
+        if not offs:
+            return BitMap64()
+        return self.union_arrays(np.concatenate(offs), np.concatenate(lens))
 
     def compare_scan(self, key: bytes, ops) -> BitMap64:
         """Scan with a logical comparison: ``ops(cmp int8 array) -> bool mask``."""
@@ -466,15 +473,18 @@ class BitmapIndexFile:
         start = max(_k.search_last_le(KINDS["BYTES"], u8, ks, kl, pat, self.footer.index_offset), 0)
         upper = _prefix_upper_bound(prefix)
         raw_index = u8.tobytes()
-        hits = []
+        offs, lens = [], []
         for i in range(start, n):
             if upper is not None and raw_index[ks[i]:ks[i] + kl[i]] >= upper:
                 break
             bu8, bks, bkl, bof, bln = self.block(i)
             m = _k.match_bytes(0, bu8, bks, bkl, pat)
             if m.any():
-                hits.extend(zip(bof[m].tolist(), bln[m].tolist()))
-        return self.union_bitmaps(hits)
+                offs.append(bof[m])
+                lens.append(bln[m])
+        if not offs:
+            return BitMap64()
+        return self.union_arrays(np.concatenate(offs), np.concatenate(lens))
 
     # ------------------------------------------------------------ describe
     def keys(self):

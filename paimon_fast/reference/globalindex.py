@@ -395,3 +395,19 @@ def build_file(dtype, values, rids, options=None):
     meta = SortedIndexFileMeta(kd[key_off[0]:key_off[1]] if ng else None,
                                kd[key_off[ng - 1]:key_off[ng]] if ng else None, bool((~vmask).any())).serialize()
     return body + null_bm + nn_bm + stored + footer, meta
+
+
+def decode64_many(buf, offs, lens, base=0):
+    """Row ids of many portable 64-bit bitmaps, concatenated (twin of the kernel)."""
+    from pyroaring import BitMap64
+
+    b = bytes(np.asarray(buf, dtype=np.uint8))
+    out = []
+    for o, n in zip(offs, lens):
+        check64(np.frombuffer(b[o:o + n], np.uint8), base + o)
+        out.extend(BitMap64.deserialize(b[o:o + n]))
+    return np.array(out, dtype=np.uint64)
+
+
+def union64(buf, offs, lens, base=0):
+    return serialize64(decode64_many(buf, offs, lens, base))
