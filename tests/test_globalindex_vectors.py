@@ -79,7 +79,7 @@ class JavaPayloads:
         for o, n in blocks:
             stored = java_file[o:o + n + codec.TRAILER]
             raw, _ = codec.decode(stored, n, o)
-            self.by_raw[raw] = stored
+            self.by_raw[bytes(raw)] = stored
         self.misses = 0
 
     def __call__(self, raw):

@@ -111,11 +111,11 @@ def decode(stored_and_trailer, length: int, offset: int) -> tuple:
     stored = mv[:length]
     ctype = mv[length]
     (crc,) = struct.unpack_from("<I", mv, length + 1)
-    want = zlib.crc32(mv[length:length + 1], zlib.crc32(stored)) & 0xFFFFFFFF
+    want = zlib.crc32(mv[:length + 1]) & 0xFFFFFFFF      # stored bytes followed by the type byte
     if crc != want:
         raise IndexFormatError(f"block CRC mismatch: stored 0x{crc:08x}, computed 0x{want:08x}", offset + length + 1)
     if ctype == NONE:
-        return bytes(stored), NONE
+        return stored, NONE
     if ctype not in NAMES:
         raise IndexFormatError(f"unknown block compression type {ctype}", offset + length)
     # varint raw length

@@ -411,8 +411,11 @@ class BitmapIndexFile:
         merged by a kernel (decode, radix sort, one serialization)."""
         if len(offs) == 0:
             return BitMap64()
-        if len(offs) == 1:
-            return self.bitmap(int(offs[0]), int(lens[0]))
+        if len(offs) <= 16:   # a few (possibly large) bitmaps: CRoaring's OR is cheapest
+            out = BitMap64()
+            for o, n in zip(offs.tolist(), lens.tolist()):
+                out |= self.bitmap(o, n)
+            return out
         lo = int(offs.min())
         hi = int((offs + lens).max())
         total = int(lens.sum())
