@@ -150,3 +150,31 @@ def test_truncated_and_foreign_files():
     data[-48:-40] = struct.pack(">q", len(data) * 4)   # null bitmap offset beyond the file
     with pytest.raises(pf.IndexFormatError, match="outside"):
         gi.reader("INT", bytes(data))
+
+
+def test_fuzz_large_bitmaps():
+    """Bitmaps above 4 KB are validated by pyroaring's safe deserialization alone: mutations
+    must give IndexFormatError or a bitmap, never a crash."""
+    import paimon_fast.roaring as R
+    from paimon_fast.globalindex.format import _deserialize64
+
+    rng = np.random.default_rng(0)
+    blobs = [R.serialize64(np.unique(rng.integers(0, 3 * 10**6, 100000).astype(np.uint64))),
+             R.serialize64(np.arange(0, 10**6, 2, dtype=np.uint64)),
+             R.serialize64(np.arange(2**32 - 70000, 2**32 + 70000, dtype=np.uint64))]
+    errors = 0
+    for b0 in blobs:
+        for i in range(700):
+            b = bytearray(b0)
+            if i % 3 == 0:
+                for _ in range(rng.integers(1, 5)):
+                    b[rng.integers(0, len(b))] ^= 1 << int(rng.integers(0, 8))
+            elif i % 3 == 1:
+                b = b[:rng.integers(0, len(b))]
+            else:
+                b[rng.integers(0, 64)] = int(rng.integers(0, 256))
+            try:
+                assert isinstance(_deserialize64(bytes(b), 0), BitMap64)
+            except pf.IndexFormatError:
+                errors += 1
+    assert errors > 0
