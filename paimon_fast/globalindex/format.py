@@ -552,7 +552,7 @@ def _deserialize64(raw: bytes, offset: int) -> BitMap64:
     # CRoaring validates more than the structural check (e.g. adjacent runs must be merged)
     try:
         return BitMap64.deserialize(raw)
-    except ValueError as e:
+    except (ValueError, IndexError, OverflowError, MemoryError) as e:
         raise IndexFormatError(f"invalid 64-bit roaring bitmap: {e}", offset) from None
 
 
