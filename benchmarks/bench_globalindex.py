@@ -222,3 +222,55 @@ def test_contains_100k_keys(benchmark, impl):
         out = benchmark.pedantic(run, rounds=20, iterations=1, warmup_rounds=1)
     assert len(out) > 0
     benchmark.extra_info["matching_rows"] = len(out)
+
+
+# ---------------------------------------------------------------- Spark build
+
+SPARK_ROWS = int(os.environ.get("PF_BENCH_SPARK_ROWS", 0))
+
+
+@pytest.fixture(scope="module")
+def spark_dataset():
+    if not SPARK_ROWS:
+        pytest.skip("set PF_BENCH_SPARK_ROWS (e.g. 10000000) to run the Spark build benchmark")
+    import sys
+
+    import pyarrow.parquet as pq
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    d = os.path.join(_DIR, "spark-ds")
+    rng = np.random.default_rng(1)
+    per = SPARK_ROWS // 8
+    os.makedirs(d, exist_ok=True)
+    for i in range(8):
+        codes = rng.integers(0, 1000, per)
+        pq.write_table(pa.table({"tag": pa.array(np.char.add("tag-", codes.astype(str)).astype(object))}),
+                       os.path.join(d, f"part-{i:02d}.parquet"))
+    return spark, d
+
+
+def test_spark_build(benchmark, spark_dataset):
+    from paimon_fast.globalindex.spark_build import build_global_index
+
+    spark, d = spark_dataset
+    listing = benchmark.pedantic(lambda: build_global_index(spark, d, "tag", {
+        "sorted-index.records-per-range": str(max(1, SPARK_ROWS // 4))}), rounds=1, iterations=1)
+    assert listing["total_row_count"] == SPARK_ROWS // 8 * 8
+    benchmark.extra_info["rows"] = listing["total_row_count"]
+    benchmark.extra_info["files"] = len(listing["files"])
+
+
+def test_spark_trivial_map_in_arrow(benchmark, spark_dataset):
+    """Baseline: read the column and pass every batch through mapInArrow unchanged."""
+    spark, d = spark_dataset
+    df = spark.read.parquet(d).select("tag")
+
+    def ident(it):
+        yield from it
+    n = benchmark.pedantic(lambda: df.mapInArrow(ident, df.schema).count(), rounds=1, iterations=1)
+    assert n == SPARK_ROWS // 8 * 8
