@@ -95,24 +95,14 @@ def build_global_index(spark, path, column, options=None, dtype=None):
         base_of[os.path.join(root, rel)] = b
     index_options = {k: v for k, v in options.items() if k.startswith("bitmap-index.")}
 
+    # global row id = base of the file + row index in the file, computed in the JVM: the file URI
+    # Spark reports is mapped to its base through a literal map (no Python pass over the rows)
+    path_of = F.expr("url_decode(regexp_replace(_metadata.file_path, '^file:(//)?', ''))")
+    base_map = F.create_map(*[x for p_, b in base_of.items() for x in (F.lit(p_), F.lit(b).cast("long"))])
     df = (spark.read.parquet(*[os.path.join(root, rel) for rel, _ in files])
-          .select(F.col(column).alias("k"), F.col("_metadata.file_path").alias("f"),
-                  F.col("_metadata.row_index").alias("i")))
-
-    def to_rid(batch_iter):
-        # global row id = base of the file + row index in the file (vectorised per batch)
-        for b in batch_iter:
-            fp = b.column("f").dictionary_encode()
-            bases_arr = np.array([_base(base_of, u) for u in fp.dictionary.to_pylist()], dtype=np.int64)
-            idx = np.asarray(fp.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-            rid = bases_arr[idx] + np.asarray(b.column("i").to_numpy(zero_copy_only=False), dtype=np.int64)
-            yield pa.RecordBatch.from_arrays([b.column("k"), pa.array(rid, pa.int64())], ["k", "rid"])
-
-    key_type = df.schema["k"].dataType
+          .select(F.col(column).alias("k"), (base_map[path_of] + F.col("_metadata.row_index")).alias("rid")))
+    ranged = df.repartitionByRange(ranges, F.col("k").asc_nulls_first()).sortWithinPartitions("k", "rid")
     from pyspark.sql.types import LongType, StructField, StructType
-
-    with_rid = df.mapInArrow(to_rid, StructType([StructField("k", key_type), StructField("rid", LongType())]))
-    ranged = with_rid.repartitionByRange(ranges, F.col("k").asc_nulls_first()).sortWithinPartitions("k", "rid")
 
     _RESULT_ARROW = _result_arrow()
 
@@ -124,7 +114,10 @@ def build_global_index(spark, path, column, options=None, dtype=None):
         w = gi_writer(dtype, index_options)
         for b in batch_iter:
             if b.num_rows:
-                w.write_batch(b.column("k"), b.column("rid").to_numpy(zero_copy_only=False).view(np.uint64))
+                rid = b.column("rid")
+                if rid.null_count:
+                    raise ValueError("a row of an unknown data file reached the global index build")
+                w.write_batch(b.column("k"), rid.to_numpy(zero_copy_only=False).view(np.uint64))
         part = TaskContext.get().partitionId()
         name = f"bitmap-{build_id}-{part:05d}.index"
         meta = w.finish_to(os.path.join(out_dir, name))
@@ -170,18 +163,6 @@ def _result_arrow():
 
     return pa.schema([("file", pa.string()), ("row_count", pa.int64()), ("meta", pa.binary()),
                       ("size", pa.int64()), ("range", pa.int32())])
-
-
-def _base(base_of, uri):
-    from urllib.parse import unquote, urlparse
-
-    p = uri
-    if uri.startswith("file:"):
-        p = unquote(urlparse(uri).path)
-    p = os.path.abspath(p)
-    if p not in base_of:
-        raise KeyError(f"Spark read a file that is not a data file of the dataset: {uri}")
-    return base_of[p]
 
 
 def read_listing(path, column) -> dict:
