@@ -289,3 +289,17 @@ def test_union64_matches_twin(groups, dense):
     assert BitMap64.deserialize(got) == BitMap64(sorted({v for g in groups for v in g}))
     np.testing.assert_array_equal(np.sort(K.decode64_many(buf, offs, lens)),
                                   np.sort(ref.decode64_many(buf, offs, lens)))
+
+
+@SETTINGS
+@given(kind_keys(), st.booleans())
+def test_entries_sorted_matches_twin(kk, do_sort):
+    kind, his, los = kk
+    pairs = sorted(set(zip(his, los))) if do_sort else list(zip(his, los))
+    hi = np.array([p[0] for p in pairs], dtype=np.int64)
+    lo = np.array([p[1] for p in pairs], dtype=np.uint64)
+    off, data = K.serialize_keys(kind, hi, lo)
+    starts, lens = off[:-1].copy(), np.diff(off)
+    assert K.entries_sorted(kind, data, starts, lens) == ref.entries_sorted(kind, data, starts, lens)
+    if do_sort:
+        assert K.entries_sorted(kind, data, starts, lens)

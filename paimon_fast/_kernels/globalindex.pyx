@@ -726,3 +726,19 @@ def union64(const uint8_t[::1] buf, const int64_t[::1] offs, const int64_t[::1] 
     u = sort_unique_u64(vals)
     blob, _ = serialize64_groups(u, np.array([0, len(u)], dtype=np.int64))
     return blob
+
+
+def entries_sorted(int kind, const uint8_t[::1] raw, const int64_t[::1] starts, const int64_t[::1] lengths,
+                   Py_ssize_t base=0):
+    """Are the entry keys strictly increasing in the logical order?"""
+    cdef Py_ssize_t n = starts.shape[0], i
+    cdef int bad = 0, ok = 1
+    cdef const uint8_t *p = &raw[0] if raw.shape[0] else &EMPTY_BYTE
+    with nogil:
+        for i in range(1, n):
+            if pf_key_cmp(kind, p + starts[i - 1], lengths[i - 1], p + starts[i], lengths[i], &bad) >= 0 or bad:
+                ok = 0
+                break
+    if bad:
+        raise IndexFormatError("malformed key for its type", base + starts[i])
+    return bool(ok)

@@ -28,6 +28,7 @@ either way a query over several files unions correctly.
 from __future__ import annotations
 
 import re
+import struct
 from concurrent.futures import ThreadPoolExecutor
 
 from pyroaring import BitMap64
@@ -264,7 +265,6 @@ class GlobalIndex:
         fn = getattr(self, "_v_" + op, None)
         if fn is None:
             return UNSUPPORTED
-        import struct
         try:
             return fn(*leaf.literals)
         except struct.error as e:

@@ -325,9 +325,7 @@ class BitmapIndexFile:
                     u8 = np.frombuffer(raw, np.uint8)
                     ks, kl, of, ln = _k.parse_entries(u8, f.index_offset)
                     if not self.codec.is_string and len(ks) > 1:
-                        hi, lo = _k.key_orders(self.kind, u8, ks, kl, f.index_offset)
-                        inc = (hi[1:] > hi[:-1]) | ((hi[1:] == hi[:-1]) & (lo[1:] > lo[:-1]))
-                        if not inc.all():
+                        if not _k.entries_sorted(self.kind, u8, ks, kl, f.index_offset):
                             self.ordered = False
                     self._index = (u8, ks, kl, of, ln)
                 idx = self._index

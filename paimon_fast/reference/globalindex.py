@@ -411,3 +411,8 @@ def decode64_many(buf, offs, lens, base=0):
 
 def union64(buf, offs, lens, base=0):
     return serialize64(decode64_many(buf, offs, lens, base))
+
+
+def entries_sorted(kind, raw, starts, lengths, base=0):
+    keys = [_key(raw, s, n) for s, n in zip(starts, lengths)]
+    return all(key_cmp(kind, a, b) < 0 for a, b in zip(keys, keys[1:]))
