@@ -1,0 +1,476 @@
+/* Bitmap global index helpers: key kinds and their logical order, var-ints,
+ * an LSD radix sort of (key, row id) records and a byte-string sort.
+ * Header-only; included by paimon_fast/_kernels/globalindex.pyx.
+ *
+ * Serialized keys follow Paimon's KeySerializer (little-endian fixed-width
+ * integers, floatToIntBits / doubleToLongBits, millis [+ var-int nanos] for
+ * timestamps, BigInteger.toByteArray for wide decimals, raw UTF-8 for strings).
+ * Their *logical* order is what the dictionary is sorted by; it is captured by
+ * an order key (hi: signed 64, lo: unsigned 64) compared lexicographically.
+ */
+#ifndef PF_GINDEX_H
+#define PF_GINDEX_H
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "xxh64.h"
+
+#define GK_I8 1
+#define GK_I16 2
+#define GK_I32 3
+#define GK_I64 4
+#define GK_BOOL 5
+#define GK_F32 6
+#define GK_F64 7
+#define GK_TSN 8    /* i64 millis + var-int nano-of-millisecond */
+#define GK_BIGDEC 9 /* big-endian two's complement, 1..16 bytes */
+#define GK_BYTES 10 /* unsigned lexicographic */
+
+/* ------------------------------------------------------------ var-ints */
+
+static inline int pf_varint_size(uint64_t v) {
+    int n = 1;
+    while (v >= 0x80) { v >>= 7; n++; }
+    return n;
+}
+
+static inline int pf_put_varint(uint8_t *out, uint64_t v) {
+    int n = 0;
+    while (v >= 0x80) { out[n++] = (uint8_t)((v & 0x7F) | 0x80); v >>= 7; }
+    out[n++] = (uint8_t)v;
+    return n;
+}
+
+/* Reads an unsigned LEB128 at p[*pos] (limit = end); returns 0 on success.
+ * max_bits = 31 for Java ints (non-negative), 63 for longs. */
+static inline int pf_get_varint(const uint8_t *p, int64_t end, int64_t *pos, int max_bits, uint64_t *out) {
+    uint64_t v = 0;
+    int shift = 0;
+    int64_t i = *pos;
+    for (;;) {
+        if (i >= end) return -1;
+        uint8_t b = p[i++];
+        if (shift >= 63 && (b & 0x7E)) return -2;
+        v |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) break;
+        shift += 7;
+        if (shift > 63) return -2;
+    }
+    if (max_bits < 64 && (v >> max_bits) != 0) return -2;
+    *pos = i;
+    *out = v;
+    return 0;
+}
+
+/* ------------------------------------------------------------ order keys */
+
+static inline int64_t pf_f32_order(int32_t bits) { return (int64_t)(bits ^ ((bits >> 31) & 0x7FFFFFFF)); }
+static inline int64_t pf_f64_order(int64_t bits) { return bits ^ ((bits >> 63) & 0x7FFFFFFFFFFFFFFFLL); }
+
+static inline int64_t pf_le_signed(const uint8_t *p, int w) {
+    uint64_t v = 0;
+    for (int i = w - 1; i >= 0; i--) v = (v << 8) | p[i];
+    if (w < 8) {
+        int sh = 64 - 8 * w;
+        return ((int64_t)(v << sh)) >> sh;
+    }
+    return (int64_t)v;
+}
+
+/* Order key of one serialized key; 0 = ok, -1 = malformed for the kind. */
+static inline int pf_key_order(int kind, const uint8_t *p, int64_t n, int64_t *hi, uint64_t *lo) {
+    *lo = 0;
+    switch (kind) {
+    case GK_I8: if (n != 1) return -1; *hi = (int8_t)p[0]; return 0;
+    case GK_I16: if (n != 2) return -1; *hi = pf_le_signed(p, 2); return 0;
+    case GK_I32: if (n != 4) return -1; *hi = pf_le_signed(p, 4); return 0;
+    case GK_I64: if (n != 8) return -1; *hi = pf_le_signed(p, 8); return 0;
+    case GK_BOOL: if (n != 1) return -1; *hi = p[0] == 1; return 0;
+    case GK_F32: {
+        if (n != 4) return -1;
+        int32_t b = (int32_t)pf_le_signed(p, 4);
+        if ((b & 0x7F800000) == 0x7F800000 && (b & 0x007FFFFF)) b = 0x7FC00000; /* NaN: Float.compare */
+        *hi = pf_f32_order(b); return 0;
+    }
+    case GK_F64: {
+        if (n != 8) return -1;
+        int64_t b = pf_le_signed(p, 8);
+        if ((b & 0x7FF0000000000000LL) == 0x7FF0000000000000LL && (b & 0x000FFFFFFFFFFFFFLL)) b = 0x7FF8000000000000LL;
+        *hi = pf_f64_order(b); return 0;
+    }
+    case GK_TSN: {
+        if (n < 9) return -1;
+        int64_t pos = 8;
+        uint64_t nanos;
+        if (pf_get_varint(p, n, &pos, 31, &nanos) != 0 || pos != n) return -1;
+        *hi = pf_le_signed(p, 8);
+        *lo = nanos;
+        return 0;
+    }
+    case GK_BIGDEC: {
+        if (n < 1 || n > 16) return -1;
+        /* sign-extend to 128 bits, big-endian */
+        uint8_t buf[16];
+        uint8_t fill = (p[0] & 0x80) ? 0xFF : 0x00;
+        memset(buf, fill, 16 - n);
+        memcpy(buf + 16 - n, p, n);
+        uint64_t h = 0, l = 0;
+        for (int i = 0; i < 8; i++) h = (h << 8) | buf[i];
+        for (int i = 8; i < 16; i++) l = (l << 8) | buf[i];
+        *hi = (int64_t)h; *lo = l;
+        return 0;
+    }
+    default:
+        return -1;
+    }
+}
+
+static inline int pf_bytes_cmp(const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn) {
+    int64_t m = an < bn ? an : bn;
+    int c = m ? memcmp(a, b, (size_t)m) : 0;
+    if (c) return c < 0 ? -1 : 1;
+    return an < bn ? -1 : (an > bn ? 1 : 0);
+}
+
+/* Logical comparison of two serialized keys; sets *bad when one is malformed. */
+static inline int pf_key_cmp(int kind, const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn, int *bad) {
+    if (kind == GK_BYTES) return pf_bytes_cmp(a, an, b, bn);
+    int64_t ah, bh; uint64_t al, bl;
+    if (pf_key_order(kind, a, an, &ah, &al) || pf_key_order(kind, b, bn, &bh, &bl)) { *bad = 1; return 0; }
+    if (ah != bh) return ah < bh ? -1 : 1;
+    if (al != bl) return al < bl ? -1 : 1;
+    return 0;
+}
+
+/* Serialize one order key; returns bytes written (<= 17). */
+static inline int pf_key_write(int kind, int64_t hi, uint64_t lo, uint8_t *out) {
+    switch (kind) {
+    case GK_I8: case GK_BOOL: out[0] = (uint8_t)hi; return 1;
+    case GK_I16: for (int i = 0; i < 2; i++) out[i] = (uint8_t)((uint64_t)hi >> (8 * i)); return 2;
+    case GK_I32: for (int i = 0; i < 4; i++) out[i] = (uint8_t)((uint64_t)hi >> (8 * i)); return 4;
+    case GK_I64: for (int i = 0; i < 8; i++) out[i] = (uint8_t)((uint64_t)hi >> (8 * i)); return 8;
+    case GK_F32: { /* invert the order transform back to the (canonical) bits */
+        int32_t o = (int32_t)hi;
+        int32_t b = o ^ ((o >> 31) & 0x7FFFFFFF);
+        for (int i = 0; i < 4; i++) out[i] = (uint8_t)((uint32_t)b >> (8 * i));
+        return 4;
+    }
+    case GK_F64: {
+        int64_t b = hi ^ ((hi >> 63) & 0x7FFFFFFFFFFFFFFFLL);
+        for (int i = 0; i < 8; i++) out[i] = (uint8_t)((uint64_t)b >> (8 * i));
+        return 8;
+    }
+    case GK_TSN:
+        for (int i = 0; i < 8; i++) out[i] = (uint8_t)((uint64_t)hi >> (8 * i));
+        return 8 + pf_put_varint(out + 8, lo);
+    case GK_BIGDEC: { /* minimal two's complement, as BigInteger.toByteArray */
+        uint8_t buf[16];
+        for (int i = 0; i < 8; i++) buf[i] = (uint8_t)((uint64_t)hi >> (56 - 8 * i));
+        for (int i = 0; i < 8; i++) buf[8 + i] = (uint8_t)(lo >> (56 - 8 * i));
+        int s = 0;
+        while (s < 15) {
+            if (buf[s] == 0x00 && !(buf[s + 1] & 0x80)) s++;
+            else if (buf[s] == 0xFF && (buf[s + 1] & 0x80)) s++;
+            else break;
+        }
+        memcpy(out, buf + s, 16 - s);
+        return 16 - s;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* ------------------------------------------------------------ radix sort */
+
+typedef struct { uint64_t hi; uint64_t lo; uint64_t rid; } pf_rec;
+
+/* Stable LSD radix sort of records by (hi as signed, lo, rid) ascending.
+ * hi is stored sign-flipped by the caller (hi ^ 2^63) so all passes are
+ * unsigned.  Passes whose byte is constant are skipped; rid passes are skipped
+ * when skip_rid (input already in row-id order).  Returns a pointer to the
+ * sorted buffer (a or tmp), or NULL when out of memory. */
+static pf_rec *pf_radix_sort(pf_rec *a, pf_rec *tmp, size_t n, int skip_rid) {
+    size_t (*hist)[256] = (size_t (*)[256])calloc(24 * 256, sizeof(size_t));
+    if (!hist) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const pf_rec *r = &a[i];
+        for (int b = 0; b < 8; b++) {
+            hist[b][(r->rid >> (8 * b)) & 0xFF]++;
+            hist[8 + b][(r->lo >> (8 * b)) & 0xFF]++;
+            hist[16 + b][(r->hi >> (8 * b)) & 0xFF]++;
+        }
+    }
+    pf_rec *src = a, *dst = tmp;
+    for (int pass = skip_rid ? 8 : 0; pass < 24; pass++) {
+        size_t *h = hist[pass];
+        int trivial = 0;
+        for (int v = 0; v < 256; v++) if (h[v] == n) { trivial = 1; break; }
+        if (trivial || n == 0) continue;
+        size_t off[256], s = 0;
+        for (int v = 0; v < 256; v++) { off[v] = s; s += h[v]; }
+        int word = pass / 8, sh = 8 * (pass % 8);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k = word == 0 ? src[i].rid : (word == 1 ? src[i].lo : src[i].hi);
+            dst[off[(k >> sh) & 0xFF]++] = src[i];
+        }
+        pf_rec *t = src; src = dst; dst = t;
+    }
+    free(hist);
+    return src;
+}
+
+/* LSD radix sort of plain uint64 values (stable; constant bytes skipped). */
+static uint64_t *pf_radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) {
+    size_t (*hist)[256] = (size_t (*)[256])calloc(8 * 256, sizeof(size_t));
+    if (!hist) return NULL;
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++) hist[b][(a[i] >> (8 * b)) & 0xFF]++;
+    uint64_t *src = a, *dst = tmp;
+    for (int pass = 0; pass < 8; pass++) {
+        size_t *h = hist[pass];
+        int trivial = 0;
+        for (int v = 0; v < 256; v++) if (h[v] == n) { trivial = 1; break; }
+        if (trivial || n == 0) continue;
+        size_t off[256], s = 0;
+        for (int v = 0; v < 256; v++) { off[v] = s; s += h[v]; }
+        int sh = 8 * pass;
+        for (size_t i = 0; i < n; i++) dst[off[(src[i] >> sh) & 0xFF]++] = src[i];
+        uint64_t *t = src; src = dst; dst = t;
+    }
+    free(hist);
+    return src;
+}
+
+/* ------------------------------------------------------------ byte-string sort */
+
+/* Merge sort of indices idx[0..n) by the byte strings data[off[i]:off[i+1]]. */
+static void pf_sort_strings(int64_t *idx, int64_t *tmp, size_t n, const int64_t *off, const uint8_t *data) {
+    if (n < 2) return;
+    /* bottom-up: insertion sort runs of 16, then merge */
+    const size_t RUN = 16;
+    for (size_t s = 0; s < n; s += RUN) {
+        size_t e = s + RUN < n ? s + RUN : n;
+        for (size_t i = s + 1; i < e; i++) {
+            int64_t x = idx[i];
+            size_t j = i;
+            while (j > s) {
+                int64_t y = idx[j - 1];
+                if (pf_bytes_cmp(data + off[y], off[y + 1] - off[y], data + off[x], off[x + 1] - off[x]) <= 0) break;
+                idx[j] = y;
+                j--;
+            }
+            idx[j] = x;
+        }
+    }
+    int64_t *src = idx, *dst = tmp;
+    for (size_t w = RUN; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                int64_t x = src[i], y = src[j];
+                if (pf_bytes_cmp(data + off[y], off[y + 1] - off[y], data + off[x], off[x + 1] - off[x]) < 0) dst[k++] = src[j++];
+                else dst[k++] = src[i++];
+            }
+            while (i < mid) dst[k++] = src[i++];
+            while (j < hi) dst[k++] = src[j++];
+        }
+        int64_t *t = src; src = dst; dst = t;
+    }
+    if (src != idx) memcpy(idx, src, n * sizeof(int64_t));
+}
+
+
+/* ------------------------------------------------------------ counting sort path */
+
+static int pf_cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : (x > y);
+}
+
+/* Group (key, row id) pairs whose keys lie in [hmin, hmin + range] with a stable
+ * counting sort: rids come out per key in input order (sorted per group when
+ * !rid_sorted), duplicates within a key dropped.  count must hold range + 1
+ * zeroed slots.  Returns the number of groups (written to bounds / ghi), and
+ * the number of row ids kept in *m_out. */
+static int64_t pf_counting_group(const int64_t *hi, const uint64_t *rid, size_t n, int64_t hmin, uint64_t range,
+                                 int rid_sorted, int64_t *count, uint64_t *out, int64_t *bounds, int64_t *ghi,
+                                 size_t *m_out) {
+    for (size_t i = 0; i < n; i++) count[(uint64_t)(hi[i] - hmin)]++;
+    int64_t s = 0;
+    for (uint64_t k = 0; k <= range; k++) { int64_t c = count[k]; count[k] = s; s += c; }
+    for (size_t i = 0; i < n; i++) out[count[(uint64_t)(hi[i] - hmin)]++] = rid[i];
+    /* count[k] is now the end of key k's run */
+    int64_t ng = 0, start = 0;
+    size_t m = 0;
+    for (uint64_t k = 0; k <= range; k++) {
+        int64_t end = count[k];
+        if (end == start) continue;
+        if (!rid_sorted) qsort(out + start, (size_t)(end - start), sizeof(uint64_t), pf_cmp_u64);
+        bounds[ng] = (int64_t)m;
+        ghi[ng] = hmin + (int64_t)k;
+        ng++;
+        for (int64_t j = start; j < end; j++)
+            if (j == start || out[j] != out[j - 1]) out[m++] = out[j];
+        start = end;
+    }
+    bounds[ng] = (int64_t)m;
+    *m_out = m;
+    return ng;
+}
+
+/* ------------------------------------------------------------ hash dictionaries */
+
+typedef struct { uint64_t h; int64_t id; } pf_slot;
+
+static inline uint64_t pf_mix64(uint64_t x) {
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL; x ^= x >> 33;
+    return x;
+}
+
+/* Distinct ids of int64 keys (first-seen order): ids[i] per row, distinct values in vals
+ * (capacity n).  Returns the number of distinct keys, or -1 when out of memory. */
+static int64_t pf_dict_i64(const int64_t *keys, size_t n, int64_t *ids, int64_t *vals) {
+    size_t cap = 1024, mask = cap - 1;
+    int64_t nd = 0;
+    pf_slot *t = (pf_slot *)malloc(cap * sizeof(pf_slot));
+    if (!t) return -1;
+    for (size_t s = 0; s < cap; s++) t[s].id = -1;
+    for (size_t i = 0; i < n; i++) {
+        int64_t k = keys[i];
+        uint64_t h = pf_mix64((uint64_t)k);
+        size_t s = h & mask;
+        for (;;) {
+            if (t[s].id < 0) { t[s].h = (uint64_t)k; t[s].id = nd; vals[nd] = k; ids[i] = nd; nd++; break; }
+            if (t[s].h == (uint64_t)k) { ids[i] = t[s].id; break; }
+            s = (s + 1) & mask;
+        }
+        if ((size_t)nd * 2 > cap) {
+            size_t ncap = cap * 2, nmask = ncap - 1;
+            pf_slot *nt = (pf_slot *)malloc(ncap * sizeof(pf_slot));
+            if (!nt) { free(t); return -1; }
+            for (size_t q = 0; q < ncap; q++) nt[q].id = -1;
+            for (size_t q = 0; q < cap; q++) if (t[q].id >= 0) {
+                size_t r = pf_mix64(t[q].h) & nmask;
+                while (nt[r].id >= 0) r = (r + 1) & nmask;
+                nt[r] = t[q];
+            }
+            free(t); t = nt; cap = ncap; mask = nmask;
+        }
+    }
+    free(t);
+    return nd;
+}
+
+/* Distinct ids of byte strings data[off[i]:off[i+1]] (rows with valid[i] == 0 get -1).
+ * The distinct values are appended to an arena (*arena, capacity *arena_cap, grown with
+ * realloc) with doff[d] = start of distinct d (capacity n + 1).  Comparing against the
+ * compact arena instead of the column keeps the probes cache-friendly.
+ * Returns nd, or -1 when out of memory. */
+#define PF_DICT_BYTES(NAME, OFF_T) \
+static int64_t NAME(const OFF_T *off, const uint8_t *data, const uint8_t *valid, size_t n, int64_t *ids, \
+                    int64_t *doff, uint8_t **arena, size_t *arena_cap) { \
+    size_t cap = 1024, mask = cap - 1, used = 0; \
+    int64_t nd = 0; \
+    pf_slot *t = (pf_slot *)malloc(cap * sizeof(pf_slot)); \
+    if (!t) return -1; \
+    for (size_t s = 0; s < cap; s++) t[s].id = -1; \
+    doff[0] = 0; \
+    for (size_t i = 0; i < n; i++) { \
+        if (valid && !valid[i]) { ids[i] = -1; continue; } \
+        const uint8_t *p = data + off[i]; \
+        size_t len = (size_t)(off[i + 1] - off[i]); \
+        uint64_t h = pf_xxh64(p, len, 0); \
+        size_t s = h & mask; \
+        for (;;) { \
+            int64_t d = t[s].id; \
+            if (d < 0) { \
+                if (used + len > *arena_cap) { \
+                    size_t nc = (*arena_cap * 2 > used + len) ? *arena_cap * 2 : used + len + 1024; \
+                    uint8_t *na = (uint8_t *)realloc(*arena, nc); \
+                    if (!na) { free(t); return -1; } \
+                    *arena = na; *arena_cap = nc; \
+                } \
+                if (len) memcpy(*arena + used, p, len); \
+                used += len; \
+                t[s].h = h; t[s].id = nd; ids[i] = nd; nd++; doff[nd] = (int64_t)used; \
+                break; \
+            } \
+            if (t[s].h == h) { \
+                size_t flen = (size_t)(doff[d + 1] - doff[d]); \
+                if (flen == len && (len == 0 || memcmp(*arena + doff[d], p, len) == 0)) { ids[i] = d; break; } \
+            } \
+            s = (s + 1) & mask; \
+        } \
+        if ((size_t)nd * 2 > cap) { \
+            size_t ncap = cap * 2, nmask = ncap - 1; \
+            pf_slot *nt = (pf_slot *)malloc(ncap * sizeof(pf_slot)); \
+            if (!nt) { free(t); return -1; } \
+            for (size_t q = 0; q < ncap; q++) nt[q].id = -1; \
+            for (size_t q = 0; q < cap; q++) if (t[q].id >= 0) { \
+                size_t r = t[q].h & nmask; \
+                while (nt[r].id >= 0) r = (r + 1) & nmask; \
+                nt[r] = t[q]; \
+            } \
+            free(t); t = nt; cap = ncap; mask = nmask; \
+        } \
+    } \
+    free(t); \
+    return nd; \
+}
+
+PF_DICT_BYTES(pf_dict_bytes32, int32_t)
+PF_DICT_BYTES(pf_dict_bytes64, int64_t)
+
+#endif
+
+/* ------------------------------------------------------------ roaring decode */
+
+/* Append the values of one validated portable 32-bit bitmap (high bits `high`) to out;
+ * returns the number written.  The caller has validated buf with pf_roaring_check. */
+static size_t pf_roaring_decode(const uint8_t *buf, uint64_t high, uint64_t *out) {
+    size_t p, n = 0;
+    uint32_t size;
+    int has_run;
+    const uint8_t *runflags = NULL;
+    uint32_t cookie = (uint32_t)buf[0] | ((uint32_t)buf[1] << 8) | ((uint32_t)buf[2] << 16) | ((uint32_t)buf[3] << 24);
+    if ((cookie & 0xFFFF) == 12347) {
+        has_run = 1; size = (cookie >> 16) + 1; p = 4; runflags = buf + p; p += (size + 7) / 8;
+    } else {
+        has_run = 0; size = (uint32_t)buf[4] | ((uint32_t)buf[5] << 8) | ((uint32_t)buf[6] << 16) | ((uint32_t)buf[7] << 24); p = 8;
+    }
+    const uint8_t *desc = buf + p;
+    p += 4 * (size_t)size;
+    if (!has_run || size >= 4) p += 4 * (size_t)size;
+    for (uint32_t c = 0; c < size; c++) {
+        uint64_t key = (uint64_t)(desc[4 * c] | (desc[4 * c + 1] << 8));
+        uint32_t card = (uint32_t)(desc[4 * c + 2] | (desc[4 * c + 3] << 8)) + 1;
+        uint64_t base = (high << 32) | (key << 16);
+        int is_run = has_run && ((runflags[c >> 3] >> (c & 7)) & 1);
+        if (is_run) {
+            uint32_t nruns = (uint32_t)(buf[p] | (buf[p + 1] << 8));
+            p += 2;
+            for (uint32_t r = 0; r < nruns; r++) {
+                uint32_t s = (uint32_t)(buf[p] | (buf[p + 1] << 8)), l = (uint32_t)(buf[p + 2] | (buf[p + 3] << 8));
+                for (uint32_t v = s; v <= s + l; v++) out[n++] = base | v;
+                p += 4;
+            }
+        } else if (card > 4096) {
+            for (int w = 0; w < 1024; w++) {
+                uint64_t x;
+                memcpy(&x, buf + p + 8 * w, 8);
+                while (x) {
+                    int b = __builtin_ctzll(x);
+                    out[n++] = base | (uint64_t)(w * 64 + b);
+                    x &= x - 1;
+                }
+            }
+            p += 8192;
+        } else {
+            for (uint32_t k = 0; k < card; k++) out[n++] = base | (uint64_t)(buf[p + 2 * k] | (buf[p + 2 * k + 1] << 8));
+            p += 2 * (size_t)card;
+        }
+    }
+    return n;
+}

@@ -1,0 +1,744 @@
+# cython: language_level=3
+"""Bitmap global index kernels (csrc/gindex.h, csrc/roaring32.h).
+
+Writer side: string dictionary ranks, radix sort + grouping of (key, row id),
+key serialization, many RoaringNavigableMap64 serializations at once, and the
+dictionary-block packing (Java's interleaving of bitmaps and blocks).
+Reader side: entry parsing of dictionary / index blocks, logical key search and
+comparison, byte-pattern matching, 64-bit bitmap validation.  Every offset read
+from a file is checked before use; the GIL is released in the loops.
+"""
+from libc.stdint cimport uint8_t, int8_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdlib cimport malloc, free, realloc
+from libc.string cimport memcpy, memcmp
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+import numpy as np
+cimport numpy as cnp
+
+from paimon_fast.errors import IndexFormatError
+
+cdef extern from "gindex.h":
+    ctypedef struct pf_rec:
+        uint64_t hi
+        uint64_t lo
+        uint64_t rid
+    int pf_varint_size(uint64_t v) nogil
+    int pf_put_varint(uint8_t *out, uint64_t v) nogil
+    int pf_get_varint(const uint8_t *p, int64_t end, int64_t *pos, int max_bits, uint64_t *out) nogil
+    int pf_key_order(int kind, const uint8_t *p, int64_t n, int64_t *hi, uint64_t *lo) nogil
+    int pf_key_cmp(int kind, const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn, int *bad) nogil
+    int pf_bytes_cmp(const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn) nogil
+    int pf_key_write(int kind, int64_t hi, uint64_t lo, uint8_t *out) nogil
+    pf_rec *pf_radix_sort(pf_rec *a, pf_rec *tmp, size_t n, int skip_rid) nogil
+    uint64_t *pf_radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) nogil
+    void pf_sort_strings(int64_t *idx, int64_t *tmp, size_t n, const int64_t *off, const uint8_t *data) nogil
+    int64_t pf_counting_group(const int64_t *hi, const uint64_t *rid, size_t n, int64_t hmin, uint64_t range,
+                              int rid_sorted, int64_t *count, uint64_t *out, int64_t *bounds, int64_t *ghi,
+                              size_t *m_out) nogil
+    size_t pf_roaring_decode(const uint8_t *buf, uint64_t high, uint64_t *out) nogil
+    int64_t pf_dict_i64(const int64_t *keys, size_t n, int64_t *ids, int64_t *vals) nogil
+    int64_t pf_dict_bytes32(const int32_t *off, const uint8_t *data, const uint8_t *valid, size_t n, int64_t *ids,
+                            int64_t *doff, uint8_t **arena, size_t *arena_cap) nogil
+    int64_t pf_dict_bytes64(const int64_t *off, const uint8_t *data, const uint8_t *valid, size_t n, int64_t *ids,
+                            int64_t *doff, uint8_t **arena, size_t *arena_cap) nogil
+
+cdef extern from "xxh64.h":
+    uint64_t pf_xxh64(const uint8_t *p, size_t length, uint64_t seed) nogil
+
+cdef extern from "roaring32.h":
+    int64_t pf_roaring_size(const uint32_t *v, size_t n) nogil
+    size_t pf_roaring_write(const uint32_t *v, size_t n, uint8_t *out) nogil
+    int64_t pf_roaring_check(const uint8_t *buf, size_t length, const char **err, size_t *err_at, uint64_t *card) nogil
+
+KINDS = {"I8": 1, "I16": 2, "I32": 3, "I64": 4, "BOOL": 5, "F32": 6, "F64": 7, "TSN": 8, "BIGDEC": 9, "BYTES": 10}
+
+ctypedef fused offset_t:
+    int32_t
+    int64_t
+
+cdef const uint8_t EMPTY_BYTE = 0
+
+
+# ---------------------------------------------------------------- writer: strings
+
+def string_ranks(const offset_t[::1] offsets, const uint8_t[::1] data, valid):
+    """Dictionary-encode a string/binary column and rank the distinct values by bytes.
+
+    Returns ``(rank, key_off, key_data)``: ``rank[i]`` is the position of row i's
+    value among the sorted distinct values (-1 for null rows); the sorted
+    distinct values are ``key_data[key_off[g]:key_off[g+1]]``.
+    """
+    cdef Py_ssize_t n = offsets.shape[0] - 1
+    if n < 0:
+        raise ValueError("offsets must have at least one element")
+    cdef const uint8_t[::1] vmask
+    cdef bint has_valid = valid is not None
+    if has_valid:
+        vmask = valid
+        if vmask.shape[0] != n:
+            raise ValueError("validity length differs from the column length")
+    rank_arr = np.empty(max(n, 1), dtype=np.int64)
+    cdef int64_t[::1] rank = rank_arr
+    doff_arr = np.empty(n + 2, dtype=np.int64)       # distinct id -> arena offset
+    cdef int64_t[::1] doff = doff_arr
+    cdef Py_ssize_t i
+    cdef int64_t nd = 0, d
+    cdef const uint8_t *dp = &data[0] if data.shape[0] else &EMPTY_BYTE
+    cdef const uint8_t *vp = &vmask[0] if has_valid and n else NULL
+    cdef size_t acap = 4096
+    cdef uint8_t *arena = <uint8_t *> malloc(acap)
+    if arena == NULL:
+        raise MemoryError()
+    with nogil:
+        if offset_t is int32_t:
+            nd = pf_dict_bytes32(&offsets[0], dp, vp, <size_t> n, &rank[0], &doff[0], &arena, &acap)
+        else:
+            nd = pf_dict_bytes64(&offsets[0], dp, vp, <size_t> n, &rank[0], &doff[0], &arena, &acap)
+    if nd < 0:
+        free(arena)
+        raise MemoryError()
+    rank_arr = rank_arr[:n]
+    cdef int64_t total = doff[nd]
+    order_arr = np.arange(nd, dtype=np.int64)
+    tmp_arr = np.empty(nd, dtype=np.int64)
+    cdef int64_t[::1] order = order_arr
+    cdef int64_t[::1] tmp = tmp_arr
+    inv_arr = np.empty(nd, dtype=np.int64)
+    cdef int64_t[::1] inv = inv_arr
+    koff_arr = np.empty(nd + 1, dtype=np.int64)
+    cdef int64_t[::1] koff = koff_arr
+    kdata_arr = np.empty(total, dtype=np.uint8)
+    cdef uint8_t[::1] kdata = kdata_arr
+    cdef uint8_t *kdp = &kdata[0] if total else <uint8_t *> &EMPTY_BYTE
+    cdef int64_t pos = 0, g
+    with nogil:
+        if nd:
+            pf_sort_strings(&order[0], &tmp[0], <size_t> nd, &doff[0], arena)
+        for g in range(nd):
+            d = order[g]
+            inv[d] = g
+            koff[g] = pos
+            memcpy(kdp + pos, arena + doff[d], <size_t> (doff[d + 1] - doff[d]))
+            pos += doff[d + 1] - doff[d]
+        koff[nd] = pos
+        for i in range(n):
+            if rank[i] >= 0:
+                rank[i] = inv[rank[i]]
+    free(arena)
+    return rank_arr, koff_arr, kdata_arr
+
+
+# ---------------------------------------------------------------- writer: sort + group
+
+def sort_group(const int64_t[::1] hi, const uint64_t[::1] lo, const uint64_t[::1] rid, bint rid_sorted=False):
+    """Sort (key, row id) pairs by key (hi signed, lo unsigned) then row id and group them.
+
+    Returns ``(rids, bounds, group_hi, group_lo)``: group g holds the strictly
+    increasing row ids ``rids[bounds[g]:bounds[g+1]]`` (duplicates dropped) of
+    the key ``(group_hi[g], group_lo[g])``; groups ascend by key.
+    ``rid_sorted`` says the input is already in row-id order (skips those passes).
+    """
+    cdef Py_ssize_t n = hi.shape[0]
+    if lo.shape[0] != n or rid.shape[0] != n:
+        raise ValueError("hi, lo and rid must have the same length")
+    cdef int64_t hmin = 0, hmax = 0
+    cdef bint lo_const = True
+    cdef Py_ssize_t q
+    cdef uint64_t lo0 = lo[0] if n else 0
+    with nogil:
+        if n:
+            hmin = hi[0]
+            hmax = hi[0]
+        for q in range(n):
+            if hi[q] < hmin:
+                hmin = hi[q]
+            elif hi[q] > hmax:
+                hmax = hi[q]
+            if lo[q] != lo0:
+                lo_const = False
+    cdef uint64_t rng = <uint64_t> hmax - <uint64_t> hmin
+    if n and lo_const and rng < <uint64_t> max(4 * n, 1 << 16):
+        return _counting(hi, lo0, rid, hmin, rng, rid_sorted)
+    if n and lo_const:
+        # wide key range: dictionary-encode (hash), rank the distinct keys, counting-sort by rank
+        ids_arr = np.empty(n, dtype=np.int64)
+        vals_arr = np.empty(n, dtype=np.int64)
+        ids_mv = ids_arr
+        vals_mv = vals_arr
+        nd = _dict_i64(hi, ids_mv, vals_mv)
+        distinct = vals_arr[:nd]
+        order = np.argsort(distinct, kind="stable")
+        inv = np.empty(nd, dtype=np.int64)
+        inv[order] = np.arange(nd, dtype=np.int64)
+        rank = np.ascontiguousarray(inv[ids_arr])
+        rids_o, bounds_o, granks, glo_o = _counting(rank, lo0, rid, 0, <uint64_t> (nd - 1), rid_sorted)
+        return rids_o, bounds_o, distinct[order][granks], glo_o
+    cdef pf_rec *a = <pf_rec *> malloc(max(n, 1) * sizeof(pf_rec))
+    cdef pf_rec *t = <pf_rec *> malloc(max(n, 1) * sizeof(pf_rec))
+    if a == NULL or t == NULL:
+        free(a); free(t)
+        raise MemoryError()
+    rids_arr = np.empty(n, dtype=np.uint64)
+    bounds_arr = np.empty(n + 1, dtype=np.int64)
+    ghi_arr = np.empty(n, dtype=np.int64)
+    glo_arr = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] out = rids_arr
+    cdef int64_t[::1] bounds = bounds_arr
+    cdef int64_t[::1] ghi = ghi_arr
+    cdef uint64_t[::1] glo = glo_arr
+    cdef Py_ssize_t i, m = 0, ng = 0
+    cdef pf_rec *s
+    cdef uint64_t SIGN = <uint64_t> 1 << 63
+    with nogil:
+        for i in range(n):
+            a[i].hi = (<uint64_t> hi[i]) ^ SIGN
+            a[i].lo = lo[i]
+            a[i].rid = rid[i]
+        s = pf_radix_sort(a, t, <size_t> n, 1 if rid_sorted else 0)
+        if s != NULL:
+            for i in range(n):
+                if ng == 0 or s[i].hi != s[i - 1].hi or s[i].lo != s[i - 1].lo:
+                    bounds[ng] = m
+                    ghi[ng] = <int64_t> (s[i].hi ^ SIGN)
+                    glo[ng] = s[i].lo
+                    ng += 1
+                    out[m] = s[i].rid
+                    m += 1
+                elif s[i].rid != s[i - 1].rid:
+                    out[m] = s[i].rid
+                    m += 1
+            bounds[ng] = m
+    free(a)
+    free(t)
+    if s == NULL:
+        raise MemoryError()
+    return rids_arr[:m], bounds_arr[:ng + 1], ghi_arr[:ng], glo_arr[:ng]
+
+
+cdef int64_t _dict_i64(const int64_t[::1] hi, int64_t[::1] ids, int64_t[::1] vals) except -1:
+    cdef int64_t nd
+    with nogil:
+        nd = pf_dict_i64(&hi[0], <size_t> hi.shape[0], &ids[0], &vals[0])
+    if nd < 0:
+        raise MemoryError()
+    return nd
+
+
+cdef _counting(const int64_t[::1] hi, uint64_t lo0, const uint64_t[::1] rid, int64_t hmin, uint64_t rng,
+               bint rid_sorted):
+    cdef Py_ssize_t n = hi.shape[0]
+    count_arr = np.zeros(rng + 1, dtype=np.int64)
+    rids_arr = np.empty(n, dtype=np.uint64)
+    bounds_arr = np.empty(min(<Py_ssize_t> rng + 1, n) + 1, dtype=np.int64)
+    ghi_arr = np.empty(min(<Py_ssize_t> rng + 1, n), dtype=np.int64)
+    cdef int64_t[::1] count = count_arr
+    cdef uint64_t[::1] out = rids_arr
+    cdef int64_t[::1] bounds = bounds_arr
+    cdef int64_t[::1] ghi = ghi_arr
+    cdef size_t m = 0
+    cdef int64_t ng
+    with nogil:
+        ng = pf_counting_group(&hi[0], &rid[0], <size_t> n, hmin, rng, 1 if rid_sorted else 0, &count[0], &out[0],
+                               &bounds[0], &ghi[0], &m)
+    return rids_arr[:m], bounds_arr[:ng + 1], ghi_arr[:ng], np.full(ng, lo0, dtype=np.uint64)
+
+
+def sort_unique_u64(const uint64_t[::1] values):
+    """Sorted distinct copy of a uint64 array (radix sort)."""
+    cdef Py_ssize_t n = values.shape[0], i, m = 0
+    a_arr = np.array(values, dtype=np.uint64, copy=True)
+    t_arr = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] a = a_arr
+    cdef uint64_t[::1] t = t_arr
+    cdef uint64_t *s
+    if n == 0:
+        return a_arr
+    with nogil:
+        s = pf_radix_sort_u64(&a[0], &t[0], <size_t> n)
+        if s != NULL:
+            for i in range(n):
+                if i == 0 or s[i] != s[i - 1]:
+                    s[m] = s[i]
+                    m += 1
+    if s == NULL:
+        raise MemoryError()
+    res = a_arr if s == &a[0] else t_arr
+    return res[:m].copy()
+
+
+def serialize_keys(int kind, const int64_t[::1] hi, const uint64_t[::1] lo):
+    """Paimon KeySerializer bytes of many keys given by order key: ``(key_off, key_data)``."""
+    cdef Py_ssize_t n = hi.shape[0], i
+    if lo.shape[0] != n:
+        raise ValueError("hi and lo differ in length")
+    if kind < 1 or kind > 9:
+        raise ValueError(f"kind {kind} has no fixed serialization")
+    off_arr = np.empty(n + 1, dtype=np.int64)
+    data_arr = np.empty(max(n * 17, 1), dtype=np.uint8)
+    cdef int64_t[::1] off = off_arr
+    cdef uint8_t[::1] data = data_arr
+    cdef int64_t pos = 0
+    with nogil:
+        for i in range(n):
+            off[i] = pos
+            pos += pf_key_write(kind, hi[i], lo[i], &data[pos])
+        off[n] = pos
+    return off_arr, data_arr[:pos].copy()
+
+
+def key_orders(int kind, const uint8_t[::1] data, const int64_t[::1] starts, const int64_t[::1] lengths, Py_ssize_t base=0):
+    """Order keys ``(hi, lo)`` of serialized keys ``data[starts[i]:starts[i]+lengths[i]]``."""
+    cdef Py_ssize_t n = starts.shape[0], i
+    hi_arr = np.empty(n, dtype=np.int64)
+    lo_arr = np.empty(n, dtype=np.uint64)
+    cdef int64_t[::1] hi = hi_arr
+    cdef uint64_t[::1] lo = lo_arr
+    cdef Py_ssize_t bad = -1
+    cdef const uint8_t *dp = &data[0] if data.shape[0] else &EMPTY_BYTE
+    with nogil:
+        for i in range(n):
+            if starts[i] < 0 or lengths[i] < 0 or starts[i] + lengths[i] > data.shape[0] or \
+                    pf_key_order(kind, dp + starts[i], lengths[i], &hi[i], &lo[i]) != 0:
+                bad = i
+                break
+    if bad >= 0:
+        raise IndexFormatError(f"malformed key of {lengths[bad]} bytes for its type", base + starts[bad])
+    return hi_arr, lo_arr
+
+
+# ---------------------------------------------------------------- writer: bitmaps
+
+def serialize64_groups(const uint64_t[::1] rids, const int64_t[::1] bounds):
+    """``RoaringNavigableMap64.serialize()`` of many bitmaps: group g = the strictly
+    increasing ``rids[bounds[g]:bounds[g+1]]``.  Returns ``(blob, sizes)``."""
+    cdef Py_ssize_t ng = bounds.shape[0] - 1, n = rids.shape[0], g, i, j
+    if ng < 0:
+        raise ValueError("bounds needs at least one element")
+    if bounds[0] < 0 or bounds[ng] > n:
+        raise ValueError("group bounds outside the row ids")
+    for g in range(ng):
+        if bounds[g + 1] < bounds[g]:
+            raise ValueError("group bounds must be non-decreasing")
+    low_arr = np.empty(max(n, 1), dtype=np.uint32)
+    cdef uint32_t[::1] low = low_arr
+    sizes_arr = np.empty(ng, dtype=np.int64)
+    cdef int64_t[::1] sizes = sizes_arr
+    cdef int64_t total = 0, s, sz
+    cdef bint bad = False
+    with nogil:
+        for i in range(n):
+            low[i] = <uint32_t> rids[i]
+        for g in range(ng):
+            s = 8
+            i = bounds[g]
+            while i < bounds[g + 1]:
+                j = i + 1
+                while j < bounds[g + 1] and (rids[j] >> 32) == (rids[i] >> 32):
+                    j += 1
+                sz = pf_roaring_size(&low[i], <size_t> (j - i))
+                if sz < 0 or (i > bounds[g] and rids[i] <= rids[i - 1]):
+                    bad = True
+                    break
+                s += 4 + sz
+                i = j
+            if bad:
+                break
+            sizes[g] = s
+            total += s
+    if bad:
+        raise ValueError(f"row ids of group {g} are not strictly increasing")
+    out = PyBytes_FromStringAndSize(NULL, total)
+    cdef uint8_t *op = <uint8_t *> PyBytes_AS_STRING(out)
+    cdef uint64_t nb
+    cdef uint8_t *head
+    cdef uint32_t h
+    with nogil:
+        for g in range(ng):
+            head = op
+            op += 8
+            nb = 0
+            i = bounds[g]
+            while i < bounds[g + 1]:
+                j = i + 1
+                while j < bounds[g + 1] and (rids[j] >> 32) == (rids[i] >> 32):
+                    j += 1
+                h = <uint32_t> (rids[i] >> 32)
+                op[0] = <uint8_t> h; op[1] = <uint8_t> (h >> 8); op[2] = <uint8_t> (h >> 16); op[3] = <uint8_t> (h >> 24)
+                op += 4
+                op += pf_roaring_write(&low[i], <size_t> (j - i), op)
+                nb += 1
+                i = j
+            for i in range(8):
+                head[i] = <uint8_t> (nb >> (8 * i))
+    return out, sizes_arr
+
+
+# ---------------------------------------------------------------- writer: packing
+
+cdef struct _buf:
+    uint8_t *p
+    int64_t n
+    int64_t cap
+
+cdef int _reserve(_buf *b, int64_t extra) except -1:
+    cdef int64_t c
+    cdef uint8_t *q
+    if b.n + extra <= b.cap:
+        return 0
+    c = max(b.cap * 2, b.n + extra + 1024)
+    q = <uint8_t *> realloc(b.p, <size_t> c)
+    if q == NULL:
+        raise MemoryError()
+    b.p = q
+    b.cap = c
+    return 0
+
+
+def pack(const int64_t[::1] key_off, const uint8_t[::1] key_data, bytes bm_blob, const int64_t[::1] bm_sizes,
+         int64_t block_size, encode):
+    """Lay out value bitmaps and dictionary blocks as Java's StreamingWriter does.
+
+    For each key (ascending): its bitmap; when the pending dictionary block is
+    non-empty and adding this key's entry would make its estimated size exceed
+    ``block_size``, the pending block is written right after this key's bitmap
+    (before the entry joins a fresh block).  After the last key the last block
+    is written.  ``encode(raw) -> stored bytes + 5-byte trailer`` compresses and
+    frames a block.  Returns ``(body, first_key_index, block_offset, block_length)``
+    where lengths exclude the trailer.
+    """
+    cdef Py_ssize_t nk = bm_sizes.shape[0], k, e
+    if key_off.shape[0] != nk + 1:
+        raise ValueError("key_off must have one more element than bm_sizes")
+    cdef _buf body
+    cdef _buf blk
+    body.p = NULL; body.n = 0; body.cap = 0
+    blk.p = NULL; blk.n = 0; blk.cap = 0
+    cdef const uint8_t *bm = <const uint8_t *> PyBytes_AS_STRING(bm_blob)
+    cdef const uint8_t *kd = &key_data[0] if key_data.shape[0] else &EMPTY_BYTE
+    cdef int64_t bm_pos = 0, pos = 0, entries_size, est, esize, klen
+    # entries of the pending block: (key index, bitmap offset, bitmap length)
+    pend_arr = np.empty(max(nk, 1), dtype=np.int64)
+    cdef int64_t[::1] pend = pend_arr
+    offs_arr = np.empty(max(nk, 1), dtype=np.int64)
+    cdef int64_t[::1] offs = offs_arr
+    cdef Py_ssize_t npend = 0
+    first_keys, block_offs, block_lens = [], [], []
+    entries_size = 0
+    try:
+        _reserve(&body, PyBytes_GET_SIZE(bm_blob) + 64)
+        for k in range(nk + 1):
+            if k < nk:
+                _reserve(&body, bm_sizes[k])
+                memcpy(body.p + body.n, bm + bm_pos, <size_t> bm_sizes[k])
+                offs[k] = pos
+                body.n += bm_sizes[k]
+                pos += bm_sizes[k]
+                bm_pos += bm_sizes[k]
+                klen = key_off[k + 1] - key_off[k]
+                esize = pf_varint_size(<uint64_t> klen) + klen + pf_varint_size(<uint64_t> offs[k]) + pf_varint_size(<uint64_t> bm_sizes[k])
+                est = pf_varint_size(<uint64_t> (npend + 1)) + entries_size + esize
+            if npend and (k == nk or est > block_size):
+                # serialize the pending block
+                blk.n = 0
+                _reserve(&blk, 10 + entries_size)
+                blk.n += pf_put_varint(blk.p + blk.n, <uint64_t> npend)
+                for e in range(npend):
+                    klen = key_off[pend[e] + 1] - key_off[pend[e]]
+                    _reserve(&blk, klen + 30)
+                    blk.n += pf_put_varint(blk.p + blk.n, <uint64_t> klen)
+                    memcpy(blk.p + blk.n, kd + key_off[pend[e]], <size_t> klen)
+                    blk.n += klen
+                    blk.n += pf_put_varint(blk.p + blk.n, <uint64_t> offs[pend[e]])
+                    blk.n += pf_put_varint(blk.p + blk.n, <uint64_t> bm_sizes[pend[e]])
+                stored = encode(PyBytes_FromStringAndSize(<char *> blk.p, blk.n))
+                _reserve(&body, len(stored))
+                memcpy(body.p + body.n, <const char *> stored, len(stored))
+                first_keys.append(pend[0])
+                block_offs.append(pos)
+                block_lens.append(len(stored) - 5)
+                body.n += len(stored)
+                pos += len(stored)
+                npend = 0
+                entries_size = 0
+            if k < nk:
+                pend[npend] = k
+                npend += 1
+                entries_size += esize
+        result = PyBytes_FromStringAndSize(<char *> body.p, body.n)
+    finally:
+        free(body.p)
+        free(blk.p)
+    return (result, np.array(first_keys, dtype=np.int64), np.array(block_offs, dtype=np.int64),
+            np.array(block_lens, dtype=np.int64))
+
+
+# ---------------------------------------------------------------- reader
+
+def parse_entries(const uint8_t[::1] raw, Py_ssize_t base=0):
+    """Entries of a dictionary or index block: ``varint n`` then n x (``varint keyLen``,
+    key, ``varlong offset``, ``varint length``).  Returns int64 arrays
+    ``(key_start, key_len, offset, length)``; malformed input raises IndexFormatError
+    (``base`` = where ``raw`` starts, for messages; offsets inside decompressed
+    blocks are relative to the block)."""
+    cdef int64_t n = raw.shape[0]
+    cdef const uint8_t *p = &raw[0] if n else &EMPTY_BYTE
+    cdef int64_t pos = 0, i, at = 0
+    cdef uint64_t cnt, v
+    cdef int rc = 0
+    cdef const char *what = NULL
+    if pf_get_varint(p, n, &pos, 31, &cnt) != 0:
+        raise IndexFormatError("bad or truncated entry count", base)
+    if <int64_t> cnt > (n - pos) // 3:
+        raise IndexFormatError(f"block claims {cnt} entries, more than its {n} bytes can hold", base)
+    ks_arr = np.empty(cnt, dtype=np.int64)
+    kl_arr = np.empty(cnt, dtype=np.int64)
+    of_arr = np.empty(cnt, dtype=np.int64)
+    ln_arr = np.empty(cnt, dtype=np.int64)
+    cdef int64_t[::1] ks = ks_arr
+    cdef int64_t[::1] kl = kl_arr
+    cdef int64_t[::1] of = of_arr
+    cdef int64_t[::1] ln = ln_arr
+    with nogil:
+        for i in range(<int64_t> cnt):
+            at = pos
+            if pf_get_varint(p, n, &pos, 31, &v) != 0:
+                what = "bad or truncated key length"
+                break
+            if <int64_t> v > n - pos:
+                what = "key length exceeds the block"
+                break
+            ks[i] = pos
+            kl[i] = <int64_t> v
+            pos += <int64_t> v
+            at = pos
+            if pf_get_varint(p, n, &pos, 63, &v) != 0:
+                what = "bad or truncated offset"
+                break
+            of[i] = <int64_t> v
+            at = pos
+            if pf_get_varint(p, n, &pos, 31, &v) != 0:
+                what = "bad or truncated length"
+                break
+            ln[i] = <int64_t> v
+    if what != NULL:
+        raise IndexFormatError(what.decode(), base + at)
+    return ks_arr, kl_arr, of_arr, ln_arr
+
+
+def search_last_le(int kind, const uint8_t[::1] raw, const int64_t[::1] starts, const int64_t[::1] lengths,
+                   const uint8_t[::1] key, Py_ssize_t base=0):
+    """Index of the last entry whose key is logically <= ``key`` (binary search), or -1."""
+    cdef int64_t lo_i = 0, hi_i = starts.shape[0] - 1, mid
+    cdef int c, bad = 0
+    cdef const uint8_t *p = &raw[0] if raw.shape[0] else &EMPTY_BYTE
+    cdef const uint8_t *kp = &key[0] if key.shape[0] else &EMPTY_BYTE
+    with nogil:
+        while lo_i <= hi_i:
+            mid = (lo_i + hi_i) >> 1
+            c = pf_key_cmp(kind, p + starts[mid], lengths[mid], kp, key.shape[0], &bad)
+            if bad:
+                break
+            if c <= 0:
+                lo_i = mid + 1
+            else:
+                hi_i = mid - 1
+    if bad:
+        raise IndexFormatError("malformed key for its type in the block index", base + starts[mid])
+    return hi_i
+
+
+def lookup(int kind, const uint8_t[::1] raw, const uint8_t[::1] key, Py_ssize_t base=0, bint ordered=False):
+    """Scan a raw dictionary block for the entry logically equal to ``key``.
+
+    Returns ``(bitmap offset, bitmap length)`` or ``None``.  Parses as it goes
+    (no arrays), so a cold point lookup touches each entry once; with ``ordered``
+    it stops at the first greater key, as Java does."""
+    cdef int64_t n = raw.shape[0]
+    cdef const uint8_t *p = &raw[0] if n else &EMPTY_BYTE
+    cdef const uint8_t *kp = &key[0] if key.shape[0] else &EMPTY_BYTE
+    cdef int64_t pos = 0, i, at = 0, ks, kl
+    cdef uint64_t cnt, v, off = 0, ln = 0
+    cdef int bad = 0, found = 0, c
+    cdef const char *what = NULL
+    if pf_get_varint(p, n, &pos, 31, &cnt) != 0:
+        raise IndexFormatError("bad or truncated entry count", base)
+    with nogil:
+        for i in range(<int64_t> cnt):
+            at = pos
+            if pf_get_varint(p, n, &pos, 31, &v) != 0 or <int64_t> v > n - pos:
+                what = "bad or truncated key"
+                break
+            ks = pos
+            kl = <int64_t> v
+            pos += kl
+            at = pos
+            if pf_get_varint(p, n, &pos, 63, &off) != 0 or pf_get_varint(p, n, &pos, 31, &ln) != 0:
+                what = "bad or truncated bitmap offset/length"
+                break
+            c = pf_key_cmp(kind, p + ks, kl, kp, key.shape[0], &bad)
+            if bad:
+                at = ks
+                what = "malformed key for its type"
+                break
+            if c == 0:
+                found = 1
+                break
+            if ordered and c > 0:
+                break
+    if what != NULL:
+        raise IndexFormatError(what.decode(), base + at)
+    return (<int64_t> off, <int64_t> ln) if found else None
+
+
+def compare_to(int kind, const uint8_t[::1] raw, const int64_t[::1] starts, const int64_t[::1] lengths,
+               const uint8_t[::1] key, Py_ssize_t base=0):
+    """int8 array: sign of logical compare(entry key, ``key``) for every entry."""
+    cdef Py_ssize_t n = starts.shape[0], i
+    out_arr = np.empty(n, dtype=np.int8)
+    cdef int8_t[::1] out = out_arr
+    cdef int bad = 0
+    cdef const uint8_t *p = &raw[0] if raw.shape[0] else &EMPTY_BYTE
+    cdef const uint8_t *kp = &key[0] if key.shape[0] else &EMPTY_BYTE
+    with nogil:
+        for i in range(n):
+            out[i] = <int8_t> pf_key_cmp(kind, p + starts[i], lengths[i], kp, key.shape[0], &bad)
+            if bad:
+                break
+    if bad:
+        raise IndexFormatError("malformed key for its type", base + starts[i])
+    return out_arr
+
+
+def match_bytes(int mode, const uint8_t[::1] raw, const int64_t[::1] starts, const int64_t[::1] lengths,
+                const uint8_t[::1] pat):
+    """Bool mask: entry key bytes start with (mode 0), end with (1) or contain (2) ``pat``."""
+    cdef Py_ssize_t n = starts.shape[0], i
+    cdef int64_t m = pat.shape[0], kl, j
+    out_arr = np.zeros(n, dtype=np.bool_)
+    cdef cnp.npy_bool[::1] out = out_arr
+    cdef const uint8_t *p = &raw[0] if raw.shape[0] else &EMPTY_BYTE
+    cdef const uint8_t *pp = &pat[0] if m else &EMPTY_BYTE
+    cdef const uint8_t *k
+    with nogil:
+        for i in range(n):
+            kl = lengths[i]
+            if kl < m:
+                continue
+            k = p + starts[i]
+            if m == 0:
+                out[i] = 1
+            elif mode == 0:
+                out[i] = memcmp(k, pp, <size_t> m) == 0
+            elif mode == 1:
+                out[i] = memcmp(k + kl - m, pp, <size_t> m) == 0
+            else:
+                j = 0
+                while j <= kl - m:
+                    if k[j] == pp[0] and memcmp(k + j, pp, <size_t> m) == 0:
+                        out[i] = 1
+                        break
+                    j += 1
+    return out_arr
+
+
+def check64(const uint8_t[::1] buf, Py_ssize_t base=0):
+    """Validate that ``buf`` is exactly one portable 64-bit roaring bitmap; returns its cardinality."""
+    cdef int64_t n = buf.shape[0], p = 8, size
+    cdef const uint8_t *b = &buf[0] if n else &EMPTY_BYTE
+    cdef uint64_t nb, k, card = 0, c
+    cdef int64_t prev = -1, h
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    if n < 8:
+        raise IndexFormatError("64-bit roaring bitmap truncated (bucket count)", base)
+    nb = 0
+    for k in range(8):
+        nb |= (<uint64_t> b[k]) << (8 * k)
+    if nb > <uint64_t> ((n - 8) // 12):
+        raise IndexFormatError(f"64-bit roaring bitmap claims {nb} buckets, more than its bytes can hold", base)
+    with nogil:
+        for k in range(nb):
+            if n - p < 4:
+                err = "64-bit roaring bitmap truncated (bucket key)"
+                err_at = p
+                break
+            h = <int64_t> (b[p] | (b[p + 1] << 8) | (b[p + 2] << 16) | (<uint32_t> b[p + 3] << 24))
+            if h <= prev:
+                err = "64-bit roaring buckets not in increasing order"
+                err_at = p
+                break
+            prev = h
+            size = pf_roaring_check(b + p + 4, <size_t> (n - p - 4), &err, &err_at, &c)
+            if size < 0:
+                err_at += p + 4
+                break
+            p += 4 + size
+            card += c
+    if err != NULL:
+        raise IndexFormatError(err.decode(), base + <Py_ssize_t> err_at)
+    if p != n:
+        raise IndexFormatError(f"64-bit roaring bitmap is {p} bytes but its block is {n}", base)
+    return card
+
+
+def decode64_many(const uint8_t[::1] buf, const int64_t[::1] offs, const int64_t[::1] lens, Py_ssize_t base=0):
+    """Row ids of many portable 64-bit bitmaps ``buf[offs[i]:offs[i]+lens[i]]`` (each validated
+    exactly as :func:`check64`), concatenated (not sorted across bitmaps)."""
+    cdef Py_ssize_t m = offs.shape[0], i
+    cdef int64_t total = 0, n = buf.shape[0]
+    for i in range(m):
+        if offs[i] < 0 or lens[i] < 0 or offs[i] + lens[i] > n:
+            raise IndexFormatError("bitmap outside the buffer", base + offs[i])
+        total += check64(buf[offs[i]:offs[i] + lens[i]], base + offs[i])
+    out_arr = np.empty(max(total, 1), dtype=np.uint64)
+    cdef uint64_t[::1] out = out_arr
+    cdef const uint8_t *b = &buf[0] if n else &EMPTY_BYTE
+    cdef size_t w = 0
+    cdef int64_t p, end, nb, k
+    cdef uint64_t h
+    with nogil:
+        for i in range(m):
+            p = offs[i]
+            nb = 0
+            for k in range(8):
+                nb |= (<int64_t> b[p + k]) << (8 * k)
+            p += 8
+            for k in range(nb):
+                h = <uint64_t> (b[p] | (b[p + 1] << 8) | (b[p + 2] << 16) | (<uint32_t> b[p + 3] << 24))
+                p += 4
+                w += pf_roaring_decode(b + p, h, &out[w])
+                # advance p past this 32-bit bitmap (its size, from the validator)
+                p += _size32(b + p, offs[i] + lens[i] - p)
+    return out_arr[:w]
+
+
+cdef inline int64_t _size32(const uint8_t *p, int64_t avail) noexcept nogil:
+    cdef const char *err = NULL
+    cdef size_t at = 0
+    cdef uint64_t card
+    return pf_roaring_check(p, <size_t> avail, &err, &at, &card)
+
+
+def union64(const uint8_t[::1] buf, const int64_t[::1] offs, const int64_t[::1] lens, Py_ssize_t base=0):
+    """Portable serialization of the union of many 64-bit bitmaps (validated), ready for
+    ``BitMap64.deserialize``."""
+    vals = decode64_many(buf, offs, lens, base)
+    u = sort_unique_u64(vals)
+    blob, _ = serialize64_groups(u, np.array([0, len(u)], dtype=np.int64))
+    return blob
+
+
+def entries_sorted(int kind, const uint8_t[::1] raw, const int64_t[::1] starts, const int64_t[::1] lengths,
+                   Py_ssize_t base=0):
+    """Are the entry keys strictly increasing in the logical order?"""
+    cdef Py_ssize_t n = starts.shape[0], i
+    cdef int bad = 0, ok = 1
+    cdef const uint8_t *p = &raw[0] if raw.shape[0] else &EMPTY_BYTE
+    with nogil:
+        for i in range(1, n):
+            if pf_key_cmp(kind, p + starts[i - 1], lengths[i - 1], p + starts[i], lengths[i], &bad) >= 0 or bad:
+                ok = 0
+                break
+    if bad:
+        raise IndexFormatError("malformed key for its type", base + starts[i])
+    return bool(ok)

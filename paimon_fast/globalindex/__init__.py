@@ -1,0 +1,503 @@
+"""Bitmap global index (Paimon 2.0): one exact row-id bitmap per value for a whole
+table, in footer-driven files, byte-compatible with Java's ``bitmap`` global indexer.
+
+    from paimon_fast import globalindex as gi
+    w = gi.writer("STRING", {"bitmap-index.compression": "zstd"})
+    w.write_batch(pa.array(["a", None, "b"]), np.array([0, 1, 2]))  # any order, any number of batches
+    data, meta = w.finish()                       # file bytes, SortedIndexFileMeta bytes
+    r = gi.reader("STRING", data, {}, total_row_count=3)
+    r.evaluate(pf.field("x").like("a%"))          # pyroaring BitMap64 of row ids, or pf.UNSUPPORTED
+    idx = gi.GlobalIndex([(path, meta), ...], "STRING", {}, total_row_count=N)
+    idx.evaluate(pf.field("x").isin(["a", "b"]))
+
+Answers follow Java's ``SortedFileGlobalIndexReader`` + ``BitmapIndexReader``:
+files are pruned by their metadata (first / last key, has nulls) before any is
+opened; equality and IN read one dictionary block per key; null checks read one
+bitmap; ranges, ``endsWith``, ``contains`` and LIKE patterns that are not a
+plain prefix scan the dictionary only while the candidate files total at most
+``bitmap-index.fallback-scan-max-size`` (256 mb; ``0 b`` disables them: the
+answer is then :data:`paimon_fast.UNSUPPORTED`).  String predicates apply to
+CHAR / VARCHAR / STRING only.
+
+Complements (``!=``, ``NOT IN``, ``IS NOT NULL``) are ``[0, total_row_count)``
+minus the null rows minus the matches, as Java computes them (row ids indexed
+by no file count as non-null).  Without ``total_row_count`` the universe is the
+rows the files index, i.e. each file's own non-null rows minus its matches;
+either way a query over several files unions correctly.
+"""
+from __future__ import annotations
+
+import re
+import struct
+from concurrent.futures import ThreadPoolExecutor
+
+from pyroaring import BitMap64
+
+from ..errors import IndexFormatError, UnsupportedTypeError
+from ..fileindex.options import Options
+from ..predicate import And, Leaf, Or, Predicate
+from ..result import UNSUPPORTED
+from .format import (DEFAULT_FALLBACK, FOOTER_LENGTH, MAGIC, OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_FALLBACK,
+                     OPT_LEVEL, BitmapGlobalIndexWriter, BitmapIndexFile, write_atomic)
+from .keys import KINDS, KeyCodec
+from .meta import SortedIndexFileMeta
+
+INDEX_TYPE = "bitmap"
+
+__all__ = [
+    "writer", "reader", "GlobalIndex", "BitmapGlobalIndexWriter", "BitmapGlobalIndexReader", "BitmapIndexFile",
+    "SortedIndexFileMeta", "KeyCodec", "MAGIC", "FOOTER_LENGTH", "UNSUPPORTED", "write_atomic", "is_global_index",
+]
+
+
+def writer(dtype, options=None) -> BitmapGlobalIndexWriter:
+    """A writer for one bitmap global index file over a column of Paimon type ``dtype``."""
+    return BitmapGlobalIndexWriter(dtype, options)
+
+
+def reader(dtype, data_or_path, options=None, total_row_count=None) -> "BitmapGlobalIndexReader":
+    """A reader over one file (bytes, a path, a binary file or a Source)."""
+    return BitmapGlobalIndexReader(dtype, data_or_path, options, total_row_count)
+
+
+def is_global_index(path) -> bool:
+    """Does the file end with the bitmap global index footer magic ("BGIX")?"""
+    import os
+    import struct
+
+    try:
+        size = os.path.getsize(path)
+        if size < FOOTER_LENGTH:
+            return False
+        with open(path, "rb") as f:
+            f.seek(size - 4)
+            return struct.unpack(">i", f.read(4))[0] == MAGIC
+    except OSError:
+        return False
+
+
+_CODECS = {}
+_DEFAULT_FALLBACK_BYTES = Options({}).get_memory_size(OPT_FALLBACK, DEFAULT_FALLBACK)
+
+
+def _codec_for(dtype) -> KeyCodec:
+    """KeyCodec per type string, cached (parsing a type costs more than a cold lookup)."""
+    if isinstance(dtype, KeyCodec):
+        return dtype
+    key = str(dtype)
+    c = _CODECS.get(key)
+    if c is None:
+        c = KeyCodec(dtype)
+        if len(_CODECS) < 1024:
+            _CODECS[key] = c
+    return c
+
+
+class _File:
+    """A file of a GlobalIndex: where it is, its metadata, and its reader once opened."""
+
+    __slots__ = ("where", "meta", "_size", "_reader")
+
+    def __init__(self, where, meta):
+        self.where = where
+        self.meta = None if meta is None else SortedIndexFileMeta.deserialize(meta)
+        self._size = None
+        self._reader = None
+
+    @property
+    def size(self) -> int:
+        if self._size is None:
+            if self._reader is not None:
+                self._size = self._reader.size
+            elif isinstance(self.where, (bytes, bytearray, memoryview)):
+                self._size = len(self.where)
+            else:
+                import os
+                self._size = os.path.getsize(self.where)
+        return self._size
+
+
+class GlobalIndex:
+    """Many bitmap global index files of one column, each with its ``SortedIndexFileMeta``.
+
+    ``files`` is a list of ``(bytes | path, meta)`` (meta: bytes, a
+    SortedIndexFileMeta or None = unknown, never pruned).  :meth:`evaluate`
+    prunes by metadata before opening any file, evaluates the remaining files in
+    parallel and unions their row ids.
+    """
+
+    def __init__(self, files, dtype, options=None, total_row_count=None, max_workers=None):
+        self.codec = _codec_for(dtype)
+        self.dtype = self.codec.dtype
+        self.options = options if isinstance(options, Options) else Options(options)
+        fb = self.options.get(OPT_FALLBACK)
+        self.fallback_max = _DEFAULT_FALLBACK_BYTES if fb is None else self.options.get_memory_size(OPT_FALLBACK, fb)
+        if total_row_count is not None and total_row_count < 0:
+            raise ValueError(f"total row count must be non-negative, got {total_row_count}")
+        self.total_row_count = total_row_count
+        self.files = [_File(w, m) for w, m in files]
+        self.max_workers = max_workers
+
+    # ------------------------------------------------------------ plumbing
+    def _open(self, f: _File) -> BitmapIndexFile:
+        if f._reader is None:
+            f._reader = BitmapIndexFile(self.codec, f.where)
+        return f._reader
+
+    def open_all(self):
+        return [self._open(f) for f in self.files]
+
+    def close(self):
+        for f in self.files:
+            if f._reader is not None:
+                f._reader.close()
+                f._reader = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _run(self, selected, fn):
+        """Union of ``fn(reader)`` over the selected files (in parallel when several)."""
+        if not selected:
+            return BitMap64()
+        if len(selected) == 1:
+            return fn(self._open(selected[0]))
+        with ThreadPoolExecutor(max_workers=self.max_workers or min(8, len(selected))) as ex:
+            parts = list(ex.map(lambda f: fn(self._open(f)), selected))
+        out = parts[0]
+        for p in parts[1:]:
+            out = out | p
+        return out
+
+    def _fallback(self, selected, fn):
+        if not selected:
+            return BitMap64()
+        if self.fallback_max <= 0:
+            return UNSUPPORTED
+        total = 0
+        for f in selected:
+            total += f.size
+            if total > self.fallback_max:
+                return UNSUPPORTED
+        return self._run(selected, fn)
+
+    def _universe(self):
+        if self.total_row_count is not None:
+            u = getattr(self, "_universe_bm", None)
+            if u is None:
+                u = BitMap64()
+                if self.total_row_count:
+                    u.add_range(0, self.total_row_count)
+                self._universe_bm = u
+            return u
+        return self._run(self.files, lambda r: r.null_rows() | r.nonnull_rows())
+
+    def _complement(self, *excluded):
+        out = self._universe()
+        for e in excluded:
+            if e is UNSUPPORTED:
+                return UNSUPPORTED
+            out = out - e
+        return out
+
+    # ------------------------------------------------------------ metadata pruning
+    def _cmp(self, a: bytes, b: bytes) -> int:
+        return self.codec.compare(a, b)
+
+    def _select(self, pred):
+        return [f for f in self.files if f.meta is None or pred(f.meta)]
+
+    def _not_only_nulls(self, m):
+        return not m.only_nulls
+
+    def _overlaps(self, m, lo: bytes, hi: bytes) -> bool:
+        if m.only_nulls:
+            return False
+        if m.first_key is not None and self._cmp(hi, m.first_key) < 0:
+            return False
+        if m.last_key is not None and self._cmp(lo, m.last_key) > 0:
+            return False
+        return True
+
+    def _first_cmp(self, m, key):
+        return -1 if m.first_key is None else self._cmp(m.first_key, key)
+
+    def _last_cmp(self, m, key):
+        return 1 if m.last_key is None else self._cmp(m.last_key, key)
+
+    # ------------------------------------------------------------ evaluation
+    def evaluate(self, predicate: Predicate):
+        """Row ids (pyroaring ``BitMap64``) that may match, or :data:`UNSUPPORTED`.
+
+        AND skips unsupported children (they only narrow nothing); OR of anything
+        with an unsupported child is unsupported."""
+        if isinstance(predicate, Leaf):
+            return self.visit(predicate)
+        if isinstance(predicate, And):
+            out = UNSUPPORTED
+            for c in predicate.children:
+                r = self.evaluate(c)
+                if r is UNSUPPORTED:
+                    continue
+                out = r if out is UNSUPPORTED else out & r
+            return out
+        if isinstance(predicate, Or):
+            out = None
+            for c in predicate.children:
+                r = self.evaluate(c)
+                if r is UNSUPPORTED:
+                    return UNSUPPORTED
+                out = r if out is None else out | r
+            return out if out is not None else UNSUPPORTED
+        raise TypeError(f"not a predicate: {predicate!r}")
+
+    def _key(self, v) -> bytes:
+        try:
+            return self.codec.literal_bytes(v)
+        except (OverflowError, ValueError, TypeError, ArithmeticError) as e:
+            raise ValueError(f"literal {v!r} cannot be a {self.dtype} key: {e}") from None
+
+    def visit(self, leaf: Leaf):
+        op = leaf.op
+        fn = getattr(self, "_v_" + op, None)
+        if fn is None:
+            return UNSUPPORTED
+        try:
+            return fn(*leaf.literals)
+        except struct.error as e:
+            raise ValueError(f"literal of {leaf!r} does not fit type {self.dtype}: {e}") from None
+
+    def _v_is_null(self):
+        return self._run(self._select(lambda m: m.has_nulls), lambda r: r.null_rows())
+
+    def _v_is_not_null(self):
+        return self._complement(self._v_is_null())
+
+    def _v_equal(self, v):
+        if v is None:
+            return BitMap64()
+        key = self._key(v)
+        return self._run(self._select(lambda m: self._overlaps(m, key, key)), lambda r: r.equal(key))
+
+    def _v_not_equal(self, v):
+        if v is None:
+            return BitMap64()
+        return self._complement(self._v_is_null(), self._v_equal(v))
+
+    def _v_in(self, *vs):
+        keys = [self._key(v) for v in vs if v is not None]
+        sel = self._select(lambda m: any(self._overlaps(m, k, k) for k in keys))
+        return self._run(sel, lambda r: r.isin(keys))
+
+    def _v_not_in(self, *vs):
+        if any(v is None for v in vs):
+            return BitMap64()
+        return self._complement(self._v_is_null(), self._v_in(*vs))
+
+    def _range(self, v, sel, ops):
+        if v is None or self.fallback_max <= 0:
+            return UNSUPPORTED
+        key = self._key(v)
+        return self._fallback(self._select(lambda m: sel(m, key)), lambda r: r.compare_scan(key, ops))
+
+    def _v_less_than(self, v):
+        return self._range(v, lambda m, k: not m.only_nulls and self._first_cmp(m, k) < 0, lambda c: c < 0)
+
+    def _v_less_or_equal(self, v):
+        return self._range(v, lambda m, k: not m.only_nulls and self._first_cmp(m, k) <= 0, lambda c: c <= 0)
+
+    def _v_greater_than(self, v):
+        return self._range(v, lambda m, k: not m.only_nulls and self._last_cmp(m, k) > 0, lambda c: c > 0)
+
+    def _v_greater_or_equal(self, v):
+        return self._range(v, lambda m, k: not m.only_nulls and self._last_cmp(m, k) >= 0, lambda c: c >= 0)
+
+    def _v_between(self, a, b):
+        if a is None or self.fallback_max <= 0 or b is None:
+            return UNSUPPORTED
+        ka, kb = self._key(a), self._key(b)
+        if self._cmp(ka, kb) > 0:
+            return BitMap64()
+        lits = np.frombuffer(ka, np.uint8), np.frombuffer(kb, np.uint8)
+
+        def scan(r):
+            of = r.index()[3]
+            return r.scan(lambda u8, ks, kl, i: (_kg.compare_to(r.kind, u8, ks, kl, lits[0], int(of[i])) >= 0)
+                          & (_kg.compare_to(r.kind, u8, ks, kl, lits[1], int(of[i])) <= 0))
+        return self._fallback(self._select(lambda m: self._overlaps(m, ka, kb)), scan)
+
+    def _v_not_between(self, a, b):
+        if a is None or self.fallback_max <= 0 or b is None:
+            return UNSUPPORTED
+        ka, kb = self._key(a), self._key(b)
+        sel = self._select(lambda m: not m.only_nulls and (self._first_cmp(m, ka) < 0 or self._last_cmp(m, kb) > 0))
+        return self._fallback(sel, lambda r: r.compare_scan(ka, lambda c: c < 0) | r.compare_scan(kb, lambda c: c > 0))
+
+    # string predicates --------------------------------------------------------
+    def _v_starts_with(self, v):
+        if not self.codec.is_string or v is None:
+            return UNSUPPORTED
+        prefix = self._key(v)
+        if not prefix:
+            return self._run(self._select(self._not_only_nulls), lambda r: r.starts_with(b""))
+        upper = _prefix_upper(prefix)
+        sel = self._select(lambda m: not m.only_nulls and self._last_cmp(m, prefix) >= 0
+                           and (upper is None or self._first_cmp(m, upper) < 0))
+        return self._run(sel, lambda r: r.starts_with(prefix))
+
+    def _string_fallback(self, v, fn):
+        if self.fallback_max <= 0 or not self.codec.is_string or v is None:
+            return UNSUPPORTED
+        return self._fallback(self._select(self._not_only_nulls), fn)
+
+    def _v_ends_with(self, v):
+        pat = self._key(v) if v is not None else None
+        return self._string_fallback(v, lambda r: r.nonnull_rows() if not pat else r.bytes_scan(1, pat))
+
+    def _v_contains(self, v):
+        pat = self._key(v) if v is not None else None
+        return self._string_fallback(v, lambda r: r.nonnull_rows() if not pat else r.bytes_scan(2, pat))
+
+    def _v_like(self, v):
+        if not self.codec.is_string or v is None:
+            return UNSUPPORTED
+        pattern = v.decode("utf-8", "surrogatepass") if isinstance(v, (bytes, bytearray)) else str(v)
+        opt = like_optimize(pattern)
+        if opt is not None:
+            op, lit = opt
+            return getattr(self, "_v_" + op)(lit)
+        pred = like_key_predicate(pattern)
+        return self._string_fallback(pattern, lambda r: r.key_scan(pred))
+
+
+# ================================================================ LIKE (Java's rules)
+
+_BEGIN = re.compile(r"([^%]+)%")
+_END = re.compile(r"%([^%]+)")
+_MIDDLE = re.compile(r"%([^%]+)%")
+_NONE = re.compile(r"[^%]+")
+
+
+def like_optimize(pattern: str):
+    """Java ``LikeOptimization``: ``("equal" | "starts_with" | "ends_with" | "contains", literal)``
+    for patterns without ``_`` and ``\\``, else None."""
+    if "_" in pattern or "\\" in pattern:
+        return None
+    if _NONE.fullmatch(pattern):
+        return "equal", pattern
+    m = _BEGIN.fullmatch(pattern)
+    if m:
+        return "starts_with", m.group(1)
+    m = _END.fullmatch(pattern)
+    if m:
+        return "ends_with", m.group(1)
+    m = _MIDDLE.fullmatch(pattern)
+    if m:
+        return "contains", m.group(1)
+    return None
+
+
+# Java's '.' (no DOTALL) matches any code point except line terminators
+_JAVA_DOT = "[^\n\r\u0085\u2028\u2029]"
+
+
+def like_to_regex(pattern: str) -> str:
+    """Java ``Like.sqlToRegexLike`` with ``\\`` as escape, as a Python regex."""
+    out = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            if i == n - 1:
+                raise ValueError(f"Invalid escape sequence '{pattern}', {i}")
+            nxt = pattern[i + 1]
+            if nxt not in ("_", "%", "\\"):
+                raise ValueError(f"Invalid escape sequence '{pattern}', {i}")
+            out.append(re.escape(nxt))
+            i += 2
+            continue
+        if c == "_":
+            out.append(_JAVA_DOT)
+        elif c == "%":
+            out.append("(?s:.*)")
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def like_key_predicate(pattern: str):
+    """A predicate on key bytes matching Java's ``Like.test`` for a non-optimizable pattern:
+    the byte-level chain checker for ``%``-only patterns, else the regex."""
+    if "_" not in pattern and "\\" not in pattern:
+        left = not pattern or pattern[0] != "%"
+        right = not pattern or pattern[-1] != "%"
+        segs = [s.encode("utf-8", "surrogatepass") for s in pattern.split("%") if s]
+
+        def chain(key: bytes) -> bool:
+            if len(key) < sum(len(s) for s in segs):
+                return False
+            if not segs:
+                return not (left and right) or len(key) == 0
+            if len(segs) == 1:
+                s = segs[0]
+                if left and right:
+                    return key == s
+                if left:
+                    return key.startswith(s)
+                if right:
+                    return key.endswith(s)
+                return s in key
+            pos = 0
+            if left:
+                if not key.startswith(segs[0]):
+                    return False
+                pos = len(segs[0])
+            else:
+                f = key.find(segs[0])
+                if f < 0:
+                    return False
+                pos = f + len(segs[0])
+            for s in segs[1:-1]:
+                f = key.find(s, pos)
+                if f < 0:
+                    return False
+                pos = f + len(s)
+            last = segs[-1]
+            if right:
+                return key.endswith(last) and len(key) - len(last) >= pos
+            return key.find(last, pos) >= 0
+        return chain
+    rx = re.compile(like_to_regex(pattern))
+    return lambda key: rx.fullmatch(key.decode("utf-8", "replace")) is not None
+
+
+def _prefix_upper(prefix: bytes):
+    for i in range(len(prefix) - 1, -1, -1):
+        if prefix[i] != 0xFF:
+            return prefix[:i] + bytes((prefix[i] + 1,))
+    return None
+
+
+class BitmapGlobalIndexReader(GlobalIndex):
+    """A :class:`GlobalIndex` over one file (no metadata: never pruned)."""
+
+    def __init__(self, dtype, data_or_path, options=None, total_row_count=None):
+        super().__init__([(data_or_path, None)], dtype, options, total_row_count)
+        self.file = self._open(self.files[0])   # reads the footer only
+
+    @property
+    def footer(self):
+        return self.file.footer
+
+    def describe(self) -> dict:
+        return self.file.describe()
+
+
+import numpy as np  # noqa: E402
+from .._kernels import load as _load  # noqa: E402
+
+_kg = _load("globalindex")

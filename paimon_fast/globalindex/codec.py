@@ -1,0 +1,161 @@
+"""Compressible blocks of the bitmap global index (Paimon's BTree-style block codec).
+
+Stored block = the raw bytes, or (when compression saves more than an eighth)
+``varint raw length`` + codec payload; then a 5-byte trailer: ``u8 type``
+(0 none, 1 zstd, 2 lz4, 3 lzo) and ``u32 LE`` CRC-32 (zlib / IEEE, despite its
+Java name crc32c) over the stored bytes followed by the type byte.
+
+Payloads: zstd = one zstd frame; lz4 / lzo = ``u32 LE compressed length``,
+``u32 LE raw length``, then a raw LZ4 block / LZO1X block.  Compressed bytes
+depend on the codec library, so only the decompressed content is comparable
+with Java's.  Codecs: ``zstandard`` and ``lz4`` (the ``codecs`` extra),
+``python-lzo`` (the ``lzo`` extra).
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+
+from ..errors import IndexFormatError, OptionError
+from ..serde import encode_varint
+
+TRAILER = 5
+NONE, ZSTD, LZ4, LZO = 0, 1, 2, 3
+NAMES = {NONE: "none", ZSTD: "zstd", LZ4: "lz4", LZO: "lzo"}
+BY_NAME = {v: k for k, v in NAMES.items()}
+# A block never inflates by more than this factor from a valid payload we accept;
+# bounds the allocation a corrupt raw-length field can cause.
+MAX_RATIO = 1024
+MIN_BOUND = 16 << 20
+
+
+def _zstd():
+    try:
+        import zstandard
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise OptionError("zstd needs the 'zstandard' package: pip install 'paimon-fast[codecs]'") from None
+    return zstandard
+
+
+def _lz4():
+    try:
+        import lz4.block
+    except ImportError:  # pragma: no cover
+        raise OptionError("lz4 needs the 'lz4' package: pip install 'paimon-fast[codecs]'") from None
+    return lz4.block
+
+
+def lzo_module():
+    """The ``lzo`` module, or an OptionError naming the ``lzo`` extra."""
+    try:
+        import lzo
+    except ImportError:
+        raise OptionError("LZO needs the 'python-lzo' package (liblzo2 headers to build): "
+                          "pip install 'paimon-fast[lzo]'") from None
+    return lzo
+
+
+def compression_type(name) -> int:
+    n = str(name or "none").strip().lower()
+    if n not in BY_NAME:
+        raise OptionError(f"unknown bitmap-index.compression {name!r}; use none, lz4, zstd or lzo")
+    return BY_NAME[n]
+
+
+def trailer(stored: bytes, ctype: int) -> bytes:
+    crc = zlib.crc32(bytes((ctype,)), zlib.crc32(stored)) & 0xFFFFFFFF
+    return struct.pack("<BI", ctype, crc)
+
+
+class BlockEncoder:
+    """Encodes raw blocks as Java's ``writeCompressibleBlock`` (callable: raw -> stored + trailer)."""
+
+    def __init__(self, ctype: int = NONE, level: int = 1):
+        self.ctype = ctype
+        self.level = level
+        self._compress = None
+        if ctype == ZSTD:
+            self._compress = _zstd().ZstdCompressor(level=level, write_content_size=False).compress
+        elif ctype == LZ4:
+            blk = _lz4()
+
+            def c(raw):
+                body = blk.compress(raw, mode="default", store_size=False)
+                return struct.pack("<II", len(body), len(raw)) + body
+            self._compress = c
+        elif ctype == LZO:
+            lzo = lzo_module()
+
+            def c(raw):
+                body = lzo.compress(raw, 1, False)
+                return struct.pack("<II", len(body), len(raw)) + body
+            self._compress = c
+
+    def __call__(self, raw: bytes) -> bytes:
+        stored, ctype = raw, NONE
+        if self._compress is not None:
+            comp = encode_varint(len(raw)) + self._compress(raw)
+            if len(comp) < len(raw) - len(raw) // 8:
+                stored, ctype = comp, self.ctype
+        return stored + trailer(stored, ctype)
+
+
+def decode(stored_and_trailer, length: int, offset: int) -> tuple:
+    """Check the trailer and decompress: returns ``(raw bytes, compression type)``.
+
+    ``stored_and_trailer`` holds ``length`` stored bytes + the trailer; ``offset``
+    (absolute, for messages) is where the block starts in the file."""
+    mv = memoryview(stored_and_trailer)
+    if len(mv) != length + TRAILER:
+        raise IndexFormatError("block truncated", offset)
+    stored = mv[:length]
+    ctype = mv[length]
+    (crc,) = struct.unpack_from("<I", mv, length + 1)
+    want = zlib.crc32(mv[:length + 1]) & 0xFFFFFFFF      # stored bytes followed by the type byte
+    if crc != want:
+        raise IndexFormatError(f"block CRC mismatch: stored 0x{crc:08x}, computed 0x{want:08x}", offset + length + 1)
+    if ctype == NONE:
+        return stored, NONE
+    if ctype not in NAMES:
+        raise IndexFormatError(f"unknown block compression type {ctype}", offset + length)
+    # varint raw length
+    raw_len, shift, p = 0, 0, 0
+    while True:
+        if p >= length:
+            raise IndexFormatError("compressed block truncated (raw length)", offset)
+        b = stored[p]
+        p += 1
+        raw_len |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 28:
+            raise IndexFormatError("compressed block raw length is not a valid var-int", offset)
+    if raw_len >= 1 << 31 or raw_len > max(MIN_BOUND, MAX_RATIO * length):
+        raise IndexFormatError(f"compressed block claims {raw_len} raw bytes from {length} stored bytes", offset)
+    payload = stored[p:]
+    try:
+        if ctype == ZSTD:
+            zstandard = _zstd()
+            out = zstandard.ZstdDecompressor().decompress(bytes(payload), max_output_size=max(raw_len, 1))
+        else:
+            if len(payload) < 8:
+                raise IndexFormatError("compressed block truncated (codec header)", offset + p)
+            clen, olen = struct.unpack_from("<ii", payload, 0)
+            if olen < 0 or clen < 0 or (olen == 0) != (clen == 0) or olen != raw_len or clen > len(payload) - 8:
+                raise IndexFormatError(f"compressed block has inconsistent lengths ({clen}, {olen}, raw {raw_len})",
+                                       offset + p)
+            body = bytes(payload[8:8 + clen])
+            if ctype == LZ4:
+                out = _lz4().decompress(body, uncompressed_size=olen)
+            else:
+                out = lzo_module().decompress(body, False, olen)
+    except IndexFormatError:
+        raise
+    except OptionError:
+        raise
+    except Exception as e:  # codec libraries raise their own error types
+        raise IndexFormatError(f"{NAMES[ctype]} block does not decompress: {e}", offset) from None
+    if len(out) != raw_len:
+        raise IndexFormatError(f"{NAMES[ctype]} block decompressed to {len(out)} bytes, expected {raw_len}", offset)
+    return bytes(out), ctype

@@ -1,0 +1,561 @@
+"""The bitmap global index file (Paimon 2.0 ``bitmap`` global indexer), byte for byte.
+
+Layout in write order: for each distinct non-null key (ascending by Java's
+logical comparator) its row-id bitmap (``RoaringNavigableMap64``, portable,
+run-optimised), with dictionary blocks interleaved as Java's streaming writer
+emits them; the null-rows bitmap; the non-null-rows bitmap; the dictionary
+block index; a 48-byte big-endian footer ``i64 nullOffset, i32 nullLength,
+i64 nonNullOffset, i32 nonNullLength, i64 indexOffset, i32 indexLength,
+i32 distinct keys, i32 version = 1, i32 magic = 0x42474958 ("BGIX")``.
+Dictionary and index blocks are compressible blocks (see :mod:`.codec`).
+"""
+from __future__ import annotations
+
+import struct
+import threading
+from collections import OrderedDict
+
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap64
+
+from .._kernels import load as _load
+from ..errors import IndexFormatError, OptionError
+from ..fileindex.options import Options
+from ..serde import encode_varint
+from ..source import as_source
+from ..types import binary_buffers
+from . import codec as _codec
+from .keys import KINDS, KeyCodec
+from .meta import SortedIndexFileMeta
+
+_k = _load("globalindex")
+
+MAGIC = 0x42474958
+VERSION = 1
+FOOTER_LENGTH = 48
+_FOOTER = struct.Struct(">qiqiqiiii")
+
+OPT_BLOCK_SIZE = "bitmap-index.dictionary-block-size"
+OPT_COMPRESSION = "bitmap-index.compression"
+OPT_LEVEL = "bitmap-index.compression-level"
+OPT_FALLBACK = "bitmap-index.fallback-scan-max-size"
+DEFAULT_BLOCK_SIZE = "16 kb"
+DEFAULT_FALLBACK = "256 mb"
+
+EMPTY64 = b"\x00" * 8
+
+
+def _options(options) -> Options:
+    return options if isinstance(options, Options) else Options(options)
+
+
+# ================================================================ writer
+
+class BitmapGlobalIndexWriter:
+    """Writes one bitmap global index file from ``(key, row id)`` batches.
+
+    Batches may come in any order and any number; :meth:`finish` sorts by key
+    (a radix-sort kernel), groups row ids per key and lays the file out exactly
+    as Java's ``BitmapGlobalIndexWriter`` would after receiving the rows sorted
+    by key then row id.
+    """
+
+    def __init__(self, dtype, options=None):
+        self.codec = KeyCodec(dtype)
+        self.dtype = self.codec.dtype
+        opts = _options(options)
+        self.options = opts
+        self.block_size = opts.get_memory_size(OPT_BLOCK_SIZE, DEFAULT_BLOCK_SIZE)
+        if not 0 < self.block_size < 2**31:
+            raise OptionError(f"{OPT_BLOCK_SIZE} must be greater than 0, got {opts.get(OPT_BLOCK_SIZE)!r}")
+        self.compression = _codec.compression_type(opts.get(OPT_COMPRESSION, "none"))
+        self.level = opts.get_int(OPT_LEVEL, 1)
+        self.encoder = _codec.BlockEncoder(self.compression, self.level)
+        self._keys = []
+        self._rids = []
+        self.row_count = 0
+
+    def write_batch(self, keys, row_ids=None) -> None:
+        """Add a batch: ``keys`` (Arrow / numpy / sequence, None = null) and their 64-bit
+        row ids (default: the next ``len(keys)`` positions)."""
+        arr, _ = self.codec.column(keys)
+        n = len(arr)
+        if row_ids is None:
+            rids = np.arange(self.row_count, self.row_count + n, dtype=np.uint64)
+        else:
+            if isinstance(row_ids, (pa.Array, pa.ChunkedArray)):
+                row_ids = row_ids.to_numpy(zero_copy_only=False)
+            r = np.asarray(row_ids)
+            if r.dtype.kind == "i":
+                if r.size and r.min() < 0:
+                    raise ValueError("row ids must be non-negative")
+                r = r.astype(np.int64, copy=False).view(np.uint64)
+            elif r.dtype.kind != "u":
+                r = r.astype(np.int64)
+                if r.size and r.min() < 0:
+                    raise ValueError("row ids must be non-negative")
+                r = r.view(np.uint64)
+            rids = np.ascontiguousarray(r, dtype=np.uint64)
+            if len(rids) != n:
+                raise ValueError(f"{n} keys but {len(rids)} row ids")
+        self._keys.append(arr)
+        self._rids.append(rids)
+        self.row_count += n
+
+    def write(self, key, row_id: int) -> None:
+        """Add one row (convenience; batches are much faster)."""
+        self.write_batch([key], np.array([row_id], dtype=np.uint64))
+
+    # ------------------------------------------------------------ finish
+    def finish(self):
+        """``(file bytes, SortedIndexFileMeta bytes)``, or ``(None, None)`` for 0 rows
+        (Java writes no file then)."""
+        if self.row_count == 0:
+            return None, None
+        arr = self._keys[0] if len(self._keys) == 1 else pa.concat_arrays(
+            [a.cast(self._keys[0].type) for a in self._keys])
+        rids = self._rids[0] if len(self._rids) == 1 else np.concatenate(self._rids)
+        return build_file(self.codec, arr, rids, self.block_size, self.encoder)
+
+    def finish_to(self, path):
+        """Write the file to ``path`` (temporary name + atomic rename); returns the meta bytes
+        (None for 0 rows, and then no file is written)."""
+        data, meta = self.finish()
+        if data is None:
+            return None
+        write_atomic(path, data)
+        return meta
+
+
+def write_atomic(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory and rename."""
+    import os
+    import tempfile
+
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".index", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def sort_group_column(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray):
+    """Kernel pipeline shared by the writer and the Spark build: returns
+    ``(null_rids, nonnull_rids, grouped rids, bounds, key_off, key_data)``."""
+    valid = None
+    if arr.null_count:
+        from ..types import validity_mask
+        valid = validity_mask(arr)
+    if valid is None:
+        nn_rids = rids
+        null_rids = rids[:0]
+    else:
+        nn_rids = rids[valid]
+        null_rids = rids[~valid]
+    nn_rids = np.ascontiguousarray(nn_rids, dtype=np.uint64)
+    rid_sorted = bool(nn_rids.size < 2 or (nn_rids[1:] >= nn_rids[:-1]).all())
+    if key_codec.is_string:
+        off, data = binary_buffers(arr)
+        rank, key_off, key_data = _k.string_ranks(np.ascontiguousarray(off), data,
+                                                  None if valid is None else valid.view(np.uint8))
+        hi = rank if valid is None else rank[valid]
+        hi = np.ascontiguousarray(hi, dtype=np.int64)
+        lo = np.zeros(len(hi), dtype=np.uint64)
+        g_rids, bounds, _, _ = _k.sort_group(hi, lo, nn_rids, rid_sorted)
+    else:
+        hi, lo = key_codec.order_keys(arr)
+        if valid is not None:
+            hi, lo = hi[valid], lo[valid]
+        hi = np.ascontiguousarray(hi, dtype=np.int64)
+        lo = np.ascontiguousarray(lo, dtype=np.uint64)
+        g_rids, bounds, ghi, glo = _k.sort_group(hi, lo, nn_rids, rid_sorted)
+        key_off, key_data = _k.serialize_keys(key_codec.kind, ghi, glo)
+    return null_rids, nn_rids, g_rids, bounds, key_off, key_data
+
+
+def build_file(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size: int, encoder):
+    null_rids, nn_rids, g_rids, bounds, key_off, key_data = sort_group_column(key_codec, arr, rids)
+    blob, sizes = _k.serialize64_groups(g_rids, bounds)
+    body, first_idx, boffs, blens = _k.pack(key_off, key_data, blob, sizes, block_size, encoder)
+    return assemble(body, key_off, key_data, first_idx, boffs, blens, null_rids, nn_rids, len(sizes), encoder)
+
+
+def serialize64_sorted_unique(values: np.ndarray) -> bytes:
+    u = np.ascontiguousarray(values, dtype=np.uint64)
+    if u.size > 1 and not (u[1:] > u[:-1]).all():
+        u = _k.sort_unique_u64(u)
+    blob, _ = _k.serialize64_groups(u, np.array([0, len(u)], dtype=np.int64))
+    return blob
+
+
+def assemble(body, key_off, key_data, first_idx, boffs, blens, null_rids, nn_rids, value_count, encoder):
+    """Null / non-null bitmaps, index block, footer after the packed body; plus the meta."""
+    parts = [body]
+    pos = len(body)
+    null_bm = serialize64_sorted_unique(null_rids)
+    nn_bm = serialize64_sorted_unique(nn_rids)
+    null_off, nn_off = pos, pos + len(null_bm)
+    parts += [null_bm, nn_bm]
+    pos += len(null_bm) + len(nn_bm)
+    idx = bytearray(encode_varint(len(first_idx)))
+    kd = key_data.tobytes() if isinstance(key_data, np.ndarray) else bytes(key_data)
+    for g, o, ln in zip(first_idx.tolist(), boffs.tolist(), blens.tolist()):
+        key = kd[key_off[g]:key_off[g + 1]]
+        idx += encode_varint(len(key)) + key + encode_varint(o) + encode_varint(ln)
+    stored = encoder(bytes(idx))
+    index_off, index_len = pos, len(stored) - _codec.TRAILER
+    parts.append(stored)
+    parts.append(_FOOTER.pack(null_off, len(null_bm), nn_off, len(nn_bm), index_off, index_len,
+                              value_count, VERSION, MAGIC))
+    if value_count:
+        first = kd[key_off[0]:key_off[1]]
+        last = kd[key_off[value_count - 1]:key_off[value_count]]
+    else:
+        first = last = None
+    meta = SortedIndexFileMeta(first, last, len(null_rids) > 0).serialize()
+    return b"".join(parts), meta
+
+
+# ================================================================ reader (one file)
+
+class Footer:
+    __slots__ = ("null_offset", "null_length", "nonnull_offset", "nonnull_length",
+                 "index_offset", "index_length", "value_count", "version")
+
+    def __init__(self, raw: bytes, file_size: int):
+        (self.null_offset, self.null_length, self.nonnull_offset, self.nonnull_length,
+         self.index_offset, self.index_length, self.value_count, self.version, magic) = _FOOTER.unpack(raw)
+        at = file_size - FOOTER_LENGTH
+        if magic != MAGIC:
+            raise IndexFormatError(f"not a bitmap global index file (footer magic 0x{magic & 0xFFFFFFFF:08x})", at + 44)
+        if self.version != VERSION:
+            raise IndexFormatError(f"unsupported bitmap global index version {self.version}", at + 40)
+        if self.value_count < 0:
+            raise IndexFormatError(f"invalid distinct value count {self.value_count}", at + 36)
+        for i, (o, n, extra) in enumerate(((self.null_offset, self.null_length, 0),
+                                           (self.nonnull_offset, self.nonnull_length, 0),
+                                           (self.index_offset, self.index_length, _codec.TRAILER))):
+            if o < 0 or n < 0 or o + n + extra > at:
+                raise IndexFormatError(f"footer block [{o}, {o + n + extra}) lies outside the file body", at + 12 * i)
+
+    def as_dict(self):
+        return {s: getattr(self, s) for s in self.__slots__}
+
+
+class BitmapIndexFile:
+    """One bitmap global index file, read lazily: opening reads only the 48-byte footer.
+
+    Equality / IN binary-search the block index and read one dictionary block per
+    key; null checks read one bitmap; scans read the dictionary.  Dictionary
+    blocks are cached (LRU, at most ``max_cached_blocks`` blocks).
+    """
+
+    def __init__(self, key_codec: KeyCodec, data_or_path, max_cached_blocks: int = 256):
+        self.codec = key_codec
+        self.kind = key_codec.kind
+        self.source = as_source(data_or_path)
+        size = self.source.size
+        if size < FOOTER_LENGTH:
+            raise IndexFormatError(f"bitmap global index file of {size} bytes is shorter than its footer", 0)
+        self.footer = Footer(bytes(self.source.read_at(size - FOOTER_LENGTH, FOOTER_LENGTH, "footer")), size)
+        self._lock = threading.RLock()
+        self._null = None
+        self._nonnull = None
+        self._index = None
+        self._blocks = OrderedDict()
+        self.max_cached_blocks = max(1, int(max_cached_blocks))
+        # Java's writer keeps keys in logical order; other writers (pypaimon 2.1 writes the
+        # null bitmaps first and orders keys by their bytes) may not: then never trust order.
+        f = self.footer
+        self.ordered = key_codec.is_string or not (f.null_offset == 0 and f.value_count > 0)
+
+    @property
+    def size(self) -> int:
+        return self.source.size
+
+    def close(self):
+        self.source.close()
+
+    # ------------------------------------------------------------ pieces
+    def bitmap(self, offset: int, length: int) -> BitMap64:
+        raw = self.source.read_at(offset, length, "bitmap")
+        if length > 4096:
+            # large bitmaps: pyroaring's safe deserialization (bounds-checked, then validated)
+            # is the only pass; small ones also get our structural check (exact length)
+            return _deserialize64(bytes(raw), offset)
+        _k.check64(np.frombuffer(raw, np.uint8), offset)
+        return _deserialize64(bytes(raw), offset)
+
+    def null_rows(self) -> BitMap64:
+        if self._null is None:
+            f = self.footer
+            self._null = self.bitmap(f.null_offset, f.null_length)
+        return self._null
+
+    def nonnull_rows(self) -> BitMap64:
+        if self._nonnull is None:
+            f = self.footer
+            self._nonnull = self.bitmap(f.nonnull_offset, f.nonnull_length)
+        return self._nonnull
+
+    def _read_block(self, offset, length, what):
+        if offset < 0 or length < 0:
+            raise IndexFormatError(f"{what} has a negative offset or length", offset)
+        blob = self.source.read_at(offset, length + _codec.TRAILER, what)
+        raw, ctype = _codec.decode(blob, length, offset)
+        return raw, ctype
+
+    def index(self):
+        """``(raw, key_start, key_len, block_offset, block_length)`` of the block index."""
+        idx = self._index
+        if idx is None:
+            with self._lock:
+                if self._index is None:
+                    f = self.footer
+                    raw, _ = self._read_block(f.index_offset, f.index_length, "dictionary block index")
+                    u8 = np.frombuffer(raw, np.uint8)
+                    ks, kl, of, ln = _k.parse_entries(u8, f.index_offset)
+                    if not self.codec.is_string and len(ks) > 1:
+                        if not _k.entries_sorted(self.kind, u8, ks, kl, f.index_offset):
+                            self.ordered = False
+                    self._index = (u8, ks, kl, of, ln)
+                idx = self._index
+        return idx
+
+    def block_count(self) -> int:
+        return len(self.index()[1])
+
+    def raw_block(self, i: int) -> np.ndarray:
+        """Decompressed bytes (uint8 array) of dictionary block i (LRU-cached)."""
+        with self._lock:
+            b = self._blocks.get(i)
+            if b is not None:
+                self._blocks.move_to_end(i)
+                return b[0]
+        _, _, _, of, ln = self.index()
+        off, length = int(of[i]), int(ln[i])
+        raw, _ = self._read_block(off, length, f"dictionary block {i}")
+        u8 = np.frombuffer(raw, np.uint8)
+        with self._lock:
+            self._blocks[i] = [u8, None]
+            while len(self._blocks) > self.max_cached_blocks:
+                self._blocks.popitem(last=False)
+        return u8
+
+    def block(self, i: int):
+        """``(raw u8, key_start, key_len, bitmap_offset, bitmap_length)`` of dictionary block i."""
+        u8 = self.raw_block(i)
+        with self._lock:
+            b = self._blocks.get(i)
+            if b is not None and b[1] is not None:
+                return (u8,) + b[1]
+        parsed = _k.parse_entries(u8, int(self.index()[3][i]))
+        with self._lock:
+            b = self._blocks.get(i)
+            if b is not None:
+                b[1] = parsed
+        return (u8,) + parsed
+
+    # ------------------------------------------------------------ lookups
+    def find(self, key: bytes):
+        """``(bitmap offset, length)`` of a key (logical equality), or None."""
+        u8, ks, kl, _, _ = self.index()
+        if len(ks) == 0:
+            return None
+        lit = np.frombuffer(key, np.uint8)
+        if self.ordered:
+            i = _k.search_last_le(self.kind, u8, ks, kl, lit, self.footer.index_offset)
+            if i < 0:
+                return None
+            return _k.lookup(self.kind, self.raw_block(i), lit, int(self.index()[3][i]), True)
+        for i in range(len(ks)):
+            hit = _k.lookup(self.kind, self.raw_block(i), lit, int(self.index()[3][i]))
+            if hit is not None:
+                return hit
+        return None
+
+    def equal(self, key: bytes) -> BitMap64:
+        hit = self.find(key)
+        return BitMap64() if hit is None else self.bitmap(*hit)
+
+    def isin(self, keys) -> BitMap64:
+        seen = set()
+        hits = []
+        for key in keys:
+            if key in seen:
+                continue
+            seen.add(key)
+            hit = self.find(key)
+            if hit is not None:
+                hits.append(hit)
+        return self.union_bitmaps(hits)
+
+    def union_bitmaps(self, hits) -> BitMap64:
+        """Union of the bitmaps at ``[(offset, length), ...]``."""
+        if not hits:
+            return BitMap64()
+        if len(hits) == 1:
+            return self.bitmap(*hits[0])
+        a = np.array(hits, dtype=np.int64)
+        return self.union_arrays(a[:, 0], a[:, 1])
+
+    def union_arrays(self, offs: np.ndarray, lens: np.ndarray) -> BitMap64:
+        """Union of the bitmaps at ``offs[i], lens[i]``: nearby ones are read in one go and
+        merged by a kernel (decode, radix sort, one serialization)."""
+        if len(offs) == 0:
+            return BitMap64()
+        if len(offs) <= 16:   # a few (possibly large) bitmaps: CRoaring's OR is cheapest
+            out = BitMap64()
+            for o, n in zip(offs.tolist(), lens.tolist()):
+                out |= self.bitmap(o, n)
+            return out
+        lo = int(offs.min())
+        hi = int((offs + lens).max())
+        total = int(lens.sum())
+        if lo >= 0 and hi - lo <= 2 * total + (1 << 20):
+            span = np.frombuffer(self.source.read_at(lo, hi - lo, "bitmaps"), np.uint8)
+            blob = _k.union64(span, np.ascontiguousarray(offs - lo, dtype=np.int64),
+                              np.ascontiguousarray(lens, dtype=np.int64), lo)
+            return _deserialize64(blob, lo)
+        out = BitMap64()
+        for o, n in zip(offs.tolist(), lens.tolist()):
+            out |= self.bitmap(o, n)
+        return out
+
+    def scan(self, mask_fn) -> BitMap64:
+        """Union of the bitmaps of every dictionary entry for which ``mask_fn(raw, ks, kl)`` is True."""
+        offs, lens = [], []
+        for i in range(self.block_count()):
+            u8, ks, kl, of, ln = self.block(i)
+            m = mask_fn(u8, ks, kl, i)
+            if m.any():
+                offs.append(of[m])
+                lens.append(ln[m])
+        if not offs:
+            return BitMap64()
+        return self.union_arrays(np.concatenate(offs), np.concatenate(lens))
+
+    def compare_scan(self, key: bytes, ops) -> BitMap64:
+        """Scan with a logical comparison: ``ops(cmp int8 array) -> bool mask``."""
+        lit = np.frombuffer(key, np.uint8)
+        of = self.index()[3]
+
+        def m(u8, ks, kl, i):
+            return ops(_k.compare_to(self.kind, u8, ks, kl, lit, int(of[i])))
+        return self.scan(m)
+
+    def bytes_scan(self, mode: int, pattern: bytes) -> BitMap64:
+        pat = np.frombuffer(pattern, np.uint8)
+        return self.scan(lambda u8, ks, kl, i: _k.match_bytes(mode, u8, ks, kl, pat))
+
+    def key_scan(self, pred) -> BitMap64:
+        """Scan with a Python predicate on each key's bytes (LIKE fallbacks)."""
+        def m(u8, ks, kl, i):
+            raw = u8.tobytes()
+            return np.fromiter((pred(raw[s:s + n]) for s, n in zip(ks.tolist(), kl.tolist())),
+                               dtype=bool, count=len(ks))
+        return self.scan(m)
+
+    def starts_with(self, prefix: bytes) -> BitMap64:
+        """Java's prefix walk: from the block that may hold ``prefix`` to the first block
+        whose first key reaches the prefix's upper bound."""
+        if not prefix:
+            return self.nonnull_rows()
+        u8, ks, kl, of, ln = self.index()
+        n = len(ks)
+        if n == 0:
+            return BitMap64()
+        pat = np.frombuffer(prefix, np.uint8)
+        start = max(_k.search_last_le(KINDS["BYTES"], u8, ks, kl, pat, self.footer.index_offset), 0)
+        upper = _prefix_upper_bound(prefix)
+        raw_index = u8.tobytes()
+        offs, lens = [], []
+        for i in range(start, n):
+            if upper is not None and raw_index[ks[i]:ks[i] + kl[i]] >= upper:
+                break
+            bu8, bks, bkl, bof, bln = self.block(i)
+            m = _k.match_bytes(0, bu8, bks, bkl, pat)
+            if m.any():
+                offs.append(bof[m])
+                lens.append(bln[m])
+        if not offs:
+            return BitMap64()
+        return self.union_arrays(np.concatenate(offs), np.concatenate(lens))
+
+    # ------------------------------------------------------------ describe
+    def keys(self):
+        """Every dictionary key (bytes) in file order, with its bitmap (offset, length)."""
+        for i in range(self.block_count()):
+            u8, ks, kl, of, ln = self.block(i)
+            raw = u8.tobytes()
+            for s, n, o, l in zip(ks.tolist(), kl.tolist(), of.tolist(), ln.tolist()):
+                yield raw[s:s + n], o, l
+
+    def describe(self) -> dict:
+        f = self.footer
+        u8, ks, kl, of, ln = self.index()
+        index_ctype = self.source.read_at(f.index_offset + f.index_length, 1, "trailer")[0]
+        ctypes = {}
+        dict_bytes = 0
+        for o, n in zip(of.tolist(), ln.tolist()):
+            t = self.source.read_at(o + n, 1, "trailer")[0]
+            name = _codec.NAMES.get(t, f"unknown({t})")
+            ctypes[name] = ctypes.get(name, 0) + 1
+            dict_bytes += n + _codec.TRAILER
+        nulls = len(self.null_rows())
+        nonnull = len(self.nonnull_rows())
+        first = last = None
+        if len(ks):
+            raw = u8.tobytes()
+            first = self.codec.to_python(raw[ks[0]:ks[0] + kl[0]])
+            blk = self.block(len(ks) - 1)
+            braw = blk[0].tobytes()
+            if len(blk[1]):
+                last = self.codec.to_python(braw[blk[1][-1]:blk[1][-1] + blk[2][-1]])
+        bitmap_bytes = f.index_offset - dict_bytes
+        return {
+            "format": "bitmap global index",
+            "type": str(self.codec.dtype),
+            "file_size": self.size,
+            "footer": f.as_dict(),
+            "rows": nulls + nonnull,
+            "non_null_rows": nonnull,
+            "null_count": nulls,
+            "distinct_values": f.value_count,
+            "dictionary_blocks": len(ks),
+            "block_compression": ctypes,
+            "index_block_compression": _codec.NAMES.get(index_ctype, f"unknown({index_ctype})"),
+            "sizes": {
+                "bitmaps": bitmap_bytes,
+                "dictionary_blocks": dict_bytes,
+                "index_block": f.index_length + _codec.TRAILER,
+                "footer": FOOTER_LENGTH,
+            },
+            "first_key": first,
+            "last_key": last,
+            "written_in_key_order": self.ordered,
+        }
+
+
+def _deserialize64(raw: bytes, offset: int) -> BitMap64:
+    # CRoaring validates more than the structural check (e.g. adjacent runs must be merged)
+    try:
+        return BitMap64.deserialize(raw)
+    except (ValueError, IndexError, OverflowError, MemoryError) as e:
+        raise IndexFormatError(f"invalid 64-bit roaring bitmap: {e}", offset) from None
+
+
+def _prefix_upper_bound(prefix: bytes):
+    for i in range(len(prefix) - 1, -1, -1):
+        if prefix[i] != 0xFF:
+            return prefix[:i] + bytes((prefix[i] + 1,))
+    return None
