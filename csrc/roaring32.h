@@ -184,11 +184,12 @@ static int64_t pf_roaring_check(const uint8_t *buf, size_t len, const char **err
             uint32_t nruns = pf_get16(buf + p);
             p += 2;
             if ((uint64_t)(len - p) < 4ull * nruns) { *err = "roaring run container truncated"; *err_at = p; return -1; }
-            int64_t last_end = -1;
+            int64_t last_end = -2; /* so a first run may start at 0 */
             uint64_t rc = 0;
             for (uint32_t r = 0; r < nruns; r++) {
                 uint32_t s = pf_get16(buf + p + 4 * r), l = pf_get16(buf + p + 4 * r + 2);
-                if ((int64_t)s <= last_end || s + l > 0xFFFF) { *err = "roaring run container has overlapping or overflowing runs"; *err_at = p + 4 * r; return -1; }
+                /* runs are maximal: a run touching the previous one (s == last_end + 1) is malformed too */
+                if ((int64_t)s <= last_end + 1 || s + l > 0xFFFF) { *err = "roaring run container has overlapping, adjacent or overflowing runs"; *err_at = p + 4 * r; return -1; }
                 last_end = s + l;
                 rc += l + 1;
             }

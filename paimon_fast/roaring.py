@@ -67,7 +67,10 @@ def deserialize32(buf, offset: int = 0, limit: int = -1, base: int = 0, with_siz
     """
     u8 = _u8(buf)
     size, _ = _k.check(u8, offset, limit, base)
-    bm = BitMap.deserialize(u8[offset:offset + size].tobytes())
+    try:
+        bm = BitMap.deserialize(u8[offset:offset + size].tobytes())
+    except ValueError as e:  # CRoaring's own validation; ours should have caught it first
+        raise IndexFormatError(f"invalid roaring bitmap: {e}", base + offset) from None
     return (bm, size) if with_size else bm
 
 
@@ -139,5 +142,8 @@ def deserialize64(buf, offset: int = 0, limit: int = -1, base: int = 0, with_siz
     """A pyroaring ``BitMap64`` from portable 64-bit bytes (validated first)."""
     u8 = _u8(buf)
     size, _ = check64(u8, offset, limit, base)
-    bm = BitMap64.deserialize(u8[offset:offset + size].tobytes())
+    try:
+        bm = BitMap64.deserialize(u8[offset:offset + size].tobytes())
+    except ValueError as e:
+        raise IndexFormatError(f"invalid 64-bit roaring bitmap: {e}", base + offset) from None
     return (bm, size) if with_size else bm

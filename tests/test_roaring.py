@@ -92,6 +92,13 @@ def test_check_rejects_unsorted_array_and_bad_runs():
         roaring.deserialize32(bytes(run))
 
 
+def test_check_rejects_adjacent_runs():
+    # two runs [10, 12] and [13, 15] should have been one: CRoaring rejects them, so must we
+    data = struct.pack("<IB", 12347, 1) + struct.pack("<HH", 0, 5) + struct.pack("<HHHHH", 2, 10, 2, 13, 2)
+    with pytest.raises(IndexFormatError, match="adjacent"):
+        roaring.deserialize32(data)
+
+
 def test_check64_rejects_huge_bucket_count():
     with pytest.raises(IndexFormatError, match="buckets"):
         roaring.deserialize64(struct.pack("<Q", 2**40) + b"\x00" * 16)
