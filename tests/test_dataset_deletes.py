@@ -5,7 +5,6 @@ rows, and a crash before the catalog rename leaves the previous state readable."
 import json
 import os
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -175,3 +174,26 @@ def test_64bit_vectors_and_stale_vectors(tmp_path):
     assert ids(fresh.scan("id < 3")[0]) == [0, 1, 2]
     with pytest.raises(ValueError):
         fresh.delete(None)
+
+
+def test_concurrent_commit_is_detected(tmp_path, monkeypatch):
+    from paimon_fast.tables import deletes
+
+    ds = make_dataset(tmp_path, files_per_part=1)
+    ds.delete("id = 3")
+    real = deletes.serialize_deletion_files
+    calls = []
+
+    def racing(vectors, target_size=None):
+        out = real(vectors, target_size)
+        if not calls:  # another writer commits to the same file while this one writes
+            calls.append(1)
+            ParquetDataset(ds.root).delete("id = 4")
+        return out
+
+    monkeypatch.setattr(deletes, "serialize_deletion_files", racing)
+    with pytest.raises(deletes.DeleteConflictError):
+        ds.delete("id = 5")
+    assert list(ParquetDataset(ds.root).deletion_vectors()["p=a/f0.parquet"].positions()) == [3, 4]
+    refs = {e[DV_KEY]["file"] for e in catalog(ds.root)["files"].values() if DV_KEY in e}
+    assert set(deletion_files(ds.root)) == refs  # the losing writer removed its file

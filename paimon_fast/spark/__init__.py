@@ -6,6 +6,7 @@
                                       "file-index.bloom-filter.user_id.items": "500000"})
     df = pfs.read(spark, "/data/events", "country = 'DE' AND (score > 90 OR id IN (1, 2))")
     print(df.report)                                        # files / rows skipped, evaluation time
+    print(pfs.delete(spark, "/data/events", "status = 'returned'"))   # deletion vectors, no rewrite
 
     spark.read.format("paimon-fast").load("/data/events").where("user_id = 42")   # Data Source
 
@@ -31,6 +32,11 @@ equals a plain scan.  Predicates are :mod:`paimon_fast.predicate` objects or
 SQL-like text (:func:`paimon_fast.sqlpredicate.parse_predicate`), OR and NOT
 included.
 
+**Delete** (:func:`delete`): rows matching a predicate are marked deleted with
+Paimon deletion vectors (one new deletion file per commit, then an atomic
+catalog rewrite; :mod:`paimon_fast.tables.deletes`); :func:`read` and the Data
+Source never return deleted rows.
+
 **Data Source** (:mod:`paimon_fast.spark.datasource`, Spark 4.1+):
 ``spark.read.format("paimon-fast").load(path)``.  Spark pushes only an AND-list
 of simple filters (``=``, ``<``..., ``IN``, ``IS [NOT] NULL``, ``<>``, ``NOT IN``,
@@ -51,7 +57,8 @@ from ..tables.parquet import (BuildReport, FileIndexBuilder, ParquetDataset, Sca
                               local_path, store_index)
 from .columns import filter_to_predicate, to_spark_column
 
-__all__ = ["session", "register", "build", "read", "delete", "to_spark_column", "filter_to_predicate", "DATA_SOURCE_NAME"]
+__all__ = ["session", "register", "build", "read", "delete", "to_spark_column", "filter_to_predicate",
+           "DATA_SOURCE_NAME"]
 
 DATA_SOURCE_NAME = "paimon-fast"
 

@@ -24,7 +24,8 @@ file listing away from it)::
      "file_order": "...", "file_index": {"options": {...}, "digest": "...", "types": {...}},
      "files": {"k=v/a.parquet": {"size": 123, "mtime_ns": 1700000000000000000, "rows": 1000,
                                  "file_index": {"digest": "...", "file": "a.parquet.index", "size": 456}
-                                            or {"digest": "...", "inline": "<base64>", "size": 80}},
+                                            or {"digest": "...", "inline": "<base64>", "size": 80},
+                                 "deletion_vector": {"file": "index-<uuid>-0", "offset": 1, ...}},
                ...},
      ...}
 
@@ -35,7 +36,11 @@ rebuilt and never used for pruning.  Indexes smaller than or equal to
 (base64) instead of in a ``.index`` file, as Paimon embeds them in its
 manifest.  Keys this module does not know, at the top level or in a file's
 entry, are preserved on rewrite, so other features (global indexes, deletion
-vectors) add their own keys next to ``file_index``.
+vectors) add their own keys next to ``file_index``.  Deleted rows are Paimon
+deletion vectors in ``_deletion_vectors/`` (:mod:`paimon_fast.tables.deletes`):
+:meth:`ParquetDataset.plan` loads them, removes deleted rows from exact index
+bitmaps, skips files whose rows are all deleted, and :meth:`ParquetDataset.scan`
+/ :meth:`ParquetDataset.read_file` drop the deleted rows.
 
 Index files and the catalog are written to a hidden temporary name and
 renamed into place; a killed writer leaves at most a ``.<name>.tmp-*`` file
