@@ -1,0 +1,787 @@
+/* Dense 64-bit word bit sets (row r = bit r&63 of word r>>6) and the
+ * bit-sliced index algorithms of paimon-fast's range bitmap / BSI readers:
+ *  - portable 32-bit roaring bytes <-> dense words (the encoder follows
+ *    Java's runOptimize() container choice, see roaring32.h / FORMAT_NOTES 2);
+ *  - O'Neil-Quass slice comparisons; Rinfret / O'Neil top-k over slices.
+ * All functions are pure C without allocation unless stated, safe to call
+ * without the GIL. */
+#ifndef PF_BITSLICE_H
+#define PF_BITSLICE_H
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/* hardware popcount (every x86-64 CPU since 2008); without it GCC calls libgcc */
+#pragma GCC target("popcnt")
+#endif
+#include <stdint.h>
+#include <string.h>
+#include "roaring32.h"
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "bitslice.h copies little-endian roaring words directly; big-endian hosts are not supported"
+#endif
+
+#define PF_CHUNK_WORDS 1024
+
+/* A slice row may be a view into the index bytes at any byte offset: read it
+ * through an alignment-1 type so the compiler never assumes 8-byte alignment. */
+typedef uint64_t pf_u64u __attribute__((aligned(1), may_alias));
+
+static inline int pf_popc(uint64_t x) { return __builtin_popcountll(x); }
+
+/* Decode validated portable bytes (pf_roaring_check passed) into words (OR).
+ * Returns -1 (and *bad = offending value) if a value is >= nbits. */
+static int pf_decode_words(const uint8_t *buf, uint64_t *words, int64_t nbits, int64_t *bad) {
+    uint32_t cookie = pf_get32(buf);
+    uint32_t size;
+    int has_run;
+    const uint8_t *runflags = NULL;
+    size_t p;
+    if ((cookie & 0xFFFF) == PF_SERIAL_COOKIE) {
+        has_run = 1;
+        size = (cookie >> 16) + 1;
+        runflags = buf + 4;
+        p = 4 + (size + 7) / 8;
+    } else {
+        has_run = 0;
+        size = pf_get32(buf + 4);
+        p = 8;
+    }
+    const uint8_t *desc = buf + p;
+    p += 4 * (size_t)size;
+    if (!has_run || size >= PF_NO_OFFSET_THRESHOLD) p += 4 * (size_t)size;
+    for (uint32_t c = 0; c < size; c++) {
+        uint32_t key = pf_get16(desc + 4 * c);
+        uint32_t card = (uint32_t)pf_get16(desc + 4 * c + 2) + 1;
+        int64_t base = (int64_t)key << 16;
+        int is_run = has_run && ((runflags[c >> 3] >> (c & 7)) & 1);
+        if (is_run) {
+            uint32_t nruns = pf_get16(buf + p);
+            p += 2;
+            for (uint32_t r = 0; r < nruns; r++) {
+                int64_t s = base + pf_get16(buf + p + 4 * r);
+                int64_t e = s + pf_get16(buf + p + 4 * r + 2); /* inclusive */
+                if (e >= nbits) { *bad = e; return -1; }
+                int64_t ws = s >> 6, we = e >> 6;
+                uint64_t ms = ~0ULL << (s & 63), me = ~0ULL >> (63 - (e & 63));
+                if (ws == we) { words[ws] |= ms & me; }
+                else {
+                    words[ws] |= ms;
+                    for (int64_t w = ws + 1; w < we; w++) words[w] = ~0ULL;
+                    words[we] |= me;
+                }
+            }
+            p += 4 * (size_t)nruns;
+        } else if (card > PF_ARRAY_MAX) {
+            int64_t w0 = base >> 6;
+            for (int w = 0; w < 1024; w++) {
+                uint64_t x;
+                memcpy(&x, buf + p + 8 * w, 8);
+                if (x) {
+                    int64_t top = ((w0 + w) << 6) + 63 - __builtin_clzll(x);
+                    if (top >= nbits) { *bad = top; return -1; }
+                    words[w0 + w] |= x;
+                }
+            }
+            p += 8192;
+        } else {
+            for (uint32_t k = 0; k < card; k++) {
+                int64_t v = base + pf_get16(buf + p + 2 * k);
+                if (v >= nbits) { *bad = v; return -1; }
+                words[v >> 6] |= 1ULL << (v & 63);
+            }
+            p += 2 * (size_t)card;
+        }
+    }
+    return 0;
+}
+
+/* Structural validation + decode in one pass into zeroed words (nw words,
+ * nbits <= 64*nw). Bitmap containers are copied with memcpy; cardinality
+ * fields of bitmap containers are not recounted (they do not affect the bits).
+ * Returns the serialized size, or -1 with *err / *err_at set. */
+static int64_t pf_decode_fast(const uint8_t *buf, size_t len, uint64_t *words, int64_t nw, int64_t nbits,
+                              const char **err, size_t *err_at) {
+    size_t p;
+    uint32_t size;
+    int has_run;
+    const uint8_t *runflags = NULL;
+    if (len < 4) { *err = "roaring bitmap truncated (cookie)"; *err_at = 0; return -1; }
+    uint32_t cookie = pf_get32(buf);
+    if ((cookie & 0xFFFF) == PF_SERIAL_COOKIE) {
+        has_run = 1; size = (cookie >> 16) + 1; p = 4;
+        if (len - p < (size + 7) / 8) { *err = "roaring bitmap truncated (run flags)"; *err_at = p; return -1; }
+        runflags = buf + p; p += (size + 7) / 8;
+    } else if (cookie == PF_SERIAL_COOKIE_NO_RUN) {
+        has_run = 0;
+        if (len < 8) { *err = "roaring bitmap truncated (container count)"; *err_at = 4; return -1; }
+        size = pf_get32(buf + 4);
+        if (size > 65536) { *err = "roaring bitmap claims more than 65536 containers"; *err_at = 4; return -1; }
+        p = 8;
+    } else { *err = "not a portable roaring bitmap (bad cookie)"; *err_at = 0; return -1; }
+    if ((uint64_t)(len - p) < 4ull * size) { *err = "roaring bitmap truncated (container headers)"; *err_at = p; return -1; }
+    const uint8_t *desc = buf + p;
+    p += 4 * (size_t)size;
+    if (!has_run || size >= PF_NO_OFFSET_THRESHOLD) {
+        if ((uint64_t)(len - p) < 4ull * size) { *err = "roaring bitmap truncated (container offsets)"; *err_at = p; return -1; }
+        p += 4 * (size_t)size;
+    }
+    int32_t prev_key = -1;
+    for (uint32_t c = 0; c < size; c++) {
+        uint32_t key = pf_get16(desc + 4 * c);
+        uint32_t card = (uint32_t)pf_get16(desc + 4 * c + 2) + 1;
+        if ((int32_t)key <= prev_key) { *err = "roaring container keys not increasing"; *err_at = (size_t)(desc - buf) + 4 * c; return -1; }
+        prev_key = (int32_t)key;
+        int64_t base = (int64_t)key << 16;
+        int is_run = has_run && ((runflags[c >> 3] >> (c & 7)) & 1);
+        if (is_run) {
+            if (len - p < 2) { *err = "roaring run container truncated"; *err_at = p; return -1; }
+            uint32_t nruns = pf_get16(buf + p);
+            p += 2;
+            if ((uint64_t)(len - p) < 4ull * nruns) { *err = "roaring run container truncated"; *err_at = p; return -1; }
+            for (uint32_t r = 0; r < nruns; r++) {
+                uint32_t s0 = pf_get16(buf + p + 4 * r), l = pf_get16(buf + p + 4 * r + 2);
+                if (s0 + l > 0xFFFF) { *err = "roaring run container has overflowing runs"; *err_at = p + 4 * r; return -1; }
+                int64_t s = base + s0, e = s + l;
+                if (e >= nbits) { *err = "roaring bitmap holds a row beyond the index's rows"; *err_at = p + 4 * r; return -1; }
+                int64_t ws = s >> 6, we = e >> 6;
+                uint64_t ms = ~0ULL << (s & 63), me = ~0ULL >> (63 - (e & 63));
+                if (ws == we) words[ws] |= ms & me;
+                else {
+                    words[ws] |= ms;
+                    for (int64_t w = ws + 1; w < we; w++) words[w] = ~0ULL;
+                    words[we] |= me;
+                }
+            }
+            p += 4 * (size_t)nruns;
+        } else if (card > PF_ARRAY_MAX) {
+            if (len - p < 8192) { *err = "roaring bitmap container truncated"; *err_at = p; return -1; }
+            int64_t w0 = base >> 6;
+            int64_t ncopy = nw - w0;
+            if (ncopy > 1024) ncopy = 1024;
+            if (ncopy < 0) ncopy = 0;
+            if (ncopy > 0) memcpy(words + w0, buf + p, 8 * (size_t)ncopy);
+            /* nothing may lie at or beyond nbits */
+            for (int64_t w = ncopy; w < 1024; w++) {
+                uint64_t x; memcpy(&x, buf + p + 8 * w, 8);
+                if (x) { *err = "roaring bitmap holds a row beyond the index's rows"; *err_at = p + 8 * w; return -1; }
+            }
+            if (ncopy > 0 && w0 + ncopy == nw && (nbits & 63)) {
+                if (words[nw - 1] >> (nbits & 63)) { *err = "roaring bitmap holds a row beyond the index's rows"; *err_at = p; return -1; }
+            }
+            p += 8192;
+        } else {
+            if ((uint64_t)(len - p) < 2ull * card) { *err = "roaring array container truncated"; *err_at = p; return -1; }
+            for (uint32_t k = 0; k < card; k++) {
+                int64_t v = base + pf_get16(buf + p + 2 * k);
+                if (v >= nbits) { *err = "roaring bitmap holds a row beyond the index's rows"; *err_at = p + 2 * k; return -1; }
+                words[v >> 6] |= 1ULL << (v & 63);
+            }
+            p += 2 * (size_t)card;
+        }
+    }
+    return (int64_t)p;
+}
+
+/* If buf[0..len) is a bitmap made only of bitmap containers with keys 0..m-1
+ * (m = ceil(nw/1024)), laid out back to back (what Java writes for a dense
+ * slice), return the byte offset of the first container's words, so the
+ * slice can be read in place as nw little-endian words; else -1. */
+static int64_t pf_bitmap_view(const uint8_t *buf, size_t len, int64_t nw) {
+    if (len < 8 || nw <= 0) return -1;
+    if (pf_get32(buf) != PF_SERIAL_COOKIE_NO_RUN) return -1;
+    uint32_t m = pf_get32(buf + 4);
+    if ((int64_t)m != (nw + 1023) / 1024) return -1;
+    size_t start = 8 + 8 * (size_t)m;
+    if (len < start + 8192 * (size_t)m) return -1;
+    for (uint32_t c = 0; c < m; c++) {
+        if (pf_get16(buf + 8 + 4 * c) != c) return -1;
+        if ((uint32_t)pf_get16(buf + 8 + 4 * c + 2) + 1 <= PF_ARRAY_MAX) return -1;
+        if (pf_get32(buf + 8 + 4 * (size_t)m + 4 * c) != start + 8192 * (size_t)c) return -1;
+    }
+    return (int64_t)start;
+}
+
+/* Largest value of validated portable bytes, -1 when empty. */
+static int64_t pf_last_value(const uint8_t *buf) {
+    uint32_t cookie = pf_get32(buf);
+    uint32_t size;
+    int has_run;
+    const uint8_t *runflags = NULL;
+    size_t p;
+    if ((cookie & 0xFFFF) == PF_SERIAL_COOKIE) {
+        has_run = 1; size = (cookie >> 16) + 1; runflags = buf + 4; p = 4 + (size + 7) / 8;
+    } else {
+        has_run = 0; size = pf_get32(buf + 4); p = 8;
+    }
+    if (size == 0) return -1;
+    const uint8_t *desc = buf + p;
+    p += 4 * (size_t)size;
+    if (!has_run || size >= PF_NO_OFFSET_THRESHOLD) p += 4 * (size_t)size;
+    int64_t last = -1;
+    for (uint32_t c = 0; c < size; c++) {
+        uint32_t key = pf_get16(desc + 4 * c);
+        uint32_t card = (uint32_t)pf_get16(desc + 4 * c + 2) + 1;
+        int64_t base = (int64_t)key << 16;
+        int is_run = has_run && ((runflags[c >> 3] >> (c & 7)) & 1);
+        if (is_run) {
+            uint32_t nruns = pf_get16(buf + p);
+            p += 2;
+            if (nruns) last = base + pf_get16(buf + p + 4 * (nruns - 1)) + pf_get16(buf + p + 4 * (nruns - 1) + 2);
+            p += 4 * (size_t)nruns;
+        } else if (card > PF_ARRAY_MAX) {
+            for (int w = 1023; w >= 0; w--) {
+                uint64_t x;
+                memcpy(&x, buf + p + 8 * w, 8);
+                if (x) { last = base + 64 * w + 63 - __builtin_clzll(x); break; }
+            }
+            p += 8192;
+        } else {
+            last = base + pf_get16(buf + p + 2 * (card - 1));
+            p += 2 * (size_t)card;
+        }
+    }
+    return last;
+}
+
+/* Position of the next set (want=1) / clear (want=0) bit at or after pos, below end. */
+static inline int64_t pf_next_bit(const uint64_t *words, int64_t pos, int64_t end, int want) {
+    while (pos < end) {
+        uint64_t w = words[pos >> 6];
+        if (!want) w = ~w;
+        w &= ~0ULL << (pos & 63);
+        if (w) {
+            int64_t r = ((pos >> 6) << 6) + __builtin_ctzll(w);
+            return r < end ? r : end;
+        }
+        pos = ((pos >> 6) + 1) << 6;
+    }
+    return end;
+}
+
+/* Per-container stats of a dense chunk (nw <= 1024 words). */
+static inline void pf_chunk_stats(const uint64_t *w, int64_t nw, uint32_t *card, uint32_t *nruns) {
+    uint64_t c = 0, r = 0, carry = 0;
+    for (int64_t i = 0; i < nw; i++) {
+        uint64_t x = w[i];
+        c += pf_popc(x);
+        r += pf_popc(x & ~((x << 1) | carry));
+        carry = x >> 63;
+    }
+    *card = (uint32_t)c;
+    *nruns = (uint32_t)r;
+}
+
+/* Java-exact portable serialization of dense words. If out is NULL only the size is returned. */
+static int64_t pf_encode_words(const uint64_t *words, int64_t nwords, uint8_t *out) {
+    int64_t nchunks = (nwords + PF_CHUNK_WORDS - 1) / PF_CHUNK_WORDS;
+    int64_t size = 0, body = 0;
+    int has_run = 0;
+    for (int64_t c = 0; c < nchunks; c++) {
+        int64_t nw = nwords - c * PF_CHUNK_WORDS;
+        if (nw > PF_CHUNK_WORDS) nw = PF_CHUNK_WORDS;
+        uint32_t card, nruns;
+        pf_chunk_stats(words + c * PF_CHUNK_WORDS, nw, &card, &nruns);
+        if (!card) continue;
+        int kind = pf_container_kind(card, nruns);
+        if (kind == PF_RUN) has_run = 1;
+        body += pf_container_bytes(kind, card, nruns);
+        size++;
+    }
+    int64_t head = has_run ? 4 + (size + 7) / 8 + 4 * size + (size >= PF_NO_OFFSET_THRESHOLD ? 4 * size : 0)
+                           : 8 + 8 * size;
+    if (!out) return head + body;
+    uint8_t *p = out;
+    uint8_t *runflags = NULL;
+    if (has_run) {
+        pf_put32(p, PF_SERIAL_COOKIE | ((uint32_t)(size - 1) << 16));
+        p += 4;
+        runflags = p;
+        memset(p, 0, (size + 7) / 8);
+        p += (size + 7) / 8;
+    } else {
+        pf_put32(p, PF_SERIAL_COOKIE_NO_RUN);
+        pf_put32(p + 4, (uint32_t)size);
+        p += 8;
+    }
+    uint8_t *desc = p;
+    p += 4 * size;
+    uint8_t *offs = NULL;
+    if (!has_run || size >= PF_NO_OFFSET_THRESHOLD) { offs = p; p += 4 * size; }
+    int64_t ci = 0;
+    for (int64_t c = 0; c < nchunks; c++) {
+        const uint64_t *w = words + c * PF_CHUNK_WORDS;
+        int64_t nw = nwords - c * PF_CHUNK_WORDS;
+        if (nw > PF_CHUNK_WORDS) nw = PF_CHUNK_WORDS;
+        uint32_t card, nruns;
+        pf_chunk_stats(w, nw, &card, &nruns);
+        if (!card) continue;
+        int kind = pf_container_kind(card, nruns);
+        pf_put16(desc + 4 * ci, (uint16_t)c);
+        pf_put16(desc + 4 * ci + 2, (uint16_t)(card - 1));
+        if (offs) pf_put32(offs + 4 * ci, (uint32_t)(p - out));
+        int64_t end = nw << 6;
+        if (kind == PF_RUN) {
+            runflags[ci >> 3] |= (uint8_t)(1u << (ci & 7));
+            pf_put16(p, (uint16_t)nruns);
+            p += 2;
+            int64_t pos = 0;
+            while (1) {
+                int64_t s = pf_next_bit(w, pos, end, 1);
+                if (s >= end) break;
+                int64_t e = pf_next_bit(w, s, end, 0);
+                pf_put16(p, (uint16_t)s);
+                pf_put16(p + 2, (uint16_t)(e - s - 1));
+                p += 4;
+                pos = e;
+            }
+        } else if (kind == PF_BITMAP) {
+            memset(p, 0, 8192);
+            for (int64_t i = 0; i < nw; i++) {
+                uint64_t x = w[i];
+                for (int b = 0; b < 8; b++) p[8 * i + b] = (uint8_t)(x >> (8 * b));
+            }
+            p += 8192;
+        } else {
+            for (int64_t i = 0; i < nw; i++) {
+                uint64_t x = w[i];
+                while (x) {
+                    pf_put16(p, (uint16_t)((i << 6) + __builtin_ctzll(x)));
+                    p += 2;
+                    x &= x - 1;
+                }
+            }
+        }
+        ci++;
+    }
+    return (int64_t)(p - out);
+}
+
+/* Portable bytes without run containers (array / bitmap only), for handing a
+ * dense result to CRoaring: one stats pass (popcount) + one write pass.
+ * out must hold pf_encode_plain(words, nw, NULL) bytes. */
+static int64_t pf_encode_plain(const uint64_t *words, int64_t nwords, uint8_t *out) {
+    int64_t nchunks = (nwords + PF_CHUNK_WORDS - 1) / PF_CHUNK_WORDS;
+    int64_t size = 0, body = 0;
+    uint32_t cards_small[64];
+    (void)cards_small;
+    for (int64_t c = 0; c < nchunks; c++) {
+        int64_t nw = nwords - c * PF_CHUNK_WORDS;
+        if (nw > PF_CHUNK_WORDS) nw = PF_CHUNK_WORDS;
+        const uint64_t *w = words + c * PF_CHUNK_WORDS;
+        uint64_t card = 0;
+        for (int64_t i = 0; i < nw; i++) card += pf_popc(w[i]);
+        if (!card) continue;
+        body += card > PF_ARRAY_MAX ? 8192 : 2 * card;
+        size++;
+    }
+    if (!out) return 8 + 8 * size + body;
+    uint8_t *p = out;
+    pf_put32(p, PF_SERIAL_COOKIE_NO_RUN);
+    pf_put32(p + 4, (uint32_t)size);
+    p += 8;
+    uint8_t *desc = p, *offs = p + 4 * size;
+    p += 8 * size;
+    int64_t ci = 0;
+    for (int64_t c = 0; c < nchunks; c++) {
+        const uint64_t *w = words + c * PF_CHUNK_WORDS;
+        int64_t nw = nwords - c * PF_CHUNK_WORDS;
+        if (nw > PF_CHUNK_WORDS) nw = PF_CHUNK_WORDS;
+        uint64_t card = 0;
+        for (int64_t i = 0; i < nw; i++) card += pf_popc(w[i]);
+        if (!card) continue;
+        pf_put16(desc + 4 * ci, (uint16_t)c);
+        pf_put16(desc + 4 * ci + 2, (uint16_t)(card - 1));
+        pf_put32(offs + 4 * ci, (uint32_t)(p - out));
+        if (card > PF_ARRAY_MAX) {
+            memcpy(p, w, 8 * (size_t)nw);  /* little-endian hosts */
+            if (nw < 1024) memset(p + 8 * nw, 0, 8 * (size_t)(1024 - nw));
+            p += 8192;
+        } else {
+            for (int64_t i = 0; i < nw; i++) {
+                uint64_t x = w[i];
+                while (x) { pf_put16(p, (uint16_t)((i << 6) + __builtin_ctzll(x))); p += 2; x &= x - 1; }
+            }
+        }
+        ci++;
+    }
+    return (int64_t)(p - out);
+}
+
+/* ops */
+enum { PF_EQ = 0, PF_NEQ = 1, PF_LT = 2, PF_LTE = 3, PF_GT = 4, PF_GTE = 5 };
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PF_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define PF_CLONES
+#endif
+#define PF_BLK 1024
+
+/* O'Neil-Quass comparison of every row's slice value against v, over the rows
+ * of base (ebm & found). slices: S rows of stride words. Blocked so the
+ * per-block state stays in L1 and the inner loops vectorize. */
+PF_CLONES
+static void pf_compare(const pf_u64u *const *rows, int S, const uint64_t *base,
+                       int64_t nw, int op, uint64_t v, uint64_t *out) {
+    int above = (S < 64) && ((v >> S) != 0); /* v exceeds every storable value */
+    uint64_t gt[PF_BLK], lt[PF_BLK], eq[PF_BLK];
+    for (int64_t b0 = 0; b0 < nw; b0 += PF_BLK) {
+        int64_t nb = nw - b0 < PF_BLK ? nw - b0 : PF_BLK;
+        const uint64_t *e = base + b0;
+        for (int64_t j = 0; j < nb; j++) { gt[j] = 0; lt[j] = above ? e[j] : 0; eq[j] = above ? 0 : e[j]; }
+        if (!above) {
+            for (int i = S - 1; i >= 0; i--) {
+                const pf_u64u *s = rows[i] + b0;
+                if ((v >> i) & 1) {
+                    for (int64_t j = 0; j < nb; j++) { lt[j] |= eq[j] & ~s[j]; eq[j] &= s[j]; }
+                } else {
+                    for (int64_t j = 0; j < nb; j++) { gt[j] |= eq[j] & s[j]; eq[j] &= ~s[j]; }
+                }
+            }
+        }
+        uint64_t *o = out + b0;
+        switch (op) {
+            case PF_EQ: for (int64_t j = 0; j < nb; j++) o[j] = eq[j]; break;
+            case PF_NEQ: for (int64_t j = 0; j < nb; j++) o[j] = e[j] & ~eq[j]; break;
+            case PF_LT: for (int64_t j = 0; j < nb; j++) o[j] = lt[j]; break;
+            case PF_LTE: for (int64_t j = 0; j < nb; j++) o[j] = lt[j] | eq[j]; break;
+            case PF_GT: for (int64_t j = 0; j < nb; j++) o[j] = gt[j]; break;
+            default: for (int64_t j = 0; j < nb; j++) o[j] = gt[j] | eq[j]; break;
+        }
+    }
+}
+
+/* lo <= value <= hi in one pass. */
+PF_CLONES
+static void pf_between(const pf_u64u *const *rows, int S, const uint64_t *base,
+                       int64_t nw, uint64_t lo, uint64_t hi, uint64_t *out) {
+    int lo_above = (S < 64) && ((lo >> S) != 0);
+    int hi_above = (S < 64) && ((hi >> S) != 0);
+    if (lo > hi || lo_above) { memset(out, 0, nw * 8); return; }
+    uint64_t gt[PF_BLK], eql[PF_BLK], lt[PF_BLK], eqh[PF_BLK];
+    for (int64_t b0 = 0; b0 < nw; b0 += PF_BLK) {
+        int64_t nb = nw - b0 < PF_BLK ? nw - b0 : PF_BLK;
+        const uint64_t *e = base + b0;
+        for (int64_t j = 0; j < nb; j++) { gt[j] = 0; lt[j] = 0; eql[j] = e[j]; eqh[j] = e[j]; }
+        for (int i = S - 1; i >= 0; i--) {
+            const pf_u64u *s = rows[i] + b0;
+            int bl = (lo >> i) & 1, bh = (hi >> i) & 1;
+            if (bl) { for (int64_t j = 0; j < nb; j++) eql[j] &= s[j]; }
+            else { for (int64_t j = 0; j < nb; j++) { gt[j] |= eql[j] & s[j]; eql[j] &= ~s[j]; } }
+            if (bh) { for (int64_t j = 0; j < nb; j++) { lt[j] |= eqh[j] & ~s[j]; eqh[j] &= s[j]; } }
+            else { for (int64_t j = 0; j < nb; j++) eqh[j] &= ~s[j]; }
+        }
+        uint64_t *o = out + b0;
+        for (int64_t j = 0; j < nb; j++) o[j] = (gt[j] | eql[j]) & (hi_above ? e[j] : (lt[j] | eqh[j]));
+    }
+}
+
+/* Bit-transpose 64 rows at a time: ebm and S slices (stride nw) from per-row
+ * values (vals[r] used when sel[r]). Returns 1 if a selected value does not
+ * fit in S bits. Branch-free inner loops. */
+#define PF_DEF_BUILD(NAME, T) \
+PF_CLONES \
+static int NAME(const T *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) { \
+    uint64_t bad = 0; \
+    uint64_t buf[64]; \
+    for (int64_t w = 0; w < nw; w++) { \
+        int64_t r0 = w << 6; \
+        int64_t lim = n - r0 < 64 ? n - r0 : 64; \
+        uint64_t e = 0; \
+        for (int64_t j = 0; j < lim; j++) { \
+            uint64_t s = sel[r0 + j] != 0; \
+            buf[j] = (uint64_t)vals[r0 + j] & (0 - s); \
+            e |= s << j; \
+        } \
+        for (int64_t j = lim; j < 64; j++) buf[j] = 0; \
+        if (S < 64) { for (int j = 0; j < 64; j++) bad |= buf[j] >> S; } \
+        ebm[w] = e; \
+        for (int i = 0; i < S; i++) { \
+            uint64_t acc = 0; \
+            for (int j = 0; j < 64; j++) acc |= ((buf[j] >> i) & 1) << j; \
+            slices[(int64_t)i * nw + w] = acc; \
+        } \
+    } \
+    return bad != 0; \
+}
+PF_DEF_BUILD(pf_build_slices_u32_generic, uint32_t)
+PF_DEF_BUILD(pf_build_slices_u64, uint64_t)
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* 32-bit values (S <= 32): shift bit i to the sign and collect 4 rows per movemask. */
+static int pf_build_slices_u32(const uint32_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) {
+    if (S > 32) return pf_build_slices_u32_generic(vals, sel, n, S, ebm, slices, nw);
+    uint32_t buf[64] __attribute__((aligned(16)));
+    uint32_t bad = 0;
+    for (int64_t w = 0; w < nw; w++) {
+        int64_t r0 = w << 6;
+        int64_t lim = n - r0 < 64 ? n - r0 : 64;
+        uint64_t e = 0;
+        for (int64_t j = 0; j < lim; j++) {
+            uint32_t s = sel[r0 + j] != 0;
+            buf[j] = vals[r0 + j] & (0u - s);
+            e |= (uint64_t)s << j;
+        }
+        for (int64_t j = lim; j < 64; j++) buf[j] = 0;
+        if (S < 32) { for (int j = 0; j < 64; j++) bad |= buf[j] >> S; }
+        ebm[w] = e;
+        for (int i = 0; i < S; i++) {
+            __m128i sh = _mm_cvtsi32_si128(31 - i);
+            uint64_t acc = 0;
+            for (int q = 0; q < 16; q++) {
+                __m128i t = _mm_sll_epi32(_mm_load_si128((const __m128i *)(buf + 4 * q)), sh);
+                acc |= (uint64_t)_mm_movemask_ps(_mm_castsi128_ps(t)) << (4 * q);
+            }
+            slices[(int64_t)i * nw + w] = acc;
+        }
+    }
+    return bad != 0;
+}
+#else
+#define pf_build_slices_u32 pf_build_slices_u32_generic
+#endif
+
+/* Dictionary codes of keys in [lo, lo + span) via a presence bit set and
+ * per-word ranks (cache friendly for spans of millions). bits: zeroed
+ * (span+63)/64 words; rank: same count of int64. Returns number of distinct
+ * keys; codes[r] = -1 for rows not selected. */
+static int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,
+                              uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) {
+    int64_t nb = (span + 63) >> 6;
+    for (int64_t r = 0; r < n; r++) {
+        if (valid[r]) { uint64_t x = (uint64_t)(keys[r] - lo); bits[x >> 6] |= 1ULL << (x & 63); }
+    }
+    int64_t c = 0;
+    for (int64_t w = 0; w < nb; w++) { rank[w] = c; c += pf_popc(bits[w]); }
+    for (int64_t r = 0; r < n; r++) {
+        if (valid[r]) {
+            uint64_t x = (uint64_t)(keys[r] - lo);
+            codes[r] = (int32_t)(rank[x >> 6] + pf_popc(bits[x >> 6] & ((1ULL << (x & 63)) - 1)));
+        } else codes[r] = -1;
+    }
+    if (uniq_out) {
+        int64_t j = 0;
+        for (int64_t w = 0; w < nb; w++) {
+            uint64_t x = bits[w];
+            while (x) { uniq_out[j++] = lo + (w << 6) + __builtin_ctzll(x); x &= x - 1; }
+        }
+    }
+    return c;
+}
+
+/* compare / between fused with the plain (array / bitmap containers)
+ * portable serialization of the answer, one 65536-row container at a time,
+ * so the dense answer never goes to memory. out needs
+ * 8 + 8*nchunks + 8192*nchunks bytes (nchunks = ceil(nw/1024)); returns the
+ * serialized size. S <= 256. */
+static int64_t pf_compare_plain(const pf_u64u *const *rows, int S, const uint64_t *base, int64_t nw,
+                                int op, uint64_t v, int is_between, uint64_t hi, uint8_t *out) {
+    int64_t nchunks = (nw + 1023) / 1024;
+    uint64_t blk[1024];
+    const pf_u64u *sub[256];
+    uint8_t *desc = out + 8;
+    uint8_t *toffs = out + 8 + 4 * nchunks;      /* temporary place of the offsets */
+    uint8_t *body = out + 8 + 8 * nchunks;
+    uint8_t *p = body;
+    int64_t count = 0;
+    for (int64_t c = 0; c < nchunks; c++) {
+        int64_t w0 = c * 1024, m = nw - w0 < 1024 ? nw - w0 : 1024;
+        for (int i = 0; i < S; i++) sub[i] = rows[i] + w0;
+        if (is_between) pf_between(sub, S, base + w0, m, v, hi, blk);
+        else pf_compare(sub, S, base + w0, m, op, v, blk);
+        uint64_t card = 0;
+        for (int64_t j = 0; j < m; j++) card += pf_popc(blk[j]);
+        if (!card) continue;
+        pf_put16(desc + 4 * count, (uint16_t)c);
+        pf_put16(desc + 4 * count + 2, (uint16_t)(card - 1));
+        pf_put32(toffs + 4 * count, (uint32_t)(p - body));
+        if (card > PF_ARRAY_MAX) {
+            memcpy(p, blk, 8 * (size_t)m);
+            if (m < 1024) memset(p + 8 * m, 0, 8 * (size_t)(1024 - m));
+            p += 8192;
+        } else {
+            for (int64_t j = 0; j < m; j++) {
+                uint64_t x = blk[j];
+                while (x) { pf_put16(p, (uint16_t)((j << 6) + __builtin_ctzll(x))); p += 2; x &= x - 1; }
+            }
+        }
+        count++;
+    }
+    int64_t head = 8 + 8 * count;
+    uint8_t *offs = out + 8 + 4 * count;
+    memmove(offs, toffs, 4 * (size_t)count);
+    memmove(out + head, body, (size_t)(p - body));
+    for (int64_t i = 0; i < count; i++) pf_put32(offs + 4 * i, pf_get32(offs + 4 * i) + (uint32_t)head);
+    pf_put32(out, PF_SERIAL_COOKIE_NO_RUN);
+    pf_put32(out + 4, (uint32_t)count);
+    return head + (int64_t)(p - body);
+}
+
+/* Sort (key, row) pairs by key with an LSD radix sort (11-bit digits, digits
+ * equal in every key skipped), keys as order-preserving uint64 (sign flipped).
+ * ka/kb and ia/ib are n-entry buffers; the sorted pairs end in ka/ia
+ * (returns 0) or kb/ib (returns 1). */
+static int pf_radix_sort(uint64_t *ka, uint32_t *ia, uint64_t *kb, uint32_t *ib, int64_t n, int64_t *hist /* 4*65536 */) {
+    const int BITS = 16, NB = 1 << 16, PASSES = 4;
+    memset(hist, 0, sizeof(int64_t) * NB * PASSES);
+    for (int64_t r = 0; r < n; r++) {
+        uint64_t k = ka[r];
+        for (int p = 0; p < PASSES; p++) hist[p * NB + ((k >> (p * BITS)) & (NB - 1))]++;
+    }
+    int cur = 0;
+    for (int p = 0; p < PASSES; p++) {
+        int64_t *h = hist + p * NB;
+        int constant = 0;
+        for (int d = 0; d < NB; d++) { if (h[d] == n) { constant = 1; break; } if (h[d]) break; }
+        if (!constant) { for (int d = 0; d < NB; d++) if (h[d] == n) { constant = 1; break; } }
+        if (constant) continue;
+        int64_t sum = 0;
+        for (int d = 0; d < NB; d++) { int64_t c = h[d]; h[d] = sum; sum += c; }
+        uint64_t *ks = cur ? kb : ka, *kd = cur ? ka : kb;
+        uint32_t *is = cur ? ib : ia, *id = cur ? ia : ib;
+        for (int64_t r = 0; r < n; r++) {
+            uint64_t k = ks[r];
+            int64_t at = h[(k >> (p * BITS)) & (NB - 1)]++;
+            kd[at] = k;
+            id[at] = is[r];
+        }
+        cur ^= 1;
+    }
+    return cur;
+}
+
+/* Top-k (largest) / bottom-k (smallest) over the rows of e (modified in
+ * place; on return it holds the tie group), g must be zeroed scratch, active
+ * and gtouch int64 scratch of nw entries. Only words still holding candidates
+ * are visited, so later slices cost little. On return words[0..*nwords) lists
+ * (sorted, unique) the words of the answer g | e; the return value is |g | e|
+ * before strict trimming. */
+static int64_t pf_topk_core(const pf_u64u *const *rows, int S, uint64_t *e, uint64_t *g,
+                            int64_t *active, int64_t *gtouch, int64_t *words, int64_t nw, int64_t k,
+                            int largest, int64_t *nwords_out, const uint64_t *base, const int64_t *init, int64_t ninit) {
+    int64_t na = 0, ng = 0, ecount = 0;
+    if (init) {  /* only these words (sorted, in range) can hold answers: e is filled from base */
+        for (int64_t a = 0; a < ninit; a++) {
+            int64_t w = init[a];
+            uint64_t x = base[w];
+            e[w] = x;
+            if (x) { active[na++] = w; ecount += pf_popc(x); }
+        }
+    } else {
+        for (int64_t w = 0; w < nw; w++) {
+            if (e[w]) { active[na++] = w; ecount += pf_popc(e[w]); }
+        }
+    }
+    int64_t gcount = 0;
+    if (ecount > k) {
+        uint64_t flip = largest ? 0 : ~0ULL;
+        for (int i = S - 1; i >= 0; i--) {
+            const pf_u64u *s = rows[i];
+            int64_t cnt = 0;
+            for (int64_t a = 0; a < na; a++) {
+                int64_t w = active[a];
+                cnt += pf_popc(e[w] & (s[w] ^ flip));
+            }
+            int64_t n = gcount + cnt;
+            int64_t m = 0;
+            if (n >= k) {
+                for (int64_t a = 0; a < na; a++) {
+                    int64_t w = active[a];
+                    uint64_t x = e[w] & (s[w] ^ flip);
+                    e[w] = x;
+                    if (x) active[m++] = w;
+                }
+                na = m;
+                ecount = cnt;
+                if (n == k) break;
+            } else {
+                for (int64_t a = 0; a < na; a++) {
+                    int64_t w = active[a];
+                    uint64_t sel = s[w] ^ flip;
+                    uint64_t add = e[w] & sel;
+                    if (add) {
+                        if (!g[w]) gtouch[ng++] = w;
+                        g[w] |= add;
+                    }
+                    uint64_t x = e[w] & ~sel;
+                    e[w] = x;
+                    if (x) active[m++] = w;
+                }
+                na = m;
+                gcount = n;
+                ecount -= cnt;
+            }
+        }
+    }
+    /* merge the two word lists (each made of ascending runs: sort them) */
+    int64_t nwl = 0;
+    for (int64_t a = 0; a < na; a++) words[nwl++] = active[a];
+    for (int64_t a = 0; a < ng; a++) words[nwl++] = gtouch[a];
+    *nwords_out = nwl;
+    return gcount + ecount;
+}
+
+/* Per block of bw words: the largest and smallest slice value among the rows
+ * of base (-1 / -1 for a block without rows). */
+static void pf_block_maxmin(const pf_u64u *const *rows, int S, const uint64_t *base, int64_t nw,
+                            int64_t bw, int64_t *bmax, int64_t *bmin) {
+    uint64_t cand[64];
+    if (bw > 64) bw = 64;
+    int64_t nb = (nw + bw - 1) / bw;
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t w0 = b * bw, m = nw - w0 < bw ? nw - w0 : bw;
+        uint64_t any = 0;
+        for (int64_t j = 0; j < m; j++) { cand[j] = base[w0 + j]; any |= cand[j]; }
+        if (!any) { bmax[b] = -1; bmin[b] = -1; continue; }
+        int64_t mx = 0;
+        for (int i = S - 1; i >= 0; i--) {
+            const pf_u64u *sl = rows[i] + w0;
+            uint64_t hit = 0;
+            for (int64_t j = 0; j < m; j++) hit |= cand[j] & sl[j];
+            if (hit) { for (int64_t j = 0; j < m; j++) cand[j] &= sl[j]; mx |= (int64_t)1 << i; }
+        }
+        for (int64_t j = 0; j < m; j++) cand[j] = base[w0 + j];
+        int64_t mn = 0;
+        for (int i = S - 1; i >= 0; i--) {
+            const pf_u64u *sl = rows[i] + w0;
+            uint64_t hit = 0;
+            for (int64_t j = 0; j < m; j++) hit |= cand[j] & ~sl[j];
+            if (hit) { for (int64_t j = 0; j < m; j++) cand[j] &= ~sl[j]; }
+            else mn |= (int64_t)1 << i;
+        }
+        bmax[b] = mx;
+        bmin[b] = mn;
+    }
+}
+
+static int pf_cmp_i64(const void *x, const void *y) {
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Sort + dedupe the word list, then write the answer's positions (dropping
+ * the lowest `drop` rows of the tie group e). Returns the count written. */
+static int64_t pf_topk_emit(const uint64_t *e, const uint64_t *g, int64_t *words, int64_t nwl, int64_t drop,
+                            uint32_t *pos) {
+    qsort(words, (size_t)nwl, sizeof(int64_t), pf_cmp_i64);
+    int64_t j = 0, prev = -1;
+    for (int64_t a = 0; a < nwl; a++) {
+        int64_t w = words[a];
+        if (w == prev) continue;
+        prev = w;
+        uint64_t ew = e[w];
+        uint64_t x = g[w] | ew;
+        while (drop > 0 && ew) {
+            uint64_t b = ew & (~ew + 1);
+            x &= ~b;
+            ew &= ew - 1;
+            drop--;
+        }
+        while (x) {
+            pos[j++] = (uint32_t)((w << 6) + __builtin_ctzll(x));
+            x &= x - 1;
+        }
+    }
+    return j;
+}
+
+#endif

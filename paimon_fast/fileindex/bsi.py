@@ -1,0 +1,347 @@
+"""Bit-slice index file index (``bsi``), byte-compatible with Paimon's
+``BitSliceIndexBitmapFileIndex`` / ``BitSliceIndexRoaringBitmap``
+(FORMAT_NOTES.md section 10; deprecated in Paimon but still on disk)::
+
+    u8 version=1 | i32 row count
+    u8 has positive | [BSI of the values >= 0]
+    u8 has negative | [BSI of |v| for the values < 0]
+    BSI: u8 version=1 | i64 min (always 0) | i64 max | existence bitmap
+         | i32 slices S = bitLength(max) | S slice bitmaps
+
+Values are Java longs: TINYINT..BIGINT, DATE (days), TIME (millis),
+TIMESTAMP / TIMESTAMP_LTZ (millis when precision <= 3, else micros), DECIMAL
+(unscaled).  Long.MIN_VALUE cannot be stored (Java fails too).
+
+Answers are exact row bitmaps over the non-null rows (``!=`` / ``NOT IN``
+exclude nulls); a null literal raises :class:`NullLiteralError` (Java:
+NullPointerException); a Long.MIN_VALUE literal is special-cased as in Java.
+Comparisons run as O'Neil-Quass over dense words (Cython kernel).
+"""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from ..errors import IndexFormatError, UnsupportedTypeError
+from ..types import DataType, decimal_unscaled, long_keys, to_arrow_array, validity_mask
+from . import FileIndexReader, FileIndexWriter, IndexFactory, register
+from ._bitslice import NullLiteralError, _k, nwords, range_bitmap, read_roaring_dense, to_bitmap
+from ..result import BitmapResult
+
+INDEX_TYPE = "bsi"
+VERSION = 1
+LONG_MIN = -(1 << 63)
+
+_SUPPORTED = {"TINYINT", "SMALLINT", "INT", "BIGINT", "DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ", "DECIMAL"}
+
+__all__ = ["BsiWriter", "BsiReader", "NullLiteralError", "long_values"]
+
+
+def check_type(dtype: DataType) -> None:
+    if dtype.root not in _SUPPORTED:
+        raise UnsupportedTypeError(f"{dtype} type is not support to build bsi index yet (as Java Paimon).")
+
+
+def long_values(values, dtype: DataType):
+    """``(int64 values, valid mask or None)`` as Java's BSI value mapper."""
+    arr = to_arrow_array(values, dtype)
+    valid = validity_mask(arr)
+    if dtype.root == "DECIMAL":
+        v = decimal_unscaled(arr)
+    else:
+        v = long_keys(arr, dtype)
+    return np.asarray(v, dtype=np.int64), valid
+
+
+def _bsi_part(mag: np.ndarray, sel: np.ndarray) -> bytes:
+    """One BitSliceIndexRoaringBitmap: min 0, max = largest magnitude."""
+    _, _, mx = _k.minmax_valid(mag.view(np.int64), sel)
+    S = int(mx).bit_length()
+    # 32-bit magnitudes take the SSE2 bit-transpose path
+    vals = mag.astype(np.uint32) if mx < 2**32 else mag
+    ebm, slices = _k.build_slices(vals, sel, S)
+    parts = [struct.pack(">Bqq", 1, 0, mx), _k.encode(ebm), struct.pack(">i", S)]
+    parts.extend(_k.encode_many(slices))
+    return b"".join(parts)
+
+
+class BsiWriter(FileIndexWriter):
+    """Collects the column and serializes it as Java's BSI writer does."""
+
+    index_type = INDEX_TYPE
+
+    def __init__(self, dtype, options):
+        super().__init__(dtype, options)
+        check_type(dtype)
+        self._vals = []
+        self._valid = []
+
+    def write_batch(self, values):
+        v, valid = long_values(values, self.dtype)
+        self._vals.append(v.copy())
+        self._valid.append(np.ones(len(v), bool) if valid is None else valid.copy())
+        self.row_count += len(v)
+
+    def finish(self) -> bytes:
+        v = np.concatenate(self._vals) if self._vals else np.zeros(0, np.int64)
+        valid = np.concatenate(self._valid) if self._valid else np.zeros(0, bool)
+        if (valid & (v == LONG_MIN)).any():
+            raise ValueError("BSI cannot store Long.MIN_VALUE (Java fails too)")
+        neg = valid & (v < 0)
+        pos = valid & ~neg
+        mag = np.abs(v).view(np.uint64)  # null slots hold junk but are never selected
+        out = [struct.pack(">Bi", VERSION, len(v))]
+        for sel in (pos, neg):
+            if sel.any():
+                out.append(b"\x01")
+                out.append(_bsi_part(mag, sel.view(np.uint8)))
+            else:
+                out.append(b"\x00")
+        return b"".join(out)
+
+
+class _Part:
+    """One parsed BitSliceIndexRoaringBitmap as dense words."""
+
+    def __init__(self, nbits, mn=0, mx=0, ebm=None, slices=None):
+        self.min = mn
+        self.max = mx
+        self.ebm = np.zeros(nwords(nbits), np.uint64) if ebm is None else ebm
+        self.slices = np.zeros((0, nwords(nbits)), np.uint64) if slices is None else slices
+
+    def compare(self, op, v):
+        """Java's compare(): min/max short-circuits, then O'Neil over all slices."""
+        mn, mx = self.min, self.max
+        if op == "eq":
+            if mn == mx == v:
+                return self.ebm.copy()
+            if v < mn or v > mx:
+                return np.zeros_like(self.ebm)
+        elif op == "gte":
+            if v <= mn:
+                return self.ebm.copy()
+            if v > mx:
+                return np.zeros_like(self.ebm)
+        elif op == "gt":
+            if v < mn:
+                return self.ebm.copy()
+            if v >= mx:
+                return np.zeros_like(self.ebm)
+        elif op == "lte":
+            if v >= mx:
+                return self.ebm.copy()
+            if v < mn:
+                return np.zeros_like(self.ebm)
+        elif op == "lt":
+            if v > mx:
+                return self.ebm.copy()
+            if v <= mn:
+                return np.zeros_like(self.ebm)
+        p = v - mn
+        if p < 0 or p >= 1 << 64:  # cannot happen after the short-circuits of a sane file
+            return np.zeros_like(self.ebm)
+        return _k.compare(self.slices, self.ebm, op, p)
+
+
+class BsiReader(FileIndexReader):
+    """Parses the whole (small) payload on first use into dense words."""
+
+    index_type = INDEX_TYPE
+
+    def __init__(self, dtype, source, options):
+        super().__init__(dtype, source, options)
+        check_type(dtype)
+        self._base = getattr(source, "base", 0)
+        head = bytes(source.read_at(0, 5, "bsi header"))
+        if head[0] > VERSION:
+            raise IndexFormatError(f"bsi version {head[0]} not supported", self._base)
+        (self.row_count,) = struct.unpack_from(">i", head, 1)
+        if self.row_count < 0:
+            raise IndexFormatError(f"bsi row count {self.row_count} is negative", self._base + 1)
+        self._pos = self._neg = None
+
+    def _load(self):
+        if self._pos is not None:
+            return
+        d = np.frombuffer(self.source.read_at(0, self.source.size, "bsi"), dtype=np.uint8)
+        base = self._base
+        # pass 1: validate every bitmap and find the last non-null row, so the
+        # dense arrays never follow an unchecked row count
+        p = 5
+        layout = []
+        last = -1
+        for which in ("positive", "negative"):
+            if p + 1 > d.size:
+                raise IndexFormatError(f"bsi truncated (has {which} flag)", base + p)
+            flag = d[p]
+            p += 1
+            if not flag:
+                layout.append(None)
+                continue
+            if p + 17 > d.size:
+                raise IndexFormatError(f"bsi {which} header truncated", base + p)
+            if d[p] > 1:
+                raise IndexFormatError(f"bsi {which} version {d[p]} not supported", base + p)
+            mn, mx = struct.unpack_from(">qq", d, p + 1)
+            p += 17
+            ebm_at = p
+            size, _, l = _k.check_last(d, p, -1, base)
+            last = max(last, l)
+            p += size
+            if p + 4 > d.size:
+                raise IndexFormatError(f"bsi {which} slice count truncated", base + p)
+            (S,) = struct.unpack_from(">i", d, p)
+            if not 0 <= S <= 64:
+                raise IndexFormatError(f"bsi {which} slice count {S} out of range [0, 64]", base + p)
+            p += 4
+            at = []
+            for _ in range(S):
+                size, _, _ = _k.check_last(d, p, -1, base)
+                at.append(p)
+                p += size
+            layout.append((mn, mx, ebm_at, at))
+        if last >= self.row_count:
+            raise IndexFormatError(f"bsi existence bitmap holds row {last} beyond its {self.row_count} rows", base)
+        n = self._nbits = last + 1
+        parts = []
+        for which, lay in zip(("positive", "negative"), layout):
+            if lay is None:
+                parts.append(_Part(n))
+                continue
+            mn, mx, ebm_at, at = lay
+            ebm, _, _ = read_roaring_dense(d, ebm_at, -1, n, base, f"bsi {which} existence bitmap")
+            slices = np.zeros((len(at), nwords(n)), np.uint64)
+            for i, q in enumerate(at):
+                _k.decode_fast(d, q, -1, slices[i], n, base)
+            parts.append(_Part(n, mn, mx, ebm, slices))
+        self._pos, self._neg = parts
+
+    @property
+    def positive(self) -> _Part:
+        self._load()
+        return self._pos
+
+    @property
+    def negative(self) -> _Part:
+        self._load()
+        return self._neg
+
+    # --- dense answers
+    def not_null_words(self):
+        return self.positive.ebm | self.negative.ebm
+
+    def _lit(self, v):
+        if v is None:
+            raise NullLiteralError("null literal in a BSI comparison (Java: NullPointerException)")
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            return int(v)
+        vals, _ = long_values([v], self.dtype)
+        return int(vals[0])
+
+    def _zeros(self):
+        self._load()
+        return np.zeros(nwords(self._nbits), np.uint64)
+
+    def eq_words(self, v):
+        if v == LONG_MIN:
+            return self._zeros()
+        return self.negative.compare("eq", -v) if v < 0 else self.positive.compare("eq", v)
+
+    def in_words(self, vs):
+        out = self._zeros()
+        for v in vs:
+            out |= self.eq_words(v)
+        return out
+
+    def lt_words(self, v):
+        if v == LONG_MIN:
+            return self._zeros()
+        if v < 0:
+            return self.negative.compare("gt", -v)
+        return self.positive.compare("lt", v) | self.negative.ebm
+
+    def lte_words(self, v):
+        if v == LONG_MIN:
+            return self._zeros()
+        if v < 0:
+            return self.negative.compare("gte", -v)
+        return self.positive.compare("lte", v) | self.negative.ebm
+
+    def gt_words(self, v):
+        if v == LONG_MIN:
+            return self.not_null_words()
+        if v < 0:
+            return self.positive.ebm | self.negative.compare("lt", -v)
+        return self.positive.compare("gt", v)
+
+    def gte_words(self, v):
+        if v == LONG_MIN:
+            return self.not_null_words()
+        if v < 0:
+            return self.positive.ebm | self.negative.compare("lte", -v)
+        return self.positive.compare("gte", v)
+
+    # --- visitor
+    def _result(self, fn):
+        return BitmapResult(thunk=lambda: to_bitmap(fn()))
+
+    def visit_is_null(self, leaf):
+        return BitmapResult(thunk=lambda: range_bitmap(0, self.row_count) - to_bitmap(self.not_null_words()))
+
+    def visit_is_not_null(self, leaf):
+        return self._result(self.not_null_words)
+
+    def visit_in(self, leaf):
+        vs = [self._lit(v) for v in leaf.literals]
+        return self._result(lambda: self.in_words(vs))
+
+    def visit_not_in(self, leaf):
+        vs = [self._lit(v) for v in leaf.literals]
+        return self._result(lambda: self.not_null_words() & ~self.in_words(vs))
+
+    def visit_equal(self, leaf):
+        return self.visit_in(leaf)
+
+    def visit_not_equal(self, leaf):
+        return self.visit_not_in(leaf)
+
+    def visit_less_than(self, leaf):
+        v = self._lit(leaf.literal)
+        return self._result(lambda: self.lt_words(v))
+
+    def visit_less_or_equal(self, leaf):
+        v = self._lit(leaf.literal)
+        return self._result(lambda: self.lte_words(v))
+
+    def visit_greater_than(self, leaf):
+        v = self._lit(leaf.literal)
+        return self._result(lambda: self.gt_words(v))
+
+    def visit_greater_or_equal(self, leaf):
+        v = self._lit(leaf.literal)
+        return self._result(lambda: self.gte_words(v))
+
+    def visit_between(self, leaf):
+        lo, hi = self._lit(leaf.literals[0]), self._lit(leaf.literals[1])
+        return self._result(lambda: self.gte_words(lo) & self.lte_words(hi))
+
+    def describe(self):
+        d = super().describe()
+        pos, neg = self.positive, self.negative
+        d.update(row_count=self.row_count,
+                 positive=dict(rows=int(_k.popcount(pos.ebm)), min=pos.min, max=pos.max,
+                               slices=int(pos.slices.shape[0])),
+                 negative=dict(rows=int(_k.popcount(neg.ebm)), min=neg.min, max=neg.max,
+                               slices=int(neg.slices.shape[0])))
+        return d
+
+
+@register
+class BsiFactory(IndexFactory):
+    name = INDEX_TYPE
+    writer_class = BsiWriter
+    reader_class = BsiReader
+
+    def check_type(self, dtype):
+        check_type(dtype)

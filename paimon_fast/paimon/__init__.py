@@ -1,0 +1,37 @@
+"""Paimon tables read with pypaimon, pruned with their file indexes.
+
+    from pypaimon import CatalogFactory
+    import paimon_fast as pf
+    from paimon_fast.paimon import read_with_index
+
+    table = CatalogFactory.create({"warehouse": wh}).get_table("db.t")
+    arrow, report = read_with_index(table, pf.field("category") == "red")
+    print(report)      # files planned / skipped, rows skipped, index time
+
+* :func:`read_with_index` / :func:`plan_with_index` / :class:`IndexPruner`:
+  pruned scans (``scan.py``).
+* :func:`legacy_manifest_table`: Paimon 0.9 manifests (``compat.py``).
+* :func:`read_deletion_vector`: 32- and 64-bit deletion vectors (``deletion.py``).
+* :func:`rewrite_file_index`: add the configured indexes to existing files (``rewrite.py``).
+* :func:`to_pypaimon` / :func:`from_pypaimon`: predicate translation.
+
+Needs the ``tables`` extra (pypaimon).
+"""
+from .compat import legacy_file_io, legacy_manifest_table, upgrade_manifest_bytes
+from .deletion import read_deletion_vector
+from .predicates import as_predicate, from_pypaimon, to_pypaimon
+from .scan import IndexPruner, PruneReport, index_applicability, plan_with_index, read_with_index
+
+
+def rewrite_file_index(spark, table, options=None, **kw):
+    """See :func:`paimon_fast.paimon.rewrite.rewrite_file_index`."""
+    from .rewrite import rewrite_file_index as _impl
+
+    return _impl(spark, table, options, **kw)
+
+
+__all__ = [
+    "read_with_index", "plan_with_index", "IndexPruner", "PruneReport", "index_applicability",
+    "legacy_manifest_table", "legacy_file_io", "upgrade_manifest_bytes", "read_deletion_vector",
+    "to_pypaimon", "from_pypaimon", "as_predicate", "rewrite_file_index",
+]

@@ -1,0 +1,476 @@
+"""Index-pruned scans of Paimon tables read with pypaimon.
+
+pypaimon plans every data file and never decodes file indexes.  Here we let
+pypaimon plan, then evaluate each planned file's index (the bytes embedded in
+the manifest, else the ``<data file>.index`` among its extra files) against
+the predicate:
+
+* a file the index proves empty is dropped (``DataSplit.filter_file``);
+* an exact row answer (a bitmap of positions) becomes row ranges in an
+  ``IndexedSplit``, so pypaimon reads only those rows;
+* deletion vectors are intersected with those ranges (and folded into them,
+  which is also how 64-bit deletion vectors, which pypaimon cannot parse,
+  get read).
+
+It is applied only where Java applies file indexes: append tables, and
+primary-key splits that are raw-convertible in a table with deletion
+vectors.  Anything uncertain keeps the file or row: an index type we cannot
+load, a column missing from or retyped in the file's schema, a split kind we
+do not know.
+
+Columns are resolved through the file's schema id and field ids: the
+predicate names the table's current columns, the index names the columns as
+they were when the file was written.
+"""
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field as dc_field
+from typing import Dict, List, Optional, Tuple
+
+from pyroaring import BitMap
+
+from ..errors import PaimonFastError, UnknownIndexTypeError, UnsupportedTypeError
+from ..fileindex import evaluate_tree
+from ..fileindex.format import FileIndexFormat
+from ..predicate import Leaf, Predicate
+from ..result import REMAIN, BitmapResult, FileIndexResult
+from ..source import BytesSource, FileObjSource
+from .compat import legacy_manifest_table
+from .deletion import is_64bit, read_deletion_vector
+from .predicates import as_predicate, to_pypaimon
+
+INDEX_SUFFIX = ".index"
+# selected rows closer than this are read as one range (see _ranges_of)
+DEFAULT_COALESCE_GAP = 2048
+
+
+@dataclass
+class PruneReport:
+    """What index pruning did for one scan."""
+
+    applied: bool = True
+    reason: str = ""
+    splits_planned: int = 0
+    files_planned: int = 0
+    files_skipped: int = 0
+    files_with_index: int = 0
+    rows_planned: int = 0
+    rows_skipped: int = 0
+    rows_selected: int = 0  # rows handed to pypaimon's reader (ranges after coalescing)
+    rows_index_selected: int = 0  # rows the indexes and deletion vectors left, before coalescing
+    rows_returned: Optional[int] = None
+    index_bytes_read: int = 0
+    deletion_vectors_folded: int = 0
+    plan_seconds: float = 0.0
+    index_seconds: float = 0.0
+    read_seconds: Optional[float] = None
+    skipped_files: List[str] = dc_field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["skipped_files"] = list(self.skipped_files)
+        return d
+
+    def __str__(self):
+        s = (f"files planned {self.files_planned}, skipped {self.files_skipped}; rows planned "
+             f"{self.rows_planned}, skipped {self.rows_skipped}, to read {self.rows_selected}; "
+             f"index {self.index_seconds * 1000:.1f} ms over {self.index_bytes_read} bytes")
+        if self.rows_returned is not None:
+            s += f"; rows returned {self.rows_returned}"
+        if not self.applied:
+            s += f" (index not applied: {self.reason})"
+        return s
+
+
+def _opt(table, key, default=None):
+    try:
+        return table.table_schema.options.get(key, default)
+    except AttributeError:  # pragma: no cover - other table kinds
+        return default
+
+
+def _bool_opt(table, key, default: bool) -> bool:
+    v = _opt(table, key)
+    return default if v is None else str(v).strip().lower() == "true"
+
+
+def index_applicability(table) -> Tuple[bool, str]:
+    """Whether Java would use file indexes when reading ``table`` at all."""
+    if not _bool_opt(table, "file-index.read.enabled", True):
+        return False, "file-index.read.enabled is false"
+    if _bool_opt(table, "data-evolution.enabled", False):
+        return False, "data-evolution tables are not pruned by file index"
+    if getattr(table, "is_primary_key_table", False) and not _bool_opt(table, "deletion-vectors.enabled", False):
+        return False, "primary-key table without deletion vectors (Java reads it merged, without file index)"
+    return True, ""
+
+
+class _SchemaResolver:
+    """Maps the table's current column names to a data file's own columns by field id."""
+
+    def __init__(self, table):
+        self.table = table
+        self.current = {f.name: f for f in table.fields}
+        self._by_schema: Dict[int, Tuple[Dict[str, str], Dict[str, str]]] = {}
+
+    def for_schema(self, schema_id: int):
+        """``(current name -> file name, file name -> type string)`` for a schema id."""
+        got = self._by_schema.get(schema_id)
+        if got is None:
+            if schema_id == self.table.table_schema.id:
+                schema = self.table.table_schema
+            else:
+                schema = self.table.schema_manager.get_schema(schema_id)
+            by_id = {f.id: f for f in schema.fields}
+            names: Dict[str, str] = {}
+            types: Dict[str, str] = {}
+            for name, cur in self.current.items():
+                old = by_id.get(cur.id)
+                # a column added later is absent from the file; a retyped one
+                # has an index over the old type: neither can prune
+                if old is None or str(old.type).replace(" NOT NULL", "") != str(cur.type).replace(" NOT NULL", ""):
+                    continue
+                names[name] = old.name
+                types[old.name] = str(old.type)
+            got = (names, types)
+            self._by_schema[schema_id] = got
+        return got
+
+
+def _result_of(container, predicate: Predicate, names: Dict[str, str]) -> FileIndexResult:
+    def visit(leaf: Leaf):
+        file_name = names.get(leaf.name)
+        if file_name is None:
+            return REMAIN
+        try:
+            return container.visit_leaf(Leaf(leaf.op, file_name, leaf.literals))
+        except (UnsupportedTypeError, UnknownIndexTypeError, KeyError, TypeError, ValueError):
+            # an index that cannot answer this leaf keeps the file (IndexFormatError
+            # is a ValueError too: a corrupt index must not drop data)
+            return REMAIN
+
+    return evaluate_tree(predicate, visit)
+
+
+class _CountingSource(FileObjSource):
+    """A seekable stream as a Source that counts the bytes it reads."""
+
+    def __init__(self, f):
+        super().__init__(f)
+        self.bytes_read = 0
+
+    def _read(self, offset, length):
+        self.bytes_read += length
+        return super()._read(offset, length)
+
+
+def _ranges_of(bm: BitMap, offset: int, deleted=None, gap: int = 0):
+    """Row ranges (inclusive, shifted by ``offset``) of a bitmap, as (from, to) pairs.
+
+    Ranges closer than ``gap`` rows are merged when no deleted row lies
+    between them: a few unselected rows cost less to read (the residual
+    filter drops them) than another batch does in pypaimon's reader.
+    """
+    import numpy as np
+
+    if not len(bm):
+        return []
+    a = np.asarray(bm.to_array(), dtype=np.int64)
+    g = np.diff(a) - 1
+    joined = g == 0
+    if gap > 0 and len(a) > 1:
+        near = (g > 0) & (g <= gap)
+        if deleted is not None and len(deleted):
+            d = np.asarray(deleted.to_array(), dtype=np.int64)
+            inside = np.searchsorted(d, a[1:], "left") - np.searchsorted(d, a[:-1], "right")
+            near &= inside == 0
+        joined |= near
+    breaks = np.flatnonzero(~joined)
+    starts = np.concatenate(([a[0]], a[breaks + 1]))
+    ends = np.concatenate((a[breaks], [a[-1]]))
+    return list(zip((starts + offset).tolist(), (ends + offset).tolist()))
+
+
+class IndexPruner:
+    """Prunes pypaimon splits of one table with the files' indexes.
+
+    ``predicate`` may be ours or a pypaimon ``Predicate``.  Index bytes are
+    read in parallel (``max_workers`` threads), once per file.
+    """
+
+    def __init__(self, table, predicate, max_workers: int = 8, fold_deletion_vectors: str = "auto",
+                 coalesce_gap: int = DEFAULT_COALESCE_GAP):
+        self.table = table
+        self.coalesce_gap = coalesce_gap
+        self.predicate = as_predicate(predicate)
+        self.max_workers = max_workers
+        self.fold = fold_deletion_vectors
+        self.resolver = _SchemaResolver(table)
+        self.applicable, self.reason = index_applicability(table)
+
+    # ------------------------------------------------------------ index bytes
+    def _evaluate_file(self, f) -> Tuple[FileIndexResult, int]:
+        """``(result, index bytes read)``; bytes is -1 when the file has no index.
+
+        A sidecar is read through a seekable stream: only its header and the
+        payloads the predicate needs are read."""
+        names, types = self.resolver.for_schema(f.schema_id)
+        if f.embedded_index:
+            data = bytes(f.embedded_index)
+            return self._evaluate(BytesSource(data), names, types), len(data)
+        for extra in f.extra_files or ():
+            if extra.endswith(INDEX_SUFFIX):
+                try:
+                    stream = self.table.file_io.new_input_stream(f.aligned_file_path(extra))
+                except OSError:
+                    return REMAIN, 0
+                with stream:
+                    try:
+                        src = _CountingSource(stream)
+                    except (OSError, AttributeError, ValueError):  # not seekable: read it whole
+                        data = stream.read()
+                        return self._evaluate(BytesSource(data), names, types), len(data)
+                    return self._evaluate(src, names, types), src.bytes_read
+        return REMAIN, -1
+
+    def _evaluate(self, source, names, types) -> FileIndexResult:
+        try:
+            container = FileIndexFormat.open(source, types)
+            res = _result_of(container, self.predicate, names)
+            if isinstance(res, BitmapResult):
+                res.bitmap  # materialise while the stream is open, in the worker thread
+            return res
+        except (PaimonFastError, OSError):
+            return REMAIN
+
+    def _deletion(self, split, i):
+        dfs = getattr(split, "data_deletion_files", None)
+        if not dfs or i >= len(dfs):
+            return None
+        return dfs[i]
+
+    # ------------------------------------------------------------ pruning
+    def prune(self, splits, report: Optional[PruneReport] = None):
+        """``(new splits, report)``: files proved empty dropped, row ranges where exact."""
+        from pypaimon.read.split import DataSplit
+
+        report = report or PruneReport()
+        report.splits_planned += len(splits)
+        report.applied = self.applicable and self.predicate is not None
+        if self.predicate is None:
+            report.reason = "no predicate"
+        elif not self.applicable:
+            report.reason = self.reason
+        t0 = time.perf_counter()
+        is_pk = getattr(self.table, "is_primary_key_table", False)
+        use_index = report.applied
+        eligible = set()  # splits Java would read raw (file by file)
+        jobs = []  # (split index, file index, file)
+        for si, s in enumerate(splits):
+            files = list(s.files)
+            report.files_planned += len(files)
+            report.rows_planned += sum(f.row_count for f in files)
+            if not self.applicable or type(s) is not DataSplit or (is_pk and not s.raw_convertible):
+                continue
+            eligible.add(si)
+            if use_index:
+                for fi, f in enumerate(files):
+                    jobs.append((si, fi, f))
+        results: Dict[Tuple[int, int], FileIndexResult] = {}
+        if jobs:
+            workers = max(1, min(self.max_workers, len(jobs)))
+            if workers == 1:
+                outs = [self._evaluate_file(f) for _, _, f in jobs]
+            else:
+                with ThreadPoolExecutor(workers) as ex:
+                    outs = list(ex.map(lambda j: self._evaluate_file(j[2]), jobs))
+            for (si, fi, _), (res, nbytes) in zip(jobs, outs):
+                results[(si, fi)] = res
+                if nbytes >= 0:
+                    report.files_with_index += 1
+                    report.index_bytes_read += nbytes
+        out = []
+        for si, s in enumerate(splits):
+            if si not in eligible:
+                out.append(s)
+                n = sum(f.row_count for f in s.files)
+                report.rows_selected += n
+                report.rows_index_selected += n
+                continue
+            new = self._prune_split(si, s, results, report)
+            if new is not None:
+                out.append(new)
+        report.rows_skipped = report.rows_planned - report.rows_selected
+        report.index_seconds += time.perf_counter() - t0
+        return out, report
+
+    def _prune_split(self, si, s, results, report):
+        from pypaimon.globalindex.indexed_split import IndexedSplit
+        from pypaimon.read.split import DataSplit
+        from pypaimon.utils.range import Range
+
+        keep = []  # (file, deletion file, selection bitmap or None)
+        need_ranges = False
+        for fi, f in enumerate(s.files):
+            res = results.get((si, fi), REMAIN)
+            df = self._deletion(s, fi)
+            if not res.remain:
+                report.files_skipped += 1
+                report.skipped_files.append(f.file_name)
+                continue
+            sel = None
+            if isinstance(res, BitmapResult):
+                sel = res.bitmap
+                need_ranges = True
+            elif df is not None and (self.fold == "always" or (self.fold == "auto" and is_64bit(self.table.file_io, df))):
+                need_ranges = True
+            keep.append((f, df, sel))
+        if not keep:
+            return None
+        if need_ranges:
+            # every deletion vector of the split is folded into the ranges, so
+            # pypaimon never expands positions in Python nor parses a 64-bit DV
+            rows = []
+            deleted = {}
+            for f, df, sel in keep:
+                if sel is None:
+                    sel = BitMap()
+                    sel.add_range(0, f.row_count)
+                else:
+                    sel = BitMap(sel)
+                    if len(sel) and sel.max() >= f.row_count:
+                        sel.remove_range(f.row_count, sel.max() + 1)
+                if df is not None:
+                    dv = read_deletion_vector(self.table.file_io, df)
+                    sel -= dv
+                    deleted[f.file_name] = dv
+                    report.deletion_vectors_folded += 1
+                rows.append((f, sel))
+            kept = [(f, sel) for f, sel in rows if len(sel)]
+            for f, sel in rows:
+                if not len(sel):
+                    report.files_skipped += 1
+                    report.skipped_files.append(f.file_name)
+            if not kept:
+                return None
+            names = {f.file_name for f, _ in kept}
+            base = s.filter_file(lambda m: m.file_name in names)
+            base = DataSplit(files=base.files, partition=base.partition, bucket=base.bucket,
+                             raw_convertible=base.raw_convertible, data_deletion_files=None,
+                             snapshot_id=base.snapshot_id, is_streaming=base.is_streaming,
+                             bucket_path=base.bucket_path, total_buckets=base.total_buckets)
+            by_name = {f.file_name: sel for f, sel in kept}
+            ranges = []
+            offset = 0
+            row_tracking = _bool_opt(self.table, "row-tracking.enabled", False)
+            for f in base.files:
+                sel = by_name[f.file_name]
+                off = (f.first_row_id or 0) if row_tracking else offset
+                file_ranges = _ranges_of(sel, off, deleted.get(f.file_name), self.coalesce_gap)
+                report.rows_selected += sum(b - a + 1 for a, b in file_ranges)
+                report.rows_index_selected += len(sel)
+                ranges.extend(Range(a, b) for a, b in file_ranges)
+                offset += f.row_count
+            return IndexedSplit(base, ranges)
+        if len(keep) == len(s.files):
+            new = s
+        else:
+            names = {f.file_name for f, _, _ in keep}
+            new = s.filter_file(lambda m: m.file_name in names)
+        for f, _, _ in keep:
+            report.rows_selected += f.row_count
+            report.rows_index_selected += f.row_count
+        return new
+
+
+def _open_table(table):
+    """Accept a pypaimon table or read builder; returns (table, read builder or None)."""
+    if hasattr(table, "new_read_builder"):
+        return legacy_manifest_table(table), None
+    if hasattr(table, "table") and hasattr(table, "new_scan"):
+        return table.table, table
+    raise TypeError(f"expected a pypaimon table or read builder, got {type(table).__name__}")
+
+
+def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
+                    coalesce_gap: int = DEFAULT_COALESCE_GAP):
+    """Plan with pypaimon, then prune with file indexes.
+
+    Returns ``(read_builder, splits, report)``; read with
+    ``read_builder.new_read().to_arrow(splits)``.  ``table`` may be a pypaimon
+    table (0.9 manifests are handled) or a read builder (its filter is used
+    when ``predicate`` is None; a given predicate must be implied by it).
+    ``fold_deletion_vectors``: ``"auto"`` (64-bit ones, and all of a split
+    that gets row ranges), ``"always"`` or ``"never"``.
+    """
+    t0 = time.perf_counter()
+    table, rb = _open_table(table)
+    pred = as_predicate(predicate)
+    if rb is None:
+        rb = table.new_read_builder()
+        if pred is not None:
+            rb = rb.with_filter(to_pypaimon(pred, table))
+        if projection is not None:
+            rb = rb.with_projection(list(projection))
+    elif pred is None:
+        pred = as_predicate(getattr(rb, "_predicate", None))
+    splits = rb.new_scan().plan().splits()
+    plan_s = time.perf_counter() - t0
+    pruner = IndexPruner(table, pred, max_workers=max_workers, fold_deletion_vectors=fold_deletion_vectors,
+                         coalesce_gap=coalesce_gap)
+    new_splits, report = pruner.prune(splits)
+    report.plan_seconds = plan_s
+    return rb, new_splits, report
+
+
+def read_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
+                    coalesce_gap: int = DEFAULT_COALESCE_GAP):
+    """Plan, prune with file indexes and read to a ``pyarrow.Table``.
+
+    Returns ``(arrow table, PruneReport)``.  Rows are filtered by the
+    predicate, so the result equals an unpruned read with the same filter.
+
+    Splits with row ranges are read without pypaimon's per-batch residual
+    filter (it costs a dataset scan per range) and filtered once at the end.
+    """
+    from pypaimon.globalindex.indexed_split import IndexedSplit
+
+    given_builder = not hasattr(table, "new_read_builder")
+    rb, splits, report = plan_with_index(table, predicate, projection, max_workers, fold_deletion_vectors,
+                                         coalesce_gap)
+    t0 = time.perf_counter()
+    pred = as_predicate(predicate)
+    indexed = [s for s in splits if isinstance(s, IndexedSplit)]
+    if given_builder or pred is None or not indexed:
+        out = rb.new_read().to_arrow(splits)
+    else:
+        plain = [s for s in splits if not isinstance(s, IndexedSplit)]
+        parts = []
+        if plain:
+            parts.append(rb.new_read().to_arrow(plain))
+        tbl = rb.table
+        cols = list(projection) if projection is not None else list(tbl.field_names)
+        extra = [c for c in sorted(pred.fields()) if c not in cols]
+        rb2 = tbl.new_read_builder()
+        if projection is not None or extra:
+            rb2 = rb2.with_projection(cols + extra)
+        got = rb2.new_read().to_arrow(indexed)
+        if got is not None and got.num_rows:
+            got = got.filter(to_pypaimon(pred, tbl).to_arrow(got.schema))
+            if extra:
+                got = got.select(cols)
+            parts.append(got)
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            out = rb.new_read().to_arrow([])
+        elif len(parts) == 1:
+            out = parts[0]
+        else:
+            import pyarrow as pa
+
+            out = pa.concat_tables([parts[0]] + [p.cast(parts[0].schema) for p in parts[1:]])
+    report.read_seconds = time.perf_counter() - t0
+    report.rows_returned = out.num_rows if out is not None else 0
+    return out, report

@@ -1,0 +1,87 @@
+"""Shared helpers for the Paimon-table tests (pypaimon tables in temporary warehouses)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tarfile
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "paimon_tables")
+TARBALL = os.path.join(DATA, "java09-append-tables.tar.gz")
+ANSWERS = os.path.join(DATA, "java09-answers.txt")
+
+_ANSWER_RE = re.compile(r"^JAVA (\w+) (\w+)='([^']*)': planned files=(\d+) "
+                        r"rows returned by read \(no residual filter\)=(\d+)$")
+
+
+def java_answers():
+    """``[(table, column, value, planned_files, rows_returned)]`` from java09-answers.txt."""
+    out = []
+    with open(ANSWERS) as f:
+        for line in f:
+            m = _ANSWER_RE.match(line.strip())
+            if m:
+                t, c, v, n, r = m.groups()
+                out.append((t, c, v, int(n), int(r)))
+    return out
+
+
+def unpack_java09(dest) -> str:
+    """Unpack the Java 0.9 tables under ``dest``; returns the warehouse path."""
+    with tarfile.open(TARBALL) as tf:
+        try:
+            tf.extractall(dest, filter="data")
+        except TypeError:  # Python < 3.12 without the filter argument
+            tf.extractall(dest)
+    return str(dest)
+
+
+def copy_table(src_wh, dst_wh, name):
+    os.makedirs(os.path.join(dst_wh, "db.db"), exist_ok=True)
+    shutil.copytree(os.path.join(src_wh, "db.db", name), os.path.join(dst_wh, "db.db", name))
+    return dst_wh
+
+
+def catalog(wh):
+    from pypaimon import CatalogFactory
+
+    return CatalogFactory.create({"warehouse": str(wh)})
+
+
+def sample_batch(k, n=1000):
+    import pyarrow as pa
+
+    ids = range(k * n, (k + 1) * n)
+    return pa.table({
+        "id": pa.array(ids, pa.int32()),
+        "name": [f"name-{i}" for i in ids],
+        "category": [["red", "green", "blue", "cyan"][(i % 2) + 2 * (k % 2)] for i in ids],
+        "price": pa.array([(i * 7) % 1000 for i in ids], pa.int64()),
+    })
+
+
+def create_sample_table(wh, name="t", options=None, files=4, n=1000, primary_keys=None, native=False):
+    """A pypaimon table of ``files`` commits of ``n`` rows each (one data file per commit)."""
+    import pyarrow as pa
+    from pypaimon import Schema
+
+    cat = catalog(wh)
+    cat.create_database("db", True)
+    schema = pa.schema([("id", pa.int32()), ("name", pa.string()), ("category", pa.string()), ("price", pa.int64())])
+    opts = {"bucket": "-1" if not primary_keys else "1"}
+    if native:
+        opts["write.native.enabled"] = "true"
+    opts.update(options or {})
+    if primary_keys:
+        schema = pa.schema([f.with_nullable(False) if f.name in primary_keys else f for f in schema])
+    cat.create_table(f"db.{name}", Schema.from_pyarrow_schema(schema, primary_keys=primary_keys, options=opts), False)
+    t = cat.get_table(f"db.{name}")
+    for k in range(files):
+        wb = t.new_batch_write_builder()
+        w = wb.new_write()
+        c = wb.new_commit()
+        w.write_arrow(sample_batch(k, n))
+        c.commit(w.prepare_commit())
+        w.close()
+        c.close()
+    return cat.get_table(f"db.{name}")

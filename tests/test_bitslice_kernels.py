@@ -1,0 +1,260 @@
+"""The bit-slice kernels, their pure-Python twins and numpy brute force agree
+(hypothesis): slice building, O'Neil-Quass comparisons, between, top-k /
+bottom-k (ties at the k-th value, strict trimming), roaring encode/decode,
+dictionary codes.  Includes empty, all-null, one distinct value and extremes."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from paimon_fast import roaring
+from paimon_fast._kernels import load
+from paimon_fast.reference import bitslice as twin
+
+k = load("bitslice")
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def columns(draw, max_rows=300, bits=None):
+    n = draw(st.integers(0, max_rows))
+    b = bits if bits is not None else draw(st.sampled_from([1, 2, 5, 13, 63, 64]))
+    kind = draw(st.sampled_from(["small", "wide", "one", "extreme"]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    top = (1 << b) - 1
+    if kind == "small":
+        vals = rng.integers(0, min(top, 7) + 1, n, dtype=np.uint64)
+    elif kind == "wide":
+        vals = rng.integers(0, top, n, dtype=np.uint64, endpoint=True)
+    elif kind == "one":
+        vals = np.full(n, rng.integers(0, top, dtype=np.uint64, endpoint=True), dtype=np.uint64)
+    else:
+        vals = rng.choice(np.array([0, top, top >> 1, 1 if top else 0], dtype=np.uint64), n)
+    pnull = draw(st.sampled_from([0.0, 0.1, 0.5, 1.0]))
+    sel = (rng.random(n) >= pnull).astype(np.uint8)
+    return vals, sel, b
+
+
+def brute_words(mask):
+    return k.from_positions(np.flatnonzero(mask).astype(np.uint32), len(mask))
+
+
+def brute_topk(vals, sel, k_, largest, strict):
+    rows = np.flatnonzero(sel)
+    if k_ == 0:
+        return np.zeros(0, np.int64)
+    if len(rows) <= k_:
+        return rows
+    v = vals[rows].astype(object)
+    order = sorted(v, reverse=largest)
+    kth = order[k_ - 1]
+    better = rows[[(x > kth) if largest else (x < kth) for x in v]]
+    ties = rows[[x == kth for x in v]]
+    if strict:
+        ties = ties[len(ties) - (k_ - len(better)):]
+    return np.sort(np.concatenate([better, ties]))
+
+
+@SETTINGS
+@given(columns(), st.data())
+def test_compare_between_agree(col, data):
+    vals, sel, S = col
+    ebm, sl = k.build_slices(vals, sel, S)
+    tebm, tsl = twin.build_slices(vals, sel, S)
+    assert np.array_equal(ebm, tebm) and np.array_equal(sl, tsl)
+    assert np.array_equal(ebm, brute_words(sel.astype(bool)))
+    present = vals[sel.astype(bool)]
+    cands = [0, (1 << S) - 1, (1 << 64) - 1] + [int(x) for x in present[:3]]
+    if S < 64:
+        cands.append(1 << S)
+    v = data.draw(st.sampled_from(cands) | st.integers(0, 2**64 - 1))
+    pyvals = np.array([int(x) for x in vals], dtype=object)
+    m = sel.astype(bool)
+    brute = {"eq": pyvals == v, "neq": pyvals != v, "lt": pyvals < v, "lte": pyvals <= v,
+             "gt": pyvals > v, "gte": pyvals >= v}
+    for op in twin.OPS:
+        got = k.compare(sl, ebm, op, v)
+        assert np.array_equal(got, twin.compare(tsl, tebm, op, v)), op
+        assert np.array_equal(got, brute_words(m & brute[op].astype(bool))), op
+        assert bytes(k.compare_bytes(sl, ebm, op, v)) == k.encode_plain(got), op
+    lo = data.draw(st.sampled_from(cands))
+    hi = data.draw(st.sampled_from(cands))
+    got = k.between(sl, ebm, lo, hi)
+    assert np.array_equal(got, twin.between(tsl, tebm, lo, hi))
+    assert bytes(k.compare_bytes(sl, ebm, "gte", lo, hi)) == k.encode_plain(got)
+    assert np.array_equal(got, brute_words(m & (pyvals >= lo).astype(bool) & (pyvals <= hi).astype(bool)))
+
+
+@SETTINGS
+@given(columns(max_rows=400, bits=None), st.integers(0, 40), st.booleans(), st.booleans(), st.data())
+def test_topk_agrees(col, k_, largest, strict, data):
+    vals, sel, S = col
+    ebm, sl = k.build_slices(vals, sel, S)
+    n = len(vals)
+    if data.draw(st.booleans()) and n:  # restrict to a found set
+        found = (np.random.default_rng(k_).random(n) < 0.6)
+        base = ebm & brute_words(found)
+        selb = sel.astype(bool) & found
+    else:
+        base, selb = ebm, sel.astype(bool)
+    got = k.topk(sl, base, k_, largest, strict)
+    assert np.array_equal(got, twin.topk(sl, base, k_, largest, strict))
+    want = brute_topk(vals, selb, k_, largest, strict)
+    assert np.array_equal(k.to_positions(got).astype(np.int64), want)
+
+
+def test_topk_ties_at_kth_value():
+    # values 5,5,9,5,9,1 ; top-3 -> 9,9 and the tie group of 5 (rows 0,1,3)
+    vals = np.array([5, 5, 9, 5, 9, 1], dtype=np.uint64)
+    ebm, sl = k.build_slices(vals, np.ones(6, np.uint8), 4)
+    assert k.to_positions(k.topk(sl, ebm, 3, True, False)).tolist() == [0, 1, 2, 3, 4]
+    # strict drops the lowest row ids of the tie group
+    assert k.to_positions(k.topk(sl, ebm, 3, True, True)).tolist() == [2, 3, 4]
+    assert k.to_positions(k.topk(sl, ebm, 2, False, True)).tolist() == [3, 5]
+
+
+@SETTINGS
+@given(st.integers(0, 200_000), st.floats(0, 1), st.integers(0, 2**32 - 1), st.booleans())
+def test_encode_decode_agree(n, density, seed, runs):
+    rng = np.random.default_rng(seed)
+    if runs and n:
+        pos = np.unique(np.concatenate([np.arange(a, min(n, a + int(rng.integers(1, 5000))))
+                                        for a in rng.integers(0, n, 8)])).astype(np.uint32)
+    else:
+        pos = np.flatnonzero(rng.random(n) < density ** 3).astype(np.uint32)
+    w = k.from_positions(pos, n)
+    b = k.encode(w)
+    assert b == roaring.serialize32(pos)
+    if n <= 20_000:
+        assert b == twin.encode(w)
+        tw = np.zeros_like(w)
+        twin.decode_into(b, 0, -1, tw, n)
+        assert np.array_equal(tw, w)
+    w2 = np.zeros_like(w)
+    assert k.decode_into(np.frombuffer(b, np.uint8), 0, -1, w2, n) == (len(b), len(pos))
+    assert np.array_equal(w, w2)
+    assert np.array_equal(k.to_positions(w), pos)
+    assert k.popcount(w) == len(pos)
+    lim = int(rng.integers(0, len(pos) + 2))
+    assert np.array_equal(k.limit(w, lim), k.from_positions(pos[:lim], n))
+    if n <= 5000:
+        assert np.array_equal(twin.limit(w, lim), k.limit(w, lim))
+    a, bnd = sorted(int(x) for x in rng.integers(0, n + 1, 2))
+    assert np.array_equal(k.range_words(a, bnd, n), k.from_positions(np.arange(a, bnd, dtype=np.uint32), n))
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.none(), st.integers(-(2**40), 2**40)), max_size=300),
+       st.sampled_from([1, 3, 1000, 2**40]))
+def test_dense_codes_agree(values, spread):
+    keys = np.array([0 if v is None else v % spread for v in values], dtype=np.int64)
+    valid = np.array([v is not None for v in values], dtype=np.uint8)
+    if not valid.any():
+        return
+    lo, hi = int(keys[valid.astype(bool)].min()), int(keys[valid.astype(bool)].max())
+    if hi - lo > 1 << 20:
+        return
+    uniq, codes = k.dense_codes(keys, valid, lo, hi)
+    tu, tc = twin.dense_codes(keys, valid, lo, hi)
+    assert np.array_equal(uniq, tu) and np.array_equal(codes, tc)
+    nu, inv = np.unique(keys[valid.astype(bool)], return_inverse=True)
+    assert np.array_equal(uniq, nu)
+    assert np.array_equal(codes[valid.astype(bool)], inv)
+    assert (codes[~valid.astype(bool)] == -1).all()
+
+
+def test_corrupt_bitmap_rows_beyond_count():
+    b = roaring.serialize32([3, 70])
+    w = np.zeros(1, np.uint64)
+    from paimon_fast.errors import IndexFormatError
+    with pytest.raises(IndexFormatError):
+        k.decode_into(np.frombuffer(b, np.uint8), 0, -1, w, 64)
+    with pytest.raises(IndexFormatError):
+        twin.decode_into(b, 0, -1, w, 64)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 40_000), st.sampled_from([2, 50, 3000, 2**20]), st.integers(0, 30), st.booleans(),
+       st.booleans(), st.integers(0, 2**32 - 1))
+def test_topk_block_pruning_agrees(n, bound, k_, largest, strict, seed):
+    """Top-k restricted to the candidate words of the per-block summary equals the full search."""
+    from paimon_fast.fileindex._bitslice import BLOCK_WORDS, topk_candidate_words
+    rng = np.random.default_rng(seed)
+    vals = rng.integers(0, bound, n).astype(np.uint64)
+    sel = (rng.random(n) >= 0.1).astype(np.uint8)
+    S = max(1, (bound - 1).bit_length())
+    ebm, sl = k.build_slices(vals, sel, S)
+    bmax, bmin = k.block_maxmin(sl, ebm, BLOCK_WORDS)
+    # the summary itself against brute force
+    for b in range(len(bmax)):
+        rows = np.arange(b * 256, min(n, (b + 1) * 256))
+        present = vals[rows][sel[rows].astype(bool)]
+        assert (bmax[b], bmin[b]) == ((int(present.max()), int(present.min())) if present.size else (-1, -1))
+    words = topk_candidate_words(bmax, bmin, k_, largest, len(ebm))
+    full = k.topk_positions(sl, ebm, k_, largest, strict)
+    got = k.topk_positions(sl, ebm, k_, largest, strict, words)
+    assert np.array_equal(got, full)
+    assert np.array_equal(full.astype(np.int64), brute_topk(vals, sel.astype(bool), k_, largest, strict))
+
+
+@SETTINGS
+@given(columns(max_rows=1500), st.sampled_from([1, 4, 64]))
+def test_block_summary_and_helpers_twin(col, bw):
+    vals, sel, S = col
+    ebm, sl = k.build_slices(vals, sel, S)
+    if S <= 62:
+        got = k.block_maxmin(sl, ebm, bw)
+        want = twin.block_maxmin(sl, ebm, bw)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    else:
+        with pytest.raises(ValueError):
+            k.block_maxmin(sl, ebm, bw)
+    keys = vals.view(np.int64)
+    assert k.minmax_valid(keys, sel) == twin.minmax_valid(keys, sel)
+    b = k.encode(ebm)
+    assert k.check_last(np.frombuffer(b, np.uint8), 0, -1) == twin.check_last(b, 0, -1)
+    w1, w2 = np.zeros_like(ebm), np.zeros_like(ebm)
+    assert k.decode_fast(np.frombuffer(b, np.uint8), 0, -1, w1, len(vals)) == twin.decode_fast(b, 0, -1, w2, len(vals))
+    assert np.array_equal(w1, w2) and np.array_equal(w1, ebm)
+    for largest in (True, False):
+        assert np.array_equal(k.topk_positions(sl, ebm, 5, largest, True), twin.topk_positions(sl, ebm, 5, largest, True))
+
+
+@SETTINGS
+@given(st.integers(0, 300_000), st.floats(0, 1), st.integers(0, 2**32 - 1))
+def test_encode_plain_round_trips(n, density, seed):
+    from pyroaring import BitMap
+    rng = np.random.default_rng(seed)
+    pos = np.flatnonzero(rng.random(n) < density ** 2).astype(np.uint32)
+    w = k.from_positions(pos, n)
+    assert BitMap.deserialize(k.encode_plain(w)) == BitMap(pos)
+    w2 = np.zeros_like(w)
+    k.decode_into(np.frombuffer(k.encode_plain(w), np.uint8), 0, -1, w2, n)
+    assert np.array_equal(w, w2)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1), st.integers(-5, 5)), max_size=400))
+def test_sort_codes_agree(values):
+    keys = np.array([0 if v is None else v for v in values], dtype=np.int64)
+    valid = np.array([v is not None for v in values], dtype=np.uint8)
+    uniq, codes = k.sort_codes(keys, valid)
+    m = valid.astype(bool)
+    nu, inv = np.unique(keys[m], return_inverse=True)
+    assert np.array_equal(uniq, nu)
+    assert np.array_equal(codes[m], inv) and (codes[~m] == -1).all()
+    tu, tc = twin.dense_codes(keys, valid, 0, 0)  # the twin ranks by sorting
+    assert np.array_equal(uniq, tu) and np.array_equal(codes, tc)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 300_000), st.integers(0, 2**32 - 1))
+def test_compare_bytes_many_containers(n, seed):
+    from pyroaring import BitMap
+    rng = np.random.default_rng(seed)
+    vals = rng.integers(0, 5000, n).astype(np.uint64)
+    sel = (rng.random(n) >= 0.1).astype(np.uint8)
+    ebm, sl = k.build_slices(vals, sel, 13)
+    for op, v in [("lt", 40), ("gte", 100), ("eq", 7)]:
+        got = BitMap.deserialize(k.compare_bytes(list(sl), ebm, op, v))
+        assert got == BitMap(k.to_positions(k.compare(sl, ebm, op, v)))
