@@ -100,9 +100,11 @@ def test_repeated_deletes_merge(tmp_path):
     assert ids(ds.scan("id < 30")[0]) == [25, 26, 27, 28, 29]
 
 
-def test_rebuilding_indexes_keeps_deletions_and_bitmaps_skip_deleted_rows(tmp_path):
+@pytest.mark.parametrize("index_type", ["test-positions", "bitmap"])
+def test_rebuilding_indexes_keeps_deletions_and_bitmaps_skip_deleted_rows(tmp_path, index_type):
+    opts = dict(BLOOM, **{f"file-index.{index_type}.columns": "status"})  # both answer = with exact rows
     ds = make_dataset(tmp_path)
-    ds.build(POSITIONS)
+    ds.build(opts)
     ds.delete("status = 'paid' AND id < 300")
     plan = ds.plan("status = 'paid'")
     b = plan.files[0].bitmap
@@ -115,7 +117,7 @@ def test_rebuilding_indexes_keeps_deletions_and_bitmaps_skip_deleted_rows(tmp_pa
     paid = expected(full, set(), "status = 'paid'")
     assert want == [i for i in paid if i >= 300] and len(want) == len(paid) - 100
     for force in (True, False):
-        rep = ds.build(POSITIONS, force=force)
+        rep = ds.build(opts, force=force)
         assert rep.files_built == (6 if force else 0)
         ds2 = ParquetDataset(ds.root)
         assert ids(ds2.scan("status = 'paid'")[0]) == want

@@ -668,6 +668,12 @@ class ParquetDataset:
 
             res = evaluate_tree(pred, visit)
             if idx is not None:
+                if isinstance(res, BitmapResult):
+                    try:  # a lazy result (bitmap index) reads the index: materialise it before closing
+                        res.bitmap
+                    except Exception as e:
+                        err = f"{type(e).__name__}: {e}"
+                        res = REMAIN
                 idx.close()
             return FilePlan(f, res, rows, indexed, err)
 
