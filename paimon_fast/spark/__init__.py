@@ -6,6 +6,7 @@
                                       "file-index.bloom-filter.user_id.items": "500000"})
     df = pfs.read(spark, "/data/events", "country = 'DE' AND (score > 90 OR id IN (1, 2))")
     print(df.report)                                        # files / rows skipped, evaluation time
+    print(pfs.delete(spark, "/data/events", "status = 'returned'"))   # deletion vectors, no rewrite
 
     spark.read.format("paimon-fast").load("/data/events").where("user_id = 42")   # Data Source
 
@@ -31,6 +32,11 @@ equals a plain scan.  Predicates are :mod:`paimon_fast.predicate` objects or
 SQL-like text (:func:`paimon_fast.sqlpredicate.parse_predicate`), OR and NOT
 included.
 
+**Delete** (:func:`delete`): rows matching a predicate are marked deleted with
+Paimon deletion vectors (one new deletion file per commit, then an atomic
+catalog rewrite; :mod:`paimon_fast.tables.deletes`); :func:`read` and the Data
+Source never return deleted rows.
+
 **Data Source** (:mod:`paimon_fast.spark.datasource`, Spark 4.1+):
 ``spark.read.format("paimon-fast").load(path)``.  Spark pushes only an AND-list
 of simple filters (``=``, ``<``..., ``IN``, ``IS [NOT] NULL``, ``<>``, ``NOT IN``,
@@ -51,7 +57,8 @@ from ..tables.parquet import (BuildReport, FileIndexBuilder, ParquetDataset, Sca
                               local_path, store_index)
 from .columns import filter_to_predicate, to_spark_column
 
-__all__ = ["session", "register", "build", "read", "to_spark_column", "filter_to_predicate", "DATA_SOURCE_NAME"]
+__all__ = ["session", "register", "build", "read", "delete", "to_spark_column", "filter_to_predicate",
+           "DATA_SOURCE_NAME"]
 
 DATA_SOURCE_NAME = "paimon-fast"
 
@@ -277,13 +284,17 @@ def spark_schema(spark, ds: ParquetDataset):
     return s
 
 
-def _bitmap_filter_udf(bitmaps: Mapping[str, bytes]):
-    """mapInArrow function keeping only rows whose (file, position) is in the file's bitmap."""
+def _bitmap_filter_udf(specs: Mapping[str, tuple]):
+    """mapInArrow function keeping, per file (by ``_metadata.file_path``), only the rows
+    whose position is in the file's bitmap (``("keep", roaring bytes)``) or not in its
+    deletion vector (``("delete", Paimon deletion vector bin)``)."""
 
     def run(batches):
         import numpy as np
         import pyarrow as pa
         from pyroaring import BitMap
+
+        from ..tableindex import DeletionVector
 
         cache = {}
         for batch in batches:
@@ -297,17 +308,65 @@ def _bitmap_filter_udf(bitmaps: Mapping[str, bytes]):
             uris = fp.unique().to_pylist()
             for uri in uris:
                 if uri not in cache:
-                    raw = bitmaps.get(local_path(uri))
-                    cache[uri] = None if raw is None else np.asarray(BitMap.deserialize(raw).to_array(), np.int64)
-                pos = cache[uri]
+                    spec = specs.get(local_path(uri))
+                    if spec is None:
+                        cache[uri] = None
+                    elif spec[0] == "keep":
+                        cache[uri] = ("keep", np.asarray(BitMap.deserialize(spec[1]).to_array(), np.int64))
+                    else:
+                        cache[uri] = ("delete", DeletionVector.deserialize(spec[1]))
+                how = cache[uri]
                 sel = (fp.to_numpy(zero_copy_only=False) == uri) if len(uris) > 1 else np.ones(n, bool)
-                if pos is None:
+                if how is None:
                     keep |= sel
+                elif how[0] == "keep":
+                    keep |= sel & np.isin(ri, how[1], assume_unique=False)
                 else:
-                    keep |= sel & np.isin(ri, pos, assume_unique=False)
+                    keep |= sel & ~how[1].is_deleted_batch(ri)
             yield batch.filter(pa.array(keep))
 
     return run
+
+
+def _row_filter_spec(p) -> Optional[tuple]:
+    """How the rows of a kept file are filtered by position: its index bitmap (deleted
+    rows already removed by the plan), else its deletion vector, else not at all."""
+    if p.bitmap is not None:
+        return ("keep", p.bitmap.serialize())
+    if p.deletion_vector is not None:
+        return ("delete", p.deletion_vector.serialize())
+    return None
+
+
+def _planned_frame(spark, ds: ParquetDataset, plan, positions: bool = False):
+    """The rows of ``plan``'s kept files minus the rows outside index bitmaps and the
+    deleted rows (before the predicate is applied).  ``positions=True`` keeps the
+    ``__pf_file`` / ``__pf_row`` columns (``_metadata.file_path`` / ``row_index``)."""
+    from pyspark.sql import functions as F
+
+    schema = spark_schema(spark, ds)
+    reader = spark.read.schema(schema).option("basePath", ds.root)
+    meta = [F.col("_metadata.file_path").alias("__pf_file"), F.col("_metadata.row_index").alias("__pf_row")]
+    specs = {p.file.abs_path: _row_filter_spec(p) for p in plan.kept}
+    whole = [path for path, spec in specs.items() if spec is None]
+    partial = {path: spec for path, spec in specs.items() if spec is not None}
+    parts = []
+    if whole:
+        d = reader.parquet(*whole)
+        parts.append(d.select("*", *meta) if positions else d)
+    if partial:
+        d = reader.parquet(*partial).select("*", *meta)
+        d = d.mapInArrow(_bitmap_filter_udf(partial), d.schema)
+        parts.append(d if positions else d.drop("__pf_file", "__pf_row"))
+    if not parts:
+        # nothing can match: a scan Spark's optimizer turns into an empty relation
+        df = reader.parquet(ds.files()[0].abs_path)
+        df = (df.select("*", *meta) if positions else df).where(F.lit(False))
+    else:
+        df = parts[0]
+        for p in parts[1:]:
+            df = df.unionByName(p)
+    return df
 
 
 def read(spark, path: str, where=None, columns=None, use_index: bool = True):
@@ -318,10 +377,9 @@ def read(spark, path: str, where=None, columns=None, use_index: bool = True):
     Spark scan with the same filter; its ``report`` attribute
     (:class:`ReadReport`) says files total / skipped, rows skipped by whole
     files and by row bitmaps, and the index evaluation time.  ``use_index=False``
-    reads every file (the baseline).
+    reads every file (the baseline).  Rows deleted with :func:`delete` never
+    come back (the dataset's deletion vectors apply with or without the index).
     """
-    from pyspark.sql import functions as F
-
     from ..sqlpredicate import parse_predicate
 
     ds = ParquetDataset(path)
@@ -329,26 +387,7 @@ def read(spark, path: str, where=None, columns=None, use_index: bool = True):
     plan = ds.plan(pred if use_index else None)
     if pred is not None and not use_index:
         plan.predicate = pred
-    schema = spark_schema(spark, ds)
-    reader = spark.read.schema(schema).option("basePath", ds.root)
-    kept = plan.kept
-    whole = [p.file.abs_path for p in kept if p.bitmap is None]
-    partial = {p.file.abs_path: p.bitmap.serialize() for p in kept if p.bitmap is not None}
-    parts = []
-    if whole:
-        parts.append(reader.parquet(*whole))
-    if partial:
-        d = reader.parquet(*partial).select(
-            "*", F.col("_metadata.file_path").alias("__pf_file"), F.col("_metadata.row_index").alias("__pf_row"))
-        d = d.mapInArrow(_bitmap_filter_udf(partial), d.schema).drop("__pf_file", "__pf_row")
-        parts.append(d)
-    if not parts:
-        # nothing can match: a scan Spark's optimizer turns into an empty relation
-        df = reader.parquet(ds.files()[0].abs_path).where(F.lit(False))
-    else:
-        df = parts[0]
-        for p in parts[1:]:
-            df = df.unionByName(p)
+    df = _planned_frame(spark, ds, plan)
     if plan.predicate is not None:
         df = df.where(to_spark_column(plan.predicate))
     if columns:
@@ -359,3 +398,72 @@ def read(spark, path: str, where=None, columns=None, use_index: bool = True):
     except AttributeError:  # pragma: no cover - a DataFrame class that refuses attributes
         pass
     return df
+
+
+# ---------------------------------------------------------------- delete
+
+def _positions_udf():
+    """mapInArrow function: ``(__pf_file, __pf_row)`` batches -> one row per file and
+    batch with its positions as little-endian int64 bytes (no Python object per row)."""
+
+    def run(batches):
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        schema = pa.schema([("path", pa.string()), ("positions", pa.binary())])
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            fp = batch.column(0)
+            ri = batch.column(1).to_numpy(zero_copy_only=False).astype("<i8")
+            uris = fp.unique()
+            if len(uris) == 1:
+                groups = [(uris[0].as_py(), ri)]
+            else:
+                groups = [(u.as_py(), ri[pc.equal(fp, u).to_numpy(zero_copy_only=False)]) for u in uris]
+            yield pa.RecordBatch.from_pydict(
+                {"path": [local_path(u) for u, _ in groups],
+                 "positions": [np.unique(r).tobytes() for _, r in groups]}, schema=schema)
+
+    return run
+
+
+def delete(spark, path: str, where, *, bitmap64: Optional[bool] = None, _fault: Optional[str] = None):
+    """Mark the rows of the dataset at ``path`` where ``where`` holds deleted, without
+    rewriting any Parquet file.
+
+    The driver prunes files with the indexes (and skips rows already deleted);
+    executors read the remaining files with Spark, apply the exact predicate and
+    send back each matching row's ``(_metadata.file_path, _metadata.row_index)``,
+    grouped per file by a ``mapInArrow`` UDF.  The new positions are merged with
+    each file's deletion vector, ONE new Paimon deletion file is written
+    (temporary name + atomic rename) and the catalog is rewritten atomically;
+    deletion files the new catalog no longer references are removed after that
+    (see :mod:`paimon_fast.tables.deletes`).  Every read (:func:`read`, the
+    Data Source, :class:`~paimon_fast.tables.ParquetDataset`) honours the
+    vectors.  Returns a :class:`~paimon_fast.tables.deletes.DeleteReport` (rows
+    deleted, files touched, the deletion file).
+    """
+    import numpy as np
+
+    from ..sqlpredicate import parse_predicate
+    from ..tables.deletes import DeleteReport, commit_deletions
+
+    if where is None:
+        raise ValueError("delete needs a predicate")
+    t0 = time.perf_counter()
+    ds = ParquetDataset(path)
+    plan = ds.plan(parse_predicate(where))
+    rep = DeleteReport(files_scanned=len(plan.kept), files_skipped=plan.report.files_skipped,
+                       predicate=plan.report.predicate)
+    positions = {}
+    if plan.kept:
+        df = _planned_frame(spark, ds, plan, positions=True)
+        df = df.where(to_spark_column(plan.predicate)).select("__pf_file", "__pf_row")
+        for r in df.mapInArrow(_positions_udf(), "path string, positions binary").collect():
+            rel = os.path.relpath(r["path"], ds.root).replace(os.sep, "/")
+            positions.setdefault(rel, []).append(np.frombuffer(r["positions"], "<i8"))
+    positions = {k: np.concatenate(v) for k, v in positions.items()}
+    rep.seconds = time.perf_counter() - t0
+    return commit_deletions(ds, positions, bitmap64=bitmap64, report=rep, _fault=_fault)

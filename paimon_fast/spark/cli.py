@@ -1,8 +1,9 @@
-"""Command line of the Spark pipeline: ``demo``, ``build``, ``query``.
+"""Command line of the Spark pipeline: ``demo``, ``build``, ``query``, ``delete``.
 
     paimon-fast demo [--rows N] [--files N] [--dir D] [--master URL]
     paimon-fast build PATH --options file-index.bloom-filter.columns=id [k=v ...] [--force]
     paimon-fast query PATH --where "country = 'DE' AND id IN (1, 2)" [--show 10] [--compare]
+    paimon-fast delete PATH --where "status = 'returned'"   (deletion vectors; no Parquet rewrite)
 
 ``--master`` (or ``$SPARK_MASTER``) points the commands at a cluster; the
 default is local Spark with every core of this machine.  Importing this
@@ -135,6 +136,27 @@ def query_main(args):
 
 
 query_main.setup = query_setup
+
+
+# ---------------------------------------------------------------- delete
+
+def delete_setup(p):
+    p.add_argument("path", help="dataset directory")
+    p.add_argument("--where", required=True, help="rows to delete, e.g. \"status = 'returned' AND id < 1000\"")
+    p.add_argument("--bitmap64", action="store_true", help="write 64-bit deletion vectors for new vectors")
+    _master_arg(p)
+
+
+@command("delete", "mark the rows matching a predicate deleted (Paimon deletion vectors, no Parquet rewrite)")
+def delete_main(args):
+    from . import delete
+
+    spark = _session(args)
+    rep = delete(spark, args.path, args.where, bitmap64=True if args.bitmap64 else None)
+    print(rep)
+
+
+delete_main.setup = delete_setup
 
 
 # ---------------------------------------------------------------- demo

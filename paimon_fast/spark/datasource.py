@@ -27,7 +27,8 @@ affected).  Newer Spark keeps that state per scan.
 
 One input partition per file that may match; each is read with pyarrow on
 an executor, keeping only the positions of the file's row bitmap when an index
-answered with one.
+answered with one, and never the rows its deletion vector deletes (the
+vector planned on the driver travels with the partition).
 """
 from __future__ import annotations
 
@@ -39,10 +40,11 @@ from ..predicate import And
 
 
 class _FilePartition(InputPartition):
-    def __init__(self, path: Optional[str], bitmap: Optional[bytes]):
+    def __init__(self, path: Optional[str], bitmap: Optional[bytes], deletion_vector: Optional[bytes] = None):
         super().__init__(path)
         self.path = path
         self.bitmap = bitmap
+        self.deletion_vector = deletion_vector  # the file's vector as planned (Paimon bin), or None
 
 
 class PaimonFastDataSource(DataSource):
@@ -99,7 +101,9 @@ class PaimonFastReader(DataSourceReader):
 
         full, _ = self._predicates()
         plan = ParquetDataset(self.path).plan(full)
-        parts = [_FilePartition(p.file.path, None if p.bitmap is None else p.bitmap.serialize()) for p in plan.kept]
+        parts = [_FilePartition(p.file.path, None if p.bitmap is None else p.bitmap.serialize(),
+                                None if p.deletion_vector is None else p.deletion_vector.serialize())
+                 for p in plan.kept]
         return parts or [_FilePartition(None, None)]
 
     def read(self, partition):
@@ -108,6 +112,7 @@ class PaimonFastReader(DataSourceReader):
         from pyroaring import BitMap
         from pyspark.sql.pandas.types import to_arrow_schema
 
+        from ..tableindex import DeletionVector
         from ..tables.parquet import ParquetDataset
 
         ds = ParquetDataset(self.path)
@@ -116,5 +121,6 @@ class PaimonFastReader(DataSourceReader):
         bitmap = None if partition.bitmap is None else BitMap.deserialize(partition.bitmap)
         schema = to_arrow_schema(self.schema)
         # the pushed filters are re-applied by Spark; filtering here too only saves transfer
-        table = ds.read_file(f, bitmap, full, schema=schema)
+        dv = None if partition.deletion_vector is None else DeletionVector.deserialize(partition.deletion_vector)
+        table = ds.read_file(f, bitmap, full, schema=schema, deletion_vector=dv)
         yield from table.to_batches(max_chunksize=1 << 16)

@@ -24,7 +24,8 @@ file listing away from it)::
      "file_order": "...", "file_index": {"options": {...}, "digest": "...", "types": {...}},
      "files": {"k=v/a.parquet": {"size": 123, "mtime_ns": 1700000000000000000, "rows": 1000,
                                  "file_index": {"digest": "...", "file": "a.parquet.index", "size": 456}
-                                            or {"digest": "...", "inline": "<base64>", "size": 80}},
+                                            or {"digest": "...", "inline": "<base64>", "size": 80},
+                                 "deletion_vector": {"file": "index-<uuid>-0", "offset": 1, ...}},
                ...},
      ...}
 
@@ -35,7 +36,11 @@ rebuilt and never used for pruning.  Indexes smaller than or equal to
 (base64) instead of in a ``.index`` file, as Paimon embeds them in its
 manifest.  Keys this module does not know, at the top level or in a file's
 entry, are preserved on rewrite, so other features (global indexes, deletion
-vectors) add their own keys next to ``file_index``.
+vectors) add their own keys next to ``file_index``.  Deleted rows are Paimon
+deletion vectors in ``_deletion_vectors/`` (:mod:`paimon_fast.tables.deletes`):
+:meth:`ParquetDataset.plan` loads them, removes deleted rows from exact index
+bitmaps, skips files whose rows are all deleted, and :meth:`ParquetDataset.scan`
+/ :meth:`ParquetDataset.read_file` drop the deleted rows.
 
 Index files and the catalog are written to a hidden temporary name and
 renamed into place; a killed writer leaves at most a ``.<name>.tmp-*`` file
@@ -255,13 +260,18 @@ def store_index(data_abs_path: str, blob: Optional[bytes], threshold: int, diges
 
 @dataclass
 class FilePlan:
-    """One file's answer: ``result`` is REMAIN, SKIP or a BitmapResult (row positions in the file)."""
+    """One file's answer: ``result`` is REMAIN, SKIP or a BitmapResult (row positions in the file).
+
+    ``deletion_vector`` is the file's current DeletionVector (None: no deleted
+    rows); a BitmapResult never holds deleted positions.
+    """
 
     file: DataFile
     result: FileIndexResult
     rows: int
     indexed: bool
     error: Optional[str] = None
+    deletion_vector: Optional[object] = None
 
     @property
     def skipped(self) -> bool:
@@ -276,7 +286,10 @@ class FilePlan:
         if self.skipped:
             return 0
         b = self.bitmap
-        return self.rows if b is None else min(len(b), self.rows)
+        if b is not None:
+            return min(len(b), self.rows)
+        dv = self.deletion_vector
+        return self.rows if dv is None else self.rows - dv.cardinality
 
 
 @dataclass
@@ -291,6 +304,9 @@ class ScanReport:
     rows_total: int = 0
     rows_skipped_by_file: int = 0
     rows_skipped_by_bitmap: int = 0
+    rows_skipped_by_deletion: int = 0
+    files_all_deleted: int = 0
+    rows_deleted_total: int = 0
     eval_seconds: float = 0.0
     predicate: str = ""
 
@@ -300,7 +316,8 @@ class ScanReport:
 
     @property
     def rows_read(self) -> int:
-        return self.rows_total - self.rows_skipped_by_file - self.rows_skipped_by_bitmap
+        return (self.rows_total - self.rows_skipped_by_file - self.rows_skipped_by_bitmap
+                - self.rows_skipped_by_deletion)
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -310,7 +327,8 @@ class ScanReport:
     def __str__(self):
         return (f"files {self.files_read}/{self.files_total} read ({self.files_skipped} skipped, "
                 f"{self.files_without_index} without a current index), rows {self.rows_read:,}/{self.rows_total:,} "
-                f"read ({self.rows_skipped_by_file:,} skipped with files, {self.rows_skipped_by_bitmap:,} by bitmaps), "
+                f"read ({self.rows_skipped_by_file:,} skipped with files, {self.rows_skipped_by_bitmap:,} by bitmaps, "
+                f"{self.rows_skipped_by_deletion:,} by deletion vectors), "
                 f"index evaluation {self.eval_seconds * 1000:.1f} ms")
 
 
@@ -458,13 +476,13 @@ class ParquetDataset:
         cat.setdefault("files", {})
         return cat
 
-    def write_catalog(self, catalog: dict) -> None:
+    def write_catalog(self, catalog: dict, _fault: Optional[str] = None) -> None:
         catalog = dict(catalog)
         catalog["format"] = CATALOG_FORMAT
         catalog["version"] = CATALOG_VERSION
         catalog["file_order"] = FILE_ORDER_DOC
         catalog["files"] = {k: catalog["files"][k] for k in sorted(catalog.get("files", {}))}
-        write_atomic(self.catalog_path, json.dumps(catalog, indent=1, sort_keys=False).encode("utf-8"))
+        write_atomic(self.catalog_path, json.dumps(catalog, indent=1, sort_keys=False).encode("utf-8"), _fault)
 
     @staticmethod
     def _entry_matches(f: DataFile, entry: Optional[dict]) -> bool:
@@ -604,8 +622,23 @@ class ParquetDataset:
             pred = coerce_literals(pred, {f.name: f.type for f in self.schema()})
         counts = self.row_counts()
         part_types = {f.name: f.type for f in self.partition_schema()}
+        from .deletes import load_vectors
+
+        vectors = load_vectors(self, cat)
 
         def one(f: DataFile) -> FilePlan:
+            p = evaluate(f)
+            dv = p.deletion_vector = vectors.get(f.path)
+            if dv is None or p.skipped:
+                return p
+            if dv.cardinality >= p.rows:
+                p.result = SKIP  # every row of the file is deleted
+            elif p.bitmap is not None:
+                kept = dv.remove_deleted(p.bitmap)
+                p.result = BitmapResult(kept) if len(kept) else SKIP
+            return p
+
+        def evaluate(f: DataFile) -> FilePlan:
             rows = counts[f.path]
             entry = entries.get(f.path)
             # an index over the file's current bytes answers correctly whatever options built it
@@ -635,6 +668,12 @@ class ParquetDataset:
 
             res = evaluate_tree(pred, visit)
             if idx is not None:
+                if isinstance(res, BitmapResult):
+                    try:  # a lazy result (bitmap index) reads the index: materialise it before closing
+                        res.bitmap
+                    except Exception as e:
+                        err = f"{type(e).__name__}: {e}"
+                        res = REMAIN
                 idx.close()
             return FilePlan(f, res, rows, indexed, err)
 
@@ -648,6 +687,12 @@ class ParquetDataset:
         rep = ScanReport(files_total=n, predicate="" if pred is None else repr(pred))
         for p in plans:
             rep.rows_total += p.rows
+            dv = p.deletion_vector
+            if dv is not None:
+                rep.rows_deleted_total += dv.cardinality
+                rep.files_all_deleted += dv.cardinality >= p.rows
+                if not p.skipped and p.bitmap is None:
+                    rep.rows_skipped_by_deletion += dv.cardinality
             rep.files_without_index += not p.indexed
             rep.index_errors += p.error is not None
             if p.skipped:
@@ -661,9 +706,11 @@ class ParquetDataset:
 
     # ------------------------------------------------------------ reading without Spark
     def read_file(self, f: DataFile, bitmap: Optional[BitMap] = None, predicate: Optional[Predicate] = None,
-                  columns: Optional[List[str]] = None, schema: Optional[pa.Schema] = None) -> pa.Table:
+                  columns: Optional[List[str]] = None, schema: Optional[pa.Schema] = None,
+                  deletion_vector=None) -> pa.Table:
         """One file's rows (data + partition columns), only the bitmap's positions
-        when given, filtered by ``predicate``; columns in ``schema`` (default: :meth:`schema`)."""
+        when given, without the rows ``deletion_vector`` deletes, filtered by
+        ``predicate``; columns in ``schema`` (default: :meth:`schema`)."""
         schema = schema or self.schema()
         data_names = set(pq.read_schema(f.abs_path).names)
         read_cols = [c for c in schema.names if c in data_names]
@@ -671,7 +718,14 @@ class ParquetDataset:
         if bitmap is not None:
             pos = np.asarray(bitmap.to_array(), dtype=np.int64)
             pos = pos[pos < t.num_rows]
+            if deletion_vector is not None:
+                pos = pos[~deletion_vector.is_deleted_batch(pos)]
             t = t.take(pa.array(pos))
+        elif deletion_vector is not None:
+            from ..tableindex import apply_deletion_vector
+
+            t = pa.Table.from_batches([apply_deletion_vector(deletion_vector, b, off) for b, off in
+                                       _with_offsets(t.to_batches())], schema=t.schema)
         part = dict(f.partition)
         arrays = []
         for fld in schema:
@@ -690,11 +744,43 @@ class ParquetDataset:
         """Exact answer without Spark: prune with the indexes, drop rows outside bitmaps, filter."""
         plan = self.plan(predicate)
         schema = self.schema()
-        parts = [self.read_file(p.file, p.bitmap, plan.predicate, schema=schema) for p in plan.kept]
+        parts = [self.read_file(p.file, p.bitmap, plan.predicate, schema=schema, deletion_vector=p.deletion_vector)
+                 for p in plan.kept]
         t = pa.concat_tables(parts) if parts else schema.empty_table()
         if columns:
             t = t.select(columns)
         return t, plan.report
+
+    # ------------------------------------------------------------ deletes
+    def deletion_vectors(self) -> Dict[str, object]:
+        """``{relative path: DeletionVector}`` of the files with deleted rows."""
+        from .deletes import load_vectors
+
+        return load_vectors(self)
+
+    def delete(self, predicate, *, bitmap64: Optional[bool] = None, _fault: Optional[str] = None):
+        """Mark the rows where ``predicate`` holds deleted, in this process (Spark:
+        ``paimon_fast.spark.delete``): the plan prunes files, the exact filter finds
+        row positions, :func:`paimon_fast.tables.deletes.commit_deletions` writes one
+        deletion file and the catalog.  Returns a :class:`~paimon_fast.tables.deletes.DeleteReport`."""
+        from .deletes import DeleteReport, commit_deletions, matching_positions
+
+        if predicate is None:
+            raise ValueError("delete needs a predicate (use a predicate that is always true to delete all rows)")
+        t0 = time.perf_counter()
+        plan = self.plan(predicate)
+        rep = DeleteReport(files_scanned=len(plan.kept), files_skipped=plan.report.files_skipped,
+                           predicate=plan.report.predicate)
+        positions = matching_positions(self, plan)
+        rep.seconds = time.perf_counter() - t0
+        return commit_deletions(self, positions, bitmap64=bitmap64, report=rep, _fault=_fault)
+
+
+def _with_offsets(batches):
+    off = 0
+    for b in batches:
+        yield b, off
+        off += b.num_rows
 
 
 def _partition_leaf(leaf: Leaf, raw: Optional[str], t: pa.DataType) -> FileIndexResult:
