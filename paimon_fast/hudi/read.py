@@ -108,11 +108,11 @@ def _report(pr, extra=None):
     return r
 
 
-def read_arrow(table_path: str, where=None):
+def read_arrow(table_path: str, where=None, *, state=None):
     """In-process pruned read: ``(pyarrow.Table, report)``, rows equal to a snapshot
     read filtered by ``where`` (no Spark needed)."""
     pred = as_predicate(where)
-    state = table_state(table_path)
+    state = state or table_state(table_path)
     pr = prune(state.path, pred, state=state)
     schema = pa.schema([f.with_nullable(True) for f in state.schema])
     parts = [_run_task(state.path, t, schema, pred) for t in _tasks(pr)]
