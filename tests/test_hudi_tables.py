@@ -39,10 +39,10 @@ def _fully_indexed(pred, cols):
     return all(l.name in cols and l.op in INDEXED_OPS for l in pred.leaves())
 
 
-def _check_battery(path, cols, snap):
+def _check_battery(path, cols, snap, limit=None):
     state = table_state(path)
     schema = state.schema
-    preds = battery(snap, cols, schema)
+    preds = battery(snap, cols, schema)[:limit]
     assert preds
     pruned_any = 0
     for pred in preds:
@@ -84,7 +84,11 @@ def _instants(path):
     return table_state(path).completed_instants
 
 
-STALE = [z for z in ZIPS if "txns" in z or "trips" in z or "rollback" in z or "overwrite" in z]
+# commit histories: inserts, upserts, updates, deletes, clustering, overwrite, rollback, compaction
+STALE = [z for z in ZIPS if any(k in z for k in (
+    "cow/v9_txns_simple_nometa", "cow/v9_txns_complex_meta", "cow/v9_txns_nonpart_nometa", "cow/v9_txns_simple_overwrite",
+    "avro/v9_txns_simple_meta", "avro/v9_nonpartitioned_rollback", "parquet/v6_nonpartitioned_rollback",
+    "v8_trips_8i3u1d", "v6_trips_8i3d"))]
 
 
 @pytest.mark.parametrize("zip_rel", STALE)
@@ -110,7 +114,7 @@ def test_stale_index_then_incremental(tables, zip_rel, tmp_path):
     assert r1["previous_instant"] == mid and r1["new_instants"]
     assert r1["slices_indexed"] + r1["slices_carried"] == len(table_state(path).slices)
     assert not ph.prune(path, None).report["slices_not_indexed"]
-    _check_battery(path, cols, snap)
+    _check_battery(path, cols, snap, limit=10)
     # the incrementally maintained records equal a fresh build's (empty bitmaps aside)
     inc = _live_records(path)
     fresh_path = str(tmp_path / "fresh")

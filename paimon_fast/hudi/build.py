@@ -123,7 +123,9 @@ def _make_executor_fn(table_path, columns_ser):
     def run(batches):
         import pyarrow as _pa
 
-        from paimon_fast.hudi import build as _b
+        import importlib
+
+        _b = importlib.import_module("paimon_fast.hudi.build")
         cols = {n: _b._parse_type(t) for n, t in columns_ser}
         for batch in batches:
             for task in batch.column(0).to_pylist():
@@ -132,7 +134,8 @@ def _make_executor_fn(table_path, columns_ser):
                 keep = {k: set(v) for k, v in d["keep"].items()}
                 records, entry = _b.index_slice(table_path, ref, cols, keep)
                 sj = _pa.array([None] * records.num_rows, _pa.string())
-                yield _pa.RecordBatch.from_arrays(list(records.columns) + [sj], schema=_b.SLICE_OUT_SCHEMA)
+                arrays = [c.combine_chunks() for c in records.columns] + [sj]
+                yield _pa.RecordBatch.from_arrays(arrays, schema=_b.SLICE_OUT_SCHEMA)
                 stat = {f.name: _pa.nulls(1, f.type) for f in _b.SLICE_OUT_SCHEMA}
                 stat["slice_json"] = _pa.array([json.dumps(entry)], _pa.string())
                 yield _pa.RecordBatch.from_arrays([stat[f.name] for f in _b.SLICE_OUT_SCHEMA],

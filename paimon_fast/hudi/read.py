@@ -157,7 +157,9 @@ def read(spark, table_path: str, where=None, *, parallelism=None) -> HudiRead:
     pred_blob = pred  # predicate dataclasses pickle
 
     def run(batches):
-        from paimon_fast.hudi import read as _r
+        import importlib
+
+        _r = importlib.import_module("paimon_fast.hudi.read")
 
         for batch in batches:
             for task in batch.column(0).to_pylist():
