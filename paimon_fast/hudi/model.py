@@ -198,8 +198,11 @@ def _parse_ts_literal(v, t: pa.TimestampType):
     delta = v - epoch
     us = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
     per = {"s": 1_000_000, "ms": 1000, "us": 1, "ns": None}[t.unit]
+    nano = int(getattr(v, "nanosecond", 0) or 0)     # pandas.Timestamp carries nanoseconds
     if per is None:
-        return us * 1000
+        return us * 1000 + nano
+    if nano:
+        return None
     if us % per:
         return None
     return us // per
@@ -321,8 +324,9 @@ def decode_bitmap(text) -> BitMap:
             raise IndexFormatError("trailing bytes after an empty 64-bit roaring bitmap", 8)
         return BitMap()
     if n != 1:
-        size, _ = _roaring.check64(raw)
-        raise IndexFormatError(f"bitmap has {n} high-32 buckets; row positions must be < 2^32", 8)
+        raise IndexFormatError(f"bitmap has {n} high-32 buckets; row positions must be < 2^32", 0)
+    if len(raw) < 12:
+        raise IndexFormatError("64-bit roaring bitmap truncated (bucket key)", 8)
     (hi,) = struct.unpack_from("<I", raw, 8)
     if hi != 0:
         raise IndexFormatError("bitmap has a non-zero high-32 bucket; row positions must be < 2^32", 8)
