@@ -155,3 +155,22 @@ def test_columns_change_rebuilds_and_errors(table):
         ph.model.check_indexable("d", pa.float64())
     with pytest.raises(TypeError):
         ph.prune(path, pf.field("city") == 3)
+
+
+def test_cli_build_query_inspect(table, capsys):
+    import json
+
+    from paimon_fast.cli import main
+
+    assert main(["hudi", "build", table.path, "--columns", "city,kind,n"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["slices_indexed"] == 6
+    assert main(["hudi", "query", table.path, "--eq", "kind=x", "--eq", "n=1", "--read", "--candidates"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    snap = snapshot(table.path)
+    pred = (pf.field("kind") == "x") & (pf.field("n") == 1)
+    assert out["rows_returned"] == len(oracle_rows(snap, pred))
+    assert out["slices_candidate"] + out["slices_pruned"] == 6
+    assert main(["hudi", "inspect", table.path]) == 0
+    ins = json.loads(capsys.readouterr().out)
+    assert ins["slices"] == 6 and ins["current_slices_not_indexed"] == 0 and set(ins["columns"]) == {"city", "kind", "n"}
