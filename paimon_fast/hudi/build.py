@@ -62,46 +62,43 @@ def index_slice(table_path: str, ref: SliceRef, columns: dict, keep_values=None)
     """
     data, positions = _read_slice_columns(table_path, ref, columns)
     n = data.num_rows
-    keys, cols, vals, bitmaps, cards = [], [], [], [], []
     ptok = model.partition_token(ref.partition)
     fid = ref.file_id
+    parts = []
     for name in columns:
         arr = data.column(name)
         codes, dictionary = model.dictionary_codes(arr)
         strings = model.canonical_strings(dictionary)
         order, bounds, nulls = model.group_positions(codes, len(strings))
         nnull = len(nulls)
-        groups = model.encode_groups(order[nnull:], bounds - nnull)
+        bitmaps = model.encode_groups(order[nnull:], bounds - nnull)
         counts = np.diff(bounds).tolist()
-        ecol = model.escape(name)
-        for s, b, c in zip(strings, groups, counts):
-            keys.append(f"{ecol}${model.escape(s)}${ptok}${fid}")
-            cols.append(name)
-            vals.append(s)
-            bitmaps.append(b)
-            cards.append(c)
-        gone = (keep_values or {}).get(name, set()) - set(strings)
-        for s in sorted(gone):
-            keys.append(f"{ecol}${model.escape(s)}${ptok}${fid}")
-            cols.append(name)
-            vals.append(s)
-            bitmaps.append(model.encode_bitmap([]))
-            cards.append(0)
-        keys.append(f"{ecol}${model.NULL_TOKEN}${ptok}${fid}")
-        cols.append(name)
-        vals.append(None)
-        bitmaps.append(model.encode_bitmap(np.sort(nulls)))
-        cards.append(nnull)
-    m = len(keys)
-    records = pa.table({
-        "key": pa.array(keys, pa.string()),
-        "column": pa.array(cols, pa.string()),
-        "value": pa.array(vals, pa.string()),
-        "partition": pa.array([ref.partition] * m, pa.string()),
-        "file_id": pa.array([fid] * m, pa.string()),
-        "bitmap": pa.array(bitmaps, pa.string()),
-        "cardinality": pa.array(cards, pa.int64()),
-    }, schema=storage.RECORD_SCHEMA)
+        gone = sorted((keep_values or {}).get(name, set()) - set(strings))
+        vals = strings + gone + [None]
+        bitmaps = bitmaps + [model.EMPTY_BITMAP_B64] * len(gone) + [model.encode_bitmap(np.sort(nulls))]
+        counts = counts + [0] * len(gone) + [nnull]
+        parts.append((name, vals, bitmaps, counts))
+    cols_out = {k: [] for k in storage.RECORD_SCHEMA.names}
+    tables = []
+    for name, vals, bitmaps, counts in parts:
+        m = len(vals)
+        varr = pa.array(vals, pa.string())
+        esc = pc.replace_substring(pc.replace_substring(varr, "%", "%25"), "$", "%24")
+        esc = esc.fill_null(model.NULL_TOKEN)
+        keys = pc.binary_join_element_wise(esc, pa.scalar(ptok), pa.scalar(fid), "$")
+        keys = pc.binary_join_element_wise(pa.scalar(model.escape(name)), keys, "$")
+        tables.append(pa.table({
+            "key": keys,
+            "column": pa.array([name] * m, pa.string()),
+            "value": varr,
+            "partition": pa.array([ref.partition] * m, pa.string()),
+            "file_id": pa.array([fid] * m, pa.string()),
+            "bitmap": pa.array(bitmaps, pa.string()),
+            "cardinality": pa.array(counts, pa.int64()),
+        }, schema=storage.RECORD_SCHEMA))
+    del cols_out
+    records = pa.concat_tables(tables) if tables else storage.RECORD_SCHEMA.empty_table()
+    m = records.num_rows
     entry = dict(ref.to_json(), row_count=n, positions=positions, records=m)
     return records, entry
 

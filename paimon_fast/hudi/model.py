@@ -280,6 +280,7 @@ def canonical_literal(value, t: pa.DataType):
 # ---------------------------------------------------------------- bitmaps
 
 _EMPTY64 = b"\x00" * 8
+EMPTY_BITMAP_B64 = "AAAAAAAAAAA="
 _ONE_BUCKET_HI0 = struct.pack("<QI", 1, 0)
 
 

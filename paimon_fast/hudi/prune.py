@@ -162,19 +162,22 @@ class _SliceEval:
         raise TypeError(f"not a predicate: {p!r}")
 
 
-def prune(table_path: str, where=None, *, state=None, manifest=None) -> PruneResult:
+def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: bool = True) -> PruneResult:
     """Candidate file slices (and exact row positions of base-only slices) for ``where``.
 
     ``where``: a :mod:`paimon_fast.predicate` tree, SQL-like text (when
     ``paimon_fast.sqlpredicate`` is installed) or None.  The result lists every
     current slice that may hold a matching row; slices the index does not cover
     are always candidates.  ``report`` counts slices and rows skipped.
+    ``use_index=False`` makes every slice a candidate (a full snapshot read, for comparison).
     """
     t0 = time.perf_counter()
     pred = as_predicate(where)
     state = state or table_state(table_path)
     table_path = state.path
     manifest = manifest if manifest is not None else storage.read_manifest(table_path)
+    if not use_index:
+        manifest = None
     col_types = {}
     covered = {}
     if manifest is not None:

@@ -140,17 +140,18 @@ def _spark_schema(schema: pa.Schema):
     return from_arrow_schema(schema)
 
 
-def read(spark, table_path: str, where=None, *, parallelism=None) -> HudiRead:
+def read(spark, table_path: str, where=None, *, parallelism=None, use_index: bool = True) -> HudiRead:
     """Pruned Spark read of a Hudi table: ``HudiRead(df, report)``.
 
     Only candidate slices are read (base-only slices: only the row groups and rows
     the index selects; slices with logs: through the ``hudi`` file-group reader on
     the executors); the predicate is applied to every row read, so ``df`` holds
-    exactly the rows of a snapshot read filtered by ``where``.
+    exactly the rows of a snapshot read filtered by ``where``.  ``use_index=False``
+    reads every slice (the same pipeline as a full snapshot read, for comparison).
     """
     pred = as_predicate(where)
     state = table_state(table_path)
-    pr = prune(state.path, pred, state=state)
+    pr = prune(state.path, pred, state=state, use_index=use_index)
     schema = pa.schema([f.with_nullable(True) for f in state.schema])
     tasks = _tasks(pr)
     path = state.path
