@@ -20,6 +20,7 @@ is the exact list of rows to read.
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -69,6 +70,75 @@ class PruneResult:
     candidates: list
     pruned: list                      # (SliceRef, row_count)
     report: dict = field(default_factory=dict)
+
+
+_MANIFEST_CACHE = {}
+
+
+def _manifest_view(table_path):
+    """(manifest, {identity: entry}, {column: arrow type}) cached per manifest file version."""
+    from .build import _parse_type
+
+    ms = storage.list_manifests(table_path)
+    if not ms:
+        return None, {}, {}
+    p = os.path.join(storage.index_dir(table_path), "manifests", f"manifest-{ms[-1]}.json")
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        return _manifest_view(table_path) if storage.list_manifests(table_path) != ms else (None, {}, {})
+    key = (p, st.st_mtime_ns, st.st_size)
+    hit = _MANIFEST_CACHE.get(table_path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    m = storage.read_manifest(table_path, ms[-1])
+    covered = {(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"])): e for e in m["slices"]}
+    col_types = {c: _parse_type(t) for c, t in m["columns"].items()}
+    view = (m, covered, col_types)
+    _MANIFEST_CACHE[table_path] = (key, view)
+    return view
+
+
+def _slice_sets(p, by_value, nulls, counts, col_types, all_keys):
+    """Slice-level superset of the slices where ``p`` can be TRUE (None = every slice),
+    from record cardinalities only; exact for single leaves."""
+    if isinstance(p, Leaf):
+        t = col_types.get(p.name)
+        if t is None or p.op not in INDEXED_OPS:
+            return None
+        op = p.op
+        nc = nulls.get(p.name, {})
+        if op == "is_null":
+            return {sk for sk, c in nc.items() if c > 0}
+        if op == "is_not_null":
+            return {sk for sk in all_keys if counts[sk] - nc.get(sk, 0) > 0}
+        canon = [model.canonical_literal(v, t) for v in p.literals]
+        if op in ("equal", "in"):
+            out = set()
+            for c in canon:
+                if c is not None:
+                    out |= by_value.get((p.name, c), {}).keys()
+            return out
+        if any(v is None for v in p.literals):
+            return set()
+        hit = [by_value.get((p.name, c), {}) for c in set(canon) if c is not None]
+        return {sk for sk in all_keys if counts[sk] - nc.get(sk, 0) - sum(h.get(sk, 0) for h in hit) > 0}
+    if isinstance(p, And):
+        acc = None
+        for c in p.children:
+            r = _slice_sets(c, by_value, nulls, counts, col_types, all_keys)
+            if r is not None:
+                acc = r if acc is None else (acc & r)
+        return acc
+    if isinstance(p, Or):
+        acc = set()
+        for c in p.children:
+            r = _slice_sets(c, by_value, nulls, counts, col_types, all_keys)
+            if r is None:
+                return None
+            acc |= r
+        return acc
+    raise TypeError(f"not a predicate: {p!r}")
 
 
 def _lookups(pred, col_types):
@@ -175,17 +245,16 @@ def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: 
     pred = as_predicate(where)
     state = state or table_state(table_path)
     table_path = state.path
-    manifest = manifest if manifest is not None else storage.read_manifest(table_path)
-    if not use_index:
-        manifest = None
-    col_types = {}
-    covered = {}
     if manifest is not None:
         from .build import _parse_type
 
+        covered = {(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"])): e
+                   for e in manifest["slices"]}
         col_types = {c: _parse_type(t) for c, t in manifest["columns"].items()}
-        for e in manifest["slices"]:
-            covered[(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"]))] = e
+    else:
+        manifest, covered, col_types = _manifest_view(table_path)
+    if not use_index:
+        manifest, covered, col_types = None, {}, {}
     t_list = time.perf_counter()
     candidates, pruned = [], []
     cov_slices = []
@@ -199,16 +268,26 @@ def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: 
     used = pred is not None and bool(prefixes or any(
         l.name in col_types and l.op in INDEXED_OPS for l in pred.leaves()))
     recs = {}
+    maybe = None
     if used and cov_slices:
         by_seg = {}
         for ref, e in cov_slices:
             by_seg.setdefault(e["segment"], set()).add(ref.file_id)
+        by_value, nulls = {}, {}
         for seg in by_seg:
             t = storage.read_segment(table_path, seg, prefixes=prefixes,
-                                     columns=["column", "value", "partition", "file_id", "bitmap"])
-            cols = [t.column(x).to_pylist() for x in ("column", "value", "partition", "file_id", "bitmap")]
-            for c, v, p, f, b in zip(*cols):
-                recs.setdefault((seg, p, f), {})[(c, v)] = b
+                                     columns=["column", "value", "partition", "file_id", "bitmap", "cardinality"])
+            cols = [t.column(x).to_pylist() for x in ("column", "value", "partition", "file_id", "bitmap",
+                                                       "cardinality")]
+            for c, v, p, f, b, n in zip(*cols):
+                sk = (seg, p, f)
+                recs.setdefault(sk, {})[(c, v)] = b
+                if v is None:
+                    nulls.setdefault(c, {})[sk] = n
+                elif n > 0:
+                    by_value.setdefault((c, v), {})[sk] = n
+        counts = {(e["segment"], e["partition"], e["file_id"]): e["row_count"] for _, e in cov_slices}
+        maybe = _slice_sets(pred, by_value, nulls, counts, col_types, counts.keys())
     rows_total = rows_skipped = 0
     for ref, e in cov_slices:
         n = e["row_count"]
@@ -216,7 +295,12 @@ def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: 
         if not used:
             candidates.append(Candidate(ref, True, None, n, e["positions"]))
             continue
-        ev = _SliceEval(recs.get((e["segment"], e["partition"], e["file_id"]), {}), n, col_types)
+        sk = (e["segment"], e["partition"], e["file_id"])
+        if maybe is not None and sk not in maybe:
+            pruned.append((ref, n))
+            rows_skipped += n
+            continue
+        ev = _SliceEval(recs.get(sk, {}), n, col_types)
         r = ev.ev(pred)
         if r is None:
             candidates.append(Candidate(ref, True, None, n, e["positions"]))
