@@ -66,8 +66,8 @@ def test_bitmap_bytes_match_java_roaring64(spark):
 
 ZIPS = table_zips()
 SPARK_TABLES = [z for z in ZIPS if any(k in z for k in (
-    "cow/v9_txns_simple_nometa", "cow/v8_complexkeygen_hivestyle", "cow/v6_simplekeygen_hivestyle_no_metafields",
-    "avro/v9_txns_complex_meta", "parquet/v6_nonpartitioned_rollback", "cow/v8_empty"))]
+    "cow/v9_txns_simple_nometa", "cow/v6_simplekeygen_hivestyle_no_metafields", "avro/v9_txns_complex_meta",
+    "parquet/v6_nonpartitioned_rollback", "cow/v8_empty"))]
 
 
 @pytest.fixture(scope="module")

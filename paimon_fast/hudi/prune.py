@@ -25,6 +25,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from ..predicate import And, Leaf, Or, Predicate
@@ -75,68 +78,108 @@ class PruneResult:
 _MANIFEST_CACHE = {}
 
 
-def _manifest_view(table_path):
-    """(manifest, {identity: entry}, {column: arrow type}) cached per manifest file version."""
-    from .build import _parse_type
+class _View:
+    """A manifest prepared for pruning (cached per manifest file version)."""
 
+    def __init__(self, m):
+        from .build import _parse_type
+
+        self.manifest = m
+        self.entries = m["slices"]
+        self.col_types = {c: _parse_type(t) for c, t in m["columns"].items()}
+        self.covered = {(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"])): j
+                        for j, e in enumerate(self.entries)}
+        self.counts = np.array([e["row_count"] for e in self.entries], dtype=np.int64)
+        self.by_segment = {}
+        for j, e in enumerate(self.entries):
+            d = self.by_segment.setdefault(e["segment"], ([], [], []))
+            d[0].append(e["partition"])
+            d[1].append(e["file_id"])
+            d[2].append(j)
+        self.seg_tables = {seg: pa.table({"partition": pa.array(p, pa.string()), "file_id": pa.array(f, pa.string()),
+                                          "_j": pa.array(j, pa.int64())})
+                           for seg, (p, f, j) in self.by_segment.items()}
+
+
+def _manifest_view(table_path):
     ms = storage.list_manifests(table_path)
     if not ms:
-        return None, {}, {}
+        return None
     p = os.path.join(storage.index_dir(table_path), "manifests", f"manifest-{ms[-1]}.json")
     try:
         st = os.stat(p)
-    except FileNotFoundError:
-        return _manifest_view(table_path) if storage.list_manifests(table_path) != ms else (None, {}, {})
+    except FileNotFoundError:   # replaced by a concurrent run: the next listing finds the new one
+        ms2 = storage.list_manifests(table_path)
+        return _manifest_view(table_path) if ms2 and ms2 != ms else None
     key = (p, st.st_mtime_ns, st.st_size)
     hit = _MANIFEST_CACHE.get(table_path)
     if hit is not None and hit[0] == key:
         return hit[1]
-    m = storage.read_manifest(table_path, ms[-1])
-    covered = {(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"])): e for e in m["slices"]}
-    col_types = {c: _parse_type(t) for c, t in m["columns"].items()}
-    view = (m, covered, col_types)
+    view = _View(storage.read_manifest(table_path, ms[-1]))
     _MANIFEST_CACHE[table_path] = (key, view)
     return view
 
 
-def _slice_sets(p, by_value, nulls, counts, col_types, all_keys):
-    """Slice-level superset of the slices where ``p`` can be TRUE (None = every slice),
-    from record cardinalities only; exact for single leaves."""
+class _Cards:
+    """Per-slice cardinalities of the looked-up records, as dense arrays over manifest entries."""
+
+    def __init__(self, n, col, val, card, j):
+        self.n = n
+        self.col, self.val, self.card, self.j = col, val, card, j
+        self.cache = {}
+
+    def of(self, column, value):
+        k = (column, value)
+        a = self.cache.get(k)
+        if a is None:
+            a = np.zeros(self.n, np.int64)
+            if len(self.col):
+                m = self.col == column
+                m &= (self.val == value) if value is not None else self.isnull
+                a[self.j[m]] = self.card[m]
+            self.cache[k] = a
+        return a
+
+
+def _slice_mask(p, cards, counts, col_types):
+    """Bool array over manifest entries: the slices where ``p`` can be TRUE (None = all),
+    from record cardinalities alone (exact for a single leaf, a superset for AND)."""
     if isinstance(p, Leaf):
         t = col_types.get(p.name)
         if t is None or p.op not in INDEXED_OPS:
             return None
         op = p.op
-        nc = nulls.get(p.name, {})
+        nulls = cards.of(p.name, None)
         if op == "is_null":
-            return {sk for sk, c in nc.items() if c > 0}
+            return nulls > 0
         if op == "is_not_null":
-            return {sk for sk in all_keys if counts[sk] - nc.get(sk, 0) > 0}
-        canon = [model.canonical_literal(v, t) for v in p.literals]
+            return counts - nulls > 0
+        canon = {model.canonical_literal(v, t) for v in p.literals} - {None}
         if op in ("equal", "in"):
-            out = set()
+            out = np.zeros(len(counts), bool)
             for c in canon:
-                if c is not None:
-                    out |= by_value.get((p.name, c), {}).keys()
+                out |= cards.of(p.name, c) > 0
             return out
         if any(v is None for v in p.literals):
-            return set()
-        hit = [by_value.get((p.name, c), {}) for c in set(canon) if c is not None]
-        return {sk for sk in all_keys if counts[sk] - nc.get(sk, 0) - sum(h.get(sk, 0) for h in hit) > 0}
+            return np.zeros(len(counts), bool)
+        rest = counts - nulls
+        for c in canon:
+            rest = rest - cards.of(p.name, c)
+        return rest > 0
     if isinstance(p, And):
         acc = None
         for c in p.children:
-            r = _slice_sets(c, by_value, nulls, counts, col_types, all_keys)
+            r = _slice_mask(c, cards, counts, col_types)
             if r is not None:
                 acc = r if acc is None else (acc & r)
         return acc
     if isinstance(p, Or):
-        acc = set()
+        acc = np.zeros(len(counts), bool)
         for c in p.children:
-            r = _slice_sets(c, by_value, nulls, counts, col_types, all_keys)
+            r = _slice_mask(c, cards, counts, col_types)
             if r is None:
                 return None
-            acc |= r
+            acc = acc | r
         return acc
     raise TypeError(f"not a predicate: {p!r}")
 
@@ -245,70 +288,76 @@ def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: 
     pred = as_predicate(where)
     state = state or table_state(table_path)
     table_path = state.path
-    if manifest is not None:
-        from .build import _parse_type
-
-        covered = {(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"])): e
-                   for e in manifest["slices"]}
-        col_types = {c: _parse_type(t) for c, t in manifest["columns"].items()}
-    else:
-        manifest, covered, col_types = _manifest_view(table_path)
+    view = _View(manifest) if manifest is not None else _manifest_view(table_path)
     if not use_index:
-        manifest, covered, col_types = None, {}, {}
+        view = None
+    manifest = view.manifest if view is not None else None
+    col_types = view.col_types if view is not None else {}
     t_list = time.perf_counter()
     candidates, pruned = [], []
-    cov_slices = []
+    cov_refs = {}
+    covered = view.covered if view is not None else {}
     for ref in state.slices:
-        e = covered.get(ref.identity)
-        if e is None:
+        j = covered.get(ref.identity)
+        if j is None:
             candidates.append(Candidate(ref, False, None, None))
         else:
-            cov_slices.append((ref, e))
+            cov_refs[j] = ref
     prefixes = _lookups(pred, col_types) if pred is not None else set()
     used = pred is not None and bool(prefixes or any(
         l.name in col_types and l.op in INDEXED_OPS for l in pred.leaves()))
-    recs = {}
-    maybe = None
-    if used and cov_slices:
-        by_seg = {}
-        for ref, e in cov_slices:
-            by_seg.setdefault(e["segment"], set()).add(ref.file_id)
-        by_value, nulls = {}, {}
-        for seg in by_seg:
-            t = storage.read_segment(table_path, seg, prefixes=prefixes,
-                                     columns=["column", "value", "partition", "file_id", "bitmap", "cardinality"])
-            cols = [t.column(x).to_pylist() for x in ("column", "value", "partition", "file_id", "bitmap",
-                                                       "cardinality")]
-            for c, v, p, f, b, n in zip(*cols):
-                sk = (seg, p, f)
-                recs.setdefault(sk, {})[(c, v)] = b
-                if v is None:
-                    nulls.setdefault(c, {})[sk] = n
-                elif n > 0:
-                    by_value.setdefault((c, v), {})[sk] = n
-        counts = {(e["segment"], e["partition"], e["file_id"]): e["row_count"] for _, e in cov_slices}
-        maybe = _slice_sets(pred, by_value, nulls, counts, col_types, counts.keys())
     rows_total = rows_skipped = 0
-    for ref, e in cov_slices:
-        n = e["row_count"]
-        rows_total += n
-        if not used:
-            candidates.append(Candidate(ref, True, None, n, e["positions"]))
-            continue
-        sk = (e["segment"], e["partition"], e["file_id"])
-        if maybe is not None and sk not in maybe:
-            pruned.append((ref, n))
-            rows_skipped += n
-            continue
-        ev = _SliceEval(recs.get(sk, {}), n, col_types)
-        r = ev.ev(pred)
-        if r is None:
-            candidates.append(Candidate(ref, True, None, n, e["positions"]))
-        elif not r:
-            pruned.append((ref, n))
-            rows_skipped += n
+    if not cov_refs:
+        pass
+    elif not used:
+        for j, ref in cov_refs.items():
+            e = view.entries[j]
+            rows_total += e["row_count"]
+            candidates.append(Candidate(ref, True, None, e["row_count"], e["positions"]))
+    else:
+        segs = list(view.by_segment)
+        parts = []
+        for seg in segs:
+            t = storage.read_segment(table_path, seg, prefixes=prefixes,
+                                     columns=["column", "value", "partition", "file_id", "cardinality", "bitmap"])
+            if t.num_rows:
+                parts.append(t.join(view.seg_tables[seg], keys=["partition", "file_id"], join_type="inner"))
+        if parts:
+            recs = pa.concat_tables(parts)
+            col = recs.column("column").to_numpy(zero_copy_only=False)
+            val = recs.column("value").to_numpy(zero_copy_only=False)
+            cards = _Cards(len(view.entries), col, val, recs.column("cardinality").to_numpy(),
+                           recs.column("_j").to_numpy())
+            cards.isnull = recs.column("value").is_null().to_numpy(zero_copy_only=False)
         else:
-            if e["positions"]:
+            recs = None
+            cards = _Cards(len(view.entries), np.zeros(0, object), np.zeros(0, object), np.zeros(0, np.int64),
+                           np.zeros(0, np.int64))
+            cards.isnull = np.zeros(0, bool)
+        maybe = _slice_mask(pred, cards, view.counts, col_types)
+        cov_mask = np.zeros(len(view.entries), bool)
+        cov_mask[list(cov_refs)] = True
+        rows_total = int(view.counts[cov_mask].sum())
+        todo = cov_mask if maybe is None else (cov_mask & maybe)
+        for j in np.flatnonzero(cov_mask & ~todo).tolist():
+            pruned.append((cov_refs[j], int(view.counts[j])))
+            rows_skipped += int(view.counts[j])
+        todo_j = np.flatnonzero(todo)
+        per = {}
+        if recs is not None and todo_j.size:
+            sel = recs.filter(pc.is_in(recs.column("_j"), value_set=pa.array(todo_j, pa.int64())))
+            for c, v, b, j in zip(*(sel.column(x).to_pylist() for x in ("column", "value", "bitmap", "_j"))):
+                per.setdefault(j, {})[(c, v)] = b
+        for j in todo_j.tolist():
+            ref, e = cov_refs[j], view.entries[j]
+            n = e["row_count"]
+            r = _SliceEval(per.get(j, {}), n, col_types).ev(pred)
+            if r is None:
+                candidates.append(Candidate(ref, True, None, n, e["positions"]))
+            elif not r:
+                pruned.append((ref, n))
+                rows_skipped += n
+            elif e["positions"]:
                 candidates.append(Candidate(ref, True, r, n, True))
                 rows_skipped += n - len(r)
             else:
@@ -322,7 +371,7 @@ def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: 
         "stale": manifest is None or manifest["instant"] != state.latest_instant or bool(uncovered),
         "indexed_columns": list(col_types),
         "slices_total": len(state.slices),
-        "slices_covered": len(cov_slices),
+        "slices_covered": len(cov_refs),
         "slices_not_indexed": len(uncovered),
         "slices_pruned": len(pruned),
         "slices_candidate": len(candidates),
