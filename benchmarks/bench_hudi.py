@@ -34,17 +34,24 @@ pytest.importorskip("hudi")
 from hudi_writer import CowTable  # noqa: E402
 
 ROWS = int(os.environ.get("PF_HUDI_BENCH_ROWS", "1000000"))
+# uniform: every file group holds every value of both columns (the index can only skip rows);
+# clustered: file group g holds k10k values [100 g, 100 g + 100) (as after clustering by k10k)
+LAYOUT = os.environ.get("PF_HUDI_BENCH_LAYOUT", "uniform")
 GROUPS = 100
 PRUNE_GROUPS = int(os.environ.get("PF_HUDI_BENCH_PRUNE_GROUPS", "10000"))
 SCHEMA = pa.schema([("id", pa.int64()), ("k10", pa.string()), ("k10k", pa.int64()), ("payload", pa.float64())])
 K10 = pa.array([f"cat-{i}" for i in range(10)])
 
 
-def _group_table(rng, start, n):
+def _group_table(rng, start, n, group=0):
+    if LAYOUT == "clustered":
+        k10k = (group % 100) * 100 + rng.integers(0, 100, n)
+    else:
+        k10k = rng.integers(0, 10_000, n)
     return pa.table({
         "id": np.arange(start, start + n, dtype=np.int64),
         "k10": pa.DictionaryArray.from_arrays(pa.array(rng.integers(0, 10, n).astype(np.int32)), K10).cast(pa.string()),
-        "k10k": rng.integers(0, 10_000, n),
+        "k10k": k10k,
         "payload": rng.random(n),
     }, schema=SCHEMA)
 
@@ -54,7 +61,7 @@ def make_table(path, rows, groups, seed=1):
     t = CowTable(path, SCHEMA, name="bench")
     rng = np.random.default_rng(seed)
     per = rows // groups
-    t.commit({("", f"{uuid.UUID(int=g + 1)}-0"): _group_table(rng, g * per, per) for g in range(groups)})
+    t.commit({("", f"{uuid.UUID(int=g + 1)}-0"): _group_table(rng, g * per, per, g) for g in range(groups)})
     return t
 
 
@@ -105,7 +112,8 @@ def test_incremental_build_5_of_100(benchmark, spark, big):
     def setup():
         ph.build_index(None, big.path)                    # index current
         groups = sorted(big.groups)[:5]
-        big.update(lambda tb: _group_table(rng, tb.column("id")[0].as_py(), tb.num_rows), groups=groups)
+        big.update(lambda tb: _group_table(rng, tb.column("id")[0].as_py(), tb.num_rows,
+                                           tb.column("id")[0].as_py() // tb.num_rows), groups=groups)
 
     def run():
         reports.append(ph.build_index(spark, big.path))
