@@ -174,3 +174,22 @@ def test_cli_build_query_inspect(table, capsys):
     assert main(["hudi", "inspect", table.path]) == 0
     ins = json.loads(capsys.readouterr().out)
     assert ins["slices"] == 6 and ins["current_slices_not_indexed"] == 0 and set(ins["columns"]) == {"city", "kind", "n"}
+
+
+def test_unreadable_slice_stays_unindexed(table, monkeypatch):
+    from paimon_fast.hudi import build as B
+
+    bad = sorted(table.groups)[2][1]
+    real = B._read_slice_columns
+
+    def flaky(path, ref, columns):
+        if ref.file_id == bad:
+            raise OSError("simulated unreadable slice")
+        return real(path, ref, columns)
+
+    monkeypatch.setattr(B, "_read_slice_columns", flaky)
+    r = ph.build_index(None, table.path, COLS)
+    assert r["slices_indexed"] == 5 and r["slices_unindexable"][0]["file_id"] == bad
+    pr = ph.prune(table.path, pf.field("kind") == "zzz")
+    assert [c.slice.file_id for c in pr.candidates] == [bad]      # never pruned, never trusted
+    _check(table.path)

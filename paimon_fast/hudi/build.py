@@ -60,7 +60,10 @@ def index_slice(table_path: str, ref: SliceRef, columns: dict, keep_values=None)
     ``columns``: {name: arrow type}; ``keep_values``: {column: set of canonical values}
     held by the file group's previous slice (written with empty bitmaps when gone).
     """
-    data, positions = _read_slice_columns(table_path, ref, columns)
+    try:
+        data, positions = _read_slice_columns(table_path, ref, columns)
+    except Exception as e:  # noqa: BLE001 - a slice we cannot read stays unindexed (always a candidate)
+        return storage.RECORD_SCHEMA.empty_table(), dict(ref.to_json(), unindexable=f"{type(e).__name__}: {e}")
     n = data.num_rows
     ptok = model.partition_token(ref.partition)
     fid = ref.file_id
@@ -253,6 +256,8 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
             e["segment"] = seg
     else:
         entries, nrec, seg = [], 0, None
+    unindexable = [e for e in entries if "unindexable" in e]
+    entries = [e for e in entries if "unindexable" not in e]
     slices = carried + entries
     segs = sorted({e["segment"] for e in slices if e.get("segment")})
     compacted = False
@@ -279,6 +284,7 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         "new_instants": new_instants,
         "columns": list(col_types),
         "slices_indexed": len(entries),
+        "slices_unindexable": [{"file_id": e["file_id"], "error": e["unindexable"]} for e in unindexable],
         "slices_carried": len(carried),
         "slices_dropped": len(prev_by_id) - len(carried) if prev is not None else 0,
         "records_written": nrec,
