@@ -25,7 +25,6 @@ from ..errors import UnsupportedTypeError
 from . import model, storage
 from .table import SliceRef, open_table, table_state
 
-SLICE_OUT_SCHEMA = pa.schema(list(storage.RECORD_SCHEMA) + [pa.field("slice_json", pa.string())])
 
 # set by tests (and by PAIMON_FAST_HUDI_CRASH_BEFORE_MANIFEST) to die between segment and manifest
 _CRASH_ENV = "PAIMON_FAST_HUDI_CRASH_BEFORE_MANIFEST"
@@ -119,27 +118,34 @@ def _task_json(ref, keep):
     return json.dumps({"ref": ref.to_json(), "keep": {k: sorted(v) for k, v in (keep or {}).items()}})
 
 
-def _make_executor_fn(table_path, columns_ser):
+def _make_executor_fn(table_path, columns_ser, instant):
+    """mapInArrow body: index this partition's slices, write them as one segment
+    (sorted by key) next to the table, and return only the manifest entries."""
     def run(batches):
-        import pyarrow as _pa
-
         import importlib
 
+        import pyarrow as _pa
+
         _b = importlib.import_module("paimon_fast.hudi.build")
+        _s = importlib.import_module("paimon_fast.hudi.storage")
         cols = {n: _b._parse_type(t) for n, t in columns_ser}
+        recs, entries = [], []
         for batch in batches:
             for task in batch.column(0).to_pylist():
                 d = json.loads(task)
                 ref = SliceRef.from_json(d["ref"])
                 keep = {k: set(v) for k, v in d["keep"].items()}
                 records, entry = _b.index_slice(table_path, ref, cols, keep)
-                sj = _pa.array([None] * records.num_rows, _pa.string())
-                arrays = [c.combine_chunks() for c in records.columns] + [sj]
-                yield _pa.RecordBatch.from_arrays(arrays, schema=_b.SLICE_OUT_SCHEMA)
-                stat = {f.name: _pa.nulls(1, f.type) for f in _b.SLICE_OUT_SCHEMA}
-                stat["slice_json"] = _pa.array([json.dumps(entry)], _pa.string())
-                yield _pa.RecordBatch.from_arrays([stat[f.name] for f in _b.SLICE_OUT_SCHEMA],
-                                                  schema=_b.SLICE_OUT_SCHEMA)
+                recs.append(records)
+                entries.append(entry)
+        if not entries:
+            return
+        seg = _s.new_segment_name(instant)
+        _s.write_segment(table_path, seg, _pa.concat_tables(recs))
+        for e in entries:
+            e["segment"] = seg
+        yield _pa.RecordBatch.from_arrays([_pa.array([json.dumps(e) for e in entries], _pa.string())],
+                                          names=["entry"])
     return run
 
 
@@ -161,20 +167,14 @@ def _parse_type(text: str) -> pa.DataType:
     return pa.type_for_alias(text)
 
 
-def _run_tasks_spark(spark, table_path, tasks, columns, parallelism=None):
-    from pyspark.sql.pandas.types import from_arrow_schema
-
+def _run_tasks_spark(spark, table_path, tasks, columns, instant, parallelism=None):
+    """Index slices on the executors; each Spark partition writes one segment.  Returns entries."""
     payload = [(_task_json(ref, keep),) for ref, keep in tasks]
     n = parallelism or max(1, min(len(payload), spark.sparkContext.defaultParallelism * 2))
     df = spark.createDataFrame(payload, "task string").repartition(n)
     columns_ser = [(k, str(v)) for k, v in columns.items()]
-    out = df.mapInArrow(_make_executor_fn(table_path, columns_ser), from_arrow_schema(SLICE_OUT_SCHEMA))
-    tbl = out.toArrow()
-    is_stat = pc.is_valid(tbl.column("slice_json"))
-    entries = [json.loads(s) for s in tbl.filter(is_stat).column("slice_json").to_pylist()]
-    records = tbl.filter(pc.invert(is_stat)).drop_columns(["slice_json"])
-    records = records.cast(storage.RECORD_SCHEMA)
-    return [records], entries
+    out = df.mapInArrow(_make_executor_fn(table_path, columns_ser, instant), "entry string")
+    return [json.loads(s) for s in out.toArrow().column("entry").to_pylist()]
 
 
 def _previous_values(table_path, manifest, groups):
@@ -198,7 +198,7 @@ def _previous_values(table_path, manifest, groups):
     return out
 
 
-def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_segments: int = 8,
+def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_segments: int = 32,
                 keep_manifests: int = 3, as_of=None) -> dict:
     """Create or bring up to date the bitmap index of ``columns`` of a Hudi table.
 
@@ -247,15 +247,17 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
     if tasks:
         if spark is None:
             rec_list, entries = _run_tasks_local(table_path, tasks, col_types)
+            records = pa.concat_tables(rec_list) if rec_list else storage.RECORD_SCHEMA.empty_table()
+            seg = storage.new_segment_name(state.latest_instant)
+            storage.write_segment(table_path, seg, records)
+            for e in entries:
+                e["segment"] = seg
         else:
-            rec_list, entries = _run_tasks_spark(spark, table_path, tasks, col_types, parallelism)
-        records = pa.concat_tables(rec_list) if rec_list else storage.RECORD_SCHEMA.empty_table()
-        seg = storage.new_segment_name(state.latest_instant)
-        nrec = storage.write_segment(table_path, seg, records)
-        for e in entries:
-            e["segment"] = seg
+            entries = _run_tasks_spark(spark, table_path, tasks, col_types, state.latest_instant, parallelism)
+        nrec = sum(e.get("records", 0) for e in entries)
+        written = sorted({e["segment"] for e in entries})
     else:
-        entries, nrec, seg = [], 0, None
+        entries, nrec, written = [], 0, []
     unindexable = [e for e in entries if "unindexable" in e]
     entries = [e for e in entries if "unindexable" not in e]
     slices = carried + entries
@@ -288,7 +290,7 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         "slices_carried": len(carried),
         "slices_dropped": len(prev_by_id) - len(carried) if prev is not None else 0,
         "records_written": nrec,
-        "segment": seg,
+        "segments_written": written,
         "segments": len(segs),
         "segments_before": len(segments_before),
         "compacted": compacted,

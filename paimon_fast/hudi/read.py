@@ -174,5 +174,6 @@ def read(spark, table_path: str, where=None, *, parallelism=None, use_index: boo
     else:
         n = parallelism or max(1, min(len(tasks), spark.sparkContext.defaultParallelism * 2))
         df = spark.createDataFrame([(t,) for t in tasks], "task string").repartition(n).mapInArrow(run, sp_schema)
-    rows_to_read = sum((c.rows_to_read or 0) for c in pr.candidates)
+    known = [c.rows_to_read for c in pr.candidates]
+    rows_to_read = None if any(r is None for r in known) else sum(known)   # None: some slices not indexed
     return HudiRead(df, _report(pr, {"tasks": len(tasks), "rows_to_read_known": rows_to_read}))

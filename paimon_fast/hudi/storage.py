@@ -7,7 +7,8 @@ compaction, restore or reads of the table.  Layout::
       segments/seg-<instant>-<uuid>.parquet    index records, immutable
       manifests/manifest-<instant>.json        one per indexed instant, written last
 
-A *segment* holds the records of the file slices (re)indexed by one run, sorted
+A *segment* holds the records of file slices (re)indexed by one run (one segment
+per Spark partition of the run, or one for an in-process run), sorted
 by ``key`` with the key's parts also as columns (``column``, ``value``,
 ``partition``, ``file_id``) plus ``bitmap`` (Base64 portable 64-bit roaring,
 the RFC's ``HoodieBitmapIndexInfo.bitmap``) and ``cardinality``; small row groups
