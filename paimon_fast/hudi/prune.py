@@ -295,14 +295,20 @@ def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: 
     col_types = view.col_types if view is not None else {}
     t_list = time.perf_counter()
     candidates, pruned = [], []
-    cov_refs = {}
-    covered = view.covered if view is not None else {}
-    for ref in state.slices:
-        j = covered.get(ref.identity)
-        if j is None:
-            candidates.append(Candidate(ref, False, None, None))
-        else:
-            cov_refs[j] = ref
+    cached = getattr(state, "_pf_coverage", None)
+    if cached is not None and cached[0] is view:
+        uncovered, cov_refs = cached[1], cached[2]        # same table state and manifest: reuse
+    else:
+        uncovered, cov_refs = [], {}
+        covered = view.covered if view is not None else {}
+        for ref in state.slices:
+            j = covered.get(ref.identity)
+            if j is None:
+                uncovered.append(ref)
+            else:
+                cov_refs[j] = ref
+        state._pf_coverage = (view, uncovered, cov_refs)
+    candidates.extend(Candidate(ref, False, None, None) for ref in uncovered)
     prefixes = _lookups(pred, col_types) if pred is not None else set()
     used = pred is not None and bool(prefixes or any(
         l.name in col_types and l.op in INDEXED_OPS for l in pred.leaves()))
