@@ -1,0 +1,328 @@
+"""Index maintenance: the RFC's Initialize / Insert / Update / Delete.
+
+:func:`build_index` compares the table's current file slices (read through the
+``hudi`` package) with the latest index manifest: slices the manifest already
+covers are carried forward untouched; new slices (inserts, copy-on-write
+updates and deletes, compaction, clustering, merge-on-read log appends) are
+indexed on Spark executors (or in-process without Spark) and written as one new
+segment; slices that disappeared (replaced, overwritten, rolled back, cleaned)
+simply drop out.  When a file group's new slice no longer holds a value its
+previous slice held, the value keeps a record with an empty bitmap, as the RFC
+prescribes.  The manifest is published last, atomically.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..errors import UnsupportedTypeError
+from . import model, storage
+from .table import SliceRef, open_table, table_state
+
+
+# set by tests (and by PAIMON_FAST_HUDI_CRASH_BEFORE_MANIFEST) to die between segment and manifest
+_CRASH_ENV = "PAIMON_FAST_HUDI_CRASH_BEFORE_MANIFEST"
+
+
+def _read_slice_columns(table_path: str, ref: SliceRef, columns: dict):
+    """(arrow table of the indexed columns, positions_are_base_positions)."""
+    names = list(columns)
+    if ref.base_file and not ref.log_files:
+        path = ref.base_path(table_path)
+        pf = pq.ParquetFile(path)
+        present = set(pf.schema_arrow.names)
+        if all(n in present for n in names):
+            return pf.read(columns=names), True
+    # slices with log files (or a base file lacking a column): the file-group reader's merged records
+    t = open_table(table_path, cached=True)
+    reader = t.create_file_group_reader_with_options()
+    batch = reader.read_file_slice_from_paths(ref.base_rel() if ref.base_file else "", ref.logs_rel())
+    tbl = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+    cols = {}
+    for n in names:
+        if n in tbl.column_names:
+            cols[n] = tbl.column(n)
+        else:  # a column added to the schema after this slice was written
+            cols[n] = pa.nulls(tbl.num_rows, columns[n])
+    return pa.table(cols) if cols else pa.table({}), False
+
+
+def index_slice(table_path: str, ref: SliceRef, columns: dict, keep_values=None):
+    """Records (RECORD_SCHEMA) of one file slice and its manifest entry (dict).
+
+    ``columns``: {name: arrow type}; ``keep_values``: {column: set of canonical values}
+    held by the file group's previous slice (written with empty bitmaps when gone).
+    """
+    try:
+        data, positions = _read_slice_columns(table_path, ref, columns)
+    except Exception as e:  # noqa: BLE001 - a slice we cannot read stays unindexed (always a candidate)
+        return storage.RECORD_SCHEMA.empty_table(), dict(ref.to_json(), unindexable=f"{type(e).__name__}: {e}")
+    n = data.num_rows
+    ptok = model.partition_token(ref.partition)
+    fid = ref.file_id
+    parts = []
+    for name in columns:
+        arr = data.column(name)
+        codes, dictionary = model.dictionary_codes(arr)
+        strings = model.canonical_strings(dictionary)
+        order, bounds, nulls = model.group_positions(codes, len(strings))
+        nnull = len(nulls)
+        bitmaps = model.encode_groups(order[nnull:], bounds - nnull)
+        counts = np.diff(bounds).tolist()
+        gone = sorted((keep_values or {}).get(name, set()) - set(strings))
+        vals = strings + gone + [None]
+        bitmaps = bitmaps + [model.EMPTY_BITMAP_B64] * len(gone) + [model.encode_bitmap(np.sort(nulls))]
+        counts = counts + [0] * len(gone) + [nnull]
+        parts.append((name, vals, bitmaps, counts))
+    cols_out = {k: [] for k in storage.RECORD_SCHEMA.names}
+    tables = []
+    for name, vals, bitmaps, counts in parts:
+        m = len(vals)
+        varr = pa.array(vals, pa.string())
+        esc = pc.replace_substring(pc.replace_substring(varr, "%", "%25"), "$", "%24")
+        esc = esc.fill_null(model.NULL_TOKEN)
+        keys = pc.binary_join_element_wise(esc, pa.scalar(ptok), pa.scalar(fid), "$")
+        keys = pc.binary_join_element_wise(pa.scalar(model.escape(name)), keys, "$")
+        tables.append(pa.table({
+            "key": keys,
+            "column": pa.array([name] * m, pa.string()),
+            "value": varr,
+            "partition": pa.array([ref.partition] * m, pa.string()),
+            "file_id": pa.array([fid] * m, pa.string()),
+            "bitmap": pa.array(bitmaps, pa.string()),
+            "cardinality": pa.array(counts, pa.int64()),
+        }, schema=storage.RECORD_SCHEMA))
+    del cols_out
+    records = pa.concat_tables(tables) if tables else storage.RECORD_SCHEMA.empty_table()
+    m = records.num_rows
+    entry = dict(ref.to_json(), row_count=n, positions=positions, records=m)
+    return records, entry
+
+
+def _run_tasks_local(table_path, tasks, columns):
+    out_records, entries = [], []
+    for ref, keep in tasks:
+        r, e = index_slice(table_path, ref, columns, keep)
+        out_records.append(r)
+        entries.append(e)
+    return out_records, entries
+
+
+def _task_json(ref, keep):
+    return json.dumps({"ref": ref.to_json(), "keep": {k: sorted(v) for k, v in (keep or {}).items()}})
+
+
+def _make_executor_fn(table_path, columns_ser, instant):
+    """mapInArrow body: index this partition's slices, write them as one segment
+    (sorted by key) next to the table, and return only the manifest entries."""
+    def run(batches):
+        import importlib
+
+        import pyarrow as _pa
+
+        _b = importlib.import_module("paimon_fast.hudi.build")
+        _s = importlib.import_module("paimon_fast.hudi.storage")
+        cols = {n: _b._parse_type(t) for n, t in columns_ser}
+        recs, entries = [], []
+        for batch in batches:
+            for task in batch.column(0).to_pylist():
+                d = json.loads(task)
+                ref = SliceRef.from_json(d["ref"])
+                keep = {k: set(v) for k, v in d["keep"].items()}
+                records, entry = _b.index_slice(table_path, ref, cols, keep)
+                recs.append(records)
+                entries.append(entry)
+        if not entries:
+            return
+        seg = _s.new_segment_name(instant)
+        _s.write_segment(table_path, seg, _pa.concat_tables(recs))
+        for e in entries:
+            e["segment"] = seg
+        yield _pa.RecordBatch.from_arrays([_pa.array([json.dumps(e) for e in entries], _pa.string())],
+                                          names=["entry"])
+    return run
+
+
+def _parse_type(text: str) -> pa.DataType:
+    """Arrow type from ``str(type)`` for the types the index supports."""
+    import re
+
+    m = re.fullmatch(r"decimal(?:128|256)?\((\d+), ?(-?\d+)\)", text)
+    if m:
+        p, s = int(m.group(1)), int(m.group(2))
+        return pa.decimal128(p, s) if p <= 38 else pa.decimal256(p, s)
+    m = re.fullmatch(r"timestamp\[(s|ms|us|ns)(?:, tz=(.+))?\]", text)
+    if m:
+        return pa.timestamp(m.group(1), tz=m.group(2))
+    if text == "date32[day]":
+        return pa.date32()
+    if text == "date64[ms]":
+        return pa.date64()
+    return pa.type_for_alias(text)
+
+
+def _run_tasks_spark(spark, table_path, tasks, columns, instant, parallelism=None):
+    """Index slices on the executors; each Spark partition writes one segment.  Returns entries."""
+    payload = [(_task_json(ref, keep),) for ref, keep in tasks]
+    n = parallelism or max(1, min(len(payload), spark.sparkContext.defaultParallelism * 2))
+    df = spark.createDataFrame(payload, "task string").repartition(n)
+    columns_ser = [(k, str(v)) for k, v in columns.items()]
+    out = df.mapInArrow(_make_executor_fn(table_path, columns_ser, instant), "entry string")
+    return [json.loads(s) for s in out.toArrow().column("entry").to_pylist()]
+
+
+def _previous_values(table_path, manifest, groups):
+    """{(partition, file_id): {column: set(values)}} from the previous index, for the
+    file groups being re-indexed (their vanished values keep empty records)."""
+    if not manifest or not groups:
+        return {}
+    by_seg = {}
+    for e in manifest["slices"]:
+        g = (e["partition"], e["file_id"])
+        if g in groups and e.get("segment"):
+            by_seg.setdefault(e["segment"], set()).add(g)
+    out = {}
+    for seg, gs in by_seg.items():
+        t = storage.read_segment(table_path, seg, columns=["column", "value", "partition", "file_id"],
+                                 file_ids={fid for _, fid in gs})
+        t = t.filter(pc.is_valid(t.column("value")))
+        for c, v, p, f in zip(*(t.column(x).to_pylist() for x in ("column", "value", "partition", "file_id"))):
+            if (p, f) in gs:
+                out.setdefault((p, f), {}).setdefault(c, set()).add(v)
+    return out
+
+
+def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_segments: int = 32,
+                keep_manifests: int = 3, as_of=None) -> dict:
+    """Create or bring up to date the bitmap index of ``columns`` of a Hudi table.
+
+    ``spark``: a SparkSession (slices are indexed by ``mapInArrow`` tasks on the
+    executors) or None to index in this process.  ``columns`` defaults to the
+    columns of the existing index; changing the column set rebuilds the index.
+    ``as_of``: index the table as it was at that completed instant (default: now).
+    Returns a report: instant indexed, new instants seen, slices indexed / carried
+    forward / dropped, records written, seconds.
+    """
+    t0 = time.perf_counter()
+    table_path = os.path.abspath(table_path)
+    prev = storage.read_manifest(table_path)
+    state = table_state(table_path, as_of)
+    schema = {f.name: f.type for f in state.schema}
+    if columns is None:
+        if prev is None:
+            raise ValueError("no bitmap index exists yet: pass the columns to index")
+        columns = list(prev["columns"])
+    if isinstance(columns, str):
+        columns = [columns]
+    col_types = {}
+    for c in columns:
+        if c not in schema:
+            raise KeyError(f"column {c!r} is not in the table schema {list(schema)}")
+        model.check_indexable(c, schema[c])
+        col_types[c] = schema[c]
+    col_ser = {c: str(t) for c, t in col_types.items()}
+    if prev is not None and prev.get("columns") != col_ser:
+        prev = None  # different columns (or types after schema evolution): rebuild
+    prev_by_id = {}
+    if prev is not None:
+        for e in prev["slices"]:
+            prev_by_id[(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"]))] = e
+    carried, todo = [], []
+    for ref in state.slices:
+        e = prev_by_id.get(ref.identity)
+        if e is not None:
+            carried.append(e)
+        else:
+            todo.append(ref)
+    keep = _previous_values(table_path, prev, {r.group for r in todo})
+    tasks = [(r, keep.get(r.group)) for r in todo]
+    new_instants = [i for i in state.completed_instants if prev is None or i > prev["instant"]]
+    segments_before = list(prev["segments"]) if prev else []
+    if tasks:
+        if spark is None:
+            rec_list, entries = _run_tasks_local(table_path, tasks, col_types)
+            records = pa.concat_tables(rec_list) if rec_list else storage.RECORD_SCHEMA.empty_table()
+            seg = storage.new_segment_name(state.latest_instant)
+            storage.write_segment(table_path, seg, records)
+            for e in entries:
+                e["segment"] = seg
+        else:
+            entries = _run_tasks_spark(spark, table_path, tasks, col_types, state.latest_instant, parallelism)
+        nrec = sum(e.get("records", 0) for e in entries)
+        written = sorted({e["segment"] for e in entries})
+    else:
+        entries, nrec, written = [], 0, []
+    unindexable = [e for e in entries if "unindexable" in e]
+    entries = [e for e in entries if "unindexable" not in e]
+    slices = carried + entries
+    segs = sorted({e["segment"] for e in slices if e.get("segment")})
+    compacted = False
+    if len(segs) > max_segments:
+        slices, segs = _compact(table_path, state.latest_instant, slices)
+        compacted = True
+    manifest = {
+        "format": storage.FORMAT_VERSION,
+        "instant": state.latest_instant,
+        "table_type": "MERGE_ON_READ" if state.is_mor else "COPY_ON_WRITE",
+        "columns": col_ser,
+        "segments": segs,
+        "slices": sorted(slices, key=lambda e: (e["partition"], e["file_id"])),
+        "created_ms": int(time.time() * 1000),
+    }
+    if os.environ.get(_CRASH_ENV):
+        os._exit(17)  # simulated kill between the segment files and the manifest
+    storage.write_manifest(table_path, manifest)
+    removed = storage.cleanup(table_path, keep_manifests)
+    return {
+        "table": table_path,
+        "instant": state.latest_instant,
+        "previous_instant": None if prev is None else prev["instant"],
+        "new_instants": new_instants,
+        "columns": list(col_types),
+        "slices_indexed": len(entries),
+        "slices_unindexable": [{"file_id": e["file_id"], "error": e["unindexable"]} for e in unindexable],
+        "slices_carried": len(carried),
+        "slices_dropped": len(prev_by_id) - len(carried) if prev is not None else 0,
+        "records_written": nrec,
+        "segments_written": written,
+        "segments": len(segs),
+        "segments_before": len(segments_before),
+        "compacted": compacted,
+        "files_removed": len(removed),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+
+
+def _compact(table_path, instant, slices):
+    """Rewrite the live records of every slice into one segment."""
+    by_seg = {}
+    for e in slices:
+        by_seg.setdefault(e["segment"], set()).add((e["partition"], e["file_id"]))
+    parts = []
+    for seg, groups in by_seg.items():
+        t = storage.read_segment(table_path, seg, file_ids={f for _, f in groups})
+        if t.num_rows:
+            live = pa.array([f"{p}\x00{f}" for p, f in groups], pa.string())
+            tag = pc.binary_join_element_wise(t.column("partition"), t.column("file_id"), "\x00")
+            t = t.filter(pc.is_in(tag, value_set=live))
+        parts.append(t)
+    seg = storage.new_segment_name(instant)
+    storage.write_segment(table_path, seg, pa.concat_tables(parts) if parts else storage.RECORD_SCHEMA.empty_table())
+    out = [dict(e, segment=seg) for e in slices]
+    return out, [seg]
+
+
+def check_columns(schema: pa.Schema, columns) -> None:
+    for c in columns:
+        if c not in schema.names:
+            raise KeyError(f"column {c!r} is not in the table schema")
+        model.check_indexable(c, schema.field(c).type)
+
+
+__all__ = ["build_index", "index_slice", "UnsupportedTypeError"]

@@ -1,0 +1,366 @@
+"""The RFC-92 record model: keys, canonical value strings and bitmap encoding.
+
+One index record per (indexed column, value, file group):
+
+    key     = <column> $ <value> $ <partition path, or "." when unpartitioned> $ <file id>
+    bitmap  = Base64( Roaring64NavigableMap.serializePortable() after runOptimize() )
+
+as the RFC's ``HoodieBitmapIndexInfo.bitmap`` string.  Positions are a row's
+ordinal in the file slice's base Parquet file (or, for merge-on-read slices with
+log files, in the file-group reader's merged output; such slices are flagged as
+having no row positions and are only used for file-group pruning).
+
+Canonical value strings (:func:`canonical_strings`, :func:`canonical_literal`):
+
+============================  =================================================
+type                          string
+============================  =================================================
+string / large_string         the value itself (UTF-8)
+int8 .. int64, uint*          decimal digits, ``-`` for negatives: ``-12``
+bool                          ``true`` / ``false``
+date32 / date64               ISO ``YYYY-MM-DD`` (proleptic Gregorian)
+timestamp (any unit)          ISO ``YYYY-MM-DDTHH:MM:SS.ffffff`` (6 fraction
+                              digits, 9 when the nanosecond part is non-zero);
+                              a time-zone-aware column is rendered in UTC with a
+                              trailing ``Z``; a zone-less column without it
+decimal(p, s)                 plain notation with exactly ``s`` fraction digits
+                              (Java ``BigDecimal.toPlainString`` at the column's
+                              scale): ``12.50``, ``-0.05``, ``7``
+============================  =================================================
+
+Escaping: ``$`` separates the key's parts, so inside a column name, value or
+partition path ``%`` is written ``%25`` and ``$`` is written ``%24`` (nothing
+else is escaped).  A key therefore always splits on ``$`` into exactly four
+parts, and the prefix ``<column>$<value>$`` selects exactly one value.  NULL is
+not a value: each file slice has one null-bitmap record per column whose value
+part is the marker ``%00`` (impossible for a real value, whose ``%`` would be
+escaped) and whose ``value`` column is null.
+
+Floating-point, binary and nested columns are not indexable
+(:class:`~paimon_fast.errors.UnsupportedTypeError`): NaN / -0.0 make equality
+on their text ambiguous.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import decimal as _decimal
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap
+
+from .. import roaring as _roaring
+from ..errors import IndexFormatError, UnsupportedTypeError
+
+SEP = "$"
+NULL_TOKEN = "%00"
+UNPARTITIONED = "."
+
+
+def escape(part: str) -> str:
+    """Escape ``%`` and ``$`` inside one key part."""
+    if "%" in part:
+        part = part.replace("%", "%25")
+    if "$" in part:
+        part = part.replace("$", "%24")
+    return part
+
+
+def unescape(part: str) -> str:
+    return part.replace("%24", "$").replace("%25", "%")
+
+
+def partition_token(partition: str) -> str:
+    """The key's partition part: ``.`` for an unpartitioned table."""
+    return escape(partition) if partition else UNPARTITIONED
+
+
+def bitmap_key(column: str, value, partition: str, file_id: str) -> str:
+    """``<column>$<value>$<partition or .>$<file id>``; ``value`` is an (unescaped)
+    canonical string, or None for the slice's null-bitmap record."""
+    v = NULL_TOKEN if value is None else escape(value)
+    return f"{escape(column)}{SEP}{v}{SEP}{partition_token(partition)}{SEP}{file_id}"
+
+
+def key_prefix(column: str, value) -> str:
+    """The prefix ``<column>$<value>$`` shared by one value's records across file groups."""
+    v = NULL_TOKEN if value is None else escape(value)
+    return f"{escape(column)}{SEP}{v}{SEP}"
+
+
+def parse_key(key: str):
+    """``(column, value or None, partition, file_id)`` from a key (inverse of :func:`bitmap_key`)."""
+    parts = key.split(SEP)
+    if len(parts) != 4:
+        raise IndexFormatError(f"bitmap index key {key!r} does not have 4 '$'-separated parts")
+    col, val, part, fid = parts
+    value = None if val == NULL_TOKEN else unescape(val)
+    partition = "" if part == UNPARTITIONED else unescape(part)
+    return unescape(col), value, partition, fid
+
+
+# ---------------------------------------------------------------- types
+
+def check_indexable(name: str, t: pa.DataType) -> None:
+    """Raise UnsupportedTypeError unless a column of arrow type ``t`` can be bitmap-indexed."""
+    if (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+            or pa.types.is_boolean(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
+            or pa.types.is_decimal(t)):
+        return
+    if pa.types.is_dictionary(t):
+        return check_indexable(name, t.value_type)
+    raise UnsupportedTypeError(f"column {name!r} of type {t} cannot be bitmap-indexed "
+                               "(strings, integers, booleans, dates, timestamps and decimals can)")
+
+
+def _ts_text(us_or_ns: int, unit: str, aware: bool) -> str:
+    if unit == "s":
+        ns = us_or_ns * 1_000_000_000
+    elif unit == "ms":
+        ns = us_or_ns * 1_000_000
+    elif unit == "us":
+        ns = us_or_ns * 1000
+    else:
+        ns = us_or_ns
+    secs, rem = divmod(ns, 1_000_000_000)
+    days, sod = divmod(secs, 86400)
+    d = _dt.date(1970, 1, 1) + _dt.timedelta(days=days)
+    h, r = divmod(sod, 3600)
+    m, s = divmod(r, 60)
+    frac = f"{rem:09d}" if rem % 1000 else f"{rem // 1000:06d}"
+    return f"{d.isoformat()}T{h:02d}:{m:02d}:{s:02d}.{frac}" + ("Z" if aware else "")
+
+
+def _date_text(days: int) -> str:
+    return (_dt.date(1970, 1, 1) + _dt.timedelta(days=int(days))).isoformat()
+
+
+def _decimal_text(d: _decimal.Decimal, scale: int) -> str:
+    q = d.quantize(_decimal.Decimal(1).scaleb(-scale)) if scale >= 0 else d
+    s = format(q, "f")
+    if s.startswith("-") and q.is_zero():
+        s = s[1:]
+    return s
+
+
+def canonical_strings(arr) -> list:
+    """Canonical strings of the values of an Arrow array (None where null).
+
+    Intended for an array of distinct values (a dictionary), not for every row.
+    """
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr = arr.cast(t.value_type)
+        t = arr.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return arr.to_pylist()
+    if pa.types.is_integer(t):
+        return [None if v is None else str(v) for v in arr.to_pylist()]
+    if pa.types.is_boolean(t):
+        return [None if v is None else ("true" if v else "false") for v in arr.to_pylist()]
+    if pa.types.is_date(t):
+        days = arr.cast(pa.date32()).cast(pa.int32()).to_pylist()
+        return [None if v is None else _date_text(v) for v in days]
+    if pa.types.is_timestamp(t):
+        raw = arr.cast(pa.int64()).to_pylist()
+        aware = t.tz is not None
+        return [None if v is None else _ts_text(v, t.unit, aware) for v in raw]
+    if pa.types.is_decimal(t):
+        return [None if v is None else _decimal_text(v, t.scale) for v in arr.to_pylist()]
+    raise UnsupportedTypeError(f"type {t} cannot be bitmap-indexed")
+
+
+def _parse_ts_literal(v, t: pa.TimestampType):
+    """A literal as integer ticks of the column's unit, or None if no column value can equal it."""
+    if isinstance(v, str):
+        s = v.strip().replace(" ", "T")
+        if s.endswith("Z"):
+            s = s[:-1] + "+00:00"
+        v = _dt.datetime.fromisoformat(s)
+    if isinstance(v, _dt.date) and not isinstance(v, _dt.datetime):
+        v = _dt.datetime(v.year, v.month, v.day)
+    if not isinstance(v, _dt.datetime):
+        raise TypeError(f"literal {v!r} is not comparable with a {t} column")
+    if v.tzinfo is not None:
+        if t.tz is None:
+            v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        else:
+            v = v.astimezone(_dt.timezone.utc)
+    else:
+        if t.tz is not None:
+            v = v.replace(tzinfo=_dt.timezone.utc)  # naive literals on a UTC-adjusted column mean UTC
+    epoch = _dt.datetime(1970, 1, 1, tzinfo=v.tzinfo)
+    delta = v - epoch
+    us = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+    per = {"s": 1_000_000, "ms": 1000, "us": 1, "ns": None}[t.unit]
+    nano = int(getattr(v, "nanosecond", 0) or 0)     # pandas.Timestamp carries nanoseconds
+    if per is None:
+        return us * 1000 + nano
+    if nano:
+        return None
+    if us % per:
+        return None
+    return us // per
+
+
+def canonical_literal(value, t: pa.DataType):
+    """The canonical string a column of type ``t`` would store for a predicate literal.
+
+    Returns None when no value of the column can equal the literal (e.g. 1.5 on an
+    integer column, 0.001 on a decimal(10, 2) column, NULL); raises TypeError when
+    the literal's kind does not match the column's type at all.
+    """
+    if value is None:
+        return None
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        if not isinstance(value, str):
+            raise TypeError(f"literal {value!r} is not comparable with a string column")
+        return value
+    if pa.types.is_boolean(t):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"literal {value!r} is not comparable with a boolean column")
+        return "true" if value else "false"
+    if pa.types.is_integer(t):
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"literal {value!r} is not comparable with an integer column")
+        if isinstance(value, (int, np.integer)):
+            return str(int(value))
+        if isinstance(value, (float, np.floating)):
+            return str(int(value)) if float(value).is_integer() else None
+        if isinstance(value, _decimal.Decimal):
+            return str(int(value)) if value == value.to_integral_value() else None
+        raise TypeError(f"literal {value!r} is not comparable with an integer column")
+    if pa.types.is_decimal(t):
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"literal {value!r} is not comparable with a decimal column")
+        if isinstance(value, (int, np.integer)):
+            d = _decimal.Decimal(int(value))
+        elif isinstance(value, (float, np.floating)):
+            d = _decimal.Decimal(repr(float(value)))
+        elif isinstance(value, _decimal.Decimal):
+            d = value
+        elif isinstance(value, str):
+            try:
+                d = _decimal.Decimal(value)
+            except _decimal.InvalidOperation:
+                raise TypeError(f"literal {value!r} is not a decimal") from None
+        else:
+            raise TypeError(f"literal {value!r} is not comparable with a decimal column")
+        if not d.is_finite():
+            return None
+        q = d.quantize(_decimal.Decimal(1).scaleb(-t.scale), context=_decimal.Context(prec=80))
+        if q != d:
+            return None
+        return _decimal_text(q, t.scale)
+    if pa.types.is_date(t):
+        if isinstance(value, str):
+            value = _dt.date.fromisoformat(value.strip())
+        if isinstance(value, _dt.datetime):
+            if value.time() != _dt.time(0) or value.tzinfo is not None:
+                return None
+            value = value.date()
+        if not isinstance(value, _dt.date):
+            raise TypeError(f"literal {value!r} is not comparable with a date column")
+        return value.isoformat()
+    if pa.types.is_timestamp(t):
+        ticks = _parse_ts_literal(value, t)
+        if ticks is None:
+            return None
+        return _ts_text(ticks, t.unit, t.tz is not None)
+    raise UnsupportedTypeError(f"type {t} cannot be bitmap-indexed")
+
+
+# ---------------------------------------------------------------- bitmaps
+
+_EMPTY64 = b"\x00" * 8
+EMPTY_BITMAP_B64 = "AAAAAAAAAAA="
+_ONE_BUCKET_HI0 = struct.pack("<QI", 1, 0)
+
+
+def encode_bitmap(positions) -> str:
+    """Base64 of the portable 64-bit serialization (RFC's ``HoodieBitmapIndexInfo.bitmap``)."""
+    return base64.b64encode(_roaring.serialize64(positions)).decode("ascii")
+
+
+def encode_groups(sorted_positions: np.ndarray, bounds: np.ndarray) -> list:
+    """Base64 bitmap strings for many groups at once: group ``g`` holds the strictly
+    increasing uint32 positions ``sorted_positions[bounds[g]:bounds[g+1]]``."""
+    blob, sizes = _roaring.serialize_groups32(np.ascontiguousarray(sorted_positions, dtype=np.uint32),
+                                             np.ascontiguousarray(bounds, dtype=np.int64))
+    out = []
+    pos = 0
+    b64 = base64.b64encode
+    counts = np.diff(bounds)
+    for s, c in zip(sizes.tolist(), counts.tolist()):
+        if c == 0:
+            out.append("AAAAAAAAAAA=")
+        else:
+            out.append(b64(_ONE_BUCKET_HI0 + blob[pos:pos + s]).decode("ascii"))
+        pos += s
+    return out
+
+
+def decode_bitmap(text) -> BitMap:
+    """A 32-bit pyroaring ``BitMap`` from the Base64 portable 64-bit string (validated).
+
+    Positions of one file slice fit in 32 bits; a bitmap with a non-zero high bucket
+    raises IndexFormatError.
+    """
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (ValueError, TypeError) as e:
+        raise IndexFormatError(f"bitmap is not valid Base64: {e}") from None
+    if len(raw) < 8:
+        raise IndexFormatError("64-bit roaring bitmap truncated (bucket count)", 0)
+    (n,) = struct.unpack_from("<Q", raw, 0)
+    if n == 0:
+        if len(raw) != 8:
+            raise IndexFormatError("trailing bytes after an empty 64-bit roaring bitmap", 8)
+        return BitMap()
+    if n != 1:
+        raise IndexFormatError(f"bitmap has {n} high-32 buckets; row positions must be < 2^32", 0)
+    if len(raw) < 12:
+        raise IndexFormatError("64-bit roaring bitmap truncated (bucket key)", 8)
+    (hi,) = struct.unpack_from("<I", raw, 8)
+    if hi != 0:
+        raise IndexFormatError("bitmap has a non-zero high-32 bucket; row positions must be < 2^32", 8)
+    bm, size = _roaring.deserialize32(raw, 12, -1, 0, with_size=True)
+    if 12 + size != len(raw):
+        raise IndexFormatError("trailing bytes after the 64-bit roaring bitmap", 12 + size)
+    return bm
+
+
+def group_positions(codes: np.ndarray, ngroups: int):
+    """Stable grouping of row positions by integer code (-1 = null).
+
+    Returns ``(sorted_positions uint32, bounds int64[ngroups+1], null_positions uint32)``.
+    """
+    codes = np.asarray(codes)
+    order = np.argsort(codes, kind="stable").astype(np.uint32)
+    sc = codes[order]
+    nnull = int(np.searchsorted(sc, 0))
+    nulls = order[:nnull]
+    bounds = np.searchsorted(sc, np.arange(ngroups + 1), side="left").astype(np.int64)
+    return order, bounds, nulls
+
+
+def dictionary_codes(arr):
+    """``(codes int32 with -1 for null, distinct values array)`` of one column."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.cast(arr.type.value_type)
+    if pa.types.is_decimal(arr.type) or pa.types.is_date64(arr.type):
+        # dictionary_encode is not implemented for every type; go via a storage-equivalent
+        pass
+    enc = pc.dictionary_encode(arr)
+    idx = enc.indices
+    codes = idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+    return codes, enc.dictionary

@@ -1,0 +1,202 @@
+"""Sidecar storage of the bitmap index under ``<table>/.hoodie/.aux/bitmap_index/``.
+
+Java Hudi and the Rust reader ignore ``.hoodie/.aux``, so nothing here can break
+compaction, restore or reads of the table.  Layout::
+
+    bitmap_index/
+      segments/seg-<instant>-<uuid>.parquet    index records, immutable
+      manifests/manifest-<instant>.json        one per indexed instant, written last
+
+A *segment* holds the records of file slices (re)indexed by one run (one segment
+per Spark partition of the run, or one for an in-process run), sorted
+by ``key`` with the key's parts also as columns (``column``, ``value``,
+``partition``, ``file_id``) plus ``bitmap`` (Base64 portable 64-bit roaring,
+the RFC's ``HoodieBitmapIndexInfo.bitmap``) and ``cardinality``; small row groups
+and key statistics make a ``<column>$<value>$`` prefix lookup read little.  A
+slice's records are written once and never changed: an unchanged slice is carried
+forward by reference, a changed one is written again in the new run's segment.
+
+A *manifest* lists every file slice the index covers at that instant (partition,
+file id, base file, log files, row count, whether positions are base-file
+positions, and the segment holding its records).  It is written to a temporary
+name and renamed into place, so a reader sees the previous or the new state and a
+run that dies before the rename leaves only unreferenced segment files.
+"""
+from __future__ import annotations
+
+import json
+import os
+import uuid
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..errors import IndexFormatError
+
+INDEX_DIR = os.path.join(".hoodie", ".aux", "bitmap_index")
+FORMAT_VERSION = 1
+
+RECORD_SCHEMA = pa.schema([
+    ("key", pa.string()),
+    ("column", pa.string()),
+    ("value", pa.string()),
+    ("partition", pa.string()),
+    ("file_id", pa.string()),
+    ("bitmap", pa.string()),
+    ("cardinality", pa.int64()),
+])
+
+ROW_GROUP_ROWS = 4096
+
+
+def index_dir(table_path: str) -> str:
+    return os.path.join(table_path, INDEX_DIR)
+
+
+def _manifest_dir(table_path):
+    return os.path.join(index_dir(table_path), "manifests")
+
+
+def _segment_dir(table_path):
+    return os.path.join(index_dir(table_path), "segments")
+
+
+def new_segment_name(instant: str) -> str:
+    return f"seg-{instant}-{uuid.uuid4().hex[:12]}.parquet"
+
+
+def write_segment(table_path: str, name: str, records: pa.Table) -> int:
+    """Write records (any order) sorted by key; returns the number of records."""
+    d = _segment_dir(table_path)
+    os.makedirs(d, exist_ok=True)
+    records = records.select(RECORD_SCHEMA.names).cast(RECORD_SCHEMA)
+    if records.num_rows:
+        records = records.sort_by([("key", "ascending")])
+    tmp = os.path.join(d, f".{name}.tmp")
+    pq.write_table(records, tmp, row_group_size=ROW_GROUP_ROWS, compression="zstd",
+                   write_statistics=True, use_dictionary=["column", "partition", "file_id"])
+    os.replace(tmp, os.path.join(d, name))
+    return records.num_rows
+
+
+def segment_path(table_path: str, name: str) -> str:
+    return os.path.join(_segment_dir(table_path), name)
+
+
+def read_segment(table_path: str, name: str, prefixes=None, columns=None, file_ids=None) -> pa.Table:
+    """Records of one segment; with ``prefixes`` only keys starting with one of them
+    (row groups whose key range misses every prefix are not read)."""
+    path = segment_path(table_path, name)
+    try:
+        f = pq.ParquetFile(path)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise IndexFormatError(f"bitmap index segment {name} unreadable: {e}") from None
+    cols = columns or RECORD_SCHEMA.names
+    if prefixes is None:
+        t = f.read(columns=cols)
+    else:
+        prefixes = sorted(set(prefixes))
+        if not prefixes:
+            return RECORD_SCHEMA.empty_table().select(cols)
+        md = f.metadata
+        ki = f.schema_arrow.get_field_index("key")
+        groups = []
+        for g in range(md.num_row_groups):
+            st = md.row_group(g).column(ki).statistics
+            if st is None or not st.has_min_max:
+                groups.append(g)
+                continue
+            lo, hi = st.min, st.max
+            if isinstance(lo, bytes):
+                lo, hi = lo.decode("utf-8", "replace"), hi.decode("utf-8", "replace")
+            for p in prefixes:
+                # keys with prefix p lie in [p, p_end); p ends with '$', '%' is the next character
+                p_end = p[:-1] + "%"
+                if p <= hi and lo < p_end:
+                    groups.append(g)
+                    break
+        if not groups:
+            return RECORD_SCHEMA.empty_table().select(cols)
+        t = f.read_row_groups(groups, columns=list(dict.fromkeys(list(cols) + ["key"])))
+        keys = t.column("key")
+        mask = None
+        for p in prefixes:
+            m = pc.starts_with(keys, p)
+            mask = m if mask is None else pc.or_(mask, m)
+        t = t.filter(mask).select(cols)
+    if file_ids is not None and t.num_rows:
+        t = t.filter(pc.is_in(t.column("file_id"), value_set=pa.array(sorted(file_ids), pa.string())))
+    return t
+
+
+# ---------------------------------------------------------------- manifests
+
+def list_manifests(table_path: str) -> list:
+    """Manifest instants, oldest first."""
+    d = _manifest_dir(table_path)
+    if not os.path.isdir(d):
+        return []
+    out = []
+    for n in os.listdir(d):
+        if n.startswith("manifest-") and n.endswith(".json"):
+            out.append(n[len("manifest-"):-len(".json")])
+    return sorted(out)
+
+
+def read_manifest(table_path: str, instant=None):
+    """The manifest dict of ``instant`` (default: the latest), or None when there is none."""
+    if instant is None:
+        ms = list_manifests(table_path)
+        if not ms:
+            return None
+        instant = ms[-1]
+    p = os.path.join(_manifest_dir(table_path), f"manifest-{instant}.json")
+    try:
+        with open(p, "rb") as fh:
+            m = json.loads(fh.read())
+    except FileNotFoundError:
+        return None
+    except ValueError as e:
+        raise IndexFormatError(f"bitmap index manifest {p} is not valid JSON: {e}") from None
+    if not isinstance(m, dict) or m.get("format") != FORMAT_VERSION or "slices" not in m:
+        raise IndexFormatError(f"bitmap index manifest {p} has an unknown format")
+    return m
+
+
+def write_manifest(table_path: str, manifest: dict) -> str:
+    """Atomically publish a manifest (temporary file + rename); returns its path."""
+    d = _manifest_dir(table_path)
+    os.makedirs(d, exist_ok=True)
+    final = os.path.join(d, f"manifest-{manifest['instant']}.json")
+    tmp = os.path.join(d, f".manifest-{uuid.uuid4().hex}.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(manifest, fh, separators=(",", ":"))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, final)
+    return final
+
+
+def cleanup(table_path: str, keep_manifests: int = 3) -> list:
+    """Drop old manifests (keeping the newest ``keep_manifests``), temporary files,
+    and segments no kept manifest references.  Single-writer: do not run while
+    another index run is in progress.  Returns removed file names."""
+    removed = []
+    ms = list_manifests(table_path)
+    md = _manifest_dir(table_path)
+    for inst in ms[:-keep_manifests] if keep_manifests else ms:
+        os.remove(os.path.join(md, f"manifest-{inst}.json"))
+        removed.append(f"manifest-{inst}.json")
+    live = set()
+    for inst in list_manifests(table_path):
+        m = read_manifest(table_path, inst)
+        live.update(m.get("segments", []))
+    for d in (md, _segment_dir(table_path)):
+        if not os.path.isdir(d):
+            continue
+        for n in os.listdir(d):
+            if n.endswith(".tmp") or (d.endswith("segments") and n not in live):
+                os.remove(os.path.join(d, n))
+                removed.append(n)
+    return removed

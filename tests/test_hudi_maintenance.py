@@ -1,0 +1,195 @@
+"""Index maintenance over commit sequences on copy-on-write tables written by the
+test writer (and read back by the ``hudi`` package): insert, update, delete, a
+commit the index has not seen, an in-flight commit, an interrupted index run."""
+import os
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import paimon_fast as pf
+import paimon_fast.hudi as ph
+from paimon_fast.hudi import storage
+
+from hudi_support import REPO, battery, oracle_rows, row_multiset, snapshot
+from hudi_writer import CowTable
+
+pytest.importorskip("hudi")
+
+SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("kind", pa.string()), ("n", pa.int32()),
+                    ("day", pa.date32())])
+COLS = ["city", "kind", "n", "day"]
+
+
+def _data(n=40):
+    import datetime as dt
+
+    return pa.table({
+        "id": list(range(n)),
+        "city": [["berlin", "paris", "a$b%c"][i % 3] for i in range(n)],
+        "kind": [["x", "y", "z", "w$"][i % 4] if i % 7 else None for i in range(n)],
+        "n": [i % 5 for i in range(n)],
+        "day": [dt.date(2024, 1, 1 + i % 3) for i in range(n)],
+    }, schema=SCHEMA)
+
+
+def _check(path, extra=()):
+    snap = snapshot(path)
+    schema = pa.schema(list(SCHEMA))
+    preds = battery(snap, COLS, schema) + list(extra)
+    for pred in preds:
+        got, rep = ph.read_arrow(path, pred)
+        assert row_multiset(got.to_pylist(), SCHEMA.names) == row_multiset(oracle_rows(snap, pred), SCHEMA.names), \
+            (pred, rep)
+    return snap
+
+
+def _records(path, column=None):
+    m = storage.read_manifest(path)
+    out = []
+    for seg in m["segments"]:
+        live = {(e["partition"], e["file_id"]) for e in m["slices"] if e["segment"] == seg}
+        for r in storage.read_segment(path, seg).to_pylist():
+            if (r["partition"], r["file_id"]) in live and (column is None or r["column"] == column):
+                out.append(r)
+    return out
+
+
+@pytest.fixture
+def table(tmp_path):
+    t = CowTable(str(tmp_path / "cow"), SCHEMA, partition_field="city")
+    t.insert(_data(), groups=2)
+    return t
+
+
+def test_insert_update_delete_unseen(table):
+    path = table.path
+    r = ph.build_index(None, path, COLS)
+    assert r["slices_indexed"] == 6 and r["slices_carried"] == 0
+    _check(path, [pf.field("kind") == "w$", pf.field("city") == "a$b%c", pf.field("city") != "a$b%c"])
+    assert any(x["key"].startswith("city$a%24b%25c$city=a%24b%25c$") for x in _records(path, "city"))
+
+    # update: one file group's kind values all become "q"
+    g0 = sorted(table.groups)[0]
+    table.update(lambda tb: tb.set_column(2, "kind", pa.array(["q"] * tb.num_rows)), groups=[g0])
+    r = ph.build_index(None, path)
+    assert r["slices_indexed"] == 1 and r["slices_carried"] == 5 and len(r["new_instants"]) == 1
+    recs = [x for x in _records(path, "kind") if (x["partition"], x["file_id"]) == g0]
+    by_val = {x["value"]: x["cardinality"] for x in recs}
+    assert by_val["q"] == table.groups[g0].num_rows
+    # values the file group no longer holds keep their records, with empty bitmaps (RFC)
+    assert {"x", "y", "z", "w$"} & set(by_val) and all(by_val[v] == 0 for v in ("x", "y", "z", "w$") if v in by_val)
+    _check(path, [pf.field("kind") == "q", pf.field("kind") == "x"])
+
+    # delete: rows with kind == "y" leave every file group
+    table.update(lambda tb: tb.filter(pc.fill_null(pc.not_equal(tb.column("kind"), "y"), True)))
+    r = ph.build_index(None, path)
+    assert r["slices_indexed"] == 6 and r["slices_dropped"] == 6
+    assert sum(x["cardinality"] for x in _records(path, "kind") if x["value"] == "y") == 0
+    _check(path, [pf.field("kind") == "y", pf.field("kind").notin(["y"])])
+
+    # a commit the index has not seen: the changed slice is a candidate, answers stay exact
+    g1 = sorted(table.groups)[1]
+    table.update(lambda tb: tb.set_column(2, "kind", pa.array(["new"] * tb.num_rows)), groups=[g1])
+    pr = ph.prune(path, pf.field("kind") == "new")
+    assert pr.report["stale"] and pr.report["slices_not_indexed"] == 1
+    assert [c.slice.group for c in pr.candidates if not c.covered] == [g1]
+    _check(path, [pf.field("kind") == "new"])
+    # an in-flight commit (base files written, no completed instant) is invisible to both
+    table.update(lambda tb: tb.set_column(2, "kind", pa.array(["ghost"] * tb.num_rows)), complete=False)
+    got, _ = ph.read_arrow(path, pf.field("kind") == "ghost")
+    assert got.num_rows == 0
+    r = ph.build_index(None, path)
+    assert r["slices_indexed"] == 1 and r["slices_carried"] == 5
+    assert not ph.prune(path, None).report["slices_not_indexed"]
+    _check(path, [pf.field("kind") == "new", pf.field("kind") == "ghost"])
+
+
+def test_interrupted_index_run(table):
+    path = table.path
+    ph.build_index(None, path, COLS)
+    before = storage.read_manifest(path)
+    g0 = sorted(table.groups)[0]
+    table.update(lambda tb: tb.set_column(2, "kind", pa.array(["after"] * tb.num_rows)), groups=[g0])
+    env = dict(os.environ, PAIMON_FAST_HUDI_CRASH_BEFORE_MANIFEST="1",
+               PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+    code = "import paimon_fast.hudi as ph, sys; ph.build_index(None, sys.argv[1])"
+    p = subprocess.run([sys.executable, "-c", code, path], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 17, p.stderr          # killed after writing its segment, before the manifest
+    segs = os.listdir(os.path.join(path, storage.INDEX_DIR, "segments"))
+    assert len(segs) == len(before["segments"]) + 1     # the orphan is there but not referenced
+    assert storage.read_manifest(path) == before        # previous state still the visible one
+    _check(path, [pf.field("kind") == "after"])          # stale-safe meanwhile
+    r = ph.build_index(None, path)                        # re-run completes
+    assert r["previous_instant"] == before["instant"] and r["slices_indexed"] == 1
+    m = storage.read_manifest(path)
+    assert m["instant"] != before["instant"]
+    left = set(os.listdir(os.path.join(path, storage.INDEX_DIR, "segments")))
+    assert left == set(m["segments"]) | set(before["segments"])   # orphan removed, old kept for readers
+    _check(path, [pf.field("kind") == "after"])
+
+
+def test_segments_compact(table):
+    path = table.path
+    ph.build_index(None, path, COLS, max_segments=2)
+    for i in range(4):
+        g = sorted(table.groups)[i % 4]
+        table.update(lambda tb, i=i: tb.set_column(3, "n", pa.array([100 + i] * tb.num_rows, pa.int32())),
+                     groups=[g])
+        r = ph.build_index(None, path, max_segments=2)
+        assert r["segments"] <= 2
+    assert any(True for _ in _records(path))
+    _check(path, [pf.field("n") == 103, pf.field("n").isin([100, 101])])
+
+
+def test_columns_change_rebuilds_and_errors(table):
+    path = table.path
+    ph.build_index(None, path, ["city"])
+    r = ph.build_index(None, path, ["city", "kind"])
+    assert r["slices_indexed"] == 6 and r["previous_instant"] is None
+    with pytest.raises(KeyError):
+        ph.build_index(None, path, ["nope"])
+    with pytest.raises(pf.UnsupportedTypeError):
+        ph.model.check_indexable("d", pa.float64())
+    with pytest.raises(TypeError):
+        ph.prune(path, pf.field("city") == 3)
+
+
+def test_cli_build_query_inspect(table, capsys):
+    import json
+
+    from paimon_fast.cli import main
+
+    assert main(["hudi", "build", table.path, "--columns", "city,kind,n"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["slices_indexed"] == 6
+    assert main(["hudi", "query", table.path, "--eq", "kind=x", "--eq", "n=1", "--read", "--candidates"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    snap = snapshot(table.path)
+    pred = (pf.field("kind") == "x") & (pf.field("n") == 1)
+    assert out["rows_returned"] == len(oracle_rows(snap, pred))
+    assert out["slices_candidate"] + out["slices_pruned"] == 6
+    assert main(["hudi", "inspect", table.path]) == 0
+    ins = json.loads(capsys.readouterr().out)
+    assert ins["slices"] == 6 and ins["current_slices_not_indexed"] == 0 and set(ins["columns"]) == {"city", "kind", "n"}
+
+
+def test_unreadable_slice_stays_unindexed(table, monkeypatch):
+    from paimon_fast.hudi import build as B
+
+    bad = sorted(table.groups)[2][1]
+    real = B._read_slice_columns
+
+    def flaky(path, ref, columns):
+        if ref.file_id == bad:
+            raise OSError("simulated unreadable slice")
+        return real(path, ref, columns)
+
+    monkeypatch.setattr(B, "_read_slice_columns", flaky)
+    r = ph.build_index(None, table.path, COLS)
+    assert r["slices_indexed"] == 5 and r["slices_unindexable"][0]["file_id"] == bad
+    pr = ph.prune(table.path, pf.field("kind") == "zzz")
+    assert [c.slice.file_id for c in pr.candidates] == [bad]      # never pruned, never trusted
+    _check(table.path)
