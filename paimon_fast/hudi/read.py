@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from . import arrowfilter
 from .prune import as_predicate, prune
+from ..tables.arrow_filter import coerce_literals, filter_table
 from .table import SliceRef, open_table, table_state
 
 
@@ -81,7 +81,7 @@ def read_slice(table_path: str, ref: SliceRef, schema: pa.Schema, positions, pre
         out = _conform(tbl, schema)
         if out is None:
             raise ValueError(f"file slice {ref.base_rel()} does not have the table's columns")
-    return arrowfilter.filter_table(out, pred)
+    return filter_table(out, coerce_literals(pred, out.schema))
 
 
 def _tasks(pr):
