@@ -44,6 +44,86 @@ static inline size_t pf_scan_container(const uint32_t *v, size_t n, size_t i, ui
     return j;
 }
 
+/* Bytes before the first container of a bitmap of `size` containers. */
+static inline uint64_t pf_roaring_head_bytes(uint64_t size, int has_run) {
+    if (has_run) return 4 + (size + 7) / 8 + 4 * size + (size >= PF_NO_OFFSET_THRESHOLD ? 4 * size : 0);
+    return 8 + 8 * size;
+}
+
+/* Write the cookie (and run flags, zeroed); returns where the containers go
+ * and sets the descriptor / offset (NULL when absent) / run-flag pointers. */
+static inline uint8_t *pf_roaring_put_head(uint8_t *out, size_t size, int has_run, uint8_t **desc, uint8_t **offs,
+                                           uint8_t **runflags) {
+    uint8_t *p = out;
+    *runflags = NULL;
+    if (has_run) {
+        pf_put32(p, PF_SERIAL_COOKIE | ((uint32_t)(size - 1) << 16));
+        p += 4;
+        *runflags = p;
+        memset(p, 0, (size + 7) / 8);
+        p += (size + 7) / 8;
+    } else {
+        pf_put32(p, PF_SERIAL_COOKIE_NO_RUN);
+        pf_put32(p + 4, (uint32_t)size);
+        p += 8;
+    }
+    *desc = p;
+    p += 4 * size;
+    *offs = NULL;
+    if (!has_run || size >= PF_NO_OFFSET_THRESHOLD) {
+        *offs = p;
+        p += 4 * size;
+    }
+    return p;
+}
+
+/* Parsed header of portable bytes. */
+typedef struct {
+    uint32_t size;
+    int has_run;
+    const uint8_t *runflags;
+    const uint8_t *desc;
+    size_t body;   /* offset of the first container */
+} pf_rheader;
+
+static inline int pf_is_run(const pf_rheader *h, uint32_t c) {
+    return h->has_run && ((h->runflags[c >> 3] >> (c & 7)) & 1);
+}
+
+/* Parse and bounds-check the header of buf[0..len) (pass len = SIZE_MAX for
+ * bytes already validated).  Returns 0, or -1 with *err / *err_at. */
+static int pf_roaring_head(const uint8_t *buf, size_t len, pf_rheader *h, const char **err, size_t *err_at) {
+    size_t p;
+    h->runflags = NULL;
+    if (len < 4) { *err = "roaring bitmap truncated (cookie)"; *err_at = 0; return -1; }
+    uint32_t cookie = pf_get32(buf);
+    if ((cookie & 0xFFFF) == PF_SERIAL_COOKIE) {
+        h->has_run = 1;
+        h->size = (cookie >> 16) + 1;
+        p = 4;
+        if (len - p < (h->size + 7) / 8) { *err = "roaring bitmap truncated (run flags)"; *err_at = p; return -1; }
+        h->runflags = buf + p;
+        p += (h->size + 7) / 8;
+    } else if (cookie == PF_SERIAL_COOKIE_NO_RUN) {
+        h->has_run = 0;
+        if (len < 8) { *err = "roaring bitmap truncated (container count)"; *err_at = 4; return -1; }
+        h->size = pf_get32(buf + 4);
+        if (h->size > 65536) { *err = "roaring bitmap claims more than 65536 containers"; *err_at = 4; return -1; }
+        p = 8;
+    } else {
+        *err = "not a portable roaring bitmap (bad cookie)"; *err_at = 0; return -1;
+    }
+    if ((uint64_t)(len - p) < 4ull * h->size) { *err = "roaring bitmap truncated (container headers)"; *err_at = p; return -1; }
+    h->desc = buf + p;
+    p += 4 * (size_t)h->size;
+    if (!h->has_run || h->size >= PF_NO_OFFSET_THRESHOLD) {
+        if ((uint64_t)(len - p) < 4ull * h->size) { *err = "roaring bitmap truncated (container offsets)"; *err_at = p; return -1; }
+        p += 4 * (size_t)h->size;
+    }
+    h->body = p;
+    return 0;
+}
+
 /* -1 if not strictly increasing, else the serialized size. */
 static int64_t pf_roaring_size(const uint32_t *v, size_t n) {
     size_t i = 0, size = 0;
@@ -58,12 +138,7 @@ static int64_t pf_roaring_size(const uint32_t *v, size_t n) {
         body += pf_container_bytes(kind, card, nruns);
         size++;
     }
-    uint64_t head;
-    if (has_run) {
-        head = 4 + (size + 7) / 8 + 4 * size + (size >= PF_NO_OFFSET_THRESHOLD ? 4 * size : 0);
-    } else {
-        head = 8 + 4 * size + 4 * size;
-    }
+    uint64_t head = pf_roaring_head_bytes(size, has_run);
     return (int64_t)(head + body);
 }
 
@@ -78,26 +153,8 @@ static size_t pf_roaring_write(const uint32_t *v, size_t n, uint8_t *out) {
         if (pf_container_kind(card, nruns) == PF_RUN) has_run = 1;
         size++;
     }
-    uint8_t *p = out;
-    uint8_t *runflags = NULL;
-    if (has_run) {
-        pf_put32(p, PF_SERIAL_COOKIE | ((uint32_t)(size - 1) << 16));
-        p += 4;
-        runflags = p;
-        memset(p, 0, (size + 7) / 8);
-        p += (size + 7) / 8;
-    } else {
-        pf_put32(p, PF_SERIAL_COOKIE_NO_RUN);
-        pf_put32(p + 4, (uint32_t)size);
-        p += 8;
-    }
-    uint8_t *desc = p;
-    p += 4 * size;
-    uint8_t *offs = NULL;
-    if (!has_run || size >= PF_NO_OFFSET_THRESHOLD) {
-        offs = p;
-        p += 4 * size;
-    }
+    uint8_t *desc, *offs, *runflags;
+    uint8_t *p = pf_roaring_put_head(out, size, has_run, &desc, &offs, &runflags);
     /* pass 2: containers */
     i = 0;
     size_t c = 0;
@@ -141,36 +198,12 @@ static size_t pf_roaring_write(const uint32_t *v, size_t n, uint8_t *out) {
  * with *err set to a static message and *err_at to the offset of the problem.
  * *card_out receives the total cardinality. Nothing is allocated. */
 static int64_t pf_roaring_check(const uint8_t *buf, size_t len, const char **err, size_t *err_at, uint64_t *card_out) {
-    size_t p = 0;
-    uint32_t size;
-    int has_run;
-    const uint8_t *runflags = NULL;
+    pf_rheader h;
     *card_out = 0;
-    if (len < 4) { *err = "roaring bitmap truncated (cookie)"; *err_at = 0; return -1; }
-    uint32_t cookie = pf_get32(buf);
-    if ((cookie & 0xFFFF) == PF_SERIAL_COOKIE) {
-        has_run = 1;
-        size = (cookie >> 16) + 1;
-        p = 4;
-        if (len - p < (size + 7) / 8) { *err = "roaring bitmap truncated (run flags)"; *err_at = p; return -1; }
-        runflags = buf + p;
-        p += (size + 7) / 8;
-    } else if (cookie == PF_SERIAL_COOKIE_NO_RUN) {
-        has_run = 0;
-        if (len < 8) { *err = "roaring bitmap truncated (container count)"; *err_at = 4; return -1; }
-        size = pf_get32(buf + 4);
-        if (size > 65536) { *err = "roaring bitmap claims more than 65536 containers"; *err_at = 4; return -1; }
-        p = 8;
-    } else {
-        *err = "not a portable roaring bitmap (bad cookie)"; *err_at = 0; return -1;
-    }
-    if ((uint64_t)(len - p) < 4ull * size) { *err = "roaring bitmap truncated (container headers)"; *err_at = p; return -1; }
-    const uint8_t *desc = buf + p;
-    p += 4 * (size_t)size;
-    if (!has_run || size >= PF_NO_OFFSET_THRESHOLD) {
-        if ((uint64_t)(len - p) < 4ull * size) { *err = "roaring bitmap truncated (container offsets)"; *err_at = p; return -1; }
-        p += 4 * (size_t)size;
-    }
+    if (pf_roaring_head(buf, len, &h, err, err_at) < 0) return -1;
+    uint32_t size = h.size;
+    const uint8_t *desc = h.desc;
+    size_t p = h.body;
     int32_t prev_key = -1;
     uint64_t total = 0;
     for (uint32_t c = 0; c < size; c++) {
@@ -178,8 +211,7 @@ static int64_t pf_roaring_check(const uint8_t *buf, size_t len, const char **err
         uint32_t card = (uint32_t)pf_get16(desc + 4 * c + 2) + 1;
         if ((int32_t)key <= prev_key) { *err = "roaring container keys not increasing"; *err_at = (size_t)(desc - buf) + 4 * c; return -1; }
         prev_key = (int32_t)key;
-        int is_run = has_run && (runflags[c >> 3] >> (c & 7)) & 1;
-        if (is_run) {
+        if (pf_is_run(&h, c)) {
             if (len - p < 2) { *err = "roaring run container truncated"; *err_at = p; return -1; }
             uint32_t nruns = pf_get16(buf + p);
             p += 2;
