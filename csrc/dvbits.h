@@ -103,40 +103,14 @@ static size_t pf_roaring_to_sorted(const uint8_t *buf, uint64_t high, uint64_t *
     return n;
 }
 
-/* ---- one-pass validated decode into a bit set ----
- * pf_roaring_scan checks the header and every container's extent (no content
- * checks) and returns the serialized size, the header cardinality and the last
- * container key.  pf_roaring_decode (roaring_dense.h) then validates the
- * content while ORing it into the bit set, so the bytes are read once. */
+/* One-pass validated decode into a bit set: pf_roaring_scan checks the header
+ * and every container's extent (no content checks) and returns the serialized
+ * size, the header cardinality and the last container key, which sizes the
+ * bit set; pf_roaring_decode (roaring_dense.h) then validates the content
+ * while ORing it into the bit set, so the bytes are read once. */
 static int64_t pf_roaring_scan(const uint8_t *buf, size_t len, const char **err, size_t *err_at,
                                uint64_t *card_out, int32_t *last_key) {
-    pf_rheader h;
-    *card_out = 0;
-    *last_key = -1;
-    if (pf_roaring_head(buf, len, &h, err, err_at) < 0) return -1;
-    uint32_t size = h.size;
-    const uint8_t *desc = h.desc;
-    size_t p = h.body;
-    uint64_t total = 0;
-    for (uint32_t c = 0; c < size; c++) {
-        uint32_t card = (uint32_t)pf_get16(desc + 4 * c + 2) + 1;
-        if (pf_is_run(&h, c)) {
-            if (len - p < 2) { *err = "roaring run container truncated"; *err_at = p; return -1; }
-            uint32_t nruns = pf_get16(buf + p);
-            p += 2;
-            if ((uint64_t)(len - p) < 4ull * nruns) { *err = "roaring run container truncated"; *err_at = p; return -1; }
-            p += 4 * (size_t)nruns;
-        } else if (card > PF_ARRAY_MAX) {
-            if (len - p < 8192) { *err = "roaring bitmap container truncated"; *err_at = p; return -1; }
-            p += 8192;
-        } else {
-            if ((uint64_t)(len - p) < 2ull * card) { *err = "roaring array container truncated"; *err_at = p; return -1; }
-            p += 2 * (size_t)card;
-        }
-        total += card;
-    }
-    if (size) *last_key = (int32_t)pf_get16(desc + 4 * (size - 1));
-    *card_out = total;
-    return (int64_t)p;
+    int64_t bad;
+    return pf_roaring_walk(buf, len, NULL, 0, PF_WALK_EXTENTS, card_out, last_key, err, err_at, &bad);
 }
 #endif

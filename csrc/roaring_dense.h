@@ -18,19 +18,6 @@
 
 #define PF_CHUNK_WORDS 1024
 
-/* Without -mpopcnt (or a "popcnt" target pragma before this header),
- * __builtin_popcountll is a libgcc call; SWAR is faster then. */
-static inline int pf_popc64(uint64_t x) {
-#if defined(__POPCNT__)
-    return __builtin_popcountll(x);
-#else
-    x = x - ((x >> 1) & 0x5555555555555555ULL);
-    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
-    return (int)((x * 0x0101010101010101ULL) >> 56);
-#endif
-}
-
 /* cardinality and number of runs of the first nw (<= 1024) words of a chunk */
 #define PF_DENSE_STATS_BODY(POPC)                                   \
     uint64_t carry = 0;                                             \
@@ -234,122 +221,16 @@ static size_t pf_words_write(const uint64_t *words, int64_t nwords, int plain, c
     return pf_dense_emit(&s, card, nruns, out);
 }
 
-static inline uint64_t pf_get64le(const uint8_t *p) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-#else
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
-#endif
-}
-
-/* decoder flags */
-#define PF_DEC_OR 0          /* OR into words; bitmap containers' cardinality recounted */
-#define PF_DEC_NO_RECOUNT 2  /* do not recount bitmap containers (bytes already validated,
-                              * or the cardinality field does not matter to the caller) */
-#define PF_DEC_FILL 3        /* words are zero where the bitmap goes: bitmap containers
-                              * are copied (implies PF_DEC_NO_RECOUNT) */
-
-/* Validate buf[0..len) (header, extents, keys increasing, arrays strictly
- * increasing, runs ordered and inside the container, cardinalities) while
- * decoding it into words: value v sets bit v.  Values must be < nbits (words
- * holds at least ceil(nbits / 64) words).  Returns the serialized size, or -1
- * with *err / *err_at (and *bad = the offending value for a value >= nbits,
- * else -1).  On error words may be partly written. */
+/* Validate buf[0..len) completely (see pf_roaring_walk) while decoding it
+ * into words: value v sets bit v.  Values must be < nbits (words holds at
+ * least ceil(nbits / 64) words).  Returns the serialized size, or -1 with
+ * *err / *err_at (and *bad = the offending value for a value >= nbits, else
+ * -1).  On error words may be partly written. */
 static int64_t pf_roaring_decode(const uint8_t *buf, size_t len, uint64_t *words, int64_t nbits, int flags,
                                  const char **err, size_t *err_at, int64_t *bad) {
-    static const char *const beyond = "roaring bitmap holds a row beyond the index's rows";
-    pf_rheader h;
-    *bad = -1;
-    if (pf_roaring_head(buf, len, &h, err, err_at) < 0) return -1;
-    size_t p = h.body;
-    int64_t nwb = (nbits + 63) >> 6;  /* words that may hold values */
-    int32_t prev_key = -1;
-    uint32_t max_key = h.size ? pf_get16(h.desc + 4 * (h.size - 1)) : 0;
-    for (uint32_t c = 0; c < h.size; c++) {
-        uint32_t key = pf_get16(h.desc + 4 * c);
-        uint32_t card = (uint32_t)pf_get16(h.desc + 4 * c + 2) + 1;
-        if ((int32_t)key <= prev_key || key > max_key) { *err = "roaring container keys not increasing"; *err_at = (size_t)(h.desc - buf) + 4 * c; return -1; }
-        prev_key = (int32_t)key;
-        int64_t base = (int64_t)key << 16;
-        if (pf_is_run(&h, c)) {
-            if (len - p < 2) { *err = "roaring run container truncated"; *err_at = p; return -1; }
-            uint32_t nruns = pf_get16(buf + p);
-            p += 2;
-            if ((uint64_t)(len - p) < 4ull * nruns) { *err = "roaring run container truncated"; *err_at = p; return -1; }
-            int64_t last_end = -1;
-            uint64_t rc = 0;
-            for (uint32_t r = 0; r < nruns; r++) {
-                uint32_t s0 = pf_get16(buf + p), l = pf_get16(buf + p + 2);
-                if ((int64_t)s0 <= last_end || s0 + l > 0xFFFF) { *err = "roaring run container has overlapping or overflowing runs"; *err_at = p; return -1; }
-                last_end = s0 + l;
-                rc += l + 1;
-                int64_t s = base + s0, e = s + l;  /* inclusive */
-                if (e >= nbits) { *err = beyond; *err_at = p; *bad = e; return -1; }
-                p += 4;
-                int64_t ws = s >> 6, we = e >> 6;
-                uint64_t ms = ~UINT64_C(0) << (s & 63), me = ~UINT64_C(0) >> (63 - (e & 63));
-                if (ws == we) {
-                    words[ws] |= ms & me;
-                } else {
-                    words[ws] |= ms;
-                    for (int64_t i = ws + 1; i < we; i++) words[i] = ~UINT64_C(0);
-                    words[we] |= me;
-                }
-            }
-            if (rc != card) { *err = "roaring run container cardinality mismatch"; *err_at = p; return -1; }
-        } else if (card > PF_ARRAY_MAX) {
-            if (len - p < 8192) { *err = "roaring bitmap container truncated"; *err_at = p; return -1; }
-            int64_t w0 = base >> 6;
-            int64_t m = nwb - w0;  /* words of this container inside [0, nbits) */
-            if (m > PF_CHUNK_WORDS) m = PF_CHUNK_WORDS;
-            if (m < 0) m = 0;
-            for (int64_t i = m; i < PF_CHUNK_WORDS; i++) {
-                uint64_t x = pf_get64le(buf + p + 8 * i);
-                if (x) { *err = beyond; *err_at = p + 8 * i; *bad = ((w0 + i) << 6) + 63 - __builtin_clzll(x); return -1; }
-            }
-            if (m > 0 && w0 + m == nwb && (nbits & 63)) {
-                uint64_t x = pf_get64le(buf + p + 8 * (m - 1));
-                if (x >> (nbits & 63)) { *err = beyond; *err_at = p + 8 * (m - 1); *bad = ((nwb - 1) << 6) + 63 - __builtin_clzll(x); return -1; }
-            }
-            if ((flags & PF_DEC_FILL) == PF_DEC_FILL) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-                if (m > 0) memcpy(words + w0, buf + p, 8 * (size_t)m);
-#else
-                for (int64_t i = 0; i < m; i++) words[w0 + i] = pf_get64le(buf + p + 8 * i);
-#endif
-            } else if (flags & PF_DEC_NO_RECOUNT) {
-                uint64_t *cw = words + w0;
-                for (int64_t i = 0; i < m; i++) cw[i] |= pf_get64le(buf + p + 8 * i);
-            } else {
-                uint64_t bc = 0;
-                uint64_t *cw = words + w0;
-                for (int64_t i = 0; i < m; i++) {
-                    uint64_t x = pf_get64le(buf + p + 8 * i);
-                    cw[i] |= x;
-                    bc += (uint64_t)pf_popc64(x);
-                }
-                if (bc != card) { *err = "roaring bitmap container cardinality mismatch"; *err_at = p; return -1; }
-            }
-            p += 8192;
-        } else {
-            if ((uint64_t)(len - p) < 2ull * card) { *err = "roaring array container truncated"; *err_at = p; return -1; }
-            int32_t last = -1;
-            for (uint32_t i = 0; i < card; i++) {
-                int32_t lo = pf_get16(buf + p + 2 * i);
-                if (lo <= last) { *err = "roaring array container not strictly increasing"; *err_at = p + 2 * i; return -1; }
-                last = lo;
-                int64_t v = base + lo;
-                if (v >= nbits) { *err = beyond; *err_at = p + 2 * i; *bad = v; return -1; }
-                words[v >> 6] |= UINT64_C(1) << (v & 63);
-            }
-            p += 2 * (size_t)card;
-        }
-    }
-    return (int64_t)p;
+    uint64_t card;
+    int32_t last_key;
+    return pf_roaring_walk(buf, len, words, nbits, flags, &card, &last_key, err, err_at, bad);
 }
 
 #endif
