@@ -1,6 +1,7 @@
 # cython: language_level=3
 """Deletion-vector kernels: bit-set build / probe / keep-mask and Java-exact
-roaring (de)serialization straight from / into a bit set (csrc/dvbits.h).
+roaring (de)serialization straight from / into a bit set (csrc/dvbits.h on the
+shared csrc/roaring_dense.h).
 
 Two in-memory forms are used by ``paimon_fast.tableindex``: a bit set
 (uint64 words, whole 65536-bit chunks) for dense vectors and a sorted unique
