@@ -1,7 +1,8 @@
 /* Dense 64-bit word bit sets (row r = bit r&63 of word r>>6) and the
  * bit-sliced index algorithms of paimon-fast's range bitmap / BSI readers:
- *  - portable 32-bit roaring bytes <-> dense words (the encoder follows
- *    Java's runOptimize() container choice, see roaring32.h / FORMAT_NOTES 2);
+ *  - portable 32-bit roaring bytes <-> dense words come from roaring_dense.h
+ *    (shared with the bitmap index and deletion vectors); here only the
+ *    in-place view of all-bitmap slices and the largest value;
  *  - O'Neil-Quass slice comparisons; Rinfret / O'Neil top-k over slices.
  * All functions are pure C without allocation unless stated, safe to call
  * without the GIL. */
@@ -13,172 +14,14 @@
 #endif
 #include <stdint.h>
 #include <string.h>
-#include "roaring32.h"
+#include "roaring_dense.h"
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "bitslice.h copies little-endian roaring words directly; big-endian hosts are not supported"
 #endif
 
-#define PF_CHUNK_WORDS 1024
-
 /* A slice row may be a view into the index bytes at any byte offset: read it
  * through an alignment-1 type so the compiler never assumes 8-byte alignment. */
 typedef uint64_t pf_u64u __attribute__((aligned(1), may_alias));
-
-static inline int pf_popc(uint64_t x) { return __builtin_popcountll(x); }
-
-/* Decode validated portable bytes (pf_roaring_check passed) into words (OR).
- * Returns -1 (and *bad = offending value) if a value is >= nbits. */
-static int pf_decode_words(const uint8_t *buf, uint64_t *words, int64_t nbits, int64_t *bad) {
-    uint32_t cookie = pf_get32(buf);
-    uint32_t size;
-    int has_run;
-    const uint8_t *runflags = NULL;
-    size_t p;
-    if ((cookie & 0xFFFF) == PF_SERIAL_COOKIE) {
-        has_run = 1;
-        size = (cookie >> 16) + 1;
-        runflags = buf + 4;
-        p = 4 + (size + 7) / 8;
-    } else {
-        has_run = 0;
-        size = pf_get32(buf + 4);
-        p = 8;
-    }
-    const uint8_t *desc = buf + p;
-    p += 4 * (size_t)size;
-    if (!has_run || size >= PF_NO_OFFSET_THRESHOLD) p += 4 * (size_t)size;
-    for (uint32_t c = 0; c < size; c++) {
-        uint32_t key = pf_get16(desc + 4 * c);
-        uint32_t card = (uint32_t)pf_get16(desc + 4 * c + 2) + 1;
-        int64_t base = (int64_t)key << 16;
-        int is_run = has_run && ((runflags[c >> 3] >> (c & 7)) & 1);
-        if (is_run) {
-            uint32_t nruns = pf_get16(buf + p);
-            p += 2;
-            for (uint32_t r = 0; r < nruns; r++) {
-                int64_t s = base + pf_get16(buf + p + 4 * r);
-                int64_t e = s + pf_get16(buf + p + 4 * r + 2); /* inclusive */
-                if (e >= nbits) { *bad = e; return -1; }
-                int64_t ws = s >> 6, we = e >> 6;
-                uint64_t ms = ~0ULL << (s & 63), me = ~0ULL >> (63 - (e & 63));
-                if (ws == we) { words[ws] |= ms & me; }
-                else {
-                    words[ws] |= ms;
-                    for (int64_t w = ws + 1; w < we; w++) words[w] = ~0ULL;
-                    words[we] |= me;
-                }
-            }
-            p += 4 * (size_t)nruns;
-        } else if (card > PF_ARRAY_MAX) {
-            int64_t w0 = base >> 6;
-            for (int w = 0; w < 1024; w++) {
-                uint64_t x;
-                memcpy(&x, buf + p + 8 * w, 8);
-                if (x) {
-                    int64_t top = ((w0 + w) << 6) + 63 - __builtin_clzll(x);
-                    if (top >= nbits) { *bad = top; return -1; }
-                    words[w0 + w] |= x;
-                }
-            }
-            p += 8192;
-        } else {
-            for (uint32_t k = 0; k < card; k++) {
-                int64_t v = base + pf_get16(buf + p + 2 * k);
-                if (v >= nbits) { *bad = v; return -1; }
-                words[v >> 6] |= 1ULL << (v & 63);
-            }
-            p += 2 * (size_t)card;
-        }
-    }
-    return 0;
-}
-
-/* Structural validation + decode in one pass into zeroed words (nw words,
- * nbits <= 64*nw). Bitmap containers are copied with memcpy; cardinality
- * fields of bitmap containers are not recounted (they do not affect the bits).
- * Returns the serialized size, or -1 with *err / *err_at set. */
-static int64_t pf_decode_fast(const uint8_t *buf, size_t len, uint64_t *words, int64_t nw, int64_t nbits,
-                              const char **err, size_t *err_at) {
-    size_t p;
-    uint32_t size;
-    int has_run;
-    const uint8_t *runflags = NULL;
-    if (len < 4) { *err = "roaring bitmap truncated (cookie)"; *err_at = 0; return -1; }
-    uint32_t cookie = pf_get32(buf);
-    if ((cookie & 0xFFFF) == PF_SERIAL_COOKIE) {
-        has_run = 1; size = (cookie >> 16) + 1; p = 4;
-        if (len - p < (size + 7) / 8) { *err = "roaring bitmap truncated (run flags)"; *err_at = p; return -1; }
-        runflags = buf + p; p += (size + 7) / 8;
-    } else if (cookie == PF_SERIAL_COOKIE_NO_RUN) {
-        has_run = 0;
-        if (len < 8) { *err = "roaring bitmap truncated (container count)"; *err_at = 4; return -1; }
-        size = pf_get32(buf + 4);
-        if (size > 65536) { *err = "roaring bitmap claims more than 65536 containers"; *err_at = 4; return -1; }
-        p = 8;
-    } else { *err = "not a portable roaring bitmap (bad cookie)"; *err_at = 0; return -1; }
-    if ((uint64_t)(len - p) < 4ull * size) { *err = "roaring bitmap truncated (container headers)"; *err_at = p; return -1; }
-    const uint8_t *desc = buf + p;
-    p += 4 * (size_t)size;
-    if (!has_run || size >= PF_NO_OFFSET_THRESHOLD) {
-        if ((uint64_t)(len - p) < 4ull * size) { *err = "roaring bitmap truncated (container offsets)"; *err_at = p; return -1; }
-        p += 4 * (size_t)size;
-    }
-    int32_t prev_key = -1;
-    for (uint32_t c = 0; c < size; c++) {
-        uint32_t key = pf_get16(desc + 4 * c);
-        uint32_t card = (uint32_t)pf_get16(desc + 4 * c + 2) + 1;
-        if ((int32_t)key <= prev_key) { *err = "roaring container keys not increasing"; *err_at = (size_t)(desc - buf) + 4 * c; return -1; }
-        prev_key = (int32_t)key;
-        int64_t base = (int64_t)key << 16;
-        int is_run = has_run && ((runflags[c >> 3] >> (c & 7)) & 1);
-        if (is_run) {
-            if (len - p < 2) { *err = "roaring run container truncated"; *err_at = p; return -1; }
-            uint32_t nruns = pf_get16(buf + p);
-            p += 2;
-            if ((uint64_t)(len - p) < 4ull * nruns) { *err = "roaring run container truncated"; *err_at = p; return -1; }
-            for (uint32_t r = 0; r < nruns; r++) {
-                uint32_t s0 = pf_get16(buf + p + 4 * r), l = pf_get16(buf + p + 4 * r + 2);
-                if (s0 + l > 0xFFFF) { *err = "roaring run container has overflowing runs"; *err_at = p + 4 * r; return -1; }
-                int64_t s = base + s0, e = s + l;
-                if (e >= nbits) { *err = "roaring bitmap holds a row beyond the index's rows"; *err_at = p + 4 * r; return -1; }
-                int64_t ws = s >> 6, we = e >> 6;
-                uint64_t ms = ~0ULL << (s & 63), me = ~0ULL >> (63 - (e & 63));
-                if (ws == we) words[ws] |= ms & me;
-                else {
-                    words[ws] |= ms;
-                    for (int64_t w = ws + 1; w < we; w++) words[w] = ~0ULL;
-                    words[we] |= me;
-                }
-            }
-            p += 4 * (size_t)nruns;
-        } else if (card > PF_ARRAY_MAX) {
-            if (len - p < 8192) { *err = "roaring bitmap container truncated"; *err_at = p; return -1; }
-            int64_t w0 = base >> 6;
-            int64_t ncopy = nw - w0;
-            if (ncopy > 1024) ncopy = 1024;
-            if (ncopy < 0) ncopy = 0;
-            if (ncopy > 0) memcpy(words + w0, buf + p, 8 * (size_t)ncopy);
-            /* nothing may lie at or beyond nbits */
-            for (int64_t w = ncopy; w < 1024; w++) {
-                uint64_t x; memcpy(&x, buf + p + 8 * w, 8);
-                if (x) { *err = "roaring bitmap holds a row beyond the index's rows"; *err_at = p + 8 * w; return -1; }
-            }
-            if (ncopy > 0 && w0 + ncopy == nw && (nbits & 63)) {
-                if (words[nw - 1] >> (nbits & 63)) { *err = "roaring bitmap holds a row beyond the index's rows"; *err_at = p; return -1; }
-            }
-            p += 8192;
-        } else {
-            if ((uint64_t)(len - p) < 2ull * card) { *err = "roaring array container truncated"; *err_at = p; return -1; }
-            for (uint32_t k = 0; k < card; k++) {
-                int64_t v = base + pf_get16(buf + p + 2 * k);
-                if (v >= nbits) { *err = "roaring bitmap holds a row beyond the index's rows"; *err_at = p + 2 * k; return -1; }
-                words[v >> 6] |= 1ULL << (v & 63);
-            }
-            p += 2 * (size_t)card;
-        }
-    }
-    return (int64_t)p;
-}
 
 /* If buf[0..len) is a bitmap made only of bitmap containers with keys 0..m-1
  * (m = ceil(nw/1024)), laid out back to back (what Java writes for a dense
@@ -201,27 +44,20 @@ static int64_t pf_bitmap_view(const uint8_t *buf, size_t len, int64_t nw) {
 
 /* Largest value of validated portable bytes, -1 when empty. */
 static int64_t pf_last_value(const uint8_t *buf) {
-    uint32_t cookie = pf_get32(buf);
-    uint32_t size;
-    int has_run;
-    const uint8_t *runflags = NULL;
-    size_t p;
-    if ((cookie & 0xFFFF) == PF_SERIAL_COOKIE) {
-        has_run = 1; size = (cookie >> 16) + 1; runflags = buf + 4; p = 4 + (size + 7) / 8;
-    } else {
-        has_run = 0; size = pf_get32(buf + 4); p = 8;
-    }
+    pf_rheader h;
+    const char *err;
+    size_t at;
+    pf_roaring_head(buf, SIZE_MAX, &h, &err, &at);
+    uint32_t size = h.size;
     if (size == 0) return -1;
-    const uint8_t *desc = buf + p;
-    p += 4 * (size_t)size;
-    if (!has_run || size >= PF_NO_OFFSET_THRESHOLD) p += 4 * (size_t)size;
+    const uint8_t *desc = h.desc;
+    size_t p = h.body;
     int64_t last = -1;
     for (uint32_t c = 0; c < size; c++) {
         uint32_t key = pf_get16(desc + 4 * c);
         uint32_t card = (uint32_t)pf_get16(desc + 4 * c + 2) + 1;
         int64_t base = (int64_t)key << 16;
-        int is_run = has_run && ((runflags[c >> 3] >> (c & 7)) & 1);
-        if (is_run) {
+        if (pf_is_run(&h, c)) {
             uint32_t nruns = pf_get16(buf + p);
             p += 2;
             if (nruns) last = base + pf_get16(buf + p + 4 * (nruns - 1)) + pf_get16(buf + p + 4 * (nruns - 1) + 2);
@@ -239,170 +75,6 @@ static int64_t pf_last_value(const uint8_t *buf) {
         }
     }
     return last;
-}
-
-/* Position of the next set (want=1) / clear (want=0) bit at or after pos, below end. */
-static inline int64_t pf_next_bit(const uint64_t *words, int64_t pos, int64_t end, int want) {
-    while (pos < end) {
-        uint64_t w = words[pos >> 6];
-        if (!want) w = ~w;
-        w &= ~0ULL << (pos & 63);
-        if (w) {
-            int64_t r = ((pos >> 6) << 6) + __builtin_ctzll(w);
-            return r < end ? r : end;
-        }
-        pos = ((pos >> 6) + 1) << 6;
-    }
-    return end;
-}
-
-/* Per-container stats of a dense chunk (nw <= 1024 words). */
-static inline void pf_chunk_stats(const uint64_t *w, int64_t nw, uint32_t *card, uint32_t *nruns) {
-    uint64_t c = 0, r = 0, carry = 0;
-    for (int64_t i = 0; i < nw; i++) {
-        uint64_t x = w[i];
-        c += pf_popc(x);
-        r += pf_popc(x & ~((x << 1) | carry));
-        carry = x >> 63;
-    }
-    *card = (uint32_t)c;
-    *nruns = (uint32_t)r;
-}
-
-/* Java-exact portable serialization of dense words. If out is NULL only the size is returned. */
-static int64_t pf_encode_words(const uint64_t *words, int64_t nwords, uint8_t *out) {
-    int64_t nchunks = (nwords + PF_CHUNK_WORDS - 1) / PF_CHUNK_WORDS;
-    int64_t size = 0, body = 0;
-    int has_run = 0;
-    for (int64_t c = 0; c < nchunks; c++) {
-        int64_t nw = nwords - c * PF_CHUNK_WORDS;
-        if (nw > PF_CHUNK_WORDS) nw = PF_CHUNK_WORDS;
-        uint32_t card, nruns;
-        pf_chunk_stats(words + c * PF_CHUNK_WORDS, nw, &card, &nruns);
-        if (!card) continue;
-        int kind = pf_container_kind(card, nruns);
-        if (kind == PF_RUN) has_run = 1;
-        body += pf_container_bytes(kind, card, nruns);
-        size++;
-    }
-    int64_t head = has_run ? 4 + (size + 7) / 8 + 4 * size + (size >= PF_NO_OFFSET_THRESHOLD ? 4 * size : 0)
-                           : 8 + 8 * size;
-    if (!out) return head + body;
-    uint8_t *p = out;
-    uint8_t *runflags = NULL;
-    if (has_run) {
-        pf_put32(p, PF_SERIAL_COOKIE | ((uint32_t)(size - 1) << 16));
-        p += 4;
-        runflags = p;
-        memset(p, 0, (size + 7) / 8);
-        p += (size + 7) / 8;
-    } else {
-        pf_put32(p, PF_SERIAL_COOKIE_NO_RUN);
-        pf_put32(p + 4, (uint32_t)size);
-        p += 8;
-    }
-    uint8_t *desc = p;
-    p += 4 * size;
-    uint8_t *offs = NULL;
-    if (!has_run || size >= PF_NO_OFFSET_THRESHOLD) { offs = p; p += 4 * size; }
-    int64_t ci = 0;
-    for (int64_t c = 0; c < nchunks; c++) {
-        const uint64_t *w = words + c * PF_CHUNK_WORDS;
-        int64_t nw = nwords - c * PF_CHUNK_WORDS;
-        if (nw > PF_CHUNK_WORDS) nw = PF_CHUNK_WORDS;
-        uint32_t card, nruns;
-        pf_chunk_stats(w, nw, &card, &nruns);
-        if (!card) continue;
-        int kind = pf_container_kind(card, nruns);
-        pf_put16(desc + 4 * ci, (uint16_t)c);
-        pf_put16(desc + 4 * ci + 2, (uint16_t)(card - 1));
-        if (offs) pf_put32(offs + 4 * ci, (uint32_t)(p - out));
-        int64_t end = nw << 6;
-        if (kind == PF_RUN) {
-            runflags[ci >> 3] |= (uint8_t)(1u << (ci & 7));
-            pf_put16(p, (uint16_t)nruns);
-            p += 2;
-            int64_t pos = 0;
-            while (1) {
-                int64_t s = pf_next_bit(w, pos, end, 1);
-                if (s >= end) break;
-                int64_t e = pf_next_bit(w, s, end, 0);
-                pf_put16(p, (uint16_t)s);
-                pf_put16(p + 2, (uint16_t)(e - s - 1));
-                p += 4;
-                pos = e;
-            }
-        } else if (kind == PF_BITMAP) {
-            memset(p, 0, 8192);
-            for (int64_t i = 0; i < nw; i++) {
-                uint64_t x = w[i];
-                for (int b = 0; b < 8; b++) p[8 * i + b] = (uint8_t)(x >> (8 * b));
-            }
-            p += 8192;
-        } else {
-            for (int64_t i = 0; i < nw; i++) {
-                uint64_t x = w[i];
-                while (x) {
-                    pf_put16(p, (uint16_t)((i << 6) + __builtin_ctzll(x)));
-                    p += 2;
-                    x &= x - 1;
-                }
-            }
-        }
-        ci++;
-    }
-    return (int64_t)(p - out);
-}
-
-/* Portable bytes without run containers (array / bitmap only), for handing a
- * dense result to CRoaring: one stats pass (popcount) + one write pass.
- * out must hold pf_encode_plain(words, nw, NULL) bytes. */
-static int64_t pf_encode_plain(const uint64_t *words, int64_t nwords, uint8_t *out) {
-    int64_t nchunks = (nwords + PF_CHUNK_WORDS - 1) / PF_CHUNK_WORDS;
-    int64_t size = 0, body = 0;
-    uint32_t cards_small[64];
-    (void)cards_small;
-    for (int64_t c = 0; c < nchunks; c++) {
-        int64_t nw = nwords - c * PF_CHUNK_WORDS;
-        if (nw > PF_CHUNK_WORDS) nw = PF_CHUNK_WORDS;
-        const uint64_t *w = words + c * PF_CHUNK_WORDS;
-        uint64_t card = 0;
-        for (int64_t i = 0; i < nw; i++) card += pf_popc(w[i]);
-        if (!card) continue;
-        body += card > PF_ARRAY_MAX ? 8192 : 2 * card;
-        size++;
-    }
-    if (!out) return 8 + 8 * size + body;
-    uint8_t *p = out;
-    pf_put32(p, PF_SERIAL_COOKIE_NO_RUN);
-    pf_put32(p + 4, (uint32_t)size);
-    p += 8;
-    uint8_t *desc = p, *offs = p + 4 * size;
-    p += 8 * size;
-    int64_t ci = 0;
-    for (int64_t c = 0; c < nchunks; c++) {
-        const uint64_t *w = words + c * PF_CHUNK_WORDS;
-        int64_t nw = nwords - c * PF_CHUNK_WORDS;
-        if (nw > PF_CHUNK_WORDS) nw = PF_CHUNK_WORDS;
-        uint64_t card = 0;
-        for (int64_t i = 0; i < nw; i++) card += pf_popc(w[i]);
-        if (!card) continue;
-        pf_put16(desc + 4 * ci, (uint16_t)c);
-        pf_put16(desc + 4 * ci + 2, (uint16_t)(card - 1));
-        pf_put32(offs + 4 * ci, (uint32_t)(p - out));
-        if (card > PF_ARRAY_MAX) {
-            memcpy(p, w, 8 * (size_t)nw);  /* little-endian hosts */
-            if (nw < 1024) memset(p + 8 * nw, 0, 8 * (size_t)(1024 - nw));
-            p += 8192;
-        } else {
-            for (int64_t i = 0; i < nw; i++) {
-                uint64_t x = w[i];
-                while (x) { pf_put16(p, (uint16_t)((i << 6) + __builtin_ctzll(x))); p += 2; x &= x - 1; }
-            }
-        }
-        ci++;
-    }
-    return (int64_t)(p - out);
 }
 
 /* ops */
@@ -551,11 +223,11 @@ static int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t
         if (valid[r]) { uint64_t x = (uint64_t)(keys[r] - lo); bits[x >> 6] |= 1ULL << (x & 63); }
     }
     int64_t c = 0;
-    for (int64_t w = 0; w < nb; w++) { rank[w] = c; c += pf_popc(bits[w]); }
+    for (int64_t w = 0; w < nb; w++) { rank[w] = c; c += pf_popc64(bits[w]); }
     for (int64_t r = 0; r < n; r++) {
         if (valid[r]) {
             uint64_t x = (uint64_t)(keys[r] - lo);
-            codes[r] = (int32_t)(rank[x >> 6] + pf_popc(bits[x >> 6] & ((1ULL << (x & 63)) - 1)));
+            codes[r] = (int32_t)(rank[x >> 6] + pf_popc64(bits[x >> 6] & ((1ULL << (x & 63)) - 1)));
         } else codes[r] = -1;
     }
     if (uniq_out) {
@@ -589,21 +261,12 @@ static int64_t pf_compare_plain(const pf_u64u *const *rows, int S, const uint64_
         if (is_between) pf_between(sub, S, base + w0, m, v, hi, blk);
         else pf_compare(sub, S, base + w0, m, op, v, blk);
         uint64_t card = 0;
-        for (int64_t j = 0; j < m; j++) card += pf_popc(blk[j]);
+        for (int64_t j = 0; j < m; j++) card += pf_popc64(blk[j]);
         if (!card) continue;
         pf_put16(desc + 4 * count, (uint16_t)c);
         pf_put16(desc + 4 * count + 2, (uint16_t)(card - 1));
         pf_put32(toffs + 4 * count, (uint32_t)(p - body));
-        if (card > PF_ARRAY_MAX) {
-            memcpy(p, blk, 8 * (size_t)m);
-            if (m < 1024) memset(p + 8 * m, 0, 8 * (size_t)(1024 - m));
-            p += 8192;
-        } else {
-            for (int64_t j = 0; j < m; j++) {
-                uint64_t x = blk[j];
-                while (x) { pf_put16(p, (uint16_t)((j << 6) + __builtin_ctzll(x))); p += 2; x &= x - 1; }
-            }
-        }
+        p = pf_dense_put_container(p, blk, m, card > PF_ARRAY_MAX ? PF_BITMAP : PF_ARRAY, 0);
         count++;
     }
     int64_t head = 8 + 8 * count;
@@ -664,11 +327,11 @@ static int64_t pf_topk_core(const pf_u64u *const *rows, int S, uint64_t *e, uint
             int64_t w = init[a];
             uint64_t x = base[w];
             e[w] = x;
-            if (x) { active[na++] = w; ecount += pf_popc(x); }
+            if (x) { active[na++] = w; ecount += pf_popc64(x); }
         }
     } else {
         for (int64_t w = 0; w < nw; w++) {
-            if (e[w]) { active[na++] = w; ecount += pf_popc(e[w]); }
+            if (e[w]) { active[na++] = w; ecount += pf_popc64(e[w]); }
         }
     }
     int64_t gcount = 0;
@@ -679,7 +342,7 @@ static int64_t pf_topk_core(const pf_u64u *const *rows, int S, uint64_t *e, uint
             int64_t cnt = 0;
             for (int64_t a = 0; a < na; a++) {
                 int64_t w = active[a];
-                cnt += pf_popc(e[w] & (s[w] ^ flip));
+                cnt += pf_popc64(e[w] & (s[w] ^ flip));
             }
             int64_t n = gcount + cnt;
             int64_t m = 0;

@@ -17,7 +17,12 @@ from paimon_fast.errors import IndexFormatError
 cdef extern from "bitslice.h":
     ctypedef uint64_t pf_u64u
     int64_t pf_roaring_check(const uint8_t *buf, size_t length, const char **err, size_t *err_at, uint64_t *card) nogil
-    int pf_decode_words(const uint8_t *buf, uint64_t *words, int64_t nbits, int64_t *bad) nogil
+    int64_t pf_roaring_decode(const uint8_t *buf, size_t len, uint64_t *words, int64_t nbits, int flags,
+                              const char **err, size_t *err_at, int64_t *bad) nogil
+    int PF_DEC_NO_RECOUNT
+    int PF_DEC_FILL
+    int64_t pf_words_size(const uint64_t *words, int64_t nwords, int plain, uint32_t *card, uint32_t *nruns) nogil
+    size_t pf_words_write(const uint64_t *words, int64_t nwords, int plain, const uint32_t *card, const uint32_t *nruns, uint8_t *out) nogil
     int64_t pf_last_value(const uint8_t *buf) nogil
     int64_t pf_compare_plain(const pf_u64u *const *rows, int S, const uint64_t *base, int64_t nw,
                              int op, uint64_t v, int is_between, uint64_t hi, uint8_t *out) nogil
@@ -27,10 +32,6 @@ cdef extern from "bitslice.h":
     int pf_build_slices_u64(const uint64_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) nogil
     int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,
                            uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) nogil
-    int64_t pf_decode_fast(const uint8_t *buf, size_t len, uint64_t *words, int64_t nw, int64_t nbits,
-                           const char **err, size_t *err_at) nogil
-    int64_t pf_encode_plain(const uint64_t *words, int64_t nwords, uint8_t *out) nogil
-    int64_t pf_encode_words(const uint64_t *words, int64_t nwords, uint8_t *out) nogil
     void pf_compare(const pf_u64u *const *rows, int S, const uint64_t *base,
                     int64_t nw, int op, uint64_t v, uint64_t *out) nogil
     void pf_between(const pf_u64u *const *rows, int S, const uint64_t *base,
@@ -123,14 +124,15 @@ def decode_into(const uint8_t[::1] buf, Py_ssize_t offset, Py_ssize_t limit, uin
     cdef size_t err_at = 0
     cdef uint64_t card = 0
     cdef int64_t size, bad = 0
-    cdef int rc = 0
+    cdef int64_t rc = 0
     cdef const uint8_t *p = &buf[0] + offset if n else NULL
     if limit - offset < 4:
         raise IndexFormatError("roaring bitmap truncated (cookie)", base + offset)
     with nogil:
         size = pf_roaring_check(p, limit - offset, &err, &err_at, &card)
-        if size >= 0:
-            rc = pf_decode_words(p, &words[0] if words.shape[0] else NULL, nbits, &bad)
+        if size >= 0:  # validated: decode without recounting bitmap containers
+            rc = pf_roaring_decode(p, size, &words[0] if words.shape[0] else NULL, nbits, PF_DEC_NO_RECOUNT,
+                                   &err, &err_at, &bad)
     if size < 0:
         raise IndexFormatError(err.decode(), base + offset + err_at)
     if rc < 0:
@@ -153,13 +155,13 @@ def decode_fast(const uint8_t[::1] buf, Py_ssize_t offset, Py_ssize_t limit, uin
         raise ValueError("words array too small for nbits")
     cdef const char *err = NULL
     cdef size_t err_at = 0
-    cdef int64_t size
+    cdef int64_t size, bad
     cdef const uint8_t *p = &buf[0] + offset if n else NULL
     cdef uint64_t *wp = &words[0] if nw else NULL
     if limit - offset < 4:
         raise IndexFormatError("roaring bitmap truncated (cookie)", base + offset)
     with nogil:
-        size = pf_decode_fast(p, limit - offset, wp, nw, nbits, &err, &err_at)
+        size = pf_roaring_decode(p, limit - offset, wp, nbits, PF_DEC_FILL, &err, &err_at, &bad)
     if size < 0:
         raise IndexFormatError(err.decode(), base + offset + err_at)
     return size
@@ -203,33 +205,39 @@ def check_last(const uint8_t[::1] buf, Py_ssize_t offset, Py_ssize_t limit, Py_s
     return size, card, last
 
 
-def encode(const uint64_t[::1] words):
-    """Java-exact portable roaring bytes of a dense row set (runOptimize rules)."""
+cdef bytes _encode(const uint64_t[::1] words, int plain):
     cdef int64_t nw = words.shape[0]
     cdef const uint64_t *wp = &words[0] if nw else NULL
+    cdef int64_t nchunks = (nw + 1023) // 1024
     cdef int64_t size
-    with nogil:
-        size = pf_encode_words(wp, nw, NULL)
-    out = PyBytes_FromStringAndSize(NULL, size)
-    cdef uint8_t *op = <uint8_t *> PyBytes_AS_STRING(out)
-    with nogil:
-        pf_encode_words(wp, nw, op)
+    cdef uint32_t *card = <uint32_t *> malloc((nchunks + 1) * sizeof(uint32_t))
+    cdef uint32_t *nruns = <uint32_t *> malloc((nchunks + 1) * sizeof(uint32_t))
+    cdef uint8_t *op
+    if card == NULL or nruns == NULL:
+        free(card); free(nruns)
+        raise MemoryError()
+    try:
+        with nogil:
+            size = pf_words_size(wp, nw, plain, card, nruns)
+        out = PyBytes_FromStringAndSize(NULL, size)
+        op = <uint8_t *> PyBytes_AS_STRING(out)
+        with nogil:
+            pf_words_write(wp, nw, plain, card, nruns, op)
+    finally:
+        free(card)
+        free(nruns)
     return out
+
+
+def encode(const uint64_t[::1] words):
+    """Java-exact portable roaring bytes of a dense row set (runOptimize rules)."""
+    return _encode(words, 0)
 
 
 def encode_plain(const uint64_t[::1] words):
     """Portable roaring bytes of a dense row set with array / bitmap containers
     only (not Java's run choice): the fast way to hand a result to pyroaring."""
-    cdef int64_t nw = words.shape[0]
-    cdef const uint64_t *wp = &words[0] if nw else NULL
-    cdef int64_t size
-    with nogil:
-        size = pf_encode_plain(wp, nw, NULL)
-    out = PyBytes_FromStringAndSize(NULL, size)
-    cdef uint8_t *op = <uint8_t *> PyBytes_AS_STRING(out)
-    with nogil:
-        pf_encode_plain(wp, nw, op)
-    return out
+    return _encode(words, 1)
 
 
 def encode_many(const uint64_t[:, ::1] slices):

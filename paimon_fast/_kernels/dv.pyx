@@ -1,6 +1,7 @@
 # cython: language_level=3
 """Deletion-vector kernels: bit-set build / probe / keep-mask and Java-exact
-roaring (de)serialization straight from / into a bit set (csrc/dvbits.h).
+roaring (de)serialization straight from / into a bit set (csrc/dvbits.h on the
+shared csrc/roaring_dense.h).
 
 Two in-memory forms are used by ``paimon_fast.tableindex``: a bit set
 (uint64 words, whole 65536-bit chunks) for dense vectors and a sorted unique
@@ -15,14 +16,15 @@ import numpy as np
 cimport numpy as cnp
 
 cdef extern from "dvbits.h":
-    int64_t pf_bits_roaring_size(const uint64_t *w, size_t nchunks, uint32_t *cards, uint32_t *runs) nogil
-    size_t pf_bits_roaring_write(const uint64_t *w, size_t nchunks, const uint32_t *cards, const uint32_t *runs, uint8_t *out) nogil
+    int64_t pf_words_size(const uint64_t *words, int64_t nwords, int plain, uint32_t *card, uint32_t *nruns) nogil
+    size_t pf_words_write(const uint64_t *words, int64_t nwords, int plain, const uint32_t *card, const uint32_t *nruns, uint8_t *out) nogil
+    int64_t pf_roaring_decode(const uint8_t *buf, size_t len, uint64_t *words, int64_t nbits, int flags,
+                              const char **err, size_t *err_at, int64_t *bad) nogil
+    int PF_DEC_OR
     int32_t pf_roaring_last_key(const uint8_t *buf) nogil
-    void pf_roaring_or_into_bits(const uint8_t *buf, uint64_t *w, uint64_t chunk0) nogil
     size_t pf_roaring_to_sorted(const uint8_t *buf, uint64_t high, uint64_t *out) nogil
     int pf_cpu_ok()
     int64_t pf_roaring_scan(const uint8_t *buf, size_t len, const char **err, size_t *err_at, uint64_t *card_out, int32_t *last_key) nogil
-    int pf_roaring_fill_bits(const uint8_t *buf, uint64_t *w, uint64_t chunk0, const char **err, size_t *err_at) nogil
     void pf_set_bits(const int64_t *pos, size_t n, uint64_t *w) nogil
     void pf_test_bits(const uint64_t *w, uint64_t nbits, const int64_t *probes, size_t n, uint8_t *out) nogil
     uint64_t pf_popcount_words(const uint64_t *w, size_t n) nogil
@@ -107,9 +109,12 @@ def fill_bits(const uint8_t[::1] buf, Py_ssize_t offset, uint64_t[::1] w, Py_ssi
         raise ValueError("bit set too small for the bitmap")
     cdef const char *err = NULL
     cdef size_t err_at = 0
-    cdef int rc
+    cdef int64_t rc, bad
+    if offset < 0 or offset > buf.shape[0]:
+        raise IndexFormatError(f"roaring bitmap offset {offset} outside the buffer", base + offset)
     with nogil:
-        rc = pf_roaring_fill_bits(&buf[offset], &w[0], chunk0, &err, &err_at)
+        rc = pf_roaring_decode(&buf[offset], buf.shape[0] - offset, &w[0] + chunk0 * CHUNK_WORDS,
+                               (last_key + 1) * CHUNK_WORDS * 64, PF_DEC_OR, &err, &err_at, &bad)
     if rc < 0:
         raise IndexFormatError(err.decode(), base + offset + <Py_ssize_t> err_at)
 
@@ -156,13 +161,13 @@ def bits_serialize(const uint64_t[::1] w, Py_ssize_t chunk_start, Py_ssize_t nch
     cdef uint8_t *op
     try:
         with nogil:
-            size = pf_bits_roaring_size(base, nchunks, cards, runs)
+            size = pf_words_size(base, nchunks * CHUNK_WORDS, 0, cards, runs)
         out = PyBytes_FromStringAndSize(NULL, size + hl)
         op = <uint8_t *> PyBytes_AS_STRING(out)
         memcpy(op, <const char *> header, hl)
         op += hl
         with nogil:
-            pf_bits_roaring_write(base, nchunks, cards, runs, op)
+            pf_words_write(base, nchunks * CHUNK_WORDS, 0, cards, runs, op)
     finally:
         free(cards)
         free(runs)
@@ -199,8 +204,14 @@ def roaring_or_into(const uint8_t[::1] buf, Py_ssize_t offset, uint64_t[::1] w, 
         raise ValueError("bit set too small for the bitmap")
     if last_key < 0:
         return
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    cdef int64_t rc, bad
     with nogil:
-        pf_roaring_or_into_bits(&buf[offset], &w[0], chunk0)
+        rc = pf_roaring_decode(&buf[offset], buf.shape[0] - offset, &w[0] + chunk0 * CHUNK_WORDS,
+                               (last_key + 1) * CHUNK_WORDS * 64, PF_DEC_OR, &err, &err_at, &bad)
+    if rc < 0:
+        raise IndexFormatError(err.decode(), offset + <Py_ssize_t> err_at)
 
 
 def roaring_to_sorted(const uint8_t[::1] buf, Py_ssize_t offset, uint64_t high, uint64_t[::1] out, Py_ssize_t at, Py_ssize_t card):
