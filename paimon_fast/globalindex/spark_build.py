@@ -46,6 +46,15 @@ def data_files(path):
     return [(rel, pq.ParquetFile(os.path.join(root, rel)).metadata.num_rows) for rel in out]
 
 
+def _file_states(root, files) -> list:
+    """``[(size, mtime_ns)]`` of the data files: recorded so a reader can tell a stale index."""
+    out = []
+    for rel, _ in files:
+        st = os.stat(os.path.join(root, rel))
+        out.append((st.st_size, st.st_mtime_ns))
+    return out
+
+
 def index_dir(path, column) -> str:
     return os.path.join(os.path.abspath(path), INDEX_DIR, column)
 
@@ -70,13 +79,13 @@ def build_global_index(spark, path, column, options=None, dtype=None):
     from pyspark.sql import functions as F
 
     from ..types import DataType
-    from . import write_atomic
 
     options = {str(k): str(v) for k, v in dict(options or {}).items()}
     root = os.path.abspath(path)
     files = data_files(root)
     if not files:
         raise FileNotFoundError(f"no Parquet data files under {root}")
+    states = _file_states(root, files)  # before the job: a file changed during the build reads as stale
     bases = np.cumsum([0] + [n for _, n in files]).tolist()
     total = bases[-1]
     if dtype is None:
@@ -133,6 +142,14 @@ def build_global_index(spark, path, column, options=None, dtype=None):
                                 StructField("range", IntegerType())])
     rows = ranged.mapInArrow(write_range, result_schema).collect()
     rows = sorted(rows, key=lambda r: r["range"])
+    return _commit_listing(root, column, dtype, build_id, total, options, ranges, files, bases, states, rows)
+
+
+def _commit_listing(root, column, dtype, build_id, total, options, ranges, files, bases, states, rows):
+    """Write ``index.json`` atomically and remove index files of earlier builds."""
+    from . import write_atomic
+
+    out_dir = index_dir(root, column)
     listing = {
         "format": "paimon-fast bitmap global index listing",
         "index_type": "bitmap",
@@ -142,7 +159,8 @@ def build_global_index(spark, path, column, options=None, dtype=None):
         "total_row_count": total,
         "options": options,
         "ranges": ranges,
-        "data_files": [{"path": rel, "row_count": n, "first_row_id": b} for (rel, n), b in zip(files, bases)],
+        "data_files": [{"path": rel, "row_count": n, "first_row_id": b, "size": st[0], "mtime_ns": st[1]}
+                       for (rel, n), b, st in zip(files, bases, states)],
         "files": [{"file": r["file"], "row_count": r["row_count"], "meta": bytes(r["meta"]).hex(),
                    "size": r["size"]} for r in rows],
     }
@@ -156,6 +174,40 @@ def build_global_index(spark, path, column, options=None, dtype=None):
             except OSError:
                 pass
     return listing
+
+
+def build_global_index_local(path, column, options=None, dtype=None, batch_rows=1 << 17):
+    """:func:`build_global_index` in this process, without Spark: one index file for the
+    whole column (for small datasets and tests); the same listing and row ids."""
+    import pyarrow.parquet as pq
+
+    from ..types import DataType
+    from . import writer as gi_writer
+
+    options = {str(k): str(v) for k, v in dict(options or {}).items()}
+    root = os.path.abspath(path)
+    files = data_files(root)
+    if not files:
+        raise FileNotFoundError(f"no Parquet data files under {root}")
+    states = _file_states(root, files)
+    bases = np.cumsum([0] + [n for _, n in files]).tolist()
+    if dtype is None:
+        dtype = str(DataType.from_arrow(pq.read_schema(os.path.join(root, files[0][0])).field(column).type))
+    dtype = str(DataType.parse(dtype))
+    out_dir = index_dir(root, column)
+    os.makedirs(out_dir, exist_ok=True)
+    build_id = uuid.uuid4().hex[:12]
+    w = gi_writer(dtype, {k: v for k, v in options.items() if k.startswith("bitmap-index.")})
+    for (rel, _), base in zip(files, bases):
+        pos = base
+        for b in pq.ParquetFile(os.path.join(root, rel)).iter_batches(batch_size=batch_rows, columns=[column]):
+            w.write_batch(b.column(0), np.arange(pos, pos + b.num_rows, dtype=np.uint64))
+            pos += b.num_rows
+    name = f"bitmap-{build_id}-00000.index"
+    meta = w.finish_to(os.path.join(out_dir, name))
+    rows = [] if meta is None else [{"file": name, "row_count": w.row_count, "meta": meta,
+                                     "size": os.path.getsize(os.path.join(out_dir, name))}]
+    return _commit_listing(root, column, dtype, build_id, bases[-1], options, 1, files, bases, states, rows)
 
 
 def _result_arrow():
@@ -172,6 +224,20 @@ def read_listing(path, column) -> dict:
 
 def has_global_index(path, column) -> bool:
     return os.path.exists(os.path.join(index_dir(path, column), LISTING))
+
+
+def listing_is_current(listing, files) -> bool:
+    """Whether ``listing`` was built over exactly ``files`` (``DataFile`` objects in the stable
+    order, or ``(path, size, mtime_ns)`` tuples): same paths, sizes and modification times.
+    A listing without recorded sizes / times is never current."""
+    recorded = listing.get("data_files") or []
+    if len(recorded) != len(files):
+        return False
+    for r, f in zip(recorded, files):
+        cur = (f.path, f.size, f.mtime_ns) if hasattr(f, "path") else tuple(f)
+        if "size" not in r or "mtime_ns" not in r or (r["path"], r["size"], r["mtime_ns"]) != cur:
+            return False
+    return True
 
 
 def load_global_index(path, column, options=None):

@@ -27,7 +27,8 @@ executor mounts at the same path.
 **Read** (:func:`read`): the driver evaluates every file's index (threads),
 reads only the files that may match (Spark's own Parquet reader), drops rows
 outside an index's row bitmap where one answers with exact positions (bitmap
-/ BSI / range-bitmap indexes), then applies the whole predicate so the answer
+/ BSI / range-bitmap indexes, and a current bitmap global index built with
+:func:`build_global_index`, whose row ids are mapped back to files and rows), then applies the whole predicate so the answer
 equals a plain scan.  Predicates are :mod:`paimon_fast.predicate` objects or
 SQL-like text (:func:`paimon_fast.sqlpredicate.parse_predicate`), OR and NOT
 included.
@@ -57,7 +58,8 @@ from ..tables.parquet import (BuildReport, FileIndexBuilder, ParquetDataset, Sca
                               local_path, store_index)
 from .columns import filter_to_predicate, to_spark_column
 
-__all__ = ["session", "register", "build", "read", "delete", "to_spark_column", "filter_to_predicate",
+__all__ = ["session", "register", "build", "build_global_index", "read", "delete", "to_spark_column",
+           "filter_to_predicate",
            "DATA_SOURCE_NAME"]
 
 DATA_SOURCE_NAME = "paimon-fast"
@@ -260,6 +262,20 @@ def build(spark, path: str, options: Mapping, *, force: bool = False,
     rep.built = sorted(r["path"] for r in results)
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+def build_global_index(spark, path: str, column: str, options: Optional[Mapping] = None, dtype: Optional[str] = None):
+    """Build the bitmap global index of ``column`` over the dataset at ``path`` on Spark
+    (:func:`paimon_fast.globalindex.spark_build.build_global_index`; options
+    ``bitmap-index.*``, ``sorted-index.records-per-range``,
+    ``sorted-index.build.max-parallelism``).  Returns the listing written to
+    ``<path>/_global_index/<column>/index.json``.  :func:`read`,
+    :meth:`ParquetDataset.scan <paimon_fast.tables.parquet.ParquetDataset.scan>` and the Data
+    Source then prune with it while it is current (no data file added, removed or changed
+    since the build); a stale index is ignored."""
+    from ..globalindex.spark_build import build_global_index as _build
+
+    return _build(spark, path, column, options, dtype)
 
 
 # ---------------------------------------------------------------- read

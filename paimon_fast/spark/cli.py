@@ -2,6 +2,7 @@
 
     paimon-fast demo [--rows N] [--files N] [--dir D] [--master URL]
     paimon-fast build PATH --options file-index.bloom-filter.columns=id [k=v ...] [--force]
+    paimon-fast build PATH --global-index COLUMN [COLUMN ...] [--options bitmap-index.compression=zstd ...]
     paimon-fast query PATH --where "country = 'DE' AND id IN (1, 2)" [--show 10] [--compare]
     paimon-fast delete PATH --where "status = 'returned'"   (deletion vectors; no Parquet rewrite)
 
@@ -85,19 +86,32 @@ def build_setup(p):
                    help="Paimon table options, e.g. file-index.bloom-filter.columns=id,name "
                         "file-index.bloom-filter.id.items=100000 file-index.bloom-filter.id.fpp=0.01")
     p.add_argument("--force", action="store_true", help="rebuild current indexes too")
+    p.add_argument("--global-index", nargs="+", default=[], metavar="COLUMN",
+                   help="also build a bitmap global index of these columns (options bitmap-index.*, "
+                        "sorted-index.records-per-range, sorted-index.build.max-parallelism)")
     _master_arg(p)
 
 
-@command("build", "build Paimon file indexes for a Parquet dataset on Spark executors")
+@command("build", "build Paimon file indexes (and bitmap global indexes) for a Parquet dataset on Spark executors")
 def build_main(args):
-    from . import build
+    from . import build, build_global_index
 
     opts = _parse_options(args.options)
-    if not any(k.endswith(".columns") for k in opts):
-        raise SystemExit("no index configured: pass e.g. --options file-index.bloom-filter.columns=COL")
+    file_index = any(k.startswith("file-index.") and k.endswith(".columns") for k in opts)
+    if not file_index and not args.global_index:
+        raise SystemExit("no index configured: pass e.g. --options file-index.bloom-filter.columns=COL "
+                         "or --global-index COL")
     spark = _session(args)
-    rep = build(spark, args.path, opts, force=args.force, progress=_progress_printer("indexing"))
-    print(rep)
+    if file_index:
+        rep = build(spark, args.path, opts, force=args.force, progress=_progress_printer("indexing"))
+        print(rep)
+    for col in args.global_index:
+        t0 = time.perf_counter()
+        gopts = {k: v for k, v in opts.items() if k.startswith(("bitmap-index.", "sorted-index.", "btree-index."))}
+        listing = build_global_index(spark, args.path, col, gopts)
+        size = sum(f["size"] for f in listing["files"])
+        print(f"global index on {col}: {len(listing['files'])} files, {listing['total_row_count']:,} rows, "
+              f"{size:,} bytes, {time.perf_counter() - t0:.2f}s")
 
 
 build_main.setup = build_setup

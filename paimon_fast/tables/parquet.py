@@ -69,7 +69,7 @@ from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
 from ..fileindex.options import (DEFAULT_IN_MANIFEST_THRESHOLD, IN_MANIFEST_THRESHOLD, indexes_from_table_options,
                                  parse_memory_size)
 from ..predicate import Leaf, Predicate
-from ..result import REMAIN, SKIP, BitmapResult, FileIndexResult
+from ..result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
 from ..types import DataType
 from .arrow_filter import coerce_literals, filter_table, to_arrow_expression
 
@@ -309,6 +309,8 @@ class ScanReport:
     rows_deleted_total: int = 0
     eval_seconds: float = 0.0
     predicate: str = ""
+    global_index_used: List[str] = field(default_factory=list)
+    global_index_stale: List[str] = field(default_factory=list)
 
     @property
     def files_read(self) -> int:
@@ -329,7 +331,10 @@ class ScanReport:
                 f"{self.files_without_index} without a current index), rows {self.rows_read:,}/{self.rows_total:,} "
                 f"read ({self.rows_skipped_by_file:,} skipped with files, {self.rows_skipped_by_bitmap:,} by bitmaps, "
                 f"{self.rows_skipped_by_deletion:,} by deletion vectors), "
-                f"index evaluation {self.eval_seconds * 1000:.1f} ms")
+                f"index evaluation {self.eval_seconds * 1000:.1f} ms"
+                + (f", global index on {', '.join(self.global_index_used)}" if self.global_index_used else "")
+                + (f", stale global index ignored on {', '.join(self.global_index_stale)}"
+                   if self.global_index_stale else ""))
 
 
 @dataclass
@@ -625,6 +630,7 @@ class ParquetDataset:
         from .deletes import load_vectors
 
         vectors = load_vectors(self, cat)
+        gi = _GlobalAnswers(self, pred, counts, part_types) if pred is not None else None
 
         def one(f: DataFile) -> FilePlan:
             p = evaluate(f)
@@ -657,6 +663,9 @@ class ParquetDataset:
             def visit(leaf: Leaf):
                 if leaf.name in part_types:
                     return _partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name])
+                g = gi.result(leaf, f.path)
+                if g is not None:
+                    return g
                 if idx is None:
                     return REMAIN
                 try:
@@ -685,6 +694,10 @@ class ParquetDataset:
         else:
             plans = [one(f) for f in files]
         rep = ScanReport(files_total=n, predicate="" if pred is None else repr(pred))
+        if gi is not None:
+            rep.global_index_used = sorted(gi.used)
+            rep.global_index_stale = sorted(gi.stale)
+            rep.index_errors += len(gi.errors)
         for p in plans:
             rep.rows_total += p.rows
             dv = p.deletion_vector
@@ -781,6 +794,82 @@ def _with_offsets(batches):
     for b in batches:
         yield b, off
         off += b.num_rows
+
+
+def _leaves(pred) -> List[Leaf]:
+    if isinstance(pred, Leaf):
+        return [pred]
+    return [x for c in getattr(pred, "children", ()) for x in _leaves(c)]
+
+
+class _GlobalAnswers:
+    """Leaf answers of the dataset's bitmap global indexes, per file.
+
+    A column's global index (``<root>/_global_index/<column>/index.json``, see
+    :mod:`paimon_fast.globalindex.spark_build`) is used only when its listing
+    records exactly the dataset's current files (paths, sizes, modification
+    times, row counts); otherwise it is stale and ignored.  Each leaf on such a
+    column is evaluated once over the whole dataset; its global row ids are
+    split by the files' row offsets: a file with none is SKIP, the others get a
+    BitmapResult of row positions.  UNSUPPORTED or an error -> None (the file
+    index answers instead, or REMAIN).
+    """
+
+    def __init__(self, ds: "ParquetDataset", pred: Predicate, counts: Mapping[str, int], part_types):
+        self.used, self.stale, self.errors = set(), set(), []
+        self._ids: Dict[int, np.ndarray] = {}
+        self._offsets: Dict[str, Tuple[int, int]] = {}
+        leaves = [x for x in _leaves(pred) if x.name not in part_types]
+        cols = sorted({x.name for x in leaves
+                       if os.path.exists(os.path.join(ds.root, "_global_index", x.name, "index.json"))})
+        if not cols:
+            return
+        from ..globalindex import spark_build as sb
+
+        files = ds.files()
+        acc = 0
+        for f in files:
+            self._offsets[f.path] = (acc, counts[f.path])
+            acc += counts[f.path]
+        indexes = {}
+        for c in cols:
+            try:
+                listing = sb.read_listing(ds.root, c)
+                if (not sb.listing_is_current(listing, files)
+                        or [d["row_count"] for d in listing["data_files"]] != [counts[f.path] for f in files]):
+                    self.stale.add(c)
+                    continue
+                indexes[c] = sb.load_global_index(ds.root, c)
+            except Exception as e:  # an unreadable listing never fails a query
+                self.errors.append(f"{c}: {type(e).__name__}: {e}")
+        try:
+            for leaf in leaves:
+                g = indexes.get(leaf.name)
+                if g is None:
+                    continue
+                try:
+                    r = g.visit(leaf)
+                except Exception as e:
+                    self.errors.append(f"{leaf!r}: {type(e).__name__}: {e}")
+                    continue
+                if r is UNSUPPORTED:
+                    continue
+                self._ids[id(leaf)] = (np.frombuffer(r.to_array(), dtype=np.uint64) if len(r)
+                                       else np.zeros(0, np.uint64))
+                self.used.add(leaf.name)
+        finally:
+            for g in indexes.values():
+                g.close()
+
+    def result(self, leaf: Leaf, path: str) -> Optional[FileIndexResult]:
+        ids = self._ids.get(id(leaf))
+        if ids is None:
+            return None
+        first, n = self._offsets[path]
+        lo, hi = np.searchsorted(ids, [first, first + n])
+        if lo == hi:
+            return SKIP
+        return BitmapResult(BitMap((ids[lo:hi] - np.uint64(first)).astype(np.uint32)))
 
 
 def _partition_leaf(leaf: Leaf, raw: Optional[str], t: pa.DataType) -> FileIndexResult:
