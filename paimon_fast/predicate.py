@@ -11,7 +11,7 @@ predicates have no negation and raise ``TypeError``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field as _dc_field
+from dataclasses import dataclass
 from typing import Any, Tuple
 
 # op -> number of literals (None = a list)

@@ -22,6 +22,7 @@ from pyroaring import BitMap64
 from .._kernels import load as _load
 from ..errors import IndexFormatError, OptionError
 from ..fileindex.options import Options
+from ..fsutil import write_atomic  # noqa: F401  (part of this package's API)
 from ..serde import encode_varint
 from ..source import as_source
 from ..types import binary_buffers
@@ -126,26 +127,6 @@ class BitmapGlobalIndexWriter:
             return None
         write_atomic(path, data)
         return meta
-
-
-def write_atomic(path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and rename."""
-    import os
-    import tempfile
-
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".index", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def sort_group_column(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray):

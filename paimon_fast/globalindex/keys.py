@@ -33,7 +33,8 @@ import pyarrow as pa
 
 from .._kernels import load as _load
 from ..errors import UnsupportedTypeError
-from ..types import DataType, to_arrow_array, validity_mask
+from ..serde import encode_varint
+from ..types import DataType, _rescale, to_arrow_array, validity_mask
 
 _k = _load("globalindex")
 KINDS = _k.KINDS
@@ -94,7 +95,7 @@ class KeyCodec:
             return np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.int64), lo
         if r == "TIME":
             v = _values(arr).astype(np.int64)
-            return _floor_to(v, arr.type.unit, "ms"), lo
+            return _rescale(v, arr.type.unit, "ms"), lo
         if r in ("FLOAT", "DOUBLE"):
             v = _values(arr)
             if v.dtype == np.float32:
@@ -108,10 +109,10 @@ class KeyCodec:
             v = _values(arr).astype(np.int64)
             unit = arr.type.unit
             if d.precision <= 3:
-                return _floor_to(v, unit, "ms"), lo
+                return _rescale(v, unit, "ms"), lo
             per_ms = _UNIT_NS["ms"] // _UNIT_NS[unit] if _UNIT_NS[unit] < _UNIT_NS["ms"] else None
             if per_ms is None:  # seconds or millis: no sub-millisecond part
-                return _floor_to(v, unit, "ms"), lo
+                return _rescale(v, unit, "ms"), lo
             millis = np.floor_divide(v, per_ms)
             nanos = (v - millis * per_ms) * _UNIT_NS[unit]
             return millis, nanos.astype(np.uint64)
@@ -166,7 +167,7 @@ class KeyCodec:
             millis, nanos = self._timestamp_literal(v)
             if d.precision <= 3:
                 return struct.pack("<q", millis)
-            return struct.pack("<q", millis) + _varint(nanos)
+            return struct.pack("<q", millis) + encode_varint(nanos)
         if r == "DECIMAL":
             unscaled = _unscaled(v, d.scale)
             if d.precision <= 18:
@@ -237,24 +238,6 @@ def _values(arr: pa.Array) -> np.ndarray:
     if buf is None:
         return np.zeros(len(arr), dtype=np_dtype)
     return np.frombuffer(buf, dtype=np_dtype, count=arr.offset + len(arr))[arr.offset:]
-
-
-def _floor_to(v: np.ndarray, unit: str, target: str) -> np.ndarray:
-    src, dst = _UNIT_NS[unit], _UNIT_NS[target]
-    if src == dst:
-        return v
-    if src > dst:
-        return v * (src // dst)
-    return np.floor_divide(v, dst // src)
-
-
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
 
 
 def _unscaled(v, scale: int) -> int:

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..fsutil import write_atomic
 from ..errors import IndexFormatError
 
 INDEX_DIR = os.path.join(".hoodie", ".aux", "bitmap_index")
@@ -169,12 +170,7 @@ def write_manifest(table_path: str, manifest: dict) -> str:
     d = _manifest_dir(table_path)
     os.makedirs(d, exist_ok=True)
     final = os.path.join(d, f"manifest-{manifest['instant']}.json")
-    tmp = os.path.join(d, f".manifest-{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w") as fh:
-        json.dump(manifest, fh, separators=(",", ":"))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, final)
+    write_atomic(final, json.dumps(manifest, separators=(",", ":")).encode("utf-8"))
     return final
 
 

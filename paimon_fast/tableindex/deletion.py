@@ -27,6 +27,8 @@ from typing import Iterable, NamedTuple
 
 import numpy as np
 
+from ..fsutil import write_atomic
+
 from .. import roaring
 from .._kernels import load as _load
 from ..errors import IndexFormatError
@@ -614,13 +616,7 @@ def write_deletion_files(out_dir, vectors, target_size: int | None = None, prefi
     out = []
     for n, (data, metas) in enumerate(serialize_deletion_files(vectors, target_size)):
         name = f"{stem}{n}"
-        final = os.path.join(out_dir, name)
-        tmp = os.path.join(out_dir, f".{name}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, final)
+        write_atomic(os.path.join(out_dir, name), data)
         out.append((name, metas))
     return out
 

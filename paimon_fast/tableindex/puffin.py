@@ -10,11 +10,10 @@ size + 4 flag bytes (0 = uncompressed) + ``PFA1``).
 from __future__ import annotations
 
 import json
-import os
 import struct
-import uuid
 
 from ..errors import IndexFormatError
+from ..fsutil import write_atomic
 from ..source import as_source
 from .deletion import Bitmap64DeletionVector, BitmapDeletionVector, DeletionVector
 
@@ -60,11 +59,7 @@ def write_puffin(vectors, path=None, snapshot_id: int = -1, sequence_number: int
     parts += [MAGIC, payload, struct.pack("<i", len(payload)), b"\0\0\0\0", MAGIC]
     data = b"".join(parts)
     if path is not None:
-        path = os.fspath(path)
-        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        write_atomic(path, data)
     return data
 
 

@@ -54,7 +54,6 @@ import importlib
 import json
 import os
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
@@ -68,6 +67,7 @@ from ..errors import PaimonFastError, UnsupportedTypeError
 from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
 from ..fileindex.options import (DEFAULT_IN_MANIFEST_THRESHOLD, IN_MANIFEST_THRESHOLD, indexes_from_table_options,
                                  parse_memory_size)
+from ..fsutil import TMP_MARK, write_atomic  # noqa: F401  (re-exported for callers)
 from ..predicate import Leaf, Predicate
 from ..result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
 from ..types import DataType
@@ -78,7 +78,6 @@ CATALOG_FORMAT = "paimon-fast-dataset"
 CATALOG_VERSION = 1
 INDEX_SUFFIX = ".index"
 DATA_SUFFIXES = (".parquet",)
-TMP_MARK = ".tmp-"
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 FILE_ORDER_DOC = ("files sorted by relative POSIX path; global row id = rows of earlier files "
                   "+ row position in the file")
@@ -97,34 +96,6 @@ def local_path(uri: str) -> str:
 
         return unquote(urlparse(uri).path)
     return uri
-
-
-def write_atomic(path: str, data: bytes, _fault: Optional[str] = None) -> None:
-    """Write ``data`` to ``path`` through a hidden temporary file and an atomic rename.
-
-    ``_fault`` (tests only): ``"raise"`` fails after writing half the bytes,
-    ``"exit"`` kills the process there, leaving the temporary file behind.
-    """
-    d, name = os.path.split(path)
-    tmp = os.path.join(d, f".{name}{TMP_MARK}{uuid.uuid4().hex}")
-    try:
-        with open(tmp, "wb") as fh:
-            if _fault:
-                fh.write(data[: len(data) // 2])
-                fh.flush()
-                if _fault == "exit":
-                    os._exit(17)
-                raise RuntimeError(f"injected failure while writing {path}")
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def parse_partition(rel_path: str) -> Dict[str, Optional[str]]:
