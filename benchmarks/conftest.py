@@ -17,7 +17,7 @@ _MEDIANS = {}
 def pytest_runtest_makereport(item, call):
     bench = getattr(item, "funcargs", {}).get("benchmark")
     if call.when == "call" and bench is not None and getattr(bench, "stats", None):
-        group = bench.group or item.name
+        group = bench.group or getattr(item, "originalname", item.name)
         impl = bench.extra_info.get("impl") or item.name.rsplit("_", 1)[-1].split("[")[0]
         params = item.callspec.id if hasattr(item, "callspec") else ""
         _MEDIANS.setdefault((group, params), {})[impl] = bench.stats.stats.median
