@@ -10,6 +10,7 @@ import struct
 import numpy as np
 
 from ..errors import IndexFormatError
+from . import roaring as _roaring_twin
 
 I8, I16, I32, I64, BOOL, F32, F64, TSN, BIGDEC, BYTES = range(1, 11)
 _SIGN = 1 << 63
@@ -164,57 +165,8 @@ def serialize_keys(kind, hi, lo):
 
 
 def serialize32(values) -> bytes:
-    """Portable 32-bit roaring as Java writes it after runOptimize()."""
-    values = sorted(values)
-    containers = []
-    i = 0
-    while i < len(values):
-        key = values[i] >> 16
-        j = i
-        while j < len(values) and values[j] >> 16 == key:
-            j += 1
-        low = [v & 0xFFFF for v in values[i:j]]
-        runs = []
-        for v in low:
-            if runs and runs[-1][1] + 1 == v:
-                runs[-1][1] = v
-            else:
-                runs.append([v, v])
-        card = len(low)
-        size = 8192 if card > 4096 else 2 * card
-        if 2 + 4 * len(runs) < size:
-            body = struct.pack("<H", len(runs)) + b"".join(struct.pack("<HH", s, e - s) for s, e in runs)
-            containers.append((key, card, True, body))
-        elif card > 4096:
-            words = [0] * 1024
-            for v in low:
-                words[v >> 6] |= 1 << (v & 63)
-            containers.append((key, card, False, struct.pack("<1024Q", *words)))
-        else:
-            containers.append((key, card, False, struct.pack(f"<{card}H", *low)))
-        i = j
-    size = len(containers)
-    has_run = any(c[2] for c in containers)
-    out = bytearray()
-    if has_run:
-        out += struct.pack("<I", 12347 | ((size - 1) << 16))
-        flags = bytearray((size + 7) // 8)
-        for ci, c in enumerate(containers):
-            if c[2]:
-                flags[ci >> 3] |= 1 << (ci & 7)
-        out += flags
-    else:
-        out += struct.pack("<II", 12346, size)
-    for key, card, _, _ in containers:
-        out += struct.pack("<HH", key, card - 1)
-    if not has_run or size >= 4:
-        pos = len(out) + 4 * size
-        for c in containers:
-            out += struct.pack("<I", pos)
-            pos += len(c[3])
-    for c in containers:
-        out += c[3]
-    return bytes(out)
+    """Portable 32-bit roaring as Java writes it after runOptimize() (the roaring twin)."""
+    return _roaring_twin.serialize(values)
 
 
 def serialize64(values) -> bytes:
