@@ -23,6 +23,8 @@ from libc.stdlib cimport malloc, realloc, free, calloc
 from libc.string cimport memcmp, memcpy, memset
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 import numpy as np
+
+from paimon_fast._kernels._common cimport check_offsets, offset_t
 cimport numpy as cnp
 
 ctypedef fused intlike:
@@ -31,9 +33,6 @@ ctypedef fused intlike:
     int32_t
     int64_t
 
-ctypedef fused offset_t:
-    int32_t
-    int64_t
 
 # Java hashCode() of the boxed key
 HASH_INT = 0     # Byte / Short / Integer / Float (floatToIntBits): the value itself
@@ -121,7 +120,7 @@ def string_hashes(const offset_t[::1] offsets, const uint8_t[::1] data):
     cdef Py_ssize_t i, n = offsets.shape[0] - 1
     if n < 0:
         raise ValueError("offsets needs at least one element")
-    _check_offsets(offsets, data.shape[0])
+    check_offsets(offsets, data.shape[0])
     out = np.empty(n, dtype=np.int32)
     cdef int32_t[::1] o = out
     cdef const uint8_t *d = &data[0] if data.shape[0] else <const uint8_t *> ""
@@ -129,22 +128,6 @@ def string_hashes(const offset_t[::1] offsets, const uint8_t[::1] data):
         for i in range(n):
             o[i] = java_string_hash(d + offsets[i], offsets[i + 1] - offsets[i])
     return out
-
-
-cdef _check_offsets(const offset_t[::1] offsets, Py_ssize_t data_len):
-    cdef Py_ssize_t i, n = offsets.shape[0]
-    cdef bint bad = False
-    with nogil:
-        if n and offsets[0] < 0:
-            bad = True
-        for i in range(1, n):
-            if offsets[i] < offsets[i - 1]:
-                bad = True
-                break
-        if n and offsets[n - 1] > data_len:
-            bad = True
-    if bad:
-        raise ValueError("variable-width offsets are negative, decreasing or past the data buffer")
 
 
 # ---------------------------------------------------------------- growable per-value arrays
@@ -446,7 +429,7 @@ def group_binary(const offset_t[::1] offsets, const uint8_t[::1] data, const uin
     cdef Py_ssize_t i, n = offsets.shape[0] - 1
     if n < 0:
         raise ValueError("offsets needs at least one element")
-    _check_offsets(offsets, data.shape[0])
+    check_offsets(offsets, data.shape[0])
     cdef bint has_valid = valid is not None
     if has_valid and valid.shape[0] != n:
         raise ValueError("validity mask length differs from values")
@@ -985,7 +968,7 @@ def pack_binary(const offset_t[::1] offsets, const uint8_t[::1] data, const int6
     cdef Py_ssize_t n = rows.shape[0], i, g, nb, nv = offsets.shape[0] - 1
     if a.shape[0] != n or (b is not None and b.shape[0] != n):
         raise ValueError("entry columns differ in length")
-    _check_offsets(offsets, data.shape[0])
+    check_offsets(offsets, data.shape[0])
     cdef bint has_b = b is not None
     cdef bint has_blocks = blocks is not None
     nb = blocks.shape[0] - 1 if has_blocks else 0

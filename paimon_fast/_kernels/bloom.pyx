@@ -8,6 +8,8 @@ c = h1 + i*h2 (32-bit wrap), c = ~c if negative, bit c % numBits.
 """
 from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
 import numpy as np
+
+from paimon_fast._kernels._common cimport check_offsets, offset_t
 cimport numpy as cnp
 
 cdef extern from "xxh64.h":
@@ -27,9 +29,6 @@ ctypedef fused intlike:
     int32_t
     int64_t
 
-ctypedef fused offset_t:
-    int32_t
-    int64_t
 
 
 cdef inline void _set_bits(uint8_t *bits, uint32_t nbits, uint64_t M, int k, int64_t h) noexcept nogil:
@@ -149,7 +148,7 @@ def xxh64_hash(const offset_t[::1] offsets, const uint8_t[::1] data, uint64_t se
     cdef Py_ssize_t i, n = offsets.shape[0] - 1
     if n < 0:
         raise ValueError("offsets needs at least one element")
-    _check_offsets(offsets, data.shape[0])
+    check_offsets(offsets, data.shape[0])
     out = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] o = out
     cdef const uint8_t *d = &data[0] if data.shape[0] else <const uint8_t *> ""
@@ -157,22 +156,6 @@ def xxh64_hash(const offset_t[::1] offsets, const uint8_t[::1] data, uint64_t se
         for i in range(n):
             o[i] = <int64_t> pf_xxh64(d + offsets[i], offsets[i + 1] - offsets[i], seed)
     return out
-
-
-cdef _check_offsets(const offset_t[::1] offsets, Py_ssize_t data_len):
-    cdef Py_ssize_t i, n = offsets.shape[0]
-    cdef bint bad = False
-    with nogil:
-        if n and offsets[0] < 0:
-            bad = True
-        for i in range(1, n):
-            if offsets[i] < offsets[i - 1]:
-                bad = True
-                break
-        if n and offsets[n - 1] > data_len:
-            bad = True
-    if bad:
-        raise ValueError("variable-width offsets are negative, decreasing or past the data buffer")
 
 
 def add_longs(uint8_t[::1] bits, int k, const intlike[::1] values, const uint8_t[::1] valid=None):
@@ -205,7 +188,7 @@ def add_binary(uint8_t[::1] bits, int k, const offset_t[::1] offsets, const uint
     cdef Py_ssize_t i, n = offsets.shape[0] - 1
     if n < 0:
         raise ValueError("offsets needs at least one element")
-    _check_offsets(offsets, data.shape[0])
+    check_offsets(offsets, data.shape[0])
     cdef uint32_t nbits = <uint32_t> (bits.shape[0] * 8)
     cdef uint64_t M = pf_fastmod_m(nbits)
     cdef bint has_valid = valid is not None
@@ -273,7 +256,7 @@ def test_binary(const uint8_t[::1] bits, int k, const offset_t[::1] offsets, con
     cdef Py_ssize_t i, n = offsets.shape[0] - 1
     if n < 0:
         raise ValueError("offsets needs at least one element")
-    _check_offsets(offsets, data.shape[0])
+    check_offsets(offsets, data.shape[0])
     cdef uint32_t nbits = <uint32_t> (bits.shape[0] * 8)
     cdef uint64_t M = pf_fastmod_m(nbits)
     cdef bint has_valid = valid is not None

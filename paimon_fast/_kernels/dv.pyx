@@ -60,26 +60,6 @@ def minmax(const int64_t[::1] pos):
     return lo, hi
 
 
-def check32(const uint8_t[::1] buf, Py_ssize_t offset=0, Py_ssize_t limit=-1, Py_ssize_t base=0):
-    """Same as ``paimon_fast.roaring.check32`` (validate a portable bitmap ->
-    (size, cardinality)), compiled with hardware popcount."""
-    cdef Py_ssize_t n = buf.shape[0]
-    if limit < 0 or limit > n:
-        limit = n
-    if offset < 0 or offset > limit:
-        raise IndexFormatError(f"roaring bitmap offset {offset} outside the buffer", base + offset)
-    cdef const char *err = NULL
-    cdef size_t err_at = 0
-    cdef uint64_t card = 0
-    cdef int64_t size
-    cdef const uint8_t *p = &buf[0] + offset if n else <const uint8_t *> ""
-    with nogil:
-        size = pf_roaring_check(p, limit - offset, &err, &err_at, &card)
-    if size < 0:
-        raise IndexFormatError(err.decode(), base + offset + <Py_ssize_t> err_at)
-    return size, card
-
-
 def scan32(const uint8_t[::1] buf, Py_ssize_t offset=0, Py_ssize_t base=0):
     """Extent of the portable bitmap at ``buf[offset:]`` (header and container
     bounds checked, content not): (size, header cardinality, last container key)."""

@@ -28,6 +28,7 @@ from typing import Iterable, NamedTuple
 import numpy as np
 
 from ..fsutil import write_atomic
+from ..roaring import check32 as _check32
 
 from .. import roaring
 from .._kernels import load as _load
@@ -47,7 +48,6 @@ _CHUNK_BITS = 65536
 _CHUNK_WORDS = 1024
 _EMPTY32 = roaring.EMPTY32
 _MAGIC32_BE = struct.pack(">i", MAGIC32)
-_check32 = _k.check32
 
 
 def _dense_ok(max_pos: int, card: int) -> bool:
