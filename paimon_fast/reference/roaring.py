@@ -65,17 +65,18 @@ def serialize(values) -> bytes:
     return bytes(out)
 
 
-def deserialize(data: bytes):
-    """Sorted list of the values in portable bytes (no validation beyond struct's)."""
-    (cookie,) = struct.unpack_from("<I", data, 0)
+def deserialize(data: bytes, offset: int = 0, with_size: bool = False):
+    """Sorted list of the values in the portable bitmap at ``offset`` (no validation
+    beyond struct's); with ``with_size``, ``(values, serialized size)``."""
+    (cookie,) = struct.unpack_from("<I", data, offset)
     if cookie & 0xFFFF == 12347:
         size = (cookie >> 16) + 1
-        flags = data[4:4 + (size + 7) // 8]
-        p = 4 + (size + 7) // 8
+        flags = data[offset + 4:offset + 4 + (size + 7) // 8]
+        p = offset + 4 + (size + 7) // 8
         has_run = True
     else:
-        (size,) = struct.unpack_from("<I", data, 4)
-        flags, p, has_run = b"", 8, False
+        (size,) = struct.unpack_from("<I", data, offset + 4)
+        flags, p, has_run = b"", offset + 8, False
     desc = [struct.unpack_from("<HH", data, p + 4 * n) for n in range(size)]
     p += 4 * size
     if not has_run or size >= 4:
@@ -97,4 +98,4 @@ def deserialize(data: bytes):
         else:
             out.extend((key << 16) | v for v in struct.unpack_from(f"<{card}H", data, p))
             p += 2 * card
-    return out
+    return (out, p - offset) if with_size else out

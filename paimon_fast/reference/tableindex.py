@@ -10,6 +10,8 @@ import struct
 
 import numpy as np
 
+from paimon_fast.reference import roaring
+
 MAGIC32 = 1581511376
 MAGIC64 = 1681511377
 
@@ -21,120 +23,34 @@ def dv_build(positions) -> np.ndarray:
     return np.unique(np.asarray(positions, dtype=np.int64)).astype(np.uint64)
 
 
-def roaring32_serialize(values) -> bytes:
-    """Java's runOptimize() + serialize() of sorted unique uint32 values."""
-    v = np.asarray(values, dtype=np.uint32)
-    containers = []
-    keys = (v >> 16).astype(np.uint32)
-    for key in np.unique(keys).tolist():
-        lows = (v[keys == key] & 0xFFFF).astype(np.int64)
-        card = len(lows)
-        breaks = np.flatnonzero(np.diff(lows) != 1) + 1
-        starts = np.concatenate(([0], breaks))
-        ends = np.concatenate((breaks, [card]))
-        nruns = len(starts)
-        cur = 8192 if card > 4096 else 2 * card
-        if 2 + 4 * nruns < cur:
-            body = struct.pack("<H", nruns) + b"".join(
-                struct.pack("<HH", lows[s], lows[e - 1] - lows[s]) for s, e in zip(starts, ends))
-            containers.append((key, card, "run", body))
-        elif card > 4096:
-            bits = np.zeros(65536, dtype=np.uint8)
-            bits[lows] = 1
-            containers.append((key, card, "bitmap", np.packbits(bits, bitorder="little").tobytes()))
-        else:
-            containers.append((key, card, "array", lows.astype("<u2").tobytes()))
-    size = len(containers)
-    has_run = any(c[2] == "run" for c in containers)
-    out = bytearray()
-    if has_run:
-        out += struct.pack("<I", 12347 | ((size - 1) << 16))
-        flags = bytearray((size + 7) // 8)
-        for i, c in enumerate(containers):
-            if c[2] == "run":
-                flags[i >> 3] |= 1 << (i & 7)
-        out += flags
-    else:
-        out += struct.pack("<II", 12346, size)
-    for key, card, _, _ in containers:
-        out += struct.pack("<HH", key, card - 1)
-    if not has_run or size >= 4:
-        pos = len(out) + 4 * size
-        for c in containers:
-            out += struct.pack("<I", pos)
-            pos += len(c[3])
-    for c in containers:
-        out += c[3]
-    return bytes(out)
-
-
-def roaring32_decode(buf: bytes, offset: int = 0):
-    """(sorted uint32 values, serialized size) of a portable bitmap (trusted input)."""
-    (cookie,) = struct.unpack_from("<I", buf, offset)
-    p = offset
-    if cookie & 0xFFFF == 12347:
-        size = (cookie >> 16) + 1
-        flags = buf[p + 4:p + 4 + (size + 7) // 8]
-        p += 4 + (size + 7) // 8
-        has_run = True
-    else:
-        (size,) = struct.unpack_from("<I", buf, p + 4)
-        flags = b""
-        p += 8
-        has_run = False
-    desc = [struct.unpack_from("<HH", buf, p + 4 * i) for i in range(size)]
-    p += 4 * size
-    if not has_run or size >= 4:
-        p += 4 * size
-    vals = []
-    for i, (key, cm1) in enumerate(desc):
-        card = cm1 + 1
-        base = key << 16
-        if has_run and (flags[i >> 3] >> (i & 7)) & 1:
-            (nr,) = struct.unpack_from("<H", buf, p)
-            p += 2
-            for _ in range(nr):
-                s, ln = struct.unpack_from("<HH", buf, p)
-                p += 4
-                vals.extend(range(base + s, base + s + ln + 1))
-        elif card > 4096:
-            bits = np.unpackbits(np.frombuffer(buf, np.uint8, 8192, p), bitorder="little")
-            vals.extend((np.flatnonzero(bits) + base).tolist())
-            p += 8192
-        else:
-            vals.extend((np.frombuffer(buf, "<u2", card, p).astype(np.int64) + base).tolist())
-            p += 2 * card
-    return np.array(vals, dtype=np.uint32), p - offset
-
-
 def dv_serialize(sorted_positions, bitmap64: bool, nkeys: int | None = None) -> bytes:
     """The bin of a deletion vector with these sorted unique positions."""
     s = np.asarray(sorted_positions, dtype=np.uint64)
     if not bitmap64:
-        return struct.pack(">i", MAGIC32) + roaring32_serialize(s.astype(np.uint32))
+        return struct.pack(">i", MAGIC32) + roaring.serialize(s.astype(np.uint32).tolist())
     if nkeys is None:
         nkeys = int(s[-1] >> np.uint64(32)) + 1 if len(s) else 0
     out = [struct.pack("<iQ", MAGIC64, nkeys)]
     hi = s >> np.uint64(32)
     for key in range(nkeys):
         lo = (s[hi == key] & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        out.append(struct.pack("<I", key) + roaring32_serialize(lo))
+        out.append(struct.pack("<I", key) + roaring.serialize(lo.tolist()))
     return b"".join(out)
 
 
 def dv_deserialize(b: bytes):
     """(bitmap64, sorted uint64 positions) of a bin (trusted input)."""
     if struct.unpack_from(">i", b, 0)[0] == MAGIC32:
-        vals, _ = roaring32_decode(b, 4)
-        return False, vals.astype(np.uint64)
+        vals = roaring.deserialize(b, 4)
+        return False, np.array(vals, dtype=np.uint64)
     assert struct.unpack_from("<i", b, 0)[0] == MAGIC64
     (count,) = struct.unpack_from("<Q", b, 4)
     p = 12
     parts = []
     for _ in range(count):
         (key,) = struct.unpack_from("<I", b, p)
-        vals, size = roaring32_decode(b, p + 4)
-        parts.append(vals.astype(np.uint64) | (np.uint64(key) << np.uint64(32)))
+        vals, size = roaring.deserialize(b, p + 4, with_size=True)
+        parts.append(np.array(vals, dtype=np.uint64) | (np.uint64(key) << np.uint64(32)))
         p += 4 + size
     return True, (np.concatenate(parts) if parts else np.zeros(0, np.uint64))
 
