@@ -447,4 +447,168 @@ static int64_t pf_topk_emit(const uint64_t *e, const uint64_t *g, int64_t *words
     return j;
 }
 
+
+/* ---- BSI writer: one pass from a column to the dense words of both parts ----
+ * Values are Java longs given as int8/16/32/64 rows; validity as Arrow's
+ * little-endian bit map (vb, vbytes bytes, row r at bit voff + r) or NULL
+ * (all valid).  Positive part: rows with value >= 0, slices of the value;
+ * negative part: rows < 0, slices of |value|. */
+
+/* 64 bits of an Arrow validity bit map starting at bit pos (bytes past the
+ * end read as 0). */
+static inline uint64_t pf_vbits64(const uint8_t *b, int64_t nbytes, int64_t pos) {
+    int64_t at = pos >> 3;
+    int sh = (int)(pos & 7);
+    uint64_t lo = 0, hi = 0;
+    if (at + 9 <= nbytes) {
+        memcpy(&lo, b + at, 8);
+        hi = b[at + 8];
+    } else {
+        for (int k = 0; k < 8 && at + k < nbytes; k++) lo |= (uint64_t)b[at + k] << (8 * k);
+        if (at + 8 < nbytes) hi = b[at + 8];
+    }
+    return sh ? (lo >> sh) | (hi << (64 - sh)) : lo;
+}
+
+/* Pass 1: largest magnitude among the valid rows >= 0 (pmax) and < 0 (nmax,
+ * as |v|, 2^63 for Long.MIN_VALUE), and how many rows each part holds. */
+#define PF_DEF_BSI_SCAN(NAME, T)                                                                  \
+static void NAME(const T *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n,          \
+                 uint64_t *pmax, uint64_t *nmax, int64_t *npos, int64_t *nneg) {                  \
+    uint64_t pm = 0, nm = 0;                                                                      \
+    int64_t cp = 0, cn = 0;                                                                       \
+    for (int64_t r0 = 0; r0 < n; r0 += 64) {                                                      \
+        int64_t lim = n - r0 < 64 ? n - r0 : 64;                                                  \
+        uint64_t vw = vb ? pf_vbits64(vb, vbytes, voff + r0) : ~(uint64_t)0;                      \
+        uint64_t nw_ = 0;                                                                         \
+        for (int64_t j = 0; j < lim; j++) {                                                       \
+            int64_t x = (int64_t)v[r0 + j];                                                       \
+            uint64_t ok = 0 - ((vw >> j) & 1);                                                    \
+            uint64_t ng = 0 - (uint64_t)(x < 0);                                                  \
+            uint64_t mag = ((uint64_t)x ^ ng) - ng;                                               \
+            uint64_t a = mag & ok & ~ng, b = mag & ok & ng;                                       \
+            pm = a > pm ? a : pm;                                                                 \
+            nm = b > nm ? b : nm;                                                                 \
+            nw_ |= (ok & ng & 1) << j;                                                            \
+        }                                                                                         \
+        if (lim < 64) vw &= (((uint64_t)1) << lim) - 1;                                           \
+        int64_t cv = pf_popc64(vw), c = pf_popc64(nw_);                                           \
+        cn += c;                                                                                  \
+        cp += cv - c;                                                                             \
+    }                                                                                             \
+    *pmax = pm; *nmax = nm; *npos = cp; *nneg = cn;                                               \
+}
+PF_DEF_BSI_SCAN(pf_bsi_scan_i8, int8_t)
+PF_DEF_BSI_SCAN(pf_bsi_scan_i16, int16_t)
+PF_DEF_BSI_SCAN(pf_bsi_scan_i32, int32_t)
+PF_DEF_BSI_SCAN(pf_bsi_scan_i64, int64_t)
+
+/* Transposers: slice i of word w gets bit i of buf[j] at bit j (64 rows). */
+static inline void pf_transpose64(const uint64_t *buf, int S, uint64_t *slices, int64_t nw, int64_t w) {
+    for (int i = 0; i < S; i++) {
+        uint64_t acc = 0;
+        for (int j = 0; j < 64; j++) acc |= ((buf[j] >> i) & 1) << j;
+        slices[(int64_t)i * nw + w] = acc;
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* 32-bit values (S <= 32), 8 rows per AVX2 movemask */
+__attribute__((target("avx2"))) static inline void pf_transpose32_avx2(const uint32_t *buf, int S, uint64_t *slices,
+                                                                         int64_t nw, int64_t w) {
+    __m256i r[8];
+    for (int q = 0; q < 8; q++) r[q] = _mm256_loadu_si256((const __m256i *)(buf + 8 * q));
+    for (int i = 0; i < S; i++) {
+        __m128i sh = _mm_cvtsi32_si128(31 - i);
+        uint64_t acc = 0;
+        for (int q = 0; q < 8; q++)
+            acc |= (uint64_t)(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_sll_epi32(r[q], sh))) << (8 * q);
+        slices[(int64_t)i * nw + w] = acc;
+    }
+}
+#endif
+
+/* Pass 2 for one row type: ebm words of both parts and their slices (pS /
+ * nS rows of nw words each; magnitudes must fit: callers size S from pass 1).
+ * AVX2 selects the 32-bit transposer when both parts need <= 32 slices. */
+#define PF_DEF_BSI_FILL(NAME, T, ATTR, WIDE)                                                      \
+ATTR static void NAME(const T *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n,     \
+                      int pS, int nS, uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl,\
+                      int64_t nw) {                                                               \
+    uint64_t bp64[64], bn64[64];                                                                  \
+    uint32_t bp32[64] __attribute__((aligned(32))), bn32[64] __attribute__((aligned(32)));        \
+    int narrow = !(WIDE) && pS <= 32 && nS <= 32;                                                 \
+    for (int64_t w = 0; w < nw; w++) {                                                            \
+        int64_t r0 = w << 6;                                                                      \
+        int64_t lim = n - r0 < 64 ? n - r0 : 64;                                                  \
+        uint64_t vw = vb ? pf_vbits64(vb, vbytes, voff + r0) : ~(uint64_t)0;                      \
+        if (lim < 64) vw &= (((uint64_t)1) << lim) - 1;                                           \
+        uint64_t ne = 0;                                                                          \
+        for (int64_t j = 0; j < lim; j++) {                                                       \
+            int64_t x = (int64_t)v[r0 + j];                                                       \
+            uint64_t ok = 0 - ((vw >> j) & 1);                                                    \
+            uint64_t ng = 0 - (uint64_t)(x < 0);                                                  \
+            uint64_t mag = ((uint64_t)x ^ ng) - ng;                                               \
+            uint64_t a = mag & ok & ~ng, b = mag & ok & ng;                                       \
+            ne |= (ok & ng & 1) << j;                                                             \
+            if (narrow) { bp32[j] = (uint32_t)a; bn32[j] = (uint32_t)b; }                         \
+            else { bp64[j] = a; bn64[j] = b; }                                                    \
+        }                                                                                         \
+        for (int64_t j = lim; j < 64; j++) { bp32[j] = bn32[j] = 0; bp64[j] = bn64[j] = 0; }     \
+        pebm[w] = vw & ~ne;                                                                       \
+        nebm[w] = ne;                                                                             \
+        if (narrow) {                                                                             \
+            PF_T32(bp32, pS, psl, nw, w);                                                         \
+            if (nS) PF_T32(bn32, nS, nsl, nw, w);                                                 \
+        } else {                                                                                  \
+            pf_transpose64(bp64, pS, psl, nw, w);                                                 \
+            if (nS) pf_transpose64(bn64, nS, nsl, nw, w);                                         \
+        }                                                                                         \
+    }                                                                                             \
+}
+
+/* generic 32-bit transposer (no AVX2) */
+static inline void pf_transpose32(const uint32_t *buf, int S, uint64_t *slices, int64_t nw, int64_t w) {
+    for (int i = 0; i < S; i++) {
+        uint64_t acc = 0;
+        for (int j = 0; j < 64; j++) acc |= (uint64_t)((buf[j] >> i) & 1) << j;
+        slices[(int64_t)i * nw + w] = acc;
+    }
+}
+
+#define PF_T32 pf_transpose32
+PF_DEF_BSI_FILL(pf_bsi_fill_i8, int8_t, , 0)
+PF_DEF_BSI_FILL(pf_bsi_fill_i16, int16_t, , 0)
+PF_DEF_BSI_FILL(pf_bsi_fill_i32, int32_t, , 0)
+PF_DEF_BSI_FILL(pf_bsi_fill_i64, int64_t, , 0)
+#undef PF_T32
+#if defined(__x86_64__) && defined(__GNUC__)
+#define PF_HAVE_BSI_AVX2 1
+#define PF_T32 pf_transpose32_avx2
+PF_DEF_BSI_FILL(pf_bsi_fill_i8_avx2, int8_t, __attribute__((target("avx2"))), 0)
+PF_DEF_BSI_FILL(pf_bsi_fill_i16_avx2, int16_t, __attribute__((target("avx2"))), 0)
+PF_DEF_BSI_FILL(pf_bsi_fill_i32_avx2, int32_t, __attribute__((target("avx2"))), 0)
+PF_DEF_BSI_FILL(pf_bsi_fill_i64_avx2, int64_t, __attribute__((target("avx2"))), 0)
+#undef PF_T32
+static int pf_has_avx2(void) {
+    static int hw = -1;
+    if (hw < 0) hw = __builtin_cpu_supports("avx2") ? 1 : 0;
+    return hw;
+}
+#else
+static int pf_has_avx2(void) { return 0; }
+#endif
+
+static inline int pf_bitlen64(uint64_t x) { return x ? 64 - __builtin_clzll(x) : 0; }
+
+static inline void pf_put32be(uint8_t *p, uint32_t x) {
+    p[0] = (uint8_t)(x >> 24); p[1] = (uint8_t)(x >> 16); p[2] = (uint8_t)(x >> 8); p[3] = (uint8_t)x;
+}
+
+static inline uint8_t *pf_put64be(uint8_t *p, uint64_t x) {
+    for (int k = 7; k >= 0; k--) *p++ = (uint8_t)(x >> (8 * k));
+    return p;
+}
+
 #endif

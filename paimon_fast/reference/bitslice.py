@@ -351,3 +351,32 @@ def block_maxmin(slices, base, bw):
         out_max.append(max(vals) if vals else -1)
         out_min.append(min(vals) if vals else -1)
     return np.array(out_max, np.int64), np.array(out_min, np.int64)
+
+
+def bsi_build(values, vbits, voff=0):
+    """The ``bsi`` payload row by row: split the valid rows into values >= 0 and
+    magnitudes of values < 0, slice each part and encode it plainly."""
+    n = len(values)
+    pos_v, neg_v = [0] * n, [0] * n
+    pos_s, neg_s = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+    for r in range(n):
+        if vbits is not None and not (vbits[(voff + r) >> 3] >> ((voff + r) & 7)) & 1:
+            continue
+        x = int(values[r])
+        if x == -(1 << 63):
+            raise ValueError("BSI cannot store Long.MIN_VALUE (Java fails too)")
+        if x < 0:
+            neg_v[r], neg_s[r] = -x, 1
+        else:
+            pos_v[r], pos_s[r] = x, 1
+    out = [struct.pack(">Bi", 1, n)]
+    for vals, sel in ((pos_v, pos_s), (neg_v, neg_s)):
+        if not sel.any():
+            out.append(b"\x00")
+            continue
+        mx = max(v for v, s in zip(vals, sel) if s)
+        S = mx.bit_length()
+        ebm, slices = build_slices(np.array(vals, dtype=np.uint64), sel, S)
+        out.append(b"\x01" + struct.pack(">Bqq", 1, 0, mx) + encode(ebm) + struct.pack(">i", S))
+        out.extend(encode(s) for s in slices)
+    return b"".join(out)
