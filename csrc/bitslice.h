@@ -87,63 +87,126 @@ enum { PF_EQ = 0, PF_NEQ = 1, PF_LT = 2, PF_LTE = 3, PF_GT = 4, PF_GTE = 5 };
 #endif
 #define PF_BLK 1024
 
-/* O'Neil-Quass comparison of every row's slice value against v, over the rows
- * of base (ebm & found). slices: S rows of stride words. Blocked so the
- * per-block state stays in L1 and the inner loops vectorize. */
-PF_CLONES
-static void pf_compare(const pf_u64u *const *rows, int S, const uint64_t *base,
-                       int64_t nw, int op, uint64_t v, uint64_t *out) {
-    int above = (S < 64) && ((v >> S) != 0); /* v exceeds every storable value */
-    uint64_t gt[PF_BLK], lt[PF_BLK], eq[PF_BLK];
-    for (int64_t b0 = 0; b0 < nw; b0 += PF_BLK) {
-        int64_t nb = nw - b0 < PF_BLK ? nw - b0 : PF_BLK;
-        const uint64_t *e = base + b0;
-        for (int64_t j = 0; j < nb; j++) { gt[j] = 0; lt[j] = above ? e[j] : 0; eq[j] = above ? 0 : e[j]; }
-        if (!above) {
-            for (int i = S - 1; i >= 0; i--) {
-                const pf_u64u *s = rows[i] + b0;
-                if ((v >> i) & 1) {
-                    for (int64_t j = 0; j < nb; j++) { lt[j] |= eq[j] & ~s[j]; eq[j] &= s[j]; }
-                } else {
-                    for (int64_t j = 0; j < nb; j++) { gt[j] |= eq[j] & s[j]; eq[j] &= ~s[j]; }
-                }
-            }
-        }
-        uint64_t *o = out + b0;
-        switch (op) {
-            case PF_EQ: for (int64_t j = 0; j < nb; j++) o[j] = eq[j]; break;
-            case PF_NEQ: for (int64_t j = 0; j < nb; j++) o[j] = e[j] & ~eq[j]; break;
-            case PF_LT: for (int64_t j = 0; j < nb; j++) o[j] = lt[j]; break;
-            case PF_LTE: for (int64_t j = 0; j < nb; j++) o[j] = lt[j] | eq[j]; break;
-            case PF_GT: for (int64_t j = 0; j < nb; j++) o[j] = gt[j]; break;
-            default: for (int64_t j = 0; j < nb; j++) o[j] = gt[j] | eq[j]; break;
-        }
+/* O'Neil-Quass comparisons, register-blocked: 8 words (512 rows) at a time
+ * walk the slices from the top with the running state in registers, so each
+ * slice word is loaded once and nothing else touches memory.  Every op is
+ * one of two cores:
+ *   lt(v):  rows < v; slices below the lowest set bit of v cannot change
+ *           the answer and are skipped;
+ *   eq(v):  rows == v;
+ * with lte(v) = lt(v + 1), gte = base & ~lt, gt = base & ~lte, neq = base & ~eq. */
+typedef uint64_t pf_v4 __attribute__((vector_size(32)));
+
+static inline pf_v4 pf_ld4(const void *p) { pf_v4 x; memcpy(&x, p, 32); return x; }
+static inline void pf_st4(void *p, pf_v4 x) { memcpy(p, &x, 32); }
+
+/* out = (LT ? rows < v : rows == v) among base, complemented within base
+ * when inv.  Requires v < 2^S (callers handle v beyond every value).  8
+ * words (two 4-word vectors) per group; no early exit (a data-dependent
+ * branch per slice costs more than the loads it saves). */
+#define PF_CORE_BODY(LT)                                                                      \
+    int stop = 0;                                                                             \
+    if (LT) stop = v ? __builtin_ctzll(v) : S; /* nothing is < 0 */                           \
+    int64_t j = 0;                                                                            \
+    for (; j + 8 <= nw; j += 8) {                                                             \
+        pf_v4 b0 = pf_ld4(base + j), b1 = pf_ld4(base + j + 4);                               \
+        pf_v4 e0 = b0, e1 = b1, a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};                         \
+        for (int i = S - 1; i >= stop; i--) {                                                 \
+            pf_v4 s0 = pf_ld4(rows[i] + j), s1 = pf_ld4(rows[i] + j + 4);                     \
+            if ((v >> i) & 1) {                                                               \
+                if (LT) { a0 |= e0 & ~s0; a1 |= e1 & ~s1; }                                   \
+                e0 &= s0; e1 &= s1;                                                           \
+            } else { e0 &= ~s0; e1 &= ~s1; }                                                  \
+        }                                                                                     \
+        pf_v4 r0 = LT ? a0 : e0, r1 = LT ? a1 : e1;                                           \
+        if (inv) { r0 = b0 & ~r0; r1 = b1 & ~r1; }                                            \
+        pf_st4(out + j, r0);                                                                  \
+        pf_st4(out + j + 4, r1);                                                              \
+    }                                                                                         \
+    for (; j < nw; j++) {                                                                     \
+        uint64_t b = base[j], eq = b, acc = 0;                                                \
+        for (int i = S - 1; i >= stop; i--) {                                                 \
+            uint64_t s = rows[i][j];                                                          \
+            if ((v >> i) & 1) { acc |= eq & ~s; eq &= s; }                                    \
+            else eq &= ~s;                                                                    \
+        }                                                                                     \
+        uint64_t r = LT ? acc : eq;                                                           \
+        out[j] = inv ? (b & ~r) : r;                                                          \
     }
+
+#define PF_DEF_CORE(NAME, ATTR, LT)                                                           \
+ATTR static void NAME(const pf_u64u *const *rows, int S, const uint64_t *base, int64_t nw,    \
+                      int inv, uint64_t v, uint64_t *out) {                                   \
+    PF_CORE_BODY(LT)                                                                          \
+}
+PF_DEF_CORE(pf_core_lt_base, , 1)
+PF_DEF_CORE(pf_core_eq_base, , 0)
+#if defined(__x86_64__) && defined(__GNUC__)
+PF_DEF_CORE(pf_core_lt_avx2, __attribute__((target("avx2"))), 1)
+PF_DEF_CORE(pf_core_eq_avx2, __attribute__((target("avx2"))), 0)
+#endif
+
+static int pf_cpu_avx2(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    static int hw = -1;
+    if (hw < 0) hw = __builtin_cpu_supports("avx2") ? 1 : 0;
+    return hw;
+#else
+    return 0;
+#endif
 }
 
-/* lo <= value <= hi in one pass. */
-PF_CLONES
+static void pf_core(const pf_u64u *const *rows, int S, const uint64_t *base,
+                    int64_t nw, int lt, int inv, uint64_t v, uint64_t *out) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (pf_cpu_avx2()) {
+        if (lt) pf_core_lt_avx2(rows, S, base, nw, inv, v, out);
+        else pf_core_eq_avx2(rows, S, base, nw, inv, v, out);
+        return;
+    }
+#endif
+    if (lt) pf_core_lt_base(rows, S, base, nw, inv, v, out);
+    else pf_core_eq_base(rows, S, base, nw, inv, v, out);
+}
+
+/* 1 if v exceeds every value S slices can hold */
+static inline int pf_above(int S, uint64_t v) { return S < 64 && (v >> S) != 0; }
+
+/* Rows of base whose slice value compares to v by op (PF_EQ .. PF_GTE). */
+static void pf_compare(const pf_u64u *const *rows, int S, const uint64_t *base,
+                       int64_t nw, int op, uint64_t v, uint64_t *out) {
+    if (op == PF_EQ || op == PF_NEQ) {
+        if (pf_above(S, v)) {  /* nothing equal */
+            if (op == PF_EQ) memset(out, 0, 8 * (size_t)nw);
+            else if (out != base) memcpy(out, base, 8 * (size_t)nw);
+            return;
+        }
+        pf_core(rows, S, base, nw, 0, op == PF_NEQ, v, out);
+        return;
+    }
+    int inv = (op == PF_GTE || op == PF_GT);
+    if (op == PF_LTE || op == PF_GT) {  /* <= v is < v + 1 */
+        if (v == UINT64_MAX || pf_above(S, v + 1)) {  /* every row is <= v */
+            if (inv) memset(out, 0, 8 * (size_t)nw);
+            else if (out != base) memcpy(out, base, 8 * (size_t)nw);
+            return;
+        }
+        v += 1;
+    }
+    if (pf_above(S, v)) {  /* every row is < v */
+        if (inv) memset(out, 0, 8 * (size_t)nw);
+        else if (out != base) memcpy(out, base, 8 * (size_t)nw);
+        return;
+    }
+    pf_core(rows, S, base, nw, 1, inv, v, out);
+}
+
+/* lo <= value <= hi: base & ~lt(lo) & lte(hi). */
 static void pf_between(const pf_u64u *const *rows, int S, const uint64_t *base,
                        int64_t nw, uint64_t lo, uint64_t hi, uint64_t *out) {
-    int lo_above = (S < 64) && ((lo >> S) != 0);
-    int hi_above = (S < 64) && ((hi >> S) != 0);
-    if (lo > hi || lo_above) { memset(out, 0, nw * 8); return; }
-    uint64_t gt[PF_BLK], eql[PF_BLK], lt[PF_BLK], eqh[PF_BLK];
-    for (int64_t b0 = 0; b0 < nw; b0 += PF_BLK) {
-        int64_t nb = nw - b0 < PF_BLK ? nw - b0 : PF_BLK;
-        const uint64_t *e = base + b0;
-        for (int64_t j = 0; j < nb; j++) { gt[j] = 0; lt[j] = 0; eql[j] = e[j]; eqh[j] = e[j]; }
-        for (int i = S - 1; i >= 0; i--) {
-            const pf_u64u *s = rows[i] + b0;
-            int bl = (lo >> i) & 1, bh = (hi >> i) & 1;
-            if (bl) { for (int64_t j = 0; j < nb; j++) eql[j] &= s[j]; }
-            else { for (int64_t j = 0; j < nb; j++) { gt[j] |= eql[j] & s[j]; eql[j] &= ~s[j]; } }
-            if (bh) { for (int64_t j = 0; j < nb; j++) { lt[j] |= eqh[j] & ~s[j]; eqh[j] &= s[j]; } }
-            else { for (int64_t j = 0; j < nb; j++) eqh[j] &= ~s[j]; }
-        }
-        uint64_t *o = out + b0;
-        for (int64_t j = 0; j < nb; j++) o[j] = (gt[j] | eql[j]) & (hi_above ? e[j] : (lt[j] | eqh[j]));
-    }
+    if (lo > hi || pf_above(S, lo)) { memset(out, 0, 8 * (size_t)nw); return; }
+    pf_compare(rows, S, base, nw, PF_LTE, hi, out);  /* out = base & value <= hi */
+    pf_compare(rows, S, out, nw, PF_GTE, lo, out);   /* in place: each group reads out before writing it */
 }
 
 /* Bit-transpose 64 rows at a time: ebm and S slices (stride nw) from per-row
