@@ -65,7 +65,7 @@ class DataType:
         """Parse a Paimon SQL type string such as ``'TIMESTAMP(6) WITH LOCAL TIME ZONE'``."""
         if isinstance(text, DataType):
             return text
-        hit = _PARSED.get(text)
+        hit = _PARSED.get(text) if isinstance(text, str) else None
         if hit is not None:
             return hit
         dt = DataType._parse(text)
