@@ -296,3 +296,42 @@ def test_bsi_build_long_min_rejected():
     assert k.bsi_build(v, bits) == twin.bsi_build(v, bits)
     with pytest.raises(ValueError):
         k.bsi_build(v, np.zeros(0, np.uint8))  # validity map shorter than the rows
+
+
+@SETTINGS
+@given(st.integers(1, 140_000), st.sampled_from([2, 3000, 2**20]), st.sampled_from([0.0, 0.1, 0.97]),
+       st.integers(0, 2**32 - 1), st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=3))
+def test_slice_layout_agrees(n, bound, pnull, seed, flips):
+    """The slice-table reader (bounds + in-place views) = its twin on real range
+    bitmap bytes, also with bytes of the table changed (same error or answer)."""
+    import pyarrow as pa
+    import paimon_fast as pf
+    from paimon_fast.errors import IndexFormatError
+    rng = np.random.default_rng(seed)
+    arr = pa.array(rng.integers(0, bound, n), mask=rng.random(n) < pnull)
+    w = pf.fileindex.writer("range-bitmap", "BIGINT", {})
+    w.write_batch(arr)
+    d = bytearray(w.finish())
+    r = pf.fileindex.reader("range-bitmap", "BIGINT", bytes(d))
+    if r.cardinality <= 0:
+        return
+    p = r._bsi_at
+    S = d[p + 5]
+    hl, ebm_len = int.from_bytes(d[p:p + 4], "big"), int.from_bytes(d[p + 6:p + 10], "big", signed=True)
+    sbase = p + 4 + hl + ebm_len
+    nw = (n + 63) // 64
+    for at, val in flips:
+        if at < 8 * S:
+            d[p + 14 + at] = val
+    buf = np.frombuffer(bytes(d), np.uint8)
+    try:
+        want = twin.slice_layout(buf, p + 14, S, sbase, nw)
+    except IndexFormatError as e:
+        with pytest.raises(IndexFormatError) as got:
+            k.slice_layout(buf, p + 14, S, sbase, nw)
+        assert (got.value.what, got.value.offset) == (e.what, e.offset)
+        return
+    got = k.slice_layout(buf, p + 14, S, sbase, nw)
+    assert np.array_equal(got, want)
+    for at, ln, view in want.tolist():
+        assert k.bitmap_view(buf, at, at + ln, nw) == twin.bitmap_view(buf, at, at + ln, nw) == view

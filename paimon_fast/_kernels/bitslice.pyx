@@ -814,3 +814,34 @@ def bsi_build(values, vbits, int64_t voff=0):
     finally:
         free(words); free(card); free(nruns); free(sizes)
     return out
+
+
+def slice_layout(const uint8_t[::1] buf, Py_ssize_t idx_at, int S, Py_ssize_t sbase, int64_t nw,
+                 Py_ssize_t base=0):
+    """Where the S slices of a range bitmap are: reads the ``S x (i32 offset,
+    i32 length)`` big-endian table at ``buf[idx_at:]``, checks every slice lies
+    in ``buf`` (offsets relative to ``sbase``), and returns ``(starts, views)``
+    int64 arrays: each slice's absolute start and length, and the absolute
+    offset of its ``nw`` words when the slice can be read in place
+    (:func:`bitmap_view`), else -1."""
+    cdef Py_ssize_t n = buf.shape[0]
+    if S < 0 or idx_at < 0 or idx_at + 8 * <Py_ssize_t>S > n:
+        raise IndexFormatError("range bitmap slice table outside the data", base + idx_at)
+    out_arr = np.empty((S, 3), dtype=np.int64)
+    cdef int64_t[:, ::1] o = out_arr
+    cdef int i
+    cdef int64_t off, ln, r
+    cdef const uint8_t *q
+    for i in range(S):
+        q = &buf[0] + idx_at + 8 * i
+        off = <int32_t>((<uint32_t>q[0] << 24) | (<uint32_t>q[1] << 16) | (<uint32_t>q[2] << 8) | q[3])
+        ln = <int32_t>((<uint32_t>q[4] << 24) | (<uint32_t>q[5] << 16) | (<uint32_t>q[6] << 8) | q[7])
+        if off < 0 or ln < 0 or sbase + off + ln > n:
+            raise IndexFormatError(f"range bitmap slice {i} range out of bounds", base + idx_at + 8 * i)
+        o[i, 0] = sbase + off
+        o[i, 1] = ln
+        r = -1
+        if nw > 0 and ln > 0:
+            r = pf_bitmap_view(&buf[0] + sbase + off, ln, nw)
+        o[i, 2] = -1 if r < 0 else sbase + off + r
+    return out_arr

@@ -380,3 +380,45 @@ def bsi_build(values, vbits, voff=0):
         out.append(b"\x01" + struct.pack(">Bqq", 1, 0, mx) + encode(ebm) + struct.pack(">i", S))
         out.extend(encode(s) for s in slices)
     return b"".join(out)
+
+
+def bitmap_view(buf, offset, limit, nw):
+    """Absolute offset of ``nw`` little-endian words readable in place when the
+    bitmap at ``buf[offset:limit]`` is made of bitmap containers with keys
+    0..m-1 laid out back to back (m = ceil(nw / 1024)); else -1."""
+    buf = bytes(buf)
+    if limit < 0 or limit > len(buf):
+        limit = len(buf)
+    if offset < 0 or offset >= limit or nw <= 0:
+        return -1
+    b = buf[offset:limit]
+    if len(b) < 8:
+        return -1
+    cookie, m = struct.unpack_from("<II", b, 0)
+    if cookie != 12346 or m != (nw + 1023) // 1024:
+        return -1
+    start = 8 + 8 * m
+    if len(b) < start + 8192 * m:
+        return -1
+    for c in range(m):
+        key, card1 = struct.unpack_from("<HH", b, 8 + 4 * c)
+        (off,) = struct.unpack_from("<I", b, 8 + 4 * m + 4 * c)
+        if key != c or card1 + 1 <= 4096 or off != start + 8192 * c:
+            return -1
+    return offset + start
+
+
+def slice_layout(buf, idx_at, S, sbase, nw, base=0):
+    """``(S, 3)`` int64 rows ``(absolute start, length, in-place view or -1)``
+    read from the big-endian ``S x (offset, length)`` slice table."""
+    buf = bytes(buf)
+    if S < 0 or idx_at < 0 or idx_at + 8 * S > len(buf):
+        raise IndexFormatError("range bitmap slice table outside the data", base + idx_at)
+    out = np.empty((S, 3), np.int64)
+    for i in range(S):
+        off, ln = struct.unpack_from(">ii", buf, idx_at + 8 * i)
+        if off < 0 or ln < 0 or sbase + off + ln > len(buf):
+            raise IndexFormatError(f"range bitmap slice {i} range out of bounds", base + idx_at + 8 * i)
+        view = bitmap_view(buf, sbase + off, sbase + off + ln, nw) if ln > 0 else -1
+        out[i] = (sbase + off, ln, view)
+    return out
