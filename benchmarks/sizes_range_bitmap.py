@@ -8,7 +8,7 @@ the peak memory of a range-bitmap build -- all measured with our real writers
 
 Data as ``bench_range_bitmap.py`` (INT with 10% nulls uniform in [0, bound),
 DOUBLE uniform in [0, 1)).  ``--peak`` runs one build in a fresh process and
-prints its peak RSS growth (``ru_maxrss`` minus the RSS after making the data)
+prints its peak RSS growth (VmHWM, reset after making the data, minus the RSS then)
 and the tracemalloc peak of a second build.
 """
 import argparse
@@ -37,13 +37,27 @@ def _rss_mib():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def _hwm_mib():
+    """Peak RSS of this process (VmHWM; ru_maxrss would carry the parent's peak over exec)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def peak(rows, shape):
     t, arr, _ = make(shape, rows)
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the peak to the current RSS
+    except OSError:
+        pass
     before = _rss_mib()
     t0 = time.perf_counter()
     data = build("range-bitmap", t, arr)
     dt = time.perf_counter() - t0
-    max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    max_rss = _hwm_mib()
     del data
     tracemalloc.start()
     build("range-bitmap", t, arr)
