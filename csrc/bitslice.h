@@ -146,11 +146,14 @@ PF_DEF_CORE(pf_core_lt_avx2, __attribute__((target("avx2"))), 1)
 PF_DEF_CORE(pf_core_eq_avx2, __attribute__((target("avx2"))), 0)
 #endif
 
+/* set by tests to run the portable versions on an AVX2 machine */
+static int pf_simd_off = 0;
+
 static int pf_cpu_avx2(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     static int hw = -1;
     if (hw < 0) hw = __builtin_cpu_supports("avx2") ? 1 : 0;
-    return hw;
+    return hw && !pf_simd_off;
 #else
     return 0;
 #endif
@@ -654,14 +657,8 @@ PF_DEF_BSI_FILL(pf_bsi_fill_i16_avx2, int16_t, __attribute__((target("avx2"))), 
 PF_DEF_BSI_FILL(pf_bsi_fill_i32_avx2, int32_t, __attribute__((target("avx2"))), 0)
 PF_DEF_BSI_FILL(pf_bsi_fill_i64_avx2, int64_t, __attribute__((target("avx2"))), 0)
 #undef PF_T32
-static int pf_has_avx2(void) {
-    static int hw = -1;
-    if (hw < 0) hw = __builtin_cpu_supports("avx2") ? 1 : 0;
-    return hw;
-}
-#else
-static int pf_has_avx2(void) { return 0; }
 #endif
+static int pf_has_avx2(void) { return pf_cpu_avx2(); }
 
 static inline int pf_bitlen64(uint64_t x) { return x ? 64 - __builtin_clzll(x) : 0; }
 

@@ -12,6 +12,9 @@ from paimon_fast.reference import bitslice as twin
 
 k = load("bitslice")
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# the simd fixture only switches the code path for the whole test: safe across examples
+SETTINGS_FX = settings(max_examples=120, deadline=None,
+                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
 @st.composite
@@ -260,10 +263,11 @@ def test_compare_bytes_many_containers(n, seed):
         assert got == BitMap(k.to_positions(k.compare(sl, ebm, op, v)))
 
 
-@SETTINGS
-@given(st.integers(0, 700), st.sampled_from(["i1", "i2", "i4", "i8"]), st.sampled_from(["small", "wide", "neg", "one"]),
-       st.sampled_from([None, 0.0, 0.1, 0.5, 1.0]), st.integers(0, 9), st.integers(0, 2**32 - 1))
-def test_bsi_build_agrees(n, dt, kind, pnull, off, seed):
+@SETTINGS_FX
+@given(n=st.integers(0, 400), dt=st.sampled_from(["i1", "i2", "i4", "i8"]),
+       kind=st.sampled_from(["small", "wide", "neg", "one"]), pnull=st.sampled_from([None, 0.0, 0.1, 0.5, 1.0]),
+       off=st.integers(0, 9), seed=st.integers(0, 2**32 - 1))
+def test_bsi_build_agrees(simd, n, dt, kind, pnull, off, seed):
     """The one-pass BSI writer kernel = its twin = Arrow-sliced input (bit offsets),
     across widths, negatives, extremes, all-null and no validity map."""
     rng = np.random.default_rng(seed)
@@ -335,3 +339,37 @@ def test_slice_layout_agrees(n, bound, pnull, seed, flips):
     assert np.array_equal(got, want)
     for at, ln, view in want.tolist():
         assert k.bitmap_view(buf, at, at + ln, nw) == twin.bitmap_view(buf, at, at + ln, nw) == view
+
+
+@pytest.fixture(params=["simd", "portable"])
+def simd(request):
+    k._set_simd(request.param == "simd")
+    yield request.param
+    k._set_simd(True)
+
+
+@SETTINGS_FX
+@given(col=columns(max_rows=3000), data=st.data())
+def test_compare_vector_path_agrees(simd, col, data):
+    """Columns long enough for the 8-word register-blocked groups (plus a tail):
+    every op and between against the twin and brute force, including literals
+    at 2^S - 1, 2^S, 2^64 - 1 and with trailing zero bits."""
+    vals, sel, S = col
+    ebm, sl = k.build_slices(vals, sel, S)
+    m = sel.astype(bool)
+    pyvals = np.array([int(x) for x in vals], dtype=object)
+    present = [int(x) for x in vals[m][:4]]
+    cands = [0, 1, (1 << S) - 1, (1 << 64) - 1, 1 << (S - 1)] + present + [(x | 1) ^ 1 for x in present]
+    if S < 64:
+        cands.append(1 << S)
+    v = data.draw(st.sampled_from(cands) | st.integers(0, 2**64 - 1))
+    rows = list(sl)  # also the list-of-rows form
+    for op, want in (("eq", pyvals == v), ("neq", pyvals != v), ("lt", pyvals < v), ("lte", pyvals <= v),
+                     ("gt", pyvals > v), ("gte", pyvals >= v)):
+        got = k.compare(rows, ebm, op, v)
+        assert np.array_equal(got, brute_words(m & want.astype(bool))), op
+        assert np.array_equal(got, twin.compare(sl, ebm, op, v)), op
+    lo, hi = data.draw(st.sampled_from(cands)), data.draw(st.sampled_from(cands))
+    got = k.between(sl, ebm, lo, hi)
+    assert np.array_equal(got, brute_words(m & (pyvals >= lo).astype(bool) & (pyvals <= hi).astype(bool)))
+    assert np.array_equal(got, twin.between(sl, ebm, lo, hi))

@@ -69,6 +69,7 @@ cdef extern from "bitslice.h":
     void pf_bsi_fill_i64_avx2(const int64_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n, int pS,
                               int nS, uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl, int64_t nw) nogil
     int pf_has_avx2() nogil
+    int pf_simd_off
     int pf_bitlen64(uint64_t x) nogil
     uint8_t *pf_put64be(uint8_t *p, uint64_t x) nogil
     void pf_put32be(uint8_t *p, uint32_t x) nogil
@@ -845,3 +846,11 @@ def slice_layout(const uint8_t[::1] buf, Py_ssize_t idx_at, int S, Py_ssize_t sb
             r = pf_bitmap_view(&buf[0] + sbase + off, ln, nw)
         o[i, 2] = -1 if r < 0 else sbase + off + r
     return out_arr
+
+
+def _set_simd(bint on):
+    """Tests: ``False`` runs the portable (non-AVX2) compare and BSI writer
+    code paths on an AVX2 machine; returns whether AVX2 is now in use."""
+    global pf_simd_off
+    pf_simd_off = 0 if on else 1
+    return bool(pf_has_avx2())
