@@ -373,3 +373,15 @@ def test_compare_vector_path_agrees(simd, col, data):
     got = k.between(sl, ebm, lo, hi)
     assert np.array_equal(got, brute_words(m & (pyvals >= lo).astype(bool) & (pyvals <= hi).astype(bool)))
     assert np.array_equal(got, twin.between(sl, ebm, lo, hi))
+
+
+@SETTINGS
+@given(columns(max_rows=3000))
+def test_encode_sliced_agrees(col):
+    """The one-buffer bit-sliced section = its twin = the per-slice encodings."""
+    vals, sel, S = col
+    ebm, sl = k.build_slices(vals, sel, S)
+    got = k.encode_sliced(ebm, sl)
+    assert got == twin.encode_sliced(ebm, sl)
+    parts = [k.encode(s) for s in sl]
+    assert got.endswith(k.encode(ebm) + b"".join(parts))

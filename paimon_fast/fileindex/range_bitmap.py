@@ -293,15 +293,8 @@ def _bsi_bytes(codes: np.ndarray, card: int, n: int) -> bytes:
     S = max(int(card - 1).bit_length(), 1) if card > 0 else 64
     sel = (codes >= 0).view(np.uint8)
     ebm, slices = _k.build_slices(np.ascontiguousarray(codes), np.ascontiguousarray(sel), S)
-    ebm_b = _k.encode(ebm)
-    parts = _k.encode_many(slices)
-    idx = bytearray()
-    off = 0
-    for p in parts:
-        idx += struct.pack(">ii", off, len(p))
-        off += len(p)
-    header = struct.pack(">BBii", 1, S, len(ebm_b), 8 * S) + bytes(idx)
-    return struct.pack(">i", len(header)) + header + ebm_b + b"".join(parts)
+    del sel
+    return _k.encode_sliced(ebm, slices)  # one buffer, no bytes object per slice
 
 
 def build_index(codec: KeyCodec, keys, valid, chunk: int) -> bytes:
@@ -320,7 +313,7 @@ def build_index(codec: KeyCodec, keys, valid, chunk: int) -> bytes:
     if card:
         head += codec.serialize_key(uniq[0]) + codec.serialize_key(uniq[-1])
     head += struct.pack(">i", len(dictionary))
-    return struct.pack(">i", len(head)) + head + dictionary + bsi
+    return b"".join((struct.pack(">i", len(head)), head, dictionary, bsi))
 
 
 class RangeBitmapWriter(FileIndexWriter):

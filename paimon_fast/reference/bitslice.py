@@ -422,3 +422,17 @@ def slice_layout(buf, idx_at, S, sbase, nw, base=0):
         view = bitmap_view(buf, sbase + off, sbase + off + ln, nw) if ln > 0 else -1
         out[i] = (sbase + off, ln, view)
     return out
+
+
+def encode_sliced(ebm, slices):
+    """The range bitmap's bit-sliced section: header, slice table, then the
+    existence bitmap and every slice encoded plainly."""
+    ebm_b = encode(ebm)
+    parts = [encode(s) for s in slices]
+    idx = b""
+    off = 0
+    for p in parts:
+        idx += struct.pack(">ii", off, len(p))
+        off += len(p)
+    header = struct.pack(">BBii", 1, len(parts), len(ebm_b), 8 * len(parts)) + idx
+    return struct.pack(">i", len(header)) + header + ebm_b + b"".join(parts)
