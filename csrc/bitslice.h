@@ -281,30 +281,33 @@ static int pf_build_slices_u32(const uint32_t *vals, const uint8_t *sel, int64_t
 /* Dictionary codes of keys in [lo, lo + span) via a presence bit set and
  * per-word ranks (cache friendly for spans of millions). bits: zeroed
  * (span+63)/64 words; rank: same count of int64. Returns number of distinct
- * keys; codes[r] = -1 for rows not selected. */
-static int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,
-                              uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) {
-    int64_t nb = (span + 63) >> 6;
-    for (int64_t r = 0; r < n; r++) {
-        if (valid[r]) { uint64_t x = (uint64_t)(keys[r] - lo); bits[x >> 6] |= 1ULL << (x & 63); }
-    }
-    int64_t c = 0;
-    for (int64_t w = 0; w < nb; w++) { rank[w] = c; c += pf_popc64(bits[w]); }
-    for (int64_t r = 0; r < n; r++) {
-        if (valid[r]) {
-            uint64_t x = (uint64_t)(keys[r] - lo);
-            codes[r] = (int32_t)(rank[x >> 6] + pf_popc64(bits[x >> 6] & ((1ULL << (x & 63)) - 1)));
-        } else codes[r] = -1;
-    }
-    if (uniq_out) {
-        int64_t j = 0;
-        for (int64_t w = 0; w < nb; w++) {
-            uint64_t x = bits[w];
-            while (x) { uniq_out[j++] = lo + (w << 6) + __builtin_ctzll(x); x &= x - 1; }
-        }
-    }
-    return c;
+ * keys; codes[r] = -1 for rows not selected.  Keys as int64 or int32. */
+#define PF_DEF_DENSE_CODES(NAME, KT)                                                          \
+static int64_t NAME(const KT *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,   \
+                    uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) {      \
+    int64_t nb = (span + 63) >> 6;                                                        \
+    for (int64_t r = 0; r < n; r++) {                                                     \
+        if (valid[r]) { uint64_t x = (uint64_t)((int64_t)keys[r] - lo); bits[x >> 6] |= 1ULL << (x & 63); } \
+    }                                                                                     \
+    int64_t c = 0;                                                                        \
+    for (int64_t w = 0; w < nb; w++) { rank[w] = c; c += pf_popc64(bits[w]); }            \
+    for (int64_t r = 0; r < n; r++) {                                                     \
+        if (valid[r]) {                                                                   \
+            uint64_t x = (uint64_t)((int64_t)keys[r] - lo);                               \
+            codes[r] = (int32_t)(rank[x >> 6] + pf_popc64(bits[x >> 6] & ((1ULL << (x & 63)) - 1))); \
+        } else codes[r] = -1;                                                             \
+    }                                                                                     \
+    if (uniq_out) {                                                                       \
+        int64_t j = 0;                                                                    \
+        for (int64_t w = 0; w < nb; w++) {                                                \
+            uint64_t x = bits[w];                                                         \
+            while (x) { uniq_out[j++] = lo + (w << 6) + __builtin_ctzll(x); x &= x - 1; } \
+        }                                                                                 \
+    }                                                                                     \
+    return c;                                                                             \
 }
+PF_DEF_DENSE_CODES(pf_dense_codes, int64_t)
+PF_DEF_DENSE_CODES(pf_dense_codes_i32, int32_t)
 
 /* compare / between fused with the plain (array / bitmap containers)
  * portable serialization of the answer, one 65536-row container at a time,

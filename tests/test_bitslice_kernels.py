@@ -164,6 +164,11 @@ def test_dense_codes_agree(values, spread):
     assert np.array_equal(uniq, nu)
     assert np.array_equal(codes[valid.astype(bool)], inv)
     assert (codes[~valid.astype(bool)] == -1).all()
+    if -2**31 <= lo and hi < 2**31:  # int32 keys (INT / DATE columns) give the same answer
+        k32 = keys.astype(np.int32)
+        u32, c32 = k.dense_codes(k32, valid, lo, hi)
+        assert np.array_equal(u32, uniq) and np.array_equal(c32, codes)
+        assert k.minmax_valid(k32, valid) == k.minmax_valid(keys, valid) == twin.minmax_valid(keys, valid)
 
 
 def test_corrupt_bitmap_rows_beyond_count():

@@ -32,6 +32,8 @@ cdef extern from "bitslice.h":
     int pf_build_slices_u64(const uint64_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) nogil
     int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,
                            uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) nogil
+    int64_t pf_dense_codes_i32(const int32_t *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,
+                               uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) nogil
     void pf_compare(const pf_u64u *const *rows, int S, const uint64_t *base,
                     int64_t nw, int op, uint64_t v, uint64_t *out) nogil
     void pf_between(const pf_u64u *const *rows, int S, const uint64_t *base,
@@ -85,6 +87,10 @@ ctypedef fused code_t:
     int32_t
     int64_t
     uint64_t
+
+ctypedef fused key_t:
+    int32_t
+    int64_t
 
 
 cdef class _Rows:
@@ -594,8 +600,9 @@ def sort_codes(const int64_t[::1] keys, const uint8_t[::1] valid):
     return uniq, codes_arr
 
 
-def minmax_valid(const int64_t[::1] keys, const uint8_t[::1] valid):
-    """``(count, min, max)`` of the keys whose ``valid`` flag is set (min/max 0 when none)."""
+def minmax_valid(const key_t[::1] keys, const uint8_t[::1] valid):
+    """``(count, min, max)`` of the keys (int64 or int32) whose ``valid`` flag is
+    set (min/max 0 when none)."""
     cdef int64_t n = keys.shape[0], r, c = 0
     cdef int64_t lo = 0x7FFFFFFFFFFFFFFF, hi = -0x7FFFFFFFFFFFFFFF - 1, x
     if valid.shape[0] != n:
@@ -614,8 +621,8 @@ def minmax_valid(const int64_t[::1] keys, const uint8_t[::1] valid):
     return c, lo, hi
 
 
-def dense_codes(const int64_t[::1] keys, const uint8_t[::1] valid, int64_t lo, int64_t hi):
-    """Dictionary codes for integer keys known to lie in [lo, hi] (moderate range).
+def dense_codes(const key_t[::1] keys, const uint8_t[::1] valid, int64_t lo, int64_t hi):
+    """Dictionary codes for integer keys (int64 or int32) known to lie in [lo, hi] (moderate range).
 
     Returns ``(sorted distinct keys, int32 codes)`` (null rows get code -1):
     a presence bit set over the range plus per-word ranks, O(rows + range/64).
@@ -644,7 +651,10 @@ def dense_codes(const int64_t[::1] keys, const uint8_t[::1] valid, int64_t lo, i
     if n == 0:
         return np.zeros(0, np.int64), codes_arr
     with nogil:
-        c = pf_dense_codes(&keys[0], &valid[0], n, lo, span, &bits[0], &rank[0], &codes[0], NULL)
+        if key_t is int32_t:
+            c = pf_dense_codes_i32(&keys[0], &valid[0], n, lo, span, &bits[0], &rank[0], &codes[0], NULL)
+        else:
+            c = pf_dense_codes(&keys[0], &valid[0], n, lo, span, &bits[0], &rank[0], &codes[0], NULL)
     if c > 2**31 - 1:
         raise ValueError("too many distinct keys")
     uniq_arr = np.empty(c, dtype=np.int64)

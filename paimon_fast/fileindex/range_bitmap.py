@@ -54,6 +54,9 @@ _FIXED = {
 }
 
 
+_NARROW = ("TINYINT", "SMALLINT", "INT", "DATE")
+
+
 def check_type(dtype: DataType) -> None:
     """Raise UnsupportedTypeError for types Java's range bitmap rejects."""
     r = dtype.root
@@ -118,6 +121,8 @@ class KeyCodec:
             return decimal_unscaled(arr).astype(np.int64, copy=False)
         if r == "BOOLEAN":
             return fixed_values(arr).astype(np.int64)
+        if r in _NARROW:  # 32-bit keys stay int32 (half the memory; the kernels take both)
+            return long_keys(arr, self.dtype).astype(np.int32, copy=False)
         return long_keys(arr, self.dtype).astype(np.int64, copy=False)
 
     # --- file keys
@@ -194,14 +199,15 @@ def _codes_fixed(keys: np.ndarray, valid):
     n = len(keys)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int32)
-    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    if keys.dtype != np.int32:
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
     v8 = np.ones(n, np.uint8) if valid is None else np.ascontiguousarray(valid).view(np.uint8)
     count, lo, hi = _k.minmax_valid(keys, v8)
     if count == 0:
         return np.zeros(0, np.int64), np.full(n, -1, np.int32)
     if hi - lo <= 64 * n + (1 << 20):
         return _k.dense_codes(keys, v8, lo, hi)
-    return _k.sort_codes(keys, v8)
+    return _k.sort_codes(np.ascontiguousarray(keys, dtype=np.int64), v8)
 
 
 def _codes_string(arr: pa.Array):
@@ -337,7 +343,7 @@ class RangeBitmapWriter(FileIndexWriter):
         keys, valid = self.codec.column(values)
         n = len(keys)
         if not self.codec.is_string:
-            keys = np.array(keys, dtype=np.int64, copy=True)
+            keys = np.array(keys, dtype=np.int32 if keys.dtype == np.int32 else np.int64, copy=True)
         self._keys.append(keys)
         self._valid.append(np.ones(n, bool) if valid is None else valid.copy())
         self.row_count += n
