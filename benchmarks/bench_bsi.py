@@ -33,6 +33,7 @@ def built(bound):
     return _CACHE[bound]
 
 
+@pytest.mark.benchmark(group="bsi build")
 @pytest.mark.parametrize("bound", BOUNDS)
 def test_build_kernel(benchmark, bound):
     arr, _ = built(bound)
@@ -46,6 +47,18 @@ def test_build_kernel(benchmark, bound):
     benchmark.extra_info.update(rows=N, file_bytes=len(data))
 
 
+@pytest.mark.skipif(N > 1_000_000, reason="twin only at <= 1e6 rows")
+@pytest.mark.benchmark(group="bsi build")
+@pytest.mark.parametrize("bound", BOUNDS[:1])
+def test_build_twin(benchmark, bound):
+    """The twin of the one-pass writer kernel (plain Python per row and slice)."""
+    arr, data = built(bound)
+    v = np.asarray(arr.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int32)
+    bits = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
+    got = benchmark.pedantic(lambda: twin.bsi_build(v, bits, arr.offset), rounds=1, iterations=1)
+    assert got == data
+
+
 @pytest.mark.parametrize("bound", BOUNDS)
 def test_cold_open_range_kernel(benchmark, bound):
     _, data = built(bound)
@@ -54,6 +67,7 @@ def test_cold_open_range_kernel(benchmark, bound):
     benchmark.extra_info.update(rows=N, result_rows=len(bm))
 
 
+@pytest.mark.benchmark(group="bsi open range")
 @pytest.mark.parametrize("bound", BOUNDS)
 def test_open_range_kernel(benchmark, bound):
     _, data = built(bound)
@@ -63,6 +77,7 @@ def test_open_range_kernel(benchmark, bound):
     benchmark(lambda: r.evaluate(leaf).bitmap)
 
 
+@pytest.mark.benchmark(group="bsi open range")
 @pytest.mark.parametrize("bound", BOUNDS)
 def test_open_range_twin(benchmark, bound):
     _, data = built(bound)

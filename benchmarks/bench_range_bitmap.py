@@ -16,9 +16,9 @@ Open readers read dense slices in place from the index bytes; the first
 top-k / bottom-k without a found set builds a per-256-row-block max/min code
 summary (``test_cold_top10_kernel`` includes it, ``test_top10_kernel`` reuses it).
 The twin of top-k is the plain slice-by-slice algorithm without that summary.
-``extra_info`` records the file size, an estimate of a bitmap-V2 index
-(sum of the per-value roaring bitmaps, keys and offsets excluded) and the
-peak traced memory of a build.
+``extra_info`` records the file size and the peak traced memory of a build;
+``benchmarks/sizes_range_bitmap.py`` compares the sizes with bsi and bitmap V2
+(real writers) and measures the peak RSS of the 1e7-row builds.
 """
 import os
 import tracemalloc
@@ -28,7 +28,6 @@ import pyarrow as pa
 import pytest
 
 import paimon_fast as pf
-from paimon_fast import roaring
 from paimon_fast._kernels import load
 from paimon_fast.predicate import Leaf
 from paimon_fast.reference import bitslice as twin
@@ -60,20 +59,6 @@ def built(shape):
     return _CACHE[shape]
 
 
-def bitmap_v2_estimate(arr):
-    """Bytes of the per-value roaring bitmaps a bitmap index would store."""
-    v = np.asarray(arr.fill_null(0).to_numpy(zero_copy_only=False))
-    valid = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False))
-    rows = np.flatnonzero(valid).astype(np.uint32)
-    order = np.argsort(v[valid], kind="stable")
-    sv = v[valid][order]
-    starts = np.flatnonzero(np.concatenate(([True], sv[1:] != sv[:-1])))
-    bounds = np.append(starts, len(sv)).astype(np.int64)
-    blob, sizes = roaring.serialize_groups32(np.ascontiguousarray(rows[order]), bounds)
-    single = (np.diff(bounds) == 1).sum()  # V2 inlines single-row values
-    return int(sizes.sum() - sizes[np.diff(bounds) == 1].sum()), int(single)
-
-
 @pytest.mark.parametrize("shape", SHAPES)
 def test_build_kernel(benchmark, shape):
     t, arr, _, _ = built(shape)
@@ -88,11 +73,10 @@ def test_build_kernel(benchmark, shape):
     run()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    v2, single = bitmap_v2_estimate(arr)
-    benchmark.extra_info.update(rows=N, file_bytes=len(data), bitmap_v2_bitmaps_bytes_estimate=v2,
-                                peak_traced_mb=round(peak / 2**20, 1))
+    benchmark.extra_info.update(rows=N, file_bytes=len(data), peak_traced_mb=round(peak / 2**20, 1))
 
 
+@pytest.mark.benchmark(group="range build codes+slices")
 @pytest.mark.skipif(not TWIN, reason="twin only at <= 2e6 rows")
 @pytest.mark.parametrize("shape", SHAPES[:1])
 def test_build_codes_slices_twin(benchmark, shape):
@@ -108,6 +92,7 @@ def test_build_codes_slices_twin(benchmark, shape):
     benchmark.pedantic(run, rounds=1, iterations=1)
 
 
+@pytest.mark.benchmark(group="range build codes+slices")
 @pytest.mark.parametrize("shape", SHAPES[:1])
 def test_build_codes_slices_kernel(benchmark, shape):
     t, arr, _, _ = built(shape)
@@ -145,6 +130,7 @@ def _loaded(shape):
     return r, lit
 
 
+@pytest.mark.benchmark(group="range open range")
 @pytest.mark.parametrize("shape", SHAPES)
 def test_open_range_kernel(benchmark, shape):
     r, lit = _loaded(shape)
@@ -153,6 +139,7 @@ def test_open_range_kernel(benchmark, shape):
     benchmark.extra_info.update(rows=N, result_rows=len(bm))
 
 
+@pytest.mark.benchmark(group="range open range")
 @pytest.mark.skipif(not TWIN, reason="twin only at <= 2e6 rows")
 @pytest.mark.parametrize("shape", SHAPES)
 def test_open_range_twin(benchmark, shape):
@@ -163,6 +150,7 @@ def test_open_range_twin(benchmark, shape):
     assert np.array_equal(got, k.compare(slices, ebm, "lt", code))
 
 
+@pytest.mark.benchmark(group="range top10")
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("direction", ["top", "bottom"])
 def test_top10_kernel(benchmark, shape, direction):
@@ -172,6 +160,7 @@ def test_top10_kernel(benchmark, shape, direction):
     assert len(bm) == 10
 
 
+@pytest.mark.benchmark(group="range top10")
 @pytest.mark.skipif(not TWIN, reason="twin only at <= 2e6 rows")
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("direction", ["top", "bottom"])

@@ -87,63 +87,129 @@ enum { PF_EQ = 0, PF_NEQ = 1, PF_LT = 2, PF_LTE = 3, PF_GT = 4, PF_GTE = 5 };
 #endif
 #define PF_BLK 1024
 
-/* O'Neil-Quass comparison of every row's slice value against v, over the rows
- * of base (ebm & found). slices: S rows of stride words. Blocked so the
- * per-block state stays in L1 and the inner loops vectorize. */
-PF_CLONES
-static void pf_compare(const pf_u64u *const *rows, int S, const uint64_t *base,
-                       int64_t nw, int op, uint64_t v, uint64_t *out) {
-    int above = (S < 64) && ((v >> S) != 0); /* v exceeds every storable value */
-    uint64_t gt[PF_BLK], lt[PF_BLK], eq[PF_BLK];
-    for (int64_t b0 = 0; b0 < nw; b0 += PF_BLK) {
-        int64_t nb = nw - b0 < PF_BLK ? nw - b0 : PF_BLK;
-        const uint64_t *e = base + b0;
-        for (int64_t j = 0; j < nb; j++) { gt[j] = 0; lt[j] = above ? e[j] : 0; eq[j] = above ? 0 : e[j]; }
-        if (!above) {
-            for (int i = S - 1; i >= 0; i--) {
-                const pf_u64u *s = rows[i] + b0;
-                if ((v >> i) & 1) {
-                    for (int64_t j = 0; j < nb; j++) { lt[j] |= eq[j] & ~s[j]; eq[j] &= s[j]; }
-                } else {
-                    for (int64_t j = 0; j < nb; j++) { gt[j] |= eq[j] & s[j]; eq[j] &= ~s[j]; }
-                }
-            }
-        }
-        uint64_t *o = out + b0;
-        switch (op) {
-            case PF_EQ: for (int64_t j = 0; j < nb; j++) o[j] = eq[j]; break;
-            case PF_NEQ: for (int64_t j = 0; j < nb; j++) o[j] = e[j] & ~eq[j]; break;
-            case PF_LT: for (int64_t j = 0; j < nb; j++) o[j] = lt[j]; break;
-            case PF_LTE: for (int64_t j = 0; j < nb; j++) o[j] = lt[j] | eq[j]; break;
-            case PF_GT: for (int64_t j = 0; j < nb; j++) o[j] = gt[j]; break;
-            default: for (int64_t j = 0; j < nb; j++) o[j] = gt[j] | eq[j]; break;
-        }
+/* O'Neil-Quass comparisons, register-blocked: 8 words (512 rows) at a time
+ * walk the slices from the top with the running state in registers, so each
+ * slice word is loaded once and nothing else touches memory.  Every op is
+ * one of two cores:
+ *   lt(v):  rows < v; slices below the lowest set bit of v cannot change
+ *           the answer and are skipped;
+ *   eq(v):  rows == v;
+ * with lte(v) = lt(v + 1), gte = base & ~lt, gt = base & ~lte, neq = base & ~eq. */
+typedef uint64_t pf_v4 __attribute__((vector_size(32)));
+
+static inline pf_v4 pf_ld4(const void *p) { pf_v4 x; memcpy(&x, p, 32); return x; }
+static inline void pf_st4(void *p, pf_v4 x) { memcpy(p, &x, 32); }
+
+/* out = (LT ? rows < v : rows == v) among base, complemented within base
+ * when inv.  Requires v < 2^S (callers handle v beyond every value).  8
+ * words (two 4-word vectors) per group; no early exit (a data-dependent
+ * branch per slice costs more than the loads it saves). */
+#define PF_CORE_BODY(LT)                                                                      \
+    int stop = 0;                                                                             \
+    if (LT) stop = v ? __builtin_ctzll(v) : S; /* nothing is < 0 */                           \
+    int64_t j = 0;                                                                            \
+    for (; j + 8 <= nw; j += 8) {                                                             \
+        pf_v4 b0 = pf_ld4(base + j), b1 = pf_ld4(base + j + 4);                               \
+        pf_v4 e0 = b0, e1 = b1, a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};                         \
+        for (int i = S - 1; i >= stop; i--) {                                                 \
+            pf_v4 s0 = pf_ld4(rows[i] + j), s1 = pf_ld4(rows[i] + j + 4);                     \
+            if ((v >> i) & 1) {                                                               \
+                if (LT) { a0 |= e0 & ~s0; a1 |= e1 & ~s1; }                                   \
+                e0 &= s0; e1 &= s1;                                                           \
+            } else { e0 &= ~s0; e1 &= ~s1; }                                                  \
+        }                                                                                     \
+        pf_v4 r0 = LT ? a0 : e0, r1 = LT ? a1 : e1;                                           \
+        if (inv) { r0 = b0 & ~r0; r1 = b1 & ~r1; }                                            \
+        pf_st4(out + j, r0);                                                                  \
+        pf_st4(out + j + 4, r1);                                                              \
+    }                                                                                         \
+    for (; j < nw; j++) {                                                                     \
+        uint64_t b = base[j], eq = b, acc = 0;                                                \
+        for (int i = S - 1; i >= stop; i--) {                                                 \
+            uint64_t s = rows[i][j];                                                          \
+            if ((v >> i) & 1) { acc |= eq & ~s; eq &= s; }                                    \
+            else eq &= ~s;                                                                    \
+        }                                                                                     \
+        uint64_t r = LT ? acc : eq;                                                           \
+        out[j] = inv ? (b & ~r) : r;                                                          \
     }
+
+#define PF_DEF_CORE(NAME, ATTR, LT)                                                           \
+ATTR static void NAME(const pf_u64u *const *rows, int S, const uint64_t *base, int64_t nw,    \
+                      int inv, uint64_t v, uint64_t *out) {                                   \
+    PF_CORE_BODY(LT)                                                                          \
+}
+PF_DEF_CORE(pf_core_lt_base, , 1)
+PF_DEF_CORE(pf_core_eq_base, , 0)
+#if defined(__x86_64__) && defined(__GNUC__)
+PF_DEF_CORE(pf_core_lt_avx2, __attribute__((target("avx2"))), 1)
+PF_DEF_CORE(pf_core_eq_avx2, __attribute__((target("avx2"))), 0)
+#endif
+
+/* set by tests to run the portable versions on an AVX2 machine */
+static int pf_simd_off = 0;
+
+static int pf_cpu_avx2(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    static int hw = -1;
+    if (hw < 0) hw = __builtin_cpu_supports("avx2") ? 1 : 0;
+    return hw && !pf_simd_off;
+#else
+    return 0;
+#endif
 }
 
-/* lo <= value <= hi in one pass. */
-PF_CLONES
+static void pf_core(const pf_u64u *const *rows, int S, const uint64_t *base,
+                    int64_t nw, int lt, int inv, uint64_t v, uint64_t *out) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (pf_cpu_avx2()) {
+        if (lt) pf_core_lt_avx2(rows, S, base, nw, inv, v, out);
+        else pf_core_eq_avx2(rows, S, base, nw, inv, v, out);
+        return;
+    }
+#endif
+    if (lt) pf_core_lt_base(rows, S, base, nw, inv, v, out);
+    else pf_core_eq_base(rows, S, base, nw, inv, v, out);
+}
+
+/* 1 if v exceeds every value S slices can hold */
+static inline int pf_above(int S, uint64_t v) { return S < 64 && (v >> S) != 0; }
+
+/* Rows of base whose slice value compares to v by op (PF_EQ .. PF_GTE). */
+static void pf_compare(const pf_u64u *const *rows, int S, const uint64_t *base,
+                       int64_t nw, int op, uint64_t v, uint64_t *out) {
+    if (op == PF_EQ || op == PF_NEQ) {
+        if (pf_above(S, v)) {  /* nothing equal */
+            if (op == PF_EQ) memset(out, 0, 8 * (size_t)nw);
+            else if (out != base) memcpy(out, base, 8 * (size_t)nw);
+            return;
+        }
+        pf_core(rows, S, base, nw, 0, op == PF_NEQ, v, out);
+        return;
+    }
+    int inv = (op == PF_GTE || op == PF_GT);
+    if (op == PF_LTE || op == PF_GT) {  /* <= v is < v + 1 */
+        if (v == UINT64_MAX || pf_above(S, v + 1)) {  /* every row is <= v */
+            if (inv) memset(out, 0, 8 * (size_t)nw);
+            else if (out != base) memcpy(out, base, 8 * (size_t)nw);
+            return;
+        }
+        v += 1;
+    }
+    if (pf_above(S, v)) {  /* every row is < v */
+        if (inv) memset(out, 0, 8 * (size_t)nw);
+        else if (out != base) memcpy(out, base, 8 * (size_t)nw);
+        return;
+    }
+    pf_core(rows, S, base, nw, 1, inv, v, out);
+}
+
+/* lo <= value <= hi: base & ~lt(lo) & lte(hi). */
 static void pf_between(const pf_u64u *const *rows, int S, const uint64_t *base,
                        int64_t nw, uint64_t lo, uint64_t hi, uint64_t *out) {
-    int lo_above = (S < 64) && ((lo >> S) != 0);
-    int hi_above = (S < 64) && ((hi >> S) != 0);
-    if (lo > hi || lo_above) { memset(out, 0, nw * 8); return; }
-    uint64_t gt[PF_BLK], eql[PF_BLK], lt[PF_BLK], eqh[PF_BLK];
-    for (int64_t b0 = 0; b0 < nw; b0 += PF_BLK) {
-        int64_t nb = nw - b0 < PF_BLK ? nw - b0 : PF_BLK;
-        const uint64_t *e = base + b0;
-        for (int64_t j = 0; j < nb; j++) { gt[j] = 0; lt[j] = 0; eql[j] = e[j]; eqh[j] = e[j]; }
-        for (int i = S - 1; i >= 0; i--) {
-            const pf_u64u *s = rows[i] + b0;
-            int bl = (lo >> i) & 1, bh = (hi >> i) & 1;
-            if (bl) { for (int64_t j = 0; j < nb; j++) eql[j] &= s[j]; }
-            else { for (int64_t j = 0; j < nb; j++) { gt[j] |= eql[j] & s[j]; eql[j] &= ~s[j]; } }
-            if (bh) { for (int64_t j = 0; j < nb; j++) { lt[j] |= eqh[j] & ~s[j]; eqh[j] &= s[j]; } }
-            else { for (int64_t j = 0; j < nb; j++) eqh[j] &= ~s[j]; }
-        }
-        uint64_t *o = out + b0;
-        for (int64_t j = 0; j < nb; j++) o[j] = (gt[j] | eql[j]) & (hi_above ? e[j] : (lt[j] | eqh[j]));
-    }
+    if (lo > hi || pf_above(S, lo)) { memset(out, 0, 8 * (size_t)nw); return; }
+    pf_compare(rows, S, base, nw, PF_LTE, hi, out);  /* out = base & value <= hi */
+    pf_compare(rows, S, out, nw, PF_GTE, lo, out);   /* in place: each group reads out before writing it */
 }
 
 /* Bit-transpose 64 rows at a time: ebm and S slices (stride nw) from per-row
@@ -215,30 +281,33 @@ static int pf_build_slices_u32(const uint32_t *vals, const uint8_t *sel, int64_t
 /* Dictionary codes of keys in [lo, lo + span) via a presence bit set and
  * per-word ranks (cache friendly for spans of millions). bits: zeroed
  * (span+63)/64 words; rank: same count of int64. Returns number of distinct
- * keys; codes[r] = -1 for rows not selected. */
-static int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,
-                              uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) {
-    int64_t nb = (span + 63) >> 6;
-    for (int64_t r = 0; r < n; r++) {
-        if (valid[r]) { uint64_t x = (uint64_t)(keys[r] - lo); bits[x >> 6] |= 1ULL << (x & 63); }
-    }
-    int64_t c = 0;
-    for (int64_t w = 0; w < nb; w++) { rank[w] = c; c += pf_popc64(bits[w]); }
-    for (int64_t r = 0; r < n; r++) {
-        if (valid[r]) {
-            uint64_t x = (uint64_t)(keys[r] - lo);
-            codes[r] = (int32_t)(rank[x >> 6] + pf_popc64(bits[x >> 6] & ((1ULL << (x & 63)) - 1)));
-        } else codes[r] = -1;
-    }
-    if (uniq_out) {
-        int64_t j = 0;
-        for (int64_t w = 0; w < nb; w++) {
-            uint64_t x = bits[w];
-            while (x) { uniq_out[j++] = lo + (w << 6) + __builtin_ctzll(x); x &= x - 1; }
-        }
-    }
-    return c;
+ * keys; codes[r] = -1 for rows not selected.  Keys as int64 or int32. */
+#define PF_DEF_DENSE_CODES(NAME, KT)                                                          \
+static int64_t NAME(const KT *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,   \
+                    uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) {      \
+    int64_t nb = (span + 63) >> 6;                                                        \
+    for (int64_t r = 0; r < n; r++) {                                                     \
+        if (valid[r]) { uint64_t x = (uint64_t)((int64_t)keys[r] - lo); bits[x >> 6] |= 1ULL << (x & 63); } \
+    }                                                                                     \
+    int64_t c = 0;                                                                        \
+    for (int64_t w = 0; w < nb; w++) { rank[w] = c; c += pf_popc64(bits[w]); }            \
+    for (int64_t r = 0; r < n; r++) {                                                     \
+        if (valid[r]) {                                                                   \
+            uint64_t x = (uint64_t)((int64_t)keys[r] - lo);                               \
+            codes[r] = (int32_t)(rank[x >> 6] + pf_popc64(bits[x >> 6] & ((1ULL << (x & 63)) - 1))); \
+        } else codes[r] = -1;                                                             \
+    }                                                                                     \
+    if (uniq_out) {                                                                       \
+        int64_t j = 0;                                                                    \
+        for (int64_t w = 0; w < nb; w++) {                                                \
+            uint64_t x = bits[w];                                                         \
+            while (x) { uniq_out[j++] = lo + (w << 6) + __builtin_ctzll(x); x &= x - 1; } \
+        }                                                                                 \
+    }                                                                                     \
+    return c;                                                                             \
 }
+PF_DEF_DENSE_CODES(pf_dense_codes, int64_t)
+PF_DEF_DENSE_CODES(pf_dense_codes_i32, int32_t)
 
 /* compare / between fused with the plain (array / bitmap containers)
  * portable serialization of the answer, one 65536-row container at a time,
@@ -445,6 +514,164 @@ static int64_t pf_topk_emit(const uint64_t *e, const uint64_t *g, int64_t *words
         }
     }
     return j;
+}
+
+
+/* ---- BSI writer: one pass from a column to the dense words of both parts ----
+ * Values are Java longs given as int8/16/32/64 rows; validity as Arrow's
+ * little-endian bit map (vb, vbytes bytes, row r at bit voff + r) or NULL
+ * (all valid).  Positive part: rows with value >= 0, slices of the value;
+ * negative part: rows < 0, slices of |value|. */
+
+/* 64 bits of an Arrow validity bit map starting at bit pos (bytes past the
+ * end read as 0). */
+static inline uint64_t pf_vbits64(const uint8_t *b, int64_t nbytes, int64_t pos) {
+    int64_t at = pos >> 3;
+    int sh = (int)(pos & 7);
+    uint64_t lo = 0, hi = 0;
+    if (at + 9 <= nbytes) {
+        memcpy(&lo, b + at, 8);
+        hi = b[at + 8];
+    } else {
+        for (int k = 0; k < 8 && at + k < nbytes; k++) lo |= (uint64_t)b[at + k] << (8 * k);
+        if (at + 8 < nbytes) hi = b[at + 8];
+    }
+    return sh ? (lo >> sh) | (hi << (64 - sh)) : lo;
+}
+
+/* Pass 1: largest magnitude among the valid rows >= 0 (pmax) and < 0 (nmax,
+ * as |v|, 2^63 for Long.MIN_VALUE), and how many rows each part holds. */
+#define PF_DEF_BSI_SCAN(NAME, T)                                                                  \
+static void NAME(const T *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n,          \
+                 uint64_t *pmax, uint64_t *nmax, int64_t *npos, int64_t *nneg) {                  \
+    uint64_t pm = 0, nm = 0;                                                                      \
+    int64_t cp = 0, cn = 0;                                                                       \
+    for (int64_t r0 = 0; r0 < n; r0 += 64) {                                                      \
+        int64_t lim = n - r0 < 64 ? n - r0 : 64;                                                  \
+        uint64_t vw = vb ? pf_vbits64(vb, vbytes, voff + r0) : ~(uint64_t)0;                      \
+        uint64_t nw_ = 0;                                                                         \
+        for (int64_t j = 0; j < lim; j++) {                                                       \
+            int64_t x = (int64_t)v[r0 + j];                                                       \
+            uint64_t ok = 0 - ((vw >> j) & 1);                                                    \
+            uint64_t ng = 0 - (uint64_t)(x < 0);                                                  \
+            uint64_t mag = ((uint64_t)x ^ ng) - ng;                                               \
+            uint64_t a = mag & ok & ~ng, b = mag & ok & ng;                                       \
+            pm = a > pm ? a : pm;                                                                 \
+            nm = b > nm ? b : nm;                                                                 \
+            nw_ |= (ok & ng & 1) << j;                                                            \
+        }                                                                                         \
+        if (lim < 64) vw &= (((uint64_t)1) << lim) - 1;                                           \
+        int64_t cv = pf_popc64(vw), c = pf_popc64(nw_);                                           \
+        cn += c;                                                                                  \
+        cp += cv - c;                                                                             \
+    }                                                                                             \
+    *pmax = pm; *nmax = nm; *npos = cp; *nneg = cn;                                               \
+}
+PF_DEF_BSI_SCAN(pf_bsi_scan_i8, int8_t)
+PF_DEF_BSI_SCAN(pf_bsi_scan_i16, int16_t)
+PF_DEF_BSI_SCAN(pf_bsi_scan_i32, int32_t)
+PF_DEF_BSI_SCAN(pf_bsi_scan_i64, int64_t)
+
+/* Transposers: slice i of word w gets bit i of buf[j] at bit j (64 rows). */
+static inline void pf_transpose64(const uint64_t *buf, int S, uint64_t *slices, int64_t nw, int64_t w) {
+    for (int i = 0; i < S; i++) {
+        uint64_t acc = 0;
+        for (int j = 0; j < 64; j++) acc |= ((buf[j] >> i) & 1) << j;
+        slices[(int64_t)i * nw + w] = acc;
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* 32-bit values (S <= 32), 8 rows per AVX2 movemask */
+__attribute__((target("avx2"))) static inline void pf_transpose32_avx2(const uint32_t *buf, int S, uint64_t *slices,
+                                                                         int64_t nw, int64_t w) {
+    __m256i r[8];
+    for (int q = 0; q < 8; q++) r[q] = _mm256_loadu_si256((const __m256i *)(buf + 8 * q));
+    for (int i = 0; i < S; i++) {
+        __m128i sh = _mm_cvtsi32_si128(31 - i);
+        uint64_t acc = 0;
+        for (int q = 0; q < 8; q++)
+            acc |= (uint64_t)(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_sll_epi32(r[q], sh))) << (8 * q);
+        slices[(int64_t)i * nw + w] = acc;
+    }
+}
+#endif
+
+/* Pass 2 for one row type: ebm words of both parts and their slices (pS /
+ * nS rows of nw words each; magnitudes must fit: callers size S from pass 1).
+ * AVX2 selects the 32-bit transposer when both parts need <= 32 slices. */
+#define PF_DEF_BSI_FILL(NAME, T, ATTR, WIDE)                                                      \
+ATTR static void NAME(const T *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n,     \
+                      int pS, int nS, uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl,\
+                      int64_t nw) {                                                               \
+    uint64_t bp64[64], bn64[64];                                                                  \
+    uint32_t bp32[64] __attribute__((aligned(32))), bn32[64] __attribute__((aligned(32)));        \
+    int narrow = !(WIDE) && pS <= 32 && nS <= 32;                                                 \
+    for (int64_t w = 0; w < nw; w++) {                                                            \
+        int64_t r0 = w << 6;                                                                      \
+        int64_t lim = n - r0 < 64 ? n - r0 : 64;                                                  \
+        uint64_t vw = vb ? pf_vbits64(vb, vbytes, voff + r0) : ~(uint64_t)0;                      \
+        if (lim < 64) vw &= (((uint64_t)1) << lim) - 1;                                           \
+        uint64_t ne = 0;                                                                          \
+        for (int64_t j = 0; j < lim; j++) {                                                       \
+            int64_t x = (int64_t)v[r0 + j];                                                       \
+            uint64_t ok = 0 - ((vw >> j) & 1);                                                    \
+            uint64_t ng = 0 - (uint64_t)(x < 0);                                                  \
+            uint64_t mag = ((uint64_t)x ^ ng) - ng;                                               \
+            uint64_t a = mag & ok & ~ng, b = mag & ok & ng;                                       \
+            ne |= (ok & ng & 1) << j;                                                             \
+            if (narrow) { bp32[j] = (uint32_t)a; bn32[j] = (uint32_t)b; }                         \
+            else { bp64[j] = a; bn64[j] = b; }                                                    \
+        }                                                                                         \
+        for (int64_t j = lim; j < 64; j++) { bp32[j] = bn32[j] = 0; bp64[j] = bn64[j] = 0; }     \
+        pebm[w] = vw & ~ne;                                                                       \
+        nebm[w] = ne;                                                                             \
+        if (narrow) {                                                                             \
+            PF_T32(bp32, pS, psl, nw, w);                                                         \
+            if (nS) PF_T32(bn32, nS, nsl, nw, w);                                                 \
+        } else {                                                                                  \
+            pf_transpose64(bp64, pS, psl, nw, w);                                                 \
+            if (nS) pf_transpose64(bn64, nS, nsl, nw, w);                                         \
+        }                                                                                         \
+    }                                                                                             \
+}
+
+/* generic 32-bit transposer (no AVX2) */
+static inline void pf_transpose32(const uint32_t *buf, int S, uint64_t *slices, int64_t nw, int64_t w) {
+    for (int i = 0; i < S; i++) {
+        uint64_t acc = 0;
+        for (int j = 0; j < 64; j++) acc |= (uint64_t)((buf[j] >> i) & 1) << j;
+        slices[(int64_t)i * nw + w] = acc;
+    }
+}
+
+#define PF_T32 pf_transpose32
+PF_DEF_BSI_FILL(pf_bsi_fill_i8, int8_t, , 0)
+PF_DEF_BSI_FILL(pf_bsi_fill_i16, int16_t, , 0)
+PF_DEF_BSI_FILL(pf_bsi_fill_i32, int32_t, , 0)
+PF_DEF_BSI_FILL(pf_bsi_fill_i64, int64_t, , 0)
+#undef PF_T32
+#if defined(__x86_64__) && defined(__GNUC__)
+#define PF_HAVE_BSI_AVX2 1
+#define PF_T32 pf_transpose32_avx2
+PF_DEF_BSI_FILL(pf_bsi_fill_i8_avx2, int8_t, __attribute__((target("avx2"))), 0)
+PF_DEF_BSI_FILL(pf_bsi_fill_i16_avx2, int16_t, __attribute__((target("avx2"))), 0)
+PF_DEF_BSI_FILL(pf_bsi_fill_i32_avx2, int32_t, __attribute__((target("avx2"))), 0)
+PF_DEF_BSI_FILL(pf_bsi_fill_i64_avx2, int64_t, __attribute__((target("avx2"))), 0)
+#undef PF_T32
+#endif
+static int pf_has_avx2(void) { return pf_cpu_avx2(); }
+
+static inline int pf_bitlen64(uint64_t x) { return x ? 64 - __builtin_clzll(x) : 0; }
+
+static inline void pf_put32be(uint8_t *p, uint32_t x) {
+    p[0] = (uint8_t)(x >> 24); p[1] = (uint8_t)(x >> 16); p[2] = (uint8_t)(x >> 8); p[3] = (uint8_t)x;
+}
+
+static inline uint8_t *pf_put64be(uint8_t *p, uint64_t x) {
+    for (int k = 7; k >= 0; k--) *p++ = (uint8_t)(x >> (8 * k));
+    return p;
 }
 
 #endif

@@ -40,6 +40,9 @@ _TYPE_RE = re.compile(
 )
 
 
+_PARSED: dict = {}
+
+
 @dataclass(frozen=True)
 class DataType:
     """A Paimon atomic data type.
@@ -62,6 +65,16 @@ class DataType:
         """Parse a Paimon SQL type string such as ``'TIMESTAMP(6) WITH LOCAL TIME ZONE'``."""
         if isinstance(text, DataType):
             return text
+        hit = _PARSED.get(text) if isinstance(text, str) else None
+        if hit is not None:
+            return hit
+        dt = DataType._parse(text)
+        if len(_PARSED) < 4096 and isinstance(text, str):
+            _PARSED[text] = dt  # DataType is frozen: one parse per type string
+        return dt
+
+    @staticmethod
+    def _parse(text) -> "DataType":
         m = _TYPE_RE.match(str(text))
         if not m:
             raise UnsupportedTypeError(f"cannot parse Paimon type {text!r}")

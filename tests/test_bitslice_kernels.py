@@ -12,6 +12,9 @@ from paimon_fast.reference import bitslice as twin
 
 k = load("bitslice")
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# the simd fixture only switches the code path for the whole test: safe across examples
+SETTINGS_FX = settings(max_examples=120, deadline=None,
+                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
 @st.composite
@@ -161,6 +164,11 @@ def test_dense_codes_agree(values, spread):
     assert np.array_equal(uniq, nu)
     assert np.array_equal(codes[valid.astype(bool)], inv)
     assert (codes[~valid.astype(bool)] == -1).all()
+    if -2**31 <= lo and hi < 2**31:  # int32 keys (INT / DATE columns) give the same answer
+        k32 = keys.astype(np.int32)
+        u32, c32 = k.dense_codes(k32, valid, lo, hi)
+        assert np.array_equal(u32, uniq) and np.array_equal(c32, codes)
+        assert k.minmax_valid(k32, valid) == k.minmax_valid(keys, valid) == twin.minmax_valid(keys, valid)
 
 
 def test_corrupt_bitmap_rows_beyond_count():
@@ -258,3 +266,127 @@ def test_compare_bytes_many_containers(n, seed):
     for op, v in [("lt", 40), ("gte", 100), ("eq", 7)]:
         got = BitMap.deserialize(k.compare_bytes(list(sl), ebm, op, v))
         assert got == BitMap(k.to_positions(k.compare(sl, ebm, op, v)))
+
+
+@SETTINGS_FX
+@given(n=st.integers(0, 400), dt=st.sampled_from(["i1", "i2", "i4", "i8"]),
+       kind=st.sampled_from(["small", "wide", "neg", "one"]), pnull=st.sampled_from([None, 0.0, 0.1, 0.5, 1.0]),
+       off=st.integers(0, 9), seed=st.integers(0, 2**32 - 1))
+def test_bsi_build_agrees(simd, n, dt, kind, pnull, off, seed):
+    """The one-pass BSI writer kernel = its twin = Arrow-sliced input (bit offsets),
+    across widths, negatives, extremes, all-null and no validity map."""
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dt)
+    lo = info.min + 1 if dt == "i8" else info.min
+    if kind == "small":
+        v = rng.integers(0, 5, n + off).astype(dt)
+    elif kind == "wide":
+        v = rng.integers(lo, info.max, n + off, dtype=dt, endpoint=True)
+    elif kind == "neg":
+        v = rng.choice(np.array([lo, -1, 0, info.max, -7], dtype=dt), n + off)
+    else:
+        v = np.full(n + off, rng.integers(lo, info.max, dtype=dt, endpoint=True), dtype=dt)
+    bits = None
+    if pnull is not None:
+        valid = rng.random(n + off) >= pnull
+        bits = np.packbits(valid, bitorder="little")
+    got = k.bsi_build(v[off:], bits, off)
+    assert got == twin.bsi_build(v[off:], bits, off)
+
+
+def test_bsi_build_long_min_rejected():
+    v = np.array([1, -(2**63), 3], np.int64)
+    with pytest.raises(ValueError):
+        k.bsi_build(v, None)
+    with pytest.raises(ValueError):
+        twin.bsi_build(v, None)
+    # a null Long.MIN_VALUE is fine
+    bits = np.packbits(np.array([1, 0, 1], bool), bitorder="little")
+    assert k.bsi_build(v, bits) == twin.bsi_build(v, bits)
+    with pytest.raises(ValueError):
+        k.bsi_build(v, np.zeros(0, np.uint8))  # validity map shorter than the rows
+
+
+@SETTINGS
+@given(st.integers(1, 140_000), st.sampled_from([2, 3000, 2**20]), st.sampled_from([0.0, 0.1, 0.97]),
+       st.integers(0, 2**32 - 1), st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=3))
+def test_slice_layout_agrees(n, bound, pnull, seed, flips):
+    """The slice-table reader (bounds + in-place views) = its twin on real range
+    bitmap bytes, also with bytes of the table changed (same error or answer)."""
+    import pyarrow as pa
+    import paimon_fast as pf
+    from paimon_fast.errors import IndexFormatError
+    rng = np.random.default_rng(seed)
+    arr = pa.array(rng.integers(0, bound, n), mask=rng.random(n) < pnull)
+    w = pf.fileindex.writer("range-bitmap", "BIGINT", {})
+    w.write_batch(arr)
+    d = bytearray(w.finish())
+    r = pf.fileindex.reader("range-bitmap", "BIGINT", bytes(d))
+    if r.cardinality <= 0:
+        return
+    p = r._bsi_at
+    S = d[p + 5]
+    hl, ebm_len = int.from_bytes(d[p:p + 4], "big"), int.from_bytes(d[p + 6:p + 10], "big", signed=True)
+    sbase = p + 4 + hl + ebm_len
+    nw = (n + 63) // 64
+    for at, val in flips:
+        if at < 8 * S:
+            d[p + 14 + at] = val
+    buf = np.frombuffer(bytes(d), np.uint8)
+    try:
+        want = twin.slice_layout(buf, p + 14, S, sbase, nw)
+    except IndexFormatError as e:
+        with pytest.raises(IndexFormatError) as got:
+            k.slice_layout(buf, p + 14, S, sbase, nw)
+        assert (got.value.what, got.value.offset) == (e.what, e.offset)
+        return
+    got = k.slice_layout(buf, p + 14, S, sbase, nw)
+    assert np.array_equal(got, want)
+    for at, ln, view in want.tolist():
+        assert k.bitmap_view(buf, at, at + ln, nw) == twin.bitmap_view(buf, at, at + ln, nw) == view
+
+
+@pytest.fixture(params=["simd", "portable"])
+def simd(request):
+    k._set_simd(request.param == "simd")
+    yield request.param
+    k._set_simd(True)
+
+
+@SETTINGS_FX
+@given(col=columns(max_rows=3000), data=st.data())
+def test_compare_vector_path_agrees(simd, col, data):
+    """Columns long enough for the 8-word register-blocked groups (plus a tail):
+    every op and between against the twin and brute force, including literals
+    at 2^S - 1, 2^S, 2^64 - 1 and with trailing zero bits."""
+    vals, sel, S = col
+    ebm, sl = k.build_slices(vals, sel, S)
+    m = sel.astype(bool)
+    pyvals = np.array([int(x) for x in vals], dtype=object)
+    present = [int(x) for x in vals[m][:4]]
+    cands = [0, 1, (1 << S) - 1, (1 << 64) - 1, 1 << (S - 1)] + present + [(x | 1) ^ 1 for x in present]
+    if S < 64:
+        cands.append(1 << S)
+    v = data.draw(st.sampled_from(cands) | st.integers(0, 2**64 - 1))
+    rows = list(sl)  # also the list-of-rows form
+    for op, want in (("eq", pyvals == v), ("neq", pyvals != v), ("lt", pyvals < v), ("lte", pyvals <= v),
+                     ("gt", pyvals > v), ("gte", pyvals >= v)):
+        got = k.compare(rows, ebm, op, v)
+        assert np.array_equal(got, brute_words(m & want.astype(bool))), op
+        assert np.array_equal(got, twin.compare(sl, ebm, op, v)), op
+    lo, hi = data.draw(st.sampled_from(cands)), data.draw(st.sampled_from(cands))
+    got = k.between(sl, ebm, lo, hi)
+    assert np.array_equal(got, brute_words(m & (pyvals >= lo).astype(bool) & (pyvals <= hi).astype(bool)))
+    assert np.array_equal(got, twin.between(sl, ebm, lo, hi))
+
+
+@SETTINGS
+@given(columns(max_rows=3000))
+def test_encode_sliced_agrees(col):
+    """The one-buffer bit-sliced section = its twin = the per-slice encodings."""
+    vals, sel, S = col
+    ebm, sl = k.build_slices(vals, sel, S)
+    got = k.encode_sliced(ebm, sl)
+    assert got == twin.encode_sliced(ebm, sl)
+    parts = [k.encode(s) for s in sl]
+    assert got.endswith(k.encode(ebm) + b"".join(parts))

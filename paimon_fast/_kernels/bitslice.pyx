@@ -5,9 +5,9 @@ A row set over ``nbits`` rows is a uint64 array of ``ceil(nbits/64)`` words
 (row r = bit r&63 of word r>>6).  Slices are a C-contiguous ``(S, words)``
 uint64 array; slice i holds the rows whose value has bit i set.
 """
-from libc.stdint cimport uint8_t, uint32_t, int32_t, int64_t, uint64_t
+from libc.stdint cimport uint8_t, uint32_t, int8_t, int16_t, int32_t, int64_t, uint64_t
 from libc.string cimport memset
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, calloc, free
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 import numpy as np
 cimport numpy as cnp
@@ -32,6 +32,8 @@ cdef extern from "bitslice.h":
     int pf_build_slices_u64(const uint64_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) nogil
     int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,
                            uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) nogil
+    int64_t pf_dense_codes_i32(const int32_t *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,
+                               uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) nogil
     void pf_compare(const pf_u64u *const *rows, int S, const uint64_t *base,
                     int64_t nw, int op, uint64_t v, uint64_t *out) nogil
     void pf_between(const pf_u64u *const *rows, int S, const uint64_t *base,
@@ -44,6 +46,35 @@ cdef extern from "bitslice.h":
                          int64_t bw, int64_t *bmax, int64_t *bmin) nogil
     int64_t pf_topk_emit(const uint64_t *e, const uint64_t *g, int64_t *words, int64_t nwl, int64_t drop,
                          uint32_t *pos) nogil
+    void pf_bsi_scan_i8(const int8_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n,
+                        uint64_t *pmax, uint64_t *nmax, int64_t *npos, int64_t *nneg) nogil
+    void pf_bsi_scan_i16(const int16_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n,
+                         uint64_t *pmax, uint64_t *nmax, int64_t *npos, int64_t *nneg) nogil
+    void pf_bsi_scan_i32(const int32_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n,
+                         uint64_t *pmax, uint64_t *nmax, int64_t *npos, int64_t *nneg) nogil
+    void pf_bsi_scan_i64(const int64_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n,
+                         uint64_t *pmax, uint64_t *nmax, int64_t *npos, int64_t *nneg) nogil
+    void pf_bsi_fill_i8(const int8_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n, int pS, int nS,
+                        uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl, int64_t nw) nogil
+    void pf_bsi_fill_i16(const int16_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n, int pS, int nS,
+                         uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl, int64_t nw) nogil
+    void pf_bsi_fill_i32(const int32_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n, int pS, int nS,
+                         uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl, int64_t nw) nogil
+    void pf_bsi_fill_i64(const int64_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n, int pS, int nS,
+                         uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl, int64_t nw) nogil
+    void pf_bsi_fill_i8_avx2(const int8_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n, int pS, int nS,
+                             uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl, int64_t nw) nogil
+    void pf_bsi_fill_i16_avx2(const int16_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n, int pS,
+                              int nS, uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl, int64_t nw) nogil
+    void pf_bsi_fill_i32_avx2(const int32_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n, int pS,
+                              int nS, uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl, int64_t nw) nogil
+    void pf_bsi_fill_i64_avx2(const int64_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n, int pS,
+                              int nS, uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl, int64_t nw) nogil
+    int pf_has_avx2() nogil
+    int pf_simd_off
+    int pf_bitlen64(uint64_t x) nogil
+    uint8_t *pf_put64be(uint8_t *p, uint64_t x) nogil
+    void pf_put32be(uint8_t *p, uint32_t x) nogil
 
 cdef extern from *:
     int __builtin_popcountll(unsigned long long) nogil
@@ -56,6 +87,10 @@ ctypedef fused code_t:
     int32_t
     int64_t
     uint64_t
+
+ctypedef fused key_t:
+    int32_t
+    int64_t
 
 
 cdef class _Rows:
@@ -565,8 +600,9 @@ def sort_codes(const int64_t[::1] keys, const uint8_t[::1] valid):
     return uniq, codes_arr
 
 
-def minmax_valid(const int64_t[::1] keys, const uint8_t[::1] valid):
-    """``(count, min, max)`` of the keys whose ``valid`` flag is set (min/max 0 when none)."""
+def minmax_valid(const key_t[::1] keys, const uint8_t[::1] valid):
+    """``(count, min, max)`` of the keys (int64 or int32) whose ``valid`` flag is
+    set (min/max 0 when none)."""
     cdef int64_t n = keys.shape[0], r, c = 0
     cdef int64_t lo = 0x7FFFFFFFFFFFFFFF, hi = -0x7FFFFFFFFFFFFFFF - 1, x
     if valid.shape[0] != n:
@@ -585,8 +621,8 @@ def minmax_valid(const int64_t[::1] keys, const uint8_t[::1] valid):
     return c, lo, hi
 
 
-def dense_codes(const int64_t[::1] keys, const uint8_t[::1] valid, int64_t lo, int64_t hi):
-    """Dictionary codes for integer keys known to lie in [lo, hi] (moderate range).
+def dense_codes(const key_t[::1] keys, const uint8_t[::1] valid, int64_t lo, int64_t hi):
+    """Dictionary codes for integer keys (int64 or int32) known to lie in [lo, hi] (moderate range).
 
     Returns ``(sorted distinct keys, int32 codes)`` (null rows get code -1):
     a presence bit set over the range plus per-word ranks, O(rows + range/64).
@@ -615,7 +651,10 @@ def dense_codes(const int64_t[::1] keys, const uint8_t[::1] valid, int64_t lo, i
     if n == 0:
         return np.zeros(0, np.int64), codes_arr
     with nogil:
-        c = pf_dense_codes(&keys[0], &valid[0], n, lo, span, &bits[0], &rank[0], &codes[0], NULL)
+        if key_t is int32_t:
+            c = pf_dense_codes_i32(&keys[0], &valid[0], n, lo, span, &bits[0], &rank[0], &codes[0], NULL)
+        else:
+            c = pf_dense_codes(&keys[0], &valid[0], n, lo, span, &bits[0], &rank[0], &codes[0], NULL)
     if c > 2**31 - 1:
         raise ValueError("too many distinct keys")
     uniq_arr = np.empty(c, dtype=np.int64)
@@ -630,3 +669,258 @@ def dense_codes(const int64_t[::1] keys, const uint8_t[::1] valid, int64_t lo, i
                 j += 1
                 x &= x - 1
     return uniq_arr, codes_arr
+
+
+def bsi_build(values, vbits, int64_t voff=0):
+    """The whole ``bsi`` file index payload (Java's BitSliceIndexBitmapFileIndex
+    writer) of a column of Java longs, in one pass without Python objects per
+    slice.
+
+    ``values``: signed int8/16/32/64 array (one entry per row, null slots hold
+    junk); ``vbits``: Arrow validity bit map (uint8, little-endian bits; row r
+    at bit ``voff + r``) or None when every row is valid.  Long.MIN_VALUE among
+    the valid rows raises ValueError (Java fails too).
+    """
+    values = np.ascontiguousarray(values)
+    if values.dtype.kind != "i":
+        values = values.astype(np.int64)
+    cdef int64_t n = values.shape[0]
+    if n > 2**31 - 1:
+        raise ValueError("too many rows for a bsi index")
+    cdef int isz = values.dtype.itemsize
+    cdef const int8_t[::1] a8
+    cdef const int16_t[::1] a16
+    cdef const int32_t[::1] a32
+    cdef const int64_t[::1] a64
+    cdef const void *vp = NULL
+    if isz == 1:
+        a8 = values
+        vp = &a8[0] if n else NULL
+    elif isz == 2:
+        a16 = values
+        vp = &a16[0] if n else NULL
+    elif isz == 4:
+        a32 = values
+        vp = &a32[0] if n else NULL
+    else:
+        a64 = values
+        vp = &a64[0] if n else NULL
+    cdef const uint8_t[::1] vbm
+    cdef const uint8_t *vb = NULL
+    cdef int64_t vbytes = 0
+    if vbits is not None:
+        vbm = vbits
+        vbytes = vbm.shape[0]
+        if voff < 0 or (voff + n + 7) // 8 > vbytes:
+            raise ValueError("validity bit map shorter than the rows")
+        vb = &vbm[0] if vbytes else NULL
+    cdef uint64_t pmax = 0, nmax = 0
+    cdef int64_t npos = 0, nneg = 0
+    with nogil:
+        if isz == 1:
+            pf_bsi_scan_i8(<const int8_t *> vp, vb, vbytes, voff, n, &pmax, &nmax, &npos, &nneg)
+        elif isz == 2:
+            pf_bsi_scan_i16(<const int16_t *> vp, vb, vbytes, voff, n, &pmax, &nmax, &npos, &nneg)
+        elif isz == 4:
+            pf_bsi_scan_i32(<const int32_t *> vp, vb, vbytes, voff, n, &pmax, &nmax, &npos, &nneg)
+        else:
+            pf_bsi_scan_i64(<const int64_t *> vp, vb, vbytes, voff, n, &pmax, &nmax, &npos, &nneg)
+    if nmax >> 63:
+        raise ValueError("BSI cannot store Long.MIN_VALUE (Java fails too)")
+    cdef int pS = pf_bitlen64(pmax) if npos else 0
+    cdef int nS = pf_bitlen64(nmax) if nneg else 0
+    cdef int64_t nw = (n + 63) >> 6
+    cdef int64_t nch = (nw + 1023) // 1024
+    cdef int nb = 2 + pS + nS  # bitmaps: pos ebm, pos slices, neg ebm, neg slices
+    cdef uint64_t *words = <uint64_t *> malloc(max(nb * nw, 1) * 8)
+    cdef uint32_t *card = <uint32_t *> malloc(max(nb * nch, 1) * 4)
+    cdef uint32_t *nruns = <uint32_t *> malloc(max(nb * nch, 1) * 4)
+    cdef int64_t *sizes = <int64_t *> malloc(nb * 8)
+    cdef uint64_t *pebm
+    cdef uint64_t *psl
+    cdef uint64_t *nebm
+    cdef uint64_t *nsl
+    cdef int avx = pf_has_avx2()
+    cdef int64_t total = 7, i
+    cdef uint8_t *o
+    cdef uint8_t *q
+    if words == NULL or card == NULL or nruns == NULL or sizes == NULL:
+        free(words); free(card); free(nruns); free(sizes)
+        raise MemoryError()
+    try:
+        pebm = words
+        psl = words + nw
+        nebm = psl + pS * nw
+        nsl = nebm + nw
+        with nogil:
+            if nw:
+                if isz == 1:
+                    if avx:
+                        pf_bsi_fill_i8_avx2(<const int8_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
+                    else:
+                        pf_bsi_fill_i8(<const int8_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
+                elif isz == 2:
+                    if avx:
+                        pf_bsi_fill_i16_avx2(<const int16_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
+                    else:
+                        pf_bsi_fill_i16(<const int16_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
+                elif isz == 4:
+                    if avx:
+                        pf_bsi_fill_i32_avx2(<const int32_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
+                    else:
+                        pf_bsi_fill_i32(<const int32_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
+                else:
+                    if avx:
+                        pf_bsi_fill_i64_avx2(<const int64_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
+                    else:
+                        pf_bsi_fill_i64(<const int64_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
+            # sizes: every bitmap of a part that is written
+            for i in range(nb):
+                if (i <= pS and npos == 0) or (i > pS and nneg == 0):
+                    sizes[i] = 0
+                    continue
+                sizes[i] = pf_words_size(words + i * nw, nw, 0, card + i * nch, nruns + i * nch)
+                total += sizes[i]
+        if npos:
+            total += 17 + 4
+        if nneg:
+            total += 17 + 4
+        out = PyBytes_FromStringAndSize(NULL, total)
+        o = <uint8_t *> PyBytes_AS_STRING(out)
+        with nogil:
+            q = o
+            q[0] = 1
+            pf_put32be(q + 1, <uint32_t> n)
+            q += 5
+            q[0] = 1 if npos else 0
+            q += 1
+            if npos:
+                q[0] = 1
+                q = pf_put64be(q + 1, 0)
+                q = pf_put64be(q, pmax)
+                for i in range(0, pS + 1):
+                    if i == 1:
+                        pf_put32be(q, <uint32_t> pS)
+                        q += 4
+                    q += pf_words_write(words + i * nw, nw, 0, card + i * nch, nruns + i * nch, q)
+                if pS == 0:
+                    pf_put32be(q, 0)
+                    q += 4
+            q[0] = 1 if nneg else 0
+            q += 1
+            if nneg:
+                q[0] = 1
+                q = pf_put64be(q + 1, 0)
+                q = pf_put64be(q, nmax)
+                for i in range(pS + 1, nb):
+                    if i == pS + 2:
+                        pf_put32be(q, <uint32_t> nS)
+                        q += 4
+                    q += pf_words_write(words + i * nw, nw, 0, card + i * nch, nruns + i * nch, q)
+                if nS == 0:
+                    pf_put32be(q, 0)
+                    q += 4
+        if q - o != total:
+            raise AssertionError("bsi_build size mismatch")
+    finally:
+        free(words); free(card); free(nruns); free(sizes)
+    return out
+
+
+def slice_layout(const uint8_t[::1] buf, Py_ssize_t idx_at, int S, Py_ssize_t sbase, int64_t nw,
+                 Py_ssize_t base=0):
+    """Where the S slices of a range bitmap are: reads the ``S x (i32 offset,
+    i32 length)`` big-endian table at ``buf[idx_at:]``, checks every slice lies
+    in ``buf`` (offsets relative to ``sbase``), and returns ``(starts, views)``
+    int64 arrays: each slice's absolute start and length, and the absolute
+    offset of its ``nw`` words when the slice can be read in place
+    (:func:`bitmap_view`), else -1."""
+    cdef Py_ssize_t n = buf.shape[0]
+    if S < 0 or idx_at < 0 or idx_at + 8 * <Py_ssize_t>S > n:
+        raise IndexFormatError("range bitmap slice table outside the data", base + idx_at)
+    out_arr = np.empty((S, 3), dtype=np.int64)
+    cdef int64_t[:, ::1] o = out_arr
+    cdef int i
+    cdef int64_t off, ln, r
+    cdef const uint8_t *q
+    for i in range(S):
+        q = &buf[0] + idx_at + 8 * i
+        off = <int32_t>((<uint32_t>q[0] << 24) | (<uint32_t>q[1] << 16) | (<uint32_t>q[2] << 8) | q[3])
+        ln = <int32_t>((<uint32_t>q[4] << 24) | (<uint32_t>q[5] << 16) | (<uint32_t>q[6] << 8) | q[7])
+        if off < 0 or ln < 0 or sbase + off + ln > n:
+            raise IndexFormatError(f"range bitmap slice {i} range out of bounds", base + idx_at + 8 * i)
+        o[i, 0] = sbase + off
+        o[i, 1] = ln
+        r = -1
+        if nw > 0 and ln > 0:
+            r = pf_bitmap_view(&buf[0] + sbase + off, ln, nw)
+        o[i, 2] = -1 if r < 0 else sbase + off + r
+    return out_arr
+
+
+def _set_simd(bint on):
+    """Tests: ``False`` runs the portable (non-AVX2) compare and BSI writer
+    code paths on an AVX2 machine; returns whether AVX2 is now in use."""
+    global pf_simd_off
+    pf_simd_off = 0 if on else 1
+    return bool(pf_has_avx2())
+
+
+def encode_sliced(const uint64_t[::1] ebm, const uint64_t[:, ::1] slices):
+    """The bit-sliced section of a range bitmap (Java's BitSliceIndexBitmap)
+    in one buffer: ``i32 header length | u8 1 | u8 S | i32 ebm length | i32 8*S
+    | S x (i32 offset, i32 length) | ebm | slices``, every bitmap Java-exact
+    (:func:`encode`), without a Python bytes object per slice."""
+    cdef int64_t nw = ebm.shape[0]
+    cdef int S = slices.shape[0]
+    if S > 255:
+        raise ValueError("at most 255 slices")
+    if S and slices.shape[1] != nw:
+        raise ValueError("slices and ebm differ in length")
+    cdef int64_t nch = (nw + 1023) // 1024
+    cdef int nb = S + 1
+    cdef uint32_t *card = <uint32_t *> malloc(max(nb * nch, 1) * 4)
+    cdef uint32_t *nruns = <uint32_t *> malloc(max(nb * nch, 1) * 4)
+    cdef int64_t *sizes = <int64_t *> malloc(nb * 8)
+    cdef int64_t total, hl = 10 + 8 * S, off = 0
+    cdef int i
+    cdef const uint64_t *src
+    cdef uint8_t *o
+    cdef uint8_t *q
+    if card == NULL or nruns == NULL or sizes == NULL:
+        free(card); free(nruns); free(sizes)
+        raise MemoryError()
+    try:
+        with nogil:
+            total = 4 + hl
+            for i in range(nb):
+                src = &ebm[0] if i == 0 else &slices[i - 1, 0]
+                if nw == 0:
+                    src = NULL
+                sizes[i] = pf_words_size(src, nw, 0, card + i * nch, nruns + i * nch)
+                total += sizes[i]
+        if total > 2**31 - 1:
+            raise ValueError("bit-sliced section too large")
+        out = PyBytes_FromStringAndSize(NULL, total)
+        o = <uint8_t *> PyBytes_AS_STRING(out)
+        with nogil:
+            pf_put32be(o, <uint32_t> hl)
+            o[4] = 1
+            o[5] = <uint8_t> S
+            pf_put32be(o + 6, <uint32_t> sizes[0])
+            pf_put32be(o + 10, <uint32_t> (8 * S))
+            for i in range(S):
+                pf_put32be(o + 14 + 8 * i, <uint32_t> off)
+                pf_put32be(o + 18 + 8 * i, <uint32_t> sizes[i + 1])
+                off += sizes[i + 1]
+            q = o + 4 + hl
+            for i in range(nb):
+                src = &ebm[0] if i == 0 else &slices[i - 1, 0]
+                if nw == 0:
+                    src = NULL
+                q += pf_words_write(src, nw, 0, card + i * nch, nruns + i * nch, q)
+        if q - o != total:
+            raise AssertionError("encode_sliced size mismatch")
+    finally:
+        free(card); free(nruns); free(sizes)
+    return out

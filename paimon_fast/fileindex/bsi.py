@@ -54,51 +54,52 @@ def long_values(values, dtype: DataType):
     return np.asarray(v, dtype=np.int64), valid
 
 
-def _bsi_part(mag: np.ndarray, sel: np.ndarray) -> bytes:
-    """One BitSliceIndexRoaringBitmap: min 0, max = largest magnitude."""
-    _, _, mx = _k.minmax_valid(mag.view(np.int64), sel)
-    S = int(mx).bit_length()
-    # 32-bit magnitudes take the SSE2 bit-transpose path
-    vals = mag.astype(np.uint32) if mx < 2**32 else mag
-    ebm, slices = _k.build_slices(vals, sel, S)
-    parts = [struct.pack(">Bqq", 1, 0, mx), _k.encode(ebm), struct.pack(">i", S)]
-    parts.extend(_k.encode_many(slices))
-    return b"".join(parts)
-
-
 class BsiWriter(FileIndexWriter):
-    """Collects the column and serializes it as Java's BSI writer does."""
+    """Collects the column and serializes it as Java's BSI writer does.
+
+    Batches are kept as the narrowest integer view of the values plus Arrow's
+    validity bit map (copied only when they may alias a caller's numpy
+    array); :meth:`finish` builds both parts' slices and their Java-exact
+    roaring bytes in one Cython pass (``bitslice.bsi_build``)."""
 
     index_type = INDEX_TYPE
 
     def __init__(self, dtype, options):
         super().__init__(dtype, options)
         check_type(dtype)
-        self._vals = []
-        self._valid = []
+        self._batches = []
 
     def write_batch(self, values):
-        v, valid = long_values(values, self.dtype)
-        self._vals.append(v.copy())
-        self._valid.append(np.ones(len(v), bool) if valid is None else valid.copy())
+        arr = to_arrow_array(values, self.dtype)
+        v = decimal_unscaled(arr) if self.dtype.root == "DECIMAL" else long_keys(arr, self.dtype)
+        v = np.ascontiguousarray(v)
+        if v.dtype.kind != "i":
+            v = v.astype(np.int64)
+        elif isinstance(values, np.ndarray) and np.may_share_memory(v, values):
+            v = v.copy()  # the caller may change its array before finish()
+        bits = None
+        if arr.null_count:
+            bits = np.frombuffer(arr.buffers()[0], dtype=np.uint8)
+            if isinstance(values, np.ndarray) and np.may_share_memory(bits, values):
+                bits = bits.copy()
+        self._batches.append((v, bits, arr.offset))
         self.row_count += len(v)
 
     def finish(self) -> bytes:
-        v = np.concatenate(self._vals) if self._vals else np.zeros(0, np.int64)
-        valid = np.concatenate(self._valid) if self._valid else np.zeros(0, bool)
-        if (valid & (v == LONG_MIN)).any():
-            raise ValueError("BSI cannot store Long.MIN_VALUE (Java fails too)")
-        neg = valid & (v < 0)
-        pos = valid & ~neg
-        mag = np.abs(v).view(np.uint64)  # null slots hold junk but are never selected
-        out = [struct.pack(">Bi", VERSION, len(v))]
-        for sel in (pos, neg):
-            if sel.any():
-                out.append(b"\x01")
-                out.append(_bsi_part(mag, sel.view(np.uint8)))
-            else:
-                out.append(b"\x00")
-        return b"".join(out)
+        if len(self._batches) == 1:
+            v, bits, off = self._batches[0]
+        elif not self._batches:
+            v, bits, off = np.zeros(0, np.int64), None, 0
+        else:
+            v = np.concatenate([b[0].astype(np.int64, copy=False) for b in self._batches])
+            bits, off = None, 0
+            if any(b[1] is not None for b in self._batches):
+                valid = np.concatenate([
+                    np.ones(len(b[0]), bool) if b[1] is None
+                    else np.unpackbits(b[1], bitorder="little", count=b[2] + len(b[0]))[b[2]:].view(bool)
+                    for b in self._batches])
+                bits = np.packbits(valid, bitorder="little")
+        return _k.bsi_build(v, bits, off)
 
 
 class _Part:

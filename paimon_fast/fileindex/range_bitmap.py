@@ -26,6 +26,7 @@ comparison raises :class:`NullLiteralError` (Java: NullPointerException).
 from __future__ import annotations
 
 import bisect
+import functools
 import struct
 
 import numpy as np
@@ -51,6 +52,9 @@ _FIXED = {
     "TINYINT": 1, "SMALLINT": 2, "INT": 4, "DATE": 4, "TIME": 4, "BIGINT": 8,
     "TIMESTAMP": 8, "TIMESTAMP_LTZ": 8, "DECIMAL": 8, "FLOAT": 4, "DOUBLE": 8, "BOOLEAN": 1,
 }
+
+
+_NARROW = ("TINYINT", "SMALLINT", "INT", "DATE")
 
 
 def check_type(dtype: DataType) -> None:
@@ -117,6 +121,8 @@ class KeyCodec:
             return decimal_unscaled(arr).astype(np.int64, copy=False)
         if r == "BOOLEAN":
             return fixed_values(arr).astype(np.int64)
+        if r in _NARROW:  # 32-bit keys stay int32 (half the memory; the kernels take both)
+            return long_keys(arr, self.dtype).astype(np.int32, copy=False)
         return long_keys(arr, self.dtype).astype(np.int64, copy=False)
 
     # --- file keys
@@ -128,6 +134,19 @@ class KeyCodec:
         if self.root == "DOUBLE":
             return keys ^ ((keys >> 63) & 0x7FFFFFFFFFFFFFFF)
         return keys
+
+    def sort_key_from_file(self, b: bytes) -> int:
+        """One big-endian file key -> its sort key (:meth:`sort_from_file` for a scalar)."""
+        raw = int.from_bytes(b, "big", signed=self.root != "BOOLEAN")
+        if self.root == "FLOAT":
+            if (raw & 0x7F800000) == 0x7F800000 and raw & 0x007FFFFF:
+                raw = 0x7FC00000
+            return raw ^ ((raw >> 31) & 0x7FFFFFFF)
+        if self.root == "DOUBLE":
+            if (raw & 0x7FF0000000000000) == 0x7FF0000000000000 and raw & 0x000FFFFFFFFFFFFF:
+                raw = 0x7FF8000000000000
+            return raw ^ ((raw >> 63) & 0x7FFFFFFFFFFFFFFF)
+        return raw
 
     def sort_from_file(self, buf) -> np.ndarray:
         """Big-endian file keys -> sort keys."""
@@ -180,14 +199,15 @@ def _codes_fixed(keys: np.ndarray, valid):
     n = len(keys)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int32)
-    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    if keys.dtype != np.int32:
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
     v8 = np.ones(n, np.uint8) if valid is None else np.ascontiguousarray(valid).view(np.uint8)
     count, lo, hi = _k.minmax_valid(keys, v8)
     if count == 0:
         return np.zeros(0, np.int64), np.full(n, -1, np.int32)
     if hi - lo <= 64 * n + (1 << 20):
         return _k.dense_codes(keys, v8, lo, hi)
-    return _k.sort_codes(keys, v8)
+    return _k.sort_codes(np.ascontiguousarray(keys, dtype=np.int64), v8)
 
 
 def _codes_string(arr: pa.Array):
@@ -279,15 +299,8 @@ def _bsi_bytes(codes: np.ndarray, card: int, n: int) -> bytes:
     S = max(int(card - 1).bit_length(), 1) if card > 0 else 64
     sel = (codes >= 0).view(np.uint8)
     ebm, slices = _k.build_slices(np.ascontiguousarray(codes), np.ascontiguousarray(sel), S)
-    ebm_b = _k.encode(ebm)
-    parts = _k.encode_many(slices)
-    idx = bytearray()
-    off = 0
-    for p in parts:
-        idx += struct.pack(">ii", off, len(p))
-        off += len(p)
-    header = struct.pack(">BBii", 1, S, len(ebm_b), 8 * S) + bytes(idx)
-    return struct.pack(">i", len(header)) + header + ebm_b + b"".join(parts)
+    del sel
+    return _k.encode_sliced(ebm, slices)  # one buffer, no bytes object per slice
 
 
 def build_index(codec: KeyCodec, keys, valid, chunk: int) -> bytes:
@@ -306,7 +319,7 @@ def build_index(codec: KeyCodec, keys, valid, chunk: int) -> bytes:
     if card:
         head += codec.serialize_key(uniq[0]) + codec.serialize_key(uniq[-1])
     head += struct.pack(">i", len(dictionary))
-    return struct.pack(">i", len(head)) + head + dictionary + bsi
+    return b"".join((struct.pack(">i", len(head)), head, dictionary, bsi))
 
 
 class RangeBitmapWriter(FileIndexWriter):
@@ -330,7 +343,7 @@ class RangeBitmapWriter(FileIndexWriter):
         keys, valid = self.codec.column(values)
         n = len(keys)
         if not self.codec.is_string:
-            keys = np.array(keys, dtype=np.int64, copy=True)
+            keys = np.array(keys, dtype=np.int32 if keys.dtype == np.int32 else np.int64, copy=True)
         self._keys.append(keys)
         self._valid.append(np.ones(n, bool) if valid is None else valid.copy())
         self.row_count += n
@@ -353,6 +366,18 @@ class RangeBitmapWriter(FileIndexWriter):
 
 # ---------------------------------------------------------------- reader
 
+@functools.lru_cache(maxsize=64)
+def _consecutive_offsets(nchunks: int, hs: int) -> bytes:
+    """The chunk offset table of a fixed-length dictionary (big-endian i32 k*hs)."""
+    return (np.arange(nchunks, dtype=np.int64) * hs).astype(">i4").tobytes()
+
+
+@functools.lru_cache(maxsize=None)
+def _chunk_dtype(be: np.dtype) -> np.dtype:
+    return np.dtype([("v", "u1"), ("k", be), ("code", ">i4"), ("off", ">i4"),
+                     ("n", ">i4"), ("klen", ">i4"), ("ks", ">i4")])
+
+
 class _FixedDictionary:
     """Chunked dictionary of fixed-length keys.  Opening reads only the chunks'
     first keys; a chunk's header is validated and its keys decoded when a
@@ -367,10 +392,10 @@ class _FixedDictionary:
         self.keys_len = keys_end - keys_at
         self.card = card
         self.nchunks = nchunks
-        dt = np.dtype([("v", "u1"), ("k", codec.be), ("code", ">i4"), ("off", ">i4"),
-                       ("n", ">i4"), ("klen", ">i4"), ("ks", ">i4")])
+        dt = _chunk_dtype(codec.be)
         self.head = np.frombuffer(data, dtype=dt, count=nchunks, offset=chunks_at) if nchunks else np.zeros(0, dt)
         self.first = codec.sort_from_file(self.head["k"].tobytes()) if nchunks else np.zeros(0, np.int64)
+        self._first = self.first.tolist()
         self._meta = {}
         self._cache = {}
         self._codes = None
@@ -400,11 +425,11 @@ class _FixedDictionary:
 
     def find(self, key):
         """``(found, code)``; when not found ``code`` is the insertion point."""
-        i = int(np.searchsorted(self.first, key, "right")) - 1
+        i = bisect.bisect_right(self._first, key) - 1
         if i < 0:
             return False, 0
         code = self.meta(i)[0]
-        if self.first[i] == key:
+        if self._first[i] == key:
             return True, code
         ck = self._chunk(i)
         j = int(np.searchsorted(ck, key, "left"))
@@ -559,7 +584,7 @@ class RangeBitmapReader(FileIndexReader):
         ks = self.codec.size
         if p + ks > len(h):
             raise IndexFormatError("range bitmap header truncated (min/max)", self._base + 4 + p)
-        return int(self.codec.sort_from_file(h[p:p + ks])[0]), p + ks
+        return self.codec.sort_key_from_file(h[p:p + ks]), p + ks
 
     # --- lazy parts
     @property
@@ -590,14 +615,14 @@ class RangeBitmapReader(FileIndexReader):
         body = p + 4 + hl
         if nchunks < 0 or olen != 4 * nchunks or clen < 0 or body + olen + clen > end:
             raise IndexFormatError("range bitmap dictionary chunk table out of bounds", base + p + 5)
-        offsets = np.frombuffer(d, dtype=">i4", count=nchunks, offset=body).astype(np.int64)
         chunks_at = body + olen
         keys_at = chunks_at + clen
         card = max(self.cardinality, 0)
         if self.codec.is_string:
+            offsets = np.frombuffer(d, dtype=">i4", count=nchunks, offset=body).astype(np.int64)
             return _StringDictionary(d, base, nchunks, offsets, chunks_at, clen, keys_at, end, card)
         hs = 1 + self.codec.size + 20
-        if clen != nchunks * hs or not np.array_equal(offsets, np.arange(nchunks, dtype=np.int64) * hs):
+        if clen != nchunks * hs or d[body:body + olen].tobytes() != _consecutive_offsets(nchunks, hs):
             raise IndexFormatError("range bitmap dictionary chunk offsets are not consecutive", base + body)
         return _FixedDictionary(self.codec, d, base, nchunks, chunks_at, keys_at, end, card)
 
@@ -623,7 +648,6 @@ class RangeBitmapReader(FileIndexReader):
         if idx_len != 8 * S or 10 + idx_len > hl:
             raise IndexFormatError(f"range bitmap slice index table length {idx_len} does not match {S} slices",
                                    base + p + 10)
-        idx = np.frombuffer(d, dtype=">i4", count=2 * S, offset=p + 14).astype(np.int64).reshape(S, 2)
         body = p + 4 + hl
         if ebm_len < 0 or body + ebm_len > d.size:
             raise IndexFormatError(f"range bitmap existence bitmap length {ebm_len} out of bounds", base + p + 6)
@@ -639,19 +663,15 @@ class RangeBitmapReader(FileIndexReader):
         _k.decode_fast(d, body, body + ebm_len, ebm, n, base)
         W = nwords(n)
         slices = []
-        sbase = body + ebm_len
-        for i in range(S):
-            o, ln = int(idx[i, 0]), int(idx[i, 1])
-            if o < 0 or ln < 0 or sbase + o + ln > d.size:
-                raise IndexFormatError(f"range bitmap slice {i} range out of bounds", base + p + 14 + 8 * i)
-            at = _k.bitmap_view(d, sbase + o, sbase + o + ln, W)
-            if at >= 0:
+        # one kernel call reads and bounds-checks the slice table
+        for at, ln, view in _k.slice_layout(d, p + 14, S, body + ebm_len, W, base).tolist():
+            if view >= 0:
                 # dense slice: read the container words in place (every answer is
                 # masked by the existence bitmap, so nothing beyond it leaks)
-                slices.append(d[at:at + 8 * W])
+                slices.append(d[view:view + 8 * W])
             else:
                 row = np.zeros(W, dtype=np.uint64)
-                _k.decode_fast(d, sbase + o, sbase + o + ln, row, n, base)
+                _k.decode_fast(d, at, at + ln, row, n, base)
                 slices.append(row)
         self._ebm = ebm
         self._slices = slices

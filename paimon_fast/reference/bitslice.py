@@ -351,3 +351,88 @@ def block_maxmin(slices, base, bw):
         out_max.append(max(vals) if vals else -1)
         out_min.append(min(vals) if vals else -1)
     return np.array(out_max, np.int64), np.array(out_min, np.int64)
+
+
+def bsi_build(values, vbits, voff=0):
+    """The ``bsi`` payload row by row: split the valid rows into values >= 0 and
+    magnitudes of values < 0, slice each part and encode it plainly."""
+    n = len(values)
+    pos_v, neg_v = [0] * n, [0] * n
+    pos_s, neg_s = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+    for r in range(n):
+        if vbits is not None and not (vbits[(voff + r) >> 3] >> ((voff + r) & 7)) & 1:
+            continue
+        x = int(values[r])
+        if x == -(1 << 63):
+            raise ValueError("BSI cannot store Long.MIN_VALUE (Java fails too)")
+        if x < 0:
+            neg_v[r], neg_s[r] = -x, 1
+        else:
+            pos_v[r], pos_s[r] = x, 1
+    out = [struct.pack(">Bi", 1, n)]
+    for vals, sel in ((pos_v, pos_s), (neg_v, neg_s)):
+        if not sel.any():
+            out.append(b"\x00")
+            continue
+        mx = max(v for v, s in zip(vals, sel) if s)
+        S = mx.bit_length()
+        ebm, slices = build_slices(np.array(vals, dtype=np.uint64), sel, S)
+        out.append(b"\x01" + struct.pack(">Bqq", 1, 0, mx) + encode(ebm) + struct.pack(">i", S))
+        out.extend(encode(s) for s in slices)
+    return b"".join(out)
+
+
+def bitmap_view(buf, offset, limit, nw):
+    """Absolute offset of ``nw`` little-endian words readable in place when the
+    bitmap at ``buf[offset:limit]`` is made of bitmap containers with keys
+    0..m-1 laid out back to back (m = ceil(nw / 1024)); else -1."""
+    buf = bytes(buf)
+    if limit < 0 or limit > len(buf):
+        limit = len(buf)
+    if offset < 0 or offset >= limit or nw <= 0:
+        return -1
+    b = buf[offset:limit]
+    if len(b) < 8:
+        return -1
+    cookie, m = struct.unpack_from("<II", b, 0)
+    if cookie != 12346 or m != (nw + 1023) // 1024:
+        return -1
+    start = 8 + 8 * m
+    if len(b) < start + 8192 * m:
+        return -1
+    for c in range(m):
+        key, card1 = struct.unpack_from("<HH", b, 8 + 4 * c)
+        (off,) = struct.unpack_from("<I", b, 8 + 4 * m + 4 * c)
+        if key != c or card1 + 1 <= 4096 or off != start + 8192 * c:
+            return -1
+    return offset + start
+
+
+def slice_layout(buf, idx_at, S, sbase, nw, base=0):
+    """``(S, 3)`` int64 rows ``(absolute start, length, in-place view or -1)``
+    read from the big-endian ``S x (offset, length)`` slice table."""
+    buf = bytes(buf)
+    if S < 0 or idx_at < 0 or idx_at + 8 * S > len(buf):
+        raise IndexFormatError("range bitmap slice table outside the data", base + idx_at)
+    out = np.empty((S, 3), np.int64)
+    for i in range(S):
+        off, ln = struct.unpack_from(">ii", buf, idx_at + 8 * i)
+        if off < 0 or ln < 0 or sbase + off + ln > len(buf):
+            raise IndexFormatError(f"range bitmap slice {i} range out of bounds", base + idx_at + 8 * i)
+        view = bitmap_view(buf, sbase + off, sbase + off + ln, nw) if ln > 0 else -1
+        out[i] = (sbase + off, ln, view)
+    return out
+
+
+def encode_sliced(ebm, slices):
+    """The range bitmap's bit-sliced section: header, slice table, then the
+    existence bitmap and every slice encoded plainly."""
+    ebm_b = encode(ebm)
+    parts = [encode(s) for s in slices]
+    idx = b""
+    off = 0
+    for p in parts:
+        idx += struct.pack(">ii", off, len(p))
+        off += len(p)
+    header = struct.pack(">BBii", 1, len(parts), len(ebm_b), 8 * len(parts)) + idx
+    return struct.pack(">i", len(header)) + header + ebm_b + b"".join(parts)
