@@ -80,11 +80,6 @@ static int64_t pf_last_value(const uint8_t *buf) {
 /* ops */
 enum { PF_EQ = 0, PF_NEQ = 1, PF_LT = 2, PF_LTE = 3, PF_GT = 4, PF_GTE = 5 };
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PF_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define PF_CLONES
-#endif
 #define PF_BLK 1024
 
 /* O'Neil-Quass comparisons, register-blocked: 8 words (512 rows) at a time
@@ -216,7 +211,6 @@ static void pf_between(const pf_u64u *const *rows, int S, const uint64_t *base,
  * values (vals[r] used when sel[r]). Returns 1 if a selected value does not
  * fit in S bits. Branch-free inner loops. */
 #define PF_DEF_BUILD(NAME, T) \
-PF_CLONES \
 static int NAME(const T *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) { \
     uint64_t bad = 0; \
     uint64_t buf[64]; \
