@@ -67,6 +67,11 @@ class PruneReport:
     index_seconds: float = 0.0
     read_seconds: Optional[float] = None
     skipped_files: List[str] = dc_field(default_factory=list)
+    files_pruned_by_stats: int = 0  # fast path: files min/max stats ruled out (pypaimon's plan drops them unseen)
+    rows_decoded: Optional[int] = None  # fast path: rows of the files whose columns were decoded
+    fast_path: bool = False  # planned and read by :mod:`.fastpath` (else pypaimon's planner and reader)
+    plan_cached: bool = False  # the fast path's plan came from its per-snapshot cache
+    fallback_reason: str = ""  # why the fast path was not taken
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -426,17 +431,32 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
 
 
 def read_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
-                    coalesce_gap: int = DEFAULT_COALESCE_GAP):
+                    coalesce_gap: int = DEFAULT_COALESCE_GAP, fast: bool = True, use_cache: bool = True):
     """Plan, prune with file indexes and read to a ``pyarrow.Table``.
 
     Returns ``(arrow table, PruneReport)``.  Rows are filtered by the
     predicate, so the result equals an unpruned read with the same filter.
+
+    With ``fast=True`` (the default) a pypaimon table and a predicate are
+    first tried on :mod:`.fastpath` (our own manifest reader and Parquet
+    reads; plans cached per snapshot id unless ``use_cache=False``); tables
+    and queries it does not cover take pypaimon's planner and reader
+    (``report.fast_path`` says which, ``report.fallback_reason`` why).
 
     Splits with row ranges are read without pypaimon's per-batch residual
     filter (it costs a dataset scan per range) and filtered once at the end.
     """
     from pypaimon.globalindex.indexed_split import IndexedSplit
 
+    fallback_reason = "fast=False"
+    if fast and hasattr(table, "new_read_builder") and predicate is not None:
+        from .fastpath import Fallback, fast_read
+
+        try:
+            return fast_read(legacy_manifest_table(table), as_predicate(predicate), projection,
+                             max_workers=min(max_workers, 2), use_cache=use_cache)
+        except Fallback as e:
+            fallback_reason = str(e)
     given_builder = not hasattr(table, "new_read_builder")
     rb, splits, report = plan_with_index(table, predicate, projection, max_workers, fold_deletion_vectors,
                                          coalesce_gap)
@@ -473,4 +493,5 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
             out = pa.concat_tables([parts[0]] + [p.cast(parts[0].schema) for p in parts[1:]])
     report.read_seconds = time.perf_counter() - t0
     report.rows_returned = out.num_rows if out is not None else 0
+    report.fallback_reason = fallback_reason
     return out, report
