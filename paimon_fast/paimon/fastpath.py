@@ -109,6 +109,7 @@ def read_avro(data: bytes) -> List[dict]:
     a few schemas), which is what makes many small manifests cheap."""
     import fastavro
 
+    data = bytes(data)
     if data[:4] != _AVRO_MAGIC:
         raise IndexFormatError("not an Avro object container", 0)
     pos = 4
@@ -122,10 +123,12 @@ def read_avro(data: bytes) -> List[dict]:
             _, pos = _zigzag(data, pos)
         for _ in range(n):
             klen, pos = _zigzag(data, pos)
+            if klen < 0 or pos + klen > len(data):
+                raise IndexFormatError("Avro header truncated", pos)
             key = bytes(data[pos:pos + klen])
             pos += klen
             vlen, pos = _zigzag(data, pos)
-            if klen < 0 or vlen < 0 or pos + vlen > len(data):
+            if vlen < 0 or pos + vlen > len(data):
                 raise IndexFormatError("Avro header truncated", pos)
             meta[key] = bytes(data[pos:pos + vlen])
             pos += vlen
@@ -136,7 +139,10 @@ def read_avro(data: bytes) -> List[dict]:
         raise IndexFormatError("Avro header without a schema", pos)
     parsed = _SCHEMA_CACHE.get(schema_text)
     if parsed is None:
-        parsed = fastavro.parse_schema(json.loads(schema_text))
+        try:
+            parsed = fastavro.parse_schema(json.loads(schema_text))
+        except Exception as e:  # JSON or schema errors
+            raise IndexFormatError(f"Avro schema does not parse: {e}", 4)
         with _SCHEMA_LOCK:
             _SCHEMA_CACHE[schema_text] = parsed
     codec = meta.get(b"avro.codec", b"null")
@@ -147,14 +153,27 @@ def read_avro(data: bytes) -> List[dict]:
         size, pos = _zigzag(data, pos)
         if count < 0 or size < 0 or pos + size + 16 > n:
             raise IndexFormatError("Avro block truncated", pos)
-        blk = _decompress(codec, data[pos:pos + size], pos)
+        at = pos
+        try:
+            blk = _decompress(codec, data[pos:pos + size], pos)
+        except Fallback:
+            raise
+        except Exception as e:  # zlib.error, zstandard.ZstdError, ...
+            raise IndexFormatError(f"Avro block does not decompress ({codec.decode(errors='replace')}): {e}", at)
         pos += size
         if data[pos:pos + 16] != sync:
             raise IndexFormatError("Avro sync marker mismatch", pos)
         pos += 16
+        if count > len(blk):  # every manifest record takes at least one byte
+            raise IndexFormatError(f"Avro block claims {count} records in {len(blk)} bytes", at)
         bio = io.BytesIO(blk)
         for _ in range(count):
-            out.append(fastavro.schemaless_reader(bio, parsed, None))
+            try:
+                out.append(fastavro.schemaless_reader(bio, parsed, None))
+            except (EOFError, ValueError, IndexError, KeyError, TypeError, OverflowError, UnicodeDecodeError) as e:
+                raise IndexFormatError(f"Avro record does not decode: {e}", at)
+        if bio.tell() != len(blk):
+            raise IndexFormatError(f"Avro block of {count} records has {len(blk) - bio.tell()} bytes left over", at)
     return out
 
 
@@ -450,7 +469,25 @@ class _StatsFilter:
         self.evolutions = SimpleStatsEvolutions(lambda sid: schemas.schema(sid).fields, table.table_schema.id)
         self.fields_of = ManifestFileManager(table)._get_value_stats_fields
 
+        self.partition_pred = None
+        self.partition_fields = table.partition_keys_fields
+        if table.partition_keys:
+            from pypaimon.read.push_down_utils import trim_and_transform_predicate
+
+            self.partition_pred = trim_and_transform_predicate(to_pypaimon(predicate, table), table.field_names,
+                                                               table.partition_keys)
+        self._partition_ok: Dict[bytes, bool] = {}
+
     def keep(self, f: "_File") -> bool:
+        if self.partition_pred is not None:
+            ok = self._partition_ok.get(f.partition)
+            if ok is None:
+                from pypaimon.table.row.generic_row import GenericRowDeserializer
+
+                row = GenericRowDeserializer.from_bytes(f.partition, self.partition_fields)
+                ok = self._partition_ok[f.partition] = bool(self.partition_pred.test(row))
+            if not ok:
+                return False
         if self.pred is None:
             return True
         from pypaimon.manifest.schema.simple_stats import SimpleStats
@@ -603,7 +640,7 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
     # ---- value stats (min/max/null counts), as pypaimon's planner does
     stats = _StatsFilter(table, predicate, schemas)
     files = [f for f in plan.files if stats.keep(f)]
-    rep.files_pruned_by_stats = len(plan.files) - len(files)
+    rep.files_pruned_by_stats = len(plan.files) - len(files)  # partition predicate or value stats
     rep.files_planned = len(files)
     rep.rows_planned = sum(f.rows for f in files)
     rep.applied = applicable
