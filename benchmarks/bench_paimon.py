@@ -105,21 +105,35 @@ PREDS = {
 }
 
 
+ENGINES = ["paimon_fast", "paimon_fast_cold", "paimon_fast_pypaimon_plan", "pypaimon", "pypaimon_rust"]
+
+
 @pytest.mark.parametrize("query", list(PREDS))
-@pytest.mark.parametrize("engine", ["paimon_fast", "pypaimon", "pypaimon_rust"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_pruned_read(benchmark, table, query, engine):
+    """``paimon_fast``: read_with_index (fast path, plan cached per snapshot id, so
+    warm after the warm-up round); ``paimon_fast_cold``: the same with the plan cache
+    cleared before every round (manifests read each time); ``paimon_fast_pypaimon_plan``:
+    the pypaimon-based path (pypaimon plans and reads, we prune) of the previous session."""
     pred = PREDS[query]
     benchmark.group = f"paimon {query} ({ROWS:,} rows / {FILES} files)"
-    if engine == "paimon_fast":
+    if engine.startswith("paimon_fast"):
+        from paimon_fast.paimon.fastpath import clear_plan_cache
+
         def run():
-            return read_with_index(table, pred)
-        out, rep = benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
+            if engine == "paimon_fast_cold":
+                clear_plan_cache()
+            return read_with_index(table, pred, fast=engine != "paimon_fast_pypaimon_plan")
+        out, rep = benchmark.pedantic(run, rounds=7, iterations=1, warmup_rounds=1)
         rows_read = rep.rows_selected
         benchmark.extra_info.update(files_skipped=rep.files_skipped, files_planned=rep.files_planned,
-                                    index_ms=round(rep.index_seconds * 1000, 2))
+                                    rows_decoded=rep.rows_decoded, fast_path=rep.fast_path,
+                                    plan_ms=round(rep.plan_seconds * 1000, 2),
+                                    index_ms=round(rep.index_seconds * 1000, 2),
+                                    read_ms=round((rep.read_seconds or 0) * 1000, 2))
     else:
         fn = _plain if engine == "pypaimon" else _native
-        out, rows_read = benchmark.pedantic(lambda: fn(table, pred), rounds=3 if engine == "pypaimon" else 5,
+        out, rows_read = benchmark.pedantic(lambda: fn(table, pred), rounds=3 if engine == "pypaimon" else 7,
                                             iterations=1, warmup_rounds=1)
     benchmark.extra_info.update(rows_read=rows_read, rows_returned=out.num_rows)
     expected, _ = _plain(table, pred)

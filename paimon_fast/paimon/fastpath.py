@@ -564,44 +564,60 @@ def _current_columns(tbl, names: List[str], mapping, schema, n_rows: int):
 def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols, read_schema):
     """Matching rows of files of one schema id: ``[(arrow table or None, rows decoded)]``.
 
-    The predicate's columns are read first (at the index's candidate rows),
-    the other columns only for files with a match, only at matching rows."""
+    Files with candidate rows from an index (or a deletion vector) are read
+    whole (every needed column in one scan), then taken at the candidates and
+    filtered.  Files without (an index that could only say "maybe") are read
+    late-materialised: the predicate's columns first, the other columns only
+    for files with a match, taken at the matching rows."""
     import pyarrow as pa
     from pypaimon.schema.data_types import PyarrowFieldParser
 
     phys = PyarrowFieldParser.from_paimon_schema(list(schema_obj.fields))
-    files = [f for f, _ in jobs]
-    first_phys = [mapping[c][0] for c in pred_cols if mapping[c][0] is not None]
-    tables = _read_files(table.file_io, files, first_phys, phys)
-    first_schema = pa.schema([read_schema.field(n) for n in pred_cols])
-    hits = []  # (file index, candidate-rows table, matching positions)
-    for i, ((f, cand), t) in enumerate(zip(jobs, tables)):
-        pos = None
-        if cand is not None:
-            pos = pa.array(np.asarray(cand.to_array(), dtype=np.int64))
-            t = t.take(pos)
+    all_cols = list(dict.fromkeys(list(pred_cols) + list(out_cols)))
+    out_schema = pa.schema([read_schema.field(n) for n in out_cols])
+    results = [(None, f.rows) for f, _ in jobs]
+
+    def physical(names):
+        return list(dict.fromkeys(mapping[c][0] for c in names if mapping[c][0] is not None))
+
+    def matches(t, names, pos):
+        """(current-named table of the rows of ``t`` the predicate keeps, their file positions)."""
         n = t.num_rows
-        ft = pa.Table.from_arrays(_current_columns(t, pred_cols, mapping, read_schema, n), schema=first_schema)
+        ft = pa.Table.from_arrays(_current_columns(t, names, mapping, read_schema, n),
+                                  schema=pa.schema([read_schema.field(c) for c in names]))
         ft = ft.append_column("__pf_pos", pa.array(np.arange(n, dtype=np.int64)))
         hit = ft.filter(pred_expr)
-        if hit.num_rows:
-            sel = hit.column("__pf_pos").combine_chunks()
-            if pos is not None:
-                sel = pos.take(sel)
-            hits.append((i, hit, sel))
-    results = [(None, f.rows) for f in files]
-    rest = [c for c in out_cols if c not in pred_cols]
-    rest_phys = [mapping[c][0] for c in rest if mapping[c][0] is not None]
-    rest_tables = _read_files(table.file_io, [files[i] for i, _, _ in hits], rest_phys, phys) if rest_phys else None
-    for k, (i, hit, sel) in enumerate(hits):
-        cols = {n: hit.column(n) for n in pred_cols}
-        if rest:
-            rt = rest_tables[k].take(sel) if rest_tables is not None else None
-            for n, a in zip(rest, _current_columns(rt, rest, mapping, read_schema, len(sel))):
-                cols[n] = a
-        results[i] = (pa.Table.from_arrays([cols[n] for n in out_cols],
-                                           schema=pa.schema([read_schema.field(n) for n in out_cols])),
-                      files[i].rows)
+        sel = hit.column("__pf_pos").combine_chunks()
+        if pos is not None:
+            sel = pos.take(sel)
+        return hit.drop_columns(["__pf_pos"]), sel
+
+    whole = [i for i, (_, cand) in enumerate(jobs) if cand is not None]
+    late = [i for i, (_, cand) in enumerate(jobs) if cand is None]
+    if whole:
+        tables = _read_files(table.file_io, [jobs[i][0] for i in whole], physical(all_cols), phys)
+        for i, t in zip(whole, tables):
+            pos = pa.array(np.asarray(jobs[i][1].to_array(), dtype=np.int64))
+            hit, _ = matches(t.take(pos), all_cols, pos)
+            if hit.num_rows:
+                results[i] = (hit.select(list(out_cols)), jobs[i][0].rows)
+    if late:
+        tables = _read_files(table.file_io, [jobs[i][0] for i in late], physical(pred_cols), phys)
+        hits = []
+        for i, t in zip(late, tables):
+            hit, sel = matches(t, list(pred_cols), None)
+            if hit.num_rows:
+                hits.append((i, hit, sel))
+        rest = [c for c in out_cols if c not in pred_cols]
+        rest_phys = physical(rest)
+        rest_tables = _read_files(table.file_io, [jobs[i][0] for i, _, _ in hits], rest_phys, phys) \
+            if rest_phys and hits else [None] * len(hits)
+        for (i, hit, sel), rt in zip(hits, rest_tables):
+            cols = {c: hit.column(c) for c in pred_cols}
+            if rest:
+                rt = rt.take(sel) if rt is not None else None
+                cols.update(zip(rest, _current_columns(rt, rest, mapping, read_schema, len(sel))))
+            results[i] = (pa.Table.from_arrays([cols[c] for c in out_cols], schema=out_schema), jobs[i][0].rows)
     return results
 
 
