@@ -311,3 +311,82 @@ def test_lean_avro_reader_fuzz(java09):
         except (IndexFormatError, fastpath.Fallback):
             continue
         assert isinstance(recs, list)
+
+
+# ---------------------------------------------------------------- merge-read PK splits, 64-bit DVs
+def _pk_dv_64(tmp_path, wh):
+    """pk_dv (Java 0.9) with its deletion vector rewritten as a 64-bit one."""
+    import fastavro
+
+    from paimon_fast.paimon.deletion import parse_deletion_blob
+    from test_paimon_deletion import make_blob64
+
+    copy_table(wh, str(tmp_path), "pk_dv")
+    root = os.path.join(str(tmp_path), "db.db", "pk_dv")
+    mdir = os.path.join(root, "manifest")
+    (im,) = [n for n in os.listdir(mdir) if n.startswith("index-manifest-")]
+    reader = fastavro.reader(open(os.path.join(mdir, im), "rb"))
+    schema, records = reader.writer_schema, list(reader)
+    dv_recs = [r for r in records if r["_INDEX_TYPE"] == "DELETION_VECTORS"]
+    assert len(dv_recs) == 1
+    rec = dv_recs[0]
+    idx_path = os.path.join(root, "index", rec["_FILE_NAME"])
+    data = open(idx_path, "rb").read()
+    (rng,) = rec["_DELETIONS_VECTORS_RANGES"]
+    old = parse_deletion_blob(data[rng["f1"]:rng["f1"] + rng["f2"] + 8], rng["f2"])
+    assert len(old) > 0
+    blob = make_blob64(old.positions().tolist())
+    with open(idx_path, "wb") as f:
+        f.write(data[:1] + blob)
+    rng["f2"] = len(blob)
+    rec["_FILE_SIZE"] = 1 + len(blob)
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), records, codec=reader.codec)
+    with open(os.path.join(mdir, im), "wb") as f:
+        f.write(buf.getvalue())
+    return legacy_manifest_table(catalog(tmp_path).get_table("db.pk_dv"))
+
+
+def _merge_read_splits(table):
+    """The table's splits forced to pypaimon's merge read (as a split whose files
+    hold delete rows is: ``raw_convertible`` False)."""
+    rb = table.new_read_builder()
+    splits = rb.new_scan().plan().splits()
+    assert splits and all(s.data_deletion_files for s in splits)
+    for s in splits:
+        s.raw_convertible = False
+    return rb, splits
+
+
+def test_merge_read_pk_split_with_64bit_dv(java09, tmp_path):
+    from paimon_fast.paimon import IndexPruner
+
+    t32 = legacy_manifest_table(catalog(java09).get_table("db.pk_dv"))
+    rb, splits = _merge_read_splits(t32)
+    expected = _rows(rb.new_read().to_arrow(splits))
+    assert len(expected) == 3000  # the DV removed rows (3100 written)
+
+    t64 = _pk_dv_64(tmp_path, java09)
+    rb, splits = _merge_read_splits(t64)
+    with pytest.raises(Exception, match="magic"):
+        rb.new_read().to_arrow(splits)  # pypaimon alone: cannot parse the 64-bit vector
+    new, rep = IndexPruner(t64, pf.field("id") >= 0).prune(splits)
+    assert rep.deletion_vectors_converted == 1 and rep.deletion_vectors_folded == 0
+    assert all(not s.raw_convertible for s in new)
+    assert _rows(rb.new_read().to_arrow(new)) == expected
+
+
+def test_merge_read_pk_split_with_64bit_dv_clear_error(java09, tmp_path):
+    """Without our FileIO wrapper the converted vector cannot be served: a clear error."""
+    from paimon_fast.paimon import IndexPruner
+    from paimon_fast.paimon.scan import UnsupportedFeatureError
+
+    t64 = _pk_dv_64(tmp_path, java09)
+    plain = catalog(tmp_path).get_table("db.pk_dv")
+    plain_t = legacy_manifest_table(plain)
+    _, splits = _merge_read_splits(plain_t)
+    bare = __import__("copy").copy(plain_t)
+    bare.file_io = plain.file_io  # pypaimon's own FileIO
+    with pytest.raises(UnsupportedFeatureError, match="64-bit deletion vectors"):
+        IndexPruner(bare, pf.field("id") >= 0).prune(splits)
+    assert t64 is not None

@@ -42,6 +42,11 @@ from .deletion import is_64bit, read_deletion_vector
 from .predicates import as_predicate, to_pypaimon
 
 INDEX_SUFFIX = ".index"
+
+
+class UnsupportedFeatureError(PaimonFastError):
+    """A table or split this module cannot read correctly (the message says what and why)."""
+
 # selected rows closer than this are read as one range (see _ranges_of)
 DEFAULT_COALESCE_GAP = 2048
 
@@ -63,6 +68,7 @@ class PruneReport:
     rows_returned: Optional[int] = None
     index_bytes_read: int = 0
     deletion_vectors_folded: int = 0
+    deletion_vectors_converted: int = 0  # 64-bit DVs of merge-read splits handed to pypaimon as 32-bit ones
     plan_seconds: float = 0.0
     index_seconds: float = 0.0
     read_seconds: Optional[float] = None
@@ -299,7 +305,7 @@ class IndexPruner:
         out = []
         for si, s in enumerate(splits):
             if si not in eligible:
-                out.append(s)
+                out.append(self._with_32bit_dvs(s, report))
                 n = sum(f.row_count for f in s.files)
                 report.rows_selected += n
                 report.rows_index_selected += n
@@ -310,6 +316,44 @@ class IndexPruner:
         report.rows_skipped = report.rows_planned - report.rows_selected
         report.index_seconds += time.perf_counter() - t0
         return out, report
+
+    def _with_32bit_dvs(self, s, report):
+        """A split we do not prune (a merge-read primary-key split) whose 64-bit
+        deletion vectors are handed to pypaimon as 32-bit ones: converted in
+        memory and served by our FileIO wrapper (:func:`.compat.legacy_file_io`)
+        under a virtual path, since pypaimon parses only the 32-bit format."""
+        from .compat import register_deletion_blob
+
+        dfs = getattr(s, "data_deletion_files", None)
+        if not dfs or not any(df is not None and is_64bit(self.table.file_io, df) for df in dfs):
+            return s
+        if not getattr(self.table.file_io, "_paimon_fast_legacy_manifests", False):
+            raise UnsupportedFeatureError(
+                "a merge-read primary-key split has 64-bit deletion vectors, which pypaimon cannot parse, and the "
+                "table's FileIO is not paimon_fast's wrapper: pass the table (not a read builder) or "
+                "paimon_fast.paimon.legacy_manifest_table(table)")
+        from pypaimon.read.split import DataSplit
+        from pypaimon.table.source.deletion_file import DeletionFile
+
+        from ..tableindex.deletion import DeletionVector
+
+        new_dfs = []
+        for df in dfs:
+            if df is None or not is_64bit(self.table.file_io, df):
+                new_dfs.append(df)
+                continue
+            dv = read_deletion_vector(self.table.file_io, df)
+            vec = DeletionVector.from_positions(dv.to_array(), bitmap64=False)
+            blob = vec.to_blob()
+            path = register_deletion_blob(self.table.file_io, blob)
+            new_dfs.append(DeletionFile(dv_index_path=path, offset=0, length=vec.meta_length,
+                                        cardinality=len(dv)))
+            report.deletion_vectors_converted += 1
+        if type(s) is not DataSplit:
+            raise UnsupportedFeatureError(f"64-bit deletion vectors in a {type(s).__name__}: not supported")
+        return DataSplit(files=s.files, partition=s.partition, bucket=s.bucket, raw_convertible=s.raw_convertible,
+                         data_deletion_files=new_dfs, snapshot_id=s.snapshot_id, is_streaming=s.is_streaming,
+                         bucket_path=s.bucket_path, total_buckets=s.total_buckets)
 
     def _prune_split(self, si, s, results, report):
         from pypaimon.globalindex.indexed_split import IndexedSplit
