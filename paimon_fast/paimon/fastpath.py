@@ -48,11 +48,12 @@ import numpy as np
 from pyroaring import BitMap
 
 from ..errors import IndexFormatError, PaimonFastError
-from ..fileindex.format import FileIndexFormat
+from ..fileindex.format import FileIndexFile
 from ..result import REMAIN, BitmapResult
 from ..source import BytesSource
 from .deletion import read_deletion_vector
 from .predicates import to_pypaimon
+from .scan import PruneReport, _CountingSource, _result_of, index_applicability
 
 
 class Fallback(Exception):
@@ -182,7 +183,7 @@ class _File:
     """One live data file of the snapshot (what the fast path needs of a manifest entry)."""
 
     __slots__ = ("partition", "bucket", "name", "rows", "schema_id", "level", "extra", "embedded",
-                 "external", "deletion", "dir", "fsdir", "raw")
+                 "external", "deletion", "dir", "fsdir", "raw", "layout")
 
     def __init__(self, rec):
         f = rec["_FILE"]
@@ -199,6 +200,7 @@ class _File:
         self.dir = None  # the data file's directory (file IO path)
         self.fsdir = None  # the same for the pyarrow filesystem
         self.raw = f  # the decoded _FILE record (value stats)
+        self.layout = None  # its index container's parsed header, once read (index files are immutable)
 
     def key(self):
         # pypaimon's ManifestFileManager identifier (partition, bucket, level,
@@ -415,6 +417,7 @@ class _Schemas:
         self.plan = plan
         self.current = list(table.fields)
         self._maps: Dict[int, Dict[str, Tuple[Optional[str], bool]]] = {}
+        self._views: Dict[int, tuple] = {}
 
     def schema(self, sid):
         s = self.plan.schemas.get(sid)
@@ -441,6 +444,12 @@ class _Schemas:
 
     def index_view(self, sid):
         """(current name -> file name, file name -> type) for columns an index may answer."""
+        got = self._views.get(sid)
+        if got is None:
+            got = self._views[sid] = self._index_view(sid)
+        return got
+
+    def _index_view(self, sid):
         names, types = {}, {}
         olds = {f.name: f for f in self.schema(sid).fields}
         for cur, (old, same) in self.mapping(sid).items():
@@ -626,8 +635,6 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
     import pyarrow as pa
     from pypaimon.schema.data_types import PyarrowFieldParser
 
-    from .scan import PruneReport, index_applicability
-
     t0 = time.perf_counter()
     check_table(table)
     if predicate is None:
@@ -746,13 +753,11 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
 
 def _evaluate(table, f: _File, schemas: _Schemas, predicate):
     """``(result, index bytes read)`` of one file; bytes -1 when it has no index."""
-    from .scan import _CountingSource
-
     names, types = schemas.index_view(f.schema_id)
     try:
         if f.embedded:
             data = bytes(f.embedded)
-            return _container_result(BytesSource(data), names, types, predicate), len(data)
+            return _container_result(f, BytesSource(data), names, types, predicate), len(data)
         for extra in f.extra:
             if extra.endswith(".index"):
                 try:
@@ -761,18 +766,16 @@ def _evaluate(table, f: _File, schemas: _Schemas, predicate):
                     return REMAIN, 0
                 with stream:
                     src = _CountingSource(stream)
-                    return _container_result(src, names, types, predicate), src.bytes_read
+                    return _container_result(f, src, names, types, predicate), src.bytes_read
     except (PaimonFastError, OSError):
         return REMAIN, 0
     return REMAIN, -1
 
 
-def _container_result(source, names, types, predicate):
-    from .scan import _result_of
-
-    container = FileIndexFormat.open(source, types)
+def _container_result(f: _File, source, names, types, predicate):
+    container = FileIndexFile(source, types, {}, f.layout)
+    f.layout = container.layout()  # kept with the plan, i.e. for this snapshot
     res = _result_of(container, predicate, names)
     if isinstance(res, BitmapResult):
         res.bitmap  # materialise while the stream is open
     return res
-
