@@ -390,3 +390,12 @@ def test_merge_read_pk_split_with_64bit_dv_clear_error(java09, tmp_path):
     with pytest.raises(UnsupportedFeatureError, match="64-bit deletion vectors"):
         IndexPruner(bare, pf.field("id") >= 0).prune(splits)
     assert t64 is not None
+
+
+def test_time_travel_falls_back(tmp_path):
+    table = create_sample_table(tmp_path, options=BLOOM, files=3)
+    old = table.copy({"scan.snapshot-id": "1"})
+    tb, rep = read_with_index(old, pf.field("price") >= 0)
+    assert not rep.fast_path and tb.num_rows == 1000
+    tb, rep = read_with_index(table, pf.field("price") >= 0)
+    assert rep.fast_path and tb.num_rows == 3000

@@ -257,9 +257,18 @@ def check_table(table):
         raise Fallback("primary-key table")
     if _is_true(opts, "data-evolution.enabled") or _is_true(opts, "row-tracking.enabled"):
         raise Fallback("data evolution / row tracking")
+    keys = set(_TIME_TRAVEL)
+    try:
+        from pypaimon.snapshot.time_travel_util import SCAN_KEYS
+
+        keys.update(SCAN_KEYS)
+    except ImportError:  # pragma: no cover - other pypaimon versions
+        pass
     for k in opts:
-        if k in _TIME_TRAVEL or k.startswith("incremental-"):
+        if k in keys or k.startswith("incremental-") or (k.startswith("scan.") and k.endswith("-millis")):
             raise Fallback(f"option {k}")
+    if getattr(table, "_read_snapshot", None) is not None:
+        raise Fallback("table pinned to a snapshot")
     mode = str(opts.get("scan.mode", "default")).lower()
     if mode not in ("default", "latest-full", "latest"):
         raise Fallback(f"scan.mode {mode}")
