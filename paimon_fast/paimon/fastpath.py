@@ -548,8 +548,10 @@ def _read_files(file_io, files, columns: List[str], phys_schema) -> list:
 
     paths = [f"{f.fsdir}/{f.name}" for f in files]
     schema = pa.schema([phys_schema.field(c) for c in columns])
-    dset = ds.FileSystemDataset.from_paths(paths, schema=schema, format=ds.ParquetFileFormat(),
-                                           filesystem=file_io.filesystem)
+    dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=dict_cols)) if dict_cols \
+        else ds.ParquetFileFormat()
+    dset = ds.FileSystemDataset.from_paths(paths, schema=schema, format=fmt, filesystem=file_io.filesystem)
     scanner = ds.Scanner.from_dataset(dset, columns=list(columns), use_threads=True)
     batches = {p: [] for p in paths}
     for tagged in scanner.scan_batches():
@@ -591,6 +593,12 @@ def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols
     from pypaimon.schema.data_types import PyarrowFieldParser
 
     phys = PyarrowFieldParser.from_paimon_schema(list(schema_obj.fields))
+    # columns with a bitmap index are low-cardinality by design: decode them as
+    # dictionaries (indices only; several times cheaper), values are taken later
+    bitmap_cols = {c.strip() for c in str((schema_obj.options or {}).get("file-index.bitmap.columns", "")).split(",")}
+    phys = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
+                      if f.name in bitmap_cols and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+                                                    or pa.types.is_binary(f.type)) else f for f in phys])
     all_cols = list(dict.fromkeys(list(pred_cols) + list(out_cols)))
     out_schema = pa.schema([read_schema.field(n) for n in out_cols])
     results = [(None, f.rows) for f, _ in jobs]
