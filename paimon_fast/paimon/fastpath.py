@@ -289,6 +289,9 @@ def check_table(table):
 
 
 def _read_bytes(file_io, path) -> bytes:
+    if _is_local(file_io):
+        with open(file_io.to_filesystem_path(path), "rb") as s:
+            return s.read()
     with file_io.new_input_stream(path) as s:
         return s.read()
 
@@ -309,10 +312,17 @@ def _load_plan(table, snapshot, workers: int) -> _Plan:
             metas.extend(read_avro(_read_bytes(file_io, f"{mdir}/{name}")))
     names = [m["_FILE_NAME"] for m in metas]
 
-    def one(name):
-        return read_avro(_read_bytes(file_io, f"{mdir}/{name}"))
+    if _is_local(file_io):  # one path conversion for the directory, plain opens for the files
+        fsdir = file_io.to_filesystem_path(mdir)
 
-    if workers > 1 and len(names) > 8:
+        def one(name):
+            with open(f"{fsdir}/{name}", "rb") as fh:
+                return read_avro(fh.read())
+    else:
+        def one(name):
+            return read_avro(_read_bytes(file_io, f"{mdir}/{name}"))
+
+    if workers > 1 and len(names) > 8 and not _is_local(file_io):  # threads pay off for remote reads only
         with ThreadPoolExecutor(workers) as ex:
             chunks = list(ex.map(lambda part: [one(n) for n in part], _split(names, workers)))
         per_manifest = [r for c in chunks for r in c]
@@ -657,7 +667,7 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
     if predicate is None:
         raise Fallback("no predicate")
     applicable, why = index_applicability(table)
-    workers = max(1, min(max_workers, os.cpu_count() or 1))
+    workers = max(1, max_workers)  # threads for remote storage; local work stays in this thread
     plan, cached = get_plan(table, use_cache, workers)
     fields = {f.name: f for f in table.fields}
     out_cols = list(projection) if projection is not None else [f.name for f in table.fields]
@@ -697,7 +707,9 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
             return [_evaluate(table, files[i], schemas, predicate) for i in idx]
 
         ids = list(range(len(files)))
-        if workers > 1 and len(ids) > 16:
+        # local indexes are evaluated in this thread: the work is CPU-bound under the
+        # GIL and threads measured slower; remote reads are overlapped
+        if workers > 1 and len(ids) > 16 and not _is_local(table.file_io):
             with ThreadPoolExecutor(workers) as ex:
                 outs = list(ex.map(eval_chunk, _split(ids, workers)))
             flat = [r for part in outs for r in part]

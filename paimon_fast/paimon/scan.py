@@ -498,7 +498,7 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
 
         try:
             return fast_read(legacy_manifest_table(table), as_predicate(predicate), projection,
-                             max_workers=min(max_workers, 2), use_cache=use_cache)
+                             max_workers=max_workers, use_cache=use_cache)
         except Fallback as e:
             fallback_reason = str(e)
     given_builder = not hasattr(table, "new_read_builder")
