@@ -90,6 +90,11 @@ class PruneReport:
              f"index {self.index_seconds * 1000:.1f} ms over {self.index_bytes_read} bytes")
         if self.rows_returned is not None:
             s += f"; rows returned {self.rows_returned}"
+        if self.fast_path:
+            s += f"; fast path (plan {'cached' if self.plan_cached else 'read'}, {self.files_pruned_by_stats} " \
+                 f"files pruned by partition/stats)"
+        elif self.fallback_reason:
+            s += f"; pypaimon path ({self.fallback_reason})"
         if not self.applied:
             s += f" (index not applied: {self.reason})"
         return s
