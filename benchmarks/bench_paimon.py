@@ -124,7 +124,7 @@ def test_pruned_read(benchmark, table, query, engine):
             if engine == "paimon_fast_cold":
                 clear_plan_cache()
             return read_with_index(table, pred, fast=engine != "paimon_fast_pypaimon_plan")
-        out, rep = benchmark.pedantic(run, rounds=7, iterations=1, warmup_rounds=1)
+        out, rep = benchmark.pedantic(run, rounds=15, iterations=1, warmup_rounds=1)
         rows_read = rep.rows_selected
         benchmark.extra_info.update(files_skipped=rep.files_skipped, files_planned=rep.files_planned,
                                     rows_decoded=rep.rows_decoded, fast_path=rep.fast_path,
@@ -133,7 +133,7 @@ def test_pruned_read(benchmark, table, query, engine):
                                     read_ms=round((rep.read_seconds or 0) * 1000, 2))
     else:
         fn = _plain if engine == "pypaimon" else _native
-        out, rows_read = benchmark.pedantic(lambda: fn(table, pred), rounds=3 if engine == "pypaimon" else 7,
+        out, rows_read = benchmark.pedantic(lambda: fn(table, pred), rounds=3 if engine == "pypaimon" else 15,
                                             iterations=1, warmup_rounds=1)
     benchmark.extra_info.update(rows_read=rows_read, rows_returned=out.num_rows)
     expected, _ = _plain(table, pred)
