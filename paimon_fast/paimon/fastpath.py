@@ -56,6 +56,11 @@ from .predicates import to_pypaimon
 from .scan import PruneReport, _CountingSource, _result_of, index_applicability
 
 
+# decode Parquet with Arrow's thread pool (_read_files); on two cores or fewer the
+# hand-offs cost more than they gain (measured: same CPU, slower under load)
+SCAN_THREADS = (os.cpu_count() or 1) > 2
+
+
 class Fallback(Exception):
     """The fast path does not handle this table or query (the reason is the message)."""
 
@@ -550,8 +555,8 @@ def _open_stream(file_io, fspath):
 def _read_files(file_io, files, columns: List[str], phys_schema) -> list:
     """One ``pyarrow.Table`` per file (in order) of the physical ``columns``.
 
-    All files are scanned as one pyarrow dataset, so they are decoded by
-    Arrow's thread pool, outside the GIL.  Each file's row count is checked
+    All files are scanned as one pyarrow dataset, outside the GIL (with
+    Arrow's thread pool when ``SCAN_THREADS``).  Each file's row count is checked
     against its manifest entry."""
     import pyarrow as pa
     import pyarrow.dataset as ds
@@ -562,7 +567,7 @@ def _read_files(file_io, files, columns: List[str], phys_schema) -> list:
     fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=dict_cols)) if dict_cols \
         else ds.ParquetFileFormat()
     dset = ds.FileSystemDataset.from_paths(paths, schema=schema, format=fmt, filesystem=file_io.filesystem)
-    scanner = ds.Scanner.from_dataset(dset, columns=list(columns), use_threads=True)
+    scanner = ds.Scanner.from_dataset(dset, columns=list(columns), use_threads=SCAN_THREADS)
     batches = {p: [] for p in paths}
     for tagged in scanner.scan_batches():
         batches[tagged.fragment.path].append(tagged.record_batch)
