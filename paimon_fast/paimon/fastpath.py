@@ -603,7 +603,8 @@ def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols
     whole (every needed column in one scan), then taken at the candidates and
     filtered.  Files without (an index that could only say "maybe") are read
     late-materialised: the predicate's columns first, the other columns only
-    for files with a match, taken at the matching rows."""
+    for files with a match, taken at the matching rows.  The predicate runs
+    once per kind over the files' rows together."""
     import pyarrow as pa
     from pypaimon.schema.data_types import PyarrowFieldParser
 
@@ -616,50 +617,51 @@ def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols
                                                     or pa.types.is_binary(f.type)) else f for f in phys])
     all_cols = list(dict.fromkeys(list(pred_cols) + list(out_cols)))
     out_schema = pa.schema([read_schema.field(n) for n in out_cols])
-    results = [(None, f.rows) for f, _ in jobs]
+    out = []
 
     def physical(names):
         return list(dict.fromkeys(mapping[c][0] for c in names if mapping[c][0] is not None))
 
-    def matches(t, names, pos):
-        """(current-named table of the rows of ``t`` the predicate keeps, their file positions)."""
-        n = t.num_rows
-        ft = pa.Table.from_arrays(_current_columns(t, names, mapping, read_schema, n),
-                                  schema=pa.schema([read_schema.field(c) for c in names]))
-        ft = ft.append_column("__pf_pos", pa.array(np.arange(n, dtype=np.int64)))
-        hit = ft.filter(pred_expr)
-        sel = hit.column("__pf_pos").combine_chunks()
-        if pos is not None:
-            sel = pos.take(sel)
-        return hit.drop_columns(["__pf_pos"]), sel
+    def current(t, names):
+        return pa.Table.from_arrays(_current_columns(t, names, mapping, read_schema, t.num_rows),
+                                    schema=pa.schema([read_schema.field(c) for c in names]))
 
-    whole = [i for i, (_, cand) in enumerate(jobs) if cand is not None]
-    late = [i for i, (_, cand) in enumerate(jobs) if cand is None]
+    whole = [j for j in jobs if j[1] is not None]
+    late = [j for j in jobs if j[1] is None]
     if whole:
-        tables = _read_files(table.file_io, [jobs[i][0] for i in whole], physical(all_cols), phys)
-        for i, t in zip(whole, tables):
-            pos = pa.array(np.asarray(jobs[i][1].to_array(), dtype=np.int64))
-            hit, _ = matches(t.take(pos), all_cols, pos)
-            if hit.num_rows:
-                results[i] = (hit.select(list(out_cols)), jobs[i][0].rows)
+        tables = _read_files(table.file_io, [f for f, _ in whole], physical(all_cols), phys)
+        parts = [current(t.take(pa.array(np.asarray(cand.to_array(), dtype=np.int64))), all_cols)
+                 for (_, cand), t in zip(whole, tables)]
+        hit = pa.concat_tables(parts).filter(pred_expr)
+        out.append((hit.select(list(out_cols)) if hit.num_rows else None, sum(f.rows for f, _ in whole)))
     if late:
-        tables = _read_files(table.file_io, [jobs[i][0] for i in late], physical(pred_cols), phys)
-        hits = []
-        for i, t in zip(late, tables):
-            hit, sel = matches(t, list(pred_cols), None)
-            if hit.num_rows:
-                hits.append((i, hit, sel))
-        rest = [c for c in out_cols if c not in pred_cols]
-        rest_phys = physical(rest)
-        rest_tables = _read_files(table.file_io, [jobs[i][0] for i, _, _ in hits], rest_phys, phys) \
-            if rest_phys and hits else [None] * len(hits)
-        for (i, hit, sel), rt in zip(hits, rest_tables):
-            cols = {c: hit.column(c) for c in pred_cols}
-            if rest:
-                rt = rt.take(sel) if rt is not None else None
-                cols.update(zip(rest, _current_columns(rt, rest, mapping, read_schema, len(sel))))
-            results[i] = (pa.Table.from_arrays([cols[c] for c in out_cols], schema=out_schema), jobs[i][0].rows)
-    return results
+        files = [f for f, _ in late]
+        tables = _read_files(table.file_io, files, physical(pred_cols), phys)
+        parts = []
+        for k, t in enumerate(tables):
+            ct = current(t, list(pred_cols))
+            ct = ct.append_column("__pf_file", pa.array(np.full(t.num_rows, k, dtype=np.int32)))
+            parts.append(ct.append_column("__pf_pos", pa.array(np.arange(t.num_rows, dtype=np.int64))))
+        hit = pa.concat_tables(parts).filter(pred_expr)
+        decoded = sum(f.rows for f in files)
+        if hit.num_rows:
+            fidx = hit.column("__pf_file").to_numpy()
+            pos = hit.column("__pf_pos").to_numpy()
+            with_hits = sorted(set(fidx.tolist()))
+            rest = [c for c in out_cols if c not in pred_cols]
+            rest_phys = physical(rest)
+            rest_tables = _read_files(table.file_io, [files[k] for k in with_hits], rest_phys, phys) \
+                if rest_phys else [None] * len(with_hits)
+            for k, rt in zip(with_hits, rest_tables):
+                m = fidx == k
+                sub = hit.filter(pa.array(m))
+                cols = {c: sub.column(c) for c in pred_cols}
+                if rest:
+                    rt = rt.take(pa.array(pos[m])) if rt is not None else None
+                    cols.update(zip(rest, _current_columns(rt, rest, mapping, read_schema, int(m.sum()))))
+                out.append((pa.Table.from_arrays([cols[c] for c in out_cols], schema=out_schema), 0))
+        out.append((None, decoded))
+    return out
 
 
 def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache: bool = True, report=None):
