@@ -193,7 +193,7 @@ def test_retyped_column_falls_back(tmp_path):
     from pypaimon.schema.data_types import AtomicType
     from pypaimon.schema.schema_change import SchemaChange
 
-    table = create_sample_table(tmp_path, options=BLOOM)
+    create_sample_table(tmp_path, options=BLOOM)
     cat = catalog(tmp_path)
     try:
         cat.alter_table("db.t", [SchemaChange.update_column_type("id", AtomicType("BIGINT"))])

@@ -14,12 +14,21 @@ an append table, without building pypaimon's split objects:
 2. every file's index (embedded bytes, else its ``.index`` sidecar) is
    evaluated once with our readers, columns resolved through the file's
    schema id and field ids;
-3. the surviving Parquet files are read with pyarrow: the predicate's
-   columns first, restricted to the index's exact rows minus deleted rows,
-   the residual filter applied, and the other columns only for files with a
-   match, only at the matching rows.  Columns are mapped by field id (renamed
-   columns read under their old name, added ones read as nulls) and cast to
-   pypaimon's output schema.
+3. the surviving Parquet files are read with pyarrow datasets: files with
+   candidate rows (an exact index answer, a deletion vector) are read whole
+   and taken at those rows; files the index could only call "maybe" are read
+   late-materialised (the predicate's columns first, the other columns only
+   for files with a match, at the matching rows).  The predicate is then
+   applied exactly.  Columns are mapped by field id (renamed columns read
+   under their old name, added ones read as nulls) and cast to pypaimon's
+   output schema; string columns with a bitmap index are decoded as
+   dictionaries.
+
+Before the indexes, files are pruned as pypaimon's planner prunes them: the
+partition predicate, and min/max/null-count stats (pypaimon's own stats
+decoding, schema evolution and predicate test).  Local work runs in the
+calling thread (it is GIL-bound; threads measured slower); manifests and
+indexes on remote storage are read by ``max_workers`` threads.
 
 What it covers, and so falls back on anything else: append tables (with or
 without deletion vectors, partitioned or not, any bucket mode) on the main
@@ -28,7 +37,8 @@ or row tracking, columns of atomic types whose type did not change across
 the schemas of the files read.
 
 Caching: the planned file list of a table (manifest entries, deletion
-files, bucket directories) is kept per ``(table path, snapshot id)``; every
+files, bucket directories, and the parsed headers of index containers once
+read) is kept per ``(table path, snapshot id)``; every
 query reads the latest snapshot id first, so a new commit is always seen.
 ``clear_plan_cache()`` drops it; ``use_cache=False`` bypasses it.
 """
