@@ -54,6 +54,9 @@ def encode_modified_utf8(s: str) -> bytes:
 
 def decode_modified_utf8(b: bytes, offset: int = 0) -> str:
     """Inverse of :func:`encode_modified_utf8`; ``offset`` is for error messages."""
+    b = bytes(b)
+    if b.isascii() and 0 not in b:  # the common case: identical to ASCII
+        return b.decode("ascii")
     units = []
     i, n = 0, len(b)
     while i < n:

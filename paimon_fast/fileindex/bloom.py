@@ -74,6 +74,28 @@ def kernel_input(values, dtype: DataType):
     return ("long", np.ascontiguousarray(long_keys(arr, dtype)), valid)
 
 
+_PROBE_CACHE: dict = {}
+_PROBE_CACHE_MAX = 256
+
+
+def _probe_input(values, dtype: DataType):
+    """:func:`kernel_input` of a few probe literals, memoised: a scan probes the
+    same literals in every file's filter (the arrays are never written to)."""
+    if not isinstance(values, (list, tuple)) or len(values) > 64:
+        return kernel_input(values, dtype)
+    try:
+        key = (str(dtype), tuple((type(v), v) for v in values))
+        got = _PROBE_CACHE.get(key)
+    except TypeError:  # unhashable literal
+        return kernel_input(values, dtype)
+    if got is None:
+        got = kernel_input(values, dtype)
+        if len(_PROBE_CACHE) >= _PROBE_CACHE_MAX:
+            _PROBE_CACHE.clear()
+        _PROBE_CACHE[key] = got
+    return got
+
+
 def hash_values(values, dtype) -> np.ndarray:
     """Paimon ``FastHash`` of each value (int64; null rows hold the hash of junk)."""
     dtype = DataType.parse(dtype)
@@ -151,7 +173,7 @@ class BloomFilterReader(FileIndexReader):
 
     def might_contain_batch(self, values) -> np.ndarray:
         """Bool mask: may each probe value be in the file? (null probes: True, as ``equal(null)`` REMAINs)."""
-        inp = kernel_input(values, self.dtype)
+        inp = _probe_input(values, self.dtype)
         if inp[0] == "bin":
             return _k.test_binary(self.bits, self.num_hash_functions, inp[1], inp[2], inp[3])
         return _k.test_longs(self.bits, self.num_hash_functions, inp[1], inp[2])

@@ -102,13 +102,23 @@ def _map_value_type(text: str) -> str:
 class FileIndexFile:
     """An opened container: header parsed, readers created and cached on demand."""
 
-    def __init__(self, source: Source, row_type: Mapping[str, object], options: Mapping):
+    def __init__(self, source: Source, row_type: Mapping[str, object], options: Mapping, layout=None):
         self.source = source
         self.row_type = dict(row_type)
         self.options = options
         self._entries: Dict[str, List[Tuple[str, int, int]]] = {}
         self._readers: Dict[Tuple[str, str], object] = {}
-        self._parse_header()
+        if layout is not None and layout[2] == source.size:
+            # a header this container's bytes were parsed into before (see layout())
+            self._entries, self.head_length = layout[0], layout[1]
+        else:
+            self._parse_header()
+
+    def layout(self):
+        """The parsed header as an opaque value: pass it back as ``layout`` when the
+        same (immutable) bytes are opened again, to skip parsing.  It is only used
+        when the source has the size it had."""
+        return (self._entries, self.head_length, self.source.size)
 
     def _parse_header(self):
         size = self.source.size

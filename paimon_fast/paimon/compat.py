@@ -71,6 +71,19 @@ def upgrade_manifest_bytes(data: bytes) -> bytes:
 
 
 _CLASS_CACHE = {}
+DV_PREFIX = "paimon-fast-dv32:/"
+
+
+def register_deletion_blob(file_io, blob: bytes) -> str:
+    """Serve ``blob`` (a 32-bit deletion vector: size, bin, CRC) to pypaimon from
+    ``file_io`` (a :func:`legacy_file_io` wrapper) under a virtual path; returns the path.
+
+    pypaimon's ``DeletionVector.read`` parses only 32-bit vectors; a merge-read
+    split's 64-bit ones are converted and read from here instead."""
+    blobs = file_io.__dict__.setdefault("_paimon_fast_dv_blobs", {})
+    path = f"{DV_PREFIX}{len(blobs)}"
+    blobs[path] = bytes(blob)
+    return path
 
 
 def _legacy_class(base):
@@ -88,6 +101,11 @@ def _legacy_class(base):
     ns = {"_paimon_fast_legacy_manifests": True}
 
     def new_input_stream(self, path):
+        if str(path).startswith(DV_PREFIX):
+            blob = self.__dict__.get("_paimon_fast_dv_blobs", {}).get(str(path))
+            if blob is None:
+                raise FileNotFoundError(path)
+            return io.BytesIO(blob)
         return _wrap(self, path, base.new_input_stream(self, path))
 
     ns["new_input_stream"] = new_input_stream

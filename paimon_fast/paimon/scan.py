@@ -42,6 +42,11 @@ from .deletion import is_64bit, read_deletion_vector
 from .predicates import as_predicate, to_pypaimon
 
 INDEX_SUFFIX = ".index"
+
+
+class UnsupportedFeatureError(PaimonFastError):
+    """A table or split this module cannot read correctly (the message says what and why)."""
+
 # selected rows closer than this are read as one range (see _ranges_of)
 DEFAULT_COALESCE_GAP = 2048
 
@@ -63,10 +68,16 @@ class PruneReport:
     rows_returned: Optional[int] = None
     index_bytes_read: int = 0
     deletion_vectors_folded: int = 0
+    deletion_vectors_converted: int = 0  # 64-bit DVs of merge-read splits handed to pypaimon as 32-bit ones
     plan_seconds: float = 0.0
     index_seconds: float = 0.0
     read_seconds: Optional[float] = None
     skipped_files: List[str] = dc_field(default_factory=list)
+    files_pruned_by_stats: int = 0  # fast path: files min/max stats ruled out (pypaimon's plan drops them unseen)
+    rows_decoded: Optional[int] = None  # fast path: rows of the files whose columns were decoded
+    fast_path: bool = False  # planned and read by :mod:`.fastpath` (else pypaimon's planner and reader)
+    plan_cached: bool = False  # the fast path's plan came from its per-snapshot cache
+    fallback_reason: str = ""  # why the fast path was not taken
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -79,6 +90,11 @@ class PruneReport:
              f"index {self.index_seconds * 1000:.1f} ms over {self.index_bytes_read} bytes")
         if self.rows_returned is not None:
             s += f"; rows returned {self.rows_returned}"
+        if self.fast_path:
+            s += f"; fast path (plan {'cached' if self.plan_cached else 'read'}, {self.files_pruned_by_stats} " \
+                 f"files pruned by partition/stats)"
+        elif self.fallback_reason:
+            s += f"; pypaimon path ({self.fallback_reason})"
         if not self.applied:
             s += f" (index not applied: {self.reason})"
         return s
@@ -294,7 +310,7 @@ class IndexPruner:
         out = []
         for si, s in enumerate(splits):
             if si not in eligible:
-                out.append(s)
+                out.append(self._with_32bit_dvs(s, report))
                 n = sum(f.row_count for f in s.files)
                 report.rows_selected += n
                 report.rows_index_selected += n
@@ -305,6 +321,44 @@ class IndexPruner:
         report.rows_skipped = report.rows_planned - report.rows_selected
         report.index_seconds += time.perf_counter() - t0
         return out, report
+
+    def _with_32bit_dvs(self, s, report):
+        """A split we do not prune (a merge-read primary-key split) whose 64-bit
+        deletion vectors are handed to pypaimon as 32-bit ones: converted in
+        memory and served by our FileIO wrapper (:func:`.compat.legacy_file_io`)
+        under a virtual path, since pypaimon parses only the 32-bit format."""
+        from .compat import register_deletion_blob
+
+        dfs = getattr(s, "data_deletion_files", None)
+        if not dfs or not any(df is not None and is_64bit(self.table.file_io, df) for df in dfs):
+            return s
+        if not getattr(self.table.file_io, "_paimon_fast_legacy_manifests", False):
+            raise UnsupportedFeatureError(
+                "a merge-read primary-key split has 64-bit deletion vectors, which pypaimon cannot parse, and the "
+                "table's FileIO is not paimon_fast's wrapper: pass the table (not a read builder) or "
+                "paimon_fast.paimon.legacy_manifest_table(table)")
+        from pypaimon.read.split import DataSplit
+        from pypaimon.table.source.deletion_file import DeletionFile
+
+        from ..tableindex.deletion import DeletionVector
+
+        new_dfs = []
+        for df in dfs:
+            if df is None or not is_64bit(self.table.file_io, df):
+                new_dfs.append(df)
+                continue
+            dv = read_deletion_vector(self.table.file_io, df)
+            vec = DeletionVector.from_positions(dv.to_array(), bitmap64=False)
+            blob = vec.to_blob()
+            path = register_deletion_blob(self.table.file_io, blob)
+            new_dfs.append(DeletionFile(dv_index_path=path, offset=0, length=vec.meta_length,
+                                        cardinality=len(dv)))
+            report.deletion_vectors_converted += 1
+        if type(s) is not DataSplit:
+            raise UnsupportedFeatureError(f"64-bit deletion vectors in a {type(s).__name__}: not supported")
+        return DataSplit(files=s.files, partition=s.partition, bucket=s.bucket, raw_convertible=s.raw_convertible,
+                         data_deletion_files=new_dfs, snapshot_id=s.snapshot_id, is_streaming=s.is_streaming,
+                         bucket_path=s.bucket_path, total_buckets=s.total_buckets)
 
     def _prune_split(self, si, s, results, report):
         from pypaimon.globalindex.indexed_split import IndexedSplit
@@ -426,17 +480,32 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
 
 
 def read_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
-                    coalesce_gap: int = DEFAULT_COALESCE_GAP):
+                    coalesce_gap: int = DEFAULT_COALESCE_GAP, fast: bool = True, use_cache: bool = True):
     """Plan, prune with file indexes and read to a ``pyarrow.Table``.
 
     Returns ``(arrow table, PruneReport)``.  Rows are filtered by the
     predicate, so the result equals an unpruned read with the same filter.
+
+    With ``fast=True`` (the default) a pypaimon table and a predicate are
+    first tried on :mod:`.fastpath` (our own manifest reader and Parquet
+    reads; plans cached per snapshot id unless ``use_cache=False``); tables
+    and queries it does not cover take pypaimon's planner and reader
+    (``report.fast_path`` says which, ``report.fallback_reason`` why).
 
     Splits with row ranges are read without pypaimon's per-batch residual
     filter (it costs a dataset scan per range) and filtered once at the end.
     """
     from pypaimon.globalindex.indexed_split import IndexedSplit
 
+    fallback_reason = "fast=False"
+    if fast and hasattr(table, "new_read_builder") and predicate is not None:
+        from .fastpath import Fallback, fast_read
+
+        try:
+            return fast_read(legacy_manifest_table(table), as_predicate(predicate), projection,
+                             max_workers=max_workers, use_cache=use_cache)
+        except Fallback as e:
+            fallback_reason = str(e)
     given_builder = not hasattr(table, "new_read_builder")
     rb, splits, report = plan_with_index(table, predicate, projection, max_workers, fold_deletion_vectors,
                                          coalesce_gap)
@@ -473,4 +542,5 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
             out = pa.concat_tables([parts[0]] + [p.cast(parts[0].schema) for p in parts[1:]])
     report.read_seconds = time.perf_counter() - t0
     report.rows_returned = out.num_rows if out is not None else 0
+    report.fallback_reason = fallback_reason
     return out, report

@@ -1,0 +1,827 @@
+"""A planning and reading path of our own for the common case.
+
+:func:`paimon_fast.paimon.read_with_index` first tries this path and falls
+back to pypaimon's planner and reader (:mod:`.scan`) whenever the table or
+the query is outside what it handles.  It does what pypaimon's scan does for
+an append table, without building pypaimon's split objects:
+
+1. the latest snapshot (pypaimon's own snapshot manager), its base and delta
+   manifest lists and every data manifest are read with a lean Avro reader
+   (each file's own writer schema, so Paimon 0.9 manifests without
+   ``_VALUE_STATS_COLS`` read as they are); ADD entries cancelled by DELETE
+   entries are dropped, with pypaimon's identifier; deletion vectors come
+   from the snapshot's index manifest (pypaimon's reader);
+2. every file's index (embedded bytes, else its ``.index`` sidecar) is
+   evaluated once with our readers, columns resolved through the file's
+   schema id and field ids;
+3. the surviving Parquet files are read with pyarrow datasets: files with
+   candidate rows (an exact index answer, a deletion vector) are read whole
+   and taken at those rows; files the index could only call "maybe" are read
+   late-materialised (the predicate's columns first, the other columns only
+   for files with a match, at the matching rows).  The predicate is then
+   applied exactly.  Columns are mapped by field id (renamed columns read
+   under their old name, added ones read as nulls) and cast to pypaimon's
+   output schema; string columns with a bitmap index are decoded as
+   dictionaries.
+
+Before the indexes, files are pruned as pypaimon's planner prunes them: the
+partition predicate, and min/max/null-count stats (pypaimon's own stats
+decoding, schema evolution and predicate test).  Local work runs in the
+calling thread (it is GIL-bound; threads measured slower); manifests and
+indexes on remote storage are read by ``max_workers`` threads.
+
+What it covers, and so falls back on anything else: append tables (with or
+without deletion vectors, partitioned or not, any bucket mode) on the main
+branch, read at the latest snapshot, Parquet data files, no data evolution
+or row tracking, columns of atomic types whose type did not change across
+the schemas of the files read.
+
+Caching: the planned file list of a table (manifest entries, deletion
+files, bucket directories, and the parsed headers of index containers once
+read) is kept per ``(table path, snapshot id)``; every
+query reads the latest snapshot id first, so a new commit is always seen.
+``clear_plan_cache()`` drops it; ``use_cache=False`` bypasses it.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+from pyroaring import BitMap
+
+from ..errors import IndexFormatError, PaimonFastError
+from ..fileindex.format import FileIndexFile
+from ..result import REMAIN, BitmapResult
+from ..source import BytesSource
+from .deletion import read_deletion_vector
+from .predicates import to_pypaimon
+from .scan import PruneReport, _CountingSource, _result_of, index_applicability
+
+
+# decode Parquet with Arrow's thread pool (_read_files); on two cores or fewer the
+# hand-offs cost more than they gain (measured: same CPU, slower under load)
+SCAN_THREADS = (os.cpu_count() or 1) > 2
+
+
+class Fallback(Exception):
+    """The fast path does not handle this table or query (the reason is the message)."""
+
+
+# ---------------------------------------------------------------- lean Avro
+_AVRO_MAGIC = b"Obj\x01"
+_SCHEMA_CACHE: Dict[bytes, object] = {}
+_SCHEMA_LOCK = threading.Lock()
+
+
+def _zigzag(buf, pos):
+    """(value, new pos) of an Avro long at ``pos``."""
+    shift = 0
+    acc = 0
+    n = len(buf)
+    while True:
+        if pos >= n:
+            raise IndexFormatError("Avro long truncated", pos)
+        b = buf[pos]
+        pos += 1
+        acc |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise IndexFormatError("Avro long too long", pos)
+    return (acc >> 1) ^ -(acc & 1), pos
+
+
+def _decompress(codec: bytes, blk: bytes, at: int) -> bytes:
+    if codec in (b"null", b""):
+        return blk
+    if codec == b"deflate":
+        return zlib.decompress(blk, -15)
+    if codec == b"zstandard":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().decompressobj().decompress(blk)
+    if codec == b"snappy":
+        try:
+            import snappy
+        except ImportError:
+            raise Fallback("snappy-compressed manifest and python-snappy is not installed")
+        return snappy.decompress(blk[:-4])
+    raise Fallback(f"Avro codec {codec!r}")
+
+
+def read_avro(data: bytes) -> List[dict]:
+    """Every record of an Avro object container, decoded with its writer schema.
+
+    Parsed schemas are cached by their JSON text (manifests of one table share
+    a few schemas), which is what makes many small manifests cheap."""
+    import fastavro
+
+    data = bytes(data)
+    if data[:4] != _AVRO_MAGIC:
+        raise IndexFormatError("not an Avro object container", 0)
+    pos = 4
+    meta = {}
+    while True:
+        n, pos = _zigzag(data, pos)
+        if n == 0:
+            break
+        if n < 0:
+            n = -n
+            _, pos = _zigzag(data, pos)
+        for _ in range(n):
+            klen, pos = _zigzag(data, pos)
+            if klen < 0 or pos + klen > len(data):
+                raise IndexFormatError("Avro header truncated", pos)
+            key = bytes(data[pos:pos + klen])
+            pos += klen
+            vlen, pos = _zigzag(data, pos)
+            if vlen < 0 or pos + vlen > len(data):
+                raise IndexFormatError("Avro header truncated", pos)
+            meta[key] = bytes(data[pos:pos + vlen])
+            pos += vlen
+    sync = data[pos:pos + 16]
+    pos += 16
+    schema_text = meta.get(b"avro.schema")
+    if schema_text is None or len(sync) != 16:
+        raise IndexFormatError("Avro header without a schema", pos)
+    parsed = _SCHEMA_CACHE.get(schema_text)
+    if parsed is None:
+        try:
+            parsed = fastavro.parse_schema(json.loads(schema_text))
+        except Exception as e:  # JSON or schema errors
+            raise IndexFormatError(f"Avro schema does not parse: {e}", 4)
+        with _SCHEMA_LOCK:
+            _SCHEMA_CACHE[schema_text] = parsed
+    codec = meta.get(b"avro.codec", b"null")
+    out = []
+    n = len(data)
+    while pos < n:
+        count, pos = _zigzag(data, pos)
+        size, pos = _zigzag(data, pos)
+        if count < 0 or size < 0 or pos + size + 16 > n:
+            raise IndexFormatError("Avro block truncated", pos)
+        at = pos
+        try:
+            blk = _decompress(codec, data[pos:pos + size], pos)
+        except Fallback:
+            raise
+        except Exception as e:  # zlib.error, zstandard.ZstdError, ...
+            raise IndexFormatError(f"Avro block does not decompress ({codec.decode(errors='replace')}): {e}", at)
+        pos += size
+        if data[pos:pos + 16] != sync:
+            raise IndexFormatError("Avro sync marker mismatch", pos)
+        pos += 16
+        if count > len(blk):  # every manifest record takes at least one byte
+            raise IndexFormatError(f"Avro block claims {count} records in {len(blk)} bytes", at)
+        bio = io.BytesIO(blk)
+        for _ in range(count):
+            try:
+                out.append(fastavro.schemaless_reader(bio, parsed, None))
+            except (EOFError, ValueError, IndexError, KeyError, TypeError, OverflowError, UnicodeDecodeError) as e:
+                raise IndexFormatError(f"Avro record does not decode: {e}", at)
+        if bio.tell() != len(blk):
+            raise IndexFormatError(f"Avro block of {count} records has {len(blk) - bio.tell()} bytes left over", at)
+    return out
+
+
+# ---------------------------------------------------------------- the plan
+class _File:
+    """One live data file of the snapshot (what the fast path needs of a manifest entry)."""
+
+    __slots__ = ("partition", "bucket", "name", "rows", "schema_id", "level", "extra", "embedded",
+                 "external", "deletion", "dir", "fsdir", "raw", "layout")
+
+    def __init__(self, rec):
+        f = rec["_FILE"]
+        self.partition = rec["_PARTITION"]
+        self.bucket = rec["_BUCKET"]
+        self.name = f["_FILE_NAME"]
+        self.rows = f["_ROW_COUNT"]
+        self.schema_id = f["_SCHEMA_ID"]
+        self.level = f.get("_LEVEL", 0)
+        self.extra = tuple(f.get("_EXTRA_FILES") or ())
+        self.embedded = f.get("_EMBEDDED_FILE_INDEX")
+        self.external = f.get("_EXTERNAL_PATH")
+        self.deletion = None
+        self.dir = None  # the data file's directory (file IO path)
+        self.fsdir = None  # the same for the pyarrow filesystem
+        self.raw = f  # the decoded _FILE record (value stats)
+        self.layout = None  # its index container's parsed header, once read (index files are immutable)
+
+    def key(self):
+        # pypaimon's ManifestFileManager identifier (partition, bucket, level,
+        # name, extra files, embedded index, external path)
+        return (self.partition, self.bucket, self.level, self.name, self.extra, self.embedded, self.external)
+
+
+class _Plan:
+    def __init__(self, snapshot_id, files):
+        self.snapshot_id = snapshot_id
+        self.files: List[_File] = files
+        self.schemas: Dict[int, object] = {}
+
+
+_PLAN_CACHE: "OrderedDict[tuple, _Plan]" = OrderedDict()
+_PLAN_LOCK = threading.Lock()
+_PLAN_CACHE_SIZE = 16
+
+
+def clear_plan_cache():
+    """Forget every cached plan (they are keyed by table path and snapshot id)."""
+    with _PLAN_LOCK:
+        _PLAN_CACHE.clear()
+
+
+_TIME_TRAVEL = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "scan.timestamp",
+                "scan.watermark", "scan.version", "incremental-between", "incremental-between-timestamp",
+                "incremental-to-auto-tag", "scan.file-creation-time-millis")
+_ATOMIC = ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL", "CHAR",
+           "VARCHAR", "STRING", "BINARY", "VARBINARY", "BYTES", "DATE")
+
+
+def _options(table):
+    try:
+        return dict(table.table_schema.options)
+    except AttributeError:
+        raise Fallback("not a pypaimon FileStoreTable")
+
+
+def _is_true(opts, key, default=False):
+    v = opts.get(key)
+    return default if v is None else str(v).strip().lower() == "true"
+
+
+def _type_ok(t) -> bool:
+    s = str(t).replace(" NOT NULL", "").strip().upper()
+    return s.split("(")[0].strip() in _ATOMIC
+
+
+def check_table(table):
+    """Raise :class:`Fallback` unless the fast path covers ``table``."""
+    opts = _options(table)
+    if getattr(table, "is_primary_key_table", True):
+        raise Fallback("primary-key table")
+    if _is_true(opts, "data-evolution.enabled") or _is_true(opts, "row-tracking.enabled"):
+        raise Fallback("data evolution / row tracking")
+    keys = set(_TIME_TRAVEL)
+    try:
+        from pypaimon.snapshot.time_travel_util import SCAN_KEYS
+
+        keys.update(SCAN_KEYS)
+    except ImportError:  # pragma: no cover - other pypaimon versions
+        pass
+    for k in opts:
+        if k in keys or k.startswith("incremental-") or (k.startswith("scan.") and k.endswith("-millis")):
+            raise Fallback(f"option {k}")
+    if getattr(table, "_read_snapshot", None) is not None:
+        raise Fallback("table pinned to a snapshot")
+    mode = str(opts.get("scan.mode", "default")).lower()
+    if mode not in ("default", "latest-full", "latest"):
+        raise Fallback(f"scan.mode {mode}")
+    fmt = str(opts.get("file.format", "parquet")).lower()
+    if fmt != "parquet":
+        raise Fallback(f"file.format {fmt}")
+    try:
+        branch = table.current_branch()
+    except AttributeError:
+        branch = "main"
+    if branch not in (None, "main"):
+        raise Fallback(f"branch {branch}")
+    if getattr(table, "file_io", None) is None or not hasattr(table.file_io, "filesystem"):
+        raise Fallback("file IO without a pyarrow filesystem")
+    for f in table.fields:
+        if not _type_ok(f.type):
+            raise Fallback(f"column {f.name} of type {f.type}")
+
+
+def _read_bytes(file_io, path) -> bytes:
+    if _is_local(file_io):
+        with open(file_io.to_filesystem_path(path), "rb") as s:
+            return s.read()
+    with file_io.new_input_stream(path) as s:
+        return s.read()
+
+
+def _manifest_dir(table):
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+    return ManifestListManager(table).manifest_path.rstrip("/")
+
+
+def _load_plan(table, snapshot, workers: int) -> _Plan:
+    file_io = table.file_io
+    mdir = _manifest_dir(table)
+    lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
+    metas = []
+    for name in lists:
+        if name:
+            metas.extend(read_avro(_read_bytes(file_io, f"{mdir}/{name}")))
+    names = [m["_FILE_NAME"] for m in metas]
+
+    if _is_local(file_io):  # one path conversion for the directory, plain opens for the files
+        fsdir = file_io.to_filesystem_path(mdir)
+
+        def one(name):
+            with open(f"{fsdir}/{name}", "rb") as fh:
+                return read_avro(fh.read())
+    else:
+        def one(name):
+            return read_avro(_read_bytes(file_io, f"{mdir}/{name}"))
+
+    if workers > 1 and len(names) > 8 and not _is_local(file_io):  # threads pay off for remote reads only
+        with ThreadPoolExecutor(workers) as ex:
+            chunks = list(ex.map(lambda part: [one(n) for n in part], _split(names, workers)))
+        per_manifest = [r for c in chunks for r in c]
+    else:
+        per_manifest = [one(n) for n in names]
+    added: List[_File] = []
+    deleted = set()
+    for recs in per_manifest:
+        for rec in recs:
+            f = _File(rec)
+            if rec["_KIND"] == 0:
+                added.append(f)
+            else:
+                deleted.add(f.key())
+    files = [f for f in added if f.key() not in deleted] if deleted else added
+    plan = _Plan(snapshot.id, files)
+    _attach_paths(table, plan)
+    if snapshot.index_manifest:
+        _attach_deletions(table, snapshot, plan)
+    return plan
+
+
+def _split(items, k):
+    k = max(1, min(k, len(items)))
+    step = (len(items) + k - 1) // k
+    return [items[i:i + step] for i in range(0, len(items), step)]
+
+
+def _attach_paths(table, plan):
+    from pypaimon.table.row.generic_row import GenericRowDeserializer
+    from pypaimon.utils.file_store_path_factory import canonical_data_file_path
+
+    pfields = table.partition_keys_fields
+    dirs = {}
+    for f in plan.files:
+        if f.external:
+            from pypaimon.utils.path import to_file_io_path
+
+            f.dir = to_file_io_path(str(f.external)).rsplit("/", 1)[0]
+            f.fsdir = table.file_io.to_filesystem_path(f.dir)
+            continue
+        k = (f.partition, f.bucket)
+        d = dirs.get(k)
+        if d is None:
+            values = GenericRowDeserializer.from_bytes(f.partition, pfields).values if pfields else ()
+            d = canonical_data_file_path(table, tuple(values), f.bucket, "x").rsplit("/", 1)[0]
+            d = (d, table.file_io.to_filesystem_path(d))
+            dirs[k] = d
+        f.dir, f.fsdir = d
+
+
+def _attach_deletions(table, snapshot, plan):
+    """Deletion files of the snapshot's index manifest, as pypaimon's scan attaches them."""
+    from pypaimon.manifest.index_manifest_file import IndexManifestFile
+    from pypaimon.table.row.generic_row import GenericRowDeserializer
+    from pypaimon.table.source.deletion_file import DeletionFile
+
+    entries = IndexManifestFile(table).read(snapshot.index_manifest)
+    pfields = table.partition_keys_fields
+    by_bucket: Dict[tuple, Dict[str, object]] = {}
+    for e in entries:
+        if e.index_file.index_type != IndexManifestFile.DELETION_VECTORS_INDEX or not e.index_file.dv_ranges:
+            continue
+        values = tuple(e.partition.values)
+        path = table.path_factory().bucket_index_path(values, e.bucket, e.index_file, table.file_io)
+        d = by_bucket.setdefault((values, e.bucket), {})
+        for name, m in e.index_file.dv_ranges.items():
+            d[name] = DeletionFile(dv_index_path=path, offset=m.offset, length=m.length,
+                                   cardinality=m.cardinality)
+    if not by_bucket:
+        return
+    cache = {}
+    for f in plan.files:
+        values = cache.get(f.partition)
+        if values is None:
+            values = tuple(GenericRowDeserializer.from_bytes(f.partition, pfields).values) if pfields else ()
+            cache[f.partition] = values
+        f.deletion = by_bucket.get((values, f.bucket), {}).get(f.name)
+
+
+def get_plan(table, use_cache: bool = True, workers: int = 2) -> Tuple[_Plan, bool]:
+    """``(plan of the latest snapshot, came from the cache)``."""
+    snapshot = table.snapshot_manager().get_latest_snapshot()
+    if snapshot is None:
+        raise Fallback("table without a snapshot")
+    key = (str(table.table_path), snapshot.id)
+    if use_cache:
+        with _PLAN_LOCK:
+            plan = _PLAN_CACHE.get(key)
+            if plan is not None:
+                _PLAN_CACHE.move_to_end(key)
+                return plan, True
+    plan = _load_plan(table, snapshot, workers)
+    for f in plan.files:
+        if not f.name.endswith(".parquet"):
+            raise Fallback(f"data file {f.name} is not Parquet")
+    if use_cache:
+        with _PLAN_LOCK:
+            _PLAN_CACHE[key] = plan
+            while len(_PLAN_CACHE) > _PLAN_CACHE_SIZE:
+                _PLAN_CACHE.popitem(last=False)
+    return plan, False
+
+
+# ---------------------------------------------------------------- schemas
+class _Schemas:
+    """Per schema id: current field name -> (name in the file, same type?)."""
+
+    def __init__(self, table, plan: _Plan):
+        self.table = table
+        self.plan = plan
+        self.current = list(table.fields)
+        self._maps: Dict[int, Dict[str, Tuple[Optional[str], bool]]] = {}
+        self._views: Dict[int, tuple] = {}
+
+    def schema(self, sid):
+        s = self.plan.schemas.get(sid)
+        if s is None:
+            s = self.table.table_schema if sid == self.table.table_schema.id else \
+                self.table.schema_manager.get_schema(sid)
+            self.plan.schemas[sid] = s
+        return s
+
+    def mapping(self, sid):
+        m = self._maps.get(sid)
+        if m is None:
+            by_id = {f.id: f for f in self.schema(sid).fields}
+            m = {}
+            for cur in self.current:
+                old = by_id.get(cur.id)
+                if old is None:
+                    m[cur.name] = (None, True)
+                else:
+                    same = str(old.type).replace(" NOT NULL", "") == str(cur.type).replace(" NOT NULL", "")
+                    m[cur.name] = (old.name, same)
+            self._maps[sid] = m
+        return m
+
+    def index_view(self, sid):
+        """(current name -> file name, file name -> type) for columns an index may answer."""
+        got = self._views.get(sid)
+        if got is None:
+            got = self._views[sid] = self._index_view(sid)
+        return got
+
+    def _index_view(self, sid):
+        names, types = {}, {}
+        olds = {f.name: f for f in self.schema(sid).fields}
+        for cur, (old, same) in self.mapping(sid).items():
+            if old is not None and same:
+                names[cur] = old
+                types[old] = str(olds[old].type)
+        return names, types
+
+
+# ---------------------------------------------------------------- value stats
+class _StatsFilter:
+    """pypaimon's min/max/null-count file filter (``FileScanner._filter_manifest_entry``
+    for append tables), applied to our manifest records with pypaimon's own
+    stats decoding, schema evolution and predicate test."""
+
+    def __init__(self, table, predicate, schemas: "_Schemas"):
+        from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+        from pypaimon.manifest.simple_stats_evolutions import SimpleStatsEvolutions
+        from pypaimon.read.push_down_utils import exclude_predicate_with_fields
+        from pypaimon.table.special_fields import SpecialFields
+
+        pred = to_pypaimon(predicate, table)
+        pred = exclude_predicate_with_fields(pred, SpecialFields.SYSTEM_FIELD_NAMES)
+        self.pred = exclude_predicate_with_fields(pred, set(table.partition_keys))
+        self.schemas = schemas
+        self.evolutions = SimpleStatsEvolutions(lambda sid: schemas.schema(sid).fields, table.table_schema.id)
+        self.fields_of = ManifestFileManager(table)._get_value_stats_fields
+
+        self.partition_pred = None
+        self.partition_fields = table.partition_keys_fields
+        if table.partition_keys:
+            from pypaimon.read.push_down_utils import trim_and_transform_predicate
+
+            self.partition_pred = trim_and_transform_predicate(to_pypaimon(predicate, table), table.field_names,
+                                                               table.partition_keys)
+        self._partition_ok: Dict[bytes, bool] = {}
+
+    def keep(self, f: "_File") -> bool:
+        if self.partition_pred is not None:
+            ok = self._partition_ok.get(f.partition)
+            if ok is None:
+                from pypaimon.table.row.generic_row import GenericRowDeserializer
+
+                row = GenericRowDeserializer.from_bytes(f.partition, self.partition_fields)
+                ok = self._partition_ok[f.partition] = bool(self.partition_pred.test(row))
+            if not ok:
+                return False
+        if self.pred is None:
+            return True
+        from pypaimon.manifest.schema.simple_stats import SimpleStats
+        from pypaimon.table.row.binary_row import BinaryRow
+
+        d = dict(f.raw)
+        d.setdefault("_VALUE_STATS_COLS", None)  # Paimon 0.9: absent == null == every column
+        fields = self.fields_of(d, self.schemas.schema(f.schema_id))
+        v = d["_VALUE_STATS"]
+        stats = SimpleStats(min_values=BinaryRow(v["_MIN_VALUES"], fields),
+                            max_values=BinaryRow(v["_MAX_VALUES"], fields), null_counts=v["_NULL_COUNTS"])
+        cols = d.get("_WRITE_COLS") if d["_VALUE_STATS_COLS"] is None and d.get("_WRITE_COLS") is not None \
+            else d["_VALUE_STATS_COLS"]
+        evolved = self.evolutions.get_or_create(f.schema_id).evolution(stats, f.rows, cols)
+        return bool(self.pred.test_by_simple_stats(evolved, f.rows))
+
+
+# ---------------------------------------------------------------- reading
+def _is_local(file_io) -> bool:
+    import pyarrow.fs as pafs
+
+    return isinstance(file_io.filesystem, pafs.LocalFileSystem)
+
+
+def _open_stream(file_io, fspath):
+    """A seekable binary stream of a filesystem path (a plain file when local: cheaper to open)."""
+    if _is_local(file_io):
+        return open(fspath, "rb")
+    return file_io.filesystem.open_input_file(fspath)
+
+
+def _read_files(file_io, files, columns: List[str], phys_schema) -> list:
+    """One ``pyarrow.Table`` per file (in order) of the physical ``columns``.
+
+    All files are scanned as one pyarrow dataset, outside the GIL (with
+    Arrow's thread pool when ``SCAN_THREADS``).  Each file's row count is checked
+    against its manifest entry."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    paths = [f"{f.fsdir}/{f.name}" for f in files]
+    schema = pa.schema([phys_schema.field(c) for c in columns])
+    dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=dict_cols)) if dict_cols \
+        else ds.ParquetFileFormat()
+    dset = ds.FileSystemDataset.from_paths(paths, schema=schema, format=fmt, filesystem=file_io.filesystem)
+    scanner = ds.Scanner.from_dataset(dset, columns=list(columns), use_threads=SCAN_THREADS)
+    batches = {p: [] for p in paths}
+    for tagged in scanner.scan_batches():
+        batches[tagged.fragment.path].append(tagged.record_batch)
+    out = []
+    for f, p in zip(files, paths):
+        t = pa.Table.from_batches(batches[p], schema=schema)
+        if t.num_rows != f.rows:
+            raise IndexFormatError(f"{f.name}: {t.num_rows} rows, the manifest says {f.rows}", 0)
+        out.append(t)
+    return out
+
+
+def _current_columns(tbl, names: List[str], mapping, schema, n_rows: int):
+    """Arrays of the current-named ``names`` from a physical table (nulls for absent columns)."""
+    import pyarrow as pa
+
+    arrays = []
+    for n in names:
+        old, _ = mapping[n]
+        typ = schema.field(n).type
+        if old is None:
+            arrays.append(pa.nulls(n_rows, typ))
+        else:
+            col = tbl.column(old)
+            arrays.append(col.cast(typ) if col.type != typ else col)
+    return arrays
+
+
+def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols, read_schema):
+    """Matching rows of files of one schema id: ``[(arrow table or None, rows decoded)]``.
+
+    Files with candidate rows from an index (or a deletion vector) are read
+    whole (every needed column in one scan), then taken at the candidates and
+    filtered.  Files without (an index that could only say "maybe") are read
+    late-materialised: the predicate's columns first, the other columns only
+    for files with a match, taken at the matching rows.  The predicate runs
+    once per kind over the files' rows together."""
+    import pyarrow as pa
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    phys = PyarrowFieldParser.from_paimon_schema(list(schema_obj.fields))
+    # columns with a bitmap index are low-cardinality by design: decode them as
+    # dictionaries (indices only; several times cheaper), values are taken later
+    bitmap_cols = {c.strip() for c in str((schema_obj.options or {}).get("file-index.bitmap.columns", "")).split(",")}
+    phys = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
+                      if f.name in bitmap_cols and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+                                                    or pa.types.is_binary(f.type)) else f for f in phys])
+    all_cols = list(dict.fromkeys(list(pred_cols) + list(out_cols)))
+    out_schema = pa.schema([read_schema.field(n) for n in out_cols])
+    out = []
+
+    def physical(names):
+        return list(dict.fromkeys(mapping[c][0] for c in names if mapping[c][0] is not None))
+
+    def current(t, names):
+        return pa.Table.from_arrays(_current_columns(t, names, mapping, read_schema, t.num_rows),
+                                    schema=pa.schema([read_schema.field(c) for c in names]))
+
+    whole = [j for j in jobs if j[1] is not None]
+    late = [j for j in jobs if j[1] is None]
+    if whole:
+        tables = _read_files(table.file_io, [f for f, _ in whole], physical(all_cols), phys)
+        parts = [current(t.take(pa.array(np.asarray(cand.to_array(), dtype=np.int64))), all_cols)
+                 for (_, cand), t in zip(whole, tables)]
+        hit = pa.concat_tables(parts).filter(pred_expr)
+        out.append((hit.select(list(out_cols)) if hit.num_rows else None, sum(f.rows for f, _ in whole)))
+    if late:
+        files = [f for f, _ in late]
+        tables = _read_files(table.file_io, files, physical(pred_cols), phys)
+        parts = []
+        for k, t in enumerate(tables):
+            ct = current(t, list(pred_cols))
+            ct = ct.append_column("__pf_file", pa.array(np.full(t.num_rows, k, dtype=np.int32)))
+            parts.append(ct.append_column("__pf_pos", pa.array(np.arange(t.num_rows, dtype=np.int64))))
+        hit = pa.concat_tables(parts).filter(pred_expr)
+        decoded = sum(f.rows for f in files)
+        if hit.num_rows:
+            fidx = hit.column("__pf_file").to_numpy()
+            pos = hit.column("__pf_pos").to_numpy()
+            with_hits = sorted(set(fidx.tolist()))
+            rest = [c for c in out_cols if c not in pred_cols]
+            rest_phys = physical(rest)
+            rest_tables = _read_files(table.file_io, [files[k] for k in with_hits], rest_phys, phys) \
+                if rest_phys else [None] * len(with_hits)
+            for k, rt in zip(with_hits, rest_tables):
+                m = fidx == k
+                sub = hit.filter(pa.array(m))
+                cols = {c: sub.column(c) for c in pred_cols}
+                if rest:
+                    rt = rt.take(pa.array(pos[m])) if rt is not None else None
+                    cols.update(zip(rest, _current_columns(rt, rest, mapping, read_schema, int(m.sum()))))
+                out.append((pa.Table.from_arrays([cols[c] for c in out_cols], schema=out_schema), 0))
+        out.append((None, decoded))
+    return out
+
+
+def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache: bool = True, report=None):
+    """``(arrow table, report)`` or raises :class:`Fallback`."""
+    import pyarrow as pa
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    t0 = time.perf_counter()
+    check_table(table)
+    if predicate is None:
+        raise Fallback("no predicate")
+    applicable, why = index_applicability(table)
+    workers = max(1, max_workers)  # threads for remote storage; local work stays in this thread
+    plan, cached = get_plan(table, use_cache, workers)
+    fields = {f.name: f for f in table.fields}
+    out_cols = list(projection) if projection is not None else [f.name for f in table.fields]
+    for c in out_cols:
+        if c not in fields:
+            raise Fallback(f"projected column {c} is not in the table")
+    pred_cols = sorted(predicate.fields())
+    for c in pred_cols:
+        if c not in fields:
+            raise Fallback(f"predicate column {c} is not in the table")
+    schemas = _Schemas(table, plan)
+    for sid in {f.schema_id for f in plan.files}:
+        m = schemas.mapping(sid)
+        for c in set(out_cols) | set(pred_cols):
+            old, same = m[c]
+            if old is not None and not same:
+                raise Fallback(f"column {c} changed type since schema {sid}")
+    rep = report or PruneReport()
+    rep.splits_planned = 0
+    # ---- value stats (min/max/null counts), as pypaimon's planner does
+    stats = _StatsFilter(table, predicate, schemas)
+    files = [f for f in plan.files if stats.keep(f)]
+    rep.files_pruned_by_stats = len(plan.files) - len(files)  # partition predicate or value stats
+    rep.files_planned = len(files)
+    rep.rows_planned = sum(f.rows for f in files)
+    rep.applied = applicable
+    rep.reason = "" if applicable else why
+    rep.fast_path = True
+    rep.plan_cached = cached
+    rep.plan_seconds = time.perf_counter() - t0
+
+    # ---- indexes
+    t1 = time.perf_counter()
+    results = [REMAIN] * len(files)
+    if applicable:
+        def eval_chunk(idx):
+            return [_evaluate(table, files[i], schemas, predicate) for i in idx]
+
+        ids = list(range(len(files)))
+        # local indexes are evaluated in this thread: the work is CPU-bound under the
+        # GIL and threads measured slower; remote reads are overlapped
+        if workers > 1 and len(ids) > 16 and not _is_local(table.file_io):
+            with ThreadPoolExecutor(workers) as ex:
+                outs = list(ex.map(eval_chunk, _split(ids, workers)))
+            flat = [r for part in outs for r in part]
+        else:
+            flat = eval_chunk(ids)
+        for i, (res, nbytes) in enumerate(flat):
+            results[i] = res
+            if nbytes >= 0:
+                rep.files_with_index += 1
+                rep.index_bytes_read += nbytes
+    jobs = []
+    for f, res in zip(files, results):
+        if not res.remain:
+            rep.files_skipped += 1
+            rep.skipped_files.append(f.name)
+            continue
+        cand = None
+        if isinstance(res, BitmapResult):
+            cand = BitMap(res.bitmap)
+            if len(cand) and cand.max() >= f.rows:
+                cand.remove_range(f.rows, cand.max() + 1)
+        if f.deletion is not None:
+            dv = read_deletion_vector(table.file_io, f.deletion)
+            rep.deletion_vectors_folded += 1
+            if cand is None:
+                cand = BitMap()
+                cand.add_range(0, f.rows)
+            cand -= dv
+        if cand is not None and not len(cand):
+            rep.files_skipped += 1
+            rep.skipped_files.append(f.name)
+            continue
+        rep.rows_index_selected += f.rows if cand is None else len(cand)
+        jobs.append((f, cand))
+    rep.index_seconds = time.perf_counter() - t1
+
+    # ---- read
+    t2 = time.perf_counter()
+    out_schema = PyarrowFieldParser.from_paimon_schema([fields[c] for c in out_cols])
+    full_schema = PyarrowFieldParser.from_paimon_schema(list(table.fields))
+    read_schema = pa.schema([full_schema.field(c) for c in dict.fromkeys(out_cols + pred_cols)])
+    pred_expr = to_pypaimon(predicate, table).to_arrow(pa.schema([read_schema.field(c) for c in pred_cols]))
+    read_cols = list(dict.fromkeys(out_cols + pred_cols))
+
+    groups: Dict[int, list] = {}
+    for f, cand in jobs:
+        groups.setdefault(f.schema_id, []).append((f, cand))
+    got = []
+    for sid, g in groups.items():
+        got.extend(_read_group(table, g, schemas.schema(sid), schemas.mapping(sid), pred_expr, pred_cols,
+                               read_cols, read_schema))
+    parts = []
+    rep.rows_selected = rep.rows_index_selected  # rows taken from the files (index and deletions applied)
+    rep.rows_decoded = 0
+    for tbl, decoded in got:
+        rep.rows_decoded += decoded
+        if tbl is not None:
+            parts.append(tbl.select(out_cols) if read_cols != out_cols else tbl)
+    rep.rows_skipped = rep.rows_planned - rep.rows_selected
+    if parts:
+        out = pa.concat_tables(parts)
+    else:
+        out = pa.Table.from_arrays([pa.array([], type=f.type) for f in out_schema], schema=out_schema)
+    if out.schema != out_schema:
+        out = out.cast(out_schema)
+    rep.read_seconds = time.perf_counter() - t2
+    rep.rows_returned = out.num_rows
+    return out, rep
+
+
+def _evaluate(table, f: _File, schemas: _Schemas, predicate):
+    """``(result, index bytes read)`` of one file; bytes -1 when it has no index."""
+    names, types = schemas.index_view(f.schema_id)
+    try:
+        if f.embedded:
+            data = bytes(f.embedded)
+            return _container_result(f, BytesSource(data), names, types, predicate), len(data)
+        for extra in f.extra:
+            if extra.endswith(".index"):
+                try:
+                    stream = _open_stream(table.file_io, f"{f.fsdir}/{extra}")
+                except OSError:
+                    return REMAIN, 0
+                with stream:
+                    src = _CountingSource(stream)
+                    return _container_result(f, src, names, types, predicate), src.bytes_read
+    except (PaimonFastError, OSError):
+        return REMAIN, 0
+    return REMAIN, -1
+
+
+def _container_result(f: _File, source, names, types, predicate):
+    container = FileIndexFile(source, types, {}, f.layout)
+    f.layout = container.layout()  # kept with the plan, i.e. for this snapshot
+    res = _result_of(container, predicate, names)
+    if isinstance(res, BitmapResult):
+        res.bitmap  # materialise while the stream is open
+    return res
