@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from ..errors import UnsupportedTypeError
 from . import model, storage
-from .table import SliceRef, open_table, table_state
+from .table import SliceRef, open_table, table_state, timeline_fingerprint
 
 
 # set by tests (and by PAIMON_FAST_HUDI_CRASH_BEFORE_MANIFEST) to die between segment and manifest
@@ -212,7 +212,11 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
     t0 = time.perf_counter()
     table_path = os.path.abspath(table_path)
     prev = storage.read_manifest(table_path)
+    # the timeline before and after listing: equal and settled -> queries may reuse this listing
+    # while the timeline stays exactly so (see table.timeline_fingerprint)
+    fp0 = timeline_fingerprint(table_path)
     state = table_state(table_path, as_of)
+    fp1 = timeline_fingerprint(table_path)
     schema = {f.name: f.type for f in state.schema}
     if columns is None:
         if prev is None:
@@ -231,7 +235,12 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         prev = None  # different columns (or types after schema evolution): rebuild
     prev_by_id = {}
     if prev is not None:
+        # a slice with log files indexed while an instant was pending may have changed
+        # without changing its name (the instant's log blocks count once it completes)
+        distrust_logs = logs_untrusted(prev)
         for e in prev["slices"]:
+            if distrust_logs and e["log_files"]:
+                continue
             prev_by_id[(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"]))] = e
     carried, todo = [], []
     for ref in state.slices:
@@ -275,6 +284,12 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         "slices": sorted(slices, key=lambda e: (e["partition"], e["file_id"])),
         "created_ms": int(time.time() * 1000),
     }
+    manifest["pending"] = sorted(set(fp0.pending) | set(fp1.pending))
+    if as_of is None and fp0.settled and fp1 == fp0:
+        # the full listing = slices + unindexed ones (always candidates)
+        manifest["listing"] = {"timeline": fp0.digest,
+                               "unindexed": [{k: e[k] for k in ("partition", "file_id", "base_file", "log_files",
+                                                                "instant")} for e in unindexable]}
     if os.environ.get(_CRASH_ENV):
         os._exit(17)  # simulated kill between the segment files and the manifest
     storage.write_manifest(table_path, manifest)
@@ -297,6 +312,14 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         "files_removed": len(removed),
         "seconds": round(time.perf_counter() - t0, 3),
     }
+
+
+def logs_untrusted(manifest) -> bool:
+    """True when the manifest's slices with log files cannot be trusted on a later
+    timeline: it was written while an instant was pending (or by a version that did
+    not record that)."""
+    p = manifest.get("pending")
+    return p is None or bool(p)
 
 
 def _compact(table_path, instant, slices):
