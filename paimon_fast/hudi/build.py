@@ -66,39 +66,35 @@ def index_slice(table_path: str, ref: SliceRef, columns: dict, keep_values=None)
     n = data.num_rows
     ptok = model.partition_token(ref.partition)
     fid = ref.file_id
-    parts = []
+    tables = []
     for name in columns:
         arr = data.column(name)
         codes, dictionary = model.dictionary_codes(arr)
-        strings = model.canonical_strings(dictionary)
+        strings = model.canonical_array(dictionary)
         order, bounds, nulls = model.group_positions(codes, len(strings))
         nnull = len(nulls)
-        bitmaps = model.encode_groups(order[nnull:], bounds - nnull)
-        counts = np.diff(bounds).tolist()
-        gone = sorted((keep_values or {}).get(name, set()) - set(strings))
-        vals = strings + gone + [None]
-        bitmaps = bitmaps + [model.EMPTY_BITMAP_B64] * len(gone) + [model.encode_bitmap(np.sort(nulls))]
-        counts = counts + [0] * len(gone) + [nnull]
-        parts.append((name, vals, bitmaps, counts))
-    cols_out = {k: [] for k in storage.RECORD_SCHEMA.names}
-    tables = []
-    for name, vals, bitmaps, counts in parts:
-        m = len(vals)
-        varr = pa.array(vals, pa.string())
+        bitmaps = model.encode_groups_array(order[nnull:], bounds - nnull)
+        counts = np.diff(bounds)
+        kept = (keep_values or {}).get(name)
+        gone = sorted(kept - set(strings.to_pylist())) if kept else []
+        varr = pa.concat_arrays([strings, pa.array(gone + [None], pa.string())])
+        bitmaps = pa.concat_arrays([bitmaps, pa.array([model.EMPTY_BITMAP_B64] * len(gone)
+                                                      + [model.encode_bitmap(np.sort(nulls))], pa.string())])
+        counts = np.concatenate([counts, np.zeros(len(gone), np.int64), [nnull]]).astype(np.int64)
+        m = len(varr)
         esc = pc.replace_substring(pc.replace_substring(varr, "%", "%25"), "$", "%24")
         esc = esc.fill_null(model.NULL_TOKEN)
-        keys = pc.binary_join_element_wise(esc, pa.scalar(ptok), pa.scalar(fid), "$")
-        keys = pc.binary_join_element_wise(pa.scalar(model.escape(name)), keys, "$")
+        keys = pc.binary_join_element_wise(pa.scalar(model.escape(name)), esc, pa.scalar(ptok), pa.scalar(fid), "$")
+        same = np.zeros(m, np.int64)
         tables.append(pa.table({
             "key": keys,
-            "column": pa.array([name] * m, pa.string()),
+            "column": pa.array([name], pa.string()).take(same),
             "value": varr,
-            "partition": pa.array([ref.partition] * m, pa.string()),
-            "file_id": pa.array([fid] * m, pa.string()),
-            "bitmap": pa.array(bitmaps, pa.string()),
+            "partition": pa.array([ref.partition], pa.string()).take(same),
+            "file_id": pa.array([fid], pa.string()).take(same),
+            "bitmap": bitmaps,
             "cardinality": pa.array(counts, pa.int64()),
         }, schema=storage.RECORD_SCHEMA))
-    del cols_out
     records = pa.concat_tables(tables) if tables else storage.RECORD_SCHEMA.empty_table()
     m = records.num_rows
     entry = dict(ref.to_json(), row_count=n, positions=positions, records=m)
@@ -118,9 +114,10 @@ def _task_json(ref, keep):
     return json.dumps({"ref": ref.to_json(), "keep": {k: sorted(v) for k, v in (keep or {}).items()}})
 
 
-def _make_executor_fn(table_path, columns_ser, instant):
-    """mapInArrow body: index this partition's slices, write them as one segment
-    (sorted by key) next to the table, and return only the manifest entries."""
+def _make_executor_fn(table_path, columns_ser, instant, tasks):
+    """mapInArrow body over a range of task numbers: index this partition's slices,
+    write them as one segment (sorted by key) next to the table, and return only the
+    manifest entries."""
     def run(batches):
         import importlib
 
@@ -131,8 +128,8 @@ def _make_executor_fn(table_path, columns_ser, instant):
         cols = {n: _b._parse_type(t) for n, t in columns_ser}
         recs, entries = [], []
         for batch in batches:
-            for task in batch.column(0).to_pylist():
-                d = json.loads(task)
+            for i in batch.column(0).to_pylist():
+                d = json.loads(tasks[i])
                 ref = SliceRef.from_json(d["ref"])
                 keep = {k: set(v) for k, v in d["keep"].items()}
                 records, entry = _b.index_slice(table_path, ref, cols, keep)
@@ -169,11 +166,12 @@ def _parse_type(text: str) -> pa.DataType:
 
 def _run_tasks_spark(spark, table_path, tasks, columns, instant, parallelism=None):
     """Index slices on the executors; each Spark partition writes one segment.  Returns entries."""
-    payload = [(_task_json(ref, keep),) for ref, keep in tasks]
-    n = parallelism or max(1, min(len(payload), spark.sparkContext.defaultParallelism * 2))
-    df = spark.createDataFrame(payload, "task string").repartition(n)
+    payload = [_task_json(ref, keep) for ref, keep in tasks]
+    # one task per core (each writes one segment: fewer, larger segments for the same parallelism)
+    n = parallelism or max(1, min(len(payload), spark.sparkContext.defaultParallelism))
+    df = spark.range(0, len(payload), 1, n)          # task i = row i, no shuffle; tasks travel in the closure
     columns_ser = [(k, str(v)) for k, v in columns.items()]
-    out = df.mapInArrow(_make_executor_fn(table_path, columns_ser, instant), "entry string")
+    out = df.mapInArrow(_make_executor_fn(table_path, columns_ser, instant, payload), "entry string")
     return [json.loads(s) for s in out.toArrow().column("entry").to_pylist()]
 
 
@@ -217,6 +215,7 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
     fp0 = timeline_fingerprint(table_path)
     state = table_state(table_path, as_of)
     fp1 = timeline_fingerprint(table_path)
+    tm = {"list": time.perf_counter() - t0}
     schema = {f.name: f.type for f in state.schema}
     if columns is None:
         if prev is None:
@@ -249,7 +248,10 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
             carried.append(e)
         else:
             todo.append(ref)
+    t1 = time.perf_counter()
     keep = _previous_values(table_path, prev, {r.group for r in todo})
+    tm["previous_values"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
     tasks = [(r, keep.get(r.group)) for r in todo]
     new_instants = [i for i in state.completed_instants if prev is None or i > prev["instant"]]
     segments_before = list(prev["segments"]) if prev else []
@@ -267,6 +269,8 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         written = sorted({e["segment"] for e in entries})
     else:
         entries, nrec, written = [], 0, []
+    tm["index_slices"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
     unindexable = [e for e in entries if "unindexable" in e]
     entries = [e for e in entries if "unindexable" not in e]
     slices = carried + entries
@@ -293,7 +297,10 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
     if os.environ.get(_CRASH_ENV):
         os._exit(17)  # simulated kill between the segment files and the manifest
     storage.write_manifest(table_path, manifest)
+    tm["manifest"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
     removed = storage.cleanup(table_path, keep_manifests)
+    tm["cleanup"] = time.perf_counter() - t1
     return {
         "table": table_path,
         "instant": state.latest_instant,
@@ -311,6 +318,7 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         "compacted": compacted,
         "files_removed": len(removed),
         "seconds": round(time.perf_counter() - t0, 3),
+        "phase_seconds": {k: round(v, 3) for k, v in tm.items()},
     }
 
 

@@ -75,7 +75,7 @@ def write_segment(table_path: str, name: str, records: pa.Table) -> int:
     os.makedirs(d, exist_ok=True)
     records = records.select(RECORD_SCHEMA.names).cast(RECORD_SCHEMA)
     if records.num_rows:
-        records = records.sort_by([("key", "ascending")])
+        records = records.take(_key_order(records.column("key")))
     tmp = os.path.join(d, f".{name}.tmp")
     with pq.ParquetWriter(tmp, RECORD_SCHEMA, compression="zstd", write_statistics=True,
                           use_dictionary=["column", "partition", "file_id"]) as w:
@@ -83,6 +83,35 @@ def write_segment(table_path: str, name: str, records: pa.Table) -> int:
             w.write_table(records.slice(a, b - a), row_group_size=b - a)
     os.replace(tmp, os.path.join(d, name))
     return records.num_rows
+
+
+def _rank(strings: pa.Array) -> np.ndarray:
+    """Rank of each string among the distinct ones (ordinal order of UTF-8 bytes)."""
+    enc = pc.dictionary_encode(strings)
+    d = enc.dictionary
+    rank = np.empty(len(d), np.int64)
+    rank[pc.sort_indices(d).to_numpy()] = np.arange(len(d))
+    return rank[enc.indices.to_numpy(zero_copy_only=False)]
+
+
+def _key_order(keys) -> pa.Array:
+    """Indices sorting ``keys`` (``<column>$<value>$<partition>$<file id>``, parts escaped).
+
+    Equal to sorting the keys themselves, but cheaper: the ``<column>$<value>$`` heads
+    (each ends with the key's second ``$`` and none is a prefix of another) are ranked
+    among their few distinct values, then the ``<partition>$<file id>`` tails."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    parts = pc.split_pattern(keys, "$", max_splits=2)
+    flat = parts.flatten()
+    n = len(keys)
+    lens = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
+    if n == 0 or not (lens == 3).all():
+        return pc.sort_indices(keys)
+    head = pc.binary_join_element_wise(flat.take(pa.array(np.arange(0, 3 * n, 3))),
+                                       flat.take(pa.array(np.arange(1, 3 * n, 3))), pa.scalar(""), "$")
+    tail = flat.take(pa.array(np.arange(2, 3 * n, 3)))
+    return pa.array(np.lexsort((_rank(tail), _rank(head))), pa.int64())
 
 
 def _row_group_bounds(records: pa.Table):
