@@ -196,16 +196,22 @@ def _previous_values(table_path, manifest, groups):
     return out
 
 
+DRIVER_MAX_SLICES = 8
+
+
 def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_segments: int = 32,
-                keep_manifests: int = 3, as_of=None) -> dict:
+                keep_manifests: int = 3, as_of=None, driver_max_slices: int = DRIVER_MAX_SLICES) -> dict:
     """Create or bring up to date the bitmap index of ``columns`` of a Hudi table.
 
     ``spark``: a SparkSession (slices are indexed by ``mapInArrow`` tasks on the
-    executors) or None to index in this process.  ``columns`` defaults to the
-    columns of the existing index; changing the column set rebuilds the index.
+    executors) or None to index in this process.  A run with at most
+    ``driver_max_slices`` slices to (re)index does them in this process even with
+    a session: a Spark job costs more than indexing a few slices (0 = always use
+    the executors).  ``columns`` defaults to the columns of the existing index;
+    changing the column set rebuilds the index.
     ``as_of``: index the table as it was at that completed instant (default: now).
     Returns a report: instant indexed, new instants seen, slices indexed / carried
-    forward / dropped, records written, seconds.
+    forward / dropped, records written, where they were indexed, seconds per phase.
     """
     t0 = time.perf_counter()
     table_path = os.path.abspath(table_path)
@@ -255,8 +261,10 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
     tasks = [(r, keep.get(r.group)) for r in todo]
     new_instants = [i for i in state.completed_instants if prev is None or i > prev["instant"]]
     segments_before = list(prev["segments"]) if prev else []
+    where = None
     if tasks:
-        if spark is None:
+        where = "driver" if spark is None or len(tasks) <= driver_max_slices else "executors"
+        if where == "driver":
             rec_list, entries = _run_tasks_local(table_path, tasks, col_types)
             records = pa.concat_tables(rec_list) if rec_list else storage.RECORD_SCHEMA.empty_table()
             seg = storage.new_segment_name(state.latest_instant)
@@ -310,6 +318,7 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         "slices_indexed": len(entries),
         "slices_unindexable": [{"file_id": e["file_id"], "error": e["unindexable"]} for e in unindexable],
         "slices_carried": len(carried),
+        "indexed_on": where,
         "slices_dropped": len(prev_by_id) - len(carried) if prev is not None else 0,
         "records_written": nrec,
         "segments_written": written,
