@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import UnsupportedTypeError
+from ..errors import IndexFormatError, UnsupportedTypeError
 from . import model, storage
 from .table import SliceRef, open_table, table_state, timeline_fingerprint
 
@@ -56,7 +56,7 @@ def _read_slice_columns(table_path: str, ref: SliceRef, columns: dict):
 def index_slice(table_path: str, ref: SliceRef, columns: dict, keep_values=None):
     """Records (RECORD_SCHEMA) of one file slice and its manifest entry (dict).
 
-    ``columns``: {name: arrow type}; ``keep_values``: {column: set of canonical values}
+    ``columns``: {name: arrow type}; ``keep_values``: {column: canonical values (Arrow array or set)}
     held by the file group's previous slice (written with empty bitmaps when gone).
     """
     try:
@@ -76,7 +76,11 @@ def index_slice(table_path: str, ref: SliceRef, columns: dict, keep_values=None)
         bitmaps = model.encode_groups_array(order[nnull:], bounds - nnull)
         counts = np.diff(bounds)
         kept = (keep_values or {}).get(name)
-        gone = sorted(kept - set(strings.to_pylist())) if kept else []
+        gone = []
+        if kept is not None and len(kept):
+            kept = kept if isinstance(kept, pa.Array) else pa.array(sorted(kept), pa.string())
+            gone = kept.filter(pc.invert(pc.is_in(kept, value_set=strings))).to_pylist()
+            gone = sorted(set(gone))
         varr = pa.concat_arrays([strings, pa.array(gone + [None], pa.string())])
         bitmaps = pa.concat_arrays([bitmaps, pa.array([model.EMPTY_BITMAP_B64] * len(gone)
                                                       + [model.encode_bitmap(np.sort(nulls))], pa.string())])
@@ -111,7 +115,8 @@ def _run_tasks_local(table_path, tasks, columns):
 
 
 def _task_json(ref, keep):
-    return json.dumps({"ref": ref.to_json(), "keep": {k: sorted(v) for k, v in (keep or {}).items()}})
+    return json.dumps({"ref": ref.to_json(), "keep": {k: v.to_pylist() if isinstance(v, pa.Array) else sorted(v)
+                                                      for k, v in (keep or {}).items()}})
 
 
 def _make_executor_fn(table_path, columns_ser, instant, tasks):
@@ -131,7 +136,7 @@ def _make_executor_fn(table_path, columns_ser, instant, tasks):
             for i in batch.column(0).to_pylist():
                 d = json.loads(tasks[i])
                 ref = SliceRef.from_json(d["ref"])
-                keep = {k: set(v) for k, v in d["keep"].items()}
+                keep = {k: _pa.array(v, _pa.string()) for k, v in d["keep"].items()}
                 records, entry = _b.index_slice(table_path, ref, cols, keep)
                 recs.append(records)
                 entries.append(entry)
@@ -176,8 +181,11 @@ def _run_tasks_spark(spark, table_path, tasks, columns, instant, parallelism=Non
 
 
 def _previous_values(table_path, manifest, groups):
-    """{(partition, file_id): {column: set(values)}} from the previous index, for the
-    file groups being re-indexed (their vanished values keep empty records)."""
+    """{(partition, file_id): {column: Arrow array of values}} from the previous index,
+    for the file groups being re-indexed (their vanished values keep empty records).
+
+    Reads the segments' key-part columns as dictionaries and selects the file groups'
+    records before materialising any value."""
     if not manifest or not groups:
         return {}
     by_seg = {}
@@ -186,13 +194,31 @@ def _previous_values(table_path, manifest, groups):
         if g in groups and e.get("segment"):
             by_seg.setdefault(e["segment"], set()).add(g)
     out = {}
+    names = ["column", "value", "partition", "file_id"]
     for seg, gs in by_seg.items():
-        t = storage.read_segment(table_path, seg, columns=["column", "value", "partition", "file_id"],
-                                 file_ids={fid for _, fid in gs})
+        try:
+            t = pq.ParquetFile(storage.segment_path(table_path, seg),
+                               read_dictionary=["column", "partition", "file_id"]).read(columns=names)
+        except (OSError, pa.ArrowInvalid) as e:
+            raise IndexFormatError(f"bitmap index segment {seg} unreadable: {e}") from None
+        fids = pa.array(sorted({f for _, f in gs}), pa.string())
+        masks = []
+        for ch in t.column("file_id").chunks:
+            d = ch.dictionary if pa.types.is_dictionary(ch.type) else None
+            if d is not None:
+                masks.append(pc.is_in(d, value_set=fids).take(ch.indices).fill_null(False))
+            else:
+                masks.append(pc.is_in(ch, value_set=fids).fill_null(False))
+        t = t.filter(pa.chunked_array(masks, pa.bool_()) if masks else pa.chunked_array([], pa.bool_()))
+        t = pa.table({n: t.column(n).cast(pa.string()) for n in names})
         t = t.filter(pc.is_valid(t.column("value")))
-        for c, v, p, f in zip(*(t.column(x).to_pylist() for x in ("column", "value", "partition", "file_id"))):
-            if (p, f) in gs:
-                out.setdefault((p, f), {}).setdefault(c, set()).add(v)
+        for p, f in gs:
+            tg = t.filter(pc.and_(pc.equal(t.column("partition"), p), pc.equal(t.column("file_id"), f)))
+            if not tg.num_rows:
+                continue
+            cols = tg.column("column")
+            for c in pc.unique(cols).to_pylist():
+                out.setdefault((p, f), {})[c] = tg.column("value").filter(pc.equal(cols, c)).combine_chunks()
     return out
 
 
