@@ -525,9 +525,10 @@ def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: 
     elif cov.size:
         recs = _Records(table_path, view, prefixes)
         maybe = _slice_mask(pred, _Cards(len(view.entries), recs), counts, col_types)
-        todo_j = cov if maybe is None else cov[maybe[cov]]
-        pruned_idx = cov if maybe is None else cov[~maybe[cov]]
-        pruned_idx = pruned_idx[:0] if maybe is None else pruned_idx
+        if maybe is None:                 # the record counts decide nothing: evaluate every covered slice
+            todo_j = cov
+        else:
+            todo_j, pruned_idx = cov[maybe[cov]], cov[~maybe[cov]]
         rows_skipped = int(counts[pruned_idx].sum())
         per = {}
         if recs.n and todo_j.size:

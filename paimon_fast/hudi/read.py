@@ -112,7 +112,7 @@ def read_arrow(table_path: str, where=None, *, state=None):
     """In-process pruned read: ``(pyarrow.Table, report)``, rows equal to a snapshot
     read filtered by ``where`` (no Spark needed)."""
     pred = as_predicate(where)
-    state = state or table_state(table_path)
+    state = state or table_state(table_path, listing=False)   # prune reuses the index's listing when current
     pr = prune(state.path, pred, state=state)
     schema = pa.schema([f.with_nullable(True) for f in state.schema])
     parts = [_run_task(state.path, t, schema, pred) for t in _tasks(pr)]
