@@ -8,7 +8,6 @@ positions it returns are exactly the matching rows of each base file.
 import os
 import shutil
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
