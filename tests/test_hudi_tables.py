@@ -221,7 +221,9 @@ def test_manifest_listing_reused_only_on_the_same_timeline(tables, zip_rel, tmp_
 def test_pending_instant_is_detected(tables, tmp_path):
     from paimon_fast.hudi.table import timeline_fingerprint
 
-    z = next(z for z in ZIPS if "v9_txns_simple_meta" in z and "cow" in z)
+    z = next((z for z in ZIPS if "v9_txns_simple_meta" in z and "cow" in z), None)
+    if z is None:
+        pytest.skip("cow/v9_txns_simple_meta not among the real tables")
     path = str(tmp_path / "t")
     shutil.copytree(tables[z], path)
     files = _instant_files(path)
