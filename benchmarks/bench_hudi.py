@@ -98,13 +98,18 @@ def test_initial_build_spark(benchmark, spark, big):
     def setup():
         shutil.rmtree(storage.index_dir(big.path), ignore_errors=True)
 
-    benchmark.pedantic(lambda: ph.build_index(spark, big.path, ["k10", "k10k"]), setup=setup, rounds=3,
-                       iterations=1, warmup_rounds=1)
-    assert storage.read_manifest(big.path)["slices"]
+    reports = []
+    benchmark.pedantic(lambda: reports.append(ph.build_index(spark, big.path, ["k10", "k10k"])), setup=setup,
+                       rounds=3, iterations=1, warmup_rounds=1)
+    assert storage.read_manifest(big.path)["slices"] and reports[-1]["indexed_on"] == "executors"
+    benchmark.extra_info.update(phase_seconds=reports[-1]["phase_seconds"])
 
 
 @pytest.mark.spark
-def test_incremental_build_5_of_100(benchmark, spark, big):
+@pytest.mark.parametrize("driver_max_slices", [ph.build.DRIVER_MAX_SLICES, 0], ids=["default", "executors-only"])
+def test_incremental_build_5_of_100(benchmark, spark, big, driver_max_slices):
+    """default: 5 slices are indexed on the driver (below ``driver_max_slices``);
+    executors-only: the same run forced through a Spark job."""
     ph.build_index(spark, big.path, ["k10", "k10k"])
     rng = np.random.default_rng(9)
     reports = []
@@ -116,10 +121,11 @@ def test_incremental_build_5_of_100(benchmark, spark, big):
                                            tb.column("id")[0].as_py() // tb.num_rows), groups=groups)
 
     def run():
-        reports.append(ph.build_index(spark, big.path))
+        reports.append(ph.build_index(spark, big.path, driver_max_slices=driver_max_slices))
 
     benchmark.pedantic(run, setup=setup, rounds=3, iterations=1)
     assert all(r["slices_indexed"] == 5 and r["slices_carried"] == GROUPS - 5 for r in reports)
+    benchmark.extra_info.update(phase_seconds=reports[-1]["phase_seconds"], indexed_on=reports[-1]["indexed_on"])
 
 
 @pytest.fixture(scope="module")
@@ -137,16 +143,27 @@ PREDS = [
 
 
 def test_prune_3_predicates_10k_groups(benchmark, many):
+    """The issue's figure: ``prune(table, where)`` as a user calls it; the current slices
+    are the manifest's listing after a timeline check (the timeline is unchanged)."""
+    def run():
+        return [ph.prune(many.path, p) for p in PREDS]
+    out = benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
+    assert out[0].report["slices_pruned"] > 0 and all(r.report["listing"] == "index" for r in out)
+    assert out[0].report["slices_total"] == PRUNE_GROUPS
+
+
+def test_prune_3_predicates_10k_groups_given_state(benchmark, many):
+    """Evaluation only: the caller passes a listed table state (coverage computed once)."""
     state = table_state(many.path)
     assert len(state.slices) == PRUNE_GROUPS
 
     def run():
         return [ph.prune(many.path, p, state=state) for p in PREDS]
-    out = benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
-    assert out[0].report["slices_pruned"] > 0
+    benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
 
 
-def test_prune_3_predicates_10k_groups_with_listing(benchmark, many):
+def test_prune_3_predicates_10k_groups_with_hudi_listing(benchmark, many):
+    """Forced full listing by the hudi package (what prune does when the timeline changed)."""
     def run():
         state = table_state(many.path)           # the hudi package lists the 10,000 file slices
         return [ph.prune(many.path, p, state=state) for p in PREDS]
@@ -166,4 +183,5 @@ def test_selective_query(benchmark, spark, big, use_index):
         res.df.write.format("noop").mode("overwrite").save()
     benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)
     r = reports[-1]
-    benchmark.extra_info.update(rows_to_read=r["rows_to_read_known"], rows_skipped=r["rows_skipped"])
+    benchmark.extra_info.update(rows_to_read=r["rows_to_read_known"], rows_skipped=r["rows_skipped"],
+                                slices_candidate=r["slices_candidate"], layout=LAYOUT)

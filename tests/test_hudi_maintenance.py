@@ -103,7 +103,10 @@ def test_insert_update_delete_unseen(table):
     assert got.num_rows == 0
     r = ph.build_index(None, path)
     assert r["slices_indexed"] == 1 and r["slices_carried"] == 5
-    assert not ph.prune(path, None).report["slices_not_indexed"]
+    m = storage.read_manifest(path)
+    assert m["pending"] and "listing" not in m        # listed during a pending instant: not reused
+    pr = ph.prune(path, None)
+    assert not pr.report["slices_not_indexed"] and pr.report["listing"] == "hudi"
     _check(path, [pf.field("kind") == "new", pf.field("kind") == "ghost"])
 
 

@@ -134,3 +134,29 @@ def test_decode_bitmap_rejects_corruption_fuzz():
         model.decode_bitmap(base64.b64encode(roaring.serialize64([1 << 33])))
     with pytest.raises(IndexFormatError):
         model.decode_bitmap(base64.b64encode(struct.pack("<Q", 2**40)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "a!", "b", "k$1", "é"]),
+                          st.one_of(st.none(), st.text(alphabet="ab!#$% \x01é", max_size=4)),
+                          st.sampled_from(["", "p=1", "p=1!", "p$"]), st.sampled_from(["f1", "f1!", "f2"])),
+                max_size=60))
+def test_segment_key_order_equals_sorting_the_keys(rows):
+    from paimon_fast.hudi import storage
+
+    keys = pa.array([model.bitmap_key(c, v, p, f) for c, v, p, f in rows], pa.string())
+    got = [keys[i].as_py() for i in storage._key_order(keys).to_pylist()]
+    assert got == sorted(keys.to_pylist())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.lists(st.integers(0, 3000), max_size=6),
+                          st.lists(st.integers(0, 1 << 20), max_size=300)), max_size=150))
+def test_encode_groups_array_equals_one_by_one(groups):
+    """The batched Base64 of many bitmaps equals encoding each (empty ones included)."""
+    gs = [np.unique(np.array(g, np.uint32)) for g in groups]
+    pos = np.concatenate(gs) if gs else np.zeros(0, np.uint32)
+    bounds = np.concatenate([[0], np.cumsum([len(g) for g in gs])]).astype(np.int64)
+    got = model.encode_groups_array(pos, bounds).to_pylist()
+    assert got == model.encode_groups(pos, bounds)
+    assert got == [model.encode_bitmap(g) for g in gs]

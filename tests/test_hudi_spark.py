@@ -90,8 +90,9 @@ def _records(path):
 def test_spark_build_and_read(spark, spark_tables, zip_rel, tmp_path):
     path = spark_tables[zip_rel]
     cols = indexable(table_state(path).schema)
-    rep = ph.build_index(spark, path, cols)
+    rep = ph.build_index(spark, path, cols, driver_max_slices=0)
     assert rep["slices_indexed"] == len(table_state(path).slices)
+    assert rep["indexed_on"] == ("executors" if rep["slices_indexed"] else None)
     local = str(tmp_path / "local")
     shutil.copytree(path, local)
     shutil.rmtree(os.path.join(local, storage.INDEX_DIR))

@@ -21,9 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import UnsupportedTypeError
+from ..errors import IndexFormatError, UnsupportedTypeError
 from . import model, storage
-from .table import SliceRef, open_table, table_state
+from .table import SliceRef, open_table, table_state, timeline_fingerprint
 
 
 # set by tests (and by PAIMON_FAST_HUDI_CRASH_BEFORE_MANIFEST) to die between segment and manifest
@@ -56,7 +56,7 @@ def _read_slice_columns(table_path: str, ref: SliceRef, columns: dict):
 def index_slice(table_path: str, ref: SliceRef, columns: dict, keep_values=None):
     """Records (RECORD_SCHEMA) of one file slice and its manifest entry (dict).
 
-    ``columns``: {name: arrow type}; ``keep_values``: {column: set of canonical values}
+    ``columns``: {name: arrow type}; ``keep_values``: {column: canonical values (Arrow array or set)}
     held by the file group's previous slice (written with empty bitmaps when gone).
     """
     try:
@@ -66,39 +66,39 @@ def index_slice(table_path: str, ref: SliceRef, columns: dict, keep_values=None)
     n = data.num_rows
     ptok = model.partition_token(ref.partition)
     fid = ref.file_id
-    parts = []
+    tables = []
     for name in columns:
         arr = data.column(name)
         codes, dictionary = model.dictionary_codes(arr)
-        strings = model.canonical_strings(dictionary)
+        strings = model.canonical_array(dictionary)
         order, bounds, nulls = model.group_positions(codes, len(strings))
         nnull = len(nulls)
-        bitmaps = model.encode_groups(order[nnull:], bounds - nnull)
-        counts = np.diff(bounds).tolist()
-        gone = sorted((keep_values or {}).get(name, set()) - set(strings))
-        vals = strings + gone + [None]
-        bitmaps = bitmaps + [model.EMPTY_BITMAP_B64] * len(gone) + [model.encode_bitmap(np.sort(nulls))]
-        counts = counts + [0] * len(gone) + [nnull]
-        parts.append((name, vals, bitmaps, counts))
-    cols_out = {k: [] for k in storage.RECORD_SCHEMA.names}
-    tables = []
-    for name, vals, bitmaps, counts in parts:
-        m = len(vals)
-        varr = pa.array(vals, pa.string())
+        bitmaps = model.encode_groups_array(order[nnull:], bounds - nnull)
+        counts = np.diff(bounds)
+        kept = (keep_values or {}).get(name)
+        gone = []
+        if kept is not None and len(kept):
+            kept = kept if isinstance(kept, pa.Array) else pa.array(sorted(kept), pa.string())
+            gone = kept.filter(pc.invert(pc.is_in(kept, value_set=strings))).to_pylist()
+            gone = sorted(set(gone))
+        varr = pa.concat_arrays([strings, pa.array(gone + [None], pa.string())])
+        bitmaps = pa.concat_arrays([bitmaps, pa.array([model.EMPTY_BITMAP_B64] * len(gone)
+                                                      + [model.encode_bitmap(np.sort(nulls))], pa.string())])
+        counts = np.concatenate([counts, np.zeros(len(gone), np.int64), [nnull]]).astype(np.int64)
+        m = len(varr)
         esc = pc.replace_substring(pc.replace_substring(varr, "%", "%25"), "$", "%24")
         esc = esc.fill_null(model.NULL_TOKEN)
-        keys = pc.binary_join_element_wise(esc, pa.scalar(ptok), pa.scalar(fid), "$")
-        keys = pc.binary_join_element_wise(pa.scalar(model.escape(name)), keys, "$")
+        keys = pc.binary_join_element_wise(pa.scalar(model.escape(name)), esc, pa.scalar(ptok), pa.scalar(fid), "$")
+        same = np.zeros(m, np.int64)
         tables.append(pa.table({
             "key": keys,
-            "column": pa.array([name] * m, pa.string()),
+            "column": pa.array([name], pa.string()).take(same),
             "value": varr,
-            "partition": pa.array([ref.partition] * m, pa.string()),
-            "file_id": pa.array([fid] * m, pa.string()),
-            "bitmap": pa.array(bitmaps, pa.string()),
+            "partition": pa.array([ref.partition], pa.string()).take(same),
+            "file_id": pa.array([fid], pa.string()).take(same),
+            "bitmap": bitmaps,
             "cardinality": pa.array(counts, pa.int64()),
         }, schema=storage.RECORD_SCHEMA))
-    del cols_out
     records = pa.concat_tables(tables) if tables else storage.RECORD_SCHEMA.empty_table()
     m = records.num_rows
     entry = dict(ref.to_json(), row_count=n, positions=positions, records=m)
@@ -115,13 +115,15 @@ def _run_tasks_local(table_path, tasks, columns):
 
 
 def _task_json(ref, keep):
-    return json.dumps({"ref": ref.to_json(), "keep": {k: sorted(v) for k, v in (keep or {}).items()}})
+    return json.dumps({"ref": ref.to_json(), "keep": {k: v.to_pylist() if isinstance(v, pa.Array) else sorted(v)
+                                                      for k, v in (keep or {}).items()}})
 
 
-def _make_executor_fn(table_path, columns_ser, instant):
-    """mapInArrow body: index this partition's slices, write them as one segment
-    (sorted by key) next to the table, and return only the manifest entries."""
-    def run(batches):
+def _make_executor_fn(table_path, columns_ser, instant, tasks):
+    """Executor body over one partition of task numbers: index its slices (Arrow reads
+    of the base files or the file-group reader), write them as one segment (sorted by
+    key) next to the table, and return only the manifest entries (JSON strings)."""
+    def run(numbers):
         import importlib
 
         import pyarrow as _pa
@@ -130,22 +132,20 @@ def _make_executor_fn(table_path, columns_ser, instant):
         _s = importlib.import_module("paimon_fast.hudi.storage")
         cols = {n: _b._parse_type(t) for n, t in columns_ser}
         recs, entries = [], []
-        for batch in batches:
-            for task in batch.column(0).to_pylist():
-                d = json.loads(task)
-                ref = SliceRef.from_json(d["ref"])
-                keep = {k: set(v) for k, v in d["keep"].items()}
-                records, entry = _b.index_slice(table_path, ref, cols, keep)
-                recs.append(records)
-                entries.append(entry)
+        for i in numbers:
+            d = json.loads(tasks[i])
+            ref = SliceRef.from_json(d["ref"])
+            keep = {k: _pa.array(v, _pa.string()) for k, v in d["keep"].items()}
+            records, entry = _b.index_slice(table_path, ref, cols, keep)
+            recs.append(records)
+            entries.append(entry)
         if not entries:
             return
         seg = _s.new_segment_name(instant)
         _s.write_segment(table_path, seg, _pa.concat_tables(recs))
         for e in entries:
             e["segment"] = seg
-        yield _pa.RecordBatch.from_arrays([_pa.array([json.dumps(e) for e in entries], _pa.string())],
-                                          names=["entry"])
+            yield json.dumps(e)
     return run
 
 
@@ -169,17 +169,25 @@ def _parse_type(text: str) -> pa.DataType:
 
 def _run_tasks_spark(spark, table_path, tasks, columns, instant, parallelism=None):
     """Index slices on the executors; each Spark partition writes one segment.  Returns entries."""
-    payload = [(_task_json(ref, keep),) for ref, keep in tasks]
-    n = parallelism or max(1, min(len(payload), spark.sparkContext.defaultParallelism * 2))
-    df = spark.createDataFrame(payload, "task string").repartition(n)
+    payload = [_task_json(ref, keep) for ref, keep in tasks]
+    # one task per core (each writes one segment: fewer, larger segments for the same parallelism)
+    sc = spark.sparkContext
+    n = parallelism or max(1, min(len(payload), sc.defaultParallelism))
     columns_ser = [(k, str(v)) for k, v in columns.items()]
-    out = df.mapInArrow(_make_executor_fn(table_path, columns_ser, instant), "entry string")
-    return [json.loads(s) for s in out.toArrow().column("entry").to_pylist()]
+    # task numbers as an RDD partitioned n ways (no shuffle; the tasks travel in the closure):
+    # a plain Python job costs about half of a DataFrame mapInArrow job (planning, Arrow
+    # conversion of the task column and of the entries), which dominates small runs
+    out = sc.parallelize(range(len(payload)), n).mapPartitions(
+        _make_executor_fn(table_path, columns_ser, instant, payload)).collect()
+    return [json.loads(s) for s in out]
 
 
 def _previous_values(table_path, manifest, groups):
-    """{(partition, file_id): {column: set(values)}} from the previous index, for the
-    file groups being re-indexed (their vanished values keep empty records)."""
+    """{(partition, file_id): {column: Arrow array of values}} from the previous index,
+    for the file groups being re-indexed (their vanished values keep empty records).
+
+    Reads the segments' key-part columns as dictionaries and selects the file groups'
+    records before materialising any value."""
     if not manifest or not groups:
         return {}
     by_seg = {}
@@ -188,31 +196,60 @@ def _previous_values(table_path, manifest, groups):
         if g in groups and e.get("segment"):
             by_seg.setdefault(e["segment"], set()).add(g)
     out = {}
+    names = ["column", "value", "partition", "file_id"]
     for seg, gs in by_seg.items():
-        t = storage.read_segment(table_path, seg, columns=["column", "value", "partition", "file_id"],
-                                 file_ids={fid for _, fid in gs})
+        try:
+            t = pq.ParquetFile(storage.segment_path(table_path, seg),
+                               read_dictionary=["column", "partition", "file_id"]).read(columns=names)
+        except (OSError, pa.ArrowInvalid) as e:
+            raise IndexFormatError(f"bitmap index segment {seg} unreadable: {e}") from None
+        fids = pa.array(sorted({f for _, f in gs}), pa.string())
+        masks = []
+        for ch in t.column("file_id").chunks:
+            d = ch.dictionary if pa.types.is_dictionary(ch.type) else None
+            if d is not None:
+                masks.append(pc.is_in(d, value_set=fids).take(ch.indices).fill_null(False))
+            else:
+                masks.append(pc.is_in(ch, value_set=fids).fill_null(False))
+        t = t.filter(pa.chunked_array(masks, pa.bool_()) if masks else pa.chunked_array([], pa.bool_()))
+        t = pa.table({n: t.column(n).cast(pa.string()) for n in names})
         t = t.filter(pc.is_valid(t.column("value")))
-        for c, v, p, f in zip(*(t.column(x).to_pylist() for x in ("column", "value", "partition", "file_id"))):
-            if (p, f) in gs:
-                out.setdefault((p, f), {}).setdefault(c, set()).add(v)
+        for p, f in gs:
+            tg = t.filter(pc.and_(pc.equal(t.column("partition"), p), pc.equal(t.column("file_id"), f)))
+            if not tg.num_rows:
+                continue
+            cols = tg.column("column")
+            for c in pc.unique(cols).to_pylist():
+                out.setdefault((p, f), {})[c] = tg.column("value").filter(pc.equal(cols, c)).combine_chunks()
     return out
 
 
+DRIVER_MAX_SLICES = 8
+
+
 def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_segments: int = 32,
-                keep_manifests: int = 3, as_of=None) -> dict:
+                keep_manifests: int = 3, as_of=None, driver_max_slices: int = DRIVER_MAX_SLICES) -> dict:
     """Create or bring up to date the bitmap index of ``columns`` of a Hudi table.
 
-    ``spark``: a SparkSession (slices are indexed by ``mapInArrow`` tasks on the
-    executors) or None to index in this process.  ``columns`` defaults to the
-    columns of the existing index; changing the column set rebuilds the index.
+    ``spark``: a SparkSession (slices are indexed by tasks on the executors, each
+    writing one segment) or None to index in this process.  A run with at most
+    ``driver_max_slices`` slices to (re)index does them in this process even with
+    a session: a Spark job costs more than indexing a few slices (0 = always use
+    the executors).  ``columns`` defaults to the columns of the existing index;
+    changing the column set rebuilds the index.
     ``as_of``: index the table as it was at that completed instant (default: now).
     Returns a report: instant indexed, new instants seen, slices indexed / carried
-    forward / dropped, records written, seconds.
+    forward / dropped, records written, where they were indexed, seconds per phase.
     """
     t0 = time.perf_counter()
     table_path = os.path.abspath(table_path)
     prev = storage.read_manifest(table_path)
+    # the timeline before and after listing: equal and settled -> queries may reuse this listing
+    # while the timeline stays exactly so (see table.timeline_fingerprint)
+    fp0 = timeline_fingerprint(table_path)
     state = table_state(table_path, as_of)
+    fp1 = timeline_fingerprint(table_path)
+    tm = {"list": time.perf_counter() - t0}
     schema = {f.name: f.type for f in state.schema}
     if columns is None:
         if prev is None:
@@ -231,7 +268,12 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         prev = None  # different columns (or types after schema evolution): rebuild
     prev_by_id = {}
     if prev is not None:
+        # a slice with log files indexed while an instant was pending may have changed
+        # without changing its name (the instant's log blocks count once it completes)
+        distrust_logs = logs_untrusted(prev)
         for e in prev["slices"]:
+            if distrust_logs and e["log_files"]:
+                continue
             prev_by_id[(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"]))] = e
     carried, todo = [], []
     for ref in state.slices:
@@ -240,12 +282,17 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
             carried.append(e)
         else:
             todo.append(ref)
+    t1 = time.perf_counter()
     keep = _previous_values(table_path, prev, {r.group for r in todo})
+    tm["previous_values"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
     tasks = [(r, keep.get(r.group)) for r in todo]
     new_instants = [i for i in state.completed_instants if prev is None or i > prev["instant"]]
     segments_before = list(prev["segments"]) if prev else []
+    where = None
     if tasks:
-        if spark is None:
+        where = "driver" if spark is None or len(tasks) <= driver_max_slices else "executors"
+        if where == "driver":
             rec_list, entries = _run_tasks_local(table_path, tasks, col_types)
             records = pa.concat_tables(rec_list) if rec_list else storage.RECORD_SCHEMA.empty_table()
             seg = storage.new_segment_name(state.latest_instant)
@@ -258,6 +305,8 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         written = sorted({e["segment"] for e in entries})
     else:
         entries, nrec, written = [], 0, []
+    tm["index_slices"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
     unindexable = [e for e in entries if "unindexable" in e]
     entries = [e for e in entries if "unindexable" not in e]
     slices = carried + entries
@@ -275,10 +324,19 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         "slices": sorted(slices, key=lambda e: (e["partition"], e["file_id"])),
         "created_ms": int(time.time() * 1000),
     }
+    manifest["pending"] = sorted(set(fp0.pending) | set(fp1.pending))
+    if as_of is None and fp0.settled and fp1 == fp0:
+        # the full listing = slices + unindexed ones (always candidates)
+        manifest["listing"] = {"timeline": fp0.digest,
+                               "unindexed": [{k: e[k] for k in ("partition", "file_id", "base_file", "log_files",
+                                                                "instant")} for e in unindexable]}
     if os.environ.get(_CRASH_ENV):
         os._exit(17)  # simulated kill between the segment files and the manifest
     storage.write_manifest(table_path, manifest)
+    tm["manifest"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
     removed = storage.cleanup(table_path, keep_manifests)
+    tm["cleanup"] = time.perf_counter() - t1
     return {
         "table": table_path,
         "instant": state.latest_instant,
@@ -288,6 +346,7 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         "slices_indexed": len(entries),
         "slices_unindexable": [{"file_id": e["file_id"], "error": e["unindexable"]} for e in unindexable],
         "slices_carried": len(carried),
+        "indexed_on": where,
         "slices_dropped": len(prev_by_id) - len(carried) if prev is not None else 0,
         "records_written": nrec,
         "segments_written": written,
@@ -296,7 +355,16 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         "compacted": compacted,
         "files_removed": len(removed),
         "seconds": round(time.perf_counter() - t0, 3),
+        "phase_seconds": {k: round(v, 3) for k, v in tm.items()},
     }
+
+
+def logs_untrusted(manifest) -> bool:
+    """True when the manifest's slices with log files cannot be trusted on a later
+    timeline: it was written while an instant was pending (or by a version that did
+    not record that)."""
+    p = manifest.get("pending")
+    return p is None or bool(p)
 
 
 def _compact(table_path, instant, slices):

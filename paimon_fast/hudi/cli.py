@@ -106,7 +106,7 @@ def hudi_main(args):
         spark = _spark_session() if args.spark else None
         _print_json(build_index(spark, path, cols, as_of=args.as_of))
     elif args.hudi_cmd == "query":
-        state = table_state(path)
+        state = table_state(path, listing=False)
         pred = _predicate(args, state.schema)
         pr = prune(path, pred, state=state)
         out = dict(pr.report)

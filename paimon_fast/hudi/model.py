@@ -43,6 +43,7 @@ on their text ambiguous.
 from __future__ import annotations
 
 import base64
+import binascii
 import datetime as _dt
 import decimal as _decimal
 import struct
@@ -160,7 +161,7 @@ def canonical_strings(arr) -> list:
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return arr.to_pylist()
     if pa.types.is_integer(t):
-        return [None if v is None else str(v) for v in arr.to_pylist()]
+        return arr.cast(pa.string()).to_pylist()         # decimal digits, '-' sign: as str(int)
     if pa.types.is_boolean(t):
         return [None if v is None else ("true" if v else "false") for v in arr.to_pylist()]
     if pa.types.is_date(t):
@@ -173,6 +174,21 @@ def canonical_strings(arr) -> list:
     if pa.types.is_decimal(t):
         return [None if v is None else _decimal_text(v, t.scale) for v in arr.to_pylist()]
     raise UnsupportedTypeError(f"type {t} cannot be bitmap-indexed")
+
+
+def canonical_array(arr) -> pa.Array:
+    """:func:`canonical_strings` as an Arrow string array (vectorised for strings and integers)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr = arr.cast(t.value_type)
+        t = arr.type
+    if pa.types.is_string(t):
+        return arr
+    if pa.types.is_large_string(t) or pa.types.is_integer(t):
+        return arr.cast(pa.string())                    # integers: decimal digits, '-' sign, as str(int)
+    return pa.array(canonical_strings(arr), pa.string())
 
 
 def _parse_ts_literal(v, t: pa.TimestampType):
@@ -307,6 +323,52 @@ def encode_groups(sorted_positions: np.ndarray, bounds: np.ndarray) -> list:
     return out
 
 
+def encode_groups_array(sorted_positions: np.ndarray, bounds: np.ndarray) -> pa.Array:
+    """:func:`encode_groups` as an Arrow string array.
+
+    Many small bitmaps are Base64-encoded in one call: each bitmap's bytes (12-byte
+    bucket header + 32-bit roaring, or the 8 zero bytes of an empty bitmap) are laid
+    out padded to a multiple of 3 bytes, so the Base64 of the whole buffer is the
+    concatenation of the bitmaps' Base64 strings once each one's padding characters
+    are set back to ``=``.  A few large bitmaps are encoded one by one."""
+    blob, sizes = _roaring.serialize_groups32(np.ascontiguousarray(sorted_positions, dtype=np.uint32),
+                                             np.ascontiguousarray(bounds, dtype=np.int64))
+    sizes = np.asarray(sizes, np.int64)
+    n = len(sizes)
+    if n < 64 or (n and int(sizes.sum()) > 64 * n):
+        pos, out, b64 = 0, [], base64.b64encode
+        for sz, c in zip(sizes.tolist(), np.diff(bounds).tolist()):
+            out.append(b64(_ONE_BUCKET_HI0 + blob[pos:pos + sz]).decode("ascii") if c else EMPTY_BITMAP_B64)
+            pos += sz
+        return pa.array(out, pa.string())
+    empty = np.diff(np.asarray(bounds, np.int64)) == 0
+    raw = np.where(empty, 8, 12 + sizes)
+    padlen = (raw + 2) // 3 * 3
+    pstart = np.concatenate([[0], np.cumsum(padlen)])
+    padded = np.zeros(int(pstart[-1]), np.uint8)
+    full = np.flatnonzero(~empty)
+    padded[(pstart[full][:, None] + np.arange(12)[None, :]).ravel()] = np.tile(
+        np.frombuffer(_ONE_BUCKET_HI0, np.uint8), len(full))
+    src = np.frombuffer(blob, np.uint8)
+    if src.size:
+        owner = np.repeat(np.arange(n), sizes)
+        keep = ~empty[owner]
+        bstart = np.concatenate([[0], np.cumsum(sizes)])
+        dest = np.arange(src.size) - bstart[owner] + pstart[owner] + 12
+        padded[dest[keep]] = src[keep]
+    data = np.frombuffer(bytearray(binascii.b2a_base64(padded.tobytes(), newline=False)), np.uint8)
+    ostart = np.concatenate([[0], np.cumsum(padlen // 3 * 4)])
+    ends = ostart[1:]
+    rem = raw % 3
+    eq = ord("=")
+    data[ends[rem == 1] - 1] = eq
+    data[ends[rem == 1] - 2] = eq
+    data[ends[rem == 2] - 1] = eq
+    if ostart[-1] >= 2 ** 31:
+        return pa.LargeStringArray.from_buffers(n, pa.py_buffer(ostart), pa.py_buffer(data)).cast(pa.string())
+    return pa.StringArray.from_buffers(n, pa.py_buffer(ostart.astype(np.int32)), pa.py_buffer(data))
+
+
 def decode_bitmap(text) -> BitMap:
     """A 32-bit pyroaring ``BitMap`` from the Base64 portable 64-bit string (validated).
 
@@ -343,6 +405,8 @@ def group_positions(codes: np.ndarray, ngroups: int):
     Returns ``(sorted_positions uint32, bounds int64[ngroups+1], null_positions uint32)``.
     """
     codes = np.asarray(codes)
+    if ngroups < 32767:
+        codes = codes.astype(np.int16, copy=False)      # numpy's stable sort is a radix sort for 16 bits
     order = np.argsort(codes, kind="stable").astype(np.uint32)
     sc = codes[order]
     nnull = int(np.searchsorted(sc, 0))

@@ -22,17 +22,20 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyroaring import BitMap
 
+from ..errors import IndexFormatError
 from ..predicate import And, Leaf, Or, Predicate
 from . import model, storage
-from .table import SliceRef, table_state
+from .build import logs_untrusted
+from .table import SliceRef, listing_is_current, table_state
 
 INDEXED_OPS = {"equal", "not_equal", "in", "not_in", "is_null", "is_not_null"}
 
@@ -68,18 +71,35 @@ class Candidate:
         return self.row_count
 
 
-@dataclass
 class PruneResult:
-    candidates: list
-    pruned: list                      # (SliceRef, row_count)
-    report: dict = field(default_factory=dict)
+    """``candidates`` (list of :class:`Candidate`), ``pruned`` ((SliceRef, row count)
+    of every covered slice the index skipped, built on first access) and ``report``."""
+
+    def __init__(self, candidates, pruned=None, report=None, *, _lazy=None):
+        self.candidates = candidates
+        self._pruned = pruned
+        self._lazy = _lazy
+        self.report = report or {}
+
+    @property
+    def pruned(self):
+        if self._pruned is None:
+            refs, idx, counts = self._lazy if self._lazy is not None else ((), (), ())
+            self._pruned = [(refs[j], int(counts[j])) for j in idx]
+        return self._pruned
+
+    def __repr__(self):
+        return f"PruneResult(candidates={len(self.candidates)}, report={self.report!r})"
 
 
 _MANIFEST_CACHE = {}
+_SEGMENT_CACHE = {}
+_LOOKUP_COLUMNS = ["key", "column", "value", "partition", "file_id", "cardinality"]
 
 
 class _View:
-    """A manifest prepared for pruning (cached per manifest file version)."""
+    """A manifest prepared for pruning (cached per manifest file version): per-entry
+    arrays, per-segment lookup keys, and the slice references built on first use."""
 
     def __init__(self, m):
         from .build import _parse_type
@@ -87,18 +107,35 @@ class _View:
         self.manifest = m
         self.entries = m["slices"]
         self.col_types = {c: _parse_type(t) for c, t in m["columns"].items()}
-        self.covered = {(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"])): j
-                        for j, e in enumerate(self.entries)}
         self.counts = np.array([e["row_count"] for e in self.entries], dtype=np.int64)
-        self.by_segment = {}
+        listing = m.get("listing")
+        self.listing = listing if isinstance(listing, dict) else None
+        self.unindexed = [SliceRef.from_json(d) for d in (self.listing or {}).get("unindexed", [])]
+        by_seg = {}
         for j, e in enumerate(self.entries):
-            d = self.by_segment.setdefault(e["segment"], ([], [], []))
-            d[0].append(e["partition"])
-            d[1].append(e["file_id"])
-            d[2].append(j)
-        self.seg_tables = {seg: pa.table({"partition": pa.array(p, pa.string()), "file_id": pa.array(f, pa.string()),
-                                          "_j": pa.array(j, pa.int64())})
-                           for seg, (p, f, j) in self.by_segment.items()}
+            d = by_seg.setdefault(e["segment"], ([], []))
+            d[0].append(f"{e['partition']}\x00{e['file_id']}")
+            d[1].append(j)
+        self.segments = list(by_seg)
+        self.seg_keys = {seg: (pa.array(k, pa.string()), np.array(j, np.int64)) for seg, (k, j) in by_seg.items()}
+        self._refs = None
+        self._covered = None
+
+    @property
+    def refs(self):
+        """SliceRef of every entry (in entry order)."""
+        if self._refs is None:
+            self._refs = [SliceRef(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"]),
+                                   e.get("instant", "")) for e in self.entries]
+        return self._refs
+
+    @property
+    def covered(self):
+        """{slice identity: entry index}."""
+        if self._covered is None:
+            self._covered = {(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"])): j
+                             for j, e in enumerate(self.entries)}
+        return self._covered
 
 
 def _manifest_view(table_path):
@@ -120,12 +157,156 @@ def _manifest_view(table_path):
     return view
 
 
+def _segment_meta(table_path, seg):
+    """(ParquetFile, key min/max per row group, row-group start rows), cached per file
+    version (segments are immutable)."""
+    path = storage.segment_path(table_path, seg)
+    try:
+        st = os.stat(path)
+        key = (path, st.st_mtime_ns, st.st_size)
+        hit = _SEGMENT_CACHE.get(path)
+        if hit is not None and hit[0] == key:
+            return (pq.ParquetFile(path, metadata=hit[1][0]),) + hit[1][1:]
+        pf = pq.ParquetFile(path)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise IndexFormatError(f"bitmap index segment {seg} unreadable: {e}") from None
+    md = pf.metadata
+    ki = pf.schema_arrow.get_field_index("key")
+    lo, hi = [], []
+    starts = np.zeros(md.num_row_groups + 1, np.int64)
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        starts[g + 1] = starts[g] + rg.num_rows
+        stt = rg.column(ki).statistics
+        if stt is None or not stt.has_min_max:
+            lo.append(None)
+            hi.append(None)
+            continue
+        a, b = stt.min, stt.max
+        if isinstance(a, bytes):
+            a, b = a.decode("utf-8", "replace"), b.decode("utf-8", "replace")
+        lo.append(a)
+        hi.append(b)
+    if len(_SEGMENT_CACHE) > 256:
+        _SEGMENT_CACHE.clear()
+    _SEGMENT_CACHE[path] = (key, (md, lo, hi, starts))
+    return pf, lo, hi, starts
+
+
+def _groups_for(lo, hi, prefixes):
+    out = []
+    for g, (a, b) in enumerate(zip(lo, hi)):
+        if a is None:
+            out.append(g)
+            continue
+        for p in prefixes:
+            # keys with prefix p lie in [p, p_end); p ends with '$', '%' is the next character
+            if p <= b and a < p[:-1] + "%":
+                out.append(g)
+                break
+    return out
+
+
+def _read_groups(pf, seg, groups, columns):
+    try:
+        return pf.read_row_groups(groups, columns=columns)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise IndexFormatError(f"bitmap index segment {seg} unreadable: {e}") from None
+
+
+class _Records:
+    """Index records of the live slices whose key starts with one of ``prefixes``,
+    read without their bitmaps: column, value, cardinality, entry index ``j`` and where
+    each record lies (segment, row group, row in group), so that afterwards only the
+    bitmaps of the slices still undecided are read (:meth:`bitmaps`)."""
+
+    def __init__(self, table_path, view, prefixes):
+        self.table_path = table_path
+        self.view = view
+        self._colmask = {}
+        prefixes = sorted(prefixes)
+        cols, vals, cards, js, segs, grps, offs = [], [], [], [], [], [], []
+        for si, seg in enumerate(view.segments):
+            pf, lo, hi, starts = _segment_meta(table_path, seg)
+            groups = _groups_for(lo, hi, prefixes)
+            if not groups:
+                continue
+            t = _read_groups(pf, seg, groups, _LOOKUP_COLUMNS)
+            keys = t.column("key")
+            mask = None
+            for p in prefixes:
+                m = pc.starts_with(keys, p)
+                mask = m if mask is None else pc.or_(mask, m)
+            rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+            if not rows.size:
+                continue
+            t = t.take(pa.array(rows, pa.int64()))
+            gk = pc.binary_join_element_wise(t.column("partition"), t.column("file_id"), "\x00")
+            skeys, sj = view.seg_keys[seg]
+            idx = pc.index_in(gk, value_set=skeys).fill_null(-1).to_numpy(zero_copy_only=False)
+            live = idx >= 0                       # records of slices this manifest still lists
+            if not live.any():
+                continue
+            rows, idx = rows[live], idx[live]
+            t = t.filter(pa.array(live))
+            sizes = np.diff(starts)[groups]
+            cum = np.concatenate([[0], np.cumsum(sizes)])
+            gpos = np.searchsorted(cum, rows, side="right") - 1
+            cols.extend(t.column("column").chunks)
+            vals.extend(t.column("value").chunks)
+            cards.append(t.column("cardinality").to_numpy())
+            js.append(sj[idx])
+            segs.append(np.full(rows.size, si, np.int64))
+            grps.append(np.asarray(groups, np.int64)[gpos])
+            offs.append(rows - cum[gpos])
+        self.n = int(sum(len(c) for c in cards))
+        if self.n:
+            self.col = pa.chunked_array(cols, pa.string())
+            self.val = pa.chunked_array(vals, pa.string())
+            self.card = np.concatenate(cards)
+            self.j = np.concatenate(js)
+            self.seg = np.concatenate(segs)
+            self.grp = np.concatenate(grps)
+            self.off = np.concatenate(offs)
+
+    def match(self, column, value):
+        """Bool array over records: those of (column, value); value None = the null record."""
+        if not self.n:
+            return np.zeros(0, bool)
+        cm = self._colmask.get(column)
+        if cm is None:
+            cm = self._colmask[column] = pc.equal(self.col, column).to_numpy(zero_copy_only=False)
+        vm = pc.is_null(self.val) if value is None else pc.fill_null(pc.equal(self.val, value), False)
+        return cm & vm.to_numpy(zero_copy_only=False)
+
+    def bitmaps(self, rec_idx):
+        """Base64 bitmaps of records ``rec_idx`` (reads only their row groups' bitmap column)."""
+        out = np.empty(len(rec_idx), object)
+        if not len(rec_idx):
+            return out
+        seg, grp, off = self.seg[rec_idx], self.grp[rec_idx], self.off[rec_idx]
+        for si in np.unique(seg).tolist():
+            sel = np.flatnonzero(seg == si)
+            name = self.view.segments[si]
+            pf, _, _, starts = _segment_meta(self.table_path, name)
+            groups = np.unique(grp[sel])
+            sizes = np.diff(starts)[groups]
+            base = np.zeros(int(groups.max()) + 1, np.int64)
+            base[groups] = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            t = _read_groups(pf, name, groups.tolist(), ["bitmap"])
+            local = off[sel] + base[grp[sel]]
+            vals = t.column("bitmap").take(pa.array(local, pa.int64())).to_pylist()
+            for k, v in zip(sel.tolist(), vals):
+                out[k] = v
+        return out
+
+
 class _Cards:
     """Per-slice cardinalities of the looked-up records, as dense arrays over manifest entries."""
 
-    def __init__(self, n, col, val, card, j):
+    def __init__(self, n, records):
         self.n = n
-        self.col, self.val, self.card, self.j = col, val, card, j
+        self.records = records
         self.cache = {}
 
     def of(self, column, value):
@@ -133,10 +314,9 @@ class _Cards:
         a = self.cache.get(k)
         if a is None:
             a = np.zeros(self.n, np.int64)
-            if len(self.col):
-                m = self.col == column
-                m &= (self.val == value) if value is not None else self.isnull
-                a[self.j[m]] = self.card[m]
+            if self.records.n:
+                m = self.records.match(column, value)
+                a[self.records.j[m]] = self.records.card[m]
             self.cache[k] = a
         return a
 
@@ -275,6 +455,36 @@ class _SliceEval:
         raise TypeError(f"not a predicate: {p!r}")
 
 
+def _coverage(table_path, view, state):
+    """(slices_total, latest_instant, uncovered SliceRefs, covered entry indices, refs by entry
+    index, how the slices were found).  Reuses the manifest's listing while the timeline is
+    exactly the one it was taken on; otherwise the ``hudi`` package lists the slices."""
+    if state is None or state.slices is None:
+        if view is not None and listing_is_current(table_path, view.listing):
+            cov = np.arange(len(view.entries), dtype=np.int64)
+            return (len(view.entries) + len(view.unindexed), view.manifest["instant"], list(view.unindexed), cov,
+                    view.refs, "index")
+        state = table_state(table_path)
+    cached = getattr(state, "_pf_coverage", None)
+    if cached is not None and cached[0] is view:
+        return cached[1]                                  # same table state and manifest: reuse
+    uncovered, cov, refs = [], [], [None] * (len(view.entries) if view is not None else 0)
+    covered = view.covered if view is not None else {}
+    if view is not None and logs_untrusted(view.manifest):
+        # indexed while an instant was pending: a slice with logs may have changed under the same name
+        covered = {k: j for k, j in covered.items() if not k[3]}
+    for ref in state.slices:
+        j = covered.get(ref.identity)
+        if j is None:
+            uncovered.append(ref)
+        else:
+            cov.append(j)
+            refs[j] = ref
+    out = (len(state.slices), state.latest_instant, uncovered, np.array(sorted(cov), np.int64), refs, "hudi")
+    state._pf_coverage = (view, out)
+    return out
+
+
 def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: bool = True) -> PruneResult:
     """Candidate file slices (and exact row positions of base-only slices) for ``where``.
 
@@ -282,104 +492,85 @@ def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: 
     ``paimon_fast.sqlpredicate`` is installed) or None.  The result lists every
     current slice that may hold a matching row; slices the index does not cover
     are always candidates.  ``report`` counts slices and rows skipped.
+
+    The current slices come from ``state`` (a :class:`~paimon_fast.hudi.table.TableState`
+    with its listing) or, without it, from the index manifest when the table's
+    timeline is exactly the one the manifest's listing was taken on (no instant
+    pending), else from the ``hudi`` package's listing.
     ``use_index=False`` makes every slice a candidate (a full snapshot read, for comparison).
     """
     t0 = time.perf_counter()
     pred = as_predicate(where)
-    state = state or table_state(table_path)
-    table_path = state.path
+    table_path = os.path.abspath(state.path if state is not None else table_path)
     view = _View(manifest) if manifest is not None else _manifest_view(table_path)
     if not use_index:
         view = None
-    manifest = view.manifest if view is not None else None
+        if state is None or state.slices is None:
+            state = table_state(table_path)
     col_types = view.col_types if view is not None else {}
+    total, latest, uncovered, cov, refs, how = _coverage(table_path, view, state)
     t_list = time.perf_counter()
-    candidates, pruned = [], []
-    cached = getattr(state, "_pf_coverage", None)
-    if cached is not None and cached[0] is view:
-        uncovered, cov_refs = cached[1], cached[2]        # same table state and manifest: reuse
-    else:
-        uncovered, cov_refs = [], {}
-        covered = view.covered if view is not None else {}
-        for ref in state.slices:
-            j = covered.get(ref.identity)
-            if j is None:
-                uncovered.append(ref)
-            else:
-                cov_refs[j] = ref
-        state._pf_coverage = (view, uncovered, cov_refs)
-    candidates.extend(Candidate(ref, False, None, None) for ref in uncovered)
+    candidates = [Candidate(ref, False, None, None) for ref in uncovered]
     prefixes = _lookups(pred, col_types) if pred is not None else set()
     used = pred is not None and bool(prefixes or any(
         l.name in col_types and l.op in INDEXED_OPS for l in pred.leaves()))
-    rows_total = rows_skipped = 0
-    if not cov_refs:
-        pass
-    elif not used:
-        for j, ref in cov_refs.items():
+    counts = view.counts if view is not None else np.zeros(0, np.int64)
+    rows_total = int(counts[cov].sum()) if cov.size else 0
+    rows_skipped = 0
+    pruned_idx = np.zeros(0, np.int64)
+    if cov.size and not used:
+        for j in cov.tolist():
             e = view.entries[j]
-            rows_total += e["row_count"]
-            candidates.append(Candidate(ref, True, None, e["row_count"], e["positions"]))
-    else:
-        segs = list(view.by_segment)
-        parts = []
-        for seg in segs:
-            t = storage.read_segment(table_path, seg, prefixes=prefixes,
-                                     columns=["column", "value", "partition", "file_id", "cardinality", "bitmap"])
-            if t.num_rows:
-                parts.append(t.join(view.seg_tables[seg], keys=["partition", "file_id"], join_type="inner"))
-        if parts:
-            recs = pa.concat_tables(parts)
-            col = recs.column("column").to_numpy(zero_copy_only=False)
-            val = recs.column("value").to_numpy(zero_copy_only=False)
-            cards = _Cards(len(view.entries), col, val, recs.column("cardinality").to_numpy(),
-                           recs.column("_j").to_numpy())
-            cards.isnull = recs.column("value").is_null().to_numpy(zero_copy_only=False)
+            candidates.append(Candidate(refs[j], True, None, e["row_count"], e["positions"]))
+    elif cov.size:
+        recs = _Records(table_path, view, prefixes)
+        maybe = _slice_mask(pred, _Cards(len(view.entries), recs), counts, col_types)
+        if maybe is None:                 # the record counts decide nothing: evaluate every covered slice
+            todo_j = cov
         else:
-            recs = None
-            cards = _Cards(len(view.entries), np.zeros(0, object), np.zeros(0, object), np.zeros(0, np.int64),
-                           np.zeros(0, np.int64))
-            cards.isnull = np.zeros(0, bool)
-        maybe = _slice_mask(pred, cards, view.counts, col_types)
-        cov_mask = np.zeros(len(view.entries), bool)
-        cov_mask[list(cov_refs)] = True
-        rows_total = int(view.counts[cov_mask].sum())
-        todo = cov_mask if maybe is None else (cov_mask & maybe)
-        for j in np.flatnonzero(cov_mask & ~todo).tolist():
-            pruned.append((cov_refs[j], int(view.counts[j])))
-            rows_skipped += int(view.counts[j])
-        todo_j = np.flatnonzero(todo)
+            todo_j, pruned_idx = cov[maybe[cov]], cov[~maybe[cov]]
+        rows_skipped = int(counts[pruned_idx].sum())
         per = {}
-        if recs is not None and todo_j.size:
-            sel = recs.filter(pc.is_in(recs.column("_j"), value_set=pa.array(todo_j, pa.int64())))
-            for c, v, b, j in zip(*(sel.column(x).to_pylist() for x in ("column", "value", "bitmap", "_j"))):
+        if recs.n and todo_j.size:
+            want = np.zeros(len(view.entries), bool)
+            want[todo_j] = True
+            ri = np.flatnonzero(want[recs.j])
+            bms = recs.bitmaps(ri)
+            cols = recs.col.take(pa.array(ri, pa.int64())).to_pylist()
+            vals = recs.val.take(pa.array(ri, pa.int64())).to_pylist()
+            for c, v, b, j in zip(cols, vals, bms.tolist(), recs.j[ri].tolist()):
                 per.setdefault(j, {})[(c, v)] = b
+        late = []
         for j in todo_j.tolist():
-            ref, e = cov_refs[j], view.entries[j]
+            ref, e = refs[j], view.entries[j]
             n = e["row_count"]
             r = _SliceEval(per.get(j, {}), n, col_types).ev(pred)
             if r is None:
                 candidates.append(Candidate(ref, True, None, n, e["positions"]))
             elif not r:
-                pruned.append((ref, n))
+                late.append(j)
                 rows_skipped += n
             elif e["positions"]:
                 candidates.append(Candidate(ref, True, r, n, True))
                 rows_skipped += n - len(r)
             else:
                 candidates.append(Candidate(ref, True, None, n, False))
-    uncovered = [c for c in candidates if not c.covered]
+        if late:
+            pruned_idx = np.sort(np.concatenate([pruned_idx, np.array(late, np.int64)]))
     t1 = time.perf_counter()
+    manifest = view.manifest if view is not None else None
+    n_uncovered = len(uncovered)
     report = {
         "predicate": repr(pred),
         "index_instant": None if manifest is None else manifest["instant"],
-        "table_instant": state.latest_instant,
-        "stale": manifest is None or manifest["instant"] != state.latest_instant or bool(uncovered),
+        "table_instant": latest,
+        "stale": manifest is None or manifest["instant"] != latest or bool(n_uncovered),
         "indexed_columns": list(col_types),
-        "slices_total": len(state.slices),
-        "slices_covered": len(cov_refs),
-        "slices_not_indexed": len(uncovered),
-        "slices_pruned": len(pruned),
+        "listing": how,
+        "slices_total": total,
+        "slices_covered": int(cov.size),
+        "slices_not_indexed": n_uncovered,
+        "slices_pruned": int(pruned_idx.size),
         "slices_candidate": len(candidates),
         "rows_indexed": rows_total,
         "rows_skipped": rows_skipped,
@@ -388,4 +579,4 @@ def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: 
         "ms_list": round((t_list - t0) * 1000, 2),
         "ms_prune": round((t1 - t_list) * 1000, 2),
     }
-    return PruneResult(candidates, pruned, report)
+    return PruneResult(candidates, report=report, _lazy=(refs, pruned_idx.tolist(), counts))

@@ -112,7 +112,7 @@ def read_arrow(table_path: str, where=None, *, state=None):
     """In-process pruned read: ``(pyarrow.Table, report)``, rows equal to a snapshot
     read filtered by ``where`` (no Spark needed)."""
     pred = as_predicate(where)
-    state = state or table_state(table_path)
+    state = state or table_state(table_path, listing=False)   # prune reuses the index's listing when current
     pr = prune(state.path, pred, state=state)
     schema = pa.schema([f.with_nullable(True) for f in state.schema])
     parts = [_run_task(state.path, t, schema, pred) for t in _tasks(pr)]
@@ -150,7 +150,7 @@ def read(spark, table_path: str, where=None, *, parallelism=None, use_index: boo
     reads every slice (the same pipeline as a full snapshot read, for comparison).
     """
     pred = as_predicate(where)
-    state = table_state(table_path)
+    state = table_state(table_path, listing=False)     # prune reuses the index's listing when current
     pr = prune(state.path, pred, state=state, use_index=use_index)
     schema = pa.schema([f.with_nullable(True) for f in state.schema])
     tasks = _tasks(pr)
@@ -163,8 +163,8 @@ def read(spark, table_path: str, where=None, *, parallelism=None, use_index: boo
         _r = importlib.import_module("paimon_fast.hudi.read")
 
         for batch in batches:
-            for task in batch.column(0).to_pylist():
-                tbl = _r._run_task(path, task, schema, pred_blob)
+            for i in batch.column(0).to_pylist():
+                tbl = _r._run_task(path, tasks[i], schema, pred_blob)
                 for b in tbl.to_batches():
                     yield b
 
@@ -172,8 +172,9 @@ def read(spark, table_path: str, where=None, *, parallelism=None, use_index: boo
     if not tasks:
         df = spark.createDataFrame([], sp_schema)
     else:
+        # task i = row i of a range (no shuffle); the task list travels in the closure
         n = parallelism or max(1, min(len(tasks), spark.sparkContext.defaultParallelism * 2))
-        df = spark.createDataFrame([(t,) for t in tasks], "task string").repartition(n).mapInArrow(run, sp_schema)
+        df = spark.range(0, len(tasks), 1, n).mapInArrow(run, sp_schema)
     known = [c.rows_to_read for c in pr.candidates]
     rows_to_read = None if any(r is None for r in known) else sum(known)   # None: some slices not indexed
     return HudiRead(df, _report(pr, {"tasks": len(tasks), "rows_to_read_known": rows_to_read}))

@@ -1,7 +1,9 @@
 """The Hudi table as the ``hudi`` package (the Rust reader's Python binding) sees it."""
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Tuple
 
@@ -19,14 +21,21 @@ def _hudi():
 
 
 def open_table(table_path: str, cached: bool = False):
-    """A ``hudi.HudiTable`` for ``table_path`` (made absolute, as the package requires)."""
+    """A ``hudi.HudiTable`` for ``table_path`` (made absolute, as the package requires).
+
+    ``cached=True`` reuses a table opened on exactly the current timeline (a table
+    object keeps the timeline it loaded: reusing it after a commit would merge log
+    files without the new instants)."""
     hudi = _hudi()
     p = os.path.abspath(table_path)
     if cached:
-        t = _TABLES.get(p)
-        if t is None:
-            t = _TABLES[p] = hudi.HudiTableBuilder.from_base_uri(p).build()
-        return t
+        fp = timeline_fingerprint(p).digest
+        hit = _TABLES.get(p)
+        if hit is None or hit[0] != fp:
+            if len(_TABLES) > 64:
+                _TABLES.clear()
+            hit = _TABLES[p] = (fp, hudi.HudiTableBuilder.from_base_uri(p).build())
+        return hit[1]
     return hudi.HudiTableBuilder.from_base_uri(p).build()
 
 
@@ -82,8 +91,11 @@ class TableState:
     options: dict = field(default_factory=dict)
 
 
-def table_state(table_path: str, as_of=None) -> TableState:
-    """Slices, schema and instants of the table now (or as of instant ``as_of``)."""
+def table_state(table_path: str, as_of=None, listing: bool = True) -> TableState:
+    """Slices, schema and instants of the table now (or as of instant ``as_of``).
+
+    ``listing=False`` skips the file-slice listing (``slices`` is then None): callers
+    that can reuse an index manifest's listing (:func:`listing_is_current`) use it."""
     t = open_table(table_path)
     opts = t.hudi_options()
     populate = opts.get("hoodie.populate.meta.fields", "true").lower() != "false"
@@ -104,12 +116,95 @@ def table_state(table_path: str, as_of=None) -> TableState:
             latest = tl.get_latest_commit_timestamp()
         except Exception:  # noqa: BLE001 - "Timeline has no completed commit."
             latest = instants[-1] if instants else "0"
-    slices = []
-    if instants:
+    slices = [] if listing else None
+    if instants and listing:
         hudi = _hudi()
         ro = hudi.HudiReadOptions().with_as_of_timestamp(latest) if as_of is not None else None
         for s in t.get_file_slices(ro):
             slices.append(SliceRef(s.partition_path, s.file_id, s.base_file_name, tuple(s.log_file_names),
                                    s.creation_instant_time))
     return TableState(os.path.abspath(table_path), slices, schema, latest, instants, t.is_mor, populate,
-                      t.hudi_options())
+                      opts)
+
+
+# ------------------------------------------------------------ timeline fingerprint
+#
+# The ``hudi`` package derives a table's current file slices from the active
+# timeline (completed instants and their metadata), the table properties and the
+# files in the partitions.  A writer changes partition files only under an
+# instant it first records on the timeline (requested / inflight files), and every
+# action that removes or replaces slices (rollback, restore, clean, replacecommit,
+# compaction, clustering, archival) changes the timeline too.  So when the
+# timeline directories hold exactly the files (names, sizes, modification times)
+# they held when the index listed the slices, and no instant is pending, that
+# listing is still the table's current one.  A pending instant (requested or
+# inflight, of any action) may be writing files right now, so then the caller
+# lists the slices again; anything unexpected also means "list again".
+
+_INSTANT_RE = re.compile(r"^(\d{8,})(?:_(\d{8,}))?\.([A-Za-z_]+)(?:\.(requested|inflight))?$")
+_TIMELINE_DIRS = (
+    "", "timeline", ".schema",                                  # data table timeline (layouts 1 and 2), schemas
+    "metadata/.hoodie", "metadata/.hoodie/timeline",            # the metadata table's timeline, when present
+)
+
+
+@dataclass(frozen=True)
+class TimelineFingerprint:
+    """Digest of the timeline files and whether any instant is pending (requested / inflight)."""
+
+    digest: str
+    pending: tuple
+    files: int
+
+    @property
+    def settled(self) -> bool:
+        return not self.pending
+
+
+def timeline_fingerprint(table_path: str) -> TimelineFingerprint:
+    """Fingerprint of ``<table>/.hoodie``'s timeline files (see the comment above).
+
+    Regular files directly under ``.hoodie``, ``.hoodie/timeline``, ``.hoodie/.schema``
+    and the metadata table's timeline directories enter the digest with their size
+    and modification time; ``pending`` lists instants with a requested/inflight
+    file and no completed one."""
+    hd = os.path.join(os.path.abspath(table_path), ".hoodie")
+    h = hashlib.sha1()
+    states = {}
+    n = 0
+    for sub in _TIMELINE_DIRS:
+        d = os.path.join(hd, sub) if sub else hd
+        try:
+            it = os.scandir(d)
+        except (FileNotFoundError, NotADirectoryError):
+            h.update(f"-{sub}\n".encode())
+            continue
+        rows = []
+        with it:
+            for e in it:
+                if not e.is_file(follow_symlinks=False):
+                    continue
+                st = e.stat(follow_symlinks=False)
+                rows.append(f"{sub}/{e.name}\0{st.st_size}\0{st.st_mtime_ns}\n")
+                if sub in ("", "timeline"):
+                    m = _INSTANT_RE.match(e.name)
+                    if m:
+                        ts, action, state = m.group(1), m.group(3), m.group(4)
+                        done = state is None and action != "inflight"      # layout 1 writes <ts>.inflight for commits
+                        states[ts] = states.get(ts, False) or done
+        rows.sort()
+        n += len(rows)
+        h.update(f"+{sub}\n".encode())
+        for r in rows:
+            h.update(r.encode("utf-8", "surrogateescape"))
+    pending = tuple(sorted(ts for ts, done in states.items() if not done))
+    return TimelineFingerprint(h.hexdigest(), pending, n)
+
+
+def listing_is_current(table_path: str, recorded) -> bool:
+    """True when ``recorded`` (a manifest's ``listing`` dict) was taken on exactly
+    the current, settled timeline: its slices are then the table's current ones."""
+    if not recorded or not isinstance(recorded, dict) or not recorded.get("timeline"):
+        return False
+    fp = timeline_fingerprint(table_path)
+    return fp.settled and fp.digest == recorded["timeline"]
