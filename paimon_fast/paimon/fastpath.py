@@ -58,7 +58,12 @@ import numpy as np
 from pyroaring import BitMap
 
 from ..errors import IndexFormatError, PaimonFastError
-from ..fileindex.format import MAGIC as _CONTAINER_MAGIC, FileIndexFile
+from ..errors import UnknownIndexTypeError, UnsupportedTypeError
+from ..fileindex import EmptyFileIndexReader, evaluate_tree, get_factory
+from ..fileindex.format import EMPTY_INDEX_FLAG as _EMPTY_INDEX, MAGIC as _CONTAINER_MAGIC, FileIndexFile
+from ..fileindex.options import Options
+from ..predicate import Leaf
+from ..types import DataType
 from ..result import REMAIN, BitmapResult
 from ..source import BytesSource, FileSource
 from .deletion import read_deletion_vector
@@ -874,11 +879,22 @@ def _evaluate(table, f: _File, schemas: _Schemas, predicate):
 class _PreadSource(FileSource):
     """A local index file read with ``os.pread`` (no buffered stream), counting the bytes read."""
 
+    _FIRST = 4096  # the container header and the start of the first index: one read
+
     def __init__(self, path):
         super().__init__(path)
+        self._first = b""
         self.bytes_read = 0
 
     def _read(self, offset, length):
+        end = offset + length
+        first = self._first
+        if end <= len(first):
+            return first[offset:end]
+        if offset == 0 and not first and length <= self._FIRST:
+            first = self._first = super()._read(0, min(self.size, self._FIRST))
+            self.bytes_read += len(first)
+            return first[:length]
         self.bytes_read += length
         return super()._read(offset, length)
 
@@ -888,6 +904,7 @@ class _PreadSource(FileSource):
 # cold plan parses it once; a header's validation depends only on these two values.
 _HEADERS: Dict[tuple, tuple] = {}
 _HEADERS_MAX = 4096
+_NO_OPTIONS = Options({})
 _HEAD = __import__("struct").Struct(">qii")
 
 
@@ -910,13 +927,69 @@ def _container_result(f: _File, source, names, types, predicate):
     if layout is None:
         key = _header_key(source)
         layout = _HEADERS.get(key) if key is not None else None
-    container = FileIndexFile(source, types, {}, layout)
-    f.layout = container.layout()  # kept with the plan, i.e. for this snapshot
-    if key is not None and layout is None:
-        if len(_HEADERS) >= _HEADERS_MAX:
-            _HEADERS.clear()
-        _HEADERS[key] = f.layout
-    res = _result_of(container, predicate, names)
+    if layout is not None and layout[2] == source.size:
+        f.layout = layout
+        res = _lean_result(source, layout[0], names, types, predicate)
+    else:
+        container = FileIndexFile(source, types, {}, layout)
+        f.layout = container.layout()  # kept with the plan, i.e. for this snapshot
+        if key is not None:
+            if len(_HEADERS) >= _HEADERS_MAX:
+                _HEADERS.clear()
+            _HEADERS[key] = f.layout
+        res = _result_of(container, predicate, names)
     if isinstance(res, BitmapResult):
         res.bitmap  # materialise while the stream is open
     return res
+
+
+_LEAVES: Dict[tuple, Leaf] = {}
+
+
+def _lean_result(source, entries, names, types, predicate):
+    """What ``_result_of(FileIndexFile(source, types, {}, layout), predicate, names)`` answers,
+    for a container whose header was parsed before (``entries``), without building the
+    container object: the same readers, the same AND of every index on a column, the
+    same errors turned into REMAIN (an index type we do not know, a column without a
+    type, a reader that cannot answer or finds corrupt bytes)."""
+    readers = {}
+
+    def reader(col, itype, start, length):
+        rd = readers.get((col, itype))
+        if rd is None:
+            dtype = DataType.parse(types[col])  # KeyError: no type, skipped as FileIndexFile does
+            if start == _EMPTY_INDEX:
+                rd = EmptyFileIndexReader(dtype, source.slice(0, 0), _NO_OPTIONS)
+            else:
+                rd = get_factory(itype).reader(dtype, source.slice(start, length, f"{itype} of {col}"), _NO_OPTIONS)
+            readers[(col, itype)] = rd
+        return rd
+
+    def visit(leaf: Leaf):
+        col = names.get(leaf.name)
+        if col is None:
+            return REMAIN
+        try:
+            k = (leaf.op, col, leaf.literals)
+            try:
+                fleaf = _LEAVES[k]
+            except (KeyError, TypeError):  # TypeError: unhashable literal
+                fleaf = Leaf(leaf.op, col, leaf.literals)
+                try:
+                    if len(_LEAVES) > 1024:
+                        _LEAVES.clear()
+                    _LEAVES[k] = fleaf
+                except TypeError:
+                    pass
+            res = REMAIN
+            for e in entries.get(col, ()):
+                try:
+                    rd = reader(col, *e)
+                except (UnknownIndexTypeError, KeyError):
+                    continue
+                res = res.and_(rd.visit(fleaf))
+            return res
+        except (UnsupportedTypeError, UnknownIndexTypeError, KeyError, TypeError, ValueError):
+            return REMAIN
+
+    return evaluate_tree(predicate, visit)
