@@ -192,7 +192,7 @@ def read_avro(data: bytes) -> List[dict]:
         raise IndexFormatError("not an Avro object container", 0)
     # the files of a table share a few headers (metadata map: schema, codec); only the
     # sync marker after it differs, so a header seen before is matched by one compare
-    for meta_bytes, known in _HEADER_CACHE.items():
+    for meta_bytes, known in tuple(_HEADER_CACHE.items()):  # a snapshot: other threads may add
         if data.startswith(meta_bytes, 4):
             parsed, codec = known
             pos = 4 + len(meta_bytes)
