@@ -399,3 +399,143 @@ def test_time_travel_falls_back(tmp_path):
     assert not rep.fast_path and tb.num_rows == 1000
     tb, rep = read_with_index(table, pf.field("price") >= 0)
     assert rep.fast_path and tb.num_rows == 3000
+
+
+# ---------------------------------------------------------------- cold-path caches (header caches, lean evaluation)
+def test_lean_avro_reader_cold_and_warm_headers(java09):
+    """Every manifest decodes the same with the header caches empty (each file parsed
+    from scratch) and warm from other files of other tables, in any order."""
+    import fastavro
+
+    paths = _manifests(java09)
+    expected = {p: list(fastavro.reader(io.BytesIO(open(p, "rb").read()))) for p in paths}
+    for p in paths:
+        fastpath.clear_plan_cache()
+        assert not fastpath._HEADER_CACHE
+        assert fastpath.read_avro(open(p, "rb").read()) == expected[p]
+    rng = random.Random(5)
+    for _ in range(3):
+        rng.shuffle(paths)
+        for p in paths:
+            assert fastpath.read_avro(open(p, "rb").read()) == expected[p]
+    assert 1 <= len(fastpath._HEADER_CACHE) <= 8  # a few schemas shared by many files
+    # the same records under other headers (extra metadata, other codecs): parsed, not matched
+    reader = fastavro.reader(io.BytesIO(open(paths[0], "rb").read()))
+    schema = fastavro.parse_schema(reader.writer_schema)
+    n = len(fastpath._HEADER_CACHE)
+    for k, codec in enumerate(["null", "deflate", "null"]):
+        buf = io.BytesIO()
+        fastavro.writer(buf, schema, expected[paths[0]], codec=codec, metadata={"x": "y" * (k + 1)})
+        assert fastpath.read_avro(buf.getvalue()) == expected[paths[0]]
+    assert len(fastpath._HEADER_CACHE) == n + 3
+
+
+EXTRA_PREDS = PREDS + [
+    pf.field("name").isin(["name-3", "name-1999", "zzz"]),
+    pf.field("category").is_null(),
+    pf.field("category") != "red",
+    (pf.field("category") == "red") & (pf.field("name") == "name-1500"),
+    (pf.field("name") == "nope") | (pf.field("price") > 10),
+]
+
+
+def _containers(table):
+    """``(source factory, file)`` of every data file with an index."""
+    plan, _ = fastpath.get_plan(table, use_cache=False)
+    out = []
+    for f in plan.files:
+        if f.embedded:
+            out.append((lambda f=f: fastpath.BytesSource(bytes(f.embedded)), f))
+            continue
+        for extra in f.extra:
+            if extra.endswith(".index"):
+                out.append((lambda f=f, extra=extra: fastpath._PreadSource(f"{f.fsdir}/{extra}"), f))
+    return plan, out
+
+
+def _same_result(a, b):
+    assert a.remain == b.remain
+    assert isinstance(a, fastpath.BitmapResult) == isinstance(b, fastpath.BitmapResult)
+    if isinstance(a, fastpath.BitmapResult):
+        assert fastpath.BitMap(a.bitmap) == fastpath.BitMap(b.bitmap)
+
+
+@pytest.mark.parametrize("name", ["append_embedded", "append_sidecar", "native"])
+def test_lean_index_evaluation_equals_container(java09, native_table, name):
+    """The lean per-file evaluation (cached header) answers exactly what the container
+    object answers, for every file and predicate (AND / OR, non-indexed columns, IN,
+    IS NULL, NOT EQUAL)."""
+    from paimon_fast.fileindex.format import FileIndexFile
+    from paimon_fast.paimon.scan import _result_of
+
+    table = native_table if name == "native" else catalog(java09).get_table("db." + name)
+    plan, conts = _containers(table)
+    assert conts
+    schemas = fastpath._Schemas(table, plan)
+    for make, f in conts:
+        names, types = schemas.index_view(f.schema_id)
+        with make() as src:
+            layout = FileIndexFile(src, types, {}).layout()
+            for pred in EXTRA_PREDS:
+                _same_result(fastpath._lean_result(src, layout[0], names, types, pred),
+                             _result_of(FileIndexFile(src, types, {}), pred, names))
+
+
+def test_container_header_cache_never_trusts_other_bytes(tmp_path):
+    """Sidecars sharing one header: a truncated one (other size) is parsed and found
+    corrupt (its file kept), one with a corrupt index body answers as the container
+    does; rows equal pypaimon's either way, cold and warm."""
+    pytest.importorskip("pypaimon_rust")
+    opts = {"file-index.bloom-filter.columns": "name", "file-index.bloom-filter.name.items": "1000"}
+    table = create_sample_table(tmp_path, options=opts, native=True, files=5)
+    bdir = os.path.join(str(tmp_path), "db.db", "t", "bucket-0")
+    sidecars = sorted(n for n in os.listdir(bdir) if n.endswith(".index"))
+    assert len(sidecars) >= 3
+    heads = set()
+    for n in sidecars:
+        with fastpath._PreadSource(os.path.join(bdir, n)) as src:
+            heads.add(fastpath._header_key(src)[0])
+    assert len(heads) == 1  # one header shared by every sidecar: the cache has something to share
+    with open(os.path.join(bdir, sidecars[1]), "r+b") as fh:
+        fh.truncate(os.path.getsize(os.path.join(bdir, sidecars[1])) - 3)
+    p2 = os.path.join(bdir, sidecars[2])
+    data = bytearray(open(p2, "rb").read())
+    with fastpath._PreadSource(p2) as src:
+        head_len = len(fastpath._header_key(src)[0])
+    for i in range(head_len, len(data), 7):
+        data[i] ^= 0x5A
+    open(p2, "wb").write(bytes(data))
+    for rounds in range(2):
+        fastpath.clear_plan_cache()
+        for pred in EXTRA_PREDS:
+            for _ in range(2):  # cold plan, then warm (cached layouts)
+                fast, rep = read_with_index(table, pred)
+                assert rep.fast_path
+                assert _rows(fast) == _rows(_exact(_plain(table, pred), table, pred))
+
+
+def test_pread_source_reads(tmp_path):
+    rng = random.Random(3)
+    data = bytes(rng.randrange(256) for _ in range(10000))
+    p = tmp_path / "x.bin"
+    p.write_bytes(data)
+    for _ in range(200):
+        with fastpath._PreadSource(str(p)) as src:
+            for _ in range(4):
+                off = rng.choice([0, rng.randrange(len(data)), rng.randrange(4096), 4090])
+                n = rng.randrange(0, min(len(data) - off, 6000) + 1)
+                assert bytes(src.read_at(off, n)) == data[off:off + n]
+            with pytest.raises(IndexFormatError):
+                src.read_at(len(data) - 2, 3)
+    small = tmp_path / "s.bin"
+    small.write_bytes(data[:100])
+    with fastpath._PreadSource(str(small)) as src:
+        assert bytes(src.read_at(0, 20)) == data[:20] and bytes(src.read_at(90, 10)) == data[90:100]
+        assert src.bytes_read == 100
+
+
+def test_clear_plan_cache_clears_header_caches(native_table):
+    read_with_index(native_table, pf.field("name") == "name-3")
+    assert fastpath._HEADERS and fastpath._HEADER_CACHE and fastpath._SCHEMA_CACHE
+    fastpath.clear_plan_cache()
+    assert not fastpath._HEADERS and not fastpath._HEADER_CACHE and not fastpath._SCHEMA_CACHE

@@ -41,6 +41,17 @@ files, bucket directories, and the parsed headers of index containers once
 read) is kept per ``(table path, snapshot id)``; every
 query reads the latest snapshot id first, so a new commit is always seen.
 ``clear_plan_cache()`` drops it; ``use_cache=False`` bypasses it.
+
+What keeps a cold plan (the first query of a snapshot) cheap: the files of a
+table share a few Avro headers and index container headers, so each distinct
+header is parsed and validated once and later files are matched against it
+by their exact bytes (and, for containers, their size); once a container's
+header is known, its indexes are evaluated without building the container
+object (:func:`_lean_result`: the same readers, the same AND over a column's
+indexes, the same errors kept as REMAIN); local sidecars are read with
+``os.pread`` (their first 4 KB in one read).  ``clear_plan_cache()`` clears
+these header caches too, so a "cold" measurement pays what a fresh process
+pays, imports aside.
 """
 from __future__ import annotations
 
@@ -58,9 +69,14 @@ import numpy as np
 from pyroaring import BitMap
 
 from ..errors import IndexFormatError, PaimonFastError
-from ..fileindex.format import FileIndexFile
+from ..errors import UnknownIndexTypeError, UnsupportedTypeError
+from ..fileindex import EmptyFileIndexReader, evaluate_tree, get_factory
+from ..fileindex.format import EMPTY_INDEX_FLAG as _EMPTY_INDEX, MAGIC as _CONTAINER_MAGIC, FileIndexFile
+from ..fileindex.options import Options
+from ..predicate import Leaf
+from ..types import DataType
 from ..result import REMAIN, BitmapResult
-from ..source import BytesSource
+from ..source import BytesSource, FileSource
 from .deletion import read_deletion_vector
 from .predicates import to_pypaimon
 from .scan import PruneReport, _CountingSource, _result_of, index_applicability
@@ -79,6 +95,8 @@ class Fallback(Exception):
 _AVRO_MAGIC = b"Obj\x01"
 _SCHEMA_CACHE: Dict[bytes, object] = {}
 _SCHEMA_LOCK = threading.Lock()
+_HEADER_CACHE: Dict[bytes, tuple] = {}  # metadata map bytes -> (parsed schema, codec)
+_ZSTD = threading.local()
 
 
 def _zigzag(buf, pos):
@@ -106,9 +124,12 @@ def _decompress(codec: bytes, blk: bytes, at: int) -> bytes:
     if codec == b"deflate":
         return zlib.decompress(blk, -15)
     if codec == b"zstandard":
-        import zstandard
+        dctx = getattr(_ZSTD, "dctx", None)
+        if dctx is None:  # one decompression context per thread, reused
+            import zstandard
 
-        return zstandard.ZstdDecompressor().decompressobj().decompress(blk)
+            dctx = _ZSTD.dctx = zstandard.ZstdDecompressor()
+        return dctx.decompressobj().decompress(blk)
     if codec == b"snappy":
         try:
             import snappy
@@ -118,16 +139,8 @@ def _decompress(codec: bytes, blk: bytes, at: int) -> bytes:
     raise Fallback(f"Avro codec {codec!r}")
 
 
-def read_avro(data: bytes) -> List[dict]:
-    """Every record of an Avro object container, decoded with its writer schema.
-
-    Parsed schemas are cached by their JSON text (manifests of one table share
-    a few schemas), which is what makes many small manifests cheap."""
-    import fastavro
-
-    data = bytes(data)
-    if data[:4] != _AVRO_MAGIC:
-        raise IndexFormatError("not an Avro object container", 0)
+def _parse_avro_header(data: bytes, fastavro):
+    """``(parsed schema, codec, position of the sync marker)``; remembers the header."""
     pos = 4
     meta = {}
     while True:
@@ -148,10 +161,8 @@ def read_avro(data: bytes) -> List[dict]:
                 raise IndexFormatError("Avro header truncated", pos)
             meta[key] = bytes(data[pos:pos + vlen])
             pos += vlen
-    sync = data[pos:pos + 16]
-    pos += 16
     schema_text = meta.get(b"avro.schema")
-    if schema_text is None or len(sync) != 16:
+    if schema_text is None or pos + 16 > len(data):
         raise IndexFormatError("Avro header without a schema", pos)
     parsed = _SCHEMA_CACHE.get(schema_text)
     if parsed is None:
@@ -162,6 +173,36 @@ def read_avro(data: bytes) -> List[dict]:
         with _SCHEMA_LOCK:
             _SCHEMA_CACHE[schema_text] = parsed
     codec = meta.get(b"avro.codec", b"null")
+    with _SCHEMA_LOCK:
+        if len(_HEADER_CACHE) >= 64:
+            _HEADER_CACHE.clear()
+        _HEADER_CACHE[bytes(data[4:pos])] = (parsed, codec)
+    return parsed, codec, pos
+
+
+def read_avro(data: bytes) -> List[dict]:
+    """Every record of an Avro object container, decoded with its writer schema.
+
+    Parsed schemas are cached by their JSON text (manifests of one table share
+    a few schemas), which is what makes many small manifests cheap."""
+    import fastavro
+
+    data = bytes(data)
+    if data[:4] != _AVRO_MAGIC:
+        raise IndexFormatError("not an Avro object container", 0)
+    # the files of a table share a few headers (metadata map: schema, codec); only the
+    # sync marker after it differs, so a header seen before is matched by one compare
+    for meta_bytes, known in tuple(_HEADER_CACHE.items()):  # a snapshot: other threads may add
+        if data.startswith(meta_bytes, 4):
+            parsed, codec = known
+            pos = 4 + len(meta_bytes)
+            break
+    else:
+        parsed, codec, pos = _parse_avro_header(data, fastavro)
+    sync = data[pos:pos + 16]
+    if len(sync) != 16:
+        raise IndexFormatError("Avro header truncated", pos)
+    pos += 16
     out = []
     n = len(data)
     while pos < n:
@@ -236,9 +277,15 @@ _PLAN_CACHE_SIZE = 16
 
 
 def clear_plan_cache():
-    """Forget every cached plan (they are keyed by table path and snapshot id)."""
+    """Forget every cached plan (they are keyed by table path and snapshot id), and the
+    parsed Avro and index container headers, so the next query pays what a first query
+    in a fresh process pays (short of imports)."""
     with _PLAN_LOCK:
         _PLAN_CACHE.clear()
+        _HEADERS.clear()
+    with _SCHEMA_LOCK:
+        _SCHEMA_CACHE.clear()
+        _HEADER_CACHE.clear()
 
 
 _TIME_TRAVEL = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "scan.timestamp",
@@ -311,6 +358,21 @@ def _read_bytes(file_io, path) -> bytes:
         return s.read()
 
 
+def _read_local(path) -> bytes:
+    """A whole local file with plain ``os`` calls (cheaper than a buffered stream for small files)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+    finally:
+        os.close(fd)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
 def _manifest_dir(table):
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
@@ -331,8 +393,7 @@ def _load_plan(table, snapshot, workers: int) -> _Plan:
         fsdir = file_io.to_filesystem_path(mdir)
 
         def one(name):
-            with open(f"{fsdir}/{name}", "rb") as fh:
-                return read_avro(fh.read())
+            return read_avro(_read_local(f"{fsdir}/{name}"))
     else:
         def one(name):
             return read_avro(_read_bytes(file_io, f"{mdir}/{name}"))
@@ -806,8 +867,16 @@ def _evaluate(table, f: _File, schemas: _Schemas, predicate):
             return _container_result(f, BytesSource(data), names, types, predicate), len(data)
         for extra in f.extra:
             if extra.endswith(".index"):
+                path = f"{f.fsdir}/{extra}"
+                if _is_local(table.file_io):
+                    try:
+                        src = _PreadSource(path)
+                    except OSError:
+                        return REMAIN, 0
+                    with src:
+                        return _container_result(f, src, names, types, predicate), src.bytes_read
                 try:
-                    stream = _open_stream(table.file_io, f"{f.fsdir}/{extra}")
+                    stream = _open_stream(table.file_io, path)
                 except OSError:
                     return REMAIN, 0
                 with stream:
@@ -818,10 +887,120 @@ def _evaluate(table, f: _File, schemas: _Schemas, predicate):
     return REMAIN, -1
 
 
+class _PreadSource(FileSource):
+    """A local index file read with ``os.pread`` (no buffered stream), counting the bytes read."""
+
+    _FIRST = 4096  # the container header and the start of the first index: one read
+
+    def __init__(self, path):
+        super().__init__(path)
+        self._first = b""
+        self.bytes_read = 0
+
+    def _read(self, offset, length):
+        end = offset + length
+        first = self._first
+        if end <= len(first):
+            return first[offset:end]
+        if offset == 0 and not first and length <= self._FIRST:
+            first = self._first = super()._read(0, min(self.size, self._FIRST))
+            self.bytes_read += len(first)
+            return first[:length]
+        self.bytes_read += length
+        return super()._read(offset, length)
+
+
+# Parsed container headers by their exact bytes and the container's size.  The files
+# of one table usually share one header (same columns, index types and sizes), so a
+# cold plan parses it once; a header's validation depends only on these two values.
+_HEADERS: Dict[tuple, tuple] = {}
+_HEADERS_MAX = 4096
+_NO_OPTIONS = Options({})
+_HEAD = __import__("struct").Struct(">qii")
+
+
+def _header_key(source):
+    """``(head bytes, size)`` of a container, or None when its fixed part does not check out
+    (the container parser then reports the error)."""
+    size = source.size
+    if size < 20:
+        return None
+    fixed = bytes(source.read_at(0, 16, "container header"))
+    magic, version, head_len = _HEAD.unpack(fixed)
+    if magic != _CONTAINER_MAGIC or head_len < 24 or head_len > size or head_len > 1 << 20:
+        return None
+    return bytes(source.read_at(0, head_len, "container header")), size
+
+
 def _container_result(f: _File, source, names, types, predicate):
-    container = FileIndexFile(source, types, {}, f.layout)
-    f.layout = container.layout()  # kept with the plan, i.e. for this snapshot
-    res = _result_of(container, predicate, names)
+    layout = f.layout
+    key = None
+    if layout is None:
+        key = _header_key(source)
+        layout = _HEADERS.get(key) if key is not None else None
+    if layout is not None and layout[2] == source.size:
+        f.layout = layout
+        res = _lean_result(source, layout[0], names, types, predicate)
+    else:
+        container = FileIndexFile(source, types, {}, layout)
+        f.layout = container.layout()  # kept with the plan, i.e. for this snapshot
+        if key is not None:
+            if len(_HEADERS) >= _HEADERS_MAX:
+                _HEADERS.clear()
+            _HEADERS[key] = f.layout
+        res = _result_of(container, predicate, names)
     if isinstance(res, BitmapResult):
         res.bitmap  # materialise while the stream is open
     return res
+
+
+_LEAVES: Dict[tuple, Leaf] = {}
+
+
+def _lean_result(source, entries, names, types, predicate):
+    """What ``_result_of(FileIndexFile(source, types, {}, layout), predicate, names)`` answers,
+    for a container whose header was parsed before (``entries``), without building the
+    container object: the same readers, the same AND of every index on a column, the
+    same errors turned into REMAIN (an index type we do not know, a column without a
+    type, a reader that cannot answer or finds corrupt bytes)."""
+    readers = {}
+
+    def reader(col, itype, start, length):
+        rd = readers.get((col, itype))
+        if rd is None:
+            dtype = DataType.parse(types[col])  # KeyError: no type, skipped as FileIndexFile does
+            if start == _EMPTY_INDEX:
+                rd = EmptyFileIndexReader(dtype, source.slice(0, 0), _NO_OPTIONS)
+            else:
+                rd = get_factory(itype).reader(dtype, source.slice(start, length, f"{itype} of {col}"), _NO_OPTIONS)
+            readers[(col, itype)] = rd
+        return rd
+
+    def visit(leaf: Leaf):
+        col = names.get(leaf.name)
+        if col is None:
+            return REMAIN
+        try:
+            k = (leaf.op, col, leaf.literals)
+            try:
+                fleaf = _LEAVES[k]
+            except (KeyError, TypeError):  # TypeError: unhashable literal
+                fleaf = Leaf(leaf.op, col, leaf.literals)
+                try:
+                    if len(_LEAVES) > 1024:
+                        _LEAVES.clear()
+                    _LEAVES[k] = fleaf
+                except TypeError:
+                    pass
+            res = REMAIN
+            for e in entries.get(col, ()):
+                try:
+                    rd = reader(col, *e)
+                except (UnknownIndexTypeError, KeyError):
+                    continue
+                res = res.and_(rd.visit(fleaf))
+            return res
+        except (UnsupportedTypeError, UnknownIndexTypeError, KeyError, TypeError, ValueError):
+            return REMAIN
+
+    return evaluate_tree(predicate, visit)
