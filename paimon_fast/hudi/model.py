@@ -147,17 +147,22 @@ def _decimal_text(d: _decimal.Decimal, scale: int) -> str:
     return s
 
 
+def _plain(arr) -> pa.Array:
+    """One contiguous, non-dictionary array of the same values."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.cast(arr.type.value_type)
+    return arr
+
+
 def canonical_strings(arr) -> list:
     """Canonical strings of the values of an Arrow array (None where null).
 
     Intended for an array of distinct values (a dictionary), not for every row.
     """
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = _plain(arr)
     t = arr.type
-    if pa.types.is_dictionary(t):
-        arr = arr.cast(t.value_type)
-        t = arr.type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return arr.to_pylist()
     if pa.types.is_integer(t):
@@ -178,12 +183,8 @@ def canonical_strings(arr) -> list:
 
 def canonical_array(arr) -> pa.Array:
     """:func:`canonical_strings` as an Arrow string array (vectorised for strings and integers)."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = _plain(arr)
     t = arr.type
-    if pa.types.is_dictionary(t):
-        arr = arr.cast(t.value_type)
-        t = arr.type
     if pa.types.is_string(t):
         return arr
     if pa.types.is_large_string(t) or pa.types.is_integer(t):
