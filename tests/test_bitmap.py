@@ -333,7 +333,7 @@ def _java_v2_reader_lookup(data: bytes, key: bytes):
         return s.read(i32())
 
     assert s.read(1)[0] == 2
-    row_count, _, has_null = i32(), i32(), s.read(1)[0]
+    _row_count, _, has_null = i32(), i32(), s.read(1)[0]
     index_block_start = 10
     if has_null:
         i32(), i32()

@@ -1,7 +1,6 @@
 """The command line's in-process commands and the kernel import guard."""
 import importlib
 import json
-import sys
 
 import pytest
 

@@ -97,7 +97,6 @@ def test_huge_claimed_row_count_allocates_nothing_big():
 def test_in_place_slices_masked_by_existence_bitmap():
     """Dense slices are read in place; bits a corrupt file sets beyond the last
     row (inside the last container) never reach an answer (Java masks too)."""
-    import struct
 
     import numpy as np
 
