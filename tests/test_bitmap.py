@@ -625,6 +625,29 @@ def test_hashmap_model_matches_the_jvm(case):
     assert m.keys() == case["java_order"]
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 3000), st.integers(0, 3000), st.integers(1, 16), st.booleans())
+def test_local_tree_bin_replay_equals_the_whole_map_replay(seed, n_colliding, n_random, spread_vals, trailing):
+    """java_order_local (only the bins that were ever trees, replayed under the whole
+    map's growth schedule) == java_order_exact (the whole map through the full model).
+    Colliding keys share their low 16 spread-hash bits, so tree bins form at every size."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2**15, n_colliding)
+    c = rng.integers(0, spread_vals, n_colliding)
+    keys = np.concatenate([(a << 16) | ((a ^ c) & 0xFFFF), rng.integers(-2**31, 2**31, n_random)])
+    keys = np.unique(keys.astype(np.int32))  # distinct keys: insertion order below is a shuffle
+    rng.shuffle(keys)
+    g = K.group_fixed(np.ascontiguousarray(keys), None, K.HASH_INT)
+    jh = g[3]
+    order, table, tree = K.java_order(jh, trailing)
+    want, want_table = twin.java_order_exact(jh.tolist(), keys.tolist(), trailing)
+    got, got_table = twin.java_order_local(jh, lambda i: int(keys[i]), trailing, order, table)
+    assert got_table == want_table == table
+    assert got.tolist() == want.tolist()
+    if tree == 0:
+        assert order.tolist() == want.tolist()
+
+
 @pytest.mark.parametrize("case", [c for c in _hm_cases() if c["key_type"] != "STRING"], ids=lambda c: c["name"])
 def test_writer_entry_order_matches_the_jvm(case):
     """The V1 entry order (and so the body order) of our writer on these columns is the JVM's

@@ -242,15 +242,18 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
     trailing = D > 0 and last_row != int(first[D - 1])
     order, table, tree_bins = k.java_order(jh, trailing)
     if tree_bins:
-        # a bin of >= 8 keys became a red-black tree in Java: replay the whole map with
-        # the full (tree-aware) model; rare, and per distinct value, not per row
-        from ..reference.bitmap import java_order_exact
+        # a bin of >= 8 keys became a red-black tree in Java: replay those bins (and only
+        # those) with the full tree-aware model; per key of such bins, not per row
+        from ..reference.bitmap import java_order_local
 
         if codec.fixed:
-            okeys = [codec.order_key(int(x)) for x in keys[first].tolist()]
+            def okey(i):
+                return codec.order_key(int(keys[first[i]]))
         else:
-            okeys = [bytes(data[offsets[r]:offsets[r + 1]]) for r in first.tolist()]
-        order, table = java_order_exact(jh.tolist(), okeys, trailing)
+            def okey(i):
+                r = int(first[i])
+                return bytes(data[offsets[r]:offsets[r + 1]])
+        order, table = java_order_local(jh, okey, trailing, order, table)
     groups = int(np.count_nonzero(counts >= 2))
     containers = groups * ((n + 65535) >> 16)
     if dense_bits is not None:

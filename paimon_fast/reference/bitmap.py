@@ -157,6 +157,29 @@ class _Node:
         return r
 
 
+class _SparseTable(dict):
+    """A bucket table of ``n`` buckets holding only the occupied ones (index ->
+    first node); missing buckets read as None.  Lets a replay of a few bins of a
+    huge map cost per key instead of per bucket."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __missing__(self, index):
+        return None
+
+
+def _occupied(tab):
+    """(bucket index, first node) of every non-empty bucket, in index order."""
+    if isinstance(tab, _SparseTable):
+        return sorted(dict.items(tab))
+    return [(j, e) for j, e in enumerate(tab) if e is not None]
+
+
 class JavaHashMap:
     """Literal model of ``java.util.HashMap`` filled by ``computeIfAbsent``:
     bucket lists with new nodes at the head, resize at the start of a call once
@@ -176,6 +199,9 @@ class JavaHashMap:
         self.threshold = 0
         self.treeified = 0
         self.cmp = compare or (lambda a, b: (a > b) - (a < b))
+        # True: the table grows only when the caller calls _resize() (a replay of some
+        # bins under the growth schedule of the whole map, see java_order_local)
+        self.scheduled = False
 
     @staticmethod
     def spread(h):
@@ -186,17 +212,15 @@ class JavaHashMap:
     def _resize(self):
         old = self.table
         if old is None:
-            self.table = [None] * 16
+            self.table = _SparseTable(16) if self.scheduled else [None] * 16
             self.threshold = 12
             return
         cap = len(old)
         n = cap * 2
-        new = [None] * n
+        new = _SparseTable(n) if self.scheduled else [None] * n
         self.threshold *= 2
         self.table = new
-        for j, e in enumerate(old):
-            if e is None:
-                continue
+        for j, e in _occupied(old):
             if e.next is None:
                 new[e.h & (n - 1)] = e
             elif e.tree:
@@ -344,7 +368,8 @@ class JavaHashMap:
 
     def _treeify_bin(self, tab, h):
         if len(tab) < 64:
-            self._resize()
+            if not self.scheduled:
+                self._resize()
             return
         index = (len(tab) - 1) & h
         e = tab[index]
@@ -363,7 +388,7 @@ class JavaHashMap:
     def compute_if_absent(self, key, h):
         """One ``computeIfAbsent(key, ...)`` call; ``h`` = ``key.hashCode()``."""
         hh = self.spread(h)
-        if self.table is None or self.size > self.threshold:
+        if self.table is None or (self.size > self.threshold and not self.scheduled):
             self._resize()
         tab = self.table
         i = (len(tab) - 1) & hh
@@ -389,7 +414,7 @@ class JavaHashMap:
 
     def keys(self):
         out = []
-        for e in self.table or []:
+        for _, e in _occupied(self.table or []):
             while e is not None:
                 out.append(e.key)
                 e = e.next
@@ -494,6 +519,113 @@ def java_order_exact(jhash, order_keys, trailing_call):
     if trailing_call and len(jhash):
         m.compute_if_absent(len(jhash) - 1, int(jhash[-1]))
     return np.array(m.keys(), dtype=np.int64), (len(m.table) if m.table else 0)
+
+
+def _spread(jhash) -> np.ndarray:
+    u = np.asarray(jhash, dtype=np.int32).view(np.uint32)
+    return u ^ (u >> np.uint32(16))
+
+
+def _growth_schedule(spread, trailing_call):
+    """``(events, sizes)``: the map doubles its table just before inserting the
+    distinct key of index ``events[i]`` (``len(spread)``: after the last one),
+    growing to ``sizes[i]``.  The load factor's resizes plus ``treeifyBin``'s in
+    tables below 64 buckets (only possible among the first few dozen keys)."""
+    D = len(spread)
+    events, sizes = [], []
+    table, thr, k = 16, 12, 0
+    cnt = {}
+    while k < D and table < 64:                   # exact count replay while treeifyBin may resize
+        if k > thr:
+            table, thr = table * 2, thr * 2
+            events.append(k)
+            sizes.append(table)
+            cnt = {}
+            for x in spread[:k].tolist():
+                cnt[x & (table - 1)] = cnt.get(x & (table - 1), 0) + 1
+        b = int(spread[k]) & (table - 1)
+        cnt[b] = cnt.get(b, 0) + 1
+        if cnt[b] >= 8 and table < 64:
+            table, thr = table * 2, thr * 2
+            events.append(k + 1)
+            sizes.append(table)
+            cnt = {}
+            for x in spread[:k + 1].tolist():
+                cnt[x & (table - 1)] = cnt.get(x & (table - 1), 0) + 1
+        k += 1
+    while thr + 1 < D:                            # from 64 buckets on: the load factor alone
+        k = max(k, thr + 1)
+        table, thr = table * 2, thr * 2
+        events.append(k)
+        sizes.append(table)
+    if trailing_call and D > thr:
+        table *= 2
+        events.append(D)
+        sizes.append(table)
+    return events, sizes
+
+
+def java_order_local(jhash, order_key, trailing_call, order, table):
+    """The exact HashMap order (tree bins included) from the plain model's.
+
+    ``order`` / ``table`` are ``java_order``'s answer, exact except inside bins
+    that were ever red-black trees.  Only those bins are replayed with the full
+    model: a bin of ``2**j`` buckets that held 8 keys is a group (every key with
+    those low ``j`` spread-hash bits); no other key ever shares a bucket with
+    the group's keys from that size on, and before it they sat in plain lists
+    (else a coarser group holds them), whose order the group's keys keep among
+    themselves.  So each group replayed alone under the whole map's growth
+    schedule orders its final buckets exactly as the whole map does.
+    ``order_key(id)`` gives the comparator key of value id (ids are insertion
+    indexes).  Cost: per key of the groups, not per distinct value, so a column
+    of millions of distinct values with a few tree bins stays fast.
+    """
+    jh = np.asarray(jhash, dtype=np.int32)
+    D = len(jh)
+    order = np.array(order, dtype=np.int64, copy=True)
+    if D == 0:
+        return order, table
+    sp = _spread(jh)
+    events, sizes = _growth_schedule(sp, trailing_call)
+    if (sizes[-1] if sizes else 16) != table:
+        raise AssertionError("growth schedule disagrees with java_order's table size")
+    # epochs with >= 64 buckets: [start, end) of insertions at each size
+    starts = [0] + events
+    tables = [16] + sizes
+    groups = {}  # level j -> set of low-bit patterns
+    for i, size in enumerate(tables):
+        end = starts[i + 1] if i + 1 < len(starts) else D
+        if size < 64 or end <= starts[i]:
+            continue
+        j = size.bit_length() - 1
+        cnt = np.bincount((sp[:end] & np.uint32(size - 1)).astype(np.int64), minlength=size)
+        for b in np.flatnonzero(cnt >= 8).tolist():
+            if not any(b & ((1 << jj) - 1) in groups.get(jj, ()) for jj in range(j)):
+                groups.setdefault(j, set()).add(b)
+    where = None  # position of each id in ``order``
+    for j, pats in groups.items():
+        low = (sp & np.uint32((1 << j) - 1)).astype(np.int64)
+        for b in sorted(pats):
+            ids = np.flatnonzero(low == b)
+            okeys = {int(i): order_key(int(i)) for i in ids}
+            m = JavaHashMap(lambda a, c: (okeys[a] > okeys[c]) - (okeys[a] < okeys[c]))
+            m.scheduled = True
+            m._resize()
+            e = 0
+            for i in ids.tolist():
+                while e < len(events) and events[e] <= i:
+                    m._resize()
+                    e += 1
+                m.compute_if_absent(i, int(jh[i]))
+            while e < len(events):
+                m._resize()
+                e += 1
+            if where is None:
+                where = np.empty(D, dtype=np.int64)
+                where[order] = np.arange(D, dtype=np.int64)
+            at = np.sort(where[ids])  # the group's slots, bucket by bucket as m.keys() lists them
+            order[at] = np.array(m.keys(), dtype=np.int64)
+    return order, table
 
 
 def scatter_positions(codes, order, counts):
