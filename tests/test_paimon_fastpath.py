@@ -225,6 +225,24 @@ def test_plan_cache_follows_the_snapshot(tmp_path):
     assert tb.num_rows == 3000 and not rep.plan_cached
 
 
+def test_plan_cache_not_fooled_by_a_recreated_table(tmp_path):
+    """Drop and re-create a table at the same path: its snapshot ids start again at 1,
+    but the cached plan of the old table's snapshot 1 must not be used."""
+    import shutil
+
+    fastpath.clear_plan_cache()
+    pred = pf.field("price") >= 0
+    table = create_sample_table(tmp_path, options=BLOOM, files=1, n=700)
+    tb, rep = read_with_index(table, pred)
+    assert tb.num_rows == 700 and rep.fast_path and not rep.plan_cached
+    path = str(table.table_path)
+    shutil.rmtree(path.replace("file://", ""))
+    table = create_sample_table(tmp_path, options=BLOOM, files=1, n=300)
+    assert str(table.table_path) == path and table.snapshot_manager().get_latest_snapshot().id == 1
+    tb, rep = read_with_index(table, pred)
+    assert tb.num_rows == 300 and not rep.plan_cached
+
+
 def test_64bit_deletion_vector(tmp_path_factory, tmp_path):
     """The 64-bit DV table of test_paimon_deletion, read by the fast path."""
     import fastavro

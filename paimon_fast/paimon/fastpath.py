@@ -38,7 +38,7 @@ the schemas of the files read.
 
 Caching: the planned file list of a table (manifest entries, deletion
 files, bucket directories, and the parsed headers of index containers once
-read) is kept per ``(table path, snapshot id)``; every
+read) is kept per ``(table path, snapshot id, its manifest lists and time)``; every
 query reads the latest snapshot id first, so a new commit is always seen.
 ``clear_plan_cache()`` drops it; ``use_cache=False`` bypasses it.
 
@@ -277,7 +277,7 @@ _PLAN_CACHE_SIZE = 16
 
 
 def clear_plan_cache():
-    """Forget every cached plan (they are keyed by table path and snapshot id), and the
+    """Forget every cached plan (keyed by table path and snapshot: id, manifest lists, time), and the
     parsed Avro and index container headers, so the next query pays what a first query
     in a fresh process pays (short of imports)."""
     with _PLAN_LOCK:
@@ -484,7 +484,10 @@ def get_plan(table, use_cache: bool = True, workers: int = 2) -> Tuple[_Plan, bo
     snapshot = table.snapshot_manager().get_latest_snapshot()
     if snapshot is None:
         raise Fallback("table without a snapshot")
-    key = (str(table.table_path), snapshot.id)
+    # the snapshot's own manifest lists and time too: a table dropped and re-created at the
+    # same path starts its snapshot ids again
+    key = (str(table.table_path), snapshot.id, getattr(snapshot, "base_manifest_list", None),
+           getattr(snapshot, "delta_manifest_list", None), getattr(snapshot, "time_millis", None))
     if use_cache:
         with _PLAN_LOCK:
             plan = _PLAN_CACHE.get(key)
