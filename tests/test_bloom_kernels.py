@@ -126,3 +126,14 @@ def test_sizing_matches_java_formula():
         nb = int(-n * math.log(p) / (math.log(2) ** 2))
         bits = nb + 8 - nb % 8
         assert bloom_sizing(n, p) == (bits, max(1, math.floor(bits / n * math.log(2) + 0.5)))
+
+
+def test_probe_memo_keeps_negative_zero_apart():
+    """Probe literals are memoised across files; -0.0 == 0.0 in Python, but Java hashes
+    their bits, so probing 0.0 first must not answer for -0.0 (a wrong SKIP)."""
+    w = pf.fileindex.writer("bloom-filter", "DOUBLE", {"items": "100"})
+    w.write_batch(pa.array([-0.0, 1.5]))
+    r = pf.fileindex.reader("bloom-filter", "DOUBLE", w.finish())
+    assert r.might_contain_batch([0.0]).tolist() == [False]
+    assert r.might_contain_batch([-0.0]).tolist() == [True]
+    assert r.might_contain_batch([1.5]).tolist() == [True]

@@ -84,7 +84,8 @@ def _probe_input(values, dtype: DataType):
     if not isinstance(values, (list, tuple)) or len(values) > 64:
         return kernel_input(values, dtype)
     try:
-        key = (str(dtype), tuple((type(v), v) for v in values))
+        # floats by their bits: -0.0 == 0.0 in Python, but Java hashes them differently
+        key = (str(dtype), tuple((float, v.hex()) if isinstance(v, float) else (type(v), v) for v in values))
         got = _PROBE_CACHE.get(key)
     except TypeError:  # unhashable literal
         return kernel_input(values, dtype)
