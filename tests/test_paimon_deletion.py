@@ -67,6 +67,35 @@ def make_blob64(positions) -> bytes:
     return struct.pack(">i", len(bin_)) + bin_ + struct.pack(">I", zlib.crc32(bin_) & 0xFFFFFFFF)
 
 
+def rewrite_dv_as_64bit(table_root) -> int:
+    """Rewrite the one deletion vector of a (copied) Java 0.9 table as a 64-bit one:
+    its index file and the index manifest entry's range and size.  Returns the
+    vector's cardinality."""
+    import fastavro
+
+    mdir = os.path.join(table_root, "manifest")
+    (im,) = [n for n in os.listdir(mdir) if n.startswith("index-manifest-")]
+    with open(os.path.join(mdir, im), "rb") as fh:
+        reader = fastavro.reader(fh)
+        schema, codec, records = reader.writer_schema, reader.codec, list(reader)
+    (rec,) = [r for r in records if r["_INDEX_TYPE"] == "DELETION_VECTORS"]
+    idx_path = os.path.join(table_root, "index", rec["_FILE_NAME"])
+    with open(idx_path, "rb") as fh:
+        data = fh.read()
+    (rng,) = rec["_DELETIONS_VECTORS_RANGES"]
+    old = parse_deletion_blob(data[rng["f1"]:rng["f1"] + rng["f2"] + 8], rng["f2"])
+    blob = make_blob64(old.positions().tolist())
+    with open(idx_path, "wb") as f:
+        f.write(data[:1] + blob)
+    rng["f2"] = len(blob)
+    rec["_FILE_SIZE"] = 1 + len(blob)
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), records, codec=codec)
+    with open(os.path.join(mdir, im), "wb") as f:
+        f.write(buf.getvalue())
+    return len(old)
+
+
 def test_roundtrip_own_64bit_blob():
     pos = [0, 5, 6, 7, 999, 1 << 33]
     assert parse_deletion_blob(make_blob64(pos)).positions().tolist() == pos
@@ -78,8 +107,6 @@ def test_table_with_64bit_deletion_vector(tmp_path_factory, tmp_path):
     """Rewrite append_dv's 32-bit DV as a 64-bit one: pypaimon alone cannot read the
     table any more; read_with_index folds the DV into row ranges and returns the same rows."""
     pytest.importorskip("pypaimon")
-    import fastavro
-
     import paimon_fast as pf
     from paimon_fast.paimon import legacy_manifest_table, read_with_index
 
@@ -93,25 +120,7 @@ def test_table_with_64bit_deletion_vector(tmp_path_factory, tmp_path):
     expected = sorted(before.new_read().to_arrow(before.new_scan().plan().splits()).column("id").to_pylist())
     assert len(expected) == 1666
 
-    mdir = os.path.join(root, "manifest")
-    (im,) = [n for n in os.listdir(mdir) if n.startswith("index-manifest-")]
-    reader = fastavro.reader(open(os.path.join(mdir, im), "rb"))
-    schema, records = reader.writer_schema, list(reader)
-    (rec,) = records
-    idx_path = os.path.join(root, "index", rec["_FILE_NAME"])
-    data = open(idx_path, "rb").read()
-    (rng,) = rec["_DELETIONS_VECTORS_RANGES"]
-    old = parse_deletion_blob(data[rng["f1"]:rng["f1"] + rng["f2"] + 8], rng["f2"])
-    assert len(old) == 334
-    blob = make_blob64(old.positions().tolist())
-    with open(idx_path, "wb") as f:
-        f.write(data[:1] + blob)
-    rng["f2"] = len(blob)
-    rec["_FILE_SIZE"] = 1 + len(blob)
-    buf = io.BytesIO()
-    fastavro.writer(buf, fastavro.parse_schema(schema), records, codec=reader.codec)
-    with open(os.path.join(mdir, im), "wb") as f:
-        f.write(buf.getvalue())
+    assert rewrite_dv_as_64bit(root) == 334
 
     table = legacy_manifest_table(catalog(tmp_path).get_table("db.append_dv"))
     rb = table.new_read_builder()

@@ -245,34 +245,14 @@ def test_plan_cache_not_fooled_by_a_recreated_table(tmp_path):
 
 def test_64bit_deletion_vector(tmp_path_factory, tmp_path):
     """The 64-bit DV table of test_paimon_deletion, read by the fast path."""
-    import fastavro
-
-    from paimon_fast.paimon.deletion import parse_deletion_blob
-    from test_paimon_deletion import make_blob64
+    from test_paimon_deletion import rewrite_dv_as_64bit
 
     wh = unpack_java09(tmp_path_factory.mktemp("fast64"))
     copy_table(wh, str(tmp_path), "append_dv")
     root = os.path.join(str(tmp_path), "db.db", "append_dv")
     table = catalog(tmp_path).get_table("db.append_dv")
     expected = _rows(_plain(legacy_manifest_table(table), pf.field("id") < 1500))
-    mdir = os.path.join(root, "manifest")
-    (im,) = [n for n in os.listdir(mdir) if n.startswith("index-manifest-")]
-    reader = fastavro.reader(open(os.path.join(mdir, im), "rb"))
-    schema, records = reader.writer_schema, list(reader)
-    (rec,) = records
-    idx_path = os.path.join(root, "index", rec["_FILE_NAME"])
-    data = open(idx_path, "rb").read()
-    (rng,) = rec["_DELETIONS_VECTORS_RANGES"]
-    old = parse_deletion_blob(data[rng["f1"]:rng["f1"] + rng["f2"] + 8], rng["f2"])
-    blob = make_blob64(old.positions().tolist())
-    with open(idx_path, "wb") as f:
-        f.write(data[:1] + blob)
-    rng["f2"] = len(blob)
-    rec["_FILE_SIZE"] = 1 + len(blob)
-    buf = io.BytesIO()
-    fastavro.writer(buf, fastavro.parse_schema(schema), records, codec=reader.codec)
-    with open(os.path.join(mdir, im), "wb") as f:
-        f.write(buf.getvalue())
+    rewrite_dv_as_64bit(root)
     table = catalog(tmp_path).get_table("db.append_dv")
     fastpath.clear_plan_cache()
     tb, rep = read_with_index(table, pf.field("id") < 1500)
@@ -334,34 +314,11 @@ def test_lean_avro_reader_fuzz(java09):
 # ---------------------------------------------------------------- merge-read PK splits, 64-bit DVs
 def _pk_dv_64(tmp_path, wh):
     """pk_dv (Java 0.9) with its deletion vector rewritten as a 64-bit one."""
-    import fastavro
-
-    from paimon_fast.paimon.deletion import parse_deletion_blob
-    from test_paimon_deletion import make_blob64
+    from test_paimon_deletion import rewrite_dv_as_64bit
 
     copy_table(wh, str(tmp_path), "pk_dv")
     root = os.path.join(str(tmp_path), "db.db", "pk_dv")
-    mdir = os.path.join(root, "manifest")
-    (im,) = [n for n in os.listdir(mdir) if n.startswith("index-manifest-")]
-    reader = fastavro.reader(open(os.path.join(mdir, im), "rb"))
-    schema, records = reader.writer_schema, list(reader)
-    dv_recs = [r for r in records if r["_INDEX_TYPE"] == "DELETION_VECTORS"]
-    assert len(dv_recs) == 1
-    rec = dv_recs[0]
-    idx_path = os.path.join(root, "index", rec["_FILE_NAME"])
-    data = open(idx_path, "rb").read()
-    (rng,) = rec["_DELETIONS_VECTORS_RANGES"]
-    old = parse_deletion_blob(data[rng["f1"]:rng["f1"] + rng["f2"] + 8], rng["f2"])
-    assert len(old) > 0
-    blob = make_blob64(old.positions().tolist())
-    with open(idx_path, "wb") as f:
-        f.write(data[:1] + blob)
-    rng["f2"] = len(blob)
-    rec["_FILE_SIZE"] = 1 + len(blob)
-    buf = io.BytesIO()
-    fastavro.writer(buf, fastavro.parse_schema(schema), records, codec=reader.codec)
-    with open(os.path.join(mdir, im), "wb") as f:
-        f.write(buf.getvalue())
+    assert rewrite_dv_as_64bit(root) > 0
     return legacy_manifest_table(catalog(tmp_path).get_table("db.pk_dv"))
 
 
