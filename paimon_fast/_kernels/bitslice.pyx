@@ -671,6 +671,31 @@ def dense_codes(const key_t[::1] keys, const uint8_t[::1] valid, int64_t lo, int
     return uniq_arr, codes_arr
 
 
+cdef uint8_t *_put_bsi_part(uint8_t *q, int64_t present, uint64_t maxv, int64_t i0, int S,
+                            const uint64_t *words, int64_t nw, const uint32_t *card,
+                            const uint32_t *nruns, int64_t nch) noexcept nogil:
+    """One part (positive or negative) of a BSI file: the presence byte, then the
+    version, min 0, max, the ebm (bitmap ``i0``), the slice count and the ``S``
+    slices (bitmaps ``i0 + 1 ..``).  Returns the end."""
+    cdef int64_t i
+    q[0] = 1 if present else 0
+    q += 1
+    if not present:
+        return q
+    q[0] = 1
+    q = pf_put64be(q + 1, 0)
+    q = pf_put64be(q, maxv)
+    for i in range(i0, i0 + S + 1):
+        if i == i0 + 1:
+            pf_put32be(q, <uint32_t> S)
+            q += 4
+        q += pf_words_write(words + i * nw, nw, 0, card + i * nch, nruns + i * nch, q)
+    if S == 0:
+        pf_put32be(q, 0)
+        q += 4
+    return q
+
+
 def bsi_build(values, vbits, int64_t voff=0):
     """The whole ``bsi`` file index payload (Java's BitSliceIndexBitmapFileIndex
     writer) of a column of Java longs, in one pass without Python objects per
@@ -792,34 +817,8 @@ def bsi_build(values, vbits, int64_t voff=0):
             q[0] = 1
             pf_put32be(q + 1, <uint32_t> n)
             q += 5
-            q[0] = 1 if npos else 0
-            q += 1
-            if npos:
-                q[0] = 1
-                q = pf_put64be(q + 1, 0)
-                q = pf_put64be(q, pmax)
-                for i in range(0, pS + 1):
-                    if i == 1:
-                        pf_put32be(q, <uint32_t> pS)
-                        q += 4
-                    q += pf_words_write(words + i * nw, nw, 0, card + i * nch, nruns + i * nch, q)
-                if pS == 0:
-                    pf_put32be(q, 0)
-                    q += 4
-            q[0] = 1 if nneg else 0
-            q += 1
-            if nneg:
-                q[0] = 1
-                q = pf_put64be(q + 1, 0)
-                q = pf_put64be(q, nmax)
-                for i in range(pS + 1, nb):
-                    if i == pS + 2:
-                        pf_put32be(q, <uint32_t> nS)
-                        q += 4
-                    q += pf_words_write(words + i * nw, nw, 0, card + i * nch, nruns + i * nch, q)
-                if nS == 0:
-                    pf_put32be(q, 0)
-                    q += 4
+            q = _put_bsi_part(q, npos, pmax, 0, pS, words, nw, card, nruns, nch)
+            q = _put_bsi_part(q, nneg, nmax, pS + 1, nS, words, nw, card, nruns, nch)
         if q - o != total:
             raise AssertionError("bsi_build size mismatch")
     finally:
