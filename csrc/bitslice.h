@@ -533,6 +533,18 @@ static inline uint64_t pf_vbits64(const uint8_t *b, int64_t nbytes, int64_t pos)
     return sh ? (lo >> sh) | (hi << (64 - sh)) : lo;
 }
 
+/* One row of a BSI column: ``ok`` / ``ng`` all-ones when the row is valid / negative,
+ * ``a`` its magnitude when valid and >= 0, ``b`` when valid and < 0 (2^63 for
+ * Long.MIN_VALUE), else 0.  Branch-free. */
+static inline void pf_bsi_split(int64_t x, uint64_t valid, uint64_t *ok, uint64_t *ng, uint64_t *a, uint64_t *b) {
+    uint64_t o = 0 - valid, n = 0 - (uint64_t)(x < 0);
+    uint64_t mag = ((uint64_t)x ^ n) - n;
+    *ok = o;
+    *ng = n;
+    *a = mag & o & ~n;
+    *b = mag & o & n;
+}
+
 /* Pass 1: largest magnitude among the valid rows >= 0 (pmax) and < 0 (nmax,
  * as |v|, 2^63 for Long.MIN_VALUE), and how many rows each part holds. */
 #define PF_DEF_BSI_SCAN(NAME, T)                                                                  \
@@ -545,11 +557,8 @@ static void NAME(const T *v, const uint8_t *vb, int64_t vbytes, int64_t voff, in
         uint64_t vw = vb ? pf_vbits64(vb, vbytes, voff + r0) : ~(uint64_t)0;                      \
         uint64_t nw_ = 0;                                                                         \
         for (int64_t j = 0; j < lim; j++) {                                                       \
-            int64_t x = (int64_t)v[r0 + j];                                                       \
-            uint64_t ok = 0 - ((vw >> j) & 1);                                                    \
-            uint64_t ng = 0 - (uint64_t)(x < 0);                                                  \
-            uint64_t mag = ((uint64_t)x ^ ng) - ng;                                               \
-            uint64_t a = mag & ok & ~ng, b = mag & ok & ng;                                       \
+            uint64_t ok, ng, a, b;                                                                \
+            pf_bsi_split((int64_t)v[r0 + j], (vw >> j) & 1, &ok, &ng, &a, &b);                    \
             pm = a > pm ? a : pm;                                                                 \
             nm = b > nm ? b : nm;                                                                 \
             nw_ |= (ok & ng & 1) << j;                                                            \
@@ -609,11 +618,8 @@ ATTR static void NAME(const T *v, const uint8_t *vb, int64_t vbytes, int64_t vof
         if (lim < 64) vw &= (((uint64_t)1) << lim) - 1;                                           \
         uint64_t ne = 0;                                                                          \
         for (int64_t j = 0; j < lim; j++) {                                                       \
-            int64_t x = (int64_t)v[r0 + j];                                                       \
-            uint64_t ok = 0 - ((vw >> j) & 1);                                                    \
-            uint64_t ng = 0 - (uint64_t)(x < 0);                                                  \
-            uint64_t mag = ((uint64_t)x ^ ng) - ng;                                               \
-            uint64_t a = mag & ok & ~ng, b = mag & ok & ng;                                       \
+            uint64_t ok, ng, a, b;                                                                \
+            pf_bsi_split((int64_t)v[r0 + j], (vw >> j) & 1, &ok, &ng, &a, &b);                    \
             ne |= (ok & ng & 1) << j;                                                             \
             if (narrow) { bp32[j] = (uint32_t)a; bn32[j] = (uint32_t)b; }                         \
             else { bp64[j] = a; bn64[j] = b; }                                                    \
