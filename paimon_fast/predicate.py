@@ -4,7 +4,10 @@
     p = (field("a") == 3) & (field("b").isin(["x", "y"]) | field("c").is_null())
 
 Leaves carry an ``op`` from :data:`OPS` and literals as plain Python values;
-index readers convert literals to their own key encoding.  ``~p`` negates a
+index readers convert literals to their own key encoding.  A None literal is
+SQL's NULL: ``field("a") == None`` (and ``!=``, ``<``..., ``IN``/``NOT IN`` with a
+NULL, ``BETWEEN`` with a NULL bound) is never true, as in Java Paimon, SQL,
+PySpark and pyarrow; ``.is_null()`` / ``.is_not_null()`` ask for (non-)null rows.  ``~p`` negates a
 predicate where Paimon has the negated leaf (``=``/``!=``, ``<``/``>=``,
 ``IN``/``NOT IN``, ``IS NULL``/``IS NOT NULL``, AND/OR by De Morgan); string
 predicates have no negation and raise ``TypeError``.
@@ -205,10 +208,14 @@ class Field:
         self.name = name
 
     def __eq__(self, v):  # type: ignore[override]
-        return Leaf("equal", self.name, (v,)) if v is not None else Leaf("is_null", self.name)
+        """``= v`` with SQL's meaning: ``field == None`` is an ``equal(null)`` leaf, true for
+        no row (as in Java Paimon, SQL, PySpark and pyarrow); ask for nulls with :meth:`is_null`."""
+        return Leaf("equal", self.name, (v,))
 
     def __ne__(self, v):  # type: ignore[override]
-        return Leaf("not_equal", self.name, (v,)) if v is not None else Leaf("is_not_null", self.name)
+        """``!= v``; ``field != None`` is a ``not_equal(null)`` leaf, true for no row
+        (use :meth:`is_not_null` for the non-null rows)."""
+        return Leaf("not_equal", self.name, (v,))
 
     def __lt__(self, v):
         return Leaf("less_than", self.name, (v,))
@@ -225,7 +232,7 @@ class Field:
     __hash__ = None  # type: ignore[assignment]
 
     def equal(self, v):
-        """``= v``; unlike ``==`` a None literal stays an ``equal(null)`` leaf."""
+        """``= v`` (the same leaf as ``==``; a None literal matches no row)."""
         return Leaf("equal", self.name, (v,))
 
     def not_equal(self, v):

@@ -14,7 +14,7 @@ Grammar (keywords are case-insensitive)::
                          | LIKE 'pattern' )
                 | literal op column                     (mirrored: 5 < x  ->  x > 5)
     column     := name | "quoted name" | `quoted name`
-    literal    := 'string' ('' escapes a quote) | number | TRUE | FALSE
+    literal    := 'string' ('' escapes a quote) | number | TRUE | FALSE | NULL
                 | DATE 'yyyy-mm-dd' | TIMESTAMP 'yyyy-mm-dd hh:mm:ss[.ffffff]'
 
 ``NOT`` is pushed down to the leaves (De Morgan), so it works wherever Paimon
@@ -22,7 +22,9 @@ has the negated leaf; ``NOT LIKE`` and ``NOT`` over a LIKE have no Paimon form
 and are rejected.  ``LIKE 'abc%'``, ``'%abc'`` and ``'%abc%'`` (no other
 wildcard or escape) become ``starts_with`` / ``ends_with`` / ``contains`` as
 Paimon's Spark connector pushes them; other patterns stay ``like``.
-Comparing with ``NULL`` (``x = NULL``) is rejected: use ``IS [NOT] NULL``.
+``NULL`` is a literal with SQL's meaning: ``x = NULL``, ``x != NULL``, ``x < NULL``,
+``x NOT IN (1, NULL)`` and ``BETWEEN`` with a NULL bound are never true (no rows);
+``x IN (1, NULL)`` is ``x IN (1)``.  ``x IS [NOT] NULL`` asks for (non-)null rows.
 """
 from __future__ import annotations
 
@@ -176,7 +178,8 @@ class _Parser:
             except ValueError:
                 self.fail(f"bad {t[1]} literal {s!r}", t)
         if t[0] == "kw" and t[1] == "NULL":
-            self.fail("comparison with NULL is never true; use IS NULL / IS NOT NULL")
+            self.next()
+            return None      # SQL NULL: a comparison with it is never true (x = NULL: no rows)
         self.fail("expected a literal")
 
     def column(self):
