@@ -35,7 +35,12 @@ OPS = {
     "ends_with": 1,
     "contains": 1,
     "like": 1,
+    "array_contains": 1,
+    "arrays_overlap": None,
+    "array_contains_all": None,
 }
+
+ARRAY_OPS = frozenset({"array_contains", "arrays_overlap", "array_contains_all"})
 
 _NEGATION = {
     "equal": "not_equal",
@@ -122,6 +127,8 @@ class Leaf(Predicate):
             return f"{self.name} {_SQL[self.op]} {self.literal!r}"
         if self.op in ("in", "not_in"):
             return f"{self.name} {'IN' if self.op == 'in' else 'NOT IN'} {list(self.literals)!r}"
+        if self.op in ("arrays_overlap", "array_contains_all"):
+            return f"{self.op}({self.name}, {list(self.literals)!r})"
         if self.op in ("is_null", "is_not_null"):
             return f"{self.name} IS {'NULL' if self.op == 'is_null' else 'NOT NULL'}"
         if self.op in ("between", "not_between"):
@@ -274,6 +281,21 @@ class Field:
 
     starts_with = startswith
     ends_with = endswith
+
+    # ARRAY columns (Spark SQL's names) --------------------------------------------
+    def array_contains(self, value):
+        """Rows whose array holds ``value`` (Spark's ``array_contains``; a None value: no rows)."""
+        return Leaf("array_contains", self.name, (value,))
+
+    def arrays_overlap(self, values):
+        """Rows whose array shares an element with ``values`` (None literals never match;
+        an empty list: no rows)."""
+        return Leaf("arrays_overlap", self.name, tuple(values))
+
+    def array_contains_all(self, values):
+        """Rows whose array holds every one of ``values`` (any None literal: no rows; an
+        empty list: every non-null array)."""
+        return Leaf("array_contains_all", self.name, tuple(values))
 
     def top(self, k, nulls_first=False, strict=True) -> TopN:
         return TopN(self.name, k, True, nulls_first, strict)
