@@ -307,6 +307,28 @@ class Field:
         return f"field({self.name!r})"
 
 
+def has_ops(predicate, ops) -> bool:
+    """Does any leaf of ``predicate`` use one of ``ops``?"""
+    return predicate is not None and any(leaf.op in ops for leaf in predicate.leaves())
+
+
+def relax(predicate, ops=ARRAY_OPS):
+    """``predicate`` with every leaf whose op is in ``ops`` taken as TRUE (None: nothing is
+    left): a predicate implied by the original, for planners that do not know those ops
+    (pypaimon has no ARRAY predicates); the rows are then filtered exactly."""
+    if predicate is None:
+        return None
+    if isinstance(predicate, Leaf):
+        return None if predicate.op in ops else predicate
+    kids = [relax(c, ops) for c in predicate.children]
+    if isinstance(predicate, And):
+        kids = [k for k in kids if k is not None]
+        return And.of(*kids) if kids else None
+    if any(k is None for k in kids):
+        return None
+    return Or.of(*kids)
+
+
 def field(name: str) -> Field:
     """A column reference: ``field("a") == 3``."""
     return Field(name)

@@ -13,6 +13,8 @@ Grammar (keywords are case-insensitive)::
                          | [NOT] BETWEEN literal AND literal
                          | LIKE 'pattern' )
                 | literal op column                     (mirrored: 5 < x  ->  x > 5)
+                | array_contains '(' column ',' literal ')'
+                | (arrays_overlap | array_contains_all) '(' column ',' array '(' [literal (',' literal)*] ')' ')'
     column     := name | "quoted name" | `quoted name`
     literal    := 'string' ('' escapes a quote) | number | TRUE | FALSE | NULL
                 | DATE 'yyyy-mm-dd' | TIMESTAMP 'yyyy-mm-dd hh:mm:ss[.ffffff]'
@@ -60,6 +62,9 @@ _CMP = {"=": "equal", "==": "equal", "!=": "not_equal", "<>": "not_equal", "<": 
 _MIRROR = {"equal": "equal", "not_equal": "not_equal", "less_than": "greater_than",
            "greater_than": "less_than", "less_or_equal": "greater_or_equal",
            "greater_or_equal": "less_or_equal"}
+
+
+_ARRAY_FUNCS = ("array_contains", "arrays_overlap", "array_contains_all")
 
 
 def _tokenize(text: str) -> List[Tuple[str, object, int]]:
@@ -189,8 +194,35 @@ class _Parser:
         self.next()
         return t[1]
 
+    def array_function(self):
+        fn = str(self.next()[1]).lower()
+        self.expect("(")
+        name = self.column()
+        self.expect(",")
+        if fn == "array_contains":
+            vals = (self.literal(),)
+        else:
+            t = self.peek()
+            if not (t[0] == "id" and str(t[1]).lower() == "array" and self.text[t[2]] not in '"`'):
+                self.fail(f"{fn} needs array(literal, ...) as its second argument")
+            self.next()
+            self.expect("(")
+            vals = []
+            if self.peek()[0] != ")":
+                vals.append(self.literal())
+                while self.peek()[0] == ",":
+                    self.next()
+                    vals.append(self.literal())
+            self.expect(")")
+            vals = tuple(vals)
+        self.expect(")")
+        return Leaf(fn, name, vals)
+
     def comparison(self):
         t = self.peek()
+        if (t[0] == "id" and str(t[1]).lower() in _ARRAY_FUNCS and self.text[t[2]] not in '"`'
+                and self.peek(1)[0] == "("):
+            return self.array_function()
         if t[0] != "id":
             # literal op column
             lit = self.literal()

@@ -26,7 +26,7 @@ from ..fileindex.options import Options
 from ..fsutil import write_atomic  # noqa: F401  (part of this package's API)
 from ..serde import encode_varint
 from ..source import as_source
-from ..types import binary_buffers
+from ..types import binary_buffers, list_elements
 from . import codec as _codec
 from .keys import KINDS, KeyCodec
 from .meta import SortedIndexFileMeta
@@ -152,8 +152,6 @@ def flatten_lists(values, row_ids, element_codec: KeyCodec):
     """``(elements, row ids)`` of every non-null element of a list column: the list array's
     values (nulls and null arrays dropped) and each element's row id (its array's row id
     repeated), all in Arrow / numpy kernels (no Python object per element)."""
-    import pyarrow.compute as pc
-
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
     if not isinstance(values, pa.Array):
@@ -165,8 +163,7 @@ def flatten_lists(values, row_ids, element_codec: KeyCodec):
     if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
         values = values.cast(pa.large_list(t.value_type))
     n = len(values)
-    parents = pc.list_parent_indices(values).to_numpy(zero_copy_only=False)
-    flat = pc.list_flatten(values)
+    flat, parents = list_elements(values)
     elems, valid = element_codec.column(flat)
     rids = row_ids[parents]
     if valid is not None:

@@ -34,7 +34,8 @@ from pyroaring import BitMap
 from ..errors import PaimonFastError, UnknownIndexTypeError, UnsupportedTypeError
 from ..fileindex import evaluate_tree
 from ..fileindex.format import FileIndexFormat
-from ..predicate import Leaf, Predicate
+from ..predicate import ARRAY_OPS, Leaf, Predicate, has_ops, relax
+from ..tables.arrow_filter import to_arrow_expression
 from ..result import REMAIN, BitmapResult, FileIndexResult
 from ..source import BytesSource, FileObjSource
 from .compat import legacy_manifest_table
@@ -464,8 +465,9 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     pred = as_predicate(predicate)
     if rb is None:
         rb = table.new_read_builder()
-        if pred is not None:
-            rb = rb.with_filter(to_pypaimon(pred, table))
+        planned = relax(pred)   # pypaimon has no ARRAY predicates: planned without them
+        if planned is not None:
+            rb = rb.with_filter(to_pypaimon(planned, table))
         if projection is not None:
             rb = rb.with_projection(list(projection))
     elif pred is None:
@@ -527,7 +529,10 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
             rb2 = rb2.with_projection(cols + extra)
         got = rb2.new_read().to_arrow(indexed)
         if got is not None and got.num_rows:
-            got = got.filter(to_pypaimon(pred, tbl).to_arrow(got.schema))
+            if has_ops(pred, ARRAY_OPS):
+                got = got.filter(to_arrow_expression(pred, got.schema))
+            else:
+                got = got.filter(to_pypaimon(pred, tbl).to_arrow(got.schema))
             if extra:
                 got = got.select(cols)
             parts.append(got)
