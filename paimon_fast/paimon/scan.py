@@ -481,6 +481,22 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     return rb, new_splits, report
 
 
+def _read_filtered(tbl, splits, pred, projection):
+    cols = list(projection) if projection is not None else list(tbl.field_names)
+    extra = [c for c in sorted(pred.fields()) if c not in cols]
+    rb2 = tbl.new_read_builder()
+    planned = relax(pred)
+    if planned is not None:
+        rb2 = rb2.with_filter(to_pypaimon(planned, tbl))
+    if projection is not None or extra:
+        rb2 = rb2.with_projection(cols + extra)
+    got = rb2.new_read().to_arrow(splits)
+    if got is None:
+        return got
+    got = got.filter(to_arrow_expression(pred, got.schema))
+    return got.select(cols) if extra else got
+
+
 def read_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
                     coalesce_gap: int = DEFAULT_COALESCE_GAP, fast: bool = True, use_cache: bool = True):
     """Plan, prune with file indexes and read to a ``pyarrow.Table``.
@@ -514,7 +530,11 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     t0 = time.perf_counter()
     pred = as_predicate(predicate)
     indexed = [s for s in splits if isinstance(s, IndexedSplit)]
-    if given_builder or pred is None or not indexed:
+    if pred is not None and not given_builder and has_ops(pred, ARRAY_OPS):
+        # pypaimon has no ARRAY predicates (it planned and filters with them taken as TRUE):
+        # read the predicate's columns too and apply the exact Arrow filter
+        out = _read_filtered(rb.table, splits, pred, projection)
+    elif given_builder or pred is None or not indexed:
         out = rb.new_read().to_arrow(splits)
     else:
         plain = [s for s in splits if not isinstance(s, IndexedSplit)]
