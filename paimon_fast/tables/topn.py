@@ -1,0 +1,221 @@
+"""Exact table-level top-N (``ORDER BY c [DESC] NULLS LAST|FIRST LIMIT k``) over many files.
+
+The answer is the SQL one: rows where ``where`` holds, ordered by the column
+(NaN above every other float, as Spark and Java order doubles; ``-0.0`` equal
+to ``0.0``), nulls last unless ``nulls_first``, ties broken by file order and
+then by row position in the file, the first ``k`` of them.
+
+Per file the work is bounded by its index:
+
+* a file whose ``range-bitmap`` index proves it cannot hold a row that beats
+  the current k-th row (its max is below it for DESC, its min above it for
+  ASC) is not read at all;
+* otherwise the index's top-k restricted to the file's eligible rows (the
+  ``where`` plan's bitmap minus deleted rows) names at most k candidate rows
+  plus ties; only those rows of the sort and ``where`` columns are read (the
+  row groups that hold them) and filtered exactly.  When the ``where`` plan is
+  not exact and fewer than k candidates survive, the request widens (x4) until
+  k survive or the file's eligible rows are exhausted, so the answer never
+  depends on how exact the indexes are;
+* a file without such an index reads its sort and ``where`` columns.
+
+Only the final k rows are read for the projected columns.  The table kinds
+plug in through :class:`TopNSource` (one per file); :func:`top_n` does the
+merge.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap
+
+POS = "__pf_pos"
+FILE = "__pf_file"
+NAN = "__pf_nan"
+
+
+@dataclass
+class TopNSource:
+    """One file as :func:`top_n` sees it.
+
+    ``rows``: rows in the file; ``eligible``: the rows that may satisfy the
+    ``where`` predicate and are not deleted (None = every row, when nothing is
+    deleted); ``reader``: the file's ``range-bitmap`` reader of the column, or
+    None; ``read(positions, columns)``: a table of those rows (sorted
+    positions, numpy int64) with the given columns, exactly filtered by the
+    ``where`` predicate, and a ``__pf_pos`` column; ``read_all(columns)``: the
+    same for every non-deleted row (files without an index).
+    """
+
+    name: str
+    rows: int
+    eligible: Optional[BitMap]
+    reader: object
+    read: Callable[[np.ndarray, Sequence[str]], pa.Table]
+    read_all: Callable[[Sequence[str]], pa.Table]
+
+
+@dataclass
+class TopNReport:
+    """What a top-N query read: files opened, skipped by their index's min/max, without an index."""
+
+    files_total: int = 0
+    files_skipped: int = 0
+    files_without_index: int = 0
+    candidate_rows: int = 0
+    rows_read: int = 0
+    index_errors: List[str] = field(default_factory=list)
+
+    def __str__(self):
+        return (f"top-N: {self.files_total} files, {self.files_skipped} skipped by their index, "
+                f"{self.files_without_index} without an index (column read), "
+                f"{self.candidate_rows:,} candidate rows, {self.rows_read:,} rows read")
+
+
+def _is_float(t: pa.DataType) -> bool:
+    return pa.types.is_floating(t)
+
+
+def order(table: pa.Table, column: str, desc: bool, nulls_first: bool) -> pa.Array:
+    """Indices of ``table`` in top-N order (needs ``__pf_file`` and ``__pf_pos`` columns)."""
+    keys = []
+    t = table
+    if _is_float(t.schema.field(column).type):
+        t = t.append_column(NAN, pc.is_nan(t.column(column)))
+        keys.append((NAN, "descending" if desc else "ascending"))
+    keys += [(column, "descending" if desc else "ascending"), (FILE, "ascending"), (POS, "ascending")]
+    return pc.sort_indices(t, sort_keys=keys, null_placement="at_start" if nulls_first else "at_end")
+
+
+def _rank_key(v, desc: bool, nulls_first: bool):
+    """A Python key under which smaller is better, for one value (None = null)."""
+    if v is None:
+        return (0,) if nulls_first else (2,)
+    if isinstance(v, float) and math.isnan(v):
+        return (1, 0 if desc else 1, 0)
+    if isinstance(v, float) and v == 0:
+        v = 0.0
+    return (1, 1 if desc else 0, _Neg(v) if desc else v)
+
+
+class _Neg:
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v
+
+    def __lt__(self, o):
+        return o.v < self.v
+
+    def __eq__(self, o):
+        return self.v == o.v
+
+
+def _best_possible(reader, desc: bool):
+    """The best value any row of the file can have (its max for DESC, min for ASC), or None if unknown."""
+    if getattr(reader, "cardinality", 0) <= 0 or reader.min is None:
+        return None
+    return reader.codec.value_of(reader.max if desc else reader.min)
+
+
+def _candidates(src: TopNSource, column: str, k: int, desc: bool, nulls_first: bool, where_cols) -> pa.Table:
+    """The file's rows that can be among its own first k (exactly filtered), via its index."""
+    r = src.reader
+    eligible = src.eligible if src.eligible is not None else BitMap(range(src.rows))
+    total = len(eligible)
+    want = k
+    cols = [column, *where_cols]
+    while True:
+        fn = r.top_k if desc else r.bottom_k
+        cand = fn(want, nulls_first, None if src.eligible is None else eligible, strict=False)
+        cand &= eligible
+        t = src.read(np.asarray(cand.to_array(), dtype=np.int64), cols)
+        if _is_float(t.schema.field(column).type) and t.num_rows and pc.any(pc.equal(t.column(column), 0)).as_py():
+            # the index orders -0.0 below 0.0 while SQL ties them: a cut between the two
+            # zeros must not decide the tie, so every zero row is a candidate
+            zeros = eligible & _zero_rows(r)
+            extra = zeros - cand
+            if len(extra):
+                t = pa.concat_tables([t, src.read(np.asarray(extra.to_array(), dtype=np.int64), cols)])
+                cand |= extra
+        if t.num_rows >= k or len(cand) >= total:
+            return t
+        want *= 4
+
+
+def _zero_rows(reader) -> BitMap:
+    from ..predicate import Leaf
+
+    res = reader.visit(Leaf("between", "_", (-0.0, 0.0)))
+    bm = getattr(res, "bitmap", None)
+    return bm if bm is not None else BitMap()
+
+
+def top_n(sources: Sequence[TopNSource], column: str, k: int, *, desc: bool = True, nulls_first: bool = False,
+          where_columns: Sequence[str] = (), columns: Sequence[str], report: Optional[TopNReport] = None
+          ) -> Optional[pa.Table]:
+    """Merge the files' candidates into the first ``k`` rows (see the module docstring).
+
+    ``sources`` are in file order (ties go to the earlier file); ``columns``
+    are the output columns.  Returns a table of ``columns`` in top-N order, or
+    None when no row qualifies.
+    """
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    rep = report if report is not None else TopNReport()
+    rep.files_total = len(sources)
+    where_cols = [c for c in dict.fromkeys(where_columns) if c != column]
+    if k == 0 or not sources:
+        return None
+    bounds = [_best_possible(s.reader, desc) if s.reader is not None else None for s in sources]
+    # files with an index, best possible value first: the later ones are then often provably out
+    known = sorted((i for i in range(len(sources)) if bounds[i] is not None),
+                   key=lambda i: (_rank_key(bounds[i], desc, False), i))
+    visit = known + [i for i in range(len(sources)) if bounds[i] is None]
+    best: Optional[pa.Table] = None
+    kth = None  # rank key of the current k-th row, once k rows are known
+    for i in visit:
+        s = sources[i]
+        if kth is not None and bounds[i] is not None and not nulls_first and _beats(kth, bounds[i], desc):
+            rep.files_skipped += 1
+            continue
+        if s.reader is None:
+            rep.files_without_index += 1
+            t = s.read_all([column, *where_cols])
+        else:
+            t = _candidates(s, column, k, desc, nulls_first, where_cols)
+        rep.candidate_rows += t.num_rows
+        rep.rows_read += t.num_rows
+        if not t.num_rows:
+            continue
+        t = t.select([column, POS]).append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32)))
+        merged = t if best is None else pa.concat_tables([best, t])
+        best = merged.take(order(merged, column, desc, nulls_first)[:k])
+        if best.num_rows >= k:
+            kth = _rank_key(best.column(column)[k - 1].as_py(), desc, nulls_first)
+    if best is None or best.num_rows == 0:
+        return None
+    # the projected columns of the winners only, file by file
+    want = list(dict.fromkeys([*columns, column]))
+    files = best.column(FILE).to_numpy()
+    poss = best.column(POS).to_numpy()
+    out = []
+    for i in np.unique(files).tolist():
+        t = sources[i].read(np.sort(poss[files == i]), want)
+        rep.rows_read += t.num_rows
+        out.append(t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))))
+    full = pa.concat_tables(out)
+    return full.take(order(full, column, desc, nulls_first)).select(list(columns))
+
+
+def _beats(kth, bound, desc: bool) -> bool:
+    """True when the current k-th row ranks strictly above any row a file bounded by ``bound`` can hold."""
+    try:
+        return kth < _rank_key(bound, desc, False)
+    except TypeError:  # values the index and Arrow give as different Python types: do not prune
+        return False
