@@ -215,3 +215,22 @@ def test_signed_zeros_tie_by_position(tmp_path, desc):
     got = d.top_n("d", k, desc=desc, columns=["id"]).column("id").to_pylist()
     assert got == oracle(d, "d", k, desc)
     assert got == ([3, 2, 0] if desc else [2, 0])
+
+
+def test_cli_top_and_bottom(tmp_path, capsys):
+    from paimon_fast.cli import main
+
+    tables = [pa.table({"id": pa.array(np.arange(i * 50, (i + 1) * 50), pa.int64()),
+                        "v": pa.array((np.arange(50) * 7 + i) % 101, pa.int32())}) for i in range(3)]
+    d = write_files(tmp_path, tables)
+    d.build({"file-index.range-bitmap.columns": "v"})
+    assert main(["query", str(tmp_path), "--top", "v:3", "--where", "id < 100", "--show", "3"]) in (0, None)
+    out = capsys.readouterr().out
+    assert "3 rows" in out and "top-N: 3 files" in out
+    want = oracle(d, "v", 3, True, pf.field("id") < 100)
+    shown = [int(line.split()[0]) for line in out.strip().splitlines()[-3:]]
+    assert shown == want
+    main(["query", str(tmp_path), "--bottom", "v:2", "--show", "0"])
+    assert "2 rows" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="COLUMN:K"):
+        main(["query", str(tmp_path), "--top", "v"])
