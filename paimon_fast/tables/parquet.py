@@ -737,27 +737,14 @@ class ParquetDataset:
 
         Reads only the row groups holding those positions and only the columns
         asked for plus those ``predicate`` needs."""
-        from .topn import POS
+        from .topn import POS, read_positions
 
         schema = schema or self.schema()
         positions = np.asarray(positions, dtype=np.int64)
         pfile = pq.ParquetFile(f.abs_path)
-        md = pfile.metadata
-        starts = np.zeros(md.num_row_groups + 1, dtype=np.int64)
-        starts[1:] = np.cumsum([md.row_group(i).num_rows for i in range(md.num_row_groups)])
-        if len(positions) and (positions[0] < 0 or positions[-1] >= starts[-1]):
-            raise IndexError(f"row positions outside {f.path} ({starts[-1]} rows)")
-        groups = np.searchsorted(starts, positions, side="right") - 1
-        used = np.unique(groups)
         need = set(columns) | (predicate.fields() if predicate is not None else set())
         data_names = set(pfile.schema_arrow.names)
-        read_cols = [c for c in schema.names if c in need and c in data_names]
-        t = pfile.read_row_groups(used.tolist(), columns=read_cols)
-        sizes = starts[used + 1] - starts[used]
-        base = np.zeros(len(used), dtype=np.int64)
-        base[1:] = np.cumsum(sizes)[:-1]
-        local = positions - starts[groups] + base[np.searchsorted(used, groups)]
-        t = t.take(pa.array(local))
+        t = read_positions(pfile, positions, [c for c in schema.names if c in need and c in data_names])
         keep = [fl for fl in schema if fl.name in need]
         out = self._conform(f, t, pa.schema(keep), data_names).append_column(POS, pa.array(positions))
         return filter_table(out, predicate).select([*columns, POS])

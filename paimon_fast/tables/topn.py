@@ -70,11 +70,29 @@ class TopNReport:
     candidate_rows: int = 0
     rows_read: int = 0
     index_errors: List[str] = field(default_factory=list)
+    fallback_reason: str = ""  # Paimon tables read without their indexes: why
 
     def __str__(self):
         return (f"top-N: {self.files_total} files, {self.files_skipped} skipped by their index, "
                 f"{self.files_without_index} without an index (column read), "
                 f"{self.candidate_rows:,} candidate rows, {self.rows_read:,} rows read")
+
+
+def read_positions(pfile, positions: np.ndarray, columns: Sequence[str]) -> pa.Table:
+    """Rows at sorted ``positions`` of a ``pyarrow.parquet.ParquetFile``: only the row
+    groups holding them are read.  An IndexError for positions outside the file."""
+    md = pfile.metadata
+    starts = np.zeros(md.num_row_groups + 1, dtype=np.int64)
+    starts[1:] = np.cumsum([md.row_group(i).num_rows for i in range(md.num_row_groups)])
+    positions = np.asarray(positions, dtype=np.int64)
+    if len(positions) and (positions[0] < 0 or positions[-1] >= starts[-1]):
+        raise IndexError(f"row positions {positions[0]}..{positions[-1]} outside a file of {starts[-1]} rows")
+    groups = np.searchsorted(starts, positions, side="right") - 1
+    used = np.unique(groups)
+    t = pfile.read_row_groups(used.tolist(), columns=list(columns))
+    base = np.zeros(len(used), dtype=np.int64)
+    base[1:] = np.cumsum(starts[used + 1] - starts[used])[:-1]
+    return t.take(pa.array(positions - starts[groups] + base[np.searchsorted(used, groups)]))
 
 
 def _is_float(t: pa.DataType) -> bool:
