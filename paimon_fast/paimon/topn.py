@@ -26,7 +26,7 @@ from ..fileindex.format import FileIndexFile
 from ..result import BitmapResult
 from ..source import BytesSource, FileSource
 from ..tables.arrow_filter import filter_table
-from ..tables.topn import FILE, POS, TopNReport, TopNSource, order, read_positions
+from ..tables.topn import FILE, POS, TopNReport, TopNSource, check_k, order, read_positions
 from ..tables.topn import top_n as _merge
 from .compat import legacy_manifest_table
 from .deletion import read_deletion_vector
@@ -87,8 +87,7 @@ def _empty(table, cols):
 def _read_and_sort(table, column, k, desc, nulls_first, pred, out_cols, rep):
     from .scan import read_with_index
 
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
-        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    check_k(k)
     cols = list(dict.fromkeys([*out_cols, column]))
     if pred is None:
         rb = table.new_read_builder().with_projection(cols)

@@ -174,6 +174,53 @@ def _zero_rows(reader) -> BitMap:
     return bm if bm is not None else BitMap()
 
 
+def file_top_k(src: TopNSource, index: int, column: str, k: int, desc: bool, nulls_first: bool,
+               where_columns: Sequence[str] = (), report: Optional[TopNReport] = None) -> pa.Table:
+    """The first ``k`` rows of one file (``column``, ``__pf_pos``, ``__pf_file`` = ``index``),
+    from its index when it has one, else from its column."""
+    where_cols = [c for c in dict.fromkeys(where_columns) if c != column]
+    if src.reader is None:
+        t = src.read_all([column, *where_cols])
+    else:
+        t = _candidates(src, column, k, desc, nulls_first, where_cols)
+    if report is not None:
+        report.files_without_index += src.reader is None
+        report.candidate_rows += t.num_rows
+        report.rows_read += t.num_rows
+    t = t.select([column, POS]).append_column(FILE, pa.array(np.full(t.num_rows, index, dtype=np.int32)))
+    return t.take(order(t, column, desc, nulls_first)[:k]) if t.num_rows > k else t
+
+
+def merge(tables: Sequence[pa.Table], column: str, k: int, desc: bool, nulls_first: bool) -> Optional[pa.Table]:
+    """The first ``k`` rows of several :func:`file_top_k` answers (None when all are empty)."""
+    tables = [t for t in tables if t is not None and t.num_rows]
+    if not tables:
+        return None
+    t = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    return t.take(order(t, column, desc, nulls_first)[:k])
+
+
+def project(sources: Sequence[TopNSource], best: pa.Table, column: str, columns: Sequence[str], desc: bool,
+            nulls_first: bool, report: Optional[TopNReport] = None) -> pa.Table:
+    """The ``columns`` of the winning rows ``best`` (from :func:`merge`), read file by file, in order."""
+    want = list(dict.fromkeys([*columns, column]))
+    files = best.column(FILE).to_numpy()
+    poss = best.column(POS).to_numpy()
+    out = []
+    for i in np.unique(files).tolist():
+        t = sources[i].read(np.sort(poss[files == i]), want)
+        if report is not None:
+            report.rows_read += t.num_rows
+        out.append(t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))))
+    full = pa.concat_tables(out)
+    return full.take(order(full, column, desc, nulls_first)).select(list(columns))
+
+
+def check_k(k) -> None:
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+
+
 def top_n(sources: Sequence[TopNSource], column: str, k: int, *, desc: bool = True, nulls_first: bool = False,
           where_columns: Sequence[str] = (), columns: Sequence[str], report: Optional[TopNReport] = None
           ) -> Optional[pa.Table]:
@@ -183,11 +230,9 @@ def top_n(sources: Sequence[TopNSource], column: str, k: int, *, desc: bool = Tr
     are the output columns.  Returns a table of ``columns`` in top-N order, or
     None when no row qualifies.
     """
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
-        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    check_k(k)
     rep = report if report is not None else TopNReport()
     rep.files_total = len(sources)
-    where_cols = [c for c in dict.fromkeys(where_columns) if c != column]
     if k == 0 or not sources:
         return None
     bounds = [_best_possible(s.reader, desc) if s.reader is not None else None for s in sources]
@@ -202,33 +247,13 @@ def top_n(sources: Sequence[TopNSource], column: str, k: int, *, desc: bool = Tr
         if kth is not None and bounds[i] is not None and not nulls_first and _beats(kth, bounds[i], desc):
             rep.files_skipped += 1
             continue
-        if s.reader is None:
-            rep.files_without_index += 1
-            t = s.read_all([column, *where_cols])
-        else:
-            t = _candidates(s, column, k, desc, nulls_first, where_cols)
-        rep.candidate_rows += t.num_rows
-        rep.rows_read += t.num_rows
-        if not t.num_rows:
-            continue
-        t = t.select([column, POS]).append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32)))
-        merged = t if best is None else pa.concat_tables([best, t])
-        best = merged.take(order(merged, column, desc, nulls_first)[:k])
-        if best.num_rows >= k:
+        t = file_top_k(s, i, column, k, desc, nulls_first, where_columns, rep)
+        best = merge([best, t], column, k, desc, nulls_first)
+        if best is not None and best.num_rows >= k:
             kth = _rank_key(best.column(column)[k - 1].as_py(), desc, nulls_first)
-    if best is None or best.num_rows == 0:
+    if best is None:
         return None
-    # the projected columns of the winners only, file by file
-    want = list(dict.fromkeys([*columns, column]))
-    files = best.column(FILE).to_numpy()
-    poss = best.column(POS).to_numpy()
-    out = []
-    for i in np.unique(files).tolist():
-        t = sources[i].read(np.sort(poss[files == i]), want)
-        rep.rows_read += t.num_rows
-        out.append(t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))))
-    full = pa.concat_tables(out)
-    return full.take(order(full, column, desc, nulls_first)).select(list(columns))
+    return project(sources, best, column, columns, desc, nulls_first, rep)
 
 
 def _beats(kth, bound, desc: bool) -> bool:
