@@ -234,3 +234,22 @@ def test_cli_top_and_bottom(tmp_path, capsys):
     assert "2 rows" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="COLUMN:K"):
         main(["query", str(tmp_path), "--top", "v"])
+
+
+@pytest.mark.spark
+def test_spark_top_n_same_answer(tmp_path):
+    from paimon_fast import spark as pfs
+
+    spark = pfs.session("local[2]", conf={"spark.sql.shuffle.partitions": "2"})
+    rng = np.random.default_rng(11)
+    d = write_files(tmp_path, random_tables(rng, 5, 200), part=True)
+    d.build(RANGE)
+    d.delete(pf.field("w") == 3)
+    for column, k, desc, where in [("v", 10, True, None), ("d", 7, False, pf.field("w") == 1),
+                                   ("s", 1000, True, (pf.field("p") == "a") | (pf.field("v") < 0))]:
+        rep = TopNReport()
+        got = pfs.top_n(spark, str(tmp_path), column, k, desc=desc, where=where, columns=["id", column], report=rep)
+        assert got.column("id").to_pylist() == oracle(d, column, k, desc, where)
+        assert got.equals(d.top_n(column, k, desc=desc, where=where, columns=["id", column]))
+        assert rep.files_without_index == 0
+    assert pfs.top_n(spark, str(tmp_path), "v", 5, where=pf.field("v") > 10**6).num_rows == 0
