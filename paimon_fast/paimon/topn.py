@@ -147,7 +147,7 @@ def _sources(table, plan, column, pred, rep):
             except (PaimonFastError, OSError) as e:  # a broken index never fails a query: read the column
                 rep.index_errors.append(f"{f.name}: {type(e).__name__}: {e}")
         sources.append(_source(table, f, schemas.mapping(f.schema_id), full_schema, eligible, reader, pred,
-                               _open_stream, _current_columns))
+                               _open_stream, _current_columns, column))
     return sources, opened
 
 
@@ -163,7 +163,8 @@ def _container(table, f, types, is_local) -> Optional[FileIndexFile]:
     return None
 
 
-def _source(table, f, mapping, full_schema, eligible, reader, pred, open_stream, current_columns) -> TopNSource:
+def _source(table, f, mapping, full_schema, eligible, reader, pred, open_stream, current_columns,
+            column=None) -> TopNSource:
     import pyarrow.parquet as pq
 
     need_pred = sorted(pred.fields()) if pred is not None else []
@@ -183,4 +184,5 @@ def _source(table, f, mapping, full_schema, eligible, reader, pred, open_stream,
             return read(np.arange(f.rows, dtype=np.int64), cols)
         return read(np.asarray(eligible.to_array(), dtype=np.int64), cols)
 
-    return TopNSource(f.name, f.rows, eligible, reader, read, read_all)
+    return TopNSource(f.name, f.rows, eligible, reader, read, read_all, exact=pred is None,
+                      arrow_type=full_schema.field(column).type if column is not None else None)

@@ -70,7 +70,7 @@ def top_n(spark, path: str, column: str, k: int, *, desc: bool = True, where=Non
                     reader = None
             one = TopNReport()
             try:
-                t = file_top_k(ds._top_n_source(f, rows, eligible, reader, pred, schema), i, column, k, desc,
+                t = file_top_k(ds._top_n_source(f, rows, eligible, reader, pred, schema, column), i, column, k, desc,
                                nulls_first, where_cols, one)
             finally:
                 if idx is not None:

@@ -792,7 +792,7 @@ class ParquetDataset:
                     except Exception as e:  # a broken index never fails a query: read the column
                         rep.index_errors.append(f"{p.file.path}: {type(e).__name__}: {e}")
                         reader = None
-                sources.append(self._top_n_source(p.file, p.rows, eligible, reader, pred, schema))
+                sources.append(self._top_n_source(p.file, p.rows, eligible, reader, pred, schema, column))
             out = top_n(sources, column, k, desc=desc, nulls_first=nulls_first, where_columns=where_cols,
                         columns=columns, report=rep)
         finally:
@@ -800,7 +800,8 @@ class ParquetDataset:
                 idx.close()
         return out if out is not None else schema.empty_table().select(columns)
 
-    def _top_n_source(self, f: DataFile, rows: int, eligible: Optional[BitMap], reader, pred, schema):
+    def _top_n_source(self, f: DataFile, rows: int, eligible: Optional[BitMap], reader, pred, schema,
+                      column: Optional[str] = None):
         from .topn import TopNSource
 
         def read(positions, cols):
@@ -810,7 +811,8 @@ class ParquetDataset:
             pos = np.arange(rows, dtype=np.int64) if eligible is None else np.asarray(eligible.to_array(), np.int64)
             return read(pos, cols)
 
-        return TopNSource(f.path, rows, eligible, reader, read, read_all)
+        return TopNSource(f.path, rows, eligible, reader, read, read_all, exact=pred is None,
+                          arrow_type=schema.field(column).type if column is not None else None)
 
     def scan(self, predicate=None, columns: Optional[List[str]] = None) -> Tuple[pa.Table, ScanReport]:
         """Exact answer without Spark: prune with the indexes, drop rows outside bitmaps, filter."""

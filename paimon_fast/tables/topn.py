@@ -26,6 +26,7 @@ merge.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence
 
@@ -49,7 +50,9 @@ class TopNSource:
     None; ``read(positions, columns)``: a table of those rows (sorted
     positions, numpy int64) with the given columns, exactly filtered by the
     ``where`` predicate, and a ``__pf_pos`` column; ``read_all(columns)``: the
-    same for every non-deleted row (files without an index).
+    same for every non-deleted row (files without an index).  With ``exact``
+    (no ``where`` to check) and ``arrow_type`` of a plain type, the candidates'
+    values are decoded from the index instead of read from the file.
     """
 
     name: str
@@ -58,6 +61,8 @@ class TopNSource:
     reader: object
     read: Callable[[np.ndarray, Sequence[str]], pa.Table]
     read_all: Callable[[Sequence[str]], pa.Table]
+    exact: bool = False  # eligible holds only matching rows: candidates' values may come from the index
+    arrow_type: Optional[pa.DataType] = None  # the column's Arrow type (values taken from the index)
 
 
 @dataclass
@@ -88,11 +93,30 @@ def read_positions(pfile, positions: np.ndarray, columns: Sequence[str]) -> pa.T
     if len(positions) and (positions[0] < 0 or positions[-1] >= starts[-1]):
         raise IndexError(f"row positions {positions[0]}..{positions[-1]} outside a file of {starts[-1]} rows")
     groups = np.searchsorted(starts, positions, side="right") - 1
-    used = np.unique(groups)
-    t = pfile.read_row_groups(used.tolist(), columns=list(columns))
-    base = np.zeros(len(used), dtype=np.int64)
-    base[1:] = np.cumsum(starts[used + 1] - starts[used])[:-1]
-    return t.take(pa.array(positions - starts[groups] + base[np.searchsorted(used, groups)]))
+    parts = []
+    for g in np.unique(groups).tolist():
+        local = positions[groups == g] - starts[g]
+        parts.append(_read_group_prefix(pfile, g, int(local[-1]) + 1, columns).take(pa.array(local)))
+    if not parts:
+        return pfile.schema_arrow.empty_table().select(list(columns))
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+_BATCH = 1 << 16
+
+
+def _read_group_prefix(pfile, group: int, rows: int, columns: Sequence[str]) -> pa.Table:
+    """The first ``rows`` rows of one row group: decoding stops at the batch holding the last
+    one (pyarrow cannot seek inside a row group, but it need not decode past what is asked)."""
+    if rows > pfile.metadata.row_group(group).num_rows - _BATCH:
+        return pfile.read_row_group(group, columns=list(columns))
+    batches, n = [], 0
+    for b in pfile.iter_batches(batch_size=_BATCH, row_groups=[group], columns=list(columns), use_threads=False):
+        batches.append(b)
+        n += b.num_rows
+        if n >= rows:
+            break
+    return pa.Table.from_batches(batches)
 
 
 def _is_float(t: pa.DataType) -> bool:
@@ -148,22 +172,38 @@ def _candidates(src: TopNSource, column: str, k: int, desc: bool, nulls_first: b
     total = len(eligible)
     want = k
     cols = [column, *where_cols]
+    from_index = src.exact and src.arrow_type is not None and _plain(src.arrow_type)
+
+    def read(bm):
+        pos = np.asarray(bm.to_array(), dtype=np.int64)
+        if from_index and len(pos) <= _FROM_INDEX_MAX:
+            values = pa.array([r.get(int(p)) for p in pos], type=src.arrow_type)
+            return pa.table({column: values, POS: pa.array(pos)})
+        return src.read(pos, cols)
+
     while True:
         fn = r.top_k if desc else r.bottom_k
         cand = fn(want, nulls_first, None if src.eligible is None else eligible, strict=False)
         cand &= eligible
-        t = src.read(np.asarray(cand.to_array(), dtype=np.int64), cols)
+        t = read(cand)
         if _is_float(t.schema.field(column).type) and t.num_rows and pc.any(pc.equal(t.column(column), 0)).as_py():
             # the index orders -0.0 below 0.0 while SQL ties them: a cut between the two
             # zeros must not decide the tie, so every zero row is a candidate
             zeros = eligible & _zero_rows(r)
             extra = zeros - cand
             if len(extra):
-                t = pa.concat_tables([t, src.read(np.asarray(extra.to_array(), dtype=np.int64), cols)])
+                t = pa.concat_tables([t, read(extra)])
                 cand |= extra
         if t.num_rows >= k or len(cand) >= total:
             return t
         want *= 4
+
+
+_FROM_INDEX_MAX = 4096  # candidates decoded from the index one by one; more are read from the file
+
+
+def _plain(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t) or pa.types.is_date32(t)
 
 
 def _zero_rows(reader) -> BitMap:
@@ -206,12 +246,21 @@ def project(sources: Sequence[TopNSource], best: pa.Table, column: str, columns:
     want = list(dict.fromkeys([*columns, column]))
     files = best.column(FILE).to_numpy()
     poss = best.column(POS).to_numpy()
-    out = []
-    for i in np.unique(files).tolist():
+    ids = np.unique(files).tolist()
+
+    def one(i):
         t = sources[i].read(np.sort(poss[files == i]), want)
-        if report is not None:
-            report.rows_read += t.num_rows
-        out.append(t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32))))
+        return t.append_column(FILE, pa.array(np.full(t.num_rows, i, dtype=np.int32)))
+
+    if len(ids) > 1:  # Parquet decoding releases the GIL: the winners' files are read side by side
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(len(ids), os.cpu_count() or 2, 8)) as ex:
+            out = list(ex.map(one, ids))
+    else:
+        out = [one(i) for i in ids]
+    if report is not None:
+        report.rows_read += sum(t.num_rows for t in out)
     full = pa.concat_tables(out)
     return full.take(order(full, column, desc, nulls_first)).select(list(columns))
 
