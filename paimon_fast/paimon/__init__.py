@@ -13,6 +13,7 @@
 * :func:`legacy_manifest_table`: Paimon 0.9 manifests (``compat.py``).
 * :func:`read_deletion_vector`: 32- and 64-bit deletion vectors (``deletion.py``).
 * :func:`rewrite_file_index`: add the configured indexes to existing files (``rewrite.py``).
+* :func:`top_n`: exact ``ORDER BY c [DESC] LIMIT k`` from range-bitmap file indexes (``topn.py``).
 * :func:`to_pypaimon` / :func:`from_pypaimon`: predicate translation.
 
 Needs the ``tables`` extra (pypaimon).
@@ -21,6 +22,13 @@ from .compat import legacy_file_io, legacy_manifest_table, upgrade_manifest_byte
 from .deletion import read_deletion_vector
 from .predicates import as_predicate, from_pypaimon, to_pypaimon
 from .scan import IndexPruner, PruneReport, index_applicability, plan_with_index, read_with_index
+
+
+def top_n(table, column, k, **kw):
+    """See :func:`paimon_fast.paimon.topn.top_n`."""
+    from .topn import top_n as _impl
+
+    return _impl(table, column, k, **kw)
 
 
 def rewrite_file_index(spark, table, options=None, **kw):
@@ -33,5 +41,5 @@ def rewrite_file_index(spark, table, options=None, **kw):
 __all__ = [
     "read_with_index", "plan_with_index", "IndexPruner", "PruneReport", "index_applicability",
     "legacy_manifest_table", "legacy_file_io", "upgrade_manifest_bytes", "read_deletion_vector",
-    "to_pypaimon", "from_pypaimon", "as_predicate", "rewrite_file_index",
+    "to_pypaimon", "from_pypaimon", "as_predicate", "rewrite_file_index", "top_n",
 ]

@@ -58,7 +58,7 @@ from ..tables.parquet import (BuildReport, FileIndexBuilder, ParquetDataset, Sca
                               local_path, store_index)
 from .columns import filter_to_predicate, to_spark_column
 
-__all__ = ["session", "register", "build", "build_global_index", "read", "delete", "to_spark_column",
+__all__ = ["session", "register", "build", "build_global_index", "read", "delete", "top_n", "to_spark_column",
            "filter_to_predicate",
            "DATA_SOURCE_NAME"]
 
@@ -383,6 +383,13 @@ def _planned_frame(spark, ds: ParquetDataset, plan, positions: bool = False):
         for p in parts[1:]:
             df = df.unionByName(p)
     return df
+
+
+def top_n(spark, path: str, column: str, k: int, **kw):
+    """Exact top-N of a dataset, per-file work on executors: see :func:`paimon_fast.spark.topn.top_n`."""
+    from .topn import top_n as _impl
+
+    return _impl(spark, path, column, k, **kw)
 
 
 def read(spark, path: str, where=None, columns=None, use_index: bool = True):

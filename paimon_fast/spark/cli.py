@@ -4,6 +4,7 @@
     paimon-fast build PATH --options file-index.bloom-filter.columns=id [k=v ...] [--force]
     paimon-fast build PATH --global-index COLUMN [COLUMN ...] [--options bitmap-index.compression=zstd ...]
     paimon-fast query PATH --where "country = 'DE' AND id IN (1, 2)" [--show 10] [--compare]
+    paimon-fast query PATH --top score:10 [--where ...]     (or --bottom; in-process, from range-bitmap indexes)
     paimon-fast delete PATH --where "status = 'returned'"   (deletion vectors; no Parquet rewrite)
 
 ``--master`` (or ``$SPARK_MASTER``) points the commands at a cluster; the
@@ -121,7 +122,12 @@ build_main.setup = build_setup
 
 def query_setup(p):
     p.add_argument("path", help="dataset directory")
-    p.add_argument("--where", required=True, help="predicate, e.g. \"country = 'DE' AND (score > 90 OR id IN (1, 2))\"")
+    p.add_argument("--where", default=None, help="predicate, e.g. \"country = 'DE' AND (score > 90 OR id IN (1, 2))\"")
+    top = p.add_mutually_exclusive_group()
+    top.add_argument("--top", metavar="COLUMN:K", default=None,
+                     help="the K rows with the largest COLUMN (ORDER BY COLUMN DESC NULLS LAST LIMIT K) after --where, "
+                          "answered in-process from range-bitmap indexes")
+    top.add_argument("--bottom", metavar="COLUMN:K", default=None, help="the K rows with the smallest COLUMN")
     p.add_argument("--show", type=int, default=10, help="rows to print (0: none)")
     p.add_argument("--compare", action="store_true", help="also run a plain Spark scan and compare")
     p.add_argument("--no-index", action="store_true", help="read every file (baseline)")
@@ -130,6 +136,10 @@ def query_setup(p):
 
 @command("query", "answer a predicate over a dataset, pruning files and rows with its indexes")
 def query_main(args):
+    if args.top or args.bottom:
+        return _top_main(args)
+    if args.where is None:
+        raise SystemExit("query needs --where (or --top / --bottom COLUMN:K)")
     from . import read
 
     spark = _session(args)
@@ -150,6 +160,31 @@ def query_main(args):
 
 
 query_main.setup = query_setup
+
+
+def _top_main(args):
+    from ..tables.parquet import ParquetDataset
+    from ..tables.topn import TopNReport
+
+    spec = args.top or args.bottom
+    col, sep, k = spec.rpartition(":")
+    if not sep or not col or not k.isdigit():
+        raise SystemExit(f"--top / --bottom take COLUMN:K (e.g. score:10), got {spec!r}")
+    rep = TopNReport()
+    t0 = time.perf_counter()
+    t = ParquetDataset(args.path).top_n(col, int(k), desc=bool(args.top), where=args.where, report=rep)
+    print(f"{t.num_rows:,} rows in {time.perf_counter() - t0:.3f}s")
+    print(rep)
+    if args.show:
+        print(t.slice(0, args.show).to_pandas().to_string(index=False) if _has_pandas() else t.slice(0, args.show))
+
+
+def _has_pandas() -> bool:
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------- delete

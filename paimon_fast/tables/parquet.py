@@ -56,7 +56,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -715,6 +715,13 @@ class ParquetDataset:
 
             t = pa.Table.from_batches([apply_deletion_vector(deletion_vector, b, off) for b, off in
                                        _with_offsets(t.to_batches())], schema=t.schema)
+        out = self._conform(f, t, schema, data_names)
+        return filter_table(out, predicate)
+
+    @staticmethod
+    def _conform(f: DataFile, t: pa.Table, schema: pa.Schema, data_names) -> pa.Table:
+        """Rows ``t`` of file ``f`` in ``schema``: data columns cast to the dataset's
+        types, partition columns from the file's path, absent columns as nulls."""
         part = dict(f.partition)
         arrays = []
         for fld in schema:
@@ -726,8 +733,91 @@ class ParquetDataset:
                 arrays.append(pa.array([v] * t.num_rows, pa.string()).cast(fld.type))
             else:
                 arrays.append(pa.nulls(t.num_rows, fld.type))
-        out = pa.Table.from_arrays(arrays, schema=schema)
-        return filter_table(out, predicate)
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+    def read_rows(self, f: DataFile, positions, columns: Sequence[str], predicate: Optional[Predicate] = None,
+                  schema: Optional[pa.Schema] = None) -> pa.Table:
+        """Rows at ``positions`` (sorted row positions of ``f``) with ``columns`` and a
+        ``__pf_pos`` column holding each row's position, filtered by ``predicate``.
+
+        Reads only the row groups holding those positions and only the columns
+        asked for plus those ``predicate`` needs."""
+        from .topn import POS, read_positions
+
+        schema = schema or self.schema()
+        positions = np.asarray(positions, dtype=np.int64)
+        pfile = pq.ParquetFile(f.abs_path)
+        need = set(columns) | (predicate.fields() if predicate is not None else set())
+        data_names = set(pfile.schema_arrow.names)
+        t = read_positions(pfile, positions, [c for c in schema.names if c in need and c in data_names])
+        keep = [fl for fl in schema if fl.name in need]
+        out = self._conform(f, t, pa.schema(keep), data_names).append_column(POS, pa.array(positions))
+        return filter_table(out, predicate).select([*columns, POS])
+
+    def top_n(self, column: str, k: int, *, desc: bool = True, where=None, columns: Optional[List[str]] = None,
+              nulls_first: bool = False, report=None) -> pa.Table:
+        """``SELECT columns WHERE where ORDER BY column [DESC] NULLS LAST|FIRST LIMIT k``, exact.
+
+        Ties go to the earlier file (the dataset's file order) and then the
+        lower row position; NaN ranks above every other float; deleted rows
+        never count.  Files with a current ``range-bitmap`` index on ``column``
+        are answered from it (files that cannot beat the current k-th row are
+        not read, others only at their candidate rows); the rest read the
+        column.  ``where`` is a predicate or SQL text; ``report`` (a
+        :class:`~paimon_fast.tables.topn.TopNReport`) is filled in when given.
+        """
+        from .topn import TopNReport, top_n
+
+        schema = self.schema()
+        columns = list(schema.names) if columns is None else list(columns)
+        for c in [column, *columns]:
+            if c not in schema.names:
+                raise KeyError(f"no column {c!r} in the dataset (columns: {schema.names})")
+        rep = report if report is not None else TopNReport()
+        plan = self.plan(where)
+        pred = plan.predicate
+        where_cols = sorted(pred.fields()) if pred is not None else []
+        opened = []
+        sources = []
+        try:
+            for p in plan.kept:
+                eligible = p.bitmap
+                dv = p.deletion_vector
+                if dv is not None:
+                    eligible = dv.remove_deleted(eligible if eligible is not None else BitMap(range(p.rows)))
+                reader = None
+                if p.indexed:
+                    try:
+                        idx = self.open_index(p.file)
+                        if idx is not None:
+                            opened.append(idx)
+                            reader = idx.reader(column, "range-bitmap")
+                    except KeyError:
+                        reader = None
+                    except Exception as e:  # a broken index never fails a query: read the column
+                        rep.index_errors.append(f"{p.file.path}: {type(e).__name__}: {e}")
+                        reader = None
+                sources.append(self._top_n_source(p.file, p.rows, eligible, reader, pred, schema, column))
+            out = top_n(sources, column, k, desc=desc, nulls_first=nulls_first, where_columns=where_cols,
+                        columns=columns, report=rep)
+        finally:
+            for idx in opened:
+                idx.close()
+        return out if out is not None else schema.empty_table().select(columns)
+
+    def _top_n_source(self, f: DataFile, rows: int, eligible: Optional[BitMap], reader, pred, schema,
+                      column: Optional[str] = None):
+        from .topn import TopNSource
+
+        def read(positions, cols):
+            return self.read_rows(f, positions, cols, pred, schema)
+
+        def read_all(cols):
+            pos = np.arange(rows, dtype=np.int64) if eligible is None else np.asarray(eligible.to_array(), np.int64)
+            return read(pos, cols)
+
+        return TopNSource(f.path, rows, eligible, reader, read, read_all, exact=pred is None,
+                          arrow_type=schema.field(column).type if column is not None else None)
 
     def scan(self, predicate=None, columns: Optional[List[str]] = None) -> Tuple[pa.Table, ScanReport]:
         """Exact answer without Spark: prune with the indexes, drop rows outside bitmaps, filter."""

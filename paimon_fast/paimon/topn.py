@@ -1,0 +1,188 @@
+"""Exact top-N over a Paimon table: ``ORDER BY column [DESC] LIMIT k`` after a predicate.
+
+Append tables the fast path covers (:mod:`.fastpath`: Parquet, main branch,
+latest snapshot, no row tracking) are answered file by file from their
+``range-bitmap`` file indexes (embedded or ``.index`` sidecars) with the merge
+of :mod:`paimon_fast.tables.topn`: files that cannot beat the current k-th row
+are not read, the others only at their candidate rows; files without such an
+index read the column.  Deletion vectors remove rows before anything is
+ranked.  Every other table (primary keys, ORC, time travel...) is read with
+:func:`~paimon_fast.paimon.scan.read_with_index` and sorted in Arrow, so the
+answer is the same, only slower.
+
+Ties go to the earlier data file of the snapshot's manifests and then to the
+lower row position (on the fallback path: the order pypaimon reads rows in).
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap
+
+from ..errors import PaimonFastError
+from ..fileindex.format import FileIndexFile
+from ..result import BitmapResult
+from ..source import BytesSource, FileSource
+from ..tables.arrow_filter import filter_table
+from ..tables.topn import FILE, POS, TopNReport, TopNSource, check_k, order, read_positions
+from ..tables.topn import top_n as _merge
+from .compat import legacy_manifest_table
+from .deletion import read_deletion_vector
+from .predicates import as_predicate
+
+
+def top_n(table, column: str, k: int, *, desc: bool = True, predicate=None, columns: Optional[Sequence[str]] = None,
+          nulls_first: bool = False, report: Optional[TopNReport] = None, use_cache: bool = True) -> pa.Table:
+    """The first ``k`` rows of ``table`` where ``predicate`` holds, ordered by ``column``.
+
+    ``desc`` (default) for the largest values first; nulls last unless
+    ``nulls_first``; NaN above every other float; ``columns`` the output
+    columns (default: all).  ``predicate`` is a paimon_fast predicate, SQL
+    text or a pypaimon predicate.  ``report`` (a
+    :class:`~paimon_fast.tables.topn.TopNReport`) is filled in when given;
+    ``report.fallback_reason`` says why a table was read without its indexes.
+    """
+    from .fastpath import Fallback, check_table, get_plan
+
+    table = legacy_manifest_table(table)
+    names = list(table.field_names)
+    out_cols = names if columns is None else list(columns)
+    for c in [column, *out_cols]:
+        if c not in names:
+            raise KeyError(f"no column {c!r} in the table (columns: {names})")
+    if isinstance(predicate, str):
+        from ..sqlpredicate import parse_predicate
+
+        predicate = parse_predicate(predicate)
+    pred = as_predicate(predicate)
+    rep = report if report is not None else TopNReport()
+    rep.fallback_reason = ""
+    try:
+        check_table(table)
+        plan, _ = get_plan(table, use_cache)
+    except Fallback as e:
+        rep.fallback_reason = str(e)
+        return _read_and_sort(table, column, k, desc, nulls_first, pred, out_cols, rep)
+    sources, opened = _sources(table, plan, column, pred, rep)
+    try:
+        out = _merge(sources, column, k, desc=desc, nulls_first=nulls_first,
+                     where_columns=sorted(pred.fields()) if pred is not None else (), columns=out_cols, report=rep)
+    finally:
+        for c in opened:
+            c.close()
+    if out is None:
+        return _empty(table, out_cols)
+    return out
+
+
+def _empty(table, cols):
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    fields = {f.name: f for f in table.fields}
+    return PyarrowFieldParser.from_paimon_schema([fields[c] for c in cols]).empty_table()
+
+
+def _read_and_sort(table, column, k, desc, nulls_first, pred, out_cols, rep):
+    from .scan import read_with_index
+
+    check_k(k)
+    cols = list(dict.fromkeys([*out_cols, column]))
+    if pred is None:
+        rb = table.new_read_builder().with_projection(cols)
+        t = rb.new_read().to_arrow(rb.new_scan().plan().splits())
+    else:
+        t, _ = read_with_index(table, pred, cols, fast=False)
+    if t is None or not t.num_rows or k == 0:
+        return _empty(table, out_cols)
+    rep.rows_read += t.num_rows
+    t = t.append_column(FILE, pa.array(np.zeros(t.num_rows, np.int32))).append_column(
+        POS, pa.array(np.arange(t.num_rows, dtype=np.int64)))
+    return t.take(order(t, column, desc, nulls_first)[:k]).select(out_cols)
+
+
+def _sources(table, plan, column, pred, rep):
+    """One :class:`TopNSource` per live data file that may hold matching rows."""
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    from .fastpath import _evaluate, _is_local, _open_stream, _Schemas, _StatsFilter, _current_columns
+
+    schemas = _Schemas(table, plan)
+    files = plan.files
+    if pred is not None:
+        stats = _StatsFilter(table, pred, schemas)
+        files = [f for f in files if stats.keep(f)]
+    full_schema = PyarrowFieldParser.from_paimon_schema(list(table.fields))
+    sources, opened = [], []
+    for f in files:
+        eligible = None
+        if pred is not None:
+            res, _ = _evaluate(table, f, schemas, pred)
+            if not res.remain:
+                continue
+            if isinstance(res, BitmapResult):
+                eligible = BitMap(res.bitmap)
+                if len(eligible) and eligible.max() >= f.rows:
+                    eligible.remove_range(f.rows, eligible.max() + 1)
+        if f.deletion is not None:
+            dv = read_deletion_vector(table.file_io, f.deletion)
+            if eligible is None:
+                eligible = BitMap()
+                eligible.add_range(0, f.rows)
+            eligible -= dv
+        if eligible is not None and not len(eligible):
+            continue
+        reader = None
+        names, types = schemas.index_view(f.schema_id)
+        old = names.get(column)
+        if old is not None:
+            try:
+                container = _container(table, f, types, _is_local)
+                if container is not None:
+                    opened.append(container)
+                    reader = container.reader(old, "range-bitmap")
+            except KeyError:
+                reader = None
+            except (PaimonFastError, OSError) as e:  # a broken index never fails a query: read the column
+                rep.index_errors.append(f"{f.name}: {type(e).__name__}: {e}")
+        sources.append(_source(table, f, schemas.mapping(f.schema_id), full_schema, eligible, reader, pred,
+                               _open_stream, _current_columns, column))
+    return sources, opened
+
+
+def _container(table, f, types, is_local) -> Optional[FileIndexFile]:
+    if f.embedded:
+        return FileIndexFile(BytesSource(bytes(f.embedded)), types, {})
+    for extra in f.extra:
+        if extra.endswith(".index"):
+            path = f"{f.fsdir}/{extra}"
+            if is_local(table.file_io):
+                return FileIndexFile(FileSource(path), types, {})
+            return FileIndexFile(BytesSource(table.file_io.filesystem.open_input_file(path).read()), types, {})
+    return None
+
+
+def _source(table, f, mapping, full_schema, eligible, reader, pred, open_stream, current_columns,
+            column=None) -> TopNSource:
+    import pyarrow.parquet as pq
+
+    need_pred = sorted(pred.fields()) if pred is not None else []
+
+    def read(positions, cols):
+        names = list(dict.fromkeys([*cols, *need_pred]))
+        phys = list(dict.fromkeys(mapping[c][0] for c in names if mapping[c][0] is not None))
+        with open_stream(table.file_io, f"{f.fsdir}/{f.name}") as stream:
+            t = read_positions(pq.ParquetFile(stream), positions, phys)
+        schema = pa.schema([full_schema.field(c) for c in names])
+        t = pa.Table.from_arrays(current_columns(t, names, mapping, full_schema, t.num_rows), schema=schema)
+        t = t.append_column(POS, pa.array(np.asarray(positions, dtype=np.int64)))
+        return filter_table(t, pred).select([*cols, POS])
+
+    def read_all(cols):
+        if eligible is None:
+            return read(np.arange(f.rows, dtype=np.int64), cols)
+        return read(np.asarray(eligible.to_array(), dtype=np.int64), cols)
+
+    return TopNSource(f.name, f.rows, eligible, reader, read, read_all, exact=pred is None,
+                      arrow_type=full_schema.field(column).type if column is not None else None)
