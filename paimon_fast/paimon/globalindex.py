@@ -1,0 +1,485 @@
+"""Global indexes inside Paimon 2.x tables: build them, and answer predicates with them.
+
+A row-tracking table (``row-tracking.enabled``) gives every row a ``_ROW_ID``.
+A global index is a set of index files under the table's ``index/`` directory,
+each listed in the index manifest with a ``GlobalIndexMeta``: the row range it
+covers, the indexed field id, and the file's own meta bytes (for ``bitmap`` a
+``SortedIndexFileMeta``).  The row ids inside a file are relative to the start
+of its row range.
+
+* :func:`create_global_index` builds ``bitmap`` indexes the way Java's
+  ``create_global_index`` procedure (and pypaimon 2.1's) plans them: only the
+  row ranges no index of that type on that field covers yet, one range per
+  contiguous run of data files of a partition, the records sorted by
+  (nulls first, key, row id) and cut into a new file every
+  ``sorted-index.records-per-range`` x 1.2 records.  All files are committed
+  in one snapshot through pypaimon's commit; a build that fails before the
+  commit deletes what it wrote and adds no entry.
+* :class:`GlobalIndexAnswer` turns a predicate into candidate row ids with
+  every ``bitmap`` global index the table holds (ours, pypaimon's or Java's);
+  :mod:`.scan` turns those into row ranges inside files.
+
+Search modes (``scalar-index.search-mode``, falling back to the legacy
+``global-index.search-mode``, default ``fast``): Java and pypaimon consult
+global indexes only on data-evolution tables; there ``fast`` answers from the
+indexed row ranges only, ``full`` / ``detail`` also read (and filter) the rows
+no index covers.  On row-tracking tables without data evolution Java reads no
+global index, so we use them only to skip rows (the answer is Java's: rows no
+index covers are always read).
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field as dc_field
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+from pyroaring import BitMap64
+
+from ..errors import PaimonFastError, UnsupportedTypeError
+from ..predicate import And, Leaf, Or, Predicate
+from ..result import UNSUPPORTED
+
+__all__ = ["create_global_index", "GlobalIndexAnswer", "search_mode", "SUPPORTED_INDEX_TYPES"]
+
+SUPPORTED_INDEX_TYPES = ("bitmap",)
+# the scalar global index types Java and pypaimon answer predicates with
+SCALAR_INDEX_TYPES = ("bitmap", "btree", "multivalue")
+RECORDS_PER_RANGE = "sorted-index.records-per-range"
+RECORDS_PER_RANGE_LEGACY = "btree-index.records-per-range"
+DEFAULT_RECORDS_PER_RANGE = 10_000_000
+RECORDS_FLOATING = 1.2  # Java's SortedGlobalIndexWriter rotates files every records-per-range x 1.2 records
+
+
+# ================================================================ options
+def _table_options(table) -> Dict[str, str]:
+    try:
+        return dict(table.table_schema.options)
+    except AttributeError:  # pragma: no cover - other table kinds
+        return {}
+
+
+def _true(opts, key) -> bool:
+    return str(opts.get(key, "false")).strip().lower() == "true"
+
+
+def search_mode(table) -> str:
+    """``fast``, ``full`` or ``detail``: ``scalar-index.search-mode`` when set, else the
+    legacy ``global-index.search-mode``, else ``fast`` (as Java's CoreOptions resolve it)."""
+    opts = _table_options(table)
+    mode = opts.get("scalar-index.search-mode")
+    if mode is None:
+        mode = opts.get("global-index.search-mode", "fast")
+    mode = str(mode).strip().lower()
+    if mode not in ("fast", "full", "detail"):
+        raise ValueError(f"unknown global index search mode {mode!r}")
+    return mode
+
+
+def records_per_file(options: Dict[str, str]) -> int:
+    """``sorted-index.records-per-range`` (fallback key ``btree-index.records-per-range``) x 1.2."""
+    v = options.get(RECORDS_PER_RANGE, options.get(RECORDS_PER_RANGE_LEGACY, DEFAULT_RECORDS_PER_RANGE))
+    n = int(v)
+    if n <= 0:
+        raise ValueError(f"{RECORDS_PER_RANGE} must be positive, got {v!r}")
+    return int(n * RECORDS_FLOATING)
+
+
+# ================================================================ build
+@dataclass
+class _Task:
+    split: object  # a pypaimon IndexedSplit over the files of the range
+    start: int
+    end: int  # inclusive
+    partition: tuple
+
+
+def _plan_build(table, field, index_type: str, partitions):
+    """``(tasks, options)``: the unindexed contiguous row ranges to build, as pypaimon 2.1 and
+    Java's SortedGlobalIndexScanner.incrementalScan plan them."""
+    from pypaimon.globalindex.build_plan import (split_by_contiguous_unindexed_row_range,
+                                                 unindexed_row_ranges)
+    from pypaimon.globalindex.create_global_index import GlobalIndexBuilder
+
+    # pypaimon's builder validates (row tracking, the column) and resolves the partition spec
+    helper = GlobalIndexBuilder(table, field.name, index_type="bitmap", partitions=partitions)
+    pfilter = helper._resolve_partition_filter()
+    rb = table.new_read_builder()
+    if pfilter is not None:
+        rb = rb.with_partition_filter(pfilter)
+    plan = rb.new_scan().plan_for_write()
+    splits = plan.splits()
+    if not splits:
+        return []
+    snapshot = helper._snapshot_for_plan(plan)
+    todo = unindexed_row_ranges(table, snapshot, pfilter, field.id, index_type)
+    if not todo:
+        return []
+    return [_Task(s, r.from_, r.to, tuple(s.partition.values))
+            for s, r in split_by_contiguous_unindexed_row_range(splits, todo)]
+
+
+def _read_task(table, field, task: _Task):
+    """The column and its ``_ROW_ID`` over the task's rows (deletion vectors applied)."""
+    import pyarrow as pa
+    from pypaimon.read.table_read import TableRead
+    from pypaimon.table.special_fields import SpecialFields
+
+    tr = TableRead(table=table, predicate=None, read_type=[field, SpecialFields.ROW_ID])
+    got = tr.to_arrow([task.split])
+    if got is None or got.num_rows == 0:
+        return None, None
+    col = got.column(field.name).combine_chunks()
+    rid_col = got.column(SpecialFields.ROW_ID.name)
+    if rid_col.null_count:
+        raise ValueError("cannot build a global index: _ROW_ID is null")
+    rids = rid_col.to_numpy().astype(np.int64, copy=False)
+    keep = (rids >= task.start) & (rids <= task.end)
+    if not keep.all():
+        col = col.filter(pa.array(keep))
+        rids = rids[keep]
+    return col, (rids - task.start).astype(np.uint64)
+
+
+def build_range_files(dtype: str, values, local_rids, options: Dict[str, str], max_records: int):
+    """``[(file bytes, meta bytes, record count)]`` of one row range (row ids relative to its start)."""
+    from ..globalindex.format import build_files
+    from ..globalindex.format import BitmapGlobalIndexWriter
+
+    w = BitmapGlobalIndexWriter(dtype, {k: v for k, v in options.items() if k.startswith("bitmap-index.")})
+    arr, _ = w.codec.column(values)
+    return build_files(w.codec, arr, local_rids, w.block_size, w.encoder, max_records)
+
+
+def _new_file_name(index_type: str) -> str:
+    import uuid
+
+    return f"{index_type}-global-index-{uuid.uuid4()}.index"
+
+
+def _write_index_file(table, name: str, data: bytes) -> str:
+    pf = table.path_factory().global_index_path_factory()
+    path = pf.to_path(name)
+    table.file_io.check_or_mkdirs(pf.global_index_root_path())
+    with table.file_io.new_output_stream(path) as out:
+        out.write(data)
+    return path
+
+
+def _entries(table, task_partition, start, end, field_id, index_type, files):
+    """IndexManifestEntry list for ``files`` = ``[(name, size, records, meta)]``."""
+    from pypaimon.globalindex.global_index_meta import GlobalIndexMeta
+    from pypaimon.index.index_file_meta import IndexFileMeta
+    from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
+
+    pf = table.path_factory().global_index_path_factory()
+    out = []
+    for name, size, records, meta in files:
+        ifm = IndexFileMeta(index_type=index_type, file_name=name, file_size=size, row_count=records,
+                            global_index_meta=GlobalIndexMeta(row_range_start=start, row_range_end=end,
+                                                              index_field_id=field_id, extra_field_ids=None,
+                                                              index_meta=meta),
+                            external_path=pf.to_path(name) if pf.is_external_path() else None)
+        out.append(IndexManifestEntry(kind=0, partition=task_partition, bucket=0, index_file=ifm))
+    return out
+
+
+def _commit(table, messages) -> None:
+    """One snapshot with every index entry of the build (pypaimon's commit)."""
+    commit = table.new_batch_write_builder().new_commit()
+    try:
+        commit.commit(messages)
+    finally:
+        commit.close()
+
+
+def create_global_index(table, index_column: str, index_type: str = "bitmap", *, partitions=None, options=None,
+                        spark=None, progress: Optional[Callable[[int, int, int], None]] = None) -> int:
+    """Build a global index over ``index_column`` of a row-tracking Paimon table; returns the
+    number of index files added (pypaimon 2.1's ``table.create_global_index`` call shape).
+
+    Only the row ranges that no ``index_type`` index on that column covers yet are built
+    (as Java's procedure and pypaimon do), so running it twice adds nothing the second
+    time and appended rows get their own ranges.  ``partitions``: a partition spec dict or
+    a list of them.  ``options`` override the table's (``bitmap-index.*``,
+    ``sorted-index.records-per-range``).  With ``spark`` (a SparkSession) every row range
+    is read, sorted and written on the executors and the driver commits once.
+    ``progress(done ranges, all ranges, rows)`` is called after each range.
+
+    Everything is committed in one snapshot; an error before the commit deletes the
+    files written so far and leaves the table's index manifest unchanged.
+    """
+    index_type = index_type.lower().strip()
+    if index_type not in SUPPORTED_INDEX_TYPES:
+        raise ValueError(f"index type {index_type!r}: paimon-fast builds {SUPPORTED_INDEX_TYPES}")
+    if isinstance(index_column, (list, tuple)):
+        if len(index_column) != 1:
+            raise ValueError(f"a global index covers one column, got {index_column}")
+        index_column = index_column[0]
+    index_column = index_column.strip()
+    if not table.options.row_tracking_enabled():
+        raise ValueError(f"table {table.identifier} must enable 'row-tracking.enabled=true' before "
+                         f"creating a global index")
+    if index_column not in table.field_dict:
+        raise ValueError(f"column {index_column!r} does not exist in table {table.identifier}")
+    field = table.field_dict[index_column]
+    opts = _table_options(table)
+    opts.update({k: str(v) for k, v in (options or {}).items()})
+    max_records = records_per_file(opts)
+    dtype = str(field.type).replace(" NOT NULL", "")
+    tasks = _plan_build(table, field, index_type, partitions)
+    if not tasks:
+        return 0
+    written: List[str] = []
+    try:
+        if spark is not None:
+            from .globalindex_spark import build_on_spark
+
+            results = build_on_spark(spark, table, field, dtype, tasks, opts, max_records, index_type, progress)
+        else:
+            results = []
+            rows = 0
+            for i, task in enumerate(tasks):
+                col, rids = _read_task(table, field, task)
+                files = []
+                if col is not None:
+                    for data, meta, n in build_range_files(dtype, col, rids, opts, max_records):
+                        name = _new_file_name(index_type)
+                        written.append(_write_index_file(table, name, data))
+                        files.append((name, len(data), n, meta))
+                    rows += len(rids)
+                results.append(files)
+                if progress is not None:
+                    progress(i + 1, len(tasks), rows)
+        from pypaimon.write.commit_message import CommitMessage
+
+        messages = []
+        pf = table.path_factory().global_index_path_factory()
+        for task, files in zip(tasks, results):
+            written.extend(pf.to_path(name) for name, _, _, _ in files if pf.to_path(name) not in written)
+            if not files:
+                continue
+            adds = _entries(table, task.split.partition, task.start, task.end, field.id, index_type, files)
+            messages.append(CommitMessage(partition=task.partition, bucket=0, new_files=[], index_adds=adds))
+        if not messages:
+            return 0
+        _commit(table, messages)
+        return sum(len(m.index_adds) for m in messages)
+    except BaseException:
+        for path in written:
+            table.file_io.delete_quietly(path)
+        raise
+
+
+# ================================================================ answering
+@dataclass
+class _Part:
+    """One answer over global row ids: candidates ``rows`` within ``cover``; rows outside
+    ``cover`` are unknown (may match)."""
+
+    rows: BitMap64
+    cover: BitMap64
+
+
+def _ranges_bitmap(ranges) -> BitMap64:
+    bm = BitMap64()
+    for a, b in ranges:
+        bm.add_range(a, b + 1)
+    return bm
+
+
+class _FieldIndex:
+    """The bitmap global index files of one field, grouped by row range."""
+
+    def __init__(self, name, dtype):
+        self.name = name
+        self.dtype = dtype
+        self.by_range: Dict[Tuple[int, int], list] = {}
+        self.files: List[str] = []
+
+    def cover(self) -> BitMap64:
+        return _ranges_bitmap(self.by_range)
+
+
+class GlobalIndexAnswer:
+    """Every ``bitmap`` global index of a snapshot of a row-tracking table, for one predicate.
+
+    :meth:`evaluate` gives, per predicate leaf and for the whole tree, candidate row ids
+    and the row ids the answer covers.  ``used`` names each index consulted;
+    ``foreign_types`` the scalar index types on predicate columns we do not read (Java
+    and pypaimon would use them, so a data-evolution scan defers to pypaimon).
+    """
+
+    def __init__(self, table, predicate: Predicate, snapshot=None, max_workers: int = 8):
+        from pypaimon.index.index_file_handler import IndexFileHandler
+
+        self.table = table
+        self.predicate = predicate
+        self.max_workers = max_workers
+        self.snapshot = snapshot if snapshot is not None else table.snapshot_manager().get_latest_snapshot()
+        self.next_row_id = getattr(self.snapshot, "next_row_id", None) or 0
+        self.data_evolution = _true(_table_options(table), "data-evolution.enabled")
+        self.mode = search_mode(table)
+        self.fields: Dict[str, _FieldIndex] = {}
+        self.foreign_types: List[str] = []
+        self.used: List[str] = []
+        self.index_bytes_read = 0
+        self.seconds = 0.0
+        self._leaf_parts: Dict[int, _Part] = {}
+        if self.snapshot is None or predicate is None:
+            return
+        names = predicate.fields()
+        by_id = {f.id: f for f in table.fields if f.name in names}
+        if not by_id:
+            return
+        entries = IndexFileHandler(table).scan(self.snapshot, lambda e: (
+            e.index_file.global_index_meta is not None
+            and e.index_file.global_index_meta.index_field_id in by_id))
+        pf = table.path_factory().global_index_path_factory()
+        for e in entries:
+            if getattr(e, "kind", 0) != 0:
+                continue
+            ifm = e.index_file
+            meta = ifm.global_index_meta
+            f = by_id[meta.index_field_id]
+            if ifm.index_type != "bitmap" or meta.extra_field_ids:
+                if ifm.index_type in SCALAR_INDEX_TYPES and ifm.index_type not in self.foreign_types:
+                    self.foreign_types.append(ifm.index_type)
+                continue
+            fi = self.fields.get(f.name)
+            if fi is None:
+                fi = self.fields[f.name] = _FieldIndex(f.name, str(f.type).replace(" NOT NULL", ""))
+            path = ifm.external_path or f"{pf.index_path()}/{ifm.file_name}"
+            fi.by_range.setdefault((meta.row_range_start, meta.row_range_end), []).append(
+                (path, meta.index_meta))
+            fi.files.append(ifm.file_name)
+
+    @property
+    def has_index(self) -> bool:
+        return bool(self.fields)
+
+    # ------------------------------------------------------------ leaves
+    def _source(self, path):
+        p = path[len("file://"):] if path.startswith("file://") else path
+        if "://" not in p and os.path.exists(p):
+            self.index_bytes_read += os.path.getsize(p)
+            return p
+        with self.table.file_io.new_input_stream(path) as s:
+            data = s.read()
+        self.index_bytes_read += len(data)
+        return data
+
+    def _leaf(self, leaf: Leaf) -> _Part:
+        got = self._leaf_parts.get(id(leaf))
+        if got is not None:
+            return got
+        from ..globalindex import GlobalIndex
+
+        fi = self.fields.get(leaf.name)
+        part = _Part(BitMap64(), BitMap64())
+        if fi is not None:
+            rows = BitMap64()
+            cover = BitMap64()
+            ok = True
+            for (start, end), files in sorted(fi.by_range.items()):
+                try:
+                    gi = GlobalIndex([(self._source(p), m) for p, m in files], fi.dtype,
+                                     _table_options(self.table), total_row_count=end - start + 1,
+                                     max_workers=self.max_workers)
+                    with gi:
+                        got = gi.evaluate(leaf)
+                except (UnsupportedTypeError, TypeError, ValueError, PaimonFastError, OSError):
+                    ok = False
+                    break
+                if got is UNSUPPORTED:
+                    ok = False
+                    break
+                if len(got):
+                    if start:
+                        got = got.shift(start)
+                    rows |= got
+                cover.add_range(start, end + 1)
+            if ok:
+                part = _Part(rows, cover)
+                if fi.name not in [u.split(" ")[0] for u in self.used]:
+                    self.used.append(f"{fi.name} (bitmap, {len(fi.files)} files over {len(fi.by_range)} "
+                                     f"row ranges)")
+        self._leaf_parts[id(leaf)] = part
+        return part
+
+    def leaf_part(self, leaf: Leaf) -> _Part:
+        t0 = time.perf_counter()
+        try:
+            return self._leaf(leaf)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    # ------------------------------------------------------------ tree
+    def evaluate(self, predicate: Optional[Predicate] = None) -> _Part:
+        """Candidates and cover of the whole predicate (AND: covers unite; OR: they intersect)."""
+        p = self.predicate if predicate is None else predicate
+        if isinstance(p, Leaf):
+            return self.leaf_part(p)
+        parts = [self.evaluate(c) for c in p.children]
+        if isinstance(p, And):
+            cover = BitMap64()
+            for x in parts:
+                cover |= x.cover
+            rows = cover.copy()
+            for x in parts:
+                rows &= x.rows | (cover - x.cover)
+            return _Part(rows, cover)
+        if isinstance(p, Or):
+            cover = parts[0].cover.copy()
+            for x in parts[1:]:
+                cover &= x.cover
+            rows = BitMap64()
+            for x in parts:
+                rows |= x.rows
+            return _Part(rows & cover, cover)
+        raise TypeError(f"not a predicate: {p!r}")
+
+    def row_ranges(self, data_ranges=None) -> Optional[List[Tuple[int, int]]]:
+        """The row ranges a data-evolution scan reads under the search mode (``fast``: the
+        candidates only; ``full`` / ``detail``: plus every row the answer does not cover),
+        or None when no index answers the predicate."""
+        part = self.evaluate()
+        if not len(part.cover):
+            return None
+        rows = part.rows
+        if self.mode != "fast" and self.next_row_id:
+            every = BitMap64()
+            every.add_range(0, self.next_row_id)
+            rows = rows | (every - part.cover)
+        return bitmap_ranges(rows)
+
+    def file_leaf_result(self, leaf: Leaf, first_row_id: int, row_count: int):
+        """A leaf's answer inside one data file (positions relative to the file), or None
+        when the file's rows are not all covered by the leaf's index."""
+        from pyroaring import BitMap
+
+        from ..result import BitmapResult
+
+        if leaf.name not in self.fields:
+            return None
+        part = self.leaf_part(leaf)
+        end = first_row_id + row_count
+        if not row_count or not part.cover.contains_range(first_row_id, end):
+            return None
+        r = BitMap64()
+        r.add_range(first_row_id, end)
+        r &= part.rows
+        arr = np.asarray(r.to_array(), dtype=np.int64) - first_row_id
+        return BitmapResult(BitMap(arr.astype(np.uint32)))
+
+
+def bitmap_ranges(bm: BitMap64) -> List[Tuple[int, int]]:
+    """Inclusive ``(from, to)`` runs of a bitmap."""
+    if not len(bm):
+        return []
+    a = np.asarray(bm.to_array(), dtype=np.int64)
+    breaks = np.flatnonzero(np.diff(a) != 1)
+    starts = np.concatenate(([a[0]], a[breaks + 1]))
+    ends = np.concatenate((a[breaks], [a[-1]]))
+    return list(zip(starts.tolist(), ends.tolist()))
