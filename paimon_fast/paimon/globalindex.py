@@ -120,9 +120,77 @@ def _plan_build(table, field, index_type: str, partitions):
             for s, r in split_by_contiguous_unindexed_row_range(splits, todo)]
 
 
+def _local_path(path):
+    if path is None:
+        return None
+    p = path[len("file://"):] if path.startswith("file://") else path
+    return p if "://" not in p and os.path.exists(p) else None
+
+
+def _read_task_direct(table, field, task: _Task):
+    """The task's column read straight from its local Parquet files, row ids from each file's
+    first row id (pypaimon's own rule for files without a stored ``_ROW_ID``); None when
+    the files need pypaimon's reader (deletion vectors, column groups, stored row ids,
+    schema changes, remote files)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    split = task.split.data_split() if callable(getattr(task.split, "data_split", None)) else task.split
+    if any(d is not None for d in (getattr(split, "data_deletion_files", None) or ())):
+        return None
+    cols, rids = [], []
+    seen = []
+    want = str(field.type).replace(" NOT NULL", "")
+    for f in split.files:
+        path = _local_path(getattr(f, "external_path", None) or getattr(f, "file_path", None))
+        if (path is None or not path.endswith(".parquet") or getattr(f, "write_cols", None)
+                or f.first_row_id is None):
+            return None
+        seen.append((f.first_row_id, f.first_row_id + f.row_count))
+        schema = table.table_schema if f.schema_id == table.table_schema.id else \
+            table.schema_manager.get_schema(f.schema_id)
+        old = {x.id: x for x in schema.fields}.get(field.id)
+        pf_ = pq.ParquetFile(path)
+        names = pf_.schema_arrow.names
+        if "_ROW_ID" in names:
+            return None
+        if old is None:
+            col = pa.nulls(f.row_count)
+        else:
+            if str(old.type).replace(" NOT NULL", "") != want or old.name not in names:
+                return None
+            col = pf_.read(columns=[old.name]).column(0)
+        if len(col) != f.row_count:
+            return None
+        cols.append(col)
+        rids.append(np.arange(f.first_row_id, f.first_row_id + f.row_count, dtype=np.int64))
+    seen.sort()
+    if any(seen[i][1] > seen[i + 1][0] for i in range(len(seen) - 1)):
+        return None
+    if not cols:
+        return pa.array([], pa.null()), np.zeros(0, np.int64)
+    chunks = []
+    typ = next((c.type for c in cols if c.type != pa.null()), pa.null())
+    for c in cols:
+        c = c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+        chunks.append(c if c.type == typ else pa.nulls(len(c), typ))
+    return pa.concat_arrays(chunks), np.concatenate(rids)
+
+
 def _read_task(table, field, task: _Task):
     """The column and its ``_ROW_ID`` over the task's rows (deletion vectors applied)."""
     import pyarrow as pa
+
+    got = _read_task_direct(table, field, task)
+    if got is not None:
+        col, rids = got
+        keep = (rids >= task.start) & (rids <= task.end)
+        if not keep.all():
+            col = col.filter(pa.array(keep))
+            rids = rids[keep]
+        if not len(rids):
+            return None, None
+        return col, (rids - task.start).astype(np.uint64)
     from pypaimon.read.table_read import TableRead
     from pypaimon.table.special_fields import SpecialFields
 
