@@ -431,8 +431,7 @@ class GlobalIndexAnswer:
     def _source(self, path):
         p = path[len("file://"):] if path.startswith("file://") else path
         if "://" not in p and os.path.exists(p):
-            self.index_bytes_read += os.path.getsize(p)
-            return p
+            return p  # read block by block (footer, dictionary, bitmaps)
         with self.table.file_io.new_input_stream(path) as s:
             data = s.read()
         self.index_bytes_read += len(data)
@@ -551,3 +550,72 @@ def bitmap_ranges(bm: BitMap64) -> List[Tuple[int, int]]:
     starts = np.concatenate(([a[0]], a[breaks + 1]))
     ends = np.concatenate((a[breaks], [a[-1]]))
     return list(zip(starts.tolist(), ends.tolist()))
+
+
+def read_ranges_direct(table, splits, columns: List[str]):
+    """Read the row ranges of pypaimon ``IndexedSplit`` s straight from local Parquet files:
+    only the row groups holding selected rows, then only those rows.  Returns a
+    ``pyarrow.Table`` with ``columns`` typed as pypaimon types them, or None when a file
+    needs pypaimon's reader (deletion vectors, column groups, stored row ids, another
+    schema, remote files, blob columns)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    by_name = {f.name: f for f in table.fields}
+    if any(c not in by_name for c in columns):
+        return None
+    try:
+        out_schema = PyarrowFieldParser.from_paimon_schema([by_name[c] for c in columns])
+    except Exception:  # noqa: BLE001 - a type pypaimon maps specially: its reader decides
+        return None
+    sid = table.table_schema.id
+    jobs = []  # (path, positions inside the file)
+    for s in splits:
+        ranges = s.row_ranges() if callable(getattr(s, "row_ranges", None)) else None
+        split = s.data_split() if callable(getattr(s, "data_split", None)) else s
+        if ranges is None or any(d is not None for d in (getattr(split, "data_deletion_files", None) or ())):
+            return None
+        bounds = np.array(sorted((r.from_, r.to) for r in ranges), dtype=np.int64).reshape(-1, 2)
+        for f in split.files:
+            path = _local_path(getattr(f, "external_path", None) or getattr(f, "file_path", None))
+            if (path is None or not path.endswith(".parquet") or getattr(f, "write_cols", None)
+                    or f.first_row_id is None or f.schema_id != sid):
+                return None
+            lo, hi = f.first_row_id, f.first_row_id + f.row_count - 1
+            sel = bounds[(bounds[:, 1] >= lo) & (bounds[:, 0] <= hi)]
+            if len(sel):
+                pos = np.concatenate([np.arange(max(a, lo), min(b, hi) + 1, dtype=np.int64) for a, b in sel]) - lo
+                jobs.append((path, f.row_count, pos))
+
+    def take(job):
+        path, row_count, pos = job
+        pfile = pq.ParquetFile(path)
+        if "_ROW_ID" in pfile.schema_arrow.names or any(c not in pfile.schema_arrow.names for c in columns):
+            return None
+        md = pfile.metadata
+        starts = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
+        if starts[-1] != row_count:
+            return None
+        rg_of = np.searchsorted(starts, pos, "right") - 1
+        rgs = np.unique(rg_of)
+        got = pfile.read_row_groups(rgs.tolist(), columns=columns, use_threads=False)
+        # positions inside the concatenation of the chosen row groups
+        base = np.cumsum([0] + [md.row_group(int(i)).num_rows for i in rgs])[:-1]
+        return got.take(pa.array(pos - starts[rg_of] + base[np.searchsorted(rgs, rg_of)]))
+
+    if len(jobs) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(len(jobs), os.cpu_count() or 2)) as ex:
+            parts = list(ex.map(take, jobs))
+    else:
+        parts = [take(j) for j in jobs]
+    if any(p is None for p in parts):
+        return None
+    if not parts:
+        return out_schema.empty_table()
+    try:
+        return pa.concat_tables([p.select(columns).cast(out_schema) for p in parts])
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None

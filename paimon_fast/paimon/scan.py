@@ -590,7 +590,13 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
         rb2 = tbl.new_read_builder()
         if projection is not None or extra:
             rb2 = rb2.with_projection(cols + extra)
-        got = rb2.new_read().to_arrow(indexed)
+        got = None
+        if _bool_opt(tbl, "row-tracking.enabled", False):
+            from .globalindex import read_ranges_direct  # row ranges of local Parquet files, without pypaimon
+
+            got = read_ranges_direct(tbl, indexed, cols + extra)
+        if got is None:
+            got = rb2.new_read().to_arrow(indexed)
         if got is not None and got.num_rows:
             got = got.filter(to_pypaimon(pred, tbl).to_arrow(got.schema))
             if extra:
