@@ -419,7 +419,7 @@ def test_direct_parquet_read_builds_what_pypaimons_reader_builds(tmp_path, monke
     def build(sub, direct):
         cat, name = _table(tmp_path / sub, DATA_EVOLUTION)
         if not direct:
-            monkeypatch.setattr(pgi, "_read_task_direct", lambda *a: None)
+            monkeypatch.setattr(pgi, "direct_read_plan", lambda *a: None)
         create_global_index(cat.get_table(f"db.{name}"), "color", options={"sorted-index.records-per-range": "30"})
         monkeypatch.undo()
         out = {}
@@ -450,3 +450,48 @@ def test_direct_range_read_equals_pypaimons_reader(tmp_path):
     key = lambda r: r["id"]  # noqa: E731
     assert sorted(mine.to_pylist(), key=key) == sorted(theirs.to_pylist(), key=key)
     assert mine.num_rows == 1 + 7 + 271 + 1
+
+
+def _range_files(cat, name, root):
+    out = {}
+    for e in _index_entries(cat, name):
+        m = e.index_file.global_index_meta
+        with open(os.path.join(root, "db.db", name, "index", e.index_file.file_name), "rb") as f:
+            out.setdefault((m.row_range_start, m.row_range_end), []).append(
+                (f.read(), m.index_meta, e.index_file.row_count, m.index_field_id))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+@pytest.fixture(scope="module")
+def gi_spark():
+    import sys
+
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    return (SparkSession.builder.master("local[2]").appName("paimon-fast-paimon-gi-tests")
+            .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false").getOrCreate())
+
+
+@pytest.mark.spark
+def test_spark_build_equals_in_process_build(tmp_path, gi_spark):
+    """Executors read, sort and write each row range; the driver commits once: the same
+    files (bytes, metas, record counts, row ranges) as the in-process build."""
+    cat_a, name = _table(tmp_path / "a", DATA_EVOLUTION, commits=4)
+    cat_b, _ = _table(tmp_path / "b", DATA_EVOLUTION, commits=4)
+    opts = {"sorted-index.records-per-range": "70"}
+    snap = cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id
+    seen = []
+    na = create_global_index(cat_a.get_table(f"db.{name}"), "color", options=opts)
+    nb = create_global_index(cat_b.get_table(f"db.{name}"), "color", options=opts, spark=gi_spark,
+                             progress=lambda *a: seen.append(a))
+    assert na == nb > 0 and seen
+    assert cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id == snap + 1  # one commit
+    assert _range_files(cat_a, name, str(tmp_path / "a" / "wh")) == _range_files(cat_b, name, str(tmp_path / "b" / "wh"))
+    rows = _rows(cat_b, name)
+    got, report = read_with_index(cat_b.get_table(f"db.{name}"), pf.field("color") == "red")
+    assert _ids(got) == _expect(rows, lambda r: r["color"] == "red") and report.global_indexes
+    assert create_global_index(cat_b.get_table(f"db.{name}"), "color", spark=gi_spark) == 0

@@ -127,70 +127,75 @@ def _local_path(path):
     return p if "://" not in p and os.path.exists(p) else None
 
 
-def _read_task_direct(table, field, task: _Task):
-    """The task's column read straight from its local Parquet files, row ids from each file's
-    first row id (pypaimon's own rule for files without a stored ``_ROW_ID``); None when
-    the files need pypaimon's reader (deletion vectors, column groups, stored row ids,
-    schema changes, remote files)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def direct_read_plan(table, field, task: _Task):
+    """``[(local Parquet path, first row id, row count, column name in the file or None)]``
+    for reading the task's column straight from its files, or None when the files need
+    pypaimon's reader (deletion vectors, column groups, a retyped column, remote files)."""
     split = task.split.data_split() if callable(getattr(task.split, "data_split", None)) else task.split
     if any(d is not None for d in (getattr(split, "data_deletion_files", None) or ())):
         return None
-    cols, rids = [], []
-    seen = []
     want = str(field.type).replace(" NOT NULL", "")
+    out = []
     for f in split.files:
         path = _local_path(getattr(f, "external_path", None) or getattr(f, "file_path", None))
         if (path is None or not path.endswith(".parquet") or getattr(f, "write_cols", None)
                 or f.first_row_id is None):
             return None
-        seen.append((f.first_row_id, f.first_row_id + f.row_count))
         schema = table.table_schema if f.schema_id == table.table_schema.id else \
             table.schema_manager.get_schema(f.schema_id)
         old = {x.id: x for x in schema.fields}.get(field.id)
-        pf_ = pq.ParquetFile(path)
-        names = pf_.schema_arrow.names
-        if "_ROW_ID" in names:
+        if old is not None and str(old.type).replace(" NOT NULL", "") != want:
             return None
-        if old is None:
-            col = pa.nulls(f.row_count)
-        else:
-            if str(old.type).replace(" NOT NULL", "") != want or old.name not in names:
-                return None
-            col = pf_.read(columns=[old.name]).column(0)
-        if len(col) != f.row_count:
-            return None
-        cols.append(col)
-        rids.append(np.arange(f.first_row_id, f.first_row_id + f.row_count, dtype=np.int64))
-    seen.sort()
+        out.append((path, int(f.first_row_id), int(f.row_count), None if old is None else old.name))
+    seen = sorted((a, a + n) for _, a, n, _ in out)
     if any(seen[i][1] > seen[i + 1][0] for i in range(len(seen) - 1)):
         return None
+    return out
+
+
+def read_direct(files, start: int, end: int):
+    """``(column, row ids relative to start)`` of the rows ``start..end`` of ``files`` (see
+    :func:`direct_read_plan`); row ids are each file's first row id + position, pypaimon's
+    rule for files that store no ``_ROW_ID``.  None when a file stores ``_ROW_ID``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols, rids = [], []
+    for path, first, n, name in files:
+        if first + n <= start or first > end:
+            continue
+        pfile = pq.ParquetFile(path)
+        names = pfile.schema_arrow.names
+        if "_ROW_ID" in names or (name is not None and name not in names):
+            return None
+        col = pa.nulls(n) if name is None else pfile.read(columns=[name], use_threads=False).column(0)
+        if len(col) != n:
+            return None
+        cols.append(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+        rids.append(np.arange(first, first + n, dtype=np.int64))
     if not cols:
-        return pa.array([], pa.null()), np.zeros(0, np.int64)
-    chunks = []
+        return None, None
     typ = next((c.type for c in cols if c.type != pa.null()), pa.null())
-    for c in cols:
-        c = c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
-        chunks.append(c if c.type == typ else pa.nulls(len(c), typ))
-    return pa.concat_arrays(chunks), np.concatenate(rids)
+    col = pa.concat_arrays([c if c.type == typ else pa.nulls(len(c), typ) for c in cols])
+    rid = np.concatenate(rids)
+    keep = (rid >= start) & (rid <= end)
+    if not keep.all():
+        col = col.filter(pa.array(keep))
+        rid = rid[keep]
+    if not len(rid):
+        return None, None
+    return col, (rid - start).astype(np.uint64)
 
 
 def _read_task(table, field, task: _Task):
     """The column and its ``_ROW_ID`` over the task's rows (deletion vectors applied)."""
     import pyarrow as pa
 
-    got = _read_task_direct(table, field, task)
-    if got is not None:
-        col, rids = got
-        keep = (rids >= task.start) & (rids <= task.end)
-        if not keep.all():
-            col = col.filter(pa.array(keep))
-            rids = rids[keep]
-        if not len(rids):
-            return None, None
-        return col, (rids - task.start).astype(np.uint64)
+    files = direct_read_plan(table, field, task)
+    if files is not None:
+        got = read_direct(files, task.start, task.end)
+        if got is not None:
+            return got
     from pypaimon.read.table_read import TableRead
     from pypaimon.table.special_fields import SpecialFields
 
