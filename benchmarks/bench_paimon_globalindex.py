@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 
 import numpy as np
@@ -155,6 +156,10 @@ def test_selective_read(benchmark, pristine, indexed, impl):
 def test_spark_build(benchmark, pristine, impl):
     from pyspark.sql import SparkSession
 
+    # Python workers must run this interpreter and find this checkout of paimon_fast
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     spark = (SparkSession.builder.master("local[2]").appName("pf-gi-bench")
              .config("spark.sql.shuffle.partitions", "4").getOrCreate())
     holder = {}
