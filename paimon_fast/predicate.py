@@ -4,7 +4,10 @@
     p = (field("a") == 3) & (field("b").isin(["x", "y"]) | field("c").is_null())
 
 Leaves carry an ``op`` from :data:`OPS` and literals as plain Python values;
-index readers convert literals to their own key encoding.  ``~p`` negates a
+index readers convert literals to their own key encoding.  A None literal is
+SQL's NULL: ``field("a") == None`` (and ``!=``, ``<``..., ``IN``/``NOT IN`` with a
+NULL, ``BETWEEN`` with a NULL bound) is never true, as in Java Paimon, SQL,
+PySpark and pyarrow; ``.is_null()`` / ``.is_not_null()`` ask for (non-)null rows.  ``~p`` negates a
 predicate where Paimon has the negated leaf (``=``/``!=``, ``<``/``>=``,
 ``IN``/``NOT IN``, ``IS NULL``/``IS NOT NULL``, AND/OR by De Morgan); string
 predicates have no negation and raise ``TypeError``.
@@ -32,7 +35,12 @@ OPS = {
     "ends_with": 1,
     "contains": 1,
     "like": 1,
+    "array_contains": 1,
+    "arrays_overlap": None,
+    "array_contains_all": None,
 }
+
+ARRAY_OPS = frozenset({"array_contains", "arrays_overlap", "array_contains_all"})
 
 _NEGATION = {
     "equal": "not_equal",
@@ -119,6 +127,8 @@ class Leaf(Predicate):
             return f"{self.name} {_SQL[self.op]} {self.literal!r}"
         if self.op in ("in", "not_in"):
             return f"{self.name} {'IN' if self.op == 'in' else 'NOT IN'} {list(self.literals)!r}"
+        if self.op in ("arrays_overlap", "array_contains_all"):
+            return f"{self.op}({self.name}, {list(self.literals)!r})"
         if self.op in ("is_null", "is_not_null"):
             return f"{self.name} IS {'NULL' if self.op == 'is_null' else 'NOT NULL'}"
         if self.op in ("between", "not_between"):
@@ -205,10 +215,14 @@ class Field:
         self.name = name
 
     def __eq__(self, v):  # type: ignore[override]
-        return Leaf("equal", self.name, (v,)) if v is not None else Leaf("is_null", self.name)
+        """``= v`` with SQL's meaning: ``field == None`` is an ``equal(null)`` leaf, true for
+        no row (as in Java Paimon, SQL, PySpark and pyarrow); ask for nulls with :meth:`is_null`."""
+        return Leaf("equal", self.name, (v,))
 
     def __ne__(self, v):  # type: ignore[override]
-        return Leaf("not_equal", self.name, (v,)) if v is not None else Leaf("is_not_null", self.name)
+        """``!= v``; ``field != None`` is a ``not_equal(null)`` leaf, true for no row
+        (use :meth:`is_not_null` for the non-null rows)."""
+        return Leaf("not_equal", self.name, (v,))
 
     def __lt__(self, v):
         return Leaf("less_than", self.name, (v,))
@@ -225,7 +239,7 @@ class Field:
     __hash__ = None  # type: ignore[assignment]
 
     def equal(self, v):
-        """``= v``; unlike ``==`` a None literal stays an ``equal(null)`` leaf."""
+        """``= v`` (the same leaf as ``==``; a None literal matches no row)."""
         return Leaf("equal", self.name, (v,))
 
     def not_equal(self, v):
@@ -268,6 +282,21 @@ class Field:
     starts_with = startswith
     ends_with = endswith
 
+    # ARRAY columns (Spark SQL's names) --------------------------------------------
+    def array_contains(self, value):
+        """Rows whose array holds ``value`` (Spark's ``array_contains``; a None value: no rows)."""
+        return Leaf("array_contains", self.name, (value,))
+
+    def arrays_overlap(self, values):
+        """Rows whose array shares an element with ``values`` (None literals never match;
+        an empty list: no rows)."""
+        return Leaf("arrays_overlap", self.name, tuple(values))
+
+    def array_contains_all(self, values):
+        """Rows whose array holds every one of ``values`` (any None literal: no rows; an
+        empty list: every non-null array)."""
+        return Leaf("array_contains_all", self.name, tuple(values))
+
     def top(self, k, nulls_first=False, strict=True) -> TopN:
         return TopN(self.name, k, True, nulls_first, strict)
 
@@ -276,6 +305,28 @@ class Field:
 
     def __repr__(self):
         return f"field({self.name!r})"
+
+
+def has_ops(predicate, ops) -> bool:
+    """Does any leaf of ``predicate`` use one of ``ops``?"""
+    return predicate is not None and any(leaf.op in ops for leaf in predicate.leaves())
+
+
+def relax(predicate, ops=ARRAY_OPS):
+    """``predicate`` with every leaf whose op is in ``ops`` taken as TRUE (None: nothing is
+    left): a predicate implied by the original, for planners that do not know those ops
+    (pypaimon has no ARRAY predicates); the rows are then filtered exactly."""
+    if predicate is None:
+        return None
+    if isinstance(predicate, Leaf):
+        return None if predicate.op in ops else predicate
+    kids = [relax(c, ops) for c in predicate.children]
+    if isinstance(predicate, And):
+        kids = [k for k in kids if k is not None]
+        return And.of(*kids) if kids else None
+    if any(k is None for k in kids):
+        return None
+    return Or.of(*kids)
 
 
 def field(name: str) -> Field:

@@ -13,8 +13,10 @@ Grammar (keywords are case-insensitive)::
                          | [NOT] BETWEEN literal AND literal
                          | LIKE 'pattern' )
                 | literal op column                     (mirrored: 5 < x  ->  x > 5)
+                | array_contains '(' column ',' literal ')'
+                | (arrays_overlap | array_contains_all) '(' column ',' array '(' [literal (',' literal)*] ')' ')'
     column     := name | "quoted name" | `quoted name`
-    literal    := 'string' ('' escapes a quote) | number | TRUE | FALSE
+    literal    := 'string' ('' escapes a quote) | number | TRUE | FALSE | NULL
                 | DATE 'yyyy-mm-dd' | TIMESTAMP 'yyyy-mm-dd hh:mm:ss[.ffffff]'
 
 ``NOT`` is pushed down to the leaves (De Morgan), so it works wherever Paimon
@@ -22,7 +24,9 @@ has the negated leaf; ``NOT LIKE`` and ``NOT`` over a LIKE have no Paimon form
 and are rejected.  ``LIKE 'abc%'``, ``'%abc'`` and ``'%abc%'`` (no other
 wildcard or escape) become ``starts_with`` / ``ends_with`` / ``contains`` as
 Paimon's Spark connector pushes them; other patterns stay ``like``.
-Comparing with ``NULL`` (``x = NULL``) is rejected: use ``IS [NOT] NULL``.
+``NULL`` is a literal with SQL's meaning: ``x = NULL``, ``x != NULL``, ``x < NULL``,
+``x NOT IN (1, NULL)`` and ``BETWEEN`` with a NULL bound are never true (no rows);
+``x IN (1, NULL)`` is ``x IN (1)``.  ``x IS [NOT] NULL`` asks for (non-)null rows.
 """
 from __future__ import annotations
 
@@ -58,6 +62,9 @@ _CMP = {"=": "equal", "==": "equal", "!=": "not_equal", "<>": "not_equal", "<": 
 _MIRROR = {"equal": "equal", "not_equal": "not_equal", "less_than": "greater_than",
            "greater_than": "less_than", "less_or_equal": "greater_or_equal",
            "greater_or_equal": "less_or_equal"}
+
+
+_ARRAY_FUNCS = ("array_contains", "arrays_overlap", "array_contains_all")
 
 
 def _tokenize(text: str) -> List[Tuple[str, object, int]]:
@@ -176,7 +183,8 @@ class _Parser:
             except ValueError:
                 self.fail(f"bad {t[1]} literal {s!r}", t)
         if t[0] == "kw" and t[1] == "NULL":
-            self.fail("comparison with NULL is never true; use IS NULL / IS NOT NULL")
+            self.next()
+            return None      # SQL NULL: a comparison with it is never true (x = NULL: no rows)
         self.fail("expected a literal")
 
     def column(self):
@@ -186,8 +194,35 @@ class _Parser:
         self.next()
         return t[1]
 
+    def array_function(self):
+        fn = str(self.next()[1]).lower()
+        self.expect("(")
+        name = self.column()
+        self.expect(",")
+        if fn == "array_contains":
+            vals = (self.literal(),)
+        else:
+            t = self.peek()
+            if not (t[0] == "id" and str(t[1]).lower() == "array" and self.text[t[2]] not in '"`'):
+                self.fail(f"{fn} needs array(literal, ...) as its second argument")
+            self.next()
+            self.expect("(")
+            vals = []
+            if self.peek()[0] != ")":
+                vals.append(self.literal())
+                while self.peek()[0] == ",":
+                    self.next()
+                    vals.append(self.literal())
+            self.expect(")")
+            vals = tuple(vals)
+        self.expect(")")
+        return Leaf(fn, name, vals)
+
     def comparison(self):
         t = self.peek()
+        if (t[0] == "id" and str(t[1]).lower() in _ARRAY_FUNCS and self.text[t[2]] not in '"`'
+                and self.peek(1)[0] == "("):
+            return self.array_function()
         if t[0] != "id":
             # literal op column
             lit = self.literal()

@@ -395,3 +395,31 @@ def decimal_unscaled(arr: pa.Array) -> np.ndarray:
     if bad.any():
         raise UnsupportedTypeError("decimal value does not fit in a 64-bit unscaled long")
     return lo
+
+
+def list_elements(arr: pa.Array):
+    """``(elements, parent row index)`` of a list array (list / large list / fixed-size list):
+    every element of every non-null list, in order, computed by Arrow kernels.  A null list
+    contributes nothing even when its offsets span values (``pyarrow.compute.list_flatten``
+    skips those, ``list_parent_indices`` does not, so they cannot be paired directly)."""
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    t = arr.type
+    n = len(arr)
+    parents = np.asarray(pc.list_parent_indices(arr).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if pa.types.is_fixed_size_list(t):
+        size = t.list_size
+        flat = arr.values.slice(arr.offset * size, n * size)
+    else:
+        offs = arr.offsets
+        start = offs[0].as_py() if n else 0
+        flat = arr.values.slice(start, (offs[n].as_py() - start) if n else 0)
+    if len(flat) != len(parents):
+        raise ValueError(f"list array of {n} rows: {len(flat)} values but {len(parents)} parent indices")
+    if arr.null_count:
+        keep = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)[parents]
+        flat = flat.filter(pa.array(keep))
+        parents = parents[keep]
+    return flat, parents

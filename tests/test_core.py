@@ -163,7 +163,7 @@ def test_options():
 def test_predicate_builders_and_negation():
     f = pf.field("a")
     assert (f == 3) == Leaf("equal", "a", (3,))
-    assert (f == None) == Leaf("is_null", "a")  # noqa: E711
+    assert (f == None) == Leaf("equal", "a", (None,))  # noqa: E711  (SQL: no rows; f.is_null() asks for nulls)
     assert (~(f < 3)) == Leaf("greater_or_equal", "a", (3,))
     p = (f == 1) & ((f > 2) | f.isin([4, 5]))
     assert p.fields() == {"a"}

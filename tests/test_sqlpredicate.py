@@ -57,7 +57,7 @@ def test_predicate_passes_through():
 @pytest.mark.parametrize("text, where", [
     ("", "empty"),
     ("a = ", "offset 4"),
-    ("a = NULL", "IS NULL"),
+    ("a = NULL NULL", "after the predicate"),
     ("a = 1 b", "after the predicate"),
     ("(a = 1", "expected '\\)'"),
     ("a IN ()", "literal"),

@@ -35,28 +35,48 @@ from pyroaring import BitMap64
 
 from ..errors import IndexFormatError, UnsupportedTypeError
 from ..fileindex.options import Options
-from ..predicate import And, Leaf, Or, Predicate
+from ..predicate import ARRAY_OPS, And, Leaf, Or, Predicate
 from ..result import UNSUPPORTED
 from .format import (DEFAULT_FALLBACK, FOOTER_LENGTH, MAGIC, OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_FALLBACK,
-                     OPT_LEVEL, BitmapGlobalIndexWriter, BitmapIndexFile, write_atomic)
+                     OPT_LEVEL, OPT_MV_BLOCK_SIZE, OPT_MV_COMPRESSION, OPT_MV_LEVEL, BitmapGlobalIndexWriter,
+                     BitmapIndexFile, MultiValueGlobalIndexWriter, element_type, write_atomic)
 from .keys import KINDS, KeyCodec
 from .meta import SortedIndexFileMeta
 
 INDEX_TYPE = "bitmap"
+MULTIVALUE = "multivalue"
 
 __all__ = [
     "writer", "reader", "GlobalIndex", "BitmapGlobalIndexWriter", "BitmapGlobalIndexReader", "BitmapIndexFile",
     "SortedIndexFileMeta", "KeyCodec", "MAGIC", "FOOTER_LENGTH", "UNSUPPORTED", "write_atomic", "is_global_index",
+    "MultiValueGlobalIndexWriter", "MultiValueGlobalIndex", "MultiValueGlobalIndexReader", "MULTIVALUE",
 ]
 
 
-def writer(dtype, options=None) -> BitmapGlobalIndexWriter:
-    """A writer for one bitmap global index file over a column of Paimon type ``dtype``."""
+INDEX_TYPES = (INDEX_TYPE, MULTIVALUE)
+
+
+def _check_type(index_type):
+    if index_type not in INDEX_TYPES:
+        raise ValueError(f"unknown global index type {index_type!r} (known: {', '.join(INDEX_TYPES)})")
+
+
+def writer(dtype, options=None, index_type=INDEX_TYPE):
+    """A writer for one global index file over a column of Paimon type ``dtype``:
+    ``index_type="bitmap"`` (:class:`BitmapGlobalIndexWriter`) or ``"multivalue"`` for an
+    ``ARRAY<T>`` column (:class:`MultiValueGlobalIndexWriter`, ``write_batch`` takes list arrays)."""
+    _check_type(index_type)
+    if index_type == MULTIVALUE:
+        return MultiValueGlobalIndexWriter(dtype, options)
     return BitmapGlobalIndexWriter(dtype, options)
 
 
-def reader(dtype, data_or_path, options=None, total_row_count=None) -> "BitmapGlobalIndexReader":
-    """A reader over one file (bytes, a path, a binary file or a Source)."""
+def reader(dtype, data_or_path, options=None, total_row_count=None, index_type=INDEX_TYPE):
+    """A reader over one file (bytes, a path, a binary file or a Source); ``index_type``
+    ``"multivalue"`` with an ``ARRAY<T>`` type reads a multivalue file."""
+    _check_type(index_type)
+    if index_type == MULTIVALUE:
+        return MultiValueGlobalIndexReader(dtype, data_or_path, options, total_row_count)
     return BitmapGlobalIndexReader(dtype, data_or_path, options, total_row_count)
 
 
@@ -262,6 +282,8 @@ class GlobalIndex:
 
     def visit(self, leaf: Leaf):
         op = leaf.op
+        if op in ARRAY_OPS:
+            return UNSUPPORTED
         fn = getattr(self, "_v_" + op, None)
         if fn is None:
             return UNSUPPORTED
@@ -495,6 +517,65 @@ class BitmapGlobalIndexReader(GlobalIndex):
 
     def describe(self) -> dict:
         return self.file.describe()
+
+
+class MultiValueGlobalIndex(GlobalIndex):
+    """Many ``multivalue`` global index files of one ARRAY column (Java's
+    ``MultiValueBitmapIndexReader``): ``array_contains(c, x)`` the rows whose array holds x
+    (none for a null x); ``arrays_overlap(c, [..])`` the union (null literals ignored, an empty
+    list: no rows); ``array_contains_all(c, [..])`` the intersection (no rows if any literal
+    is null; an empty list is not answered).  Every other predicate is
+    :data:`paimon_fast.UNSUPPORTED` (the rows are read and filtered).  Files are pruned by
+    their metadata (first / last element) as the bitmap index's are.
+    """
+
+    def __init__(self, files, dtype, options=None, total_row_count=None, max_workers=None):
+        self.array_dtype = str(dtype)
+        super().__init__(files, element_type(dtype), options, total_row_count, max_workers)
+
+    def visit(self, leaf: Leaf):
+        op = leaf.op
+        try:
+            if op == "array_contains":
+                return self._v_equal(leaf.literal)
+            if op == "arrays_overlap":
+                return self._v_in(*leaf.literals)
+            if op == "array_contains_all":
+                return self._contains_all(leaf.literals)
+        except struct.error as e:
+            raise ValueError(f"literal of {leaf!r} does not fit type {self.dtype}: {e}") from None
+        return UNSUPPORTED
+
+    def _contains_all(self, literals):
+        if not literals:
+            return UNSUPPORTED
+        if any(v is None for v in literals):
+            return BitMap64()
+        keys = list(dict.fromkeys(self._key(v) for v in literals))
+        out = None
+        for key in keys:
+            r = self._run(self._select(lambda m: self._overlaps(m, key, key)), lambda rd: rd.equal(key))
+            out = r if out is None else out & r
+            if not out:
+                break
+        return out
+
+
+class MultiValueGlobalIndexReader(MultiValueGlobalIndex):
+    """A :class:`MultiValueGlobalIndex` over one file (no metadata: never pruned)."""
+
+    def __init__(self, dtype, data_or_path, options=None, total_row_count=None):
+        super().__init__([(data_or_path, None)], dtype, options, total_row_count)
+        self.file = self._open(self.files[0])   # reads the footer only
+
+    @property
+    def footer(self):
+        return self.file.footer
+
+    def describe(self) -> dict:
+        d = self.file.describe()
+        d.update(format="multivalue global index", type=self.array_dtype)
+        return d
 
 
 import numpy as np  # noqa: E402

@@ -11,6 +11,7 @@ Dictionary and index blocks are compressible blocks (see :mod:`.codec`).
 """
 from __future__ import annotations
 
+import re
 import struct
 import threading
 from collections import OrderedDict
@@ -20,12 +21,12 @@ import pyarrow as pa
 from pyroaring import BitMap64
 
 from .._kernels import load as _load
-from ..errors import IndexFormatError, OptionError
+from ..errors import IndexFormatError, OptionError, UnsupportedTypeError
 from ..fileindex.options import Options
 from ..fsutil import write_atomic  # noqa: F401  (part of this package's API)
 from ..serde import encode_varint
 from ..source import as_source
-from ..types import binary_buffers
+from ..types import binary_buffers, list_elements
 from . import codec as _codec
 from .keys import KINDS, KeyCodec
 from .meta import SortedIndexFileMeta
@@ -127,6 +128,141 @@ class BitmapGlobalIndexWriter:
             return None
         write_atomic(path, data)
         return meta
+
+
+# ================================================================ multivalue writer (ARRAY columns)
+
+OPT_MV_BLOCK_SIZE = "multivalue-index.dictionary-block-size"
+OPT_MV_COMPRESSION = "multivalue-index.compression"
+OPT_MV_LEVEL = "multivalue-index.compression-level"
+
+_ARRAY_RE = re.compile(r"^\s*ARRAY\s*<\s*(?P<elem>.*?)\s*>\s*(?P<nn>NOT\s+NULL)?\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def element_type(dtype) -> str:
+    """The element type string of ``"ARRAY<T>"`` (``IndexError``-free: raises
+    :class:`UnsupportedTypeError` for anything that is not an ARRAY type)."""
+    m = _ARRAY_RE.match(str(dtype))
+    if not m or not m.group("elem"):
+        raise UnsupportedTypeError(f"the multivalue index needs an ARRAY column type, got {dtype!r}")
+    return m.group("elem")
+
+
+def flatten_lists(values, row_ids, element_codec: KeyCodec):
+    """``(elements, row ids)`` of every non-null element of a list column: the list array's
+    values (nulls and null arrays dropped) and each element's row id (its array's row id
+    repeated), all in Arrow / numpy kernels (no Python object per element)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    if not isinstance(values, pa.Array):
+        values = pa.array(list(values), type=pa.list_(element_codec.dtype.to_arrow()))
+    t = values.type
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            or (hasattr(pa.types, "is_list_view") and (pa.types.is_list_view(t) or pa.types.is_large_list_view(t)))):
+        raise TypeError(f"the multivalue index takes list arrays, got {t}")
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
+        values = values.cast(pa.large_list(t.value_type))
+    n = len(values)
+    flat, parents = list_elements(values)
+    elems, valid = element_codec.column(flat)
+    rids = row_ids[parents]
+    if valid is not None:
+        elems = elems.filter(pa.array(valid))
+        rids = rids[valid]
+    return n, elems, np.ascontiguousarray(rids, dtype=np.uint64)
+
+
+class MultiValueGlobalIndexWriter:
+    """Writes one ``multivalue`` global index file over an ARRAY column (Java's
+    ``MultiValueGlobalIndexer``): one row-id bitmap per distinct non-null element, keys in
+    the element type's logical order, in the bitmap global index layout (footer version 1)
+    with empty null-rows and non-null-rows bitmaps; null arrays and null elements index
+    nothing.  Options ``multivalue-index.dictionary-block-size`` (16 kb),
+    ``multivalue-index.compression`` (none) and ``multivalue-index.compression-level`` (1);
+    the ``bitmap-index.*`` options do not apply.
+    """
+
+    def __init__(self, dtype, options=None):
+        self.dtype = str(dtype)
+        self.codec = KeyCodec(element_type(dtype))
+        self.element_type = self.codec.dtype
+        opts = _options(options)
+        self.options = opts
+        self.block_size = opts.get_memory_size(OPT_MV_BLOCK_SIZE, DEFAULT_BLOCK_SIZE)
+        if not 0 < self.block_size < 2**31:
+            raise OptionError(f"{OPT_MV_BLOCK_SIZE} must be greater than 0, got {opts.get(OPT_MV_BLOCK_SIZE)!r}")
+        self.compression = _codec.compression_type(opts.get(OPT_MV_COMPRESSION, "none"))
+        self.level = opts.get_int(OPT_MV_LEVEL, 1)
+        self.encoder = _codec.BlockEncoder(self.compression, self.level)
+        self._elems = []
+        self._rids = []
+        self.row_count = 0
+
+    def write_batch(self, values, row_ids=None) -> None:
+        """Add a batch: ``values`` a pyarrow list array (or chunked / a sequence of lists,
+        None = null array) and the 64-bit row id of each array (default: the next
+        ``len(values)`` positions)."""
+        n = len(values)
+        if row_ids is None:
+            rids = np.arange(self.row_count, self.row_count + n, dtype=np.uint64)
+        else:
+            rids = _row_ids(row_ids)
+            if len(rids) != n:
+                raise ValueError(f"{n} arrays but {len(rids)} row ids")
+        n, elems, erids = flatten_lists(values, rids, self.codec)
+        self._elems.append(elems)
+        self._rids.append(erids)
+        self.row_count += n
+
+    def write(self, value, row_id: int) -> None:
+        """Add one row's array (convenience; batches are much faster)."""
+        self.write_batch([value], np.array([row_id], dtype=np.uint64))
+
+    def finish(self):
+        """``(file bytes, SortedIndexFileMeta bytes)``; ``(None, None)`` for 0 rows (Java
+        writes no file then).  Rows holding no element give a file without dictionary
+        blocks whose meta has both keys null."""
+        if self.row_count == 0:
+            return None, None
+        arr = self._elems[0] if len(self._elems) == 1 else pa.concat_arrays(
+            [a.cast(self._elems[0].type) for a in self._elems])
+        rids = self._rids[0] if len(self._rids) == 1 else np.concatenate(self._rids)
+        return build_multivalue_file(self.codec, arr, rids, self.block_size, self.encoder)
+
+    def finish_to(self, path):
+        """Write the file to ``path`` (temporary name + atomic rename); returns the meta bytes
+        (None for 0 rows, and then no file is written)."""
+        data, meta = self.finish()
+        if data is None:
+            return None
+        write_atomic(path, data)
+        return meta
+
+
+def build_multivalue_file(key_codec: KeyCodec, elems: pa.Array, rids: np.ndarray, block_size: int, encoder):
+    """The multivalue file of non-null ``elems`` with their row ids: the bitmap layout with
+    empty null / non-null bitmaps (meta: first / last key, has nulls = false)."""
+    _, _, g_rids, bounds, key_off, key_data = sort_group_column(key_codec, elems, rids)
+    blob, sizes = _k.serialize64_groups(g_rids, bounds)
+    body, first_idx, boffs, blens = _k.pack(key_off, key_data, blob, sizes, block_size, encoder)
+    empty = np.zeros(0, dtype=np.uint64)
+    return assemble(body, key_off, key_data, first_idx, boffs, blens, empty, empty, len(sizes), encoder)
+
+
+def _row_ids(row_ids) -> np.ndarray:
+    if isinstance(row_ids, (pa.Array, pa.ChunkedArray)):
+        row_ids = row_ids.to_numpy(zero_copy_only=False)
+    r = np.asarray(row_ids)
+    if r.dtype.kind == "i":
+        if r.size and r.min() < 0:
+            raise ValueError("row ids must be non-negative")
+        r = r.astype(np.int64, copy=False).view(np.uint64)
+    elif r.dtype.kind != "u":
+        r = r.astype(np.int64)
+        if r.size and r.min() < 0:
+            raise ValueError("row ids must be non-negative")
+        r = r.view(np.uint64)
+    return np.ascontiguousarray(r, dtype=np.uint64)
 
 
 def sort_group_column(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray):

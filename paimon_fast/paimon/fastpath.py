@@ -73,7 +73,8 @@ from ..errors import UnknownIndexTypeError, UnsupportedTypeError
 from ..fileindex import EmptyFileIndexReader, evaluate_tree, get_factory
 from ..fileindex.format import EMPTY_INDEX_FLAG as _EMPTY_INDEX, MAGIC as _CONTAINER_MAGIC, FileIndexFile
 from ..fileindex.options import Options
-from ..predicate import Leaf
+from ..predicate import ARRAY_OPS, Leaf, has_ops, relax
+from ..tables.arrow_filter import to_arrow_expression
 from ..types import DataType
 from ..result import REMAIN, BitmapResult
 from ..source import BytesSource, FileSource
@@ -569,7 +570,8 @@ class _StatsFilter:
         from pypaimon.read.push_down_utils import exclude_predicate_with_fields
         from pypaimon.table.special_fields import SpecialFields
 
-        pred = to_pypaimon(predicate, table)
+        predicate = relax(predicate)   # pypaimon has no ARRAY predicates: those leaves are TRUE here
+        pred = None if predicate is None else to_pypaimon(predicate, table)
         pred = exclude_predicate_with_fields(pred, SpecialFields.SYSTEM_FIELD_NAMES)
         self.pred = exclude_predicate_with_fields(pred, set(table.partition_keys))
         self.schemas = schemas
@@ -578,7 +580,7 @@ class _StatsFilter:
 
         self.partition_pred = None
         self.partition_fields = table.partition_keys_fields
-        if table.partition_keys:
+        if table.partition_keys and predicate is not None:
             from pypaimon.read.push_down_utils import trim_and_transform_predicate
 
             self.partition_pred = trim_and_transform_predicate(to_pypaimon(predicate, table), table.field_names,
@@ -832,7 +834,11 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
     out_schema = PyarrowFieldParser.from_paimon_schema([fields[c] for c in out_cols])
     full_schema = PyarrowFieldParser.from_paimon_schema(list(table.fields))
     read_schema = pa.schema([full_schema.field(c) for c in dict.fromkeys(out_cols + pred_cols)])
-    pred_expr = to_pypaimon(predicate, table).to_arrow(pa.schema([read_schema.field(c) for c in pred_cols]))
+    pred_schema = pa.schema([read_schema.field(c) for c in pred_cols])
+    if has_ops(predicate, ARRAY_OPS):   # pypaimon cannot express them: our exact Arrow filter
+        pred_expr = to_arrow_expression(predicate, pred_schema)
+    else:
+        pred_expr = to_pypaimon(predicate, table).to_arrow(pred_schema)
     read_cols = list(dict.fromkeys(out_cols + pred_cols))
 
     groups: Dict[int, list] = {}

@@ -34,7 +34,8 @@ from pyroaring import BitMap
 from ..errors import PaimonFastError, UnknownIndexTypeError, UnsupportedTypeError
 from ..fileindex import evaluate_tree
 from ..fileindex.format import FileIndexFormat
-from ..predicate import Leaf, Predicate
+from ..predicate import ARRAY_OPS, Leaf, Predicate, has_ops, relax
+from ..tables.arrow_filter import to_arrow_expression
 from ..result import REMAIN, BitmapResult, FileIndexResult
 from ..source import BytesSource, FileObjSource
 from .compat import legacy_manifest_table
@@ -507,8 +508,9 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     pred = as_predicate(predicate)
     if rb is None:
         rb = table.new_read_builder()
-        if pred is not None:
-            rb = rb.with_filter(to_pypaimon(pred, table))
+        planned = relax(pred)   # pypaimon has no ARRAY predicates: planned without them
+        if planned is not None:
+            rb = rb.with_filter(to_pypaimon(planned, table))
         if projection is not None:
             rb = rb.with_projection(list(projection))
     elif pred is None:
@@ -544,6 +546,22 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     return rb, new_splits, report
 
 
+def _read_filtered(tbl, splits, pred, projection):
+    cols = list(projection) if projection is not None else list(tbl.field_names)
+    extra = [c for c in sorted(pred.fields()) if c not in cols]
+    rb2 = tbl.new_read_builder()
+    planned = relax(pred)
+    if planned is not None:
+        rb2 = rb2.with_filter(to_pypaimon(planned, tbl))
+    if projection is not None or extra:
+        rb2 = rb2.with_projection(cols + extra)
+    got = rb2.new_read().to_arrow(splits)
+    if got is None:
+        return got
+    got = got.filter(to_arrow_expression(pred, got.schema))
+    return got.select(cols) if extra else got
+
+
 def read_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
                     coalesce_gap: int = DEFAULT_COALESCE_GAP, fast: bool = True, use_cache: bool = True):
     """Plan, prune with file indexes and read to a ``pyarrow.Table``.
@@ -577,7 +595,11 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     t0 = time.perf_counter()
     pred = as_predicate(predicate)
     indexed = [s for s in splits if isinstance(s, IndexedSplit)]
-    if given_builder or pred is None or not indexed:
+    if pred is not None and not given_builder and has_ops(pred, ARRAY_OPS):
+        # pypaimon has no ARRAY predicates (it planned and filters with them taken as TRUE):
+        # read the predicate's columns too and apply the exact Arrow filter
+        out = _read_filtered(rb.table, splits, pred, projection)
+    elif given_builder or pred is None or not indexed:
         out = rb.new_read().to_arrow(splits)
     else:
         plain = [s for s in splits if not isinstance(s, IndexedSplit)]
@@ -598,7 +620,10 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
         if got is None:
             got = rb2.new_read().to_arrow(indexed)
         if got is not None and got.num_rows:
-            got = got.filter(to_pypaimon(pred, tbl).to_arrow(got.schema))
+            if has_ops(pred, ARRAY_OPS):
+                got = got.filter(to_arrow_expression(pred, got.schema))
+            else:
+                got = got.filter(to_pypaimon(pred, tbl).to_arrow(got.schema))
             if extra:
                 got = got.select(cols)
             parts.append(got)

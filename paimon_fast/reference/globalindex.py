@@ -307,20 +307,61 @@ def check64(buf, base=0):
 
 def build_file(dtype, values, rids, options=None):
     """The whole writer with every kernel replaced by its twin (benchmark baseline)."""
-    from ..globalindex.codec import BlockEncoder, compression_type
-    from ..globalindex.format import (DEFAULT_BLOCK_SIZE, OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_LEVEL, _FOOTER,
-                                      MAGIC, VERSION)
+    from ..globalindex.format import DEFAULT_BLOCK_SIZE, OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_LEVEL
     from ..globalindex.keys import KeyCodec
-    from ..globalindex.meta import SortedIndexFileMeta
+
+    codec = KeyCodec(dtype)
+    arr, valid = codec.column(values)
+    return _build(codec, arr, np.asarray(rids, dtype=np.uint64), valid, options,
+                  (OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_LEVEL, DEFAULT_BLOCK_SIZE), False)
+
+
+def flatten_lists(values, rids):
+    """Plain-Python twin of the multivalue flattening: ``(elements, row ids)`` of every
+    non-null element of every non-null array, in input order."""
+    import pyarrow as pa
+
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = values.to_pylist()
+    elems, out = [], []
+    for arr, rid in zip(values, list(rids)):
+        if arr is None:
+            continue
+        for e in arr:
+            if e is not None:
+                elems.append(e)
+                out.append(int(rid))
+    return elems, out
+
+
+def build_multivalue_file(array_dtype, values, rids, options=None):
+    """The multivalue writer (``ARRAY<T>`` lists and their row ids) with Python flattening
+    and every kernel replaced by its twin: the oracle and the benchmark baseline."""
+    from ..globalindex.format import (DEFAULT_BLOCK_SIZE, OPT_MV_BLOCK_SIZE, OPT_MV_COMPRESSION, OPT_MV_LEVEL,
+                                      element_type)
+    from ..globalindex.keys import KeyCodec
+
+    codec = KeyCodec(element_type(array_dtype))
+    rids = list(np.asarray(rids, dtype=np.uint64)) if rids is not None else range(len(values))
+    if len(values) == 0:
+        return None, None
+    elems, erids = flatten_lists(values, rids)
+    arr, _ = codec.column(elems)
+    return _build(codec, arr, np.array(erids, dtype=np.uint64), None, options,
+                  (OPT_MV_BLOCK_SIZE, OPT_MV_COMPRESSION, OPT_MV_LEVEL, DEFAULT_BLOCK_SIZE), True)
+
+
+def _build(codec, arr, rids, valid, options, names, multivalue):
     from ..fileindex.options import Options
+    from ..globalindex.codec import BlockEncoder, compression_type
+    from ..globalindex.format import _FOOTER, MAGIC, VERSION
+    from ..globalindex.meta import SortedIndexFileMeta
     from ..types import binary_buffers
 
+    opt_block, opt_comp, opt_level, default_block = names
     opts = Options(options)
-    codec = KeyCodec(dtype)
-    block_size = opts.get_memory_size(OPT_BLOCK_SIZE, DEFAULT_BLOCK_SIZE)
-    enc = BlockEncoder(compression_type(opts.get(OPT_COMPRESSION, "none")), opts.get_int(OPT_LEVEL, 1))
-    arr, valid = codec.column(values)
-    rids = np.asarray(rids, dtype=np.uint64)
+    block_size = opts.get_memory_size(opt_block, default_block)
+    enc = BlockEncoder(compression_type(opts.get(opt_comp, "none")), opts.get_int(opt_level, 1))
     vmask = np.ones(len(arr), bool) if valid is None else valid
     if codec.is_string:
         off, data = binary_buffers(arr)
@@ -333,8 +374,11 @@ def build_file(dtype, values, rids, options=None):
         key_off, key_data = serialize_keys(codec.kind, ghi, glo)
     blob, sizes = serialize64_groups(g_rids, bounds)
     body, firsts, boffs, blens = pack(key_off, key_data, blob, sizes, block_size, enc)
-    null_bm = serialize64(rids[~vmask])
-    nn_bm = serialize64(rids[vmask])
+    if multivalue:   # null arrays and null elements index nothing: both row bitmaps are empty
+        null_bm = nn_bm = serialize64([])
+    else:
+        null_bm = serialize64(rids[~vmask])
+        nn_bm = serialize64(rids[vmask])
     kd = bytes(key_data)
     idx = put_varint(len(firsts)) + b"".join(
         put_varint(int(key_off[g + 1] - key_off[g])) + kd[key_off[g]:key_off[g + 1]] + put_varint(int(o))
@@ -345,7 +389,8 @@ def build_file(dtype, values, rids, options=None):
                           len(stored) - 5, len(sizes), VERSION, MAGIC)
     ng = len(sizes)
     meta = SortedIndexFileMeta(kd[key_off[0]:key_off[1]] if ng else None,
-                               kd[key_off[ng - 1]:key_off[ng]] if ng else None, bool((~vmask).any())).serialize()
+                               kd[key_off[ng - 1]:key_off[ng]] if ng else None,
+                               bool((~vmask).any()) and not multivalue).serialize()
     return body + null_bm + nn_bm + stored + footer, meta
 
 

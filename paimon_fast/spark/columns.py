@@ -50,6 +50,23 @@ def to_spark_column(predicate: Predicate):
         return c.contains(lits[0])
     if op == "like":
         return c.like(lits[0])
+    if op == "array_contains":
+        # a NULL literal: Spark's array_contains is NULL, i.e. no row
+        return F.lit(None).cast("boolean") if lits[0] is None else F.array_contains(c, F.lit(lits[0]))
+    if op == "arrays_overlap":
+        vals = [v for v in lits if v is not None]
+        if not vals:
+            return F.lit(False)
+        return F.arrays_overlap(c, F.array(*[F.lit(v) for v in vals]))
+    if op == "array_contains_all":
+        if any(v is None for v in lits):
+            return F.lit(False)
+        if not lits:
+            return c.isNotNull()
+        out = F.array_contains(c, F.lit(lits[0]))
+        for v in lits[1:]:
+            out = out & F.array_contains(c, F.lit(v))
+        return out
     v = F.lit(lits[0])
     return {
         "equal": lambda: c == v,

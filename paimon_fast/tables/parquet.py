@@ -65,6 +65,7 @@ from pyroaring import BitMap
 
 from ..errors import PaimonFastError, UnsupportedTypeError
 from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
+from ..fileindex._bitslice import NullLiteralError
 from ..fileindex.options import (DEFAULT_IN_MANIFEST_THRESHOLD, IN_MANIFEST_THRESHOLD, indexes_from_table_options,
                                  parse_memory_size)
 from ..fsutil import TMP_MARK, write_atomic  # noqa: F401  (re-exported for callers)
@@ -641,6 +642,10 @@ class ParquetDataset:
                     return REMAIN
                 try:
                     return idx.visit_leaf(leaf)
+                except NullLiteralError:
+                    # a NULL literal in a BSI / range-bitmap comparison (Java: NullPointerException):
+                    # not a broken index; the file is read and the exact filter answers (no rows)
+                    return REMAIN
                 except Exception as e:
                     nonlocal err
                     err = f"{type(e).__name__}: {e}"
