@@ -43,7 +43,7 @@ from ..result import UNSUPPORTED
 
 __all__ = ["create_global_index", "GlobalIndexAnswer", "search_mode", "SUPPORTED_INDEX_TYPES"]
 
-SUPPORTED_INDEX_TYPES = ("bitmap",)
+SUPPORTED_INDEX_TYPES = ("bitmap", "multivalue")
 # the scalar global index types Java and pypaimon answer predicates with
 SCALAR_INDEX_TYPES = ("bitmap", "btree", "multivalue")
 RECORDS_PER_RANGE = "sorted-index.records-per-range"
@@ -77,13 +77,18 @@ def search_mode(table) -> str:
     return mode
 
 
-def records_per_file(options: Dict[str, str]) -> int:
-    """``sorted-index.records-per-range`` (fallback key ``btree-index.records-per-range``) x 1.2."""
+def records_per_range(options: Dict[str, str]) -> int:
+    """``sorted-index.records-per-range`` (fallback key ``btree-index.records-per-range``)."""
     v = options.get(RECORDS_PER_RANGE, options.get(RECORDS_PER_RANGE_LEGACY, DEFAULT_RECORDS_PER_RANGE))
     n = int(v)
     if n <= 0:
         raise ValueError(f"{RECORDS_PER_RANGE} must be positive, got {v!r}")
-    return int(n * RECORDS_FLOATING)
+    return n
+
+
+def records_per_file(options: Dict[str, str]) -> int:
+    """Records per ``bitmap`` file: records-per-range x 1.2, as Java's SortedGlobalIndexWriter."""
+    return int(records_per_range(options) * RECORDS_FLOATING)
 
 
 # ================================================================ build
@@ -215,14 +220,45 @@ def _read_task(table, field, task: _Task):
     return col, (rids - task.start).astype(np.uint64)
 
 
-def build_range_files(dtype: str, values, local_rids, options: Dict[str, str], max_records: int):
-    """``[(file bytes, meta bytes, record count)]`` of one row range (row ids relative to its start)."""
-    from ..globalindex.format import build_files
-    from ..globalindex.format import BitmapGlobalIndexWriter
+def build_range_files(dtype: str, values, local_rids, options: Dict[str, str], per_range: int,
+                      index_type: str = "bitmap", start: int = 0, end: Optional[int] = None):
+    """The index files of the build range ``start..end`` (``local_rids`` relative to ``start``):
+    ``[(range start, range end, file bytes, meta bytes, row count)]``.
 
-    w = BitmapGlobalIndexWriter(dtype, {k: v for k, v in options.items() if k.startswith("bitmap-index.")})
-    arr, _ = w.codec.column(values)
-    return build_files(w.codec, arr, local_rids, w.block_size, w.encoder, max_records)
+    ``bitmap`` (Java's identity-key sorted build): one range, a new file every
+    ``per_range`` x 1.2 records of the (nulls, key, row id) order, row count = records.
+    ``multivalue`` (Java's shard build): the range cut at multiples of ``per_range`` row
+    ids, one file per shard holding rows (row ids relative to the shard), row count = the
+    shard's row count, so a shard whose arrays hold no element still gets a file."""
+    from ..globalindex import writer
+    from ..globalindex.format import build_files
+
+    if end is None:
+        end = start + (int(local_rids.max()) if len(local_rids) else 0)
+    if index_type == "bitmap":
+        w = writer(dtype, {k: v for k, v in options.items() if k.startswith("bitmap-index.")})
+        arr, _ = w.codec.column(values)
+        return [(start, end, data, meta, n) for data, meta, n in
+                build_files(w.codec, arr, local_rids, w.block_size, w.encoder, int(per_range * RECORDS_FLOATING))]
+    if index_type != "multivalue":
+        raise ValueError(f"index type {index_type!r}")
+    import pyarrow as pa
+
+    opts = {k: v for k, v in options.items() if k.startswith("multivalue-index.")}
+    absolute = local_rids.astype(np.int64) + start
+    out = []
+    shard = (start // per_range) * per_range
+    while shard <= end:
+        lo, hi = max(start, shard), min(end, shard + per_range - 1)
+        keep = (absolute >= lo) & (absolute <= hi)
+        if keep.any():
+            w = writer(dtype, opts, index_type="multivalue")
+            w.write_batch(values.filter(pa.array(keep)), (absolute[keep] - lo).astype(np.uint64))
+            data, meta = w.finish()
+            if data is not None:
+                out.append((lo, hi, data, meta, hi - lo + 1))
+        shard += per_range
+    return out
 
 
 def _new_file_name(index_type: str) -> str:
@@ -240,15 +276,15 @@ def _write_index_file(table, name: str, data: bytes) -> str:
     return path
 
 
-def _entries(table, task_partition, start, end, field_id, index_type, files):
-    """IndexManifestEntry list for ``files`` = ``[(name, size, records, meta)]``."""
+def _entries(table, task_partition, field_id, index_type, files):
+    """IndexManifestEntry list for ``files`` = ``[(name, size, row count, meta, range start, range end)]``."""
     from pypaimon.globalindex.global_index_meta import GlobalIndexMeta
     from pypaimon.index.index_file_meta import IndexFileMeta
     from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 
     pf = table.path_factory().global_index_path_factory()
     out = []
-    for name, size, records, meta in files:
+    for name, size, records, meta, start, end in files:
         ifm = IndexFileMeta(index_type=index_type, file_name=name, file_size=size, row_count=records,
                             global_index_meta=GlobalIndexMeta(row_range_start=start, row_range_end=end,
                                                               index_field_id=field_id, extra_field_ids=None,
@@ -299,7 +335,7 @@ def create_global_index(table, index_column: str, index_type: str = "bitmap", *,
     field = table.field_dict[index_column]
     opts = _table_options(table)
     opts.update({k: str(v) for k, v in (options or {}).items()})
-    max_records = records_per_file(opts)
+    per_range = records_per_range(opts)
     dtype = str(field.type).replace(" NOT NULL", "")
     tasks = _plan_build(table, field, index_type, partitions)
     if not tasks:
@@ -309,7 +345,7 @@ def create_global_index(table, index_column: str, index_type: str = "bitmap", *,
         if spark is not None:
             from .globalindex_spark import build_on_spark
 
-            results = build_on_spark(spark, table, field, dtype, tasks, opts, max_records, index_type, progress)
+            results = build_on_spark(spark, table, field, dtype, tasks, opts, per_range, index_type, progress)
         else:
             results = []
             rows = 0
@@ -317,10 +353,11 @@ def create_global_index(table, index_column: str, index_type: str = "bitmap", *,
                 col, rids = _read_task(table, field, task)
                 files = []
                 if col is not None:
-                    for data, meta, n in build_range_files(dtype, col, rids, opts, max_records):
+                    for lo, hi, data, meta, n in build_range_files(dtype, col, rids, opts, per_range, index_type,
+                                                                   task.start, task.end):
                         name = _new_file_name(index_type)
                         written.append(_write_index_file(table, name, data))
-                        files.append((name, len(data), n, meta))
+                        files.append((name, len(data), n, meta, lo, hi))
                     rows += len(rids)
                 results.append(files)
                 if progress is not None:
@@ -330,10 +367,10 @@ def create_global_index(table, index_column: str, index_type: str = "bitmap", *,
         messages = []
         pf = table.path_factory().global_index_path_factory()
         for task, files in zip(tasks, results):
-            written.extend(pf.to_path(name) for name, _, _, _ in files if pf.to_path(name) not in written)
+            written.extend(pf.to_path(f[0]) for f in files if pf.to_path(f[0]) not in written)
             if not files:
                 continue
-            adds = _entries(table, task.split.partition, task.start, task.end, field.id, index_type, files)
+            adds = _entries(table, task.split.partition, field.id, index_type, files)
             messages.append(CommitMessage(partition=task.partition, bucket=0, new_files=[], index_adds=adds))
         if not messages:
             return 0
@@ -363,11 +400,12 @@ def _ranges_bitmap(ranges) -> BitMap64:
 
 
 class _FieldIndex:
-    """The bitmap global index files of one field, grouped by row range."""
+    """The bitmap (or multivalue) global index files of one field, grouped by row range."""
 
-    def __init__(self, name, dtype):
+    def __init__(self, name, dtype, index_type):
         self.name = name
         self.dtype = dtype
+        self.index_type = index_type
         self.by_range: Dict[Tuple[int, int], list] = {}
         self.files: List[str] = []
 
@@ -376,7 +414,8 @@ class _FieldIndex:
 
 
 class GlobalIndexAnswer:
-    """Every ``bitmap`` global index of a snapshot of a row-tracking table, for one predicate.
+    """Every ``bitmap`` and ``multivalue`` global index of a snapshot of a row-tracking table,
+    for one predicate.
 
     :meth:`evaluate` gives, per predicate leaf and for the whole tree, candidate row ids
     and the row ids the answer covers.  ``used`` names each index consulted;
@@ -416,13 +455,15 @@ class GlobalIndexAnswer:
             ifm = e.index_file
             meta = ifm.global_index_meta
             f = by_id[meta.index_field_id]
-            if ifm.index_type != "bitmap" or meta.extra_field_ids:
+            if ifm.index_type not in SUPPORTED_INDEX_TYPES or meta.extra_field_ids:
                 if ifm.index_type in SCALAR_INDEX_TYPES and ifm.index_type not in self.foreign_types:
                     self.foreign_types.append(ifm.index_type)
                 continue
             fi = self.fields.get(f.name)
             if fi is None:
-                fi = self.fields[f.name] = _FieldIndex(f.name, str(f.type).replace(" NOT NULL", ""))
+                fi = self.fields[f.name] = _FieldIndex(f.name, str(f.type).replace(" NOT NULL", ""), ifm.index_type)
+            elif fi.index_type != ifm.index_type:
+                continue  # one index type per field (bitmap and multivalue never share a column type)
             path = ifm.external_path or f"{pf.index_path()}/{ifm.file_name}"
             fi.by_range.setdefault((meta.row_range_start, meta.row_range_end), []).append(
                 (path, meta.index_meta))
@@ -446,7 +487,7 @@ class GlobalIndexAnswer:
         got = self._leaf_parts.get(id(leaf))
         if got is not None:
             return got
-        from ..globalindex import GlobalIndex
+        from ..globalindex import GlobalIndex, MultiValueGlobalIndex
 
         fi = self.fields.get(leaf.name)
         part = _Part(BitMap64(), BitMap64())
@@ -456,7 +497,8 @@ class GlobalIndexAnswer:
             ok = True
             for (start, end), files in sorted(fi.by_range.items()):
                 try:
-                    gi = GlobalIndex([(self._source(p), m) for p, m in files], fi.dtype,
+                    cls = MultiValueGlobalIndex if fi.index_type == "multivalue" else GlobalIndex
+                    gi = cls([(self._source(p), m) for p, m in files], fi.dtype,
                                      _table_options(self.table), total_row_count=end - start + 1,
                                      max_workers=self.max_workers)
                     with gi:
@@ -475,7 +517,7 @@ class GlobalIndexAnswer:
             if ok:
                 part = _Part(rows, cover)
                 if fi.name not in [u.split(" ")[0] for u in self.used]:
-                    self.used.append(f"{fi.name} (bitmap, {len(fi.files)} files over {len(fi.by_range)} "
+                    self.used.append(f"{fi.name} ({fi.index_type}, {len(fi.files)} files over {len(fi.by_range)} "
                                      f"row ranges)")
         self._leaf_parts[id(leaf)] = part
         return part

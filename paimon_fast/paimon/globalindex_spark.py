@@ -27,8 +27,8 @@ def _index_root(table):
     return None if "://" in p else p
 
 
-def build_on_spark(spark, table, field, dtype, tasks, options, max_records, index_type, progress=None):
-    """Per task, ``[(file name, size, records, meta)]`` (the files are written)."""
+def build_on_spark(spark, table, field, dtype, tasks, options, per_range, index_type, progress=None):
+    """Per task, ``[(file name, size, row count, meta, range start, range end)]`` (the files are written)."""
     import pyarrow as pa
     from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
@@ -45,12 +45,14 @@ def build_on_spark(spark, table, field, dtype, tasks, options, max_records, inde
     results = [[] for _ in tasks]
     if specs:
         os.makedirs(root, exist_ok=True)
-        opts = {k: v for k, v in options.items() if k.startswith("bitmap-index.")}
+        opts = {k: v for k, v in options.items() if k.startswith(("bitmap-index.", "multivalue-index."))}
         schema = StructType([StructField("task", LongType()), StructField("name", StringType()),
                              StructField("size", LongType()), StructField("records", LongType()),
-                             StructField("meta", BinaryType())])
+                             StructField("meta", BinaryType()), StructField("lo", LongType()),
+                             StructField("hi", LongType())])
         arrow_schema = pa.schema([("task", pa.int64()), ("name", pa.string()), ("size", pa.int64()),
-                                  ("records", pa.int64()), ("meta", pa.binary())])
+                                  ("records", pa.int64()), ("meta", pa.binary()), ("lo", pa.int64()),
+                                  ("hi", pa.int64())])
 
         def build(batches):
             import uuid
@@ -65,7 +67,8 @@ def build_on_spark(spark, table, field, dtype, tasks, options, max_records, inde
                     if col is None:
                         continue
                     rows = []
-                    for data, meta, n in build_range_files(dtype, col, rids, opts, max_records):
+                    for lo, hi, data, meta, n in build_range_files(dtype, col, rids, opts, per_range, index_type,
+                                                                   spec["start"], spec["end"]):
                         name = f"{index_type}-global-index-{uuid.uuid4()}.index"
                         path = os.path.join(root, name)
                         tmp = path + ".tmp"
@@ -73,23 +76,24 @@ def build_on_spark(spark, table, field, dtype, tasks, options, max_records, inde
                             fh.write(data)
                         os.replace(tmp, path)
                         rows.append({"task": spec["task"], "name": name, "size": len(data), "records": n,
-                                     "meta": meta})
+                                     "meta": meta, "lo": lo, "hi": hi})
                     if rows:
                         yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
 
         df = spark.createDataFrame([(json.dumps(s),) for s in specs], "spec string").repartition(len(specs))
         for r in df.mapInArrow(build, schema).collect():
-            results[r["task"]].append((r["name"], r["size"], r["records"], bytes(r["meta"])))
+            results[r["task"]].append((r["name"], r["size"], r["records"], bytes(r["meta"]), r["lo"], r["hi"]))
         if progress is not None:
             progress(len(specs), len(tasks), sum(f[2] for files in results for f in files))
     for i in local:  # ranges whose files need pypaimon's reader: on the driver
         col, rids = _read_task(table, field, tasks[i])
         if col is None:
             continue
-        for data, meta, n in build_range_files(dtype, col, rids, options, max_records):
+        for lo, hi, data, meta, n in build_range_files(dtype, col, rids, options, per_range, index_type,
+                                                       tasks[i].start, tasks[i].end):
             name = _new_file_name(index_type)
             _write_index_file(table, name, data)
-            results[i].append((name, len(data), n, meta))
+            results[i].append((name, len(data), n, meta, lo, hi))
         if progress is not None:
             progress(len(specs) + local.index(i) + 1, len(tasks), 0)
     return results
