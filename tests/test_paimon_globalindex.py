@@ -635,3 +635,14 @@ def test_multivalue_spark_build_equals_in_process(tmp_path, gi_spark):
     nb = create_global_index(cat_b.get_table("db.a"), "nums", "multivalue", options=opts, spark=gi_spark)
     assert na == nb > 0
     assert _range_files(cat_a, "a", str(tmp_path / "a" / "wh")) == _range_files(cat_b, "a", str(tmp_path / "b" / "wh"))
+
+
+def test_global_index_enabled_false_reads_without_it(tmp_path):
+    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    create_global_index(cat.get_table(f"db.{name}"), "color")
+    _append(cat, name, _batch(3))
+    rows = _rows(cat, name)
+    t = cat.get_table(f"db.{name}").copy({"global-index.enabled": "false"})
+    got, report = read_with_index(t, pf.field("color") == "red")
+    assert not report.global_indexes
+    assert _ids(got) == _expect(rows, lambda r: r["color"] == "red")  # appended rows too: no index, no fast mode

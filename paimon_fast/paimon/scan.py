@@ -480,7 +480,8 @@ def _open_table(table):
 
 def _global_index_answer(table, pred, max_workers):
     """The table's bitmap global indexes for ``pred`` (row-tracking tables), or None."""
-    if pred is None or not _bool_opt(table, "row-tracking.enabled", False):
+    if (pred is None or not _bool_opt(table, "row-tracking.enabled", False)
+            or not _bool_opt(table, "global-index.enabled", True)):
         return None
     from .globalindex import GlobalIndexAnswer
 
