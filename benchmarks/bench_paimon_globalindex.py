@@ -179,3 +179,42 @@ def test_spark_build(benchmark, pristine, impl):
     benchmark.extra_info["impl"] = impl
     n = benchmark.pedantic(run, setup=setup, rounds=3, iterations=1, warmup_rounds=0)
     assert n >= 1
+
+
+_PEAK_SCRIPT = r"""
+import resource, sys, time
+from pypaimon import CatalogFactory
+from paimon_fast.paimon.globalindex import create_global_index
+t = CatalogFactory.create({"warehouse": sys.argv[1]}).get_table("db.t")
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.perf_counter()
+n = create_global_index(t, "s")
+print(n, time.perf_counter() - t0, before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+@pytest.mark.benchmark(group="paimon_gi_build_peak_memory")
+def test_build_peak_memory(benchmark, pristine):
+    """Peak RSS of an in-process build (100,000 distinct) in a fresh interpreter, in extra_info
+    (``peak_rss_mb``; ``rss_before_build_mb`` is the interpreter with pypaimon and paimon_fast loaded)."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    out = {}
+
+    def setup():
+        _fresh(pristine, 100_000)
+        return (), {}
+
+    def run():
+        got = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, os.path.join(pristine[0], "work")], env=env,
+                             capture_output=True, text=True, check=True).stdout.split()
+        out["n"], out["s"], out["before"], out["peak"] = int(got[0]), float(got[1]), int(got[2]), int(got[3])
+
+    benchmark.pedantic(run, setup=setup, rounds=1, iterations=1)
+    benchmark.extra_info.update(impl="kernel", rows=ROWS, build_seconds=out["s"],
+                                rss_before_build_mb=out["before"] / 1024, peak_rss_mb=out["peak"] / 1024)
+    print(f"\npeak RSS of a {ROWS}-row build: {out['peak'] / 1024:.0f} MB "
+          f"(interpreter before the build {out['before'] / 1024:.0f} MB; build {out['s']:.2f} s)")
+    assert out["n"] >= 1
