@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -554,7 +554,7 @@ class GlobalIndexAnswer:
             return _Part(rows & cover, cover)
         raise TypeError(f"not a predicate: {p!r}")
 
-    def row_ranges(self, data_ranges=None) -> Optional[List[Tuple[int, int]]]:
+    def row_ranges(self) -> Optional[List[Tuple[int, int]]]:
         """The row ranges a data-evolution scan reads under the search mode (``fast``: the
         candidates only; ``full`` / ``detail``: plus every row the answer does not cover),
         or None when no index answers the predicate."""
