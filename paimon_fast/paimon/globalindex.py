@@ -165,10 +165,10 @@ def read_direct(files, start: int, end: int):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    cols, rids = [], []
-    for path, first, n, name in files:
-        if first + n <= start or first > end:
-            continue
+    todo = [f for f in files if not (f[1] + f[2] <= start or f[1] > end)]
+
+    def one(job):
+        path, first, n, name = job
         pfile = pq.ParquetFile(path)
         names = pfile.schema_arrow.names
         if "_ROW_ID" in names or (name is not None and name not in names):
@@ -176,10 +176,20 @@ def read_direct(files, start: int, end: int):
         col = pa.nulls(n) if name is None else pfile.read(columns=[name], use_threads=False).column(0)
         if len(col) != n:
             return None
-        cols.append(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
-        rids.append(np.arange(first, first + n, dtype=np.int64))
+        return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+    if len(todo) > 1:  # files decode in parallel (pyarrow releases the GIL)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(len(todo), os.cpu_count() or 2)) as ex:
+            cols = list(ex.map(one, todo))
+    else:
+        cols = [one(j) for j in todo]
+    if any(c is None for c in cols):
+        return None
     if not cols:
         return None, None
+    rids = [np.arange(first, first + n, dtype=np.int64) for _, first, n, _ in todo]
     typ = next((c.type for c in cols if c.type != pa.null()), pa.null())
     col = pa.concat_arrays([c if c.type == typ else pa.nulls(len(c), typ) for c in cols])
     rid = np.concatenate(rids)
