@@ -449,6 +449,7 @@ class GlobalIndexAnswer:
         self.index_bytes_read = 0
         self.seconds = 0.0
         self._leaf_parts: Dict[int, _Part] = {}
+        self._stored: Dict[str, bool] = {}
         if self.snapshot is None or predicate is None:
             return
         names = predicate.fields()
@@ -577,6 +578,27 @@ class GlobalIndexAnswer:
             every.add_range(0, self.next_row_id)
             rows = rows | (every - part.cover)
         return bitmap_ranges(rows)
+
+    def stores_row_ids(self, data_file) -> bool:
+        """Does a data file (pypaimon ``DataFileMeta``) carry a physical ``_ROW_ID`` column, so
+        that its rows' ids are not first row id + position?  Unknown counts as yes."""
+        path = getattr(data_file, "external_path", None) or getattr(data_file, "file_path", None)
+        got = self._stored.get(path)
+        if got is None:
+            import pyarrow.parquet as pq
+
+            try:
+                local = _local_path(path)
+                if local is not None:
+                    names = pq.read_schema(local).names
+                else:
+                    with self.table.file_io.filesystem.open_input_file(path) as fh:
+                        names = pq.read_schema(fh).names
+                got = "_ROW_ID" in names
+            except Exception:  # noqa: BLE001 - not Parquet, unreadable: do not map positions to row ids
+                got = True
+            self._stored[path] = got
+        return got
 
     def file_leaf_result(self, leaf: Leaf, first_row_id: int, row_count: int):
         """A leaf's answer inside one data file (positions relative to the file), or None

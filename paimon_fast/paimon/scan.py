@@ -273,7 +273,7 @@ class IndexPruner:
         """The global indexes' leaf answers inside data file ``f`` (None: no global index)."""
         gi = self.global_index
         first = getattr(f, "first_row_id", None)
-        if gi is None or first is None:
+        if gi is None or first is None or gi.stores_row_ids(f):
             return None
         return lambda leaf: gi.file_leaf_result(leaf, first, f.row_count)
 
