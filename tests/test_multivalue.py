@@ -20,7 +20,6 @@ from pyroaring import BitMap64
 
 import paimon_fast as pf
 from paimon_fast import globalindex as gi
-from paimon_fast.globalindex import format as gformat
 from paimon_fast.globalindex.meta import SortedIndexFileMeta
 from paimon_fast.reference import globalindex as twin
 from vectorlib import arrow_values, case_names, decode_literal, load_bin, load_case

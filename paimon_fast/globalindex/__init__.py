@@ -19,6 +19,10 @@ plain prefix scan the dictionary only while the candidate files total at most
 answer is then :data:`paimon_fast.UNSUPPORTED`).  String predicates apply to
 CHAR / VARCHAR / STRING only.
 
+``index_type="multivalue"`` (``writer`` / ``reader``, :class:`MultiValueGlobalIndex`) is Java's
+``multivalue`` indexer over an ``ARRAY<T>`` column: the same file layout with one bitmap per
+distinct element, answering ``array_contains`` / ``arrays_overlap`` / ``array_contains_all``.
+
 Complements (``!=``, ``NOT IN``, ``IS NOT NULL``) are ``[0, total_row_count)``
 minus the null rows minus the matches, as Java computes them (row ids indexed
 by no file count as non-null).  Without ``total_row_count`` the universe is the
