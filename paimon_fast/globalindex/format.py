@@ -306,6 +306,48 @@ def build_file(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size:
     return assemble(body, key_off, key_data, first_idx, boffs, blens, null_rids, nn_rids, len(sizes), encoder)
 
 
+def build_files(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size: int, encoder,
+                max_records: int):
+    """Files of at most ``max_records`` records each, as Java's rotating sorted index writer
+    cuts them: the records in (nulls first, then key, then row id) order, a new file every
+    ``max_records`` records (a key's row ids may continue in the next file).  Returns
+    ``[(file bytes, meta bytes, record count)]``; one sort for all files."""
+    if max_records <= 0:
+        raise OptionError(f"records per file must be positive, got {max_records}")
+    null_rids, nn_rids, g_rids, bounds, key_off, key_data = sort_group_column(key_codec, arr, rids)
+    null_rids = np.sort(np.ascontiguousarray(null_rids, dtype=np.uint64))
+    key_off = np.ascontiguousarray(key_off, dtype=np.int64)
+    key_data = np.frombuffer(key_data, np.uint8) if not isinstance(key_data, np.ndarray) else key_data
+    bounds = np.ascontiguousarray(bounds, dtype=np.int64)
+    n_null, n_nn = len(null_rids), len(g_rids)
+    total = n_null + n_nn
+    out = []
+    for s in range(0, total, max_records):
+        e = min(total, s + max_records)
+        nulls = null_rids[min(s, n_null):min(e, n_null)]
+        a, b = max(s - n_null, 0), max(e - n_null, 0)
+        if b > a:
+            g0 = int(np.searchsorted(bounds, a, "right")) - 1
+            g1 = int(np.searchsorted(bounds, b - 1, "right")) - 1
+            sub_bounds = np.clip(bounds[g0:g1 + 2], a, b) - a
+            sub_rids = np.ascontiguousarray(g_rids[a:b])
+            sub_off = key_off[g0:g1 + 2] - key_off[g0]
+            sub_data = np.ascontiguousarray(key_data[key_off[g0]:key_off[g1 + 1]])
+        else:
+            sub_bounds = np.zeros(1, dtype=np.int64)
+            sub_rids = g_rids[:0]
+            sub_off = np.zeros(1, dtype=np.int64)
+            sub_data = np.zeros(0, dtype=np.uint8)
+        sub_bounds = np.ascontiguousarray(sub_bounds, dtype=np.int64)
+        blob, sizes = _k.serialize64_groups(sub_rids, sub_bounds)
+        body, first_idx, boffs, blens = _k.pack(np.ascontiguousarray(sub_off), sub_data, blob, sizes,
+                                                block_size, encoder)
+        data, meta = assemble(body, sub_off, sub_data, first_idx, boffs, blens, nulls, sub_rids, len(sizes),
+                              encoder)
+        out.append((data, meta, e - s))
+    return out
+
+
 def serialize64_sorted_unique(values: np.ndarray) -> bytes:
     u = np.ascontiguousarray(values, dtype=np.uint64)
     if u.size > 1 and not (u[1:] > u[:-1]).all():

@@ -14,12 +14,15 @@
 * :func:`read_deletion_vector`: 32- and 64-bit deletion vectors (``deletion.py``).
 * :func:`rewrite_file_index`: add the configured indexes to existing files (``rewrite.py``).
 * :func:`top_n`: exact ``ORDER BY c [DESC] LIMIT k`` from range-bitmap file indexes (``topn.py``).
+* :func:`create_global_index`: bitmap / multivalue global indexes inside row-tracking
+  tables, in-process or on Spark (``globalindex.py``); the reads above use them.
 * :func:`to_pypaimon` / :func:`from_pypaimon`: predicate translation.
 
 Needs the ``tables`` extra (pypaimon).
 """
 from .compat import legacy_file_io, legacy_manifest_table, upgrade_manifest_bytes
 from .deletion import read_deletion_vector
+from .globalindex import create_global_index
 from .predicates import as_predicate, from_pypaimon, to_pypaimon
 from .scan import IndexPruner, PruneReport, index_applicability, plan_with_index, read_with_index
 
@@ -41,5 +44,5 @@ def rewrite_file_index(spark, table, options=None, **kw):
 __all__ = [
     "read_with_index", "plan_with_index", "IndexPruner", "PruneReport", "index_applicability",
     "legacy_manifest_table", "legacy_file_io", "upgrade_manifest_bytes", "read_deletion_vector",
-    "to_pypaimon", "from_pypaimon", "as_predicate", "rewrite_file_index", "top_n",
+    "to_pypaimon", "from_pypaimon", "as_predicate", "rewrite_file_index", "create_global_index", "top_n",
 ]

@@ -3,8 +3,10 @@
     paimon-fast paimon query WAREHOUSE db.table --where "category = 'red'" [--select id,name] [--limit 20]
     paimon-fast paimon rewrite-index WAREHOUSE db.table [--option file-index.bloom-filter.columns=name]
         [--force] [--spark] [--dry-run]
+    paimon-fast paimon create-global-index WAREHOUSE db.table COLUMN [--type bitmap]
+        [--partition p=x ...] [--option sorted-index.records-per-range=1000000] [--spark]
 
-Both print a report (``--json`` for machine-readable output).  ``--where``
+All print a report (``--json`` for machine-readable output).  ``--where``
 is parsed with ``paimon_fast.sqlpredicate.parse_predicate`` when that module
 is installed, else with pypaimon's own WHERE parser (typed by the table).
 """
@@ -74,10 +76,58 @@ def _setup(p):
     r.add_argument("--dry-run", action="store_true", help="build but do not commit (sidecars are still written)")
     r.add_argument("--json", action="store_true")
     r.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")
+    g = sub.add_parser("create-global-index",
+                       help="build a global index over the rows no index of that type covers yet, commit once")
+    g.add_argument("warehouse")
+    g.add_argument("table", help="db.table (row-tracking.enabled)")
+    g.add_argument("column")
+    g.add_argument("--type", default="bitmap", help="index type (default bitmap)")
+    g.add_argument("--partition", action="append", default=[], metavar="KEY=VALUE",
+                   help="build only this partition (repeat the flag for a multi-column partition spec)")
+    g.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a table option (bitmap-index.*, sorted-index.records-per-range)")
+    g.add_argument("--spark", action="store_true", help="read, sort and write on a local SparkSession")
+    g.add_argument("--quiet", action="store_true", help="no progress lines")
+    g.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")
 
 
-@command("paimon", "Paimon tables via pypaimon: pruned 'query' and 'rewrite-index'")
+def _create_global_index(args) -> int:
+    import time
+
+    from pypaimon import CatalogFactory
+
+    from .globalindex import create_global_index
+
+    opts = {"warehouse": args.warehouse}
+    opts.update(_kv(args.catalog_option))
+    table = CatalogFactory.create(opts).get_table(args.table)
+    t0 = time.perf_counter()
+
+    def progress(done, total, rows):
+        if not args.quiet:
+            print(f"row range {done}/{total}: {rows} rows indexed, {time.perf_counter() - t0:.1f} s",
+                  file=sys.stderr, flush=True)
+
+    spark = None
+    if args.spark:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.master("local[2]").appName("paimon-fast create-global-index").getOrCreate()
+    try:
+        n = create_global_index(table, args.column, args.type, partitions=_kv(args.partition) or None,
+                                options=_kv(args.option), spark=spark, progress=progress)
+    finally:
+        if spark is not None:
+            spark.stop()
+    print(f"{n} index files added to {args.table} ({args.type} on {args.column}) "
+          f"in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+@command("paimon", "Paimon tables via pypaimon: pruned 'query', 'rewrite-index', 'create-global-index'")
 def paimon_main(args):
+    if args.paimon_cmd == "create-global-index":
+        return _create_global_index(args)
     table = _open(args.warehouse, args.table, _kv(args.catalog_option))
     if args.paimon_cmd == "query":
         from .scan import read_with_index

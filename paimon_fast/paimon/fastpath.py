@@ -240,7 +240,8 @@ class _File:
     """One live data file of the snapshot (what the fast path needs of a manifest entry)."""
 
     __slots__ = ("partition", "bucket", "name", "rows", "schema_id", "level", "extra", "embedded",
-                 "external", "deletion", "dir", "fsdir", "raw", "layout")
+                 "external", "deletion", "dir", "fsdir", "raw", "layout", "first_row_id", "write_cols",
+                 "stored_row_ids")
 
     def __init__(self, rec):
         f = rec["_FILE"]
@@ -258,6 +259,9 @@ class _File:
         self.fsdir = None  # the same for the pyarrow filesystem
         self.raw = f  # the decoded _FILE record (value stats)
         self.layout = None  # its index container's parsed header, once read (index files are immutable)
+        self.first_row_id = f.get("_FIRST_ROW_ID")  # row tracking (Paimon 1.x+ manifests)
+        self.write_cols = f.get("_WRITE_COLS")  # data evolution: a file holding some columns only
+        self.stored_row_ids = None  # does the Parquet file carry a _ROW_ID column (checked once)
 
     def key(self):
         # pypaimon's ManifestFileManager identifier (partition, bucket, level,
@@ -318,8 +322,8 @@ def check_table(table):
     opts = _options(table)
     if getattr(table, "is_primary_key_table", True):
         raise Fallback("primary-key table")
-    if _is_true(opts, "data-evolution.enabled") or _is_true(opts, "row-tracking.enabled"):
-        raise Fallback("data evolution / row tracking")
+    if _is_true(opts, "data-evolution.enabled") and not _is_true(opts, "row-tracking.enabled"):
+        raise Fallback("data evolution without row tracking")
     keys = set(_TIME_TRAVEL)
     try:
         from pypaimon.snapshot.time_travel_util import SCAN_KEYS
@@ -750,6 +754,7 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
     if predicate is None:
         raise Fallback("no predicate")
     applicable, why = index_applicability(table)
+    row_tracking = _is_true(_options(table), "row-tracking.enabled")
     workers = max(1, max_workers)  # threads for remote storage; local work stays in this thread
     plan, cached = get_plan(table, use_cache, workers)
     fields = {f.name: f for f in table.fields}
@@ -803,6 +808,13 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
             if nbytes >= 0:
                 rep.files_with_index += 1
                 rep.index_bytes_read += nbytes
+    # ---- global indexes (row-tracking tables): ANDed with the file indexes' answers
+    if row_tracking and any(f.write_cols for f in files):
+        raise Fallback("data-evolution column groups (files holding some columns only)")
+    if row_tracking:
+        gres = _global_results(table, predicate, files, rep)
+        if gres is not None:
+            results = [r.and_(g) if g is not None else r for r, g in zip(results, gres)]
     jobs = []
     for f, res in zip(files, results):
         if not res.remain:
@@ -865,6 +877,61 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
     rep.read_seconds = time.perf_counter() - t2
     rep.rows_returned = out.num_rows
     return out, rep
+
+
+def _stores_row_ids(table, f: _File) -> bool:
+    """Does the data file carry a physical ``_ROW_ID`` column (then row id != first row id +
+    position)?  Read from the Parquet footer once per file."""
+    if f.stored_row_ids is None:
+        import pyarrow.parquet as pq
+
+        with table.file_io.filesystem.open_input_file(f"{f.fsdir}/{f.name}") as fh:
+            f.stored_row_ids = "_ROW_ID" in pq.read_schema(fh).names
+    return f.stored_row_ids
+
+
+def _global_results(table, predicate, files, rep):
+    """Per file, the global indexes' rows as a ``BitmapResult`` of positions (None: no answer
+    for that file), or None when no global index answers the predicate.  Data-evolution
+    tables follow the search mode (``fast``: rows outside the indexed ranges are not read);
+    on other row-tracking tables, which Java reads without global indexes, rows no index
+    covers are always kept."""
+    from pyroaring import BitMap64
+
+    if not _is_true(_options(table), "global-index.enabled", True):
+        return None
+    from .globalindex import GlobalIndexAnswer
+
+    gi = GlobalIndexAnswer(table, predicate)
+    if gi.data_evolution and gi.foreign_types:
+        raise Fallback(f"global index types paimon-fast does not read: {', '.join(gi.foreign_types)}")
+    if not gi.has_index:
+        return None
+    part = gi.evaluate()
+    if not len(part.cover):
+        return None
+    only_indexed = gi.data_evolution and gi.mode == "fast"
+    out = []
+    for f in files:
+        if f.first_row_id is None or f.write_cols:
+            raise Fallback(f"data file {f.name}: no first row id or a column group")
+        lo, hi = f.first_row_id, f.first_row_id + f.rows
+        covered = part.cover.range_cardinality(lo, hi)
+        if not covered and not only_indexed:
+            out.append(None)  # nothing indexed here: the file index (or a read) decides
+            continue
+        if _stores_row_ids(table, f):
+            raise Fallback(f"data file {f.name} stores _ROW_ID")
+        r = BitMap64()
+        r.add_range(lo, hi)
+        sel = r & part.rows
+        if not only_indexed and covered < f.rows:
+            sel |= r - part.cover
+        out.append(BitmapResult(BitMap((np.asarray(sel.to_array(), dtype=np.int64) - lo).astype(np.uint32))))
+    rep.global_indexes = list(gi.used)
+    rep.global_index_search_mode = gi.mode if gi.data_evolution else \
+        "full (Java reads no global index without data evolution)"
+    return out
 
 
 def _evaluate(table, f: _File, schemas: _Schemas, predicate):

@@ -79,6 +79,8 @@ class PruneReport:
     fast_path: bool = False  # planned and read by :mod:`.fastpath` (else pypaimon's planner and reader)
     plan_cached: bool = False  # the fast path's plan came from its per-snapshot cache
     fallback_reason: str = ""  # why the fast path was not taken
+    global_indexes: List[str] = dc_field(default_factory=list)  # global indexes used (row-tracking tables)
+    global_index_search_mode: str = ""  # the search mode applied to rows no global index covers
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -98,6 +100,9 @@ class PruneReport:
             s += f"; pypaimon path ({self.fallback_reason})"
         if not self.applied:
             s += f" (index not applied: {self.reason})"
+        for g in self.global_indexes:
+            s += f"\nglobal index used: {g}" + (f", search mode {self.global_index_search_mode}"
+                                                 if self.global_index_search_mode else "")
         return s
 
 
@@ -156,17 +161,21 @@ class _SchemaResolver:
         return got
 
 
-def _result_of(container, predicate: Predicate, names: Dict[str, str]) -> FileIndexResult:
+def _result_of(container, predicate: Predicate, names: Dict[str, str], global_leaf=None) -> FileIndexResult:
+    """The file index's answer; ``global_leaf(leaf)`` (a global index's answer inside this
+    file, or None) is ANDed in leaf by leaf.  ``container`` None: global answers only."""
     def visit(leaf: Leaf):
+        res = REMAIN
         file_name = names.get(leaf.name)
-        if file_name is None:
-            return REMAIN
-        try:
-            return container.visit_leaf(Leaf(leaf.op, file_name, leaf.literals))
-        except (UnsupportedTypeError, UnknownIndexTypeError, KeyError, TypeError, ValueError):
-            # an index that cannot answer this leaf keeps the file (IndexFormatError
-            # is a ValueError too: a corrupt index must not drop data)
-            return REMAIN
+        if file_name is not None and container is not None:
+            try:
+                res = container.visit_leaf(Leaf(leaf.op, file_name, leaf.literals))
+            except (UnsupportedTypeError, UnknownIndexTypeError, KeyError, TypeError, ValueError):
+                # an index that cannot answer this leaf keeps the file (IndexFormatError
+                # is a ValueError too: a corrupt index must not drop data)
+                res = REMAIN
+        g = global_leaf(leaf) if global_leaf is not None else None
+        return res if g is None else g.and_(res)
 
     return evaluate_tree(predicate, visit)
 
@@ -218,8 +227,13 @@ class IndexPruner:
     """
 
     def __init__(self, table, predicate, max_workers: int = 8, fold_deletion_vectors: str = "auto",
-                 coalesce_gap: int = DEFAULT_COALESCE_GAP):
+                 coalesce_gap: int = DEFAULT_COALESCE_GAP, global_index=None):
         self.table = table
+        # a paimon.globalindex.GlobalIndexAnswer (row-tracking tables): its leaf answers are
+        # ANDed with the file indexes' inside each file
+        self.global_index = global_index if global_index is not None and global_index.has_index else None
+        if self.global_index is not None:
+            self.global_index.evaluate()  # every leaf answered up front, before the worker threads
         self.coalesce_gap = coalesce_gap
         self.predicate = as_predicate(predicate)
         self.max_workers = max_workers
@@ -234,9 +248,10 @@ class IndexPruner:
         A sidecar is read through a seekable stream: only its header and the
         payloads the predicate needs are read."""
         names, types = self.resolver.for_schema(f.schema_id)
+        gl = self._global_leaf(f)
         if f.embedded_index:
             data = bytes(f.embedded_index)
-            return self._evaluate(BytesSource(data), names, types), len(data)
+            return self._evaluate(BytesSource(data), names, types, gl), len(data)
         for extra in f.extra_files or ():
             if extra.endswith(INDEX_SUFFIX):
                 try:
@@ -248,19 +263,29 @@ class IndexPruner:
                         src = _CountingSource(stream)
                     except (OSError, AttributeError, ValueError):  # not seekable: read it whole
                         data = stream.read()
-                        return self._evaluate(BytesSource(data), names, types), len(data)
-                    return self._evaluate(src, names, types), src.bytes_read
+                        return self._evaluate(BytesSource(data), names, types, gl), len(data)
+                    return self._evaluate(src, names, types, gl), src.bytes_read
+        if gl is not None:
+            return _result_of(None, self.predicate, names, gl), -1
         return REMAIN, -1
 
-    def _evaluate(self, source, names, types) -> FileIndexResult:
+    def _global_leaf(self, f):
+        """The global indexes' leaf answers inside data file ``f`` (None: no global index)."""
+        gi = self.global_index
+        first = getattr(f, "first_row_id", None)
+        if gi is None or first is None or gi.stores_row_ids(f):
+            return None
+        return lambda leaf: gi.file_leaf_result(leaf, first, f.row_count)
+
+    def _evaluate(self, source, names, types, global_leaf=None) -> FileIndexResult:
         try:
             container = FileIndexFormat.open(source, types)
-            res = _result_of(container, self.predicate, names)
+            res = _result_of(container, self.predicate, names, global_leaf)
             if isinstance(res, BitmapResult):
                 res.bitmap  # materialise while the stream is open, in the worker thread
             return res
         except (PaimonFastError, OSError):
-            return REMAIN
+            return REMAIN if global_leaf is None else _result_of(None, self.predicate, names, global_leaf)
 
     def _deletion(self, split, i):
         dfs = getattr(split, "data_deletion_files", None)
@@ -312,7 +337,11 @@ class IndexPruner:
         for si, s in enumerate(splits):
             if si not in eligible:
                 out.append(self._with_32bit_dvs(s, report))
-                n = sum(f.row_count for f in s.files)
+                ranges = s.row_ranges() if callable(getattr(s, "row_ranges", None)) else None
+                if ranges is not None:  # planned from row ranges (a data-evolution scan's global index)
+                    n = sum(r.to - r.from_ + 1 for r in ranges)
+                else:
+                    n = sum(f.row_count for f in s.files)
                 report.rows_selected += n
                 report.rows_index_selected += n
                 continue
@@ -449,6 +478,21 @@ def _open_table(table):
     raise TypeError(f"expected a pypaimon table or read builder, got {type(table).__name__}")
 
 
+def _global_index_answer(table, pred, max_workers):
+    """The table's bitmap global indexes for ``pred`` (row-tracking tables), or None."""
+    if (pred is None or not _bool_opt(table, "row-tracking.enabled", False)
+            or not _bool_opt(table, "global-index.enabled", True)):
+        return None
+    from .globalindex import GlobalIndexAnswer
+
+    gi = GlobalIndexAnswer(table, pred, max_workers=max_workers)
+    if not gi.has_index:
+        return None
+    if gi.data_evolution and gi.foreign_types:
+        return None  # index types we do not read (btree ...): pypaimon's own scan answers with them
+    return gi
+
+
 def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
                     coalesce_gap: int = DEFAULT_COALESCE_GAP):
     """Plan with pypaimon, then prune with file indexes.
@@ -472,12 +516,34 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
             rb = rb.with_projection(list(projection))
     elif pred is None:
         pred = as_predicate(getattr(rb, "_predicate", None))
-    splits = rb.new_scan().plan().splits()
+    gi = _global_index_answer(table, pred, max_workers)
+    scan = rb.new_scan()
+    mode = ""
+    if gi is not None and gi.data_evolution:
+        # Java's and pypaimon's data-evolution scan: the row ranges the indexes and the
+        # search mode leave (pypaimon would search the bitmap files itself otherwise)
+        from pypaimon.utils.range import Range
+
+        ranges = gi.row_ranges()
+        if ranges is not None:
+            scan = scan.with_row_ranges([Range(a, b) for a, b in ranges])
+            mode = gi.mode
+        gi = None if ranges is None else gi
+        pruner_gi = None
+    else:
+        pruner_gi = gi
+        mode = "full (Java reads no global index without data evolution)" if gi is not None else ""
+    splits = scan.plan().splits()
     plan_s = time.perf_counter() - t0
     pruner = IndexPruner(table, pred, max_workers=max_workers, fold_deletion_vectors=fold_deletion_vectors,
-                         coalesce_gap=coalesce_gap)
+                         coalesce_gap=coalesce_gap, global_index=pruner_gi)
     new_splits, report = pruner.prune(splits)
     report.plan_seconds = plan_s
+    if gi is not None and gi.used:
+        report.global_indexes = list(gi.used)
+        report.global_index_search_mode = mode
+        report.index_bytes_read += gi.index_bytes_read
+        report.index_seconds += gi.seconds
     return rb, new_splits, report
 
 
@@ -547,7 +613,13 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
         rb2 = tbl.new_read_builder()
         if projection is not None or extra:
             rb2 = rb2.with_projection(cols + extra)
-        got = rb2.new_read().to_arrow(indexed)
+        got = None
+        if _bool_opt(tbl, "row-tracking.enabled", False):
+            from .globalindex import read_ranges_direct  # row ranges of local Parquet files, without pypaimon
+
+            got = read_ranges_direct(tbl, indexed, cols + extra)
+        if got is None:
+            got = rb2.new_read().to_arrow(indexed)
         if got is not None and got.num_rows:
             if has_ops(pred, ARRAY_OPS):
                 got = got.filter(to_arrow_expression(pred, got.schema))

@@ -1,0 +1,225 @@
+"""Global indexes on a Paimon table: paimon_fast against pypaimon 2.1.
+
+    PF_GI_ROWS=1000000 pytest benchmarks/bench_paimon_globalindex.py --benchmark-only \\
+        --benchmark-columns=median,rounds -p no:cacheprovider
+
+One data-evolution table per distinct count (1,000 and 100,000 strings), written
+once per run in 4 commits by pypaimon:
+
+* ``build``: ``paimon_fast.paimon.create_global_index`` (impl ``kernel``) against
+  pypaimon's ``table.create_global_index`` (``pypaimon``), each on a fresh copy of
+  the table; both write bitmap files and commit them in one snapshot.
+* ``read``: one value of 100,000 (about 10 rows of 1e6) with our global index
+  (``kernel``: ``read_with_index``), pypaimon's global-index scan over the same
+  index (``pypaimon_index``), and a full filtered read by pypaimon without any
+  index (``pypaimon_full``).
+* ``spark_build`` (``PF_GI_SPARK=1``): ``create_global_index(spark=...)`` on local
+  Spark against a Spark pass that only reads the same column (``spark_read``).
+
+The machine is shared (2 cores, other jobs running): figures vary between runs.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("pypaimon")
+
+import paimon_fast as pf  # noqa: E402
+from paimon_fast.paimon import read_with_index  # noqa: E402
+from paimon_fast.paimon.globalindex import create_global_index  # noqa: E402
+
+ROWS = int(os.environ.get("PF_GI_ROWS", "1000000"))
+COMMITS = 4
+OPTIONS = {"bucket": "-1", "row-tracking.enabled": "true", "data-evolution.enabled": "true"}
+
+
+def _catalog(wh):
+    from pypaimon import CatalogFactory
+
+    return CatalogFactory.create({"warehouse": wh})
+
+
+def _write_table(wh, distinct):
+    from pypaimon import Schema
+
+    cat = _catalog(wh)
+    cat.create_database("db", True)
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("x", pa.float64())])
+    cat.create_table("db.t", Schema.from_pyarrow_schema(schema, options=OPTIONS), False)
+    rng = np.random.default_rng(distinct)
+    per = ROWS // COMMITS
+    for k in range(COMMITS):
+        t = cat.get_table("db.t")
+        wb = t.new_batch_write_builder()
+        w = wb.new_write()
+        c = wb.new_commit()
+        vals = np.char.add("value-", rng.integers(0, distinct, per).astype(str))
+        w.write_arrow(pa.table({"id": pa.array(np.arange(k * per, (k + 1) * per)), "s": pa.array(vals),
+                                "x": pa.array(rng.random(per))}))
+        c.commit(w.prepare_commit())
+        w.close()
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def pristine():
+    root = tempfile.mkdtemp(prefix="pf-gi-bench-")
+    out = {}
+    for distinct in (1000, 100_000):
+        wh = os.path.join(root, f"d{distinct}")
+        _write_table(wh, distinct)
+        out[distinct] = wh
+    yield root, out
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _fresh(pristine, distinct):
+    """A fresh copy of the pristine table (no index yet): its catalog table."""
+    root, src = pristine
+    dst = os.path.join(root, "work")
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src[distinct], dst)
+    return _catalog(dst).get_table("db.t")
+
+
+@pytest.mark.benchmark(group="paimon_gi_build")
+@pytest.mark.parametrize("distinct", [1000, 100_000])
+@pytest.mark.parametrize("impl", ["kernel", "pypaimon"])
+def test_build(benchmark, pristine, distinct, impl):
+    holder = {}
+
+    def setup():
+        holder["t"] = _fresh(pristine, distinct)
+        return (), {}
+
+    if impl == "kernel":
+        def run():
+            return create_global_index(holder["t"], "s", "bitmap")
+    else:
+        def run():
+            return holder["t"].create_global_index("s", index_type="bitmap")
+    benchmark.extra_info["impl"] = impl
+    benchmark.extra_info["rows"] = ROWS
+    n = benchmark.pedantic(run, setup=setup, rounds=3 if impl == "kernel" else 1, iterations=1)
+    assert n >= 1
+
+
+@pytest.fixture(scope="module")
+def indexed(pristine):
+    """The 100,000-distinct table with our bitmap index, and the value to look up."""
+    root, src = pristine
+    dst = os.path.join(root, "indexed")
+    shutil.copytree(src[100_000], dst)
+    t = _catalog(dst).get_table("db.t")
+    assert create_global_index(t, "s") >= 1
+    return dst, "value-4242"
+
+
+def _pypaimon_read(t, value):
+    rb = t.new_read_builder()
+    rb = rb.with_filter(rb.new_predicate_builder().equal("s", value))
+    return rb.new_read().to_arrow(rb.new_scan().plan().splits())
+
+
+@pytest.mark.benchmark(group="paimon_gi_read")
+@pytest.mark.parametrize("impl", ["kernel", "pypaimon_index", "pypaimon_full"])
+def test_selective_read(benchmark, pristine, indexed, impl):
+    wh, value = indexed
+    if impl == "pypaimon_full":
+        t = _catalog(pristine[1][100_000]).get_table("db.t")  # same rows, no index
+    else:
+        t = _catalog(wh).get_table("db.t")
+    if impl == "kernel":
+        def run():
+            return read_with_index(t, pf.field("s") == value)[0]
+    else:
+        def run():
+            return _pypaimon_read(t, value)
+    benchmark.extra_info["impl"] = impl
+    got = benchmark.pedantic(run, rounds=5 if impl != "pypaimon_full" else 2, iterations=1, warmup_rounds=1)
+    expect = _pypaimon_read(_catalog(pristine[1][100_000]).get_table("db.t"), value)
+    assert sorted(got.column("id").to_pylist()) == sorted(expect.column("id").to_pylist())
+    assert got.num_rows > 0
+    benchmark.extra_info["rows_returned"] = got.num_rows
+
+
+@pytest.mark.skipif(os.environ.get("PF_GI_SPARK") != "1", reason="set PF_GI_SPARK=1 for the Spark build")
+@pytest.mark.benchmark(group="paimon_gi_spark_build")
+@pytest.mark.parametrize("impl", ["kernel", "spark_read"])
+def test_spark_build(benchmark, pristine, impl):
+    from pyspark.sql import SparkSession
+
+    # Python workers must run this interpreter and find this checkout of paimon_fast
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    spark = (SparkSession.builder.master("local[2]").appName("pf-gi-bench")
+             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    holder = {}
+
+    def setup():
+        holder["t"] = _fresh(pristine, 100_000)
+        return (), {}
+
+    if impl == "kernel":
+        def run():
+            return create_global_index(holder["t"], "s", "bitmap", spark=spark)
+    else:
+        def run():
+            from paimon_fast.paimon.globalindex_spark import spark_read_column
+
+            return spark_read_column(spark, holder["t"], "s")
+    benchmark.extra_info["impl"] = impl
+    n = benchmark.pedantic(run, setup=setup, rounds=3, iterations=1, warmup_rounds=0)
+    assert n >= 1
+
+
+_PEAK_SCRIPT = r"""
+import sys, time
+from pypaimon import CatalogFactory
+from paimon_fast.paimon.globalindex import create_global_index
+
+def hwm():  # this process's peak RSS in kB (ru_maxrss would include the parent's, inherited at exec)
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+
+t = CatalogFactory.create({"warehouse": sys.argv[1]}).get_table("db.t")
+before = hwm()
+t0 = time.perf_counter()
+n = create_global_index(t, "s")
+print(n, time.perf_counter() - t0, before, hwm())
+"""
+
+
+@pytest.mark.benchmark(group="paimon_gi_build_peak_memory")
+def test_build_peak_memory(benchmark, pristine):
+    """Peak RSS of an in-process build (100,000 distinct) in a fresh interpreter, in extra_info
+    (``peak_rss_mb``; ``rss_before_build_mb`` is the interpreter with pypaimon and paimon_fast loaded)."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    out = {}
+
+    def setup():
+        _fresh(pristine, 100_000)
+        return (), {}
+
+    def run():
+        got = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, os.path.join(pristine[0], "work")], env=env,
+                             capture_output=True, text=True, check=True).stdout.split()
+        out["n"], out["s"], out["before"], out["peak"] = int(got[0]), float(got[1]), int(got[2]), int(got[3])
+
+    benchmark.pedantic(run, setup=setup, rounds=1, iterations=1)
+    benchmark.extra_info.update(impl="kernel", rows=ROWS, build_seconds=out["s"],
+                                rss_before_build_mb=out["before"] / 1024, peak_rss_mb=out["peak"] / 1024)
+    print(f"\npeak RSS of a {ROWS}-row build: {out['peak'] / 1024:.0f} MB "
+          f"(interpreter before the build {out['before'] / 1024:.0f} MB; build {out['s']:.2f} s)")
+    assert out["n"] >= 1

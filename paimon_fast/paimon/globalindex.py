@@ -1,0 +1,700 @@
+"""Global indexes inside Paimon 2.x tables: build them, and answer predicates with them.
+
+A row-tracking table (``row-tracking.enabled``) gives every row a ``_ROW_ID``.
+A global index is a set of index files under the table's ``index/`` directory,
+each listed in the index manifest with a ``GlobalIndexMeta``: the row range it
+covers, the indexed field id, and the file's own meta bytes (for ``bitmap`` a
+``SortedIndexFileMeta``).  The row ids inside a file are relative to the start
+of its row range.
+
+* :func:`create_global_index` builds ``bitmap`` indexes the way Java's
+  ``create_global_index`` procedure (and pypaimon 2.1's) plans them: only the
+  row ranges no index of that type on that field covers yet, one range per
+  contiguous run of data files of a partition, the records sorted by
+  (nulls first, key, row id) and cut into a new file every
+  ``sorted-index.records-per-range`` x 1.2 records.  All files are committed
+  in one snapshot through pypaimon's commit; a build that fails before the
+  commit deletes what it wrote and adds no entry.
+* :class:`GlobalIndexAnswer` turns a predicate into candidate row ids with
+  every ``bitmap`` global index the table holds (ours, pypaimon's or Java's);
+  :mod:`.scan` turns those into row ranges inside files.
+
+Search modes (``scalar-index.search-mode``, falling back to the legacy
+``global-index.search-mode``, default ``fast``): Java and pypaimon consult
+global indexes only on data-evolution tables; there ``fast`` answers from the
+indexed row ranges only, ``full`` / ``detail`` also read (and filter) the rows
+no index covers.  On row-tracking tables without data evolution Java reads no
+global index, so we use them only to skip rows (the answer is Java's: rows no
+index covers are always read).
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+from pyroaring import BitMap64
+
+from ..errors import PaimonFastError, UnsupportedTypeError
+from ..predicate import And, Leaf, Or, Predicate
+from ..result import UNSUPPORTED
+
+__all__ = ["create_global_index", "GlobalIndexAnswer", "search_mode", "SUPPORTED_INDEX_TYPES"]
+
+SUPPORTED_INDEX_TYPES = ("bitmap", "multivalue")
+# the scalar global index types Java and pypaimon answer predicates with
+SCALAR_INDEX_TYPES = ("bitmap", "btree", "multivalue")
+RECORDS_PER_RANGE = "sorted-index.records-per-range"
+RECORDS_PER_RANGE_LEGACY = "btree-index.records-per-range"
+DEFAULT_RECORDS_PER_RANGE = 10_000_000
+RECORDS_FLOATING = 1.2  # Java's SortedGlobalIndexWriter rotates files every records-per-range x 1.2 records
+
+
+# ================================================================ options
+def _table_options(table) -> Dict[str, str]:
+    try:
+        return dict(table.table_schema.options)
+    except AttributeError:  # pragma: no cover - other table kinds
+        return {}
+
+
+def _true(opts, key) -> bool:
+    return str(opts.get(key, "false")).strip().lower() == "true"
+
+
+def search_mode(table) -> str:
+    """``fast``, ``full`` or ``detail``: ``scalar-index.search-mode`` when set, else the
+    legacy ``global-index.search-mode``, else ``fast`` (as Java's CoreOptions resolve it)."""
+    opts = _table_options(table)
+    mode = opts.get("scalar-index.search-mode")
+    if mode is None:
+        mode = opts.get("global-index.search-mode", "fast")
+    mode = str(mode).strip().lower()
+    if mode not in ("fast", "full", "detail"):
+        raise ValueError(f"unknown global index search mode {mode!r}")
+    return mode
+
+
+def records_per_range(options: Dict[str, str]) -> int:
+    """``sorted-index.records-per-range`` (fallback key ``btree-index.records-per-range``)."""
+    v = options.get(RECORDS_PER_RANGE, options.get(RECORDS_PER_RANGE_LEGACY, DEFAULT_RECORDS_PER_RANGE))
+    n = int(v)
+    if n <= 0:
+        raise ValueError(f"{RECORDS_PER_RANGE} must be positive, got {v!r}")
+    return n
+
+
+def records_per_file(options: Dict[str, str]) -> int:
+    """Records per ``bitmap`` file: records-per-range x 1.2, as Java's SortedGlobalIndexWriter."""
+    return int(records_per_range(options) * RECORDS_FLOATING)
+
+
+# ================================================================ build
+@dataclass
+class _Task:
+    split: object  # a pypaimon IndexedSplit over the files of the range
+    start: int
+    end: int  # inclusive
+    partition: tuple
+
+
+def _plan_build(table, field, index_type: str, partitions):
+    """``(tasks, options)``: the unindexed contiguous row ranges to build, as pypaimon 2.1 and
+    Java's SortedGlobalIndexScanner.incrementalScan plan them."""
+    from pypaimon.globalindex.build_plan import (split_by_contiguous_unindexed_row_range,
+                                                 unindexed_row_ranges)
+    from pypaimon.globalindex.create_global_index import GlobalIndexBuilder
+
+    # pypaimon's builder validates (row tracking, the column) and resolves the partition spec
+    helper = GlobalIndexBuilder(table, field.name, index_type="bitmap", partitions=partitions)
+    pfilter = helper._resolve_partition_filter()
+    rb = table.new_read_builder()
+    if pfilter is not None:
+        rb = rb.with_partition_filter(pfilter)
+    plan = rb.new_scan().plan_for_write()
+    splits = plan.splits()
+    if not splits:
+        return []
+    snapshot = helper._snapshot_for_plan(plan)
+    todo = unindexed_row_ranges(table, snapshot, pfilter, field.id, index_type)
+    if not todo:
+        return []
+    return [_Task(s, r.from_, r.to, tuple(s.partition.values))
+            for s, r in split_by_contiguous_unindexed_row_range(splits, todo)]
+
+
+def _local_path(path):
+    if path is None:
+        return None
+    p = path[len("file://"):] if path.startswith("file://") else path
+    return p if "://" not in p and os.path.exists(p) else None
+
+
+def direct_read_plan(table, field, task: _Task):
+    """``[(local Parquet path, first row id, row count, column name in the file or None)]``
+    for reading the task's column straight from its files, or None when the files need
+    pypaimon's reader (deletion vectors, column groups, a retyped column, remote files)."""
+    split = task.split.data_split() if callable(getattr(task.split, "data_split", None)) else task.split
+    if any(d is not None for d in (getattr(split, "data_deletion_files", None) or ())):
+        return None
+    want = str(field.type).replace(" NOT NULL", "")
+    out = []
+    for f in split.files:
+        path = _local_path(getattr(f, "external_path", None) or getattr(f, "file_path", None))
+        if (path is None or not path.endswith(".parquet") or getattr(f, "write_cols", None)
+                or f.first_row_id is None):
+            return None
+        schema = table.table_schema if f.schema_id == table.table_schema.id else \
+            table.schema_manager.get_schema(f.schema_id)
+        old = {x.id: x for x in schema.fields}.get(field.id)
+        if old is not None and str(old.type).replace(" NOT NULL", "") != want:
+            return None
+        out.append((path, int(f.first_row_id), int(f.row_count), None if old is None else old.name))
+    seen = sorted((a, a + n) for _, a, n, _ in out)
+    if any(seen[i][1] > seen[i + 1][0] for i in range(len(seen) - 1)):
+        return None
+    return out
+
+
+def read_direct(files, start: int, end: int):
+    """``(column, row ids relative to start)`` of the rows ``start..end`` of ``files`` (see
+    :func:`direct_read_plan`); row ids are each file's first row id + position, pypaimon's
+    rule for files that store no ``_ROW_ID``.  None when a file stores ``_ROW_ID``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    todo = [f for f in files if not (f[1] + f[2] <= start or f[1] > end)]
+
+    def one(job):
+        path, first, n, name = job
+        pfile = pq.ParquetFile(path)
+        names = pfile.schema_arrow.names
+        if "_ROW_ID" in names or (name is not None and name not in names):
+            return None
+        col = pa.nulls(n) if name is None else pfile.read(columns=[name], use_threads=False).column(0)
+        if len(col) != n:
+            return None
+        return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+    if len(todo) > 1:  # files decode in parallel (pyarrow releases the GIL)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(len(todo), os.cpu_count() or 2)) as ex:
+            cols = list(ex.map(one, todo))
+    else:
+        cols = [one(j) for j in todo]
+    if any(c is None for c in cols):
+        return None
+    if not cols:
+        return None, None
+    rids = [np.arange(first, first + n, dtype=np.int64) for _, first, n, _ in todo]
+    typ = next((c.type for c in cols if c.type != pa.null()), pa.null())
+    col = pa.concat_arrays([c if c.type == typ else pa.nulls(len(c), typ) for c in cols])
+    rid = np.concatenate(rids)
+    keep = (rid >= start) & (rid <= end)
+    if not keep.all():
+        col = col.filter(pa.array(keep))
+        rid = rid[keep]
+    if not len(rid):
+        return None, None
+    return col, (rid - start).astype(np.uint64)
+
+
+def _read_task(table, field, task: _Task):
+    """The column and its ``_ROW_ID`` over the task's rows (deletion vectors applied)."""
+    import pyarrow as pa
+
+    files = direct_read_plan(table, field, task)
+    if files is not None:
+        got = read_direct(files, task.start, task.end)
+        if got is not None:
+            return got
+    from pypaimon.read.table_read import TableRead
+    from pypaimon.table.special_fields import SpecialFields
+
+    tr = TableRead(table=table, predicate=None, read_type=[field, SpecialFields.ROW_ID])
+    got = tr.to_arrow([task.split])
+    if got is None or got.num_rows == 0:
+        return None, None
+    col = got.column(field.name).combine_chunks()
+    rid_col = got.column(SpecialFields.ROW_ID.name)
+    if rid_col.null_count:
+        raise ValueError("cannot build a global index: _ROW_ID is null")
+    rids = rid_col.to_numpy().astype(np.int64, copy=False)
+    keep = (rids >= task.start) & (rids <= task.end)
+    if not keep.all():
+        col = col.filter(pa.array(keep))
+        rids = rids[keep]
+    return col, (rids - task.start).astype(np.uint64)
+
+
+def build_range_files(dtype: str, values, local_rids, options: Dict[str, str], per_range: int,
+                      index_type: str = "bitmap", start: int = 0, end: Optional[int] = None):
+    """The index files of the build range ``start..end`` (``local_rids`` relative to ``start``):
+    ``[(range start, range end, file bytes, meta bytes, row count)]``.
+
+    ``bitmap`` (Java's identity-key sorted build): one range, a new file every
+    ``per_range`` x 1.2 records of the (nulls, key, row id) order, row count = records.
+    ``multivalue`` (Java's shard build): the range cut at multiples of ``per_range`` row
+    ids, one file per shard holding rows (row ids relative to the shard), row count = the
+    shard's row count, so a shard whose arrays hold no element still gets a file."""
+    from ..globalindex import writer
+    from ..globalindex.format import build_files
+
+    if end is None:
+        end = start + (int(local_rids.max()) if len(local_rids) else 0)
+    if index_type == "bitmap":
+        w = writer(dtype, {k: v for k, v in options.items() if k.startswith("bitmap-index.")})
+        arr, _ = w.codec.column(values)
+        return [(start, end, data, meta, n) for data, meta, n in
+                build_files(w.codec, arr, local_rids, w.block_size, w.encoder, int(per_range * RECORDS_FLOATING))]
+    if index_type != "multivalue":
+        raise ValueError(f"index type {index_type!r}")
+    import pyarrow as pa
+
+    opts = {k: v for k, v in options.items() if k.startswith("multivalue-index.")}
+    absolute = local_rids.astype(np.int64) + start
+    out = []
+    shard = (start // per_range) * per_range
+    while shard <= end:
+        lo, hi = max(start, shard), min(end, shard + per_range - 1)
+        keep = (absolute >= lo) & (absolute <= hi)
+        if keep.any():
+            w = writer(dtype, opts, index_type="multivalue")
+            w.write_batch(values.filter(pa.array(keep)), (absolute[keep] - lo).astype(np.uint64))
+            data, meta = w.finish()
+            if data is not None:
+                out.append((lo, hi, data, meta, hi - lo + 1))
+        shard += per_range
+    return out
+
+
+def _new_file_name(index_type: str) -> str:
+    import uuid
+
+    return f"{index_type}-global-index-{uuid.uuid4()}.index"
+
+
+def _write_index_file(table, name: str, data: bytes) -> str:
+    pf = table.path_factory().global_index_path_factory()
+    path = pf.to_path(name)
+    table.file_io.check_or_mkdirs(pf.global_index_root_path())
+    with table.file_io.new_output_stream(path) as out:
+        out.write(data)
+    return path
+
+
+def _entries(table, task_partition, field_id, index_type, files):
+    """IndexManifestEntry list for ``files`` = ``[(name, size, row count, meta, range start, range end)]``."""
+    from pypaimon.globalindex.global_index_meta import GlobalIndexMeta
+    from pypaimon.index.index_file_meta import IndexFileMeta
+    from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
+
+    pf = table.path_factory().global_index_path_factory()
+    out = []
+    for name, size, records, meta, start, end in files:
+        ifm = IndexFileMeta(index_type=index_type, file_name=name, file_size=size, row_count=records,
+                            global_index_meta=GlobalIndexMeta(row_range_start=start, row_range_end=end,
+                                                              index_field_id=field_id, extra_field_ids=None,
+                                                              index_meta=meta),
+                            external_path=pf.to_path(name) if pf.is_external_path() else None)
+        out.append(IndexManifestEntry(kind=0, partition=task_partition, bucket=0, index_file=ifm))
+    return out
+
+
+def _commit(table, messages) -> None:
+    """One snapshot with every index entry of the build (pypaimon's commit)."""
+    commit = table.new_batch_write_builder().new_commit()
+    try:
+        commit.commit(messages)
+    finally:
+        commit.close()
+
+
+def create_global_index(table, index_column: str, index_type: str = "bitmap", *, partitions=None, options=None,
+                        spark=None, progress: Optional[Callable[[int, int, int], None]] = None) -> int:
+    """Build a global index over ``index_column`` of a row-tracking Paimon table; returns the
+    number of index files added (pypaimon 2.1's ``table.create_global_index`` call shape).
+
+    Only the row ranges that no ``index_type`` index on that column covers yet are built
+    (as Java's procedure and pypaimon do), so running it twice adds nothing the second
+    time and appended rows get their own ranges.  ``partitions``: a partition spec dict or
+    a list of them.  ``options`` override the table's (``bitmap-index.*``,
+    ``sorted-index.records-per-range``).  With ``spark`` (a SparkSession) every row range
+    is read, sorted and written on the executors and the driver commits once.
+    ``progress(done ranges, all ranges, rows)`` is called after each range.
+
+    Everything is committed in one snapshot; an error before the commit deletes the
+    files written so far and leaves the table's index manifest unchanged.
+    """
+    index_type = index_type.lower().strip()
+    if index_type not in SUPPORTED_INDEX_TYPES:
+        raise ValueError(f"index type {index_type!r}: paimon-fast builds {SUPPORTED_INDEX_TYPES}")
+    if isinstance(index_column, (list, tuple)):
+        if len(index_column) != 1:
+            raise ValueError(f"a global index covers one column, got {index_column}")
+        index_column = index_column[0]
+    index_column = index_column.strip()
+    if not table.options.row_tracking_enabled():
+        raise ValueError(f"table {table.identifier} must enable 'row-tracking.enabled=true' before "
+                         f"creating a global index")
+    if index_column not in table.field_dict:
+        raise ValueError(f"column {index_column!r} does not exist in table {table.identifier}")
+    field = table.field_dict[index_column]
+    opts = _table_options(table)
+    opts.update({k: str(v) for k, v in (options or {}).items()})
+    per_range = records_per_range(opts)
+    dtype = str(field.type).replace(" NOT NULL", "")
+    tasks = _plan_build(table, field, index_type, partitions)
+    if not tasks:
+        return 0
+    written: List[str] = []
+    try:
+        if spark is not None:
+            from .globalindex_spark import build_on_spark
+
+            results = build_on_spark(spark, table, field, dtype, tasks, opts, per_range, index_type, progress)
+        else:
+            results = []
+            rows = 0
+            for i, task in enumerate(tasks):
+                col, rids = _read_task(table, field, task)
+                files = []
+                if col is not None:
+                    for lo, hi, data, meta, n in build_range_files(dtype, col, rids, opts, per_range, index_type,
+                                                                   task.start, task.end):
+                        name = _new_file_name(index_type)
+                        written.append(_write_index_file(table, name, data))
+                        files.append((name, len(data), n, meta, lo, hi))
+                    rows += len(rids)
+                results.append(files)
+                if progress is not None:
+                    progress(i + 1, len(tasks), rows)
+        from pypaimon.write.commit_message import CommitMessage
+
+        messages = []
+        pf = table.path_factory().global_index_path_factory()
+        for task, files in zip(tasks, results):
+            written.extend(pf.to_path(f[0]) for f in files if pf.to_path(f[0]) not in written)
+            if not files:
+                continue
+            adds = _entries(table, task.split.partition, field.id, index_type, files)
+            messages.append(CommitMessage(partition=task.partition, bucket=0, new_files=[], index_adds=adds))
+        if not messages:
+            return 0
+        _commit(table, messages)
+        return sum(len(m.index_adds) for m in messages)
+    except BaseException:
+        for path in written:
+            table.file_io.delete_quietly(path)
+        raise
+
+
+# ================================================================ answering
+@dataclass
+class _Part:
+    """One answer over global row ids: candidates ``rows`` within ``cover``; rows outside
+    ``cover`` are unknown (may match)."""
+
+    rows: BitMap64
+    cover: BitMap64
+
+
+def _ranges_bitmap(ranges) -> BitMap64:
+    bm = BitMap64()
+    for a, b in ranges:
+        bm.add_range(a, b + 1)
+    return bm
+
+
+class _FieldIndex:
+    """The bitmap (or multivalue) global index files of one field, grouped by row range."""
+
+    def __init__(self, name, dtype, index_type):
+        self.name = name
+        self.dtype = dtype
+        self.index_type = index_type
+        self.by_range: Dict[Tuple[int, int], list] = {}
+        self.files: List[str] = []
+
+    def cover(self) -> BitMap64:
+        return _ranges_bitmap(self.by_range)
+
+
+class GlobalIndexAnswer:
+    """Every ``bitmap`` and ``multivalue`` global index of a snapshot of a row-tracking table,
+    for one predicate.
+
+    :meth:`evaluate` gives, per predicate leaf and for the whole tree, candidate row ids
+    and the row ids the answer covers.  ``used`` names each index consulted;
+    ``foreign_types`` the scalar index types on predicate columns we do not read (Java
+    and pypaimon would use them, so a data-evolution scan defers to pypaimon).
+    """
+
+    def __init__(self, table, predicate: Predicate, snapshot=None, max_workers: int = 8):
+        from pypaimon.index.index_file_handler import IndexFileHandler
+
+        self.table = table
+        self.predicate = predicate
+        self.max_workers = max_workers
+        self.snapshot = snapshot if snapshot is not None else table.snapshot_manager().get_latest_snapshot()
+        self.next_row_id = getattr(self.snapshot, "next_row_id", None) or 0
+        self.data_evolution = _true(_table_options(table), "data-evolution.enabled")
+        self.mode = search_mode(table)
+        self.fields: Dict[str, _FieldIndex] = {}
+        self.foreign_types: List[str] = []
+        self.used: List[str] = []
+        self.index_bytes_read = 0
+        self.seconds = 0.0
+        self._leaf_parts: Dict[int, _Part] = {}
+        self._stored: Dict[str, bool] = {}
+        if self.snapshot is None or predicate is None:
+            return
+        names = predicate.fields()
+        by_id = {f.id: f for f in table.fields if f.name in names}
+        if not by_id:
+            return
+        entries = IndexFileHandler(table).scan(self.snapshot, lambda e: (
+            e.index_file.global_index_meta is not None
+            and e.index_file.global_index_meta.index_field_id in by_id))
+        pf = table.path_factory().global_index_path_factory()
+        for e in entries:
+            if getattr(e, "kind", 0) != 0:
+                continue
+            ifm = e.index_file
+            meta = ifm.global_index_meta
+            f = by_id[meta.index_field_id]
+            if ifm.index_type not in SUPPORTED_INDEX_TYPES or meta.extra_field_ids:
+                if ifm.index_type in SCALAR_INDEX_TYPES and ifm.index_type not in self.foreign_types:
+                    self.foreign_types.append(ifm.index_type)
+                continue
+            fi = self.fields.get(f.name)
+            if fi is None:
+                fi = self.fields[f.name] = _FieldIndex(f.name, str(f.type).replace(" NOT NULL", ""), ifm.index_type)
+            elif fi.index_type != ifm.index_type:
+                continue  # one index type per field (bitmap and multivalue never share a column type)
+            path = ifm.external_path or f"{pf.index_path()}/{ifm.file_name}"
+            fi.by_range.setdefault((meta.row_range_start, meta.row_range_end), []).append(
+                (path, meta.index_meta))
+            fi.files.append(ifm.file_name)
+
+    @property
+    def has_index(self) -> bool:
+        return bool(self.fields)
+
+    # ------------------------------------------------------------ leaves
+    def _source(self, path):
+        p = path[len("file://"):] if path.startswith("file://") else path
+        if "://" not in p and os.path.exists(p):
+            return p  # read block by block (footer, dictionary, bitmaps)
+        with self.table.file_io.new_input_stream(path) as s:
+            data = s.read()
+        self.index_bytes_read += len(data)
+        return data
+
+    def _leaf(self, leaf: Leaf) -> _Part:
+        got = self._leaf_parts.get(id(leaf))
+        if got is not None:
+            return got
+        from ..globalindex import GlobalIndex, MultiValueGlobalIndex
+
+        fi = self.fields.get(leaf.name)
+        part = _Part(BitMap64(), BitMap64())
+        if fi is not None:
+            rows = BitMap64()
+            cover = BitMap64()
+            ok = True
+            for (start, end), files in sorted(fi.by_range.items()):
+                try:
+                    cls = MultiValueGlobalIndex if fi.index_type == "multivalue" else GlobalIndex
+                    gi = cls([(self._source(p), m) for p, m in files], fi.dtype,
+                                     _table_options(self.table), total_row_count=end - start + 1,
+                                     max_workers=self.max_workers)
+                    with gi:
+                        got = gi.evaluate(leaf)
+                except (UnsupportedTypeError, TypeError, ValueError, PaimonFastError, OSError):
+                    ok = False
+                    break
+                if got is UNSUPPORTED:
+                    ok = False
+                    break
+                if len(got):
+                    if start:
+                        got = got.shift(start)
+                    rows |= got
+                cover.add_range(start, end + 1)
+            if ok:
+                part = _Part(rows, cover)
+                if fi.name not in [u.split(" ")[0] for u in self.used]:
+                    self.used.append(f"{fi.name} ({fi.index_type}, {len(fi.files)} files over {len(fi.by_range)} "
+                                     f"row ranges)")
+        self._leaf_parts[id(leaf)] = part
+        return part
+
+    def leaf_part(self, leaf: Leaf) -> _Part:
+        t0 = time.perf_counter()
+        try:
+            return self._leaf(leaf)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    # ------------------------------------------------------------ tree
+    def evaluate(self, predicate: Optional[Predicate] = None) -> _Part:
+        """Candidates and cover of the whole predicate (AND: covers unite; OR: they intersect)."""
+        p = self.predicate if predicate is None else predicate
+        if isinstance(p, Leaf):
+            return self.leaf_part(p)
+        parts = [self.evaluate(c) for c in p.children]
+        if isinstance(p, And):
+            cover = BitMap64()
+            for x in parts:
+                cover |= x.cover
+            rows = cover.copy()
+            for x in parts:
+                rows &= x.rows | (cover - x.cover)
+            return _Part(rows, cover)
+        if isinstance(p, Or):
+            cover = parts[0].cover.copy()
+            for x in parts[1:]:
+                cover &= x.cover
+            rows = BitMap64()
+            for x in parts:
+                rows |= x.rows
+            return _Part(rows & cover, cover)
+        raise TypeError(f"not a predicate: {p!r}")
+
+    def row_ranges(self) -> Optional[List[Tuple[int, int]]]:
+        """The row ranges a data-evolution scan reads under the search mode (``fast``: the
+        candidates only; ``full`` / ``detail``: plus every row the answer does not cover),
+        or None when no index answers the predicate."""
+        part = self.evaluate()
+        if not len(part.cover):
+            return None
+        rows = part.rows
+        if self.mode != "fast" and self.next_row_id:
+            every = BitMap64()
+            every.add_range(0, self.next_row_id)
+            rows = rows | (every - part.cover)
+        return bitmap_ranges(rows)
+
+    def stores_row_ids(self, data_file) -> bool:
+        """Does a data file (pypaimon ``DataFileMeta``) carry a physical ``_ROW_ID`` column, so
+        that its rows' ids are not first row id + position?  Unknown counts as yes."""
+        path = getattr(data_file, "external_path", None) or getattr(data_file, "file_path", None)
+        got = self._stored.get(path)
+        if got is None:
+            import pyarrow.parquet as pq
+
+            try:
+                local = _local_path(path)
+                if local is not None:
+                    names = pq.read_schema(local).names
+                else:
+                    with self.table.file_io.filesystem.open_input_file(path) as fh:
+                        names = pq.read_schema(fh).names
+                got = "_ROW_ID" in names
+            except Exception:  # noqa: BLE001 - not Parquet, unreadable: do not map positions to row ids
+                got = True
+            self._stored[path] = got
+        return got
+
+    def file_leaf_result(self, leaf: Leaf, first_row_id: int, row_count: int):
+        """A leaf's answer inside one data file (positions relative to the file), or None
+        when the file's rows are not all covered by the leaf's index."""
+        from pyroaring import BitMap
+
+        from ..result import BitmapResult
+
+        if leaf.name not in self.fields:
+            return None
+        part = self.leaf_part(leaf)
+        end = first_row_id + row_count
+        if not row_count or not part.cover.contains_range(first_row_id, end):
+            return None
+        r = BitMap64()
+        r.add_range(first_row_id, end)
+        r &= part.rows
+        arr = np.asarray(r.to_array(), dtype=np.int64) - first_row_id
+        return BitmapResult(BitMap(arr.astype(np.uint32)))
+
+
+def bitmap_ranges(bm: BitMap64) -> List[Tuple[int, int]]:
+    """Inclusive ``(from, to)`` runs of a bitmap."""
+    if not len(bm):
+        return []
+    a = np.asarray(bm.to_array(), dtype=np.int64)
+    breaks = np.flatnonzero(np.diff(a) != 1)
+    starts = np.concatenate(([a[0]], a[breaks + 1]))
+    ends = np.concatenate((a[breaks], [a[-1]]))
+    return list(zip(starts.tolist(), ends.tolist()))
+
+
+def read_ranges_direct(table, splits, columns: List[str]):
+    """Read the row ranges of pypaimon ``IndexedSplit`` s straight from local Parquet files:
+    only the row groups holding selected rows, then only those rows.  Returns a
+    ``pyarrow.Table`` with ``columns`` typed as pypaimon types them, or None when a file
+    needs pypaimon's reader (deletion vectors, column groups, stored row ids, another
+    schema, remote files, blob columns)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    by_name = {f.name: f for f in table.fields}
+    if any(c not in by_name for c in columns):
+        return None
+    try:
+        out_schema = PyarrowFieldParser.from_paimon_schema([by_name[c] for c in columns])
+    except Exception:  # noqa: BLE001 - a type pypaimon maps specially: its reader decides
+        return None
+    sid = table.table_schema.id
+    jobs = []  # (path, positions inside the file)
+    for s in splits:
+        ranges = s.row_ranges() if callable(getattr(s, "row_ranges", None)) else None
+        split = s.data_split() if callable(getattr(s, "data_split", None)) else s
+        if ranges is None or any(d is not None for d in (getattr(split, "data_deletion_files", None) or ())):
+            return None
+        bounds = np.array(sorted((r.from_, r.to) for r in ranges), dtype=np.int64).reshape(-1, 2)
+        for f in split.files:
+            path = _local_path(getattr(f, "external_path", None) or getattr(f, "file_path", None))
+            if (path is None or not path.endswith(".parquet") or getattr(f, "write_cols", None)
+                    or f.first_row_id is None or f.schema_id != sid):
+                return None
+            lo, hi = f.first_row_id, f.first_row_id + f.row_count - 1
+            sel = bounds[(bounds[:, 1] >= lo) & (bounds[:, 0] <= hi)]
+            if len(sel):
+                pos = np.concatenate([np.arange(max(a, lo), min(b, hi) + 1, dtype=np.int64) for a, b in sel]) - lo
+                jobs.append((path, f.row_count, pos))
+
+    def take(job):
+        path, row_count, pos = job
+        pfile = pq.ParquetFile(path)
+        if "_ROW_ID" in pfile.schema_arrow.names or any(c not in pfile.schema_arrow.names for c in columns):
+            return None
+        md = pfile.metadata
+        starts = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
+        if starts[-1] != row_count:
+            return None
+        rg_of = np.searchsorted(starts, pos, "right") - 1
+        rgs = np.unique(rg_of)
+        got = pfile.read_row_groups(rgs.tolist(), columns=columns, use_threads=False)
+        # positions inside the concatenation of the chosen row groups
+        base = np.cumsum([0] + [md.row_group(int(i)).num_rows for i in rgs])[:-1]
+        return got.take(pa.array(pos - starts[rg_of] + base[np.searchsorted(rgs, rg_of)]))
+
+    if len(jobs) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(len(jobs), os.cpu_count() or 2)) as ex:
+            parts = list(ex.map(take, jobs))
+    else:
+        parts = [take(j) for j in jobs]
+    if any(p is None for p in parts):
+        return None
+    if not parts:
+        return out_schema.empty_table()
+    try:
+        return pa.concat_tables([p.select(columns).cast(out_schema) for p in parts])
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None

@@ -1,0 +1,109 @@
+"""Global index builds of Paimon tables on Spark: every row range read, sorted and
+written on the executors, one commit on the driver (:func:`.globalindex.create_global_index`
+with ``spark=``).
+
+The driver plans the row ranges (the ranges no index covers yet) and, for each, the
+local Parquet files that hold it.  A one-row-per-range DataFrame goes through
+``mapInArrow``: each executor task reads its range's column with pyarrow (row ids from
+the files' first row ids), sorts and cuts it into files with the kernels, writes them
+under the table's ``index/`` directory and returns their names, sizes, record counts
+and metas.  Ranges whose files need pypaimon's reader (deletion vectors, column
+groups, remote storage) are built on the driver.  Nothing is committed by the
+executors: a failed job leaves at most orphan files.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from .globalindex import build_range_files, direct_read_plan, read_direct
+
+__all__ = ["build_on_spark", "spark_read_column"]
+
+
+def _index_root(table):
+    root = table.path_factory().global_index_path_factory().global_index_root_path()
+    p = root[len("file://"):] if root.startswith("file://") else root
+    return None if "://" in p else p
+
+
+def build_on_spark(spark, table, field, dtype, tasks, options, per_range, index_type, progress=None):
+    """Per task, ``[(file name, size, row count, meta, range start, range end)]`` (the files are written)."""
+    import pyarrow as pa
+    from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
+
+    from .globalindex import _new_file_name, _read_task, _write_index_file
+
+    root = _index_root(table)
+    specs, local = [], []
+    for i, task in enumerate(tasks):
+        files = direct_read_plan(table, field, task) if root is not None else None
+        if files is None:
+            local.append(i)
+        else:
+            specs.append({"task": i, "start": task.start, "end": task.end, "files": files})
+    results = [[] for _ in tasks]
+    if specs:
+        os.makedirs(root, exist_ok=True)
+        opts = {k: v for k, v in options.items() if k.startswith(("bitmap-index.", "multivalue-index."))}
+        schema = StructType([StructField("task", LongType()), StructField("name", StringType()),
+                             StructField("size", LongType()), StructField("records", LongType()),
+                             StructField("meta", BinaryType()), StructField("lo", LongType()),
+                             StructField("hi", LongType())])
+        arrow_schema = pa.schema([("task", pa.int64()), ("name", pa.string()), ("size", pa.int64()),
+                                  ("records", pa.int64()), ("meta", pa.binary()), ("lo", pa.int64()),
+                                  ("hi", pa.int64())])
+
+        def build(batches):
+            import uuid
+
+            for b in batches:
+                for spec_text in b.column("spec").to_pylist():
+                    spec = json.loads(spec_text)
+                    got = read_direct([tuple(f) for f in spec["files"]], spec["start"], spec["end"])
+                    if got is None:
+                        raise RuntimeError(f"row range {spec['start']}..{spec['end']}: a data file stores _ROW_ID")
+                    col, rids = got
+                    if col is None:
+                        continue
+                    rows = []
+                    for lo, hi, data, meta, n in build_range_files(dtype, col, rids, opts, per_range, index_type,
+                                                                   spec["start"], spec["end"]):
+                        name = f"{index_type}-global-index-{uuid.uuid4()}.index"
+                        path = os.path.join(root, name)
+                        tmp = path + ".tmp"
+                        with open(tmp, "wb") as fh:
+                            fh.write(data)
+                        os.replace(tmp, path)
+                        rows.append({"task": spec["task"], "name": name, "size": len(data), "records": n,
+                                     "meta": meta, "lo": lo, "hi": hi})
+                    if rows:
+                        yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+
+        df = spark.createDataFrame([(json.dumps(s),) for s in specs], "spec string").repartition(len(specs))
+        for r in df.mapInArrow(build, schema).collect():
+            results[r["task"]].append((r["name"], r["size"], r["records"], bytes(r["meta"]), r["lo"], r["hi"]))
+        if progress is not None:
+            progress(len(specs), len(tasks), sum(f[2] for files in results for f in files))
+    for i in local:  # ranges whose files need pypaimon's reader: on the driver
+        col, rids = _read_task(table, field, tasks[i])
+        if col is None:
+            continue
+        for lo, hi, data, meta, n in build_range_files(dtype, col, rids, options, per_range, index_type,
+                                                       tasks[i].start, tasks[i].end):
+            name = _new_file_name(index_type)
+            _write_index_file(table, name, data)
+            results[i].append((name, len(data), n, meta, lo, hi))
+        if progress is not None:
+            progress(len(specs) + local.index(i) + 1, len(tasks), 0)
+    return results
+
+
+def spark_read_column(spark, table, column) -> int:
+    """A Spark pass that only reads ``column`` of the table's data files (the build's
+    baseline in the benchmarks); returns the number of files read."""
+    rb = table.new_read_builder()
+    paths = sorted({f.file_path[len("file://"):] if f.file_path.startswith("file://") else f.file_path
+                    for s in rb.new_scan().plan().splits() for f in s.files})
+    spark.read.parquet(*paths).select(column).write.format("noop").mode("overwrite").save()
+    return len(paths)

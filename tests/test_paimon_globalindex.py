@@ -1,0 +1,725 @@
+"""Global indexes inside Paimon tables (paimon_fast.paimon.create_global_index and the read path).
+
+Tables are written with pypaimon 2.1 in temporary warehouses; expected rows come
+from a plain-Python evaluation of the table's rows (to_pylist), never from our
+filters.
+"""
+import datetime
+import decimal
+import os
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("pypaimon")
+
+import paimon_fast as pf  # noqa: E402
+from paimon_fast.globalindex import writer  # noqa: E402
+from paimon_fast.globalindex.format import build_files  # noqa: E402
+from paimon_fast.globalindex.keys import KeyCodec  # noqa: E402
+from paimon_fast.paimon import globalindex as pgi  # noqa: E402
+from paimon_fast.paimon import plan_with_index, read_with_index  # noqa: E402
+from paimon_fast.paimon.globalindex import create_global_index  # noqa: E402
+
+from paimon_helpers import catalog  # noqa: E402
+
+ROW_TRACKING = {"row-tracking.enabled": "true"}
+DATA_EVOLUTION = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
+COLORS = ["red", "green", "blue", "cyan", "magenta", "yellow", "black"]
+
+
+def _make(wh, name, schema, options, partition_keys=None):
+    from pypaimon import Schema
+
+    cat = catalog(wh)
+    cat.create_database("db", True)
+    cat.create_table(f"db.{name}", Schema.from_pyarrow_schema(schema, partition_keys=partition_keys,
+                                                              options={"bucket": "-1", **options}), False)
+    return cat
+
+
+def _append(cat, name, batch):
+    t = cat.get_table(f"db.{name}")
+    wb = t.new_batch_write_builder()
+    w = wb.new_write()
+    c = wb.new_commit()
+    w.write_arrow(batch)
+    c.commit(w.prepare_commit())
+    w.close()
+    c.close()
+
+
+SCHEMA = pa.schema([("id", pa.int64()), ("color", pa.string()), ("n", pa.int32()), ("p", pa.string())])
+
+
+def _batch(k, n=200, seed=0):
+    rnd = random.Random(seed * 1000 + k)
+    ids = range(k * n, (k + 1) * n)
+    return pa.table({
+        "id": pa.array(list(ids), pa.int64()),
+        "color": [None if rnd.random() < 0.05 else rnd.choice(COLORS) for _ in ids],
+        "n": pa.array([None if rnd.random() < 0.05 else rnd.randrange(0, 9) for _ in ids], pa.int32()),
+        "p": ["x" if i % 3 else "y" for i in ids],
+    }, schema=SCHEMA)
+
+
+def _table(tmp_path, options, commits=3, partitioned=True, name="t", n=200):
+    wh = str(tmp_path / "wh")
+    cat = _make(wh, name, SCHEMA, options, ["p"] if partitioned else None)
+    for k in range(commits):
+        _append(cat, name, _batch(k, n))
+    return cat, name
+
+
+def _rows(cat, name):
+    t = cat.get_table(f"db.{name}")
+    rb = t.new_read_builder()
+    return rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist()
+
+
+def _ids(arrow):
+    return sorted(arrow.column("id").to_pylist())
+
+
+# plain-Python oracles: (predicate, row -> bool); None compares as SQL (no match)
+CASES = [
+    (lambda: pf.field("color") == "red", lambda r: r["color"] == "red"),
+    (lambda: pf.field("color").isin(["blue", "cyan", "nope"]), lambda r: r["color"] in ("blue", "cyan")),
+    (lambda: pf.field("color") != "red", lambda r: r["color"] is not None and r["color"] != "red"),
+    (lambda: pf.field("color").is_null(), lambda r: r["color"] is None),
+    (lambda: pf.field("color").is_not_null(), lambda r: r["color"] is not None),
+    (lambda: pf.field("color") < "cyan", lambda r: r["color"] is not None and r["color"] < "cyan"),
+    (lambda: pf.field("color").startswith("b"), lambda r: r["color"] is not None and r["color"].startswith("b")),
+    (lambda: (pf.field("color") == "red") & (pf.field("id") < 300),
+     lambda r: r["color"] == "red" and r["id"] < 300),
+    (lambda: (pf.field("color") == "red") | (pf.field("color") == "black"),
+     lambda r: r["color"] in ("red", "black")),
+    (lambda: (pf.field("color") == "red") | (pf.field("id") == 7),
+     lambda r: r["color"] == "red" or r["id"] == 7),
+    (lambda: (pf.field("color") == "green") & (pf.field("n") == 3),
+     lambda r: r["color"] == "green" and r["n"] == 3),
+    (lambda: pf.field("n").between(2, 4), lambda r: r["n"] is not None and 2 <= r["n"] <= 4),
+    (lambda: (pf.field("p") == "y") & (pf.field("color") == "blue"),
+     lambda r: r["p"] == "y" and r["color"] == "blue"),
+]
+
+
+def _expect(rows, fn, only_ids=None):
+    return sorted(r["id"] for r in rows if fn(r) and (only_ids is None or r["id"] in only_ids))
+
+
+# ------------------------------------------------------------------ file layout
+@pytest.mark.parametrize("dtype,gen", [
+    ("STRING", lambda rnd: rnd.choice([None, "a", "bb", "c", "dd", "é"])),
+    ("INT", lambda rnd: rnd.choice([None, 1, -5, 7, 100, -2**31])),
+    ("DOUBLE", lambda rnd: rnd.choice([None, 0.5, -0.0, 0.0, float("inf"), -3.25])),
+])
+def test_rotated_files_equal_one_writer_per_chunk(dtype, gen):
+    """Files cut every N sorted records (nulls first, then key, then row id) are each
+    byte-identical to the Java-exact writer fed that chunk alone."""
+    rnd = random.Random(7)
+    vals = [gen(rnd) for _ in range(700)]
+    rids = np.array(rnd.sample(range(5000), 700), dtype=np.uint64)
+    at = {"STRING": pa.string(), "INT": pa.int32(), "DOUBLE": pa.float64()}[dtype]
+    arr = pa.array(vals, at)
+    opts = {"bitmap-index.dictionary-block-size": "64 b"}
+    w = writer(dtype, opts)
+    files = build_files(KeyCodec(dtype), arr, rids, w.block_size, w.encoder, 61)
+
+    import math
+
+    def order(t):
+        k, r = t
+        if k is None:
+            return (0, 0, 0, r)
+        if dtype == "DOUBLE":  # Java's Double.compare: -0.0 before 0.0
+            return (1, k, math.copysign(1.0, k), r)
+        return (1, k, 0, r)
+
+    recs = sorted(zip(vals, rids.tolist()), key=order)
+    assert len(files) == -(-700 // 61)
+    for i, (data, meta, n) in enumerate(files):
+        chunk = recs[i * 61:(i + 1) * 61]
+        w2 = writer(dtype, opts)
+        w2.write_batch(pa.array([k for k, _ in chunk], at), np.array([r for _, r in chunk], dtype=np.uint64))
+        assert (data, meta, n) == (*w2.finish(), len(chunk)), i
+
+
+def test_records_per_range_option():
+    assert pgi.records_per_file({}) == 12_000_000
+    assert pgi.records_per_file({"sorted-index.records-per-range": "10"}) == 12
+    assert pgi.records_per_file({"btree-index.records-per-range": "5"}) == 6
+    assert pgi.records_per_file({"btree-index.records-per-range": "5", "sorted-index.records-per-range": "10"}) == 12
+    with pytest.raises(ValueError):
+        pgi.records_per_file({"sorted-index.records-per-range": "0"})
+
+
+# ------------------------------------------------------------------ build + read
+def _index_entries(cat, name):
+    from pypaimon.index.index_file_handler import IndexFileHandler
+
+    t = cat.get_table(f"db.{name}")
+    return [e for e in IndexFileHandler(t).scan(t.snapshot_manager().get_latest_snapshot())
+            if e.index_file.global_index_meta is not None]
+
+
+@pytest.mark.parametrize("options", [DATA_EVOLUTION, ROW_TRACKING, {**ROW_TRACKING, "deletion-vectors.enabled": "true"}],
+                         ids=["data-evolution", "row-tracking", "row-tracking+dv"])
+def test_build_then_read_matches_oracle(tmp_path, options):
+    cat, name = _table(tmp_path, options)
+    t = cat.get_table(f"db.{name}")
+    added = create_global_index(t, "color", options={"sorted-index.records-per-range": "40"})
+    entries = _index_entries(cat, name)
+    assert added == len(entries) > 0
+    # one entry per file, all of the indexed field, row ranges within the table's rows
+    ranges = {(e.index_file.global_index_meta.row_range_start, e.index_file.global_index_meta.row_range_end)
+              for e in entries}
+    covered = set()
+    for a, b in ranges:
+        covered |= set(range(a, b + 1))
+    assert covered == set(range(600))
+    assert all(e.index_file.row_count <= 48 for e in entries)
+    rows = _rows(cat, name)
+    t = cat.get_table(f"db.{name}")
+    for fast in (True, False):  # the fast path and pypaimon's planner + reader
+        for make, fn in CASES:
+            got, rep_ = read_with_index(t, make(), fast=fast)
+            assert rep_.fast_path == fast, rep_.fallback_reason
+            assert _ids(got) == _expect(rows, fn), make()
+            assert rep_.rows_returned == len(_expect(rows, fn))
+    # an equality on the indexed column is answered by the global index, and says so
+    got, report = read_with_index(t, pf.field("color") == "red")
+    assert report.global_indexes and "color" in report.global_indexes[0]
+    assert "global index used: color" in str(report)
+    assert report.rows_selected < 600
+
+
+def test_second_build_adds_nothing_and_appends_get_their_own_range(tmp_path):
+    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    t = cat.get_table(f"db.{name}")
+    first = create_global_index(t, "color")
+    before = _index_entries(cat, name)
+    assert create_global_index(cat.get_table(f"db.{name}"), "color") == 0
+    assert len(_index_entries(cat, name)) == len(before) == first
+    _append(cat, name, _batch(3))
+    again = create_global_index(cat.get_table(f"db.{name}"), "color")
+    after = _index_entries(cat, name)
+    assert again > 0 and len(after) == len(before) + again
+    new = [e for e in after if e.index_file.file_name not in {b.index_file.file_name for b in before}]
+    assert {e.index_file.global_index_meta.row_range_start for e in new} >= {600}
+    assert all(e.index_file.global_index_meta.row_range_start >= 600 for e in new)
+    rows = _rows(cat, name)
+    got, _ = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "blue")
+    assert _ids(got) == _expect(rows, lambda r: r["color"] == "blue")
+
+
+def test_killed_build_leaves_no_entries(tmp_path, monkeypatch):
+    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    t = cat.get_table(f"db.{name}")
+    snap = t.snapshot_manager().get_latest_snapshot().id
+
+    def boom(table, messages):
+        assert messages
+        raise KeyboardInterrupt("killed before commit")
+
+    monkeypatch.setattr(pgi, "_commit", boom)
+    with pytest.raises(KeyboardInterrupt):
+        create_global_index(t, "color", options={"sorted-index.records-per-range": "50"})
+    t = cat.get_table(f"db.{name}")
+    assert t.snapshot_manager().get_latest_snapshot().id == snap
+    assert _index_entries(cat, name) == []
+    index_dir = os.path.join(str(tmp_path / "wh"), "db.db", name, "index")
+    assert not os.path.isdir(index_dir) or os.listdir(index_dir) == []
+    monkeypatch.undo()
+    assert create_global_index(t, "color") > 0  # a later build works and is complete
+    rows = _rows(cat, name)
+    got, _ = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "cyan")
+    assert _ids(got) == _expect(rows, lambda r: r["color"] == "cyan")
+
+
+def test_partitions_argument_builds_only_those(tmp_path):
+    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    create_global_index(cat.get_table(f"db.{name}"), "color", partitions={"p": "y"})
+    entries = _index_entries(cat, name)
+    assert entries and {e.partition.values[0] for e in entries} == {"y"}
+    rows = _rows(cat, name)
+    # fast mode: only indexed rows (partition y) can be returned for the indexed column
+    got, _ = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "red")
+    assert _ids(got) == _expect(rows, lambda r: r["color"] == "red" and r["p"] == "y")
+
+
+def _with_options(cat, name, opts):
+    return cat.get_table(f"db.{name}").copy(opts)
+
+
+def _answered(pred):
+    """Does the color index answer this predicate tree (AND: any child; OR: every child)?"""
+    if isinstance(pred, pf.predicate.Leaf):
+        return pred.name == "color"
+    if isinstance(pred, pf.predicate.And):
+        return any(_answered(c) for c in pred.children)
+    return all(_answered(c) for c in pred.children)
+
+
+@pytest.mark.parametrize("opts,mode", [
+    ({}, "fast"),
+    ({"scalar-index.search-mode": "fast"}, "fast"),
+    ({"scalar-index.search-mode": "full"}, "full"),
+    ({"scalar-index.search-mode": "detail"}, "detail"),
+    ({"global-index.search-mode": "full"}, "full"),
+    ({"global-index.search-mode": "full", "scalar-index.search-mode": "fast"}, "fast"),
+])
+def test_search_modes_after_append(tmp_path, opts, mode):
+    """Rows appended after the build: ``fast`` answers from indexed rows only (as Java and
+    pypaimon 2.1 do); ``full`` / ``detail`` also read and filter the new rows."""
+    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    create_global_index(cat.get_table(f"db.{name}"), "color")
+    indexed = {r["id"] for r in _rows(cat, name)}
+    _append(cat, name, _batch(3))
+    _append(cat, name, _batch(4))
+    rows = _rows(cat, name)
+    t = _with_options(cat, name, opts)
+    assert pgi.search_mode(t) == mode
+    for fast in (True, False):  # the fast path and pypaimon's planner + reader
+        for make, fn in CASES:
+            got, rep_ = read_with_index(t, make(), fast=fast)
+            assert rep_.fast_path == fast, rep_.fallback_reason
+            pred = make()
+            if mode == "fast" and _answered(pred):
+                assert _ids(got) == _expect(rows, fn, indexed), pred
+            else:
+                assert _ids(got) == _expect(rows, fn), pred
+    # pypaimon 2.1's own scan agrees
+    rb = t.new_read_builder()
+    rb = rb.with_filter(rb.new_predicate_builder().equal("color", "red"))
+    theirs = _ids(rb.new_read().to_arrow(rb.new_scan().plan().splits()))
+    ours, _ = read_with_index(t, pf.field("color") == "red")
+    assert _ids(ours) == theirs
+
+
+def test_row_tracking_without_data_evolution_reads_unindexed_rows(tmp_path):
+    """Java reads no global index unless data evolution is on: new rows are always returned."""
+    cat, name = _table(tmp_path, ROW_TRACKING)
+    create_global_index(cat.get_table(f"db.{name}"), "color")
+    _append(cat, name, _batch(3))
+    rows = _rows(cat, name)
+    got, report = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "red")
+    assert _ids(got) == _expect(rows, lambda r: r["color"] == "red")
+    assert report.global_indexes
+    _, _, rep = plan_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "red")
+    assert rep.rows_index_selected == sum(1 for r in rows if r["color"] == "red" and r["id"] < 600) + 200
+
+
+def test_tables_without_row_tracking_keep_todays_path(tmp_path):
+    cat, name = _table(tmp_path, {})
+    with pytest.raises(ValueError, match="row-tracking"):
+        create_global_index(cat.get_table(f"db.{name}"), "color")
+    got, report = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "red")
+    assert not report.global_indexes
+    assert _ids(got) == _expect(_rows(cat, name), lambda r: r["color"] == "red")
+
+
+# ------------------------------------------------------------------ every key type
+KEY_TYPES = [
+    ("k_i8", pa.int8(), lambda rnd: rnd.randrange(-3, 4), 1),
+    ("k_i16", pa.int16(), lambda rnd: rnd.randrange(-300, 300, 100), 100),
+    ("k_i32", pa.int32(), lambda rnd: rnd.choice([-2**31, -1, 0, 5, 2**31 - 1]), 5),
+    ("k_i64", pa.int64(), lambda rnd: rnd.choice([-2**63, -1, 0, 5, 2**40]), 5),
+    ("k_bool", pa.bool_(), lambda rnd: rnd.random() < 0.3, True),
+    ("k_f32", pa.float32(), lambda rnd: rnd.choice([-1.5, 0.0, 2.25, 1e9]), 2.25),
+    ("k_f64", pa.float64(), lambda rnd: rnd.choice([-1.5, 0.0, 2.25, 1e300]), 2.25),
+    ("k_date", pa.date32(), lambda rnd: datetime.date(2024, 1, 1) + datetime.timedelta(days=rnd.randrange(-400, 400, 100)),
+     datetime.date(2024, 1, 1)),
+    ("k_ts3", pa.timestamp("ms"), lambda rnd: datetime.datetime(2024, 5, 1, 12, 0, rnd.randrange(0, 3)),
+     datetime.datetime(2024, 5, 1, 12, 0, 1)),
+    ("k_ts6", pa.timestamp("us"), lambda rnd: datetime.datetime(2024, 5, 1, 12, 0, 0, rnd.randrange(0, 3) * 7),
+     datetime.datetime(2024, 5, 1, 12, 0, 0, 7)),
+    ("k_dec", pa.decimal128(10, 2), lambda rnd: decimal.Decimal(rnd.randrange(-300, 300, 100)) / 100,
+     decimal.Decimal("1.00")),
+    ("k_bigdec", pa.decimal128(24, 3), lambda rnd: decimal.Decimal(rnd.choice([-10**20, 0, 10**20, 7])) / 1000,
+     decimal.Decimal(10**20) / 1000),
+    ("k_str", pa.string(), lambda rnd: rnd.choice(["", "a", "ab", "b", "zz", "é"]), "ab"),
+]
+
+
+def test_every_key_type(tmp_path):
+    schema = pa.schema([("id", pa.int64())] + [(n, t) for n, t, _, _ in KEY_TYPES])
+    wh = str(tmp_path / "wh")
+    cat = _make(wh, "k", schema, DATA_EVOLUTION)
+    rnd = random.Random(3)
+    for k in range(2):
+        cols = {"id": pa.array(range(k * 150, (k + 1) * 150), pa.int64())}
+        for n, t, gen, _ in KEY_TYPES:
+            cols[n] = pa.array([None if rnd.random() < 0.1 else gen(rnd) for _ in range(150)], t)
+        _append(cat, "k", pa.table(cols, schema=schema))
+    for n, _, _, _ in KEY_TYPES:
+        assert create_global_index(cat.get_table("db.k"), n) > 0, n
+    rows = _rows(cat, "k")
+    t = cat.get_table("db.k")
+    for n, _, _, probe in KEY_TYPES:
+        for pred, fn in [
+            (pf.field(n) == probe, lambda r, n=n, v=probe: r[n] is not None and r[n] == v),
+            (pf.field(n).is_null(), lambda r, n=n: r[n] is None),
+            (pf.field(n) >= probe, lambda r, n=n, v=probe: r[n] is not None and r[n] >= v),
+        ]:
+            got, report = read_with_index(t, pred)
+            assert _ids(got) == _expect(rows, fn), (n, pred)
+            assert any(u.startswith(n + " ") for u in report.global_indexes), (n, pred, report.global_indexes)
+
+
+# ------------------------------------------------------------------ interop with pypaimon 2.1
+@pytest.mark.parametrize("column,values", [("color", COLORS + ["nope"]), ("n", list(range(0, 10)))])
+def test_pypaimon_scan_uses_our_index(tmp_path, column, values):
+    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    rows = _rows(cat, name)
+    assert create_global_index(cat.get_table(f"db.{name}"), column,
+                               options={"sorted-index.records-per-range": "60"}) > 0
+    t = cat.get_table(f"db.{name}")
+    for v in values:
+        rb = t.new_read_builder()
+        rb = rb.with_filter(rb.new_predicate_builder().equal(column, v))
+        splits = rb.new_scan().plan().splits()
+        from pypaimon.globalindex.indexed_split import IndexedSplit
+
+        assert all(isinstance(s, IndexedSplit) for s in splits)  # pypaimon planned from our index
+        got = rb.new_read().to_arrow(splits)
+        assert _ids(got) == _expect(rows, lambda r, v=v: r[column] == v), v
+
+
+def test_our_reads_use_pypaimons_index(tmp_path):
+    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    rows = _rows(cat, name)
+    assert cat.get_table(f"db.{name}").create_global_index("color", index_type="bitmap") > 0
+    t = cat.get_table(f"db.{name}")
+    for fast in (True, False):  # the fast path and pypaimon's planner + reader
+        for make, fn in CASES:
+            got, rep_ = read_with_index(t, make(), fast=fast)
+            assert rep_.fast_path == fast, rep_.fallback_reason
+            assert _ids(got) == _expect(rows, fn), make()
+    got, report = read_with_index(t, pf.field("color") == "red")
+    assert report.global_indexes and report.rows_selected == len(_expect(rows, lambda r: r["color"] == "red"))
+    # and pypaimon's own build then finds nothing left to index after ours, and vice versa
+    assert create_global_index(t, "color") == 0
+
+
+def test_cli_create_global_index(tmp_path, capsys):
+    from paimon_fast.cli import main
+
+    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    wh = str(tmp_path / "wh")
+    rc = main(["paimon", "create-global-index", wh, f"db.{name}", "color",
+               "--option", "sorted-index.records-per-range=100"])
+    out = capsys.readouterr()
+    assert rc in (0, None)
+    assert "index files added" in out.out
+    assert len(_index_entries(cat, name)) > 0
+    rows = _rows(cat, name)
+    got, _ = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "red")
+    assert _ids(got) == _expect(rows, lambda r: r["color"] == "red")
+
+
+def test_direct_parquet_read_builds_what_pypaimons_reader_builds(tmp_path, monkeypatch):
+    """The build reads local Parquet files directly; the bytes equal a build through pypaimon's reader."""
+    def build(sub, direct):
+        cat, name = _table(tmp_path / sub, DATA_EVOLUTION)
+        if not direct:
+            monkeypatch.setattr(pgi, "direct_read_plan", lambda *a: None)
+        create_global_index(cat.get_table(f"db.{name}"), "color", options={"sorted-index.records-per-range": "30"})
+        monkeypatch.undo()
+        out = {}
+        root = os.path.join(str(tmp_path / sub / "wh"), "db.db", name, "index")
+        for e in _index_entries(cat, name):
+            m = e.index_file.global_index_meta
+            with open(os.path.join(root, e.index_file.file_name), "rb") as f:
+                out.setdefault((m.row_range_start, m.row_range_end), []).append((f.read(), m.index_meta,
+                                                                                 e.index_file.row_count))
+        return {k: sorted(v) for k, v in out.items()}
+
+    a, b = build("a", True), build("b", False)
+    assert a == b and len(a) > 1
+
+
+def test_direct_range_read_equals_pypaimons_reader(tmp_path):
+    """Row ranges read straight from the Parquet files: the rows pypaimon reads for the same splits."""
+    from pypaimon.utils.range import Range
+
+    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    t = cat.get_table(f"db.{name}")
+    ranges = [Range(0, 0), Range(3, 9), Range(150, 420), Range(599, 599)]
+    splits = t.new_read_builder().new_scan().with_row_ranges(ranges).plan().splits()
+    cols = ["n", "id", "color"]
+    mine = pgi.read_ranges_direct(t, splits, cols)
+    theirs = t.new_read_builder().with_projection(cols).new_read().to_arrow(splits)
+    assert mine is not None and mine.schema == theirs.schema
+    key = lambda r: r["id"]  # noqa: E731
+    assert sorted(mine.to_pylist(), key=key) == sorted(theirs.to_pylist(), key=key)
+    assert mine.num_rows == 1 + 7 + 271 + 1
+
+
+def _range_files(cat, name, root):
+    out = {}
+    for e in _index_entries(cat, name):
+        m = e.index_file.global_index_meta
+        with open(os.path.join(root, "db.db", name, "index", e.index_file.file_name), "rb") as f:
+            out.setdefault((m.row_range_start, m.row_range_end), []).append(
+                (f.read(), m.index_meta, e.index_file.row_count, m.index_field_id))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+@pytest.fixture(scope="module")
+def gi_spark():
+    import sys
+
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    return (SparkSession.builder.master("local[2]").appName("paimon-fast-paimon-gi-tests")
+            .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false").getOrCreate())
+
+
+@pytest.mark.spark
+def test_spark_build_equals_in_process_build(tmp_path, gi_spark):
+    """Executors read, sort and write each row range; the driver commits once: the same
+    files (bytes, metas, record counts, row ranges) as the in-process build."""
+    cat_a, name = _table(tmp_path / "a", DATA_EVOLUTION, commits=4)
+    cat_b, _ = _table(tmp_path / "b", DATA_EVOLUTION, commits=4)
+    opts = {"sorted-index.records-per-range": "70"}
+    snap = cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id
+    seen = []
+    na = create_global_index(cat_a.get_table(f"db.{name}"), "color", options=opts)
+    nb = create_global_index(cat_b.get_table(f"db.{name}"), "color", options=opts, spark=gi_spark,
+                             progress=lambda *a: seen.append(a))
+    assert na == nb > 0 and seen
+    assert cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id == snap + 1  # one commit
+    assert _range_files(cat_a, name, str(tmp_path / "a" / "wh")) == _range_files(cat_b, name, str(tmp_path / "b" / "wh"))
+    rows = _rows(cat_b, name)
+    got, report = read_with_index(cat_b.get_table(f"db.{name}"), pf.field("color") == "red")
+    assert _ids(got) == _expect(rows, lambda r: r["color"] == "red") and report.global_indexes
+    assert create_global_index(cat_b.get_table(f"db.{name}"), "color", spark=gi_spark) == 0
+
+
+# ------------------------------------------------------------------ multivalue (ARRAY columns)
+ARRAY_SCHEMA = pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string())), ("nums", pa.list_(pa.int32())),
+                          ("days", pa.list_(pa.date32())), ("p", pa.string())])
+TAGS = ["a", "b", "c", "dd", "é", ""]
+
+
+def _array_batch(k, n=150):
+    rnd = random.Random(100 + k)
+
+    def arr(gen):
+        r = rnd.random()
+        if r < 0.05:
+            return None
+        if r < 0.1:
+            return []
+        return [None if rnd.random() < 0.05 else gen() for _ in range(rnd.randrange(1, 4))]
+
+    ids = range(k * n, (k + 1) * n)
+    return pa.table({
+        "id": pa.array(list(ids), pa.int64()),
+        "tags": [arr(lambda: rnd.choice(TAGS)) for _ in ids],
+        "nums": [arr(lambda: rnd.randrange(-3, 6)) for _ in ids],
+        "days": [arr(lambda: datetime.date(2024, 1, 1) + datetime.timedelta(days=rnd.randrange(0, 5))) for _ in ids],
+        "p": ["x" if i % 4 else "y" for i in ids],
+    }, schema=ARRAY_SCHEMA)
+
+
+def _array_table(tmp_path, options=DATA_EVOLUTION, commits=3):
+    wh = str(tmp_path / "wh")
+    cat = _make(wh, "a", ARRAY_SCHEMA, options, ["p"])
+    for k in range(commits):
+        _append(cat, "a", _array_batch(k))
+    return cat
+
+
+def _has(r, c, v):
+    return r[c] is not None and v is not None and v in r[c]
+
+
+ARRAY_CASES = [
+    (lambda: pf.field("tags").array_contains("b"), lambda r: _has(r, "tags", "b")),
+    (lambda: pf.field("tags").array_contains(""), lambda r: _has(r, "tags", "")),
+    (lambda: pf.field("tags").array_contains("zz"), lambda r: False),
+    (lambda: pf.field("tags").array_contains(None), lambda r: False),
+    (lambda: pf.field("tags").arrays_overlap(["a", "é", None]), lambda r: _has(r, "tags", "a") or _has(r, "tags", "é")),
+    (lambda: pf.field("tags").arrays_overlap([]), lambda r: False),
+    (lambda: pf.field("tags").array_contains_all(["a", "b"]), lambda r: _has(r, "tags", "a") and _has(r, "tags", "b")),
+    (lambda: pf.field("tags").array_contains_all(["a", None]), lambda r: False),
+    (lambda: pf.field("nums").array_contains(-3), lambda r: _has(r, "nums", -3)),
+    (lambda: pf.field("nums").arrays_overlap([0, 5]), lambda r: _has(r, "nums", 0) or _has(r, "nums", 5)),
+    (lambda: pf.field("days").array_contains(datetime.date(2024, 1, 3)),
+     lambda r: _has(r, "days", datetime.date(2024, 1, 3))),
+    (lambda: pf.field("nums").array_contains(2) & (pf.field("id") < 200), lambda r: _has(r, "nums", 2) and r["id"] < 200),
+    (lambda: pf.field("tags").array_contains("c") | pf.field("nums").array_contains(1),
+     lambda r: _has(r, "tags", "c") or _has(r, "nums", 1)),
+    (lambda: pf.field("tags").array_contains("c") | (pf.field("id") == 3),
+     lambda r: _has(r, "tags", "c") or r["id"] == 3),
+]
+
+
+@pytest.mark.parametrize("options", [DATA_EVOLUTION, ROW_TRACKING], ids=["data-evolution", "row-tracking"])
+def test_multivalue_build_then_read(tmp_path, options):
+    cat = _array_table(tmp_path, options)
+    per = 64
+    for col in ("tags", "nums", "days"):
+        assert create_global_index(cat.get_table("db.a"), col, "multivalue",
+                                   options={"sorted-index.records-per-range": str(per)}) > 0
+    entries = _index_entries(cat, "a")
+    assert {e.index_file.index_type for e in entries} == {"multivalue"}
+    rows = _rows(cat, "a")
+    by_field = {}
+    for e in entries:
+        m = e.index_file.global_index_meta
+        # Java's shard build: ranges inside one aligned block of `per` row ids, row count = the range's rows
+        assert m.row_range_start // per == m.row_range_end // per
+        assert e.index_file.row_count == m.row_range_end - m.row_range_start + 1
+        by_field.setdefault(m.index_field_id, set()).update(range(m.row_range_start, m.row_range_end + 1))
+    assert all(v == set(range(450)) for v in by_field.values()) and len(by_field) == 3
+    t = cat.get_table("db.a")
+    for fast in (True, False):  # the fast path and pypaimon's planner + reader
+        for make, fn in ARRAY_CASES:
+            got, rep_ = read_with_index(t, make(), fast=fast)
+            assert fast or not rep_.fast_path  # (the fast path takes no ARRAY columns: it falls back)
+            assert _ids(got) == _expect(rows, fn), make()
+    got, report = read_with_index(t, pf.field("tags").array_contains("b"))
+    assert any("multivalue" in u for u in report.global_indexes)
+    assert report.rows_selected < 450
+
+
+def test_multivalue_files_equal_the_writer_per_shard(tmp_path):
+    """Each shard's file is what the Java-exact multivalue writer makes of that shard's rows alone."""
+    from paimon_fast.globalindex import writer as gi_writer
+
+    cat = _array_table(tmp_path)
+    assert create_global_index(cat.get_table("db.a"), "tags", "multivalue",
+                               options={"sorted-index.records-per-range": "50",
+                                        "multivalue-index.dictionary-block-size": "32 b"}) > 0
+    t = cat.get_table("db.a")
+    rb = t.new_read_builder().with_projection(["tags", "_ROW_ID"])
+    full = rb.new_read().to_arrow(rb.new_scan().plan().splits())
+    by_rid = dict(zip(full.column("_ROW_ID").to_pylist(), full.column("tags").to_pylist()))
+    root = os.path.join(str(tmp_path / "wh"), "db.db", "a", "index")
+    for e in _index_entries(cat, "a"):
+        m = e.index_file.global_index_meta
+        rids = [r for r in range(m.row_range_start, m.row_range_end + 1) if r in by_rid]
+        w = gi_writer("ARRAY<STRING>", {"multivalue-index.dictionary-block-size": "32 b"}, index_type="multivalue")
+        w.write_batch(pa.array([by_rid[r] for r in rids], pa.list_(pa.string())),
+                      np.array([r - m.row_range_start for r in rids], dtype=np.uint64))
+        data, meta = w.finish()
+        with open(os.path.join(root, e.index_file.file_name), "rb") as f:
+            assert f.read() == data
+        assert m.index_meta == meta
+
+
+def test_multivalue_search_modes_after_append(tmp_path):
+    cat = _array_table(tmp_path)
+    create_global_index(cat.get_table("db.a"), "tags", "multivalue")
+    indexed = {r["id"] for r in _rows(cat, "a")}
+    _append(cat, "a", _array_batch(5))
+    rows = _rows(cat, "a")
+    fast = cat.get_table("db.a")
+    full = fast.copy({"scalar-index.search-mode": "full"})
+    pred, fn = pf.field("tags").array_contains("a"), lambda r: _has(r, "tags", "a")
+    assert _ids(read_with_index(fast, pred)[0]) == _expect(rows, fn, indexed)
+    assert _ids(read_with_index(full, pred)[0]) == _expect(rows, fn)
+    assert len(_expect(rows, fn)) > len(_expect(rows, fn, indexed))  # the modes differ here
+    # an incremental build indexes the appended rows; then fast sees them
+    assert create_global_index(cat.get_table("db.a"), "tags", "multivalue") > 0
+    assert _ids(read_with_index(cat.get_table("db.a"), pred)[0]) == _expect(rows, fn)
+
+
+@pytest.mark.spark
+def test_multivalue_spark_build_equals_in_process(tmp_path, gi_spark):
+    cat_a = _array_table(tmp_path / "a")
+    cat_b = _array_table(tmp_path / "b")
+    opts = {"sorted-index.records-per-range": "40"}
+    na = create_global_index(cat_a.get_table("db.a"), "nums", "multivalue", options=opts)
+    nb = create_global_index(cat_b.get_table("db.a"), "nums", "multivalue", options=opts, spark=gi_spark)
+    assert na == nb > 0
+    assert _range_files(cat_a, "a", str(tmp_path / "a" / "wh")) == _range_files(cat_b, "a", str(tmp_path / "b" / "wh"))
+
+
+def test_global_index_enabled_false_reads_without_it(tmp_path):
+    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    create_global_index(cat.get_table(f"db.{name}"), "color")
+    _append(cat, name, _batch(3))
+    rows = _rows(cat, name)
+    t = cat.get_table(f"db.{name}").copy({"global-index.enabled": "false"})
+    got, report = read_with_index(t, pf.field("color") == "red")
+    assert not report.global_indexes
+    assert _ids(got) == _expect(rows, lambda r: r["color"] == "red")  # appended rows too: no index, no fast mode
+
+
+def _delete_row_ids(cat, name, row_ids):
+    from pypaimon.write.table_delete import TableDeleteByRowId
+
+    t = cat.get_table(f"db.{name}")
+    msgs = TableDeleteByRowId(t).delete(list(row_ids))
+    commit = t.new_batch_write_builder().new_commit()
+    commit.commit(msgs)
+    commit.close()
+
+
+def test_deletion_vectors_before_and_after_the_build(tmp_path):
+    """Rows deleted (deletion vectors) before the build are not indexed; rows deleted after it
+    are indexed but never returned; expected rows = pypaimon's full read, filtered in Python."""
+    opts = {**DATA_EVOLUTION, "deletion-vectors.enabled": "true"}
+    cat, name = _table(tmp_path, opts)
+    rnd = random.Random(5)
+    _delete_row_ids(cat, name, rnd.sample(range(600), 60))
+    assert len(_rows(cat, name)) == 540
+    assert create_global_index(cat.get_table(f"db.{name}"), "color",
+                               options={"sorted-index.records-per-range": "50"}) > 0
+    # the deleted rows are in no bitmap: the entries' record counts add up to the live rows
+    assert sum(e.index_file.row_count for e in _index_entries(cat, name)) == 540
+    _delete_row_ids(cat, name, rnd.sample(range(600), 60))
+    rows = _rows(cat, name)
+    assert 480 <= len(rows) < 540
+    t = cat.get_table(f"db.{name}")
+    for fast in (True, False):  # the fast path and pypaimon's planner + reader
+        for make, fn in CASES:
+            got, rep_ = read_with_index(t, make(), fast=fast)
+            assert rep_.fast_path == fast, rep_.fallback_reason
+            assert _ids(got) == _expect(rows, fn), make()
+
+
+def test_btree_index_left_to_pypaimon(tmp_path):
+    """A btree global index (which we do not read) on a data-evolution table: the fast path
+    steps aside and pypaimon plans with its own btree reader; rows still match the oracle."""
+    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    assert cat.get_table(f"db.{name}").create_global_index("color", index_type="btree") > 0
+    rows = _rows(cat, name)
+    got, report = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "red")
+    assert not report.fast_path and "btree" in report.fallback_reason
+    assert not report.global_indexes
+    assert _ids(got) == _expect(rows, lambda r: r["color"] == "red")
+
+
+def test_files_storing_row_ids_are_not_mapped_by_position(tmp_path):
+    """A data file that carries a physical _ROW_ID column (Java writes one on compaction): its
+    row ids are not first row id + position, so neither read path maps global answers into
+    it by position; the rows still match the oracle."""
+    import glob
+
+    import pyarrow.parquet as pq
+
+    cat, name = _table(tmp_path, ROW_TRACKING, partitioned=False)
+    create_global_index(cat.get_table(f"db.{name}"), "color")
+    rows = _rows(cat, name)
+    t = cat.get_table(f"db.{name}")
+    first = {f.file_name: f.first_row_id for s in t.new_read_builder().new_scan().plan().splits() for f in s.files}
+    path = sorted(glob.glob(os.path.join(str(tmp_path / "wh"), "db.db", name, "bucket-0", "*.parquet")))[0]
+    data = pq.read_table(path)
+    fr = first[os.path.basename(path)]
+    pq.write_table(data.append_column("_ROW_ID", pa.array(range(fr, fr + data.num_rows), pa.int64())), path)
+    for fast in (True, False):
+        got, rep = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "red", fast=fast)
+        assert not rep.fast_path and (not fast or "_ROW_ID" in rep.fallback_reason)
+        assert _ids(got) == _expect(rows, lambda r: r["color"] == "red")
+        assert rep.global_indexes  # still used for the other files
