@@ -135,3 +135,15 @@ def test_nulls_and_nan(tmp_path):
             got = check(t, "d", 5, desc, nulls_first=nulls_first)
             if desc and not nulls_first:
                 assert math.isnan(got[0]["d"]) and math.isnan(got[1]["d"])
+
+
+@pytest.mark.parametrize("options", ["data-evolution", "row-tracking"])
+def test_row_tracking_tables(tmp_path, options):
+    from test_paimon_globalindex import DATA_EVOLUTION, _table
+
+    opts = DATA_EVOLUTION if options == "data-evolution" else {"row-tracking.enabled": "true"}
+    cat, name = _table(tmp_path, opts)
+    t = cat.get_table(f"db.{name}")
+    for desc in (True, False):
+        check(t, "n", 15, desc, pf.field("p") == "x")
+        check(t, "color", 7, desc)

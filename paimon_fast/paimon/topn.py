@@ -62,6 +62,8 @@ def top_n(table, column: str, k: int, *, desc: bool = True, predicate=None, colu
     try:
         check_table(table)
         plan, _ = get_plan(table, use_cache)
+        if any(getattr(f, "write_cols", None) for f in plan.files):
+            raise Fallback("data-evolution column groups (files holding some columns only)")
     except Fallback as e:
         rep.fallback_reason = str(e)
         return _read_and_sort(table, column, k, desc, nulls_first, pred, out_cols, rep)
