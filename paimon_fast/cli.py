@@ -55,9 +55,13 @@ def inspector(name):
 def _load_command_modules():
     import importlib
 
+    from .errors import MissingDependencyError
+
     for mod in COMMAND_MODULES:
         try:
             importlib.import_module(mod)
+        except MissingDependencyError:
+            continue  # a feature whose optional dependency is missing registers no commands
         except ModuleNotFoundError as e:
             if e.name is None or not mod.startswith(e.name):
                 raise
@@ -193,11 +197,16 @@ def build_parser():
 
 
 def main(argv=None):
+    from .errors import MissingDependencyError
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args) or 0
     except BrokenPipeError:
         return 0
+    except MissingDependencyError as e:  # what to install, not a traceback from inside a dependency
+        print(f"paimon-fast {args.cmd}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

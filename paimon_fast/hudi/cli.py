@@ -14,6 +14,9 @@ from ..cli import _print_json, command
 def _spark_session():
     import sys
 
+    from ..spark.env import check_spark_environment
+
+    check_spark_environment()
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
