@@ -189,7 +189,9 @@ def build_parser():
     ap = argparse.ArgumentParser(prog="paimon-fast", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name, (fn, help) in COMMANDS.items():
-        sp = sub.add_parser(name, help=help)
+        desc = getattr(fn, "description", None)
+        sp = sub.add_parser(name, help=help, description=desc or help,
+                            formatter_class=argparse.RawDescriptionHelpFormatter if desc else argparse.HelpFormatter)
         if hasattr(fn, "setup"):
             fn.setup(sp)
         sp.set_defaults(func=fn)
