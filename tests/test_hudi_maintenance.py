@@ -40,7 +40,8 @@ def _check(path, extra=()):
     schema = pa.schema(list(SCHEMA))
     preds = battery(snap, COLS, schema) + list(extra)
     for pred in preds:
-        got, rep = ph.read_arrow(path, pred)
+        res = ph.read_arrow(path, pred)
+        got, rep = res.table, res.report
         assert row_multiset(got.to_pylist(), SCHEMA.names) == row_multiset(oracle_rows(snap, pred), SCHEMA.names), \
             (pred, rep)
     return snap
@@ -99,7 +100,7 @@ def test_insert_update_delete_unseen(table):
     _check(path, [pf.field("kind") == "new"])
     # an in-flight commit (base files written, no completed instant) is invisible to both
     table.update(lambda tb: tb.set_column(2, "kind", pa.array(["ghost"] * tb.num_rows)), complete=False)
-    got, _ = ph.read_arrow(path, pf.field("kind") == "ghost")
+    got = ph.read_arrow(path, pf.field("kind") == "ghost").table
     assert got.num_rows == 0
     r = ph.build_index(None, path)
     assert r["slices_indexed"] == 1 and r["slices_carried"] == 5
@@ -196,3 +197,48 @@ def test_unreadable_slice_stays_unindexed(table, monkeypatch):
     pr = ph.prune(table.path, pf.field("kind") == "zzz")
     assert [c.slice.file_id for c in pr.candidates] == [bad]      # never pruned, never trusted
     _check(table.path)
+
+
+def test_build_without_columns_indexes_every_indexable_column(tmp_path):
+    schema = pa.schema([("id", pa.int64()), ("city", pa.string()), ("score", pa.float64()),
+                        ("ok", pa.bool_()), ("day", pa.date32())])
+    t = CowTable(str(tmp_path / "cow"), schema)
+    t.insert(pa.table({"id": [1, 2, 3], "city": ["a", "b", None], "score": [0.5, 1.5, 2.5],
+                       "ok": [True, False, True], "day": [None] * 3}, schema=schema))
+    r = ph.build_index(None, t.path)  # no index yet, no columns: every column a bitmap index can hold
+    assert r["columns"] == ["id", "city", "ok", "day"]
+    skipped = r["columns_skipped"]
+    assert skipped["score"].startswith("floating point (double)")
+    assert set(skipped) == {"score"} | {c for c in skipped if c.startswith("_hoodie_")}
+    assert all(skipped[c] == "Hudi metadata column" for c in skipped if c != "score")
+    got = ph.read_arrow(t.path, pf.field("city") == "b").table
+    assert got.column("id").to_pylist() == [2]
+    # a later build without columns keeps the index's columns and skips nothing
+    r = ph.build_index(None, t.path)
+    assert r["columns"] == ["id", "city", "ok", "day"] and r["columns_skipped"] == {}
+
+
+def test_indexable_columns_reasons():
+    from paimon_fast.hudi.model import indexable_columns
+
+    schema = pa.schema([("s", pa.string()), ("f", pa.float32()), ("b", pa.binary()), ("l", pa.list_(pa.int32())),
+                        ("st", pa.struct([("x", pa.int32())])), ("dict", pa.dictionary(pa.int32(), pa.string())),
+                        ("dec", pa.decimal128(10, 2)), ("_hoodie_record_key", pa.string())])
+    cols, skipped = indexable_columns(schema)
+    assert cols == ["s", "dict", "dec"]
+    assert {c: r.split(" (")[0] for c, r in skipped.items()} == {
+        "f": "floating point", "b": "binary", "l": "nested", "st": "nested",
+        "_hoodie_record_key": "Hudi metadata column"}
+
+
+def test_read_arrow_result_and_the_deprecated_tuple(table):
+    ph.build_index(None, table.path, COLS)
+    res = ph.read_arrow(table.path, pf.field("city") == "paris")
+    assert isinstance(res, ph.ArrowRead) and isinstance(res.table, pa.Table)
+    assert res.table.column("city").to_pylist() == ["paris"] * res.table.num_rows and res.table.num_rows > 0
+    assert res.report["rows_returned"] == res.table.num_rows
+    with pytest.warns(DeprecationWarning, match=r"\.table and \.report"):
+        tbl, rep = res                               # the former (table, report) form
+    assert tbl is res.table and rep is res.report
+    with pytest.warns(DeprecationWarning):
+        assert res[1] is res.report
