@@ -1,7 +1,9 @@
 """Index maintenance over commit sequences on copy-on-write tables written by the
 test writer (and read back by the ``hudi`` package): insert, update, delete, a
 commit the index has not seen, an in-flight commit, an interrupted index run."""
+import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -242,3 +244,35 @@ def test_read_arrow_result_and_the_deprecated_tuple(table):
     assert tbl is res.table and rep is res.report
     with pytest.warns(DeprecationWarning):
         assert res[1] is res.report
+
+
+def test_index_outside_a_read_only_table(table, tmp_path, monkeypatch):
+    root = tmp_path / "indexes"
+    monkeypatch.setenv(storage.INDEX_ROOT_ENV, str(root))
+    monkeypatch.setattr(storage, "_VERIFIED", {})
+    before = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(table.path) for f in fs)
+    # the table is read-only (root ignores the mode: the file listing below is the check)
+    for dp, _, fs in os.walk(table.path):
+        os.chmod(dp, 0o555)
+    try:
+        r = ph.build_index(None, table.path, COLS)
+        assert r["slices_indexed"] == 6
+        _check(table.path, [pf.field("city") == "paris"])
+    finally:
+        for dp, _, fs in os.walk(table.path):
+            os.chmod(dp, 0o755)
+    assert sorted(os.path.join(dp, f) for dp, _, fs in os.walk(table.path) for f in fs) == before
+    (d,) = [root / n for n in os.listdir(root)]
+    assert (d / "manifests").is_dir() and (d / "segments").is_dir()
+    assert list(storage.read_manifest(table.path)["columns"]) == COLS
+    assert json.loads((d / storage.IDENTITY_FILE).read_text())["table_path"] == table.path
+    # an index copied to another table's slot is refused, not used
+    other = CowTable(str(tmp_path / "other"), SCHEMA, partition_field="city", name="other_table")
+    other.insert(_data(10))
+    monkeypatch.setattr(storage, "_VERIFIED", {})
+    slot = storage.index_dir(other.path)       # creates the other table's slot with its identity
+    shutil.rmtree(slot)
+    shutil.copytree(d, slot)
+    monkeypatch.setattr(storage, "_VERIFIED", {})
+    with pytest.raises(pf.IndexFormatError, match="belongs to table"):
+        storage.read_manifest(other.path)
