@@ -55,6 +55,13 @@ def test_spark_without_pyspark_names_the_spark_extra(hide):
         env.check_python_packages()
 
 
+def test_data_source_module_without_pyspark(hide, monkeypatch):
+    monkeypatch.delitem(sys.modules, "paimon_fast.spark.datasource", raising=False)
+    hide("pyspark")
+    with pytest.raises(MissingDependencyError, match=r'Data Source needs the `pyspark`.*paimon-fast\[spark\]'):
+        import paimon_fast.spark.datasource  # noqa: F401
+
+
 @pytest.mark.parametrize("module,call", [
     ("zstandard", "_zstd"), ("lz4", "_lz4"), ("lzo", "lzo_module")])
 def test_codec_without_its_package(hide, module, call):
