@@ -37,6 +37,14 @@ def _parse_options(items):
 
 def _progress_printer(label):
     last = [None]
+    if not sys.stderr.isatty():  # a log file: one line per quarter, not a redrawn bar
+        def show_lines(done, total):
+            q = 4 * done // total if total else 4
+            if q != last[0] and (q > 0 or done == 0):
+                last[0] = q
+                sys.stderr.write(f"{label} {done}/{total} files\n")
+                sys.stderr.flush()
+        return show_lines
 
     def show(done, total):
         if (done, total) != last[0]:
