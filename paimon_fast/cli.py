@@ -55,9 +55,13 @@ def inspector(name):
 def _load_command_modules():
     import importlib
 
+    from .errors import MissingDependencyError
+
     for mod in COMMAND_MODULES:
         try:
             importlib.import_module(mod)
+        except MissingDependencyError:
+            continue  # a feature whose optional dependency is missing registers no commands
         except ModuleNotFoundError as e:
             if e.name is None or not mod.startswith(e.name):
                 raise
@@ -185,7 +189,9 @@ def build_parser():
     ap = argparse.ArgumentParser(prog="paimon-fast", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name, (fn, help) in COMMANDS.items():
-        sp = sub.add_parser(name, help=help)
+        desc = getattr(fn, "description", None)
+        sp = sub.add_parser(name, help=help, description=desc or help,
+                            formatter_class=argparse.RawDescriptionHelpFormatter if desc else argparse.HelpFormatter)
         if hasattr(fn, "setup"):
             fn.setup(sp)
         sp.set_defaults(func=fn)
@@ -193,11 +199,16 @@ def build_parser():
 
 
 def main(argv=None):
+    from .errors import MissingDependencyError
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args) or 0
     except BrokenPipeError:
         return 0
+    except MissingDependencyError as e:  # what to install, not a traceback from inside a dependency
+        print(f"paimon-fast {args.cmd}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

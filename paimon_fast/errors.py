@@ -37,3 +37,76 @@ class UnknownIndexTypeError(PaimonFastError, KeyError):
 
 class OptionError(PaimonFastError, ValueError):
     """An index option has a value that cannot be parsed or is out of range."""
+
+
+class MissingDependencyError(PaimonFastError, ImportError):
+    """A feature needs something that is not installed: an optional Python package
+    (the message names the extra, e.g. ``pip install "paimon-fast[tables]"``) or a
+    program outside Python (Java for Spark, liblzo2 for LZO; the message names the
+    command that installs it).  Raised when the feature is first used, never a
+    bare ``ImportError`` from inside a dependency."""
+
+    def __init__(self, msg, name=None):
+        super().__init__(msg, name=name)
+
+
+class MissingCodecError(MissingDependencyError, OptionError):
+    """A compression codec's package is missing (also an :class:`OptionError`: the
+    option asked for a codec this installation cannot run)."""
+
+
+# optional module -> (PyPI name, extra that installs it)
+OPTIONAL = {
+    "pyspark": ("pyspark", "spark"),
+    "pandas": ("pandas", "spark"),
+    "pypaimon": ("pypaimon", "tables"),
+    "pypaimon_rust": ("pypaimon-rust", "tables"),
+    "hudi": ("hudi", "tables"),
+    "fastavro": ("fastavro", "tables"),
+    "lz4": ("lz4", "codecs"),
+    "zstandard": ("zstandard", "codecs"),
+    "lzo": ("python-lzo", "lzo"),
+    "pyiceberg": ("pyiceberg", "iceberg"),
+}
+
+
+def install_hint(module: str) -> str:
+    """``pip install "paimon-fast[<extra>]"`` for an optional module (the package itself if no extra has it)."""
+    pkg, extra = OPTIONAL.get(module.split(".")[0], (module.split(".")[0], None))
+    return f'pip install "paimon-fast[{extra}]"' if extra else f"pip install {pkg}"
+
+
+def missing(module: str, feature: str, cls=MissingDependencyError, detail: str = "") -> MissingDependencyError:
+    """The one error for an optional package that cannot be imported."""
+    pkg = OPTIONAL.get(module.split(".")[0], (module.split(".")[0], None))[0]
+    return cls(f"{feature} needs the `{pkg}` package, which is not installed{detail}: {install_hint(module)}",
+               name=module)
+
+
+def require(module: str, feature: str, cls=MissingDependencyError):
+    """Import ``module`` (an optional dependency) or raise :class:`MissingDependencyError`
+    naming the extra that installs it.  ``feature`` says what needed it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        top = module.split(".")[0]
+        if e.name is not None and e.name.split(".")[0] != top:
+            # the package is there but one of its own dependencies is not: say which
+            raise missing(module, feature, cls, f" in a working state ({e})") from None
+        raise missing(module, feature, cls) from None
+
+
+def needs(module: str, feature: str):
+    """Decorator: the function raises :class:`MissingDependencyError` (naming the extra)
+    when ``module`` cannot be imported, before any of its own code runs."""
+    import functools
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            require(module, feature)
+            return fn(*args, **kwargs)
+        return wrapper
+    return deco

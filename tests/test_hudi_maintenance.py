@@ -1,7 +1,9 @@
 """Index maintenance over commit sequences on copy-on-write tables written by the
 test writer (and read back by the ``hudi`` package): insert, update, delete, a
 commit the index has not seen, an in-flight commit, an interrupted index run."""
+import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -40,7 +42,8 @@ def _check(path, extra=()):
     schema = pa.schema(list(SCHEMA))
     preds = battery(snap, COLS, schema) + list(extra)
     for pred in preds:
-        got, rep = ph.read_arrow(path, pred)
+        res = ph.read_arrow(path, pred)
+        got, rep = res.table, res.report
         assert row_multiset(got.to_pylist(), SCHEMA.names) == row_multiset(oracle_rows(snap, pred), SCHEMA.names), \
             (pred, rep)
     return snap
@@ -99,7 +102,7 @@ def test_insert_update_delete_unseen(table):
     _check(path, [pf.field("kind") == "new"])
     # an in-flight commit (base files written, no completed instant) is invisible to both
     table.update(lambda tb: tb.set_column(2, "kind", pa.array(["ghost"] * tb.num_rows)), complete=False)
-    got, _ = ph.read_arrow(path, pf.field("kind") == "ghost")
+    got = ph.read_arrow(path, pf.field("kind") == "ghost").table
     assert got.num_rows == 0
     r = ph.build_index(None, path)
     assert r["slices_indexed"] == 1 and r["slices_carried"] == 5
@@ -196,3 +199,80 @@ def test_unreadable_slice_stays_unindexed(table, monkeypatch):
     pr = ph.prune(table.path, pf.field("kind") == "zzz")
     assert [c.slice.file_id for c in pr.candidates] == [bad]      # never pruned, never trusted
     _check(table.path)
+
+
+def test_build_without_columns_indexes_every_indexable_column(tmp_path):
+    schema = pa.schema([("id", pa.int64()), ("city", pa.string()), ("score", pa.float64()),
+                        ("ok", pa.bool_()), ("day", pa.date32())])
+    t = CowTable(str(tmp_path / "cow"), schema)
+    t.insert(pa.table({"id": [1, 2, 3], "city": ["a", "b", None], "score": [0.5, 1.5, 2.5],
+                       "ok": [True, False, True], "day": [None] * 3}, schema=schema))
+    r = ph.build_index(None, t.path)  # no index yet, no columns: every column a bitmap index can hold
+    assert r["columns"] == ["id", "city", "ok", "day"]
+    skipped = r["columns_skipped"]
+    assert skipped["score"].startswith("floating point (double)")
+    assert set(skipped) == {"score"} | {c for c in skipped if c.startswith("_hoodie_")}
+    assert all(skipped[c] == "Hudi metadata column" for c in skipped if c != "score")
+    got = ph.read_arrow(t.path, pf.field("city") == "b").table
+    assert got.column("id").to_pylist() == [2]
+    # a later build without columns keeps the index's columns and skips nothing
+    r = ph.build_index(None, t.path)
+    assert r["columns"] == ["id", "city", "ok", "day"] and r["columns_skipped"] == {}
+
+
+def test_indexable_columns_reasons():
+    from paimon_fast.hudi.model import indexable_columns
+
+    schema = pa.schema([("s", pa.string()), ("f", pa.float32()), ("b", pa.binary()), ("l", pa.list_(pa.int32())),
+                        ("st", pa.struct([("x", pa.int32())])), ("dict", pa.dictionary(pa.int32(), pa.string())),
+                        ("dec", pa.decimal128(10, 2)), ("_hoodie_record_key", pa.string())])
+    cols, skipped = indexable_columns(schema)
+    assert cols == ["s", "dict", "dec"]
+    assert {c: r.split(" (")[0] for c, r in skipped.items()} == {
+        "f": "floating point", "b": "binary", "l": "nested", "st": "nested",
+        "_hoodie_record_key": "Hudi metadata column"}
+
+
+def test_read_arrow_result_and_the_deprecated_tuple(table):
+    ph.build_index(None, table.path, COLS)
+    res = ph.read_arrow(table.path, pf.field("city") == "paris")
+    assert isinstance(res, ph.ArrowRead) and isinstance(res.table, pa.Table)
+    assert res.table.column("city").to_pylist() == ["paris"] * res.table.num_rows and res.table.num_rows > 0
+    assert res.report["rows_returned"] == res.table.num_rows
+    with pytest.warns(DeprecationWarning, match=r"\.table and \.report"):
+        tbl, rep = res                               # the former (table, report) form
+    assert tbl is res.table and rep is res.report
+    with pytest.warns(DeprecationWarning):
+        assert res[1] is res.report
+
+
+def test_index_outside_a_read_only_table(table, tmp_path, monkeypatch):
+    root = tmp_path / "indexes"
+    monkeypatch.setenv(storage.INDEX_ROOT_ENV, str(root))
+    monkeypatch.setattr(storage, "_VERIFIED", {})
+    before = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(table.path) for f in fs)
+    # the table is read-only (root ignores the mode: the file listing below is the check)
+    for dp, _, fs in os.walk(table.path):
+        os.chmod(dp, 0o555)
+    try:
+        r = ph.build_index(None, table.path, COLS)
+        assert r["slices_indexed"] == 6
+        _check(table.path, [pf.field("city") == "paris"])
+    finally:
+        for dp, _, fs in os.walk(table.path):
+            os.chmod(dp, 0o755)
+    assert sorted(os.path.join(dp, f) for dp, _, fs in os.walk(table.path) for f in fs) == before
+    (d,) = [root / n for n in os.listdir(root)]
+    assert (d / "manifests").is_dir() and (d / "segments").is_dir()
+    assert list(storage.read_manifest(table.path)["columns"]) == COLS
+    assert json.loads((d / storage.IDENTITY_FILE).read_text())["table_path"] == table.path
+    # an index copied to another table's slot is refused, not used
+    other = CowTable(str(tmp_path / "other"), SCHEMA, partition_field="city", name="other_table")
+    other.insert(_data(10))
+    monkeypatch.setattr(storage, "_VERIFIED", {})
+    slot = storage.index_dir(other.path)       # creates the other table's slot with its identity
+    shutil.rmtree(slot)
+    shutil.copytree(d, slot)
+    monkeypatch.setattr(storage, "_VERIFIED", {})
+    with pytest.raises(pf.IndexFormatError, match="belongs to table"):
+        storage.read_manifest(other.path)

@@ -46,7 +46,8 @@ def _check_battery(path, cols, snap, limit=None):
     assert preds
     pruned_any = 0
     for pred in preds:
-        got, rep = ph.read_arrow(path, pred, state=state)
+        res = ph.read_arrow(path, pred, state=state)
+        got, rep = res.table, res.report
         want = oracle_rows(snap, pred)
         assert row_multiset(got.to_pylist()) == row_multiset(want), (pred, rep)
         pruned_any += rep["slices_pruned"] + rep["rows_skipped"]
@@ -264,7 +265,8 @@ def test_mor_slice_indexed_while_an_instant_is_pending(tables, tmp_path, name):
     new = [r for r in snap.to_pylist() if tuple(sorted(r.items())) not in old]
     preds = [pf.field(c) == r[c] for r in new for c in cols if r[c] is not None] + battery(snap, cols, snap.schema)
     for pred in preds:
-        got, rep = ph.read_arrow(path, pred)
+        res = ph.read_arrow(path, pred)
+        got, rep = res.table, res.report
         assert row_multiset(got.to_pylist()) == row_multiset(oracle_rows(snap, pred)), (pred, rep)
     r = ph.build_index(None, path)                        # the next run re-indexes those slices
     assert not storage.read_manifest(path)["pending"]

@@ -119,7 +119,7 @@ def test_apply_deletion_vector_all_column_kinds(offset):
         "ts": pa.array(rng.integers(0, 2**40, n), pa.int64()).cast(pa.timestamp("us")),
         "lst": pa.array([[i, i + 1] for i in range(n)]),   # not flat: Arrow's filter
     }
-    batch = pa.record_batch(cols).slice(offset)
+    batch = pa.RecordBatch.from_pydict(cols).slice(offset)  # pa.record_batch(dict) needs pyarrow 15
     deleted = rng.choice(n, n // 7, replace=False) + 1000
     dv = ti.DeletionVector.from_positions(deleted)
     got = ti.apply_deletion_vector(dv, batch, 1000)

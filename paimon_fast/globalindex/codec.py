@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from ..errors import IndexFormatError, OptionError
+from ..errors import IndexFormatError, MissingCodecError, OptionError, missing, require
 from ..serde import encode_varint
 
 TRAILER = 5
@@ -30,28 +30,31 @@ MIN_BOUND = 16 << 20
 
 
 def _zstd():
-    try:
-        import zstandard
-    except ImportError:  # pragma: no cover - depends on the environment
-        raise OptionError("zstd needs the 'zstandard' package: pip install 'paimon-fast[codecs]'") from None
-    return zstandard
+    return require("zstandard", "zstd compression", MissingCodecError)
 
 
 def _lz4():
-    try:
-        import lz4.block
-    except ImportError:  # pragma: no cover
-        raise OptionError("lz4 needs the 'lz4' package: pip install 'paimon-fast[codecs]'") from None
+    require("lz4", "lz4 compression", MissingCodecError)
+    import lz4.block
+
     return lz4.block
 
 
+LZO_LIB_HINT = ("it builds against liblzo2: first `apt-get install liblzo2-dev` (Debian/Ubuntu), "
+                "`dnf install lzo-devel` (Fedora/RHEL) or `brew install lzo` (macOS)")
+
+
 def lzo_module():
-    """The ``lzo`` module, or an OptionError naming the ``lzo`` extra."""
+    """The ``lzo`` module, or a :class:`MissingCodecError` (an OptionError) naming the ``lzo``
+    extra and, when the C library is what is missing, the command that installs liblzo2."""
     try:
         import lzo
-    except ImportError:
-        raise OptionError("LZO needs the 'python-lzo' package (liblzo2 headers to build): "
-                          "pip install 'paimon-fast[lzo]'") from None
+    except ImportError as e:
+        if "liblzo" in str(e):  # python-lzo is installed but its shared library is gone
+            raise MissingCodecError(f"LZO compression needs the liblzo2 C library ({e}): "
+                                    "`apt-get install liblzo2-2` (Debian/Ubuntu), `dnf install lzo` (Fedora/RHEL), "
+                                    "`brew install lzo` (macOS)", name="lzo") from None
+        raise missing("lzo", "LZO compression", MissingCodecError, f" ({LZO_LIB_HINT})") from None
     return lzo
 
 

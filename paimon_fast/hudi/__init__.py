@@ -13,11 +13,11 @@ See :mod:`paimon_fast.hudi.model` (record keys, canonical values, bitmap bytes),
 from .build import build_index, index_slice
 from .model import bitmap_key, canonical_literal, canonical_strings, decode_bitmap, encode_bitmap, parse_key
 from .prune import Candidate, PruneResult, prune
-from .read import HudiRead, read, read_arrow
+from .read import ArrowRead, HudiRead, read, read_arrow
 from .storage import INDEX_DIR, read_manifest
 
 __all__ = [
-    "build_index", "index_slice", "prune", "read", "read_arrow", "HudiRead", "PruneResult", "Candidate",
+    "build_index", "index_slice", "prune", "read", "read_arrow", "ArrowRead", "HudiRead", "PruneResult", "Candidate",
     "bitmap_key", "parse_key", "canonical_literal", "canonical_strings", "encode_bitmap", "decode_bitmap",
     "INDEX_DIR", "read_manifest",
 ]

@@ -235,7 +235,9 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
     writing one segment) or None to index in this process.  A run with at most
     ``driver_max_slices`` slices to (re)index does them in this process even with
     a session: a Spark job costs more than indexing a few slices (0 = always use
-    the executors).  ``columns`` defaults to the columns of the existing index;
+    the executors).  ``columns`` defaults to the columns of the existing index, or on a first
+    build to every column that can be indexed (``columns_skipped`` in the report
+    says which were left out and why: metadata, floating point, binary, nested);
     changing the column set rebuilds the index.
     ``as_of``: index the table as it was at that completed instant (default: now).
     Returns a report: instant indexed, new instants seen, slices indexed / carried
@@ -251,10 +253,14 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
     fp1 = timeline_fingerprint(table_path)
     tm = {"list": time.perf_counter() - t0}
     schema = {f.name: f.type for f in state.schema}
+    skipped = {}
     if columns is None:
-        if prev is None:
-            raise ValueError("no bitmap index exists yet: pass the columns to index")
-        columns = list(prev["columns"])
+        if prev is not None:
+            columns = list(prev["columns"])
+        else:  # first build: every column that can be indexed; the report says why the others were not
+            columns, skipped = model.indexable_columns(state.schema)
+            if not columns:
+                raise UnsupportedTypeError(f"no column of {table_path} can be bitmap-indexed: {skipped}")
     if isinstance(columns, str):
         columns = [columns]
     col_types = {}
@@ -343,6 +349,7 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         "previous_instant": None if prev is None else prev["instant"],
         "new_instants": new_instants,
         "columns": list(col_types),
+        "columns_skipped": skipped,
         "slices_indexed": len(entries),
         "slices_unindexable": [{"file_id": e["file_id"], "error": e["unindexable"]} for e in unindexable],
         "slices_carried": len(carried),

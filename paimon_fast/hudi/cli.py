@@ -14,6 +14,9 @@ from ..cli import _print_json, command
 def _spark_session():
     import sys
 
+    from ..spark.env import check_spark_environment
+
+    check_spark_environment()
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -73,7 +76,9 @@ def _setup(p):
     sub = p.add_subparsers(dest="hudi_cmd", required=True)
     b = sub.add_parser("build", help="create or incrementally update the bitmap index")
     b.add_argument("table")
-    b.add_argument("--columns", default=None, help="comma-separated columns (default: the existing index's)")
+    b.add_argument("--columns", default=None,
+                   help="comma-separated columns (default: the existing index's, or on a first build every "
+                        "indexable column)")
     b.add_argument("--spark", action="store_true", help="index slices on a local Spark session")
     b.add_argument("--as-of", default=None, help="index the table as of this completed instant")
     q = sub.add_parser("query", help="prune with a predicate (AND of the given conditions); --read returns rows")
@@ -116,7 +121,8 @@ def hudi_main(args):
                                   "rows": None if c.positions is None else len(c.positions)}
                                  for c in pr.candidates]
         if args.read or args.show:
-            tbl, rep = read_arrow(path, pred, state=state)
+            res = read_arrow(path, pred, state=state)
+            tbl, rep = res.table, res.report
             out["rows_returned"] = tbl.num_rows
             if args.show:
                 out["rows"] = tbl.slice(0, args.show).to_pylist()

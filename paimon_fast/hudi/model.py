@@ -117,6 +117,34 @@ def check_indexable(name: str, t: pa.DataType) -> None:
                                "(strings, integers, booleans, dates, timestamps and decimals can)")
 
 
+def indexable_columns(schema) -> tuple:
+    """``(columns, skipped)`` of a table schema: the columns a bitmap index can hold, in
+    schema order, and ``{column: reason}`` for the others (Hudi's ``_hoodie_*`` metadata
+    columns, floating point, binary and nested types)."""
+    cols, skipped = [], {}
+    for f in schema:
+        t = f.type
+        if f.name.startswith("_hoodie_"):
+            skipped[f.name] = "Hudi metadata column"
+            continue
+        try:
+            check_indexable(f.name, t)
+        except UnsupportedTypeError:
+            vt = t.value_type if pa.types.is_dictionary(t) else t
+            if pa.types.is_floating(vt):
+                why = "floating point"
+            elif pa.types.is_binary(vt) or pa.types.is_large_binary(vt) or pa.types.is_fixed_size_binary(vt):
+                why = "binary"
+            elif pa.types.is_nested(vt):
+                why = "nested"
+            else:
+                why = "type not supported"
+            skipped[f.name] = f"{why} ({t}): strings, integers, booleans, dates, timestamps and decimals can be indexed"
+            continue
+        cols.append(f.name)
+    return cols, skipped
+
+
 def _ts_text(us_or_ns: int, unit: str, aware: bool) -> str:
     if unit == "s":
         ns = us_or_ns * 1_000_000_000

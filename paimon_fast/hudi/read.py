@@ -108,16 +108,49 @@ def _report(pr, extra=None):
     return r
 
 
-def read_arrow(table_path: str, where=None, *, state=None):
-    """In-process pruned read: ``(pyarrow.Table, report)``, rows equal to a snapshot
-    read filtered by ``where`` (no Spark needed)."""
+class ArrowRead:
+    """Result of :func:`read_arrow`: ``table`` (a ``pyarrow.Table``) and ``report`` (dict),
+    as :class:`HudiRead` holds ``df`` and ``report`` for a Spark read.
+
+    Unpacking it as the former ``(table, report)`` tuple still works and warns
+    (DeprecationWarning): use ``.table`` and ``.report``."""
+
+    __slots__ = ("table", "report")
+
+    def __init__(self, table, report):
+        self.table = table
+        self.report = report
+
+    def _as_tuple(self):
+        import warnings
+
+        warnings.warn("read_arrow returns an ArrowRead: use .table and .report instead of unpacking "
+                      "(table, report)", DeprecationWarning, stacklevel=3)
+        return (self.table, self.report)
+
+    def __iter__(self):
+        return iter(self._as_tuple())
+
+    def __getitem__(self, i):
+        return self._as_tuple()[i]
+
+    def __len__(self):
+        return 2
+
+    def __repr__(self):
+        return f"ArrowRead(rows={self.table.num_rows}, report={self.report!r})"
+
+
+def read_arrow(table_path: str, where=None, *, state=None) -> ArrowRead:
+    """In-process pruned read: an :class:`ArrowRead` (``.table``, a ``pyarrow.Table`` whose
+    rows equal a snapshot read filtered by ``where``, and ``.report``); no Spark needed."""
     pred = as_predicate(where)
     state = state or table_state(table_path, listing=False)   # prune reuses the index's listing when current
     pr = prune(state.path, pred, state=state)
     schema = pa.schema([f.with_nullable(True) for f in state.schema])
     parts = [_run_task(state.path, t, schema, pred) for t in _tasks(pr)]
     tbl = pa.concat_tables(parts) if parts else schema.empty_table()
-    return tbl, _report(pr, {"rows_returned": tbl.num_rows})
+    return ArrowRead(tbl, _report(pr, {"rows_returned": tbl.num_rows}))
 
 
 class HudiRead:

@@ -1,4 +1,5 @@
-"""Sidecar storage of the bitmap index under ``<table>/.hoodie/.aux/bitmap_index/``.
+"""Sidecar storage of the bitmap index under ``<table>/.hoodie/.aux/bitmap_index/``
+(or outside the table, under ``$PAIMON_FAST_HUDI_INDEX_ROOT``: :func:`index_dir`).
 
 Java Hudi and the Rust reader ignore ``.hoodie/.aux``, so nothing here can break
 compaction, restore or reads of the table.  Layout::
@@ -53,8 +54,64 @@ ROW_GROUP_ROWS = 4096
 ROW_GROUP_BYTES = 1 << 20
 
 
+# index outside the table (a read-only or shared table): $PAIMON_FAST_HUDI_INDEX_ROOT/<name>-<path hash>/
+INDEX_ROOT_ENV = "PAIMON_FAST_HUDI_INDEX_ROOT"
+IDENTITY_FILE = "table.json"
+_VERIFIED = {}
+
+
+def table_identity(table_path: str) -> dict:
+    """What an index kept outside the table records about its table: the absolute path
+    and ``hoodie.table.name`` from ``.hoodie/hoodie.properties``."""
+    p = os.path.abspath(table_path)
+    name = None
+    try:
+        with open(os.path.join(p, ".hoodie", "hoodie.properties"), encoding="utf-8") as fh:
+            for line in fh:
+                k, sep, v = line.strip().partition("=")
+                if sep and k.strip() == "hoodie.table.name":
+                    name = v.strip()
+    except OSError:
+        pass
+    return {"table_path": p, "table_name": name}
+
+
 def index_dir(table_path: str) -> str:
-    return os.path.join(table_path, INDEX_DIR)
+    """Where the table's bitmap index lives: ``<table>/.hoodie/.aux/bitmap_index``, or with
+    ``$PAIMON_FAST_HUDI_INDEX_ROOT`` set (a read-only or shared table) a directory under that
+    root named by the table's identity, whose ``table.json`` must name this table (a copied
+    or mismatched index raises IndexFormatError).  Set the variable before Spark starts so
+    executors see it too."""
+    root = os.environ.get(INDEX_ROOT_ENV)
+    if not root:
+        return os.path.join(table_path, INDEX_DIR)
+    import hashlib
+    import re
+
+    ident = table_identity(table_path)
+    key = (os.path.abspath(root), ident["table_path"])
+    d = _VERIFIED.get(key)
+    if d is not None:
+        return d
+    tag = re.sub(r"[^A-Za-z0-9_.-]", "_", ident["table_name"] or "table")[:64]
+    d = os.path.join(key[0], f"{tag}-{hashlib.sha256(ident['table_path'].encode()).hexdigest()[:16]}")
+    f = os.path.join(d, IDENTITY_FILE)
+    try:
+        with open(f, "rb") as fh:
+            found = json.loads(fh.read())
+    except FileNotFoundError:
+        found = None
+    except ValueError as e:
+        raise IndexFormatError(f"{f} is not valid JSON: {e}") from None
+    if found is None:
+        os.makedirs(d, exist_ok=True)
+        write_atomic(f, json.dumps(ident).encode("utf-8"))
+    elif {k: found.get(k) for k in ident} != ident:
+        raise IndexFormatError(f"the bitmap index in {d} belongs to table {found.get('table_path')!r} "
+                               f"(name {found.get('table_name')!r}), not {ident['table_path']!r} "
+                               f"(name {ident['table_name']!r})")
+    _VERIFIED[key] = d
+    return d
 
 
 def _manifest_dir(table_path):

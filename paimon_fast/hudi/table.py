@@ -13,11 +13,9 @@ _TABLES = {}
 
 
 def _hudi():
-    try:
-        import hudi
-    except ImportError as e:  # pragma: no cover - exercised only without the extra
-        raise ImportError("the Hudi bitmap index needs the `hudi` package: pip install 'paimon-fast[tables]'") from e
-    return hudi
+    from ..errors import require
+
+    return require("hudi", "the Hudi bitmap index")
 
 
 def open_table(table_path: str, cached: bool = False):

@@ -72,7 +72,12 @@ def default_master() -> str:
 def session(master: Optional[str] = None, app_name: str = "paimon-fast", conf: Optional[Mapping] = None):
     """A SparkSession set up for paimon-fast (workers run this Python, Data Source
     filter pushdown on, ``paimon-fast`` registered).  ``master`` defaults to
-    ``$SPARK_MASTER`` or ``local[*]`` (every core of this machine)."""
+    ``$SPARK_MASTER`` or ``local[*]`` (every core of this machine).  Without pyspark,
+    Java 17+, or the pandas / pyarrow pyspark's Arrow UDFs need, raises
+    :class:`~paimon_fast.errors.MissingDependencyError` naming what to install."""
+    from .env import check_spark_environment
+
+    check_spark_environment()  # Java, pandas, pyarrow: one clear error instead of a py4j traceback
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession

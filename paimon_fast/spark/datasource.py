@@ -34,9 +34,12 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from ..errors import require
 
-from ..predicate import And
+require("pyspark", "the paimon-fast Spark Data Source")  # MissingDependencyError naming the extra
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition  # noqa: E402
+
+from ..predicate import And  # noqa: E402
 
 
 class _FilePartition(InputPartition):

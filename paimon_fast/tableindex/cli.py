@@ -114,10 +114,9 @@ def _is_index_manifest(path) -> bool:
 
 @inspector("index manifest")
 def describe_index_manifest(path, args):
-    try:
-        import fastavro
-    except ImportError:  # pragma: no cover
-        raise SystemExit("reading index manifests needs fastavro (pip install fastavro)")
+    from ..errors import require
+
+    fastavro = require("fastavro", "reading Paimon index manifests")
     with open(path, "rb") as f:
         rows = list(fastavro.reader(f))
     out = []

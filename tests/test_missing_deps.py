@@ -1,0 +1,160 @@
+"""Something outside the core is missing: one MissingDependencyError naming the extra or the install command."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from paimon_fast import cli
+from paimon_fast.errors import MissingCodecError, MissingDependencyError, OptionError, PaimonFastError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def hide(monkeypatch):
+    """hide("hudi"): importing the module raises ImportError, as if it were not installed."""
+    def run(*names):
+        for n in names:
+            for mod in [m for m in sys.modules if m == n or m.startswith(n + ".")]:
+                monkeypatch.delitem(sys.modules, mod)
+            monkeypatch.setitem(sys.modules, n, None)
+    return run
+
+
+def test_error_class_is_an_import_error_and_ours():
+    e = MissingDependencyError("x", name="hudi")
+    assert isinstance(e, ImportError) and isinstance(e, PaimonFastError) and e.name == "hudi"
+    assert issubclass(MissingCodecError, OptionError) and issubclass(MissingCodecError, MissingDependencyError)
+
+
+def test_hudi_without_hudi_names_the_tables_extra(hide):
+    import paimon_fast.hudi as ph  # importing the feature works: the model needs no tables
+
+    hide("hudi")
+    with pytest.raises(MissingDependencyError, match=r'pip install "paimon-fast\[tables\]"') as ei:
+        ph.read_arrow("/nonexistent/table", None)
+    assert ei.value.__cause__ is None and "`hudi`" in str(ei.value)
+
+
+def test_paimon_without_pypaimon_names_the_tables_extra(hide):
+    import paimon_fast.paimon as pp
+
+    hide("pypaimon")
+    for call in (lambda: pp.read_with_index(None, None), lambda: pp.plan_with_index(None, None),
+                 lambda: pp.legacy_manifest_table(None), lambda: pp.rewrite_file_index(None, None)):
+        with pytest.raises(MissingDependencyError, match=r'`pypaimon`.*pip install "paimon-fast\[tables\]"'):
+            call()
+
+
+def test_spark_without_pyspark_names_the_spark_extra(hide):
+    from paimon_fast.spark import env
+
+    hide("pyspark")
+    with pytest.raises(MissingDependencyError, match=r'`pyspark`.*pip install "paimon-fast\[spark\]"'):
+        env.check_python_packages()
+
+
+def test_data_source_module_without_pyspark(hide, monkeypatch):
+    monkeypatch.delitem(sys.modules, "paimon_fast.spark.datasource", raising=False)
+    hide("pyspark")
+    with pytest.raises(MissingDependencyError, match=r'Data Source needs the `pyspark`.*paimon-fast\[spark\]'):
+        import paimon_fast.spark.datasource  # noqa: F401
+
+
+@pytest.mark.parametrize("module,call", [
+    ("zstandard", "_zstd"), ("lz4", "_lz4"), ("lzo", "lzo_module")])
+def test_codec_without_its_package(hide, module, call):
+    from paimon_fast.globalindex import codec
+
+    hide(module)
+    extra = "lzo" if module == "lzo" else "codecs"
+    with pytest.raises(MissingCodecError, match=rf'pip install "paimon-fast\[{extra}\]"') as ei:
+        getattr(codec, call)()
+    assert isinstance(ei.value, OptionError)
+    if module == "lzo":
+        assert "apt-get install liblzo2-dev" in str(ei.value)
+
+
+def test_lzo_without_its_shared_library(monkeypatch):
+    """python-lzo installed, liblzo2 gone: the message names the C library, not the extra."""
+    import builtins
+
+    from paimon_fast.globalindex import codec
+
+    real = builtins.__import__
+
+    def fake(name, *a, **k):
+        if name == "lzo":
+            raise ImportError("liblzo2.so.2: cannot open shared object file: No such file or directory")
+        return real(name, *a, **k)
+
+    monkeypatch.delitem(sys.modules, "lzo", raising=False)
+    monkeypatch.setattr(builtins, "__import__", fake)
+    with pytest.raises(MissingCodecError, match=r"liblzo2 C library.*apt-get install liblzo2-2"):
+        codec.lzo_module()
+
+
+# ---------------------------------------------------------------- Java for Spark
+
+def _fake_java(tmp_path, version_line):
+    home = tmp_path / "jdk"
+    (home / "bin").mkdir(parents=True)
+    exe = home / "bin" / "java"
+    exe.write_text(f"#!/bin/sh\necho '{version_line}' >&2\n")
+    exe.chmod(0o755)
+    return str(home)
+
+
+@pytest.mark.parametrize("text,major", [
+    ('java version "1.8.0_372"', 8), ('openjdk version "11.0.21" 2023-10-17', 11),
+    ('openjdk version "17.0.9" 2023-10-17', 17), ('openjdk version "21" 2023-09-19', 21), ("nonsense", None)])
+def test_parse_java_version(text, major):
+    from paimon_fast.spark.env import parse_java_version
+
+    assert parse_java_version(text) == major
+
+
+def test_old_java_is_named_with_the_install_command(tmp_path, monkeypatch):
+    from paimon_fast.spark import env
+
+    monkeypatch.setenv("JAVA_HOME", _fake_java(tmp_path, 'openjdk version "11.0.21" 2023-10-17'))
+    with pytest.raises(MissingDependencyError, match=r"needs Java 17 or newer.*is Java 11.*apt-get install openjdk-17"):
+        env.check_java()
+    monkeypatch.setenv("JAVA_HOME", _fake_java(tmp_path / "b", 'openjdk version "21.0.1" 2023-10-17'))
+    assert env.check_java() == 21
+
+
+def test_no_java(tmp_path, monkeypatch):
+    from paimon_fast.spark import env
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java on it
+    with pytest.raises(MissingDependencyError, match=r"Spark needs Java, which was not found.*apt-get install"):
+        env.check_java()
+
+
+def test_cli_prints_what_to_install_not_a_traceback(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("pyspark")
+    from paimon_fast.spark import env
+
+    monkeypatch.setattr(env, "_CHECKED", [])
+    monkeypatch.setenv("JAVA_HOME", _fake_java(tmp_path, 'java version "1.8.0_372"'))
+    assert cli.main(["query", str(tmp_path), "--where", "id = 1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("paimon-fast query: Spark") and "Java 8" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------- the build
+
+def test_build_without_kernel_sources_fails_loudly(tmp_path):
+    """A source tree (or sdist) without the .pyx files must not build a package that cannot work."""
+    src = tmp_path / "src"
+    (src / "paimon_fast" / "_kernels").mkdir(parents=True)
+    (src / "csrc").mkdir()
+    for f in ("setup.py", "pyproject.toml", "README.md"):
+        (src / f).write_bytes(open(os.path.join(ROOT, f), "rb").read())
+    p = subprocess.run([sys.executable, "setup.py", "build_ext"], cwd=src, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode != 0
+    assert "kernel sources" in p.stderr and "bloom.pyx" in p.stderr and "Traceback" not in p.stderr
