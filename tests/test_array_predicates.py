@@ -141,6 +141,7 @@ def test_parquet_dataset(tmp_path):
 
 
 def test_paimon_table(tmp_path):
+    pytest.importorskip("pypaimon")
     from paimon_helpers import catalog
     from pypaimon import Schema
 

@@ -15,6 +15,7 @@ import struct
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from pyroaring import BitMap64
 
@@ -113,9 +114,10 @@ def _random_arrays(pool: pa.Array, n, seed, max_len=5, from_first=300):
 
 def _expected_via_bitmap_writer(dtype, arrays, rids, options):
     """Distinct (element, row id) postings -> the bitmap writer -> emptied row bitmaps."""
-    py = arrays.to_pylist()
     flat = pa.concat_arrays([arrays.flatten()]) if len(arrays) else None
-    parents = np.repeat(np.arange(len(arrays)), [0 if a is None else len(a) for a in py])
+    # lengths from Arrow, not to_pylist(): pyarrow 14 without pandas cannot make Python values of ns timestamps
+    lengths = pc.fill_null(pc.list_value_length(arrays), 0).to_numpy(zero_copy_only=False)
+    parents = np.repeat(np.arange(len(arrays)), lengths)
     keep = np.asarray(flat.is_valid().to_numpy(zero_copy_only=False), bool)
     elems, erids = flat.filter(pa.array(keep)), rids[parents[keep]]
     if len(elems) == 0:

@@ -214,6 +214,7 @@ def test_parquet_dataset_null_literals(tmp_path):
 # ---------------------------------------------------------------- Paimon tables
 
 def test_paimon_table_null_literals(tmp_path):
+    pytest.importorskip("pypaimon")
     from paimon_helpers import catalog
     from pypaimon import Schema
 
@@ -247,6 +248,7 @@ def test_paimon_table_null_literals(tmp_path):
 # ---------------------------------------------------------------- Hudi tables
 
 def test_hudi_null_literals(tmp_path):
+    pytest.importorskip("hudi")
     from hudi_writer import CowTable
 
     import paimon_fast.hudi as ph

@@ -321,7 +321,15 @@ def flatten_lists(values, rids):
     non-null element of every non-null array, in input order."""
     import pyarrow as pa
 
+    elem_type = None
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        vt = values.type.value_type
+        if pa.types.is_timestamp(vt) and vt.unit == "ns":
+            # Python has no nanosecond datetimes (pyarrow needs pandas for them): walk the
+            # integers and hand the elements back as an Arrow array of the element type
+            elem_type = vt
+            values = values.cast(pa.list_(pa.int64()) if not pa.types.is_large_list(values.type)
+                                 else pa.large_list(pa.int64()))
         values = values.to_pylist()
     elems, out = [], []
     for arr, rid in zip(values, list(rids)):
@@ -331,6 +339,8 @@ def flatten_lists(values, rids):
             if e is not None:
                 elems.append(e)
                 out.append(int(rid))
+    if elem_type is not None:
+        elems = pa.array(elems, pa.int64()).cast(elem_type)
     return elems, out
 
 

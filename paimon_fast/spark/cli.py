@@ -184,15 +184,15 @@ def _top_main(args):
     print(f"{t.num_rows:,} rows in {time.perf_counter() - t0:.3f}s")
     print(rep)
     if args.show:
-        print(t.slice(0, args.show).to_pandas().to_string(index=False) if _has_pandas() else t.slice(0, args.show))
+        print(format_rows(t.slice(0, args.show)))
 
 
-def _has_pandas() -> bool:
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        return False
-    return True
+def format_rows(t) -> str:
+    """A small Arrow table as aligned text, one row a line (no pandas needed)."""
+    rows = [[("NULL" if v is None else str(v)) for v in r.values()] for r in t.to_pylist()]
+    head = list(t.schema.names)
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(head)]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in [head, *rows])
 
 
 # ---------------------------------------------------------------- delete
