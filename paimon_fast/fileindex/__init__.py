@@ -15,6 +15,7 @@ import importlib
 from typing import Callable, Dict
 
 from ..errors import UnknownIndexTypeError
+from ..literals import normalize_leaf
 from ..predicate import And, Leaf, Or, Predicate
 from ..result import REMAIN, SKIP, FileIndexResult
 from ..source import Source, as_source
@@ -70,8 +71,28 @@ class FileIndexReader:
         self.options = options
 
     def visit(self, leaf: Leaf) -> FileIndexResult:
+        """Answer one leaf; its literals are first normalised to this index's
+        column type (:func:`paimon_fast.literals.normalize_leaf`), so ``x < 5.5``
+        on an INT index is asked as ``x <= 5`` and ``x = 5.5`` as no row."""
+        norm = normalize_leaf(leaf, self._arrow_type(), ieee=False)
+        if norm is not leaf:
+            return evaluate_tree(norm, self.visit_normalized)
+        return self.visit_normalized(leaf)
+
+    def visit_normalized(self, leaf: Leaf) -> FileIndexResult:
+        """Answer a leaf whose literals are already exact values of the column type."""
         fn = getattr(self, "visit_" + leaf.op, None)
         return REMAIN if fn is None else fn(leaf)
+
+    def _arrow_type(self):
+        t = self.__dict__.get("_arrow_t", False)
+        if t is False:
+            try:
+                t = self.dtype.to_arrow()
+            except Exception:
+                t = None
+            self.__dict__["_arrow_t"] = t
+        return t
 
     def evaluate(self, predicate: Predicate) -> FileIndexResult:
         """Answer a predicate whose leaves all refer to this index's column

@@ -35,6 +35,7 @@ from pyroaring import BitMap64
 
 from ..errors import IndexFormatError, UnsupportedTypeError
 from ..fileindex.options import Options
+from ..literals import normalize_leaf
 from ..predicate import And, Leaf, Or, Predicate
 from ..result import UNSUPPORTED
 from .format import (DEFAULT_FALLBACK, FOOTER_LENGTH, MAGIC, OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_FALLBACK,
@@ -261,6 +262,21 @@ class GlobalIndex:
             raise ValueError(f"literal {v!r} cannot be a {self.dtype} key: {e}") from None
 
     def visit(self, leaf: Leaf):
+        """Row ids for one leaf; literals are first normalised to the column type
+        (:func:`paimon_fast.literals.normalize_leaf`: ``x = 5.5`` on INT is no row)."""
+        at = getattr(self, "_arrow_t", False)
+        if at is False:
+            try:
+                at = self.dtype.to_arrow()
+            except Exception:
+                at = None
+            self._arrow_t = at
+        norm = normalize_leaf(leaf, at, ieee=False)
+        if norm is not leaf:
+            return self.evaluate(norm) if not isinstance(norm, Leaf) else self._visit(norm)
+        return self._visit(leaf)
+
+    def _visit(self, leaf: Leaf):
         op = leaf.op
         fn = getattr(self, "_v_" + op, None)
         if fn is None:
