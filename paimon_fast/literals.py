@@ -493,16 +493,29 @@ def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = T
             return leaf
         if not ieee and not g.integral and g.direct(lo) is not None and g.direct(hi) is not None:
             return leaf
+        # x BETWEEN lo AND hi is x >= ceil(lo) AND x <= floor(hi) on the column's grid; NOT BETWEEN its
+        # negation (NOT, not an OR of < and >, so NaN rows stay NOT BETWEEN as IEEE says)
         ql, qh = g.exact(lo), g.exact(hi)
-        el = None if ql is _NAN else g.on(ql)
-        eh = None if qh is _NAN else g.on(qh)
-        if el is not None and eh is not None and not (ieee and not g.integral and (el == 0.0 or eh == 0.0)):
-            out = Leaf(op, name, (el, eh))
-        elif op == "between":
-            out = _conj(name, [_cmp(g, "greater_or_equal", name, lo, ieee), _cmp(g, "less_or_equal", name, hi, ieee)],
-                        And)
+        if g.integral:
+            nl = None if ql is _NAN or ql > g.hi else max(math.ceil(ql), int(g.lo))
+            nh = None if qh is _NAN or qh < g.lo else min(math.floor(qh), int(g.hi))
+            empty = nl is None or nh is None or nl > nh
+            el, eh = (None, None) if empty else (g.value(nl), g.value(nh))
+            moved = nl is None or nh is None or Fraction(nl) != ql or Fraction(nh) != qh
         else:
-            out = _conj(name, [_cmp(g, "less_than", name, lo, ieee), _cmp(g, "greater_than", name, hi, ieee)], Or)
+            el = None if ql is _NAN else (ql if isinstance(ql, float) else g.ceil(ql))
+            eh = None if qh is _NAN else (qh if isinstance(qh, float) else g.floor(qh))
+            empty = el is None or eh is None or el > eh
+            moved = ql is _NAN or qh is _NAN or g.on(ql) is None or g.on(qh) is None
+            if not empty and ieee:
+                el = -0.0 if el == 0.0 else el  # Java orders -0.0 < 0.0: the bounds that make its range IEEE's
+                eh = 0.0 if eh == 0.0 else eh
+        if empty and (moved or ieee):
+            out = never(name) if op == "between" else _non_null(name)
+        elif empty:  # in-type bounds the wrong way round: the reader's (Java's) own answer
+            out = Leaf(op, name, (g.value(int(ql)), g.value(int(qh))) if g.integral else (float(ql), float(qh)))
+        else:
+            out = Leaf(op, name, (el, eh))
     else:
         v = leaf.literals[0]
         if v is None:

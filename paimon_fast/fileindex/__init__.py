@@ -15,7 +15,7 @@ import importlib
 from typing import Callable, Dict
 
 from ..errors import UnknownIndexTypeError
-from ..literals import normalize_leaf
+from ..literals import is_never, normalize_leaf
 from ..predicate import And, Leaf, Or, Predicate
 from ..result import REMAIN, SKIP, FileIndexResult
 from ..source import Source, as_source
@@ -76,6 +76,8 @@ class FileIndexReader:
         on an INT index is asked as ``x <= 5`` and ``x = 5.5`` as no row."""
         norm = normalize_leaf(leaf, self._arrow_type(), ieee=False)
         if norm is not leaf:
+            if is_never(norm):  # no value of the column type satisfies the leaf
+                return SKIP
             return evaluate_tree(norm, self.visit_normalized)
         return self.visit_normalized(leaf)
 

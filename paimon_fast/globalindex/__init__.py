@@ -35,7 +35,7 @@ from pyroaring import BitMap64
 
 from ..errors import IndexFormatError, UnsupportedTypeError
 from ..fileindex.options import Options
-from ..literals import normalize_leaf
+from ..literals import is_never, normalize_leaf
 from ..predicate import And, Leaf, Or, Predicate
 from ..result import UNSUPPORTED
 from .format import (DEFAULT_FALLBACK, FOOTER_LENGTH, MAGIC, OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_FALLBACK,
@@ -273,6 +273,8 @@ class GlobalIndex:
             self._arrow_t = at
         norm = normalize_leaf(leaf, at, ieee=False)
         if norm is not leaf:
+            if is_never(norm):
+                return BitMap64()
             return self.evaluate(norm) if not isinstance(norm, Leaf) else self._visit(norm)
         return self._visit(leaf)
 

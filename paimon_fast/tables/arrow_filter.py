@@ -128,7 +128,8 @@ def to_arrow_expression(predicate: Predicate, schema: Mapping[str, pa.DataType] 
             lo, hi = _scalar(p.literals[0], t), _scalar(p.literals[1], t)
             if op == "between":
                 return (f >= lo) & (f <= hi)
-            return (f < lo) | (f > hi)
+            # NOT (x BETWEEN ...): a NaN row is NOT BETWEEN any bounds (IEEE: both comparisons are false)
+            return ~((f >= lo) & (f <= hi)) & f.is_valid()
         if op == "starts_with":
             return pc.starts_with(f, p.literal)
         if op == "ends_with":
