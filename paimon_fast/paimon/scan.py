@@ -34,9 +34,11 @@ from pyroaring import BitMap
 from ..errors import PaimonFastError, UnknownIndexTypeError, UnsupportedTypeError
 from ..fileindex import evaluate_tree
 from ..fileindex.format import FileIndexFormat
+from ..literals import normalize
 from ..predicate import Leaf, Predicate
 from ..result import REMAIN, BitmapResult, FileIndexResult
 from ..source import BytesSource, FileObjSource
+from ..tables.arrow_filter import filter_table
 from .compat import legacy_manifest_table
 from .deletion import is_64bit, read_deletion_vector
 from .predicates import as_predicate, to_pypaimon
@@ -448,6 +450,24 @@ def _open_table(table):
     raise TypeError(f"expected a pypaimon table or read builder, got {type(table).__name__}")
 
 
+def _normalized(table, pred):
+    """``pred`` with literals made exact values of the table's column types
+    (:func:`paimon_fast.literals.normalize`); a missing column raises ColumnNotFoundError."""
+    if pred is None:
+        return None
+    tbl = getattr(table, "table", None) if not hasattr(table, "fields") else table
+    fields = getattr(tbl, "fields", None)
+    if not fields:
+        return pred
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    try:
+        schema = PyarrowFieldParser.from_paimon_schema(list(fields))
+    except Exception:  # a type pypaimon cannot map: leave the literals to pypaimon
+        return pred
+    return normalize(pred, schema, missing="error")
+
+
 def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
                     coalesce_gap: int = DEFAULT_COALESCE_GAP):
     """Plan with pypaimon, then prune with file indexes.
@@ -461,7 +481,7 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     """
     t0 = time.perf_counter()
     table, rb = _open_table(table)
-    pred = as_predicate(predicate)
+    pred = _normalized(table, as_predicate(predicate))
     if rb is None:
         rb = table.new_read_builder()
         if pred is not None:
@@ -495,14 +515,13 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     Splits with row ranges are read without pypaimon's per-batch residual
     filter (it costs a dataset scan per range) and filtered once at the end.
     """
-    from pypaimon.globalindex.indexed_split import IndexedSplit
-
     fallback_reason = "fast=False"
+    predicate = _normalized(table, as_predicate(predicate))
     if fast and hasattr(table, "new_read_builder") and predicate is not None:
         from .fastpath import Fallback, fast_read
 
         try:
-            return fast_read(legacy_manifest_table(table), as_predicate(predicate), projection,
+            return fast_read(legacy_manifest_table(table), predicate, projection,
                              max_workers=max_workers, use_cache=use_cache)
         except Fallback as e:
             fallback_reason = str(e)
@@ -510,36 +529,28 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     rb, splits, report = plan_with_index(table, predicate, projection, max_workers, fold_deletion_vectors,
                                          coalesce_gap)
     t0 = time.perf_counter()
-    pred = as_predicate(predicate)
-    indexed = [s for s in splits if isinstance(s, IndexedSplit)]
-    if given_builder or pred is None or not indexed:
+    pred = predicate
+    if pred is None:
         out = rb.new_read().to_arrow(splits)
+    elif given_builder:
+        out = rb.new_read().to_arrow(splits)
+        if out is not None and pred.fields() <= set(out.column_names):
+            out = filter_table(out, pred)
     else:
-        plain = [s for s in splits if not isinstance(s, IndexedSplit)]
-        parts = []
-        if plain:
-            parts.append(rb.new_read().to_arrow(plain))
+        # every row handed back satisfies the predicate: pypaimon's reader leaves partition keys out of
+        # its row filter (wrong under OR / NOT) and row-range splits skip it, so rows are read without
+        # it and filtered once here, after any merge, by the exact filter
         tbl = rb.table
         cols = list(projection) if projection is not None else list(tbl.field_names)
         extra = [c for c in sorted(pred.fields()) if c not in cols]
         rb2 = tbl.new_read_builder()
         if projection is not None or extra:
             rb2 = rb2.with_projection(cols + extra)
-        got = rb2.new_read().to_arrow(indexed)
-        if got is not None and got.num_rows:
-            got = got.filter(to_pypaimon(pred, tbl).to_arrow(got.schema))
+        out = rb2.new_read().to_arrow(splits)
+        if out is not None:
+            out = filter_table(out, pred)
             if extra:
-                got = got.select(cols)
-            parts.append(got)
-        parts = [p for p in parts if p is not None]
-        if not parts:
-            out = rb.new_read().to_arrow([])
-        elif len(parts) == 1:
-            out = parts[0]
-        else:
-            import pyarrow as pa
-
-            out = pa.concat_tables([parts[0]] + [p.cast(parts[0].schema) for p in parts[1:]])
+                out = out.select(cols)
     report.read_seconds = time.perf_counter() - t0
     report.rows_returned = out.num_rows if out is not None else 0
     report.fallback_reason = fallback_reason
