@@ -270,3 +270,21 @@ def test_mor_slice_indexed_while_an_instant_is_pending(tables, tmp_path, name):
     assert not storage.read_manifest(path)["pending"]
     assert r["slices_indexed"] >= sum(1 for s in table_state(path).slices if s.log_files)
     _check_battery(path, cols, snap, limit=10)
+
+
+def test_missing_column_is_an_error_not_a_full_scan(tables):
+    """A predicate on a column the table lacks raises ColumnNotFoundError from
+    prune and read_arrow (prune used to return every slice)."""
+    from paimon_fast import field
+    from paimon_fast.errors import ColumnNotFoundError
+
+    path = tables[ZIPS[0]]
+    cols = indexable(table_state(path).schema)
+    if not os.path.isdir(os.path.join(path, storage.INDEX_DIR)):
+        ph.build_index(None, path, cols)
+    with pytest.raises(ColumnNotFoundError, match="no_such_column"):
+        ph.prune(path, field("no_such_column") == 1)
+    with pytest.raises(ColumnNotFoundError, match="no_such_column"):
+        ph.prune(path, field("no_such_column") == 1, state=table_state(path))
+    with pytest.raises(ColumnNotFoundError, match="no_such_column"):
+        ph.read_arrow(path, field("no_such_column") == 1)

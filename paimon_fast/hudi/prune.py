@@ -31,7 +31,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from ..errors import IndexFormatError
+from ..errors import ColumnNotFoundError, IndexFormatError
+from ..literals import normalize
 from ..predicate import And, Leaf, Or, Predicate
 from . import model, storage
 from .build import logs_untrusted
@@ -485,6 +486,25 @@ def _coverage(table_path, view, state):
     return out
 
 
+def _check_columns(pred, col_types, state, table_path):
+    """ColumnNotFoundError for a predicate column the table does not have (it must not
+    silently prune nothing); the schema is read only when a column is not an indexed one."""
+    unknown = [c for c in sorted(pred.fields()) if c not in col_types]
+    if not unknown:
+        return
+    if state is not None and state.schema is not None:
+        names = state.schema.names
+    else:
+        from .table import open_table
+
+        t = open_table(table_path, cached=True)
+        populate = t.hudi_options().get("hoodie.populate.meta.fields", "true").lower() != "false"
+        names = (t.get_schema_with_meta_fields() if populate else t.get_schema()).names
+    for c in unknown:
+        if c not in names:
+            raise ColumnNotFoundError(c, names)
+
+
 def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: bool = True) -> PruneResult:
     """Candidate file slices (and exact row positions of base-only slices) for ``where``.
 
@@ -508,6 +528,9 @@ def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: 
         if state is None or state.slices is None:
             state = table_state(table_path)
     col_types = view.col_types if view is not None else {}
+    if pred is not None:
+        _check_columns(pred, col_types, state, table_path)
+        pred = normalize(pred, col_types)
     total, latest, uncovered, cov, refs, how = _coverage(table_path, view, state)
     t_list = time.perf_counter()
     candidates = [Candidate(ref, False, None, None) for ref in uncovered]

@@ -91,6 +91,12 @@ class TableState:
     options: dict = field(default_factory=dict)
 
 
+def _is_empty_timeline(e: Exception) -> bool:
+    """The ``hudi`` package's generic error for a timeline without completed instants (the only
+    error listing instants may ignore; any other one is raised)."""
+    return "no completed commit" in str(e).lower()
+
+
 def table_state(table_path: str, as_of=None, listing: bool = True) -> TableState:
     """Slices, schema and instants of the table now (or as of instant ``as_of``).
 
@@ -105,8 +111,9 @@ def table_state(table_path: str, as_of=None, listing: bool = True) -> TableState
     for fn in (tl.get_completed_commits, tl.get_completed_deltacommits, tl.get_completed_replacecommits):
         try:
             instants.extend(i.timestamp for i in fn())
-        except Exception:  # noqa: BLE001 - the package raises a generic error on empty timelines
-            pass
+        except Exception as e:  # noqa: BLE001 - the package raises a generic error on empty timelines
+            if not _is_empty_timeline(e):
+                raise
     instants = sorted(set(instants))
     if as_of is not None:
         instants = [i for i in instants if i <= as_of]
@@ -114,7 +121,9 @@ def table_state(table_path: str, as_of=None, listing: bool = True) -> TableState
     else:
         try:
             latest = tl.get_latest_commit_timestamp()
-        except Exception:  # noqa: BLE001 - "Timeline has no completed commit."
+        except Exception as e:  # noqa: BLE001 - "Timeline has no completed commit."
+            if not _is_empty_timeline(e):
+                raise
             latest = instants[-1] if instants else "0"
     slices = [] if listing else None
     if instants and listing:
