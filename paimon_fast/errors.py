@@ -24,6 +24,11 @@ class IndexFormatError(PaimonFastError, ValueError):
         super().__init__(msg)
 
 
+class IndexTooLargeError(PaimonFastError, ValueError):
+    """An index would exceed a size Java cannot handle (e.g. a serialized
+    deletion vector > 2 GB, Java's array limit)."""
+
+
 class UnsupportedTypeError(PaimonFastError, TypeError):
     """An index type cannot index this data type (e.g. bloom filter on BOOLEAN)."""
 
