@@ -10,7 +10,8 @@ compiled kernels and a PySpark pipeline.
     pf.FileIndexFormat.open(blob, {"x": "BIGINT"}).evaluate(pf.field("x") == 5)
 """
 from . import fileindex
-from .errors import IndexFormatError, OptionError, PaimonFastError, UnknownIndexTypeError, UnsupportedTypeError
+from .errors import (ColumnNotFoundError, IndexFormatError, IndexTooLargeError, InvalidArgumentError, LiteralTypeError,
+                     OptionError, PaimonFastError, PredicateError, UnknownIndexTypeError, UnsupportedTypeError)
 from .fileindex import FileIndexFormat
 from .predicate import And, Field, Leaf, Or, Predicate, TopN, field
 from .result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
@@ -33,4 +34,5 @@ __all__ = [
     "fileindex", "FileIndexFormat", "field", "Field", "Predicate", "Leaf", "And", "Or", "TopN",
     "REMAIN", "SKIP", "UNSUPPORTED", "BitmapResult", "FileIndexResult", "DataType",
     "PaimonFastError", "IndexFormatError", "UnsupportedTypeError", "UnknownIndexTypeError", "OptionError",
+    "PredicateError", "ColumnNotFoundError", "LiteralTypeError", "IndexTooLargeError", "InvalidArgumentError",
 ]

@@ -74,3 +74,9 @@ class LiteralTypeError(PredicateError, TypeError):
         self.literal = literal
         msg = f"cannot compare column {column!r} of type {column_type} with {type(literal).__name__} literal {literal!r}"
         super().__init__(msg + (f": {why}" if why else ""))
+
+
+class InvalidArgumentError(PaimonFastError, ValueError, TypeError):
+    """An API argument of the wrong kind or value (``field(None)``, a fractional
+    row position, duplicate row ids); a ``ValueError`` and a ``TypeError``, so
+    either ``except`` catches it."""

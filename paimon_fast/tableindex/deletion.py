@@ -32,7 +32,7 @@ from ..roaring import check32 as _check32
 
 from .. import roaring
 from .._kernels import load as _load
-from ..errors import IndexFormatError, IndexTooLargeError
+from ..errors import IndexFormatError, IndexTooLargeError, InvalidArgumentError
 from ..source import as_source
 
 _k = _load("dv")
@@ -72,7 +72,16 @@ def _as_positions(positions) -> np.ndarray:
         arr = positions.to_array()  # pyroaring BitMap / BitMap64
         positions = np.frombuffer(arr, dtype=np.uint64 if arr.itemsize == 8 else np.uint32) if len(arr) else []
     a = np.asarray(positions)
-    if a.dtype == object or a.dtype.kind == "f":
+    if a.dtype == object and a.size:
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in a.ravel()):
+            bad = next(v for v in a.ravel() if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)))
+            raise InvalidArgumentError(f"deletion positions must be integers, got {bad!r}")
+        a = np.asarray(a, dtype=np.int64)
+    elif a.dtype == object or a.dtype.kind == "f":
+        if a.size and not np.all(np.isfinite(a) & (a == np.floor(a))):
+            bad = a.ravel()[~(np.isfinite(a.ravel()) & (a.ravel() == np.floor(a.ravel())))][0]
+            raise InvalidArgumentError(f"deletion positions must be integers, got {float(bad)!r} "
+                                       "(a fractional position is not truncated)")
         a = np.asarray(a, dtype=np.int64) if a.size else np.zeros(0, np.int64)
     if a.size == 0:
         return np.zeros(0, np.int64)
