@@ -70,3 +70,12 @@ def test_dataset_scan_and_delete_name_the_column(tmp_path):
 ])
 def test_family(cls, base):
     assert issubclass(cls, PaimonFastError) and issubclass(cls, base)
+
+
+@pytest.mark.parametrize("itype", ["bitmap", "range-bitmap"])
+def test_index_read_as_another_column_type_names_the_type(itype):
+    w = pf.fileindex.writer(itype, "INT")
+    w.write_batch(pa.array(list(range(100)) * 3, pa.int32()))
+    data = w.finish()
+    with pytest.raises(IndexFormatError, match="BIGINT"):
+        pf.fileindex.reader(itype, "BIGINT", data).evaluate(pf.field("x") == 5).bitmap

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Callable, Dict
 
-from ..errors import UnknownIndexTypeError
+from ..errors import IndexFormatError, UnknownIndexTypeError
 from ..literals import is_never, normalize_leaf
 from ..predicate import And, Leaf, Or, Predicate
 from ..result import REMAIN, SKIP, FileIndexResult
@@ -160,7 +160,12 @@ class IndexFactory:
 
     def reader(self, dtype: DataType, source: Source, options: Options) -> FileIndexReader:
         self.check_type(dtype)
-        return self.reader_class(dtype, source, options)
+        try:
+            return self.reader_class(dtype, source, options)
+        except IndexFormatError as e:
+            # the formats do not record the column type: bytes written for another type read as corrupt
+            raise IndexFormatError(f"{e.what} (reading {self.name} index bytes as a {dtype} column: is that the "
+                                   "type the index was written for?)", e.offset) from None
 
 
 def register(factory_cls):
