@@ -35,7 +35,7 @@ from ..errors import ColumnNotFoundError, IndexFormatError
 from ..literals import normalize
 from ..predicate import And, Leaf, Or, Predicate
 from . import model, storage
-from .build import logs_untrusted
+from .build import logs_changed, logs_untrusted
 from .table import SliceRef, listing_is_current, table_state
 
 INDEXED_OPS = {"equal", "not_equal", "in", "not_in", "is_null", "is_not_null"}
@@ -462,9 +462,10 @@ def _coverage(table_path, view, state):
     exactly the one it was taken on; otherwise the ``hudi`` package lists the slices."""
     if state is None or state.slices is None:
         if view is not None and listing_is_current(table_path, view.listing):
-            cov = np.arange(len(view.entries), dtype=np.int64)
-            return (len(view.entries) + len(view.unindexed), view.manifest["instant"], list(view.unindexed), cov,
-                    view.refs, "index")
+            changed = [j for j, e in enumerate(view.entries) if logs_changed(table_path, e)]
+            cov = np.setdiff1d(np.arange(len(view.entries), dtype=np.int64), np.array(changed, np.int64))
+            return (len(view.entries) + len(view.unindexed), view.manifest["instant"],
+                    list(view.unindexed) + [view.refs[j] for j in changed], cov, view.refs, "index")
         state = table_state(table_path)
     cached = getattr(state, "_pf_coverage", None)
     if cached is not None and cached[0] is view:
@@ -476,7 +477,7 @@ def _coverage(table_path, view, state):
         covered = {k: j for k, j in covered.items() if not k[3]}
     for ref in state.slices:
         j = covered.get(ref.identity)
-        if j is None:
+        if j is None or (ref.log_files and logs_changed(table_path, view.entries[j])):
             uncovered.append(ref)
         else:
             cov.append(j)

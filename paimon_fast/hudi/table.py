@@ -67,6 +67,19 @@ class SliceRef:
     def logs_rel(self):
         return [f"{self.partition}/{n}" if self.partition else n for n in self.log_files]
 
+    def log_sizes(self, table_path: str):
+        """Current byte size of each log file (None when one is missing).  A log file can grow
+        in place (table version 6 merge-on-read on storage with append, such as HDFS), so its
+        name alone does not identify its content: the index records these sizes with the
+        slice and trusts an entry only while they are unchanged."""
+        out = []
+        for rel in self.logs_rel():
+            try:
+                out.append(os.stat(os.path.join(table_path, rel)).st_size)
+            except OSError:
+                return None
+        return out
+
     def to_json(self) -> dict:
         return {"partition": self.partition, "file_id": self.file_id, "base_file": self.base_file,
                 "log_files": list(self.log_files), "instant": self.instant}
