@@ -461,6 +461,22 @@ def _conj(name, parts, kind) -> Predicate:
     return never(name) if not live else Or.of(*live)
 
 
+_INT_BOUNDS = {8: (-(1 << 7), (1 << 7) - 1), 16: (-(1 << 15), (1 << 15) - 1), 32: (-(1 << 31), (1 << 31) - 1),
+               64: (-(1 << 63), (1 << 63) - 1)}
+
+
+def _already_exact(lits, t) -> bool:
+    """The common cases that need no work: Python ints within a signed integer column's
+    range, strings on a string column (a fast check; everything else takes the full path)."""
+    tid = t.id
+    if tid == pa.string().id or tid == pa.large_string().id:
+        return all(type(v) is str for v in lits)
+    if pa.types.is_signed_integer(t):
+        lo, hi = _INT_BOUNDS[t.bit_width]
+        return all(type(v) is int and lo <= v <= hi for v in lits)
+    return False
+
+
 def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = True) -> Predicate:
     """``leaf`` with its literals made exact values of ``arrow_type`` (see the module doc).
 
@@ -479,6 +495,8 @@ def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = T
         return leaf
     op = leaf.op
     if op not in _CMP and op not in ("in", "not_in", "between", "not_between"):
+        return leaf
+    if _already_exact(leaf.literals, t):
         return leaf
     g = _grid(leaf.name, t)
     if g is None:
