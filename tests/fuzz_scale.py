@@ -231,9 +231,13 @@ def _avro():
 
 
 def _exercise_avro(_, data):
-    from paimon_fast.paimon.fastpath import read_avro
+    from paimon_fast.paimon.fastpath import Fallback, read_avro
 
-    read_avro(data)
+    try:
+        read_avro(data)
+    except Fallback as e:  # a codec name the fast path does not decode: by design it hands the table to pypaimon
+        if not str(e).startswith(("Avro codec", "snappy-compressed")):
+            raise
 
 
 READERS = {
