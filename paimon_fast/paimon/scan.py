@@ -512,8 +512,14 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     and queries it does not cover take pypaimon's planner and reader
     (``report.fast_path`` says which, ``report.fallback_reason`` why).
 
-    Splits with row ranges are read without pypaimon's per-batch residual
-    filter (it costs a dataset scan per range) and filtered once at the end.
+    On pypaimon's path rows are read without its per-batch residual filter
+    (it leaves partition keys out, so an OR / NOT over a partition column
+    returned whole partitions; on row ranges it costs a dataset scan per
+    range) and filtered once at the end, after any merge, by the exact filter
+    (:func:`paimon_fast.tables.arrow_filter.filter_table`): every row returned
+    satisfies the predicate.  Literals are first normalised to the columns'
+    types (:mod:`paimon_fast.literals`); a predicate column the table lacks
+    raises :class:`~paimon_fast.errors.ColumnNotFoundError`.
     """
     fallback_reason = "fast=False"
     predicate = _normalized(table, as_predicate(predicate))
