@@ -286,3 +286,46 @@ def test_dataset_scan_with_every_index_answers_like_sql(case):
         got, rep = ds.scan(pred)
         want = sorted(r["rid"] for r in rows if holds(pred, r))
         assert sorted(got.column("rid").to_pylist()) == want, (pred, rep)
+
+
+_ALPHA = st.sampled_from(list("ab%_\\xé"))
+
+
+@st.composite
+def string_cases(draw):
+    values = draw(st.lists(st.none() | st.text(_ALPHA, max_size=4), min_size=1, max_size=30))
+    pat = draw(st.text(_ALPHA, max_size=5))
+    lit = draw(st.text(_ALPHA, max_size=3))
+    opt = draw(st.lists(st.none() | st.text(_ALPHA, max_size=2), min_size=1, max_size=3))
+    f = pf.field("x")
+    pred = draw(st.sampled_from([f.like(pat), f.startswith(lit), f.endswith(lit), f.contains(lit), f.equal(lit),
+                                 f.not_equal(lit), f < lit, f >= lit, f.isin(opt), f.notin(opt)]))
+    if draw(st.booleans()):
+        pred = pred | f.is_null() if draw(st.booleans()) else pred & f.is_not_null()
+    return values, pred
+
+
+@settings(max_examples=400, deadline=None)
+@given(string_cases())
+def test_string_predicates_like_escapes_and_nulls_like_sql(case):
+    """LIKE with % _ and backslash escapes, prefixes / suffixes / substrings, IN lists holding NULL
+    (x NOT IN (.., NULL) is never true): the exact filter equals the oracle."""
+    values, pred = case
+    tbl = pa.table({"x": pa.array(values, pa.string()), "i": pa.array(range(len(values)), pa.int32())})
+    want = matching_rows(pred, tbl.to_pylist())
+    assert filter_table(tbl, pred).column("i").to_pylist() == want, (pred, values)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.none() | st.datetimes(dt.datetime(1960, 1, 1), dt.datetime(2060, 1, 1)), min_size=1, max_size=20),
+       st.datetimes(dt.datetime(1960, 1, 1), dt.datetime(2060, 1, 1)), st.integers(-14, 14),
+       st.sampled_from(["equal", "not_equal", "less_than", "greater_or_equal"]), st.sampled_from(["us", "ms", "ns"]))
+def test_time_zones_on_ltz_columns_like_sql(values, lit, hours, op, unit):
+    """A TIMESTAMP WITH LOCAL TIME ZONE column (UTC instants) against aware literals in any zone."""
+    t = pa.timestamp(unit, tz="UTC")
+    vals = [None if v is None else v.replace(tzinfo=dt.timezone.utc) for v in values]
+    tbl = pa.table({"x": pa.array(vals, t), "i": pa.array(range(len(vals)), pa.int32())})
+    aware = lit.replace(tzinfo=dt.timezone(dt.timedelta(hours=hours)))
+    pred = Leaf(op, "x", (aware,))
+    want = matching_rows(pred, tbl.to_pylist())
+    assert filter_table(tbl, pred).column("i").to_pylist() == want, (pred, values)
