@@ -4,7 +4,7 @@
 # and fuzz tests plus a fuzz_scale run against them.  Any ASan / UBSan report aborts
 # the run with a non-zero exit.
 #
-#   tools/sanitize.sh                 # FUZZ_N=2000 mutated inputs per reader
+#   tools/sanitize.sh                 # FUZZ_N=2000 mutated inputs per reader (in the project's environment)
 #   FUZZ_N=100000 tools/sanitize.sh   # the full-scale fuzz run under the sanitizers
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
