@@ -46,7 +46,7 @@ import pyarrow as pa
 from .errors import ColumnNotFoundError, LiteralTypeError
 from .predicate import And, Leaf, Or, Predicate
 
-__all__ = ["normalize", "normalize_leaf", "never", "is_never", "arrow_types"]
+__all__ = ["normalize", "normalize_leaf", "never", "is_never", "arrow_types", "widen_to_micros"]
 
 _CMP = ("equal", "not_equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal")
 _NAN = "nan"
@@ -591,3 +591,42 @@ def normalize(predicate: Optional[Predicate], schema, *, missing: str = "keep", 
         raise TypeError(f"not a predicate: {p!r}")
 
     return go(predicate)
+
+
+def _floor_us(v):
+    """A timestamp literal floored to the microsecond (a datetime), or None if it is not one."""
+    if isinstance(v, _dt.datetime):
+        return v.replace(nanosecond=0) if hasattr(v, "nanosecond") else v
+    if isinstance(v, np.datetime64):
+        return v.astype("datetime64[us]")
+    return None
+
+
+def widen_to_micros(p: Predicate) -> Predicate:
+    """An index-level form of a normalised predicate on a nanosecond column whose index keys
+    are microseconds (TIMESTAMP(7..9) in Paimon's file indexes): true for every row whose key
+    could hold a matching value.  Ranges compare the floored microsecond inclusively,
+    ``!=`` / ``NOT IN`` keep every non-null row (a value in the same microsecond has the same key)."""
+    if isinstance(p, And):
+        return And.of(*(widen_to_micros(c) for c in p.children))
+    if isinstance(p, Or):
+        return Or.of(*(widen_to_micros(c) for c in p.children))
+    if not isinstance(p, Leaf) or not p.literals or any(v is None for v in p.literals):
+        return p
+    op, name = p.op, p.name
+    fl = [_floor_us(v) for v in p.literals]
+    if any(v is None for v in fl):
+        return p
+    if op in ("not_equal", "not_in"):
+        return _non_null(name)
+    if op in ("less_than", "less_or_equal"):
+        return Leaf("less_or_equal", name, (fl[0],))
+    if op in ("greater_than", "greater_or_equal"):
+        return Leaf("greater_or_equal", name, (fl[0],))
+    if op == "between":
+        return Leaf("between", name, (fl[0], fl[1]))
+    if op == "not_between":
+        return Or.of(Leaf("less_or_equal", name, (fl[0],)), Leaf("greater_or_equal", name, (fl[1],)))
+    if op in ("equal", "in"):
+        return Leaf(op, name, tuple(fl))
+    return p

@@ -15,7 +15,7 @@ import importlib
 from typing import Callable, Dict
 
 from ..errors import IndexFormatError, UnknownIndexTypeError
-from ..literals import is_never, normalize_leaf
+from ..literals import is_never, normalize_leaf, widen_to_micros
 from ..predicate import And, Leaf, Or, Predicate
 from ..result import REMAIN, SKIP, FileIndexResult
 from ..source import Source, as_source
@@ -75,6 +75,8 @@ class FileIndexReader:
         column type (:func:`paimon_fast.literals.normalize_leaf`), so ``x < 5.5``
         on an INT index is asked as ``x <= 5`` and ``x = 5.5`` as no row."""
         norm = normalize_leaf(leaf, self._arrow_type(), ieee=False)
+        if self._coarse_keys():
+            norm = widen_to_micros(norm)
         if norm is not leaf:
             if is_never(norm):  # no value of the column type satisfies the leaf
                 return SKIP
@@ -85,6 +87,17 @@ class FileIndexReader:
         """Answer a leaf whose literals are already exact values of the column type."""
         fn = getattr(self, "visit_" + leaf.op, None)
         return REMAIN if fn is None else fn(leaf)
+
+    #: TIMESTAMP(7..9) columns are keyed by microseconds: widen leaves so that no row whose value
+    #: matches is skipped (:func:`paimon_fast.literals.widen_to_micros`); False gives Java's own
+    #: answers over the keys (e.g. ``!=`` drops rows in the literal's microsecond)
+    widen_coarse_keys = True
+
+    def _coarse_keys(self) -> bool:
+        """TIMESTAMP(7..9) columns: Paimon's file indexes key their values by microseconds,
+        coarser than the values themselves."""
+        d = self.dtype
+        return self.widen_coarse_keys and getattr(d, "is_timestamp", False) and (d.precision or 0) > 6
 
     def _arrow_type(self):
         t = self.__dict__.get("_arrow_t", False)
