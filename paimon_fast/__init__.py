@@ -10,7 +10,8 @@ compiled kernels and a PySpark pipeline.
     pf.FileIndexFormat.open(blob, {"x": "BIGINT"}).evaluate(pf.field("x") == 5)
 """
 from . import fileindex
-from .errors import (IndexFormatError, MissingDependencyError, OptionError, PaimonFastError, UnknownIndexTypeError,
+from .errors import (ColumnNotFoundError, IndexFormatError, IndexTooLargeError, InvalidArgumentError, LiteralTypeError,
+                     MissingDependencyError, OptionError, PaimonFastError, PredicateError, UnknownIndexTypeError,
                      UnsupportedTypeError)
 from .fileindex import FileIndexFormat
 from .predicate import And, Field, Leaf, Or, Predicate, TopN, field
@@ -35,4 +36,5 @@ __all__ = [
     "REMAIN", "SKIP", "UNSUPPORTED", "BitmapResult", "FileIndexResult", "DataType",
     "PaimonFastError", "IndexFormatError", "UnsupportedTypeError", "UnknownIndexTypeError", "OptionError",
     "MissingDependencyError",
+    "PredicateError", "ColumnNotFoundError", "LiteralTypeError", "IndexTooLargeError", "InvalidArgumentError",
 ]

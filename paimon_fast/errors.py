@@ -24,6 +24,11 @@ class IndexFormatError(PaimonFastError, ValueError):
         super().__init__(msg)
 
 
+class IndexTooLargeError(PaimonFastError, ValueError):
+    """An index would exceed a size Java cannot handle (e.g. a serialized
+    deletion vector > 2 GB, Java's array limit)."""
+
+
 class UnsupportedTypeError(PaimonFastError, TypeError):
     """An index type cannot index this data type (e.g. bloom filter on BOOLEAN)."""
 
@@ -110,3 +115,41 @@ def needs(module: str, feature: str):
             return fn(*args, **kwargs)
         return wrapper
     return deco
+
+
+class PredicateError(PaimonFastError, ValueError):
+    """A predicate that cannot be answered against this table or column."""
+
+
+class ColumnNotFoundError(PredicateError, KeyError):
+    """A predicate names a column the table (or index) does not have.
+
+    ``column`` is the missing name, ``available`` the columns there are.
+    """
+
+    def __init__(self, column, available=()):
+        self.column = column
+        self.available = list(available)
+        shown = ", ".join(map(str, self.available[:20])) + (", ..." if len(self.available) > 20 else "")
+        super().__init__(f"no column {column!r} (columns: {shown})" if self.available else f"no column {column!r}")
+
+    def __str__(self):  # KeyError quotes its argument; keep the message readable
+        return str(self.args[0]) if self.args else ""
+
+
+class LiteralTypeError(PredicateError, TypeError):
+    """A predicate literal cannot be compared with its column's type
+    (e.g. a string against an INT column).  Names the column, type and literal."""
+
+    def __init__(self, column, column_type, literal, why=""):
+        self.column = column
+        self.column_type = column_type
+        self.literal = literal
+        msg = f"cannot compare column {column!r} of type {column_type} with {type(literal).__name__} literal {literal!r}"
+        super().__init__(msg + (f": {why}" if why else ""))
+
+
+class InvalidArgumentError(PaimonFastError, ValueError, TypeError):
+    """An API argument of the wrong kind or value (``field(None)``, a fractional
+    row position, duplicate row ids); a ``ValueError`` and a ``TypeError``, so
+    either ``except`` catches it."""

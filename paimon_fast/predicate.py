@@ -212,6 +212,10 @@ class Field:
     __slots__ = ("name",)
 
     def __init__(self, name: str):
+        if not isinstance(name, str) or not name:
+            from .errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"a column name must be a non-empty string, got {name!r}")
         self.name = name
 
     def __eq__(self, v):  # type: ignore[override]

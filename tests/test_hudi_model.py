@@ -165,3 +165,43 @@ def test_encode_groups_array_equals_one_by_one(groups):
     got = model.encode_groups_array(pos, bounds).to_pylist()
     assert got == model.encode_groups(pos, bounds)
     assert got == [model.encode_bitmap(g) for g in gs]
+
+
+def test_timeline_errors_are_raised_not_swallowed(monkeypatch):
+    """Listing the timeline's instants ignores only the package's 'no completed commit'
+    error (an empty timeline); any other error reaches the caller."""
+    import pyarrow as pa
+
+    from paimon_fast.hudi import table as ht
+
+    class Timeline:
+        def __init__(self, err):
+            self.err = err
+
+        def _raise(self):
+            raise self.err
+
+        get_completed_commits = get_completed_deltacommits = get_completed_replacecommits = _raise
+        get_latest_commit_timestamp = _raise
+
+    class Table:
+        is_mor = False
+
+        def __init__(self, err):
+            self.err = err
+
+        def hudi_options(self):
+            return {}
+
+        def get_schema_with_meta_fields(self):
+            return pa.schema([("a", pa.int32())])
+
+        def get_timeline(self):
+            return Timeline(self.err)
+
+    monkeypatch.setattr(ht, "open_table", lambda p, cached=False: Table(RuntimeError("Timeline has no completed commit.")))
+    st = ht.table_state("/nowhere")
+    assert st.completed_instants == [] and st.latest_instant == "0"
+    monkeypatch.setattr(ht, "open_table", lambda p, cached=False: Table(OSError("permission denied: .hoodie")))
+    with pytest.raises(OSError, match="permission denied"):
+        ht.table_state("/nowhere")

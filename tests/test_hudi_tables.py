@@ -272,3 +272,67 @@ def test_mor_slice_indexed_while_an_instant_is_pending(tables, tmp_path, name):
     assert not storage.read_manifest(path)["pending"]
     assert r["slices_indexed"] >= sum(1 for s in table_state(path).slices if s.log_files)
     _check_battery(path, cols, snap, limit=10)
+
+
+def test_missing_column_is_an_error_not_a_full_scan(tables):
+    """A predicate on a column the table lacks raises ColumnNotFoundError from
+    prune and read_arrow (prune used to return every slice)."""
+    from paimon_fast import field
+    from paimon_fast.errors import ColumnNotFoundError
+
+    path = tables[ZIPS[0]]
+    cols = indexable(table_state(path).schema)
+    if not os.path.isdir(os.path.join(path, storage.INDEX_DIR)):
+        ph.build_index(None, path, cols)
+    with pytest.raises(ColumnNotFoundError, match="no_such_column"):
+        ph.prune(path, field("no_such_column") == 1)
+    with pytest.raises(ColumnNotFoundError, match="no_such_column"):
+        ph.prune(path, field("no_such_column") == 1, state=table_state(path))
+    with pytest.raises(ColumnNotFoundError, match="no_such_column"):
+        ph.read_arrow(path, field("no_such_column") == 1)
+
+
+def _log_table(tables):
+    for z in ZIPS:
+        st_ = table_state(tables[z])
+        if any(s.log_files for s in st_.slices):
+            return z
+    pytest.fail("no real Hudi table with log files")
+
+
+def test_log_file_grown_in_place_is_not_trusted(tables, tmp_path):
+    """A slice is recognised by its file names and each log file's size: a log file that grows
+    in place (version 6 merge-on-read tables on storage with append, such as HDFS) keeps its
+    name, and its old index entry must not be used to skip it."""
+    from paimon_fast import field
+
+    src = tables[_log_table(tables)]
+    path = str(tmp_path / "t")
+    shutil.copytree(src, path)
+    shutil.rmtree(os.path.join(path, storage.INDEX_DIR), ignore_errors=True)
+    state = table_state(path)
+    cols = indexable(state.schema)
+    ph.build_index(None, path, cols)
+    m = storage.read_manifest(path)
+    logged = [e for e in m["slices"] if e["log_files"]]
+    assert logged and all(len(e["log_sizes"]) == len(e["log_files"]) for e in logged)
+    col = cols[0]
+    t = {f.name: f.type for f in state.schema}[col]
+    import pyarrow as pa
+
+    lit = "no-such-value-zz" if pa.types.is_string(t) else -987654321
+    pred = field(col) == lit
+    before = ph.prune(path, pred)
+    victim = SliceRef.from_json(logged[0])
+    assert victim.identity not in {c.slice.identity for c in before.candidates}  # the index skips it
+    with open(os.path.join(path, victim.logs_rel()[-1]), "ab") as fh:  # the log grows under the same name
+        fh.write(b"\0" * 64)
+    for state_arg in (None, table_state(path)):
+        after = ph.prune(path, pred, state=state_arg)
+        cands = {c.slice.identity: c for c in after.candidates}
+        assert victim.identity in cands and not cands[victim.identity].covered
+    # an incremental build does not carry the stale entry over
+    rep = ph.build_index(None, path)
+    assert rep["slices_indexed"] >= 1
+    e = [x for x in storage.read_manifest(path)["slices"] if x["file_id"] == victim.file_id]
+    assert not e or e[0]["log_sizes"] == victim.log_sizes(path)

@@ -91,10 +91,11 @@ def test_huge_counts_do_not_allocate():
     b = struct.pack("<iQ", ti.MAGIC64, 2**31) + b"\0" * 8
     with pytest.raises(IndexFormatError, match="bitmaps"):
         ti.DeletionVector.deserialize(b)
-    # a sparse key near Java's maximum: accepted without allocating 2^31 bitmaps
+    # a sparse key near Java's maximum: Java's layout writes every key below it (25 GB), so it could
+    # never be written back: refused on read, without allocating 2^31 bitmaps
     one = struct.pack("<iQI", ti.MAGIC64, 1, 2**31 - 2) + bytes.fromhex("3a300000010000000000000010000000" "0500")
-    dv = ti.DeletionVector.deserialize(one)
-    assert dv.cardinality == 1 and dv.is_deleted(((2**31 - 2) << 32) | 5)
+    with pytest.raises(IndexFormatError, match="2 GB"):
+        ti.DeletionVector.deserialize(one)
     # key beyond Java's limit
     with pytest.raises(IndexFormatError, match="too large"):
         ti.DeletionVector.deserialize(struct.pack("<iQI", ti.MAGIC64, 1, 2**31 - 1) + bytes.fromhex("3a30000000000000"))
@@ -142,3 +143,67 @@ def test_hash_index_and_puffin_corruption():
         except IndexFormatError:
             bad += 1
     assert bad > 100
+
+
+# the two 64-bit vectors of issue 23: a 56-byte vector whose second key is 0x00800001 (legal) and the
+# same with key 0x40000001 (its Java layout exceeds 2 GB)
+_SPARSE_HEX = ("d1d339640200000000000000000000003b30010002ff7f0000ffff3100ffff0100ceff3100"
+               "010080003b3000000100003100010000003100")
+
+
+def test_sparse_64bit_vector_writes_back_in_javas_layout_without_runaway_allocation():
+    import tracemalloc
+
+    data = bytes.fromhex(_SPARSE_HEX)
+    dv = ti.DeletionVector.deserialize(data)
+    assert dv.bitmap64 and dv.cardinality == 101
+    tracemalloc.start()
+    try:
+        out = dv.serialize()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    nkeys = 0x00800001 + 1
+    # Java's dense layout: magic, count, then every key 0 .. 0x00800001 with its bitmap
+    assert struct.unpack_from("<iQ", out) == (ti.MAGIC64, nkeys)
+    # independent decode of the layout: key i at each record, empty bitmaps (cookie 12346, 0 containers)
+    p, keys, nonempty = 12, 0, []
+    while p < len(out):
+        (key,) = struct.unpack_from("<I", out, p)
+        assert key == keys
+        size, card = ti_check32(out, p + 4)
+        if card:
+            nonempty.append(key)
+        p += 4 + size
+        keys += 1
+        if keys == 3:  # skip the bulk of empty records (checked by a byte comparison below)
+            empties = 0x00800001 - 3
+            block = out[p:p + 12 * empties]
+            arr = np.frombuffer(block, np.uint32).reshape(-1, 3)
+            assert (arr[:, 0] == np.arange(3, 0x00800001, dtype=np.uint32)).all()
+            assert (arr[:, 1] == 12346).all() and (arr[:, 2] == 0).all()
+            p += 12 * empties
+            keys = 0x00800001
+    assert keys == nkeys and nonempty == [0, 0x00800001]
+    assert peak < 400 * 2**20  # the bin is 100 MB; no list of millions of Python objects
+    again = ti.DeletionVector.deserialize(out)
+    assert again == dv and again.serialize() == out
+    blob = dv.to_blob()
+    assert ti.DeletionVector.from_blob(blob) == dv
+
+
+def ti_check32(buf, at):
+    from paimon_fast.roaring import check32
+
+    return check32(buf, at, -1, 0)
+
+
+def test_64bit_vector_whose_java_layout_exceeds_2gb_is_refused_on_read():
+    data = bytes.fromhex(_SPARSE_HEX.replace("01008000", "01000040"))
+    with pytest.raises(IndexFormatError, match="2 GB"):
+        ti.DeletionVector.deserialize(data)
+    big = ti.DeletionVector.from_positions([ti.MAX_POSITION_64], bitmap64=True)
+    from paimon_fast.errors import IndexTooLargeError
+
+    with pytest.raises(IndexTooLargeError, match="2GB"):
+        big.to_blob()

@@ -14,7 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import Callable, Dict
 
-from ..errors import UnknownIndexTypeError
+from ..errors import IndexFormatError, UnknownIndexTypeError
+from ..literals import is_never, normalize_leaf, widen_to_micros
 from ..predicate import And, Leaf, Or, Predicate
 from ..result import REMAIN, SKIP, FileIndexResult
 from ..source import Source, as_source
@@ -70,8 +71,43 @@ class FileIndexReader:
         self.options = options
 
     def visit(self, leaf: Leaf) -> FileIndexResult:
+        """Answer one leaf; its literals are first normalised to this index's
+        column type (:func:`paimon_fast.literals.normalize_leaf`), so ``x < 5.5``
+        on an INT index is asked as ``x <= 5`` and ``x = 5.5`` as no row."""
+        norm = normalize_leaf(leaf, self._arrow_type(), ieee=False)
+        if self._coarse_keys():
+            norm = widen_to_micros(norm)
+        if norm is not leaf:
+            if is_never(norm):  # no value of the column type satisfies the leaf
+                return SKIP
+            return evaluate_tree(norm, self.visit_normalized)
+        return self.visit_normalized(leaf)
+
+    def visit_normalized(self, leaf: Leaf) -> FileIndexResult:
+        """Answer a leaf whose literals are already exact values of the column type."""
         fn = getattr(self, "visit_" + leaf.op, None)
         return REMAIN if fn is None else fn(leaf)
+
+    #: TIMESTAMP(7..9) columns are keyed by microseconds: widen leaves so that no row whose value
+    #: matches is skipped (:func:`paimon_fast.literals.widen_to_micros`); False gives Java's own
+    #: answers over the keys (e.g. ``!=`` drops rows in the literal's microsecond)
+    widen_coarse_keys = True
+
+    def _coarse_keys(self) -> bool:
+        """TIMESTAMP(7..9) columns: Paimon's file indexes key their values by microseconds,
+        coarser than the values themselves."""
+        d = self.dtype
+        return self.widen_coarse_keys and getattr(d, "is_timestamp", False) and (d.precision or 0) > 6
+
+    def _arrow_type(self):
+        t = self.__dict__.get("_arrow_t", False)
+        if t is False:
+            try:
+                t = self.dtype.to_arrow()
+            except Exception:
+                t = None
+            self.__dict__["_arrow_t"] = t
+        return t
 
     def evaluate(self, predicate: Predicate) -> FileIndexResult:
         """Answer a predicate whose leaves all refer to this index's column
@@ -137,7 +173,12 @@ class IndexFactory:
 
     def reader(self, dtype: DataType, source: Source, options: Options) -> FileIndexReader:
         self.check_type(dtype)
-        return self.reader_class(dtype, source, options)
+        try:
+            return self.reader_class(dtype, source, options)
+        except IndexFormatError as e:
+            # the formats do not record the column type: bytes written for another type read as corrupt
+            raise IndexFormatError(f"{e.what} (reading {self.name} index bytes as a {dtype} column: is that the "
+                                   "type the index was written for?)", e.offset) from None
 
 
 def register(factory_cls):

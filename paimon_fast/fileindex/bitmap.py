@@ -362,7 +362,7 @@ class BitmapReader(FileIndexReader):
 
     # ---------------------------------------------------------------- header
     def _fail(self, what, at):
-        raise IndexFormatError(f"bitmap index: {what}", self._base + at)
+        raise IndexFormatError(f"bitmap index (read as {self.dtype}): {what}", self._base + at)
 
     def _parse_header(self):
         src = self.source

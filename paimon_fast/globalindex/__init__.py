@@ -39,6 +39,7 @@ from pyroaring import BitMap64
 
 from ..errors import IndexFormatError, UnsupportedTypeError
 from ..fileindex.options import Options
+from ..literals import is_never, normalize_leaf
 from ..predicate import ARRAY_OPS, And, Leaf, Or, Predicate
 from ..result import UNSUPPORTED
 from .format import (DEFAULT_FALLBACK, FOOTER_LENGTH, MAGIC, OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_FALLBACK,
@@ -285,6 +286,23 @@ class GlobalIndex:
             raise ValueError(f"literal {v!r} cannot be a {self.dtype} key: {e}") from None
 
     def visit(self, leaf: Leaf):
+        """Row ids for one leaf; literals are first normalised to the column type
+        (:func:`paimon_fast.literals.normalize_leaf`: ``x = 5.5`` on INT is no row)."""
+        at = getattr(self, "_arrow_t", False)
+        if at is False:
+            try:
+                at = self.dtype.to_arrow()
+            except Exception:
+                at = None
+            self._arrow_t = at
+        norm = normalize_leaf(leaf, at, ieee=False)
+        if norm is not leaf:
+            if is_never(norm):
+                return BitMap64()
+            return self.evaluate(norm) if not isinstance(norm, Leaf) else self._visit(norm)
+        return self._visit(leaf)
+
+    def _visit(self, leaf: Leaf):
         op = leaf.op
         if op in ARRAY_OPS:
             return UNSUPPORTED

@@ -21,7 +21,7 @@ import pyarrow as pa
 from pyroaring import BitMap64
 
 from .._kernels import load as _load
-from ..errors import IndexFormatError, OptionError, UnsupportedTypeError
+from ..errors import IndexFormatError, InvalidArgumentError, OptionError, UnsupportedTypeError
 from ..fileindex.options import Options
 from ..fsutil import write_atomic  # noqa: F401  (part of this package's API)
 from ..serde import encode_varint
@@ -94,6 +94,10 @@ class BitmapGlobalIndexWriter:
                     raise ValueError("row ids must be non-negative")
                 r = r.astype(np.int64, copy=False).view(np.uint64)
             elif r.dtype.kind != "u":
+                if r.dtype.kind == "f" and r.size and not np.all(np.isfinite(r) & (r == np.floor(r))):
+                    raise InvalidArgumentError("row ids must be integers (a fractional row id is not truncated)")
+                if r.dtype.kind == "b":
+                    raise InvalidArgumentError("row ids must be integers, got booleans")
                 r = r.astype(np.int64)
                 if r.size and r.min() < 0:
                     raise ValueError("row ids must be non-negative")
@@ -118,6 +122,12 @@ class BitmapGlobalIndexWriter:
         arr = self._keys[0] if len(self._keys) == 1 else pa.concat_arrays(
             [a.cast(self._keys[0].type) for a in self._keys])
         rids = self._rids[0] if len(self._rids) == 1 else np.concatenate(self._rids)
+        # row ids usually arrive ascending (one pass proves them distinct); else sort a copy
+        srt = rids if rids.size < 2 or bool(np.all(rids[1:] > rids[:-1])) else np.sort(rids)
+        dup = np.flatnonzero(srt[1:] == srt[:-1])
+        if dup.size:
+            raise InvalidArgumentError(f"row id {int(srt[dup[0]])} is given {int((srt == srt[dup[0]]).sum())} times: "
+                                       "a global index maps each row id to one value")
         return build_file(self.codec, arr, rids, self.block_size, self.encoder)
 
     def finish_to(self, path):

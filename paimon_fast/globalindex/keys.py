@@ -192,7 +192,8 @@ class KeyCodec:
             else:
                 delta = v - _EPOCH
             us = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
-            return us // 1000, (us % 1000) * 1000
+            # pandas.Timestamp is a datetime with nanoseconds beyond the microsecond
+            return us // 1000, (us % 1000) * 1000 + int(getattr(v, "nanosecond", 0))
         unit = self.dtype.to_arrow().unit
         ns = int(v) * _UNIT_NS[unit]
         return ns // 1_000_000, ns % 1_000_000

@@ -59,7 +59,10 @@ def index_slice(table_path: str, ref: SliceRef, columns: dict, keep_values=None)
     ``columns``: {name: arrow type}; ``keep_values``: {column: canonical values (Arrow array or set)}
     held by the file group's previous slice (written with empty bitmaps when gone).
     """
+    sizes = ref.log_sizes(table_path) if ref.log_files else []  # before reading: a later append shows as a change
     try:
+        if sizes is None:
+            raise FileNotFoundError(f"a log file of slice {ref.file_id} is missing")
         data, positions = _read_slice_columns(table_path, ref, columns)
     except Exception as e:  # noqa: BLE001 - a slice we cannot read stays unindexed (always a candidate)
         return storage.RECORD_SCHEMA.empty_table(), dict(ref.to_json(), unindexable=f"{type(e).__name__}: {e}")
@@ -102,6 +105,8 @@ def index_slice(table_path: str, ref: SliceRef, columns: dict, keep_values=None)
     records = pa.concat_tables(tables) if tables else storage.RECORD_SCHEMA.empty_table()
     m = records.num_rows
     entry = dict(ref.to_json(), row_count=n, positions=positions, records=m)
+    if ref.log_files:
+        entry["log_sizes"] = sizes
     return records, entry
 
 
@@ -284,7 +289,7 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
     carried, todo = [], []
     for ref in state.slices:
         e = prev_by_id.get(ref.identity)
-        if e is not None:
+        if e is not None and not logs_changed(table_path, e):
             carried.append(e)
         else:
             todo.append(ref)
@@ -364,6 +369,17 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
         "seconds": round(time.perf_counter() - t0, 3),
         "phase_seconds": {k: round(v, 3) for k, v in tm.items()},
     }
+
+
+def logs_changed(table_path: str, entry) -> bool:
+    """Whether a manifest entry's log files are not (provably) the ones it indexed: a size
+    differs, a file is missing, or the entry predates recorded sizes."""
+    if not entry.get("log_files"):
+        return False
+    want = entry.get("log_sizes")
+    if want is None:
+        return True
+    return SliceRef.from_json(entry).log_sizes(table_path) != list(want)
 
 
 def logs_untrusted(manifest) -> bool:

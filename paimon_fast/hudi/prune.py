@@ -31,10 +31,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from ..errors import IndexFormatError
+from ..errors import ColumnNotFoundError, IndexFormatError
+from ..literals import normalize
 from ..predicate import And, Leaf, Or, Predicate
 from . import model, storage
-from .build import logs_untrusted
+from .build import logs_changed, logs_untrusted
 from .table import SliceRef, listing_is_current, table_state
 
 INDEXED_OPS = {"equal", "not_equal", "in", "not_in", "is_null", "is_not_null"}
@@ -461,9 +462,10 @@ def _coverage(table_path, view, state):
     exactly the one it was taken on; otherwise the ``hudi`` package lists the slices."""
     if state is None or state.slices is None:
         if view is not None and listing_is_current(table_path, view.listing):
-            cov = np.arange(len(view.entries), dtype=np.int64)
-            return (len(view.entries) + len(view.unindexed), view.manifest["instant"], list(view.unindexed), cov,
-                    view.refs, "index")
+            changed = [j for j, e in enumerate(view.entries) if logs_changed(table_path, e)]
+            cov = np.setdiff1d(np.arange(len(view.entries), dtype=np.int64), np.array(changed, np.int64))
+            return (len(view.entries) + len(view.unindexed), view.manifest["instant"],
+                    list(view.unindexed) + [view.refs[j] for j in changed], cov, view.refs, "index")
         state = table_state(table_path)
     cached = getattr(state, "_pf_coverage", None)
     if cached is not None and cached[0] is view:
@@ -475,7 +477,7 @@ def _coverage(table_path, view, state):
         covered = {k: j for k, j in covered.items() if not k[3]}
     for ref in state.slices:
         j = covered.get(ref.identity)
-        if j is None:
+        if j is None or (ref.log_files and logs_changed(table_path, view.entries[j])):
             uncovered.append(ref)
         else:
             cov.append(j)
@@ -483,6 +485,25 @@ def _coverage(table_path, view, state):
     out = (len(state.slices), state.latest_instant, uncovered, np.array(sorted(cov), np.int64), refs, "hudi")
     state._pf_coverage = (view, out)
     return out
+
+
+def _check_columns(pred, col_types, state, table_path):
+    """ColumnNotFoundError for a predicate column the table does not have (it must not
+    silently prune nothing); the schema is read only when a column is not an indexed one."""
+    unknown = [c for c in sorted(pred.fields()) if c not in col_types]
+    if not unknown:
+        return
+    if state is not None and state.schema is not None:
+        names = state.schema.names
+    else:
+        from .table import open_table
+
+        t = open_table(table_path, cached=True)
+        populate = t.hudi_options().get("hoodie.populate.meta.fields", "true").lower() != "false"
+        names = (t.get_schema_with_meta_fields() if populate else t.get_schema()).names
+    for c in unknown:
+        if c not in names:
+            raise ColumnNotFoundError(c, names)
 
 
 def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: bool = True) -> PruneResult:
@@ -508,6 +529,9 @@ def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: 
         if state is None or state.slices is None:
             state = table_state(table_path)
     col_types = view.col_types if view is not None else {}
+    if pred is not None:
+        _check_columns(pred, col_types, state, table_path)
+        pred = normalize(pred, col_types)
     total, latest, uncovered, cov, refs, how = _coverage(table_path, view, state)
     t_list = time.perf_counter()
     candidates = [Candidate(ref, False, None, None) for ref in uncovered]

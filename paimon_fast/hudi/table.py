@@ -65,6 +65,19 @@ class SliceRef:
     def logs_rel(self):
         return [f"{self.partition}/{n}" if self.partition else n for n in self.log_files]
 
+    def log_sizes(self, table_path: str):
+        """Current byte size of each log file (None when one is missing).  A log file can grow
+        in place (table version 6 merge-on-read on storage with append, such as HDFS), so its
+        name alone does not identify its content: the index records these sizes with the
+        slice and trusts an entry only while they are unchanged."""
+        out = []
+        for rel in self.logs_rel():
+            try:
+                out.append(os.stat(os.path.join(table_path, rel)).st_size)
+            except OSError:
+                return None
+        return out
+
     def to_json(self) -> dict:
         return {"partition": self.partition, "file_id": self.file_id, "base_file": self.base_file,
                 "log_files": list(self.log_files), "instant": self.instant}
@@ -89,6 +102,12 @@ class TableState:
     options: dict = field(default_factory=dict)
 
 
+def _is_empty_timeline(e: Exception) -> bool:
+    """The ``hudi`` package's generic error for a timeline without completed instants (the only
+    error listing instants may ignore; any other one is raised)."""
+    return "no completed commit" in str(e).lower()
+
+
 def table_state(table_path: str, as_of=None, listing: bool = True) -> TableState:
     """Slices, schema and instants of the table now (or as of instant ``as_of``).
 
@@ -103,8 +122,9 @@ def table_state(table_path: str, as_of=None, listing: bool = True) -> TableState
     for fn in (tl.get_completed_commits, tl.get_completed_deltacommits, tl.get_completed_replacecommits):
         try:
             instants.extend(i.timestamp for i in fn())
-        except Exception:  # noqa: BLE001 - the package raises a generic error on empty timelines
-            pass
+        except Exception as e:  # noqa: BLE001 - the package raises a generic error on empty timelines
+            if not _is_empty_timeline(e):
+                raise
     instants = sorted(set(instants))
     if as_of is not None:
         instants = [i for i in instants if i <= as_of]
@@ -112,7 +132,9 @@ def table_state(table_path: str, as_of=None, listing: bool = True) -> TableState
     else:
         try:
             latest = tl.get_latest_commit_timestamp()
-        except Exception:  # noqa: BLE001 - "Timeline has no completed commit."
+        except Exception as e:  # noqa: BLE001 - "Timeline has no completed commit."
+            if not _is_empty_timeline(e):
+                raise
             latest = instants[-1] if instants else "0"
     slices = [] if listing else None
     if instants and listing:

@@ -73,11 +73,11 @@ from ..errors import UnknownIndexTypeError, UnsupportedTypeError
 from ..fileindex import EmptyFileIndexReader, evaluate_tree, get_factory
 from ..fileindex.format import EMPTY_INDEX_FLAG as _EMPTY_INDEX, MAGIC as _CONTAINER_MAGIC, FileIndexFile
 from ..fileindex.options import Options
-from ..predicate import ARRAY_OPS, Leaf, has_ops, relax
-from ..tables.arrow_filter import to_arrow_expression
+from ..predicate import Leaf, relax
 from ..types import DataType
 from ..result import REMAIN, BitmapResult
 from ..source import BytesSource, FileSource
+from ..tables.arrow_filter import to_arrow_expression
 from .deletion import read_deletion_vector
 from .predicates import to_pypaimon
 from .scan import PruneReport, _CountingSource, _result_of, index_applicability
@@ -846,11 +846,9 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
     out_schema = PyarrowFieldParser.from_paimon_schema([fields[c] for c in out_cols])
     full_schema = PyarrowFieldParser.from_paimon_schema(list(table.fields))
     read_schema = pa.schema([full_schema.field(c) for c in dict.fromkeys(out_cols + pred_cols)])
-    pred_schema = pa.schema([read_schema.field(c) for c in pred_cols])
-    if has_ops(predicate, ARRAY_OPS):   # pypaimon cannot express them: our exact Arrow filter
-        pred_expr = to_arrow_expression(predicate, pred_schema)
-    else:
-        pred_expr = to_pypaimon(predicate, table).to_arrow(pred_schema)
+    # our exact filter's expression (SQL three-valued logic, NOT BETWEEN keeps NaN rows), the one every
+    # other path applies, rather than pypaimon's translation
+    pred_expr = to_arrow_expression(predicate, pa.schema([read_schema.field(c) for c in pred_cols]))
     read_cols = list(dict.fromkeys(out_cols + pred_cols))
 
     groups: Dict[int, list] = {}

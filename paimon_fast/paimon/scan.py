@@ -34,10 +34,11 @@ from pyroaring import BitMap
 from ..errors import PaimonFastError, UnknownIndexTypeError, UnsupportedTypeError
 from ..fileindex import evaluate_tree
 from ..fileindex.format import FileIndexFormat
-from ..predicate import ARRAY_OPS, Leaf, Predicate, has_ops, relax
-from ..tables.arrow_filter import to_arrow_expression
+from ..literals import normalize
+from ..predicate import Leaf, Predicate, relax
 from ..result import REMAIN, BitmapResult, FileIndexResult
 from ..source import BytesSource, FileObjSource
+from ..tables.arrow_filter import filter_table
 from .compat import legacy_manifest_table
 from .deletion import is_64bit, read_deletion_vector
 from .predicates import as_predicate, to_pypaimon
@@ -493,6 +494,24 @@ def _global_index_answer(table, pred, max_workers):
     return gi
 
 
+def _normalized(table, pred):
+    """``pred`` with literals made exact values of the table's column types
+    (:func:`paimon_fast.literals.normalize`); a missing column raises ColumnNotFoundError."""
+    if pred is None:
+        return None
+    tbl = getattr(table, "table", None) if not hasattr(table, "fields") else table
+    fields = getattr(tbl, "fields", None)
+    if not fields:
+        return pred
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    try:
+        schema = PyarrowFieldParser.from_paimon_schema(list(fields))
+    except Exception:  # a type pypaimon cannot map: leave the literals to pypaimon
+        return pred
+    return normalize(pred, schema, missing="error")
+
+
 def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
                     coalesce_gap: int = DEFAULT_COALESCE_GAP):
     """Plan with pypaimon, then prune with file indexes.
@@ -506,7 +525,7 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     """
     t0 = time.perf_counter()
     table, rb = _open_table(table)
-    pred = as_predicate(predicate)
+    pred = _normalized(table, as_predicate(predicate))
     if rb is None:
         rb = table.new_read_builder()
         planned = relax(pred)   # pypaimon has no ARRAY predicates: planned without them
@@ -547,22 +566,6 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     return rb, new_splits, report
 
 
-def _read_filtered(tbl, splits, pred, projection):
-    cols = list(projection) if projection is not None else list(tbl.field_names)
-    extra = [c for c in sorted(pred.fields()) if c not in cols]
-    rb2 = tbl.new_read_builder()
-    planned = relax(pred)
-    if planned is not None:
-        rb2 = rb2.with_filter(to_pypaimon(planned, tbl))
-    if projection is not None or extra:
-        rb2 = rb2.with_projection(cols + extra)
-    got = rb2.new_read().to_arrow(splits)
-    if got is None:
-        return got
-    got = got.filter(to_arrow_expression(pred, got.schema))
-    return got.select(cols) if extra else got
-
-
 def read_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
                     coalesce_gap: int = DEFAULT_COALESCE_GAP, fast: bool = True, use_cache: bool = True):
     """Plan, prune with file indexes and read to a ``pyarrow.Table``.
@@ -576,17 +579,25 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     and queries it does not cover take pypaimon's planner and reader
     (``report.fast_path`` says which, ``report.fallback_reason`` why).
 
-    Splits with row ranges are read without pypaimon's per-batch residual
-    filter (it costs a dataset scan per range) and filtered once at the end.
+    On pypaimon's path rows are read without its per-batch residual filter
+    (it leaves partition keys out, so an OR / NOT over a partition column
+    returned whole partitions; on row ranges it costs a dataset scan per
+    range) and filtered once at the end, after any merge, by the exact filter
+    (:func:`paimon_fast.tables.arrow_filter.filter_table`): every row returned
+    satisfies the predicate.  Literals are first normalised to the columns'
+    types (:mod:`paimon_fast.literals`); a predicate column the table lacks
+    raises :class:`~paimon_fast.errors.ColumnNotFoundError`.
     """
+    import pyarrow as pa
     from pypaimon.globalindex.indexed_split import IndexedSplit
 
     fallback_reason = "fast=False"
+    predicate = _normalized(table, as_predicate(predicate))
     if fast and hasattr(table, "new_read_builder") and predicate is not None:
         from .fastpath import Fallback, fast_read
 
         try:
-            return fast_read(legacy_manifest_table(table), as_predicate(predicate), projection,
+            return fast_read(legacy_manifest_table(table), predicate, projection,
                              max_workers=max_workers, use_cache=use_cache)
         except Fallback as e:
             fallback_reason = str(e)
@@ -594,49 +605,42 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     rb, splits, report = plan_with_index(table, predicate, projection, max_workers, fold_deletion_vectors,
                                          coalesce_gap)
     t0 = time.perf_counter()
-    pred = as_predicate(predicate)
-    indexed = [s for s in splits if isinstance(s, IndexedSplit)]
-    if pred is not None and not given_builder and has_ops(pred, ARRAY_OPS):
-        # pypaimon has no ARRAY predicates (it planned and filters with them taken as TRUE):
-        # read the predicate's columns too and apply the exact Arrow filter
-        out = _read_filtered(rb.table, splits, pred, projection)
-    elif given_builder or pred is None or not indexed:
+    pred = predicate
+    if pred is None:
         out = rb.new_read().to_arrow(splits)
+    elif given_builder:
+        out = rb.new_read().to_arrow(splits)
+        if out is not None and pred.fields() <= set(out.column_names):
+            out = filter_table(out, pred)
     else:
-        plain = [s for s in splits if not isinstance(s, IndexedSplit)]
-        parts = []
-        if plain:
-            parts.append(rb.new_read().to_arrow(plain))
+        # every row handed back satisfies the predicate: pypaimon's reader leaves partition keys out of
+        # its row filter (wrong under OR / NOT) and row-range splits skip it, so rows are read without
+        # it and filtered once here, after any merge, by the exact filter
         tbl = rb.table
         cols = list(projection) if projection is not None else list(tbl.field_names)
         extra = [c for c in sorted(pred.fields()) if c not in cols]
         rb2 = tbl.new_read_builder()
         if projection is not None or extra:
             rb2 = rb2.with_projection(cols + extra)
-        got = None
-        if _bool_opt(tbl, "row-tracking.enabled", False):
-            from .globalindex import read_ranges_direct  # row ranges of local Parquet files, without pypaimon
+        indexed = [s for s in splits if isinstance(s, IndexedSplit)]
+        plain = [s for s in splits if not isinstance(s, IndexedSplit)]
+        parts = [rb2.new_read().to_arrow(plain)] if plain or not indexed else []
+        if indexed:
+            got = None
+            if _bool_opt(tbl, "row-tracking.enabled", False):
+                from .globalindex import read_ranges_direct  # row ranges of local Parquet files, without pypaimon
 
-            got = read_ranges_direct(tbl, indexed, cols + extra)
-        if got is None:
-            got = rb2.new_read().to_arrow(indexed)
-        if got is not None and got.num_rows:
-            if has_ops(pred, ARRAY_OPS):
-                got = got.filter(to_arrow_expression(pred, got.schema))
-            else:
-                got = got.filter(to_pypaimon(pred, tbl).to_arrow(got.schema))
+                got = read_ranges_direct(tbl, indexed, cols + extra)
+            parts.append(got if got is not None else rb2.new_read().to_arrow(indexed))
+        parts = [x for x in parts if x is not None]
+        out = None
+        if parts:
+            out = parts[0] if len(parts) == 1 else pa.concat_tables([parts[0]] + [x.cast(parts[0].schema)
+                                                                              for x in parts[1:]])
+        if out is not None:
+            out = filter_table(out, pred)
             if extra:
-                got = got.select(cols)
-            parts.append(got)
-        parts = [p for p in parts if p is not None]
-        if not parts:
-            out = rb.new_read().to_arrow([])
-        elif len(parts) == 1:
-            out = parts[0]
-        else:
-            import pyarrow as pa
-
-            out = pa.concat_tables([parts[0]] + [p.cast(parts[0].schema) for p in parts[1:]])
+                out = out.select(cols)
     report.read_seconds = time.perf_counter() - t0
     report.rows_returned = out.num_rows if out is not None else 0
     report.fallback_reason = fallback_reason

@@ -12,9 +12,20 @@ def _col(name: str):
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def to_spark_column(predicate: Predicate):
-    """A Spark Column that is true exactly where ``predicate`` is (SQL three-valued logic)."""
+def to_spark_column(predicate: Predicate, schema=None):
+    """A Spark Column that is true exactly where ``predicate`` is (SQL three-valued logic).
+
+    ``schema`` (a pyarrow Schema or ``{column: Arrow or Paimon type}``) first
+    normalises the literals to the column types (:func:`paimon_fast.literals.normalize`:
+    ``x < 5.5`` on INT is ``x <= 5``, ``x < 2**70`` on BIGINT every non-null row, a
+    string against a number a clear error), as every other consumer does.
+    """
     from pyspark.sql import functions as F
+
+    if schema is not None:
+        from ..literals import normalize
+
+        predicate = normalize(predicate, schema, missing="error")
 
     if isinstance(predicate, And):
         c = to_spark_column(predicate.children[0])

@@ -32,7 +32,7 @@ from ..roaring import check32 as _check32
 
 from .. import roaring
 from .._kernels import load as _load
-from ..errors import IndexFormatError
+from ..errors import IndexFormatError, IndexTooLargeError, InvalidArgumentError
 from ..source import as_source
 
 _k = _load("dv")
@@ -72,7 +72,16 @@ def _as_positions(positions) -> np.ndarray:
         arr = positions.to_array()  # pyroaring BitMap / BitMap64
         positions = np.frombuffer(arr, dtype=np.uint64 if arr.itemsize == 8 else np.uint32) if len(arr) else []
     a = np.asarray(positions)
-    if a.dtype == object or a.dtype.kind == "f":
+    if a.dtype == object and a.size:
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in a.ravel()):
+            bad = next(v for v in a.ravel() if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)))
+            raise InvalidArgumentError(f"deletion positions must be integers, got {bad!r}")
+        a = np.asarray(a, dtype=np.int64)
+    elif a.dtype == object or a.dtype.kind == "f":
+        if a.size and not np.all(np.isfinite(a) & (a == np.floor(a))):
+            bad = a.ravel()[~(np.isfinite(a.ravel()) & (a.ravel() == np.floor(a.ravel())))][0]
+            raise InvalidArgumentError(f"deletion positions must be integers, got {float(bad)!r} "
+                                       "(a fractional position is not truncated)")
         a = np.asarray(a, dtype=np.int64) if a.size else np.zeros(0, np.int64)
     if a.size == 0:
         return np.zeros(0, np.int64)
@@ -296,7 +305,7 @@ class DeletionVector:
         vectors this is Iceberg's deletion-vector-v1 blob."""
         b = self.serialize()
         if len(b) + 8 > _MAX_JAVA_ARRAY:
-            raise ValueError("Can't serialize index > 2GB")
+            raise IndexTooLargeError("Can't serialize index > 2GB")
         return struct.pack(">i", len(b)) + b + struct.pack(">I", zlib.crc32(b))
 
     serialize_to_bytes = to_blob
@@ -378,30 +387,40 @@ class Bitmap64DeletionVector(DeletionVector):
     MAX_POSITION = MAX_POSITION_64
     __slots__ = ()
 
-    def _bitmaps(self):
-        """(key, 32-bit bitmap bytes) for every key 0 .. nkeys-1 (dense, as Java)."""
-        nkeys = self._nkeys or 0
-        if 12 * nkeys + 16 > _MAX_JAVA_ARRAY:
-            raise ValueError(f"Can't serialize index > 2GB ({nkeys} bitmaps)")
+    def _nonempty(self):
+        """``[(key, 32-bit bitmap bytes)]`` of the keys holding positions, ascending
+        (empty keys cost nothing here: :meth:`serialize` writes them in bulk)."""
         if self._words is not None:
             nchunks = self._words.size // _CHUNK_WORDS
             out = []
-            for key in range(nkeys):
+            for key in range((nchunks + (1 << 16) - 1) >> 16):
                 c0 = key << 16
-                if c0 >= nchunks:
-                    out.append(_EMPTY32)
-                else:
-                    out.append(_k.bits_serialize(self._words, c0, min(nchunks - c0, 1 << 16)))
+                bm = _k.bits_serialize(self._words, c0, min(nchunks - c0, 1 << 16))
+                if bm != _EMPTY32:
+                    out.append((key, bm))
             return out
         s = self._sorted
+        if not s.size:
+            return []
         hi = (s >> np.uint64(32)).astype(np.int64)
-        bounds = np.searchsorted(hi, np.arange(nkeys + 1, dtype=np.int64)).astype(np.int64)
+        keys = np.unique(hi)
+        bounds = np.append(np.searchsorted(hi, keys), hi.size).astype(np.int64)
         lo = (s & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         blob, sizes = roaring.serialize_groups32(lo, bounds)
         ends = np.cumsum(sizes)
         starts = ends - sizes
         mv = memoryview(blob)
-        return [mv[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+        return [(k, mv[x:y]) for k, x, y in zip(keys.tolist(), starts.tolist(), ends.tolist())]
+
+    def _bitmaps(self):
+        """(32-bit bitmap bytes) for every key 0 .. nkeys-1 (dense, as Java); for small vectors only."""
+        got = dict(self._nonempty())
+        return [got.get(k, _EMPTY32) for k in range(self._nkeys or 0)]
+
+    @staticmethod
+    def _java_size(nkeys: int, nonempty) -> int:
+        """Bytes of the bin in Java's dense layout: every key 0 .. nkeys-1 with an (often empty) bitmap."""
+        return 12 + 12 * nkeys + sum(len(bm) - len(_EMPTY32) for _, bm in nonempty)
 
     def serialize(self) -> bytes:
         nkeys = self._nkeys or 0
@@ -409,15 +428,28 @@ class Bitmap64DeletionVector(DeletionVector):
             # one key: write magic, count and key in front of the bitmap in one buffer
             return _k.bits_serialize(self._words, 0, self._words.size // _CHUNK_WORDS,
                                      struct.pack("<iQI", MAGIC64, 1, 0))
-        parts = [struct.pack("<iQ", MAGIC64, nkeys)]
-        total = 12
-        for key, bm in enumerate(self._bitmaps()):
-            parts.append(struct.pack("<I", key))
-            parts.append(bm)
-            total += 4 + len(bm)
-            if total + 8 > _MAX_JAVA_ARRAY:
-                raise ValueError("Can't serialize index > 2GB")
-        return b"".join(parts)
+        nonempty = self._nonempty()
+        size = self._java_size(nkeys, nonempty)
+        if size + 8 > _MAX_JAVA_ARRAY:
+            raise IndexTooLargeError(f"Can't serialize index > 2GB: a 64-bit deletion vector over {nkeys} bitmap "
+                                     f"keys is {size} bytes in Java's layout (Java fails too)")
+        out = bytearray(size)
+        struct.pack_into("<iQ", out, 0, MAGIC64, nkeys)
+        p = 12
+        nxt = 0
+        for key, bm in nonempty + [(nkeys, b"")]:
+            if key > nxt:  # keys nxt .. key-1 are empty: (u32 key, empty bitmap) records, written in bulk
+                run = np.frombuffer(out, np.uint32, 3 * (key - nxt), p).reshape(-1, 3)  # a view: no copy
+                run[:, 0] = np.arange(nxt, key, dtype=np.uint32)
+                run[:, 1:] = np.frombuffer(_EMPTY32, np.uint32)
+                p += run.nbytes
+                del run
+            if key < nkeys:
+                struct.pack_into("<I", out, p, key)
+                out[p + 4:p + 4 + len(bm)] = bm
+                p += 4 + len(bm)
+            nxt = key + 1
+        return bytes(out)
 
     @classmethod
     def _read(cls, u8: np.ndarray, base: int) -> "Bitmap64DeletionVector":
@@ -448,6 +480,15 @@ class Bitmap64DeletionVector(DeletionVector):
             p += 4 + size
         if p != n:
             raise IndexFormatError(f"64-bit deletion vector: {n - p} bytes after the bitmaps", base + p)
+        if groups:
+            # Java writes every key 0 .. the last one: a vector whose dense form exceeds Java's 2 GB
+            # array limit cannot be written back by Java (or by us): refuse it here
+            nk = groups[-1][0] + 1
+            dense = 12 + 12 * nk + sum(g_size - 8 for g_size in _group_sizes(groups, p))
+            if dense + 8 > _MAX_JAVA_ARRAY:
+                raise IndexFormatError(f"64-bit deletion vector: bitmap key {nk - 1} makes its Java layout "
+                                       f"{dense} bytes, beyond Java's 2 GB limit (it cannot be written back)",
+                                       base + 4)
         if groups and groups[-1][0] == 2**31 - 2:
             # Java rejects such positions on add; keep the reader as strict as the writer
             mx = cls._decode_groups(u8, groups[-1:], base)
@@ -455,6 +496,12 @@ class Bitmap64DeletionVector(DeletionVector):
                 raise IndexFormatError("64-bit deletion vector holds a position beyond Java's maximum", base)
         return cls._decode_groups(u8, groups, base)
 
+
+
+def _group_sizes(groups, end):
+    """Serialized bitmap sizes of scanned groups (each runs to the next one's key field)."""
+    offs = [g[1] for g in groups]
+    return [(offs[i + 1] - 4 if i + 1 < len(offs) else end) - offs[i] for i in range(len(offs))]
 
 
 # ---------------------------------------------------------------- applying to data

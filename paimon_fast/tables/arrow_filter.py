@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..literals import normalize
 from ..predicate import ARRAY_OPS, And, Leaf, Or, Predicate
 from ..types import list_elements
 
@@ -40,20 +41,17 @@ def coerce_literal(value, arrow_type: Optional[pa.DataType]):
     return value
 
 
-def coerce_literals(predicate: Predicate, schema: Mapping[str, pa.DataType] | pa.Schema) -> Predicate:
-    """The predicate with every leaf's literals coerced to its column's Arrow type."""
+def coerce_literals(predicate: Predicate, schema: Mapping[str, pa.DataType] | pa.Schema, *,
+                    missing: str = "error") -> Predicate:
+    """The predicate with every leaf's literals made exact values of its column's
+    Arrow type, answering numerically what the type cannot hold
+    (:func:`paimon_fast.literals.normalize`: ``x < 5.5`` on INT is ``x <= 5``).
+
+    A leaf on a column ``schema`` lacks raises
+    :class:`~paimon_fast.errors.ColumnNotFoundError` (``missing="keep"`` keeps it).
+    """
     types = _types(schema)
-    if isinstance(predicate, Leaf):
-        t = types.get(predicate.name)
-        if t is None or not predicate.literals:
-            return predicate
-        lits = tuple(coerce_literal(v, t) for v in predicate.literals)
-        return predicate if lits == predicate.literals else Leaf(predicate.op, predicate.name, lits)
-    if isinstance(predicate, And):
-        return And.of(*(coerce_literals(c, types) for c in predicate.children))
-    if isinstance(predicate, Or):
-        return Or.of(*(coerce_literals(c, types) for c in predicate.children))
-    raise TypeError(f"not a predicate: {predicate!r}")
+    return normalize(predicate, {k: v for k, v in types.items()}, missing=missing)
 
 
 def _types(schema) -> dict:
@@ -94,6 +92,8 @@ def to_arrow_expression(predicate: Predicate, schema: Mapping[str, pa.DataType] 
     ``schema`` (column -> Arrow type) lets literals be typed like their column.
     """
     types = _types(schema)
+    if types:
+        predicate = normalize(predicate, types)
 
     def build(p):
         if isinstance(p, And):
@@ -134,7 +134,8 @@ def to_arrow_expression(predicate: Predicate, schema: Mapping[str, pa.DataType] 
             lo, hi = _scalar(p.literals[0], t), _scalar(p.literals[1], t)
             if op == "between":
                 return (f >= lo) & (f <= hi)
-            return (f < lo) | (f > hi)
+            # NOT (x BETWEEN ...): a NaN row is NOT BETWEEN any bounds (IEEE: both comparisons are false)
+            return ~((f >= lo) & (f <= hi)) & f.is_valid()
         if op == "starts_with":
             return pc.starts_with(f, p.literal)
         if op == "ends_with":
@@ -258,5 +259,6 @@ def filter_table(table: pa.Table, predicate: Optional[Predicate]) -> pa.Table:
     """Rows of ``table`` where ``predicate`` is true (all rows when it is None)."""
     if predicate is None:
         return table
+    predicate = normalize(predicate, table.schema, missing="error")
     expr = to_arrow_expression(predicate, table.schema)
     return table.filter(expr)

@@ -1,0 +1,632 @@
+"""Predicate literals normalised to their column's type, with SQL's numeric answers.
+
+Every consumer of a :class:`~paimon_fast.predicate.Predicate` that knows the
+column types (the exact Arrow filter, :meth:`ParquetDataset.scan`, every file
+index reader, the global index reader, the Paimon read paths) passes it
+through :func:`normalize` first, so that a literal the column cannot hold is
+answered the way SQL and ``pyarrow.compute`` answer it, numerically, instead
+of being truncated into the column type (``pa.scalar(5.5, pa.int32())`` is 5):
+
+========================  ====================================================
+``x = 5.5`` on INT        no row  (``x IS NULL AND x IS NOT NULL``)
+``x != 5.5``              every non-null row (``x IS NOT NULL``)
+``x < 5.5`` / ``<= 5.5``  ``x <= 5``;  ``x > 5.5`` / ``>= 5.5``: ``x >= 6``
+``x < 2**70`` on BIGINT   every non-null row; ``x > 2**70``: no row
+``x IN (5.5, 7)``         ``x IN (7)``;  ``x NOT IN (5.5, 7)``: ``x NOT IN (7)``
+``BETWEEN`` / ``NOT ...`` the AND / OR of the two comparisons when a bound moves
+NaN on FLOAT / DOUBLE     ``=``, ``<``, ``<=``, ``>``, ``>=``: no row; ``!=``: every non-null row
+``0.1`` on FLOAT          the float32 neighbours (0.1 is not a float32)
+``x = 0.0`` on floats     ``x IN (0.0, -0.0)`` (IEEE: -0.0 = 0.0; indexes key by bits)
+DECIMAL(p, s)             the same on the grid of ``10**-s`` within ``+-(10**p - 1)``
+DATE / TIMESTAMP          the same on the grid of days / of the column's unit
+                          (a datetime on a DATE column, microseconds on a
+                          TIMESTAMP(3) column, nanoseconds on microseconds)
+a string on a number      :class:`~paimon_fast.errors.LiteralTypeError`
+========================  ====================================================
+
+The result uses only ordinary leaves, so index readers need nothing new.
+Literals come out as the column's natural Python value (``int``,
+``decimal.Decimal``, ``float`` exactly representable in the column's width,
+``datetime.date``, ``datetime.datetime``; ``pandas.Timestamp`` for
+nanoseconds).  A ``None`` literal is left as it is (its meaning is decided by
+the consumer).  Normalise the final predicate: the "no row" form does not
+negate like the original leaf did (negate first, then normalise).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import math
+from fractions import Fraction
+from typing import Mapping, Optional
+
+import numpy as np
+import pyarrow as pa
+
+from .errors import ColumnNotFoundError, LiteralTypeError
+from .predicate import And, Leaf, Or, Predicate
+
+__all__ = ["normalize", "normalize_leaf", "never", "is_never", "arrow_types", "widen_to_micros"]
+
+_CMP = ("equal", "not_equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal")
+_NAN = "nan"
+_EPOCH = _dt.datetime(1970, 1, 1)
+_EPOCH_DATE = _dt.date(1970, 1, 1)
+_DEC = decimal.Context(prec=200)
+_TICKS = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def never(name: str) -> Predicate:
+    """A predicate true for no row of column ``name`` (``IS NULL AND IS NOT NULL``)."""
+    return And((Leaf("is_null", name), Leaf("is_not_null", name)))
+
+
+def is_never(p: Predicate) -> bool:
+    """Whether ``p`` is the form :func:`never` builds."""
+    return (isinstance(p, And) and len(p.children) == 2 and isinstance(p.children[0], Leaf)
+            and p.children[0].op == "is_null" and isinstance(p.children[1], Leaf)
+            and p.children[1].op == "is_not_null" and p.children[0].name == p.children[1].name)
+
+
+def _non_null(name: str) -> Predicate:
+    return Leaf("is_not_null", name)
+
+
+# ---------------------------------------------------------------- grids
+
+class _Grid:
+    """The values a column type can hold, as exact rationals in grid units."""
+
+    integral = True  # the grid is the integers in [lo, hi] (else floats)
+    lo: Fraction
+    hi: Fraction
+
+    def __init__(self, name, t):
+        self.name = name
+        self.t = t
+
+    def bad(self, v, why=""):
+        return LiteralTypeError(self.name, self.t, v, why)
+
+    def exact(self, v):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def value(self, n: int):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # integral grids
+    def on(self, q):
+        if q.denominator == 1 and self.lo <= q <= self.hi:
+            return self.value(int(q))
+        return None
+
+    def floor(self, q):
+        if q < self.lo:
+            return None
+        return self.value(int(min(math.floor(q), self.hi)))
+
+    def ceil(self, q):
+        if q > self.hi:
+            return None
+        return self.value(int(max(math.ceil(q), self.lo)))
+
+    def is_max(self, v):
+        return v == self.value(int(self.hi))
+
+    def is_min(self, v):
+        return v == self.value(int(self.lo))
+
+
+def _number(g: _Grid, v, allow_str=False):
+    """An exact rational (or ``_NAN`` / +-inf floats) of a numeric literal."""
+    if isinstance(v, (bool, np.bool_)):
+        raise g.bad(v, "a boolean is not a number")
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, int):
+        return Fraction(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return _NAN
+        if math.isinf(v):
+            return v
+        return Fraction(v)
+    if isinstance(v, str) and allow_str:
+        try:
+            v = decimal.Decimal(v.strip())
+        except decimal.InvalidOperation:
+            raise g.bad(v, "not a number") from None
+    if isinstance(v, decimal.Decimal):
+        if v.is_nan():
+            return _NAN
+        if v.is_infinite():
+            return math.inf if v > 0 else -math.inf
+        return Fraction(v)
+    if isinstance(v, Fraction):
+        return v
+    raise g.bad(v, "not a number")
+
+
+class _IntGrid(_Grid):
+    def __init__(self, name, t):
+        super().__init__(name, t)
+        bits = t.bit_width
+        if pa.types.is_signed_integer(t):
+            self.lo, self.hi = Fraction(-(1 << (bits - 1))), Fraction((1 << (bits - 1)) - 1)
+        else:
+            self.lo, self.hi = Fraction(0), Fraction((1 << bits) - 1)
+
+    def exact(self, v):
+        q = _number(self, v)
+        if isinstance(q, float):  # +-inf: beyond every value, NaN: nothing
+            return Fraction(1 << 200) * (1 if q > 0 else -1)
+        return q
+
+    def value(self, n):
+        return n
+
+
+class _DecimalGrid(_Grid):
+    def __init__(self, name, t):
+        super().__init__(name, t)
+        self.scale = t.scale
+        m = Fraction(10 ** t.precision - 1)
+        self.lo, self.hi = -m, m
+
+    def exact(self, v):
+        q = _number(self, v, allow_str=True)
+        if isinstance(q, float):
+            return Fraction(10 ** 300) * (1 if q > 0 else -1)
+        if q is _NAN:
+            return q
+        return q * 10 ** self.scale
+
+    def value(self, n):
+        return _DEC.scaleb(decimal.Decimal(n), -self.scale)
+
+
+class _FloatGrid(_Grid):
+    integral = False
+
+    def __init__(self, name, t):
+        super().__init__(name, t)
+        self.np = np.float32 if t.bit_width == 32 else (np.float64 if t.bit_width == 64 else np.float16)
+
+    def exact(self, v):
+        return _number(self, v)
+
+    def direct(self, v):
+        """``v`` as a float when it is one of this width already (keeps -0.0 and NaN), else None."""
+        if isinstance(v, (float, np.floating)):
+            f = float(v)
+            if math.isnan(f) or float(self.np(f)) == f:
+                return f
+        return None
+
+    def _fits(self, q):
+        """The float of the column's width equal to q, or None."""
+        if isinstance(q, float):
+            return q  # +-inf
+        try:
+            with np.errstate(over="ignore"):
+                f = self.np(float(q))
+        except OverflowError:
+            return None
+        if not np.isfinite(f) or Fraction(float(f)) != q:
+            return None
+        return float(f)
+
+    def on(self, q):
+        return self._fits(q)
+
+    def _near(self, q):
+        try:
+            with np.errstate(over="ignore"):
+                c = self.np(float(q))
+        except OverflowError:
+            c = self.np(math.inf if q > 0 else -math.inf)
+        if not np.isfinite(c):  # beyond the largest finite value of this width
+            c = np.nextafter(c, self.np(0), dtype=self.np)
+        return c
+
+    def floor(self, q):
+        if isinstance(q, float):
+            return q
+        with np.errstate(over="ignore"):
+            return self._floor(q)
+
+    def ceil(self, q):
+        if isinstance(q, float):
+            return q
+        with np.errstate(over="ignore"):
+            return self._ceil(q)
+
+    def _floor(self, q):
+        c = self._near(q)
+        while Fraction(float(c)) > q:
+            c = np.nextafter(c, self.np(-math.inf), dtype=self.np)
+            if np.isinf(c):
+                return float(c)
+        while True:
+            n = np.nextafter(c, self.np(math.inf), dtype=self.np)
+            if np.isinf(n) or Fraction(float(n)) > q:
+                return float(c)
+            c = n
+
+    def _ceil(self, q):
+        c = self._near(q)
+        while Fraction(float(c)) < q:
+            c = np.nextafter(c, self.np(math.inf), dtype=self.np)
+            if np.isinf(c):
+                return float(c)
+        while True:
+            n = np.nextafter(c, self.np(-math.inf), dtype=self.np)
+            if np.isinf(n) or Fraction(float(n)) < q:
+                return float(c)
+            c = n
+
+    def is_max(self, v):
+        return False  # a NaN row is not below +inf: never widen a float range to every row
+
+    def is_min(self, v):
+        return False
+
+
+def _utc_naive(d: _dt.datetime) -> _dt.datetime:
+    if d.tzinfo is not None:
+        d = d.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+    return d
+
+
+def _seconds(g: _Grid, v) -> Fraction:
+    """Exact seconds since the epoch of a date / datetime / ISO string literal (UTC for aware ones)."""
+    if isinstance(v, str):
+        s = v.strip()
+        try:
+            v = _dt.datetime.fromisoformat(s) if ("T" in s or " " in s or ":" in s) else _dt.date.fromisoformat(s)
+        except ValueError:
+            try:
+                ns = pa.scalar(s).cast(pa.timestamp("ns")).value
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                raise g.bad(v, "not an ISO date or timestamp") from None
+            return Fraction(ns, 10 ** 9)
+    if isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, (int, np.integer)) for x in v):
+        return Fraction(int(v[0]), 1000) + Fraction(int(v[1]), 10 ** 9)  # (epoch millis, nanos of the milli)
+    if isinstance(v, np.datetime64):
+        ns = int(v.astype("datetime64[ns]").astype(np.int64))
+        return Fraction(ns, 10 ** 9)
+    if isinstance(v, _dt.datetime):
+        extra_ns = getattr(v, "nanosecond", 0)  # pandas.Timestamp
+        d = _utc_naive(v) - _EPOCH
+        return Fraction(d.days * 86400 + d.seconds) + Fraction(d.microseconds, 10 ** 6) + Fraction(extra_ns, 10 ** 9)
+    if isinstance(v, _dt.date):
+        return Fraction((v - _EPOCH_DATE).days * 86400)
+    if isinstance(v, pa.Scalar) and (pa.types.is_timestamp(v.type) or pa.types.is_date(v.type)):
+        if not v.is_valid:
+            raise g.bad(v, "a null scalar")
+        if pa.types.is_date(v.type):
+            return Fraction(v.cast(pa.date32()).value * 86400)
+        return Fraction(v.value, _TICKS[v.type.unit])
+    raise g.bad(v, "not a date or timestamp")
+
+
+class _DateGrid(_Grid):
+    def __init__(self, name, t):
+        super().__init__(name, t)
+        self.lo, self.hi = Fraction(-(1 << 31)), Fraction((1 << 31) - 1)
+
+    def exact(self, v):
+        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            return Fraction(int(v))  # days since the epoch, as Arrow's date32
+        return _seconds(self, v) / 86400
+
+    def value(self, n):
+        try:
+            return _EPOCH_DATE + _dt.timedelta(days=n)
+        except OverflowError:
+            return n  # beyond Python's dates: days since the epoch, as Arrow's date32 takes them
+
+
+class _TimestampGrid(_Grid):
+    def __init__(self, name, t):
+        super().__init__(name, t)
+        self.ticks = _TICKS[t.unit]
+        self.tz = t.tz
+        self.lo, self.hi = Fraction(-(1 << 63)), Fraction((1 << 63) - 1)
+
+    def exact(self, v):
+        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            return Fraction(int(v))  # ticks of the column's unit, as Arrow
+        return _seconds(self, v) * self.ticks
+
+    def value(self, n):
+        us, rem = divmod(n * 1_000_000, self.ticks)
+        if rem:  # nanoseconds: a pandas.Timestamp keeps them (a datetime subclass)
+            try:
+                import pandas as pd
+
+                return pd.Timestamp(n, unit="ns", tz="UTC" if self.tz else None)
+            except ImportError:
+                return np.datetime64(n, "ns") if not self.tz else pa.scalar(n, self.t)
+        try:
+            d = _EPOCH + _dt.timedelta(microseconds=us)
+        except OverflowError:
+            return pa.scalar(n, self.t)
+        return d.replace(tzinfo=_dt.timezone.utc) if self.tz else d
+
+
+def _grid(name, t: pa.DataType) -> Optional[_Grid]:
+    if pa.types.is_integer(t):
+        return _IntGrid(name, t)
+    if pa.types.is_floating(t):
+        return _FloatGrid(name, t)
+    if pa.types.is_decimal(t):
+        return _DecimalGrid(name, t)
+    if pa.types.is_date(t):
+        return _DateGrid(name, t)
+    if pa.types.is_timestamp(t):
+        return _TimestampGrid(name, t)
+    return None
+
+
+def _check_other(name, t, leaf):
+    """Literals of non-numeric columns: strings for strings, bytes for binaries, bools for booleans."""
+    if leaf.op not in _CMP + ("in", "not_in", "between", "not_between"):
+        return
+    for v in leaf.literals:
+        if v is None:
+            continue
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            ok = isinstance(v, str)
+        elif pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+            ok = isinstance(v, (bytes, bytearray, memoryview, str))
+        elif pa.types.is_boolean(t):
+            ok = isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and int(v) in (0, 1))
+        else:
+            return
+        if not ok:
+            raise LiteralTypeError(name, t, v)
+
+
+# ---------------------------------------------------------------- leaves
+
+def _cmp(g: _Grid, op: str, name: str, v, ieee: bool) -> Predicate:
+    """One comparison ``name op v`` on grid ``g`` (v not None)."""
+    if not ieee and not g.integral:
+        d = g.direct(v)
+        if d is not None:  # a float of the column's width (-0.0 and NaN included): Java's answer
+            return Leaf(op, name, (d,))
+    q = g.exact(v)
+    if q is _NAN:
+        if not ieee and not g.integral:
+            return Leaf(op, name, (float("nan"),))
+        return _non_null(name) if op == "not_equal" else never(name)
+    exact = g.on(q)
+    if op in ("equal", "not_equal"):
+        if exact is None:
+            return never(name) if op == "equal" else _non_null(name)
+        if ieee and not g.integral and exact == 0.0:  # IEEE: -0.0 = 0.0; indexes key floats by their bits
+            return Leaf("in" if op == "equal" else "not_in", name, (0.0, -0.0))
+        return Leaf(op, name, (exact,))
+    if exact is not None:
+        if ieee and not g.integral and exact == 0.0:
+            # Java orders -0.0 < 0.0; IEEE has them equal: pick the zero that makes Java's range the IEEE one
+            exact = -0.0 if op in ("less_than", "greater_or_equal") else 0.0
+        return Leaf(op, name, (exact,))
+    if op in ("less_than", "less_or_equal"):
+        f = g.floor(q)
+        if f is None:
+            return never(name)
+        return _non_null(name) if g.is_max(f) else Leaf("less_or_equal", name, (f,))
+    c = g.ceil(q)
+    if c is None:
+        return never(name)
+    return _non_null(name) if g.is_min(c) else Leaf("greater_or_equal", name, (c,))
+
+
+def _in(g: _Grid, leaf: Leaf, ieee: bool) -> Predicate:
+    keep = []
+    for v in leaf.literals:
+        if v is None:
+            keep.append(None)
+            continue
+        if not ieee and not g.integral:
+            d = g.direct(v)
+            if d is not None:
+                keep.append(d)
+                continue
+        q = g.exact(v)
+        e = None if q is _NAN else g.on(q)
+        if e is None:
+            continue  # no row equals it: IN loses nothing, NOT IN is true for every non-null row
+        if ieee and not g.integral and e == 0.0:
+            keep.extend((0.0, -0.0))
+        else:
+            keep.append(e)
+    out = []
+    for e in keep:  # de-duplicate (0.0 and -0.0 are equal in Python: compare by repr for floats)
+        if not any(type(e) is type(o) and repr(e) == repr(o) for o in out):
+            out.append(e)
+    if not out:
+        return never(leaf.name) if leaf.op == "in" else _non_null(leaf.name)
+    return Leaf(leaf.op, leaf.name, tuple(out))
+
+
+def _conj(name, parts, kind) -> Predicate:
+    if kind is And:
+        if any(is_never(p) for p in parts):
+            return never(name)
+        return And.of(*parts)
+    live = [p for p in parts if not is_never(p)]
+    return never(name) if not live else Or.of(*live)
+
+
+_INT_BOUNDS = {8: (-(1 << 7), (1 << 7) - 1), 16: (-(1 << 15), (1 << 15) - 1), 32: (-(1 << 31), (1 << 31) - 1),
+               64: (-(1 << 63), (1 << 63) - 1)}
+
+
+def _already_exact(lits, t) -> bool:
+    """The common cases that need no work: Python ints within a signed integer column's
+    range, strings on a string column (a fast check; everything else takes the full path)."""
+    tid = t.id
+    if tid == pa.string().id or tid == pa.large_string().id:
+        return all(type(v) is str for v in lits)
+    if pa.types.is_signed_integer(t):
+        lo, hi = _INT_BOUNDS[t.bit_width]
+        return all(type(v) is int and lo <= v <= hi for v in lits)
+    return False
+
+
+def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = True) -> Predicate:
+    """``leaf`` with its literals made exact values of ``arrow_type`` (see the module doc).
+
+    ``ieee=False`` leaves NaN and zero literals on FLOAT / DOUBLE columns as
+    they are: index readers use it, so that in-type literals get Java's
+    answers (Java orders -0.0 < 0.0 < NaN and has NaN = NaN); the consumers that
+    compose index answers with the exact filter normalise with ``ieee=True``
+    first, which makes those answers the IEEE (``pyarrow.compute``) ones.
+
+    Returns ``leaf`` itself when nothing changes; raises
+    :class:`~paimon_fast.errors.LiteralTypeError` for a literal that cannot be
+    compared with the column at all.
+    """
+    t = arrow_type
+    if t is None or not leaf.literals:
+        return leaf
+    op = leaf.op
+    if op not in _CMP and op not in ("in", "not_in", "between", "not_between"):
+        return leaf
+    if _already_exact(leaf.literals, t):
+        return leaf
+    g = _grid(leaf.name, t)
+    if g is None:
+        _check_other(leaf.name, t, leaf)
+        return leaf
+    name = leaf.name
+    if op in ("in", "not_in"):
+        out = _in(g, leaf, ieee)
+    elif op in ("between", "not_between"):
+        lo, hi = leaf.literals
+        if lo is None or hi is None:
+            return leaf
+        if not ieee and not g.integral and g.direct(lo) is not None and g.direct(hi) is not None:
+            return leaf
+        # x BETWEEN lo AND hi is x >= ceil(lo) AND x <= floor(hi) on the column's grid; NOT BETWEEN its
+        # negation (NOT, not an OR of < and >, so NaN rows stay NOT BETWEEN as IEEE says)
+        ql, qh = g.exact(lo), g.exact(hi)
+        if g.integral:
+            nl = None if ql is _NAN or ql > g.hi else max(math.ceil(ql), int(g.lo))
+            nh = None if qh is _NAN or qh < g.lo else min(math.floor(qh), int(g.hi))
+            empty = nl is None or nh is None or nl > nh
+            el, eh = (None, None) if empty else (g.value(nl), g.value(nh))
+            moved = nl is None or nh is None or Fraction(nl) != ql or Fraction(nh) != qh
+        else:
+            el = None if ql is _NAN else (ql if isinstance(ql, float) else g.ceil(ql))
+            eh = None if qh is _NAN else (qh if isinstance(qh, float) else g.floor(qh))
+            empty = el is None or eh is None or el > eh
+            moved = ql is _NAN or qh is _NAN or g.on(ql) is None or g.on(qh) is None
+            if not empty and ieee:
+                el = -0.0 if el == 0.0 else el  # Java orders -0.0 < 0.0: the bounds that make its range IEEE's
+                eh = 0.0 if eh == 0.0 else eh
+        if empty and (moved or ieee):
+            out = never(name) if op == "between" else _non_null(name)
+        elif empty:  # in-type bounds the wrong way round: the reader's (Java's) own answer
+            out = Leaf(op, name, (g.value(int(ql)), g.value(int(qh))) if g.integral else (float(ql), float(qh)))
+        else:
+            out = Leaf(op, name, (el, eh))
+    else:
+        v = leaf.literals[0]
+        if v is None:
+            return leaf
+        out = _cmp(g, op, name, v, ieee)
+    if isinstance(out, Leaf) and out.op == op and _same(out.literals, leaf.literals):
+        return leaf
+    return out
+
+
+def _same(a, b) -> bool:
+    return len(a) == len(b) and all(type(x) is type(y) and repr(x) == repr(y) for x, y in zip(a, b))
+
+
+def arrow_types(schema) -> dict:
+    """``{column: Arrow type}`` of a pyarrow Schema, a mapping to Arrow or Paimon types, or None."""
+    if schema is None:
+        return {}
+    if isinstance(schema, pa.Schema):
+        return {f.name: f.type for f in schema}
+    out = {}
+    for k, t in dict(schema).items():
+        if t is not None and not isinstance(t, pa.DataType):
+            from .types import DataType
+
+            t = DataType.parse(t).to_arrow()
+        out[k] = t
+    return out
+
+
+def normalize(predicate: Optional[Predicate], schema, *, missing: str = "keep", ieee: bool = True) -> Optional[Predicate]:
+    """Every leaf of ``predicate`` normalised by :func:`normalize_leaf` against
+    its column's type in ``schema`` (a pyarrow Schema or ``{column: type}``).
+
+    ``missing="error"`` raises :class:`~paimon_fast.errors.ColumnNotFoundError`
+    for a leaf on a column ``schema`` does not have; ``"keep"`` leaves it as is.
+    """
+    if predicate is None:
+        return None
+    types = arrow_types(schema)
+
+    def go(p):
+        if isinstance(p, Leaf):
+            if p.name not in types:
+                if missing == "error":
+                    raise ColumnNotFoundError(p.name, list(types))
+                return p
+            return normalize_leaf(p, types[p.name], ieee)
+        if isinstance(p, And):
+            kids = [go(c) for c in p.children]
+            return p if all(a is b for a, b in zip(kids, p.children)) else And.of(*kids)
+        if isinstance(p, Or):
+            kids = [go(c) for c in p.children]
+            return p if all(a is b for a, b in zip(kids, p.children)) else Or.of(*kids)
+        raise TypeError(f"not a predicate: {p!r}")
+
+    return go(predicate)
+
+
+def _floor_us(v):
+    """A timestamp literal floored to the microsecond (a datetime), or None if it is not one."""
+    if isinstance(v, _dt.datetime):
+        return v.replace(nanosecond=0) if hasattr(v, "nanosecond") else v
+    if isinstance(v, np.datetime64):
+        return v.astype("datetime64[us]")
+    return None
+
+
+def widen_to_micros(p: Predicate) -> Predicate:
+    """An index-level form of a normalised predicate on a nanosecond column whose index keys
+    are microseconds (TIMESTAMP(7..9) in Paimon's file indexes): true for every row whose key
+    could hold a matching value.  Ranges compare the floored microsecond inclusively,
+    ``!=`` / ``NOT IN`` keep every non-null row (a value in the same microsecond has the same key)."""
+    if isinstance(p, And):
+        return And.of(*(widen_to_micros(c) for c in p.children))
+    if isinstance(p, Or):
+        return Or.of(*(widen_to_micros(c) for c in p.children))
+    if not isinstance(p, Leaf) or not p.literals or any(v is None for v in p.literals):
+        return p
+    op, name = p.op, p.name
+    fl = [_floor_us(v) for v in p.literals]
+    if any(v is None for v in fl):
+        return p
+    if op in ("not_equal", "not_in"):
+        return _non_null(name)
+    if op in ("less_than", "less_or_equal"):
+        return Leaf("less_or_equal", name, (fl[0],))
+    if op in ("greater_than", "greater_or_equal"):
+        return Leaf("greater_or_equal", name, (fl[0],))
+    if op == "between":
+        return Leaf("between", name, (fl[0], fl[1]))
+    if op == "not_between":
+        return Or.of(Leaf("less_or_equal", name, (fl[0],)), Leaf("greater_or_equal", name, (fl[1],)))
+    if op in ("equal", "in"):
+        return Leaf(op, name, tuple(fl))
+    return p

@@ -1,0 +1,36 @@
+"""The short version of the fuzz run at scale (``tests/fuzz_scale.py``): every reader
+gets a few hundred seeded mutated inputs in its own process under the same
+per-input time limit and address-space limit as the slow run (1e5 per reader)."""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def test_every_reader_gives_only_index_format_errors(tmp_path):
+    out = tmp_path / "failures"
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "fuzz_scale.py"), "--n", "250", "--out", str(out)],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if "inputs" in ln]
+    from fuzz_scale import READERS
+
+    assert len(lines) == len(READERS)
+    for ln in lines:
+        f = ln.split()
+        answered, errors, failures = int(f[4]), int(f[6]), int(f[8])
+        assert failures == 0 and answered + errors == 250, ln
+        assert errors > 0, ln  # the mutations reach the readers' checks
+    assert not out.exists()
+
+
+def test_a_failure_is_reported(tmp_path, monkeypatch):
+    """The harness itself can fail: an exercise raising anything but IndexFormatError is counted."""
+    import fuzz_scale
+
+    monkeypatch.setitem(fuzz_scale.READERS, "boom", (lambda: [(None, b"abc")],
+                                                     lambda meta, data: None if data == b"abc" else 1 / 0))
+    r = fuzz_scale.run_reader("boom", 20, 0, 5.0, 0, str(tmp_path))
+    assert r["failures"] == 20 - r["answered"] and r["failures"] > 0 and "ZeroDivisionError" in r["first_failure"]
+    assert any(p.name.startswith("boom-") for p in tmp_path.iterdir())
