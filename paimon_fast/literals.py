@@ -38,7 +38,7 @@ import datetime as _dt
 import decimal
 import math
 from fractions import Fraction
-from typing import Mapping, Optional
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa

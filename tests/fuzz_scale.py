@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import gzip
-import io
 import os
 import signal
 import sys

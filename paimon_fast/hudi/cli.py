@@ -122,7 +122,7 @@ def hudi_main(args):
                                  for c in pr.candidates]
         if args.read or args.show:
             res = read_arrow(path, pred, state=state)
-            tbl, rep = res.table, res.report
+            tbl = res.table
             out["rows_returned"] = tbl.num_rows
             if args.show:
                 out["rows"] = tbl.slice(0, args.show).to_pylist()
