@@ -597,8 +597,8 @@ def _floor_us(v):
     """A timestamp literal floored to the microsecond (a datetime), or None if it is not one."""
     if isinstance(v, _dt.datetime):
         return v.replace(nanosecond=0) if hasattr(v, "nanosecond") else v
-    if isinstance(v, np.datetime64):
-        return v.astype("datetime64[us]")
+    if isinstance(v, np.datetime64):  # floored, in its own unit (pyarrow < 15 converts only a matching unit)
+        return v.astype("datetime64[us]").astype(v.dtype)
     return None
 
 

@@ -257,7 +257,11 @@ def to_arrow_array(values, dtype: DataType) -> pa.Array:
             seq = list(values)
             if dtype.root == "DECIMAL":
                 seq = [decimal.Decimal(v) if isinstance(v, (str, int)) else v for v in seq]
-            values = pa.array(seq, type=dtype.to_arrow())
+            target = dtype.to_arrow()
+            if pa.types.is_timestamp(target):  # pyarrow < 15 takes numpy datetimes only in the target's unit
+                unit = f"datetime64[{target.unit}]"
+                seq = [v.astype(unit) if isinstance(v, np.datetime64) else v for v in seq]
+            values = pa.array(seq, type=target)
     t = values.type
     if pa.types.is_dictionary(t):
         values = values.dictionary_decode()

@@ -9,14 +9,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def test_every_reader_gives_only_index_format_errors(tmp_path):
+    import importlib.util
+
+    from fuzz_scale import READERS
+
+    # the Avro manifest reader needs fastavro (the tables extra); the tables job runs it
+    names = [n for n in sorted(READERS) if n != "avro-manifest" or importlib.util.find_spec("fastavro")]
     out = tmp_path / "failures"
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "fuzz_scale.py"), "--n", "250", "--out", str(out)],
+    args = [a for n in names for a in ("--reader", n)]
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "fuzz_scale.py"), "--n", "250", "--out", str(out), *args],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if "inputs" in ln]
-    from fuzz_scale import READERS
-
-    assert len(lines) == len(READERS)
+    assert len(lines) == len(names)
     for ln in lines:
         f = ln.split()
         answered, errors, failures = int(f[4]), int(f[6]), int(f[8])

@@ -8,6 +8,7 @@ global index) must keep every row the oracle keeps; the indexes whose answers
 are row sets must give exactly the oracle's rows for the comparisons they
 answer exactly.
 """
+import importlib.util
 import datetime as dt
 import decimal
 import math
@@ -54,6 +55,12 @@ def _pd():
     import pandas as pd
 
     return pd
+
+
+if importlib.util.find_spec("pandas") is None:
+    # nanosecond literals are pandas Timestamps (Python's datetime stops at microseconds): the
+    # tables job, which has pandas, covers TIMESTAMP(9); the oldest-versions job has none
+    del COLUMNS["TIMESTAMP(9)"]
 
 INDEXES = {
     "bitmap": lambda t: not t.startswith("DECIMAL"),

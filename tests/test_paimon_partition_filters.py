@@ -8,6 +8,8 @@ evaluator (``sql_oracle``) over an unfiltered read of the whole table.
 import pyarrow as pa
 import pytest
 
+pytest.importorskip("pypaimon")
+
 import paimon_fast as pf
 from paimon_fast.errors import ColumnNotFoundError
 from paimon_fast.paimon import read_with_index
