@@ -20,6 +20,7 @@ from paimon_fast.globalindex import writer  # noqa: E402
 from paimon_fast.globalindex.format import build_files  # noqa: E402
 from paimon_fast.globalindex.keys import KeyCodec  # noqa: E402
 from paimon_fast.paimon import globalindex as pgi  # noqa: E402
+from paimon_fast.paimon import globalindex_build as pgb  # noqa: E402
 from paimon_fast.paimon import plan_with_index, read_with_index  # noqa: E402
 from paimon_fast.paimon.globalindex import create_global_index  # noqa: E402
 
@@ -425,7 +426,7 @@ def test_direct_parquet_read_builds_what_pypaimons_reader_builds(tmp_path, monke
     def build(sub, direct):
         cat, name = _table(tmp_path / sub, DATA_EVOLUTION)
         if not direct:
-            monkeypatch.setattr(pgi, "direct_read_plan", lambda *a: None)
+            monkeypatch.setattr(pgb, "direct_read_plan", lambda *a: None)
         create_global_index(cat.get_table(f"db.{name}"), "color", options={"sorted-index.records-per-range": "30"})
         monkeypatch.undo()
         out = {}

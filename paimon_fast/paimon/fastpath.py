@@ -80,7 +80,7 @@ from ..source import BytesSource, FileSource
 from ..tables.arrow_filter import to_arrow_expression
 from .deletion import read_deletion_vector
 from .predicates import to_pypaimon
-from .scan import PruneReport, _CountingSource, _result_of, index_applicability
+from .pruning import PruneReport, _CountingSource, _result_of, index_applicability
 
 
 # decode Parquet with Arrow's thread pool (_read_files); on two cores or fewer the

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 
-from .globalindex import build_range_files, direct_read_plan, read_direct
+from .globalindex_build import build_range_files, direct_read_plan, read_direct
 
 __all__ = ["build_on_spark", "spark_read_column"]
 
@@ -32,7 +32,7 @@ def build_on_spark(spark, table, field, dtype, tasks, options, per_range, index_
     import pyarrow as pa
     from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
-    from .globalindex import _new_file_name, _read_task, _write_index_file
+    from .globalindex_build import _new_file_name, _read_task, _write_index_file
 
     root = _index_root(table)
     specs, local = [], []

@@ -33,7 +33,7 @@ from ..fileindex.format import FileIndexFormat
 from ..fileindex.options import (DEFAULT_IN_MANIFEST_THRESHOLD, IN_MANIFEST_THRESHOLD,
                                  indexes_from_table_options, parse_memory_size)
 from .compat import legacy_manifest_table
-from .scan import INDEX_SUFFIX
+from .pruning import INDEX_SUFFIX
 
 # tables with at least this many rows to index go to Spark when a session is given
 SPARK_MIN_ROWS = 2_000_000
@@ -141,7 +141,7 @@ def plan_rewrite(table, options=None, force: bool = False):
     """``(snapshot, tasks, files_total, already_indexed)`` for the table's live files."""
     from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
-    from .scan import _SchemaResolver
+    from .pruning import _SchemaResolver
 
     configured, all_opts = _configured(table, options)
     threshold = parse_memory_size(all_opts.get(IN_MANIFEST_THRESHOLD, DEFAULT_IN_MANIFEST_THRESHOLD))

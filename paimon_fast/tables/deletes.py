@@ -39,6 +39,7 @@ from typing import Dict, List, Mapping, Optional
 import numpy as np
 
 from ..errors import PaimonFastError
+from ..fsutil import TMP_MARK, write_atomic
 from ..tableindex import DeletionVector, read_deletion_vector, serialize_deletion_files
 
 DV_DIR = "_deletion_vectors"
@@ -113,8 +114,6 @@ def load_vectors(ds, catalog: Optional[dict] = None) -> Dict[str, DeletionVector
 
 
 def _clean_temp(d: str) -> None:
-    from .parquet import TMP_MARK
-
     try:
         names = os.listdir(d)
     except OSError:
@@ -138,8 +137,6 @@ def commit_deletions(ds, positions: Mapping[str, np.ndarray], *, bitmap64: Optio
     ``"before_catalog"`` fails after the deletion file is written, ``"catalog"``
     fails half-way through writing the catalog's temporary file.
     """
-    from .parquet import write_atomic
-
     rep = report or DeleteReport()
     t0 = time.perf_counter()
     files = {f.path: f for f in ds.files(refresh=True)}

@@ -1,0 +1,230 @@
+"""The steps of a global index build on a Paimon table that run wherever the work is
+(in this process, or inside a Spark executor's Arrow UDF): plan the unindexed row ranges
+(:func:`_plan_build`), read a range's column with its row ids (:func:`_read_task`;
+straight from local Parquet files when :func:`direct_read_plan` allows, else through
+pypaimon's reader), cut it into index files (:func:`build_range_files`) and write them
+under the table's index directory (:func:`_write_index_file`).  Committing the files and
+answering predicates with them live in :mod:`.globalindex`, the Spark job in
+:mod:`.globalindex_spark`; both import these, never the other way round.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+import numpy as np
+
+RECORDS_PER_RANGE = "sorted-index.records-per-range"
+RECORDS_PER_RANGE_LEGACY = "btree-index.records-per-range"
+DEFAULT_RECORDS_PER_RANGE = 10_000_000
+RECORDS_FLOATING = 1.2  # Java's SortedGlobalIndexWriter rotates files every records-per-range x 1.2 records
+
+
+def records_per_range(options: Dict[str, str]) -> int:
+    """``sorted-index.records-per-range`` (fallback key ``btree-index.records-per-range``)."""
+    v = options.get(RECORDS_PER_RANGE, options.get(RECORDS_PER_RANGE_LEGACY, DEFAULT_RECORDS_PER_RANGE))
+    n = int(v)
+    if n <= 0:
+        raise ValueError(f"{RECORDS_PER_RANGE} must be positive, got {v!r}")
+    return n
+
+
+def records_per_file(options: Dict[str, str]) -> int:
+    """Records per ``bitmap`` file: records-per-range x 1.2, as Java's SortedGlobalIndexWriter."""
+    return int(records_per_range(options) * RECORDS_FLOATING)
+
+
+# ================================================================ build
+@dataclass
+class _Task:
+    split: object  # a pypaimon IndexedSplit over the files of the range
+    start: int
+    end: int  # inclusive
+    partition: tuple
+
+
+def _plan_build(table, field, index_type: str, partitions):
+    """``(tasks, options)``: the unindexed contiguous row ranges to build, as pypaimon 2.1 and
+    Java's SortedGlobalIndexScanner.incrementalScan plan them."""
+    from pypaimon.globalindex.build_plan import (split_by_contiguous_unindexed_row_range,
+                                                 unindexed_row_ranges)
+    from pypaimon.globalindex.create_global_index import GlobalIndexBuilder
+
+    # pypaimon's builder validates (row tracking, the column) and resolves the partition spec
+    helper = GlobalIndexBuilder(table, field.name, index_type="bitmap", partitions=partitions)
+    pfilter = helper._resolve_partition_filter()
+    rb = table.new_read_builder()
+    if pfilter is not None:
+        rb = rb.with_partition_filter(pfilter)
+    plan = rb.new_scan().plan_for_write()
+    splits = plan.splits()
+    if not splits:
+        return []
+    snapshot = helper._snapshot_for_plan(plan)
+    todo = unindexed_row_ranges(table, snapshot, pfilter, field.id, index_type)
+    if not todo:
+        return []
+    return [_Task(s, r.from_, r.to, tuple(s.partition.values))
+            for s, r in split_by_contiguous_unindexed_row_range(splits, todo)]
+
+
+def _local_path(path):
+    if path is None:
+        return None
+    p = path[len("file://"):] if path.startswith("file://") else path
+    return p if "://" not in p and os.path.exists(p) else None
+
+
+def direct_read_plan(table, field, task: _Task):
+    """``[(local Parquet path, first row id, row count, column name in the file or None)]``
+    for reading the task's column straight from its files, or None when the files need
+    pypaimon's reader (deletion vectors, column groups, a retyped column, remote files)."""
+    split = task.split.data_split() if callable(getattr(task.split, "data_split", None)) else task.split
+    if any(d is not None for d in (getattr(split, "data_deletion_files", None) or ())):
+        return None
+    want = str(field.type).replace(" NOT NULL", "")
+    out = []
+    for f in split.files:
+        path = _local_path(getattr(f, "external_path", None) or getattr(f, "file_path", None))
+        if (path is None or not path.endswith(".parquet") or getattr(f, "write_cols", None)
+                or f.first_row_id is None):
+            return None
+        schema = table.table_schema if f.schema_id == table.table_schema.id else \
+            table.schema_manager.get_schema(f.schema_id)
+        old = {x.id: x for x in schema.fields}.get(field.id)
+        if old is not None and str(old.type).replace(" NOT NULL", "") != want:
+            return None
+        out.append((path, int(f.first_row_id), int(f.row_count), None if old is None else old.name))
+    seen = sorted((a, a + n) for _, a, n, _ in out)
+    if any(seen[i][1] > seen[i + 1][0] for i in range(len(seen) - 1)):
+        return None
+    return out
+
+
+def read_direct(files, start: int, end: int):
+    """``(column, row ids relative to start)`` of the rows ``start..end`` of ``files`` (see
+    :func:`direct_read_plan`); row ids are each file's first row id + position, pypaimon's
+    rule for files that store no ``_ROW_ID``.  None when a file stores ``_ROW_ID``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    todo = [f for f in files if not (f[1] + f[2] <= start or f[1] > end)]
+
+    def one(job):
+        path, first, n, name = job
+        pfile = pq.ParquetFile(path)
+        names = pfile.schema_arrow.names
+        if "_ROW_ID" in names or (name is not None and name not in names):
+            return None
+        col = pa.nulls(n) if name is None else pfile.read(columns=[name], use_threads=False).column(0)
+        if len(col) != n:
+            return None
+        return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+    if len(todo) > 1:  # files decode in parallel (pyarrow releases the GIL)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(len(todo), os.cpu_count() or 2)) as ex:
+            cols = list(ex.map(one, todo))
+    else:
+        cols = [one(j) for j in todo]
+    if any(c is None for c in cols):
+        return None
+    if not cols:
+        return None, None
+    rids = [np.arange(first, first + n, dtype=np.int64) for _, first, n, _ in todo]
+    typ = next((c.type for c in cols if c.type != pa.null()), pa.null())
+    col = pa.concat_arrays([c if c.type == typ else pa.nulls(len(c), typ) for c in cols])
+    rid = np.concatenate(rids)
+    keep = (rid >= start) & (rid <= end)
+    if not keep.all():
+        col = col.filter(pa.array(keep))
+        rid = rid[keep]
+    if not len(rid):
+        return None, None
+    return col, (rid - start).astype(np.uint64)
+
+
+def _read_task(table, field, task: _Task):
+    """The column and its ``_ROW_ID`` over the task's rows (deletion vectors applied)."""
+    import pyarrow as pa
+
+    files = direct_read_plan(table, field, task)
+    if files is not None:
+        got = read_direct(files, task.start, task.end)
+        if got is not None:
+            return got
+    from pypaimon.read.table_read import TableRead
+    from pypaimon.table.special_fields import SpecialFields
+
+    tr = TableRead(table=table, predicate=None, read_type=[field, SpecialFields.ROW_ID])
+    got = tr.to_arrow([task.split])
+    if got is None or got.num_rows == 0:
+        return None, None
+    col = got.column(field.name).combine_chunks()
+    rid_col = got.column(SpecialFields.ROW_ID.name)
+    if rid_col.null_count:
+        raise ValueError("cannot build a global index: _ROW_ID is null")
+    rids = rid_col.to_numpy().astype(np.int64, copy=False)
+    keep = (rids >= task.start) & (rids <= task.end)
+    if not keep.all():
+        col = col.filter(pa.array(keep))
+        rids = rids[keep]
+    return col, (rids - task.start).astype(np.uint64)
+
+
+def build_range_files(dtype: str, values, local_rids, options: Dict[str, str], per_range: int,
+                      index_type: str = "bitmap", start: int = 0, end: Optional[int] = None):
+    """The index files of the build range ``start..end`` (``local_rids`` relative to ``start``):
+    ``[(range start, range end, file bytes, meta bytes, row count)]``.
+
+    ``bitmap`` (Java's identity-key sorted build): one range, a new file every
+    ``per_range`` x 1.2 records of the (nulls, key, row id) order, row count = records.
+    ``multivalue`` (Java's shard build): the range cut at multiples of ``per_range`` row
+    ids, one file per shard holding rows (row ids relative to the shard), row count = the
+    shard's row count, so a shard whose arrays hold no element still gets a file."""
+    from ..globalindex import writer
+    from ..globalindex.format import build_files
+
+    if end is None:
+        end = start + (int(local_rids.max()) if len(local_rids) else 0)
+    if index_type == "bitmap":
+        w = writer(dtype, {k: v for k, v in options.items() if k.startswith("bitmap-index.")})
+        arr, _ = w.codec.column(values)
+        return [(start, end, data, meta, n) for data, meta, n in
+                build_files(w.codec, arr, local_rids, w.block_size, w.encoder, int(per_range * RECORDS_FLOATING))]
+    if index_type != "multivalue":
+        raise ValueError(f"index type {index_type!r}")
+    import pyarrow as pa
+
+    opts = {k: v for k, v in options.items() if k.startswith("multivalue-index.")}
+    absolute = local_rids.astype(np.int64) + start
+    out = []
+    shard = (start // per_range) * per_range
+    while shard <= end:
+        lo, hi = max(start, shard), min(end, shard + per_range - 1)
+        keep = (absolute >= lo) & (absolute <= hi)
+        if keep.any():
+            w = writer(dtype, opts, index_type="multivalue")
+            w.write_batch(values.filter(pa.array(keep)), (absolute[keep] - lo).astype(np.uint64))
+            data, meta = w.finish()
+            if data is not None:
+                out.append((lo, hi, data, meta, hi - lo + 1))
+        shard += per_range
+    return out
+
+
+def _new_file_name(index_type: str) -> str:
+    import uuid
+
+    return f"{index_type}-global-index-{uuid.uuid4()}.index"
+
+
+def _write_index_file(table, name: str, data: bytes) -> str:
+    pf = table.path_factory().global_index_path_factory()
+    path = pf.to_path(name)
+    table.file_io.check_or_mkdirs(pf.global_index_root_path())
+    with table.file_io.new_output_stream(path) as out:
+        out.write(data)
+    return path
