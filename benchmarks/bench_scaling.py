@@ -7,7 +7,7 @@ For N in ``PF_BENCH_SCALING_NS`` (default ``100000,1000000,10000000``):
   (INT, 1,000 distinct, row ids 0..N-1);
 * queries, each against the no-index alternative on the same column in the same run
   (``pyarrow_compute``: ``pc.equal`` / ``pc.less`` + ``indices_nonzero``, i.e. scanning the
-  column): bloom probe of N values (anchor: ``np.isin`` against the added values), bitmap and
+  column): bloom probe of N values (anchor: ``pc.is_in`` against the added values, a hash set), bitmap and
   global index cold open + equality, range bitmap and BSI cold open + ``x < 30,000``;
 * ``test_peak_rss``: one build of each index at ``PF_BENCH_PEAK_ROWS`` (default 1e7) rows in a
   fresh process: growth of the peak RSS (VmHWM reset just before the build) and the input size.
@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -87,8 +88,16 @@ def built(index, n):
     return _BUILT[(index, n)]
 
 
-def _rounds(n, budget_s, per_row_s):
-    return max(1, min(20, int(budget_s / max(per_row_s * n, 1e-9))))
+BUDGET = float(os.environ.get("PF_BENCH_SCALING_BUDGET", "0.5"))
+
+
+def _timed(benchmark, fn, args=()):
+    """One untimed call, then as many rounds (1..20) as fit in BUDGET seconds."""
+    t0 = time.perf_counter()
+    fn(*args)
+    once = time.perf_counter() - t0
+    rounds = max(1, min(20, int(BUDGET / max(once, 1e-9))))
+    return benchmark.pedantic(fn, args=args, rounds=rounds, iterations=1, warmup_rounds=0)
 
 
 INDEXES = ["bloom", "bitmap", "range-bitmap", "bsi", "global"]
@@ -99,7 +108,7 @@ INDEXES = ["bloom", "bitmap", "range-bitmap", "bsi", "global"]
 def test_build_kernel(benchmark, index, n):
     benchmark.group = f"scaling build {index}"
     column({"bloom": "ints", "bitmap": "codes", "global": "codes"}.get(index, "range"), n)
-    benchmark.pedantic(build, args=(index, n), rounds=_rounds(n, 0.6, 4e-8), iterations=1, warmup_rounds=0)
+    _timed(benchmark, build, (index, n))
     benchmark.extra_info.update(rows=n)
 
 
@@ -108,7 +117,7 @@ def _query(index, n):
     if index == "bloom":
         data, probes = built(index, n), column("ints", n)
         return (lambda: pf.fileindex.reader("bloom-filter", "BIGINT", data).might_contain_batch(probes),
-                lambda: np.isin(probes, probes), None)
+                lambda: pc.is_in(probes, value_set=pa.array(probes)), None)
     if index == "bitmap":
         data, col = built(index, n), column("codes", n)
         lit = col[0].as_py()
@@ -137,16 +146,15 @@ def test_query(benchmark, index, n, impl):
     benchmark.group = f"scaling query {index}"
     ours, scan, _ = _query(index, n)
     if impl == "pyarrow_compute":
-        benchmark.extra_info["impl"] = "numpy_isin" if index == "bloom" else "pyarrow_compute"
-        out = benchmark.pedantic(scan, rounds=_rounds(n, 0.5, 2e-9), iterations=1, warmup_rounds=1)
+        benchmark.extra_info["impl"] = "pyarrow_compute"
+        out = _timed(benchmark, scan)
     else:
-        per_row = 1e-8 if index == "bloom" else 1e-11
-        out = benchmark.pedantic(ours, rounds=_rounds(n, 0.5, per_row), iterations=1, warmup_rounds=1)
-        want = scan()
+        out = _timed(benchmark, ours)
         if index == "bloom":
             assert np.asarray(out).all()    # every added value is found
         else:
-            assert np.array_equal(np.fromiter(out, np.uint64, len(out)), np.asarray(want).astype(np.uint64))
+            want = np.asarray(scan()).astype(np.uint64)
+            assert np.array_equal(np.fromiter(out, np.uint64, len(out)), want)
     benchmark.extra_info.update(rows=n)
 
 
@@ -178,6 +186,7 @@ def test_peak_rss(benchmark, index):
     if not os.path.exists("/proc/self/clear_refs"):
         pytest.skip("needs Linux /proc/self/clear_refs to reset the peak RSS")
     benchmark.group = "peak RSS of one build"
+    benchmark.extra_info["impl"] = "kernel"
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(here), os.environ.get("PYTHONPATH", "")]))
     res = benchmark.pedantic(
