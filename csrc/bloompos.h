@@ -93,4 +93,34 @@ static inline void pf_bloom_positions_at(const int64_t *h, size_t n, int k, uint
 static inline void pf_bloom_positions(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t *out) {
     pf_bloom_positions_at(h, n, k, nbits, out, -1);
 }
+
+/* Thomas Wang's 64-bit hash (pf_wang64) of n values into out, 8 lanes at a time with
+ * AVX-512 where the CPU has it (same arithmetic: wrapping adds, arithmetic right shifts). */
+#ifdef PF_HAVE_AVX2_PATH
+__attribute__((target("avx512f")))
+static void pf_wang64_block_avx512(const int64_t *in, size_t n, int64_t *out) {
+    size_t i = 0;
+    const __m512i ones = _mm512_set1_epi64(-1);
+    for (; i + 8 <= n; i += 8) {
+        __m512i k = _mm512_loadu_si512((const void *)(in + i));
+        k = _mm512_add_epi64(_mm512_xor_si512(k, ones), _mm512_slli_epi64(k, 21));
+        k = _mm512_xor_si512(k, _mm512_srai_epi64(k, 24));
+        k = _mm512_add_epi64(_mm512_add_epi64(k, _mm512_slli_epi64(k, 3)), _mm512_slli_epi64(k, 8));
+        k = _mm512_xor_si512(k, _mm512_srai_epi64(k, 14));
+        k = _mm512_add_epi64(_mm512_add_epi64(k, _mm512_slli_epi64(k, 2)), _mm512_slli_epi64(k, 4));
+        k = _mm512_xor_si512(k, _mm512_srai_epi64(k, 28));
+        k = _mm512_add_epi64(k, _mm512_slli_epi64(k, 31));
+        _mm512_storeu_si512((void *)(out + i), k);
+    }
+    for (; i < n; i++) out[i] = pf_wang64(in[i]);
+}
 #endif
+
+static inline void pf_wang64_block(const int64_t *in, size_t n, int64_t *out) {
+#ifdef PF_HAVE_AVX2_PATH
+    if (pf_bloom_simd_level() == 2) { pf_wang64_block_avx512(in, n, out); return; }
+#endif
+    for (size_t i = 0; i < n; i++) out[i] = pf_wang64(in[i]);
+}
+#endif
+

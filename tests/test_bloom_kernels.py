@@ -165,3 +165,18 @@ def test_bit_positions_every_path_equals_twin(simd):
             got = K._positions(np.array(hashes, dtype=np.int64), k, nbits, simd)
             want = [list(twin.bit_positions(h, k, nbits)) for h in hashes]
             assert got.tolist() == want, (nbits, k)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 63, 64, 65, 200, 1000])
+def test_add_and_probe_int64_without_nulls_equal_twin(n):
+    """The no-null int64 path hashes whole blocks with the vector hash."""
+    rng = np.random.default_rng(n)
+    vals = np.concatenate([rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64, endpoint=True),
+                           np.array([-(2**63), -1, 0, 2**63 - 1], dtype=np.int64)])
+    bits = np.zeros(1 << 12, np.uint8)
+    K.add_longs(bits, 7, vals)
+    want = bytearray(len(bits))
+    twin.add(want, 7, twin.hash_longs(vals.tolist()))
+    assert bits.tobytes() == bytes(want)
+    probes = np.concatenate([vals, rng.integers(-(2**63), 2**63 - 1, 50, dtype=np.int64)])
+    assert K.test_longs(bits, 7, probes).tolist() == twin.test(want, 7, twin.hash_longs(probes.tolist()))

@@ -18,6 +18,7 @@ cdef extern from "xxh64.h":
 cdef extern from "bloompos.h":
     void pf_bloom_positions(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t *out) nogil
     void pf_bloom_positions_at(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t *out, int simd) nogil
+    void pf_wang64_block(const int64_t *values, size_t n, int64_t *out) nogil
 
 cdef extern from "pfhash.h":
     int64_t pf_wang64(int64_t key) nogil
@@ -148,8 +149,12 @@ def wang_hash(const intlike[::1] values):
     out = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] o = out
     with nogil:
-        for i in range(n):
-            o[i] = pf_wang64(<int64_t> values[i])
+        if intlike is int64_t:
+            if n:
+                pf_wang64_block(<const int64_t *> &values[0], n, &o[0])
+        else:
+            for i in range(n):
+                o[i] = pf_wang64(<int64_t> values[i])
     return out
 
 
@@ -180,15 +185,23 @@ def add_longs(uint8_t[::1] bits, int k, const intlike[::1] values, const uint8_t
     cdef int64_t hbuf[BLOCK]
     cdef Py_ssize_t m = 0
     with nogil:
-        for i in range(n):
-            if has_valid and not valid[i]:
-                continue
-            hbuf[m] = pf_wang64(<int64_t> values[i])
-            m += 1
-            if m == BLOCK:
-                _add_block(&bits[0], nbits, M, k, hbuf, m)
-                m = 0
-        _add_block(&bits[0], nbits, M, k, hbuf, m)
+        if intlike is int64_t and not has_valid:
+            # no nulls: hash whole blocks with the vector hash
+            while m < n:
+                i = n - m if n - m < BLOCK else BLOCK
+                pf_wang64_block(<const int64_t *> &values[m], i, hbuf)
+                _add_block(&bits[0], nbits, M, k, hbuf, i)
+                m += i
+        else:
+            for i in range(n):
+                if has_valid and not valid[i]:
+                    continue
+                hbuf[m] = pf_wang64(<int64_t> values[i])
+                m += 1
+                if m == BLOCK:
+                    _add_block(&bits[0], nbits, M, k, hbuf, m)
+                    m = 0
+            _add_block(&bits[0], nbits, M, k, hbuf, m)
 
 
 def add_binary(uint8_t[::1] bits, int k, const offset_t[::1] offsets, const uint8_t[::1] data,
@@ -247,8 +260,11 @@ def test_longs(const uint8_t[::1] bits, int k, const intlike[::1] values, const 
         s0 = 0
         while s0 < n:
             m = n - s0 if n - s0 < BLOCK else BLOCK
-            for i in range(m):
-                hbuf[i] = pf_wang64(<int64_t> values[s0 + i])
+            if intlike is int64_t:
+                pf_wang64_block(<const int64_t *> &values[s0], m, hbuf)
+            else:
+                for i in range(m):
+                    hbuf[i] = pf_wang64(<int64_t> values[s0 + i])
             _test_block(&bits[0], nbits, M, k, hbuf, m, &o[s0])
             if has_valid:
                 for i in range(m):
