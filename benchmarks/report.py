@@ -233,6 +233,10 @@ def write_report(parts, out_md, quick, wall, plots_note, plot_files, named=False
                         cells.append(f"{fmt_t(v)} ({v / ours:.1f}x)" if ours else fmt_t(v))
                 lines.append(f"| {op} | {case or '-'} | {fmt_t(ours)} | " + " | ".join(cells) + " |")
             lines.append("")
+            mins = [f"{op}: ours {fmt_t(impls['kernel'].get('min'))}, Java {fmt_t(impls['java'].get('min'))}"
+                    for (op, _), impls in sorted(rows.items()) if "java" in impls and "kernel" in impls]
+            if mins:
+                lines += ["Minimum of the rounds (JIT-warm Java, after its warm-up rounds): " + "; ".join(mins) + ".", ""]
             extra = peak_lines(rows)
             if extra:
                 lines += extra + [""]
