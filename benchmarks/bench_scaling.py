@@ -92,11 +92,11 @@ BUDGET = float(os.environ.get("PF_BENCH_SCALING_BUDGET", "0.5"))
 
 
 def _timed(benchmark, fn, args=()):
-    """One untimed call, then as many rounds (1..20) as fit in BUDGET seconds."""
+    """One untimed call, then as many rounds (3..20) as fit in BUDGET seconds."""
     t0 = time.perf_counter()
     fn(*args)
     once = time.perf_counter() - t0
-    rounds = max(1, min(20, int(BUDGET / max(once, 1e-9))))
+    rounds = max(3, min(20, int(BUDGET / max(once, 1e-9))))
     return benchmark.pedantic(fn, args=args, rounds=rounds, iterations=1, warmup_rounds=0)
 
 
