@@ -1,8 +1,10 @@
 """Bloom filter add / probe: compiled kernel vs the pure-Python twin.
 
-N = 1e6 BIGINT and 12-character strings, fpp 0.01, items = N (Java Paimon
-0.9.0 on this machine, same data: add BIGINT 19 ms, add strings 26 ms,
-probe BIGINT 28 ms, probe strings ~70 ms).
+N = 1e6 BIGINT and 12-character strings, fpp 0.01, items = N.  ``test_java_anchor``
+runs Java Paimon 0.9.0's BloomFilterFileIndex on the same data in the same run
+(``benchmarks/java_anchor.py``; needs a JDK and the bridge jar) and checks it built
+the same bytes; the conftest summary and ``benchmarks/report.py`` show its medians
+as the ``java`` implementation of each group.
 
     pytest benchmarks/bench_bloom.py --benchmark-only --benchmark-columns=median,iqr,rounds
 """
@@ -12,6 +14,8 @@ import pytest
 
 import paimon_fast as pf
 from paimon_fast.reference import bloom as twin
+
+import java_anchor
 
 N = 1_000_000
 OPTS = {"items": str(N), "fpp": "0.01"}
@@ -86,3 +90,31 @@ def test_probe_string_twin(benchmark, filters):
     r = filters[1]
     bits, vals = bytes(r.bits), [s.encode() for s in STR_PROBES.to_pylist()]
     benchmark.pedantic(lambda: twin.test(bits, r.num_hash_functions, twin.hash_bytes(vals)), rounds=1, iterations=1)
+
+
+JAVA_GROUPS = {"add_bigint": "bloom add BIGINT 1e6", "add_string": "bloom add STRING(12) 1e6",
+               "probe_bigint": "bloom probe BIGINT 1e6", "probe_string": "bloom probe STRING(12) 1e6"}
+
+
+@pytest.mark.benchmark(group="bloom Java 0.9 anchor")
+def test_java_anchor(benchmark, request, filters):
+    """Java 0.9's add / probe medians on the same data (one JVM, JIT warm-up rounds first);
+    the timed figure of this test is the whole JVM run and means nothing by itself."""
+    why = java_anchor.unavailable()
+    if why:
+        pytest.skip(why)
+    res = {}
+
+    def run():
+        res["out"] = java_anchor.bloom(INTS, INT_PROBES, STRS.to_pylist(), STR_PROBES.to_pylist(), N, rounds=15)
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    java, err = res["out"]
+    assert java is not None, err
+    # Java built byte-identical filters
+    assert java["add_bigint"]["sha256"] == java_anchor.sha256(filters[2].finish())
+    assert java["add_string"]["sha256"] == java_anchor.sha256(filters[3].finish())
+    benchmark.extra_info["java"] = {JAVA_GROUPS[k]: v for k, v in java.items()}
+    record = getattr(request.config, "_pf_record_external", None)
+    if record:
+        for case, v in java.items():
+            record(JAVA_GROUPS[case], "", "java", v["median"])

@@ -91,6 +91,7 @@ def _sizes(case, benchmark, pp_path=None):
 
 # ---------------------------------------------------------------- build
 
+@pytest.mark.benchmark(group="global index build")
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_build_kernel(benchmark, case):
     t, d = case
@@ -106,6 +107,7 @@ def test_build_kernel(benchmark, case):
     _sizes(case, benchmark)
 
 
+@pytest.mark.benchmark(group="global index build")
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_build_twin(benchmark, case):
     t, d = case
@@ -115,6 +117,7 @@ def test_build_twin(benchmark, case):
     assert out == (open(path, "rb").read(), meta)
 
 
+@pytest.mark.benchmark(group="global index build")
 @pytest.mark.skipif(not HAS_PYPAIMON, reason="pypaimon is not installed")
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_build_pypaimon(benchmark, case):
@@ -145,6 +148,7 @@ def _cold(t, path, pred):
     return run
 
 
+@pytest.mark.benchmark(group="global index cold open + equality")
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 @pytest.mark.parametrize("impl", ["kernel", "twin"])
 def test_cold_equal(benchmark, case, impl):
@@ -159,6 +163,7 @@ def test_cold_equal(benchmark, case, impl):
     assert 0 in out
 
 
+@pytest.mark.benchmark(group="global index cold open + IN(5)")
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 @pytest.mark.parametrize("impl", ["kernel", "twin"])
 def test_cold_in5(benchmark, case, impl):
@@ -183,10 +188,7 @@ def _pp_reader(t, path, meta):
 _EXEC = ThreadPoolExecutor(1)
 
 
-@pytest.mark.skipif(not HAS_PYPAIMON, reason="pypaimon is not installed")
-@pytest.mark.parametrize("case", [c for c in CASES if c[0] == "STRING"], ids=[i for i in IDS if "STRING" in i])
-@pytest.mark.parametrize("query", ["equal", "in5"])
-def test_cold_pypaimon(benchmark, case, query):
+def _cold_pypaimon(benchmark, case, query):
     """pypaimon's reader on our STRING files (its integer lookups are wrong on Java-ordered files)."""
     t, _ = case
     vals, path, meta, lits = data(case)
@@ -201,6 +203,25 @@ def test_cold_pypaimon(benchmark, case, query):
     assert 0 in out.results().to_list()
 
 
+_STRING_CASES = [c for c in CASES if c[0] == "STRING"]
+_STRING_IDS = [i for i in IDS if "STRING" in i]
+
+
+@pytest.mark.benchmark(group="global index cold open + equality")
+@pytest.mark.skipif(not HAS_PYPAIMON, reason="pypaimon is not installed")
+@pytest.mark.parametrize("case", _STRING_CASES, ids=_STRING_IDS)
+def test_cold_equal_pypaimon(benchmark, case):
+    _cold_pypaimon(benchmark, case, "equal")
+
+
+@pytest.mark.benchmark(group="global index cold open + IN(5)")
+@pytest.mark.skipif(not HAS_PYPAIMON, reason="pypaimon is not installed")
+@pytest.mark.parametrize("case", _STRING_CASES, ids=_STRING_IDS)
+def test_cold_in5_pypaimon(benchmark, case):
+    _cold_pypaimon(benchmark, case, "in5")
+
+
+@pytest.mark.benchmark(group="global index cold contains('777'), 100k keys")
 @pytest.mark.parametrize("impl", ["kernel", "twin", "pypaimon"])
 def test_contains_100k_keys(benchmark, impl):
     case = ("STRING", 100_000)

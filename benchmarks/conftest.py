@@ -10,16 +10,25 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _keys import bench_key  # noqa: E402
 
 _MEDIANS = {}
+
+
+def pytest_configure(config):
+    # anchors timed outside pytest-benchmark (Java) report their medians here
+    config._pf_record_external = lambda group, params, impl, median: \
+        _MEDIANS.setdefault((group, params), {}).__setitem__(impl, median)
 
 
 def pytest_runtest_makereport(item, call):
     bench = getattr(item, "funcargs", {}).get("benchmark")
     if call.when == "call" and bench is not None and getattr(bench, "stats", None):
-        group = bench.group or getattr(item, "originalname", item.name)
-        impl = bench.extra_info.get("impl") or item.name.rsplit("_", 1)[-1].split("[")[0]
-        params = item.callspec.id if hasattr(item, "callspec") else ""
+        cs = getattr(item, "callspec", None)
+        group, params, impl = bench_key(item.name, bench.group, cs.params if cs else {}, cs.id if cs else "",
+                                        bench.extra_info)
         _MEDIANS.setdefault((group, params), {})[impl] = bench.stats.stats.median
 
 

@@ -2,10 +2,12 @@
  * (k <= 8 uses the first k).  Paimon's rule: h1 = (int)h, h2 = (int)(h>>>32),
  * c = h1 + i*h2 (32-bit wrap), c = ~c if negative, position = c % numBits.
  *
- * The AVX2 path does the modulo in double precision: c and numBits are below
- * 2^31, q = floor(c / numBits) may be off by one, r = c - q*numBits is exact
- * (every intermediate is an integer below 2^33) and one correction step each
- * way makes it exact.  Chosen at run time; the scalar path is Lemire's fastmod. */
+ * The vector paths (AVX-512 or AVX2, chosen at run time, numBits < 2^30) take
+ * the quotient from double precision: q = trunc(c * (1/numBits)) is within one
+ * of floor(c / numBits) (the product's error is below 2^-21 for c < 2^31), so
+ * r = c - q*numBits, computed in 32-bit lanes (the true value lies in
+ * [-numBits, 2*numBits), which fits), is exact after one correction each way.
+ * The scalar path is Lemire's fastmod. */
 #ifndef PF_BLOOMPOS_H
 #define PF_BLOOMPOS_H
 #include <stdint.h>
@@ -27,40 +29,98 @@ static void pf_bloom_positions_scalar(const int64_t *h, size_t n, int k, uint32_
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define PF_HAVE_AVX2_PATH 1
+#define PF_BLOOM_VEC_BODY(QUOTIENT)                                                     \
+    const __m256i idx = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8);                      \
+    const __m256i vn = _mm256_set1_epi32((int32_t)nbits);                               \
+    const __m256i zero = _mm256_setzero_si256();                                        \
+    for (size_t i = 0; i < n; i++) {                                                    \
+        __m256i h1 = _mm256_set1_epi32((int32_t)h[i]);                                  \
+        __m256i h2 = _mm256_set1_epi32((int32_t)((uint64_t)h[i] >> 32));                \
+        __m256i c = _mm256_add_epi32(h1, _mm256_mullo_epi32(idx, h2));                  \
+        c = _mm256_xor_si256(c, _mm256_srai_epi32(c, 31)); /* ~c when negative */      \
+        __m256i q = QUOTIENT;                                                           \
+        __m256i r = _mm256_sub_epi32(c, _mm256_mullo_epi32(q, vn));                     \
+        r = _mm256_add_epi32(r, _mm256_and_si256(_mm256_cmpgt_epi32(zero, r), vn));     \
+        r = _mm256_sub_epi32(r, _mm256_andnot_si256(_mm256_cmpgt_epi32(vn, r), vn));    \
+        _mm256_storeu_si256((__m256i *)(out + i * 8), r);                               \
+    }
+
 __attribute__((target("avx2")))
 static void pf_bloom_positions_avx2(const int64_t *h, size_t n, uint32_t nbits, uint32_t *out) {
-    const __m256i idx = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8);
-    const __m256d dn = _mm256_set1_pd((double)nbits);
     const __m256d inv = _mm256_set1_pd(1.0 / (double)nbits);
-    const __m256d zero = _mm256_setzero_pd();
-    for (size_t i = 0; i < n; i++) {
-        __m256i h1 = _mm256_set1_epi32((int32_t)h[i]);
-        __m256i h2 = _mm256_set1_epi32((int32_t)((uint64_t)h[i] >> 32));
-        __m256i c = _mm256_add_epi32(h1, _mm256_mullo_epi32(idx, h2));
-        c = _mm256_xor_si256(c, _mm256_srai_epi32(c, 31)); /* ~c when negative */
-        __m128i halves[2] = {_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1)};
-        __m128i res[2];
-        for (int half = 0; half < 2; half++) {
-            __m256d d = _mm256_cvtepi32_pd(halves[half]);
-            __m256d q = _mm256_floor_pd(_mm256_mul_pd(d, inv));
-            __m256d r = _mm256_sub_pd(d, _mm256_mul_pd(q, dn));
-            r = _mm256_add_pd(r, _mm256_and_pd(_mm256_cmp_pd(r, zero, _CMP_LT_OQ), dn));
-            r = _mm256_sub_pd(r, _mm256_and_pd(_mm256_cmp_pd(r, dn, _CMP_GE_OQ), dn));
-            res[half] = _mm256_cvttpd_epi32(r);
-        }
-        _mm256_storeu_si256((__m256i *)(out + i * 8), _mm256_set_m128i(res[1], res[0]));
-    }
+    PF_BLOOM_VEC_BODY(_mm256_set_m128i(
+        _mm256_cvttpd_epi32(_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(c, 1)), inv)),
+        _mm256_cvttpd_epi32(_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(c)), inv))))
+}
+
+__attribute__((target("avx512f,avx512vl,avx2")))
+static void pf_bloom_positions_avx512(const int64_t *h, size_t n, uint32_t nbits, uint32_t *out) {
+    const __m512d inv = _mm512_set1_pd(1.0 / (double)nbits);
+    PF_BLOOM_VEC_BODY(_mm512_cvttpd_epi32(_mm512_mul_pd(_mm512_cvtepi32_pd(c), inv)))
 }
 #endif
 
-static int pf_bloom_avx2 = -1;
+static int pf_bloom_simd = -1; /* 0 scalar, 1 AVX2, 2 AVX-512 */
 
-/* out must hold n*8 entries */
-static inline void pf_bloom_positions(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t *out) {
+static inline int pf_bloom_simd_level(void) {
 #ifdef PF_HAVE_AVX2_PATH
-    if (pf_bloom_avx2 < 0) pf_bloom_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-    if (pf_bloom_avx2 && k <= 8) { pf_bloom_positions_avx2(h, n, nbits, out); return; }
+    if (pf_bloom_simd < 0) {
+        __builtin_cpu_init();
+        pf_bloom_simd = (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) ? 2
+                        : __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    return pf_bloom_simd;
+#else
+    return 0;
+#endif
+}
+
+/* out must hold n*8 entries; simd caps the path (-1 = best available, 0 = scalar) */
+static inline void pf_bloom_positions_at(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t *out, int simd) {
+#ifdef PF_HAVE_AVX2_PATH
+    int level = pf_bloom_simd_level();
+    if (simd >= 0 && simd < level) level = simd;
+    if (k <= 8 && nbits < (UINT32_C(1) << 30)) {
+        if (level == 2) { pf_bloom_positions_avx512(h, n, nbits, out); return; }
+        if (level == 1) { pf_bloom_positions_avx2(h, n, nbits, out); return; }
+    }
+#else
+    (void)simd;
 #endif
     pf_bloom_positions_scalar(h, n, k < 8 ? k : 8, nbits, out);
 }
+
+static inline void pf_bloom_positions(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t *out) {
+    pf_bloom_positions_at(h, n, k, nbits, out, -1);
+}
+
+/* Thomas Wang's 64-bit hash (pf_wang64) of n values into out, 8 lanes at a time with
+ * AVX-512 where the CPU has it (same arithmetic: wrapping adds, arithmetic right shifts). */
+#ifdef PF_HAVE_AVX2_PATH
+__attribute__((target("avx512f")))
+static void pf_wang64_block_avx512(const int64_t *in, size_t n, int64_t *out) {
+    size_t i = 0;
+    const __m512i ones = _mm512_set1_epi64(-1);
+    for (; i + 8 <= n; i += 8) {
+        __m512i k = _mm512_loadu_si512((const void *)(in + i));
+        k = _mm512_add_epi64(_mm512_xor_si512(k, ones), _mm512_slli_epi64(k, 21));
+        k = _mm512_xor_si512(k, _mm512_srai_epi64(k, 24));
+        k = _mm512_add_epi64(_mm512_add_epi64(k, _mm512_slli_epi64(k, 3)), _mm512_slli_epi64(k, 8));
+        k = _mm512_xor_si512(k, _mm512_srai_epi64(k, 14));
+        k = _mm512_add_epi64(_mm512_add_epi64(k, _mm512_slli_epi64(k, 2)), _mm512_slli_epi64(k, 4));
+        k = _mm512_xor_si512(k, _mm512_srai_epi64(k, 28));
+        k = _mm512_add_epi64(k, _mm512_slli_epi64(k, 31));
+        _mm512_storeu_si512((void *)(out + i), k);
+    }
+    for (; i < n; i++) out[i] = pf_wang64(in[i]);
+}
 #endif
+
+static inline void pf_wang64_block(const int64_t *in, size_t n, int64_t *out) {
+#ifdef PF_HAVE_AVX2_PATH
+    if (pf_bloom_simd_level() == 2) { pf_wang64_block_avx512(in, n, out); return; }
+#endif
+    for (size_t i = 0; i < n; i++) out[i] = pf_wang64(in[i]);
+}
+#endif
+

@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "paimon_fast.tableindex.cli",
     "paimon_fast.hudi.cli",
     "paimon_fast.paimon.cli",
+    "paimon_fast.bench",
 ]
 
 

@@ -137,3 +137,46 @@ def test_probe_memo_keeps_negative_zero_apart():
     assert r.might_contain_batch([0.0]).tolist() == [False]
     assert r.might_contain_batch([-0.0]).tolist() == [True]
     assert r.might_contain_batch([1.5]).tolist() == [True]
+
+
+def _edge_hashes(nbits, rng):
+    """h2 = 0 makes every c equal h1: put c at multiples of nbits and one either side
+    (where a quotient taken in floating point is off by one), negatives, and random hashes."""
+    cs = set()
+    for m in list(range(0, 40)) + [(2**31 - 1) // nbits - j for j in range(3)]:
+        for d in (-1, 0, 1):
+            c = m * nbits + d
+            if 0 <= c < 2**31:
+                cs.update((c, ~c))
+    cs.update((2**31 - 1, -(2**31)))
+    edge = [c & 0xFFFFFFFF for c in cs]
+    rand = rng.integers(-(2**63), 2**63 - 1, 200, dtype=np.int64, endpoint=True).tolist()
+    return np.array(edge, dtype=np.uint64).view(np.int64).tolist() + rand
+
+
+@pytest.mark.parametrize("simd", [0, 1, 2, -1])
+def test_bit_positions_every_path_equals_twin(simd):
+    rng = np.random.default_rng(7)
+    sizes = [8, 64, 9585064, 2**30 - 8, 2**30, 2**31 - 8, 2**31] + \
+        (rng.integers(1, 2**27, 40) * 8).tolist() + rng.integers(1, 2**31, 10).tolist()
+    for nbits in sizes:
+        hashes = _edge_hashes(nbits, rng)
+        for k in (1, 7, 8):
+            got = K._positions(np.array(hashes, dtype=np.int64), k, nbits, simd)
+            want = [list(twin.bit_positions(h, k, nbits)) for h in hashes]
+            assert got.tolist() == want, (nbits, k)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 63, 64, 65, 200, 1000])
+def test_add_and_probe_int64_without_nulls_equal_twin(n):
+    """The no-null int64 path hashes whole blocks with the vector hash."""
+    rng = np.random.default_rng(n)
+    vals = np.concatenate([rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64, endpoint=True),
+                           np.array([-(2**63), -1, 0, 2**63 - 1], dtype=np.int64)])
+    bits = np.zeros(1 << 12, np.uint8)
+    K.add_longs(bits, 7, vals)
+    want = bytearray(len(bits))
+    twin.add(want, 7, twin.hash_longs(vals.tolist()))
+    assert bits.tobytes() == bytes(want)
+    probes = np.concatenate([vals, rng.integers(-(2**63), 2**63 - 1, 50, dtype=np.int64)])
+    assert K.test_longs(bits, 7, probes).tolist() == twin.test(want, 7, twin.hash_longs(probes.tolist()))

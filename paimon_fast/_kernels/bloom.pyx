@@ -17,6 +17,8 @@ cdef extern from "xxh64.h":
 
 cdef extern from "bloompos.h":
     void pf_bloom_positions(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t *out) nogil
+    void pf_bloom_positions_at(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t *out, int simd) nogil
+    void pf_wang64_block(const int64_t *values, size_t n, int64_t *out) nogil
 
 cdef extern from "pfhash.h":
     int64_t pf_wang64(int64_t key) nogil
@@ -47,6 +49,11 @@ cdef inline void _set_bits(uint8_t *bits, uint32_t nbits, uint64_t M, int k, int
 
 DEF BLOCK = 64
 DEF MAXK = 8
+# Bit sets up to this many bits stay in a core's L2 (1 MiB here) or close to it: their
+# random reads and writes overlap in the out-of-order core and software prefetches only
+# add instructions (measured 9.9 vs 11.2 ms for 1e6 adds into 1.2 MB); above it, every
+# block's lines are prefetched before they are touched (18 vs 57 ms into 12 MB).
+DEF PREFETCH_MIN_BITS = 16 * 1024 * 1024
 
 cdef extern from *:
     """
@@ -59,8 +66,9 @@ cdef extern from *:
 
 cdef void _add_block(uint8_t *bits, uint32_t nbits, uint64_t M, int k, const int64_t *hashes,
                      Py_ssize_t n) noexcept nogil:
-    """Set the bits of n hashes: positions of a block are computed and prefetched
-    first, then written, so the cache misses of a block overlap."""
+    """Set the bits of n hashes: positions of a block are computed first (vector
+    code), then written; for bit sets beyond the cache the block's lines are
+    prefetched in between, so its cache misses overlap."""
     cdef uint32_t pos[BLOCK * 8]
     cdef uint32_t p
     cdef Py_ssize_t start, i, j, m
@@ -72,9 +80,10 @@ cdef void _add_block(uint8_t *bits, uint32_t nbits, uint64_t M, int k, const int
     while start < n:
         m = n - start if n - start < BLOCK else BLOCK
         pf_bloom_positions(hashes + start, m, k, nbits, pos)
-        for i in range(m):
-            for j in range(k):
-                PF_PREFETCH_W(&bits[pos[i * 8 + j] >> 3])
+        if nbits > PREFETCH_MIN_BITS:
+            for i in range(m):
+                for j in range(k):
+                    PF_PREFETCH_W(&bits[pos[i * 8 + j] >> 3])
         for i in range(m):
             for j in range(k):
                 p = pos[i * 8 + j]
@@ -84,7 +93,8 @@ cdef void _add_block(uint8_t *bits, uint32_t nbits, uint64_t M, int k, const int
 
 cdef void _test_block(const uint8_t *bits, uint32_t nbits, uint64_t M, int k, const int64_t *hashes,
                       Py_ssize_t n, uint8_t *out) noexcept nogil:
-    """Probe n hashes into out[0..n): positions of a block first, prefetched, then tested."""
+    """Probe n hashes into out[0..n): positions of a block first (prefetched for bit
+    sets beyond the cache), then tested."""
     cdef uint32_t pos[BLOCK * 8]
     cdef uint32_t p
     cdef Py_ssize_t start, i, j, m
@@ -97,9 +107,10 @@ cdef void _test_block(const uint8_t *bits, uint32_t nbits, uint64_t M, int k, co
     while start < n:
         m = n - start if n - start < BLOCK else BLOCK
         pf_bloom_positions(hashes + start, m, k, nbits, pos)
-        for i in range(m):
-            for j in range(k):
-                PF_PREFETCH_R(&bits[pos[i * 8 + j] >> 3])
+        if nbits > PREFETCH_MIN_BITS:
+            for i in range(m):
+                for j in range(k):
+                    PF_PREFETCH_R(&bits[pos[i * 8 + j] >> 3])
         for i in range(m):
             ok = 1
             for j in range(k):
@@ -138,8 +149,12 @@ def wang_hash(const intlike[::1] values):
     out = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] o = out
     with nogil:
-        for i in range(n):
-            o[i] = pf_wang64(<int64_t> values[i])
+        if intlike is int64_t:
+            if n:
+                pf_wang64_block(<const int64_t *> &values[0], n, &o[0])
+        else:
+            for i in range(n):
+                o[i] = pf_wang64(<int64_t> values[i])
     return out
 
 
@@ -170,15 +185,23 @@ def add_longs(uint8_t[::1] bits, int k, const intlike[::1] values, const uint8_t
     cdef int64_t hbuf[BLOCK]
     cdef Py_ssize_t m = 0
     with nogil:
-        for i in range(n):
-            if has_valid and not valid[i]:
-                continue
-            hbuf[m] = pf_wang64(<int64_t> values[i])
-            m += 1
-            if m == BLOCK:
-                _add_block(&bits[0], nbits, M, k, hbuf, m)
-                m = 0
-        _add_block(&bits[0], nbits, M, k, hbuf, m)
+        if intlike is int64_t and not has_valid:
+            # no nulls: hash whole blocks with the vector hash
+            while m < n:
+                i = n - m if n - m < BLOCK else BLOCK
+                pf_wang64_block(<const int64_t *> &values[m], i, hbuf)
+                _add_block(&bits[0], nbits, M, k, hbuf, i)
+                m += i
+        else:
+            for i in range(n):
+                if has_valid and not valid[i]:
+                    continue
+                hbuf[m] = pf_wang64(<int64_t> values[i])
+                m += 1
+                if m == BLOCK:
+                    _add_block(&bits[0], nbits, M, k, hbuf, m)
+                    m = 0
+            _add_block(&bits[0], nbits, M, k, hbuf, m)
 
 
 def add_binary(uint8_t[::1] bits, int k, const offset_t[::1] offsets, const uint8_t[::1] data,
@@ -237,8 +260,11 @@ def test_longs(const uint8_t[::1] bits, int k, const intlike[::1] values, const 
         s0 = 0
         while s0 < n:
             m = n - s0 if n - s0 < BLOCK else BLOCK
-            for i in range(m):
-                hbuf[i] = pf_wang64(<int64_t> values[s0 + i])
+            if intlike is int64_t:
+                pf_wang64_block(<const int64_t *> &values[s0], m, hbuf)
+            else:
+                for i in range(m):
+                    hbuf[i] = pf_wang64(<int64_t> values[s0 + i])
             _test_block(&bits[0], nbits, M, k, hbuf, m, &o[s0])
             if has_valid:
                 for i in range(m):
@@ -295,3 +321,17 @@ def test_hashes(const uint8_t[::1] bits, int k, const int64_t[::1] hashes):
         if n:
             _test_block(&bits[0], nbits, M, k, &hashes[0], n, &o[0])
     return out
+
+
+def _positions(const int64_t[::1] hashes, int k, uint32_t nbits, int simd=-1):
+    """Bit positions of each hash as the add / probe blocks compute them ((n, k) uint32),
+    through the path ``simd`` caps (-1 best available, 0 scalar, 1 AVX2, 2 AVX-512); for tests."""
+    if k < 1 or k > MAXK or nbits == 0:
+        raise ValueError("k must be in [1, 8] and nbits > 0")
+    cdef Py_ssize_t n = hashes.shape[0]
+    out = np.zeros((n, 8), dtype=np.uint32)
+    cdef uint32_t[:, ::1] o = out
+    if n:
+        with nogil:
+            pf_bloom_positions_at(&hashes[0], n, k, nbits, &o[0, 0], simd)
+    return out[:, :k]

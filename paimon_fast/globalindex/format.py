@@ -36,6 +36,7 @@ _k = _load("globalindex")
 MAGIC = 0x42474958
 VERSION = 1
 FOOTER_LENGTH = 48
+TAIL_READ = 16384  # bytes read at open: footer and what Java writes before it
 _FOOTER = struct.Struct(">qiqiqiiii")
 
 OPT_BLOCK_SIZE = "bitmap-index.dictionary-block-size"
@@ -435,7 +436,13 @@ class BitmapIndexFile:
         size = self.source.size
         if size < FOOTER_LENGTH:
             raise IndexFormatError(f"bitmap global index file of {size} bytes is shorter than its footer", 0)
-        self.footer = Footer(bytes(self.source.read_at(size - FOOTER_LENGTH, FOOTER_LENGTH, "footer")), size)
+        # one read for the footer and the bytes before it: Java's writer puts the last
+        # dictionary block, the null / non-null bitmaps and the block index there, so a
+        # cold lookup in a small dictionary needs no further read but its bitmap's
+        tail_len = min(size, TAIL_READ)
+        self._tail_at = size - tail_len
+        self._tail = memoryview(self.source.read_at(self._tail_at, tail_len, "footer")).cast("B")
+        self.footer = Footer(bytes(self._tail[tail_len - FOOTER_LENGTH:]), size)
         self._lock = threading.RLock()
         self._null = None
         self._nonnull = None
@@ -454,9 +461,16 @@ class BitmapIndexFile:
     def close(self):
         self.source.close()
 
+    def _read_at(self, offset: int, length: int, what: str):
+        """``source.read_at``, served from the bytes read at open when the range lies there."""
+        t = self._tail_at
+        if offset >= t and length >= 0 and offset + length <= self.source.size:
+            return self._tail[offset - t:offset - t + length]
+        return self.source.read_at(offset, length, what)
+
     # ------------------------------------------------------------ pieces
     def bitmap(self, offset: int, length: int) -> BitMap64:
-        raw = self.source.read_at(offset, length, "bitmap")
+        raw = self._read_at(offset, length, "bitmap")
         if length > 4096:
             # large bitmaps: pyroaring's safe deserialization (bounds-checked, then validated)
             # is the only pass; small ones also get our structural check (exact length)
@@ -479,7 +493,7 @@ class BitmapIndexFile:
     def _read_block(self, offset, length, what):
         if offset < 0 or length < 0:
             raise IndexFormatError(f"{what} has a negative offset or length", offset)
-        blob = self.source.read_at(offset, length + _codec.TRAILER, what)
+        blob = self._read_at(offset, length + _codec.TRAILER, what)
         raw, ctype = _codec.decode(blob, length, offset)
         return raw, ctype
 

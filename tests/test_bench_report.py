@@ -1,0 +1,103 @@
+"""benchmarks/report.py and ``paimon-fast bench``: how benchmark results become the report
+(operation / case / implementation keys, ratios, skipped figures, plots), on synthetic results."""
+import importlib.util
+import os
+
+import pytest
+
+from paimon_fast import cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _load(name, rel):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, rel))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+report = _load("_bench_report_under_test", "benchmarks/report.py")
+
+
+def _bench(name, group, params, param, median, extra=None):
+    return {"name": name, "group": group, "params": params, "param": param, "extra_info": extra or {},
+            "stats": {"median": median, "min": median * 0.9}}
+
+
+def test_keys_from_suffix_param_and_extra_info():
+    key = report.bench_key
+    assert key("test_add_bigint_kernel", "bloom add", None, None, {}) == ("bloom add", "", "kernel")
+    assert key("test_cold_equal[twin-STRING-10]", "g", {"impl": "twin", "case": ("STRING", 10)}, "twin-STRING-10",
+               {}) == ("g", "STRING-10", "twin")
+    assert key("test_query[kernel-bloom-100]", "q", {"impl": "kernel"}, "kernel-bloom-100",
+               {"impl": "numpy_isin"}) == ("q", "bloom-100", "numpy_isin")
+    assert key("test_build_pypaimon[INT-10]", None, {"case": 1}, "INT-10", {}) == ("build", "INT-10", "pypaimon")
+
+
+def _part():
+    return {"name": "bloom", "wall_s": 12.0, "load": (1.0, 2.0), "returncode": 0,
+            "benchmarks": [
+                _bench("test_add_kernel", "bloom add", None, None, 0.010),
+                _bench("test_add_twin", "bloom add", None, None, 2.5),
+                _bench("test_java_anchor", "bloom Java 0.9 anchor", None, None, 9.0,
+                       {"java": {"bloom add": {"median": 0.030, "min": 0.020, "sha256": "x"}}}),
+            ],
+            "skipped": [("test_probe_pypaimon", "pypaimon is not installed")], "failed": []}
+
+
+def test_report_gives_medians_ratios_and_why_not(tmp_path):
+    part = _part()
+    rows = report.rows_of(part)
+    assert rows[("bloom add", "")]["java"]["median"] == 0.030
+    out = tmp_path / "b.md"
+    report.write_report([part], str(out), True, 20.0, "not drawn: test", [])
+    text = out.read_text()
+    assert "## Machine" in text and "cores" in text
+    line = next(x for x in text.splitlines() if x.startswith("| bloom add |"))
+    # ours 10 ms; twin 2.5 s = 250x; Java 30 ms = 3x
+    assert "10.00 ms" in line and "2.50 s (250.0x)" in line and "30.00 ms (3.0x)" in line
+    assert "pypaimon is not installed" in text            # an unmeasured figure says why
+    assert "bloom Java 0.9 anchor" not in text            # the JVM wall time is not a figure
+    assert "not drawn: test" in text
+
+
+def test_scaling_table_and_peak_rss(tmp_path):
+    b = []
+    for n, t in ((100_000, 0.001), (1_000_000, 0.01)):
+        b.append(_bench(f"test_build_kernel[bloom-{n}]", "scaling build bloom", {"index": "bloom", "n": n},
+                        f"bloom-{n}", t))
+        b.append(_bench(f"test_query[kernel-bitmap-{n}]", "scaling query bitmap", {"impl": "kernel"},
+                        f"kernel-bitmap-{n}", t / 10))
+        b.append(_bench(f"test_query[pyarrow_compute-bitmap-{n}]", "scaling query bitmap",
+                        {"impl": "pyarrow_compute"}, f"pyarrow_compute-bitmap-{n}", t, {"impl": "pyarrow_compute"}))
+    b.append(_bench("test_peak_rss[bloom]", "peak RSS of one build", {"index": "bloom"}, "bloom", 1.0,
+                    {"rss_peak_growth": 64 * 2**20, "input_bytes": 80 * 2**20, "index_bytes": 12 * 2**20,
+                     "rows": 10_000_000, "impl": "kernel"}))
+    part = {"name": "scaling", "wall_s": 1.0, "load": (1.0, 1.0), "returncode": 0, "benchmarks": b,
+            "skipped": [], "failed": []}
+    out = tmp_path / "s.md"
+    report.write_report([part], str(out), True, 2.0, None, [])
+    text = out.read_text()
+    assert "| build bloom | 1.00 ms | 10.00 ms |" in text
+    assert "| query bitmap — pyarrow.compute scan | 1.00 ms (10.0x) | 10.00 ms (10.0x) |" in text
+    assert "| bloom | 10,000,000 | 64 MiB | 80 MiB | 12.0 MiB |" in text
+    pytest.importorskip("matplotlib")
+    files, note = report.plot([part, _part()], str(tmp_path / "img"), "img")
+    assert note is None
+    names = sorted(os.path.basename(f) for _, f in files)
+    assert names == ["ratios.png", "scaling_build.png", "scaling_query.png"]
+    assert all((tmp_path / "img" / n).read_bytes()[:4] == b"\x89PNG" for n in names)
+
+
+def test_unknown_part_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        report.main(["nope"])
+    assert "unknown part" in capsys.readouterr().err
+
+
+def test_cli_registers_bench(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["bench", "--help"])
+    assert e.value.code == 0
+    assert "--quick" in capsys.readouterr().out
