@@ -253,3 +253,14 @@ def test_spark_top_n_same_answer(tmp_path):
         assert got.equals(d.top_n(column, k, desc=desc, where=where, columns=["id", column]))
         assert rep.files_without_index == 0
     assert pfs.top_n(spark, str(tmp_path), "v", 5, where=pf.field("v") > 10**6).num_rows == 0
+
+
+def test_unorderable_column_refused(tmp_path):
+    from paimon_fast.errors import ColumnNotFoundError, UnsupportedTypeError
+
+    t = pa.table({"id": pa.array([1, 2], pa.int64()), "tags": pa.array([[1], [2, 3]], pa.list_(pa.int32()))})
+    d = write_files(tmp_path, [t])
+    with pytest.raises(UnsupportedTypeError, match="tags"):
+        d.top_n("tags", 1)
+    with pytest.raises(ColumnNotFoundError):
+        d.top_n("id", 1, columns=["nope"])

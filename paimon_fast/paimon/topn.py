@@ -21,12 +21,12 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
-from ..errors import PaimonFastError
+from ..errors import ColumnNotFoundError, PaimonFastError
 from ..fileindex.format import FileIndexFile
 from ..result import BitmapResult
 from ..source import BytesSource, FileSource
 from ..tables.arrow_filter import filter_table
-from ..tables.topn import FILE, POS, TopNReport, TopNSource, check_k, order, read_positions
+from ..tables.topn import FILE, POS, TopNReport, TopNSource, check_k, check_orderable, order, read_positions
 from ..tables.topn import top_n as _merge
 from .compat import legacy_manifest_table
 from .deletion import read_deletion_vector
@@ -51,7 +51,8 @@ def top_n(table, column: str, k: int, *, desc: bool = True, predicate=None, colu
     out_cols = names if columns is None else list(columns)
     for c in [column, *out_cols]:
         if c not in names:
-            raise KeyError(f"no column {c!r} in the table (columns: {names})")
+            raise ColumnNotFoundError(c, names)
+    check_orderable(column, _empty(table, [column]).schema.field(column).type)
     if isinstance(predicate, str):
         from ..sqlpredicate import parse_predicate
 

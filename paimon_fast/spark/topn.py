@@ -17,7 +17,8 @@ from typing import List, Optional
 import pyarrow as pa
 
 from ..tables.parquet import ParquetDataset, local_path
-from ..tables.topn import TopNReport, check_k, file_top_k, merge, project
+from ..errors import ColumnNotFoundError
+from ..tables.topn import TopNReport, check_k, check_orderable, file_top_k, merge, project
 
 
 def top_n(spark, path: str, column: str, k: int, *, desc: bool = True, where=None,
@@ -39,7 +40,8 @@ def top_n(spark, path: str, column: str, k: int, *, desc: bool = True, where=Non
     columns = list(schema.names) if columns is None else list(columns)
     for c in [column, *columns]:
         if c not in schema.names:
-            raise KeyError(f"no column {c!r} in the dataset (columns: {schema.names})")
+            raise ColumnNotFoundError(c, schema.names)
+    check_orderable(column, schema.field(column).type)
     rep = report if report is not None else TopNReport()
     plan = ds.plan(where)
     pred = plan.predicate

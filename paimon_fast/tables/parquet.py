@@ -766,13 +766,15 @@ class ParquetDataset:
         column.  ``where`` is a predicate or SQL text; ``report`` (a
         :class:`~paimon_fast.tables.topn.TopNReport`) is filled in when given.
         """
-        from .topn import TopNReport, top_n
+        from ..errors import ColumnNotFoundError
+        from .topn import TopNReport, check_orderable, top_n
 
         schema = self.schema()
         columns = list(schema.names) if columns is None else list(columns)
         for c in [column, *columns]:
             if c not in schema.names:
-                raise KeyError(f"no column {c!r} in the dataset (columns: {schema.names})")
+                raise ColumnNotFoundError(c, schema.names)
+        check_orderable(column, schema.field(column).type)
         rep = report if report is not None else TopNReport()
         plan = self.plan(where)
         pred = plan.predicate

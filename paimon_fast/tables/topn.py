@@ -270,6 +270,17 @@ def check_k(k) -> None:
         raise ValueError(f"k must be a non-negative integer, got {k!r}")
 
 
+def check_orderable(column: str, t: pa.DataType) -> None:
+    """An UnsupportedTypeError unless SQL can ORDER BY a column of Arrow type ``t``."""
+    from ..errors import UnsupportedTypeError
+
+    ok = (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t)
+          or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+          or pa.types.is_large_binary(t) or pa.types.is_temporal(t))
+    if not ok:
+        raise UnsupportedTypeError(f"top-N cannot order by column {column!r} of type {t}")
+
+
 def top_n(sources: Sequence[TopNSource], column: str, k: int, *, desc: bool = True, nulls_first: bool = False,
           where_columns: Sequence[str] = (), columns: Sequence[str], report: Optional[TopNReport] = None
           ) -> Optional[pa.Table]:
