@@ -17,8 +17,7 @@ from typing import List, Optional
 import pyarrow as pa
 
 from ..tables.parquet import ParquetDataset, local_path
-from ..errors import ColumnNotFoundError
-from ..tables.topn import TopNReport, check_k, check_orderable, file_top_k, merge, project
+from ..tables.topn import TopNReport, check_k, file_top_k, merge, project
 
 
 def top_n(spark, path: str, column: str, k: int, *, desc: bool = True, where=None,
@@ -36,24 +35,12 @@ def top_n(spark, path: str, column: str, k: int, *, desc: bool = True, where=Non
 
     check_k(k)
     ds = ParquetDataset(local_path(path))
-    schema = ds.schema()
-    columns = list(schema.names) if columns is None else list(columns)
-    for c in [column, *columns]:
-        if c not in schema.names:
-            raise ColumnNotFoundError(c, schema.names)
-    check_orderable(column, schema.field(column).type)
     rep = report if report is not None else TopNReport()
-    plan = ds.plan(where)
-    pred = plan.predicate
+    schema, columns, pred, files = ds._top_n_plan(column, columns, where)
     where_cols = sorted(pred.fields()) if pred is not None else []
     entries = ds.read_catalog()["files"]
-    tasks = []
-    for i, p in enumerate(plan.kept):
-        eligible = p.bitmap
-        if p.deletion_vector is not None:
-            eligible = p.deletion_vector.remove_deleted(eligible if eligible is not None else BitMap(range(p.rows)))
-        tasks.append((i, p.file, p.rows, entries.get(p.file.path) if p.indexed else None,
-                      None if eligible is None else eligible.serialize()))
+    tasks = [(i, p.file, p.rows, entries.get(p.file.path) if p.indexed else None,
+              None if eligible is None else eligible.serialize()) for i, (p, eligible) in enumerate(files)]
     rep.files_total = len(tasks)
     if k == 0 or not tasks:
         return schema.empty_table().select(columns)
@@ -61,15 +48,7 @@ def top_n(spark, path: str, column: str, k: int, *, desc: bool = True, where=Non
     def run(part):
         for i, f, rows, entry, elig in part:
             eligible = None if elig is None else BitMap.deserialize(elig)
-            idx = reader = None
-            if entry is not None:
-                try:
-                    idx = ds.open_index(f, entry)
-                    reader = idx.reader(column, "range-bitmap") if idx is not None else None
-                except KeyError:
-                    reader = None
-                except Exception:  # a broken index never fails a query: read the column
-                    reader = None
+            idx, reader, _ = ds._range_reader(f, column, entry) if entry is not None else (None, None, None)
             one = TopNReport()
             try:
                 t = file_top_k(ds._top_n_source(f, rows, eligible, reader, pred, schema, column), i, column, k, desc,
@@ -94,5 +73,5 @@ def top_n(spark, path: str, column: str, k: int, *, desc: bool = True, where=Non
     best = merge(parts, column, k, desc, nulls_first)
     if best is None:
         return schema.empty_table().select(columns)
-    sources = [ds._top_n_source(p.file, p.rows, None, None, pred, schema) for p in plan.kept]
+    sources = [ds._top_n_source(p.file, p.rows, None, None, pred, schema) for p, _ in files]
     return project(sources, best, column, columns, desc, nulls_first, rep)

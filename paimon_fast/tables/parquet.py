@@ -766,8 +766,32 @@ class ParquetDataset:
         column.  ``where`` is a predicate or SQL text; ``report`` (a
         :class:`~paimon_fast.tables.topn.TopNReport`) is filled in when given.
         """
+        from .topn import TopNReport, top_n
+
+        rep = report if report is not None else TopNReport()
+        schema, columns, pred, files = self._top_n_plan(column, columns, where)
+        opened = []
+        sources = []
+        try:
+            for p, eligible in files:
+                idx, reader, err = self._range_reader(p.file, column, None) if p.indexed else (None, None, None)
+                if idx is not None:
+                    opened.append(idx)
+                if err:
+                    rep.index_errors.append(err)
+                sources.append(self._top_n_source(p.file, p.rows, eligible, reader, pred, schema, column))
+            out = top_n(sources, column, k, desc=desc, nulls_first=nulls_first,
+                        where_columns=sorted(pred.fields()) if pred is not None else (), columns=columns, report=rep)
+        finally:
+            for idx in opened:
+                idx.close()
+        return out if out is not None else schema.empty_table().select(columns)
+
+    def _top_n_plan(self, column: str, columns, where):
+        """``(schema, output columns, predicate, [(FilePlan, eligible rows or None)])`` of a top-N:
+        the columns checked, the ``where`` planned with the indexes, deleted rows removed."""
         from ..errors import ColumnNotFoundError
-        from .topn import TopNReport, check_orderable, top_n
+        from .topn import check_orderable
 
         schema = self.schema()
         columns = list(schema.names) if columns is None else list(columns)
@@ -775,37 +799,26 @@ class ParquetDataset:
             if c not in schema.names:
                 raise ColumnNotFoundError(c, schema.names)
         check_orderable(column, schema.field(column).type)
-        rep = report if report is not None else TopNReport()
         plan = self.plan(where)
-        pred = plan.predicate
-        where_cols = sorted(pred.fields()) if pred is not None else []
-        opened = []
-        sources = []
+        files = []
+        for p in plan.kept:
+            eligible = p.bitmap
+            if p.deletion_vector is not None:
+                eligible = p.deletion_vector.remove_deleted(eligible if eligible is not None else BitMap(range(p.rows)))
+            files.append((p, eligible))
+        return schema, columns, plan.predicate, files
+
+    def _range_reader(self, f: DataFile, column: str, entry: Optional[dict]):
+        """``(open index container or None, its range-bitmap reader of column or None, error text or None)``;
+        a broken index never fails a query (the column is read instead)."""
+        idx = None
         try:
-            for p in plan.kept:
-                eligible = p.bitmap
-                dv = p.deletion_vector
-                if dv is not None:
-                    eligible = dv.remove_deleted(eligible if eligible is not None else BitMap(range(p.rows)))
-                reader = None
-                if p.indexed:
-                    try:
-                        idx = self.open_index(p.file)
-                        if idx is not None:
-                            opened.append(idx)
-                            reader = idx.reader(column, "range-bitmap")
-                    except KeyError:
-                        reader = None
-                    except Exception as e:  # a broken index never fails a query: read the column
-                        rep.index_errors.append(f"{p.file.path}: {type(e).__name__}: {e}")
-                        reader = None
-                sources.append(self._top_n_source(p.file, p.rows, eligible, reader, pred, schema, column))
-            out = top_n(sources, column, k, desc=desc, nulls_first=nulls_first, where_columns=where_cols,
-                        columns=columns, report=rep)
-        finally:
-            for idx in opened:
-                idx.close()
-        return out if out is not None else schema.empty_table().select(columns)
+            idx = self.open_index(f, entry)
+            return idx, (idx.reader(column, "range-bitmap") if idx is not None else None), None
+        except KeyError:
+            return idx, None, None
+        except Exception as e:
+            return idx, None, f"{f.path}: {type(e).__name__}: {e}"
 
     def _top_n_source(self, f: DataFile, rows: int, eligible: Optional[BitMap], reader, pred, schema,
                       column: Optional[str] = None):
