@@ -55,6 +55,17 @@ def _options(options) -> Options:
 
 # ================================================================ writer
 
+def _block_options(opts, block_key: str, compression_key: str, level_key: str):
+    """``(dictionary block size, compression, level, block encoder)`` from a writer's options
+    (the bitmap and multivalue writers read the same three options under their own names)."""
+    block_size = opts.get_memory_size(block_key, DEFAULT_BLOCK_SIZE)
+    if not 0 < block_size < 2**31:
+        raise OptionError(f"{block_key} must be greater than 0, got {opts.get(block_key)!r}")
+    compression = _codec.compression_type(opts.get(compression_key, "none"))
+    level = opts.get_int(level_key, 1)
+    return block_size, compression, level, _codec.BlockEncoder(compression, level)
+
+
 class BitmapGlobalIndexWriter:
     """Writes one bitmap global index file from ``(key, row id)`` batches.
 
@@ -67,14 +78,9 @@ class BitmapGlobalIndexWriter:
     def __init__(self, dtype, options=None):
         self.codec = KeyCodec(dtype)
         self.dtype = self.codec.dtype
-        opts = _options(options)
-        self.options = opts
-        self.block_size = opts.get_memory_size(OPT_BLOCK_SIZE, DEFAULT_BLOCK_SIZE)
-        if not 0 < self.block_size < 2**31:
-            raise OptionError(f"{OPT_BLOCK_SIZE} must be greater than 0, got {opts.get(OPT_BLOCK_SIZE)!r}")
-        self.compression = _codec.compression_type(opts.get(OPT_COMPRESSION, "none"))
-        self.level = opts.get_int(OPT_LEVEL, 1)
-        self.encoder = _codec.BlockEncoder(self.compression, self.level)
+        self.options = _options(options)
+        self.block_size, self.compression, self.level, self.encoder = _block_options(
+            self.options, OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_LEVEL)
         self._keys = []
         self._rids = []
         self.row_count = 0
@@ -197,14 +203,9 @@ class MultiValueGlobalIndexWriter:
         self.dtype = str(dtype)
         self.codec = KeyCodec(element_type(dtype))
         self.element_type = self.codec.dtype
-        opts = _options(options)
-        self.options = opts
-        self.block_size = opts.get_memory_size(OPT_MV_BLOCK_SIZE, DEFAULT_BLOCK_SIZE)
-        if not 0 < self.block_size < 2**31:
-            raise OptionError(f"{OPT_MV_BLOCK_SIZE} must be greater than 0, got {opts.get(OPT_MV_BLOCK_SIZE)!r}")
-        self.compression = _codec.compression_type(opts.get(OPT_MV_COMPRESSION, "none"))
-        self.level = opts.get_int(OPT_MV_LEVEL, 1)
-        self.encoder = _codec.BlockEncoder(self.compression, self.level)
+        self.options = _options(options)
+        self.block_size, self.compression, self.level, self.encoder = _block_options(
+            self.options, OPT_MV_BLOCK_SIZE, OPT_MV_COMPRESSION, OPT_MV_LEVEL)
         self._elems = []
         self._rids = []
         self.row_count = 0
