@@ -44,7 +44,7 @@ import numpy as np
 import pyarrow as pa
 
 from .errors import ColumnNotFoundError, LiteralTypeError
-from .predicate import And, Leaf, Or, Predicate
+from .predicate import ARRAY_OPS, And, Leaf, Or, Predicate
 
 __all__ = ["normalize", "normalize_leaf", "never", "is_never", "arrow_types", "widen_to_micros"]
 
@@ -494,6 +494,8 @@ def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = T
     if t is None or not leaf.literals:
         return leaf
     op = leaf.op
+    if op in ARRAY_OPS:
+        return _array_leaf(leaf, t, ieee)
     if op not in _CMP and op not in ("in", "not_in", "between", "not_between"):
         return leaf
     if _already_exact(leaf.literals, t):
@@ -542,6 +544,35 @@ def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = T
     if isinstance(out, Leaf) and out.op == op and _same(out.literals, leaf.literals):
         return leaf
     return out
+
+
+def _array_leaf(leaf: Leaf, t: pa.DataType, ieee: bool) -> Predicate:
+    """An array predicate's literals as exact values of the element type: each literal is an
+    equality on an element, so one no element can equal (``5.5`` or ``2**40`` in an
+    ``ARRAY<INT>``) makes ``array_contains`` / ``array_contains_all`` true for no row and drops
+    out of ``arrays_overlap`` (no rows when none is left)."""
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
+        return leaf
+    kept, changed = [], False
+    for v in leaf.literals:
+        if v is None:  # the readers give SQL's answer for null literals
+            kept.append(v)
+            continue
+        n = normalize_leaf(Leaf("equal", leaf.name, (v,)), t.value_type, ieee)
+        if is_never(n):
+            if leaf.op != "arrays_overlap":
+                return never(leaf.name)
+            changed = True
+            continue
+        if not (isinstance(n, Leaf) and n.op == "equal"):
+            return leaf  # (a float zero under IEEE equality: the element filter compares it as given)
+        kept.append(n.literals[0])
+        changed |= n is not leaf and n.literals[0] is not v
+    if not changed:
+        return leaf
+    if leaf.op == "arrays_overlap" and not kept:
+        return never(leaf.name)
+    return Leaf(leaf.op, leaf.name, tuple(kept))
 
 
 def _same(a, b) -> bool:

@@ -91,13 +91,16 @@ def test_arrow_filter_against_oracle(kind):
         assert filter_table(big, p).column("id").to_pylist() == oracle_ids(rows, p), p
 
 
-def test_literals_of_another_type_match_nothing():
+def test_literals_of_another_type_are_refused():
+    """A string against an ARRAY<INT> is a LiteralTypeError naming column, type and literal, as
+    for a scalar INT column (issue 23's rule), not a silent empty answer."""
+    from paimon_fast.errors import LiteralTypeError
+
     t = make_table()
     f = pf.field("tags")
-    assert filter_table(t, f.array_contains("x")).num_rows == 0
-    assert filter_table(t, f.array_contains_all([3, "x"])).num_rows == 0
-    rows = t.to_pylist()
-    assert filter_table(t, f.arrays_overlap([3, "x"])).column("id").to_pylist() == oracle_ids(rows, f.arrays_overlap([3]))
+    for p in (f.array_contains("x"), f.array_contains_all([3, "x"]), f.arrays_overlap([3, "x"])):
+        with pytest.raises(LiteralTypeError, match="tags"):
+            filter_table(t, p)
 
 
 def test_array_predicates_need_a_list_column():
@@ -183,3 +186,44 @@ def test_spark_columns():
     for p in predicates("string"):
         got = sorted(r["id"] for r in df.filter(to_spark_column(p)).collect())
         assert got == oracle_ids(rows, p), p
+
+
+@pytest.mark.parametrize("make", [
+    lambda f: f.array_contains(5.5), lambda f: f.array_contains(5.0), lambda f: f.array_contains(2**40),
+    lambda f: f.array_contains(-2**31 - 1), lambda f: f.arrays_overlap([5.5, 7]), lambda f: f.arrays_overlap([5.5]),
+    lambda f: f.arrays_overlap([2**40, 6.0]), lambda f: f.array_contains_all([5, 6.5]),
+    lambda f: f.array_contains_all([5.0, 6]),
+])
+def test_literals_no_element_can_equal(make):
+    """A literal no INT element can equal (5.5, 2**40) matches no element, in the index and the
+    exact filter alike (it used to be truncated to 5): compared numerically, as SQL does."""
+    import numpy as np
+
+    from paimon_fast import globalindex as gi
+    from paimon_fast.tables.arrow_filter import filter_table
+
+    rows = [[5, 6], [7], None, [5], [], [6, None]]
+    arr = pa.array(rows, pa.list_(pa.int32()))
+    p = make(pf.field("t"))
+    lits = p.literals
+
+    def has(r, v):
+        return r is not None and any(e is not None and e == v for e in r)
+
+    def truth(r):
+        if r is None:
+            return False
+        if p.op == "array_contains":
+            return has(r, lits[0])
+        if p.op == "arrays_overlap":
+            return any(has(r, v) for v in lits)
+        return all(has(r, v) for v in lits)
+
+    want = [i for i, r in enumerate(rows) if truth(r)]
+    got = filter_table(pa.table({"t": arr, "i": pa.array(range(len(rows)))}), p).column("i").to_pylist()
+    assert got == want
+    w = gi.writer("ARRAY<INT>", {}, index_type="multivalue")
+    w.write_batch(arr, np.arange(len(rows), dtype=np.uint64))
+    data, _ = w.finish()
+    r = gi.reader("ARRAY<INT>", data, {}, total_row_count=len(rows), index_type="multivalue")
+    assert list(r.visit(p)) == want

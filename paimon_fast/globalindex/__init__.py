@@ -35,6 +35,7 @@ import re
 import struct
 from concurrent.futures import ThreadPoolExecutor
 
+import pyarrow as pa
 from pyroaring import BitMap64
 
 from ..errors import IndexFormatError, UnsupportedTypeError
@@ -556,6 +557,18 @@ class MultiValueGlobalIndex(GlobalIndex):
         super().__init__(files, element_type(dtype), options, total_row_count, max_workers)
 
     def visit(self, leaf: Leaf):
+        if leaf.op in ARRAY_OPS:  # literals as exact element values (5.5 is in no ARRAY<INT>)
+            at = getattr(self, "_arrow_t", False)
+            if at is False:
+                try:
+                    at = pa.list_(self.dtype.to_arrow())
+                except Exception:
+                    at = None
+                self._arrow_t = at
+            norm = normalize_leaf(leaf, at, ieee=False)
+            if is_never(norm):
+                return BitMap64()
+            leaf = norm
         op = leaf.op
         try:
             if op == "array_contains":
