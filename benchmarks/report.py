@@ -336,9 +336,10 @@ def plot(parts, out_dir, rel_dir):
         ax.axvline(1, color="black", lw=0.8)
         ax.invert_yaxis()
         ax.set_xlabel("anchor median / our median (log scale; > 1: ours is faster)")
-        for a in anchors:
-            ax.barh([], [], color=colors[a], label=ANCHOR_NAMES.get(a, a))
-        ax.legend(loc="lower right", fontsize=7)
+        from matplotlib.patches import Patch  # an empty barh gives its legend entry the default colour
+
+        ax.legend(handles=[Patch(color=colors[a], label=ANCHOR_NAMES.get(a, a)) for a in anchors],
+                  loc="lower right", fontsize=7)
         ax.set_title("Speed-up over each anchor, per operation (same run)")
         fig.tight_layout()
         p = os.path.join(out_dir, "ratios.png")
