@@ -66,7 +66,20 @@ def _block_options(opts, block_key: str, compression_key: str, level_key: str):
     return block_size, compression, level, _codec.BlockEncoder(compression, level)
 
 
-class BitmapGlobalIndexWriter:
+class _FileWriter:
+    """``finish_to`` for the writers whose ``finish()`` gives ``(file bytes, meta bytes)``."""
+
+    def finish_to(self, path):
+        """Write the file to ``path`` (temporary name + atomic rename); returns the meta bytes
+        (None for 0 rows, and then no file is written)."""
+        data, meta = self.finish()
+        if data is None:
+            return None
+        write_atomic(path, data)
+        return meta
+
+
+class BitmapGlobalIndexWriter(_FileWriter):
     """Writes one bitmap global index file from ``(key, row id)`` batches.
 
     Batches may come in any order and any number; :meth:`finish` sorts by key
@@ -137,15 +150,6 @@ class BitmapGlobalIndexWriter:
                                        "a global index maps each row id to one value")
         return build_file(self.codec, arr, rids, self.block_size, self.encoder)
 
-    def finish_to(self, path):
-        """Write the file to ``path`` (temporary name + atomic rename); returns the meta bytes
-        (None for 0 rows, and then no file is written)."""
-        data, meta = self.finish()
-        if data is None:
-            return None
-        write_atomic(path, data)
-        return meta
-
 
 # ================================================================ multivalue writer (ARRAY columns)
 
@@ -189,7 +193,7 @@ def flatten_lists(values, row_ids, element_codec: KeyCodec):
     return n, elems, np.ascontiguousarray(rids, dtype=np.uint64)
 
 
-class MultiValueGlobalIndexWriter:
+class MultiValueGlobalIndexWriter(_FileWriter):
     """Writes one ``multivalue`` global index file over an ARRAY column (Java's
     ``MultiValueGlobalIndexer``): one row-id bitmap per distinct non-null element, keys in
     the element type's logical order, in the bitmap global index layout (footer version 1)
@@ -240,15 +244,6 @@ class MultiValueGlobalIndexWriter:
             [a.cast(self._elems[0].type) for a in self._elems])
         rids = self._rids[0] if len(self._rids) == 1 else np.concatenate(self._rids)
         return build_multivalue_file(self.codec, arr, rids, self.block_size, self.encoder)
-
-    def finish_to(self, path):
-        """Write the file to ``path`` (temporary name + atomic rename); returns the meta bytes
-        (None for 0 rows, and then no file is written)."""
-        data, meta = self.finish()
-        if data is None:
-            return None
-        write_atomic(path, data)
-        return meta
 
 
 def build_multivalue_file(key_codec: KeyCodec, elems: pa.Array, rids: np.ndarray, block_size: int, encoder):

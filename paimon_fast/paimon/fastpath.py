@@ -821,18 +821,8 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
             rep.files_skipped += 1
             rep.skipped_files.append(f.name)
             continue
-        cand = None
-        if isinstance(res, BitmapResult):
-            cand = BitMap(res.bitmap)
-            if len(cand) and cand.max() >= f.rows:
-                cand.remove_range(f.rows, cand.max() + 1)
-        if f.deletion is not None:
-            dv = read_deletion_vector(table.file_io, f.deletion)
-            rep.deletion_vectors_folded += 1
-            if cand is None:
-                cand = BitMap()
-                cand.add_range(0, f.rows)
-            cand -= dv
+        cand = file_candidates(table, f, res)
+        rep.deletion_vectors_folded += f.deletion is not None
         if cand is not None and not len(cand):
             rep.files_skipped += 1
             rep.skipped_files.append(f.name)
@@ -930,6 +920,23 @@ def _global_results(table, predicate, files, rep):
     rep.global_index_search_mode = gi.mode if gi.data_evolution else \
         "full (Java reads no global index without data evolution)"
     return out
+
+
+def file_candidates(table, f: _File, res) -> Optional[BitMap]:
+    """The rows of ``f`` left to read after its index answer ``res`` (an exact bitmap, clipped to
+    the file) and its deletion vector; None when every row is (no exact answer, nothing deleted)."""
+    cand = None
+    if isinstance(res, BitmapResult):
+        cand = BitMap(res.bitmap)
+        if len(cand) and cand.max() >= f.rows:
+            cand.remove_range(f.rows, cand.max() + 1)
+    if f.deletion is not None:
+        dv = read_deletion_vector(table.file_io, f.deletion)
+        if cand is None:
+            cand = BitMap()
+            cand.add_range(0, f.rows)
+        cand -= dv
+    return cand
 
 
 def _evaluate(table, f: _File, schemas: _Schemas, predicate):

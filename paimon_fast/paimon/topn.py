@@ -19,17 +19,15 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
-from pyroaring import BitMap
 
 from ..errors import ColumnNotFoundError, PaimonFastError
 from ..fileindex.format import FileIndexFile
-from ..result import BitmapResult
+from ..result import REMAIN
 from ..source import BytesSource, FileSource
 from ..tables.arrow_filter import filter_table
 from ..tables.topn import FILE, POS, TopNReport, TopNSource, check_k, check_orderable, order, read_positions
 from ..tables.topn import top_n as _merge
 from .compat import legacy_manifest_table
-from .deletion import read_deletion_vector
 from .predicates import as_predicate
 
 
@@ -109,7 +107,8 @@ def _sources(table, plan, column, pred, rep):
     """One :class:`TopNSource` per live data file that may hold matching rows."""
     from pypaimon.schema.data_types import PyarrowFieldParser
 
-    from .fastpath import _evaluate, _is_local, _open_stream, _Schemas, _StatsFilter, _current_columns
+    from .fastpath import (_evaluate, _is_local, _open_stream, _Schemas, _StatsFilter, _current_columns,
+                           file_candidates)
 
     schemas = _Schemas(table, plan)
     files = plan.files
@@ -119,21 +118,12 @@ def _sources(table, plan, column, pred, rep):
     full_schema = PyarrowFieldParser.from_paimon_schema(list(table.fields))
     sources, opened = [], []
     for f in files:
-        eligible = None
+        res = REMAIN
         if pred is not None:
             res, _ = _evaluate(table, f, schemas, pred)
             if not res.remain:
                 continue
-            if isinstance(res, BitmapResult):
-                eligible = BitMap(res.bitmap)
-                if len(eligible) and eligible.max() >= f.rows:
-                    eligible.remove_range(f.rows, eligible.max() + 1)
-        if f.deletion is not None:
-            dv = read_deletion_vector(table.file_io, f.deletion)
-            if eligible is None:
-                eligible = BitMap()
-                eligible.add_range(0, f.rows)
-            eligible -= dv
+        eligible = file_candidates(table, f, res)
         if eligible is not None and not len(eligible):
             continue
         reader = None
