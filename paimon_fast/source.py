@@ -69,13 +69,16 @@ class BytesSource(Source):
 class FileSource(Source):
     """A local file read with ``os.pread`` (thread-safe, no shared position)."""
 
-    def __init__(self, path):
+    def __init__(self, path, counter=None):
         self.path = os.fspath(path)
         self._fd = os.open(self.path, os.O_RDONLY)
         self.size = os.fstat(self._fd).st_size
+        self.counter = counter  # a paimon_fast.fs.IOCounter: bytes read are added to it
 
     def _read(self, offset, length):
         data = os.pread(self._fd, length, offset)
+        if self.counter is not None:
+            self.counter.add(len(data))
         if len(data) != length:
             raise IndexFormatError(f"short read from {self.path}: {len(data)} of {length} bytes", offset)
         return data
