@@ -95,6 +95,13 @@ class IOCounter:
         with self._lock:
             return self.bytes, self.requests
 
+    def __getstate__(self):  # shipped to executors inside datasets: counts there stay there
+        return self.snapshot()
+
+    def __setstate__(self, state):
+        self.__init__()
+        self.bytes, self.requests = state
+
 
 @dataclass(frozen=True)
 class FileEntry:
@@ -231,17 +238,18 @@ class Store:
             raise FileNotFoundError(self.uri(path))
         return st[0]
 
-    def list_files(self, root: str, recursive: bool = True,
-                   skip_dir: Optional[Callable[[str], bool]] = None) -> List[FileEntry]:
+    def list_files(self, root: str, recursive: bool = True, skip_dir: Optional[Callable[[str], bool]] = None,
+                   keep: Optional[Callable[[str], bool]] = None) -> List[FileEntry]:
         """Files under ``root`` (relative POSIX paths sorted), skipping directories whose name
-        ``skip_dir`` accepts (and everything under them).  A missing root lists nothing."""
+        ``skip_dir`` accepts (and everything under them), and files whose name ``keep``
+        refuses.  A missing root lists nothing."""
         out = []
         if self.local:
             if not recursive:
                 try:
                     with os.scandir(root) as it:
                         for e in it:
-                            if e.is_file():
+                            if e.is_file() and (keep is None or keep(e.name)):
                                 st = e.stat()
                                 out.append(FileEntry(e.name, e.path, st.st_size, st.st_mtime_ns))
                 except (FileNotFoundError, NotADirectoryError):
@@ -251,6 +259,8 @@ class Store:
                 if skip_dir is not None:
                     dirnames[:] = [d for d in dirnames if not skip_dir(d)]
                 for n in filenames:
+                    if keep is not None and not keep(n):
+                        continue
                     p = os.path.join(dirpath, n)
                     try:
                         st = os.stat(p)
@@ -270,7 +280,10 @@ class Store:
             if i.type != pafs.FileType.File:
                 continue
             rel = i.path[len(base) + 1:] if i.path.startswith(base + "/") else posixpath.relpath(i.path, base)
-            if skip_dir is not None and any(skip_dir(d) for d in rel.split("/")[:-1]):
+            parts = rel.split("/")
+            if skip_dir is not None and any(skip_dir(d) for d in parts[:-1]):
+                continue
+            if keep is not None and not keep(parts[-1]):
                 continue
             out.append(FileEntry(rel, i.path, i.size, _mtime_ns(i)))
         return sorted(out, key=lambda e: e.rel)
@@ -473,6 +486,41 @@ class ArrowFileSource(Source):
         if self._f is not None:
             self._f.close()
             self._f = None
+
+
+class LazySource(Source):
+    """A file of a store opened on its first read (``size`` known beforehand, e.g. from a
+    listing, saves a request): many files can be named while only the few a query needs are
+    ever opened."""
+
+    def __init__(self, store: Store, path: str, size: Optional[int] = None, counter: Optional[IOCounter] = None):
+        self.store = store
+        self.path = path
+        self.counter = counter
+        self._src = None
+        self._lock = threading.Lock()
+        if size is not None:
+            self.size = int(size)
+
+    def _open(self) -> Source:
+        with self._lock:
+            if self._src is None:
+                self._src = self.store.open_source(self.path, self.counter)
+            return self._src
+
+    def __getattr__(self, name):
+        if name == "size":  # not known from a listing: open now
+            return self._open().size
+        raise AttributeError(name)
+
+    def _read(self, offset, length):
+        return self._open()._read(offset, length)
+
+    def close(self):
+        with self._lock:
+            if self._src is not None:
+                self._src.close()
+                self._src = None
 
 
 class CountingFile(io.RawIOBase):

@@ -2,6 +2,7 @@
 server (moto, 127.0.0.1) and the local filesystem: atomic writes, conditional
 creates that refuse a second writer, versioned commit objects found even when a
 listing lags, counted ranged reads."""
+import json
 import os
 import pickle
 
@@ -121,3 +122,221 @@ def test_fsspec_filesystem(tmp_path):
     with pytest.raises(CommitConflictError):
         store.create_exclusive(store.join(root, "y"), b"2")
     assert [e.rel for e in store.list_files(root)] == ["x.json", "y"]
+
+
+# ---------------------------------------------------------------- Parquet datasets on S3
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+import paimon_fast as pf  # noqa: E402
+from paimon_fast.tables import ParquetDataset  # noqa: E402
+
+OPTIONS = {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": "800",
+           "file-index.bitmap.columns": "status", "file-index.in-manifest-threshold": "64"}
+PREDICATES = ["id = 1234", "status = 'paid' AND id < 900", "id IN (5, 4000, 99999)",
+              "status IS NULL OR region = 'us'", "name = 'eu1-3'"]
+
+
+def write_dataset(root, rows=800, seed=7):
+    rng = np.random.default_rng(seed)
+    i = 0
+    for region in ("eu", "us"):
+        d = os.path.join(root, f"region={region}")
+        os.makedirs(d, exist_ok=True)
+        for k in range(3):
+            ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
+            pq.write_table(pa.table({
+                "id": ids,
+                "name": pa.array([f"{region}{i}-{j % 7}" for j in range(rows)]),
+                "status": pa.array([["new", "paid", "sent", None][int(x)] for x in rng.integers(0, 4, rows)]),
+                "score": np.round(rng.uniform(0, 100, rows), 1),
+            }), os.path.join(d, f"part-{k}.parquet"), row_group_size=200)
+            i += 1
+    return root
+
+
+def oracle(root, where):
+    """The rows where ``where`` holds, from a full pyarrow read filtered by pyarrow.compute
+    (the SQL text parsed to an Arrow expression by hand, not by the product's filter)."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as pads
+
+    paths = sorted(os.path.join(d, f) for d, _, fs_ in os.walk(root) for f in fs_ if f.endswith(".parquet"))
+    t = pads.dataset(paths, format="parquet", partitioning="hive", partition_base_dir=root).to_table()
+    c = {n: pc.field(n) for n in t.column_names}
+    expr = {
+        "id = 1234": c["id"] == 1234,
+        "status = 'paid' AND id < 900": (c["status"] == "paid") & (c["id"] < 900),
+        "id IN (5, 4000, 99999)": c["id"].isin([5, 4000, 99999]),
+        "status IS NULL OR region = 'us'": c["status"].is_null() | (c["region"] == "us"),
+        "name = 'eu1-3'": c["name"] == "eu1-3",
+        "status = 'sent'": c["status"] == "sent",
+        "name = 'us4-2'": c["name"] == "us4-2",
+    }[where]
+    return sorted(t.filter(expr).column("id").to_pylist())
+
+
+@pytest.fixture
+def local_and_s3(tmp_path, s3_server):
+    local = write_dataset(str(tmp_path / "local"))
+    b = s3_server.new_bucket()
+    s3_server.upload_dir(local, b, "events")
+    return local, s3_server.uri(b, "events"), b
+
+
+def _answers(ds, preds=PREDICATES):
+    out = {}
+    for w in preds:
+        t, rep = ds.scan(w)
+        out[w] = (sorted(t.column("id").to_pylist()), rep.files_skipped, rep.rows_read)
+    return out
+
+
+def test_dataset_build_and_pruned_read_on_s3_equal_local(local_and_s3, s3_server):
+    local, uri, bucket = local_and_s3
+    lds, sds = ParquetDataset(local), ParquetDataset(uri)
+    assert [f.path for f in sds.files()] == [f.path for f in lds.files()]
+    lrep, srep = lds.build(OPTIONS), sds.build(OPTIONS)
+    assert (srep.files_built, srep.inline, srep.index_bytes) == (lrep.files_built, lrep.inline, lrep.index_bytes)
+    want = _answers(lds)
+    got = _answers(sds)
+    assert got == want
+    for w in PREDICATES:
+        assert got[w][0] == oracle(local, w)
+    assert any(v[1] > 0 for v in got.values())                 # the indexes pruned files on S3 too
+    keys = s3_server.keys(bucket, "events")
+    assert "events/_commits/_paimon_fast_catalog.json.0000000001" in keys
+    assert "events/_paimon_fast_catalog.json" not in keys      # the catalog is a versioned commit there
+    idx = [k for k in keys if k.endswith(".index")]
+    assert idx and all(len(k.rsplit("/", 1)[1].split(".")[-2]) == 16 for k in idx)   # content-hash names
+    for k in keys:                                             # credentials never land in the table
+        body = s3_server.client.get_object(Bucket=bucket, Key=k)["Body"].read()
+        assert b"testing-secret" not in body and b"testing-key" not in body
+    # a re-run finds every index current; the plan reads the catalog and index bytes only
+    assert sds.build(OPTIONS).files_built == 0
+    plan = ParquetDataset(uri).plan("id = 1234")
+    sizes = {k: s3_server.client.head_object(Bucket=bucket, Key=k)["ContentLength"] for k in keys}
+    meta_bytes = sum(n for k, n in sizes.items() if "_commits/" in k or k.endswith(".index"))
+    # catalog, index files and one footer (the schema): no data pages
+    assert 0 < plan.report.bytes_read <= meta_bytes + sds.files()[0].size
+    # the same through an explicit pyarrow filesystem and a path inside it
+    fds = ParquetDataset(f"{bucket}/events", s3_server.filesystem())
+    assert _answers(fds) == want
+
+
+def test_deletes_and_global_index_on_s3_equal_local(local_and_s3):
+    from paimon_fast.globalindex import spark_build as sb
+
+    local, uri, _ = local_and_s3
+    results = []
+    for root in (local, uri):
+        ds = ParquetDataset(root)
+        ds.build(OPTIONS)
+        rep = ds.delete("status = 'sent'")
+        sb.build_global_index_local(root, "name")
+        ds = ParquetDataset(root)
+        t, srep = ds.scan("name = 'us4-2'")
+        assert srep.global_index_used == ["name"]
+        results.append((rep.rows_deleted, _answers(ds), sorted(t.column("id").to_pylist()),
+                        sb.read_listing(root, "name")["total_row_count"]))
+    assert results[0] == results[1]
+    sent = set(oracle(local, "status = 'sent'"))
+    assert results[1][0] == len(sent)
+    assert results[1][2] == [i for i in oracle(local, "name = 'us4-2'") if i not in sent]
+
+
+def test_catalog_commit_race_is_refused_on_s3(local_and_s3):
+    from paimon_fast.fs import CommitConflictError
+
+    _, uri, _ = local_and_s3
+    ParquetDataset(uri).build(OPTIONS)
+    a, b = ParquetDataset(uri), ParquetDataset(uri)
+    ca, cb = a.read_catalog(), b.read_catalog()
+    ca["note"] = "writer a"
+    a.write_catalog(ca)
+    cb["note"] = "writer b"
+    with pytest.raises(CommitConflictError, match="another writer committed"):
+        b.write_catalog(cb)                                    # lost the race: refused, not overwritten
+    assert ParquetDataset(uri).read_catalog()["note"] == "writer a"
+    with pytest.raises(pf.errors.PaimonFastError):
+        b.write_catalog(cb)
+
+
+KILL_SCRIPT = r"""
+import os, sys
+from paimon_fast.tables import ParquetDataset
+from paimon_fast.globalindex import spark_build as sb
+uri, what = sys.argv[1], sys.argv[2]
+if what == "build":
+    ParquetDataset.write_catalog = lambda *a, **k: os._exit(17)   # killed after the index files, before the commit
+    ParquetDataset(uri).build({"file-index.bitmap.columns": "name,status", "file-index.in-manifest-threshold": "64"})
+else:
+    from paimon_fast.fs import CommitFile
+    CommitFile.write = lambda *a, **k: os._exit(17)
+    sb.build_global_index_local(uri, "name", {"bitmap-index.compression": "zstd"})
+"""
+
+
+def test_killed_build_on_s3_leaves_old_state_rerun_and_gc(local_and_s3, s3_server, capsys):
+    from paimon_fast.cli import main
+    from paimon_fast.globalindex import spark_build as sb
+
+    local, uri, bucket = local_and_s3
+    ParquetDataset(uri).build(OPTIONS)
+    sb.build_global_index_local(uri, "name")
+    before_keys = set(s3_server.keys(bucket))
+    before = _answers(ParquetDataset(uri))
+    before_cat = ParquetDataset(uri).read_catalog()
+    before_listing = sb.read_listing(uri, "name")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for what in ("build", "global"):
+        r = subprocess.run([sys.executable, "-c", KILL_SCRIPT, uri, what], env=env, capture_output=True, timeout=120)
+        assert r.returncode == 17, r.stderr.decode()
+    orphans = set(s3_server.keys(bucket)) - before_keys
+    assert len(orphans) >= 3                                   # new index files + the killed global index file
+    ds = ParquetDataset(uri)
+    assert ds.read_catalog() == before_cat and _answers(ds) == before   # readers see the old state
+    assert sb.read_listing(uri, "name") == before_listing
+
+    assert main(["gc", uri, "--min-age", "0", "--json"]) == 0       # dry run: lists exactly the orphans
+    rep = json.loads(capsys.readouterr().out)
+    assert {o["path"].split("/", 3)[-1] for o in rep["orphans"]} == orphans
+    assert set(s3_server.keys(bucket)) - before_keys == orphans       # nothing removed
+    assert main(["gc", uri, "--json"]) == 0                            # young files are left alone by default
+    assert json.loads(capsys.readouterr().out)["too_young"] == len(orphans)
+
+    new_opts = {"file-index.bitmap.columns": "name,status", "file-index.in-manifest-threshold": "64"}
+    rerun = ParquetDataset(uri).build(new_opts)                         # a re-run completes
+    assert rerun.files_built == 6
+    sb.build_global_index_local(uri, "name", {"bitmap-index.compression": "zstd"})
+    assert main(["gc", uri, "--min-age", "0", "--delete", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["removed"] == len(rep["orphans"]) > 0
+    assert main(["gc", uri, "--min-age", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["orphans"] == []          # nothing left unreferenced
+    lds = ParquetDataset(local)
+    lds.build(new_opts)
+    sb.build_global_index_local(local, "name", {"bitmap-index.compression": "zstd"})
+    assert _answers(ParquetDataset(uri)) == _answers(lds)
+
+
+def test_gc_on_local_dataset_lists_temp_and_unreferenced(tmp_path):
+    from paimon_fast.tables.gc import collect
+
+    root = write_dataset(str(tmp_path / "d"))
+    ParquetDataset(root).build(OPTIONS)
+    stray = os.path.join(root, "region=eu", "part-9.parquet.index")
+    open(stray, "wb").write(b"x")
+    tmp = os.path.join(root, "region=us", ".part-0.parquet.index.tmp-abc")
+    open(tmp, "wb").write(b"y")
+    rep = collect(root, min_age=0)
+    assert sorted(o.path for o in rep.orphans) == sorted([stray, tmp]) and not rep.deleted
+    assert os.path.exists(stray)
+    rep = collect(root, min_age=0, delete=True)
+    assert rep.removed == 2 and not os.path.exists(stray) and not os.path.exists(tmp)
+    assert ParquetDataset(root).scan("id = 1234")[0].num_rows == 1
