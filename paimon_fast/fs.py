@@ -591,12 +591,21 @@ def resolve(path, filesystem=None) -> Tuple[Store, str]:
         return Store(), os.path.abspath(unquote(urlparse(s).path))
     if not _is_uri(s):
         return Store(), os.path.abspath(s)
-    import pyarrow.fs as pafs
+    hit = _RESOLVED.get(s)
+    if hit is None:  # one filesystem per URI: creating one (credential chain, region lookup) costs
+        import pyarrow.fs as pafs
 
-    fs, p = pafs.FileSystem.from_uri(s)
-    scheme = s.split("://", 1)[0].lower()
-    st = Store(fs, scheme)
-    return st, (os.path.abspath(p) if st.local else p.rstrip("/"))
+        fs, p = pafs.FileSystem.from_uri(s)
+        scheme = s.split("://", 1)[0].lower()
+        st = Store(fs, scheme)
+        hit = (st, (os.path.abspath(p) if st.local else p.rstrip("/")))
+        if len(_RESOLVED) > 256:
+            _RESOLVED.clear()
+        _RESOLVED[s] = hit
+    return hit
+
+
+_RESOLVED: dict = {}
 
 
 class CommitFile:

@@ -78,7 +78,7 @@ def collect(path, filesystem=None, *, delete: bool = False, min_age: float = DEF
     if store.is_dir(store.join(root, ".hoodie")):
         from ..hudi.storage import orphan_files
 
-        kind, found = "hudi table", orphan_files(store.uri(root) if not store.local else root, store)
+        kind, found = "hudi table", orphan_files(path if filesystem is None else root, store)
     else:
         kind, found = "dataset", _dataset_orphans(store, root, keep_versions)
     rep = GcReport(root=store.uri(root), kind=kind, deleted=delete)
