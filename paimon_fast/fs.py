@@ -289,13 +289,15 @@ class Store:
         return sorted(out, key=lambda e: e.rel)
 
     # ------------------------------------------------------------ reads
-    def open_source(self, path: str, counter: Optional[IOCounter] = None) -> Source:
-        """A ranged-read :class:`~paimon_fast.source.Source` over the file (one read per range)."""
+    def open_source(self, path: str, counter: Optional[IOCounter] = None, head: int = 0) -> Source:
+        """A ranged-read :class:`~paimon_fast.source.Source` over the file (one read per range).
+        ``head`` (remote stores): reads inside the first ``head`` bytes are served from one
+        read of them (a header parsed in small steps costs one request, not one per step)."""
         if self.local:
             from .source import FileSource
 
             return FileSource(path, counter)
-        return ArrowFileSource(self.fs.open_input_file(path), path, counter)
+        return ArrowFileSource(self.fs.open_input_file(path), path, counter, head)
 
     def open_input(self, path: str, counter: Optional[IOCounter] = None):
         """What ``pyarrow.parquet`` should open: the path itself for an uncounted local
@@ -466,13 +468,26 @@ def _mtime_ns(info) -> int:
 class ArrowFileSource(Source):
     """A pyarrow random-access file: each ``read_at`` is one ranged read (thread-safe), counted."""
 
-    def __init__(self, f, path: str = "", counter: Optional[IOCounter] = None):
+    def __init__(self, f, path: str = "", counter: Optional[IOCounter] = None, head: int = 0):
         self._f = f
         self.path = path
         self.size = f.size()
         self.counter = counter
+        self._head_len = min(head, self.size)
+        self._head = None
+        self._lock = threading.Lock()
 
     def _read(self, offset, length):
+        from .errors import IndexFormatError
+
+        if offset + length <= self._head_len:
+            with self._lock:
+                if self._head is None:
+                    self._head = self._fetch(0, self._head_len)
+            return memoryview(self._head)[offset:offset + length]
+        return self._fetch(offset, length)
+
+    def _fetch(self, offset, length):
         from .errors import IndexFormatError
 
         data = self._f.read_at(length, offset)

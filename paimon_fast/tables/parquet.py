@@ -94,6 +94,7 @@ CATALOG_VERSION = 1
 INDEX_SUFFIX = ".index"
 DATA_SUFFIXES = (".parquet",)
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+HEAD_PREFETCH = 16384  # first bytes of a remote index container fetched with its header
 FILE_ORDER_DOC = ("files sorted by relative POSIX path; global row id = rows of earlier files "
                   "+ row position in the file")
 
@@ -581,9 +582,9 @@ class ParquetDataset:
         return rep
 
     # ------------------------------------------------------------ rows
-    def row_counts(self) -> Dict[str, int]:
+    def row_counts(self, catalog: Optional[dict] = None) -> Dict[str, int]:
         """Rows per file (from the catalog where current, else the Parquet footer)."""
-        entries = self.read_catalog()["files"]
+        entries = (catalog if catalog is not None else self.read_catalog())["files"]
         out = {}
         for f in self.files():
             e = entries.get(f.path)
@@ -613,7 +614,8 @@ class ParquetDataset:
         if "inline" in fi:
             data = base64.b64decode(fi["inline"])
         elif "file" in fi:
-            data = self.store.open_source(self.index_file_path(f, fi), self.io)
+            # the container header (and small indexes whole) in one ranged read
+            data = self.store.open_source(self.index_file_path(f, fi), self.io, head=HEAD_PREFETCH)
         else:
             return None
         return FileIndexFormat.open(data, self.row_type())
@@ -635,7 +637,7 @@ class ParquetDataset:
         pred = None if predicate is None else parse_predicate(predicate)
         if pred is not None:
             pred = coerce_literals(pred, {f.name: f.type for f in self.schema()})
-        counts = self.row_counts()
+        counts = self.row_counts(cat)
         part_types = {f.name: f.type for f in self.partition_schema()}
         from .deletes import load_vectors
 
@@ -702,7 +704,7 @@ class ParquetDataset:
 
         n = len(files)
         workers = threads or min(16, (os.cpu_count() or 2) * 2)
-        if n > 8 and workers > 1:
+        if (n > 8 or n > 1 and not self.store.local) and workers > 1:  # remote reads overlap their latency
             with ThreadPoolExecutor(workers) as ex:
                 plans = list(ex.map(one, files))
         else:
