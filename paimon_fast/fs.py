@@ -63,8 +63,8 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
 
 from .errors import PaimonFastError
-from .fsutil import TMP_MARK, write_atomic as _local_write_atomic
-from .source import Source
+from .fsutil import TMP_MARK, write_atomic as _local_write_atomic, write_or_fault
+from .source import Source, checked_read
 
 __all__ = ["resolve", "Store", "CommitFile", "CommitConflictError", "IOCounter", "FileEntry", "TMP_MARK",
            "display_uri"]
@@ -345,13 +345,7 @@ class Store:
         tmp = self._tmp_name(path)
         try:
             with self.fs.open_output_stream(tmp) as out:
-                if _fault:
-                    out.write(data[: len(data) // 2])
-                    out.flush()
-                    if _fault == "exit":
-                        os._exit(17)
-                    raise RuntimeError(f"injected failure while writing {self.uri(path)}")
-                out.write(data)
+                write_or_fault(out, data, _fault, self.uri(path))
             if self.exists(path):
                 self.fs.delete_file(path)
             self.fs.move(tmp, path)
@@ -478,8 +472,6 @@ class ArrowFileSource(Source):
         self._lock = threading.Lock()
 
     def _read(self, offset, length):
-        from .errors import IndexFormatError
-
         if offset + length <= self._head_len:
             with self._lock:
                 if self._head is None:
@@ -488,14 +480,7 @@ class ArrowFileSource(Source):
         return self._fetch(offset, length)
 
     def _fetch(self, offset, length):
-        from .errors import IndexFormatError
-
-        data = self._f.read_at(length, offset)
-        if self.counter is not None:
-            self.counter.add(len(data))
-        if len(data) != length:
-            raise IndexFormatError(f"short read from {self.path}: {len(data)} of {length} bytes", offset)
-        return data
+        return checked_read(self._f.read_at(length, offset), length, offset, self.path, self.counter)
 
     def close(self):
         if self._f is not None:

@@ -1,8 +1,6 @@
 """Datasets on S3 (a moto server on 127.0.0.1) built and read on local Spark: the
 executors read and write through pyarrow's S3 filesystem (no Hadoop S3 connector
 is on this Spark's classpath), and every answer equals the same run on local files."""
-import os
-
 import pytest
 
 pyspark = pytest.importorskip("pyspark")

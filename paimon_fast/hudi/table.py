@@ -9,7 +9,7 @@ from typing import Tuple
 
 import pyarrow as pa
 
-from ..fs import display_uri, resolve
+from ..fs import resolve
 
 _TABLES = {}
 

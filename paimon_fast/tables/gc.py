@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List
 
 from ..cli import command
 from ..fs import TMP_MARK, VERSION_DIR, CommitFile, resolve
