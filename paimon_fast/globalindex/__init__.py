@@ -137,6 +137,8 @@ class _File:
                 self._size = self._reader.size
             elif isinstance(self.where, (bytes, bytearray, memoryview)):
                 self._size = len(self.where)
+            elif hasattr(self.where, "read_at"):  # a Source (e.g. a lazily opened remote file)
+                self._size = self.where.size
             else:
                 import os
                 self._size = os.path.getsize(self.where)

@@ -16,9 +16,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from .prune import as_predicate, prune
+from ..fs import IOCounter
+from .prune import _IO, _counter, as_predicate, prune
 from ..tables.arrow_filter import coerce_literals, filter_table
-from .table import SliceRef, open_table, table_state
+from .table import SliceRef, open_table, table_root, table_state
 
 
 def _conform(tbl: pa.Table, schema: pa.Schema):
@@ -36,10 +37,11 @@ def _conform(tbl: pa.Table, schema: pa.Schema):
     return pa.Table.from_arrays(cols, schema=pa.schema([f.with_nullable(True) for f in schema]))
 
 
-def read_base_rows(path: str, schema: pa.Schema, positions=None):
+def read_base_rows(path: str, schema: pa.Schema, positions=None, store=None, counter=None):
     """Rows of a base Parquet file (only ``positions`` when given), conformed to
-    ``schema``; None if the file cannot be conformed (caller falls back)."""
-    pf = pq.ParquetFile(path)
+    ``schema``; None if the file cannot be conformed (caller falls back).  ``store``: the
+    table's :class:`~paimon_fast.fs.Store` (default local); reads are ranged, counted in ``counter``."""
+    pf = pq.ParquetFile(path if store is None else store.open_input(path, counter))
     names = [f.name for f in schema if f.name in set(pf.schema_arrow.names)]
     if len(names) != len(schema):
         return None
@@ -72,7 +74,7 @@ def read_slice(table_path: str, ref: SliceRef, schema: pa.Schema, positions, pre
     """Matching rows of one candidate slice, as a table of ``schema``."""
     out = None
     if ref.base_file and not ref.log_files:
-        out = read_base_rows(ref.base_path(table_path), schema, positions)
+        out = read_base_rows(ref.base_path(table_path), schema, positions, table_root(table_path)[0], _counter())
     if out is None:
         t = open_table(table_path, cached=True)
         reader = t.create_file_group_reader_with_options()
@@ -145,12 +147,17 @@ def read_arrow(table_path: str, where=None, *, state=None) -> ArrowRead:
     """In-process pruned read: an :class:`ArrowRead` (``.table``, a ``pyarrow.Table`` whose
     rows equal a snapshot read filtered by ``where``, and ``.report``); no Spark needed."""
     pred = as_predicate(where)
-    state = state or table_state(table_path, listing=False)   # prune reuses the index's listing when current
-    pr = prune(state.path, pred, state=state)
-    schema = pa.schema([f.with_nullable(True) for f in state.schema])
-    parts = [_run_task(state.path, t, schema, pred) for t in _tasks(pr)]
+    io = IOCounter()   # report["bytes_read"]: index segments and base files read
+    token = _IO.set(io)
+    try:
+        state = state or table_state(table_path, listing=False)   # prune reuses the index's listing when current
+        pr = prune(state.path, pred, state=state)
+        schema = pa.schema([f.with_nullable(True) for f in state.schema])
+        parts = [_run_task(state.path, t, schema, pred) for t in _tasks(pr)]
+    finally:
+        _IO.reset(token)
     tbl = pa.concat_tables(parts) if parts else schema.empty_table()
-    return ArrowRead(tbl, _report(pr, {"rows_returned": tbl.num_rows}))
+    return ArrowRead(tbl, _report(pr, {"rows_returned": tbl.num_rows, "bytes_read": io.bytes}))
 
 
 class HudiRead:

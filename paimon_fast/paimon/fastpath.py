@@ -917,6 +917,7 @@ def _global_results(table, predicate, files, rep):
             sel |= r - part.cover
         out.append(BitmapResult(BitMap((np.asarray(sel.to_array(), dtype=np.int64) - lo).astype(np.uint32))))
     rep.global_indexes = list(gi.used)
+    rep.index_bytes_read += gi.index_bytes_read
     rep.global_index_search_mode = gi.mode if gi.data_evolution else \
         "full (Java reads no global index without data evolution)"
     return out
