@@ -8,7 +8,7 @@ dispatch on the leaf's op and the SQL rules every back end shares live here once
 * ``IN`` ignores NULL literals, ``NOT IN`` with a NULL literal is true for no row, and
   ``NOT IN`` is never true for a NULL value (``NOT IN ()`` is true for every row);
 * ``BETWEEN lo AND hi`` is ``>= lo AND <= hi`` (never true with a NULL bound), ``NOT BETWEEN``
-  is ``< lo OR > hi`` (a NULL bound's side never true).
+  its negation for non-null values (with a NULL bound, true where the other bound decides).
 
 A back end overrides a leaf's ``op_<op>`` method where its engine's semantics differ (Arrow's
 IEEE NaN in ``NOT BETWEEN``, say), or :meth:`Translator.leaf` as a whole where the engine has
@@ -33,7 +33,7 @@ class Translator:
 
     A subclass implements the primitives (:meth:`compare`, :meth:`is_null`,
     :meth:`is_not_null`, :meth:`isin`, :meth:`all_of`, :meth:`any_of`, :meth:`negate`,
-    :meth:`never`) and an ``op_<op>`` method for each leaf its engine spells its own way
+    :meth:`never`, :meth:`unknown`) and an ``op_<op>`` method for each leaf its engine spells its own way
     (the string and array predicates); the other leaves have SQL's meaning here.
     """
 
@@ -81,12 +81,13 @@ class Translator:
         return self.all_of([self.compare("greater_or_equal", p, lo), self.compare("less_or_equal", p, hi)])
 
     def op_not_between(self, p: Leaf):
-        # NOT (x >= lo AND x <= hi) is x < lo OR x > hi; a NULL bound's side is never true (SQL:
-        # x NOT BETWEEN NULL AND 5 holds for x > 5)
+        # NOT (x >= lo AND x <= hi) for a non-null x: with a NULL bound that side is unknown, so
+        # x NOT BETWEEN NULL AND 5 holds for x > 5 (SQL); as a negation rather than x < lo OR x > hi,
+        # an IEEE NaN (which compares false) is NOT BETWEEN any bounds
         lo, hi = p.literals
-        sides = ([self.compare("less_than", p, lo)] if lo is not None else []) + \
-                ([self.compare("greater_than", p, hi)] if hi is not None else [])
-        return self.any_of(sides) if sides else self.never(p)
+        inside = self.all_of([self.unknown(p) if lo is None else self.compare("greater_or_equal", p, lo),
+                              self.unknown(p) if hi is None else self.compare("less_or_equal", p, hi)])
+        return self.all_of([self.negate(inside), self.is_not_null(p)])
 
     # ------------------------------------------------------------ primitives of a back end
     def compare(self, op: str, p: Leaf, value: Any):  # pragma: no cover - abstract
@@ -114,4 +115,8 @@ class Translator:
 
     def never(self, p: Leaf):  # pragma: no cover - abstract
         """An expression true for no row of ``p``'s column."""
+        raise NotImplementedError
+
+    def unknown(self, p: Leaf):  # pragma: no cover - abstract
+        """SQL's UNKNOWN (a boolean NULL), as a comparison with NULL gives."""
         raise NotImplementedError

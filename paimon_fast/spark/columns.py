@@ -5,6 +5,8 @@ import functools
 import operator
 from typing import Optional
 
+import pyarrow as pa
+
 from ..predicate import Leaf, Predicate
 from ..translate import COMPARISONS, Translator
 
@@ -16,12 +18,26 @@ def _col(name: str):
 
 
 class SparkTranslator(Translator):
-    """Predicates as Spark Columns (SQL's three-valued logic, as Spark evaluates it)."""
+    """Predicates as Spark Columns (SQL's three-valued logic).
+
+    Spark orders NaN above every number, so on its own ``x > 1`` holds for a NaN ``x``; every
+    other paimon-fast path compares as IEEE (``pyarrow.compute``: NaN compares false). With the
+    column types known, ``>`` and ``>=`` on FLOAT / DOUBLE columns exclude NaN rows, which makes
+    the answers the IEEE ones (Spark's ``<``, ``<=``, ``=``, ``!=`` and ``IN`` already agree;
+    ``NOT BETWEEN`` is a negation, so a NaN is NOT BETWEEN any bounds; NaN literals are rewritten
+    by :func:`paimon_fast.literals.normalize` beforehand)."""
+
+    def __init__(self, types=None):
+        self.types = dict(types or {})
 
     def compare(self, op, p, value):
         from pyspark.sql import functions as F
 
-        return COMPARISONS[op](_col(p.name), F.lit(value))
+        c = _col(p.name)
+        out = COMPARISONS[op](c, F.lit(value))
+        if op in ("greater_than", "greater_or_equal") and _is_floating(self.types.get(p.name)):
+            out = out & ~F.isnan(c)
+        return out
 
     def is_null(self, p):
         return _col(p.name).isNull()
@@ -45,6 +61,11 @@ class SparkTranslator(Translator):
         from pyspark.sql import functions as F
 
         return F.lit(False)
+
+    def unknown(self, p):
+        from pyspark.sql import functions as F
+
+        return F.lit(None).cast("boolean")
 
     def op_starts_with(self, p):
         return _col(p.name).startswith(p.literal)
@@ -88,15 +109,25 @@ def to_spark_column(predicate: Predicate, schema=None):
     """A Spark Column that is true exactly where ``predicate`` is (SQL three-valued logic).
 
     ``schema`` (a pyarrow Schema or ``{column: Arrow or Paimon type}``) first
-    normalises the literals to the column types (:func:`paimon_fast.literals.normalize`:
+    makes NaN compare as IEEE (see :class:`SparkTranslator`) and normalises the literals to the column types (:func:`paimon_fast.literals.normalize`:
     ``x < 5.5`` on INT is ``x <= 5``, ``x < 2**70`` on BIGINT every non-null row, a
     string against a number a clear error), as every other consumer does.
     """
+    types = {}
     if schema is not None:
         from ..literals import normalize
 
         predicate = normalize(predicate, schema, missing="error")
-    return SparkTranslator().translate(predicate)
+        types = {f.name: f.type for f in schema} if isinstance(schema, pa.Schema) else dict(schema)
+    return SparkTranslator(types).translate(predicate)
+
+
+def _is_floating(t) -> bool:
+    if t is None:
+        return False
+    if isinstance(t, str):
+        return t.strip().upper().split("(")[0] in ("FLOAT", "DOUBLE", "REAL")
+    return pa.types.is_floating(t)
 
 
 def filter_to_predicate(f) -> Optional[Predicate]:

@@ -91,9 +91,7 @@ def _like_to_regex(pattern: str) -> str:
 
 class ArrowTranslator(Translator):
     """Predicates as ``pyarrow.compute`` expressions over columns of known Arrow types (an
-    unknown column's literals are typed by Arrow).  Comparisons are IEEE's (NaN compares
-    false), so ``NOT BETWEEN`` is the negation of ``BETWEEN`` rather than an OR of ``<``
-    and ``>``: a NaN row is NOT BETWEEN any bounds."""
+    unknown column's literals are typed by Arrow).  Comparisons are IEEE's: NaN compares false."""
 
     def __init__(self, types: Mapping[str, pa.DataType]):
         self.types = types
@@ -129,11 +127,8 @@ class ArrowTranslator(Translator):
     def never(self, p):
         return pc.scalar(False) & pc.field(p.name).is_valid()
 
-    def op_not_between(self, p):
-        t = self.types.get(p.name)
-        f = pc.field(p.name)
-        lo, hi = _scalar(p.literals[0], t), _scalar(p.literals[1], t)
-        return ~((f >= lo) & (f <= hi)) & f.is_valid()
+    def unknown(self, p):
+        return pc.scalar(pa.scalar(None, pa.bool_()))
 
     def op_starts_with(self, p):
         return pc.starts_with(pc.field(p.name), p.literal)
