@@ -68,6 +68,11 @@ def is_never(p: Predicate) -> bool:
             and p.children[1].op == "is_not_null" and p.children[0].name == p.children[1].name)
 
 
+def always(name: str) -> Predicate:
+    """A predicate true for every row of column ``name`` (``IS NULL OR IS NOT NULL``)."""
+    return Or((Leaf("is_null", name), Leaf("is_not_null", name)))
+
+
 def _non_null(name: str) -> Predicate:
     return Leaf("is_not_null", name)
 
@@ -491,9 +496,13 @@ def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = T
     compared with the column at all.
     """
     t = arrow_type
+    op = leaf.op
+    if not leaf.literals and op in ("in", "not_in"):
+        # IN () is false and NOT IN () true for every row, a null one included (NOT (x IN ()) is
+        # NOT FALSE): spelt with null tests, which every reader answers exactly
+        return never(leaf.name) if op == "in" else always(leaf.name)
     if t is None or not leaf.literals:
         return leaf
-    op = leaf.op
     if op in ARRAY_OPS:
         return _array_leaf(leaf, t, ieee)
     if op not in _CMP and op not in ("in", "not_in", "between", "not_between"):

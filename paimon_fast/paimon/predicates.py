@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from ..predicate import And, Leaf, Or, Predicate
+from ..translate import Translator
 
 # our op -> pypaimon method
 TO_PYPAIMON = {
@@ -38,28 +39,39 @@ def _field_names(fields_or_table) -> List[str]:
     return [f if isinstance(f, str) else f.name for f in fields_or_table]
 
 
+class PypaimonTranslator(Translator):
+    """Predicates as pypaimon ``Predicate`` objects: pypaimon has every leaf we have but the
+    ARRAY ones, so each leaf maps to its method by name."""
+
+    def __init__(self, names: List[str]):
+        from pypaimon.common.predicate import Predicate as PPredicate
+
+        self.names = names
+        self.make = PPredicate
+
+    def leaf(self, p: Leaf):
+        if p.name not in self.names:
+            raise ValueError(f"field {p.name!r} is not in the table ({self.names})")
+        method = TO_PYPAIMON.get(p.op)
+        if method is None:
+            raise TypeError(f"cannot translate {p!r} to a pypaimon predicate (pypaimon has no {p.op})")
+        return self.make(method=method, index=self.names.index(p.name), field=p.name,
+                         literals=list(p.literals) if p.literals else None)
+
+    def all_of(self, exprs):
+        return self.make(method="and", index=None, field=None, literals=exprs)
+
+    def any_of(self, exprs):
+        return self.make(method="or", index=None, field=None, literals=exprs)
+
+
 def to_pypaimon(predicate: Predicate, fields_or_table) -> "object":
     """A pypaimon ``Predicate`` for ``predicate``; field indexes are resolved
     against ``fields_or_table`` (a pypaimon table, a list of DataFields or of names).
 
     Raises ``ValueError`` for a field the table does not have.
     """
-    from pypaimon.common.predicate import Predicate as PPredicate
-
-    names = _field_names(fields_or_table)
-
-    def conv(p):
-        if isinstance(p, Leaf):
-            if p.name not in names:
-                raise ValueError(f"field {p.name!r} is not in the table ({names})")
-            return PPredicate(method=TO_PYPAIMON[p.op], index=names.index(p.name), field=p.name,
-                              literals=list(p.literals) if p.literals else None)
-        if isinstance(p, (And, Or)):
-            return PPredicate(method="and" if isinstance(p, And) else "or", index=None, field=None,
-                              literals=[conv(c) for c in p.children])
-        raise TypeError(f"cannot translate {p!r} to a pypaimon predicate")
-
-    return conv(predicate)
+    return PypaimonTranslator(_field_names(fields_or_table)).translate(predicate)
 
 
 def from_pypaimon(predicate) -> Optional[Predicate]:

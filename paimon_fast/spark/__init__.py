@@ -437,7 +437,7 @@ def read(spark, path: str, where=None, columns=None, use_index: bool = True, fil
         plan.predicate = pred
     df = _planned_frame(spark, ds, plan)
     if plan.predicate is not None:
-        df = df.where(to_spark_column(plan.predicate))
+        df = df.where(to_spark_column(plan.predicate, ds.schema()))
     if columns:
         df = df.select(*columns)
     rep = ReadReport(**plan.report.__dict__)
@@ -509,7 +509,7 @@ def delete(spark, path: str, where, *, bitmap64: Optional[bool] = None, _fault: 
     positions = {}
     if plan.kept:
         df = _planned_frame(spark, ds, plan, positions=True)
-        df = df.where(to_spark_column(plan.predicate)).select("__pf_file", "__pf_row")
+        df = df.where(to_spark_column(plan.predicate, ds.schema())).select("__pf_file", "__pf_row")
         for r in df.mapInArrow(_positions_udf(), "path string, positions binary").collect():
             rel = os.path.relpath(r["path"], ds.root).replace(os.sep, "/")
             positions.setdefault(rel, []).append(np.frombuffer(r["positions"], "<i8"))
