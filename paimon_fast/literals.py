@@ -497,9 +497,10 @@ def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = T
     """
     t = arrow_type
     op = leaf.op
-    if not leaf.literals and op in ("in", "not_in"):
+    if not leaf.literals and op in ("in", "not_in") and ieee:
         # IN () is false and NOT IN () true for every row, a null one included (NOT (x IN ()) is
-        # NOT FALSE): spelt with null tests, which every reader answers exactly
+        # NOT FALSE): spelt with null tests, which every reader answers exactly (readers asked
+        # directly, ieee=False, keep Java's own answers)
         return never(leaf.name) if op == "in" else always(leaf.name)
     if t is None or not leaf.literals:
         return leaf
