@@ -8,7 +8,9 @@ function that opens its files through the dataset's pickled
 :class:`~paimon_fast.fs.Store` (pyarrow's filesystems: the credentials come from
 the executor's environment or from options the driver's filesystem carries),
 reads them with ranged reads, and yields Arrow batches.  A plain ``pip install
-pyspark`` cluster runs them.  Local datasets keep Spark's reader.
+pyspark`` cluster runs them.  Local datasets keep Spark's reader for reads; the
+file-index build reads every dataset this way (it is cheaper than Spark's reader,
+which converts every row to Spark's format and back to Arrow).
 
 * :func:`build_files`: the file-index build of :func:`paimon_fast.spark.build`.
 * :func:`planned_frame`: the rows of a plan's kept files (only the row groups
@@ -40,35 +42,28 @@ def _ids(batches):
 
 
 def build_files(spark, ds, files: Sequence, row_type, columns, threshold: int, digest: str, types,
-                fault: Optional[dict] = None) -> List[dict]:
-    """Build each file's index on the executors (pyarrow reads); the catalog results."""
+                fault: Optional[dict] = None, parallelism: Optional[int] = None) -> List[dict]:
+    """Build each file's index on the executors (pyarrow reads, the in-process build's
+    per-file step); the catalog results.  ``parallelism``: tasks (see :func:`_tasks_frame`)."""
     import pyarrow as pa
 
-    from ..tables.parquet import FileIndexBuilder, ensure_index_types, store_index
+    from ..tables.parquet import build_file_index, ensure_index_types
 
     store = ds.store
     todo = [(f.path, f.abs_path) for f in files]
-    cols = list(columns)
 
     def run(batches):
-        import pyarrow.parquet as pq
-
         ensure_index_types(types)
         schema = pa.schema([("path", pa.string()), ("rows", pa.int64()), ("file_index", pa.string())])
         for i in _ids(batches):
             rel, path = todo[i]
-            b = FileIndexBuilder(row_type, columns)
-            pf = pq.ParquetFile(store.open_input(path))
-            present = [c for c in cols if c in pf.schema_arrow.names]
-            if present:
-                for batch in pf.iter_batches(batch_size=1 << 17, columns=present):
-                    b.add(batch)
             mode = fault.get("mode") if fault and fault.get("file") in (rel, rel.rsplit("/", 1)[-1]) else None
-            entry = store_index(path, b.finish(), threshold, digest, mode, store=store)
-            yield pa.RecordBatch.from_pydict({"path": [rel], "rows": [pf.metadata.num_rows],
-                                              "file_index": [json.dumps(entry)]}, schema=schema)
+            rows, entry = build_file_index(store, path, row_type, columns, threshold, digest, _fault=mode)
+            yield pa.RecordBatch.from_pydict({"path": [rel], "rows": [rows], "file_index": [json.dumps(entry)]},
+                                             schema=schema)
 
-    out = _tasks_frame(spark, len(todo)).mapInArrow(run, "path string, rows long, file_index string").collect()
+    out = _tasks_frame(spark, len(todo), parallelism).mapInArrow(
+        run, "path string, rows long, file_index string").collect()
     return [{"path": r["path"], "rows": r["rows"], "file_index": json.loads(r["file_index"])} for r in out]
 
 
