@@ -16,13 +16,11 @@ which converts every row to Spark's format and back to Arrow).
 * :func:`planned_frame`: the rows of a plan's kept files (only the row groups
   holding candidate rows of files an index answered with row positions, minus
   deleted rows), for :func:`paimon_fast.spark.read` and ``delete``.
-* :func:`keyed_rows`: ``(key, global row id)`` rows of one column for the sorted
-  global index build.
 """
 from __future__ import annotations
 
 import json
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -117,29 +115,3 @@ def planned_frame(spark, ds, plan, positions: bool = False):
             yield from t.cast(out_schema).to_batches(max_chunksize=1 << 16)
 
     return _tasks_frame(spark, len(kept)).mapInArrow(run, spark_out)
-
-
-def keyed_rows(spark, store, files: Sequence[Tuple[str, int]], column: str):
-    """``(k, rid)`` rows: each data file's ``column`` with its global row ids (``files``:
-    ``[(store path, first row id)]`` in the stable order), read by pyarrow on the executors."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from pyspark.sql.pandas.types import from_arrow_type
-    from pyspark.sql.types import LongType, StructField, StructType
-
-    files = list(files)
-    ktype = pq.read_schema(store.open_input(files[0][0])).field(column).type
-    out = pa.schema([("k", ktype), ("rid", pa.int64())])
-
-    def run(batches):
-        for i in _ids(batches):
-            path, base = files[i]
-            pos = base
-            for b in pq.ParquetFile(store.open_input(path)).iter_batches(batch_size=1 << 17, columns=[column]):
-                yield pa.RecordBatch.from_arrays([b.column(0).cast(ktype),
-                                                  pa.array(np.arange(pos, pos + b.num_rows, dtype=np.int64))],
-                                                 schema=out)
-                pos += b.num_rows
-
-    st = StructType([StructField("k", from_arrow_type(ktype)), StructField("rid", LongType())])
-    return _tasks_frame(spark, len(files)).mapInArrow(run, st)
