@@ -12,6 +12,9 @@
   >= 5x fewer rows read, >= 3x faster).
 
 Tables are written by the copy-on-write test writer (``tests/hudi_writer.py``).
+A summary prints min / median, the load and the build / read ratio at the end (``-s``);
+``PF_BENCH_PROFILE=<dir>`` also profiles one initial build on the executors
+(``spark_profile.py``).
 Default size is 1,000,000 rows to keep CI short; the issue's figures use 1e7.
 """
 import os
@@ -32,6 +35,9 @@ from paimon_fast.hudi.table import table_state  # noqa: E402
 
 pytest.importorskip("hudi")
 from hudi_writer import CowTable  # noqa: E402
+
+from _summary import loadavg, record, write_section  # noqa: E402
+from spark_profile import maybe_profile  # noqa: E402
 
 ROWS = int(os.environ.get("PF_HUDI_BENCH_ROWS", "1000000"))
 # uniform: every file group holds every value of both columns (the index can only skip rows);
@@ -84,13 +90,26 @@ def _base_files(path):
     return [s.base_path(st.path) for s in st.slices]
 
 
+ROUNDS = int(os.environ.get("PF_BENCH_ROUNDS", "3"))
+_STATS = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def summary(request):
+    yield
+    write_section(request, f"Hudi index build: {ROWS:,} rows, {GROUPS} file groups, {LAYOUT}, local[2]", _STATS,
+                  [("initial_build", "plain_read", 2.0)])
+
+
 @pytest.mark.spark
 def test_plain_spark_read_same_columns(benchmark, spark, big):
     files = _base_files(big.path)
 
     def run():
         spark.read.parquet(*files).select("k10", "k10k").write.format("noop").mode("overwrite").save()
-    benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)
+    load = loadavg()
+    benchmark.pedantic(run, rounds=ROUNDS, iterations=1, warmup_rounds=1)
+    record(_STATS, "plain_read", benchmark, load)
 
 
 @pytest.mark.spark
@@ -99,10 +118,16 @@ def test_initial_build_spark(benchmark, spark, big):
         shutil.rmtree(storage.index_dir(big.path), ignore_errors=True)
 
     reports = []
+    load = loadavg()
     benchmark.pedantic(lambda: reports.append(ph.build_index(spark, big.path, ["k10", "k10k"])), setup=setup,
-                       rounds=3, iterations=1, warmup_rounds=1)
+                       rounds=ROUNDS, iterations=1, warmup_rounds=1)
     assert storage.read_manifest(big.path)["slices"] and reports[-1]["indexed_on"] == "executors"
     benchmark.extra_info.update(phase_seconds=reports[-1]["phase_seconds"])
+    record(_STATS, "initial_build", benchmark, load)
+    setup()
+    text = maybe_profile(spark, f"hudi_index_build_{LAYOUT}", lambda: ph.build_index(spark, big.path, ["k10", "k10k"]))
+    if text:
+        print(text)
 
 
 @pytest.mark.spark
