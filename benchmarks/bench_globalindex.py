@@ -312,7 +312,8 @@ def test_spark_build(benchmark, spark_dataset):
     rows = SPARK_ROWS // 8 * 8
 
     def run():
-        return build_global_index(spark, d, "tag", {"sorted-index.records-per-range": str(max(1, rows // SPARK_RANGES))})
+        opts = {"sorted-index.records-per-range": str(max(1, rows // SPARK_RANGES))}
+        return build_global_index(spark, d, "tag", opts)
 
     listing = _spark_rounds(benchmark, "spark_build", run, lambda got: got["total_row_count"] == rows)
     benchmark.extra_info.update(impl="kernel", rows=rows, files=len(listing["files"]))

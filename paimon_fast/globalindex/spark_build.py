@@ -28,9 +28,10 @@ which converts every row from Parquet to Spark's format and then to Arrow (see
 ``SortedIndexFileMeta`` and writes the listing
 ``<dataset>/_global_index/<column>/index.json``.  Datasets on object stores or HDFS
 (``s3://...`` or a ``filesystem``; :mod:`paimon_fast.fs`): the tasks read and write
-through the store (no Hadoop connector needed), the index files uniquely named; the listing is the commit object, a new immutable version created
-with a conditional PUT (:class:`paimon_fast.fs.CommitFile`), so a killed build
-leaves the previous listing and orphans ``paimon-fast gc`` removes.  :func:`load_global_index` reads it
+through the store (no Hadoop connector needed), the index files uniquely named;
+the listing is the commit object, a new immutable version created with a
+conditional PUT (:class:`paimon_fast.fs.CommitFile`), so a killed build leaves the
+previous listing and orphans ``paimon-fast gc`` removes.  :func:`load_global_index` reads it
 back as a :class:`~paimon_fast.globalindex.GlobalIndex`, and
 :func:`row_ids_to_file_rows` maps answered row ids to (data file, row indexes).
 """
@@ -144,7 +145,7 @@ def build_global_index(spark, path, column, options=None, dtype=None, filesystem
             lambda it: (x for g in it for x in _sample_files(src, g, per_row))).collect()
         bounds = _bounds(got, ranges)
     nr = len(bounds) + 1
-    runs = store.join(out_dir, f"{_RUNS}{build_id}")
+    runs = store.join(out_dir, f"{RUNS_PREFIX}{build_id}")
 
     def merge(numbers):
         for r in numbers:
@@ -166,7 +167,7 @@ def build_global_index(spark, path, column, options=None, dtype=None, filesystem
                            base_version)
 
 
-_RUNS = ".runs-"
+RUNS_PREFIX = ".runs-"  # the exchange directory of a build in progress (or killed)
 _TASK_BYTES = 128 << 20
 
 
@@ -175,11 +176,11 @@ def _drop_runs(store, out_dir, runs=None) -> None:
     if store.local:
         import shutil
 
-        names = [os.path.basename(runs)] if runs else [n for n in os.listdir(out_dir) if n.startswith(_RUNS)]
-        for n in names:
+        names = [os.path.basename(runs)] if runs else os.listdir(out_dir)
+        for n in (n for n in names if n.startswith(RUNS_PREFIX)):
             shutil.rmtree(os.path.join(out_dir, n), ignore_errors=True)
         return
-    prefix = store.basename(runs) + "/" if runs else _RUNS
+    prefix = store.basename(runs) + "/" if runs else RUNS_PREFIX
     for e in store.list_files(out_dir):
         if e.rel.startswith(prefix):
             store.delete(e.path)
