@@ -60,6 +60,9 @@ def test_range_ids_rank_equal_keys_with_their_bound():
     assert sb._range_ids(codec, arr, [b"b"]).tolist() == [0, 0, 1, 0, 0, 1]
     assert sb._range_ids(codec, arr, [None, b"b", b"c"]).tolist() == [1, 1, 2, 0, 1, 3]
     assert sb._range_ids(codec, arr, []).tolist() == [0] * 6
+    for empty in (pa.array([None, None], pa.string()), pa.array([], pa.string())):  # no key at all
+        assert sb._range_ids(codec, empty, [b"b"]).tolist() == [0] * len(empty)
+    assert sb._range_ids(KeyCodec("INT"), pa.array([None, None], pa.int32()), [(3, 0)]).tolist() == [0, 0]
 
 
 def test_bounds_cut_equal_weights_and_never_repeat_a_key():

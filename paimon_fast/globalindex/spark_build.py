@@ -293,7 +293,9 @@ def _range_ids(codec, arr, bounds) -> np.ndarray:
                 return kb[koff[g]:koff[g + 1]]
 
         cuts = np.array([bisect.bisect_right(_Keys(), b) for b in real], np.int64)
-        out = np.searchsorted(cuts, rank[:len(arr)], side="right") + lead
+        # the range of each distinct key, gathered by rank (nulls, rank -1, are set below)
+        lut = np.searchsorted(cuts, np.arange(len(koff) - 1), side="right") + lead
+        out = lut[rank[:len(arr)]] if len(lut) else np.zeros(len(arr), np.int64)
     else:
         hi, lo = codec.order_keys(arr)
         bh = np.array([b[0] for b in real], np.int64)
