@@ -210,3 +210,28 @@ def test_selective_query(benchmark, spark, big, use_index):
     r = reports[-1]
     benchmark.extra_info.update(rows_to_read=r["rows_to_read_known"], rows_skipped=r["rows_skipped"],
                                 slices_candidate=r["slices_candidate"], layout=LAYOUT)
+
+
+def _groups(shape):
+    """Sorted positions and bounds: the uniform layout's k10k column in one file slice
+    (10,000 values of ~10 rows among 100,000) or the k10 column (10 values of 10,000 rows)."""
+    rng = np.random.default_rng(4)
+    n, per = (10_000, 10) if shape == "10k-of-10" else (10, 10_000)
+    codes = rng.integers(0, n, n * per)
+    order = np.argsort(codes, kind="stable").astype(np.uint32)
+    bounds = np.searchsorted(codes[order], np.arange(n + 1)).astype(np.int64)
+    return order, bounds
+
+
+@pytest.mark.benchmark(group="hudi-encode-bitmaps")
+@pytest.mark.parametrize("shape", ["10k-of-10", "10-of-10k"])
+@pytest.mark.parametrize("impl", ["kernel", "twin"])
+def test_encode_bitmaps(benchmark, shape, impl):
+    """One slice's bitmaps to Base64 text: the kernel (``encode_groups_array``, one call)
+    against its twin (``encode_groups``: one Python Base64 call per bitmap)."""
+    from paimon_fast.hudi import model
+
+    pos, bounds = _groups(shape)
+    fn = model.encode_groups_array if impl == "kernel" else model.encode_groups
+    got = benchmark(fn, pos, bounds)
+    assert len(got) == len(bounds) - 1
