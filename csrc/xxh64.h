@@ -73,4 +73,65 @@ static inline uint64_t pf_xxh64(const uint8_t *p, size_t len, uint64_t seed) {
     h ^= h >> 32;
     return h;
 }
+/* Seed-0 XXH64 of a value shorter than 32 bytes.  Inlined with a constant len
+ * (pf_xxh64_seq below), the compiler unrolls it into straight-line code. */
+static inline __attribute__((always_inline)) uint64_t pf_xxh64_short(const uint8_t *p, size_t len) {
+    const uint8_t *end = p + len;
+    uint64_t h = PF_P64_5 + (uint64_t)len;
+    while (p + 8 <= end) {
+        h ^= pf_xxh64_round(0, pf_read64(p));
+        h = pf_rotl64(h, 27) * PF_P64_1 + PF_P64_4;
+        p += 8;
+    }
+    if (p + 4 <= end) {
+        h ^= (uint64_t)pf_read32(p) * PF_P64_1;
+        h = pf_rotl64(h, 23) * PF_P64_2 + PF_P64_3;
+        p += 4;
+    }
+    while (p < end) {
+        h ^= (*p) * PF_P64_5;
+        h = pf_rotl64(h, 11) * PF_P64_1;
+        p++;
+    }
+    h ^= h >> 33;
+    h *= PF_P64_2;
+    h ^= h >> 29;
+    h *= PF_P64_3;
+    h ^= h >> 32;
+    return h;
+}
+
+/* Seed-0 XXH64 of m values of the same length len < 32 stored back to back from p:
+ * one loop per length, so each is straight-line code.  Returns 0 (nothing written)
+ * for other lengths. */
+#define PF_XXH64_SEQ_CASE(L) case L: for (size_t i = 0; i < m; i++) out[i] = (int64_t)pf_xxh64_short(p + i * L, L); return 1;
+static inline int pf_xxh64_seq(const uint8_t *p, size_t len, size_t m, int64_t *out) {
+    switch (len) {
+        PF_XXH64_SEQ_CASE(0) PF_XXH64_SEQ_CASE(1) PF_XXH64_SEQ_CASE(2) PF_XXH64_SEQ_CASE(3)
+        PF_XXH64_SEQ_CASE(4) PF_XXH64_SEQ_CASE(5) PF_XXH64_SEQ_CASE(6) PF_XXH64_SEQ_CASE(7)
+        PF_XXH64_SEQ_CASE(8) PF_XXH64_SEQ_CASE(9) PF_XXH64_SEQ_CASE(10) PF_XXH64_SEQ_CASE(11)
+        PF_XXH64_SEQ_CASE(12) PF_XXH64_SEQ_CASE(13) PF_XXH64_SEQ_CASE(14) PF_XXH64_SEQ_CASE(15)
+        PF_XXH64_SEQ_CASE(16) PF_XXH64_SEQ_CASE(17) PF_XXH64_SEQ_CASE(18) PF_XXH64_SEQ_CASE(19)
+        PF_XXH64_SEQ_CASE(20) PF_XXH64_SEQ_CASE(21) PF_XXH64_SEQ_CASE(22) PF_XXH64_SEQ_CASE(23)
+        PF_XXH64_SEQ_CASE(24) PF_XXH64_SEQ_CASE(25) PF_XXH64_SEQ_CASE(26) PF_XXH64_SEQ_CASE(27)
+        PF_XXH64_SEQ_CASE(28) PF_XXH64_SEQ_CASE(29) PF_XXH64_SEQ_CASE(30) PF_XXH64_SEQ_CASE(31)
+        default: return 0;
+    }
+}
+
+/* Seed-0 XXH64 of values data[off[i]:off[i+1]] for i < m into out (offsets already
+ * checked).  A run of equal lengths (a fixed-width key column, the common case) takes
+ * pf_xxh64_seq; mixed lengths are hashed one by one. */
+#define PF_XXH64_OFFSETS(NAME, OFF_T)                                                     \
+static inline void NAME(const OFF_T *off, const uint8_t *data, size_t m, int64_t *out) {  \
+    if (m == 0) return;                                                                   \
+    OFF_T len = off[1] - off[0];                                                          \
+    int same = 1;                                                                         \
+    for (size_t i = 1; i < m; i++) same &= (off[i + 1] - off[i]) == len;                  \
+    if (same && pf_xxh64_seq(data + off[0], (size_t)len, m, out)) return;                 \
+    for (size_t i = 0; i < m; i++)                                                        \
+        out[i] = (int64_t)pf_xxh64(data + off[i], (size_t)(off[i + 1] - off[i]), 0);      \
+}
+PF_XXH64_OFFSETS(pf_xxh64_offsets32, int32_t)
+PF_XXH64_OFFSETS(pf_xxh64_offsets64, int64_t)
 #endif
