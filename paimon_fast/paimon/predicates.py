@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from ..predicate import And, Leaf, Or, Predicate
+from ..predicate import ARRAY_OPS, And, Leaf, Or, Predicate, relax
 
 # our op -> pypaimon method
 TO_PYPAIMON = {
@@ -36,6 +36,37 @@ def _field_names(fields_or_table) -> List[str]:
     if hasattr(fields_or_table, "fields"):
         fields_or_table = fields_or_table.fields
     return [f if isinstance(f, str) else f.name for f in fields_or_table]
+
+
+# comparisons that NaN satisfies (IEEE, as pyarrow.compute and the exact filter): min / max
+# statistics leave NaN out (pypaimon takes them with pyarrow's min / max), so they cannot
+# rule these out in a file holding NaN
+_NAN_TRUE_OPS = ("not_equal", "not_in", "not_between")
+
+
+def _plannable(leaf: Leaf, float_columns) -> bool:
+    """Can pypaimon's planner (partition and min/max tests) take this leaf safely?"""
+    if leaf.op in ARRAY_OPS:
+        return False  # pypaimon has no ARRAY predicates
+    if leaf.op not in ("is_null", "is_not_null") and any(v is None for v in leaf.literals):
+        return False  # a null literal: pypaimon compares it with the min / max and raises
+    if leaf.op in _NAN_TRUE_OPS and leaf.name in float_columns:
+        return False
+    return True
+
+
+def for_planning(predicate: Optional[Predicate], fields_or_table=None) -> Optional[Predicate]:
+    """The predicate handed to pypaimon's planner: ``predicate`` (normalised) with every
+    leaf pypaimon cannot plan with exactly taken as TRUE (None: nothing is left):
+    ARRAY ops, null literals, and ``!=`` / ``NOT IN`` / ``NOT BETWEEN`` on FLOAT / DOUBLE
+    columns of ``fields_or_table`` (a pypaimon table or its DataFields), which NaN rows
+    satisfy though the statistics leave NaN out.
+
+    The result is implied by ``predicate``, so planning with it never drops a file
+    or partition holding a matching row; the rows are filtered exactly afterwards."""
+    fields = getattr(fields_or_table, "fields", fields_or_table) or ()
+    floats = {f.name for f in fields if str(getattr(f, "type", "")).split()[0] in ("FLOAT", "DOUBLE")}
+    return relax(predicate, lambda leaf: not _plannable(leaf, floats))
 
 
 def to_pypaimon(predicate: Predicate, fields_or_table) -> "object":
