@@ -150,7 +150,7 @@ def _build_udf(root, row_type, columns, threshold, digest, types, fault):
                                    "so its index cannot be built here")
             rel = os.path.relpath(path, root).replace(os.sep, "/")
             f = fault.get("mode") if fault and fault.get("file") in (rel, os.path.basename(path)) else None
-            entry = store_index(path, builder.finish(), threshold, digest, f)
+            entry = store_index(path, builder.finish(), threshold, digest, f, types=builder.types)
             state.clear()
             return pa.RecordBatch.from_pydict(
                 {"path": [rel], "rows": [seen], "file_index": [json.dumps(entry)]},
@@ -236,7 +236,8 @@ def build(spark, path: str, options: Mapping, *, force: bool = False,
         for f in empty:  # no row reaches a UDF: build the (empty) index here
             b = FileIndexBuilder(row_type, spec.columns)
             results.append({"path": f.path, "rows": 0,
-                            "file_index": store_index(f.abs_path, b.finish(), spec.threshold, spec.digest)})
+                            "file_index": store_index(f.abs_path, b.finish(), spec.threshold, spec.digest,
+                                                      types=b.types)})
         if scan:
             columns = {c: spec.columns[c] for c in cols}
             df = spark.read.parquet(*[f.abs_path for f in scan]).select(
