@@ -199,6 +199,38 @@ def test_bit_positions_every_path_equals_twin(simd):
             assert got.tolist() == want, (nbits, k)
 
 
+@pytest.mark.parametrize("simd", [0, 1, 2, -1])
+def test_word_targets_every_path_set_the_twins_bits(simd):
+    """The add blocks set each bit through a little-endian 32-bit word: byte offset
+    min(4 * (p >> 5), nbytes - 4) and mask 1 << (p - 8 * offset); the clamp keeps the last
+    word inside bit sets whose byte count is not a multiple of 4."""
+    rng = np.random.default_rng(9)
+    sizes = [32, 40, 48, 56, 64, 72, 9585064, 2**30 - 8, 2**30, 2**31 - 8] + (rng.integers(4, 2**27, 30) * 8).tolist()
+    for nbits in sizes:
+        hashes = _edge_hashes(nbits, rng)
+        nbytes = nbits // 8
+        for k in (1, 7, 8):
+            off, mask = K._targets(np.array(hashes, dtype=np.int64), k, nbits, simd)
+            pos = np.array([list(twin.bit_positions(h, k, nbits)) for h in hashes], dtype=np.int64)
+            shift = pos - 8 * off.astype(np.int64)
+            assert (off.astype(np.int64) <= nbytes - 4).all() and ((off % 4 == 0) | (off == nbytes - 4)).all()
+            assert ((shift >= 0) & (shift < 32)).all(), (nbits, k)
+            assert (mask.astype(np.int64) == np.left_shift(1, shift)).all(), (nbits, k)
+
+
+@pytest.mark.parametrize("nbits", [32, 40, 48, 56, 64, 72, 80, 8 * 1001])
+def test_add_into_small_bit_sets_equals_twin(nbits):
+    """Bit sets of a few words, whose last word is clamped (byte counts not a multiple of 4)."""
+    rng = np.random.default_rng(nbits)
+    hashes = rng.integers(-(2**63), 2**63 - 1, 300, dtype=np.int64, endpoint=True)
+    for k in (1, 3, 8):
+        got = np.zeros(nbits // 8, dtype=np.uint8)
+        K.add_hashes(got, k, hashes)
+        want = bytearray(nbits // 8)
+        twin.add(want, k, hashes.tolist())
+        assert got.tobytes() == bytes(want), (nbits, k)
+
+
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 63, 64, 65, 200, 1000])
 def test_add_and_probe_int64_without_nulls_equal_twin(n):
     """The no-null int64 path hashes whole blocks with the vector hash."""

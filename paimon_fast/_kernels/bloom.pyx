@@ -21,6 +21,9 @@ cdef extern from "bloompos.h":
     void pf_bloom_positions(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t *out) nogil
     void pf_bloom_positions_at(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t *out, int simd) nogil
     void pf_wang64_block(const int64_t *values, size_t n, int64_t *out) nogil
+    void pf_bloom_targets_at(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t nbytes, uint32_t *off,
+                             uint32_t *mask, int simd) nogil
+    void pf_or_le32(uint8_t *bits, uint32_t b, uint32_t mask) nogil
 
 cdef extern from "pfhash.h":
     int64_t pf_wang64(int64_t key) nogil
@@ -71,28 +74,29 @@ cdef extern from *:
 
 cdef void _add_block(uint8_t *bits, uint32_t nbits, uint64_t M, int k, const int64_t *hashes,
                      Py_ssize_t n) noexcept nogil:
-    """Set the bits of n hashes: positions of a block are computed first (vector
-    code), then written; for bit sets beyond the cache the block's lines are
-    prefetched in between, so its cache misses overlap."""
-    cdef uint32_t pos[BLOCK * 8]
-    cdef uint32_t p
+    """Set the bits of n hashes: the word targets (byte offset, mask) of a block are
+    computed first (vector code), then each bit set with one 32-bit OR (fewer
+    instructions per random access than a byte's shift-and-or, so more of the cache
+    misses overlap); for bit sets beyond the cache the block's lines are prefetched
+    in between."""
+    cdef uint32_t off[BLOCK * 8]
+    cdef uint32_t mask[BLOCK * 8]
     cdef Py_ssize_t start, i, j, m
-    if k > MAXK:
+    if k > MAXK or nbits < 32:
         for i in range(n):
             _set_bits(bits, nbits, M, k, hashes[i])
         return
     start = 0
     while start < n:
         m = n - start if n - start < BLOCK else BLOCK
-        pf_bloom_positions(hashes + start, m, k, nbits, pos)
+        pf_bloom_targets_at(hashes + start, m, k, nbits, nbits >> 3, off, mask, -1)
         if nbits > PREFETCH_MIN_BITS:
             for i in range(m):
                 for j in range(k):
-                    PF_PREFETCH_W(&bits[pos[i * 8 + j] >> 3])
+                    PF_PREFETCH_W(&bits[off[i * 8 + j]])
         for i in range(m):
             for j in range(k):
-                p = pos[i * 8 + j]
-                bits[p >> 3] |= <uint8_t> (1 << (p & 7))
+                pf_or_le32(bits, off[i * 8 + j], mask[i * 8 + j])
         start += m
 
 
@@ -349,6 +353,22 @@ def test_hashes(const uint8_t[::1] bits, int k, const int64_t[::1] hashes):
         if n:
             _test_block(&bits[0], nbits, M, k, &hashes[0], n, &o[0])
     return out
+
+
+def _targets(const int64_t[::1] hashes, int k, uint32_t nbits, int simd=-1):
+    """Word targets ``(offsets, masks)`` ((n, k) uint32 each) as the add blocks compute them,
+    through the path ``simd`` caps; for tests."""
+    if k < 1 or k > MAXK or nbits < 32 or nbits % 8:
+        raise ValueError("k must be in [1, 8] and nbits a multiple of 8, >= 32")
+    cdef Py_ssize_t n = hashes.shape[0]
+    off = np.zeros((n, 8), dtype=np.uint32)
+    mask = np.zeros((n, 8), dtype=np.uint32)
+    cdef uint32_t[:, ::1] o = off
+    cdef uint32_t[:, ::1] mk = mask
+    if n:
+        with nogil:
+            pf_bloom_targets_at(&hashes[0], n, k, nbits, nbits >> 3, &o[0, 0], &mk[0, 0], simd)
+    return off[:, :k], mask[:, :k]
 
 
 def _positions(const int64_t[::1] hashes, int k, uint32_t nbits, int simd=-1):
