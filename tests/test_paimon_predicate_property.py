@@ -258,6 +258,9 @@ REGRESSIONS = [
     Leaf("not_between", "ratio", (-0.0, -0.0)),
     # a null bound left the other unnormalised: the exact filter compared a DATE with a datetime
     Leaf("not_between", "pday", (dt.datetime(2024, 1, 1, 12), None)),
+    # pypaimon's partition filter raised on escapes it does not know (ours: the character itself)
+    Leaf("like", "region", ("\\a",)),
+    Leaf("like", "region", ("e%\\",)),
 ]
 
 
