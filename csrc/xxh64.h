@@ -29,28 +29,9 @@ static inline uint64_t pf_xxh64_merge(uint64_t acc, uint64_t val) {
     return acc * PF_P64_1 + PF_P64_4;
 }
 
-static inline uint64_t pf_xxh64(const uint8_t *p, size_t len, uint64_t seed) {
-    const uint8_t *end = p + len;
-    uint64_t h;
-    if (len >= 32) {
-        const uint8_t *limit = end - 32;
-        uint64_t v1 = seed + PF_P64_1 + PF_P64_2, v2 = seed + PF_P64_2, v3 = seed, v4 = seed - PF_P64_1;
-        do {
-            v1 = pf_xxh64_round(v1, pf_read64(p));
-            v2 = pf_xxh64_round(v2, pf_read64(p + 8));
-            v3 = pf_xxh64_round(v3, pf_read64(p + 16));
-            v4 = pf_xxh64_round(v4, pf_read64(p + 24));
-            p += 32;
-        } while (p <= limit);
-        h = pf_rotl64(v1, 1) + pf_rotl64(v2, 7) + pf_rotl64(v3, 12) + pf_rotl64(v4, 18);
-        h = pf_xxh64_merge(h, v1);
-        h = pf_xxh64_merge(h, v2);
-        h = pf_xxh64_merge(h, v3);
-        h = pf_xxh64_merge(h, v4);
-    } else {
-        h = seed + PF_P64_5;
-    }
-    h += (uint64_t)len;
+/* The last < 32 bytes [p, end) mixed into h, and the final avalanche. */
+static inline __attribute__((always_inline)) uint64_t pf_xxh64_tail(uint64_t h, const uint8_t *p,
+                                                                    const uint8_t *end) {
     while (p + 8 <= end) {
         h ^= pf_xxh64_round(0, pf_read64(p));
         h = pf_rotl64(h, 27) * PF_P64_1 + PF_P64_4;
@@ -73,32 +54,34 @@ static inline uint64_t pf_xxh64(const uint8_t *p, size_t len, uint64_t seed) {
     h ^= h >> 32;
     return h;
 }
+
+static inline uint64_t pf_xxh64(const uint8_t *p, size_t len, uint64_t seed) {
+    const uint8_t *end = p + len;
+    uint64_t h;
+    if (len >= 32) {
+        const uint8_t *limit = end - 32;
+        uint64_t v1 = seed + PF_P64_1 + PF_P64_2, v2 = seed + PF_P64_2, v3 = seed, v4 = seed - PF_P64_1;
+        do {
+            v1 = pf_xxh64_round(v1, pf_read64(p));
+            v2 = pf_xxh64_round(v2, pf_read64(p + 8));
+            v3 = pf_xxh64_round(v3, pf_read64(p + 16));
+            v4 = pf_xxh64_round(v4, pf_read64(p + 24));
+            p += 32;
+        } while (p <= limit);
+        h = pf_rotl64(v1, 1) + pf_rotl64(v2, 7) + pf_rotl64(v3, 12) + pf_rotl64(v4, 18);
+        h = pf_xxh64_merge(h, v1);
+        h = pf_xxh64_merge(h, v2);
+        h = pf_xxh64_merge(h, v3);
+        h = pf_xxh64_merge(h, v4);
+    } else {
+        h = seed + PF_P64_5;
+    }
+    return pf_xxh64_tail(h + (uint64_t)len, p, end);
+}
 /* Seed-0 XXH64 of a value shorter than 32 bytes.  Inlined with a constant len
  * (pf_xxh64_seq below), the compiler unrolls it into straight-line code. */
 static inline __attribute__((always_inline)) uint64_t pf_xxh64_short(const uint8_t *p, size_t len) {
-    const uint8_t *end = p + len;
-    uint64_t h = PF_P64_5 + (uint64_t)len;
-    while (p + 8 <= end) {
-        h ^= pf_xxh64_round(0, pf_read64(p));
-        h = pf_rotl64(h, 27) * PF_P64_1 + PF_P64_4;
-        p += 8;
-    }
-    if (p + 4 <= end) {
-        h ^= (uint64_t)pf_read32(p) * PF_P64_1;
-        h = pf_rotl64(h, 23) * PF_P64_2 + PF_P64_3;
-        p += 4;
-    }
-    while (p < end) {
-        h ^= (*p) * PF_P64_5;
-        h = pf_rotl64(h, 11) * PF_P64_1;
-        p++;
-    }
-    h ^= h >> 33;
-    h *= PF_P64_2;
-    h ^= h >> 29;
-    h *= PF_P64_3;
-    h ^= h >> 32;
-    return h;
+    return pf_xxh64_tail(PF_P64_5 + (uint64_t)len, p, p + len);
 }
 
 /* Seed-0 XXH64 of m values of the same length len < 32 stored back to back from p:

@@ -29,7 +29,7 @@ import paimon_fast as pf
 from paimon_fast.paimon import read_with_index, rewrite_file_index
 from paimon_fast.paimon.compat import legacy_manifest_table
 from paimon_fast.predicate import Leaf
-from paimon_helpers import catalog, unpack_java09
+from paimon_helpers import catalog, commit_arrow, unpack_java09
 from sql_oracle import holds
 
 settings.register_profile("paimon-predicates", max_examples=50, deadline=None, derandomize=True,
@@ -76,15 +76,6 @@ def _batch(k, upd=False):
     }, schema=SCHEMA)
 
 
-def _write(t, batch):
-    wb = t.new_batch_write_builder()
-    w, c = wb.new_write(), wb.new_commit()
-    w.write_arrow(batch)
-    c.commit(w.prepare_commit())
-    w.close()
-    c.close()
-
-
 def _pypaimon_table(wh, name, primary_keys=None, options=None, drop=()):
     from pypaimon import Schema
 
@@ -99,9 +90,9 @@ def _pypaimon_table(wh, name, primary_keys=None, options=None, drop=()):
                                                              primary_keys=primary_keys, options=opts), False)
     t = cat.get_table(f"db.{name}")
     for k in range(FILES):
-        _write(t, _batch(k).select(schema.names).cast(schema))
+        commit_arrow(t, _batch(k).select(schema.names).cast(schema))
     if primary_keys:
-        _write(t, _batch(0, upd=True).select(schema.names).cast(schema))
+        commit_arrow(t, _batch(0, upd=True).select(schema.names).cast(schema))
     else:
         rewrite_file_index(None, t)
     return cat.get_table(f"db.{name}")
@@ -284,8 +275,8 @@ def test_nan_rows_are_not_planned_away(tmp_path, pred):
     cat.create_table("db.n", Schema.from_pyarrow_schema(schema, options={"bucket": "-1", "metadata.stats-mode": "full"}),
                      False)
     t = cat.get_table("db.n")
-    _write(t, pa.table({"id": pa.array([1, 2, 3], pa.int32()), "ratio": [1.5, float("nan"), 1.5]}))
-    _write(t, pa.table({"id": pa.array([4, 5], pa.int32()), "ratio": [2.5, None]}))
+    commit_arrow(t, pa.table({"id": pa.array([1, 2, 3], pa.int32()), "ratio": [1.5, float("nan"), 1.5]}))
+    commit_arrow(t, pa.table({"id": pa.array([4, 5], pa.int32()), "ratio": [2.5, None]}))
     t = cat.get_table("db.n")
     rows = _full_rows(t)
     assert sorted(r["id"] for r in rows if holds(pred, r)) in ([2, 4], [2])
