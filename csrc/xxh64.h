@@ -78,6 +78,7 @@ static inline uint64_t pf_xxh64(const uint8_t *p, size_t len, uint64_t seed) {
     }
     return pf_xxh64_tail(h + (uint64_t)len, p, end);
 }
+
 /* Seed-0 XXH64 of a value shorter than 32 bytes.  Inlined with a constant len
  * (pf_xxh64_seq below), the compiler unrolls it into straight-line code. */
 static inline __attribute__((always_inline)) uint64_t pf_xxh64_short(const uint8_t *p, size_t len) {
@@ -87,7 +88,8 @@ static inline __attribute__((always_inline)) uint64_t pf_xxh64_short(const uint8
 /* Seed-0 XXH64 of m values of the same length len < 32 stored back to back from p:
  * one loop per length, so each is straight-line code.  Returns 0 (nothing written)
  * for other lengths. */
-#define PF_XXH64_SEQ_CASE(L) case L: for (size_t i = 0; i < m; i++) out[i] = (int64_t)pf_xxh64_short(p + i * L, L); return 1;
+#define PF_XXH64_SEQ_CASE(L) \
+    case L: for (size_t i = 0; i < m; i++) out[i] = (int64_t)pf_xxh64_short(p + i * L, L); return 1;
 static inline int pf_xxh64_seq(const uint8_t *p, size_t len, size_t m, int64_t *out) {
     switch (len) {
         PF_XXH64_SEQ_CASE(0) PF_XXH64_SEQ_CASE(1) PF_XXH64_SEQ_CASE(2) PF_XXH64_SEQ_CASE(3)

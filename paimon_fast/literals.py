@@ -30,8 +30,9 @@ Literals come out as the column's natural Python value (``int``,
 ``datetime.date``, ``datetime.datetime``; ``pandas.Timestamp`` for
 nanoseconds).  A ``None`` literal is left as it is (its meaning is decided by
 the consumer), except a ``BETWEEN`` bound: ``x BETWEEN a AND NULL`` is no row,
-``x NOT BETWEEN a AND NULL`` is ``NOT (x >= a)`` with ``a`` normalised (SQL).  Normalise the final predicate: the "no row" form does not
-negate like the original leaf did (negate first, then normalise).
+``x NOT BETWEEN a AND NULL`` is ``NOT (x >= a)`` with ``a`` normalised (SQL).
+Normalise the final predicate: the "no row" form does not negate like the
+original leaf did (negate first, then normalise).
 """
 from __future__ import annotations
 

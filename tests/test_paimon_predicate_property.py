@@ -17,7 +17,6 @@ over the whole table's ``to_pylist()`` rows, never from the product's filter.
 """
 import datetime as dt
 import decimal
-import math
 
 import pyarrow as pa
 import pytest
@@ -272,8 +271,8 @@ def test_nan_rows_are_not_planned_away(tmp_path, pred):
     cat = catalog(tmp_path)
     cat.create_database("db", True)
     schema = pa.schema([("id", pa.int32()), ("ratio", pa.float64())])
-    cat.create_table("db.n", Schema.from_pyarrow_schema(schema, options={"bucket": "-1", "metadata.stats-mode": "full"}),
-                     False)
+    opts = {"bucket": "-1", "metadata.stats-mode": "full"}
+    cat.create_table("db.n", Schema.from_pyarrow_schema(schema, options=opts), False)
     t = cat.get_table("db.n")
     commit_arrow(t, pa.table({"id": pa.array([1, 2, 3], pa.int32()), "ratio": [1.5, float("nan"), 1.5]}))
     commit_arrow(t, pa.table({"id": pa.array([4, 5], pa.int32()), "ratio": [2.5, None]}))
