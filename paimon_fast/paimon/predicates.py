@@ -80,7 +80,7 @@ def for_planning(predicate: Optional[Predicate], fields_or_table=None) -> Option
     The result is implied by ``predicate``, so planning with it never drops a file
     or partition holding a matching row; the rows are filtered exactly afterwards."""
     fields = getattr(fields_or_table, "fields", fields_or_table) or ()
-    floats = {f.name for f in fields if str(getattr(f, "type", "")).split()[0] in ("FLOAT", "DOUBLE")}
+    floats = {f.name for f in fields if str(getattr(f, "type", "")).startswith(("FLOAT", "DOUBLE"))}
     return relax(predicate, lambda leaf: not _plannable(leaf, floats))
 
 
