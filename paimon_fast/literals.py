@@ -515,11 +515,14 @@ def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = T
             if not ieee:
                 return leaf  # the readers' (Java's) own answer to a null bound
             # SQL: x BETWEEN a AND NULL is (x >= a) AND NULL, never true; x NOT BETWEEN a AND NULL is
-            # true where NOT (x >= a) is (x < a, and NaN), as a comparison with a in the column's grid
+            # true where NOT (x >= a) is: x < a on the column's grid, every non-null row for a NaN a
             if op == "between" or (lo is None and hi is None):
                 return never(name)
+            v = lo if hi is None else hi
             if g.integral:
-                return _cmp(g, "less_than", name, lo, ieee) if hi is None else _cmp(g, "greater_than", name, hi, ieee)
+                if g.exact(v) is _NAN:
+                    return _non_null(name)
+                return _cmp(g, "less_than" if hi is None else "greater_than", name, v, ieee)
             inf = float("inf")
             return normalize_leaf(Leaf(op, name, (lo, inf) if hi is None else (-inf, hi)), t, ieee)
         if not ieee and not g.integral and g.direct(lo) is not None and g.direct(hi) is not None:

@@ -258,8 +258,8 @@ def test_between_with_a_null_bound_like_sql():
                   "f": pa.array([float("nan"), 1.0, 5.0], pa.float64()),
                   "m": pa.array([decimal.Decimal("1.25"), decimal.Decimal("3.00"), None], pa.decimal128(5, 2)),
                   "ts": pa.array([dt.datetime(2024, 1, 1, 1), dt.datetime(2024, 1, 1, 3), None], pa.timestamp("ms"))})
-    lits = {"d": [dt.datetime(2024, 1, 1, 12), dt.date(2024, 1, 2)], "x": [5.5, 3, 2**70],
-            "f": [0.5, float("nan"), float("inf")], "m": [decimal.Decimal("1.255"), 3],
+    lits = {"d": [dt.datetime(2024, 1, 1, 12), dt.date(2024, 1, 2)], "x": [5.5, 3, 2**70, float("nan")],
+            "f": [0.5, float("nan"), float("inf")], "m": [decimal.Decimal("1.255"), 3, float("nan")],
             "ts": [dt.datetime(2024, 1, 1, 2, 0, 0, 500)]}
     rows = t.to_pylist()
     for col, vals in lits.items():
