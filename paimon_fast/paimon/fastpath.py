@@ -73,13 +73,13 @@ from ..errors import UnknownIndexTypeError, UnsupportedTypeError
 from ..fileindex import EmptyFileIndexReader, evaluate_tree, get_factory
 from ..fileindex.format import EMPTY_INDEX_FLAG as _EMPTY_INDEX, MAGIC as _CONTAINER_MAGIC, FileIndexFile
 from ..fileindex.options import Options
-from ..predicate import Leaf, relax
+from ..predicate import Leaf
 from ..types import DataType
 from ..result import REMAIN, BitmapResult
 from ..source import BytesSource, FileSource
 from ..tables.arrow_filter import to_arrow_expression
 from .deletion import read_deletion_vector
-from .predicates import to_pypaimon
+from .predicates import for_planning, to_pypaimon
 from .pruning import PruneReport, _CountingSource, _result_of, index_applicability
 
 
@@ -574,7 +574,7 @@ class _StatsFilter:
         from pypaimon.read.push_down_utils import exclude_predicate_with_fields
         from pypaimon.table.special_fields import SpecialFields
 
-        predicate = relax(predicate)   # pypaimon has no ARRAY predicates: those leaves are TRUE here
+        predicate = for_planning(predicate, table)   # leaves pypaimon cannot test (ARRAY ops ...) are TRUE here
         pred = None if predicate is None else to_pypaimon(predicate, table)
         pred = exclude_predicate_with_fields(pred, SpecialFields.SYSTEM_FIELD_NAMES)
         self.pred = exclude_predicate_with_fields(pred, set(table.partition_keys))

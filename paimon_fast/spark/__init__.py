@@ -152,7 +152,7 @@ def _build_udf(root, row_type, columns, threshold, digest, types, fault):
                                    "so its index cannot be built here")
             rel = os.path.relpath(path, root).replace(os.sep, "/")
             f = fault.get("mode") if fault and fault.get("file") in (rel, os.path.basename(path)) else None
-            entry = store_index(path, builder.finish(), threshold, digest, f)
+            entry = store_index(path, builder.finish(), threshold, digest, f, types=builder.types)
             state.clear()
             return pa.RecordBatch.from_pydict(
                 {"path": [rel], "rows": [seen], "file_index": [json.dumps(entry)]},
@@ -240,7 +240,7 @@ def build(spark, path: str, options: Mapping, *, force: bool = False,
             b = FileIndexBuilder(row_type, spec.columns)
             results.append({"path": f.path, "rows": 0,
                             "file_index": store_index(f.abs_path, b.finish(), spec.threshold, spec.digest,
-                                                      store=ds.store)})
+                                                      store=ds.store, types=b.types)})
         if scan and not ds.store.local:  # executors read through pyarrow: no Hadoop connector needed
             from . import remote
 

@@ -64,7 +64,7 @@ def build_files(spark, ds, files: Sequence, row_type, columns, threshold: int, d
                 for batch in pf.iter_batches(batch_size=1 << 17, columns=present):
                     b.add(batch)
             mode = fault.get("mode") if fault and fault.get("file") in (rel, rel.rsplit("/", 1)[-1]) else None
-            entry = store_index(path, b.finish(), threshold, digest, mode, store=store)
+            entry = store_index(path, b.finish(), threshold, digest, mode, store=store, types=b.types)
             yield pa.RecordBatch.from_pydict({"path": [rel], "rows": [pf.metadata.num_rows],
                                               "file_index": [json.dumps(entry)]}, schema=schema)
 

@@ -68,7 +68,7 @@ import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -76,7 +76,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from ..errors import PaimonFastError, UnsupportedTypeError
+from ..errors import IndexFormatError, PaimonFastError, UnsupportedTypeError
 from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
 from ..fileindex._bitslice import NullLiteralError
 from ..fileindex.options import (DEFAULT_IN_MANIFEST_THRESHOLD, IN_MANIFEST_THRESHOLD, indexes_from_table_options,
@@ -212,6 +212,8 @@ class FileIndexBuilder:
             if col not in row_type:
                 continue
             self.writers[col] = {t: fileindex.writer(t, row_type[col], o) for t, o in per.items()}
+        # the types the indexes are built for: recorded in the catalog, checked when opening
+        self.types = {col: str(row_type[col]) for col in self.writers}
         self.rows = 0
 
     def add(self, batch) -> None:
@@ -233,21 +235,24 @@ class FileIndexBuilder:
 
 
 def store_index(data_abs_path: str, blob: Optional[bytes], threshold: int, digest: str,
-                _fault: Optional[str] = None, store: Optional[Store] = None) -> dict:
-    """Write ``<data file>.index`` (atomically) or keep a small index inline; the catalog entry.
+                _fault: Optional[str] = None, store: Optional[Store] = None,
+                types: Optional[Mapping[str, str]] = None) -> dict:
+    """Write ``<data file>.index`` (atomically) or keep a small index inline; the catalog entry
+    (with ``types``, the column types the indexes were built for: :attr:`FileIndexBuilder.types`).
 
     On a non-local ``store`` the file is ``<data file>.<content hash>.index``: a new
     name for new bytes, visible only once the catalog names it."""
     if blob is None:
         return {"digest": digest, "none": True}
+    typed = {"types": dict(types)} if types else {}
     if len(blob) <= threshold:
-        return {"digest": digest, "inline": base64.b64encode(blob).decode("ascii"), "size": len(blob)}
+        return {"digest": digest, "inline": base64.b64encode(blob).decode("ascii"), "size": len(blob), **typed}
     if store is None or store.local:
         write_atomic(data_abs_path + INDEX_SUFFIX, blob, _fault)
-        return {"digest": digest, "file": os.path.basename(data_abs_path) + INDEX_SUFFIX, "size": len(blob)}
+        return {"digest": digest, "file": os.path.basename(data_abs_path) + INDEX_SUFFIX, "size": len(blob), **typed}
     name = f"{store.basename(data_abs_path)}.{hashlib.sha256(blob).hexdigest()[:16]}{INDEX_SUFFIX}"
     store.write_atomic(store.join(store.dirname(data_abs_path), name), blob, _fault)
-    return {"digest": digest, "file": name, "size": len(blob)}
+    return {"digest": digest, "file": name, "size": len(blob), **typed}
 
 
 # ---------------------------------------------------------------- plans and reports
@@ -571,7 +576,7 @@ class ParquetDataset:
                 for batch in pf.iter_batches(batch_size=batch_rows, columns=cols):
                     b.add(batch)
             rows = pf.metadata.num_rows
-            entry = store_index(f.abs_path, b.finish(), spec.threshold, spec.digest, store=self.store)
+            entry = store_index(f.abs_path, b.finish(), spec.threshold, spec.digest, store=self.store, types=b.types)
             results.append({"path": f.path, "rows": rows, "file_index": entry})
             rep.rows += rows
             rep.inline += "inline" in entry
@@ -618,7 +623,16 @@ class ParquetDataset:
             data = self.store.open_source(self.index_file_path(f, fi), self.io, head=HEAD_PREFETCH)
         else:
             return None
-        return FileIndexFormat.open(data, self.row_type())
+        row_type = self.row_type()
+        for col, built in (fi.get("types") or {}).items():
+            # the index formats do not record the type: an index built for another type of the
+            # column (the dataset's schema changed) would be read wrongly, so it is refused
+            now = row_type.get(col)
+            if now is not None and replace(DataType.parse(now), nullable=True) != replace(DataType.parse(built),
+                                                                                           nullable=True):
+                raise IndexFormatError(f"the index of {f.path} on column {col!r} was built for type {built}, "
+                                       f"the column is {now} now: rebuild the index (ParquetDataset.build)")
+        return FileIndexFormat.open(data, row_type)
 
     def plan(self, predicate: Optional[Predicate], threads: Optional[int] = None) -> ScanPlan:
         """Evaluate every file's index (and partition values) against ``predicate``.
