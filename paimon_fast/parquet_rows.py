@@ -36,7 +36,7 @@ import struct
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -763,10 +763,6 @@ def _footer_bytes(fo: _Footer, fields: Sequence[_Field], placed: list, nrows: in
     return bytes(e.out) + len(e.out).to_bytes(4, "little") + _MAGIC
 
 
-def _decode(buf) -> pa.Table:
-    return pq.ParquetFile(pa.BufferReader(pa.py_buffer(buf))).read(use_threads=False)
-
-
 def _read_into(src: Source, offset: int, out: memoryview, what: str) -> None:
     """``len(out)`` bytes of ``src`` at ``offset`` into ``out`` (straight from the file when local)."""
     n = len(out)
@@ -860,14 +856,15 @@ def _group_file(src: Source, fo: _Footer, g: _Group, origin) -> tuple:
     return buf, want_rows, counts
 
 
-def _read_group(src: Source, fo: _Footer, g: _Group, origin, stats: PageReadStats) -> pa.Table:
+def _read_group(ctx, fo: _Footer, g: _Group, origin) -> pa.Table:
     """The group's columns at its selected pages' rows (all of them, in order)."""
+    stats = ctx.st
     try:
-        buf, want_rows, counts = _group_file(src, fo, g, origin)
+        buf, want_rows, counts = _group_file(ctx.src, fo, g, origin)
     except IndexFormatError as e:  # a page header we cannot follow: pyarrow's row-group read decides
         raise _Unsupported(f"pages not readable ({e.what})") from None
     try:
-        t = _decode(buf)
+        t = ctx.decode(buf, [f.name for f in g.fields])
     except (pa.ArrowException, OSError, ValueError) as e:
         if os.environ.get("PF_PAGES_DEBUG"):
             raise
@@ -912,23 +909,25 @@ def _as_positions(positions) -> np.ndarray:
 
 
 def ranges_to_positions(ranges) -> np.ndarray:
-    """Sorted positions of half-open row ranges ``[(start, end), ...]`` (sorted, not overlapping)."""
+    """Sorted positions of the rows in half-open row ranges ``[(start, end), ...]`` (their union:
+    ranges may come in any order and overlap)."""
     r = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+    if np.any(r[:, 1] < r[:, 0]):
+        raise InvalidArgumentError("a row range [start, end) with end < start")
+    r = r[r[:, 1] > r[:, 0]]
     if not len(r):
         return np.zeros(0, dtype=np.int64)
-    lens = r[:, 1] - r[:, 0]
-    if np.any(lens < 0) or np.any(r[1:, 0] < r[:-1, 1]):
-        raise InvalidArgumentError("row ranges must be sorted, non-overlapping [start, end) pairs")
-    total = int(lens.sum())
-    out = np.ones(total, dtype=np.int64)
-    keep = lens > 0
-    r, lens = r[keep], lens[keep]
-    if not len(r):
-        return out
-    heads = np.zeros(len(r), dtype=np.int64)
+    r = r[np.argsort(r[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(r[:, 1])
+    head = np.concatenate(([True], r[1:, 0] > reach[:-1]))  # a range not touching the ones before
+    starts = r[head, 0]
+    ends = reach[np.concatenate((np.flatnonzero(head)[1:] - 1, [len(r) - 1]))]
+    lens = ends - starts
+    out = np.ones(int(lens.sum()), dtype=np.int64)
+    heads = np.zeros(len(starts), dtype=np.int64)
     np.cumsum(lens[:-1], out=heads[1:])
-    out[0] = r[0, 0]
-    out[heads[1:]] = r[1:, 0] - (r[:-1, 1] - 1)
+    out[0] = starts[0]
+    out[heads[1:]] = starts[1:] - (ends[:-1] - 1)
     return np.cumsum(out)
 
 
@@ -939,8 +938,69 @@ def _take(t: pa.Table, local: np.ndarray) -> pa.Table:
     return t.take(pa.array(local))
 
 
+class _Ctx:
+    """One :func:`read_rows` call: the input, pyarrow's view of it (opened on first need),
+    the columns decoded as dictionaries, the cost rule's fraction and the stats."""
+
+    __slots__ = ("src", "pa_source", "pf", "dict_cols", "st", "frac")
+
+    def __init__(self, src, pa_source, dict_cols, st, frac):
+        self.src = src
+        self.pa_source = pa_source
+        self.pf = None
+        self.dict_cols = dict_cols
+        self.st = st
+        self.frac = frac
+
+    def pyarrow_file(self):
+        if self.pf is None:
+            source = self.pa_source
+            if source is None:
+                source = pa.BufferReader(bytes(self.src.read_all()))
+            try:
+                self.pf = pq.ParquetFile(source, read_dictionary=sorted(self.dict_cols) or None)
+            except (pa.ArrowException, OSError, ValueError) as e:
+                raise IndexFormatError(f"Parquet file not readable: {type(e).__name__}: {e}", None) from None
+        return self.pf
+
+    def decode(self, buf, names) -> pa.Table:
+        """pyarrow's read of a small file we made."""
+        dc = [n for n in names if n in self.dict_cols]
+        return pq.ParquetFile(pa.BufferReader(pa.py_buffer(buf)), read_dictionary=dc or None).read(use_threads=False)
+
+    def whole(self, g: int, names: List[str], local: np.ndarray, nrows: int) -> pa.Table:
+        """Columns ``names`` of row group ``g`` at rows ``local`` by pyarrow's row-group read;
+        decoding stops at the batch holding the last row asked for."""
+        pf = self.pyarrow_file()
+        last = int(local[-1]) + 1
+        try:
+            if last > nrows - _BATCH:
+                t = pf.read_row_group(g, columns=names, use_threads=False)
+                if t.num_rows != nrows:
+                    raise IndexFormatError(f"Parquet row group {g}: {t.num_rows} rows, its metadata says {nrows}",
+                                           None)
+            else:
+                batches, n = [], 0
+                for b in pf.iter_batches(batch_size=_BATCH, row_groups=[g], columns=names, use_threads=False):
+                    batches.append(b)
+                    n += b.num_rows
+                    if n >= last:
+                        break
+                if n < last:
+                    raise IndexFormatError(f"Parquet row group {g}: {n} rows, its metadata says {nrows}", None)
+                t = pa.Table.from_batches(batches)
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise IndexFormatError(f"Parquet row group {g} not readable: {type(e).__name__}: {e}", None) from None
+        self.st.columns_whole += len(names)
+        return _take(t, local), t.num_rows
+
+
+_BATCH = 1 << 16  # batch of a row-group read that stops early
+
+
 def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, rows: Optional[int] = None,
-              stats: Optional[PageReadStats] = None, page_fraction: Optional[float] = None) -> pa.Table:
+              dictionary_columns: Sequence[str] = (), stats: Optional[PageReadStats] = None,
+              page_fraction: Optional[float] = None) -> pa.Table:
     """The rows of a Parquet file at ``positions``, as ``pyarrow.Table`` of ``columns`` (top-level
     names, default all): what ``pq.read_table(source, columns=columns).take(positions)`` returns,
     same types and schema metadata, decoding only the pages that hold those rows.
@@ -950,7 +1010,8 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     integers, a sequence, a pyroaring ``BitMap``; :func:`ranges_to_positions` turns row
     ranges into positions); repeated positions repeat rows.  ``rows``: the file's row count
     as the caller knows it (e.g. a manifest): a footer that disagrees is an
-    :class:`IndexFormatError`.  ``stats`` (a :class:`PageReadStats`) is added to.
+    :class:`IndexFormatError`.  ``dictionary_columns`` come back dictionary-encoded (pyarrow's
+    ``read_dictionary``).  ``stats`` (a :class:`PageReadStats`) is added to.
     ``page_fraction`` overrides :data:`PAGE_FRACTION` (0 reads every column chunk whole,
     1 reads pages whenever possible).
 
@@ -962,22 +1023,18 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     pos = _as_positions(positions)
     if len(pos) > 1 and np.any(pos[1:] < pos[:-1]):
         raise InvalidArgumentError("row positions must be sorted (non-decreasing)")
-    frac = PAGE_FRACTION if page_fraction is None else float(page_fraction)
     st = PageReadStats()
     src, key, pa_source, owned = _open(source)
+    ctx = _Ctx(src, pa_source, set(dictionary_columns), st,
+               PAGE_FRACTION if page_fraction is None else float(page_fraction))
     try:
         try:
             fo = _footer(src, key)
         except _Unsupported as e:
-            fo = None
-            why = str(e)
+            fo, why = None, str(e)
         except IndexFormatError:
-            fo = None
-            why = "footer not readable by the page reader"
-        if fo is None:
-            out = _read_whole_file(pa_source, src, pos, columns, rows, why, st)
-        else:
-            out = _read(src, fo, pa_source, pos, columns, rows, frac, st)
+            fo, why = None, "footer not readable by the page reader"
+        out = _read_whole_file(ctx, pos, columns, rows, why) if fo is None else _read(ctx, fo, pos, columns, rows)
     finally:
         if owned:
             src.close()
@@ -986,13 +1043,25 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     return out
 
 
-def _pyarrow_file(pa_source, src: Source):
-    if pa_source is None:
-        pa_source = pa.BufferReader(bytes(src.read_all()))
+class FileShape(NamedTuple):
+    columns: List[str]  # top-level column names
+    rows: int
+
+
+def file_shape(source) -> FileShape:
+    """The top-level column names and row count of a Parquet file (from the footer
+    :func:`read_rows` caches for local paths)."""
+    src, key, pa_source, owned = _open(source)
     try:
-        return pq.ParquetFile(pa_source)
-    except (pa.ArrowException, OSError, ValueError) as e:
-        raise IndexFormatError(f"Parquet file not readable: {type(e).__name__}: {e}", None) from None
+        try:
+            fo = _footer(src, key)
+            return FileShape([f.name for f in fo.fields], int(fo.starts[-1]))
+        except (_Unsupported, IndexFormatError):
+            pf = _Ctx(src, pa_source, (), PageReadStats(), 0).pyarrow_file()
+            return FileShape(pf.schema_arrow.names, pf.metadata.num_rows)
+    finally:
+        if owned:
+            src.close()
 
 
 def _check_positions(pos: np.ndarray, total: int, rows: Optional[int]):
@@ -1002,38 +1071,45 @@ def _check_positions(pos: np.ndarray, total: int, rows: Optional[int]):
         raise InvalidArgumentError(f"row positions {int(pos[0])}..{int(pos[-1])} outside a file of {total} rows")
 
 
-def _read_whole_file(pa_source, src, pos, columns, rows, why, st: PageReadStats) -> pa.Table:
-    """pyarrow's row-group read of the row groups holding ``pos`` (the fallback for a whole file)."""
-    pf = _pyarrow_file(pa_source, src)
+def _assemble(parts: List[Dict[str, pa.ChunkedArray]], typed: Dict[str, pa.Field], meta, names) -> pa.Table:
+    """One table of the row groups' columns in one schema: pyarrow's types, field and schema metadata."""
+    schema = pa.schema([typed[n] for n in names], metadata=meta)
+    tables = []
+    for cols in parts:
+        arrays = [cols[n] if cols[n].type == schema.field(n).type else cols[n].cast(schema.field(n).type)
+                  for n in names]
+        tables.append(pa.Table.from_arrays(arrays, schema=schema))
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _read_whole_file(ctx: _Ctx, pos, columns, rows, why) -> pa.Table:
+    """pyarrow's row-group reads of the row groups holding ``pos`` (a file the page reader cannot open)."""
+    pf = ctx.pyarrow_file()
     md = pf.metadata
     starts = np.zeros(md.num_row_groups + 1, dtype=np.int64)
     starts[1:] = np.cumsum([md.row_group(i).num_rows for i in range(md.num_row_groups)])
     _check_positions(pos, int(starts[-1]), rows)
-    names = pf.schema_arrow.names
-    if columns is not None:
-        for c in columns:
-            if c not in names:
-                raise ColumnNotFoundError(c, names)
-    cols = list(columns) if columns is not None else None
-    groups = np.searchsorted(starts, pos, side="right") - 1
-    ug = np.unique(groups)
-    st.rows += len(pos)
-    st._fallback(why, len(ug))
-    try:
-        if not len(ug):
-            return pf.schema_arrow.empty_table().select(cols if cols is not None else names)
-        t = pf.read_row_groups(ug.tolist(), columns=cols, use_threads=False)
-    except (pa.ArrowException, OSError, ValueError) as e:
-        raise IndexFormatError(f"Parquet file not readable: {type(e).__name__}: {e}", None) from None
-    base = np.zeros(len(ug), dtype=np.int64)
-    base[1:] = np.cumsum(starts[ug + 1] - starts[ug])[:-1]
-    for g in ug.tolist():
-        st.rows_decoded += int(starts[g + 1] - starts[g])
-    st.columns_whole += len(ug) * t.num_columns
-    return _take(t, pos - starts[groups] + base[np.searchsorted(ug, groups)])
+    all_names = pf.schema_arrow.names
+    for c in columns or ():
+        if c not in all_names:
+            raise ColumnNotFoundError(c, all_names)
+    names = list(columns) if columns is not None else all_names
+    ctx.st.rows += len(pos)
+    cuts = np.searchsorted(pos, starts)
+    parts = []
+    t = None
+    for g in np.flatnonzero(cuts[1:] > cuts[:-1]).tolist():
+        ctx.st._fallback(why)
+        t, decoded = ctx.whole(g, names, pos[cuts[g]:cuts[g + 1]] - starts[g], int(starts[g + 1] - starts[g]))
+        ctx.st.rows_decoded += decoded
+        parts.append({n: t.column(n) for n in names})
+    if t is None:
+        return pf.schema_arrow.empty_table().select(names)
+    return _assemble(parts, {fl.name: fl for fl in t.schema}, t.schema.metadata, names)
 
 
-def _read(src: Source, fo: _Footer, pa_source, pos, columns, rows, frac, st: PageReadStats) -> pa.Table:
+def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
+    st, src = ctx.st, ctx.src
     _check_positions(pos, int(fo.starts[-1]), rows)
     if columns is None:
         fields = list(fo.fields)
@@ -1044,21 +1120,28 @@ def _read(src: Source, fo: _Footer, pa_source, pos, columns, rows, frac, st: Pag
                 raise ColumnNotFoundError(c, [f.name for f in fo.fields])
             f = fo.by_name[c]
             if f is None:  # a name two top-level fields share: pyarrow decides
-                return _read_whole_file(pa_source, src, pos, columns, rows, "duplicate column names", st)
+                return _read_whole_file(ctx, pos, columns, rows, "duplicate column names")
             fields.append(f)
-    st.rows += len(pos)
     try:
         origin = fo.origin_schema()
     except _Unsupported as e:
-        return _read_whole_file(pa_source, src, pos, columns, rows, str(e), st)
+        return _read_whole_file(ctx, pos, columns, rows, str(e))
+    st.rows += len(pos)
     names = [f.name for f in fields]
     if not len(pos):
-        return _decode(b"PAR1" + _footer_bytes(fo, fields, [], 0, origin))
+        return ctx.decode(b"PAR1" + _footer_bytes(fo, fields, [], 0, origin), names)
     cuts = np.searchsorted(pos, fo.starts)
     parts: List[Dict[str, pa.ChunkedArray]] = []
     typed: Dict[str, pa.Field] = {}  # pyarrow's field of each column, from the first table decoding it
-    meta = None  # and the schema metadata
-    pf = None
+    meta = [None]  # and the schema metadata
+
+    def keep(t, fs, cols):
+        for f in fs:
+            cols[f.name] = t.column(f.name)
+            if f.name not in typed:
+                typed[f.name] = t.schema.field(f.name)
+                meta[0] = t.schema.metadata
+
     for g in np.flatnonzero(cuts[1:] > cuts[:-1]).tolist():
         local = pos[cuts[g]:cuts[g + 1]] - fo.starts[g]
         nrows = int(fo.rg_rows[g])
@@ -1079,7 +1162,7 @@ def _read(src: Source, fo: _Footer, pa_source, pos, columns, rows, frac, st: Pag
             j = np.searchsorted(pg.first_row, local, side="right") - 1
             sel = j[np.concatenate(([True], j[1:] != j[:-1]))] if len(j) > 1 else j
             # the dictionary page is decoded either way: the data pages decide
-            if int(pg.size[sel].sum()) > frac * pg.data_bytes:
+            if int(pg.size[sel].sum()) > ctx.frac * pg.data_bytes:
                 whole.append(f)
                 st._fallback("cost rule")
                 continue
@@ -1093,7 +1176,7 @@ def _read(src: Source, fo: _Footer, pa_source, pos, columns, rows, frac, st: Pag
         decoded = 0
         for grp in groups.values():
             try:
-                t = _read_group(src, fo, grp, origin, st)
+                t = _read_group(ctx, fo, grp, origin)
             except _Unsupported as e:
                 whole.extend(grp.fields)
                 st._fallback(str(e), len(grp.fields))
@@ -1102,43 +1185,17 @@ def _read(src: Source, fo: _Footer, pa_source, pos, columns, rows, frac, st: Pag
             # positions -> rows of the selected pages, concatenated
             base = np.zeros(len(sel), dtype=np.int64)
             np.cumsum(pg.rows[sel][:-1], out=base[1:])
-            t = _take(t, local - pg.first_row[j] + base[np.searchsorted(sel, j)])
-            for f in grp.fields:
-                cols[f.name] = t.column(f.name)
-                if f.name not in typed:
-                    typed[f.name] = t.schema.field(f.name)
-                    meta = t.schema.metadata
+            keep(_take(t, local - pg.first_row[j] + base[np.searchsorted(sel, j)]), grp.fields, cols)
             st.columns_by_page += len(grp.fields)
-            decoded = max(decoded, int(pg.rows[sel].sum()))
+            decoded = max(decoded, t.num_rows)
         if whole:
-            if pf is None:
-                pf = _pyarrow_file(pa_source, src)
-            try:
-                t = pf.read_row_group(g, columns=[f.name for f in whole], use_threads=False)
-            except (pa.ArrowException, OSError, ValueError) as e:
-                raise IndexFormatError(f"Parquet row group {g} not readable: {type(e).__name__}: {e}", None) \
-                    from None
-            if t.num_rows != nrows:
-                raise IndexFormatError(f"Parquet row group {g}: {t.num_rows} rows, its metadata says {nrows}", None)
-            t = _take(t, local)
-            for f in whole:
-                cols[f.name] = t.column(f.name)
-                if f.name not in typed:
-                    typed[f.name] = t.schema.field(f.name)
-                    meta = t.schema.metadata
-                st.bytes_read += _chunk_bytes(fo, g, f)
-            st.columns_whole += len(whole)
-            decoded = nrows
+            t, n = ctx.whole(g, [f.name for f in whole], local, nrows)
+            keep(t, whole, cols)
+            decoded = max(decoded, n)
+            st.bytes_read += sum(_chunk_bytes(fo, g, f) for f in whole)
         st.rows_decoded += decoded
         parts.append(cols)
-    # one schema for every row group: pyarrow's types, field and schema metadata
-    schema = pa.schema([typed[n] for n in names], metadata=meta)
-    tables = []
-    for cols in parts:
-        arrays = [cols[n] if cols[n].type == schema.field(n).type else cols[n].cast(schema.field(n).type)
-                  for n in names]
-        tables.append(pa.Table.from_arrays(arrays, schema=schema))
-    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    return _assemble(parts, typed, meta[0], names)
 
 
 def _chunk_bytes(fo: _Footer, g: int, f: _Field) -> int:

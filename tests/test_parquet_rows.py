@@ -234,11 +234,17 @@ def test_java_paimon_files():
     _check(dv, [0, 10, 999], ["id", "category"], page_fraction=1.0)
 
 
-def test_ranges_to_positions():
-    assert pr.ranges_to_positions([(2, 5), (5, 6), (9, 9), (10, 12)]).tolist() == [2, 3, 4, 5, 10, 11]
-    assert pr.ranges_to_positions([]).tolist() == []
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 12)), max_size=8))
+def test_ranges_to_positions(spans):
+    ranges = [(a, a + n) for a, n in spans]
+    want = sorted({p for a, b in ranges for p in range(a, b)})
+    assert pr.ranges_to_positions(ranges).tolist() == want
+
+
+def test_ranges_to_positions_rejects_backward_ranges():
     with pytest.raises(InvalidArgumentError):
-        pr.ranges_to_positions([(5, 7), (6, 8)])
+        pr.ranges_to_positions([(5, 4)])
 
 
 def test_bad_arguments(tmp_path):
