@@ -1128,8 +1128,11 @@ def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
         return _read_whole_file(ctx, pos, columns, rows, str(e))
     st.rows += len(pos)
     names = [f.name for f in fields]
-    if not len(pos):
-        return ctx.decode(b"PAR1" + _footer_bytes(fo, fields, [], 0, origin), names)
+    if not len(pos):  # the columns' schema, from a file of no row groups
+        try:
+            return ctx.decode(b"PAR1" + _footer_bytes(fo, fields, [], 0, origin), names)
+        except (pa.ArrowException, OSError, ValueError):
+            return _read_whole_file(ctx, pos, columns, rows, "schema not readable by the page reader")
     cuts = np.searchsorted(pos, fo.starts)
     parts: List[Dict[str, pa.ChunkedArray]] = []
     typed: Dict[str, pa.Field] = {}  # pyarrow's field of each column, from the first table decoding it
