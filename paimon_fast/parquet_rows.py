@@ -21,9 +21,10 @@ and counts why in :class:`PageReadStats`: nested columns (ARRAY, MAP, ROW:
 their leaves' pages need not start on the same rows), encrypted files, column
 chunks in other files, pages that disagree with their page index, a
 ``ARROW:schema`` that does not match the file.  A simple cost rule picks the
-row-group read too: when the selected pages of a column are more than
-:data:`PAGE_FRACTION` of its chunk's bytes, decoding them saves little and the
-copy costs (measured: ``benchmarks/bench_parquet_rows.py``).
+row-group read too: when the selected pages of a column (with its dictionary page
+if they need it) are more than :data:`PAGE_FRACTION` of its chunk's bytes,
+decoding them saves little and the copy costs (measured:
+``benchmarks/bench_parquet_rows.py``).
 
 The Thrift compact protocol codec below is our own and only as large as the
 footer, page headers and page index need.
@@ -45,9 +46,10 @@ import pyarrow.parquet as pq
 from .errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
 from .source import BytesSource, FileObjSource, FileSource, Source, as_source
 
-# A column's selected pages are decoded on their own when their bytes are at most this
-# fraction of the column chunk's; above it the row group's column is decoded whole.
-PAGE_FRACTION = 0.5
+# A column's selected pages are decoded on their own when the bytes that takes (the pages, and
+# the dictionary page when they are dictionary-encoded) are at most this fraction of the column
+# chunk's; above it the row group's column is decoded whole (bench_parquet_rows.py measures it).
+PAGE_FRACTION = 0.8
 
 _MAGIC = b"PAR1"
 _MAX_DEPTH = 24  # Thrift nesting of Parquet metadata is at most ~7
@@ -419,12 +421,13 @@ class _Footer:
 # ---------------------------------------------------------------- pages of a column chunk
 class _Pages:
     """The data pages of one column chunk: ``first_row``, ``rows``, ``offset``, ``size``
-    (header included) per page, and the bytes before the first data page that hold the
-    dictionary page (``dict_range``, or None)."""
+    (header included) per page, the bytes before the first data page that hold the
+    dictionary page (``dict_range``, or None) and, per page, whether it is thought to be
+    dictionary-encoded (``dict_enc``: only the cost rule uses it; the page headers decide)."""
 
-    __slots__ = ("first_row", "rows", "offset", "size", "dict_range", "meta", "data_bytes")
+    __slots__ = ("first_row", "rows", "offset", "size", "dict_range", "meta", "data_bytes", "dict_enc")
 
-    def __init__(self, first_row, rows, offset, size, dict_range, meta):
+    def __init__(self, first_row, rows, offset, size, dict_range, meta, dict_enc=None):
         self.first_row = first_row
         self.rows = rows
         self.offset = offset
@@ -432,6 +435,14 @@ class _Pages:
         self.dict_range = dict_range
         self.meta = meta
         self.data_bytes = int(size.sum())
+        if dict_enc is None:
+            dict_enc = np.full(len(size), dict_range is not None)
+            stats = meta.get(13)  # encoding_stats: writers fall back from the dictionary once, for good,
+            if dict_range is not None and isinstance(stats, list):  # so the dictionary-encoded pages lead
+                n = sum(e.get(3, 0) for e in stats if isinstance(e, dict) and e.get(1) in (_DATA_PAGE, _DATA_PAGE_V2)
+                        and e.get(2) in _DICT_ENCODINGS and isinstance(e.get(3), int))
+                dict_enc[max(0, n):] = False
+        self.dict_enc = dict_enc
 
 
 def _page_header(buf, pos: int, end: int, base: int) -> tuple:
@@ -523,7 +534,7 @@ def _pages_from_index(src: Source, fo: _Footer, rg: int, cc: dict, meta: dict, s
 
 def _pages_by_walking(src: Source, fo: _Footer, rg: int, meta: dict, start: int, end: int) -> _Pages:
     """The data pages found by reading each page header in turn (no page index)."""
-    firsts, rowss, offs, sizes = [], [], [], []
+    firsts, rowss, offs, sizes, encs = [], [], [], [], []
     dict_range = None
     pos = start
     row = 0
@@ -533,7 +544,7 @@ def _pages_by_walking(src: Source, fo: _Footer, rg: int, meta: dict, start: int,
             n = min(probe, end - pos)
             buf = src.read_at(pos, n, "Parquet page header")
             try:
-                ptype, hlen, csize, _, values, rows, _ = _page_header(buf, 0, n, pos)
+                ptype, hlen, csize, _, values, rows, enc = _page_header(buf, 0, n, pos)
                 break
             except _Truncated:
                 if n >= end - pos or probe >= _MAX_PAGE_HEADER:
@@ -554,6 +565,7 @@ def _pages_by_walking(src: Source, fo: _Footer, rg: int, meta: dict, start: int,
             rowss.append(r)
             offs.append(pos)
             sizes.append(size)
+            encs.append(enc in _DICT_ENCODINGS)
             row += r
         elif ptype != _INDEX_PAGE:
             raise IndexFormatError(f"Parquet page of unknown type {ptype}", pos)
@@ -567,7 +579,8 @@ def _pages_by_walking(src: Source, fo: _Footer, rg: int, meta: dict, start: int,
                                f"group {int(fo.rg_rows[rg])}", start)
     keep = np.asarray(rowss, dtype=np.int64) > 0  # pages of zero rows hold nothing to select
     pick = (lambda a: np.asarray(a, dtype=np.int64)[keep])
-    return _Pages(pick(firsts), pick(rowss), pick(offs), pick(sizes), dict_range, meta)
+    return _Pages(pick(firsts), pick(rowss), pick(offs), pick(sizes), dict_range, meta,
+                  np.asarray(encs, dtype=bool)[keep])
 
 
 def _pages(src: Source, fo: _Footer, rg: int, leaf: int) -> _Pages:
@@ -1164,8 +1177,10 @@ def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
                 continue
             j = np.searchsorted(pg.first_row, local, side="right") - 1
             sel = j[np.concatenate(([True], j[1:] != j[:-1]))] if len(j) > 1 else j
-            # the dictionary page is decoded either way: the data pages decide
-            if int(pg.size[sel].sum()) > ctx.frac * pg.data_bytes:
+            # cost rule: the bytes each way decodes (the dictionary page only for dictionary-encoded pages)
+            dict_bytes = pg.dict_range[1] if pg.dict_range is not None else 0
+            by_page = int(pg.size[sel].sum()) + (dict_bytes if pg.dict_enc[sel].any() else 0)
+            if by_page > ctx.frac * (pg.data_bytes + dict_bytes):
                 whole.append(f)
                 st._fallback("cost rule")
                 continue
