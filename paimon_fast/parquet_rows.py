@@ -279,6 +279,9 @@ class _Unsupported(Exception):
     """This column or file is read by pyarrow's row-group read instead (the message says why)."""
 
 
+_UNREAD, _BAD = object(), object()
+
+
 @dataclass
 class _Field:
     name: str
@@ -295,7 +298,6 @@ class _Footer:
     def __init__(self, data, base: int, file_size: int):
         dec = _Decoder(data, base=base, what="Parquet footer")
         self.version = 1
-        self.num_rows = 0
         self.elements: List[dict] = []
         raws: List[bytes] = []
         self.row_groups: List[dict] = []
@@ -324,8 +326,6 @@ class _Footer:
             v = dec.value(t, 0, True)
             if fid == 1 and t == _T_I32:
                 self.version = v
-            elif fid == 3 and t == _T_I64:
-                self.num_rows = v
             elif fid == 4 and t == _T_LIST:
                 self.row_groups = v
             elif fid == 5 and t == _T_LIST:
@@ -357,7 +357,7 @@ class _Footer:
         self.by_name: Dict[str, Optional[_Field]] = {}
         for f in self.fields:
             self.by_name[f.name] = None if f.name in self.by_name else f  # None: the name is not unique
-        self.arrow_schema = None  # the ARROW:schema (pyarrow's stored schema), parsed on first use
+        self.arrow_schema = _UNREAD  # the ARROW:schema (pyarrow's stored schema) or None, parsed on first use
         self.pages: Dict[tuple, object] = {}  # (row group, leaf) -> _Pages or _Unsupported
         self.lock = threading.Lock()
 
@@ -403,19 +403,20 @@ class _Footer:
     def origin_schema(self):
         """pyarrow's stored schema (``ARROW:schema``), or None; _Unsupported when it does not
         match the file's fields (pyarrow applies it field by field)."""
-        if self.arrow_schema is None:
+        if self.arrow_schema is _UNREAD:
             raw = self.kv.get(b"ARROW:schema")
-            if raw is None:
-                self.arrow_schema = False
-            else:
+            s = None
+            if raw is not None:
                 try:
                     s = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(raw)))
                 except Exception:  # noqa: BLE001 - any parse failure: pyarrow's own read decides
-                    s = None
-                self.arrow_schema = s if s is not None and len(s) == len(self.fields) else "bad"
-        if self.arrow_schema == "bad":
+                    s = _BAD
+                if s is not _BAD and len(s) != len(self.fields):
+                    s = _BAD
+            self.arrow_schema = s
+        if self.arrow_schema is _BAD:
             raise _Unsupported("ARROW:schema does not match the file")
-        return self.arrow_schema or None
+        return self.arrow_schema
 
 
 # ---------------------------------------------------------------- pages of a column chunk
@@ -879,8 +880,6 @@ def _read_group(ctx, fo: _Footer, g: _Group, origin) -> pa.Table:
     try:
         t = ctx.decode(buf, [f.name for f in g.fields])
     except (pa.ArrowException, OSError, ValueError) as e:
-        if os.environ.get("PF_PAGES_DEBUG"):
-            raise
         raise _Unsupported(f"page read failed ({type(e).__name__})") from e
     if t.num_rows != want_rows:
         raise _Unsupported("page read gave another row count")

@@ -279,3 +279,22 @@ def test_corrupt_files(tmp_path):
     st_ = pr.PageReadStats()
     got = pr.read_rows(broken, [1, 4000], stats=st_)
     assert got.equals(t.take([1, 4000])) and st_.columns_whole >= 1 and st_.fallbacks, st_
+
+
+def test_whole_row_group_read_stops_at_the_last_row(tmp_path):
+    n = 200_000
+    path = _write(str(tmp_path / "f.parquet"), pa.table({"a": np.arange(n), "s": [str(i % 97) for i in range(n)]}))
+    s = _check(path, [5, 70_000], page_fraction=0.0)
+    assert s.columns_whole == 2 and s.rows_decoded == 2 * (1 << 16), s  # two batches of 65,536 rows
+    s = _check(path, [5, n - 1], page_fraction=0.0)
+    assert s.rows_decoded == n, s
+
+
+def test_dictionary_columns_and_file_shape(tmp_path):
+    t = pa.table({"a": np.arange(5000), "s": [f"v{i % 7}" for i in range(5000)]})
+    path = _write(str(tmp_path / "f.parquet"), t, data_page_size=512, write_page_index=True)
+    assert pr.file_shape(path) == (["a", "s"], 5000)
+    for frac in (None, 0.0, 1.0):
+        got = pr.read_rows(path, [3, 4000], dictionary_columns=["s"], page_fraction=frac)
+        assert got.schema.field("s").type == pa.dictionary(pa.int32(), pa.string())
+        assert got.column("s").to_pylist() == ["v3", "v3"] and got.column("a").to_pylist() == [3, 4000]
