@@ -954,15 +954,16 @@ class _Ctx:
     """One :func:`read_rows` call: the input, pyarrow's view of it (opened on first need),
     the columns decoded as dictionaries, the cost rule's fraction and the stats."""
 
-    __slots__ = ("src", "pa_source", "pf", "dict_cols", "st", "frac")
+    __slots__ = ("src", "pa_source", "pf", "dict_cols", "st", "frac", "threads")
 
-    def __init__(self, src, pa_source, dict_cols, st, frac):
+    def __init__(self, src, pa_source, dict_cols, st, frac, threads=False):
         self.src = src
         self.pa_source = pa_source
         self.pf = None
         self.dict_cols = dict_cols
         self.st = st
         self.frac = frac
+        self.threads = threads
 
     def pyarrow_file(self):
         if self.pf is None:
@@ -987,13 +988,13 @@ class _Ctx:
         last = int(local[-1]) + 1
         try:
             if last > nrows - _BATCH:
-                t = pf.read_row_group(g, columns=names, use_threads=False)
+                t = pf.read_row_group(g, columns=names, use_threads=self.threads)
                 if t.num_rows != nrows:
                     raise IndexFormatError(f"Parquet row group {g}: {t.num_rows} rows, its metadata says {nrows}",
                                            None)
             else:
                 batches, n = [], 0
-                for b in pf.iter_batches(batch_size=_BATCH, row_groups=[g], columns=names, use_threads=False):
+                for b in pf.iter_batches(batch_size=_BATCH, row_groups=[g], columns=names, use_threads=self.threads):
                     batches.append(b)
                     n += b.num_rows
                     if n >= last:
@@ -1012,7 +1013,7 @@ _BATCH = 1 << 16  # batch of a row-group read that stops early
 
 def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, rows: Optional[int] = None,
               dictionary_columns: Sequence[str] = (), stats: Optional[PageReadStats] = None,
-              page_fraction: Optional[float] = None) -> pa.Table:
+              page_fraction: Optional[float] = None, use_threads: bool = False) -> pa.Table:
     """The rows of a Parquet file at ``positions``, as ``pyarrow.Table`` of ``columns`` (top-level
     names, default all): what ``pq.read_table(source, columns=columns).take(positions)`` returns,
     same types and schema metadata, decoding only the pages that hold those rows.
@@ -1025,7 +1026,8 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     :class:`IndexFormatError`.  ``dictionary_columns`` come back dictionary-encoded (pyarrow's
     ``read_dictionary``).  ``stats`` (a :class:`PageReadStats`) is added to.
     ``page_fraction`` overrides :data:`PAGE_FRACTION` (0 reads every column chunk whole,
-    1 reads pages whenever possible).
+    1 reads pages whenever possible).  ``use_threads``: pyarrow's thread pool for column chunks
+    read whole (small page reads are decoded in the calling thread).
 
     Raises :class:`InvalidArgumentError` for positions out of order or outside the file,
     :class:`ColumnNotFoundError` for an unknown column, :class:`IndexFormatError` for a
@@ -1038,7 +1040,7 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     st = PageReadStats()
     src, key, pa_source, owned = _open(source)
     ctx = _Ctx(src, pa_source, set(dictionary_columns), st,
-               PAGE_FRACTION if page_fraction is None else float(page_fraction))
+               PAGE_FRACTION if page_fraction is None else float(page_fraction), use_threads)
     try:
         try:
             fo = _footer(src, key)

@@ -3,9 +3,9 @@
 Base-only slices are read from their Parquet base file, only the pages that hold
 candidate positions (:func:`paimon_fast.parquet_rows.read_rows`), then only those
 rows (row-level skipping); slices with log files go through the ``hudi``
-file-group reader (merged records).  Every row
-read is then filtered by the full predicate, so the answer equals a snapshot read
-filtered by the predicate whatever the index could or could not prune.
+file-group reader (merged records).  Every row read is then filtered by the full
+predicate, so the answer equals a snapshot read filtered by the predicate whatever
+the index could or could not prune.
 """
 from __future__ import annotations
 

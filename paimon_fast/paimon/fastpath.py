@@ -84,7 +84,7 @@ from .predicates import to_pypaimon
 from .pruning import PruneReport, _CountingSource, _result_of, index_applicability
 
 
-# decode Parquet with Arrow's thread pool (_read_files); on two cores or fewer the
+# decode Parquet with Arrow's thread pool (_read_files, _read_rows); on two cores or fewer the
 # hand-offs cost more than they gain (measured: same CPU, slower under load)
 SCAN_THREADS = (os.cpu_count() or 1) > 2
 
@@ -686,10 +686,11 @@ def _read_rows(table, f: _File, positions, columns: List[str], phys, stats):
 
     dict_cols = [c for c in columns if pa.types.is_dictionary(phys.field(c).type)]
     path = f"{f.fsdir}/{f.name}"
+    kw = dict(rows=f.rows, dictionary_columns=dict_cols, stats=stats, use_threads=SCAN_THREADS)
     if _is_local(table.file_io):  # by path: footers and page locations are cached per file
-        return read_rows(path, positions, columns, rows=f.rows, dictionary_columns=dict_cols, stats=stats)
+        return read_rows(path, positions, columns, **kw)
     with table.file_io.filesystem.open_input_file(path) as stream:
-        return read_rows(stream, positions, columns, rows=f.rows, dictionary_columns=dict_cols, stats=stats)
+        return read_rows(stream, positions, columns, **kw)
 
 
 def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols, read_schema, stats):
