@@ -870,18 +870,19 @@ def _group_file(src: Source, fo: _Footer, g: _Group, origin) -> tuple:
     return buf, want_rows, counts
 
 
-def _read_group(ctx, fo: _Footer, g: _Group, origin) -> pa.Table:
-    """The group's columns at its selected pages' rows (all of them, in order)."""
+def _read_group(ctx, fo: _Footer, g: _Group, origin, upto: int) -> pa.Table:
+    """The group's columns at its selected pages' rows, in order: at least the first ``upto``
+    (all of them when decoding cannot stop early)."""
     stats = ctx.st
     try:
         buf, want_rows, counts = _group_file(ctx.src, fo, g, origin)
     except IndexFormatError as e:  # a page header we cannot follow: pyarrow's row-group read decides
         raise _Unsupported(f"pages not readable ({e.what})") from None
     try:
-        t = ctx.decode(buf, [f.name for f in g.fields])
+        t = ctx.decode(buf, [f.name for f in g.fields], upto)
     except (pa.ArrowException, OSError, ValueError) as e:
         raise _Unsupported(f"page read failed ({type(e).__name__})") from e
-    if t.num_rows != want_rows:
+    if t.num_rows != want_rows and (t.num_rows < upto or t.num_rows > want_rows):
         raise _Unsupported("page read gave another row count")
     stats.pages_read += counts[0]
     stats.pages_total += counts[1]
@@ -976,10 +977,20 @@ class _Ctx:
                 raise IndexFormatError(f"Parquet file not readable: {type(e).__name__}: {e}", None) from None
         return self.pf
 
-    def decode(self, buf, names) -> pa.Table:
-        """pyarrow's read of a small file we made."""
+    def decode(self, buf, names, upto: Optional[int] = None) -> pa.Table:
+        """pyarrow's read of a small file we made; with ``upto``, decoding stops at the batch
+        holding row ``upto - 1`` (the pages are still decompressed whole)."""
         dc = [n for n in names if n in self.dict_cols]
-        return pq.ParquetFile(pa.BufferReader(pa.py_buffer(buf)), read_dictionary=dc or None).read(use_threads=False)
+        pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(buf)), read_dictionary=dc or None)
+        if upto is None or upto > pf.metadata.num_rows - _SMALL_BATCH:
+            return pf.read(use_threads=False)
+        batches, n = [], 0
+        for b in pf.iter_batches(batch_size=_SMALL_BATCH, use_threads=False):
+            batches.append(b)
+            n += b.num_rows
+            if n >= upto:
+                break
+        return pa.Table.from_batches(batches)
 
     def whole(self, g: int, names: List[str], local: np.ndarray, nrows: int) -> pa.Table:
         """Columns ``names`` of row group ``g`` at rows ``local`` by pyarrow's row-group read;
@@ -1009,6 +1020,7 @@ class _Ctx:
 
 
 _BATCH = 1 << 16  # batch of a row-group read that stops early
+_SMALL_BATCH = 1 << 13  # the same for a small file of pages
 
 
 def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, rows: Optional[int] = None,
@@ -1164,11 +1176,17 @@ def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
         nrows = int(fo.rg_rows[g])
         groups: Dict[bytes, _Group] = {}
         whole: List[_Field] = []
+        # rows spread over (nearly) the whole row group: many of them may be in every page
+        spread = ctx.frac < 1 and len(local) > 8 and (local[-1] - local[0] + 1) * 16 >= nrows * 15
         for f in fields:
             st.bytes_total += _chunk_bytes(fo, g, f)
             if not f.flat:
                 whole.append(f)
                 st._fallback("nested column")
+                continue
+            if spread and _likely_every_page(fo, g, f.leaves.start, len(local)):
+                whole.append(f)  # the cost rule's answer, without reading where the pages are
+                st._fallback("cost rule")
                 continue
             try:
                 pg = _pages(src, fo, g, f.leaves.start)
@@ -1194,17 +1212,18 @@ def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
         cols: Dict[str, pa.ChunkedArray] = {}
         decoded = 0
         for grp in groups.values():
-            try:
-                t = _read_group(ctx, fo, grp, origin)
-            except _Unsupported as e:
-                whole.extend(grp.fields)
-                st._fallback(str(e), len(grp.fields))
-                continue
             pg, sel, j = grp.pages[0], grp.sel, grp.page_of
             # positions -> rows of the selected pages, concatenated
             base = np.zeros(len(sel), dtype=np.int64)
             np.cumsum(pg.rows[sel][:-1], out=base[1:])
-            keep(_take(t, local - pg.first_row[j] + base[np.searchsorted(sel, j)]), grp.fields, cols)
+            loc = local - pg.first_row[j] + base[np.searchsorted(sel, j)]
+            try:
+                t = _read_group(ctx, fo, grp, origin, int(loc[-1]) + 1)
+            except _Unsupported as e:
+                whole.extend(grp.fields)
+                st._fallback(str(e), len(grp.fields))
+                continue
+            keep(_take(t, loc), grp.fields, cols)
             st.columns_by_page += len(grp.fields)
             decoded = max(decoded, t.num_rows)
         if whole:
@@ -1215,6 +1234,19 @@ def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
         st.rows_decoded += decoded
         parts.append(cols)
     return _assemble(parts, typed, meta[0], names)
+
+
+def _likely_every_page(fo: _Footer, g: int, leaf: int, k: int) -> bool:
+    """Would ``k`` rows spread over a row group likely fall in every data page of this column
+    chunk?  Its page count comes from the footer's encoding stats (no page index read); with
+    ``k >= 3 x pages`` uniformly spread rows miss a given page with probability under 5%."""
+    meta = fo.row_groups[g][1][leaf].get(3)
+    stats = meta.get(13) if isinstance(meta, dict) else None
+    if not isinstance(stats, list):
+        return False
+    pages = sum(e.get(3) for e in stats if isinstance(e, dict) and e.get(1) in (_DATA_PAGE, _DATA_PAGE_V2)
+                and isinstance(e.get(3), int) and e.get(3) > 0)
+    return 0 < pages and k >= 3 * pages
 
 
 def _chunk_bytes(fo: _Footer, g: int, f: _Field) -> int:

@@ -190,6 +190,7 @@ def test_cost_rule(tmp_path):
     path = _write(str(tmp_path / "f.parquet"), t, data_page_size=1024, write_page_index=True)
     every = _check(path, np.arange(0, n, 50))  # a row in every page: the row groups are decoded whole
     assert every.columns_whole == 2 and every.fallbacks == {"cost rule": 2} and every.columns_by_page == 0
+    assert every.pages_total == 0  # decided from the encoding stats: the page index was not read
     forced = _check(path, np.arange(0, n, 50), page_fraction=1.0)
     assert forced.columns_by_page == 2 and forced.pages_read == forced.pages_total
     never = _check(path, [1], page_fraction=0.0)
