@@ -153,18 +153,15 @@ class _Decoder:
         if t == _T_MAP:
             n = self.varint()
             if not n:
-                return {}
+                return []
             kv = self.byte()
             if 2 * n > self.end - self.pos:
                 raise self._trunc()
-            return {self._key(self.value(kv >> 4, depth + 1)): self.value(kv & 0x0F, depth + 1) for _ in range(n)}
+            # Parquet's metadata has no maps: keep the pairs (keys may be unhashable values)
+            return [(self.value(kv >> 4, depth + 1), self.value(kv & 0x0F, depth + 1)) for _ in range(n)]
         if t == _T_UUID:
             return bytes(self.raw(16))
         raise IndexFormatError(f"{self.what}: unknown Thrift type {t}", self.base + self.pos)
-
-    @staticmethod
-    def _key(k):
-        return tuple(k) if isinstance(k, list) else k if not isinstance(k, dict) else tuple(sorted(k.items()))
 
     def list(self, depth: int) -> list:
         if depth > _MAX_DEPTH:
