@@ -1081,10 +1081,22 @@ def file_shape(source) -> FileShape:
             return FileShape([f.name for f in fo.fields], int(fo.starts[-1]))
         except (_Unsupported, IndexFormatError):
             pf = _Ctx(src, pa_source, (), PageReadStats(), 0).pyarrow_file()
-            return FileShape(pf.schema_arrow.names, pf.metadata.num_rows)
+            return FileShape(pf.schema_arrow.names, int(_row_group_starts(pf)[-1]))
     finally:
         if owned:
             src.close()
+
+
+def _row_group_starts(pf) -> np.ndarray:
+    """First row of each row group of a ``pq.ParquetFile`` (and the total last), as the page
+    reader counts rows: the row groups' own counts, checked."""
+    md = pf.metadata
+    n = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
+    if np.any(n < 0):
+        raise IndexFormatError(f"Parquet footer: a row group with {int(n.min())} rows", None)
+    starts = np.zeros(len(n) + 1, dtype=np.int64)
+    np.cumsum(n, out=starts[1:])
+    return starts
 
 
 def _check_positions(pos: np.ndarray, total: int, rows: Optional[int]):
@@ -1108,9 +1120,7 @@ def _assemble(parts: List[Dict[str, pa.ChunkedArray]], typed: Dict[str, pa.Field
 def _read_whole_file(ctx: _Ctx, pos, columns, rows, why) -> pa.Table:
     """pyarrow's row-group reads of the row groups holding ``pos`` (a file the page reader cannot open)."""
     pf = ctx.pyarrow_file()
-    md = pf.metadata
-    starts = np.zeros(md.num_row_groups + 1, dtype=np.int64)
-    starts[1:] = np.cumsum([md.row_group(i).num_rows for i in range(md.num_row_groups)])
+    starts = _row_group_starts(pf)
     _check_positions(pos, int(starts[-1]), rows)
     all_names = pf.schema_arrow.names
     for c in columns or ():

@@ -280,12 +280,16 @@ def _exercise_parquet(_, data):
         full = pq.read_table(pa.BufferReader(data))
     except Exception:  # noqa: BLE001 - pyarrow cannot read it: no oracle, only the error contract
         full = None
-    for pos in ([0, rows // 2, rows // 2, rows - 1], list(range(0, rows, 97)), []):
+    for pos in ([0, rows // 2, rows // 2, rows - 1], list(range(0, min(rows, 1 << 16), 97)), []):
         pos = [p for p in pos if 0 <= p < rows]
         for frac in (None, 1.0):
             t = pr.read_rows(data, pos, page_fraction=frac)
-            if t.num_rows != len(pos) or (full is not None and not t.equals(full.take(pa.array(pos, pa.int64())))):
-                raise AssertionError(f"{t.num_rows} rows for {len(pos)} positions, not pyarrow's")
+            if t.num_rows != len(pos):
+                raise AssertionError(f"{t.num_rows} rows for {len(pos)} positions")
+            if full is not None:  # NaN-aware: both sides' values as text
+                want = full.take(pa.array(pos, pa.int64()))
+                if t.schema != want.schema or repr(t.to_pylist()) != repr(want.to_pylist()):
+                    raise AssertionError(f"rows at {pos[:8]} are not pyarrow's")
             if cols:
                 pr.read_rows(data, pos, cols[-1:], page_fraction=frac)
 
