@@ -604,7 +604,8 @@ def _pages(src: Source, fo: _Footer, rg: int, leaf: int) -> _Pages:
 
 # ---------------------------------------------------------------- files and caches
 _FOOTERS: "OrderedDict[tuple, _Footer]" = OrderedDict()
-_FOOTERS_MAX = 256
+_FOOTERS_MAX = 256  # files, and at most this many bytes of their footers:
+_FOOTERS_BYTES = 32 << 20
 _FOOTERS_LOCK = threading.Lock()
 
 
@@ -641,8 +642,10 @@ def _footer(src: Source, key) -> _Footer:
     fo = _read_footer(src)
     with _FOOTERS_LOCK:
         _FOOTERS[key] = fo
-        while len(_FOOTERS) > _FOOTERS_MAX:
-            _FOOTERS.popitem(last=False)
+        total = sum(f.file_size - f.footer_start for f in _FOOTERS.values())
+        while len(_FOOTERS) > _FOOTERS_MAX or (total > _FOOTERS_BYTES and len(_FOOTERS) > 1):
+            _, old = _FOOTERS.popitem(last=False)
+            total -= old.file_size - old.footer_start
     return fo
 
 
