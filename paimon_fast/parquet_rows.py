@@ -793,13 +793,18 @@ def _read_into(src: Source, offset: int, out: memoryview, what: str) -> None:
 class _Group:
     """Columns of one row group whose selected pages cover the same rows: one small file."""
 
-    __slots__ = ("fields", "pages", "sel", "page_of")
+    __slots__ = ("fields", "pages", "sels", "page_of")
 
-    def __init__(self, sel, page_of):
-        self.sel = sel  # the selected pages (indexes into the chunk's pages)
-        self.page_of = page_of  # the page of each position
+    def __init__(self, page_of):
+        self.page_of = page_of  # the page of each position, in the first column's pages
         self.fields: List[_Field] = []
         self.pages: List[_Pages] = []
+        self.sels: List[np.ndarray] = []  # each column's selected pages (indexes into its own pages)
+
+    def add(self, f: _Field, pages: _Pages, sel: np.ndarray) -> None:
+        self.fields.append(f)
+        self.pages.append(pages)
+        self.sels.append(sel)
 
 
 def _group_file(src: Source, fo: _Footer, g: _Group, origin) -> tuple:
@@ -807,10 +812,9 @@ def _group_file(src: Source, fo: _Footer, g: _Group, origin) -> tuple:
     bytes])``.  The pages are read straight into the file's buffer: per column the room for
     its dictionary page, then its selected data pages (a run of adjacent pages in one read);
     the dictionary page is read only when a selected page is dictionary-encoded."""
-    sel = g.sel
     runs = []  # per column: [(file offset, length, position in buf)]
     size = 4
-    for pg in g.pages:
+    for pg, sel in zip(g.pages, g.sels):
         offs, sizes = pg.offset[sel], pg.size[sel]
         size += pg.dict_range[1] if pg.dict_range is not None else 0
         brk = np.flatnonzero(offs[1:] != offs[:-1] + sizes[:-1]) + 1
@@ -828,7 +832,7 @@ def _group_file(src: Source, fo: _Footer, g: _Group, origin) -> tuple:
     placed = []
     counts = [0, 0, 0]
     want_rows = 0
-    for pg, col in zip(g.pages, runs):
+    for pg, sel, col in zip(g.pages, g.sels, runs):
         data_at = col[0][2]
         for lo, n, at in col:
             _read_into(src, lo, mv[at:at + n], "Parquet data pages")
@@ -1216,13 +1220,12 @@ def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
             key = pg.first_row[sel].tobytes() + pg.rows[sel].tobytes()  # the rows the pages cover
             grp = groups.get(key)
             if grp is None:
-                grp = groups[key] = _Group(sel, j)
-            grp.fields.append(f)
-            grp.pages.append(pg)
+                grp = groups[key] = _Group(j)
+            grp.add(f, pg, sel)
         cols: Dict[str, pa.ChunkedArray] = {}
         decoded = 0
         for grp in groups.values():
-            pg, sel, j = grp.pages[0], grp.sel, grp.page_of
+            pg, sel, j = grp.pages[0], grp.sels[0], grp.page_of
             # positions -> rows of the selected pages, concatenated
             base = np.zeros(len(sel), dtype=np.int64)
             np.cumsum(pg.rows[sel][:-1], out=base[1:])

@@ -299,3 +299,23 @@ def test_dictionary_columns_and_file_shape(tmp_path):
         got = pr.read_rows(path, [3, 4000], dictionary_columns=["s"], page_fraction=frac)
         assert got.schema.field("s").type == pa.dictionary(pa.int32(), pa.string())
         assert got.column("s").to_pylist() == ["v3", "v3"] and got.column("a").to_pylist() == [3, 4000]
+
+
+def test_columns_sharing_row_ranges_under_other_page_numbers(tmp_path):
+    """Two columns whose selected pages cover the same rows but are other pages of their chunks
+    (leading nulls make one column's first page longer) are decoded from one small file: each
+    column's own pages must be copied (a wrong page here gives wrong rows with valid row counts)."""
+    n = 600
+    t = pa.table({"a": pa.array(np.arange(n, dtype=np.float64)),
+                  "b": pa.array([None] * 296 + [float(i) for i in range(296, n)], pa.float64())})
+    path = _write(str(tmp_path / "f.parquet"), t, data_page_size=64, write_batch_size=1, use_dictionary=False)
+    pos = np.array([400, 401, 500], dtype=np.int64)
+    src = pr.FileSource(path)
+    fo = pr._read_footer(src)
+    pa_, pb = (pr._pages(src, fo, 0, i) for i in (0, 1))
+    ia = np.searchsorted(pa_.first_row, pos, "right") - 1
+    ib = np.searchsorted(pb.first_row, pos, "right") - 1
+    assert not np.array_equal(ia, ib) and np.array_equal(pa_.first_row[ia], pb.first_row[ib]) \
+        and np.array_equal(pa_.rows[ia], pb.rows[ib])  # the layout this test is about
+    s = _check(path, pos, page_fraction=1.0)
+    assert s.columns_by_page == 2
