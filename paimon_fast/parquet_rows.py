@@ -55,6 +55,7 @@ _MAGIC = b"PAR1"
 _MAX_DEPTH = 24  # Thrift nesting of Parquet metadata is at most ~7
 _HEADER_PROBE = 256  # first guess of a page header's size (statistics make it larger)
 _MAX_PAGE_HEADER = 16 << 20
+_MAX_METADATA = 64 << 20  # footers and offset indexes parsed here (larger ones: pyarrow's row-group read)
 
 
 # ---------------------------------------------------------------- Thrift compact protocol
@@ -505,6 +506,8 @@ def _pages_from_index(src: Source, fo: _Footer, rg: int, cc: dict, meta: dict, s
     if not isinstance(off, int) or not isinstance(length, int) or length <= 0 or off < 4 \
             or off + length > fo.file_size:
         raise IndexFormatError(f"Parquet offset index at {off!r} ({length!r} bytes) outside the file", off)
+    if length > _MAX_METADATA:
+        raise _Unsupported(f"offset index larger than {_MAX_METADATA >> 20} MB")
     raw = src.read_at(off, length, "Parquet offset index")
     oi = _Decoder(raw, base=off, what="Parquet offset index").struct(1)
     locs = oi.get(1)
@@ -627,6 +630,8 @@ def _read_footer(src: Source) -> _Footer:
     n = int.from_bytes(tail[:4], "little")
     if n <= 0 or n > size - 12:
         raise IndexFormatError(f"Parquet footer of {n} bytes does not fit the {size}-byte file", size - 8)
+    if n > _MAX_METADATA:  # a Python object per value: pyarrow's reader takes such files
+        raise _Unsupported(f"footer larger than {_MAX_METADATA >> 20} MB")
     base = size - 8 - n
     return _Footer(src.read_at(base, n, "Parquet footer"), base, size)
 
