@@ -24,6 +24,7 @@ INSPECTORS = []
 COMMAND_MODULES = [
     "paimon_fast.fileindex.bitmap",
     "paimon_fast.spark.cli",
+    "paimon_fast.tables.gc",
     "paimon_fast.globalindex.cli",
     "paimon_fast.tableindex.cli",
     "paimon_fast.hudi.cli",

@@ -16,6 +16,18 @@ from typing import Optional
 TMP_MARK = ".tmp-"
 
 
+def write_or_fault(fh, data: bytes, _fault: Optional[str], what: str) -> None:
+    """Write ``data`` to ``fh``; with ``_fault`` (tests) write half of it and then raise
+    (``"raise"``) or kill the process (``"exit"``)."""
+    if _fault:
+        fh.write(data[: len(data) // 2])
+        fh.flush()
+        if _fault == "exit":
+            os._exit(17)
+        raise RuntimeError(f"injected failure while writing {what}")
+    fh.write(data)
+
+
 def write_atomic(path: str, data: bytes, _fault: Optional[str] = None) -> None:
     """Write ``data`` to ``path`` through a hidden temporary file and an atomic rename.
 
@@ -28,13 +40,7 @@ def write_atomic(path: str, data: bytes, _fault: Optional[str] = None) -> None:
     tmp = os.path.join(d, f".{name}{TMP_MARK}{uuid.uuid4().hex}")
     try:
         with open(tmp, "wb") as fh:
-            if _fault:
-                fh.write(data[: len(data) // 2])
-                fh.flush()
-                if _fault == "exit":
-                    os._exit(17)
-                raise RuntimeError(f"injected failure while writing {path}")
-            fh.write(data)
+            write_or_fault(fh, data, _fault, path)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

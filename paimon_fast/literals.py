@@ -29,8 +29,10 @@ Literals come out as the column's natural Python value (``int``,
 ``decimal.Decimal``, ``float`` exactly representable in the column's width,
 ``datetime.date``, ``datetime.datetime``; ``pandas.Timestamp`` for
 nanoseconds).  A ``None`` literal is left as it is (its meaning is decided by
-the consumer).  Normalise the final predicate: the "no row" form does not
-negate like the original leaf did (negate first, then normalise).
+the consumer), except a ``BETWEEN`` bound: ``x BETWEEN a AND NULL`` is no row,
+``x NOT BETWEEN a AND NULL`` is ``NOT (x >= a)`` with ``a`` normalised (SQL).
+Normalise the final predicate: the "no row" form does not negate like the
+original leaf did (negate first, then normalise).
 """
 from __future__ import annotations
 
@@ -66,6 +68,11 @@ def is_never(p: Predicate) -> bool:
     return (isinstance(p, And) and len(p.children) == 2 and isinstance(p.children[0], Leaf)
             and p.children[0].op == "is_null" and isinstance(p.children[1], Leaf)
             and p.children[1].op == "is_not_null" and p.children[0].name == p.children[1].name)
+
+
+def always(name: str) -> Predicate:
+    """A predicate true for every row of column ``name`` (``IS NULL OR IS NOT NULL``)."""
+    return Or((Leaf("is_null", name), Leaf("is_not_null", name)))
 
 
 def _non_null(name: str) -> Predicate:
@@ -491,9 +498,14 @@ def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = T
     compared with the column at all.
     """
     t = arrow_type
+    op = leaf.op
+    if not leaf.literals and op in ("in", "not_in") and ieee:
+        # IN () is false and NOT IN () true for every row, a null one included (NOT (x IN ()) is
+        # NOT FALSE): spelt with null tests, which every reader answers exactly (readers asked
+        # directly, ieee=False, keep Java's own answers)
+        return never(leaf.name) if op == "in" else always(leaf.name)
     if t is None or not leaf.literals:
         return leaf
-    op = leaf.op
     if op in ARRAY_OPS:
         return _array_leaf(leaf, t, ieee)
     if op not in _CMP and op not in ("in", "not_in", "between", "not_between"):
@@ -510,7 +522,19 @@ def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = T
     elif op in ("between", "not_between"):
         lo, hi = leaf.literals
         if lo is None or hi is None:
-            return leaf
+            if not ieee:
+                return leaf  # the readers' (Java's) own answer to a null bound
+            # SQL: x BETWEEN a AND NULL is (x >= a) AND NULL, never true; x NOT BETWEEN a AND NULL is
+            # true where NOT (x >= a) is: x < a on the column's grid, every non-null row for a NaN a
+            if op == "between" or (lo is None and hi is None):
+                return never(name)
+            v = lo if hi is None else hi
+            if g.integral:
+                if g.exact(v) is _NAN:
+                    return _non_null(name)
+                return _cmp(g, "less_than" if hi is None else "greater_than", name, v, ieee)
+            inf = float("inf")
+            return normalize_leaf(Leaf(op, name, (lo, inf) if hi is None else (-inf, hi)), t, ieee)
         if not ieee and not g.integral and g.direct(lo) is not None and g.direct(hi) is not None:
             return leaf
         # x BETWEEN lo AND hi is x >= ceil(lo) AND x <= floor(hi) on the column's grid; NOT BETWEEN its

@@ -66,19 +66,27 @@ class BytesSource(Source):
         return self._mv[offset:offset + length]
 
 
+def checked_read(data, length: int, offset: int, path: str, counter=None):
+    """``data`` read from ``path`` at ``offset``: counted in ``counter`` (a
+    :class:`paimon_fast.fs.IOCounter`), refused with IndexFormatError when short."""
+    if counter is not None:
+        counter.add(len(data))
+    if len(data) != length:
+        raise IndexFormatError(f"short read from {path}: {len(data)} of {length} bytes", offset)
+    return data
+
+
 class FileSource(Source):
     """A local file read with ``os.pread`` (thread-safe, no shared position)."""
 
-    def __init__(self, path):
+    def __init__(self, path, counter=None):
         self.path = os.fspath(path)
         self._fd = os.open(self.path, os.O_RDONLY)
         self.size = os.fstat(self._fd).st_size
+        self.counter = counter  # a paimon_fast.fs.IOCounter: bytes read are added to it
 
     def _read(self, offset, length):
-        data = os.pread(self._fd, length, offset)
-        if len(data) != length:
-            raise IndexFormatError(f"short read from {self.path}: {len(data)} of {length} bytes", offset)
-        return data
+        return checked_read(os.pread(self._fd, length, offset), length, offset, self.path, self.counter)
 
     def close(self):
         if self._fd is not None:

@@ -79,6 +79,15 @@ def _leaf(p: Leaf, row):
         return v is None
     if op == "is_not_null":
         return v is not None
+    if op in ("array_contains", "arrays_overlap", "array_contains_all"):
+        # Spark SQL's functions: a NULL array is unknown; NULL elements and NULL literals match nothing
+        if v is None:
+            return None
+        have = [e for e in v if e is not None]
+        hits = [lit is not None and any(_cmp(e, lit) == 0 for e in have) for lit in p.literals]
+        if op == "array_contains":
+            return None if p.literals[0] is None else hits[0]
+        return any(hits) if op == "arrays_overlap" else all(hits)
     if op in ("starts_with", "ends_with", "contains", "like"):
         if v is None:
             return None

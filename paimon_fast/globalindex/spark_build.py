@@ -10,7 +10,12 @@ earlier files plus its index within its file (Spark's ``_metadata.row_index``).
 partitions, and writes one index file per range on the executors
 (``mapInArrow``; temporary name + atomic rename).  The driver collects each file's
 ``SortedIndexFileMeta`` and writes the listing
-``<dataset>/_global_index/<column>/index.json``.  :func:`load_global_index` reads it
+``<dataset>/_global_index/<column>/index.json``.  Datasets on object stores or HDFS
+(``s3://...`` or a ``filesystem``; :mod:`paimon_fast.fs`): the executors read the
+data files with pyarrow (no Hadoop connector needed) and write the uniquely named
+index files; the listing is the commit object, a new immutable version created
+with a conditional PUT (:class:`paimon_fast.fs.CommitFile`), so a killed build
+leaves the previous listing and orphans ``paimon-fast gc`` removes.  :func:`load_global_index` reads it
 back as a :class:`~paimon_fast.globalindex.GlobalIndex`, and
 :func:`row_ids_to_file_rows` maps answered row ids to (data file, row indexes).
 """
@@ -23,6 +28,8 @@ import uuid
 
 import numpy as np
 
+from ..fs import CommitFile, LazySource, resolve
+
 INDEX_DIR = "_global_index"
 LISTING = "index.json"
 OPT_RECORDS_PER_RANGE = "sorted-index.records-per-range"
@@ -31,32 +38,39 @@ LEGACY_RECORDS_PER_RANGE = "btree-index.records-per-range"
 LEGACY_MAX_PARALLELISM = "btree-index.build.max-parallelism"
 
 
-def data_files(path):
+def _listed(store, root):
+    from ..tables.parquet import is_data_file_name
+
+    return store.list_files(root, skip_dir=lambda d: d.startswith(("_", ".")), keep=is_data_file_name)
+
+
+def data_files(path, filesystem=None):
     """``[(relative POSIX path, row count)]`` of the dataset's Parquet files in the stable order."""
     import pyarrow.parquet as pq
 
-    out = []
-    root = os.path.abspath(path)
-    for d, dirs, files in os.walk(root):
-        dirs[:] = [x for x in dirs if not x.startswith(("_", "."))]
-        for f in files:
-            if f.endswith(".parquet") and not f.startswith(("_", ".")):
-                out.append(os.path.relpath(os.path.join(d, f), root).replace(os.sep, "/"))
-    out.sort()
-    return [(rel, pq.ParquetFile(os.path.join(root, rel)).metadata.num_rows) for rel in out]
+    store, root = resolve(path, filesystem)
+    return [(e.rel, pq.ParquetFile(store.open_input(e.path)).metadata.num_rows) for e in _listed(store, root)]
 
 
-def _file_states(root, files) -> list:
+def _file_states(store, root, files) -> list:
     """``[(size, mtime_ns)]`` of the data files: recorded so a reader can tell a stale index."""
     out = []
     for rel, _ in files:
-        st = os.stat(os.path.join(root, rel))
-        out.append((st.st_size, st.st_mtime_ns))
+        st = store.stat(store.join(root, *rel.split("/")))
+        if st is None:
+            raise FileNotFoundError(store.uri(store.join(root, rel)))
+        out.append(st)
     return out
 
 
-def index_dir(path, column) -> str:
-    return os.path.join(os.path.abspath(path), INDEX_DIR, column)
+def index_dir(path, column, filesystem=None) -> str:
+    store, root = resolve(path, filesystem)
+    return store.join(root, INDEX_DIR, column)
+
+
+def _listing_file(path, column, filesystem=None) -> CommitFile:
+    store, root = resolve(path, filesystem)
+    return CommitFile(store, store.join(root, INDEX_DIR, column), LISTING)
 
 
 def _opt(options, key, legacy, default) -> int:
@@ -66,8 +80,9 @@ def _opt(options, key, legacy, default) -> int:
     return default
 
 
-def build_global_index(spark, path, column, options=None, dtype=None):
-    """Build the bitmap global index of ``column`` over the Parquet dataset at ``path``.
+def build_global_index(spark, path, column, options=None, dtype=None, filesystem=None):
+    """Build the bitmap global index of ``column`` over the Parquet dataset at ``path``
+    (a path or URI; ``filesystem``: see :func:`paimon_fast.fs.resolve`).
 
     ``options``: Paimon's names (``bitmap-index.*`` for the files,
     ``sorted-index.records-per-range`` and ``sorted-index.build.max-parallelism`` for
@@ -81,35 +96,42 @@ def build_global_index(spark, path, column, options=None, dtype=None):
     from ..types import DataType
 
     options = {str(k): str(v) for k, v in dict(options or {}).items()}
-    root = os.path.abspath(path)
-    files = data_files(root)
+    store, root = resolve(path, filesystem)
+    listing_file = _listing_file(root, column, store)
+    base_version = listing_file.read()[0]
+    files = data_files(root, store)
     if not files:
-        raise FileNotFoundError(f"no Parquet data files under {root}")
-    states = _file_states(root, files)  # before the job: a file changed during the build reads as stale
+        raise FileNotFoundError(f"no Parquet data files under {store.uri(root)}")
+    states = _file_states(store, root, files)  # before the job: a file changed during the build reads as stale
     bases = np.cumsum([0] + [n for _, n in files]).tolist()
     total = bases[-1]
     if dtype is None:
-        field = pq.read_schema(os.path.join(root, files[0][0])).field(column)
+        field = pq.read_schema(store.open_input(store.join(root, files[0][0]))).field(column)
         dtype = str(DataType.from_arrow(field.type))
     dtype = str(DataType.parse(dtype))
     per_range = max(1, _opt(options, OPT_RECORDS_PER_RANGE, LEGACY_RECORDS_PER_RANGE, 10_000_000))
     max_par = max(1, _opt(options, OPT_MAX_PARALLELISM, LEGACY_MAX_PARALLELISM, 4096))
     ranges = max(1, min(max_par, math.ceil(total / per_range)))
-    out_dir = index_dir(root, column)
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = index_dir(root, column, store)
+    store.makedirs(out_dir)
     build_id = uuid.uuid4().hex[:12]
     # file URI (as Spark reports it) -> first global row id
     base_of = {}
     for (rel, _), b in zip(files, bases):
-        base_of[os.path.join(root, rel)] = b
+        base_of[store.join(root, rel)] = b
     index_options = {k: v for k, v in options.items() if k.startswith("bitmap-index.")}
 
-    # global row id = base of the file + row index in the file, computed in the JVM: the file URI
-    # Spark reports is mapped to its base through a literal map (no Python pass over the rows)
-    path_of = F.expr("url_decode(regexp_replace(_metadata.file_path, '^file:(//)?', ''))")
-    base_map = F.create_map(*[x for p_, b in base_of.items() for x in (F.lit(p_), F.lit(b).cast("long"))])
-    df = (spark.read.parquet(*[os.path.join(root, rel) for rel, _ in files])
-          .select(F.col(column).alias("k"), (base_map[path_of] + F.col("_metadata.row_index")).alias("rid")))
+    if store.local:
+        # global row id = base of the file + row index in the file, computed in the JVM: the file URI
+        # Spark reports is mapped to its base through a literal map (no Python pass over the rows)
+        path_of = F.expr("url_decode(regexp_replace(_metadata.file_path, '^file:(//)?', ''))")
+        base_map = F.create_map(*[x for p_, b in base_of.items() for x in (F.lit(p_), F.lit(b).cast("long"))])
+        df = (spark.read.parquet(*[os.path.join(root, rel) for rel, _ in files])
+              .select(F.col(column).alias("k"), (base_map[path_of] + F.col("_metadata.row_index")).alias("rid")))
+    else:  # executors read the files with pyarrow: no Hadoop connector for the store needed
+        from ..spark.remote import keyed_rows
+
+        df = keyed_rows(spark, store, list(base_of.items()), column)
     ranged = df.repartitionByRange(ranges, F.col("k").asc_nulls_first()).sortWithinPartitions("k", "rid")
     from pyspark.sql.types import LongType, StructField, StructType
 
@@ -129,11 +151,12 @@ def build_global_index(spark, path, column, options=None, dtype=None):
                 w.write_batch(b.column("k"), rid.to_numpy(zero_copy_only=False).view(np.uint64))
         part = TaskContext.get().partitionId()
         name = f"bitmap-{build_id}-{part:05d}.index"
-        meta = w.finish_to(os.path.join(out_dir, name))
-        if meta is not None:
+        data, meta = w.finish()
+        if data is not None:
+            store.write_atomic(store.join(out_dir, name), data)
             yield pa.RecordBatch.from_pylist([{
                 "file": name, "row_count": w.row_count, "meta": meta,
-                "size": os.path.getsize(os.path.join(out_dir, name)), "range": part}], schema=_RESULT_ARROW)
+                "size": len(data), "range": part}], schema=_RESULT_ARROW)
 
     from pyspark.sql.types import BinaryType, IntegerType, StringType
 
@@ -142,14 +165,15 @@ def build_global_index(spark, path, column, options=None, dtype=None):
                                 StructField("range", IntegerType())])
     rows = ranged.mapInArrow(write_range, result_schema).collect()
     rows = sorted(rows, key=lambda r: r["range"])
-    return _commit_listing(root, column, dtype, build_id, total, options, ranges, files, bases, states, rows)
+    return _commit_listing(store, root, column, dtype, build_id, total, options, ranges, files, bases, states, rows,
+                           base_version)
 
 
-def _commit_listing(root, column, dtype, build_id, total, options, ranges, files, bases, states, rows):
-    """Write ``index.json`` atomically and remove index files of earlier builds."""
-    from . import write_atomic
-
-    out_dir = index_dir(root, column)
+def _commit_listing(store, root, column, dtype, build_id, total, options, ranges, files, bases, states, rows,
+                    base_version=None):
+    """Commit ``index.json`` (atomically; a new version on versioned stores, refused if another
+    build committed since ``base_version``) and remove index files of earlier builds."""
+    out_dir = index_dir(root, column, store)
     listing = {
         "format": "paimon-fast bitmap global index listing",
         "index_type": "bitmap",
@@ -164,19 +188,23 @@ def _commit_listing(root, column, dtype, build_id, total, options, ranges, files
         "files": [{"file": r["file"], "row_count": r["row_count"], "meta": bytes(r["meta"]).hex(),
                    "size": r["size"]} for r in rows],
     }
-    write_atomic(os.path.join(out_dir, LISTING), json.dumps(listing, indent=1).encode())
-    # files of earlier builds are no longer listed: remove them
+    lf = _listing_file(root, column, store)
+    prev = lf.read()[1] if not store.local else None
+    lf.write(json.dumps(listing, indent=1).encode(), base_version)
+    # files of earlier builds are no longer listed: remove them (on versioned stores the previous
+    # listing's files only: files of a concurrent or killed build are left to paimon-fast gc)
     keep = {f["file"] for f in listing["files"]} | {LISTING}
-    for name in os.listdir(out_dir):
-        if name not in keep and name.endswith(".index"):
-            try:
-                os.unlink(os.path.join(out_dir, name))
-            except OSError:
-                pass
+    if store.local:
+        gone = [e.rel for e in store.list_files(out_dir, recursive=False) if e.rel.endswith(".index")]
+    else:
+        gone = [f["file"] for f in json.loads(prev.decode("utf-8")).get("files", [])] if prev else []
+    for name in gone:
+        if name not in keep:
+            store.delete(store.join(out_dir, name))
     return listing
 
 
-def build_global_index_local(path, column, options=None, dtype=None, batch_rows=1 << 17):
+def build_global_index_local(path, column, options=None, dtype=None, batch_rows=1 << 17, filesystem=None):
     """:func:`build_global_index` in this process, without Spark: one index file for the
     whole column (for small datasets and tests); the same listing and row ids."""
     import pyarrow.parquet as pq
@@ -185,29 +213,34 @@ def build_global_index_local(path, column, options=None, dtype=None, batch_rows=
     from . import writer as gi_writer
 
     options = {str(k): str(v) for k, v in dict(options or {}).items()}
-    root = os.path.abspath(path)
-    files = data_files(root)
+    store, root = resolve(path, filesystem)
+    base_version = _listing_file(root, column, store).read()[0]
+    files = data_files(root, store)
     if not files:
-        raise FileNotFoundError(f"no Parquet data files under {root}")
-    states = _file_states(root, files)
+        raise FileNotFoundError(f"no Parquet data files under {store.uri(root)}")
+    states = _file_states(store, root, files)
     bases = np.cumsum([0] + [n for _, n in files]).tolist()
     if dtype is None:
-        dtype = str(DataType.from_arrow(pq.read_schema(os.path.join(root, files[0][0])).field(column).type))
+        dtype = str(DataType.from_arrow(pq.read_schema(store.open_input(store.join(root, files[0][0])))
+                                        .field(column).type))
     dtype = str(DataType.parse(dtype))
-    out_dir = index_dir(root, column)
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = index_dir(root, column, store)
+    store.makedirs(out_dir)
     build_id = uuid.uuid4().hex[:12]
     w = gi_writer(dtype, {k: v for k, v in options.items() if k.startswith("bitmap-index.")})
     for (rel, _), base in zip(files, bases):
         pos = base
-        for b in pq.ParquetFile(os.path.join(root, rel)).iter_batches(batch_size=batch_rows, columns=[column]):
+        for b in pq.ParquetFile(store.open_input(store.join(root, rel))).iter_batches(batch_size=batch_rows,
+                                                                                     columns=[column]):
             w.write_batch(b.column(0), np.arange(pos, pos + b.num_rows, dtype=np.uint64))
             pos += b.num_rows
     name = f"bitmap-{build_id}-00000.index"
-    meta = w.finish_to(os.path.join(out_dir, name))
-    rows = [] if meta is None else [{"file": name, "row_count": w.row_count, "meta": meta,
-                                     "size": os.path.getsize(os.path.join(out_dir, name))}]
-    return _commit_listing(root, column, dtype, build_id, bases[-1], options, 1, files, bases, states, rows)
+    data, meta = w.finish()
+    if data is not None:
+        store.write_atomic(store.join(out_dir, name), data)
+    rows = [] if data is None else [{"file": name, "row_count": w.row_count, "meta": meta, "size": len(data)}]
+    return _commit_listing(store, root, column, dtype, build_id, bases[-1], options, 1, files, bases, states, rows,
+                           base_version)
 
 
 def _result_arrow():
@@ -217,13 +250,19 @@ def _result_arrow():
                       ("size", pa.int64()), ("range", pa.int32())])
 
 
-def read_listing(path, column) -> dict:
-    with open(os.path.join(index_dir(path, column), LISTING), encoding="utf-8") as f:
-        return json.load(f)
+def read_listing(path, column, filesystem=None) -> dict:
+    data = _listing_file(path, column, filesystem).read()[1]
+    if data is None:
+        store, root = resolve(path, filesystem)
+        raise FileNotFoundError(f"no global index listing for {column!r} in {store.uri(root)}")
+    return json.loads(data.decode("utf-8"))
 
 
-def has_global_index(path, column) -> bool:
-    return os.path.exists(os.path.join(index_dir(path, column), LISTING))
+def has_global_index(path, column, filesystem=None) -> bool:
+    store, root = resolve(path, filesystem)
+    if store.local:
+        return os.path.exists(os.path.join(root, INDEX_DIR, column, LISTING))
+    return bool(_listing_file(root, column, store).versions())
 
 
 def listing_is_current(listing, files) -> bool:
@@ -240,13 +279,19 @@ def listing_is_current(listing, files) -> bool:
     return True
 
 
-def load_global_index(path, column, options=None):
-    """The :class:`~paimon_fast.globalindex.GlobalIndex` of a built column (files pruned by meta)."""
+def load_global_index(path, column, options=None, filesystem=None, counter=None):
+    """The :class:`~paimon_fast.globalindex.GlobalIndex` of a built column (files pruned by meta;
+    a file is opened, with ranged reads counted in ``counter``, only when a query needs it)."""
     from . import GlobalIndex
 
-    listing = read_listing(path, column)
-    d = index_dir(path, column)
-    files = [(os.path.join(d, f["file"]), bytes.fromhex(f["meta"])) for f in listing["files"]]
+    store, root = resolve(path, filesystem)
+    listing = read_listing(root, column, store)
+    d = index_dir(root, column, store)
+    if store.local and counter is None:
+        files = [(os.path.join(d, f["file"]), bytes.fromhex(f["meta"])) for f in listing["files"]]
+    else:
+        files = [(LazySource(store, store.join(d, f["file"]), f.get("size"), counter), bytes.fromhex(f["meta"]))
+                 for f in listing["files"]]
     return GlobalIndex(files, listing["type"], options or listing.get("options") or {},
                        total_row_count=listing["total_row_count"])
 

@@ -22,8 +22,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import IndexFormatError, UnsupportedTypeError
+from ..fs import display_uri
 from . import model, storage
-from .table import SliceRef, open_table, table_state, timeline_fingerprint
+from .table import SliceRef, canonical, open_table, table_root, table_state, timeline_fingerprint
 
 
 # set by tests (and by PAIMON_FAST_HUDI_CRASH_BEFORE_MANIFEST) to die between segment and manifest
@@ -34,8 +35,7 @@ def _read_slice_columns(table_path: str, ref: SliceRef, columns: dict):
     """(arrow table of the indexed columns, positions_are_base_positions)."""
     names = list(columns)
     if ref.base_file and not ref.log_files:
-        path = ref.base_path(table_path)
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(table_root(table_path)[0].open_input(ref.base_path(table_path)))
         present = set(pf.schema_arrow.names)
         if all(n in present for n in names):
             return pf.read(columns=names), True
@@ -204,8 +204,8 @@ def _previous_values(table_path, manifest, groups):
     names = ["column", "value", "partition", "file_id"]
     for seg, gs in by_seg.items():
         try:
-            t = pq.ParquetFile(storage.segment_path(table_path, seg),
-                               read_dictionary=["column", "partition", "file_id"]).read(columns=names)
+            t = storage.open_segment(table_path, seg,
+                                     read_dictionary=["column", "partition", "file_id"]).read(columns=names)
         except (OSError, pa.ArrowInvalid) as e:
             raise IndexFormatError(f"bitmap index segment {seg} unreadable: {e}") from None
         fids = pa.array(sorted({f for _, f in gs}), pa.string())
@@ -249,8 +249,8 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
     forward / dropped, records written, where they were indexed, seconds per phase.
     """
     t0 = time.perf_counter()
-    table_path = os.path.abspath(table_path)
-    prev = storage.read_manifest(table_path)
+    table_path = canonical(table_path)
+    prev_key, prev = storage.latest_manifest(table_path)
     # the timeline before and after listing: equal and settled -> queries may reuse this listing
     # while the timeline stays exactly so (see table.timeline_fingerprint)
     fp0 = timeline_fingerprint(table_path)
@@ -343,13 +343,13 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
                                                                 "instant")} for e in unindexable]}
     if os.environ.get(_CRASH_ENV):
         os._exit(17)  # simulated kill between the segment files and the manifest
-    storage.write_manifest(table_path, manifest)
+    storage.write_manifest(table_path, manifest, base=prev_key)
     tm["manifest"] = time.perf_counter() - t1
     t1 = time.perf_counter()
     removed = storage.cleanup(table_path, keep_manifests)
     tm["cleanup"] = time.perf_counter() - t1
     return {
-        "table": table_path,
+        "table": display_uri(table_path),
         "instant": state.latest_instant,
         "previous_instant": None if prev is None else prev["instant"],
         "new_instants": new_instants,

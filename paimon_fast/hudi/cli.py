@@ -103,9 +103,10 @@ def hudi_main(args):
     from .build import build_index
     from .prune import prune
     from .read import read_arrow
-    from .table import table_state
+    from ..fs import display_uri
+    from .table import canonical, table_state
 
-    path = os.path.abspath(args.table)
+    path = canonical(args.table)
     if args.hudi_cmd == "build":
         cols = args.columns.split(",") if args.columns else None
         spark = _spark_session() if args.spark else None
@@ -130,13 +131,14 @@ def hudi_main(args):
     else:
         m = storage.read_manifest(path)
         if m is None:
-            _print_json({"table": path, "index": None})
+            _print_json({"table": display_uri(path), "index": None})
             return 1
         state = table_state(path)
         covered = {(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"])) for e in m["slices"]}
-        seg_sizes = {s: os.path.getsize(storage.segment_path(path, s)) for s in m["segments"]}
+        store = storage.index_location(path)[0]
+        seg_sizes = {s: store.size(storage.segment_path(path, s)) for s in m["segments"]}
         _print_json({
-            "table": path, "index_dir": storage.index_dir(path), "instant": m["instant"],
+            "table": display_uri(path), "index_dir": storage.index_dir(path), "instant": m["instant"],
             "table_instant": state.latest_instant, "columns": m["columns"],
             "slices": len(m["slices"]), "records": sum(e.get("records", 0) for e in m["slices"]),
             "rows": sum(e["row_count"] for e in m["slices"]),

@@ -20,6 +20,7 @@ is the exact list of rows to read.
 """
 from __future__ import annotations
 
+import contextvars
 import os
 import time
 from dataclasses import dataclass
@@ -32,11 +33,12 @@ import pyarrow.parquet as pq
 from pyroaring import BitMap
 
 from ..errors import ColumnNotFoundError, IndexFormatError
+from ..fs import IOCounter
 from ..literals import normalize
 from ..predicate import And, Leaf, Or, Predicate
 from . import model, storage
 from .build import logs_changed, logs_untrusted
-from .table import SliceRef, listing_is_current, table_state
+from .table import SliceRef, canonical, listing_is_current, table_state
 
 INDEXED_OPS = {"equal", "not_equal", "in", "not_in", "is_null", "is_not_null"}
 
@@ -143,13 +145,14 @@ def _manifest_view(table_path):
     ms = storage.list_manifests(table_path)
     if not ms:
         return None
-    p = os.path.join(storage.index_dir(table_path), "manifests", f"manifest-{ms[-1]}.json")
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:   # replaced by a concurrent run: the next listing finds the new one
+    p = storage.manifest_path(table_path, ms[-1])
+    store = storage.index_location(table_path)[0]
+    # locally a manifest is replaced in place (its size and time tell); elsewhere a name is never reused
+    st = store.stat(p) if store.local else (0, 0)
+    if st is None:   # replaced by a concurrent run: the next listing finds the new one
         ms2 = storage.list_manifests(table_path)
         return _manifest_view(table_path) if ms2 and ms2 != ms else None
-    key = (p, st.st_mtime_ns, st.st_size)
+    key = (p, st[1], st[0])
     hit = _MANIFEST_CACHE.get(table_path)
     if hit is not None and hit[0] == key:
         return hit[1]
@@ -158,17 +161,27 @@ def _manifest_view(table_path):
     return view
 
 
+_IO = contextvars.ContextVar("paimon_fast_hudi_io", default=None)
+
+
+def _counter():
+    """The IOCounter of the prune / read running in this context (None: not counted)."""
+    return _IO.get()
+
+
 def _segment_meta(table_path, seg):
     """(ParquetFile, key min/max per row group, row-group start rows), cached per file
     version (segments are immutable)."""
+    store = storage.index_location(table_path)[0]
     path = storage.segment_path(table_path, seg)
     try:
-        st = os.stat(path)
-        key = (path, st.st_mtime_ns, st.st_size)
+        # segments are immutable under unique names; locally a changed file is still noticed
+        st = os.stat(path) if store.local else None
+        key = (path, st.st_mtime_ns, st.st_size) if st is not None else (store.uri(path),)
         hit = _SEGMENT_CACHE.get(path)
         if hit is not None and hit[0] == key:
-            return (pq.ParquetFile(path, metadata=hit[1][0]),) + hit[1][1:]
-        pf = pq.ParquetFile(path)
+            return (pq.ParquetFile(store.open_input(path, _counter()), metadata=hit[1][0]),) + hit[1][1:]
+        pf = pq.ParquetFile(store.open_input(path, _counter()))
     except (OSError, pa.ArrowInvalid) as e:
         raise IndexFormatError(f"bitmap index segment {seg} unreadable: {e}") from None
     md = pf.metadata
@@ -521,8 +534,18 @@ def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: 
     ``use_index=False`` makes every slice a candidate (a full snapshot read, for comparison).
     """
     t0 = time.perf_counter()
+    io = _IO.get()
+    token = _IO.set(IOCounter()) if io is None else None
+    try:
+        return _prune(table_path, where, state, manifest, use_index, t0)
+    finally:
+        if token is not None:
+            _IO.reset(token)
+
+
+def _prune(table_path, where, state, manifest, use_index, t0):
     pred = as_predicate(where)
-    table_path = os.path.abspath(state.path if state is not None else table_path)
+    table_path = canonical(state.path if state is not None else table_path)
     view = _View(manifest) if manifest is not None else _manifest_view(table_path)
     if not use_index:
         view = None
@@ -602,5 +625,6 @@ def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: 
         "row_level": sum(1 for c in candidates if c.positions is not None),
         "ms_list": round((t_list - t0) * 1000, 2),
         "ms_prune": round((t1 - t_list) * 1000, 2),
+        "bytes_read": _IO.get().bytes,   # index segments (and, in read_arrow, base files) read so far
     }
     return PruneResult(candidates, report=report, _lazy=(refs, pruned_idx.tolist(), counts))

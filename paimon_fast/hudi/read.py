@@ -17,10 +17,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from ..parquet_rows import PageReadStats, file_shape, read_rows
-from .prune import as_predicate, prune
+from ..errors import ColumnNotFoundError
+from ..fs import IOCounter
+from ..parquet_rows import PageReadStats, read_rows
+from .prune import _IO, _counter, as_predicate, prune
 from ..tables.arrow_filter import coerce_literals, filter_table
-from .table import SliceRef, open_table, table_state
+from .table import SliceRef, open_table, table_root, table_state
 
 
 def _conform(tbl: pa.Table, schema: pa.Schema):
@@ -38,29 +40,33 @@ def _conform(tbl: pa.Table, schema: pa.Schema):
     return pa.Table.from_arrays(cols, schema=pa.schema([f.with_nullable(True) for f in schema]))
 
 
-def read_base_rows(path: str, schema: pa.Schema, positions=None, stats=None):
+def read_base_rows(path: str, schema: pa.Schema, positions=None, store=None, counter=None, stats=None):
     """Rows of a base Parquet file (only ``positions`` when given: only the pages holding
     them are decoded, :func:`paimon_fast.parquet_rows.read_rows`, which adds to ``stats``),
-    conformed to ``schema``; None if the file cannot be conformed (caller falls back)."""
+    conformed to ``schema``; None if the file cannot be conformed (caller falls back).
+    ``store``: the table's :class:`~paimon_fast.fs.Store` (default local); reads are ranged,
+    counted in ``counter``."""
+    src = path if store is None else store.open_input(path, counter)
     if positions is None:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(src)
         names = [f.name for f in schema if f.name in set(pf.schema_arrow.names)]
         if len(names) != len(schema):
             return None
         return _conform(pf.read(columns=names), schema)
-    in_file = set(file_shape(path).columns)
-    names = [f.name for f in schema if f.name in in_file]
-    if len(names) != len(schema):
-        return None
     pos = np.asarray(positions.to_array() if isinstance(positions, BitMap) else positions, dtype=np.int64)
-    return _conform(read_rows(path, pos, names, stats=stats), schema)
+    try:
+        tbl = read_rows(src, pos, [f.name for f in schema], stats=stats)
+    except ColumnNotFoundError:
+        return None
+    return _conform(tbl, schema)
 
 
 def read_slice(table_path: str, ref: SliceRef, schema: pa.Schema, positions, pred, stats=None) -> pa.Table:
     """Matching rows of one candidate slice, as a table of ``schema``."""
     out = None
     if ref.base_file and not ref.log_files:
-        out = read_base_rows(ref.base_path(table_path), schema, positions, stats)
+        out = read_base_rows(ref.base_path(table_path), schema, positions, table_root(table_path)[0], _counter(),
+                             stats)
     if out is None:
         t = open_table(table_path, cached=True)
         reader = t.create_file_group_reader_with_options()
@@ -133,14 +139,19 @@ def read_arrow(table_path: str, where=None, *, state=None) -> ArrowRead:
     """In-process pruned read: an :class:`ArrowRead` (``.table``, a ``pyarrow.Table`` whose
     rows equal a snapshot read filtered by ``where``, and ``.report``); no Spark needed."""
     pred = as_predicate(where)
-    state = state or table_state(table_path, listing=False)   # prune reuses the index's listing when current
-    pr = prune(state.path, pred, state=state)
-    schema = pa.schema([f.with_nullable(True) for f in state.schema])
-    decoded = PageReadStats()
-    parts = [_run_task(state.path, t, schema, pred, decoded) for t in _tasks(pr)]
+    io = IOCounter()   # report["bytes_read"]: index segments and base files read
+    decoded = PageReadStats()   # report["decoded"]: rows, pages and bytes the base-file reads at rows decoded
+    token = _IO.set(io)
+    try:
+        state = state or table_state(table_path, listing=False)   # prune reuses the index's listing when current
+        pr = prune(state.path, pred, state=state)
+        schema = pa.schema([f.with_nullable(True) for f in state.schema])
+        parts = [_run_task(state.path, t, schema, pred, decoded) for t in _tasks(pr)]
+    finally:
+        _IO.reset(token)
     tbl = pa.concat_tables(parts) if parts else schema.empty_table()
-    # "decoded": what the reads of base files at the index's rows decoded (rows, pages, bytes)
-    return ArrowRead(tbl, _report(pr, {"rows_returned": tbl.num_rows, "decoded": decoded.as_dict()}))
+    return ArrowRead(tbl, _report(pr, {"rows_returned": tbl.num_rows, "bytes_read": io.bytes,
+                                       "decoded": decoded.as_dict()}))
 
 
 class HudiRead:

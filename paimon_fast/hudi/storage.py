@@ -22,6 +22,16 @@ file id, base file, log files, row count, whether positions are base-file
 positions, and the segment holding its records).  It is written to a temporary
 name and renamed into place, so a reader sees the previous or the new state and a
 run that dies before the rename leaves only unreferenced segment files.
+
+On object stores and HDFS (a table at ``s3://...``, or an index root there; see
+:mod:`paimon_fast.fs`) nothing is renamed: segments are written under their
+unique names, and the manifest is created with a conditional PUT
+(``If-None-Match``) under a name no earlier run used (``manifest-<instant>.json``,
+then ``manifest-<instant>-0001.json``... for later runs at the same instant); a run
+that lost a race to another one raises :class:`~paimon_fast.fs.CommitConflictError`
+and publishes nothing.  Manifests are found by listing (S3, GCS and Azure list
+consistently).  Segments of killed runs are what ``paimon-fast gc`` removes
+(:func:`orphan_files`).
 """
 from __future__ import annotations
 
@@ -34,10 +44,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..fsutil import write_atomic
 from ..errors import IndexFormatError
+from ..fs import TMP_MARK, display_uri, resolve
+from ..fsutil import write_atomic
 
 INDEX_DIR = os.path.join(".hoodie", ".aux", "bitmap_index")
+_INDEX_PARTS = (".hoodie", ".aux", "bitmap_index")
 FORMAT_VERSION = 1
 
 RECORD_SCHEMA = pa.schema([
@@ -63,20 +75,26 @@ _VERIFIED = {}
 def table_identity(table_path: str) -> dict:
     """What an index kept outside the table records about its table: the absolute path
     and ``hoodie.table.name`` from ``.hoodie/hoodie.properties``."""
-    p = os.path.abspath(table_path)
+    store, root = resolve(table_path)
+    p = root if store.local else display_uri(str(table_path))
     name = None
     try:
-        with open(os.path.join(p, ".hoodie", "hoodie.properties"), encoding="utf-8") as fh:
-            for line in fh:
-                k, sep, v = line.strip().partition("=")
-                if sep and k.strip() == "hoodie.table.name":
-                    name = v.strip()
+        text = store.read_bytes(store.join(root, ".hoodie", "hoodie.properties")).decode("utf-8")
+        for line in text.splitlines():
+            k, sep, v = line.strip().partition("=")
+            if sep and k.strip() == "hoodie.table.name":
+                name = v.strip()
     except OSError:
         pass
     return {"table_path": p, "table_name": name}
 
 
 def index_dir(table_path: str) -> str:
+    """The index directory as a path in its store (see :func:`index_location`)."""
+    return index_location(table_path)[1]
+
+
+def index_location(table_path: str):
     """Where the table's bitmap index lives: ``<table>/.hoodie/.aux/bitmap_index``, or with
     ``$PAIMON_FAST_HUDI_INDEX_ROOT`` set (a read-only or shared table) a directory under that
     root named by the table's identity, whose ``table.json`` must name this table (a copied
@@ -84,42 +102,47 @@ def index_dir(table_path: str) -> str:
     executors see it too."""
     root = os.environ.get(INDEX_ROOT_ENV)
     if not root:
-        return os.path.join(table_path, INDEX_DIR)
+        store, troot = resolve(table_path)
+        return store, store.join(troot, *_INDEX_PARTS)
     import hashlib
     import re
 
     ident = table_identity(table_path)
-    key = (os.path.abspath(root), ident["table_path"])
+    store, rroot = resolve(root)
+    key = (rroot, ident["table_path"])
     d = _VERIFIED.get(key)
     if d is not None:
-        return d
+        return store, d
     tag = re.sub(r"[^A-Za-z0-9_.-]", "_", ident["table_name"] or "table")[:64]
-    d = os.path.join(key[0], f"{tag}-{hashlib.sha256(ident['table_path'].encode()).hexdigest()[:16]}")
-    f = os.path.join(d, IDENTITY_FILE)
+    d = store.join(key[0], f"{tag}-{hashlib.sha256(ident['table_path'].encode()).hexdigest()[:16]}")
+    f = store.join(d, IDENTITY_FILE)
     try:
-        with open(f, "rb") as fh:
-            found = json.loads(fh.read())
+        found = json.loads(store.read_bytes(f))
     except FileNotFoundError:
         found = None
     except ValueError as e:
         raise IndexFormatError(f"{f} is not valid JSON: {e}") from None
     if found is None:
-        os.makedirs(d, exist_ok=True)
-        write_atomic(f, json.dumps(ident).encode("utf-8"))
+        store.makedirs(d)
+        store.write_atomic(f, json.dumps(ident).encode("utf-8"))
     elif {k: found.get(k) for k in ident} != ident:
         raise IndexFormatError(f"the bitmap index in {d} belongs to table {found.get('table_path')!r} "
                                f"(name {found.get('table_name')!r}), not {ident['table_path']!r} "
                                f"(name {ident['table_name']!r})")
     _VERIFIED[key] = d
-    return d
+    return store, d
 
 
 def _manifest_dir(table_path):
-    return os.path.join(index_dir(table_path), "manifests")
+    """``(store, manifests directory)``."""
+    store, d = index_location(table_path)
+    return store, store.join(d, "manifests")
 
 
 def _segment_dir(table_path):
-    return os.path.join(index_dir(table_path), "segments")
+    """``(store, segments directory)``."""
+    store, d = index_location(table_path)
+    return store, store.join(d, "segments")
 
 
 def new_segment_name(instant: str) -> str:
@@ -128,17 +151,21 @@ def new_segment_name(instant: str) -> str:
 
 def write_segment(table_path: str, name: str, records: pa.Table) -> int:
     """Write records (any order) sorted by key; returns the number of records."""
-    d = _segment_dir(table_path)
-    os.makedirs(d, exist_ok=True)
+    store, d = _segment_dir(table_path)
+    store.makedirs(d)
     records = records.select(RECORD_SCHEMA.names).cast(RECORD_SCHEMA)
     if records.num_rows:
         records = records.take(_key_order(records.column("key")))
-    tmp = os.path.join(d, f".{name}.tmp")
-    with pq.ParquetWriter(tmp, RECORD_SCHEMA, compression="zstd", write_statistics=True,
+    local = store.local
+    sink = os.path.join(d, f".{name}.tmp") if local else pa.BufferOutputStream()
+    with pq.ParquetWriter(sink, RECORD_SCHEMA, compression="zstd", write_statistics=True,
                           use_dictionary=["column", "partition", "file_id"]) as w:
         for a, b in _row_group_bounds(records):
             w.write_table(records.slice(a, b - a), row_group_size=b - a)
-    os.replace(tmp, os.path.join(d, name))
+    if local:
+        os.replace(sink, os.path.join(d, name))
+    else:  # a unique name: one PUT, visible only once a manifest names it
+        store.write_atomic(store.join(d, name), sink.getvalue().to_pybytes())
     return records.num_rows
 
 
@@ -190,15 +217,21 @@ def _row_group_bounds(records: pa.Table):
 
 
 def segment_path(table_path: str, name: str) -> str:
-    return os.path.join(_segment_dir(table_path), name)
+    store, d = _segment_dir(table_path)
+    return store.join(d, name)
+
+
+def open_segment(table_path: str, name: str, counter=None, **kw) -> pq.ParquetFile:
+    """A segment as a ``ParquetFile`` (ranged reads; counted in ``counter`` when given)."""
+    store, d = _segment_dir(table_path)
+    return pq.ParquetFile(store.open_input(store.join(d, name), counter), **kw)
 
 
 def read_segment(table_path: str, name: str, prefixes=None, columns=None, file_ids=None) -> pa.Table:
     """Records of one segment; with ``prefixes`` only keys starting with one of them
     (row groups whose key range misses every prefix are not read)."""
-    path = segment_path(table_path, name)
     try:
-        f = pq.ParquetFile(path)
+        f = open_segment(table_path, name)
     except (OSError, pa.ArrowInvalid) as e:
         raise IndexFormatError(f"bitmap index segment {name} unreadable: {e}") from None
     cols = columns or RECORD_SCHEMA.names
@@ -242,28 +275,42 @@ def read_segment(table_path: str, name: str, prefixes=None, columns=None, file_i
 # ---------------------------------------------------------------- manifests
 
 def list_manifests(table_path: str) -> list:
-    """Manifest instants, oldest first."""
-    d = _manifest_dir(table_path)
-    if not os.path.isdir(d):
-        return []
+    """Manifest keys (the instant, then ``<instant>-0001``... for later runs at that instant
+    on versioned stores), oldest first."""
+    store, d = _manifest_dir(table_path)
     out = []
-    for n in os.listdir(d):
+    for e in store.list_files(d, recursive=False):
+        n = e.rel
         if n.startswith("manifest-") and n.endswith(".json"):
             out.append(n[len("manifest-"):-len(".json")])
     return sorted(out)
 
 
+def manifest_path(table_path: str, key: str) -> str:
+    store, d = _manifest_dir(table_path)
+    return store.join(d, f"manifest-{key}.json")
+
+
+def latest_manifest(table_path: str):
+    """``(key, manifest)`` of the latest manifest, ``(None, None)`` when there is none."""
+    ms = list_manifests(table_path)
+    if not ms:
+        return None, None
+    m = read_manifest(table_path, ms[-1])
+    if m is None:  # replaced by a concurrent run between list and read: list again
+        return latest_manifest(table_path)
+    return ms[-1], m
+
+
 def read_manifest(table_path: str, instant=None):
-    """The manifest dict of ``instant`` (default: the latest), or None when there is none."""
+    """The manifest dict of ``instant`` (a key of :func:`list_manifests`; default: the latest),
+    or None when there is none."""
     if instant is None:
-        ms = list_manifests(table_path)
-        if not ms:
-            return None
-        instant = ms[-1]
-    p = os.path.join(_manifest_dir(table_path), f"manifest-{instant}.json")
+        return latest_manifest(table_path)[1]
+    store, _ = _manifest_dir(table_path)
+    p = manifest_path(table_path, instant)
     try:
-        with open(p, "rb") as fh:
-            m = json.loads(fh.read())
+        m = json.loads(store.read_bytes(p))
     except FileNotFoundError:
         return None
     except ValueError as e:
@@ -273,12 +320,24 @@ def read_manifest(table_path: str, instant=None):
     return m
 
 
-def write_manifest(table_path: str, manifest: dict) -> str:
-    """Atomically publish a manifest (temporary file + rename); returns its path."""
-    d = _manifest_dir(table_path)
-    os.makedirs(d, exist_ok=True)
-    final = os.path.join(d, f"manifest-{manifest['instant']}.json")
-    write_atomic(final, json.dumps(manifest, separators=(",", ":")).encode("utf-8"))
+def write_manifest(table_path: str, manifest: dict, base=None) -> str:
+    """Atomically publish a manifest; returns its path.  Locally: temporary file + rename
+    onto ``manifest-<instant>.json``.  Versioned stores: a conditional create of a name
+    after ``base`` (the key of the manifest this run started from), refused with
+    :class:`~paimon_fast.fs.CommitConflictError` when another run created it first."""
+    store, d = _manifest_dir(table_path)
+    store.makedirs(d)
+    data = json.dumps(manifest, separators=(",", ":")).encode("utf-8")
+    inst = manifest["instant"]
+    if store.local:
+        final = store.join(d, f"manifest-{inst}.json")
+        write_atomic(final, data)
+        return final
+    key = inst
+    if base is not None and base.split("-", 1)[0] == inst:
+        key = f"{inst}-{int(base.split('-', 1)[1]) + 1 if '-' in base else 1:04d}"
+    final = store.join(d, f"manifest-{key}.json")
+    store.create_exclusive(final, data)
     return final
 
 
@@ -288,19 +347,31 @@ def cleanup(table_path: str, keep_manifests: int = 3) -> list:
     another index run is in progress.  Returns removed file names."""
     removed = []
     ms = list_manifests(table_path)
-    md = _manifest_dir(table_path)
+    store, md = _manifest_dir(table_path)
     for inst in ms[:-keep_manifests] if keep_manifests else ms:
-        os.remove(os.path.join(md, f"manifest-{inst}.json"))
+        store.delete(store.join(md, f"manifest-{inst}.json"))
         removed.append(f"manifest-{inst}.json")
+    for e, _why in orphan_files(table_path, store):
+        if store.delete(e.path):
+            removed.append(e.rel.rsplit("/", 1)[-1])
+    return removed
+
+
+def orphan_files(table_path: str, store=None):
+    """``[(FileEntry, reason)]``: segments no manifest references and temporary files of
+    interrupted writes (what :func:`cleanup` and ``paimon-fast gc`` remove)."""
+    store, d = index_location(table_path)
     live = set()
     for inst in list_manifests(table_path):
         m = read_manifest(table_path, inst)
-        live.update(m.get("segments", []))
-    for d in (md, _segment_dir(table_path)):
-        if not os.path.isdir(d):
-            continue
-        for n in os.listdir(d):
-            if n.endswith(".tmp") or (d.endswith("segments") and n not in live):
-                os.remove(os.path.join(d, n))
-                removed.append(n)
-    return removed
+        if m is not None:
+            live.update(m.get("segments", []))
+    out = []
+    for e in store.list_files(d):
+        parts = e.rel.split("/")
+        n = parts[-1]
+        if n.endswith(".tmp") or TMP_MARK in n:
+            out.append((e, "temporary file of an interrupted write"))
+        elif parts[0] == "segments" and len(parts) == 2 and n not in live:
+            out.append((e, "index segment no manifest references"))
+    return out

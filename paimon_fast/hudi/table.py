@@ -9,7 +9,56 @@ from typing import Tuple
 
 import pyarrow as pa
 
+from ..fs import resolve
+
 _TABLES = {}
+
+
+def table_root(table_path: str):
+    """``(Store, root)`` of a table path or URI (``s3://...``; see :mod:`paimon_fast.fs`)."""
+    return resolve(table_path)
+
+
+def canonical(table_path: str) -> str:
+    """The table's path as every function here takes it: absolute when local, the URI as given
+    otherwise (its query may carry the store's options: shown and recorded only through
+    :func:`paimon_fast.fs.display_uri`)."""
+    store, root = resolve(table_path)
+    return root if store.local else str(table_path)
+
+
+def storage_options(store) -> dict:
+    """The ``hudi`` package's storage options for a non-local pyarrow store: the endpoint,
+    scheme, region and explicit credentials of an S3 filesystem (anything else the
+    package reads from the environment, as pyarrow does)."""
+    if store.local or store.type_name != "s3":
+        return {}
+    try:
+        o = dict(store.fs.__reduce__()[1][0])
+    except Exception:  # noqa: BLE001 - another pyarrow: the environment decides
+        return {}
+    out = {}
+    ep = o.get("endpoint_override") or ""
+    if ep:
+        url = ep if "://" in ep else f"{o.get('scheme') or 'https'}://{ep}"
+        out["aws_endpoint_url"] = url
+        if url.startswith("http://"):
+            out["aws_allow_http"] = "true"
+    if o.get("region"):
+        out["aws_region"] = o["region"]
+    if o.get("access_key"):
+        out["aws_access_key_id"] = o["access_key"]
+        out["aws_secret_access_key"] = o.get("secret_key") or ""
+        if o.get("session_token"):
+            out["aws_session_token"] = o["session_token"]
+    return out
+
+
+def _builder(table_path: str):
+    store, root = resolve(table_path)
+    b = _hudi().HudiTableBuilder.from_base_uri(root if store.local else store.uri(root))
+    opts = storage_options(store)
+    return b.with_storage_options(opts) if opts else b
 
 
 def _hudi():
@@ -24,17 +73,16 @@ def open_table(table_path: str, cached: bool = False):
     ``cached=True`` reuses a table opened on exactly the current timeline (a table
     object keeps the timeline it loaded: reusing it after a commit would merge log
     files without the new instants)."""
-    hudi = _hudi()
-    p = os.path.abspath(table_path)
+    p = canonical(table_path)
     if cached:
         fp = timeline_fingerprint(p).digest
         hit = _TABLES.get(p)
         if hit is None or hit[0] != fp:
             if len(_TABLES) > 64:
                 _TABLES.clear()
-            hit = _TABLES[p] = (fp, hudi.HudiTableBuilder.from_base_uri(p).build())
+            hit = _TABLES[p] = (fp, _builder(p).build())
         return hit[1]
-    return hudi.HudiTableBuilder.from_base_uri(p).build()
+    return _builder(p).build()
 
 
 @dataclass(frozen=True)
@@ -56,8 +104,10 @@ class SliceRef:
         return (self.partition, self.file_id)
 
     def base_path(self, table_path: str) -> str:
-        return os.path.join(table_path, self.partition, self.base_file) if self.partition else \
-            os.path.join(table_path, self.base_file)
+        """The base file's path in the table's store (see :func:`table_root`)."""
+        store, root = table_root(table_path)
+        return store.join(root, self.partition, self.base_file) if self.partition else \
+            store.join(root, self.base_file)
 
     def base_rel(self) -> str:
         return f"{self.partition}/{self.base_file}" if self.partition else self.base_file
@@ -71,11 +121,12 @@ class SliceRef:
         name alone does not identify its content: the index records these sizes with the
         slice and trusts an entry only while they are unchanged."""
         out = []
+        store, root = table_root(table_path)
         for rel in self.logs_rel():
-            try:
-                out.append(os.stat(os.path.join(table_path, rel)).st_size)
-            except OSError:
+            st = store.stat(store.join(root, *rel.split("/")))
+            if st is None:
                 return None
+            out.append(st[0])
         return out
 
     def to_json(self) -> dict:
@@ -143,7 +194,7 @@ def table_state(table_path: str, as_of=None, listing: bool = True) -> TableState
         for s in t.get_file_slices(ro):
             slices.append(SliceRef(s.partition_path, s.file_id, s.base_file_name, tuple(s.log_file_names),
                                    s.creation_instant_time))
-    return TableState(os.path.abspath(table_path), slices, schema, latest, instants, t.is_mor, populate,
+    return TableState(canonical(table_path), slices, schema, latest, instants, t.is_mor, populate,
                       opts)
 
 
@@ -188,30 +239,39 @@ def timeline_fingerprint(table_path: str) -> TimelineFingerprint:
     and the metadata table's timeline directories enter the digest with their size
     and modification time; ``pending`` lists instants with a requested/inflight
     file and no completed one."""
-    hd = os.path.join(os.path.abspath(table_path), ".hoodie")
+    store, root = table_root(table_path)
+    hd = store.join(root, ".hoodie")
     h = hashlib.sha1()
     states = {}
     n = 0
     for sub in _TIMELINE_DIRS:
-        d = os.path.join(hd, sub) if sub else hd
-        try:
-            it = os.scandir(d)
-        except (FileNotFoundError, NotADirectoryError):
-            h.update(f"-{sub}\n".encode())
-            continue
+        d = store.join(hd, *sub.split("/")) if sub else hd
+        if store.local:
+            try:
+                it = os.scandir(d)
+            except (FileNotFoundError, NotADirectoryError):
+                h.update(f"-{sub}\n".encode())
+                continue
+            with it:
+                found = []
+                for e in it:
+                    if e.is_file(follow_symlinks=False):
+                        st = e.stat(follow_symlinks=False)
+                        found.append((e.name, st.st_size, st.st_mtime_ns))
+        else:  # object stores have no empty directories: an absent prefix lists nothing
+            found = [(e.rel, e.size, e.mtime_ns) for e in store.list_files(d, recursive=False)]
+            if not found:
+                h.update(f"-{sub}\n".encode())
+                continue
         rows = []
-        with it:
-            for e in it:
-                if not e.is_file(follow_symlinks=False):
-                    continue
-                st = e.stat(follow_symlinks=False)
-                rows.append(f"{sub}/{e.name}\0{st.st_size}\0{st.st_mtime_ns}\n")
-                if sub in ("", "timeline"):
-                    m = _INSTANT_RE.match(e.name)
-                    if m:
-                        ts, action, state = m.group(1), m.group(3), m.group(4)
-                        done = state is None and action != "inflight"      # layout 1 writes <ts>.inflight for commits
-                        states[ts] = states.get(ts, False) or done
+        for name, size, mtime_ns in found:
+            rows.append(f"{sub}/{name}\0{size}\0{mtime_ns}\n")
+            if sub in ("", "timeline"):
+                m = _INSTANT_RE.match(name)
+                if m:
+                    ts, action, state = m.group(1), m.group(3), m.group(4)
+                    done = state is None and action != "inflight"      # layout 1 writes <ts>.inflight for commits
+                    states[ts] = states.get(ts, False) or done
         rows.sort()
         n += len(rows)
         h.update(f"+{sub}\n".encode())

@@ -74,13 +74,13 @@ from ..fileindex import EmptyFileIndexReader, evaluate_tree, get_factory
 from ..fileindex.format import EMPTY_INDEX_FLAG as _EMPTY_INDEX, MAGIC as _CONTAINER_MAGIC, FileIndexFile
 from ..fileindex.options import Options
 from ..parquet_rows import PageReadStats, clear_cache as _clear_row_cache, read_rows
-from ..predicate import Leaf, relax
+from ..predicate import Leaf
 from ..types import DataType
 from ..result import REMAIN, BitmapResult
 from ..source import BytesSource, FileSource
 from ..tables.arrow_filter import to_arrow_expression
 from .deletion import read_deletion_vector
-from .predicates import to_pypaimon
+from .predicates import for_planning, to_pypaimon
 from .pruning import PruneReport, _CountingSource, _result_of, index_applicability
 
 
@@ -576,7 +576,7 @@ class _StatsFilter:
         from pypaimon.read.push_down_utils import exclude_predicate_with_fields
         from pypaimon.table.special_fields import SpecialFields
 
-        predicate = relax(predicate)   # pypaimon has no ARRAY predicates: those leaves are TRUE here
+        predicate = for_planning(predicate, table)   # leaves pypaimon cannot test (ARRAY ops ...) are TRUE here
         pred = None if predicate is None else to_pypaimon(predicate, table)
         pred = exclude_predicate_with_fields(pred, SpecialFields.SYSTEM_FIELD_NAMES)
         self.pred = exclude_predicate_with_fields(pred, set(table.partition_keys))
@@ -934,6 +934,7 @@ def _global_results(table, predicate, files, rep):
             sel |= r - part.cover
         out.append(BitmapResult(BitMap((np.asarray(sel.to_array(), dtype=np.int64) - lo).astype(np.uint32))))
     rep.global_indexes = list(gi.used)
+    rep.index_bytes_read += gi.index_bytes_read
     rep.global_index_search_mode = gi.mode if gi.data_evolution else \
         "full (Java reads no global index without data evolution)"
     return out

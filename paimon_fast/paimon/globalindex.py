@@ -238,7 +238,8 @@ class GlobalIndexAnswer:
         self.fields: Dict[str, _FieldIndex] = {}
         self.foreign_types: List[str] = []
         self.used: List[str] = []
-        self.index_bytes_read = 0
+        self._index_bytes_read = 0   # whole files read through pypaimon's streams
+        self._io = None              # ranged reads of remote files (paimon_fast.fs.IOCounter)
         self.seconds = 0.0
         self._leaf_parts: Dict[int, _Part] = {}
         self._stored: Dict[str, bool] = {}
@@ -276,14 +277,28 @@ class GlobalIndexAnswer:
     def has_index(self) -> bool:
         return bool(self.fields)
 
+    @property
+    def index_bytes_read(self) -> int:
+        """Bytes of global index files read so far (ranged reads counted as read)."""
+        return self._index_bytes_read + (self._io.bytes if self._io is not None else 0)
+
     # ------------------------------------------------------------ leaves
     def _source(self, path):
         p = path[len("file://"):] if path.startswith("file://") else path
         if "://" not in p and os.path.exists(p):
             return p  # read block by block (footer, dictionary, bitmaps)
+        from .globalindex_build import table_store
+
+        store = table_store(self.table)
+        if store is not None and not store.local:  # ranged reads: footer, then the blocks a leaf needs
+            from ..fs import IOCounter
+
+            if self._io is None:
+                self._io = IOCounter()
+            return store.open_source(self.table.file_io.to_filesystem_path(path), self._io)
         with self.table.file_io.new_input_stream(path) as s:
             data = s.read()
-        self.index_bytes_read += len(data)
+        self._index_bytes_read += len(data)
         return data
 
     def _leaf(self, leaf: Leaf) -> _Part:

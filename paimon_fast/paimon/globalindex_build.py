@@ -76,17 +76,36 @@ def _local_path(path):
     return p if "://" not in p and os.path.exists(p) else None
 
 
+def table_store(table):
+    """The table's files as a :class:`paimon_fast.fs.Store` (pypaimon's pyarrow filesystem), or None."""
+    import pyarrow.fs as pafs
+
+    from ..fs import Store
+
+    fs = getattr(getattr(table, "file_io", None), "filesystem", None)
+    return Store(fs) if isinstance(fs, pafs.FileSystem) else None
+
+
+def _direct_path(table, store, path):
+    """A data file's path for a direct pyarrow read: local, or in the table's remote store."""
+    if store is None or store.local or path is None:
+        return _local_path(path)
+    return table.file_io.to_filesystem_path(path)
+
+
 def direct_read_plan(table, field, task: _Task):
-    """``[(local Parquet path, first row id, row count, column name in the file or None)]``
-    for reading the task's column straight from its files, or None when the files need
-    pypaimon's reader (deletion vectors, column groups, a retyped column, remote files)."""
+    """``[(Parquet path, first row id, row count, column name in the file or None)]``
+    for reading the task's column straight from its files (paths local or in the table's
+    store, :func:`table_store`), or None when the files need pypaimon's reader (deletion
+    vectors, column groups, a retyped column)."""
     split = task.split.data_split() if callable(getattr(task.split, "data_split", None)) else task.split
     if any(d is not None for d in (getattr(split, "data_deletion_files", None) or ())):
         return None
     want = str(field.type).replace(" NOT NULL", "")
     out = []
+    store = table_store(table)
     for f in split.files:
-        path = _local_path(getattr(f, "external_path", None) or getattr(f, "file_path", None))
+        path = _direct_path(table, store, getattr(f, "external_path", None) or getattr(f, "file_path", None))
         if (path is None or not path.endswith(".parquet") or getattr(f, "write_cols", None)
                 or f.first_row_id is None):
             return None
@@ -102,10 +121,11 @@ def direct_read_plan(table, field, task: _Task):
     return out
 
 
-def read_direct(files, start: int, end: int):
+def read_direct(files, start: int, end: int, store=None):
     """``(column, row ids relative to start)`` of the rows ``start..end`` of ``files`` (see
-    :func:`direct_read_plan`); row ids are each file's first row id + position, pypaimon's
-    rule for files that store no ``_ROW_ID``.  None when a file stores ``_ROW_ID``."""
+    :func:`direct_read_plan`; ``store``: where they are, default local); row ids are each
+    file's first row id + position, pypaimon's rule for files that store no ``_ROW_ID``.
+    None when a file stores ``_ROW_ID``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -113,7 +133,7 @@ def read_direct(files, start: int, end: int):
 
     def one(job):
         path, first, n, name = job
-        pfile = pq.ParquetFile(path)
+        pfile = pq.ParquetFile(path if store is None else store.open_input(path))
         names = pfile.schema_arrow.names
         if "_ROW_ID" in names or (name is not None and name not in names):
             return None
@@ -152,7 +172,7 @@ def _read_task(table, field, task: _Task):
 
     files = direct_read_plan(table, field, task)
     if files is not None:
-        got = read_direct(files, task.start, task.end)
+        got = read_direct(files, task.start, task.end, table_store(table))
         if got is not None:
             return got
     from pypaimon.read.table_read import TableRead

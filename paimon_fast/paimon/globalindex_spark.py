@@ -3,12 +3,13 @@ written on the executors, one commit on the driver (:func:`.globalindex.create_g
 with ``spark=``).
 
 The driver plans the row ranges (the ranges no index covers yet) and, for each, the
-local Parquet files that hold it.  A one-row-per-range DataFrame goes through
+Parquet files that hold it (local, or in the table's object store: executors read and
+write them through pypaimon's pickled pyarrow filesystem, no Hadoop connector needed).  A one-row-per-range DataFrame goes through
 ``mapInArrow``: each executor task reads its range's column with pyarrow (row ids from
 the files' first row ids), sorts and cuts it into files with the kernels, writes them
 under the table's ``index/`` directory and returns their names, sizes, record counts
 and metas.  Ranges whose files need pypaimon's reader (deletion vectors, column
-groups, remote storage) are built on the driver.  Nothing is committed by the
+groups) are built on the driver.  Nothing is committed by the
 executors: a failed job leaves at most orphan files.
 """
 from __future__ import annotations
@@ -22,9 +23,17 @@ __all__ = ["build_on_spark", "spark_read_column"]
 
 
 def _index_root(table):
+    """``(store, index directory in it)``, or ``(None, None)`` when the table's files are not
+    on a pyarrow filesystem."""
+    from .globalindex_build import table_store
+
     root = table.path_factory().global_index_path_factory().global_index_root_path()
-    p = root[len("file://"):] if root.startswith("file://") else root
-    return None if "://" in p else p
+    store = table_store(table)
+    if store is None:
+        p = root[len("file://"):] if root.startswith("file://") else root
+        return (None, None) if "://" in p else (None, p)
+    return store, (root[len("file://"):] if store.local and root.startswith("file://") else
+                   table.file_io.to_filesystem_path(root))
 
 
 def build_on_spark(spark, table, field, dtype, tasks, options, per_range, index_type, progress=None):
@@ -34,7 +43,7 @@ def build_on_spark(spark, table, field, dtype, tasks, options, per_range, index_
 
     from .globalindex_build import _new_file_name, _read_task, _write_index_file
 
-    root = _index_root(table)
+    store, root = _index_root(table)
     specs, local = [], []
     for i, task in enumerate(tasks):
         files = direct_read_plan(table, field, task) if root is not None else None
@@ -44,7 +53,10 @@ def build_on_spark(spark, table, field, dtype, tasks, options, per_range, index_
             specs.append({"task": i, "start": task.start, "end": task.end, "files": files})
     results = [[] for _ in tasks]
     if specs:
-        os.makedirs(root, exist_ok=True)
+        if store is None:
+            os.makedirs(root, exist_ok=True)
+        else:
+            store.makedirs(root)
         opts = {k: v for k, v in options.items() if k.startswith(("bitmap-index.", "multivalue-index."))}
         schema = StructType([StructField("task", LongType()), StructField("name", StringType()),
                              StructField("size", LongType()), StructField("records", LongType()),
@@ -60,7 +72,7 @@ def build_on_spark(spark, table, field, dtype, tasks, options, per_range, index_
             for b in batches:
                 for spec_text in b.column("spec").to_pylist():
                     spec = json.loads(spec_text)
-                    got = read_direct([tuple(f) for f in spec["files"]], spec["start"], spec["end"])
+                    got = read_direct([tuple(f) for f in spec["files"]], spec["start"], spec["end"], store)
                     if got is None:
                         raise RuntimeError(f"row range {spec['start']}..{spec['end']}: a data file stores _ROW_ID")
                     col, rids = got
@@ -70,11 +82,14 @@ def build_on_spark(spark, table, field, dtype, tasks, options, per_range, index_
                     for lo, hi, data, meta, n in build_range_files(dtype, col, rids, opts, per_range, index_type,
                                                                    spec["start"], spec["end"]):
                         name = f"{index_type}-global-index-{uuid.uuid4()}.index"
-                        path = os.path.join(root, name)
-                        tmp = path + ".tmp"
-                        with open(tmp, "wb") as fh:
-                            fh.write(data)
-                        os.replace(tmp, path)
+                        if store is None:
+                            path = os.path.join(root, name)
+                            tmp = path + ".tmp"
+                            with open(tmp, "wb") as fh:
+                                fh.write(data)
+                            os.replace(tmp, path)
+                        else:  # a unique name, visible only through Paimon's commit
+                            store.write_atomic(store.join(root, name), data)
                         rows.append({"task": spec["task"], "name": name, "size": len(data), "records": n,
                                      "meta": meta, "lo": lo, "hi": hi})
                     if rows:

@@ -219,6 +219,15 @@ def build_file_index(table, task: _Task) -> bytes:
 
 
 def _write_atomic(file_io, path: str, data: bytes):
+    from .globalindex_build import table_store
+
+    store = table_store(type("_T", (), {"file_io": file_io})())
+    if store is not None and store.object_store:
+        # no rename there (a copy + delete); one PUT is atomic, the name is new and becomes
+        # visible only through Paimon's commit
+        with file_io.new_output_stream(path) as out:
+            out.write(data)
+        return
     tmp = posixpath.join(posixpath.dirname(path), "." + posixpath.basename(path) + ".tmp")
     with file_io.new_output_stream(tmp) as out:
         out.write(data)

@@ -20,9 +20,11 @@ Paimon names in the options (``bloom-filter`` today; ``bitmap``,
 atomic rename.  The UDF checks that row positions arrive contiguous from 0 and
 that it saw every row of the file, so positions in the index are positions in
 the data file.  The driver then records the results in the dataset catalog
-(see :mod:`paimon_fast.tables.parquet`).  Index files are written with local
-filesystem calls: on a cluster the dataset must be on a filesystem every
-executor mounts at the same path.
+(see :mod:`paimon_fast.tables.parquet`).  A local dataset path must be one every
+executor sees at the same path (a shared mount); datasets on object stores or
+HDFS (``s3://``, ``gs://``, ``abfs://``, ``hdfs://`` URIs) are read and written
+by the executors through pyarrow's filesystems instead (the driver hands out
+paths, :mod:`paimon_fast.spark.remote`), so no Hadoop connector jars are needed.
 
 **Read** (:func:`read`): the driver evaluates every file's index (threads),
 reads only the files that may match (Spark's own Parquet reader), drops rows
@@ -150,7 +152,7 @@ def _build_udf(root, row_type, columns, threshold, digest, types, fault):
                                    "so its index cannot be built here")
             rel = os.path.relpath(path, root).replace(os.sep, "/")
             f = fault.get("mode") if fault and fault.get("file") in (rel, os.path.basename(path)) else None
-            entry = store_index(path, builder.finish(), threshold, digest, f)
+            entry = store_index(path, builder.finish(), threshold, digest, f, types=builder.types)
             state.clear()
             return pa.RecordBatch.from_pydict(
                 {"path": [rel], "rows": [seen], "file_index": [json.dumps(entry)]},
@@ -207,7 +209,8 @@ def _progress_thread(spark, total: int, report: Callable[[int, int], None], stop
 
 
 def build(spark, path: str, options: Mapping, *, force: bool = False,
-          progress: Optional[Callable[[int, int], None]] = None, _fault: Optional[dict] = None) -> BuildReport:
+          progress: Optional[Callable[[int, int], None]] = None, _fault: Optional[dict] = None,
+          filesystem=None) -> BuildReport:
     """Build the file indexes of the Parquet dataset at ``path`` on Spark's executors.
 
     ``options`` are Paimon table options (``file-index.bloom-filter.columns``,
@@ -220,7 +223,7 @@ def build(spark, path: str, options: Mapping, *, force: bool = False,
     from pyspark.sql import functions as F
 
     t0 = time.perf_counter()
-    ds = ParquetDataset(path)
+    ds = ParquetDataset(path, filesystem)
     spec = ds.index_spec(options)
     ds.clean_temp_files()
     todo, current = ds.files_to_build(spec, force)
@@ -231,13 +234,21 @@ def build(spark, path: str, options: Mapping, *, force: bool = False,
     if todo:
         import pyarrow.parquet as pq
 
-        empty = [f for f in todo if pq.ParquetFile(f.abs_path).metadata.num_rows == 0]
+        empty = [f for f in todo if pq.ParquetFile(ds._input(f)).metadata.num_rows == 0]
         scan = [f for f in todo if f not in empty]
         for f in empty:  # no row reaches a UDF: build the (empty) index here
             b = FileIndexBuilder(row_type, spec.columns)
             results.append({"path": f.path, "rows": 0,
-                            "file_index": store_index(f.abs_path, b.finish(), spec.threshold, spec.digest)})
-        if scan:
+                            "file_index": store_index(f.abs_path, b.finish(), spec.threshold, spec.digest,
+                                                      store=ds.store, types=b.types)})
+        if scan and not ds.store.local:  # executors read through pyarrow: no Hadoop connector needed
+            from . import remote
+
+            results += remote.build_files(spark, ds, scan, row_type, {c: spec.columns[c] for c in cols},
+                                          spec.threshold, spec.digest, spec.types, _fault)
+            if progress:
+                progress(len(scan), len(scan))
+        elif scan:
             columns = {c: spec.columns[c] for c in cols}
             df = spark.read.parquet(*[f.abs_path for f in scan]).select(
                 F.col("_metadata.file_path").alias("__pf_file"), F.col("_metadata.row_index").alias("__pf_row"),
@@ -269,7 +280,8 @@ def build(spark, path: str, options: Mapping, *, force: bool = False,
     return rep
 
 
-def build_global_index(spark, path: str, column: str, options: Optional[Mapping] = None, dtype: Optional[str] = None):
+def build_global_index(spark, path: str, column: str, options: Optional[Mapping] = None, dtype: Optional[str] = None,
+                       filesystem=None):
     """Build the bitmap global index of ``column`` over the dataset at ``path`` on Spark
     (:func:`paimon_fast.globalindex.spark_build.build_global_index`; options
     ``bitmap-index.*``, ``sorted-index.records-per-range``,
@@ -280,7 +292,7 @@ def build_global_index(spark, path: str, column: str, options: Optional[Mapping]
     since the build); a stale index is ignored."""
     from ..globalindex.spark_build import build_global_index as _build
 
-    return _build(spark, path, column, options, dtype)
+    return _build(spark, path, column, options, dtype, filesystem)
 
 
 # ---------------------------------------------------------------- read
@@ -295,8 +307,12 @@ _SCHEMAS: dict = {}
 def spark_schema(spark, ds: ParquetDataset):
     """The dataset's Spark schema as Spark infers it (data columns, then partition columns);
     cached while the dataset's file listing is unchanged."""
-    key = (id(spark), ds.root, tuple((f.path, f.size, f.mtime_ns) for f in ds.files()))
+    key = (id(spark), ds.uri, tuple((f.path, f.size, f.mtime_ns) for f in ds.files()))
     s = _SCHEMAS.get(key)
+    if s is None and not ds.store.local:
+        from .remote import spark_schema as remote_schema
+
+        s = _SCHEMAS[key] = remote_schema(ds)
     if s is None:
         s = spark.read.option("pathGlobFilter", "*.parquet").parquet(ds.root).schema
         if len(_SCHEMAS) > 64:
@@ -365,6 +381,10 @@ def _planned_frame(spark, ds: ParquetDataset, plan, positions: bool = False):
     ``__pf_file`` / ``__pf_row`` columns (``_metadata.file_path`` / ``row_index``)."""
     from pyspark.sql import functions as F
 
+    if not ds.store.local:  # executors read with pyarrow (see paimon_fast.spark.remote)
+        from .remote import planned_frame
+
+        return planned_frame(spark, ds, plan, positions)
     schema = spark_schema(spark, ds)
     reader = spark.read.schema(schema).option("basePath", ds.root)
     meta = [F.col("_metadata.file_path").alias("__pf_file"), F.col("_metadata.row_index").alias("__pf_row")]
@@ -397,7 +417,7 @@ def top_n(spark, path: str, column: str, k: int, **kw):
     return _impl(spark, path, column, k, **kw)
 
 
-def read(spark, path: str, where=None, columns=None, use_index: bool = True):
+def read(spark, path: str, where=None, columns=None, use_index: bool = True, filesystem=None):
     """Rows of the dataset at ``path`` where ``where`` holds, pruned by the file indexes.
 
     ``where`` is a predicate object or SQL-like text (``"country = 'DE' AND
@@ -410,14 +430,14 @@ def read(spark, path: str, where=None, columns=None, use_index: bool = True):
     """
     from ..sqlpredicate import parse_predicate
 
-    ds = ParquetDataset(path)
+    ds = ParquetDataset(path, filesystem)
     pred = None if where is None else parse_predicate(where)
     plan = ds.plan(pred if use_index else None)
     if pred is not None and not use_index:
         plan.predicate = pred
     df = _planned_frame(spark, ds, plan)
     if plan.predicate is not None:
-        df = df.where(to_spark_column(plan.predicate))
+        df = df.where(to_spark_column(plan.predicate, ds.schema()))
     if columns:
         df = df.select(*columns)
     rep = ReadReport(**plan.report.__dict__)
@@ -457,7 +477,8 @@ def _positions_udf():
     return run
 
 
-def delete(spark, path: str, where, *, bitmap64: Optional[bool] = None, _fault: Optional[str] = None):
+def delete(spark, path: str, where, *, bitmap64: Optional[bool] = None, _fault: Optional[str] = None,
+           filesystem=None):
     """Mark the rows of the dataset at ``path`` where ``where`` holds deleted, without
     rewriting any Parquet file.
 
@@ -481,14 +502,14 @@ def delete(spark, path: str, where, *, bitmap64: Optional[bool] = None, _fault: 
     if where is None:
         raise ValueError("delete needs a predicate")
     t0 = time.perf_counter()
-    ds = ParquetDataset(path)
+    ds = ParquetDataset(path, filesystem)
     plan = ds.plan(parse_predicate(where))
     rep = DeleteReport(files_scanned=len(plan.kept), files_skipped=plan.report.files_skipped,
                        predicate=plan.report.predicate)
     positions = {}
     if plan.kept:
         df = _planned_frame(spark, ds, plan, positions=True)
-        df = df.where(to_spark_column(plan.predicate)).select("__pf_file", "__pf_row")
+        df = df.where(to_spark_column(plan.predicate, ds.schema())).select("__pf_file", "__pf_row")
         for r in df.mapInArrow(_positions_udf(), "path string, positions binary").collect():
             rel = os.path.relpath(r["path"], ds.root).replace(os.sep, "/")
             positions.setdefault(rel, []).append(np.frombuffer(r["positions"], "<i8"))

@@ -1,9 +1,14 @@
 """Predicates as Spark Columns, and Spark's pushed-down filters as predicates."""
 from __future__ import annotations
 
+import functools
+import operator
 from typing import Optional
 
-from ..predicate import And, Leaf, Or, Predicate
+import pyarrow as pa
+
+from ..predicate import Leaf, Predicate
+from ..translate import COMPARISONS, Translator
 
 
 def _col(name: str):
@@ -12,81 +17,117 @@ def _col(name: str):
     return F.col("`" + name.replace("`", "``") + "`")
 
 
+class SparkTranslator(Translator):
+    """Predicates as Spark Columns (SQL's three-valued logic).
+
+    Spark orders NaN above every number, so on its own ``x > 1`` holds for a NaN ``x``; every
+    other paimon-fast path compares as IEEE (``pyarrow.compute``: NaN compares false). With the
+    column types known, ``>`` and ``>=`` on FLOAT / DOUBLE columns exclude NaN rows, which makes
+    the answers the IEEE ones (Spark's ``<``, ``<=``, ``=``, ``!=`` and ``IN`` already agree;
+    ``NOT BETWEEN`` is a negation, so a NaN is NOT BETWEEN any bounds; NaN literals are rewritten
+    by :func:`paimon_fast.literals.normalize` beforehand)."""
+
+    def __init__(self, types=None):
+        self.types = dict(types or {})
+
+    def compare(self, op, p, value):
+        from pyspark.sql import functions as F
+
+        c = _col(p.name)
+        out = COMPARISONS[op](c, F.lit(value))
+        if op in ("greater_than", "greater_or_equal") and _is_floating(self.types.get(p.name)):
+            out = out & ~F.isnan(c)
+        return out
+
+    def is_null(self, p):
+        return _col(p.name).isNull()
+
+    def is_not_null(self, p):
+        return _col(p.name).isNotNull()
+
+    def isin(self, p, values):
+        return _col(p.name).isin(list(values))
+
+    def all_of(self, exprs):
+        return functools.reduce(operator.and_, exprs)
+
+    def any_of(self, exprs):
+        return functools.reduce(operator.or_, exprs)
+
+    def negate(self, expr):
+        return ~expr
+
+    def never(self, p):
+        from pyspark.sql import functions as F
+
+        return F.lit(False)
+
+    def unknown(self, p):
+        from pyspark.sql import functions as F
+
+        return F.lit(None).cast("boolean")
+
+    def op_starts_with(self, p):
+        return _col(p.name).startswith(p.literal)
+
+    def op_ends_with(self, p):
+        return _col(p.name).endswith(p.literal)
+
+    def op_contains(self, p):
+        return _col(p.name).contains(p.literal)
+
+    def op_like(self, p):
+        return _col(p.name).like(p.literal)
+
+    def op_array_contains(self, p):
+        from pyspark.sql import functions as F
+
+        # a NULL literal: Spark's array_contains is NULL, i.e. no row
+        return self.never(p) if p.literal is None else F.array_contains(_col(p.name), F.lit(p.literal))
+
+    def op_arrays_overlap(self, p):
+        from pyspark.sql import functions as F
+
+        vals = [v for v in p.literals if v is not None]
+        if not vals:
+            return self.never(p)
+        return F.arrays_overlap(_col(p.name), F.array(*[F.lit(v) for v in vals]))
+
+    def op_array_contains_all(self, p):
+        from pyspark.sql import functions as F
+
+        if any(v is None for v in p.literals):
+            return self.never(p)
+        if not p.literals:
+            return self.is_not_null(p)
+        return self.all_of([F.array_contains(_col(p.name), F.lit(v)) for v in p.literals])
+
+
+
+
 def to_spark_column(predicate: Predicate, schema=None):
     """A Spark Column that is true exactly where ``predicate`` is (SQL three-valued logic).
 
     ``schema`` (a pyarrow Schema or ``{column: Arrow or Paimon type}``) first
-    normalises the literals to the column types (:func:`paimon_fast.literals.normalize`:
+    makes NaN compare as IEEE (see :class:`SparkTranslator`) and normalises the literals to the column types (:func:`paimon_fast.literals.normalize`:
     ``x < 5.5`` on INT is ``x <= 5``, ``x < 2**70`` on BIGINT every non-null row, a
     string against a number a clear error), as every other consumer does.
     """
-    from pyspark.sql import functions as F
-
+    types = {}
     if schema is not None:
         from ..literals import normalize
 
         predicate = normalize(predicate, schema, missing="error")
+        types = {f.name: f.type for f in schema} if isinstance(schema, pa.Schema) else dict(schema)
+    return SparkTranslator(types).translate(predicate)
 
-    if isinstance(predicate, And):
-        c = to_spark_column(predicate.children[0])
-        for ch in predicate.children[1:]:
-            c = c & to_spark_column(ch)
-        return c
-    if isinstance(predicate, Or):
-        c = to_spark_column(predicate.children[0])
-        for ch in predicate.children[1:]:
-            c = c | to_spark_column(ch)
-        return c
-    if not isinstance(predicate, Leaf):
-        raise TypeError(f"not a predicate: {predicate!r}")
-    c = _col(predicate.name)
-    op, lits = predicate.op, predicate.literals
-    if op == "is_null":
-        return c.isNull()
-    if op == "is_not_null":
-        return c.isNotNull()
-    if op == "in":
-        return c.isin(list(lits))
-    if op == "not_in":
-        return ~c.isin(list(lits))
-    if op == "between":
-        return (c >= F.lit(lits[0])) & (c <= F.lit(lits[1]))
-    if op == "not_between":
-        return (c < F.lit(lits[0])) | (c > F.lit(lits[1]))
-    if op == "starts_with":
-        return c.startswith(lits[0])
-    if op == "ends_with":
-        return c.endswith(lits[0])
-    if op == "contains":
-        return c.contains(lits[0])
-    if op == "like":
-        return c.like(lits[0])
-    if op == "array_contains":
-        # a NULL literal: Spark's array_contains is NULL, i.e. no row
-        return F.lit(None).cast("boolean") if lits[0] is None else F.array_contains(c, F.lit(lits[0]))
-    if op == "arrays_overlap":
-        vals = [v for v in lits if v is not None]
-        if not vals:
-            return F.lit(False)
-        return F.arrays_overlap(c, F.array(*[F.lit(v) for v in vals]))
-    if op == "array_contains_all":
-        if any(v is None for v in lits):
-            return F.lit(False)
-        if not lits:
-            return c.isNotNull()
-        out = F.array_contains(c, F.lit(lits[0]))
-        for v in lits[1:]:
-            out = out & F.array_contains(c, F.lit(v))
-        return out
-    v = F.lit(lits[0])
-    return {
-        "equal": lambda: c == v,
-        "not_equal": lambda: c != v,
-        "less_than": lambda: c < v,
-        "less_or_equal": lambda: c <= v,
-        "greater_than": lambda: c > v,
-        "greater_or_equal": lambda: c >= v,
-    }[op]()
+
+def _is_floating(t) -> bool:
+    if t is None:
+        return False
+    if isinstance(t, str):
+        return t.strip().upper().split("(")[0] in ("FLOAT", "DOUBLE", "REAL")
+    return pa.types.is_floating(t)
 
 
 def filter_to_predicate(f) -> Optional[Predicate]:

@@ -7,7 +7,9 @@ comparison drops the row, ``x NOT IN (...)`` drops null ``x``).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import operator
 import threading
 from typing import Mapping, Optional
 
@@ -16,7 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..literals import normalize
-from ..predicate import ARRAY_OPS, And, Leaf, Or, Predicate
+from ..predicate import Leaf, Predicate
+from ..translate import COMPARISONS, Translator
 from ..types import list_elements
 
 
@@ -86,6 +89,67 @@ def _like_to_regex(pattern: str) -> str:
     return "^" + "".join(out) + "$"
 
 
+class ArrowTranslator(Translator):
+    """Predicates as ``pyarrow.compute`` expressions over columns of known Arrow types (an
+    unknown column's literals are typed by Arrow).  Comparisons are IEEE's: NaN compares false."""
+
+    def __init__(self, types: Mapping[str, pa.DataType]):
+        self.types = types
+
+    def compare(self, op, p, value):
+        f, s = pc.field(p.name), _scalar(value, self.types.get(p.name))
+        return COMPARISONS[op](f, s)
+
+    def is_null(self, p):
+        return pc.field(p.name).is_null()
+
+    def is_not_null(self, p):
+        return pc.field(p.name).is_valid()
+
+    def isin(self, p, values):
+        t = self.types.get(p.name)
+        vals = [coerce_literal(v, t) for v in values]
+        try:
+            arr = pa.array(vals, type=t) if t is not None else pa.array(vals)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+            arr = pa.array(vals)
+        return pc.field(p.name).isin(arr)
+
+    def all_of(self, exprs):
+        return functools.reduce(operator.and_, exprs)
+
+    def any_of(self, exprs):
+        return functools.reduce(operator.or_, exprs)
+
+    def negate(self, expr):
+        return ~expr
+
+    def never(self, p):
+        return pc.scalar(False) & pc.field(p.name).is_valid()
+
+    def unknown(self, p):
+        return pc.scalar(pa.scalar(None, pa.bool_()))
+
+    def op_starts_with(self, p):
+        return pc.starts_with(pc.field(p.name), p.literal)
+
+    def op_ends_with(self, p):
+        return pc.ends_with(pc.field(p.name), p.literal)
+
+    def op_contains(self, p):
+        return pc.match_substring(pc.field(p.name), p.literal)
+
+    def op_like(self, p):
+        return pc.match_substring_regex(pc.field(p.name), _like_to_regex(p.literal))
+
+    def op_array_contains(self, p):
+        return _array_expression(pc.field(p.name), p, self.types.get(p.name))
+
+    op_arrays_overlap = op_array_contains_all = op_array_contains
+
+
+
+
 def to_arrow_expression(predicate: Predicate, schema: Mapping[str, pa.DataType] | pa.Schema | None = None) -> pc.Expression:
     """A ``pyarrow.compute.Expression`` true exactly where the predicate is true.
 
@@ -94,70 +158,7 @@ def to_arrow_expression(predicate: Predicate, schema: Mapping[str, pa.DataType] 
     types = _types(schema)
     if types:
         predicate = normalize(predicate, types)
-
-    def build(p):
-        if isinstance(p, And):
-            e = build(p.children[0])
-            for c in p.children[1:]:
-                e = e & build(c)
-            return e
-        if isinstance(p, Or):
-            e = build(p.children[0])
-            for c in p.children[1:]:
-                e = e | build(c)
-            return e
-        if not isinstance(p, Leaf):
-            raise TypeError(f"not a predicate: {p!r}")
-        f = pc.field(p.name)
-        t = types.get(p.name)
-        op = p.op
-        if op in ARRAY_OPS:
-            return _array_expression(f, p, t)
-        if op == "is_null":
-            return f.is_null()
-        if op == "is_not_null":
-            return f.is_valid()
-        if op in ("in", "not_in"):
-            vals = [coerce_literal(v, t) for v in p.literals if v is not None]
-            try:
-                arr = pa.array(vals, type=t) if t is not None else pa.array(vals)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
-                arr = pa.array(vals)
-            isin = f.isin(arr)
-            if op == "in":
-                return isin
-            if any(v is None for v in p.literals):
-                # x NOT IN (..., NULL) is never true in SQL
-                return pc.scalar(False) & f.is_valid()
-            return ~isin & f.is_valid()
-        if op in ("between", "not_between"):
-            lo, hi = _scalar(p.literals[0], t), _scalar(p.literals[1], t)
-            if op == "between":
-                return (f >= lo) & (f <= hi)
-            # NOT (x BETWEEN ...): a NaN row is NOT BETWEEN any bounds (IEEE: both comparisons are false)
-            return ~((f >= lo) & (f <= hi)) & f.is_valid()
-        if op == "starts_with":
-            return pc.starts_with(f, p.literal)
-        if op == "ends_with":
-            return pc.ends_with(f, p.literal)
-        if op == "contains":
-            return pc.match_substring(f, p.literal)
-        if op == "like":
-            return pc.match_substring_regex(f, _like_to_regex(p.literal))
-        lit = p.literal
-        if lit is None:
-            return pc.scalar(False) & f.is_valid()
-        s = _scalar(lit, t)
-        return {
-            "equal": lambda: f == s,
-            "not_equal": lambda: f != s,
-            "less_than": lambda: f < s,
-            "less_or_equal": lambda: f <= s,
-            "greater_than": lambda: f > s,
-            "greater_or_equal": lambda: f >= s,
-        }[op]()
-
-    return build(predicate)
+    return ArrowTranslator(types).translate(predicate)
 
 
 # ---------------------------------------------------------------- ARRAY predicates

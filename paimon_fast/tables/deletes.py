@@ -30,7 +30,6 @@ detected and raises :class:`DeleteConflictError` (nothing is committed).
 """
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -38,15 +37,15 @@ from typing import Dict, List, Mapping, Optional
 
 import numpy as np
 
-from ..errors import PaimonFastError
-from ..fsutil import TMP_MARK, write_atomic
+from ..fs import CommitConflictError
+from ..fsutil import TMP_MARK
 from ..tableindex import DeletionVector, read_deletion_vector, serialize_deletion_files
 
 DV_DIR = "_deletion_vectors"
 DV_KEY = "deletion_vector"
 
 
-class DeleteConflictError(PaimonFastError):
+class DeleteConflictError(CommitConflictError):
     """Another commit changed the deletion vector of a file this delete touches."""
 
 
@@ -75,7 +74,7 @@ class DeleteReport:
 
 
 def dv_dir(ds) -> str:
-    return os.path.join(ds.root, DV_DIR)
+    return ds.store.join(ds.root, DV_DIR)
 
 
 def dv_entry_current(f, entry: Optional[dict]) -> bool:
@@ -85,7 +84,7 @@ def dv_entry_current(f, entry: Optional[dict]) -> bool:
 
 def dv_location(ds, entry: dict):
     """``(deletion file path, offset, length)`` of a catalog deletion-vector entry."""
-    return os.path.join(dv_dir(ds), entry["file"]), int(entry["offset"]), int(entry["length"])
+    return ds.store.join(dv_dir(ds), entry["file"]), int(entry["offset"]), int(entry["length"])
 
 
 def load_vectors(ds, catalog: Optional[dict] = None) -> Dict[str, DeletionVector]:
@@ -101,8 +100,7 @@ def load_vectors(ds, catalog: Optional[dict] = None) -> Dict[str, DeletionVector
             continue
         path, off, length = dv_location(ds, e)
         if path not in blobs:
-            with open(path, "rb") as fh:
-                blobs[path] = fh.read()
+            blobs[path] = ds.store.read_bytes(path, ds.io)
         dv = read_deletion_vector(blobs[path], off, length, f.path)
         if int(e.get("cardinality", dv.cardinality)) != dv.cardinality:
             from ..errors import IndexFormatError
@@ -113,17 +111,11 @@ def load_vectors(ds, catalog: Optional[dict] = None) -> Dict[str, DeletionVector
     return out
 
 
-def _clean_temp(d: str) -> None:
-    try:
-        names = os.listdir(d)
-    except OSError:
-        return
-    for n in names:
-        if n.startswith(".") and TMP_MARK in n:
-            try:
-                os.unlink(os.path.join(d, n))
-            except OSError:
-                pass
+def _clean_temp(store, d: str) -> None:
+    if store.object_store:
+        return  # a PUT is never partly visible: no temporary files
+    for e in store.list_files(d, recursive=False, keep=lambda n: n.startswith(".") and TMP_MARK in n):
+        store.delete(e.path)
 
 
 def commit_deletions(ds, positions: Mapping[str, np.ndarray], *, bitmap64: Optional[bool] = None,
@@ -175,11 +167,12 @@ def commit_deletions(ds, positions: Mapping[str, np.ndarray], *, bitmap64: Optio
         return rep
 
     d = dv_dir(ds)
-    os.makedirs(d, exist_ok=True)
-    _clean_temp(d)
+    store = ds.store
+    store.makedirs(d)
+    _clean_temp(store, d)
     (data, metas), = serialize_deletion_files(merged, target_size=1 << 62)  # ONE file per commit
     name = f"index-{uuid.uuid4()}-0"
-    write_atomic(os.path.join(d, name), data)
+    store.write_atomic(store.join(d, name), data)
     if _fault == "before_catalog":
         raise RuntimeError("injected failure before the catalog rename")
 
@@ -188,7 +181,7 @@ def commit_deletions(ds, positions: Mapping[str, np.ndarray], *, bitmap64: Optio
     entries = cat["files"]
     for path, _ in merged:
         if (entries.get(path) or {}).get(DV_KEY) != base[path]:
-            os.unlink(os.path.join(d, name))
+            store.delete(store.join(d, name))
             raise DeleteConflictError(f"the deletion vector of {path!r} changed during this delete; retry")
     before = {e[DV_KEY]["file"] for e in entries.values() if isinstance(e, dict) and e.get(DV_KEY)}
     for (path, dv), (_, off, length, card) in zip(merged, metas):
@@ -200,15 +193,16 @@ def commit_deletions(ds, positions: Mapping[str, np.ndarray], *, bitmap64: Optio
         e[DV_KEY] = {"file": name, "offset": off, "length": length, "cardinality": card,
                      "bitmap64": bool(dv.bitmap64), "size": f.size, "mtime_ns": f.mtime_ns}
         entries[path] = e
-    ds.write_catalog(cat, _fault="raise" if _fault == "catalog" else None)
+    try:
+        ds.write_catalog(cat, _fault="raise" if _fault == "catalog" else None)
+    except CommitConflictError as e:  # another commit won the race: this delete is not visible
+        store.delete(store.join(d, name))
+        raise DeleteConflictError(f"another commit changed the catalog during this delete; retry ({e})") from None
 
     after = {e[DV_KEY]["file"] for e in entries.values() if isinstance(e, dict) and e.get(DV_KEY)}
     for old in sorted(before - after):  # the new catalog is in place: unreferenced files may go
-        try:
-            os.unlink(os.path.join(d, old))
+        if store.delete(store.join(d, old)):
             rep.removed_deletion_files.append(old)
-        except OSError:
-            pass
     rep.deletion_file = name
     rep.seconds += time.perf_counter() - t0
     return rep

@@ -45,6 +45,19 @@ bitmaps, skips files whose rows are all deleted, and :meth:`ParquetDataset.scan`
 Index files and the catalog are written to a hidden temporary name and
 renamed into place; a killed writer leaves at most a ``.<name>.tmp-*`` file
 that the next build removes, never a partial ``.index``.
+
+**Object stores and HDFS** (``ParquetDataset("s3://bucket/events")`` or any
+``filesystem=``, see :mod:`paimon_fast.fs`): there is no atomic rename, so index
+files get unique names (``<data file>.<content hash>.index``, recorded in the
+entry's ``file``) and become visible only through the catalog, which is
+committed last as a new immutable version
+(``_commits/_paimon_fast_catalog.json.<version>``) created with a conditional PUT
+where the store offers one: a commit that lost a race raises
+:class:`~paimon_fast.fs.CommitConflictError` instead of overwriting.  A killed
+build leaves the previous catalog and unreferenced files that ``paimon-fast gc``
+lists and removes (:mod:`paimon_fast.tables.gc`).  Reads are ranged (index
+headers and blocks, Parquet footers and the column chunks needed), and
+:attr:`ParquetDataset.io` counts the bytes read (``bytes_read`` in reports).
 """
 from __future__ import annotations
 
@@ -55,7 +68,7 @@ import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -63,11 +76,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from ..errors import PaimonFastError, UnsupportedTypeError
+from ..errors import IndexFormatError, PaimonFastError, UnsupportedTypeError
 from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
 from ..fileindex._bitslice import NullLiteralError
 from ..fileindex.options import (DEFAULT_IN_MANIFEST_THRESHOLD, IN_MANIFEST_THRESHOLD, indexes_from_table_options,
                                  parse_memory_size)
+from ..fs import CommitFile, IOCounter, Store, resolve
 from ..fsutil import TMP_MARK, write_atomic  # noqa: F401  (re-exported for callers)
 from ..predicate import Leaf, Predicate
 from ..result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
@@ -80,6 +94,7 @@ CATALOG_VERSION = 1
 INDEX_SUFFIX = ".index"
 DATA_SUFFIXES = (".parquet",)
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+HEAD_PREFETCH = 16384  # first bytes of a remote index container fetched with its header
 FILE_ORDER_DOC = ("files sorted by relative POSIX path; global row id = rows of earlier files "
                   "+ row position in the file")
 
@@ -197,6 +212,8 @@ class FileIndexBuilder:
             if col not in row_type:
                 continue
             self.writers[col] = {t: fileindex.writer(t, row_type[col], o) for t, o in per.items()}
+        # the types the indexes are built for: recorded in the catalog, checked when opening
+        self.types = {col: str(row_type[col]) for col in self.writers}
         self.rows = 0
 
     def add(self, batch) -> None:
@@ -218,14 +235,24 @@ class FileIndexBuilder:
 
 
 def store_index(data_abs_path: str, blob: Optional[bytes], threshold: int, digest: str,
-                _fault: Optional[str] = None) -> dict:
-    """Write ``<data file>.index`` (atomically) or keep a small index inline; the catalog entry."""
+                _fault: Optional[str] = None, store: Optional[Store] = None,
+                types: Optional[Mapping[str, str]] = None) -> dict:
+    """Write ``<data file>.index`` (atomically) or keep a small index inline; the catalog entry
+    (with ``types``, the column types the indexes were built for: :attr:`FileIndexBuilder.types`).
+
+    On a non-local ``store`` the file is ``<data file>.<content hash>.index``: a new
+    name for new bytes, visible only once the catalog names it."""
     if blob is None:
         return {"digest": digest, "none": True}
+    typed = {"types": dict(types)} if types else {}
     if len(blob) <= threshold:
-        return {"digest": digest, "inline": base64.b64encode(blob).decode("ascii"), "size": len(blob)}
-    write_atomic(data_abs_path + INDEX_SUFFIX, blob, _fault)
-    return {"digest": digest, "file": os.path.basename(data_abs_path) + INDEX_SUFFIX, "size": len(blob)}
+        return {"digest": digest, "inline": base64.b64encode(blob).decode("ascii"), "size": len(blob), **typed}
+    if store is None or store.local:
+        write_atomic(data_abs_path + INDEX_SUFFIX, blob, _fault)
+        return {"digest": digest, "file": os.path.basename(data_abs_path) + INDEX_SUFFIX, "size": len(blob), **typed}
+    name = f"{store.basename(data_abs_path)}.{hashlib.sha256(blob).hexdigest()[:16]}{INDEX_SUFFIX}"
+    store.write_atomic(store.join(store.dirname(data_abs_path), name), blob, _fault)
+    return {"digest": digest, "file": name, "size": len(blob), **typed}
 
 
 # ---------------------------------------------------------------- plans and reports
@@ -283,6 +310,7 @@ class ScanReport:
     predicate: str = ""
     global_index_used: List[str] = field(default_factory=list)
     global_index_stale: List[str] = field(default_factory=list)
+    bytes_read: int = 0  # read from the store by this call (catalog, indexes; data files on remote stores)
     decoded: Optional[object] = None  # scan(): what the reads of files with row bitmaps decoded (PageReadStats)
 
     @property
@@ -306,7 +334,7 @@ class ScanReport:
                 f"{self.files_without_index} without a current index), rows {self.rows_read:,}/{self.rows_total:,} "
                 f"read ({self.rows_skipped_by_file:,} skipped with files, {self.rows_skipped_by_bitmap:,} by bitmaps, "
                 f"{self.rows_skipped_by_deletion:,} by deletion vectors), "
-                f"index evaluation {self.eval_seconds * 1000:.1f} ms"
+                f"index evaluation {self.eval_seconds * 1000:.1f} ms, {self.bytes_read:,} bytes read"
                 + (f", global index on {', '.join(self.global_index_used)}" if self.global_index_used else "")
                 + (f", stale global index ignored on {', '.join(self.global_index_stale)}"
                    if self.global_index_stale else "")
@@ -356,48 +384,50 @@ def _infer_partition_type(values: Iterable[Optional[str]]) -> pa.DataType:
 class ParquetDataset:
     """A directory of Parquet files with per-file Paimon indexes (see the module docstring)."""
 
-    def __init__(self, root: str):
-        self.root = os.path.abspath(local_path(str(root)))
-        if not os.path.isdir(self.root):
-            raise FileNotFoundError(f"dataset directory {self.root!r} does not exist")
-        self.catalog_path = os.path.join(self.root, CATALOG_NAME)
+    def __init__(self, root: str, filesystem=None):
+        """``root``: a path or URI (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``, ``file://``);
+        ``filesystem``: a ``pyarrow.fs.FileSystem`` (or fsspec filesystem) ``root`` is a path in."""
+        self.store, self.root = resolve(root, filesystem)
+        if not self.store.is_dir(self.root):
+            raise FileNotFoundError(f"dataset directory {self.store.uri(self.root)!r} does not exist")
+        self.catalog = CommitFile(self.store, self.root, CATALOG_NAME)
+        self.catalog_path = self.catalog.path
+        self.io = IOCounter()  # bytes read through this dataset (reports show the part of each call)
         self._files: Optional[List[DataFile]] = None
         self._schema: Optional[pa.Schema] = None
+
+    @property
+    def uri(self) -> str:
+        """The dataset's root as a path or ``scheme://`` URI (never with credentials)."""
+        return self.store.uri(self.root)
+
+    def _input(self, f: "DataFile"):
+        """What pyarrow.parquet opens for a data file (ranged reads, counted in :attr:`io`)."""
+        return self.store.open_input(f.abs_path, None if self.store.local else self.io)
+
+    def index_file_path(self, f: "DataFile", fi: Mapping) -> str:
+        """Where the index file named by a catalog ``file_index`` entry lives (beside the data file)."""
+        return self.store.join(self.store.dirname(f.abs_path), fi["file"])
 
     # ------------------------------------------------------------ listing
     def files(self, refresh: bool = False) -> List[DataFile]:
         """Data files in the dataset's stable order (sorted relative POSIX paths)."""
         if self._files is None or refresh:
-            out = []
-            for dirpath, dirnames, filenames in os.walk(self.root):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
-                for n in filenames:
-                    if is_data_file_name(n):
-                        ap = os.path.join(dirpath, n)
-                        st = os.stat(ap)
-                        rel = os.path.relpath(ap, self.root).replace(os.sep, "/")
-                        out.append(DataFile(rel, ap, st.st_size, st.st_mtime_ns, tuple(parse_partition(rel).items())))
+            out = [DataFile(e.rel, e.path, e.size, e.mtime_ns, tuple(parse_partition(e.rel).items()))
+                   for e in self.store.list_files(self.root, skip_dir=_hidden, keep=is_data_file_name)]
             out.sort(key=lambda f: f.path)
             self._files = out
         return self._files
 
     def temp_files(self) -> List[str]:
         """Leftover temporary files of interrupted writes."""
-        out = []
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = [d for d in dirnames if not d.startswith(("_", "."))]
-            out += [os.path.join(dirpath, n) for n in filenames if n.startswith(".") and TMP_MARK in n]
-        return out
+        if self.store.object_store:
+            return []  # a PUT is never partly visible: no temporary files
+        return [e.path for e in self.store.list_files(self.root, skip_dir=_hidden,
+                                                      keep=lambda n: n.startswith(".") and TMP_MARK in n)]
 
     def clean_temp_files(self) -> int:
-        n = 0
-        for p in self.temp_files():
-            try:
-                os.unlink(p)
-                n += 1
-            except OSError:
-                pass
-        return n
+        return sum(self.store.delete(p) for p in self.temp_files())
 
     # ------------------------------------------------------------ schema
     def data_schema(self) -> pa.Schema:
@@ -406,7 +436,7 @@ class ParquetDataset:
             files = self.files()
             if not files:
                 raise FileNotFoundError(f"no Parquet data files under {self.root!r}")
-            self._schema = pq.read_schema(files[0].abs_path)
+            self._schema = pq.read_schema(self._input(files[0]))
         return self._schema
 
     def partition_schema(self) -> pa.Schema:
@@ -445,10 +475,13 @@ class ParquetDataset:
 
     # ------------------------------------------------------------ catalog
     def read_catalog(self) -> dict:
-        if not os.path.exists(self.catalog_path):
-            return {"format": CATALOG_FORMAT, "version": CATALOG_VERSION, "file_order": FILE_ORDER_DOC, "files": {}}
-        with open(self.catalog_path, "rb") as fh:
-            cat = json.loads(fh.read().decode("utf-8"))
+        """The current catalog (a dict; on versioned stores it remembers the version it was read
+        at, so :meth:`write_catalog` of it fails if another commit came in between)."""
+        version, data = self.catalog.read(self.io)
+        if data is None:
+            return _Catalog({"format": CATALOG_FORMAT, "version": CATALOG_VERSION, "file_order": FILE_ORDER_DOC,
+                             "files": {}}, version)
+        cat = _Catalog(json.loads(data.decode("utf-8")), version)
         if cat.get("format") != CATALOG_FORMAT:
             raise ValueError(f"{self.catalog_path} is not a paimon-fast dataset catalog")
         if int(cat.get("version", 0)) > CATALOG_VERSION:
@@ -458,12 +491,15 @@ class ParquetDataset:
         return cat
 
     def write_catalog(self, catalog: dict, _fault: Optional[str] = None) -> None:
+        """Commit ``catalog`` (atomically; on versioned stores as the version after the one
+        it was read at: :class:`~paimon_fast.fs.CommitConflictError` if another commit won)."""
+        base = catalog.commit_version if isinstance(catalog, _Catalog) else self.catalog.read()[0]
         catalog = dict(catalog)
         catalog["format"] = CATALOG_FORMAT
         catalog["version"] = CATALOG_VERSION
         catalog["file_order"] = FILE_ORDER_DOC
         catalog["files"] = {k: catalog["files"][k] for k in sorted(catalog.get("files", {}))}
-        write_atomic(self.catalog_path, json.dumps(catalog, indent=1, sort_keys=False).encode("utf-8"), _fault)
+        self.catalog.write(json.dumps(catalog, indent=1, sort_keys=False).encode("utf-8"), base, _fault)
 
     @staticmethod
     def _entry_matches(f: DataFile, entry: Optional[dict]) -> bool:
@@ -475,7 +511,7 @@ class ParquetDataset:
         fi = entry.get("file_index")
         if not fi or (digest is not None and fi.get("digest") != digest):
             return False
-        if "file" in fi:
+        if "file" in fi and self.store.local:  # elsewhere the file is immutable and committed with the entry
             try:
                 return os.path.getsize(f.index_path) == fi.get("size")
             except OSError:
@@ -506,17 +542,24 @@ class ParquetDataset:
         for stale in [p for p in entries if p not in files]:
             del entries[stale]
         nbytes = 0
+        replaced = []
         for r in results:
             f = files.get(r["path"])
             if f is None:
                 continue
             e = dict(entries.get(f.path) or {})
+            old = e.get("file_index") or {}
             e.update(size=f.size, mtime_ns=f.mtime_ns, rows=int(r["rows"]), file_index=r["file_index"])
             entries[f.path] = e
             nbytes += int(r["file_index"].get("size", 0))
-            if "file" not in r["file_index"] and os.path.exists(f.index_path):
+            if not self.store.local:
+                if "file" in old and old["file"] != r["file_index"].get("file"):
+                    replaced.append(self.index_file_path(f, old))
+            elif "file" not in r["file_index"] and os.path.exists(f.index_path):
                 os.unlink(f.index_path)  # replaced by an inline index
         self.write_catalog(cat)
+        for p in replaced:  # unique names: an old index goes only once the new catalog is in place
+            self.store.delete(p)
         return nbytes
 
     # ------------------------------------------------------------ in-process build
@@ -531,13 +574,13 @@ class ParquetDataset:
         rep = BuildReport(files_total=len(todo) + len(current), files_current=len(current))
         for f in todo:
             b = FileIndexBuilder(row_type, spec.columns)
-            pf = pq.ParquetFile(f.abs_path)
+            pf = pq.ParquetFile(self._input(f))
             cols = [c for c in b.writers if c in pf.schema_arrow.names]
             if cols:
                 for batch in pf.iter_batches(batch_size=batch_rows, columns=cols):
                     b.add(batch)
             rows = pf.metadata.num_rows
-            entry = store_index(f.abs_path, b.finish(), spec.threshold, spec.digest)
+            entry = store_index(f.abs_path, b.finish(), spec.threshold, spec.digest, store=self.store, types=b.types)
             results.append({"path": f.path, "rows": rows, "file_index": entry})
             rep.rows += rows
             rep.inline += "inline" in entry
@@ -548,16 +591,16 @@ class ParquetDataset:
         return rep
 
     # ------------------------------------------------------------ rows
-    def row_counts(self) -> Dict[str, int]:
+    def row_counts(self, catalog: Optional[dict] = None) -> Dict[str, int]:
         """Rows per file (from the catalog where current, else the Parquet footer)."""
-        entries = self.read_catalog()["files"]
+        entries = (catalog if catalog is not None else self.read_catalog())["files"]
         out = {}
         for f in self.files():
             e = entries.get(f.path)
             if self._entry_matches(f, e) and "rows" in e:
                 out[f.path] = int(e["rows"])
             else:
-                out[f.path] = pq.ParquetFile(f.abs_path).metadata.num_rows
+                out[f.path] = pq.ParquetFile(self._input(f)).metadata.num_rows
         return out
 
     def row_offsets(self) -> Dict[str, int]:
@@ -580,10 +623,20 @@ class ParquetDataset:
         if "inline" in fi:
             data = base64.b64decode(fi["inline"])
         elif "file" in fi:
-            data = f.index_path
+            # the container header (and small indexes whole) in one ranged read
+            data = self.store.open_source(self.index_file_path(f, fi), self.io, head=HEAD_PREFETCH)
         else:
             return None
-        return FileIndexFormat.open(data, self.row_type())
+        row_type = self.row_type()
+        for col, built in (fi.get("types") or {}).items():
+            # the index formats do not record the type: an index built for another type of the
+            # column (the dataset's schema changed) would be read wrongly, so it is refused
+            now = row_type.get(col)
+            if now is not None and replace(DataType.parse(now), nullable=True) != replace(DataType.parse(built),
+                                                                                           nullable=True):
+                raise IndexFormatError(f"the index of {f.path} on column {col!r} was built for type {built}, "
+                                       f"the column is {now} now: rebuild the index (ParquetDataset.build)")
+        return FileIndexFormat.open(data, row_type)
 
     def plan(self, predicate: Optional[Predicate], threads: Optional[int] = None) -> ScanPlan:
         """Evaluate every file's index (and partition values) against ``predicate``.
@@ -594,6 +647,7 @@ class ParquetDataset:
         from ..sqlpredicate import parse_predicate
 
         t0 = time.perf_counter()
+        b0 = self.io.snapshot()[0]
         cat = self.read_catalog()
         ensure_index_types(cat.get("file_index", {}).get("types", {}))
         entries = cat["files"]
@@ -601,7 +655,7 @@ class ParquetDataset:
         pred = None if predicate is None else parse_predicate(predicate)
         if pred is not None:
             pred = coerce_literals(pred, {f.name: f.type for f in self.schema()})
-        counts = self.row_counts()
+        counts = self.row_counts(cat)
         part_types = {f.name: f.type for f in self.partition_schema()}
         from .deletes import load_vectors
 
@@ -668,7 +722,7 @@ class ParquetDataset:
 
         n = len(files)
         workers = threads or min(16, (os.cpu_count() or 2) * 2)
-        if n > 8 and workers > 1:
+        if (n > 8 or n > 1 and not self.store.local) and workers > 1:  # remote reads overlap their latency
             with ThreadPoolExecutor(workers) as ex:
                 plans = list(ex.map(one, files))
         else:
@@ -695,6 +749,7 @@ class ParquetDataset:
                 rep.files_with_bitmap += 1
                 rep.rows_skipped_by_bitmap += p.rows - p.rows_to_read
         rep.eval_seconds = time.perf_counter() - t0
+        rep.bytes_read = self.io.snapshot()[0] - b0
         return ScanPlan(plans, rep, pred)
 
     # ------------------------------------------------------------ reading without Spark
@@ -710,17 +765,18 @@ class ParquetDataset:
 
         schema = schema or self.schema()
         if bitmap is not None:
-            names, nrows = file_shape(f.abs_path)
+            src = self._input(f)
+            names, nrows = file_shape(src)
             read_cols = [c for c in schema.names if c in names]
             pos = np.asarray(bitmap.to_array(), dtype=np.int64)
             pos = pos[pos < nrows]
             if deletion_vector is not None:
                 pos = pos[~deletion_vector.is_deleted_batch(pos)]
-            return filter_table(self._conform(f, read_rows(f.abs_path, pos, read_cols, stats=stats), schema,
-                                              set(names)), predicate)
-        data_names = set(pq.read_schema(f.abs_path).names)
+            return filter_table(self._conform(f, read_rows(src, pos, read_cols, stats=stats), schema, set(names)),
+                                predicate)
+        data_names = set(pq.read_schema(self._input(f)).names)
         read_cols = [c for c in schema.names if c in data_names]
-        t = pq.read_table(f.abs_path, columns=read_cols)
+        t = pq.read_table(self._input(f), columns=read_cols)
         if deletion_vector is not None:
             from ..tableindex import apply_deletion_vector
 
@@ -760,8 +816,9 @@ class ParquetDataset:
         schema = schema or self.schema()
         positions = np.asarray(positions, dtype=np.int64)
         need = set(columns) | (predicate.fields() if predicate is not None else set())
-        data_names = set(file_shape(f.abs_path).columns)
-        t = read_rows(f.abs_path, positions, [c for c in schema.names if c in need and c in data_names], stats=stats)
+        src = self._input(f)
+        data_names = set(file_shape(src).columns)
+        t = read_rows(src, positions, [c for c in schema.names if c in need and c in data_names], stats=stats)
         keep = [fl for fl in schema if fl.name in need]
         out = self._conform(f, t, pa.schema(keep), data_names).append_column(POS, pa.array(positions))
         return filter_table(out, predicate).select([*columns, POS])
@@ -853,6 +910,7 @@ class ParquetDataset:
         """Exact answer without Spark: prune with the indexes, drop rows outside bitmaps, filter."""
         from ..parquet_rows import PageReadStats
 
+        b0 = self.io.snapshot()[0]
         plan = self.plan(predicate)
         schema = self.schema()
         plan.report.decoded = PageReadStats()
@@ -861,6 +919,7 @@ class ParquetDataset:
         t = pa.concat_tables(parts) if parts else schema.empty_table()
         if columns:
             t = t.select(columns)
+        plan.report.bytes_read = self.io.snapshot()[0] - b0
         return t, plan.report
 
     # ------------------------------------------------------------ deletes
@@ -886,6 +945,18 @@ class ParquetDataset:
         positions = matching_positions(self, plan)
         rep.seconds = time.perf_counter() - t0
         return commit_deletions(self, positions, bitmap64=bitmap64, report=rep, _fault=_fault)
+
+
+class _Catalog(dict):
+    """A catalog dict that remembers the commit version it was read at (versioned stores)."""
+
+    def __init__(self, data, commit_version=None):
+        super().__init__(data)
+        self.commit_version = commit_version
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith(("_", "."))
 
 
 def _with_offsets(batches):
@@ -919,11 +990,11 @@ class _GlobalAnswers:
         self._ids: Dict[int, np.ndarray] = {}
         self._offsets: Dict[str, Tuple[int, int]] = {}
         leaves = [x for x in _leaves(pred) if x.name not in part_types]
-        cols = sorted({x.name for x in leaves
-                       if os.path.exists(os.path.join(ds.root, "_global_index", x.name, "index.json"))})
+        from ..globalindex import spark_build as sb
+
+        cols = sorted({x.name for x in leaves if sb.has_global_index(ds.root, x.name, ds.store)})
         if not cols:
             return
-        from ..globalindex import spark_build as sb
 
         files = ds.files()
         acc = 0
@@ -933,12 +1004,12 @@ class _GlobalAnswers:
         indexes = {}
         for c in cols:
             try:
-                listing = sb.read_listing(ds.root, c)
+                listing = sb.read_listing(ds.root, c, ds.store)
                 if (not sb.listing_is_current(listing, files)
                         or [d["row_count"] for d in listing["data_files"]] != [counts[f.path] for f in files]):
                     self.stale.add(c)
                     continue
-                indexes[c] = sb.load_global_index(ds.root, c)
+                indexes[c] = sb.load_global_index(ds.root, c, filesystem=ds.store, counter=ds.io)
             except Exception as e:  # an unreadable listing never fails a query
                 self.errors.append(f"{c}: {type(e).__name__}: {e}")
         try:

@@ -1,0 +1,174 @@
+"""Orphan files of failed or superseded runs, listed and removed (``paimon-fast gc``).
+
+Writers on object stores never replace a file in place: index files get unique
+names and a run becomes visible only through the commit object it writes last
+(the dataset catalog, a global index listing, a Hudi sidecar manifest).  A run
+killed before that commit leaves files nothing references; superseded commit
+versions stay behind too.  :func:`collect` finds them:
+
+* in a Parquet dataset: ``*.index`` files beside the data files that the current
+  catalog does not name, deletion files in ``_deletion_vectors/`` no entry points
+  at, ``_global_index/<column>/*.index`` files the column's current listing does
+  not list, commit versions older than the newest ``keep_versions``, and
+  temporary files (``.<name>.tmp-*``) of interrupted local / HDFS writes;
+* in a Hudi table's sidecar index (:mod:`paimon_fast.hudi.storage`): segments no
+  manifest references and temporary files.
+
+Data files and files of unknown kinds are never touched.  Files younger than
+``min_age`` seconds are left alone (a run in progress writes its files before
+its commit); the default is one hour.  ``delete=False`` (the default, and the
+CLI's unless ``--delete``) only lists.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import List
+
+from ..cli import command
+from ..fs import TMP_MARK, VERSION_DIR, CommitFile, resolve
+
+DEFAULT_MIN_AGE = 3600.0
+
+
+@dataclass
+class Orphan:
+    path: str      # as shown (URI or local path)
+    size: int
+    reason: str
+
+
+@dataclass
+class GcReport:
+    """What :func:`collect` found (``orphans``) and, with ``delete=True``, removed."""
+
+    root: str = ""
+    kind: str = ""
+    orphans: List[Orphan] = field(default_factory=list)
+    removed: int = 0
+    bytes_removed: int = 0
+    too_young: int = 0
+    deleted: bool = False
+
+    @property
+    def orphan_bytes(self) -> int:
+        return sum(o.size for o in self.orphans)
+
+    def as_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["orphans"] = [o.__dict__ for o in self.orphans]
+        d["orphan_bytes"] = self.orphan_bytes
+        return d
+
+    def __str__(self):
+        lines = [f"{o.path}  {o.size:,} bytes  ({o.reason})" for o in self.orphans]
+        what = (f"removed {self.removed} orphan files ({self.bytes_removed:,} bytes)" if self.deleted else
+                f"{len(self.orphans)} orphan files ({self.orphan_bytes:,} bytes); dry run, nothing removed "
+                "(--delete removes them)")
+        young = f", {self.too_young} younger than the minimum age kept" if self.too_young else ""
+        return "\n".join(lines + [f"{self.kind} {self.root}: {what}{young}"])
+
+
+def collect(path, filesystem=None, *, delete: bool = False, min_age: float = DEFAULT_MIN_AGE,
+            keep_versions: int = 1) -> GcReport:
+    """Orphans of the dataset or Hudi table at ``path`` (a path or URI); removed when
+    ``delete``.  See the module docstring."""
+    store, root = resolve(path, filesystem)
+    if store.is_dir(store.join(root, ".hoodie")):
+        from ..hudi.storage import orphan_files
+
+        kind, found = "hudi table", orphan_files(path if filesystem is None else root, store)
+    else:
+        kind, found = "dataset", _dataset_orphans(store, root, keep_versions)
+    rep = GcReport(root=store.uri(root), kind=kind, deleted=delete)
+    now_ns = time.time_ns()
+    for e, reason in found:
+        if min_age > 0 and e.mtime_ns and (now_ns - e.mtime_ns) < min_age * 1e9:
+            rep.too_young += 1
+            continue
+        rep.orphans.append(Orphan(store.uri(e.path), e.size, reason))
+        if delete and store.delete(e.path):
+            rep.removed += 1
+            rep.bytes_removed += e.size
+    return rep
+
+
+def _dataset_orphans(store, root, keep_versions: int):
+    from ..globalindex.spark_build import INDEX_DIR, LISTING
+    from .deletes import DV_DIR, DV_KEY
+    from .parquet import CATALOG_NAME, INDEX_SUFFIX, ParquetDataset, is_data_file_name
+
+    ds = ParquetDataset(root, store)
+    cat = ds.read_catalog()
+    files = {f.path: f for f in ds.files()}
+    live_index, live_dv = set(), set()
+    for rel, e in cat["files"].items():
+        if not isinstance(e, dict):
+            continue
+        fi = e.get("file_index") or {}
+        if "file" in fi:
+            d = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
+            live_index.add(d + fi["file"])
+        dv = e.get(DV_KEY)
+        if dv:
+            live_dv.add(dv["file"])
+    stale_versions = set(ds.catalog.stale_versions(keep_versions))
+    listings = {}
+    out = []
+    for e in store.list_files(root):
+        parts = e.rel.split("/")
+        name = parts[-1]
+        if TMP_MARK in name and name.startswith("."):
+            out.append((e, "temporary file of an interrupted write"))
+            continue
+        if e.path in stale_versions:
+            out.append((e, "superseded catalog version"))
+            continue
+        if parts[0] == INDEX_DIR and len(parts) >= 3:
+            col = parts[1]
+            if col not in listings:
+                cf = CommitFile(store, store.join(root, INDEX_DIR, col), LISTING)
+                data = cf.read()[1]
+                listed = {f["file"] for f in json.loads(data.decode("utf-8")).get("files", [])} if data else set()
+                listings[col] = (listed, set(cf.stale_versions(keep_versions)))
+            listed, stale = listings[col]
+            if len(parts) == 3 and name.endswith(INDEX_SUFFIX) and name not in listed:
+                out.append((e, f"global index file of column {col!r} not in its current listing"))
+            elif e.path in stale:
+                out.append((e, f"superseded global index listing of column {col!r}"))
+            continue
+        if parts[0] == DV_DIR and len(parts) == 2:
+            if name.startswith("index-") and name not in live_dv:
+                out.append((e, "deletion file no catalog entry references"))
+            continue
+        if any(p.startswith(("_", ".")) for p in parts[:-1]) or name == CATALOG_NAME or parts[0] == VERSION_DIR:
+            continue
+        if name.endswith(INDEX_SUFFIX) and not is_data_file_name(name) and e.rel not in live_index:
+            data_rel = e.rel.split(".parquet", 1)[0] + ".parquet"
+            why = "file index the catalog does not name" if data_rel in files else \
+                "file index of a data file that no longer exists"
+            out.append((e, why))
+    return out
+
+
+def gc_setup(p):
+    p.add_argument("path", help="dataset or Hudi table: a path or URI (s3://, gs://, abfs://, hdfs://, file://)")
+    p.add_argument("--delete", action="store_true", help="remove the orphans (default: list them only)")
+    p.add_argument("--min-age", type=float, default=DEFAULT_MIN_AGE,
+                   help="leave files younger than this many seconds (a run may still be writing; default 3600)")
+    p.add_argument("--keep-versions", type=int, default=1, help="commit versions to keep (default 1)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+@command("gc", "list (--delete: remove) orphan files of failed or superseded runs in a dataset or Hudi table")
+def gc_main(args):
+    rep = collect(args.path, delete=args.delete, min_age=args.min_age, keep_versions=args.keep_versions)
+    if args.json:
+        print(json.dumps(rep.as_dict(), indent=1))
+    else:
+        print(rep)
+    return 0
+
+
+gc_main.setup = gc_setup

@@ -1,0 +1,178 @@
+"""Every code block of README.md and docs/*.md runs here, so the documentation cannot rot.
+
+A page's blocks run in order, in one fresh working directory per page: ``python`` blocks in one
+namespace (a block may use what an earlier block of its page defined), ``bash`` blocks line by
+line in a shell (each line must exit 0).  An HTML comment right before a block steers it:
+
+* ``<!-- docs-test: setup=NAME -->`` runs the fixture ``NAME`` below first (it writes the table
+  the example talks about into the working directory: what a user already has);
+* ``<!-- docs-test: spark -->`` marks the page as needing Spark (its test carries the ``spark``
+  mark);
+* ``<!-- docs-test: ci -->`` is for the README's Quickstart block only: ``.ci/run`` runs those two
+  commands itself (jobs quickstart-1 and quickstart-2, each in a fresh virtualenv); here the
+  block is checked to be the one ``.ci/run`` extracts.
+
+``docs/benchmarks.md`` is the generated benchmark report (``paimon-fast bench``) and holds no
+examples.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md"] + sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "benchmarks.md")
+_FENCE = re.compile(r"(?:<!--\s*docs-test:\s*(?P<directive>[^>]*?)\s*-->\s*\n)?^```(?P<lang>[\w-]*)[^\n]*\n(?P<code>.*?)^```",
+                    re.S | re.M)
+
+
+def blocks(page: Path):
+    """(language, code, directives) of every fenced block of a page, in order."""
+    out = []
+    for m in _FENCE.finditer(page.read_text()):
+        directives = dict(d.partition("=")[::2] for d in (m.group("directive") or "").split() if d)
+        out.append((m.group("lang"), m.group("code"), directives))
+    return out
+
+
+def _needs_spark(page: Path) -> bool:
+    return any("spark" in d for _, _, d in blocks(page))
+
+
+def _param(page: Path):
+    marks = [pytest.mark.spark] if _needs_spark(page) else []
+    return pytest.param(page, id=str(page.relative_to(ROOT)), marks=marks)
+
+
+# ---------------------------------------------------------------- fixtures a block can ask for
+
+def setup_events(cwd: Path, request=None):
+    """``events/``: a small partitioned Parquet dataset (what ``paimon-fast demo`` writes, smaller)."""
+    from paimon_fast.spark.cli import generate_sample
+
+    generate_sample(str(cwd / "events"), 20_000, 4)
+
+
+def setup_warehouse(cwd: Path, request=None):
+    """``warehouse/`` with an append table ``db.orders`` written by pypaimon (4 commits), and
+    ``db.items``: a row-tracking, data-evolution table for global indexes."""
+    pytest.importorskip("pypaimon")
+    import pyarrow as pa
+    from pypaimon import CatalogFactory, Schema
+
+    catalog = CatalogFactory.create({"warehouse": str(cwd / "warehouse")})
+    catalog.create_database("db", True)
+    tables = {
+        "orders": ([], {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": "1000",
+                        "file-index.range-bitmap.columns": "price"}),
+        "items": ([("tags", pa.list_(pa.string()))], {"row-tracking.enabled": "true",
+                                                      "data-evolution.enabled": "true"}),
+    }
+    for name, (extra, options) in tables.items():
+        schema = pa.schema([("id", pa.int64()), ("category", pa.string()), ("price", pa.float64()), *extra])
+        catalog.create_table(f"db.{name}", Schema.from_pyarrow_schema(schema, options=options), True)
+        table = catalog.get_table(f"db.{name}")
+        for c in range(4):
+            ids = list(range(c * 250, (c + 1) * 250))
+            columns = {"id": ids, "category": [["red", "green", "blue", "black"][i % 4] for i in ids],
+                       "price": [float(i % 97) for i in ids]}
+            if extra:
+                columns["tags"] = [["new", "sale"] if i % 10 == 0 else ["new"] for i in ids]
+            wb = table.new_batch_write_builder()
+            w = wb.new_write()
+            w.write_arrow(pa.table(columns, schema=schema))
+            wb.new_commit().commit(w.prepare_commit())
+            w.close()
+
+
+def setup_trips(cwd: Path, request=None):
+    """``trips/``: a copy-on-write Hudi table (two commits, partitioned by city)."""
+    pytest.importorskip("hudi")
+    import pyarrow as pa
+
+    from hudi_writer import CowTable
+
+    schema = pa.schema([("id", pa.int64()), ("city", pa.string()), ("rider", pa.string()), ("fare", pa.float64())])
+    t = CowTable(str(cwd / "trips"), schema, partition_field="city", name="trips")
+    cities = ["chennai", "san_francisco", "sao_paulo"]
+    rows = pa.table({"id": list(range(300)), "city": [cities[i % 3] for i in range(300)],
+                     "rider": [f"rider-{i % 17}" for i in range(300)], "fare": [float(i) for i in range(300)]},
+                    schema=schema)
+    t.insert(rows, groups=2)
+
+
+def setup_s3(cwd: Path, request):
+    """A local S3 server (moto, on 127.0.0.1) as the environment's S3 endpoint, with a bucket
+    ``bucket`` holding the ``events/`` dataset: what a user's own store and credentials give."""
+    from s3_support import KEY, REGION, SECRET, S3Server
+
+    srv = S3Server()
+    request.addfinalizer(srv.stop)
+    mp = request.getfixturevalue("monkeypatch")
+    for k, v in {"AWS_ENDPOINT_URL": srv.endpoint_url, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET,
+                 "AWS_REGION": REGION}.items():
+        mp.setenv(k, v)
+    srv.client.create_bucket(Bucket="bucket")
+    setup_events(cwd / "s3")
+    srv.upload_dir(str(cwd / "s3" / "events"), "bucket", "events")
+
+
+SETUPS = {"events": setup_events, "warehouse": setup_warehouse, "trips": setup_trips, "s3": setup_s3}
+
+
+# ---------------------------------------------------------------- the test
+
+@pytest.mark.parametrize("page", [_param(p) for p in PAGES])
+def test_page_examples_run(page, tmp_path, monkeypatch, request):
+    found = blocks(page)
+    for lang, _, _ in found:
+        assert lang in ("python", "bash", "text"), f"{page.name}: a ```{lang} block (use python, bash or text)"
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "__docs__"}
+    for i, (lang, code, directives) in enumerate(found):
+        if "ci" in directives or lang == "text":
+            continue
+        if "setup" in directives:
+            SETUPS[directives["setup"]](tmp_path, request)
+        where = f"{page.relative_to(ROOT)} block {i + 1}"
+        if lang == "python":
+            linecache.cache[where] = (len(code), None, code.splitlines(True), where)  # tracebacks show the doc's lines
+            exec(compile(code, where, "exec"), namespace)
+        else:
+            _run_bash(code, tmp_path, where)
+
+
+def _run_bash(code: str, cwd: Path, where: str):
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    for line in code.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("paimon-fast ") and shutil.which("paimon-fast", path=env["PATH"]) is None:
+            line = f"{sys.executable} -m paimon_fast.cli " + line[len("paimon-fast "):]
+        r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", line], cwd=cwd, env=env,
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, f"{where}: `{line}` exited {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
+
+
+def test_quickstart_block_is_what_ci_runs():
+    """The README's Quickstart holds exactly two commands, and ``.ci/run`` runs them as written."""
+    quick = [b for b in blocks(ROOT / "README.md") if "ci" in b[2]]
+    assert len(quick) == 1, "README.md needs one Quickstart block marked <!-- docs-test: ci -->"
+    lines = [ln for ln in quick[0][1].splitlines() if ln.strip()]
+    assert len(lines) == 2
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert 'quickstart_line 1' in ci and 'quickstart_line 2' in ci
+    # .ci/run takes the Nth non-empty line of the first fenced block after "## Quickstart"
+    text = (ROOT / "README.md").read_text()
+    after = text[text.index("## Quickstart"):]
+    first_block = after[after.index("```"):].split("\n", 1)[1].split("```", 1)[0]
+    assert [ln for ln in first_block.splitlines() if ln.strip()] == lines
