@@ -484,9 +484,11 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
         if indexed:
             got = None
             if _bool_opt(tbl, "row-tracking.enabled", False):
+                from ..parquet_rows import PageReadStats
                 from .globalindex import read_ranges_direct  # row ranges of local Parquet files, without pypaimon
 
-                got = read_ranges_direct(tbl, indexed, cols + extra)
+                report.decoded = report.decoded or PageReadStats()
+                got = read_ranges_direct(tbl, indexed, cols + extra, report.decoded)
             parts.append(got if got is not None else rb2.new_read().to_arrow(indexed))
         parts = [x for x in parts if x is not None]
         out = None
