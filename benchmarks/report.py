@@ -49,6 +49,7 @@ PARTS = {
     "scaling": ("bench_scaling.py", None, {"PF_BENCH_SCALING_NS": "100000,1000000,10000000"},
                 "build / query time against N, peak RSS at 1e7"),
     "topn": ("bench_topn.py", None, {}, "table-level top-N"),
+    "parquet_rows": ("bench_parquet_rows.py", None, {}, "rows at known positions: pages vs row-group read"),
     "paimon": ("bench_paimon.py", None, {}, "pruned Paimon reads vs pypaimon / pypaimon-rust"),
     "hudi": ("bench_hudi.py", None, {}, "Hudi RFC-92 bitmap index (Spark)"),
     "spark": ("bench_spark.py", None, {}, "Spark builds"),
@@ -57,6 +58,7 @@ QUICK = ["bloom", "globalindex", "bitmap", "range_bitmap", "bsi", "scaling"]
 ANCHOR_NAMES = {
     "twin": "pure-Python twin", "java": "Java Paimon 0.9", "pypaimon": "pypaimon 2.1",
     "pypaimon_rust": "pypaimon-rust", "pyarrow_compute": "pyarrow.compute scan",
+    "rowgroup": "pyarrow row-group read + take",
 }
 # anchors that do not run for a part, and why (printed under its table)
 STANDING_NOTES = {

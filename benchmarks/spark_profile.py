@@ -31,7 +31,6 @@ def _wrap(fn, out_dir):
 
     def profiled(it):
         import cProfile
-        import itertools
         import time
 
         prof = cProfile.Profile()

@@ -12,6 +12,7 @@
 #define PF_BLOOMPOS_H
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 #include "pfhash.h"
 
 static void pf_bloom_positions_scalar(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t *out) {
@@ -29,7 +30,7 @@ static void pf_bloom_positions_scalar(const int64_t *h, size_t n, int k, uint32_
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define PF_HAVE_AVX2_PATH 1
-#define PF_BLOOM_VEC_BODY(QUOTIENT)                                                     \
+#define PF_BLOOM_VEC_BODY(QUOTIENT, STORE)                                              \
     const __m256i idx = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8);                      \
     const __m256i vn = _mm256_set1_epi32((int32_t)nbits);                               \
     const __m256i zero = _mm256_setzero_si256();                                        \
@@ -42,21 +43,50 @@ static void pf_bloom_positions_scalar(const int64_t *h, size_t n, int k, uint32_
         __m256i r = _mm256_sub_epi32(c, _mm256_mullo_epi32(q, vn));                     \
         r = _mm256_add_epi32(r, _mm256_and_si256(_mm256_cmpgt_epi32(zero, r), vn));     \
         r = _mm256_sub_epi32(r, _mm256_andnot_si256(_mm256_cmpgt_epi32(vn, r), vn));    \
-        _mm256_storeu_si256((__m256i *)(out + i * 8), r);                               \
+        STORE;                                                                          \
     }
+
+#define PF_AVX2_QUOTIENT _mm256_set_m128i(                                                       \
+        _mm256_cvttpd_epi32(_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(c, 1)), inv)), \
+        _mm256_cvttpd_epi32(_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(c)), inv)))
+#define PF_AVX512_QUOTIENT _mm512_cvttpd_epi32(_mm512_mul_pd(_mm512_cvtepi32_pd(c), inv))
 
 __attribute__((target("avx2")))
 static void pf_bloom_positions_avx2(const int64_t *h, size_t n, uint32_t nbits, uint32_t *out) {
     const __m256d inv = _mm256_set1_pd(1.0 / (double)nbits);
-    PF_BLOOM_VEC_BODY(_mm256_set_m128i(
-        _mm256_cvttpd_epi32(_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(c, 1)), inv)),
-        _mm256_cvttpd_epi32(_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(c)), inv))))
+    PF_BLOOM_VEC_BODY(PF_AVX2_QUOTIENT, _mm256_storeu_si256((__m256i *)(out + i * 8), r))
 }
 
 __attribute__((target("avx512f,avx512vl,avx2")))
 static void pf_bloom_positions_avx512(const int64_t *h, size_t n, uint32_t nbits, uint32_t *out) {
     const __m512d inv = _mm512_set1_pd(1.0 / (double)nbits);
-    PF_BLOOM_VEC_BODY(_mm512_cvttpd_epi32(_mm512_mul_pd(_mm512_cvtepi32_pd(c), inv)))
+    PF_BLOOM_VEC_BODY(PF_AVX512_QUOTIENT, _mm256_storeu_si256((__m256i *)(out + i * 8), r))
+}
+
+/* Targets for setting bits through 32-bit words: for each position p, the byte offset
+ * b = min(4 * (p >> 5), nbytes - 4) of a (little-endian) word holding bit p and the mask
+ * 1 << (p - 8b); the clamp keeps the last word inside a bit set whose size is not a
+ * multiple of 4 (nbytes >= 4). */
+#define PF_BLOOM_TARGETS_STORE                                                          \
+    __m256i b = _mm256_min_epu32(_mm256_slli_epi32(_mm256_srli_epi32(r, 5), 2), vlim);   \
+    _mm256_storeu_si256((__m256i *)(off + i * 8), b);                                   \
+    _mm256_storeu_si256((__m256i *)(mask + i * 8),                                      \
+                        _mm256_sllv_epi32(one, _mm256_sub_epi32(r, _mm256_slli_epi32(b, 3))))
+
+__attribute__((target("avx2")))
+static void pf_bloom_targets_avx2(const int64_t *h, size_t n, uint32_t nbits, uint32_t lim, uint32_t *off,
+                                  uint32_t *mask) {
+    const __m256d inv = _mm256_set1_pd(1.0 / (double)nbits);
+    const __m256i vlim = _mm256_set1_epi32((int32_t)lim), one = _mm256_set1_epi32(1);
+    PF_BLOOM_VEC_BODY(PF_AVX2_QUOTIENT, PF_BLOOM_TARGETS_STORE)
+}
+
+__attribute__((target("avx512f,avx512vl,avx2")))
+static void pf_bloom_targets_avx512(const int64_t *h, size_t n, uint32_t nbits, uint32_t lim, uint32_t *off,
+                                    uint32_t *mask) {
+    const __m512d inv = _mm512_set1_pd(1.0 / (double)nbits);
+    const __m256i vlim = _mm256_set1_epi32((int32_t)lim), one = _mm256_set1_epi32(1);
+    PF_BLOOM_VEC_BODY(PF_AVX512_QUOTIENT, PF_BLOOM_TARGETS_STORE)
 }
 #endif
 
@@ -92,6 +122,44 @@ static inline void pf_bloom_positions_at(const int64_t *h, size_t n, int k, uint
 
 static inline void pf_bloom_positions(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t *out) {
     pf_bloom_positions_at(h, n, k, nbits, out, -1);
+}
+
+/* Word targets (see PF_BLOOM_TARGETS_STORE) of n hashes, 8 slots each (k <= 8), for a bit set
+ * of nbytes >= 4 bytes; simd caps the path as for positions. */
+static inline void pf_bloom_targets_at(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t nbytes,
+                                       uint32_t *off, uint32_t *mask, int simd) {
+    uint32_t lim = nbytes - 4;
+#ifdef PF_HAVE_AVX2_PATH
+    int level = pf_bloom_simd_level();
+    if (simd >= 0 && simd < level) level = simd;
+    if (nbits < (UINT32_C(1) << 30)) {
+        if (level == 2) { pf_bloom_targets_avx512(h, n, nbits, lim, off, mask); return; }
+        if (level == 1) { pf_bloom_targets_avx2(h, n, nbits, lim, off, mask); return; }
+    }
+#else
+    (void)simd;
+#endif
+    pf_bloom_positions_scalar(h, n, k, nbits, off);
+    for (size_t i = 0; i < n; i++) {
+        for (int j = 0; j < k; j++) {
+            uint32_t p = off[i * 8 + j], b = (p >> 5) << 2;
+            if (b > lim) b = lim;
+            off[i * 8 + j] = b;
+            mask[i * 8 + j] = UINT32_C(1) << (p - 8 * b);
+        }
+    }
+}
+
+/* bits[b .. b+4) |= mask as a little-endian word */
+static inline void pf_or_le32(uint8_t *bits, uint32_t b, uint32_t mask) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint32_t v;
+    memcpy(&v, bits + b, 4);
+    v |= mask;
+    memcpy(bits + b, &v, 4);
+#else
+    for (int i = 0; i < 4; i++) bits[b + i] |= (uint8_t)(mask >> (8 * i));
+#endif
 }
 
 /* Thomas Wang's 64-bit hash (pf_wang64) of n values into out, 8 lanes at a time with

@@ -29,8 +29,10 @@ Literals come out as the column's natural Python value (``int``,
 ``decimal.Decimal``, ``float`` exactly representable in the column's width,
 ``datetime.date``, ``datetime.datetime``; ``pandas.Timestamp`` for
 nanoseconds).  A ``None`` literal is left as it is (its meaning is decided by
-the consumer).  Normalise the final predicate: the "no row" form does not
-negate like the original leaf did (negate first, then normalise).
+the consumer), except a ``BETWEEN`` bound: ``x BETWEEN a AND NULL`` is no row,
+``x NOT BETWEEN a AND NULL`` is ``NOT (x >= a)`` with ``a`` normalised (SQL).
+Normalise the final predicate: the "no row" form does not negate like the
+original leaf did (negate first, then normalise).
 """
 from __future__ import annotations
 
@@ -520,7 +522,19 @@ def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = T
     elif op in ("between", "not_between"):
         lo, hi = leaf.literals
         if lo is None or hi is None:
-            return leaf
+            if not ieee:
+                return leaf  # the readers' (Java's) own answer to a null bound
+            # SQL: x BETWEEN a AND NULL is (x >= a) AND NULL, never true; x NOT BETWEEN a AND NULL is
+            # true where NOT (x >= a) is: x < a on the column's grid, every non-null row for a NaN a
+            if op == "between" or (lo is None and hi is None):
+                return never(name)
+            v = lo if hi is None else hi
+            if g.integral:
+                if g.exact(v) is _NAN:
+                    return _non_null(name)
+                return _cmp(g, "less_than" if hi is None else "greater_than", name, v, ieee)
+            inf = float("inf")
+            return normalize_leaf(Leaf(op, name, (lo, inf) if hi is None else (-inf, hi)), t, ieee)
         if not ieee and not g.integral and g.direct(lo) is not None and g.direct(hi) is not None:
             return leaf
         # x BETWEEN lo AND hi is x >= ceil(lo) AND x <= floor(hi) on the column's grid; NOT BETWEEN its

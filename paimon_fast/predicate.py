@@ -317,13 +317,14 @@ def has_ops(predicate, ops) -> bool:
 
 
 def relax(predicate, ops=ARRAY_OPS):
-    """``predicate`` with every leaf whose op is in ``ops`` taken as TRUE (None: nothing is
-    left): a predicate implied by the original, for planners that do not know those ops
-    (pypaimon has no ARRAY predicates); the rows are then filtered exactly."""
+    """``predicate`` with every leaf whose op is in ``ops`` (or, ``ops`` being a function,
+    every leaf it is true of) taken as TRUE (None: nothing is left): a predicate implied
+    by the original, for planners that do not know those ops (pypaimon has no ARRAY
+    predicates); the rows are then filtered exactly."""
     if predicate is None:
         return None
     if isinstance(predicate, Leaf):
-        return None if predicate.op in ops else predicate
+        return None if (ops(predicate) if callable(ops) else predicate.op in ops) else predicate
     kids = [relax(c, ops) for c in predicate.children]
     if isinstance(predicate, And):
         kids = [k for k in kids if k is not None]

@@ -238,6 +238,77 @@ def _exercise_avro(_, data):
             raise
 
 
+def _parquet():
+    """Small Parquet files: pyarrow's (page index or not, data page V1 / V2, dictionary and plain,
+    several codecs, nulls, a nested column, several row groups) and Java Paimon's."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 300
+    t = pa.table({"i": pa.array([i if i % 7 else None for i in range(n)], pa.int64()),
+                  "s": pa.array([f"v{i % 23}" for i in range(n)]),
+                  "d": pa.array([i / 3 for i in range(n)]),
+                  "l": pa.array([[i] * (i % 3) for i in range(n)], pa.list_(pa.int32()))})
+    out = []
+    for kw in (dict(write_page_index=True, compression="snappy"),
+               dict(write_page_index=False, data_page_version="2.0", use_dictionary=False, compression="zstd"),
+               dict(write_page_index=True, data_page_version="2.0", compression="none", row_group_size=120),
+               dict(write_page_index=False, compression="gzip", dictionary_pagesize_limit=64)):
+        buf = io.BytesIO()
+        pq.write_table(t, buf, data_page_size=256, write_batch_size=32, **kw)
+        out.append((None, buf.getvalue()))
+    tb = os.path.join(HERE, "data", "paimon_tables", "java09-append-tables.tar.gz")
+    with tarfile.open(tb) as tf:
+        for m in tf.getmembers():
+            if m.name.endswith(".parquet") and len(out) < 6:
+                out.append((None, tf.extractfile(m).read()))
+    return out
+
+
+def _same_rows(a, b) -> bool:
+    """Equal tables, NaN equal to NaN (mutated files hold NaNs; strings may not be valid UTF-8)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if a.schema != b.schema:
+        return False
+    for x, y in zip(a.columns, b.columns):
+        if x.equals(y):
+            continue
+        if not pa.types.is_floating(x.type) or not x.is_null().equals(y.is_null()):
+            return False
+        if not np.array_equal(x.to_numpy(zero_copy_only=False), y.to_numpy(zero_copy_only=False), equal_nan=True):
+            return False
+    return True
+
+
+def _exercise_parquet(_, data):
+    """Rows at a few positions, by page and by the cost rule; where pyarrow reads the whole
+    (mutated) file, the rows must equal its rows at those positions."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from paimon_fast import parquet_rows as pr
+
+    cols, rows = pr.file_shape(data)
+    try:
+        full = pq.read_table(pa.BufferReader(data))
+    except Exception:  # noqa: BLE001 - pyarrow cannot read it: no oracle, only the error contract
+        full = None
+    for pos in ([0, rows // 2, rows // 2, rows - 1], list(range(0, min(rows, 1 << 16), 97)), []):
+        pos = [p for p in pos if 0 <= p < rows]
+        for frac in (None, 1.0):
+            t = pr.read_rows(data, pos, page_fraction=frac)
+            if t.num_rows != len(pos):
+                raise AssertionError(f"{t.num_rows} rows for {len(pos)} positions")
+            if full is not None and not _same_rows(t, full.take(pa.array(pos, pa.int64()))):
+                raise AssertionError(f"rows at {pos[:8]} are not pyarrow's")
+            if cols:
+                pr.read_rows(data, pos, cols[-1:], page_fraction=frac)
+
+
 READERS = {
     "container": (_container, _exercise_container),
     "bloom": (lambda: _file_index("bloom-filter", "bloom_filter"), _exercise_file_index("bloom-filter")),
@@ -252,6 +323,7 @@ READERS = {
     "hash-index": (_hash, _exercise_hash),
     "hudi-bitmap": (_hudi, _exercise_hudi),
     "avro-manifest": (_avro, _exercise_avro),
+    "parquet-rows": (_parquet, _exercise_parquet),
 }
 
 

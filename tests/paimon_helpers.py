@@ -60,6 +60,16 @@ def sample_batch(k, n=1000):
     })
 
 
+def commit_arrow(table, data):
+    """Write ``data`` (a pyarrow Table) to a pypaimon table in one commit."""
+    wb = table.new_batch_write_builder()
+    w, c = wb.new_write(), wb.new_commit()
+    w.write_arrow(data)
+    c.commit(w.prepare_commit())
+    w.close()
+    c.close()
+
+
 def create_sample_table(wh, name="t", options=None, files=4, n=1000, primary_keys=None, native=False):
     """A pypaimon table of ``files`` commits of ``n`` rows each (one data file per commit)."""
     import pyarrow as pa
@@ -77,11 +87,5 @@ def create_sample_table(wh, name="t", options=None, files=4, n=1000, primary_key
     cat.create_table(f"db.{name}", Schema.from_pyarrow_schema(schema, primary_keys=primary_keys, options=opts), False)
     t = cat.get_table(f"db.{name}")
     for k in range(files):
-        wb = t.new_batch_write_builder()
-        w = wb.new_write()
-        c = wb.new_commit()
-        w.write_arrow(sample_batch(k, n))
-        c.commit(w.prepare_commit())
-        w.close()
-        c.close()
+        commit_arrow(t, sample_batch(k, n))
     return cat.get_table(f"db.{name}")

@@ -42,6 +42,38 @@ def test_xxh64_with_seed_and_offsets_int32():
     assert got == [xxhash.xxh64_intdigest(v, seed=12345) for v in vals]
 
 
+@pytest.mark.parametrize("offset_type", [np.int32, np.int64])
+def test_xxh64_runs_of_equal_lengths(offset_type):
+    """Blocks of equal-length values take the straight-line path per length (0..31): every
+    length, runs crossing block boundaries, a block broken by one odd length, and a
+    non-zero first offset, all against the xxhash package."""
+    rng = np.random.default_rng(7)
+    for length in list(range(0, 34)) + [40, 64]:
+        vals = [rng.integers(0, 256, length, dtype=np.uint8).tobytes() for _ in range(700)]
+        if length % 3 == 0:
+            vals[300] = vals[300] + b"x"  # the second block is mixed
+        blob = b"pad" + b"".join(vals)
+        off = np.concatenate([[0], np.cumsum([len(v) for v in vals])]).astype(offset_type) + 3
+        got = K.xxh64_hash(off, np.frombuffer(blob, dtype=np.uint8)).view(np.uint64).tolist()
+        assert got == [xxhash.xxh64_intdigest(v) for v in vals], length
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_bloom_add_probe_fixed_width_strings_with_nulls_equal_twin(large):
+    """Fixed-width keys (the run path) with nulls spread over several hash blocks."""
+    rng = np.random.default_rng(11)
+    vals = [None if rng.random() < 0.1 else f"{x:012d}" for x in rng.integers(0, 10**12, 2000)]
+    w = pf.fileindex.writer("bloom-filter", "STRING", {"items": "2000", "fpp": "0.01"})
+    w.write_batch(pa.array(vals, type=pa.large_string() if large else pa.string()))
+    bits = bytearray(w.num_bits // 8)
+    twin.add(bits, w.num_hash_functions, twin.hash_bytes([v.encode() for v in vals if v is not None]))
+    assert w.finish()[4:] == bytes(bits)
+    r = pf.fileindex.reader("bloom-filter", "STRING", w.finish())
+    probe = [f"{x:012d}" for x in rng.integers(0, 10**12, 1000)] + [v for v in vals[:1000] if v]
+    want = twin.test(bits, w.num_hash_functions, twin.hash_bytes([v.encode() for v in probe]))
+    assert r.might_contain_batch(pa.array(probe)).tolist() == want
+
+
 LONG = st.integers(-(2**63), 2**63 - 1)
 
 
@@ -165,6 +197,38 @@ def test_bit_positions_every_path_equals_twin(simd):
             got = K._positions(np.array(hashes, dtype=np.int64), k, nbits, simd)
             want = [list(twin.bit_positions(h, k, nbits)) for h in hashes]
             assert got.tolist() == want, (nbits, k)
+
+
+@pytest.mark.parametrize("simd", [0, 1, 2, -1])
+def test_word_targets_every_path_set_the_twins_bits(simd):
+    """The add blocks set each bit through a little-endian 32-bit word: byte offset
+    min(4 * (p >> 5), nbytes - 4) and mask 1 << (p - 8 * offset); the clamp keeps the last
+    word inside bit sets whose byte count is not a multiple of 4."""
+    rng = np.random.default_rng(9)
+    sizes = [32, 40, 48, 56, 64, 72, 9585064, 2**30 - 8, 2**30, 2**31 - 8] + (rng.integers(4, 2**27, 30) * 8).tolist()
+    for nbits in sizes:
+        hashes = _edge_hashes(nbits, rng)
+        nbytes = nbits // 8
+        for k in (1, 7, 8):
+            off, mask = K._targets(np.array(hashes, dtype=np.int64), k, nbits, simd)
+            pos = np.array([list(twin.bit_positions(h, k, nbits)) for h in hashes], dtype=np.int64)
+            shift = pos - 8 * off.astype(np.int64)
+            assert (off.astype(np.int64) <= nbytes - 4).all() and ((off % 4 == 0) | (off == nbytes - 4)).all()
+            assert ((shift >= 0) & (shift < 32)).all(), (nbits, k)
+            assert (mask.astype(np.int64) == np.left_shift(1, shift)).all(), (nbits, k)
+
+
+@pytest.mark.parametrize("nbits", [32, 40, 48, 56, 64, 72, 80, 8 * 1001])
+def test_add_into_small_bit_sets_equals_twin(nbits):
+    """Bit sets of a few words, whose last word is clamped (byte counts not a multiple of 4)."""
+    rng = np.random.default_rng(nbits)
+    hashes = rng.integers(-(2**63), 2**63 - 1, 300, dtype=np.int64, endpoint=True)
+    for k in (1, 3, 8):
+        got = np.zeros(nbits // 8, dtype=np.uint8)
+        K.add_hashes(got, k, hashes)
+        want = bytearray(nbits // 8)
+        twin.add(want, k, hashes.tolist())
+        assert got.tobytes() == bytes(want), (nbits, k)
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 63, 64, 65, 200, 1000])

@@ -138,7 +138,16 @@ class BloomFilterWriter(FileIndexWriter):
 
 
 class BloomFilterReader(FileIndexReader):
-    """Probes a serialized BloomFilter64; reads the payload once, on first use."""
+    """Probes a serialized BloomFilter64; reads the payload once, on first use.
+
+    The bytes do not record the column type (nor can Java tell it): ``dtype`` must
+    be the type the filter was written for.  Read as another type, the filter
+    answers for that type's hashes without any error: integer types share the hash
+    of the value as a long (INT and BIGINT answer alike), but a STRING filter read
+    as INT, or a DOUBLE one as BIGINT, skips files holding the value.  The table
+    layers pass the type recorded with the index (a Paimon data file's schema, the
+    dataset catalog's build types, which refuse a column whose type changed).
+    """
 
     index_type = INDEX_TYPE
 

@@ -54,6 +54,21 @@ def long_values(values, dtype: DataType):
     return np.asarray(v, dtype=np.int64), valid
 
 
+_RANGES = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "DATE": 32}
+
+
+def _value_range(dtype: DataType):
+    """``(lo, hi)`` of the longs a column of ``dtype`` can store in a BSI (None: any long)."""
+    bits = _RANGES.get(dtype.root)
+    if bits is not None:
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if dtype.root == "TIME":
+        return 0, 86_399_999
+    if dtype.root == "DECIMAL" and dtype.precision is not None and dtype.precision <= 18:
+        return -(10 ** dtype.precision - 1), 10 ** dtype.precision - 1
+    return None
+
+
 class BsiWriter(FileIndexWriter):
     """Collects the column and serializes it as Java's BSI writer does.
 
@@ -204,6 +219,7 @@ class BsiReader(FileIndexReader):
             layout.append((mn, mx, ebm_at, at))
         if last >= self.row_count:
             raise IndexFormatError(f"bsi existence bitmap holds row {last} beyond its {self.row_count} rows", base)
+        self._check_range(layout)
         n = self._nbits = last + 1
         parts = []
         for which, lay in zip(("positive", "negative"), layout):
@@ -217,6 +233,20 @@ class BsiReader(FileIndexReader):
                 _k.decode_fast(d, q, -1, slices[i], n, base)
             parts.append(_Part(n, mn, mx, ebm, slices))
         self._pos, self._neg = parts
+
+    def _check_range(self, layout):
+        """The format stores every type as longs; values outside the asked type's range
+        mean the index was written for another (wider) column type."""
+        rng = _value_range(self.dtype)
+        if rng is None:
+            return
+        lo, hi = rng
+        top = layout[0][1] if layout[0] is not None else None
+        bottom = -layout[1][1] if layout[1] is not None else None
+        if (top is not None and top > hi) or (bottom is not None and bottom < lo):
+            held = " and ".join(f"{w} {v}" for w, v in (("down to", bottom), ("up to", top)) if v is not None)
+            raise IndexFormatError(f"bsi holds values {held}, outside the range [{lo}, {hi}] of {self.dtype}: "
+                                   "the index was written for another column type", self._base)
 
     @property
     def positive(self) -> _Part:

@@ -199,7 +199,11 @@ class FileIndexFile:
             if start == EMPTY_INDEX_FLAG:
                 rd = EmptyFileIndexReader(dtype, self.source.slice(0, 0), opts)
             else:
-                rd = get_factory(itype).reader(dtype, self.source.slice(start, length, f"{itype} of {column}"), opts)
+                try:
+                    rd = get_factory(itype).reader(dtype, self.source.slice(start, length, f"{itype} of {column}"),
+                                                   opts)
+                except IndexFormatError as e:
+                    raise IndexFormatError(f"column {column!r}: {e.what}", e.offset) from None
             self._readers[key] = rd
         return rd
 

@@ -555,6 +555,11 @@ class RangeBitmapReader(FileIndexReader):
             raise IndexFormatError(f"range bitmap row count {self.row_count} is negative", base + 5)
         p = 9
         self.min = self.max = None
+        # the header is exactly version, counts, the min / max keys and the dictionary length:
+        # keys of another width than this type's mean the index was written for another type
+        fixed_hl = 13 + (2 * self.codec.size if self.cardinality > 0 else 0)
+        if not self.codec.is_string and hl != fixed_hl:
+            self._wrong_type(hl, base)
         if self.cardinality > 0:
             if self.cardinality > self.row_count:
                 raise IndexFormatError("range bitmap cardinality exceeds its row count", base + 9)
@@ -562,6 +567,8 @@ class RangeBitmapReader(FileIndexReader):
             self.max, p = self._header_key(h, p)
         if p + 4 > len(h):
             raise IndexFormatError("range bitmap header truncated (dictionary length)", base + 4 + p)
+        if p + 4 != len(h):
+            self._wrong_type(hl, base)
         (dl,) = struct.unpack_from(">i", h, p)
         self._dict_at = 4 + hl
         self._bsi_at = self._dict_at + dl
@@ -572,6 +579,11 @@ class RangeBitmapReader(FileIndexReader):
         self._slices = None
         self._data = None
         self._summary = None
+
+    def _wrong_type(self, hl, base):
+        want = "length-prefixed strings" if self.codec.is_string else f"{self.codec.size} bytes each"
+        raise IndexFormatError(f"range bitmap header's min / max keys fill {hl - 13} bytes, which is not two "
+                               f"{self.dtype} keys ({want}): the index was written for another column type", base)
 
     def _header_key(self, h, p):
         if self.codec.is_string:

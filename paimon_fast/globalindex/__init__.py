@@ -164,6 +164,10 @@ class GlobalIndex:
             raise ValueError(f"total row count must be non-negative, got {total_row_count}")
         self.total_row_count = total_row_count
         self.files = [_File(w, m) for w, m in files]
+        for f in self.files:  # the metas' keys tell a file written for another type before it is read
+            if f.meta is not None:
+                self.codec.check_key_lengths([len(k) for k in (f.meta.first_key, f.meta.last_key) if k is not None],
+                                             "global index file metadata")
         self.max_workers = max_workers
 
     # ------------------------------------------------------------ plumbing

@@ -503,6 +503,7 @@ class BitmapIndexFile:
                     raw, _ = self._read_block(f.index_offset, f.index_length, "dictionary block index")
                     u8 = np.frombuffer(raw, np.uint8)
                     ks, kl, of, ln = _k.parse_entries(u8, f.index_offset)
+                    self.codec.check_key_lengths(kl, "bitmap global index block index", f.index_offset)
                     if not self.codec.is_string and len(ks) > 1:
                         if not _k.entries_sorted(self.kind, u8, ks, kl, f.index_offset):
                             self.ordered = False

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._kernels import load as _load
-from ..errors import UnsupportedTypeError
+from ..errors import IndexFormatError, UnsupportedTypeError
 from ..serde import encode_varint
 from ..types import DataType, _rescale, to_arrow_array, validity_mask
 
@@ -70,6 +70,12 @@ def kind_of(dtype: DataType) -> int:
     raise UnsupportedTypeError(f"DataType {dtype} is not supported by the bitmap global index (as in Java)")
 
 
+# key lengths each kind allows: fixed widths, TSN 8 bytes + a var-int of at most 5, BigInteger 1..16
+_KEY_LENGTHS = {"I8": (1, 1), "I16": (2, 2), "I32": (4, 4), "I64": (8, 8), "BOOL": (1, 1), "F32": (4, 4),
+                "F64": (8, 8), "TSN": (9, 13), "BIGDEC": (1, 16)}
+_KEY_LENGTHS = {KINDS[k]: v for k, v in _KEY_LENGTHS.items()}
+
+
 class KeyCodec:
     """Column -> order keys, literal -> key bytes, key bytes -> Python value, for one type."""
 
@@ -77,6 +83,19 @@ class KeyCodec:
         self.dtype = DataType.parse(dtype)
         self.kind = kind_of(self.dtype)
         self.is_string = self.dtype.is_string
+
+    def check_key_lengths(self, lengths, what: str, offset=None) -> None:
+        """Raise IndexFormatError unless every key length (ints) is one this type's keys can
+        have: the format does not record the type, so keys of another width mean the index
+        was written for another column type."""
+        lim = _KEY_LENGTHS.get(self.kind)
+        if lim is None:
+            return
+        bad = [int(n) for n in np.asarray(lengths, dtype=np.int64).reshape(-1) if not lim[0] <= n <= lim[1]]
+        if bad:
+            want = f"{lim[0]} bytes" if lim[0] == lim[1] else f"{lim[0]} to {lim[1]} bytes"
+            raise IndexFormatError(f"{what} holds {bad[0]}-byte keys, a {self.dtype} key has {want}: the index "
+                                   "was written for another column type", offset)
 
     # ------------------------------------------------------------ columns
     def column(self, values):

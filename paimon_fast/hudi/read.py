@@ -1,10 +1,11 @@
 """Reading only the candidate slices and rows.
 
-Base-only slices are read from their Parquet base file, only the row groups that
-hold candidate positions, then only those rows (row-level skipping); slices with
-log files go through the ``hudi`` file-group reader (merged records).  Every row
-read is then filtered by the full predicate, so the answer equals a snapshot read
-filtered by the predicate whatever the index could or could not prune.
+Base-only slices are read from their Parquet base file, only the pages that hold
+candidate positions (:func:`paimon_fast.parquet_rows.read_rows`), then only those
+rows (row-level skipping); slices with log files go through the ``hudi``
+file-group reader (merged records).  Every row read is then filtered by the full
+predicate, so the answer equals a snapshot read filtered by the predicate whatever
+the index could or could not prune.
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
+from ..errors import ColumnNotFoundError
 from ..fs import IOCounter
+from ..parquet_rows import PageReadStats, read_rows
 from .prune import _IO, _counter, as_predicate, prune
 from ..tables.arrow_filter import coerce_literals, filter_table
 from .table import SliceRef, open_table, table_root, table_state
@@ -37,44 +40,33 @@ def _conform(tbl: pa.Table, schema: pa.Schema):
     return pa.Table.from_arrays(cols, schema=pa.schema([f.with_nullable(True) for f in schema]))
 
 
-def read_base_rows(path: str, schema: pa.Schema, positions=None, store=None, counter=None):
-    """Rows of a base Parquet file (only ``positions`` when given), conformed to
-    ``schema``; None if the file cannot be conformed (caller falls back).  ``store``: the
-    table's :class:`~paimon_fast.fs.Store` (default local); reads are ranged, counted in ``counter``."""
-    pf = pq.ParquetFile(path if store is None else store.open_input(path, counter))
-    names = [f.name for f in schema if f.name in set(pf.schema_arrow.names)]
-    if len(names) != len(schema):
-        return None
+def read_base_rows(path: str, schema: pa.Schema, positions=None, store=None, counter=None, stats=None):
+    """Rows of a base Parquet file (only ``positions`` when given: only the pages holding
+    them are decoded, :func:`paimon_fast.parquet_rows.read_rows`, which adds to ``stats``),
+    conformed to ``schema``; None if the file cannot be conformed (caller falls back).
+    ``store``: the table's :class:`~paimon_fast.fs.Store` (default local); reads are ranged,
+    counted in ``counter``."""
+    src = path if store is None else store.open_input(path, counter)
     if positions is None:
-        tbl = pf.read(columns=names)
-    else:
-        md = pf.metadata
-        starts = np.zeros(md.num_row_groups + 1, np.int64)
-        for g in range(md.num_row_groups):
-            starts[g + 1] = starts[g] + md.row_group(g).num_rows
-        pos = np.asarray(positions.to_array() if isinstance(positions, BitMap) else positions, dtype=np.int64)
-        if pos.size and pos[-1] >= starts[-1]:
-            raise ValueError(f"index positions beyond the {starts[-1]} rows of {path}")
-        gi = np.searchsorted(starts, pos, side="right") - 1
-        groups = np.unique(gi)
-        tbl = pf.read_row_groups(groups.tolist(), columns=names) if groups.size else \
-            pf.schema_arrow.empty_table().select(names)
-        # positions -> offsets inside the concatenation of the selected row groups
-        gstart = np.zeros(md.num_row_groups, np.int64)
-        acc = 0
-        for g in groups.tolist():
-            gstart[g] = acc
-            acc += starts[g + 1] - starts[g]
-        local = pos - starts[gi] + gstart[gi]
-        tbl = tbl.take(pa.array(local, pa.int64()))
+        pf = pq.ParquetFile(src)
+        names = [f.name for f in schema if f.name in set(pf.schema_arrow.names)]
+        if len(names) != len(schema):
+            return None
+        return _conform(pf.read(columns=names), schema)
+    pos = np.asarray(positions.to_array() if isinstance(positions, BitMap) else positions, dtype=np.int64)
+    try:
+        tbl = read_rows(src, pos, [f.name for f in schema], stats=stats)
+    except ColumnNotFoundError:
+        return None
     return _conform(tbl, schema)
 
 
-def read_slice(table_path: str, ref: SliceRef, schema: pa.Schema, positions, pred) -> pa.Table:
+def read_slice(table_path: str, ref: SliceRef, schema: pa.Schema, positions, pred, stats=None) -> pa.Table:
     """Matching rows of one candidate slice, as a table of ``schema``."""
     out = None
     if ref.base_file and not ref.log_files:
-        out = read_base_rows(ref.base_path(table_path), schema, positions, table_root(table_path)[0], _counter())
+        out = read_base_rows(ref.base_path(table_path), schema, positions, table_root(table_path)[0], _counter(),
+                             stats)
     if out is None:
         t = open_table(table_path, cached=True)
         reader = t.create_file_group_reader_with_options()
@@ -96,11 +88,11 @@ def _tasks(pr):
     return tasks
 
 
-def _run_task(table_path, task, schema, pred):
+def _run_task(table_path, task, schema, pred, stats=None):
     d = json.loads(task)
     ref = SliceRef.from_json(d["ref"])
     pos = BitMap.deserialize(base64.b64decode(d["positions"])) if d["positions"] else None
-    return read_slice(table_path, ref, schema, pos, pred)
+    return read_slice(table_path, ref, schema, pos, pred, stats)
 
 
 def _report(pr, extra=None):
@@ -148,16 +140,18 @@ def read_arrow(table_path: str, where=None, *, state=None) -> ArrowRead:
     rows equal a snapshot read filtered by ``where``, and ``.report``); no Spark needed."""
     pred = as_predicate(where)
     io = IOCounter()   # report["bytes_read"]: index segments and base files read
+    decoded = PageReadStats()   # report["decoded"]: rows, pages and bytes the base-file reads at rows decoded
     token = _IO.set(io)
     try:
         state = state or table_state(table_path, listing=False)   # prune reuses the index's listing when current
         pr = prune(state.path, pred, state=state)
         schema = pa.schema([f.with_nullable(True) for f in state.schema])
-        parts = [_run_task(state.path, t, schema, pred) for t in _tasks(pr)]
+        parts = [_run_task(state.path, t, schema, pred, decoded) for t in _tasks(pr)]
     finally:
         _IO.reset(token)
     tbl = pa.concat_tables(parts) if parts else schema.empty_table()
-    return ArrowRead(tbl, _report(pr, {"rows_returned": tbl.num_rows, "bytes_read": io.bytes}))
+    return ArrowRead(tbl, _report(pr, {"rows_returned": tbl.num_rows, "bytes_read": io.bytes,
+                                       "decoded": decoded.as_dict()}))
 
 
 class HudiRead:

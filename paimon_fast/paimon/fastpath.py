@@ -73,17 +73,18 @@ from ..errors import UnknownIndexTypeError, UnsupportedTypeError
 from ..fileindex import EmptyFileIndexReader, evaluate_tree, get_factory
 from ..fileindex.format import EMPTY_INDEX_FLAG as _EMPTY_INDEX, MAGIC as _CONTAINER_MAGIC, FileIndexFile
 from ..fileindex.options import Options
-from ..predicate import Leaf, relax
+from ..parquet_rows import PageReadStats, clear_cache as _clear_row_cache, read_rows
+from ..predicate import Leaf
 from ..types import DataType
 from ..result import REMAIN, BitmapResult
 from ..source import BytesSource, FileSource
 from ..tables.arrow_filter import to_arrow_expression
 from .deletion import read_deletion_vector
-from .predicates import to_pypaimon
+from .predicates import for_planning, to_pypaimon
 from .pruning import PruneReport, _CountingSource, _result_of, index_applicability
 
 
-# decode Parquet with Arrow's thread pool (_read_files); on two cores or fewer the
+# decode Parquet with Arrow's thread pool (_read_files, _read_rows); on two cores or fewer the
 # hand-offs cost more than they gain (measured: same CPU, slower under load)
 SCAN_THREADS = (os.cpu_count() or 1) > 2
 
@@ -282,15 +283,16 @@ _PLAN_CACHE_SIZE = 16
 
 
 def clear_plan_cache():
-    """Forget every cached plan (keyed by table path and snapshot: id, manifest lists, time), and the
-    parsed Avro and index container headers, so the next query pays what a first query
-    in a fresh process pays (short of imports)."""
+    """Forget every cached plan (keyed by table path and snapshot: id, manifest lists, time), the
+    parsed Avro and index container headers and the data files' parsed footers, so the next
+    query pays what a first query in a fresh process pays (short of imports)."""
     with _PLAN_LOCK:
         _PLAN_CACHE.clear()
         _HEADERS.clear()
     with _SCHEMA_LOCK:
         _SCHEMA_CACHE.clear()
         _HEADER_CACHE.clear()
+    _clear_row_cache()  # data files' footers and page locations
 
 
 _TIME_TRAVEL = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "scan.timestamp",
@@ -574,7 +576,7 @@ class _StatsFilter:
         from pypaimon.read.push_down_utils import exclude_predicate_with_fields
         from pypaimon.table.special_fields import SpecialFields
 
-        predicate = relax(predicate)   # pypaimon has no ARRAY predicates: those leaves are TRUE here
+        predicate = for_planning(predicate, table)   # leaves pypaimon cannot test (ARRAY ops ...) are TRUE here
         pred = None if predicate is None else to_pypaimon(predicate, table)
         pred = exclude_predicate_with_fields(pred, SpecialFields.SYSTEM_FIELD_NAMES)
         self.pred = exclude_predicate_with_fields(pred, set(table.partition_keys))
@@ -676,15 +678,31 @@ def _current_columns(tbl, names: List[str], mapping, schema, n_rows: int):
     return arrays
 
 
-def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols, read_schema):
+def _read_rows(table, f: _File, positions, columns: List[str], phys, stats):
+    """Columns of data file ``f`` at sorted ``positions``: only the pages holding them are
+    decoded (:func:`paimon_fast.parquet_rows.read_rows`; ``phys``'s dictionary columns as
+    dictionaries); the file's row count is checked against its manifest entry."""
+    import pyarrow as pa
+
+    dict_cols = [c for c in columns if pa.types.is_dictionary(phys.field(c).type)]
+    path = f"{f.fsdir}/{f.name}"
+    kw = dict(rows=f.rows, dictionary_columns=dict_cols, stats=stats, use_threads=SCAN_THREADS)
+    if _is_local(table.file_io):  # by path: footers and page locations are cached per file
+        return read_rows(path, positions, columns, **kw)
+    with table.file_io.filesystem.open_input_file(path) as stream:
+        return read_rows(stream, positions, columns, **kw)
+
+
+def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols, read_schema, stats):
     """Matching rows of files of one schema id: ``[(arrow table or None, rows decoded)]``.
 
-    Files with candidate rows from an index (or a deletion vector) are read
-    whole (every needed column in one scan), then taken at the candidates and
-    filtered.  Files without (an index that could only say "maybe") are read
+    Files with candidate rows from an index (or a deletion vector) are read at
+    those rows only (the pages holding them, :func:`_read_rows`), then filtered.
+    Files without (an index that could only say "maybe") are read
     late-materialised: the predicate's columns first, the other columns only
-    for files with a match, taken at the matching rows.  The predicate runs
-    once per kind over the files' rows together."""
+    for files with a match, at the matching rows.  The predicate runs once per
+    kind over the files' rows together.  ``stats`` (a ``PageReadStats``) counts
+    what the reads at known rows decoded."""
     import pyarrow as pa
     from pypaimon.schema.data_types import PyarrowFieldParser
 
@@ -709,11 +727,11 @@ def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols
     whole = [j for j in jobs if j[1] is not None]
     late = [j for j in jobs if j[1] is None]
     if whole:
-        tables = _read_files(table.file_io, [f for f, _ in whole], physical(all_cols), phys)
-        parts = [current(t.take(pa.array(np.asarray(cand.to_array(), dtype=np.int64))), all_cols)
-                 for (_, cand), t in zip(whole, tables)]
+        before = stats.rows_decoded
+        parts = [current(_read_rows(table, f, np.asarray(cand.to_array(), dtype=np.int64), physical(all_cols), phys,
+                                    stats), all_cols) for f, cand in whole]
         hit = pa.concat_tables(parts).filter(pred_expr)
-        out.append((hit.select(list(out_cols)) if hit.num_rows else None, sum(f.rows for f, _ in whole)))
+        out.append((hit.select(list(out_cols)) if hit.num_rows else None, stats.rows_decoded - before))
     if late:
         files = [f for f, _ in late]
         tables = _read_files(table.file_io, files, physical(pred_cols), phys)
@@ -730,14 +748,12 @@ def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols
             with_hits = sorted(set(fidx.tolist()))
             rest = [c for c in out_cols if c not in pred_cols]
             rest_phys = physical(rest)
-            rest_tables = _read_files(table.file_io, [files[k] for k in with_hits], rest_phys, phys) \
-                if rest_phys else [None] * len(with_hits)
-            for k, rt in zip(with_hits, rest_tables):
+            for k in with_hits:
                 m = fidx == k
                 sub = hit.filter(pa.array(m))
                 cols = {c: sub.column(c) for c in pred_cols}
-                if rest:
-                    rt = rt.take(pa.array(pos[m])) if rt is not None else None
+                if rest:  # the other columns at the matching rows only
+                    rt = _read_rows(table, files[k], pos[m], rest_phys, phys, stats) if rest_phys else None
                     cols.update(zip(rest, _current_columns(rt, rest, mapping, read_schema, int(m.sum()))))
                 out.append((pa.Table.from_arrays([cols[c] for c in out_cols], schema=out_schema), 0))
         out.append((None, decoded))
@@ -845,9 +861,10 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
     for f, cand in jobs:
         groups.setdefault(f.schema_id, []).append((f, cand))
     got = []
+    rep.decoded = PageReadStats()
     for sid, g in groups.items():
         got.extend(_read_group(table, g, schemas.schema(sid), schemas.mapping(sid), pred_expr, pred_cols,
-                               read_cols, read_schema))
+                               read_cols, read_schema, rep.decoded))
     parts = []
     rep.rows_selected = rep.rows_index_selected  # rows taken from the files (index and deletions applied)
     rep.rows_decoded = 0

@@ -438,15 +438,16 @@ def bitmap_ranges(bm: BitMap64) -> List[Tuple[int, int]]:
     return list(zip(starts.tolist(), ends.tolist()))
 
 
-def read_ranges_direct(table, splits, columns: List[str]):
+def read_ranges_direct(table, splits, columns: List[str], stats=None):
     """Read the row ranges of pypaimon ``IndexedSplit`` s straight from local Parquet files:
-    only the row groups holding selected rows, then only those rows.  Returns a
-    ``pyarrow.Table`` with ``columns`` typed as pypaimon types them, or None when a file
-    needs pypaimon's reader (deletion vectors, column groups, stored row ids, another
-    schema, remote files, blob columns)."""
+    only the pages holding selected rows (:func:`paimon_fast.parquet_rows.read_rows`, which
+    adds to ``stats``), then only those rows.  Returns a ``pyarrow.Table`` with ``columns``
+    typed as pypaimon types them, or None when a file needs pypaimon's reader (deletion
+    vectors, column groups, stored row ids, another schema, remote files, blob columns)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
     from pypaimon.schema.data_types import PyarrowFieldParser
+
+    from ..parquet_rows import PageReadStats, file_shape, ranges_to_positions, read_rows
 
     by_name = {f.name: f for f in table.fields}
     if any(c not in by_name for c in columns):
@@ -471,34 +472,30 @@ def read_ranges_direct(table, splits, columns: List[str]):
             lo, hi = f.first_row_id, f.first_row_id + f.row_count - 1
             sel = bounds[(bounds[:, 1] >= lo) & (bounds[:, 0] <= hi)]
             if len(sel):
-                pos = np.concatenate([np.arange(max(a, lo), min(b, hi) + 1, dtype=np.int64) for a, b in sel]) - lo
+                pos = ranges_to_positions(np.stack([np.maximum(sel[:, 0], lo), np.minimum(sel[:, 1], hi) + 1], 1) - lo)
                 jobs.append((path, f.row_count, pos))
 
-    def take(job):
-        path, row_count, pos = job
-        pfile = pq.ParquetFile(path)
-        if "_ROW_ID" in pfile.schema_arrow.names or any(c not in pfile.schema_arrow.names for c in columns):
+    decoded = [PageReadStats() for _ in jobs]  # one per job: the jobs run in threads
+
+    def take(k):
+        path, row_count, pos = jobs[k]
+        names, rows = file_shape(path)
+        if "_ROW_ID" in names or any(c not in names for c in columns) or rows != row_count:
             return None
-        md = pfile.metadata
-        starts = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
-        if starts[-1] != row_count:
-            return None
-        rg_of = np.searchsorted(starts, pos, "right") - 1
-        rgs = np.unique(rg_of)
-        got = pfile.read_row_groups(rgs.tolist(), columns=columns, use_threads=False)
-        # positions inside the concatenation of the chosen row groups
-        base = np.cumsum([0] + [md.row_group(int(i)).num_rows for i in rgs])[:-1]
-        return got.take(pa.array(pos - starts[rg_of] + base[np.searchsorted(rgs, rg_of)]))
+        return read_rows(path, pos, columns, stats=decoded[k])  # the pages holding the rows only
 
     if len(jobs) > 1:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(min(len(jobs), os.cpu_count() or 2)) as ex:
-            parts = list(ex.map(take, jobs))
+            parts = list(ex.map(take, range(len(jobs))))
     else:
-        parts = [take(j) for j in jobs]
+        parts = [take(k) for k in range(len(jobs))]
     if any(p is None for p in parts):
         return None
+    if stats is not None:
+        for d in decoded:
+            stats.add(d)
     if not parts:
         return out_schema.empty_table()
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from ..predicate import And, Leaf, Or, Predicate
+from ..predicate import ARRAY_OPS, And, Leaf, Or, Predicate, relax
 from ..translate import Translator
 
 # our op -> pypaimon method
@@ -63,6 +63,52 @@ class PypaimonTranslator(Translator):
 
     def any_of(self, exprs):
         return self.make(method="or", index=None, field=None, literals=exprs)
+
+
+# comparisons that NaN satisfies (IEEE, as pyarrow.compute and the exact filter): min / max
+# statistics leave NaN out (pypaimon takes them with pyarrow's min / max), so they cannot
+# rule these out in a file holding NaN
+_NAN_TRUE_OPS = ("not_equal", "not_in", "not_between")
+
+
+def _bad_escape(pattern: str) -> bool:
+    """Does a LIKE pattern escape something other than %, _ or a backslash, or end in one?"""
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            if i + 1 == len(pattern) or pattern[i + 1] not in "%_\\":
+                return True
+            i += 1
+        i += 1
+    return False
+
+
+def _plannable(leaf: Leaf, float_columns) -> bool:
+    """Can pypaimon's planner (partition and min/max tests) take this leaf safely?"""
+    if leaf.op in ARRAY_OPS:
+        return False  # pypaimon has no ARRAY predicates
+    if leaf.op not in ("is_null", "is_not_null") and any(v is None for v in leaf.literals):
+        return False  # a null literal: pypaimon compares it with the min / max and raises
+    if leaf.op in _NAN_TRUE_OPS and leaf.name in float_columns:
+        return False
+    if leaf.op == "like" and _bad_escape(leaf.literal):
+        return False  # pypaimon raises on an escape before anything but % _ \ (ours: the character itself)
+    return True
+
+
+def for_planning(predicate: Optional[Predicate], fields_or_table=None) -> Optional[Predicate]:
+    """The predicate handed to pypaimon's planner: ``predicate`` (normalised) with every
+    leaf pypaimon cannot plan with exactly taken as TRUE (None: nothing is left):
+    ARRAY ops, null literals, ``!=`` / ``NOT IN`` / ``NOT BETWEEN`` on FLOAT / DOUBLE
+    columns of ``fields_or_table`` (a pypaimon table or its DataFields), which NaN rows
+    satisfy though the statistics leave NaN out, and LIKE patterns with an escape
+    pypaimon rejects.
+
+    The result is implied by ``predicate``, so planning with it never drops a file
+    or partition holding a matching row; the rows are filtered exactly afterwards."""
+    fields = getattr(fields_or_table, "fields", fields_or_table) or ()
+    floats = {f.name for f in fields if str(getattr(f, "type", "")).startswith(("FLOAT", "DOUBLE"))}
+    return relax(predicate, lambda leaf: not _plannable(leaf, floats))
 
 
 def to_pypaimon(predicate: Predicate, fields_or_table) -> "object":

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field as dc_field
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import UnknownIndexTypeError, UnsupportedTypeError
+from ..parquet_rows import PageReadStats
 from ..fileindex import evaluate_tree
 from ..predicate import Leaf, Predicate
 from ..result import REMAIN, FileIndexResult
@@ -43,7 +44,8 @@ class PruneReport:
     read_seconds: Optional[float] = None
     skipped_files: List[str] = dc_field(default_factory=list)
     files_pruned_by_stats: int = 0  # fast path: files min/max stats ruled out (pypaimon's plan drops them unseen)
-    rows_decoded: Optional[int] = None  # fast path: rows of the files whose columns were decoded
+    rows_decoded: Optional[int] = None  # fast path: rows decoded (files scanned whole + pages of files read at rows)
+    decoded: Optional[PageReadStats] = None  # fast path: what the reads at known rows decoded (rows, pages, bytes)
     fast_path: bool = False  # planned and read by :mod:`.fastpath` (else pypaimon's planner and reader)
     plan_cached: bool = False  # the fast path's plan came from its per-snapshot cache
     fallback_reason: str = ""  # why the fast path was not taken
@@ -64,6 +66,10 @@ class PruneReport:
         if self.fast_path:
             s += f"; fast path (plan {'cached' if self.plan_cached else 'read'}, {self.files_pruned_by_stats} " \
                  f"files pruned by partition/stats)"
+            if self.rows_decoded is not None:
+                s += f"; rows decoded {self.rows_decoded:,}"
+            if self.decoded is not None and self.decoded.rows:
+                s += f" (reads at known rows: {self.decoded})"
         elif self.fallback_reason:
             s += f"; pypaimon path ({self.fallback_reason})"
         if not self.applied:

@@ -33,13 +33,12 @@ from pyroaring import BitMap
 from ..errors import PaimonFastError
 from ..fileindex.format import FileIndexFormat
 from ..literals import normalize
-from ..predicate import relax
 from ..result import REMAIN, BitmapResult, FileIndexResult
 from ..source import BytesSource
 from ..tables.arrow_filter import filter_table
 from .compat import legacy_manifest_table
 from .deletion import is_64bit, read_deletion_vector
-from .predicates import as_predicate, to_pypaimon
+from .predicates import as_predicate, for_planning, to_pypaimon
 from .pruning import (INDEX_SUFFIX, PruneReport, _bool_opt, _CountingSource, _opt, _result_of,  # noqa: F401
                       _SchemaResolver, index_applicability)
 
@@ -385,7 +384,7 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     pred = _normalized(table, as_predicate(predicate))
     if rb is None:
         rb = table.new_read_builder()
-        planned = relax(pred)   # pypaimon has no ARRAY predicates: planned without them
+        planned = for_planning(pred, table)   # leaves pypaimon cannot plan with (ARRAY ops ...) are TRUE
         if planned is not None:
             rb = rb.with_filter(to_pypaimon(planned, table))
         if projection is not None:
@@ -485,9 +484,11 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
         if indexed:
             got = None
             if _bool_opt(tbl, "row-tracking.enabled", False):
+                from ..parquet_rows import PageReadStats
                 from .globalindex import read_ranges_direct  # row ranges of local Parquet files, without pypaimon
 
-                got = read_ranges_direct(tbl, indexed, cols + extra)
+                report.decoded = report.decoded or PageReadStats()
+                got = read_ranges_direct(tbl, indexed, cols + extra, report.decoded)
             parts.append(got if got is not None else rb2.new_read().to_arrow(indexed))
         parts = [x for x in parts if x is not None]
         out = None

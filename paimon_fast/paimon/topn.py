@@ -25,7 +25,8 @@ from ..fileindex.format import FileIndexFile
 from ..result import REMAIN
 from ..source import BytesSource, FileSource
 from ..tables.arrow_filter import filter_table
-from ..tables.topn import FILE, POS, TopNReport, TopNSource, check_k, check_orderable, order, read_positions
+from ..parquet_rows import PageReadStats, read_rows
+from ..tables.topn import FILE, POS, TopNReport, TopNSource, check_k, check_orderable, order
 from ..tables.topn import top_n as _merge
 from .compat import legacy_manifest_table
 from .predicates import as_predicate
@@ -140,7 +141,7 @@ def _sources(table, plan, column, pred, rep):
             except (PaimonFastError, OSError) as e:  # a broken index never fails a query: read the column
                 rep.index_errors.append(f"{f.name}: {type(e).__name__}: {e}")
         sources.append(_source(table, f, schemas.mapping(f.schema_id), full_schema, eligible, reader, pred,
-                               _open_stream, _current_columns, column))
+                               _is_local(table.file_io), _open_stream, _current_columns, column))
     return sources, opened
 
 
@@ -156,17 +157,20 @@ def _container(table, f, types, is_local) -> Optional[FileIndexFile]:
     return None
 
 
-def _source(table, f, mapping, full_schema, eligible, reader, pred, open_stream, current_columns,
+def _source(table, f, mapping, full_schema, eligible, reader, pred, local, open_stream, current_columns,
             column=None) -> TopNSource:
-    import pyarrow.parquet as pq
-
     need_pred = sorted(pred.fields()) if pred is not None else []
+    decoded = PageReadStats()
 
     def read(positions, cols):
         names = list(dict.fromkeys([*cols, *need_pred]))
         phys = list(dict.fromkeys(mapping[c][0] for c in names if mapping[c][0] is not None))
-        with open_stream(table.file_io, f"{f.fsdir}/{f.name}") as stream:
-            t = read_positions(pq.ParquetFile(stream), positions, phys)
+        path = f"{f.fsdir}/{f.name}"
+        if local:  # by path: its footer and page locations are cached
+            t = read_rows(path, positions, phys, rows=f.rows, stats=decoded)
+        else:
+            with open_stream(table.file_io, path) as stream:
+                t = read_rows(stream, positions, phys, rows=f.rows, stats=decoded)
         schema = pa.schema([full_schema.field(c) for c in names])
         t = pa.Table.from_arrays(current_columns(t, names, mapping, full_schema, t.num_rows), schema=schema)
         t = t.append_column(POS, pa.array(np.asarray(positions, dtype=np.int64)))
@@ -178,4 +182,4 @@ def _source(table, f, mapping, full_schema, eligible, reader, pred, open_stream,
         return read(np.asarray(eligible.to_array(), dtype=np.int64), cols)
 
     return TopNSource(f.name, f.rows, eligible, reader, read, read_all, exact=pred is None,
-                      arrow_type=full_schema.field(column).type if column is not None else None)
+                      arrow_type=full_schema.field(column).type if column is not None else None, decoded=decoded)

@@ -51,27 +51,31 @@ def top_n(spark, path: str, column: str, k: int, *, desc: bool = True, where=Non
             idx, reader, _ = ds._range_reader(f, column, entry) if entry is not None else (None, None, None)
             one = TopNReport()
             try:
-                t = file_top_k(ds._top_n_source(f, rows, eligible, reader, pred, schema, column), i, column, k, desc,
-                               nulls_first, where_cols, one)
+                src = ds._top_n_source(f, rows, eligible, reader, pred, schema, column)
+                t = file_top_k(src, i, column, k, desc, nulls_first, where_cols, one)
             finally:
                 if idx is not None:
                     idx.close()
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, t.schema) as w:
                 w.write_table(t)
-            yield i, sink.getvalue().to_pybytes(), one.files_without_index, one.candidate_rows
+            yield i, sink.getvalue().to_pybytes(), one.files_without_index, one.candidate_rows, src.decoded
 
     sc = spark.sparkContext
     n = min(len(tasks), max(1, sc.defaultParallelism) * 4)
     got = sc.parallelize(tasks, n).mapPartitions(run).collect()
     parts = []
-    for _i, data, no_index, cand in got:
+    for _i, data, no_index, cand, decoded in got:
         parts.append(pa.ipc.open_stream(data).read_all())
         rep.files_without_index += no_index
         rep.candidate_rows += cand
         rep.rows_read += cand
+        rep.decoded.add(decoded)
     best = merge(parts, column, k, desc, nulls_first)
     if best is None:
         return schema.empty_table().select(columns)
     sources = [ds._top_n_source(p.file, p.rows, None, None, pred, schema) for p, _ in files]
-    return project(sources, best, column, columns, desc, nulls_first, rep)
+    out = project(sources, best, column, columns, desc, nulls_first, rep)
+    for s in sources:
+        rep.decoded.add(s.decoded)
+    return out

@@ -68,7 +68,7 @@ import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -76,7 +76,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from ..errors import PaimonFastError, UnsupportedTypeError
+from ..errors import IndexFormatError, PaimonFastError, UnsupportedTypeError
 from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
 from ..fileindex._bitslice import NullLiteralError
 from ..fileindex.options import (DEFAULT_IN_MANIFEST_THRESHOLD, IN_MANIFEST_THRESHOLD, indexes_from_table_options,
@@ -212,6 +212,8 @@ class FileIndexBuilder:
             if col not in row_type:
                 continue
             self.writers[col] = {t: fileindex.writer(t, row_type[col], o) for t, o in per.items()}
+        # the types the indexes are built for: recorded in the catalog, checked when opening
+        self.types = {col: str(row_type[col]) for col in self.writers}
         self.rows = 0
 
     def add(self, batch) -> None:
@@ -233,21 +235,24 @@ class FileIndexBuilder:
 
 
 def store_index(data_abs_path: str, blob: Optional[bytes], threshold: int, digest: str,
-                _fault: Optional[str] = None, store: Optional[Store] = None) -> dict:
-    """Write ``<data file>.index`` (atomically) or keep a small index inline; the catalog entry.
+                _fault: Optional[str] = None, store: Optional[Store] = None,
+                types: Optional[Mapping[str, str]] = None) -> dict:
+    """Write ``<data file>.index`` (atomically) or keep a small index inline; the catalog entry
+    (with ``types``, the column types the indexes were built for: :attr:`FileIndexBuilder.types`).
 
     On a non-local ``store`` the file is ``<data file>.<content hash>.index``: a new
     name for new bytes, visible only once the catalog names it."""
     if blob is None:
         return {"digest": digest, "none": True}
+    typed = {"types": dict(types)} if types else {}
     if len(blob) <= threshold:
-        return {"digest": digest, "inline": base64.b64encode(blob).decode("ascii"), "size": len(blob)}
+        return {"digest": digest, "inline": base64.b64encode(blob).decode("ascii"), "size": len(blob), **typed}
     if store is None or store.local:
         write_atomic(data_abs_path + INDEX_SUFFIX, blob, _fault)
-        return {"digest": digest, "file": os.path.basename(data_abs_path) + INDEX_SUFFIX, "size": len(blob)}
+        return {"digest": digest, "file": os.path.basename(data_abs_path) + INDEX_SUFFIX, "size": len(blob), **typed}
     name = f"{store.basename(data_abs_path)}.{hashlib.sha256(blob).hexdigest()[:16]}{INDEX_SUFFIX}"
     store.write_atomic(store.join(store.dirname(data_abs_path), name), blob, _fault)
-    return {"digest": digest, "file": name, "size": len(blob)}
+    return {"digest": digest, "file": name, "size": len(blob), **typed}
 
 
 def build_file_index(store: Store, data_path: str, row_type: Mapping[str, str], columns: Mapping, threshold: int,
@@ -263,7 +268,8 @@ def build_file_index(store: Store, data_path: str, row_type: Mapping[str, str], 
     if b.writers:
         for batch in pf.iter_batches(batch_size=batch_rows, columns=list(b.writers)):
             b.add(batch)
-    return pf.metadata.num_rows, store_index(data_path, b.finish(), threshold, digest, _fault, store=store)
+    return pf.metadata.num_rows, store_index(data_path, b.finish(), threshold, digest, _fault, store=store,
+                                             types=b.types)
 
 
 # ---------------------------------------------------------------- plans and reports
@@ -322,6 +328,7 @@ class ScanReport:
     global_index_used: List[str] = field(default_factory=list)
     global_index_stale: List[str] = field(default_factory=list)
     bytes_read: int = 0  # read from the store by this call (catalog, indexes; data files on remote stores)
+    decoded: Optional[object] = None  # scan(): what the reads of files with row bitmaps decoded (PageReadStats)
 
     @property
     def files_read(self) -> int:
@@ -335,6 +342,8 @@ class ScanReport:
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
         d.update(files_read=self.files_read, rows_read=self.rows_read)
+        if self.decoded is not None:
+            d["decoded"] = self.decoded.as_dict()
         return d
 
     def __str__(self):
@@ -345,7 +354,8 @@ class ScanReport:
                 f"index evaluation {self.eval_seconds * 1000:.1f} ms, {self.bytes_read:,} bytes read"
                 + (f", global index on {', '.join(self.global_index_used)}" if self.global_index_used else "")
                 + (f", stale global index ignored on {', '.join(self.global_index_stale)}"
-                   if self.global_index_stale else ""))
+                   if self.global_index_stale else "")
+                + (f"; bitmap reads decoded {self.decoded}" if self.decoded is not None and self.decoded.rows else ""))
 
 
 @dataclass
@@ -628,7 +638,16 @@ class ParquetDataset:
             data = self.store.open_source(self.index_file_path(f, fi), self.io, head=HEAD_PREFETCH)
         else:
             return None
-        return FileIndexFormat.open(data, self.row_type())
+        row_type = self.row_type()
+        for col, built in (fi.get("types") or {}).items():
+            # the index formats do not record the type: an index built for another type of the
+            # column (the dataset's schema changed) would be read wrongly, so it is refused
+            now = row_type.get(col)
+            if now is not None and replace(DataType.parse(now), nullable=True) != replace(DataType.parse(built),
+                                                                                           nullable=True):
+                raise IndexFormatError(f"the index of {f.path} on column {col!r} was built for type {built}, "
+                                       f"the column is {now} now: rebuild the index (ParquetDataset.build)")
+        return FileIndexFormat.open(data, row_type)
 
     def plan(self, predicate: Optional[Predicate], threads: Optional[int] = None) -> ScanPlan:
         """Evaluate every file's index (and partition values) against ``predicate``.
@@ -747,21 +766,29 @@ class ParquetDataset:
     # ------------------------------------------------------------ reading without Spark
     def read_file(self, f: DataFile, bitmap: Optional[BitMap] = None, predicate: Optional[Predicate] = None,
                   columns: Optional[List[str]] = None, schema: Optional[pa.Schema] = None,
-                  deletion_vector=None) -> pa.Table:
+                  deletion_vector=None, stats=None) -> pa.Table:
         """One file's rows (data + partition columns), only the bitmap's positions
         when given, without the rows ``deletion_vector`` deletes, filtered by
-        ``predicate``; columns in ``schema`` (default: :meth:`schema`)."""
+        ``predicate``; columns in ``schema`` (default: :meth:`schema`).  With a
+        bitmap only the pages holding its rows are decoded
+        (:func:`paimon_fast.parquet_rows.read_rows`, which adds to ``stats``)."""
+        from ..parquet_rows import file_shape, read_rows
+
         schema = schema or self.schema()
+        if bitmap is not None:
+            src = self._input(f)
+            names, nrows = file_shape(src)
+            read_cols = [c for c in schema.names if c in names]
+            pos = np.asarray(bitmap.to_array(), dtype=np.int64)
+            pos = pos[pos < nrows]
+            if deletion_vector is not None:
+                pos = pos[~deletion_vector.is_deleted_batch(pos)]
+            return filter_table(self._conform(f, read_rows(src, pos, read_cols, stats=stats), schema, set(names)),
+                                predicate)
         data_names = set(pq.read_schema(self._input(f)).names)
         read_cols = [c for c in schema.names if c in data_names]
         t = pq.read_table(self._input(f), columns=read_cols)
-        if bitmap is not None:
-            pos = np.asarray(bitmap.to_array(), dtype=np.int64)
-            pos = pos[pos < t.num_rows]
-            if deletion_vector is not None:
-                pos = pos[~deletion_vector.is_deleted_batch(pos)]
-            t = t.take(pa.array(pos))
-        elif deletion_vector is not None:
+        if deletion_vector is not None:
             from ..tableindex import apply_deletion_vector
 
             t = pa.Table.from_batches([apply_deletion_vector(deletion_vector, b, off) for b, off in
@@ -787,20 +814,22 @@ class ParquetDataset:
         return pa.Table.from_arrays(arrays, schema=schema)
 
     def read_rows(self, f: DataFile, positions, columns: Sequence[str], predicate: Optional[Predicate] = None,
-                  schema: Optional[pa.Schema] = None) -> pa.Table:
+                  schema: Optional[pa.Schema] = None, stats=None) -> pa.Table:
         """Rows at ``positions`` (sorted row positions of ``f``) with ``columns`` and a
         ``__pf_pos`` column holding each row's position, filtered by ``predicate``.
 
-        Reads only the row groups holding those positions and only the columns
-        asked for plus those ``predicate`` needs."""
-        from .topn import POS, read_positions
+        Decodes only the pages holding those positions
+        (:func:`paimon_fast.parquet_rows.read_rows`, which adds to ``stats``) and
+        only the columns asked for plus those ``predicate`` needs."""
+        from ..parquet_rows import file_shape, read_rows
+        from .topn import POS
 
         schema = schema or self.schema()
         positions = np.asarray(positions, dtype=np.int64)
-        pfile = pq.ParquetFile(self._input(f))
         need = set(columns) | (predicate.fields() if predicate is not None else set())
-        data_names = set(pfile.schema_arrow.names)
-        t = read_positions(pfile, positions, [c for c in schema.names if c in need and c in data_names])
+        src = self._input(f)
+        data_names = set(file_shape(src).columns)
+        t = read_rows(src, positions, [c for c in schema.names if c in need and c in data_names], stats=stats)
         keep = [fl for fl in schema if fl.name in need]
         out = self._conform(f, t, pa.schema(keep), data_names).append_column(POS, pa.array(positions))
         return filter_table(out, predicate).select([*columns, POS])
@@ -873,25 +902,31 @@ class ParquetDataset:
 
     def _top_n_source(self, f: DataFile, rows: int, eligible: Optional[BitMap], reader, pred, schema,
                       column: Optional[str] = None):
+        from ..parquet_rows import PageReadStats
         from .topn import TopNSource
 
+        decoded = PageReadStats()
+
         def read(positions, cols):
-            return self.read_rows(f, positions, cols, pred, schema)
+            return self.read_rows(f, positions, cols, pred, schema, decoded)
 
         def read_all(cols):
             pos = np.arange(rows, dtype=np.int64) if eligible is None else np.asarray(eligible.to_array(), np.int64)
             return read(pos, cols)
 
         return TopNSource(f.path, rows, eligible, reader, read, read_all, exact=pred is None,
-                          arrow_type=schema.field(column).type if column is not None else None)
+                          arrow_type=schema.field(column).type if column is not None else None, decoded=decoded)
 
     def scan(self, predicate=None, columns: Optional[List[str]] = None) -> Tuple[pa.Table, ScanReport]:
         """Exact answer without Spark: prune with the indexes, drop rows outside bitmaps, filter."""
+        from ..parquet_rows import PageReadStats
+
         b0 = self.io.snapshot()[0]
         plan = self.plan(predicate)
         schema = self.schema()
-        parts = [self.read_file(p.file, p.bitmap, plan.predicate, schema=schema, deletion_vector=p.deletion_vector)
-                 for p in plan.kept]
+        plan.report.decoded = PageReadStats()
+        parts = [self.read_file(p.file, p.bitmap, plan.predicate, schema=schema, deletion_vector=p.deletion_vector,
+                                stats=plan.report.decoded) for p in plan.kept]
         t = pa.concat_tables(parts) if parts else schema.empty_table()
         if columns:
             t = t.select(columns)

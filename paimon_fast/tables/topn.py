@@ -13,7 +13,8 @@ Per file the work is bounded by its index:
 * otherwise the index's top-k restricted to the file's eligible rows (the
   ``where`` plan's bitmap minus deleted rows) names at most k candidate rows
   plus ties; only those rows of the sort and ``where`` columns are read (the
-  row groups that hold them) and filtered exactly.  When the ``where`` plan is
+  pages that hold them: :func:`paimon_fast.parquet_rows.read_rows`) and
+  filtered exactly.  When the ``where`` plan is
   not exact and fewer than k candidates survive, the request widens (x4) until
   k survive or the file's eligible rows are exhausted, so the answer never
   depends on how exact the indexes are;
@@ -35,6 +36,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from ..parquet_rows import PageReadStats
+
 POS = "__pf_pos"
 FILE = "__pf_file"
 NAN = "__pf_nan"
@@ -50,7 +53,8 @@ class TopNSource:
     None; ``read(positions, columns)``: a table of those rows (sorted
     positions, numpy int64) with the given columns, exactly filtered by the
     ``where`` predicate, and a ``__pf_pos`` column; ``read_all(columns)``: the
-    same for every non-deleted row (files without an index).  With ``exact``
+    same for every non-deleted row (files without an index); ``decoded``: the
+    :class:`~paimon_fast.parquet_rows.PageReadStats` ``read`` adds to.  With ``exact``
     (no ``where`` to check) and ``arrow_type`` of a plain type, the candidates'
     values are decoded from the index instead of read from the file.
     """
@@ -63,6 +67,7 @@ class TopNSource:
     read_all: Callable[[Sequence[str]], pa.Table]
     exact: bool = False  # eligible holds only matching rows: candidates' values may come from the index
     arrow_type: Optional[pa.DataType] = None  # the column's Arrow type (values taken from the index)
+    decoded: Optional[PageReadStats] = None  # what ``read`` decoded (pages, bytes), when it counts
 
 
 @dataclass
@@ -76,47 +81,12 @@ class TopNReport:
     rows_read: int = 0
     index_errors: List[str] = field(default_factory=list)
     fallback_reason: str = ""  # Paimon tables read without their indexes: why
+    decoded: PageReadStats = field(default_factory=PageReadStats)  # rows, pages and bytes the reads decoded
 
     def __str__(self):
         return (f"top-N: {self.files_total} files, {self.files_skipped} skipped by their index, "
                 f"{self.files_without_index} without an index (column read), "
-                f"{self.candidate_rows:,} candidate rows, {self.rows_read:,} rows read")
-
-
-def read_positions(pfile, positions: np.ndarray, columns: Sequence[str]) -> pa.Table:
-    """Rows at sorted ``positions`` of a ``pyarrow.parquet.ParquetFile``: only the row
-    groups holding them are read.  An IndexError for positions outside the file."""
-    md = pfile.metadata
-    starts = np.zeros(md.num_row_groups + 1, dtype=np.int64)
-    starts[1:] = np.cumsum([md.row_group(i).num_rows for i in range(md.num_row_groups)])
-    positions = np.asarray(positions, dtype=np.int64)
-    if len(positions) and (positions[0] < 0 or positions[-1] >= starts[-1]):
-        raise IndexError(f"row positions {positions[0]}..{positions[-1]} outside a file of {starts[-1]} rows")
-    groups = np.searchsorted(starts, positions, side="right") - 1
-    parts = []
-    for g in np.unique(groups).tolist():
-        local = positions[groups == g] - starts[g]
-        parts.append(_read_group_prefix(pfile, g, int(local[-1]) + 1, columns).take(pa.array(local)))
-    if not parts:
-        return pfile.schema_arrow.empty_table().select(list(columns))
-    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-
-
-_BATCH = 1 << 16
-
-
-def _read_group_prefix(pfile, group: int, rows: int, columns: Sequence[str]) -> pa.Table:
-    """The first ``rows`` rows of one row group: decoding stops at the batch holding the last
-    one (pyarrow cannot seek inside a row group, but it need not decode past what is asked)."""
-    if rows > pfile.metadata.row_group(group).num_rows - _BATCH:
-        return pfile.read_row_group(group, columns=list(columns))
-    batches, n = [], 0
-    for b in pfile.iter_batches(batch_size=_BATCH, row_groups=[group], columns=list(columns), use_threads=False):
-        batches.append(b)
-        n += b.num_rows
-        if n >= rows:
-            break
-    return pa.Table.from_batches(batches)
+                f"{self.candidate_rows:,} candidate rows, {self.rows_read:,} rows read; decoded: {self.decoded}")
 
 
 def _is_float(t: pa.DataType) -> bool:
@@ -312,8 +282,13 @@ def top_n(sources: Sequence[TopNSource], column: str, k: int, *, desc: bool = Tr
         if best is not None and best.num_rows >= k:
             kth = _rank_key(best.column(column)[k - 1].as_py(), desc, nulls_first)
     if best is None:
-        return None
-    return project(sources, best, column, columns, desc, nulls_first, rep)
+        out = None
+    else:
+        out = project(sources, best, column, columns, desc, nulls_first, rep)
+    for s in sources:
+        if s.decoded is not None:
+            rep.decoded.add(s.decoded)
+    return out
 
 
 def _beats(kth, bound, desc: bool) -> bool:

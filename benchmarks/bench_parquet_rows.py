@@ -1,0 +1,85 @@
+"""Rows of a Parquet file at known positions: page reads against the row-group read.
+
+    pytest benchmarks/bench_parquet_rows.py --benchmark-only --benchmark-columns=min,median,rounds
+
+One file of ``PF_ROWS_N`` rows (default 1e6) in one row group, written by pyarrow
+with a page index: ``id`` BIGINT (all distinct: its dictionary overflows to plain
+pages), ``s`` a STRING of 100,000 distinct values, ``x`` DOUBLE.  Two page
+layouts: pyarrow's default 1 MB pages (``pages1m``) and 64 KB pages (``pages64k``,
+about what parquet-mr / parquet-rs write with their 20,000-row page limit).
+Positions: 1, 10, 1,000, 100,000 rows drawn uniformly (sorted).
+
+* ``kernel``: :func:`paimon_fast.parquet_rows.read_rows` (the cost rule decides);
+* ``pages``: the same with every column forced through the page path
+  (``page_fraction=1``), to show where the cost rule should switch;
+* ``rowgroup``: what the readers did before, pyarrow's ``read_row_group`` of the
+  row group holding the rows, then ``take``.
+
+Footers are parsed once per file and cached (as they are for a table's files
+between queries); ``cold`` variants clear the cache every round.
+"""
+import os
+import tempfile
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from paimon_fast import parquet_rows as pr
+
+N = int(float(os.environ.get("PF_ROWS_N", "1e6")))
+LAYOUTS = {"pages1m": 1 << 20, "pages64k": 64 << 10}
+
+
+@pytest.fixture(scope="module")
+def files():
+    root = os.path.join(tempfile.gettempdir(), f"paimon-fast-bench-rows-{N}")
+    os.makedirs(root, exist_ok=True)
+    out = {}
+    rng = np.random.default_rng(11)
+    t = None
+    for name, page in LAYOUTS.items():
+        path = os.path.join(root, f"{name}.parquet")
+        if not os.path.exists(path):
+            if t is None:
+                t = pa.table({"id": np.arange(N, dtype=np.int64),
+                              "s": pa.array(np.char.add("value-", rng.integers(0, 100_000, N).astype(str))),
+                              "x": rng.random(N)})
+            pq.write_table(t, path + ".tmp", row_group_size=N, data_page_size=page, write_page_index=True)
+            os.replace(path + ".tmp", path)
+        out[name] = path
+    return out
+
+
+def _positions(k):
+    return np.sort(np.random.default_rng(k).choice(N, k, replace=False)).astype(np.int64)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("k", [1, 10, 1000, 100_000])
+@pytest.mark.parametrize("impl", ["kernel", "pages", "rowgroup", "kernel_cold"])
+def test_read_rows(benchmark, files, layout, k, impl):
+    path = files[layout]
+    pos = _positions(k)
+    benchmark.group = f"read_rows[{layout}-{k}]"
+    benchmark.extra_info["impl"] = impl
+    if impl == "rowgroup":
+        def run():
+            return pq.ParquetFile(path).read_row_group(0, use_threads=False).take(pa.array(pos))
+    elif impl == "kernel_cold":
+        def run():
+            pr.clear_cache()
+            return pr.read_rows(path, pos)
+    else:
+        frac = 1.0 if impl == "pages" else None
+
+        def run():
+            return pr.read_rows(path, pos, page_fraction=frac)
+    got = benchmark.pedantic(run, rounds=7, iterations=1, warmup_rounds=1)
+    assert got.equals(pq.read_table(path).take(pa.array(pos)))
+    st = pr.PageReadStats()
+    pr.read_rows(path, pos, stats=st, page_fraction=1.0 if impl == "pages" else None)
+    benchmark.extra_info.update(rows_decoded=st.rows_decoded, pages_read=st.pages_read, pages_total=st.pages_total,
+                                bytes_read=st.bytes_read, bytes_total=st.bytes_total, whole=st.columns_whole,
+                                load=os.getloadavg()[0])

@@ -1,0 +1,1276 @@
+"""Chosen rows of a Parquet file, decoding only the pages that hold them.
+
+:func:`read_rows` returns the rows of a Parquet file at given positions (sorted
+row numbers in the file), exactly what ``pq.read_table(path, columns).take(positions)``
+returns, but without decoding whole row groups: pyarrow (14 to 26) cannot
+select rows inside a row group, so for each column chunk it finds the data
+pages that hold the wanted rows, copies those encoded pages (and the
+dictionary page when they need it) into a small Parquet file in memory with a
+footer of its own, lets pyarrow decode that and takes the rows from it.
+
+Where the pages are: the column chunk's OffsetIndex when the file has a page
+index (``write_page_index`` in pyarrow, the default of parquet-mr / Java
+Paimon and pypaimon), otherwise the page headers walked from the chunk's first
+page.  Everything read from the file is bounded by the file and checked:
+corrupt metadata raises :class:`~paimon_fast.errors.IndexFormatError`, never a
+crash, a hang or an allocation a length field asks for.
+
+When a column or a file is something this reader does not handle it falls
+back to pyarrow's row-group read for it (the answer is the same, only slower)
+and counts why in :class:`PageReadStats`: nested columns (ARRAY, MAP, ROW:
+their leaves' pages need not start on the same rows), encrypted files, column
+chunks in other files, pages that disagree with their page index, a
+``ARROW:schema`` that does not match the file.  A simple cost rule picks the
+row-group read too: when the selected pages of a column (with its dictionary page
+if they need it) are more than :data:`PAGE_FRACTION` of its chunk's bytes,
+decoding them saves little and the copy costs (measured:
+``benchmarks/bench_parquet_rows.py``).
+
+The Thrift compact protocol codec below is our own and only as large as the
+footer, page headers and page index need.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import struct
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Dict, List, NamedTuple, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
+from .source import BytesSource, FileObjSource, FileSource, Source, as_source
+
+# A column's selected pages are decoded on their own when the bytes that takes (the pages, and
+# the dictionary page when they are dictionary-encoded) are at most this fraction of the column
+# chunk's; above it the row group's column is decoded whole (bench_parquet_rows.py measures it).
+PAGE_FRACTION = 0.8
+
+_MAGIC = b"PAR1"
+_MAX_DEPTH = 24  # Thrift nesting of Parquet metadata is at most ~7
+_HEADER_PROBE = 256  # first guess of a page header's size (statistics make it larger)
+_MAX_PAGE_HEADER = 16 << 20
+_MAX_METADATA = 64 << 20  # footers and offset indexes parsed here (larger ones: pyarrow's row-group read)
+
+
+# ---------------------------------------------------------------- Thrift compact protocol
+class _Truncated(IndexFormatError):
+    """Thrift input ended inside a value (a page header probe then reads more)."""
+
+
+_T_STOP, _T_TRUE, _T_FALSE, _T_BYTE, _T_I16, _T_I32, _T_I64, _T_DOUBLE, _T_BINARY, _T_LIST, _T_SET, _T_MAP, \
+    _T_STRUCT, _T_UUID = range(14)
+
+
+class _Decoder:
+    """Reads Thrift compact structs from ``buf[pos:end]`` into ``{field id: value}`` dicts
+    (lists as lists, binaries as bytes, bools, ints, floats).  ``base`` is ``buf``'s offset
+    in the file, for error messages."""
+
+    __slots__ = ("buf", "pos", "end", "base", "what")
+
+    def __init__(self, buf, pos: int = 0, end: Optional[int] = None, base: int = 0, what: str = "Parquet metadata"):
+        self.buf = buf
+        self.pos = pos
+        self.end = len(buf) if end is None else end
+        self.base = base
+        self.what = what
+
+    def _trunc(self):
+        return _Truncated(f"{self.what}: Thrift data truncated", self.base + self.pos)
+
+    def varint(self) -> int:
+        buf, pos, end = self.buf, self.pos, self.end
+        shift = acc = 0
+        while True:
+            if pos >= end:
+                self.pos = pos
+                raise self._trunc()
+            b = buf[pos]
+            pos += 1
+            acc |= (b & 0x7F) << shift
+            if b < 0x80:
+                self.pos = pos
+                return acc
+            shift += 7
+            if shift > 63:
+                raise IndexFormatError(f"{self.what}: Thrift varint longer than 10 bytes", self.base + pos)
+
+    def zigzag(self) -> int:
+        v = self.varint()
+        return (v >> 1) ^ -(v & 1)
+
+    def struct(self, depth: int = 0) -> dict:
+        if depth > _MAX_DEPTH:
+            raise IndexFormatError(f"{self.what}: Thrift structs nested deeper than {_MAX_DEPTH}", self.base + self.pos)
+        out = {}
+        fid = 0
+        buf = self.buf
+        while True:
+            if self.pos >= self.end:
+                raise self._trunc()
+            h = buf[self.pos]
+            self.pos += 1
+            t = h & 0x0F
+            if t == _T_STOP:
+                return out
+            d = h >> 4
+            if d:
+                fid += d
+            else:
+                fid = self.zigzag()
+                if not -32768 <= fid <= 32767:
+                    raise IndexFormatError(f"{self.what}: Thrift field id {fid} out of range", self.base + self.pos)
+            out[fid] = self.value(t, depth, True)
+
+    def value(self, t: int, depth: int, in_struct: bool = False):
+        if t == _T_I32 or t == _T_I64 or t == _T_I16:
+            return self.zigzag()
+        if t == _T_BINARY:
+            n = self.varint()
+            pos = self.pos
+            if n > self.end - pos:
+                raise self._trunc()
+            self.pos = pos + n
+            return bytes(self.buf[pos:pos + n])
+        if t == _T_STRUCT:
+            return self.struct(depth + 1)
+        if t == _T_LIST or t == _T_SET:
+            return self.list(depth)
+        if t == _T_TRUE or t == _T_FALSE:
+            if in_struct:
+                return t == _T_TRUE
+            return self.byte() == _T_TRUE  # a bool element of a list is one byte
+        if t == _T_BYTE:
+            b = self.byte()
+            return b - 256 if b > 127 else b
+        if t == _T_DOUBLE:
+            return struct.unpack("<d", self.raw(8))[0]
+        if t == _T_MAP:
+            n = self.varint()
+            if not n:
+                return []
+            kv = self.byte()
+            if 2 * n > self.end - self.pos:
+                raise self._trunc()
+            # Parquet's metadata has no maps: keep the pairs (keys may be unhashable values)
+            return [(self.value(kv >> 4, depth + 1), self.value(kv & 0x0F, depth + 1)) for _ in range(n)]
+        if t == _T_UUID:
+            return bytes(self.raw(16))
+        raise IndexFormatError(f"{self.what}: unknown Thrift type {t}", self.base + self.pos)
+
+    def list(self, depth: int) -> list:
+        if depth > _MAX_DEPTH:
+            raise IndexFormatError(f"{self.what}: Thrift lists nested deeper than {_MAX_DEPTH}", self.base + self.pos)
+        h = self.byte()
+        n = h >> 4
+        et = h & 0x0F
+        if n == 15:
+            n = self.varint()
+        if n > self.end - self.pos:  # every element takes at least one byte
+            raise self._trunc()
+        if et == _T_I32 or et == _T_I64 or et == _T_I16:
+            zz = self.zigzag
+            return [zz() for _ in range(n)]
+        return [self.value(et, depth + 1) for _ in range(n)]
+
+    def byte(self) -> int:
+        if self.pos >= self.end:
+            raise self._trunc()
+        self.pos += 1
+        return self.buf[self.pos - 1]
+
+    def raw(self, n: int):
+        if n > self.end - self.pos:
+            raise self._trunc()
+        self.pos += n
+        return self.buf[self.pos - n:self.pos]
+
+
+class _Encoder:
+    """Writes Thrift compact structs (only the field kinds a Parquet footer needs)."""
+
+    __slots__ = ("out", "_last")
+
+    def __init__(self):
+        self.out = bytearray()
+        self._last = [0]
+
+    def _varint(self, v: int):
+        out = self.out
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+
+    def _field(self, fid: int, t: int):
+        d = fid - self._last[-1]
+        if 0 < d <= 15:
+            self.out.append((d << 4) | t)
+        else:
+            self.out.append(t)
+            self._varint((fid << 1) ^ (fid >> 63))
+        self._last[-1] = fid
+
+    def int(self, fid: int, v: int, t: int = _T_I64):
+        self._field(fid, t)
+        self._varint((v << 1) ^ (v >> 63))
+
+    def binary(self, fid: int, v: bytes):
+        self._field(fid, _T_BINARY)
+        self._varint(len(v))
+        self.out += v
+
+    def list_begin(self, fid: int, et: int, n: int):
+        self._field(fid, _T_LIST)
+        if n < 15:
+            self.out.append((n << 4) | et)
+        else:
+            self.out.append(0xF0 | et)
+            self._varint(n)
+
+    def list_ints(self, fid: int, values, et: int = _T_I32):
+        self.list_begin(fid, et, len(values))
+        for v in values:
+            self._varint((v << 1) ^ (v >> 63))
+
+    def list_binaries(self, fid: int, values):
+        self.list_begin(fid, _T_BINARY, len(values))
+        for v in values:
+            self._varint(len(v))
+            self.out += v
+
+    def struct_begin(self, fid: Optional[int] = None):
+        """A struct field (``fid``) or a list element (None)."""
+        if fid is not None:
+            self._field(fid, _T_STRUCT)
+        self._last.append(0)
+
+    def struct_end(self):
+        self.out.append(_T_STOP)
+        self._last.pop()
+
+
+# ---------------------------------------------------------------- the footer
+# parquet.thrift field ids used below
+#   FileMetaData: 1 version, 2 schema, 3 num_rows, 4 row_groups, 5 key_value_metadata
+#   SchemaElement: 1 type, 3 repetition_type, 4 name, 5 num_children
+#   RowGroup: 1 columns, 3 num_rows;  ColumnChunk: 1 file_path, 3 meta_data, 4/5 offset index offset/length,
+#   8 crypto_metadata, 9 encrypted_column_metadata
+#   ColumnMetaData: 1 type, 2 encodings, 3 path_in_schema, 4 codec, 5 num_values,
+#   7 total_compressed_size, 9 data_page_offset, 11 dictionary_page_offset
+#   PageHeader: 1 type, 2 uncompressed_page_size, 3 compressed_page_size, 5 data_page_header,
+#   7 dictionary_page_header, 8 data_page_header_v2;  DataPageHeader: 1 num_values, 2 encoding;
+#   DataPageHeaderV2: 1 num_values, 3 num_rows, 4 encoding;  OffsetIndex: 1 page_locations;
+#   PageLocation: 1 offset, 2 compressed_page_size (header included), 3 first_row_index
+_REPEATED = 2
+_DATA_PAGE, _INDEX_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 1, 2, 3
+_DICT_ENCODINGS = (2, 8)  # PLAIN_DICTIONARY, RLE_DICTIONARY
+
+
+class _Unsupported(Exception):
+    """This column or file is read by pyarrow's row-group read instead (the message says why)."""
+
+
+_UNREAD, _BAD = object(), object()
+
+
+@dataclass
+class _Field:
+    name: str
+    index: int  # top-level field number
+    leaves: range  # its leaf columns
+    raw: bytes  # its SchemaElements' encoded bytes (the field's subtree, in schema order)
+    elements: int  # how many SchemaElements ``raw`` holds (a flat field: one)
+    flat: bool  # one primitive, not repeated: every value is one row
+
+
+class _Footer:
+    """What :func:`read_rows` needs of a file's FileMetaData."""
+
+    def __init__(self, data, base: int, file_size: int):
+        dec = _Decoder(data, base=base, what="Parquet footer")
+        self.version = 1
+        self.elements: List[dict] = []
+        raws: List[bytes] = []
+        self.row_groups: List[dict] = []
+        self.kv: Dict[bytes, bytes] = {}
+        fid = 0
+        seen_schema = False
+        while True:
+            h = dec.byte()
+            t = h & 0x0F
+            if t == _T_STOP:
+                break
+            fid = fid + (h >> 4) if h >> 4 else dec.zigzag()
+            if fid == 2 and t == _T_LIST:  # schema: keep each element's bytes to copy them verbatim
+                seen_schema = True
+                lh = dec.byte()
+                n = lh >> 4
+                if n == 15:
+                    n = dec.varint()
+                if lh & 0x0F != _T_STRUCT or n > dec.end - dec.pos:
+                    raise IndexFormatError("Parquet footer: schema is not a list of structs", base + dec.pos)
+                for _ in range(n):
+                    start = dec.pos
+                    self.elements.append(dec.struct(1))
+                    raws.append(bytes(data[start:dec.pos]))
+                continue
+            v = dec.value(t, 0, True)
+            if fid == 1 and t == _T_I32:
+                self.version = v
+            elif fid == 4 and t == _T_LIST:
+                self.row_groups = v
+            elif fid == 5 and t == _T_LIST:
+                for kv in v:
+                    if isinstance(kv, dict) and isinstance(kv.get(1), bytes):
+                        self.kv[kv[1]] = kv.get(2) if isinstance(kv.get(2), bytes) else None
+            elif fid == 8:
+                raise _Unsupported("encrypted file")
+        if not seen_schema or not self.elements:
+            raise IndexFormatError("Parquet footer without a schema", base)
+        self.file_size = file_size
+        self.footer_start = base
+        self.fields = self._fields(raws)
+        self.leaf_count = self.fields[-1].leaves.stop if self.fields else 0
+        self.rg_rows = np.zeros(len(self.row_groups), dtype=np.int64)
+        for i, rg in enumerate(self.row_groups):
+            if not isinstance(rg, dict):
+                raise IndexFormatError(f"Parquet footer: row group {i} is not a struct", base)
+            n = rg.get(3)
+            cols = rg.get(1)
+            if not isinstance(n, int) or n < 0 or n > 1 << 62:
+                raise IndexFormatError(f"Parquet footer: row group {i} has {n!r} rows", base)
+            if not isinstance(cols, list) or len(cols) != self.leaf_count or \
+                    not all(isinstance(c, dict) for c in cols):
+                raise IndexFormatError(f"Parquet footer: row group {i} has not {self.leaf_count} column chunks", base)
+            self.rg_rows[i] = n
+        self.starts = np.zeros(len(self.row_groups) + 1, dtype=np.int64)
+        np.cumsum(self.rg_rows, out=self.starts[1:])
+        self.by_name: Dict[str, Optional[_Field]] = {}
+        for f in self.fields:
+            self.by_name[f.name] = None if f.name in self.by_name else f  # None: the name is not unique
+        self.arrow_schema = _UNREAD  # the ARROW:schema (pyarrow's stored schema) or None, parsed on first use
+        self.pages: Dict[tuple, object] = {}  # (row group, leaf) -> _Pages or _Unsupported
+        self.lock = threading.Lock()
+
+    def _fields(self, raws) -> List[_Field]:
+        els = self.elements
+        root = els[0]
+        nroot = root.get(5)
+        if not isinstance(nroot, int) or nroot < 0 or nroot > len(els):
+            raise IndexFormatError(f"Parquet footer: root schema element with {nroot!r} children", 0)
+        out = []
+        pos = 1
+        leaf = 0
+        for i in range(nroot):
+            start_leaf = leaf
+            if pos >= len(els):
+                raise IndexFormatError("Parquet footer: schema ends inside a field", 0)
+            top = els[pos]
+            name = top.get(4)
+            if not isinstance(name, bytes):
+                raise IndexFormatError(f"Parquet footer: schema element {pos} without a name", 0)
+            # walk the field's subtree: the number of elements still to visit
+            todo = 1
+            first = pos
+            while todo:
+                if pos >= len(els):
+                    raise IndexFormatError("Parquet footer: schema ends inside a field", 0)
+                nc = els[pos].get(5)
+                todo -= 1
+                if isinstance(nc, int) and nc > 0:
+                    if nc > len(els):
+                        raise IndexFormatError(f"Parquet footer: schema element {pos} with {nc} children", 0)
+                    todo += nc
+                else:
+                    leaf += 1
+                pos += 1
+            flat = pos == first + 1 and top.get(3) != _REPEATED and not top.get(5)
+            out.append(_Field(name.decode("utf-8", "replace"), i, range(start_leaf, leaf), b"".join(raws[first:pos]),
+                              pos - first, flat))
+        if pos != len(els):
+            raise IndexFormatError(f"Parquet footer: {len(els) - pos} schema elements outside the root's fields", 0)
+        return out
+
+    def origin_schema(self):
+        """pyarrow's stored schema (``ARROW:schema``), or None; _Unsupported when it does not
+        match the file's fields (pyarrow applies it field by field)."""
+        if self.arrow_schema is _UNREAD:
+            raw = self.kv.get(b"ARROW:schema")
+            s = None
+            if raw is not None:
+                try:
+                    s = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(raw)))
+                except Exception:  # noqa: BLE001 - any parse failure: pyarrow's own read decides
+                    s = _BAD
+                if s is not _BAD and len(s) != len(self.fields):
+                    s = _BAD
+            self.arrow_schema = s
+        if self.arrow_schema is _BAD:
+            raise _Unsupported("ARROW:schema does not match the file")
+        return self.arrow_schema
+
+
+# ---------------------------------------------------------------- pages of a column chunk
+class _Pages:
+    """The data pages of one column chunk: ``first_row``, ``rows``, ``offset``, ``size``
+    (header included) per page, the bytes before the first data page that hold the
+    dictionary page (``dict_range``, or None) and, per page, whether it is thought to be
+    dictionary-encoded (``dict_enc``: only the cost rule uses it; the page headers decide)."""
+
+    __slots__ = ("first_row", "rows", "offset", "size", "dict_range", "meta", "data_bytes", "dict_enc")
+
+    def __init__(self, first_row, rows, offset, size, dict_range, meta, dict_enc=None):
+        self.first_row = first_row
+        self.rows = rows
+        self.offset = offset
+        self.size = size
+        self.dict_range = dict_range
+        self.meta = meta
+        self.data_bytes = int(size.sum())
+        if dict_enc is None:
+            dict_enc = np.full(len(size), dict_range is not None)
+            stats = meta.get(13)  # encoding_stats: writers fall back from the dictionary once, for good,
+            if dict_range is not None and isinstance(stats, list):  # so the dictionary-encoded pages lead
+                n = sum(e.get(3, 0) for e in stats if isinstance(e, dict) and e.get(1) in (_DATA_PAGE, _DATA_PAGE_V2)
+                        and e.get(2) in _DICT_ENCODINGS and isinstance(e.get(3), int))
+                dict_enc[max(0, n):] = False
+        self.dict_enc = dict_enc
+
+
+def _page_header(buf, pos: int, end: int, base: int) -> tuple:
+    """``(type, header length, compressed size, uncompressed size, values, rows or -1, encoding)``
+    of the page header at ``buf[pos:]`` (rows: -1 for V1 data pages, whose values are rows
+    only for flat columns)."""
+    dec = _Decoder(buf, pos, end, base, "Parquet page header")
+    h = dec.struct(1)
+    hlen = dec.pos - pos
+    ptype, usize, csize = h.get(1), h.get(2), h.get(3)
+    if not isinstance(ptype, int) or not isinstance(usize, int) or not isinstance(csize, int) \
+            or usize < 0 or csize < 0:
+        raise IndexFormatError("Parquet page header without its type or sizes", base + pos)
+    values, rows, enc = 0, -1, -1
+    if ptype == _DATA_PAGE:
+        d = h.get(5)
+        if not isinstance(d, dict) or not isinstance(d.get(1), int) or not isinstance(d.get(2), int):
+            raise IndexFormatError("Parquet data page without its header", base + pos)
+        values, enc = d[1], d[2]
+    elif ptype == _DATA_PAGE_V2:
+        d = h.get(8)
+        if not isinstance(d, dict) or not all(isinstance(d.get(k), int) for k in (1, 3, 4)):
+            raise IndexFormatError("Parquet data page V2 without its header", base + pos)
+        values, rows, enc = d[1], d[3], d[4]
+    elif ptype == _DICTIONARY_PAGE:
+        d = h.get(7)
+        if not isinstance(d, dict) or not isinstance(d.get(1), int):
+            raise IndexFormatError("Parquet dictionary page without its header", base + pos)
+        values = d[1]
+    if values < 0:
+        raise IndexFormatError(f"Parquet page header with {values} values", base + pos)
+    return ptype, hlen, csize, usize, values, rows, enc
+
+
+def _chunk_meta(fo: _Footer, rg: int, leaf: int) -> tuple:
+    """``(ColumnChunk, ColumnMetaData, chunk start, chunk end)``, checked against the file."""
+    cc = fo.row_groups[rg][1][leaf]
+    if cc.get(1) is not None:
+        raise _Unsupported("column chunk in another file")
+    if cc.get(8) is not None or cc.get(9) is not None:
+        raise _Unsupported("encrypted column")
+    meta = cc.get(3)
+    if not isinstance(meta, dict):
+        raise _Unsupported("column chunk without metadata")
+    need = (1, 4, 5, 7, 9)
+    if not all(isinstance(meta.get(k), int) for k in need) or not isinstance(meta.get(2), list) \
+            or not isinstance(meta.get(3), list):
+        raise IndexFormatError(f"Parquet column chunk (row group {rg}, column {leaf}) without its metadata", None)
+    start = meta[9]
+    d = meta.get(11)
+    if isinstance(d, int) and 4 <= d < start:
+        start = d
+    end = start + meta[7]
+    if start < 4 or meta[7] <= 0 or end > fo.footer_start:
+        raise IndexFormatError(f"Parquet column chunk (row group {rg}, column {leaf}) at [{start}, {end}) "
+                               f"outside the {fo.file_size}-byte file", start)
+    return cc, meta, start, end
+
+
+def _pages_from_index(src: Source, fo: _Footer, rg: int, cc: dict, meta: dict, start: int, end: int) -> _Pages:
+    off, length = cc.get(4), cc.get(5)
+    if not isinstance(off, int) or not isinstance(length, int) or length <= 0 or off < 4 \
+            or off + length > fo.file_size:
+        raise IndexFormatError(f"Parquet offset index at {off!r} ({length!r} bytes) outside the file", off)
+    if length > _MAX_METADATA:
+        raise _Unsupported(f"offset index larger than {_MAX_METADATA >> 20} MB")
+    raw = src.read_at(off, length, "Parquet offset index")
+    oi = _Decoder(raw, base=off, what="Parquet offset index").struct(1)
+    locs = oi.get(1)
+    if not isinstance(locs, list) or not locs:
+        raise IndexFormatError("Parquet offset index without page locations", off)
+    n = len(locs)
+    arr = np.empty((3, n), dtype=np.int64)
+    for i, loc in enumerate(locs):
+        if not isinstance(loc, dict) or not all(isinstance(loc.get(k), int) for k in (1, 2, 3)):
+            raise IndexFormatError("Parquet offset index: a page location without its fields", off)
+        arr[0, i], arr[1, i], arr[2, i] = loc[1], loc[2], loc[3]
+    offset, size, first = arr
+    nrows = int(fo.rg_rows[rg])
+    ends = offset + size
+    if (first[0] != 0 or np.any(np.diff(first) <= 0) or first[-1] >= max(nrows, 1) or np.any(size <= 0)
+            or offset[0] < start or ends[-1] > end or np.any(offset[1:] < ends[:-1])):
+        raise IndexFormatError(f"Parquet offset index (row group {rg}) does not describe the column chunk "
+                               f"[{start}, {end})", off)
+    rows = np.empty(n, dtype=np.int64)
+    rows[:-1] = np.diff(first)
+    rows[-1] = nrows - first[-1]
+    dict_range = (start, int(offset[0]) - start) if offset[0] > start else None
+    return _Pages(first, rows, offset, size, dict_range, meta)
+
+
+def _pages_by_walking(src: Source, fo: _Footer, rg: int, meta: dict, start: int, end: int) -> _Pages:
+    """The data pages found by reading each page header in turn (no page index)."""
+    firsts, rowss, offs, sizes, encs = [], [], [], [], []
+    dict_range = None
+    pos = start
+    row = 0
+    while pos < end:
+        probe = _HEADER_PROBE
+        while True:
+            n = min(probe, end - pos)
+            buf = src.read_at(pos, n, "Parquet page header")
+            try:
+                ptype, hlen, csize, _, values, rows, enc = _page_header(buf, 0, n, pos)
+                break
+            except _Truncated:
+                if n >= end - pos or probe >= _MAX_PAGE_HEADER:
+                    raise
+                probe *= 8
+        size = hlen + csize
+        if pos + size > end:
+            raise IndexFormatError(f"Parquet page of {size} bytes runs past its column chunk's end {end}", pos)
+        if ptype == _DICTIONARY_PAGE:
+            if offs or dict_range is not None:
+                raise _Unsupported("dictionary page after data pages")
+            dict_range = (start, pos + size - start)
+        elif ptype in (_DATA_PAGE, _DATA_PAGE_V2):
+            r = rows if ptype == _DATA_PAGE_V2 else values
+            if r <= 0 and values > 0:
+                raise IndexFormatError(f"Parquet data page V2 with {r} rows", pos)
+            firsts.append(row)
+            rowss.append(r)
+            offs.append(pos)
+            sizes.append(size)
+            encs.append(enc in _DICT_ENCODINGS)
+            row += r
+        elif ptype != _INDEX_PAGE:
+            raise IndexFormatError(f"Parquet page of unknown type {ptype}", pos)
+        elif offs:
+            raise _Unsupported("index page after data pages")
+        else:
+            dict_range = (start, pos + size - start)
+        pos += size
+    if row != fo.rg_rows[rg] or not offs:
+        raise IndexFormatError(f"Parquet column chunk (row group {rg}) holds {row} rows in its pages, the row "
+                               f"group {int(fo.rg_rows[rg])}", start)
+    keep = np.asarray(rowss, dtype=np.int64) > 0  # pages of zero rows hold nothing to select
+    pick = (lambda a: np.asarray(a, dtype=np.int64)[keep])
+    return _Pages(pick(firsts), pick(rowss), pick(offs), pick(sizes), dict_range, meta,
+                  np.asarray(encs, dtype=bool)[keep])
+
+
+def _pages(src: Source, fo: _Footer, rg: int, leaf: int) -> _Pages:
+    key = (rg, leaf)
+    got = fo.pages.get(key)
+    if got is None:
+        try:
+            cc, meta, start, end = _chunk_meta(fo, rg, leaf)
+            if cc.get(4) is not None:
+                got = _pages_from_index(src, fo, rg, cc, meta, start, end)
+            else:
+                got = _pages_by_walking(src, fo, rg, meta, start, end)
+        except _Unsupported as e:
+            got = e
+        except IndexFormatError as e:  # pyarrow ignores the page index: its row-group read decides
+            got = _Unsupported(f"page locations not readable ({e.what})")
+        with fo.lock:
+            fo.pages[key] = got
+    if isinstance(got, _Unsupported):
+        raise got
+    return got
+
+
+# ---------------------------------------------------------------- files and caches
+_FOOTERS: "OrderedDict[tuple, _Footer]" = OrderedDict()
+_FOOTERS_MAX = 256  # files, and at most this many bytes of their footers:
+_FOOTERS_BYTES = 32 << 20
+_FOOTERS_LOCK = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget the parsed footers and page locations kept per local file (path, size, mtime)."""
+    with _FOOTERS_LOCK:
+        _FOOTERS.clear()
+
+
+def _read_footer(src: Source) -> _Footer:
+    size = src.size
+    if size < 12:
+        raise IndexFormatError(f"Parquet file of {size} bytes is too short", 0)
+    tail = bytes(src.read_at(size - 8, 8, "Parquet footer length"))
+    if tail[4:] == b"PARE":
+        raise _Unsupported("encrypted file")
+    if tail[4:] != _MAGIC:
+        raise IndexFormatError("not a Parquet file (no PAR1 at its end)", size - 4)
+    n = int.from_bytes(tail[:4], "little")
+    if n <= 0 or n > size - 12:
+        raise IndexFormatError(f"Parquet footer of {n} bytes does not fit the {size}-byte file", size - 8)
+    if n > _MAX_METADATA:  # a Python object per value: pyarrow's reader takes such files
+        raise _Unsupported(f"footer larger than {_MAX_METADATA >> 20} MB")
+    base = size - 8 - n
+    return _Footer(src.read_at(base, n, "Parquet footer"), base, size)
+
+
+def _footer(src: Source, key) -> _Footer:
+    if key is None:
+        return _read_footer(src)
+    with _FOOTERS_LOCK:
+        fo = _FOOTERS.get(key)
+        if fo is not None:
+            _FOOTERS.move_to_end(key)
+            return fo
+    fo = _read_footer(src)
+    with _FOOTERS_LOCK:
+        _FOOTERS[key] = fo
+        total = sum(f.file_size - f.footer_start for f in _FOOTERS.values())
+        while len(_FOOTERS) > _FOOTERS_MAX or (total > _FOOTERS_BYTES and len(_FOOTERS) > 1):
+            _, old = _FOOTERS.popitem(last=False)
+            total -= old.file_size - old.footer_start
+    return fo
+
+
+def _open(source):
+    """``(Source, cache key or None, what pyarrow opens for a row-group read, close it?)``."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        src = FileSource(path)
+        st = os.fstat(src._fd)
+        return src, (path, st.st_size, st.st_mtime_ns), path, True
+    if isinstance(source, Source):
+        if isinstance(source, FileSource):
+            return source, None, source.path, False
+        if isinstance(source, FileObjSource):
+            return source, None, source._f, False
+        return source, None, None, False
+    if isinstance(source, pa.NativeFile):
+        return FileObjSource(source), None, source, False
+    src = as_source(source)
+    if isinstance(src, BytesSource):
+        return src, None, pa.BufferReader(src._mv), False
+    return src, None, source, False
+
+
+# ---------------------------------------------------------------- what was read
+@dataclass
+class PageReadStats:
+    """What :func:`read_rows` decoded, summed over the calls it is passed to.
+
+    ``rows``: rows asked for; ``rows_decoded``: per row group, the most rows any one of
+    its columns decoded (whole row groups count all their rows); ``pages_read`` /
+    ``pages_total``: data pages decoded / in the column chunks read page by page;
+    ``bytes_read`` / ``bytes_total``: compressed bytes decoded / in the column chunks of
+    the row groups holding the rows; ``columns_by_page`` / ``columns_whole``: column chunks
+    read page by page / whole; ``fallbacks``: why chunks were read whole, with counts
+    (``"cost rule"`` when the selected pages were most of the chunk)."""
+
+    rows: int = 0
+    rows_decoded: int = 0
+    pages_read: int = 0
+    pages_total: int = 0
+    bytes_read: int = 0
+    bytes_total: int = 0
+    columns_by_page: int = 0
+    columns_whole: int = 0
+    fallbacks: Dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: "PageReadStats") -> None:
+        for k in ("rows", "rows_decoded", "pages_read", "pages_total", "bytes_read", "bytes_total",
+                  "columns_by_page", "columns_whole"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+        for k, v in other.fallbacks.items():
+            self.fallbacks[k] = self.fallbacks.get(k, 0) + v
+
+    def _fallback(self, why: str, n: int = 1) -> None:
+        self.fallbacks[why] = self.fallbacks.get(why, 0) + n
+
+    def as_dict(self) -> dict:
+        return {"rows": self.rows, "rows_decoded": self.rows_decoded, "pages_read": self.pages_read,
+                "pages_total": self.pages_total, "bytes_read": self.bytes_read, "bytes_total": self.bytes_total,
+                "columns_by_page": self.columns_by_page, "columns_whole": self.columns_whole,
+                "fallbacks": dict(self.fallbacks)}
+
+    def __str__(self):
+        s = (f"{self.rows:,} rows from {self.rows_decoded:,} decoded; pages {self.pages_read:,}/{self.pages_total:,}, "
+             f"bytes {self.bytes_read:,}/{self.bytes_total:,}; column chunks by page {self.columns_by_page}, "
+             f"whole {self.columns_whole}")
+        if self.fallbacks:
+            s += " (" + ", ".join(f"{k}: {v}" for k, v in sorted(self.fallbacks.items())) + ")"
+        return s
+
+
+# ---------------------------------------------------------------- the small file
+def _footer_bytes(fo: _Footer, fields: Sequence[_Field], placed: list, nrows: int, origin) -> bytes:
+    """The footer (FileMetaData, its length, ``PAR1``) of a file of one row group (none when
+    ``placed`` is empty) holding ``fields``, whose column chunks are ``placed[i] = (ColumnMetaData
+    of the original chunk, chunk start, dictionary page offset or None, first data page offset,
+    chunk bytes, values, uncompressed bytes)``.  Statistics, page indexes and bloom filters are
+    left out; schema elements are the original's bytes."""
+    e = _Encoder()
+    e.struct_begin()
+    e.int(1, fo.version, _T_I32)
+    e.list_begin(2, _T_STRUCT, 1 + sum(f.elements for f in fields))
+    e.struct_begin()
+    e.binary(4, b"schema")
+    e.int(5, len(fields), _T_I32)
+    e.struct_end()
+    for f in fields:
+        e.out += f.raw
+    e.int(3, nrows)
+    e.list_begin(4, _T_STRUCT, 1 if placed else 0)
+    if placed:
+        e.struct_begin()
+        e.list_begin(1, _T_STRUCT, len(placed))
+        total = 0
+        for meta, start, dict_off, data_off, nbytes, values, usize in placed:
+            e.struct_begin()
+            e.int(2, start)
+            e.struct_begin(3)
+            e.int(1, meta[1], _T_I32)
+            e.list_ints(2, [v for v in meta[2] if isinstance(v, int)])
+            e.list_binaries(3, [v for v in meta[3] if isinstance(v, bytes)])
+            e.int(4, meta[4], _T_I32)
+            e.int(5, values)
+            e.int(6, usize)
+            e.int(7, nbytes)
+            e.int(9, data_off)
+            if dict_off is not None:
+                e.int(11, dict_off)
+            e.struct_end()
+            e.struct_end()
+            total += usize
+        e.int(2, total)
+        e.int(3, nrows)
+        e.struct_end()
+    kv = [(k, v) for k, v in fo.kv.items() if k != b"ARROW:schema"]
+    if origin is not None:  # pyarrow's stored schema, of these fields only (it is applied field by field)
+        sub = pa.schema([origin.field(f.index) for f in fields], metadata=origin.metadata)
+        kv.append((b"ARROW:schema", base64.b64encode(sub.serialize().to_pybytes())))
+    if kv:
+        e.list_begin(5, _T_STRUCT, len(kv))
+        for k, v in kv:
+            e.struct_begin()
+            e.binary(1, k)
+            if v is not None:
+                e.binary(2, v)
+            e.struct_end()
+    e.struct_end()
+    return bytes(e.out) + len(e.out).to_bytes(4, "little") + _MAGIC
+
+
+def _read_into(src: Source, offset: int, out: memoryview, what: str) -> None:
+    """``len(out)`` bytes of ``src`` at ``offset`` into ``out`` (straight from the file when local)."""
+    n = len(out)
+    if offset < 0 or offset + n > src.size:
+        raise IndexFormatError(f"{what}: range [{offset}, {offset + n}) is outside the {src.size}-byte input", offset)
+    if isinstance(src, FileSource) and src._fd is not None:
+        got = os.preadv(src._fd, [out], offset)
+        if got != n:
+            raise IndexFormatError(f"short read from {src.path}: {got} of {n} bytes", offset)
+    else:
+        out[:] = src.read_at(offset, n, what)
+
+
+class _Group:
+    """Columns of one row group whose selected pages cover the same rows: one small file."""
+
+    __slots__ = ("fields", "pages", "sels", "page_of")
+
+    def __init__(self, page_of):
+        self.page_of = page_of  # the page of each position, in the first column's pages
+        self.fields: List[_Field] = []
+        self.pages: List[_Pages] = []
+        self.sels: List[np.ndarray] = []  # each column's selected pages (indexes into its own pages)
+
+    def add(self, f: _Field, pages: _Pages, sel: np.ndarray) -> None:
+        self.fields.append(f)
+        self.pages.append(pages)
+        self.sels.append(sel)
+
+
+def _group_file(src: Source, fo: _Footer, g: _Group, origin) -> tuple:
+    """``(small Parquet file of the group's selected pages, its rows, [pages, pages in the chunks,
+    bytes])``.  The pages are read straight into the file's buffer: per column the room for
+    its dictionary page, then its selected data pages (a run of adjacent pages in one read);
+    the dictionary page is read only when a selected page is dictionary-encoded."""
+    runs = []  # per column: [(file offset, length, position in buf)]
+    size = 4
+    for pg, sel in zip(g.pages, g.sels):
+        offs, sizes = pg.offset[sel], pg.size[sel]
+        size += pg.dict_range[1] if pg.dict_range is not None else 0
+        brk = np.flatnonzero(offs[1:] != offs[:-1] + sizes[:-1]) + 1
+        heads = np.concatenate(([0], brk))
+        tails = np.concatenate((brk, [len(sel)]))
+        col = []
+        for a, b in zip(heads.tolist(), tails.tolist()):
+            lo, n = int(offs[a]), int(offs[b - 1] + sizes[b - 1] - offs[a])
+            col.append((lo, n, size))
+            size += n
+        runs.append(col)
+    buf = bytearray(size)
+    mv = memoryview(buf)
+    buf[:4] = _MAGIC
+    placed = []
+    counts = [0, 0, 0]
+    want_rows = 0
+    for pg, sel, col in zip(g.pages, g.sels, runs):
+        data_at = col[0][2]
+        for lo, n, at in col:
+            _read_into(src, lo, mv[at:at + n], "Parquet data pages")
+        values = usize = rows_here = 0
+        dict_needed = False
+        at = data_at
+        for k in sel.tolist():
+            n = int(pg.size[k])
+            ptype, hlen, csize, us, nv, rows, enc = _page_header(buf, at, at + n, int(pg.offset[k]))
+            expect = int(pg.rows[k])
+            if ptype not in (_DATA_PAGE, _DATA_PAGE_V2) or hlen + csize != n or \
+                    (rows if ptype == _DATA_PAGE_V2 else nv) != expect:
+                raise _Unsupported("pages disagree with the page index")
+            values += nv
+            usize += hlen + us
+            rows_here += expect
+            dict_needed |= enc in _DICT_ENCODINGS
+            at += n
+        start = data_at
+        dict_off = None
+        if dict_needed:
+            if pg.dict_range is None:
+                raise _Unsupported("dictionary-encoded pages without a dictionary page")
+            dstart, dlen = pg.dict_range
+            room = data_at - dlen
+            _read_into(src, dstart, mv[room:data_at], "Parquet dictionary page")
+            a, b, dus = _dictionary_page(buf, room, data_at, dstart)
+            if b != data_at:  # something after the dictionary page: move the page next to the data pages
+                buf[data_at - (b - a):data_at] = bytes(buf[a:b])
+            start = dict_off = data_at - (b - a)
+            usize += dus
+        placed.append((pg.meta, start, dict_off, data_at, at - start, values, usize))
+        counts[0] += len(sel)
+        counts[1] += len(pg.offset)
+        counts[2] += at - start
+        want_rows = rows_here
+    del mv
+    buf += _footer_bytes(fo, g.fields, placed, want_rows, origin)
+    return buf, want_rows, counts
+
+
+def _read_group(ctx, fo: _Footer, g: _Group, origin, upto: int) -> pa.Table:
+    """The group's columns at its selected pages' rows, in order: at least the first ``upto``
+    (all of them when decoding cannot stop early)."""
+    stats = ctx.st
+    try:
+        buf, want_rows, counts = _group_file(ctx.src, fo, g, origin)
+    except IndexFormatError as e:  # a page header we cannot follow: pyarrow's row-group read decides
+        raise _Unsupported(f"pages not readable ({e.what})") from None
+    try:
+        t = ctx.decode(buf, [f.name for f in g.fields], upto)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise _Unsupported(f"page read failed ({type(e).__name__})") from e
+    if t.num_rows != want_rows and (t.num_rows < upto or t.num_rows > want_rows):
+        raise _Unsupported("page read gave another row count")
+    stats.pages_read += counts[0]
+    stats.pages_total += counts[1]
+    stats.bytes_read += counts[2]
+    return t
+
+
+def _dictionary_page(buf, pos: int, end: int, file_offset: int) -> tuple:
+    """``(start, end, header + uncompressed size)`` of the dictionary page in ``buf[pos:end]``
+    (the bytes before a chunk's first data page: an index page may come first)."""
+    base = file_offset - pos
+    while pos < end:
+        ptype, hlen, csize, usize, _, _, _ = _page_header(buf, pos, end, base)
+        if pos + hlen + csize > end:
+            raise IndexFormatError("Parquet dictionary page runs into the data pages", base + pos)
+        if ptype == _DICTIONARY_PAGE:
+            return pos, pos + hlen + csize, hlen + usize
+        if ptype != _INDEX_PAGE:
+            raise _Unsupported("a data page before the page index's first page")
+        pos += hlen + csize
+    raise _Unsupported("no dictionary page before the data pages")
+
+
+# ---------------------------------------------------------------- read_rows
+def _as_positions(positions) -> np.ndarray:
+    if hasattr(positions, "to_array") and not isinstance(positions, np.ndarray):  # pyroaring BitMap(64)
+        return np.asarray(positions.to_array(), dtype=np.int64)
+    try:
+        pos = np.asarray(positions)
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(f"row positions must be integers: {e}") from None
+    if pos.size and pos.dtype.kind not in "iu":
+        raise InvalidArgumentError(f"row positions must be integers, got {pos.dtype}")
+    if pos.ndim != 1:
+        raise InvalidArgumentError(f"row positions must be one-dimensional, got shape {pos.shape}")
+    return pos.astype(np.int64, copy=False)
+
+
+def ranges_to_positions(ranges) -> np.ndarray:
+    """Sorted positions of the rows in half-open row ranges ``[(start, end), ...]`` (their union:
+    ranges may come in any order and overlap)."""
+    r = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+    if np.any(r[:, 1] < r[:, 0]):
+        raise InvalidArgumentError("a row range [start, end) with end < start")
+    r = r[r[:, 1] > r[:, 0]]
+    if not len(r):
+        return np.zeros(0, dtype=np.int64)
+    r = r[np.argsort(r[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(r[:, 1])
+    head = np.concatenate(([True], r[1:, 0] > reach[:-1]))  # a range not touching the ones before
+    starts = r[head, 0]
+    ends = reach[np.concatenate((np.flatnonzero(head)[1:] - 1, [len(r) - 1]))]
+    lens = ends - starts
+    out = np.ones(int(lens.sum()), dtype=np.int64)
+    heads = np.zeros(len(starts), dtype=np.int64)
+    np.cumsum(lens[:-1], out=heads[1:])
+    out[0] = starts[0]
+    out[heads[1:]] = starts[1:] - (ends[:-1] - 1)
+    return np.cumsum(out)
+
+
+def _take(t: pa.Table, local: np.ndarray) -> pa.Table:
+    n = len(local)
+    if n and local[-1] - local[0] == n - 1 and (n == 1 or np.all(np.diff(local) == 1)):
+        return t.slice(int(local[0]), n)  # a run of rows: no copy
+    return t.take(pa.array(local))
+
+
+class _Ctx:
+    """One :func:`read_rows` call: the input, pyarrow's view of it (opened on first need),
+    the columns decoded as dictionaries, the cost rule's fraction and the stats."""
+
+    __slots__ = ("src", "pa_source", "pf", "dict_cols", "st", "frac", "threads")
+
+    def __init__(self, src, pa_source, dict_cols, st, frac, threads=False):
+        self.src = src
+        self.pa_source = pa_source
+        self.pf = None
+        self.dict_cols = dict_cols
+        self.st = st
+        self.frac = frac
+        self.threads = threads
+
+    def pyarrow_file(self):
+        if self.pf is None:
+            source = self.pa_source
+            if source is None:
+                source = pa.BufferReader(bytes(self.src.read_all()))
+            try:
+                self.pf = pq.ParquetFile(source, read_dictionary=sorted(self.dict_cols) or None)
+            except (pa.ArrowException, OSError, ValueError) as e:
+                raise IndexFormatError(f"Parquet file not readable: {type(e).__name__}: {e}", None) from None
+        return self.pf
+
+    def decode(self, buf, names, upto: Optional[int] = None) -> pa.Table:
+        """pyarrow's read of a small file we made; with ``upto``, decoding stops at the batch
+        holding row ``upto - 1`` (the pages are still decompressed whole)."""
+        dc = [n for n in names if n in self.dict_cols]
+        pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(buf)), read_dictionary=dc or None)
+        if upto is None or upto > pf.metadata.num_rows - _SMALL_BATCH:
+            return pf.read(use_threads=False)
+        batches, n = [], 0
+        for b in pf.iter_batches(batch_size=_SMALL_BATCH, use_threads=False):
+            batches.append(b)
+            n += b.num_rows
+            if n >= upto:
+                break
+        return pa.Table.from_batches(batches)
+
+    def whole(self, g: int, names: List[str], local: np.ndarray, nrows: int) -> pa.Table:
+        """Columns ``names`` of row group ``g`` at rows ``local`` by pyarrow's row-group read;
+        decoding stops at the batch holding the last row asked for."""
+        pf = self.pyarrow_file()
+        last = int(local[-1]) + 1
+        try:
+            if last > nrows - _BATCH:
+                t = pf.read_row_group(g, columns=names, use_threads=self.threads)
+                if t.num_rows != nrows:
+                    raise IndexFormatError(f"Parquet row group {g}: {t.num_rows} rows, its metadata says {nrows}",
+                                           None)
+            else:
+                batches, n = [], 0
+                for b in pf.iter_batches(batch_size=_BATCH, row_groups=[g], columns=names, use_threads=self.threads):
+                    batches.append(b)
+                    n += b.num_rows
+                    if n >= last:
+                        break
+                if n < last:
+                    raise IndexFormatError(f"Parquet row group {g}: {n} rows, its metadata says {nrows}", None)
+                t = pa.Table.from_batches(batches)
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise IndexFormatError(f"Parquet row group {g} not readable: {type(e).__name__}: {e}", None) from None
+        self.st.columns_whole += len(names)
+        return _take(t, local), t.num_rows
+
+
+_BATCH = 1 << 16  # batch of a row-group read that stops early
+_SMALL_BATCH = 1 << 13  # the same for a small file of pages
+
+
+def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, rows: Optional[int] = None,
+              dictionary_columns: Sequence[str] = (), stats: Optional[PageReadStats] = None,
+              page_fraction: Optional[float] = None, use_threads: bool = False) -> pa.Table:
+    """The rows of a Parquet file at ``positions``, as ``pyarrow.Table`` of ``columns`` (top-level
+    names, default all): what ``pq.read_table(source, columns=columns).take(positions)`` returns,
+    same types and schema metadata, decoding only the pages that hold those rows.
+
+    ``source``: a path, bytes, a :class:`~paimon_fast.source.Source`, a pyarrow ``NativeFile``
+    or a seekable binary file.  ``positions``: non-decreasing row numbers of the file (numpy
+    integers, a sequence, a pyroaring ``BitMap``; :func:`ranges_to_positions` turns row
+    ranges into positions); repeated positions repeat rows.  ``rows``: the file's row count
+    as the caller knows it (e.g. a manifest): a footer that disagrees is an
+    :class:`IndexFormatError`.  ``dictionary_columns`` come back dictionary-encoded (pyarrow's
+    ``read_dictionary``).  ``stats`` (a :class:`PageReadStats`) is added to.
+    ``page_fraction`` overrides :data:`PAGE_FRACTION` (0 reads every column chunk whole,
+    1 reads pages whenever possible).  ``use_threads``: pyarrow's thread pool for column chunks
+    read whole (small page reads are decoded in the calling thread).
+
+    Raises :class:`InvalidArgumentError` for positions out of order or outside the file,
+    :class:`ColumnNotFoundError` for an unknown column, :class:`IndexFormatError` for a
+    file neither this reader nor pyarrow can read.  Parsed footers and page locations of
+    local files are cached by path, size and modification time (:func:`clear_cache`).
+    """
+    pos = _as_positions(positions)
+    if len(pos) > 1 and np.any(pos[1:] < pos[:-1]):
+        raise InvalidArgumentError("row positions must be sorted (non-decreasing)")
+    st = PageReadStats()
+    src, key, pa_source, owned = _open(source)
+    ctx = _Ctx(src, pa_source, set(dictionary_columns), st,
+               PAGE_FRACTION if page_fraction is None else float(page_fraction), use_threads)
+    try:
+        try:
+            fo = _footer(src, key)
+        except _Unsupported as e:
+            fo, why = None, str(e)
+        except IndexFormatError:
+            fo, why = None, "footer not readable by the page reader"
+        out = _read_whole_file(ctx, pos, columns, rows, why) if fo is None else _read(ctx, fo, pos, columns, rows)
+    finally:
+        if owned:
+            src.close()
+    if stats is not None:
+        stats.add(st)
+    return out
+
+
+class FileShape(NamedTuple):
+    columns: List[str]  # top-level column names
+    rows: int
+
+
+def file_shape(source) -> FileShape:
+    """The top-level column names and row count of a Parquet file (from the footer
+    :func:`read_rows` caches for local paths)."""
+    src, key, pa_source, owned = _open(source)
+    try:
+        try:
+            fo = _footer(src, key)
+            return FileShape([f.name for f in fo.fields], int(fo.starts[-1]))
+        except (_Unsupported, IndexFormatError):
+            pf = _Ctx(src, pa_source, (), PageReadStats(), 0).pyarrow_file()
+            return FileShape(pf.schema_arrow.names, int(_row_group_starts(pf)[-1]))
+    finally:
+        if owned:
+            src.close()
+
+
+def _row_group_starts(pf) -> np.ndarray:
+    """First row of each row group of a ``pq.ParquetFile`` (and the total last), as the page
+    reader counts rows: the row groups' own counts, checked."""
+    md = pf.metadata
+    n = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
+    if np.any(n < 0):
+        raise IndexFormatError(f"Parquet footer: a row group with {int(n.min())} rows", None)
+    starts = np.zeros(len(n) + 1, dtype=np.int64)
+    np.cumsum(n, out=starts[1:])
+    return starts
+
+
+def _check_positions(pos: np.ndarray, total: int, rows: Optional[int]):
+    if rows is not None and rows != total:
+        raise IndexFormatError(f"Parquet file holds {total} rows, {rows} expected", None)
+    if len(pos) and (pos[0] < 0 or pos[-1] >= total):
+        raise InvalidArgumentError(f"row positions {int(pos[0])}..{int(pos[-1])} outside a file of {total} rows")
+
+
+def _assemble(parts: List[Dict[str, pa.ChunkedArray]], typed: Dict[str, pa.Field], meta, names) -> pa.Table:
+    """One table of the row groups' columns in one schema: pyarrow's types, field and schema metadata."""
+    schema = pa.schema([typed[n] for n in names], metadata=meta)
+    tables = []
+    for cols in parts:
+        arrays = [cols[n] if cols[n].type == schema.field(n).type else cols[n].cast(schema.field(n).type)
+                  for n in names]
+        tables.append(pa.Table.from_arrays(arrays, schema=schema))
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _read_whole_file(ctx: _Ctx, pos, columns, rows, why) -> pa.Table:
+    """pyarrow's row-group reads of the row groups holding ``pos`` (a file the page reader cannot open)."""
+    pf = ctx.pyarrow_file()
+    starts = _row_group_starts(pf)
+    _check_positions(pos, int(starts[-1]), rows)
+    all_names = pf.schema_arrow.names
+    for c in columns or ():
+        if c not in all_names:
+            raise ColumnNotFoundError(c, all_names)
+    names = list(columns) if columns is not None else all_names
+    ctx.st.rows += len(pos)
+    cuts = np.searchsorted(pos, starts)
+    parts = []
+    t = None
+    for g in np.flatnonzero(cuts[1:] > cuts[:-1]).tolist():
+        ctx.st._fallback(why)
+        t, decoded = ctx.whole(g, names, pos[cuts[g]:cuts[g + 1]] - starts[g], int(starts[g + 1] - starts[g]))
+        ctx.st.rows_decoded += decoded
+        parts.append({n: t.column(n) for n in names})
+    if t is None:
+        return pf.schema_arrow.empty_table().select(names)
+    return _assemble(parts, {fl.name: fl for fl in t.schema}, t.schema.metadata, names)
+
+
+def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
+    st, src = ctx.st, ctx.src
+    _check_positions(pos, int(fo.starts[-1]), rows)
+    if columns is None:
+        fields = list(fo.fields)
+    else:
+        fields = []
+        for c in columns:
+            if c not in fo.by_name:
+                raise ColumnNotFoundError(c, [f.name for f in fo.fields])
+            f = fo.by_name[c]
+            if f is None:  # a name two top-level fields share: pyarrow decides
+                return _read_whole_file(ctx, pos, columns, rows, "duplicate column names")
+            fields.append(f)
+    try:
+        origin = fo.origin_schema()
+    except _Unsupported as e:
+        return _read_whole_file(ctx, pos, columns, rows, str(e))
+    st.rows += len(pos)
+    names = [f.name for f in fields]
+    if not len(pos):  # the columns' schema, from a file of no row groups
+        try:
+            return ctx.decode(b"PAR1" + _footer_bytes(fo, fields, [], 0, origin), names)
+        except (pa.ArrowException, OSError, ValueError):
+            return _read_whole_file(ctx, pos, columns, rows, "schema not readable by the page reader")
+    cuts = np.searchsorted(pos, fo.starts)
+    parts: List[Dict[str, pa.ChunkedArray]] = []
+    typed: Dict[str, pa.Field] = {}  # pyarrow's field of each column, from the first table decoding it
+    meta = [None]  # and the schema metadata
+
+    def keep(t, fs, cols):
+        for f in fs:
+            cols[f.name] = t.column(f.name)
+            if f.name not in typed:
+                typed[f.name] = t.schema.field(f.name)
+                meta[0] = t.schema.metadata
+
+    for g in np.flatnonzero(cuts[1:] > cuts[:-1]).tolist():
+        local = pos[cuts[g]:cuts[g + 1]] - fo.starts[g]
+        nrows = int(fo.rg_rows[g])
+        groups: Dict[bytes, _Group] = {}
+        whole: List[_Field] = []
+        # rows spread over (nearly) the whole row group: many of them may be in every page
+        spread = ctx.frac < 1 and len(local) > 8 and (local[-1] - local[0] + 1) * 16 >= nrows * 15
+        for f in fields:
+            st.bytes_total += _chunk_bytes(fo, g, f)
+            if not f.flat:
+                whole.append(f)
+                st._fallback("nested column")
+                continue
+            if spread and _likely_every_page(fo, g, f.leaves.start, len(local)):
+                whole.append(f)  # the cost rule's answer, without reading where the pages are
+                st._fallback("cost rule")
+                continue
+            try:
+                pg = _pages(src, fo, g, f.leaves.start)
+            except _Unsupported as e:
+                whole.append(f)
+                st._fallback(str(e))
+                continue
+            j = np.searchsorted(pg.first_row, local, side="right") - 1
+            sel = j[np.concatenate(([True], j[1:] != j[:-1]))] if len(j) > 1 else j
+            # cost rule: the bytes each way decodes (the dictionary page only for dictionary-encoded pages)
+            dict_bytes = pg.dict_range[1] if pg.dict_range is not None else 0
+            by_page = int(pg.size[sel].sum()) + (dict_bytes if pg.dict_enc[sel].any() else 0)
+            if by_page > ctx.frac * (pg.data_bytes + dict_bytes):
+                whole.append(f)
+                st._fallback("cost rule")
+                continue
+            key = pg.first_row[sel].tobytes() + pg.rows[sel].tobytes()  # the rows the pages cover
+            grp = groups.get(key)
+            if grp is None:
+                grp = groups[key] = _Group(j)
+            grp.add(f, pg, sel)
+        cols: Dict[str, pa.ChunkedArray] = {}
+        decoded = 0
+        for grp in groups.values():
+            pg, sel, j = grp.pages[0], grp.sels[0], grp.page_of
+            # positions -> rows of the selected pages, concatenated
+            base = np.zeros(len(sel), dtype=np.int64)
+            np.cumsum(pg.rows[sel][:-1], out=base[1:])
+            loc = local - pg.first_row[j] + base[np.searchsorted(sel, j)]
+            try:
+                t = _read_group(ctx, fo, grp, origin, int(loc[-1]) + 1)
+            except _Unsupported as e:
+                whole.extend(grp.fields)
+                st._fallback(str(e), len(grp.fields))
+                continue
+            keep(_take(t, loc), grp.fields, cols)
+            st.columns_by_page += len(grp.fields)
+            decoded = max(decoded, t.num_rows)
+        if whole:
+            t, n = ctx.whole(g, [f.name for f in whole], local, nrows)
+            keep(t, whole, cols)
+            decoded = max(decoded, n)
+            st.bytes_read += sum(_chunk_bytes(fo, g, f) for f in whole)
+        st.rows_decoded += decoded
+        parts.append(cols)
+    return _assemble(parts, typed, meta[0], names)
+
+
+def _likely_every_page(fo: _Footer, g: int, leaf: int, k: int) -> bool:
+    """Would ``k`` rows spread over a row group likely fall in every data page of this column
+    chunk?  Its page count comes from the footer's encoding stats (no page index read); with
+    ``k >= 3 x pages`` uniformly spread rows miss a given page with probability under 5%."""
+    meta = fo.row_groups[g][1][leaf].get(3)
+    stats = meta.get(13) if isinstance(meta, dict) else None
+    if not isinstance(stats, list):
+        return False
+    pages = sum(e.get(3) for e in stats if isinstance(e, dict) and e.get(1) in (_DATA_PAGE, _DATA_PAGE_V2)
+                and isinstance(e.get(3), int) and e.get(3) > 0)
+    return 0 < pages and k >= 3 * pages
+
+
+def _chunk_bytes(fo: _Footer, g: int, f: _Field) -> int:
+    n = 0
+    for leaf in f.leaves:
+        meta = fo.row_groups[g][1][leaf].get(3)
+        if isinstance(meta, dict) and isinstance(meta.get(7), int):
+            n += meta[7]
+    return n
