@@ -26,6 +26,9 @@ from paimon_fast import globalindex as gi
 from paimon_fast.globalindex import format as gformat
 from paimon_fast.reference import globalindex as twin
 
+from _summary import loadavg, record, write_section  # noqa: E402
+from spark_profile import maybe_profile  # noqa: E402
+
 N = int(os.environ.get("PF_BENCH_ROWS", 1_000_000))
 CASES = [(t, d) for t in ("STRING", "INT") for d in (10, 1000, 100_000)]
 IDS = [f"{t}-{d}" for t, d in CASES]
@@ -246,12 +249,25 @@ def test_contains_100k_keys(benchmark, impl):
 
 
 # ---------------------------------------------------------------- Spark build
+#
+# PF_BENCH_SPARK_ROWS=10000000 pytest benchmarks/bench_globalindex.py -k spark --benchmark-only -s
+#
+# 8 files, a STRING column of 1,000 distinct values, 4 ranges (records-per-range = rows / 4),
+# local[2].  The sorted build (``spark_build``) against the work any sorted build does on
+# Spark: read the column with its row positions, range-partition it into the same number of
+# ranges, sort within them and pass every batch through ``mapInArrow`` (``range_sort``;
+# target: the build within 1.5x of it); and against a pass that only reads the column
+# through ``mapInArrow`` (``trivial``).  ``PF_BENCH_PROFILE=<dir>`` also profiles one build
+# on the executors (``spark_profile.py``).
 
-SPARK_ROWS = int(os.environ.get("PF_BENCH_SPARK_ROWS", 0))
+SPARK_ROWS = int(float(os.environ.get("PF_BENCH_SPARK_ROWS", 0)))
+SPARK_ROUNDS = int(os.environ.get("PF_BENCH_ROUNDS", "3"))
+SPARK_RANGES = 4
+_SPARK_STATS = {}
 
 
 @pytest.fixture(scope="module")
-def spark_dataset():
+def spark_dataset(request):
     if not SPARK_ROWS:
         pytest.skip("set PF_BENCH_SPARK_ROWS (e.g. 10000000) to run the Spark build benchmark")
     import sys
@@ -263,7 +279,9 @@ def spark_dataset():
     root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
     d = os.path.join(_DIR, "spark-ds")
     rng = np.random.default_rng(1)
     per = SPARK_ROWS // 8
@@ -272,26 +290,73 @@ def spark_dataset():
         codes = rng.integers(0, 1000, per)
         pq.write_table(pa.table({"tag": pa.array(np.char.add("tag-", codes.astype(str)).astype(object))}),
                        os.path.join(d, f"part-{i:02d}.parquet"))
-    return spark, d
+    yield spark, d
+    write_section(request, f"Spark sorted global-index build: {per * 8:,} rows, 8 files, {SPARK_RANGES} ranges, "
+                  "local[2]", _SPARK_STATS, [("spark_build", "range_sort", 1.5), ("spark_build", "trivial", None)])
 
 
+def _spark_rounds(benchmark, key, run, expect):
+    assert expect(run())  # warm-up
+    load = loadavg()
+    got = benchmark.pedantic(run, rounds=SPARK_ROUNDS, iterations=1)
+    assert expect(got)
+    record(_SPARK_STATS, key, benchmark, load)
+    return got
+
+
+@pytest.mark.benchmark(group="spark_gi_build")
 def test_spark_build(benchmark, spark_dataset):
     from paimon_fast.globalindex.spark_build import build_global_index
 
     spark, d = spark_dataset
-    listing = benchmark.pedantic(lambda: build_global_index(spark, d, "tag", {
-        "sorted-index.records-per-range": str(max(1, SPARK_ROWS // 4))}), rounds=1, iterations=1)
-    assert listing["total_row_count"] == SPARK_ROWS // 8 * 8
-    benchmark.extra_info["rows"] = listing["total_row_count"]
-    benchmark.extra_info["files"] = len(listing["files"])
+    rows = SPARK_ROWS // 8 * 8
+
+    def run():
+        opts = {"sorted-index.records-per-range": str(max(1, rows // SPARK_RANGES))}
+        return build_global_index(spark, d, "tag", opts)
+
+    listing = _spark_rounds(benchmark, "spark_build", run, lambda got: got["total_row_count"] == rows)
+    benchmark.extra_info.update(impl="kernel", rows=rows, files=len(listing["files"]))
+    text = maybe_profile(spark, "spark_sorted_global_index_build", run)
+    if text:
+        print(text)
 
 
-def test_spark_trivial_map_in_arrow(benchmark, spark_dataset):
-    """Baseline: read the column and pass every batch through mapInArrow unchanged."""
+@pytest.mark.benchmark(group="spark_gi_build")
+def test_spark_range_sort_map_in_arrow(benchmark, spark_dataset):
+    """Baseline: read the column and its row positions, range-partition by the column into the
+    build's number of ranges, sort within the ranges by (column, position), and pass every
+    batch through mapInArrow (the Python side counts rows)."""
+    from pyspark.sql import functions as F
+
     spark, d = spark_dataset
-    df = spark.read.parquet(d).select("tag")
+
+    def count(it):
+        n = 0
+        for b in it:
+            n += b.num_rows
+        yield pa.RecordBatch.from_pydict({"n": [n]})
+
+    def run():
+        df = (spark.read.parquet(d).select(F.col("tag").alias("k"), F.col("_metadata.row_index").alias("rid"))
+              .repartitionByRange(SPARK_RANGES, F.col("k").asc_nulls_first()).sortWithinPartitions("k", "rid"))
+        return sum(r.n for r in df.mapInArrow(count, "n long").collect())
+
+    _spark_rounds(benchmark, "range_sort", run, lambda n: n == SPARK_ROWS // 8 * 8)
+    benchmark.extra_info["impl"] = "range_sort"
+
+
+@pytest.mark.benchmark(group="spark_gi_build")
+def test_spark_trivial_map_in_arrow(benchmark, spark_dataset):
+    """Reference: read the column and pass every batch through mapInArrow unchanged."""
+    spark, d = spark_dataset
 
     def ident(it):
         yield from it
-    n = benchmark.pedantic(lambda: df.mapInArrow(ident, df.schema).count(), rounds=1, iterations=1)
-    assert n == SPARK_ROWS // 8 * 8
+
+    def run():
+        df = spark.read.parquet(d).select("tag")
+        return df.mapInArrow(ident, df.schema).count()
+
+    _spark_rounds(benchmark, "trivial", run, lambda n: n == SPARK_ROWS // 8 * 8)
+    benchmark.extra_info["impl"] = "trivial"

@@ -12,6 +12,9 @@
   >= 5x fewer rows read, >= 3x faster).
 
 Tables are written by the copy-on-write test writer (``tests/hudi_writer.py``).
+A summary prints min / median, the load and the build / read ratio at the end (``-s``);
+``PF_BENCH_PROFILE=<dir>`` also profiles one initial build on the executors
+(``spark_profile.py``).
 Default size is 1,000,000 rows to keep CI short; the issue's figures use 1e7.
 """
 import os
@@ -32,6 +35,9 @@ from paimon_fast.hudi.table import table_state  # noqa: E402
 
 pytest.importorskip("hudi")
 from hudi_writer import CowTable  # noqa: E402
+
+from _summary import loadavg, record, write_section  # noqa: E402
+from spark_profile import maybe_profile  # noqa: E402
 
 ROWS = int(os.environ.get("PF_HUDI_BENCH_ROWS", "1000000"))
 # uniform: every file group holds every value of both columns (the index can only skip rows);
@@ -84,13 +90,26 @@ def _base_files(path):
     return [s.base_path(st.path) for s in st.slices]
 
 
+ROUNDS = int(os.environ.get("PF_BENCH_ROUNDS", "3"))
+_STATS = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def summary(request):
+    yield
+    write_section(request, f"Hudi index build: {ROWS:,} rows, {GROUPS} file groups, {LAYOUT}, local[2]", _STATS,
+                  [("initial_build", "plain_read", 2.0)])
+
+
 @pytest.mark.spark
 def test_plain_spark_read_same_columns(benchmark, spark, big):
     files = _base_files(big.path)
 
     def run():
         spark.read.parquet(*files).select("k10", "k10k").write.format("noop").mode("overwrite").save()
-    benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)
+    load = loadavg()
+    benchmark.pedantic(run, rounds=ROUNDS, iterations=1, warmup_rounds=1)
+    record(_STATS, "plain_read", benchmark, load)
 
 
 @pytest.mark.spark
@@ -99,10 +118,16 @@ def test_initial_build_spark(benchmark, spark, big):
         shutil.rmtree(storage.index_dir(big.path), ignore_errors=True)
 
     reports = []
+    load = loadavg()
     benchmark.pedantic(lambda: reports.append(ph.build_index(spark, big.path, ["k10", "k10k"])), setup=setup,
-                       rounds=3, iterations=1, warmup_rounds=1)
+                       rounds=ROUNDS, iterations=1, warmup_rounds=1)
     assert storage.read_manifest(big.path)["slices"] and reports[-1]["indexed_on"] == "executors"
     benchmark.extra_info.update(phase_seconds=reports[-1]["phase_seconds"])
+    record(_STATS, "initial_build", benchmark, load)
+    setup()
+    text = maybe_profile(spark, f"hudi_index_build_{LAYOUT}", lambda: ph.build_index(spark, big.path, ["k10", "k10k"]))
+    if text:
+        print(text)
 
 
 @pytest.mark.spark
@@ -185,3 +210,28 @@ def test_selective_query(benchmark, spark, big, use_index):
     r = reports[-1]
     benchmark.extra_info.update(rows_to_read=r["rows_to_read_known"], rows_skipped=r["rows_skipped"],
                                 slices_candidate=r["slices_candidate"], layout=LAYOUT)
+
+
+def _groups(shape):
+    """Sorted positions and bounds: the uniform layout's k10k column in one file slice
+    (10,000 values of ~10 rows among 100,000) or the k10 column (10 values of 10,000 rows)."""
+    rng = np.random.default_rng(4)
+    n, per = (10_000, 10) if shape == "10k-of-10" else (10, 10_000)
+    codes = rng.integers(0, n, n * per)
+    order = np.argsort(codes, kind="stable").astype(np.uint32)
+    bounds = np.searchsorted(codes[order], np.arange(n + 1)).astype(np.int64)
+    return order, bounds
+
+
+@pytest.mark.benchmark(group="hudi-encode-bitmaps")
+@pytest.mark.parametrize("shape", ["10k-of-10", "10-of-10k"])
+@pytest.mark.parametrize("impl", ["kernel", "twin"])
+def test_encode_bitmaps(benchmark, shape, impl):
+    """One slice's bitmaps to Base64 text: the kernel (``encode_groups_array``, one call)
+    against its twin (``encode_groups``: one Python Base64 call per bitmap)."""
+    from paimon_fast.hudi import model
+
+    pos, bounds = _groups(shape)
+    fn = model.encode_groups_array if impl == "kernel" else model.encode_groups
+    got = benchmark(fn, pos, bounds)
+    assert len(got) == len(bounds) - 1

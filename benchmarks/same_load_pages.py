@@ -26,7 +26,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq

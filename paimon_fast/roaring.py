@@ -47,6 +47,7 @@ def serialize_sorted32(values: np.ndarray) -> bytes:
 
 
 serialize_groups32 = _k.serialize_groups
+serialize_groups_b64 = _k.serialize_groups_b64
 
 
 def check32(buf, offset: int = 0, limit: int = -1, base: int = 0):

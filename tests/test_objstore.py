@@ -341,11 +341,14 @@ def test_gc_on_local_dataset_lists_temp_and_unreferenced(tmp_path):
     open(stray, "wb").write(b"x")
     tmp = os.path.join(root, "region=us", ".part-0.parquet.index.tmp-abc")
     open(tmp, "wb").write(b"y")
+    run = os.path.join(root, "_global_index", "name", ".runs-0123456789ab", "00000003.arrow")  # a killed Spark build's
+    os.makedirs(os.path.dirname(run))
+    open(run, "wb").write(b"z")
     rep = collect(root, min_age=0)
-    assert sorted(o.path for o in rep.orphans) == sorted([stray, tmp]) and not rep.deleted
+    assert sorted(o.path for o in rep.orphans) == sorted([stray, tmp, run]) and not rep.deleted
     assert os.path.exists(stray)
     rep = collect(root, min_age=0, delete=True)
-    assert rep.removed == 2 and not os.path.exists(stray) and not os.path.exists(tmp)
+    assert rep.removed == 3 and not os.path.exists(stray) and not os.path.exists(tmp) and not os.path.exists(run)
     assert ParquetDataset(root).scan("id = 1234")[0].num_rows == 1
 
 

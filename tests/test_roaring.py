@@ -119,3 +119,28 @@ def test_mutations_only_raise_index_format_error():
         except IndexFormatError:
             continue
         assert isinstance(bm, BitMap)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_interesting_sets(), max_size=12), st.binary(max_size=13), st.binary(max_size=9))
+def test_groups_b64_kernel_equals_python_base64_of_the_twin(groups, prefix, empty):
+    """Every group's text is the standard Base64 (padding included) of ``prefix`` + the twin's
+    bytes of its bitmap, or of ``empty`` for a group without values; offsets delimit them."""
+    import base64
+
+    gs = [np.array(sorted(set(g)), dtype=np.uint32) for g in groups]
+    pos = np.concatenate(gs) if gs else np.zeros(0, np.uint32)
+    bounds = np.concatenate([[0], np.cumsum([len(g) for g in gs])]).astype(np.int64)
+    off, data = roaring.serialize_groups_b64(pos, bounds, prefix, empty)
+    assert off.tolist()[0] == 0 and off.tolist()[-1] == len(data) and len(off) == len(gs) + 1
+    want = [base64.b64encode(prefix + twin.serialize(g.tolist()) if len(g) else empty) for g in gs]
+    assert [data[a:b] for a, b in zip(off.tolist(), off.tolist()[1:])] == want
+
+
+def test_groups_b64_rejects_bad_groups():
+    v = np.array([1, 5, 9], np.uint32)
+    for bounds in ([], [0, 4], [-1, 3], [0, 2, 1]):
+        with pytest.raises(ValueError):
+            roaring.serialize_groups_b64(v, np.array(bounds, np.int64), b"", b"")
+    with pytest.raises(ValueError, match="not strictly increasing"):
+        roaring.serialize_groups_b64(np.array([3, 3], np.uint32), np.array([0, 2], np.int64), b"", b"")

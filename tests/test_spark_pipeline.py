@@ -156,6 +156,36 @@ def test_killed_task_leaves_no_index_and_retry_completes(spark, tmp_path):
     assert pfs.read(spark, root, "id = 1000").count() == 1
 
 
+
+def test_file_lacking_an_indexed_column(spark, tmp_path):
+    """A file written before a column existed: both builds leave that column out of its index,
+    byte for byte alike, and a query on the column still reads the file (its rows are null there)."""
+    import shutil
+
+    from paimon_fast import spark as pfs
+    from paimon_fast.fileindex import FileIndexFormat
+
+    root = tmp_path / "evolved"
+    root.mkdir()
+    pq.write_table(pa.table({"id": np.arange(0, 200, dtype=np.int64),
+                             "name": pa.array([f"n{i % 7}" for i in range(200)])}), root / "a.parquet")
+    pq.write_table(pa.table({"id": np.arange(200, 300, dtype=np.int64)}), root / "b.parquet")
+    opts = {"file-index.bloom-filter.columns": "id,name", "file-index.bloom-filter.id.items": "300",
+            "file-index.bloom-filter.name.items": "10", "file-index.in-manifest-threshold": "1 b"}
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    rep = pfs.build(spark, str(root), opts)
+    assert rep.files_built == 2 and rep.rows == 300
+    ParquetDataset(str(copy)).build(opts)
+    for name in ("a.parquet", "b.parquet"):
+        assert open(root / (name + ".index"), "rb").read() == open(copy / (name + ".index"), "rb").read()
+    assert FileIndexFormat.open(str(root / "b.parquet.index")).columns() == ["id"]
+    plan = ParquetDataset(str(root)).plan("name = 'n3'")
+    assert [p.file.path for p in plan.kept] == ["a.parquet", "b.parquet"]
+    plan = ParquetDataset(str(root)).plan("id = 250")
+    assert [p.file.path for p in plan.kept] == ["b.parquet"]
+
+
 PREDICATES = [
     "id = 4321", "id = -5", "id IN (1, 1600, 8999, 123456)", "id NOT IN (1, 2, 3) AND id < 10",
     "id BETWEEN 2990 AND 3010", "name = 'eu1-3'", "name = 'nope'", "name IN ('us4-0', 'eu0-8')",

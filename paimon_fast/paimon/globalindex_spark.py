@@ -4,8 +4,9 @@ with ``spark=``).
 
 The driver plans the row ranges (the ranges no index covers yet) and, for each, the
 Parquet files that hold it (local, or in the table's object store: executors read and
-write them through pypaimon's pickled pyarrow filesystem, no Hadoop connector needed).  A one-row-per-range DataFrame goes through
-``mapInArrow``: each executor task reads its range's column with pyarrow (row ids from
+write them through pypaimon's pickled pyarrow filesystem, no Hadoop connector needed).  An RDD
+of the ranges makes one executor task per range (largest first, no shuffle): each reads its
+range's column with pyarrow (row ids from
 the files' first row ids), sorts and cuts it into files with the kernels, writes them
 under the table's ``index/`` directory and returns their names, sizes, record counts
 and metas.  Ranges whose files need pypaimon's reader (deletion vectors, column
@@ -14,7 +15,6 @@ executors: a failed job leaves at most orphan files.
 """
 from __future__ import annotations
 
-import json
 import os
 
 from .globalindex_build import build_range_files, direct_read_plan, read_direct
@@ -38,9 +38,6 @@ def _index_root(table):
 
 def build_on_spark(spark, table, field, dtype, tasks, options, per_range, index_type, progress=None):
     """Per task, ``[(file name, size, row count, meta, range start, range end)]`` (the files are written)."""
-    import pyarrow as pa
-    from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
-
     from .globalindex_build import _new_file_name, _read_task, _write_index_file
 
     store, root = _index_root(table)
@@ -58,46 +55,35 @@ def build_on_spark(spark, table, field, dtype, tasks, options, per_range, index_
         else:
             store.makedirs(root)
         opts = {k: v for k, v in options.items() if k.startswith(("bitmap-index.", "multivalue-index."))}
-        schema = StructType([StructField("task", LongType()), StructField("name", StringType()),
-                             StructField("size", LongType()), StructField("records", LongType()),
-                             StructField("meta", BinaryType()), StructField("lo", LongType()),
-                             StructField("hi", LongType())])
-        arrow_schema = pa.schema([("task", pa.int64()), ("name", pa.string()), ("size", pa.int64()),
-                                  ("records", pa.int64()), ("meta", pa.binary()), ("lo", pa.int64()),
-                                  ("hi", pa.int64())])
 
-        def build(batches):
+        def build(batch_specs):
             import uuid
 
-            for b in batches:
-                for spec_text in b.column("spec").to_pylist():
-                    spec = json.loads(spec_text)
-                    got = read_direct([tuple(f) for f in spec["files"]], spec["start"], spec["end"], store)
-                    if got is None:
-                        raise RuntimeError(f"row range {spec['start']}..{spec['end']}: a data file stores _ROW_ID")
-                    col, rids = got
-                    if col is None:
-                        continue
-                    rows = []
-                    for lo, hi, data, meta, n in build_range_files(dtype, col, rids, opts, per_range, index_type,
-                                                                   spec["start"], spec["end"]):
-                        name = f"{index_type}-global-index-{uuid.uuid4()}.index"
-                        if store is None:
-                            path = os.path.join(root, name)
-                            tmp = path + ".tmp"
-                            with open(tmp, "wb") as fh:
-                                fh.write(data)
-                            os.replace(tmp, path)
-                        else:  # a unique name, visible only through Paimon's commit
-                            store.write_atomic(store.join(root, name), data)
-                        rows.append({"task": spec["task"], "name": name, "size": len(data), "records": n,
-                                     "meta": meta, "lo": lo, "hi": hi})
-                    if rows:
-                        yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+            for spec in batch_specs:
+                got = read_direct([tuple(f) for f in spec["files"]], spec["start"], spec["end"], store)
+                if got is None:
+                    raise RuntimeError(f"row range {spec['start']}..{spec['end']}: a data file stores _ROW_ID")
+                col, rids = got
+                if col is None:
+                    continue
+                for lo, hi, data, meta, n in build_range_files(dtype, col, rids, opts, per_range, index_type,
+                                                               spec["start"], spec["end"]):
+                    name = f"{index_type}-global-index-{uuid.uuid4()}.index"
+                    if store is None:
+                        path = os.path.join(root, name)
+                        tmp = path + ".tmp"
+                        with open(tmp, "wb") as fh:
+                            fh.write(data)
+                        os.replace(tmp, path)
+                    else:  # a unique name, visible only through Paimon's commit
+                        store.write_atomic(store.join(root, name), data)
+                    yield spec["task"], (name, len(data), n, meta, lo, hi)
 
-        df = spark.createDataFrame([(json.dumps(s),) for s in specs], "spec string").repartition(len(specs))
-        for r in df.mapInArrow(build, schema).collect():
-            results[r["task"]].append((r["name"], r["size"], r["records"], bytes(r["meta"]), r["lo"], r["hi"]))
+        # one task per row range, largest first: an RDD of the specs (no shuffle stage, no
+        # Arrow conversion; only the file names and metas come back)
+        specs.sort(key=lambda sp: sp["start"] - sp["end"])
+        for i, row in spark.sparkContext.parallelize(specs, len(specs)).mapPartitions(build).collect():
+            results[i].append(row)
         if progress is not None:
             progress(len(specs), len(tasks), sum(f[2] for files in results for f in files))
     for i in local:  # ranges whose files need pypaimon's reader: on the driver

@@ -10,21 +10,23 @@
 
     spark.read.format("paimon-fast").load("/data/events").where("user_id = 42")   # Data Source
 
-**Build** (:func:`build`): Spark reads only the files whose index is missing
-or stale, one file per task, selecting ``_metadata.file_path`` and
-``_metadata.row_index`` with the indexed columns; a ``mapInArrow`` UDF feeds
-each file's batches, in row order, to the index writers registered under the
-Paimon names in the options (``bloom-filter`` today; ``bitmap``,
-``range-bitmap``, ``bsi`` and any other registered type by name) and writes
-``<data file>.index`` next to the data file through a temporary name and an
-atomic rename.  The UDF checks that row positions arrive contiguous from 0 and
-that it saw every row of the file, so positions in the index are positions in
-the data file.  The driver then records the results in the dataset catalog
-(see :mod:`paimon_fast.tables.parquet`).  A local dataset path must be one every
-executor sees at the same path (a shared mount); datasets on object stores or
-HDFS (``s3://``, ``gs://``, ``abfs://``, ``hdfs://`` URIs) are read and written
-by the executors through pyarrow's filesystems instead (the driver hands out
-paths, :mod:`paimon_fast.spark.remote`), so no Hadoop connector jars are needed.
+**Build** (:func:`build`): one Spark task per data file whose index is missing
+or stale (largest files first).  The task reads the file's indexed columns with
+pyarrow, in row order, on the executor, feeds them to the index writers
+registered under the Paimon names in the options (``bloom-filter`` today;
+``bitmap``, ``range-bitmap``, ``bsi`` and any other registered type by name) and
+writes ``<data file>.index`` next to the data file (a temporary name and an
+atomic rename locally): the step the in-process
+:meth:`~paimon_fast.tables.parquet.ParquetDataset.build` runs, so both give the
+same bytes.  Only the catalog entries travel back; the driver records them in
+the dataset catalog (see :mod:`paimon_fast.tables.parquet`).  Reading with
+pyarrow rather than Spark's Parquet reader skips the conversion of every row to
+Spark's format and back to Arrow, which cost most of the build's time.  A local
+dataset path must be one every executor sees at the same path (a shared mount);
+datasets on object stores or HDFS (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``
+URIs) are read and written by the executors through pyarrow's filesystems (the
+driver hands out paths, :mod:`paimon_fast.spark.remote`), so no Hadoop connector
+jars are needed.
 
 **Read** (:func:`read`): the driver evaluates every file's index (threads),
 reads only the files that may match (Spark's own Parquet reader), drops rows
@@ -49,15 +51,13 @@ disjunction (``a = 1 OR b = 2``) is not pushed and prunes nothing.  Use
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
 import time
 from typing import Callable, Mapping, Optional
 
-from ..tables.parquet import (BuildReport, FileIndexBuilder, ParquetDataset, ScanReport, ensure_index_types,
-                              local_path, store_index)
+from ..tables.parquet import BuildReport, ParquetDataset, ScanReport, local_path
 from .columns import filter_to_predicate, to_spark_column
 
 __all__ = ["session", "register", "build", "build_global_index", "read", "delete", "top_n", "to_spark_column",
@@ -107,88 +107,6 @@ def register(spark) -> None:
 
 # ---------------------------------------------------------------- build
 
-class _OneFilePerTask:
-    """Spark SQL confs under which a file scan makes exactly one task per file:
-    splits no smaller than the largest file, and an open cost so large that no
-    two files share a task."""
-
-    KEYS = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
-
-    def __init__(self, spark, largest: int):
-        self.spark = spark
-        self.value = str(max(largest + 1, 128 << 20))
-
-    def __enter__(self):
-        self.saved = {k: self.spark.conf.get(k, None) for k in self.KEYS}
-        for k in self.KEYS:
-            self.spark.conf.set(k, self.value)
-
-    def __exit__(self, *exc):
-        for k, v in self.saved.items():
-            if v is None:
-                self.spark.conf.unset(k)
-            else:
-                self.spark.conf.set(k, v)
-
-
-def _build_udf(root, row_type, columns, threshold, digest, types, fault):
-    """The executor side of :func:`build` (a ``mapInArrow`` function)."""
-
-    def run(batches):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
-
-        ensure_index_types(types)
-        cols = list(columns)
-        state = {}
-
-        def finish():
-            uri, builder, seen = state["uri"], state["builder"], state["next"]
-            path = local_path(uri)
-            expected = pq.ParquetFile(path).metadata.num_rows
-            if seen != expected:
-                raise RuntimeError(f"saw {seen} of the {expected} rows of {path}: a file was split across tasks, "
-                                   "so its index cannot be built here")
-            rel = os.path.relpath(path, root).replace(os.sep, "/")
-            f = fault.get("mode") if fault and fault.get("file") in (rel, os.path.basename(path)) else None
-            entry = store_index(path, builder.finish(), threshold, digest, f, types=builder.types)
-            state.clear()
-            return pa.RecordBatch.from_pydict(
-                {"path": [rel], "rows": [seen], "file_index": [json.dumps(entry)]},
-                schema=pa.schema([("path", pa.string()), ("rows", pa.int64()), ("file_index", pa.string())]))
-
-        for batch in batches:
-            n = batch.num_rows
-            if n == 0:
-                continue
-            fp = batch.column(0)
-            if fp[0] == fp[n - 1]:
-                runs = [(0, n)]
-            else:
-                change = pc.not_equal(fp.slice(1), fp.slice(0, n - 1)).to_numpy(zero_copy_only=False)
-                starts = [0] + [int(i) + 1 for i in change.nonzero()[0]] + [n]
-                runs = list(zip(starts[:-1], starts[1:]))
-            ri = batch.column(1)
-            data = pa.RecordBatch.from_arrays([batch.column(i + 2) for i in range(len(cols))], names=cols)
-            for s, e in runs:
-                uri = fp[s].as_py()
-                if state and state["uri"] != uri:
-                    yield finish()
-                if not state:
-                    state.update(uri=uri, builder=FileIndexBuilder(row_type, columns), next=0)
-                first, last = ri[s].as_py(), ri[e - 1].as_py()
-                if first != state["next"] or last != first + (e - s) - 1:
-                    raise RuntimeError(f"rows of {uri} arrived out of order (positions {first}..{last}, "
-                                       f"expected from {state['next']})")
-                state["builder"].add(data.slice(s, e - s))
-                state["next"] += e - s
-        if state:
-            yield finish()
-
-    return run
-
-
 def _progress_thread(spark, total: int, report: Callable[[int, int], None], stop: threading.Event):
     tracker = spark.sparkContext.statusTracker()
 
@@ -220,8 +138,6 @@ def build(spark, path: str, options: Mapping, *, force: bool = False,
     is called about twice a second while the job runs.  Returns a
     :class:`~paimon_fast.tables.parquet.BuildReport`.
     """
-    from pyspark.sql import functions as F
-
     t0 = time.perf_counter()
     ds = ParquetDataset(path, filesystem)
     spec = ds.index_spec(options)
@@ -232,45 +148,24 @@ def build(spark, path: str, options: Mapping, *, force: bool = False,
     row_type = ds.row_type()
     cols = [c for c in spec.columns if c in row_type]
     if todo:
-        import pyarrow.parquet as pq
+        from . import remote
 
-        empty = [f for f in todo if pq.ParquetFile(ds._input(f)).metadata.num_rows == 0]
-        scan = [f for f in todo if f not in empty]
-        for f in empty:  # no row reaches a UDF: build the (empty) index here
-            b = FileIndexBuilder(row_type, spec.columns)
-            results.append({"path": f.path, "rows": 0,
-                            "file_index": store_index(f.abs_path, b.finish(), spec.threshold, spec.digest,
-                                                      store=ds.store, types=b.types)})
-        if scan and not ds.store.local:  # executors read through pyarrow: no Hadoop connector needed
-            from . import remote
-
-            results += remote.build_files(spark, ds, scan, row_type, {c: spec.columns[c] for c in cols},
-                                          spec.threshold, spec.digest, spec.types, _fault)
-            if progress:
-                progress(len(scan), len(scan))
-        elif scan:
-            columns = {c: spec.columns[c] for c in cols}
-            df = spark.read.parquet(*[f.abs_path for f in scan]).select(
-                F.col("_metadata.file_path").alias("__pf_file"), F.col("_metadata.row_index").alias("__pf_row"),
-                *[F.col("`" + c.replace("`", "``") + "`") for c in cols])
-            udf = _build_udf(ds.root, row_type, columns, spec.threshold, spec.digest, spec.types, _fault)
-            out = df.mapInArrow(udf, "path string, rows long, file_index string")
-            stop = threading.Event()
-            th = _progress_thread(spark, len(scan), progress, stop) if progress else None
-            try:
-                with _OneFilePerTask(spark, max(f.size for f in scan)):
-                    rows = out.collect()
-            finally:
-                stop.set()
-                if th is not None:
-                    th.join()
-            if progress:
-                progress(len(scan), len(scan))
-            results += [{"path": r["path"], "rows": r["rows"], "file_index": json.loads(r["file_index"])}
-                        for r in rows]
-            missing = {f.path for f in scan} - {r["path"] for r in results}
-            if missing:
-                raise RuntimeError(f"the build job returned no index for {sorted(missing)[:5]}")
+        # one task per file, largest first, each reading its file with pyarrow on the executor
+        todo = sorted(todo, key=lambda f: -f.size)
+        stop = threading.Event()
+        th = _progress_thread(spark, len(todo), progress, stop) if progress else None
+        try:
+            results = remote.build_files(spark, ds, todo, row_type, {c: spec.columns[c] for c in cols},
+                                         spec.threshold, spec.digest, spec.types, _fault, parallelism=len(todo))
+        finally:
+            stop.set()
+            if th is not None:
+                th.join()
+        if progress:
+            progress(len(todo), len(todo))
+        missing = {f.path for f in todo} - {r["path"] for r in results}
+        if missing:
+            raise RuntimeError(f"the build job returned no index for {sorted(missing)[:5]}")
     rep.index_bytes = ds.commit_build(spec, results)
     rep.files_built = len(results)
     rep.rows = sum(int(r["rows"]) for r in results)

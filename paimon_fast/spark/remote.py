@@ -8,19 +8,19 @@ function that opens its files through the dataset's pickled
 :class:`~paimon_fast.fs.Store` (pyarrow's filesystems: the credentials come from
 the executor's environment or from options the driver's filesystem carries),
 reads them with ranged reads, and yields Arrow batches.  A plain ``pip install
-pyspark`` cluster runs them.  Local datasets keep Spark's reader.
+pyspark`` cluster runs them.  Local datasets keep Spark's reader for reads; the
+file-index build reads every dataset this way (it is cheaper than Spark's reader,
+which converts every row to Spark's format and back to Arrow).
 
 * :func:`build_files`: the file-index build of :func:`paimon_fast.spark.build`.
 * :func:`planned_frame`: the rows of a plan's kept files (only the row groups
   holding candidate rows of files an index answered with row positions, minus
   deleted rows), for :func:`paimon_fast.spark.read` and ``delete``.
-* :func:`keyed_rows`: ``(key, global row id)`` rows of one column for the sorted
-  global index build.
 """
 from __future__ import annotations
 
 import json
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -40,35 +40,28 @@ def _ids(batches):
 
 
 def build_files(spark, ds, files: Sequence, row_type, columns, threshold: int, digest: str, types,
-                fault: Optional[dict] = None) -> List[dict]:
-    """Build each file's index on the executors (pyarrow reads); the catalog results."""
+                fault: Optional[dict] = None, parallelism: Optional[int] = None) -> List[dict]:
+    """Build each file's index on the executors (pyarrow reads, the in-process build's
+    per-file step); the catalog results.  ``parallelism``: tasks (see :func:`_tasks_frame`)."""
     import pyarrow as pa
 
-    from ..tables.parquet import FileIndexBuilder, ensure_index_types, store_index
+    from ..tables.parquet import build_file_index, ensure_index_types
 
     store = ds.store
     todo = [(f.path, f.abs_path) for f in files]
-    cols = list(columns)
 
     def run(batches):
-        import pyarrow.parquet as pq
-
         ensure_index_types(types)
         schema = pa.schema([("path", pa.string()), ("rows", pa.int64()), ("file_index", pa.string())])
         for i in _ids(batches):
             rel, path = todo[i]
-            b = FileIndexBuilder(row_type, columns)
-            pf = pq.ParquetFile(store.open_input(path))
-            present = [c for c in cols if c in pf.schema_arrow.names]
-            if present:
-                for batch in pf.iter_batches(batch_size=1 << 17, columns=present):
-                    b.add(batch)
             mode = fault.get("mode") if fault and fault.get("file") in (rel, rel.rsplit("/", 1)[-1]) else None
-            entry = store_index(path, b.finish(), threshold, digest, mode, store=store, types=b.types)
-            yield pa.RecordBatch.from_pydict({"path": [rel], "rows": [pf.metadata.num_rows],
-                                              "file_index": [json.dumps(entry)]}, schema=schema)
+            rows, entry = build_file_index(store, path, row_type, columns, threshold, digest, _fault=mode)
+            yield pa.RecordBatch.from_pydict({"path": [rel], "rows": [rows], "file_index": [json.dumps(entry)]},
+                                             schema=schema)
 
-    out = _tasks_frame(spark, len(todo)).mapInArrow(run, "path string, rows long, file_index string").collect()
+    out = _tasks_frame(spark, len(todo), parallelism).mapInArrow(
+        run, "path string, rows long, file_index string").collect()
     return [{"path": r["path"], "rows": r["rows"], "file_index": json.loads(r["file_index"])} for r in out]
 
 
@@ -122,29 +115,3 @@ def planned_frame(spark, ds, plan, positions: bool = False):
             yield from t.cast(out_schema).to_batches(max_chunksize=1 << 16)
 
     return _tasks_frame(spark, len(kept)).mapInArrow(run, spark_out)
-
-
-def keyed_rows(spark, store, files: Sequence[Tuple[str, int]], column: str):
-    """``(k, rid)`` rows: each data file's ``column`` with its global row ids (``files``:
-    ``[(store path, first row id)]`` in the stable order), read by pyarrow on the executors."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from pyspark.sql.pandas.types import from_arrow_type
-    from pyspark.sql.types import LongType, StructField, StructType
-
-    files = list(files)
-    ktype = pq.read_schema(store.open_input(files[0][0])).field(column).type
-    out = pa.schema([("k", ktype), ("rid", pa.int64())])
-
-    def run(batches):
-        for i in _ids(batches):
-            path, base = files[i]
-            pos = base
-            for b in pq.ParquetFile(store.open_input(path)).iter_batches(batch_size=1 << 17, columns=[column]):
-                yield pa.RecordBatch.from_arrays([b.column(0).cast(ktype),
-                                                  pa.array(np.arange(pos, pos + b.num_rows, dtype=np.int64))],
-                                                 schema=out)
-                pos += b.num_rows
-
-    st = StructType([StructField("k", from_arrow_type(ktype)), StructField("rid", LongType())])
-    return _tasks_frame(spark, len(files)).mapInArrow(run, st)

@@ -9,7 +9,8 @@ versions stay behind too.  :func:`collect` finds them:
 * in a Parquet dataset: ``*.index`` files beside the data files that the current
   catalog does not name, deletion files in ``_deletion_vectors/`` no entry points
   at, ``_global_index/<column>/*.index`` files the column's current listing does
-  not list, commit versions older than the newest ``keep_versions``, and
+  not list, the exchange files (``_global_index/<column>/.runs-*/``) of a Spark
+  build that died, commit versions older than the newest ``keep_versions``, and
   temporary files (``.<name>.tmp-*``) of interrupted local / HDFS writes;
 * in a Hudi table's sidecar index (:mod:`paimon_fast.hudi.storage`): segments no
   manifest references and temporary files.
@@ -95,7 +96,7 @@ def collect(path, filesystem=None, *, delete: bool = False, min_age: float = DEF
 
 
 def _dataset_orphans(store, root, keep_versions: int):
-    from ..globalindex.spark_build import INDEX_DIR, LISTING
+    from ..globalindex.spark_build import INDEX_DIR, LISTING, RUNS_PREFIX
     from .deletes import DV_DIR, DV_KEY
     from .parquet import CATALOG_NAME, INDEX_SUFFIX, ParquetDataset, is_data_file_name
 
@@ -135,6 +136,8 @@ def _dataset_orphans(store, root, keep_versions: int):
             listed, stale = listings[col]
             if len(parts) == 3 and name.endswith(INDEX_SUFFIX) and name not in listed:
                 out.append((e, f"global index file of column {col!r} not in its current listing"))
+            elif len(parts) == 4 and parts[2].startswith(RUNS_PREFIX):
+                out.append((e, f"exchange file of an interrupted global index build of column {col!r}"))
             elif e.path in stale:
                 out.append((e, f"superseded global index listing of column {col!r}"))
             continue

@@ -255,6 +255,23 @@ def store_index(data_abs_path: str, blob: Optional[bytes], threshold: int, diges
     return {"digest": digest, "file": name, "size": len(blob), **typed}
 
 
+def build_file_index(store: Store, data_path: str, row_type: Mapping[str, str], columns: Mapping, threshold: int,
+                     digest: str, batch_rows: int = 1 << 17, _fault: Optional[str] = None,
+                     counter=None) -> Tuple[int, dict]:
+    """Index one data file, read with pyarrow in row order, and store the index
+    (:func:`store_index`): ``(rows, catalog entry)``.  Indexed columns the file lacks are
+    left out of its index.  The per-file step of the in-process build and of the Spark
+    build's executor tasks (:func:`paimon_fast.spark.build`)."""
+    pf = pq.ParquetFile(store.open_input(data_path, counter))
+    present = set(pf.schema_arrow.names)
+    b = FileIndexBuilder(row_type, {c: per for c, per in columns.items() if c in present})
+    if b.writers:
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=list(b.writers)):
+            b.add(batch)
+    return pf.metadata.num_rows, store_index(data_path, b.finish(), threshold, digest, _fault, store=store,
+                                             types=b.types)
+
+
 # ---------------------------------------------------------------- plans and reports
 
 @dataclass
@@ -573,14 +590,8 @@ class ParquetDataset:
         results = []
         rep = BuildReport(files_total=len(todo) + len(current), files_current=len(current))
         for f in todo:
-            b = FileIndexBuilder(row_type, spec.columns)
-            pf = pq.ParquetFile(self._input(f))
-            cols = [c for c in b.writers if c in pf.schema_arrow.names]
-            if cols:
-                for batch in pf.iter_batches(batch_size=batch_rows, columns=cols):
-                    b.add(batch)
-            rows = pf.metadata.num_rows
-            entry = store_index(f.abs_path, b.finish(), spec.threshold, spec.digest, store=self.store, types=b.types)
+            rows, entry = build_file_index(self.store, f.abs_path, row_type, spec.columns, spec.threshold,
+                                           spec.digest, batch_rows, counter=None if self.store.local else self.io)
             results.append({"path": f.path, "rows": rows, "file_index": entry})
             rep.rows += rows
             rep.inline += "inline" in entry
