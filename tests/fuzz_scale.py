@@ -429,12 +429,27 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(os.getcwd(), "fuzz-failures"))
     a = ap.parse_args(argv)
     import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     names = a.reader or sorted(READERS)
     ctx = mp.get_context("spawn")  # a fresh interpreter per reader: the limits apply to it alone
-    with ctx.Pool(a.jobs, maxtasksperchild=1) as pool:
-        results = pool.map(_child, [(nm, a.n, a.seed, a.seconds, a.memory_mb, a.out) for nm in names], chunksize=1)
+    fresh = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
+    # a reader process that dies (a segfault, an abort) breaks the pool: reported, never waited on
+    # forever (multiprocessing.Pool would wait for the lost task's result without end)
+    results, crashed = [], []
+    with ProcessPoolExecutor(a.jobs, mp_context=ctx, **fresh) as pool:
+        futures = {nm: pool.submit(_child, (nm, a.n, a.seed, a.seconds, a.memory_mb, a.out)) for nm in names}
+        for nm, fut in futures.items():
+            try:
+                results.append(fut.result())
+            except BrokenProcessPool:
+                crashed.append(nm)
     bad = 0
+    if crashed:
+        print(f"a reader process died (segfault or abort) while fuzzing one of: {', '.join(crashed)}; "
+              f"rerun them one by one with --jobs 1 --reader NAME to find which")
+        bad += len(crashed)
     for r in results:
         print(f"{r['reader']:16s} inputs {r['inputs']:>7}  answered {r['answered']:>7}  "
               f"IndexFormatError {r['index_format_errors']:>7}  failures {r['failures']}"

@@ -39,3 +39,21 @@ def test_a_failure_is_reported(tmp_path, monkeypatch):
     r = fuzz_scale.run_reader("boom", 20, 0, 5.0, 0, str(tmp_path))
     assert r["failures"] == 20 - r["answered"] and r["failures"] > 0 and "ZeroDivisionError" in r["first_failure"]
     assert any(p.name.startswith("boom-") for p in tmp_path.iterdir())
+
+
+def _die(args):
+    """Stands in for a reader that crashes its process (runs in the harness's child)."""
+    import signal
+
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def test_a_crashed_reader_process_is_reported_not_waited_on(tmp_path, monkeypatch, capsys):
+    """A reader whose process dies (pyarrow 14 segfaulted on mutated Parquet files) fails the
+    run at once with the readers it may have been; the harness used to wait for it forever."""
+    import fuzz_scale
+
+    monkeypatch.setattr(fuzz_scale, "_child", _die)
+    assert fuzz_scale.main(["--n", "1", "--jobs", "1", "--reader", "bloom", "--out", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "a reader process died" in out and "bloom" in out
