@@ -178,14 +178,14 @@ def build(spark, path: str, options: Mapping, *, force: bool = False,
 def build_global_index(spark, path: str, column: str, options: Optional[Mapping] = None, dtype: Optional[str] = None,
                        filesystem=None):
     """Build the bitmap global index of ``column`` over the dataset at ``path`` on Spark
-    (:func:`paimon_fast.globalindex.spark_build.build_global_index`; options
+    (:func:`paimon_fast.tables.globalindex_spark.build_global_index`; options
     ``bitmap-index.*``, ``sorted-index.records-per-range``,
     ``sorted-index.build.max-parallelism``).  Returns the listing written to
     ``<path>/_global_index/<column>/index.json``.  :func:`read`,
     :meth:`ParquetDataset.scan <paimon_fast.tables.parquet.ParquetDataset.scan>` and the Data
     Source then prune with it while it is current (no data file added, removed or changed
     since the build); a stale index is ignored."""
-    from ..globalindex.spark_build import build_global_index as _build
+    from ..tables.globalindex_spark import build_global_index as _build
 
     return _build(spark, path, column, options, dtype, filesystem)
 

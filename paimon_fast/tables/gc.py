@@ -96,8 +96,8 @@ def collect(path, filesystem=None, *, delete: bool = False, min_age: float = DEF
 
 
 def _dataset_orphans(store, root, keep_versions: int):
-    from ..globalindex.spark_build import INDEX_DIR, LISTING, RUNS_PREFIX
     from .deletes import DV_DIR, DV_KEY
+    from .globalindex import INDEX_DIR, LISTING, RUNS_PREFIX
     from .parquet import CATALOG_NAME, INDEX_SUFFIX, ParquetDataset, is_data_file_name
 
     ds = ParquetDataset(root, store)
