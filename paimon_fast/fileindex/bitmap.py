@@ -56,7 +56,8 @@ from ..errors import IndexFormatError, OptionError, UnsupportedTypeError
 from ..roaring import check32, serialize_groups32, serialize_sorted32
 from ..result import BitmapResult
 from ..types import DataType, binary_buffers, fixed_values, float_bits, long_keys, to_arrow_array, validity_mask
-from . import FileIndexReader, FileIndexWriter, IndexFactory, register
+from .base import FileIndexReader, FileIndexWriter
+from .registry import IndexFactory, register
 
 _k = _load("bitmap")
 

@@ -38,7 +38,8 @@ from ..errors import IndexFormatError, UnsupportedTypeError
 from ..predicate import TopN
 from ..result import BitmapResult
 from ..types import DataType, decimal_unscaled, fixed_values, long_keys, to_arrow_array, validity_mask
-from . import FileIndexReader, FileIndexWriter, IndexFactory, register
+from .base import FileIndexReader, FileIndexWriter
+from .registry import IndexFactory, register
 from ._bitslice import (BLOCK_WORDS, NullLiteralError, _k, from_bitmap, nwords, positions_bitmap, range_bitmap,
                          to_bitmap, topk_candidate_words)
 
