@@ -108,14 +108,14 @@ def inspect_setup(p):
 
 @command("inspect", "show an index file: container columns, index types, sizes, per-index details")
 def inspect_main(args):
-    import paimon_fast as pf
+    from .fileindex import FileIndexFormat
 
     for entry in INSPECTORS:
         if entry["detect"](args.file):
             _print_json(entry["describe"](args.file, args))
             return
     row_type = _parse_row_type(args.row_type)
-    with pf.FileIndexFormat.open(args.file, row_type) as f:
+    with FileIndexFormat.open(args.file, row_type) as f:
         if row_type:
             _print_json(f.describe())
         else:
@@ -140,7 +140,9 @@ def demo_main(args):
     import numpy as np
     import pyarrow as pa
 
-    import paimon_fast as pf
+    from . import fileindex
+    from .fileindex import FileIndexFormat
+    from .predicate import field
 
     out = args.dir or tempfile.mkdtemp(prefix="paimon-fast-demo-")
     os.makedirs(out, exist_ok=True)
@@ -156,29 +158,29 @@ def demo_main(args):
         own = countries[rng.choice(len(countries), 3, replace=False)]
         country = pa.array(own[rng.integers(0, 3, per_file)])
         indexes = {}
-        w = pf.fileindex.writer("bloom-filter", "BIGINT", {"items": str(per_file), "fpp": "0.01"})
+        w = fileindex.writer("bloom-filter", "BIGINT", {"items": str(per_file), "fpp": "0.01"})
         w.write_batch(ids)
         indexes["id"] = {"bloom-filter": w.finish()}
-        w = pf.fileindex.writer("bloom-filter", "STRING", {"items": "16", "fpp": "0.01"})
+        w = fileindex.writer("bloom-filter", "STRING", {"items": "16", "fpp": "0.01"})
         w.write_batch(country)
         indexes["country"] = {"bloom-filter": w.finish()}
         p = os.path.join(out, f"data-{i:03d}.parquet.index")
         with open(p, "wb") as fh:
-            fh.write(pf.FileIndexFormat.write(indexes))
+            fh.write(FileIndexFormat.write(indexes))
         paths.append(p)
     build_s = time.perf_counter() - t0
     print(f"built {len(paths)} index files over {per_file * args.files:,} rows in {build_s:.2f}s -> {out}")
     queries = [
-        ("id = 123456", pf.field("id") == 123456),
-        ("id IN (5, 1500000, -1)", pf.field("id").isin([5, 1_500_000, -1])),
-        ("country = 'DE'", pf.field("country") == "DE"),
-        ("country = 'XX'", pf.field("country") == "XX"),
-        ("country = 'DE' AND id = 7", (pf.field("country") == "DE") & (pf.field("id") == 7)),
+        ("id = 123456", field("id") == 123456),
+        ("id IN (5, 1500000, -1)", field("id").isin([5, 1_500_000, -1])),
+        ("country = 'DE'", field("country") == "DE"),
+        ("country = 'XX'", field("country") == "XX"),
+        ("country = 'DE' AND id = 7", (field("country") == "DE") & (field("id") == 7)),
     ]
     print(f"{'predicate':32} {'files kept':>10} {'skipped':>8} {'eval ms':>8}")
     for text, pred in queries:
         t0 = time.perf_counter()
-        kept = sum(1 for p in paths if pf.FileIndexFormat.open(p, row_type).evaluate(pred).remain)
+        kept = sum(1 for p in paths if FileIndexFormat.open(p, row_type).evaluate(pred).remain)
         ms = (time.perf_counter() - t0) * 1000
         print(f"{text:32} {kept:>10} {len(paths) - kept:>8} {ms:>8.1f}")
 

@@ -1,4 +1,4 @@
-"""Key ranges of the sorted global-index build on Spark (``globalindex.spark_build``): the
+"""Key ranges of the sorted global-index build on Spark (``tables.globalindex_spark``): the
 bounds picked from weighted samples and the range of every row, against plain-Python
 oracles over the keys in Java's order (no Spark needed)."""
 import decimal
@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from paimon_fast.globalindex import spark_build as sb
+from paimon_fast.tables import globalindex_spark as sb
 from paimon_fast.globalindex.keys import KeyCodec
 
 

@@ -23,7 +23,7 @@ Entry order of V1 and body order of both follow the iteration order of the
 ``java_order``), which is what makes the bytes identical.  When a bucket
 collects 8 keys in a table of >= 64 buckets Java turns it into a red-black
 tree, whose list order differs; the kernel detects this and the order then
-comes from the full model in ``reference/bitmap.py`` (``JavaHashMap``),
+comes from the full model in ``fileindex/java_hashmap.py`` (``JavaHashMap``),
 checked against the JVM (``tests/data/hashmap_order``).
 
 Oversize values (Paimon issue 9613): Java's V2 writer throws ``index fail``
@@ -56,7 +56,8 @@ from ..errors import IndexFormatError, OptionError, UnsupportedTypeError
 from ..roaring import check32, serialize_groups32, serialize_sorted32
 from ..result import BitmapResult
 from ..types import DataType, binary_buffers, fixed_values, float_bits, long_keys, to_arrow_array, validity_mask
-from . import FileIndexReader, FileIndexWriter, IndexFactory, register
+from .base import FileIndexReader, FileIndexWriter
+from .registry import IndexFactory, register
 
 _k = _load("bitmap")
 
@@ -244,7 +245,7 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
     if tree_bins:
         # a bin of >= 8 keys became a red-black tree in Java: replay those bins (and only
         # those) with the full tree-aware model; per key of such bins, not per row
-        from ..reference.bitmap import java_order_local
+        from .java_hashmap import java_order_local
 
         if codec.fixed:
             def okey(i):

@@ -22,7 +22,8 @@ from .._kernels import load as _load
 from ..errors import IndexFormatError, OptionError, UnsupportedTypeError
 from ..result import REMAIN, SKIP
 from ..types import DataType, binary_buffers, float_bits, long_keys, to_arrow_array, validity_mask
-from . import FileIndexReader, FileIndexWriter, IndexFactory, register
+from .base import FileIndexReader, FileIndexWriter
+from .registry import IndexFactory, register
 
 _k = _load("bloom")
 

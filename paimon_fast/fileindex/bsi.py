@@ -25,7 +25,8 @@ import numpy as np
 
 from ..errors import IndexFormatError, UnsupportedTypeError
 from ..types import DataType, decimal_unscaled, long_keys, to_arrow_array, validity_mask
-from . import FileIndexReader, FileIndexWriter, IndexFactory, register
+from .base import FileIndexReader, FileIndexWriter
+from .registry import IndexFactory, register
 from ._bitslice import NullLiteralError, _k, nwords, range_bitmap, read_roaring_dense, to_bitmap
 from ..result import BitmapResult
 

@@ -22,7 +22,9 @@ from ..result import REMAIN, FileIndexResult
 from ..serde import BoundedReader, write_utf
 from ..source import Source, as_source
 from ..types import DataType
+from .base import EmptyFileIndexReader, evaluate_tree
 from .options import Options
+from .registry import get_factory
 
 MAGIC = 1493475289347502
 VERSION_1 = 1
@@ -189,8 +191,6 @@ class FileIndexFile:
 
     # ------------------------------------------------------------ reading
     def _reader(self, column: str, itype: str, start: int, length: int):
-        from . import EmptyFileIndexReader, get_factory  # late: the registry imports this module
-
         key = (column, itype)
         rd = self._readers.get(key)
         if rd is None:
@@ -237,8 +237,6 @@ class FileIndexFile:
 
     def evaluate(self, predicate: Predicate) -> FileIndexResult:
         """REMAIN / SKIP / BitmapResult for the whole predicate over all indexes of the file."""
-        from . import evaluate_tree
-
         return evaluate_tree(predicate, self.visit_leaf)
 
     def describe(self) -> dict:

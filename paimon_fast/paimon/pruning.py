@@ -3,8 +3,9 @@
 would use file indexes on a table at all (:func:`index_applicability`), one
 data file's index answer with the predicate's current column names mapped to
 the file's own (:class:`_SchemaResolver`, :func:`_result_of`), the stream an
-index is read through (:class:`_CountingSource`) and the report of what
-pruning did (:class:`PruneReport`).
+index is read through (:class:`_CountingSource`), the report of what
+pruning did (:class:`PruneReport`), and :class:`Fallback`, raised where our own
+path does not handle a table or query (the caller then takes pypaimon's).
 """
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ from ..result import REMAIN, FileIndexResult
 from ..source import FileObjSource
 
 INDEX_SUFFIX = ".index"
+
+
+class Fallback(Exception):
+    """The fast path does not handle this table or query (the reason is the message)."""
 
 
 @dataclass

@@ -43,7 +43,8 @@ def top_n(table, column: str, k: int, *, desc: bool = True, predicate=None, colu
     :class:`~paimon_fast.tables.topn.TopNReport`) is filled in when given;
     ``report.fallback_reason`` says why a table was read without its indexes.
     """
-    from .fastpath import Fallback, check_table, get_plan
+    from .plan import check_table, get_plan
+    from .pruning import Fallback
 
     table = legacy_manifest_table(table)
     names = list(table.field_names)
@@ -108,8 +109,8 @@ def _sources(table, plan, column, pred, rep):
     """One :class:`TopNSource` per live data file that may hold matching rows."""
     from pypaimon.schema.data_types import PyarrowFieldParser
 
-    from .fastpath import (_evaluate, _is_local, _open_stream, _Schemas, _StatsFilter, _current_columns,
-                           file_candidates)
+    from .fastpath import _evaluate, _open_stream, _Schemas, _StatsFilter, _current_columns, file_candidates
+    from .plan import _is_local
 
     schemas = _Schemas(table, plan)
     files = plan.files

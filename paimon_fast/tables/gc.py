@@ -77,6 +77,8 @@ def collect(path, filesystem=None, *, delete: bool = False, min_age: float = DEF
     ``delete``.  See the module docstring."""
     store, root = resolve(path, filesystem)
     if store.is_dir(store.join(root, ".hoodie")):
+        # upward import: one gc command serves both table kinds; the Hudi sidecar's orphan rule
+        # lives with the sidecar's layout (hudi/storage.py, which imports nothing above fs)
         from ..hudi.storage import orphan_files
 
         kind, found = "hudi table", orphan_files(path if filesystem is None else root, store)
@@ -96,8 +98,8 @@ def collect(path, filesystem=None, *, delete: bool = False, min_age: float = DEF
 
 
 def _dataset_orphans(store, root, keep_versions: int):
-    from ..globalindex.spark_build import INDEX_DIR, LISTING, RUNS_PREFIX
     from .deletes import DV_DIR, DV_KEY
+    from .globalindex import INDEX_DIR, LISTING, RUNS_PREFIX
     from .parquet import CATALOG_NAME, INDEX_SUFFIX, ParquetDataset, is_data_file_name
 
     ds = ParquetDataset(root, store)

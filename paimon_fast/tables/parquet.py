@@ -87,63 +87,14 @@ from ..predicate import Leaf, Predicate
 from ..result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
 from ..types import DataType
 from .arrow_filter import coerce_literals, filter_table, to_arrow_expression
+from .layout import (CATALOG_NAME, DATA_SUFFIXES, HIVE_NULL, INDEX_SUFFIX, DataFile,  # noqa: F401
+                     is_data_file_name, local_path, parse_partition)
 
-CATALOG_NAME = "_paimon_fast_catalog.json"
 CATALOG_FORMAT = "paimon-fast-dataset"
 CATALOG_VERSION = 1
-INDEX_SUFFIX = ".index"
-DATA_SUFFIXES = (".parquet",)
-HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 HEAD_PREFETCH = 16384  # first bytes of a remote index container fetched with its header
 FILE_ORDER_DOC = ("files sorted by relative POSIX path; global row id = rows of earlier files "
                   "+ row position in the file")
-
-
-# ---------------------------------------------------------------- files
-
-def is_data_file_name(name: str) -> bool:
-    return not name.startswith(("_", ".")) and name.endswith(DATA_SUFFIXES)
-
-
-def local_path(uri: str) -> str:
-    """A local filesystem path from a path or a ``file:`` URI (as Spark's ``_metadata.file_path``)."""
-    if uri.startswith("file:"):
-        from urllib.parse import unquote, urlparse
-
-        return unquote(urlparse(uri).path)
-    return uri
-
-
-def parse_partition(rel_path: str) -> Dict[str, Optional[str]]:
-    """``{"k": "v"}`` from the ``k=v`` directories of a relative path (raw strings; hive null -> None)."""
-    out = {}
-    for part in rel_path.split("/")[:-1]:
-        if "=" in part:
-            k, v = part.split("=", 1)
-            from urllib.parse import unquote
-
-            v = unquote(v)
-            out[unquote(k)] = None if v == HIVE_NULL else v
-    return out
-
-
-@dataclass(frozen=True)
-class DataFile:
-    """One data file: relative POSIX path (the catalog key), absolute path, size, mtime, partition values."""
-
-    path: str
-    abs_path: str
-    size: int
-    mtime_ns: int
-    partition: Tuple[Tuple[str, Optional[str]], ...] = ()
-
-    @property
-    def index_path(self) -> str:
-        return self.abs_path + INDEX_SUFFIX
-
-    @property
-    def name(self) -> str:
-        return self.path.rsplit("/", 1)[-1]
 
 
 # ---------------------------------------------------------------- index options
@@ -987,7 +938,7 @@ class _GlobalAnswers:
     """Leaf answers of the dataset's bitmap global indexes, per file.
 
     A column's global index (``<root>/_global_index/<column>/index.json``, see
-    :mod:`paimon_fast.globalindex.spark_build`) is used only when its listing
+    :mod:`paimon_fast.tables.globalindex`) is used only when its listing
     records exactly the dataset's current files (paths, sizes, modification
     times, row counts); otherwise it is stale and ignored.  Each leaf on such a
     column is evaluated once over the whole dataset; its global row ids are
@@ -1001,9 +952,9 @@ class _GlobalAnswers:
         self._ids: Dict[int, np.ndarray] = {}
         self._offsets: Dict[str, Tuple[int, int]] = {}
         leaves = [x for x in _leaves(pred) if x.name not in part_types]
-        from ..globalindex import spark_build as sb
+        from . import globalindex as gi
 
-        cols = sorted({x.name for x in leaves if sb.has_global_index(ds.root, x.name, ds.store)})
+        cols = sorted({x.name for x in leaves if gi.has_global_index(ds.root, x.name, ds.store)})
         if not cols:
             return
 
@@ -1015,12 +966,12 @@ class _GlobalAnswers:
         indexes = {}
         for c in cols:
             try:
-                listing = sb.read_listing(ds.root, c, ds.store)
-                if (not sb.listing_is_current(listing, files)
+                listing = gi.read_listing(ds.root, c, ds.store)
+                if (not gi.listing_is_current(listing, files)
                         or [d["row_count"] for d in listing["data_files"]] != [counts[f.path] for f in files]):
                     self.stale.add(c)
                     continue
-                indexes[c] = sb.load_global_index(ds.root, c, filesystem=ds.store, counter=ds.io)
+                indexes[c] = gi.load_global_index(ds.root, c, filesystem=ds.store, counter=ds.io)
             except Exception as e:  # an unreadable listing never fails a query
                 self.errors.append(f"{c}: {type(e).__name__}: {e}")
         try:

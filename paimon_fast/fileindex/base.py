@@ -1,0 +1,136 @@
+"""What every file index format is: a writer fed column batches in row order that returns
+Java's bytes, and a reader answering predicate leaves (REMAIN / SKIP / a row bitmap);
+:func:`evaluate_tree` combines leaf answers as Paimon's ``FileIndexPredicate`` does."""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..literals import is_never, normalize_leaf, widen_to_micros
+from ..predicate import And, Leaf, Or, Predicate
+from ..result import REMAIN, SKIP, FileIndexResult
+from ..source import Source
+from ..types import DataType
+from .options import Options
+
+
+class FileIndexWriter:
+    """Base class of index writers: feed column batches in row order, then ``finish()``."""
+
+    index_type = "?"
+
+    def __init__(self, dtype: DataType, options: Options):
+        self.dtype = dtype
+        self.options = options
+        self.row_count = 0
+
+    def write_batch(self, values) -> None:
+        """Add a column batch (pyarrow / numpy / Python sequence; None = null)."""
+        raise NotImplementedError
+
+    def write(self, value) -> None:
+        """Add one value (convenience; use :meth:`write_batch` for speed)."""
+        self.write_batch([value])
+
+    def finish(self) -> bytes:
+        """The serialized index, byte-identical to Java's ``serializedBytes()``."""
+        raise NotImplementedError
+
+
+class FileIndexReader:
+    """Base class of index readers: a visitor over predicate leaves.
+
+    Subclasses override ``visit_<op>`` methods (``visit_equal``, ``visit_in``...);
+    an op without a method is answered REMAIN (the index cannot tell).
+    """
+
+    index_type = "?"
+
+    def __init__(self, dtype: DataType, source: Source, options: Options):
+        self.dtype = dtype
+        self.source = source
+        self.options = options
+
+    def visit(self, leaf: Leaf) -> FileIndexResult:
+        """Answer one leaf; its literals are first normalised to this index's
+        column type (:func:`paimon_fast.literals.normalize_leaf`), so ``x < 5.5``
+        on an INT index is asked as ``x <= 5`` and ``x = 5.5`` as no row."""
+        norm = normalize_leaf(leaf, self._arrow_type(), ieee=False)
+        if self._coarse_keys():
+            norm = widen_to_micros(norm)
+        if norm is not leaf:
+            if is_never(norm):  # no value of the column type satisfies the leaf
+                return SKIP
+            return evaluate_tree(norm, self.visit_normalized)
+        return self.visit_normalized(leaf)
+
+    def visit_normalized(self, leaf: Leaf) -> FileIndexResult:
+        """Answer a leaf whose literals are already exact values of the column type."""
+        fn = getattr(self, "visit_" + leaf.op, None)
+        return REMAIN if fn is None else fn(leaf)
+
+    #: TIMESTAMP(7..9) columns are keyed by microseconds: widen leaves so that no row whose value
+    #: matches is skipped (:func:`paimon_fast.literals.widen_to_micros`); False gives Java's own
+    #: answers over the keys (e.g. ``!=`` drops rows in the literal's microsecond)
+    widen_coarse_keys = True
+
+    def _coarse_keys(self) -> bool:
+        """TIMESTAMP(7..9) columns: Paimon's file indexes key their values by microseconds,
+        coarser than the values themselves."""
+        d = self.dtype
+        return self.widen_coarse_keys and getattr(d, "is_timestamp", False) and (d.precision or 0) > 6
+
+    def _arrow_type(self):
+        t = self.__dict__.get("_arrow_t", False)
+        if t is False:
+            try:
+                t = self.dtype.to_arrow()
+            except Exception:
+                t = None
+            self.__dict__["_arrow_t"] = t
+        return t
+
+    def evaluate(self, predicate: Predicate) -> FileIndexResult:
+        """Answer a predicate whose leaves all refer to this index's column
+        (the field names are not checked)."""
+        return evaluate_tree(predicate, self.visit)
+
+    def describe(self) -> dict:
+        """What ``paimon-fast inspect`` shows about this index."""
+        return {"index_type": self.index_type, "type": str(self.dtype), "size": self.source.size}
+
+
+class EmptyFileIndexReader(FileIndexReader):
+    """An index over no values (start = -1 in the container), as Java's
+    ``EmptyFileIndexReader``: value predicates SKIP; ``is_null``, ``!=`` and
+    ``NOT IN`` REMAIN (Java does not override them)."""
+
+    index_type = "empty"
+
+    _SKIP_OPS = frozenset({
+        "equal", "in", "is_not_null", "less_than", "less_or_equal", "greater_than",
+        "greater_or_equal", "between", "starts_with", "ends_with", "contains", "like",
+    })
+
+    def visit(self, leaf):
+        return SKIP if leaf.op in self._SKIP_OPS else REMAIN
+
+
+def evaluate_tree(predicate: Predicate, visit_leaf: Callable[[Leaf], FileIndexResult]) -> FileIndexResult:
+    """Combine leaf answers as Paimon's ``FileIndexPredicate`` does (AND short-circuits on SKIP)."""
+    if isinstance(predicate, Leaf):
+        return visit_leaf(predicate)
+    if isinstance(predicate, Or):
+        res = None
+        for c in predicate.children:
+            r = evaluate_tree(c, visit_leaf)
+            res = r if res is None else res.or_(r)
+        return REMAIN if res is None else res
+    if isinstance(predicate, And):
+        res = None
+        for c in predicate.children:
+            r = evaluate_tree(c, visit_leaf)
+            res = r if res is None else res.and_(r)
+            if not res.remain:
+                return res
+        return REMAIN if res is None else res
+    raise TypeError(f"not a predicate: {predicate!r}")

@@ -1,0 +1,209 @@
+"""The bitmap global index of a Parquet dataset: its files and listing, a build in
+this process, loading it, and mapping its row ids back to files.
+
+A dataset is a directory of Parquet files.  Its stable file order is the sorted
+relative POSIX paths of the data files; a row's global id is the row count of the
+earlier files plus its index within its file (Spark's ``_metadata.row_index``).
+
+A column's index is a set of index files in ``<dataset>/_global_index/<column>/``
+and the listing ``index.json`` beside them: every index file's
+``SortedIndexFileMeta``, and the data files (path, rows, size, modification time)
+the index was built over.  :func:`build_global_index_local` builds it in this
+process (one index file); the sorted build on Spark is
+:func:`paimon_fast.tables.globalindex_spark.build_global_index`; both commit the
+listing with :func:`_commit_listing`.  Datasets on object stores or HDFS
+(``s3://...`` or a ``filesystem``; :mod:`paimon_fast.fs`): the index files are
+uniquely named; the listing is the commit object, a new immutable version created
+with a conditional PUT (:class:`paimon_fast.fs.CommitFile`), so a killed build
+leaves the previous listing and orphans ``paimon-fast gc`` removes.
+:func:`load_global_index` reads it back as a
+:class:`~paimon_fast.globalindex.GlobalIndex`, and :func:`row_ids_to_file_rows`
+maps answered row ids to (data file, row indexes).
+"""
+from __future__ import annotations
+
+import json
+import os
+import uuid
+
+import numpy as np
+
+from ..fs import CommitFile, LazySource, resolve
+from .layout import is_data_file_name
+
+INDEX_DIR = "_global_index"
+LISTING = "index.json"
+RUNS_PREFIX = ".runs-"  # the exchange directory of a build in progress (or killed)
+
+
+def _listed(store, root):
+    return store.list_files(root, skip_dir=lambda d: d.startswith(("_", ".")), keep=is_data_file_name)
+
+
+def data_files(path, filesystem=None):
+    """``[(relative POSIX path, row count)]`` of the dataset's Parquet files in the stable order."""
+    import pyarrow.parquet as pq
+
+    store, root = resolve(path, filesystem)
+    return [(e.rel, pq.ParquetFile(store.open_input(e.path)).metadata.num_rows) for e in _listed(store, root)]
+
+
+def _file_states(store, root, files) -> list:
+    """``[(size, mtime_ns)]`` of the data files: recorded so a reader can tell a stale index."""
+    out = []
+    for rel, _ in files:
+        st = store.stat(store.join(root, *rel.split("/")))
+        if st is None:
+            raise FileNotFoundError(store.uri(store.join(root, rel)))
+        out.append(st)
+    return out
+
+
+def index_dir(path, column, filesystem=None) -> str:
+    store, root = resolve(path, filesystem)
+    return store.join(root, INDEX_DIR, column)
+
+
+def _listing_file(path, column, filesystem=None) -> CommitFile:
+    store, root = resolve(path, filesystem)
+    return CommitFile(store, store.join(root, INDEX_DIR, column), LISTING)
+
+
+def _commit_listing(store, root, column, dtype, build_id, total, options, ranges, files, bases, states, rows,
+                    base_version=None):
+    """Commit ``index.json`` (atomically; a new version on versioned stores, refused if another
+    build committed since ``base_version``) and remove index files of earlier builds."""
+    out_dir = index_dir(root, column, store)
+    listing = {
+        "format": "paimon-fast bitmap global index listing",
+        "index_type": "bitmap",
+        "column": column,
+        "type": dtype,
+        "build_id": build_id,
+        "total_row_count": total,
+        "options": options,
+        "ranges": ranges,
+        "data_files": [{"path": rel, "row_count": n, "first_row_id": b, "size": st[0], "mtime_ns": st[1]}
+                       for (rel, n), b, st in zip(files, bases, states)],
+        "files": [{"file": r["file"], "row_count": r["row_count"], "meta": bytes(r["meta"]).hex(),
+                   "size": r["size"]} for r in rows],
+    }
+    lf = _listing_file(root, column, store)
+    prev = lf.read()[1] if not store.local else None
+    lf.write(json.dumps(listing, indent=1).encode(), base_version)
+    # files of earlier builds are no longer listed: remove them (on versioned stores the previous
+    # listing's files only: files of a concurrent or killed build are left to paimon-fast gc)
+    keep = {f["file"] for f in listing["files"]} | {LISTING}
+    if store.local:
+        gone = [e.rel for e in store.list_files(out_dir, recursive=False) if e.rel.endswith(".index")]
+    else:
+        gone = [f["file"] for f in json.loads(prev.decode("utf-8")).get("files", [])] if prev else []
+    for name in gone:
+        if name not in keep:
+            store.delete(store.join(out_dir, name))
+    return listing
+
+
+def build_global_index_local(path, column, options=None, dtype=None, batch_rows=1 << 17, filesystem=None):
+    """:func:`build_global_index` in this process, without Spark: one index file for the
+    whole column (for small datasets and tests); the same listing and row ids."""
+    import pyarrow.parquet as pq
+
+    from ..globalindex import writer as gi_writer
+    from ..types import DataType
+
+    options = {str(k): str(v) for k, v in dict(options or {}).items()}
+    store, root = resolve(path, filesystem)
+    base_version = _listing_file(root, column, store).read()[0]
+    files = data_files(root, store)
+    if not files:
+        raise FileNotFoundError(f"no Parquet data files under {store.uri(root)}")
+    states = _file_states(store, root, files)
+    bases = np.cumsum([0] + [n for _, n in files]).tolist()
+    if dtype is None:
+        dtype = str(DataType.from_arrow(pq.read_schema(store.open_input(store.join(root, files[0][0])))
+                                        .field(column).type))
+    dtype = str(DataType.parse(dtype))
+    out_dir = index_dir(root, column, store)
+    store.makedirs(out_dir)
+    build_id = uuid.uuid4().hex[:12]
+    w = gi_writer(dtype, {k: v for k, v in options.items() if k.startswith("bitmap-index.")})
+    for (rel, _), base in zip(files, bases):
+        pos = base
+        for b in pq.ParquetFile(store.open_input(store.join(root, rel))).iter_batches(batch_size=batch_rows,
+                                                                                     columns=[column]):
+            w.write_batch(b.column(0), np.arange(pos, pos + b.num_rows, dtype=np.uint64))
+            pos += b.num_rows
+    name = f"bitmap-{build_id}-00000.index"
+    data, meta = w.finish()
+    if data is not None:
+        store.write_atomic(store.join(out_dir, name), data)
+    rows = [] if data is None else [{"file": name, "row_count": w.row_count, "meta": meta, "size": len(data)}]
+    return _commit_listing(store, root, column, dtype, build_id, bases[-1], options, 1, files, bases, states, rows,
+                           base_version)
+
+
+def read_listing(path, column, filesystem=None) -> dict:
+    data = _listing_file(path, column, filesystem).read()[1]
+    if data is None:
+        store, root = resolve(path, filesystem)
+        raise FileNotFoundError(f"no global index listing for {column!r} in {store.uri(root)}")
+    return json.loads(data.decode("utf-8"))
+
+
+def has_global_index(path, column, filesystem=None) -> bool:
+    store, root = resolve(path, filesystem)
+    if store.local:
+        return os.path.exists(os.path.join(root, INDEX_DIR, column, LISTING))
+    return bool(_listing_file(root, column, store).versions())
+
+
+def listing_is_current(listing, files) -> bool:
+    """Whether ``listing`` was built over exactly ``files`` (``DataFile`` objects in the stable
+    order, or ``(path, size, mtime_ns)`` tuples): same paths, sizes and modification times.
+    A listing without recorded sizes / times is never current."""
+    recorded = listing.get("data_files") or []
+    if len(recorded) != len(files):
+        return False
+    for r, f in zip(recorded, files):
+        cur = (f.path, f.size, f.mtime_ns) if hasattr(f, "path") else tuple(f)
+        if "size" not in r or "mtime_ns" not in r or (r["path"], r["size"], r["mtime_ns"]) != cur:
+            return False
+    return True
+
+
+def load_global_index(path, column, options=None, filesystem=None, counter=None):
+    """The :class:`~paimon_fast.globalindex.GlobalIndex` of a built column (files pruned by meta;
+    a file is opened, with ranged reads counted in ``counter``, only when a query needs it)."""
+    from ..globalindex import GlobalIndex
+
+    store, root = resolve(path, filesystem)
+    listing = read_listing(root, column, store)
+    d = index_dir(root, column, store)
+    if store.local and counter is None:
+        files = [(os.path.join(d, f["file"]), bytes.fromhex(f["meta"])) for f in listing["files"]]
+    else:
+        files = [(LazySource(store, store.join(d, f["file"]), f.get("size"), counter), bytes.fromhex(f["meta"]))
+                 for f in listing["files"]]
+    return GlobalIndex(files, listing["type"], options or listing.get("options") or {},
+                       total_row_count=listing["total_row_count"])
+
+
+def row_ids_to_file_rows(row_ids, listing) -> dict:
+    """Map global row ids (BitMap64 or array) to ``{relative data file: int64 row indexes}``."""
+    if hasattr(row_ids, "to_array"):
+        ids = np.frombuffer(row_ids.to_array(), dtype=np.uint64).astype(np.int64) if len(row_ids) else np.zeros(0, np.int64)
+    else:
+        ids = np.asarray(row_ids, dtype=np.int64)
+    files = listing["data_files"]
+    firsts = np.array([f["first_row_id"] for f in files], dtype=np.int64)
+    which = np.searchsorted(firsts, ids, side="right") - 1
+    out = {}
+    for fi in np.unique(which).tolist():
+        if fi < 0:
+            continue
+        sel = ids[which == fi] - firsts[fi]
+        sel = sel[sel < files[fi]["row_count"]]
+        if len(sel):
+            out[files[fi]["path"]] = sel
+    return out
