@@ -31,6 +31,20 @@ def serialize_sorted(const uint32_t[::1] values):
     return out
 
 
+cdef Py_ssize_t _group_count(const int64_t[::1] bounds, Py_ssize_t n) except -1:
+    """The number of groups ``bounds`` cuts ``n`` values into, after checking the bounds lie
+    inside ``[0, n]`` and do not decrease."""
+    cdef Py_ssize_t g, ng = bounds.shape[0] - 1
+    if ng < 0:
+        raise ValueError("bounds needs at least one element")
+    if bounds[0] < 0 or bounds[ng] > n:
+        raise ValueError("group bounds outside the values array")
+    for g in range(ng):
+        if bounds[g + 1] < bounds[g]:
+            raise ValueError("group bounds must be non-decreasing")
+    return ng
+
+
 def serialize_groups(const uint32_t[::1] values, const int64_t[::1] bounds):
     """Serialize many bitmaps at once.
 
@@ -38,15 +52,8 @@ def serialize_groups(const uint32_t[::1] values, const int64_t[::1] bounds):
     Returns ``(blob, sizes)``: the concatenated serializations and an int64
     array of their byte sizes.
     """
-    cdef Py_ssize_t g, ng = bounds.shape[0] - 1
-    if ng < 0:
-        raise ValueError("bounds needs at least one element")
+    cdef Py_ssize_t g, ng = _group_count(bounds, values.shape[0])
     cdef Py_ssize_t n = values.shape[0]
-    if bounds[0] < 0 or bounds[ng] > n:
-        raise ValueError("group bounds outside the values array")
-    for g in range(ng):
-        if bounds[g + 1] < bounds[g]:
-            raise ValueError("group bounds must be non-decreasing")
     sizes_arr = np.empty(ng, dtype=np.int64)
     cdef int64_t[::1] sizes = sizes_arr
     cdef int64_t total = 0, s
@@ -108,15 +115,8 @@ def serialize_groups_b64(const uint32_t[::1] values, const int64_t[::1] bounds, 
     holds no value.  Returns ``(offsets, data)``: int64 offsets (``len(bounds)``
     entries) into the concatenated ASCII ``data`` bytes.
     """
-    cdef Py_ssize_t g, ng = bounds.shape[0] - 1
-    if ng < 0:
-        raise ValueError("bounds needs at least one element")
+    cdef Py_ssize_t g, ng = _group_count(bounds, values.shape[0])
     cdef Py_ssize_t n = values.shape[0]
-    if bounds[0] < 0 or bounds[ng] > n:
-        raise ValueError("group bounds outside the values array")
-    for g in range(ng):
-        if bounds[g + 1] < bounds[g]:
-            raise ValueError("group bounds must be non-decreasing")
     cdef size_t plen = len(prefix), elen = len(empty)
     cdef const uint8_t *pp = <const uint8_t *> PyBytes_AS_STRING(prefix)
     cdef const uint8_t *ep = <const uint8_t *> PyBytes_AS_STRING(empty)
