@@ -137,6 +137,15 @@ def test_groups_b64_kernel_equals_python_base64_of_the_twin(groups, prefix, empt
     assert [data[a:b] for a, b in zip(off.tolist(), off.tolist()[1:])] == want
 
 
+def test_groups_b64_all_empty_with_a_longer_prefix():
+    """Only empty groups and a prefix longer than the empty text: the kernel's scratch buffer
+    still takes the prefix (it overflowed by the difference; the sanitizer job caught it)."""
+    import base64
+
+    off, data = roaring.serialize_groups_b64(np.zeros(0, np.uint32), np.zeros(4, np.int64), b"p" * 40, b"e")
+    assert off.tolist() == [0, 4, 8, 12] and data == base64.b64encode(b"e") * 3
+
+
 def test_groups_b64_rejects_bad_groups():
     v = np.array([1, 5, 9], np.uint32)
     for bounds in ([], [0, 4], [-1, 3], [0, 2, 1]):

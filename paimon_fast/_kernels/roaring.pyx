@@ -123,7 +123,8 @@ def serialize_groups_b64(const uint32_t[::1] values, const int64_t[::1] bounds, 
     off_arr = np.empty(ng + 1, dtype=np.int64)
     cdef int64_t[::1] off = off_arr
     cdef const uint32_t *vp = &values[0] if n else NULL
-    cdef int64_t s, c, raw, maxraw = <int64_t> elen
+    # the scratch buffer always receives the prefix, even when every group is empty
+    cdef int64_t s, c, raw, maxraw = <int64_t> (elen if elen > plen else plen)
     cdef bint bad = False
     off[0] = 0
     with nogil:
