@@ -19,8 +19,9 @@ export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=lib
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # (test_globalindex_kernels' brute-force property builds 2^32-row universes: hours under ASan's
-# allocator, so it is left to the ordinary run)
-python -m pytest -q -p no:cacheprovider -x -k "not test_writer_reader_against_brute_force" \
+# allocator, so it is left to the ordinary run).  --capture=sys: pytest's default fd capture
+# would swallow an ASan / UBSan report written to fd 2 before the abort.
+python -m pytest -q -p no:cacheprovider --capture=sys -x -k "not test_writer_reader_against_brute_force" \
   tests/test_bitmap_vectors.py tests/test_bloom_vectors.py tests/test_bsi_vectors.py tests/test_range_bitmap_vectors.py \
   tests/test_globalindex_vectors.py tests/test_tableindex_vectors.py tests/test_container_vectors.py \
   tests/test_roaring.py tests/test_corrupt_foundation.py tests/test_globalindex_fuzz.py tests/test_range_bsi_fuzz.py \
