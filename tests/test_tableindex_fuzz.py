@@ -207,3 +207,60 @@ def test_64bit_vector_whose_java_layout_exceeds_2gb_is_refused_on_read():
 
     with pytest.raises(IndexTooLargeError, match="2GB"):
         big.to_blob()
+
+
+def _read_both(data: bytes, monkeypatch):
+    """(answer or error) of the 64-bit reader with and without its bulk check of empty-record runs."""
+    from paimon_fast.tableindex import deletion
+
+    def one():
+        try:
+            dv = ti.DeletionVector.deserialize(data)
+            return ("ok", dv.positions().tolist(), dv.serialize() == data)
+        except IndexFormatError as e:
+            return ("error", str(e))
+
+    bulk = one()
+    with monkeypatch.context() as m:
+        m.setattr(deletion, "_RUN_MIN", 1 << 62)   # every record through the one-by-one loop
+        loop = one()
+    return bulk, loop
+
+
+def test_runs_of_empty_64bit_records_read_in_bulk_answer_as_the_record_loop(monkeypatch):
+    from paimon_fast.reference import tableindex as ref
+
+    rng = np.random.default_rng(7)
+    keys = [0, 40, 41, 900, 2999]
+    pos = np.unique(np.concatenate([(np.uint64(k) << np.uint64(32)) + rng.integers(0, 70000, 50).astype(np.uint64)
+                                    for k in keys]))
+    good = ref.dv_serialize(pos, True, nkeys=3000)
+    bulk, loop = _read_both(good, monkeypatch)
+    assert bulk == loop == ("ok", pos.tolist(), True)
+    assert ref.dv_deserialize(good)[1].tolist() == pos.tolist()
+    # the record of key 500 (inside a run of empty records) and of key 2998 (the run's last) corrupted
+    # field by field: the bulk check must stop where the record loop would and give its answer
+    for key in (500, 2998, 43):
+        at = 12 + sum(4 + len(b) for b in _records(good)[:key])
+        for field, value in ((0, key - 1), (0, key + 1), (0, 2**31 - 1), (4, 12347), (8, 1), (8, 2**31)):
+            bad = bytearray(good)
+            struct.pack_into("<I", bad, at + field, value)
+            bulk, loop = _read_both(bytes(bad), monkeypatch)
+            assert bulk == loop, (key, field, value)
+    # cut inside a run: truncated, with the same message
+    cut = good[:12 + 12 * 600 + 5]
+    bulk, loop = _read_both(cut, monkeypatch)
+    assert bulk == loop and bulk[0] == "error"
+
+
+def _records(data: bytes):
+    """The serialized bitmaps of a 64-bit vector's records, in order (read with the reference scanner)."""
+    from paimon_fast.roaring import check32
+
+    (count,) = struct.unpack_from("<Q", data, 4)
+    p, out = 12, []
+    for _ in range(count):
+        size, _card = check32(data, p + 4, -1, 0)
+        out.append(data[p + 4:p + 4 + size])
+        p += 4 + size
+    return out

@@ -463,8 +463,18 @@ class Bitmap64DeletionVector(DeletionVector):
                                    f"{n} bytes can hold", base + 4)
         p = 12
         last = -1
-        groups = []
-        for _ in range(count):
+        groups = []     # the records holding positions (or not in Java's empty form), scanned
+        extra = 0       # their bytes beyond an empty bitmap's 8, for the dense size below
+        left = count
+        while left:
+            # Java writes every key 0 .. the last one: long runs of (key, empty bitmap) records are
+            # checked in bulk, not one Python iteration each (a sparse vector has millions)
+            run = _empty_run(u8, p, last, left)
+            if run:
+                last += run
+                left -= run
+                p += 12 * run
+                continue
             if n - p < 4:
                 raise IndexFormatError("64-bit deletion vector truncated (key)", base + p)
             (key,) = struct.unpack_from("<i", u8, p)
@@ -476,32 +486,55 @@ class Bitmap64DeletionVector(DeletionVector):
                 raise IndexFormatError("Keys must be sorted in ascending order", base + p)
             size, card, lastc = _k.scan32(u8, p + 4, base)
             groups.append((key, p + 4, card, lastc))
+            extra += size - len(_EMPTY32)
             last = key
+            left -= 1
             p += 4 + size
         if p != n:
             raise IndexFormatError(f"64-bit deletion vector: {n - p} bytes after the bitmaps", base + p)
-        if groups:
-            # Java writes every key 0 .. the last one: a vector whose dense form exceeds Java's 2 GB
-            # array limit cannot be written back by Java (or by us): refuse it here
-            nk = groups[-1][0] + 1
-            dense = 12 + 12 * nk + sum(g_size - 8 for g_size in _group_sizes(groups, p))
-            if dense + 8 > _MAX_JAVA_ARRAY:
-                raise IndexFormatError(f"64-bit deletion vector: bitmap key {nk - 1} makes its Java layout "
-                                       f"{dense} bytes, beyond Java's 2 GB limit (it cannot be written back)",
-                                       base + 4)
+        nk = last + 1
+        # a vector whose dense form exceeds Java's 2 GB array limit cannot be written back by Java
+        # (or by us): refuse it here
+        dense = 12 + 12 * nk + extra
+        if count and dense + 8 > _MAX_JAVA_ARRAY:
+            raise IndexFormatError(f"64-bit deletion vector: bitmap key {nk - 1} makes its Java layout "
+                                   f"{dense} bytes, beyond Java's 2 GB limit (it cannot be written back)",
+                                   base + 4)
         if groups and groups[-1][0] == 2**31 - 2:
             # Java rejects such positions on add; keep the reader as strict as the writer
             mx = cls._decode_groups(u8, groups[-1:], base)
             if mx.cardinality and int(mx.positions()[-1]) > MAX_POSITION_64:
                 raise IndexFormatError("64-bit deletion vector holds a position beyond Java's maximum", base)
-        return cls._decode_groups(u8, groups, base)
+        return cls._decode_groups(u8, groups, base, nkeys=nk)
 
 
+_EMPTY_RECORD = np.frombuffer(_EMPTY32, np.uint32)   # the (cookie, container count) of an empty bitmap
+_RUN_MIN = 32                                         # shorter runs go through the record loop
 
-def _group_sizes(groups, end):
-    """Serialized bitmap sizes of scanned groups (each runs to the next one's key field)."""
-    offs = [g[1] for g in groups]
-    return [(offs[i + 1] - 4 if i + 1 < len(offs) else end) - offs[i] for i in range(len(offs))]
+
+def _empty_run(u8: np.ndarray, p: int, last: int, left: int) -> int:
+    """How many records from ``p`` on are ``(last + 1 + i, empty bitmap)`` in Java's form (12 bytes
+    each: ascending consecutive keys, cookie 12346, no containers), at most ``left``; 0 for a run
+    shorter than ``_RUN_MIN`` (the record loop checks those one by one, with its error messages)."""
+    room = min(left, (len(u8) - p) // 12, 2**31 - 2 - last)
+    if room < _RUN_MIN or bytes(u8[p + 4:p + 12]) != _EMPTY32 or int.from_bytes(u8[p:p + 4], "little") != last + 1:
+        return 0
+    done = 0
+    step = 4096
+    while done < room:
+        m = min(step, room - done)
+        at = p + 12 * done
+        rec = u8[at:at + 12 * m].view("<u4").reshape(m, 3)
+        ok = ((rec[:, 0] == np.arange(last + 1 + done, last + 1 + done + m, dtype=np.int64))
+              & (rec[:, 1] == _EMPTY_RECORD[0]) & (rec[:, 2] == _EMPTY_RECORD[1]))
+        if not ok.all():
+            done += int(np.argmin(ok))
+            break
+        done += m
+        step = min(step * 4, 1 << 20)
+    return done if done >= _RUN_MIN else 0
+
+
 
 
 # ---------------------------------------------------------------- applying to data
