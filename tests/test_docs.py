@@ -17,9 +17,12 @@ examples.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import linecache
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -149,12 +152,43 @@ def test_page_examples_run(page, tmp_path, monkeypatch, request):
             _run_bash(code, tmp_path, where)
 
 
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def _cli_argv(line: str):
+    """The arguments of a plain ``paimon-fast ...`` line (no pipes, redirections, globs or
+    variables outside quotes), or None for a line only a shell can run."""
+    bare = _QUOTED.sub("", line).split("#", 1)[0]
+    if not line.startswith("paimon-fast ") or any(c in bare for c in "|&;<>()$`*?[]{}!~\\"):
+        return None
+    return shlex.split(line, comments=True)[1:]
+
+
+def _run_cli(argv, where: str, line: str):
+    """A ``paimon-fast`` line run through ``paimon_fast.cli.main`` in this process: the same parser
+    and commands as the console script (which CI's first Quickstart line runs as a program), without
+    a new Python and a new JVM per line; the Spark session of the tests is reused."""
+    from paimon_fast import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = cli.main(argv)
+        except SystemExit as e:   # argparse errors
+            rc = e.code
+    assert rc in (0, None), f"{where}: `{line}` exited {rc}\n{out.getvalue()[-2000:]}\n{err.getvalue()[-2000:]}"
+
+
 def _run_bash(code: str, cwd: Path, where: str):
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     for line in code.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
+            continue
+        argv = _cli_argv(line)
+        if argv is not None:
+            _run_cli(argv, where, line)
             continue
         if line.startswith("paimon-fast ") and shutil.which("paimon-fast", path=env["PATH"]) is None:
             line = f"{sys.executable} -m paimon_fast.cli " + line[len("paimon-fast "):]
