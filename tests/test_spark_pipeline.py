@@ -279,6 +279,20 @@ def test_cli_build_and_query(spark, tmp_path):
     assert "1 matching rows" in text and "files 1/6 read" in text and "(same)" in text
 
 
+def test_cli_relative_path_is_this_process_cwd_not_the_jvms(spark, tmp_path, monkeypatch):
+    """The session's JVM started in another directory: a relative path on the command line still
+    names the dataset under the process's working directory (the --compare scan included)."""
+    from paimon_fast.cli import main
+
+    write_dataset(tmp_path / "rel", rows=200)
+    monkeypatch.chdir(tmp_path)
+    assert spark.sparkContext._jvm.System.getProperty("user.dir") != str(tmp_path)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["query", "rel", "--where", "id = 250", "--show", "0", "--compare"]) == 0
+    assert "1 matching rows" in out.getvalue() and "(same)" in out.getvalue()
+
+
 REAL_OPTIONS = {"file-index.bitmap.columns": "status,name", "file-index.range-bitmap.columns": "score",
                 "file-index.bsi.columns": "id"}
 REAL_PREDICATES = ["id = 4321", "id < 40.5", "id = 40.5", "id <> 40.5", "id BETWEEN 10.5 AND 20.5",

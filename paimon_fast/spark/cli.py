@@ -60,6 +60,15 @@ def _progress_printer(label):
     return show
 
 
+def _jvm_path(path: str) -> str:
+    """A path given on the command line, as Spark must see it: a relative local path made absolute
+    against this process's working directory (a JVM started earlier in the same process, e.g. by a
+    notebook or a test, resolves relative paths against its own start directory)."""
+    from ..fs import _is_uri
+
+    return path if _is_uri(path) else os.path.abspath(path)
+
+
 def _session(args):
     from . import session
 
@@ -161,7 +170,7 @@ def query_main(args):
         df.show(args.show, truncate=False)
     if args.compare:
         t0 = time.perf_counter()
-        m = spark.read.option("pathGlobFilter", "*.parquet").parquet(args.path).where(args.where).count()
+        m = spark.read.option("pathGlobFilter", "*.parquet").parquet(_jvm_path(args.path)).where(args.where).count()
         print(f"plain Spark scan: {m:,} rows in {time.perf_counter() - t0:.2f}s ({'same' if m == n else 'DIFFERENT'})")
         if m != n:
             return 1
@@ -362,7 +371,7 @@ def demo_main(args):
     warnings.filterwarnings("ignore", message=".*does not yet fully support pandas", category=FutureWarning)
     check_spark_environment()  # before writing anything: Java 17+, pandas, pyarrow
     t_start = time.perf_counter()
-    out = args.dir or tempfile.mkdtemp(prefix="paimon-fast-demo-")
+    out = _jvm_path(args.dir) if args.dir else tempfile.mkdtemp(prefix="paimon-fast-demo-")
     os.makedirs(out, exist_ok=True)
     t0 = time.perf_counter()
     existing = [os.path.join(dp, f) for dp, _, fs in os.walk(out) for f in fs if f.endswith(".parquet")]
