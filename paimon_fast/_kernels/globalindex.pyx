@@ -12,6 +12,7 @@ from libc.stdint cimport uint8_t, int8_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free, realloc
 from libc.string cimport memcpy, memcmp
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 import numpy as np
 cimport numpy as cnp
 
@@ -41,6 +42,13 @@ cdef extern from "gindex.h":
                             int64_t *doff, uint8_t **arena, size_t *arena_cap) nogil
     int64_t pf_dict_bytes64(const int64_t *off, const uint8_t *data, const uint8_t *valid, size_t n, int64_t *ids,
                             int64_t *doff, uint8_t **arena, size_t *arena_cap) nogil
+
+cdef extern from "crc32.h":
+    uint32_t pf_crc32(uint32_t crc, const uint8_t *p, size_t n) nogil
+    uint32_t pf_crc32_portable(uint32_t crc, const uint8_t *p, size_t n) nogil
+    void pf_crc_setup()
+
+pf_crc_setup()
 
 cdef extern from "xxh64.h":
     uint64_t pf_xxh64(const uint8_t *p, size_t length, uint64_t seed) nogil
@@ -742,3 +750,68 @@ def entries_sorted(int kind, const uint8_t[::1] raw, const int64_t[::1] starts, 
     if bad:
         raise IndexFormatError("malformed key for its type", base + starts[i])
     return bool(ok)
+
+
+def index_walk(int kind, const uint8_t[::1] raw, const uint8_t[::1] key, int64_t min_len=0,
+               int64_t max_len=0x7FFFFFFF):
+    """A cold point lookup's walk over the block index, in place (no arrays): parses every
+    entry as :func:`parse_entries` does and returns ``(i, block offset, block length)`` of
+    the last entry whose key is logically <= ``key`` (``i = -1``: none).  Returns None when
+    the block is malformed, a key length lies outside ``[min_len, max_len]`` or the keys are
+    not strictly increasing: the caller then takes the parsing path, which reports the
+    first two as :func:`parse_entries` / the codec do and searches unordered indexes its
+    own way, so every answer and error stays that path's."""
+    cdef int64_t n = raw.shape[0]
+    cdef const uint8_t *p = &raw[0] if n else &EMPTY_BYTE
+    cdef const uint8_t *kp = &key[0] if key.shape[0] else &EMPTY_BYTE
+    cdef int64_t pos = 0, i, ks, kl, pks = 0, pkl = -1, hit = -1
+    cdef uint64_t cnt, v, off, ln, hoff = 0, hln = 0
+    cdef int bad = 0, ok = 1, c
+    if pf_get_varint(p, n, &pos, 31, &cnt) != 0 or <int64_t> cnt > (n - pos) // 3:
+        return None
+    with nogil:
+        for i in range(<int64_t> cnt):
+            if pf_get_varint(p, n, &pos, 31, &v) != 0 or <int64_t> v > n - pos:
+                ok = 0
+                break
+            ks = pos
+            kl = <int64_t> v
+            pos += kl
+            if pf_get_varint(p, n, &pos, 63, &off) != 0 or pf_get_varint(p, n, &pos, 31, &ln) != 0 \
+                    or kl < min_len or kl > max_len:
+                ok = 0
+                break
+            if pkl >= 0 and (pf_key_cmp(kind, p + pks, pkl, p + ks, kl, &bad) >= 0 or bad):
+                ok = 0
+                break
+            c = pf_key_cmp(kind, p + ks, kl, kp, key.shape[0], &bad)
+            if bad:
+                ok = 0
+                break
+            if c <= 0:
+                hit = i
+                hoff = off
+                hln = ln
+            pks = ks
+            pkl = kl
+    if not ok:
+        return None
+    return hit, <int64_t> hoff, <int64_t> hln
+
+
+def crc32(data, uint32_t crc=0, bint portable=False):
+    """``zlib.crc32(data, crc)`` (any contiguous bytes-like object), folded with carry-less
+    multiplications where the CPU has them (csrc/crc32.h); ``portable`` forces the table
+    loop (for tests)."""
+    cdef Py_buffer view
+    cdef uint32_t out
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            if portable:
+                out = pf_crc32_portable(crc, <const uint8_t *> view.buf, <size_t> view.len)
+            else:
+                out = pf_crc32(crc, <const uint8_t *> view.buf, <size_t> view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return out

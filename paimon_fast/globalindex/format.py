@@ -28,7 +28,7 @@ from ..serde import encode_varint
 from ..source import as_source
 from ..types import binary_buffers, list_elements
 from . import codec as _codec
-from .keys import KINDS, KeyCodec
+from .keys import _KEY_LENGTHS, KINDS, KeyCodec
 from .meta import SortedIndexFileMeta
 
 _k = _load("globalindex")
@@ -443,6 +443,8 @@ class BitmapIndexFile:
         self._null = None
         self._nonnull = None
         self._index = None
+        self._index_raw = None   # the decoded block index (checked once), before it is parsed
+        self._walked = False     # the first point lookup walks the raw index instead of parsing it
         self._blocks = OrderedDict()
         self.max_cached_blocks = max(1, int(max_cached_blocks))
         # Java's writer keeps keys in logical order; other writers (pypaimon 2.1 writes the
@@ -500,8 +502,7 @@ class BitmapIndexFile:
             with self._lock:
                 if self._index is None:
                     f = self.footer
-                    raw, _ = self._read_block(f.index_offset, f.index_length, "dictionary block index")
-                    u8 = np.frombuffer(raw, np.uint8)
+                    u8 = self._index_u8()
                     ks, kl, of, ln = _k.parse_entries(u8, f.index_offset)
                     self.codec.check_key_lengths(kl, "bitmap global index block index", f.index_offset)
                     if not self.codec.is_string and len(ks) > 1:
@@ -511,18 +512,29 @@ class BitmapIndexFile:
                 idx = self._index
         return idx
 
+    def _index_u8(self) -> np.ndarray:
+        """The decoded block index bytes (uint8 array), read and checked once."""
+        u8 = self._index_raw
+        if u8 is None:
+            f = self.footer
+            raw, _ = self._read_block(f.index_offset, f.index_length, "dictionary block index")
+            u8 = self._index_raw = np.frombuffer(raw, np.uint8)
+        return u8
+
     def block_count(self) -> int:
         return len(self.index()[1])
 
-    def raw_block(self, i: int) -> np.ndarray:
-        """Decompressed bytes (uint8 array) of dictionary block i (LRU-cached)."""
+    def raw_block(self, i: int, off: int = None, length: int = None) -> np.ndarray:
+        """Decompressed bytes (uint8 array) of dictionary block i (LRU-cached); ``off`` and
+        ``length`` are its place when the caller knows it (else read from the index)."""
         with self._lock:
             b = self._blocks.get(i)
             if b is not None:
                 self._blocks.move_to_end(i)
                 return b[0]
-        _, _, _, of, ln = self.index()
-        off, length = int(of[i]), int(ln[i])
+        if off is None:
+            _, _, _, of, ln = self.index()
+            off, length = int(of[i]), int(ln[i])
         raw, _ = self._read_block(off, length, f"dictionary block {i}")
         u8 = np.frombuffer(raw, np.uint8)
         with self._lock:
@@ -548,6 +560,19 @@ class BitmapIndexFile:
     # ------------------------------------------------------------ lookups
     def find(self, key: bytes):
         """``(bitmap offset, length)`` of a key (logical equality), or None."""
+        if not self._walked and self._index is None and self.ordered:
+            # a cold reader's first lookup: one kernel walk over the raw block index finds the
+            # block (no entry arrays); whatever the walk does not vouch for (unordered or
+            # malformed entries) goes the parsing way below, which answers and reports as ever
+            self._walked = True
+            lim = _KEY_LENGTHS.get(self.kind, (0, 0x7FFFFFFF))
+            lit = np.frombuffer(key, np.uint8)
+            w = _k.index_walk(self.kind, self._index_u8(), lit, lim[0], lim[1])
+            if w is not None:
+                i, off, length = w
+                if i < 0:
+                    return None
+                return _k.lookup(self.kind, self.raw_block(i, off, length), lit, off, True)
         u8, ks, kl, _, _ = self.index()
         if len(ks) == 0:
             return None
