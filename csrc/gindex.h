@@ -47,6 +47,11 @@ static inline int pf_get_varint(const uint8_t *p, int64_t end, int64_t *pos, int
     uint64_t v = 0;
     int shift = 0;
     int64_t i = *pos;
+    if (i < end && p[i] < 0x80) { /* one byte: the common case (key lengths, small lengths) */
+        *pos = i + 1;
+        *out = p[i];
+        return 0;
+    }
     for (;;) {
         if (i >= end) return -1;
         uint8_t b = p[i++];
@@ -129,6 +134,27 @@ static inline int pf_bytes_cmp(const uint8_t *a, int64_t an, const uint8_t *b, i
     int64_t m = an < bn ? an : bn;
     int c = m ? memcmp(a, b, (size_t)m) : 0;
     if (c) return c < 0 ? -1 : 1;
+    return an < bn ? -1 : (an > bn ? 1 : 0);
+}
+
+/* pf_bytes_cmp without a memcmp call: 8 bytes at a time (keys are short; point lookups
+ * compare a literal with many dictionary keys) */
+static inline int pf_bytes_cmp_inline(const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn) {
+    int64_t m = an < bn ? an : bn, i = 0;
+    for (; i + 8 <= m; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            x = __builtin_bswap64(x);
+            y = __builtin_bswap64(y);
+#endif
+            return x < y ? -1 : 1;
+        }
+    }
+    for (; i < m; i++)
+        if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
     return an < bn ? -1 : (an > bn ? 1 : 0);
 }
 

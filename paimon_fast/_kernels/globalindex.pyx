@@ -29,6 +29,7 @@ cdef extern from "gindex.h":
     int pf_key_order(int kind, const uint8_t *p, int64_t n, int64_t *hi, uint64_t *lo) nogil
     int pf_key_cmp(int kind, const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn, int *bad) nogil
     int pf_bytes_cmp(const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn) nogil
+    int pf_bytes_cmp_inline(const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn) nogil
     int pf_key_write(int kind, int64_t hi, uint64_t lo, uint8_t *out) nogil
     pf_rec *pf_radix_sort(pf_rec *a, pf_rec *tmp, size_t n, int skip_rid) nogil
     uint64_t *pf_radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) nogil
@@ -65,6 +66,8 @@ ctypedef fused offset_t:
     int64_t
 
 cdef const uint8_t EMPTY_BYTE = 0
+cdef enum:
+    KIND_BYTES = 10
 
 
 # ---------------------------------------------------------------- writer: strings
@@ -583,7 +586,10 @@ def lookup(int kind, const uint8_t[::1] raw, const uint8_t[::1] key, Py_ssize_t 
             if pf_get_varint(p, n, &pos, 63, &off) != 0 or pf_get_varint(p, n, &pos, 31, &ln) != 0:
                 what = "bad or truncated bitmap offset/length"
                 break
-            c = pf_key_cmp(kind, p + ks, kl, kp, key.shape[0], &bad)
+            if kind == KIND_BYTES:
+                c = pf_bytes_cmp_inline(p + ks, kl, kp, key.shape[0])
+            else:
+                c = pf_key_cmp(kind, p + ks, kl, kp, key.shape[0], &bad)
             if bad:
                 at = ks
                 what = "malformed key for its type"
@@ -815,3 +821,29 @@ def crc32(data, uint32_t crc=0, bint portable=False):
     finally:
         PyBuffer_Release(&view)
     return out
+
+
+def block_trailer(blob, Py_ssize_t length, Py_ssize_t offset=0):
+    """Check a stored block's 5-byte trailer: ``blob`` holds ``length`` stored bytes, the
+    compression type byte and the ``u32 LE`` CRC-32 of the stored bytes followed by the type
+    byte.  Returns the type byte; a wrong size or CRC raises IndexFormatError (``offset`` =
+    where the block starts in the file)."""
+    cdef Py_buffer view
+    cdef uint32_t crc, want
+    cdef const uint8_t *b
+    cdef int ctype
+    PyObject_GetBuffer(blob, &view, PyBUF_SIMPLE)
+    try:
+        if length < 0 or view.len != length + 5:
+            raise IndexFormatError("block truncated", offset)
+        b = <const uint8_t *> view.buf
+        ctype = b[length]
+        crc = (<uint32_t> b[length + 1]) | (<uint32_t> b[length + 2] << 8) | (<uint32_t> b[length + 3] << 16) \
+            | (<uint32_t> b[length + 4] << 24)
+        with nogil:
+            want = pf_crc32(0, b, <size_t> (length + 1))
+    finally:
+        PyBuffer_Release(&view)
+    if crc != want:
+        raise IndexFormatError(f"block CRC mismatch: stored 0x{crc:08x}, computed 0x{want:08x}", offset + length + 1)
+    return ctype

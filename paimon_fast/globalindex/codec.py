@@ -19,7 +19,9 @@ from .._kernels import load as _load
 from ..errors import IndexFormatError, MissingCodecError, OptionError, missing, require
 from ..serde import encode_varint
 
-_crc32 = _load("globalindex").crc32   # zlib.crc32's value, several times faster on 16 kb blocks
+_kg = _load("globalindex")
+_crc32 = _kg.crc32                  # zlib.crc32's value, several times faster on 16 kb blocks
+_block_trailer = _kg.block_trailer
 
 TRAILER = 5
 NONE, ZSTD, LZ4, LZO = 0, 1, 2, 3
@@ -110,15 +112,8 @@ def decode(stored_and_trailer, length: int, offset: int) -> tuple:
 
     ``stored_and_trailer`` holds ``length`` stored bytes + the trailer; ``offset``
     (absolute, for messages) is where the block starts in the file."""
-    mv = memoryview(stored_and_trailer)
-    if len(mv) != length + TRAILER:
-        raise IndexFormatError("block truncated", offset)
-    stored = mv[:length]
-    ctype = mv[length]
-    (crc,) = struct.unpack_from("<I", mv, length + 1)
-    want = _crc32(mv[:length + 1])      # stored bytes followed by the type byte
-    if crc != want:
-        raise IndexFormatError(f"block CRC mismatch: stored 0x{crc:08x}, computed 0x{want:08x}", offset + length + 1)
+    ctype = _block_trailer(stored_and_trailer, length, offset)   # size and CRC checked
+    stored = memoryview(stored_and_trailer)[:length]
     if ctype == NONE:
         return stored, NONE
     if ctype not in NAMES:

@@ -47,6 +47,7 @@ DEFAULT_BLOCK_SIZE = "16 kb"
 DEFAULT_FALLBACK = "256 mb"
 
 EMPTY64 = b"\x00" * 8
+_ANY_LENGTH = (0, 0x7FFFFFFF)
 
 
 def _options(options) -> Options:
@@ -468,13 +469,19 @@ class BitmapIndexFile:
 
     # ------------------------------------------------------------ pieces
     def bitmap(self, offset: int, length: int) -> BitMap64:
-        raw = self._read_at(offset, length, "bitmap")
-        if length > 4096:
+        t = self._tail_at
+        if offset >= t and length >= 0 and offset + length <= self.source.size:
+            raw = bytes(self._tail[offset - t:offset - t + length])
+        else:
+            raw = self.source.read_at(offset, length, "bitmap")
+        if length <= 4096:
             # large bitmaps: pyroaring's safe deserialization (bounds-checked, then validated)
             # is the only pass; small ones also get our structural check (exact length)
-            return _deserialize64(bytes(raw), offset)
-        _k.check64(np.frombuffer(raw, np.uint8), offset)
-        return _deserialize64(bytes(raw), offset)
+            _k.check64(raw, offset)
+        try:
+            return BitMap64.deserialize(raw)
+        except (ValueError, IndexError, OverflowError, MemoryError) as e:
+            raise IndexFormatError(f"invalid 64-bit roaring bitmap: {e}", offset) from None
 
     def null_rows(self) -> BitMap64:
         if self._null is None:
@@ -565,14 +572,13 @@ class BitmapIndexFile:
             # block (no entry arrays); whatever the walk does not vouch for (unordered or
             # malformed entries) goes the parsing way below, which answers and reports as ever
             self._walked = True
-            lim = _KEY_LENGTHS.get(self.kind, (0, 0x7FFFFFFF))
-            lit = np.frombuffer(key, np.uint8)
-            w = _k.index_walk(self.kind, self._index_u8(), lit, lim[0], lim[1])
+            lim = _KEY_LENGTHS.get(self.kind, _ANY_LENGTH)
+            w = _k.index_walk(self.kind, self._index_u8(), key, lim[0], lim[1])
             if w is not None:
                 i, off, length = w
                 if i < 0:
                     return None
-                return _k.lookup(self.kind, self.raw_block(i, off, length), lit, off, True)
+                return _k.lookup(self.kind, self.raw_block(i, off, length), key, off, True)
         u8, ks, kl, _, _ = self.index()
         if len(ks) == 0:
             return None
