@@ -847,3 +847,80 @@ def block_trailer(blob, Py_ssize_t length, Py_ssize_t offset=0):
     if crc != want:
         raise IndexFormatError(f"block CRC mismatch: stored 0x{crc:08x}, computed 0x{want:08x}", offset + length + 1)
     return ctype
+
+
+cdef int64_t _stored_block(const uint8_t *t, int64_t tn, int64_t at, int64_t length) noexcept nogil:
+    """1 when the block of ``length`` stored bytes + trailer at ``t[at:]`` lies inside ``t[:tn]``,
+    is uncompressed and its CRC matches; else 0."""
+    cdef uint32_t crc
+    if at < 0 or length < 0 or length > tn - at - 5 or t[at + length] != 0:
+        return 0
+    crc = (<uint32_t> t[at + length + 1]) | (<uint32_t> t[at + length + 2] << 8) \
+        | (<uint32_t> t[at + length + 3] << 16) | (<uint32_t> t[at + length + 4] << 24)
+    return 1 if pf_crc32(0, t + at, <size_t> (length + 1)) == crc else 0
+
+
+
+cdef int _block_find(int kind, const uint8_t *p, int64_t n, const uint8_t *kp, int64_t kn,
+                     uint64_t *off, uint64_t *ln) noexcept nogil:
+    """:func:`lookup` of an ordered block without raising: 1 found (``*off``, ``*ln``),
+    0 absent, -1 malformed (the caller then runs :func:`lookup`, which reports)."""
+    cdef int64_t pos = 0, i, ks, kl
+    cdef uint64_t cnt, v
+    cdef int bad = 0, c
+    if pf_get_varint(p, n, &pos, 31, &cnt) != 0:
+        return -1
+    for i in range(<int64_t> cnt):
+        if pf_get_varint(p, n, &pos, 31, &v) != 0 or <int64_t> v > n - pos:
+            return -1
+        ks = pos
+        kl = <int64_t> v
+        pos += kl
+        if pf_get_varint(p, n, &pos, 63, off) != 0 or pf_get_varint(p, n, &pos, 31, ln) != 0:
+            return -1
+        if kind == KIND_BYTES:
+            c = pf_bytes_cmp_inline(p + ks, kl, kp, kn)
+        else:
+            c = pf_key_cmp(kind, p + ks, kl, kp, kn, &bad)
+            if bad:
+                return -1
+        if c == 0:
+            return 1
+        if c > 0:
+            return 0
+    return 0
+
+
+def cold_find(int kind, const uint8_t[::1] tail, int64_t tail_at, int64_t index_off, int64_t index_len,
+              const uint8_t[::1] key, int64_t min_len=0, int64_t max_len=0x7FFFFFFF):
+    """A fresh reader's point lookup over the bytes read at open (``tail``, the file from
+    ``tail_at`` on), in one call: the block index's trailer (uncompressed, CRC), the walk of
+    :func:`index_walk`, then -- when that dictionary block also lies in ``tail`` and is
+    uncompressed with a good CRC -- its ordered scan.  Returns ``(bitmap offset, length)``;
+    False when no key matches; ``(i, block offset, block length)`` when dictionary block i
+    must be read the usual way; None when the general path must run (the index is not in
+    ``tail``, compressed, unordered or anything is malformed: that path reports it)."""
+    cdef int64_t tn = tail.shape[0]
+    cdef const uint8_t *t = &tail[0] if tn else &EMPTY_BYTE
+    cdef int64_t io = index_off - tail_at
+    cdef uint64_t off = 0, ln = 0
+    cdef int64_t bo, bl
+    cdef int r
+    if not _stored_block(t, tn, io, index_len):
+        return None
+    w = index_walk(kind, tail[io:io + index_len], key, min_len, max_len)
+    if w is None:
+        return None
+    i, bo, bl = w
+    if i < 0:
+        return False
+    if not _stored_block(t, tn, bo - tail_at, bl):
+        return w
+    with nogil:
+        r = _block_find(kind, t + bo - tail_at, bl, &key[0] if key.shape[0] else &EMPTY_BYTE, key.shape[0],
+                        &off, &ln)
+    if r < 0:
+        return w
+    if r == 0:
+        return False
+    return <int64_t> off, <int64_t> ln

@@ -477,7 +477,7 @@ class BitmapIndexFile:
         if length <= 4096:
             # large bitmaps: pyroaring's safe deserialization (bounds-checked, then validated)
             # is the only pass; small ones also get our structural check (exact length)
-            _k.check64(raw, offset)
+            _k.check64(np.frombuffer(raw, np.uint8), offset)   # (the twin takes arrays only)
         try:
             return BitMap64.deserialize(raw)
         except (ValueError, IndexError, OverflowError, MemoryError) as e:
@@ -567,13 +567,22 @@ class BitmapIndexFile:
     # ------------------------------------------------------------ lookups
     def find(self, key: bytes):
         """``(bitmap offset, length)`` of a key (logical equality), or None."""
-        if not self._walked and self._index is None and self.ordered:
+        if not self._walked and self._index is None and self.ordered and hasattr(_k, "cold_find"):
             # a cold reader's first lookup: one kernel walk over the raw block index finds the
             # block (no entry arrays); whatever the walk does not vouch for (unordered or
             # malformed entries) goes the parsing way below, which answers and reports as ever
+            # (so do the plain-Python twins, which have no walk)
             self._walked = True
             lim = _KEY_LENGTHS.get(self.kind, _ANY_LENGTH)
-            w = _k.index_walk(self.kind, self._index_u8(), key, lim[0], lim[1])
+            f = self.footer
+            # usually the index and the key's dictionary block lie in the bytes read at open
+            w = _k.cold_find(self.kind, self._tail, self._tail_at, f.index_offset, f.index_length, key, lim[0], lim[1])
+            if w is False:
+                return None
+            if w is not None and len(w) == 2:
+                return w
+            if w is None:
+                w = _k.index_walk(self.kind, self._index_u8(), key, lim[0], lim[1])
             if w is not None:
                 i, off, length = w
                 if i < 0:
