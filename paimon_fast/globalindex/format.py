@@ -398,10 +398,16 @@ class Footer:
     __slots__ = ("null_offset", "null_length", "nonnull_offset", "nonnull_length",
                  "index_offset", "index_length", "value_count", "version")
 
-    def __init__(self, raw: bytes, file_size: int):
-        (self.null_offset, self.null_length, self.nonnull_offset, self.nonnull_length,
-         self.index_offset, self.index_length, self.value_count, self.version, magic) = _FOOTER.unpack(raw)
+    def __init__(self, raw, file_size: int, pos: int = 0):
+        """The footer at ``raw[pos:pos + 48]`` of a file of ``file_size`` bytes, checked."""
+        (no, nl, nno, nnl, io, il, vc, self.version, magic) = _FOOTER.unpack_from(raw, pos)
+        self.null_offset, self.null_length, self.nonnull_offset, self.nonnull_length = no, nl, nno, nnl
+        self.index_offset, self.index_length, self.value_count = io, il, vc
         at = file_size - FOOTER_LENGTH
+        if (magic == MAGIC and self.version == VERSION and vc >= 0 and 0 <= no and 0 <= nl and no + nl <= at
+                and 0 <= nno and 0 <= nnl and nno + nnl <= at and 0 <= io and 0 <= il
+                and io + il + _codec.TRAILER <= at):
+            return   # the usual case, in one expression; else find what is wrong below
         if magic != MAGIC:
             raise IndexFormatError(f"not a bitmap global index file (footer magic 0x{magic & 0xFFFFFFFF:08x})", at + 44)
         if self.version != VERSION:
@@ -439,7 +445,7 @@ class BitmapIndexFile:
         tail_len = min(size, TAIL_READ)
         self._tail_at = size - tail_len
         self._tail = memoryview(self.source.read_at(self._tail_at, tail_len, "footer")).cast("B")
-        self.footer = Footer(bytes(self._tail[tail_len - FOOTER_LENGTH:]), size)
+        self.footer = Footer(self._tail, size, tail_len - FOOTER_LENGTH)
         self._lock = threading.RLock()
         self._null = None
         self._nonnull = None

@@ -27,6 +27,7 @@ from .meta import SortedIndexFileMeta
 _CODECS = {}
 _NO_OPTIONS = Options({})   # read-only: shared by every index given no options
 _DEFAULT_FALLBACK_BYTES = _NO_OPTIONS.get_memory_size(OPT_FALLBACK, DEFAULT_FALLBACK)
+_STRING_ID = pa.string().id
 _ARROW_TYPES = {}           # type string -> its Arrow type (None: has none), for literal normalisation
 
 
@@ -387,6 +388,19 @@ class BitmapGlobalIndexReader(GlobalIndex):
     def _v_equal(self, v):
         # one file without metadata is never pruned: skip the selection and threading plumbing
         return BitMap64() if v is None else self.file.equal(self._key(v))
+
+    def evaluate(self, predicate: Predicate):
+        # ``x = 'str'`` on a string column, the commonest point lookup: normalisation keeps
+        # such a leaf as it is and the key is the literal's UTF-8, so answer it directly
+        if type(predicate) is Leaf and predicate.op == "equal":
+            lits = predicate.literals
+            if len(lits) == 1 and type(lits[0]) is str and self.codec.is_string:
+                at = self._arrow_t
+                if at is False:
+                    at = self._arrow_t = _arrow_type(self.codec)
+                if at is not None and at.id == _STRING_ID:
+                    return self.file.equal(lits[0].encode("utf-8", "surrogatepass"))
+        return GlobalIndex.evaluate(self, predicate)
 
 
 class MultiValueGlobalIndex(GlobalIndex):
