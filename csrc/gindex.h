@@ -47,7 +47,20 @@ static inline int pf_get_varint(const uint8_t *p, int64_t end, int64_t *pos, int
     uint64_t v = 0;
     int shift = 0;
     int64_t i = *pos;
-    if (i < end && p[i] < 0x80) { /* one byte: the common case (key lengths, small lengths) */
+    if (end - i >= 4) { /* up to 4 bytes (< 2^28, valid for any max_bits): the common case */
+        uint32_t b0 = p[i], b1, b2, b3;
+        if (b0 < 0x80) { *pos = i + 1; *out = b0; return 0; }
+        b1 = p[i + 1];
+        if (b1 < 0x80) { *pos = i + 2; *out = (b0 & 0x7F) | (b1 << 7); return 0; }
+        b2 = p[i + 2];
+        if (b2 < 0x80) { *pos = i + 3; *out = (b0 & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14); return 0; }
+        b3 = p[i + 3];
+        if (b3 < 0x80) {
+            *pos = i + 4;
+            *out = (b0 & 0x7F) | ((b1 & 0x7F) << 7) | ((b2 & 0x7F) << 14) | (b3 << 21);
+            return 0;
+        }
+    } else if (i < end && p[i] < 0x80) {
         *pos = i + 1;
         *out = p[i];
         return 0;
@@ -152,6 +165,19 @@ static inline int pf_bytes_cmp_inline(const uint8_t *a, int64_t an, const uint8_
 #endif
             return x < y ? -1 : 1;
         }
+    }
+    if (i + 4 <= m) {
+        uint32_t x, y;
+        memcpy(&x, a + i, 4);
+        memcpy(&y, b + i, 4);
+        if (x != y) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            x = __builtin_bswap32(x);
+            y = __builtin_bswap32(y);
+#endif
+            return x < y ? -1 : 1;
+        }
+        i += 4;
     }
     for (; i < m; i++)
         if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
