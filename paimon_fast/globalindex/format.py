@@ -484,7 +484,7 @@ class BitmapIndexFile:
             # large bitmaps: pyroaring's safe deserialization (bounds-checked, then validated)
             # is the only pass; small ones also get our structural check (exact length)
             _k.check64(np.frombuffer(raw, np.uint8), offset)   # (the twin takes arrays only)
-        try:
+        try:   # _deserialize64, inlined: every cold lookup ends here
             return BitMap64.deserialize(raw)
         except (ValueError, IndexError, OverflowError, MemoryError) as e:
             raise IndexFormatError(f"invalid 64-bit roaring bitmap: {e}", offset) from None
