@@ -47,6 +47,24 @@ static inline int pf_get_varint(const uint8_t *p, int64_t end, int64_t *pos, int
     uint64_t v = 0;
     int shift = 0;
     int64_t i = *pos;
+    if (end - i >= 4) { /* up to 4 bytes (< 2^28, valid for any max_bits): the common case */
+        uint32_t b0 = p[i], b1, b2, b3;
+        if (b0 < 0x80) { *pos = i + 1; *out = b0; return 0; }
+        b1 = p[i + 1];
+        if (b1 < 0x80) { *pos = i + 2; *out = (b0 & 0x7F) | (b1 << 7); return 0; }
+        b2 = p[i + 2];
+        if (b2 < 0x80) { *pos = i + 3; *out = (b0 & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14); return 0; }
+        b3 = p[i + 3];
+        if (b3 < 0x80) {
+            *pos = i + 4;
+            *out = (b0 & 0x7F) | ((b1 & 0x7F) << 7) | ((b2 & 0x7F) << 14) | (b3 << 21);
+            return 0;
+        }
+    } else if (i < end && p[i] < 0x80) {
+        *pos = i + 1;
+        *out = p[i];
+        return 0;
+    }
     for (;;) {
         if (i >= end) return -1;
         uint8_t b = p[i++];
@@ -129,6 +147,40 @@ static inline int pf_bytes_cmp(const uint8_t *a, int64_t an, const uint8_t *b, i
     int64_t m = an < bn ? an : bn;
     int c = m ? memcmp(a, b, (size_t)m) : 0;
     if (c) return c < 0 ? -1 : 1;
+    return an < bn ? -1 : (an > bn ? 1 : 0);
+}
+
+/* pf_bytes_cmp without a memcmp call: 8 bytes at a time (keys are short; point lookups
+ * compare a literal with many dictionary keys) */
+static inline int pf_bytes_cmp_inline(const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn) {
+    int64_t m = an < bn ? an : bn, i = 0;
+    for (; i + 8 <= m; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            x = __builtin_bswap64(x);
+            y = __builtin_bswap64(y);
+#endif
+            return x < y ? -1 : 1;
+        }
+    }
+    if (i + 4 <= m) {
+        uint32_t x, y;
+        memcpy(&x, a + i, 4);
+        memcpy(&y, b + i, 4);
+        if (x != y) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            x = __builtin_bswap32(x);
+            y = __builtin_bswap32(y);
+#endif
+            return x < y ? -1 : 1;
+        }
+        i += 4;
+    }
+    for (; i < m; i++)
+        if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
     return an < bn ? -1 : (an > bn ? 1 : 0);
 }
 

@@ -472,11 +472,14 @@ _INT_BOUNDS = {8: (-(1 << 7), (1 << 7) - 1), 16: (-(1 << 15), (1 << 15) - 1), 32
                64: (-(1 << 63), (1 << 63) - 1)}
 
 
+_STRING_IDS = (pa.string().id, pa.large_string().id)
+
+
 def _already_exact(lits, t) -> bool:
     """The common cases that need no work: Python ints within a signed integer column's
     range, strings on a string column (a fast check; everything else takes the full path)."""
     tid = t.id
-    if tid == pa.string().id or tid == pa.large_string().id:
+    if tid in _STRING_IDS:
         return all(type(v) is str for v in lits)
     if pa.types.is_signed_integer(t):
         lo, hi = _INT_BOUNDS[t.bit_width]

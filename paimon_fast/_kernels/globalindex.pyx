@@ -12,6 +12,7 @@ from libc.stdint cimport uint8_t, int8_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free, realloc
 from libc.string cimport memcpy, memcmp
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 import numpy as np
 cimport numpy as cnp
 
@@ -28,6 +29,7 @@ cdef extern from "gindex.h":
     int pf_key_order(int kind, const uint8_t *p, int64_t n, int64_t *hi, uint64_t *lo) nogil
     int pf_key_cmp(int kind, const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn, int *bad) nogil
     int pf_bytes_cmp(const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn) nogil
+    int pf_bytes_cmp_inline(const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn) nogil
     int pf_key_write(int kind, int64_t hi, uint64_t lo, uint8_t *out) nogil
     pf_rec *pf_radix_sort(pf_rec *a, pf_rec *tmp, size_t n, int skip_rid) nogil
     uint64_t *pf_radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) nogil
@@ -41,6 +43,13 @@ cdef extern from "gindex.h":
                             int64_t *doff, uint8_t **arena, size_t *arena_cap) nogil
     int64_t pf_dict_bytes64(const int64_t *off, const uint8_t *data, const uint8_t *valid, size_t n, int64_t *ids,
                             int64_t *doff, uint8_t **arena, size_t *arena_cap) nogil
+
+cdef extern from "crc32.h":
+    uint32_t pf_crc32(uint32_t crc, const uint8_t *p, size_t n) nogil
+    uint32_t pf_crc32_portable(uint32_t crc, const uint8_t *p, size_t n) nogil
+    void pf_crc_setup()
+
+pf_crc_setup()
 
 cdef extern from "xxh64.h":
     uint64_t pf_xxh64(const uint8_t *p, size_t length, uint64_t seed) nogil
@@ -57,6 +66,8 @@ ctypedef fused offset_t:
     int64_t
 
 cdef const uint8_t EMPTY_BYTE = 0
+cdef enum:
+    KIND_BYTES = 10
 
 
 # ---------------------------------------------------------------- writer: strings
@@ -575,7 +586,10 @@ def lookup(int kind, const uint8_t[::1] raw, const uint8_t[::1] key, Py_ssize_t 
             if pf_get_varint(p, n, &pos, 63, &off) != 0 or pf_get_varint(p, n, &pos, 31, &ln) != 0:
                 what = "bad or truncated bitmap offset/length"
                 break
-            c = pf_key_cmp(kind, p + ks, kl, kp, key.shape[0], &bad)
+            if kind == KIND_BYTES:
+                c = pf_bytes_cmp_inline(p + ks, kl, kp, key.shape[0])
+            else:
+                c = pf_key_cmp(kind, p + ks, kl, kp, key.shape[0], &bad)
             if bad:
                 at = ks
                 what = "malformed key for its type"
@@ -742,3 +756,171 @@ def entries_sorted(int kind, const uint8_t[::1] raw, const int64_t[::1] starts, 
     if bad:
         raise IndexFormatError("malformed key for its type", base + starts[i])
     return bool(ok)
+
+
+def index_walk(int kind, const uint8_t[::1] raw, const uint8_t[::1] key, int64_t min_len=0,
+               int64_t max_len=0x7FFFFFFF):
+    """A cold point lookup's walk over the block index, in place (no arrays): parses every
+    entry as :func:`parse_entries` does and returns ``(i, block offset, block length)`` of
+    the last entry whose key is logically <= ``key`` (``i = -1``: none).  Returns None when
+    the block is malformed, a key length lies outside ``[min_len, max_len]`` or the keys are
+    not strictly increasing: the caller then takes the parsing path, which reports the
+    first two as :func:`parse_entries` / the codec do and searches unordered indexes its
+    own way, so every answer and error stays that path's."""
+    cdef int64_t n = raw.shape[0]
+    cdef const uint8_t *p = &raw[0] if n else &EMPTY_BYTE
+    cdef const uint8_t *kp = &key[0] if key.shape[0] else &EMPTY_BYTE
+    cdef int64_t pos = 0, i, ks, kl, pks = 0, pkl = -1, hit = -1
+    cdef uint64_t cnt, v, off, ln, hoff = 0, hln = 0
+    cdef int bad = 0, ok = 1, c
+    if pf_get_varint(p, n, &pos, 31, &cnt) != 0 or <int64_t> cnt > (n - pos) // 3:
+        return None
+    with nogil:
+        for i in range(<int64_t> cnt):
+            if pf_get_varint(p, n, &pos, 31, &v) != 0 or <int64_t> v > n - pos:
+                ok = 0
+                break
+            ks = pos
+            kl = <int64_t> v
+            pos += kl
+            if pf_get_varint(p, n, &pos, 63, &off) != 0 or pf_get_varint(p, n, &pos, 31, &ln) != 0 \
+                    or kl < min_len or kl > max_len:
+                ok = 0
+                break
+            if pkl >= 0 and (pf_key_cmp(kind, p + pks, pkl, p + ks, kl, &bad) >= 0 or bad):
+                ok = 0
+                break
+            c = pf_key_cmp(kind, p + ks, kl, kp, key.shape[0], &bad)
+            if bad:
+                ok = 0
+                break
+            if c <= 0:
+                hit = i
+                hoff = off
+                hln = ln
+            pks = ks
+            pkl = kl
+    if not ok:
+        return None
+    return hit, <int64_t> hoff, <int64_t> hln
+
+
+def crc32(data, uint32_t crc=0, bint portable=False):
+    """``zlib.crc32(data, crc)`` (any contiguous bytes-like object), folded with carry-less
+    multiplications where the CPU has them (csrc/crc32.h); ``portable`` forces the table
+    loop (for tests)."""
+    cdef Py_buffer view
+    cdef uint32_t out
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            if portable:
+                out = pf_crc32_portable(crc, <const uint8_t *> view.buf, <size_t> view.len)
+            else:
+                out = pf_crc32(crc, <const uint8_t *> view.buf, <size_t> view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return out
+
+
+def block_trailer(blob, Py_ssize_t length, Py_ssize_t offset=0):
+    """Check a stored block's 5-byte trailer: ``blob`` holds ``length`` stored bytes, the
+    compression type byte and the ``u32 LE`` CRC-32 of the stored bytes followed by the type
+    byte.  Returns the type byte; a wrong size or CRC raises IndexFormatError (``offset`` =
+    where the block starts in the file)."""
+    cdef Py_buffer view
+    cdef uint32_t crc, want
+    cdef const uint8_t *b
+    cdef int ctype
+    PyObject_GetBuffer(blob, &view, PyBUF_SIMPLE)
+    try:
+        if length < 0 or view.len != length + 5:
+            raise IndexFormatError("block truncated", offset)
+        b = <const uint8_t *> view.buf
+        ctype = b[length]
+        crc = (<uint32_t> b[length + 1]) | (<uint32_t> b[length + 2] << 8) | (<uint32_t> b[length + 3] << 16) \
+            | (<uint32_t> b[length + 4] << 24)
+        with nogil:
+            want = pf_crc32(0, b, <size_t> (length + 1))
+    finally:
+        PyBuffer_Release(&view)
+    if crc != want:
+        raise IndexFormatError(f"block CRC mismatch: stored 0x{crc:08x}, computed 0x{want:08x}", offset + length + 1)
+    return ctype
+
+
+cdef int64_t _stored_block(const uint8_t *t, int64_t tn, int64_t at, int64_t length) noexcept nogil:
+    """1 when the block of ``length`` stored bytes + trailer at ``t[at:]`` lies inside ``t[:tn]``,
+    is uncompressed and its CRC matches; else 0."""
+    cdef uint32_t crc
+    if at < 0 or length < 0 or length > tn - at - 5 or t[at + length] != 0:
+        return 0
+    crc = (<uint32_t> t[at + length + 1]) | (<uint32_t> t[at + length + 2] << 8) \
+        | (<uint32_t> t[at + length + 3] << 16) | (<uint32_t> t[at + length + 4] << 24)
+    return 1 if pf_crc32(0, t + at, <size_t> (length + 1)) == crc else 0
+
+
+
+cdef int _block_find(int kind, const uint8_t *p, int64_t n, const uint8_t *kp, int64_t kn,
+                     uint64_t *off, uint64_t *ln) noexcept nogil:
+    """:func:`lookup` of an ordered block without raising: 1 found (``*off``, ``*ln``),
+    0 absent, -1 malformed (the caller then runs :func:`lookup`, which reports)."""
+    cdef int64_t pos = 0, i, ks, kl
+    cdef uint64_t cnt, v
+    cdef int bad = 0, c
+    if pf_get_varint(p, n, &pos, 31, &cnt) != 0:
+        return -1
+    for i in range(<int64_t> cnt):
+        if pf_get_varint(p, n, &pos, 31, &v) != 0 or <int64_t> v > n - pos:
+            return -1
+        ks = pos
+        kl = <int64_t> v
+        pos += kl
+        if pf_get_varint(p, n, &pos, 63, off) != 0 or pf_get_varint(p, n, &pos, 31, ln) != 0:
+            return -1
+        if kind == KIND_BYTES:
+            c = pf_bytes_cmp_inline(p + ks, kl, kp, kn)
+        else:
+            c = pf_key_cmp(kind, p + ks, kl, kp, kn, &bad)
+            if bad:
+                return -1
+        if c == 0:
+            return 1
+        if c > 0:
+            return 0
+    return 0
+
+
+def cold_find(int kind, const uint8_t[::1] tail, int64_t tail_at, int64_t index_off, int64_t index_len,
+              const uint8_t[::1] key, int64_t min_len=0, int64_t max_len=0x7FFFFFFF):
+    """A fresh reader's point lookup over the bytes read at open (``tail``, the file from
+    ``tail_at`` on), in one call: the block index's trailer (uncompressed, CRC), the walk of
+    :func:`index_walk`, then -- when that dictionary block also lies in ``tail`` and is
+    uncompressed with a good CRC -- its ordered scan.  Returns ``(bitmap offset, length)``;
+    False when no key matches; ``(i, block offset, block length)`` when dictionary block i
+    must be read the usual way; None when the general path must run (the index is not in
+    ``tail``, compressed, unordered or anything is malformed: that path reports it)."""
+    cdef int64_t tn = tail.shape[0]
+    cdef const uint8_t *t = &tail[0] if tn else &EMPTY_BYTE
+    cdef int64_t io = index_off - tail_at
+    cdef uint64_t off = 0, ln = 0
+    cdef int64_t bo, bl
+    cdef int r
+    if not _stored_block(t, tn, io, index_len):
+        return None
+    w = index_walk(kind, tail[io:io + index_len], key, min_len, max_len)
+    if w is None:
+        return None
+    i, bo, bl = w
+    if i < 0:
+        return False
+    if not _stored_block(t, tn, bo - tail_at, bl):
+        return w
+    with nogil:
+        r = _block_find(kind, t + bo - tail_at, bl, &key[0] if key.shape[0] else &EMPTY_BYTE, key.shape[0],
+                        &off, &ln)
+    if r < 0:
+        return w
+    if r == 0:
+        return False
+    return <int64_t> off, <int64_t> ln

@@ -28,7 +28,7 @@ from ..serde import encode_varint
 from ..source import as_source
 from ..types import binary_buffers, list_elements
 from . import codec as _codec
-from .keys import KINDS, KeyCodec
+from .keys import _KEY_LENGTHS, KINDS, KeyCodec
 from .meta import SortedIndexFileMeta
 
 _k = _load("globalindex")
@@ -47,6 +47,7 @@ DEFAULT_BLOCK_SIZE = "16 kb"
 DEFAULT_FALLBACK = "256 mb"
 
 EMPTY64 = b"\x00" * 8
+_ANY_LENGTH = (0, 0x7FFFFFFF)
 
 
 def _options(options) -> Options:
@@ -397,10 +398,16 @@ class Footer:
     __slots__ = ("null_offset", "null_length", "nonnull_offset", "nonnull_length",
                  "index_offset", "index_length", "value_count", "version")
 
-    def __init__(self, raw: bytes, file_size: int):
-        (self.null_offset, self.null_length, self.nonnull_offset, self.nonnull_length,
-         self.index_offset, self.index_length, self.value_count, self.version, magic) = _FOOTER.unpack(raw)
+    def __init__(self, raw, file_size: int, pos: int = 0):
+        """The footer at ``raw[pos:pos + 48]`` of a file of ``file_size`` bytes, checked."""
+        (no, nl, nno, nnl, io, il, vc, self.version, magic) = _FOOTER.unpack_from(raw, pos)
+        self.null_offset, self.null_length, self.nonnull_offset, self.nonnull_length = no, nl, nno, nnl
+        self.index_offset, self.index_length, self.value_count = io, il, vc
         at = file_size - FOOTER_LENGTH
+        if (magic == MAGIC and self.version == VERSION and vc >= 0 and 0 <= no and 0 <= nl and no + nl <= at
+                and 0 <= nno and 0 <= nnl and nno + nnl <= at and 0 <= io and 0 <= il
+                and io + il + _codec.TRAILER <= at):
+            return   # the usual case, in one expression; else find what is wrong below
         if magic != MAGIC:
             raise IndexFormatError(f"not a bitmap global index file (footer magic 0x{magic & 0xFFFFFFFF:08x})", at + 44)
         if self.version != VERSION:
@@ -438,11 +445,13 @@ class BitmapIndexFile:
         tail_len = min(size, TAIL_READ)
         self._tail_at = size - tail_len
         self._tail = memoryview(self.source.read_at(self._tail_at, tail_len, "footer")).cast("B")
-        self.footer = Footer(bytes(self._tail[tail_len - FOOTER_LENGTH:]), size)
+        self.footer = Footer(self._tail, size, tail_len - FOOTER_LENGTH)
         self._lock = threading.RLock()
         self._null = None
         self._nonnull = None
         self._index = None
+        self._index_raw = None   # the decoded block index (checked once), before it is parsed
+        self._walked = False     # the first point lookup walks the raw index instead of parsing it
         self._blocks = OrderedDict()
         self.max_cached_blocks = max(1, int(max_cached_blocks))
         # Java's writer keeps keys in logical order; other writers (pypaimon 2.1 writes the
@@ -466,13 +475,19 @@ class BitmapIndexFile:
 
     # ------------------------------------------------------------ pieces
     def bitmap(self, offset: int, length: int) -> BitMap64:
-        raw = self._read_at(offset, length, "bitmap")
-        if length > 4096:
+        t = self._tail_at
+        if offset >= t and length >= 0 and offset + length <= self.source.size:
+            raw = bytes(self._tail[offset - t:offset - t + length])
+        else:
+            raw = self.source.read_at(offset, length, "bitmap")
+        if length <= 4096:
             # large bitmaps: pyroaring's safe deserialization (bounds-checked, then validated)
             # is the only pass; small ones also get our structural check (exact length)
-            return _deserialize64(bytes(raw), offset)
-        _k.check64(np.frombuffer(raw, np.uint8), offset)
-        return _deserialize64(bytes(raw), offset)
+            _k.check64(np.frombuffer(raw, np.uint8), offset)   # (the twin takes arrays only)
+        try:   # _deserialize64, inlined: every cold lookup ends here
+            return BitMap64.deserialize(raw)
+        except (ValueError, IndexError, OverflowError, MemoryError) as e:
+            raise IndexFormatError(f"invalid 64-bit roaring bitmap: {e}", offset) from None
 
     def null_rows(self) -> BitMap64:
         if self._null is None:
@@ -500,8 +515,7 @@ class BitmapIndexFile:
             with self._lock:
                 if self._index is None:
                     f = self.footer
-                    raw, _ = self._read_block(f.index_offset, f.index_length, "dictionary block index")
-                    u8 = np.frombuffer(raw, np.uint8)
+                    u8 = self._index_u8()
                     ks, kl, of, ln = _k.parse_entries(u8, f.index_offset)
                     self.codec.check_key_lengths(kl, "bitmap global index block index", f.index_offset)
                     if not self.codec.is_string and len(ks) > 1:
@@ -511,18 +525,29 @@ class BitmapIndexFile:
                 idx = self._index
         return idx
 
+    def _index_u8(self) -> np.ndarray:
+        """The decoded block index bytes (uint8 array), read and checked once."""
+        u8 = self._index_raw
+        if u8 is None:
+            f = self.footer
+            raw, _ = self._read_block(f.index_offset, f.index_length, "dictionary block index")
+            u8 = self._index_raw = np.frombuffer(raw, np.uint8)
+        return u8
+
     def block_count(self) -> int:
         return len(self.index()[1])
 
-    def raw_block(self, i: int) -> np.ndarray:
-        """Decompressed bytes (uint8 array) of dictionary block i (LRU-cached)."""
+    def raw_block(self, i: int, off: int = None, length: int = None) -> np.ndarray:
+        """Decompressed bytes (uint8 array) of dictionary block i (LRU-cached); ``off`` and
+        ``length`` are its place when the caller knows it (else read from the index)."""
         with self._lock:
             b = self._blocks.get(i)
             if b is not None:
                 self._blocks.move_to_end(i)
                 return b[0]
-        _, _, _, of, ln = self.index()
-        off, length = int(of[i]), int(ln[i])
+        if off is None:
+            _, _, _, of, ln = self.index()
+            off, length = int(of[i]), int(ln[i])
         raw, _ = self._read_block(off, length, f"dictionary block {i}")
         u8 = np.frombuffer(raw, np.uint8)
         with self._lock:
@@ -548,6 +573,27 @@ class BitmapIndexFile:
     # ------------------------------------------------------------ lookups
     def find(self, key: bytes):
         """``(bitmap offset, length)`` of a key (logical equality), or None."""
+        if not self._walked and self._index is None and self.ordered and hasattr(_k, "cold_find"):
+            # a cold reader's first lookup: one kernel walk over the raw block index finds the
+            # block (no entry arrays); whatever the walk does not vouch for (unordered or
+            # malformed entries) goes the parsing way below, which answers and reports as ever
+            # (so do the plain-Python twins, which have no walk)
+            self._walked = True
+            lim = _KEY_LENGTHS.get(self.kind, _ANY_LENGTH)
+            f = self.footer
+            # usually the index and the key's dictionary block lie in the bytes read at open
+            w = _k.cold_find(self.kind, self._tail, self._tail_at, f.index_offset, f.index_length, key, lim[0], lim[1])
+            if w is False:
+                return None
+            if w is not None and len(w) == 2:
+                return w
+            if w is None:
+                w = _k.index_walk(self.kind, self._index_u8(), key, lim[0], lim[1])
+            if w is not None:
+                i, off, length = w
+                if i < 0:
+                    return None
+                return _k.lookup(self.kind, self.raw_block(i, off, length), key, off, True)
         u8, ks, kl, _, _ = self.index()
         if len(ks) == 0:
             return None

@@ -25,7 +25,28 @@ from .like import like_key_predicate, like_optimize
 from .meta import SortedIndexFileMeta
 
 _CODECS = {}
-_DEFAULT_FALLBACK_BYTES = Options({}).get_memory_size(OPT_FALLBACK, DEFAULT_FALLBACK)
+_NO_OPTIONS = Options({})   # read-only: shared by every index given no options
+_DEFAULT_FALLBACK_BYTES = _NO_OPTIONS.get_memory_size(OPT_FALLBACK, DEFAULT_FALLBACK)
+_STRING_ID = pa.string().id
+_ARROW_TYPES = {}           # type string -> its Arrow type (None: has none), for literal normalisation
+
+
+def _arrow_type(codec: KeyCodec, array: bool = False):
+    """The Arrow type literals are normalised to (``list<T>`` when ``array``), cached per type."""
+    key = (str(codec.dtype), array)
+    try:
+        return _ARROW_TYPES[key]
+    except KeyError:
+        pass
+    try:
+        at = codec.dtype.to_arrow()
+        if array:
+            at = pa.list_(at)
+    except Exception:
+        at = None
+    if len(_ARROW_TYPES) < 1024:
+        _ARROW_TYPES[key] = at
+    return at
 
 
 def _codec_for(dtype) -> KeyCodec:
@@ -79,7 +100,7 @@ class GlobalIndex:
     def __init__(self, files, dtype, options=None, total_row_count=None, max_workers=None):
         self.codec = _codec_for(dtype)
         self.dtype = self.codec.dtype
-        self.options = options if isinstance(options, Options) else Options(options)
+        self.options = options if isinstance(options, Options) else _NO_OPTIONS if not options else Options(options)
         fb = self.options.get(OPT_FALLBACK)
         self.fallback_max = _DEFAULT_FALLBACK_BYTES if fb is None else self.options.get_memory_size(OPT_FALLBACK, fb)
         if total_row_count is not None and total_row_count < 0:
@@ -91,6 +112,7 @@ class GlobalIndex:
                 self.codec.check_key_lengths([len(k) for k in (f.meta.first_key, f.meta.last_key) if k is not None],
                                              "global index file metadata")
         self.max_workers = max_workers
+        self._arrow_t = False   # the Arrow type literals are normalised to, once looked up
 
     # ------------------------------------------------------------ plumbing
     def _open(self, f: _File) -> BitmapIndexFile:
@@ -217,13 +239,9 @@ class GlobalIndex:
     def visit(self, leaf: Leaf):
         """Row ids for one leaf; literals are first normalised to the column type
         (:func:`paimon_fast.literals.normalize_leaf`: ``x = 5.5`` on INT is no row)."""
-        at = getattr(self, "_arrow_t", False)
+        at = self._arrow_t
         if at is False:
-            try:
-                at = self.dtype.to_arrow()
-            except Exception:
-                at = None
-            self._arrow_t = at
+            at = self._arrow_t = _arrow_type(self.codec)
         norm = normalize_leaf(leaf, at, ieee=False)
         if norm is not leaf:
             if is_never(norm):
@@ -367,6 +385,23 @@ class BitmapGlobalIndexReader(GlobalIndex):
     def describe(self) -> dict:
         return self.file.describe()
 
+    def _v_equal(self, v):
+        # one file without metadata is never pruned: skip the selection and threading plumbing
+        return BitMap64() if v is None else self.file.equal(self._key(v))
+
+    def evaluate(self, predicate: Predicate):
+        # ``x = 'str'`` on a string column, the commonest point lookup: normalisation keeps
+        # such a leaf as it is and the key is the literal's UTF-8, so answer it directly
+        if type(predicate) is Leaf and predicate.op == "equal":
+            lits = predicate.literals
+            if len(lits) == 1 and type(lits[0]) is str and self.codec.is_string:
+                at = self._arrow_t
+                if at is False:
+                    at = self._arrow_t = _arrow_type(self.codec)
+                if at is not None and at.id == _STRING_ID:
+                    return self.file.equal(lits[0].encode("utf-8", "surrogatepass"))
+        return GlobalIndex.evaluate(self, predicate)
+
 
 class MultiValueGlobalIndex(GlobalIndex):
     """Many ``multivalue`` global index files of one ARRAY column (Java's
@@ -384,13 +419,9 @@ class MultiValueGlobalIndex(GlobalIndex):
 
     def visit(self, leaf: Leaf):
         if leaf.op in ARRAY_OPS:  # literals as exact element values (5.5 is in no ARRAY<INT>)
-            at = getattr(self, "_arrow_t", False)
+            at = self._arrow_t
             if at is False:
-                try:
-                    at = pa.list_(self.dtype.to_arrow())
-                except Exception:
-                    at = None
-                self._arrow_t = at
+                at = self._arrow_t = _arrow_type(self.codec, True)
             norm = normalize_leaf(leaf, at, ieee=False)
             if is_never(norm):
                 return BitMap64()

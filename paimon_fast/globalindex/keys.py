@@ -147,11 +147,13 @@ class KeyCodec:
     # ------------------------------------------------------------ literals
     def literal_bytes(self, v) -> bytes:
         """Key bytes of one predicate literal (not None), as Java's KeySerializer."""
-        r, d = self.dtype.root, self.dtype
         if self.is_string:
+            if type(v) is str:
+                return v.encode("utf-8", "surrogatepass")
             if isinstance(v, (bytes, bytearray, memoryview)):
                 return bytes(v)
             return str(v).encode("utf-8", "surrogatepass")
+        r, d = self.dtype.root, self.dtype
         if r == "TINYINT":
             return struct.pack("<b", int(v))
         if r == "SMALLINT":

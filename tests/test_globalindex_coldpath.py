@@ -1,0 +1,227 @@
+"""The cold point-lookup path of the bitmap global index reader (``cold_find`` /
+``index_walk``: a fresh reader's first equality walks the raw block index and the
+dictionary block in the bytes read at open) against the parsing path and the
+plain-Python twins, on random and on corrupted files; and the CRC-32 kernel
+against zlib."""
+import os
+import random
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyroaring import BitMap64
+
+import paimon_fast as pf
+from paimon_fast import globalindex as gi
+from paimon_fast._kernels import load
+from paimon_fast.errors import IndexFormatError
+from paimon_fast.globalindex import codec, format as gformat
+from paimon_fast.reference import globalindex as twin
+
+K = load("globalindex")
+
+
+# ---------------------------------------------------------------- CRC-32
+
+def test_crc32_matches_zlib():
+    rng = random.Random(7)
+    data = bytes(rng.randrange(256) for _ in range(70_000))
+    lengths = list(range(0, 300)) + [rng.randrange(300, 70_000 - 64) for _ in range(300)] + [70_000 - 64]
+    for n in lengths:
+        at = rng.randrange(0, 64)
+        b = data[at:at + n]
+        seed = rng.choice([0, 1, 0xFFFFFFFF, rng.randrange(2**32)])
+        want = zlib.crc32(b, seed)
+        assert K.crc32(b, seed) == want
+        assert K.crc32(b, seed, True) == want          # the portable table loop
+        assert K.crc32(memoryview(b), seed) == want
+    assert K.crc32(b"") == 0
+
+
+def test_block_trailer_checks_size_and_crc():
+    raw = bytes(range(200))
+    blob = raw + codec.trailer(raw, codec.NONE)
+    assert K.block_trailer(blob, len(raw), 1000) == codec.NONE
+    with pytest.raises(IndexFormatError) as e:
+        K.block_trailer(blob[:-1], len(raw), 1000)
+    assert (e.value.what, e.value.offset) == ("block truncated", 1000)
+    bad = bytearray(blob)
+    bad[17] ^= 1
+    with pytest.raises(IndexFormatError) as e:
+        K.block_trailer(bytes(bad), len(raw), 1000)
+    assert e.value.what.startswith("block CRC mismatch") and e.value.offset == 1000 + len(raw) + 1
+    with pytest.raises(IndexFormatError):
+        K.block_trailer(blob, -1, 0)
+
+
+# ---------------------------------------------------------------- answers
+
+def _readers(tname, data):
+    """(cold kernel reader, parsing-path kernel reader, twin reader) over the same file."""
+    cold = gi.reader(tname, data)
+    parsed = gi.reader(tname, data)
+    parsed.file._walked = True          # never takes the walk: parses the index as before
+    saved = gformat._k
+    gformat._k = twin
+    try:
+        tw = gi.reader(tname, data)
+    finally:
+        gformat._k = saved
+    return cold, parsed, tw
+
+
+def _equal_twin(reader, v):
+    saved = gformat._k
+    gformat._k = twin
+    try:
+        return reader.evaluate(pf.field("x") == v)
+    finally:
+        gformat._k = saved
+
+
+VALUES = {
+    "STRING": st.text(alphabet="abz\u00e9\U0001f600", max_size=5),
+    "INT": st.integers(-(2**31), 2**31 - 1),
+    "BIGINT": st.integers(-(2**63), 2**63 - 1),
+    "DOUBLE": st.floats(allow_nan=True),
+    "DECIMAL(30, 2)": st.decimals(min_value=-(10**27), max_value=10**27, places=2, allow_nan=False,
+                                  allow_infinity=False),
+}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(sorted(VALUES)), st.data(), st.sampled_from(["none", "zstd"]),
+       st.sampled_from(["32b", "64b", "1kb", "16kb"]))
+def test_cold_lookup_matches_parsing_path_and_twin(tname, data, comp, bs):
+    vals = data.draw(st.lists(st.one_of(st.none(), VALUES[tname]), min_size=1, max_size=80))
+    w = gi.writer(tname, {"bitmap-index.compression": comp, "bitmap-index.dictionary-block-size": bs})
+    w.write_batch(vals)
+    blob, _ = w.finish()
+    kc = gi.KeyCodec(tname)
+    probes = [v for v in vals if v is not None][:4] + data.draw(st.lists(VALUES[tname], max_size=3))
+    for p in probes:
+        k = kc.literal_bytes(p)
+        want = BitMap64([i for i, v in enumerate(vals) if v is not None and kc.literal_bytes(v) == k])
+        cold, parsed, tw = _readers(tname, blob)
+        got = cold.evaluate(pf.field("x") == p)
+        assert cold.file._walked and cold.file._index is None   # answered by the walk
+        assert got == want
+        assert parsed.evaluate(pf.field("x") == p) == want
+        assert _equal_twin(tw, p) == want
+
+
+def test_cold_lookup_from_files_in_and_beyond_the_tail(tmp_path):
+    """Files larger than the bytes read at open: keys whose dictionary block lies in the tail
+    (one call) and keys whose block must be read (the walk hands it on)."""
+    rng = np.random.default_rng(5)
+    n = 60_000
+    codes = rng.integers(0, 20_000, n)
+    vals = [f"k{c:05d}" for c in codes]
+    w = gi.writer("STRING")
+    w.write_batch(vals)
+    path = str(tmp_path / "big.index")
+    w.finish_to(path)
+    assert os.path.getsize(path) > 4 * gformat.TAIL_READ
+    kc = gi.KeyCodec("STRING")
+    f = gformat.BitmapIndexFile(kc, path)
+    ft = f.footer
+    outcomes = set()
+    rows = {}
+    for i, v in enumerate(vals):
+        rows.setdefault(v, []).append(i)
+    for probe in ["k00000", "k00001", "k10000", "k19999", "k19998", "k0", "k20000", "a", "z", ""]:
+        r = K.cold_find(kc.kind, f._tail, f._tail_at, ft.index_offset, ft.index_length, probe.encode())
+        outcomes.add("absent" if r is False else "bitmap" if len(r) == 2 else "block")
+        cold = gi.reader("STRING", path)
+        assert cold.evaluate(pf.field("x") == probe) == BitMap64(rows.get(probe, []))
+        cold.close()
+    assert outcomes == {"absent", "bitmap", "block"}
+    f.close()
+
+
+# ---------------------------------------------------------------- corrupt blocks with good CRCs
+
+def _outcome(fn):
+    try:
+        return ("ok", fn())
+    except IndexFormatError as e:
+        return ("error", e.what, e.offset)
+
+
+def _restamp(data: bytearray, off: int, length: int):
+    """Recompute the trailer of the uncompressed block at ``off`` after its bytes changed."""
+    data[off + length:off + length + codec.TRAILER] = codec.trailer(bytes(data[off:off + length]), codec.NONE)
+
+
+@pytest.mark.parametrize("tname, values", [
+    ("STRING", [f"v{i % 37:03d}" for i in range(400)]),
+    ("INT", [(i % 41) * 1000 - 7 for i in range(400)]),
+])
+def test_corrupt_blocks_report_as_the_parsing_path(tname, values):
+    """Index and dictionary blocks rewritten with garbage under a recomputed CRC: the cold reader
+    answers or raises exactly as the parsing path (what and where), never crashes."""
+    w = gi.writer(tname, {"bitmap-index.dictionary-block-size": "64b"})
+    w.write_batch(values)
+    blob, _ = w.finish()
+    kc = gi.KeyCodec(tname)
+    f = gformat.BitmapIndexFile(kc, blob)
+    ft = f.footer
+    blocks = [(ft.index_offset, ft.index_length)]
+    _, _, _, of, ln = f.index()
+    blocks += list(zip(of.tolist(), ln.tolist()))
+    probes = [values[0], values[5], values[-1], "zzz" if tname == "STRING" else 123456789]
+    rng = random.Random(11)
+    compared = 0
+    for off, length in blocks:
+        for trial in range(25):
+            bad = bytearray(blob)
+            how = trial % 5
+            if how == 0:      # one random byte
+                bad[off + rng.randrange(length)] = rng.randrange(256)
+            elif how == 1:    # a random run
+                s = rng.randrange(length)
+                for j in range(s, min(length, s + rng.randrange(1, 8))):
+                    bad[off + j] = rng.randrange(256)
+            elif how == 2:    # a huge entry count / length varint
+                bad[off + rng.randrange(length)] = 0xFF
+            elif how == 3:    # swap two bytes (may unorder keys)
+                a, b = rng.randrange(length), rng.randrange(length)
+                bad[off + a], bad[off + b] = bad[off + b], bad[off + a]
+            else:             # zero a tail
+                s = rng.randrange(length)
+                bad[off + s:off + length] = bytes(length - s)
+            _restamp(bad, off, length)
+            data = bytes(bad)
+            for p in probes:
+                def cold():
+                    return gi.reader(tname, data).evaluate(pf.field("x") == p)
+
+                def parsed():
+                    r = gi.reader(tname, data)
+                    r.file._walked = True
+                    return r.evaluate(pf.field("x") == p)
+                assert _outcome(cold) == _outcome(parsed)
+                compared += 1
+    assert compared == len(blocks) * 25 * len(probes)
+
+
+def test_corrupt_crc_and_truncated_footer_offsets():
+    w = gi.writer("STRING")
+    w.write_batch([f"s{i % 9}" for i in range(100)])
+    blob, _ = w.finish()
+    f = gformat.BitmapIndexFile(gi.KeyCodec("STRING"), blob)
+    ft = f.footer
+    bad = bytearray(blob)
+    bad[ft.index_offset + ft.index_length + 1] ^= 0xFF          # the index block's stored CRC
+    with pytest.raises(IndexFormatError) as e:
+        gi.reader("STRING", bytes(bad)).evaluate(pf.field("x") == "s1")
+    assert e.value.what.startswith("block CRC mismatch") and e.value.offset == ft.index_offset + ft.index_length + 1
+    # an index offset pointing past the body: the footer check names it
+    bad = bytearray(blob)
+    end = len(blob) - gformat.FOOTER_LENGTH
+    bad[end + 24:end + 32] = (len(blob)).to_bytes(8, "big")
+    with pytest.raises(IndexFormatError) as e:
+        gi.reader("STRING", bytes(bad))
+    assert "outside the file body" in e.value.what and e.value.offset == end + 24
