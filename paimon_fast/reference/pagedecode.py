@@ -1,0 +1,155 @@
+"""Pure-Python twin of ``paimon_fast/_kernels/pagedecode.pyx`` (the same functions, the same
+answers and errors, one Python step per encoded value): the oracle of the kernel's tests
+and the baseline of its benchmark."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import IndexFormatError
+
+
+def _fail(what: str, msg: str, at):
+    raise IndexFormatError(f"Parquet {what}: {msg}", at)
+
+
+def _runs(buf, pos: int, end: int, bw: int, what: str):
+    """Yield ``(position after the header, count, packed, value, data start)`` per run."""
+    while pos < end:
+        h = shift = 0
+        while True:
+            if pos >= end:
+                _fail(what, "a run runs past the end of the encoded data", pos)
+            if shift > 63:
+                _fail(what, "a run header longer than 10 bytes", pos)
+            c = buf[pos]
+            pos += 1
+            h |= (c & 0x7F) << shift
+            if not c & 0x80:
+                break
+            shift += 7
+        h &= (1 << 64) - 1
+        if h & 1:
+            groups = h >> 1
+            nbytes = groups * bw
+            if (bw and groups > end - pos) or groups > 1 << 59 or nbytes > end - pos:
+                _fail(what, "a run runs past the end of the encoded data", pos)
+            yield pos + nbytes, groups * 8, True, 0, pos
+            pos += nbytes
+        else:
+            vb = (bw + 7) >> 3
+            if vb > end - pos or (h >> 1) > 1 << 62:
+                _fail(what, "a run runs past the end of the encoded data", pos)
+            value = int.from_bytes(bytes(buf[pos:pos + vb]), "little")
+            pos += vb
+            yield pos, h >> 1, False, value, 0
+
+
+def _bits(buf, data: int, k: int, bw: int) -> int:
+    bit = k * bw
+    need = ((bit & 7) + bw + 7) >> 3
+    v = int.from_bytes(bytes(buf[data + (bit >> 3):data + (bit >> 3) + need]), "little")
+    return (v >> (bit & 7)) & ((1 << bw) - 1)
+
+
+def _check(buf, start, end, what):
+    if start < 0 or end > len(buf) or start > end:
+        raise IndexFormatError(f"Parquet {what}: range outside the page", start)
+
+
+def def_levels(buf, start: int, end: int, nvals: int, wanted):
+    buf = memoryview(buf).cast("B")
+    _check(buf, start, end, "definition levels")
+    wanted = [int(w) for w in wanted]
+    valid = np.zeros(len(wanted), dtype=np.uint8)
+    index = np.zeros(len(wanted), dtype=np.int64)
+    what = "definition levels"
+    levels = []  # every level up to the last wanted row (slow, plain)
+    runs = _runs(buf, start, end, 1, what)
+    for i, w in enumerate(wanted):
+        if w < 0 or w >= nvals:
+            _fail(what, f"value {w} asked for, past the page's values", None)
+        while len(levels) <= w:
+            got = next(runs, None)
+            if got is None:
+                _fail(what, f"the runs end before value {w}", end)
+            _, count, packed, value, data = got
+            count = min(count, nvals - len(levels))
+            if packed:
+                levels.extend(_bits(buf, data, k, 1) for k in range(count))
+            else:
+                if value > 1:
+                    _fail(what, f"a definition level of {value} (the maximum is 1)", None)
+                levels.extend([value] * count)
+        valid[i] = levels[w]
+        index[i] = sum(levels[:w])
+    return valid, index
+
+
+def hybrid_gather(buf, start: int, end: int, bit_width: int, nvals: int, wanted):
+    buf = memoryview(buf).cast("B")
+    what = "RLE / bit-packed data"
+    if bit_width < 0 or bit_width > 32:
+        raise IndexFormatError(f"Parquet RLE / bit-packed data with a bit width of {bit_width}", start)
+    _check(buf, start, end, what)
+    out = np.zeros(len(wanted), dtype=np.uint32)
+    values = []
+    runs = _runs(buf, start, end, bit_width, what)
+    for i, w in enumerate(int(w) for w in wanted):
+        if w < 0 or w >= nvals:
+            _fail(what, f"value {w} asked for, past the page's values", None)
+        while len(values) <= w:
+            got = next(runs, None)
+            if got is None:
+                _fail(what, f"the runs end before value {w}", end)
+            _, count, packed, value, data = got
+            count = min(count, nvals - len(values))
+            if packed:
+                values.extend(_bits(buf, data, k, bit_width) for k in range(count))
+            else:
+                values.extend([value & 0xFFFFFFFF] * count)
+        out[i] = values[w]
+    return out
+
+
+def ba_walk(buf, start: int, end: int, nvals: int, wanted):
+    buf = memoryview(buf).cast("B")
+    what = "BYTE_ARRAY values"
+    _check(buf, start, end, what)
+    starts = np.zeros(len(wanted), dtype=np.int64)
+    lens = np.zeros(len(wanted), dtype=np.int64)
+    where = []  # (start, length) of every value up to the last wanted one
+    pos = start
+    for i, w in enumerate(int(w) for w in wanted):
+        if w < 0 or w >= nvals:
+            _fail(what, f"value {w} asked for, past the page's values", None)
+        while len(where) <= w:
+            if end - pos < 4:
+                _fail(what, f"the runs end before value {len(where)}", pos)
+            n = int.from_bytes(bytes(buf[pos:pos + 4]), "little")
+            if n > end - pos - 4:
+                _fail(what, f"a value length of {n} runs past the end of the page", pos)
+            where.append((pos + 4, n))
+            pos += 4 + n
+        starts[i], lens[i] = where[w]
+    return starts, lens
+
+
+def gather(buf, starts, lens, idx):
+    buf = bytes(memoryview(buf).cast("B"))
+    m = len(starts)
+    if len(lens) != m:
+        raise ValueError("starts and lens differ in length")
+    parts = []
+    offsets = [0]
+    for k in (int(k) for k in idx):
+        if k >= m or k < -1:
+            raise IndexFormatError(f"Parquet dictionary index {k} out of range (a dictionary of {m} values)", None)
+        if k >= 0:
+            s, n = int(starts[k]), int(lens[k])
+            if s < 0 or n < 0 or s > len(buf) or n > len(buf) - s:
+                raise IndexFormatError(f"byte range of value {k} outside the {len(buf)}-byte buffer", s)
+            parts.append(buf[s:s + n])
+            offsets.append(offsets[-1] + n)
+        else:
+            offsets.append(offsets[-1])
+    return np.asarray(offsets, dtype=np.int64), b"".join(parts)
