@@ -45,6 +45,8 @@ def _runs(buf, pos: int, end: int, bw: int, what: str):
 
 
 def _bits(buf, data: int, k: int, bw: int) -> int:
+    if not bw:
+        return 0
     bit = k * bw
     need = ((bit & 7) + bw + 7) >> 3
     v = int.from_bytes(bytes(buf[data + (bit >> 3):data + (bit >> 3) + need]), "little")
@@ -56,32 +58,49 @@ def _check(buf, start, end, what):
         raise IndexFormatError(f"Parquet {what}: range outside the page", start)
 
 
-def def_levels(buf, start: int, end: int, nvals: int, wanted):
-    buf = memoryview(buf).cast("B")
-    _check(buf, start, end, "definition levels")
-    wanted = [int(w) for w in wanted]
-    valid = np.zeros(len(wanted), dtype=np.uint8)
-    index = np.zeros(len(wanted), dtype=np.int64)
-    what = "definition levels"
-    levels = []  # every level up to the last wanted row (slow, plain)
-    runs = _runs(buf, start, end, 1, what)
-    for i, w in enumerate(wanted):
+def _walk(buf, start: int, end: int, bw: int, nvals: int, wanted, what: str):
+    """Yield ``(i, wanted value, its run's first value, count, packed, value, data)`` for each
+    wanted value, reading runs as far as the last one needs (nothing is materialized: a run
+    may claim up to 2^62 values)."""
+    runs = _runs(buf, start, end, bw, what)
+    base, count, run = 0, 0, None
+    for i, w in enumerate(int(w) for w in wanted):
         if w < 0 or w >= nvals:
             _fail(what, f"value {w} asked for, past the page's values", None)
-        while len(levels) <= w:
-            got = next(runs, None)
-            if got is None:
+        while run is None or w >= base + count:
+            if run is not None:
+                base += count
+            run = next(runs, None)
+            if run is None:
                 _fail(what, f"the runs end before value {w}", end)
-            _, count, packed, value, data = got
-            count = min(count, nvals - len(levels))
-            if packed:
-                levels.extend(_bits(buf, data, k, 1) for k in range(count))
-            else:
-                if value > 1:
-                    _fail(what, f"a definition level of {value} (the maximum is 1)", None)
-                levels.extend([value] * count)
-        valid[i] = levels[w]
-        index[i] = sum(levels[:w])
+            count = min(run[1], nvals - base)
+            yield None, None, base, count, run[2], run[3], run[4]  # a new run: for running totals
+        yield i, w, base, count, run[2], run[3], run[4]
+
+
+def def_levels(buf, start: int, end: int, nvals: int, wanted):
+    buf = memoryview(buf).cast("B")
+    what = "definition levels"
+    _check(buf, start, end, what)
+    valid = np.zeros(len(wanted), dtype=np.uint8)
+    index = np.zeros(len(wanted), dtype=np.int64)
+    ones = 0  # level-1 rows in the runs before the current one
+    prev = None  # (count, ones) of the current run
+    for i, w, base, count, packed, value, data in _walk(buf, start, end, 1, nvals, wanted, what):
+        if i is None:
+            if prev is not None:
+                ones += prev
+            if not packed and value > 1:
+                _fail(what, f"a definition level of {value} (the maximum is 1)", None)
+            prev = sum(_bits(buf, data, k, 1) for k in range(count)) if packed else value * count
+            continue
+        k = w - base
+        if packed:
+            valid[i] = _bits(buf, data, k, 1)
+            index[i] = ones + sum(_bits(buf, data, m, 1) for m in range(k))
+        else:
+            valid[i] = value
+            index[i] = ones + value * k
     return valid, index
 
 
@@ -92,22 +111,9 @@ def hybrid_gather(buf, start: int, end: int, bit_width: int, nvals: int, wanted)
         raise IndexFormatError(f"Parquet RLE / bit-packed data with a bit width of {bit_width}", start)
     _check(buf, start, end, what)
     out = np.zeros(len(wanted), dtype=np.uint32)
-    values = []
-    runs = _runs(buf, start, end, bit_width, what)
-    for i, w in enumerate(int(w) for w in wanted):
-        if w < 0 or w >= nvals:
-            _fail(what, f"value {w} asked for, past the page's values", None)
-        while len(values) <= w:
-            got = next(runs, None)
-            if got is None:
-                _fail(what, f"the runs end before value {w}", end)
-            _, count, packed, value, data = got
-            count = min(count, nvals - len(values))
-            if packed:
-                values.extend(_bits(buf, data, k, bit_width) for k in range(count))
-            else:
-                values.extend([value & 0xFFFFFFFF] * count)
-        out[i] = values[w]
+    for i, w, base, count, packed, value, data in _walk(buf, start, end, bit_width, nvals, wanted, what):
+        if i is not None:
+            out[i] = _bits(buf, data, w - base, bit_width) if packed else value & 0xFFFFFFFF
     return out
 
 
