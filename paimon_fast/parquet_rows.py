@@ -26,6 +26,12 @@ if they need it) are more than :data:`PAGE_FRACTION` of its chunk's bytes,
 decoding them saves little and the copy costs (measured:
 ``benchmarks/bench_parquet_rows.py``).
 
+Flat columns of plain types (integers, floats, booleans, dates, times, timestamps,
+strings, binaries) are not decoded by pyarrow at all: the page decoder
+(:mod:`paimon_fast.parquet_pages`) reads their selected pages value by value and builds
+only the wanted rows, so the byte cost rule does not send them to the row-group read
+(:data:`DECODER_PAGE_FRACTION`); rows likely in every page of a chunk still do.
+
 The footer and the page locations are read by :mod:`paimon_fast.parquet_footer`
 with our own Thrift compact codec (:mod:`paimon_fast.thrift_compact`), only as
 large as the footer, page headers and page index need.
@@ -56,6 +62,11 @@ from .thrift_compact import _T_I32, _T_STRUCT, _Encoder
 # the dictionary page when they are dictionary-encoded) are at most this fraction of the column
 # chunk's; above it the row group's column is decoded whole (bench_parquet_rows.py measures it).
 PAGE_FRACTION = 0.8
+# The same for columns the page decoder reads (parquet_pages): it decompresses the selected pages
+# and builds only the wanted values, where the row-group read decompresses and decodes every page,
+# so no fraction makes the row-group read cheaper (bench_parquet_rows.py, test_page_decoder).  Rows
+# spread over every page of a chunk still go to the row-group read (the per-page work adds up).
+DECODER_PAGE_FRACTION = 1.0
 
 
 def _open(source):
@@ -375,15 +386,16 @@ class _Ctx:
     the columns decoded as dictionaries, the cost rule's fraction, the stats, the page
     decoder's kernels (None: pyarrow decodes the pages) and the dictionaries it decoded."""
 
-    __slots__ = ("src", "pa_source", "pf", "dict_cols", "st", "frac", "threads", "kern", "dicts")
+    __slots__ = ("src", "pa_source", "pf", "dict_cols", "st", "frac", "direct_frac", "threads", "kern", "dicts")
 
-    def __init__(self, src, pa_source, dict_cols, st, frac, threads=False, kern=None):
+    def __init__(self, src, pa_source, dict_cols, st, frac, threads=False, kern=None, direct_frac=None):
         self.src = src
         self.pa_source = pa_source
         self.pf = None
         self.dict_cols = dict_cols
         self.st = st
         self.frac = frac
+        self.direct_frac = frac if direct_frac is None else direct_frac
         self.threads = threads
         self.kern = kern
         self.dicts = {}
@@ -460,8 +472,8 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     as the caller knows it (e.g. a manifest): a footer that disagrees is an
     :class:`IndexFormatError`.  ``dictionary_columns`` come back dictionary-encoded (pyarrow's
     ``read_dictionary``).  ``stats`` (a :class:`PageReadStats`) is added to.
-    ``page_fraction`` overrides :data:`PAGE_FRACTION` (0 reads every column chunk whole,
-    1 reads pages whenever possible).  ``use_threads``: pyarrow's thread pool for column chunks
+    ``page_fraction`` overrides :data:`PAGE_FRACTION` and :data:`DECODER_PAGE_FRACTION` (0 reads
+    every column chunk whole, 1 reads pages whenever possible).  ``use_threads``: pyarrow's thread pool for column chunks
     read whole (small page reads are decoded in the calling thread).  ``page_decoder``: who
     decodes the selected pages of flat columns of plain types: ``"kernel"`` (only the wanted
     values, :mod:`paimon_fast.parquet_pages`), ``"twin"`` (the same in pure Python, for tests)
@@ -481,7 +493,8 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     st = PageReadStats()
     src, key, pa_source, owned = _open(source)
     ctx = _Ctx(src, pa_source, set(dictionary_columns), st,
-               PAGE_FRACTION if page_fraction is None else float(page_fraction), use_threads, kern)
+               PAGE_FRACTION if page_fraction is None else float(page_fraction), use_threads, kern,
+               DECODER_PAGE_FRACTION if page_fraction is None else float(page_fraction))
     try:
         try:
             fo = _footer(src, key)
@@ -619,14 +632,16 @@ def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
         cols: Dict[str, pa.ChunkedArray] = {}
         decoded = 0
         # rows spread over (nearly) the whole row group: many of them may be in every page
-        spread = ctx.frac < 1 and len(local) > 8 and (local[-1] - local[0] + 1) * 16 >= nrows * 15
+        spread = len(local) > 8 and (local[-1] - local[0] + 1) * 16 >= nrows * 15
         for f in fields:
+            p = plans.get(f.index) if f.name not in ctx.dict_cols else None
+            frac = ctx.frac if p is None else ctx.direct_frac
             st.bytes_total += _chunk_bytes(fo, g, f)
             if not f.flat:
                 whole.append(f)
                 st._fallback("nested column")
                 continue
-            if spread and _likely_every_page(fo, g, f.leaves.start, len(local)):
+            if spread and ctx.frac < 1 and _likely_every_page(fo, g, f.leaves.start, len(local)):
                 whole.append(f)  # the cost rule's answer, without reading where the pages are
                 st._fallback("cost rule")
                 continue
@@ -641,12 +656,11 @@ def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
             # cost rule: the bytes each way decodes (the dictionary page only for dictionary-encoded pages)
             dict_bytes = pg.dict_range[1] if pg.dict_range is not None else 0
             by_page = int(pg.size[sel].sum()) + (dict_bytes if pg.dict_enc[sel].any() else 0)
-            if by_page > ctx.frac * (pg.data_bytes + dict_bytes):
+            if by_page > frac * (pg.data_bytes + dict_bytes):
                 whole.append(f)
                 st._fallback("cost rule")
                 continue
-            p = plans.get(f.index)
-            if p is not None and f.name not in ctx.dict_cols:
+            if p is not None:
                 try:
                     arr, nbytes = _read_chunk(src, pg, sel, j, local, p, ctx.dicts, (g, f.leaves.start), ctx.kern)
                 except _DecoderUnsupported as e:

@@ -92,12 +92,19 @@ def def_levels(buf, start: int, end: int, nvals: int, wanted):
                 ones += prev
             if not packed and value > 1:
                 _fail(what, f"a definition level of {value} (the maximum is 1)", None)
-            prev = sum(_bits(buf, data, k, 1) for k in range(count)) if packed else value * count
+            if packed:  # the run's levels and running counts (bounded by its bytes)
+                levels = [_bits(buf, data, k, 1) for k in range(count)]
+                before = [0]
+                for lv in levels:
+                    before.append(before[-1] + lv)
+                prev = before[-1]
+            else:
+                prev = value * count
             continue
         k = w - base
         if packed:
-            valid[i] = _bits(buf, data, k, 1)
-            index[i] = ones + sum(_bits(buf, data, m, 1) for m in range(k))
+            valid[i] = levels[k]
+            index[i] = ones + before[k]
         else:
             valid[i] = value
             index[i] = ones + value * k
