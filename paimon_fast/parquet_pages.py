@@ -128,6 +128,64 @@ def _decompress(codec, body, usize: int, cap: int, at: int, what: str):
     return np.frombuffer(out, dtype=np.uint8)
 
 
+_STREAMING = ("zstd", "gzip", "brotli")  # codecs pyarrow decompresses as a stream: a prefix costs a prefix
+_STREAM_MIN = 64 << 10  # smaller pages are decompressed in one call
+
+
+class _Body:
+    """The uncompressed bytes of a page (or of a V2 page's values), decompressed only as far as
+    asked when the codec streams: the wanted rows of a page seldom need all of it."""
+
+    __slots__ = ("buf", "usize", "stream", "at", "what")
+
+    def __init__(self, codec, comp, usize: int, cap: int, at: int, what: str):
+        self.usize, self.at, self.what, self.stream = usize, at, what, None
+        if codec is not None and codec.name in _STREAMING and usize >= _STREAM_MIN:
+            if usize > cap:
+                raise IndexFormatError(f"Parquet {what} of {usize} uncompressed bytes (at most {cap} expected)", at)
+            self.stream = pa.CompressedInputStream(pa.BufferReader(pa.py_buffer(comp)), codec.name)
+            self.buf = np.zeros(0, dtype=np.uint8)
+        else:
+            self.buf = _decompress(codec, comp, usize, cap, at, what)
+
+    @property
+    def complete(self) -> bool:
+        return self.stream is None
+
+    def upto(self, n: int) -> np.ndarray:
+        """At least the first ``min(n, size)`` bytes (all of them once complete)."""
+        have = len(self.buf)
+        if self.stream is None or n <= have:
+            return self.buf
+        n = min(self.usize, max(n, 2 * have, 16 << 10))  # geometric steps: few copies
+        try:
+            more = self.stream.read(n - have)
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise IndexFormatError(f"Parquet {self.what} not decompressible: {e}", self.at) from None
+        if len(more) != n - have:
+            raise IndexFormatError(f"Parquet {self.what}: {have + len(more)} bytes decompressed, {self.usize} "
+                                   "expected", self.at)
+        more = np.frombuffer(more, dtype=np.uint8)
+        self.buf = more if not have else np.concatenate((self.buf, more))
+        if n == self.usize:
+            self.stream = None
+        return self.buf
+
+    def all(self) -> np.ndarray:
+        return self.upto(self.usize)
+
+    def attempt(self, need: int, fn):
+        """``fn(buffer)`` on a prefix of about ``need`` bytes; on the whole when that is too short
+        (a kernel reading a prefix sees the same bytes as on the whole, or fails)."""
+        buf = self.upto(need)
+        if self.complete:
+            return fn(buf)
+        try:
+            return fn(buf)
+        except IndexFormatError:
+            return fn(self.all())
+
+
 def _header(buf, at: int):
     """``(PageHeader dict, header length)`` of the page at the start of ``buf``."""
     dec = _Decoder(buf, 0, len(buf), at, "Parquet page header")
@@ -140,14 +198,29 @@ def _header(buf, at: int):
 
 
 class Dictionary:
-    """A column chunk's decoded dictionary page: fixed-width values, or BYTE_ARRAY values as
-    the page's bytes with each value's start and length."""
+    """A column chunk's decoded dictionary page: fixed-width values (``values``, or a page
+    ``body`` of ``size`` values decompressed as far as the indexes asked for need), or
+    BYTE_ARRAY values as the page's bytes with each value's start and length."""
 
-    __slots__ = ("values", "buf", "starts", "lens", "size")
+    __slots__ = ("values", "buf", "starts", "lens", "size", "body", "dtype")
 
-    def __init__(self, values=None, buf=None, starts=None, lens=None):
+    def __init__(self, values=None, buf=None, starts=None, lens=None, body=None, size=0, dtype=None):
         self.values, self.buf, self.starts, self.lens = values, buf, starts, lens
-        self.size = len(values) if values is not None else len(starts)
+        self.body, self.dtype = body, dtype
+        self.size = len(values) if values is not None else len(starts) if starts is not None else size
+
+    def take(self, idx: np.ndarray) -> np.ndarray:
+        """The fixed-width values at dictionary indexes ``idx`` (checked)."""
+        if not len(idx):
+            return np.zeros(0, dtype=self.dtype if self.values is None else self.values.dtype)
+        m = int(idx.max()) + 1
+        if m > self.size:
+            raise IndexFormatError(f"Parquet dictionary index {m - 1} out of range (a dictionary of {self.size} "
+                                   "values)", None)
+        if self.values is not None:
+            return self.values[idx]
+        buf = self.body.upto(m * self.dtype.itemsize)
+        return np.frombuffer(buf, dtype=self.dtype, count=m)[idx]
 
 
 def plain_values(physical: int, buf, start: int, end: int, nvals: int, at: int, kern) -> "np.ndarray | tuple":
@@ -178,8 +251,15 @@ def read_dictionary(raw, at: int, physical: int, codec, cap: int, kern) -> Dicti
                 raise IndexFormatError("Parquet dictionary page without its header", at + pos)
             if d.get(2, _PLAIN) not in (_PLAIN, _PLAIN_DICTIONARY):
                 raise Unsupported(f"dictionary page encoding {d.get(2)}")
-            body = np.frombuffer(raw, dtype=np.uint8, count=csize, offset=pos + hlen)
-            page = _decompress(codec, body, h[2], cap, at + pos, "dictionary page")
+            body = _Body(codec, np.frombuffer(raw, dtype=np.uint8, count=csize, offset=pos + hlen), h[2], cap,
+                         at + pos, "dictionary page")
+            dt = _WIDTH.get(physical)
+            if dt is not None and not body.complete:  # decompressed as far as the indexes need
+                if d[1] * dt.itemsize > h[2]:
+                    raise IndexFormatError(f"Parquet dictionary page: {d[1]} values of {dt.itemsize} bytes in "
+                                           f"{h[2]} bytes", at + pos)
+                return Dictionary(body=body, size=d[1], dtype=dt)
+            page = body.all()
             vals = plain_values(physical, page, 0, len(page), d[1], at + pos, kern)
             if physical == _BYTE_ARRAY:
                 return Dictionary(buf=page, starts=vals[0], lens=vals[1])
@@ -193,27 +273,29 @@ def read_dictionary(raw, at: int, physical: int, codec, cap: int, kern) -> Dicti
 def decode_page(raw, at: int, rows: np.ndarray, p: Plan, codec, cap: int, dictionary, kern) -> pa.Array:
     """The values at page rows ``rows`` (sorted, repeats allowed) of the data page ``raw``
     (its header and body, at file offset ``at``) as an Arrow array of the plan's field type.
-    ``dictionary``: a callable giving the chunk's :class:`Dictionary` (read on first need)."""
+    ``dictionary``: a callable giving the chunk's :class:`Dictionary` (read on first need).
+    Streaming codecs decompress the page only as far as the wanted rows need."""
     h, hlen = _header(raw, at)
     t, usize, csize = h[1], h[2], h[3]
-    body = np.frombuffer(raw, dtype=np.uint8, count=csize, offset=hlen)
+    comp = np.frombuffer(raw, dtype=np.uint8, count=csize, offset=hlen)
     if t == _DATA_PAGE:
         d = h.get(5)
         if not isinstance(d, dict) or not isinstance(d.get(1), int) or not isinstance(d.get(2), int):
             raise IndexFormatError("Parquet data page without its header", at)
         nvals, enc = d[1], d[2]
-        page = _decompress(codec, body, usize, cap, at, "data page")
+        body = _Body(codec, comp, usize, cap, at, "data page")
         vs = 0
         if p.optional:
             if d.get(3, _RLE) != _RLE:
                 raise Unsupported(f"definition level encoding {d.get(3)}")
-            if len(page) < 4:
+            head = body.upto(4)
+            if len(head) < 4:
                 raise IndexFormatError("Parquet data page too short for its definition levels", at)
-            n = int.from_bytes(bytes(page[:4]), "little")
-            if n > len(page) - 4:
+            n = int.from_bytes(bytes(head[:4]), "little")
+            levels = body.upto(4 + n)
+            if n > len(levels) - 4:
                 raise IndexFormatError(f"Parquet data page: {n} bytes of definition levels past its end", at)
-            levels, ls, le, vs = page, 4, 4 + n, 4 + n
-        values = page
+            ls, le, vs = 4, 4 + n, 4 + n
     elif t == _DATA_PAGE_V2:
         d = h.get(8)
         if not isinstance(d, dict) or not all(isinstance(d.get(k), int) for k in (1, 3, 4, 5, 6)):
@@ -224,10 +306,9 @@ def decode_page(raw, at: int, rows: np.ndarray, p: Plan, codec, cap: int, dictio
         if dl < 0 or dl > csize or usize < dl:
             raise IndexFormatError(f"Parquet data page V2: {dl} bytes of definition levels in {csize}", at)
         if p.optional:
-            levels, ls, le = body, 0, dl
-        comp = d.get(7, True) is not False
-        rest = body[dl:]
-        values = _decompress(codec if comp else None, rest, usize - dl, cap, at, "data page V2")
+            levels, ls, le = comp, 0, dl
+        comp_values = d.get(7, True) is not False
+        body = _Body(codec if comp_values else None, comp[dl:], usize - dl, cap, at, "data page V2")
         vs = 0
     else:
         raise IndexFormatError(f"Parquet page of type {t} where a data page should be", at)
@@ -241,44 +322,56 @@ def decode_page(raw, at: int, rows: np.ndarray, p: Plan, codec, cap: int, dictio
         if n and int(rows[-1]) >= nvals:
             raise IndexFormatError(f"Parquet data page of {nvals} values: row {int(rows[-1])} asked for", at)
         keep, nvalid, want = None, n, rows
-    ve = len(values)
+    last = int(want[-1]) + 1 if nvalid else 0  # values the wanted rows reach
     if enc in (_PLAIN_DICTIONARY, _RLE_DICTIONARY):
         if nvalid:
-            if vs >= ve:
+            head = body.upto(vs + 1)
+            if vs >= len(head):
                 raise IndexFormatError("Parquet data page: dictionary indexes without their bit width", at)
-            bw = int(values[vs])
-            idx = kern.hybrid_gather(values, vs + 1, ve, bw, nvals, want).astype(np.int64)
+            bw = int(head[vs])
+            idx = body.attempt(vs + 1 + (last * bw + 7) // 8 + last // 4 + 64,
+                               lambda b: kern.hybrid_gather(b, vs + 1, len(b), bw, nvals, want)).astype(np.int64)
         else:
             idx = np.zeros(0, dtype=np.int64)
         dic = dictionary()
         if p.physical == _BYTE_ARRAY:
             return _binary(p, n, keep, nvalid, dic.buf, dic.starts, dic.lens, idx, kern)
-        if nvalid and int(idx.max()) >= dic.size:
-            raise IndexFormatError(f"Parquet dictionary index {int(idx.max())} out of range (a dictionary of "
-                                   f"{dic.size} values)", at)
-        return _fixed(p, n, keep, nvalid, dic.values[idx])
+        return _fixed(p, n, keep, nvalid, dic.take(idx))
     if enc == _PLAIN:
         if p.physical == _BYTE_ARRAY:
-            starts, lens = kern.ba_walk(values, vs, ve, nvals, want)
+            avg = (usize - vs) // max(nvals, 1) + 1
+
+            def walk(b):
+                return kern.ba_walk(b, vs, len(b), nvals, want)
+            starts, lens = body.attempt(vs + last * avg + last // 4 + 256, walk)
+            values = body.buf
             return _binary(p, n, keep, nvalid, values, starts, lens, np.arange(nvalid, dtype=np.int64), kern)
         if p.physical == _BOOLEAN:
+            values = body.upto(vs + (last + 7) // 8)
+            ve = len(values)
             if nvalid and vs + (int(want[-1]) >> 3) >= ve:
                 raise IndexFormatError(f"Parquet data page: boolean value {int(want[-1])} past its end", at)
             b = np.frombuffer(values, dtype=np.uint8, count=ve - vs, offset=vs)
             return _fixed(p, n, keep, nvalid, (b[want >> 3] >> (want & 7).astype(np.uint8)) & 1)
         dt = _WIDTH[p.physical]
-        have = (ve - vs) // dt.itemsize
+        values = body.upto(vs + last * dt.itemsize)
+        have = (len(values) - vs) // dt.itemsize
         if nvalid and int(want[-1]) >= have:
             raise IndexFormatError(f"Parquet data page: value {int(want[-1])} past its {have} values", at)
         return _fixed(p, n, keep, nvalid, np.frombuffer(values, dtype=dt, count=have, offset=vs)[want])
     if enc == _RLE and p.physical == _BOOLEAN:
-        if ve - vs < 4:
+        head = body.upto(vs + 4)
+        if len(head) - vs < 4:
             raise IndexFormatError("Parquet data page: RLE booleans without their length", at)
-        m = int.from_bytes(bytes(values[vs:vs + 4]), "little")
-        if m > ve - vs - 4:
-            raise IndexFormatError(f"Parquet data page: {m} bytes of RLE booleans past its end", at)
-        bits = kern.hybrid_gather(values, vs + 4, vs + 4 + m, 1, nvals, want) if nvalid else np.zeros(0, np.uint32)
-        return _fixed(p, n, keep, nvalid, bits)
+        m = int.from_bytes(bytes(head[vs:vs + 4]), "little")
+        if not nvalid:
+            return _fixed(p, n, keep, nvalid, np.zeros(0, np.uint32))
+
+        def bits(b):
+            if m > len(b) - vs - 4 and len(b) == body.usize:
+                raise IndexFormatError(f"Parquet data page: {m} bytes of RLE booleans past its end", at)
+            return kern.hybrid_gather(b, vs + 4, min(vs + 4 + m, len(b)), 1, nvals, want)
+        return _fixed(p, n, keep, nvalid, body.attempt(vs + 4 + last // 4 + 64, bits))
     raise Unsupported(f"encoding {enc}")
 
 

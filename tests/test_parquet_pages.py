@@ -82,7 +82,8 @@ def _positions(rng, n):
 
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
 @pytest.mark.parametrize("codec", ["none", "snappy", "zstd", "gzip", "lz4", "brotli"])
-def test_rows_equal_pyarrow_every_codec_and_page_version(version, codec):
+def test_rows_equal_pyarrow_every_codec_and_page_version(version, codec, monkeypatch):
+    monkeypatch.setattr(pp, "_STREAM_MIN", 0)  # small pages decompressed as far as the rows need too
     rng = np.random.default_rng(abs(hash((version, codec))) % (1 << 31))
     n = 1500
     t = _table(rng, n, 0.25)
@@ -107,14 +108,16 @@ def test_rows_equal_pyarrow_every_codec_and_page_version(version, codec):
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_random_tables_and_positions(seed):
+def test_random_tables_and_positions(seed, monkeypatch):
     """Random null fractions (none to all), page and row group sizes, dictionary limits; the
     decoder against pyarrow's full read and against the pages decoded by pyarrow."""
+    if seed % 2:
+        monkeypatch.setattr(pp, "_STREAM_MIN", 0)
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 4000))
     t = _table(rng, n, float(rng.choice([0.0, 0.05, 0.5, 1.0])))
     t = t.select(list(rng.choice(DECODED, int(rng.integers(1, 8)), replace=False)) + ["list"])
-    raw = _write(t, compression=str(rng.choice(["none", "snappy", "zstd", "lz4"])),
+    raw = _write(t, compression=str(rng.choice(["none", "snappy", "zstd", "lz4", "gzip"])),
                  data_page_version=str(rng.choice(["1.0", "2.0"])), use_dictionary=bool(rng.random() < 0.7),
                  write_page_index=bool(rng.random() < 0.5), data_page_size=int(rng.integers(64, 8192)),
                  dictionary_pagesize_limit=int(rng.choice([128, 1 << 20])),
@@ -129,6 +132,28 @@ def test_random_tables_and_positions(seed):
         if len(pos):
             assert st.pages_direct > 0 and st.rows_decoded <= max(len(pos), n) and \
                 not any(k.startswith("page decoder") for k in st.fallbacks), st
+
+
+@pytest.mark.parametrize("codec", ["zstd", "gzip", "brotli"])
+def test_large_pages_decompressed_as_far_as_needed(codec):
+    """1 MB pages and dictionary pages of streaming codecs: rows near the start, the end and
+    both, through prefixes that grow and prefixes too short for a first guess."""
+    rng = np.random.default_rng(7)
+    n = 200_000
+    t = pa.table({"i": pa.array(rng.integers(0, 1 << 40, n), mask=rng.random(n) < 0.1),
+                  "d": pa.array(rng.integers(0, 20_000, n).astype(np.float64)),
+                  "s": pa.array(np.char.add("value-", rng.integers(0, 30_000, n).astype(str))),
+                  "p": pa.array([f"{v}" * int(v % 7) for v in rng.integers(0, 10**6, n)]),
+                  "b": pa.array(rng.random(n) < 0.5, mask=rng.random(n) < 0.2)})
+    for version in ("1.0", "2.0"):
+        raw = _write(t, compression=codec, data_page_version=version, use_dictionary=["i", "d", "s"],
+                     row_group_size=n)
+        full = pq.read_table(io.BytesIO(raw))
+        for pos in ([3], [n - 1], [2, n // 2, n - 2], sorted(rng.choice(n, 25))):
+            st = pr.PageReadStats()
+            got = pr.read_rows(raw, pos, page_fraction=1.0, stats=st)
+            assert got.equals(full.take(pa.array(pos, pa.int64()))), (version, pos)
+            assert st.pages_direct == st.pages_read, st
 
 
 def test_stats_and_cost_rule_and_dictionary_reads(tmp_path):
@@ -300,19 +325,21 @@ def _chunk_pages(raw, col):
     return plans[f.index], pg, pp._codec(pg.meta[4])
 
 
+@pytest.mark.parametrize("codec", ["none", "zstd"])
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
 @pytest.mark.parametrize("col", ["s", "i"])
-def test_truncated_and_mutated_pages(version, col):
+def test_truncated_and_mutated_pages(version, col, codec, monkeypatch):
     """Every truncation of a real page raises IndexFormatError; random byte flips give rows or
     IndexFormatError (never another error), the same from kernel and twin."""
+    monkeypatch.setattr(pp, "_STREAM_MIN", 0)
     rng = np.random.default_rng(4)
     n = 400
     t = pa.table({"s": pa.array([f"v{i % 13}" if i % 5 else None for i in range(n)]),
                   "i": pa.array([i * 7 if i % 3 else None for i in range(n)], pa.int64())})
     for dictionary in (True, False):
-        raw = _write(t, compression="none", data_page_version=version, use_dictionary=dictionary,
+        raw = _write(t, compression=codec, data_page_version=version, use_dictionary=dictionary,
                      data_page_size=1 << 20)
-        p, pg, codec = _chunk_pages(raw, col)
+        p, pg, cod = _chunk_pages(raw, col)
         off, size = int(pg.offset[0]), int(pg.size[0])
         page = raw[off:off + size]
         rows = np.array([1, 2, 250, int(pg.rows[0]) - 1], np.int64)
@@ -322,16 +349,16 @@ def test_truncated_and_mutated_pages(version, col):
             def get():
                 if "d" not in dicts:
                     s, ln = pg.dict_range
-                    dicts["d"] = pp.read_dictionary(raw[s:s + ln], s, p.physical, codec, 1 << 20, kern)
+                    dicts["d"] = pp.read_dictionary(raw[s:s + ln], s, p.physical, cod, 1 << 20, kern)
                 return dicts["d"]
             return get
 
-        good = pp.decode_page(page, off, rows, p, codec, 1 << 20, dictionary_of(KERNEL), KERNEL)
+        good = pp.decode_page(page, off, rows, p, cod, 1 << 20, dictionary_of(KERNEL), KERNEL)
         assert good.equals(t.column(col).take(rows).combine_chunks())
         for cut in range(0, size):
             for kern in IMPLS:
                 with pytest.raises(IndexFormatError):
-                    pp.decode_page(page[:cut], off, rows, p, codec, 1 << 20, dictionary_of(kern), kern)
+                    pp.decode_page(page[:cut], off, rows, p, cod, 1 << 20, dictionary_of(kern), kern)
         for _ in range(150):
             bad = bytearray(page)
             for k in rng.integers(0, size, int(rng.integers(1, 4))):
@@ -339,7 +366,7 @@ def test_truncated_and_mutated_pages(version, col):
             out = []
             for kern in IMPLS:
                 try:
-                    out.append(pp.decode_page(bytes(bad), off, rows, p, codec, 1 << 20, dictionary_of(kern), kern))
+                    out.append(pp.decode_page(bytes(bad), off, rows, p, cod, 1 << 20, dictionary_of(kern), kern))
                 except IndexFormatError:
                     out.append("error")
                 except pp.Unsupported:
