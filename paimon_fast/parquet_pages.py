@@ -129,6 +129,7 @@ def _decompress(codec, body, usize: int, cap: int, at: int, what: str):
 
 
 _STREAMING = ("zstd", "gzip", "brotli")  # codecs pyarrow decompresses as a stream: a prefix costs a prefix
+# (and Snappy, by the kernel's snappy_prefix)
 _STREAM_MIN = 64 << 10  # smaller pages are decompressed in one call
 
 
@@ -136,14 +137,16 @@ class _Body:
     """The uncompressed bytes of a page (or of a V2 page's values), decompressed only as far as
     asked when the codec streams: the wanted rows of a page seldom need all of it."""
 
-    __slots__ = ("buf", "usize", "stream", "at", "what")
+    __slots__ = ("buf", "usize", "stream", "at", "what", "comp", "kern")
 
-    def __init__(self, codec, comp, usize: int, cap: int, at: int, what: str):
-        self.usize, self.at, self.what, self.stream = usize, at, what, None
-        if codec is not None and codec.name in _STREAMING and usize >= _STREAM_MIN:
+    def __init__(self, codec, comp, usize: int, cap: int, at: int, what: str, kern=None):
+        self.usize, self.at, self.what, self.stream, self.comp, self.kern = usize, at, what, None, comp, kern
+        name = codec.name if codec is not None else None
+        if usize >= _STREAM_MIN and (name in _STREAMING or (name == "snappy" and kern is not None)):
             if usize > cap:
                 raise IndexFormatError(f"Parquet {what} of {usize} uncompressed bytes (at most {cap} expected)", at)
-            self.stream = pa.CompressedInputStream(pa.BufferReader(pa.py_buffer(comp)), codec.name)
+            self.stream = "snappy" if name == "snappy" else \
+                pa.CompressedInputStream(pa.BufferReader(pa.py_buffer(comp)), name)
             self.buf = np.zeros(0, dtype=np.uint8)
         else:
             self.buf = _decompress(codec, comp, usize, cap, at, what)
@@ -158,6 +161,15 @@ class _Body:
         if self.stream is None or n <= have:
             return self.buf
         n = min(self.usize, max(n, 2 * have, 16 << 10))  # geometric steps: few copies
+        if self.stream == "snappy":  # the prefix again, longer (at most twice the work in all)
+            data, total = self.kern.snappy_prefix(self.comp, n)
+            if total != self.usize or len(data) != n:
+                raise IndexFormatError(f"Parquet {self.what}: Snappy data of {total} bytes, {self.usize} expected",
+                                       self.at)
+            self.buf = np.frombuffer(data, dtype=np.uint8)
+            if n == self.usize:
+                self.stream = None
+            return self.buf
         try:
             more = self.stream.read(n - have)
         except (pa.ArrowException, OSError, ValueError) as e:
@@ -252,7 +264,7 @@ def read_dictionary(raw, at: int, physical: int, codec, cap: int, kern) -> Dicti
             if d.get(2, _PLAIN) not in (_PLAIN, _PLAIN_DICTIONARY):
                 raise Unsupported(f"dictionary page encoding {d.get(2)}")
             body = _Body(codec, np.frombuffer(raw, dtype=np.uint8, count=csize, offset=pos + hlen), h[2], cap,
-                         at + pos, "dictionary page")
+                         at + pos, "dictionary page", kern)
             dt = _WIDTH.get(physical)
             if dt is not None and not body.complete:  # decompressed as far as the indexes need
                 if d[1] * dt.itemsize > h[2]:
@@ -283,7 +295,7 @@ def decode_page(raw, at: int, rows: np.ndarray, p: Plan, codec, cap: int, dictio
         if not isinstance(d, dict) or not isinstance(d.get(1), int) or not isinstance(d.get(2), int):
             raise IndexFormatError("Parquet data page without its header", at)
         nvals, enc = d[1], d[2]
-        body = _Body(codec, comp, usize, cap, at, "data page")
+        body = _Body(codec, comp, usize, cap, at, "data page", kern)
         vs = 0
         if p.optional:
             if d.get(3, _RLE) != _RLE:
@@ -308,7 +320,7 @@ def decode_page(raw, at: int, rows: np.ndarray, p: Plan, codec, cap: int, dictio
         if p.optional:
             levels, ls, le = comp, 0, dl
         comp_values = d.get(7, True) is not False
-        body = _Body(codec if comp_values else None, comp[dl:], usize - dl, cap, at, "data page V2")
+        body = _Body(codec if comp_values else None, comp[dl:], usize - dl, cap, at, "data page V2", kern)
         vs = 0
     else:
         raise IndexFormatError(f"Parquet page of type {t} where a data page should be", at)

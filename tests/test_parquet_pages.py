@@ -134,7 +134,7 @@ def test_random_tables_and_positions(seed, monkeypatch):
                 not any(k.startswith("page decoder") for k in st.fallbacks), st
 
 
-@pytest.mark.parametrize("codec", ["zstd", "gzip", "brotli"])
+@pytest.mark.parametrize("codec", ["zstd", "gzip", "brotli", "snappy"])
 def test_large_pages_decompressed_as_far_as_needed(codec):
     """1 MB pages and dictionary pages of streaming codecs: rows near the start, the end and
     both, through prefixes that grow and prefixes too short for a first guess."""
@@ -392,3 +392,28 @@ def test_dictionary_index_out_of_range():
         # a dictionary page claiming more values than its bytes hold
         with pytest.raises(IndexFormatError):
             pp.plain_values(p.physical, np.zeros(16, np.uint8), 0, 16, 5, 0, KERNEL)
+
+
+def test_snappy_prefix_kernel_and_twin():
+    rng = np.random.default_rng(5)
+    codec = pa.Codec("snappy")
+    datas = [b"", b"a", b"abc" * 30000, bytes(rng.integers(0, 256, 70000).astype(np.uint8)),
+             rng.integers(0, 50, 20000).astype(np.int64).tobytes(),
+             b"".join(f"value-{v}".encode() for v in rng.integers(0, 300, 20000))]
+    for raw in datas:
+        z = codec.compress(raw, asbytes=True)
+        for n in sorted({0, 1, 7, len(raw) // 3, len(raw) - 1, len(raw), len(raw) + 10} - {-1}):
+            for impl in IMPLS:
+                got, total = impl.snappy_prefix(np.frombuffer(z, np.uint8), n)
+                assert total == len(raw) and got == raw[:n]
+        if len(raw) > 100:  # truncated data, a copy reaching before the output's start
+            for impl in IMPLS:
+                with pytest.raises(IndexFormatError):
+                    impl.snappy_prefix(np.frombuffer(z[:len(z) // 2], np.uint8), len(raw))
+    for impl in IMPLS:
+        with pytest.raises(IndexFormatError, match="copy"):
+            impl.snappy_prefix(np.frombuffer(b"\x0a\x01\x05", np.uint8), 10)  # a copy from 5 bytes back at the start
+        with pytest.raises(IndexFormatError):
+            impl.snappy_prefix(np.frombuffer(b"\xff" * 11, np.uint8), 10)  # a length varint that never ends
+        with pytest.raises(IndexFormatError):
+            impl.snappy_prefix(np.frombuffer(b"\x0a\xf0", np.uint8), 10)  # a literal's length bytes cut off

@@ -318,3 +318,86 @@ def gather(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1]
             if k >= 0 and lens[k]:
                 memcpy(o + offsets[j], b + starts[k], <size_t>lens[k])
     return offsets_a, out
+
+
+def snappy_prefix(const uint8_t[::1] src, Py_ssize_t n):
+    """``(first min(n, total) uncompressed bytes, total)`` of a raw Snappy block (a page's
+    Snappy data), decoding only as many elements as that prefix needs."""
+    cdef Py_ssize_t size = src.shape[0], pos = 0, out_n = 0, ln = 0, off = 0, k, want
+    cdef uint64_t total = 0
+    cdef int e = OK
+    cdef const uint8_t *s = &src[0] if size else NULL
+    if n < 0:
+        raise ValueError("negative prefix")
+    with nogil:
+        e = _varint(s, &pos, size, &total)
+    if e or total > (<uint64_t>1 << 32):
+        raise IndexFormatError("Snappy data: bad uncompressed length", 0)
+    want = n if <uint64_t>n < total else <Py_ssize_t>total
+    out = PyBytes_FromStringAndSize(NULL, want)
+    cdef uint8_t *o = <uint8_t *>PyBytes_AS_STRING(out)
+    cdef uint8_t tag
+    cdef int kind, extra
+    with nogil:
+        while out_n < want:
+            if pos >= size:
+                e = E_TRUNC
+                break
+            tag = s[pos]
+            pos += 1
+            kind = tag & 3
+            if kind == 0:
+                ln = tag >> 2
+                if ln >= 60:
+                    extra = <int>ln - 59
+                    if size - pos < extra:
+                        e = E_TRUNC
+                        break
+                    ln = 0
+                    for k in range(extra):
+                        ln |= (<Py_ssize_t>s[pos + k]) << (8 * k)
+                    pos += extra
+                ln += 1
+                if ln > size - pos:
+                    e = E_TRUNC
+                    break
+                k = ln if ln < want - out_n else want - out_n
+                memcpy(o + out_n, s + pos, <size_t>k)
+                out_n += k
+                pos += ln
+                continue
+            if kind == 1:
+                if pos >= size:
+                    e = E_TRUNC
+                    break
+                ln = 4 + ((tag >> 2) & 7)
+                off = ((<Py_ssize_t>(tag >> 5)) << 8) | s[pos]
+                pos += 1
+            elif kind == 2:
+                if size - pos < 2:
+                    e = E_TRUNC
+                    break
+                ln = 1 + (tag >> 2)
+                off = s[pos] | (<Py_ssize_t>s[pos + 1] << 8)
+                pos += 2
+            else:
+                if size - pos < 4:
+                    e = E_TRUNC
+                    break
+                ln = 1 + (tag >> 2)
+                off = s[pos] | (<Py_ssize_t>s[pos + 1] << 8) | (<Py_ssize_t>s[pos + 2] << 16) | \
+                    (<Py_ssize_t>s[pos + 3] << 24)
+                pos += 4
+            if off <= 0 or off > out_n:
+                e = E_LEN
+                break
+            if ln > want - out_n:
+                ln = want - out_n
+            for k in range(ln):  # may overlap its own output
+                o[out_n + k] = o[out_n - off + k]
+            out_n += ln
+    if e == E_LEN:
+        raise IndexFormatError(f"Snappy data: a copy from {off} bytes back at output byte {out_n}", pos)
+    if e:
+        raise IndexFormatError("Snappy data: ends before its uncompressed length", pos)
+    return out, total

@@ -166,3 +166,58 @@ def gather(buf, starts, lens, idx):
         else:
             offsets.append(offsets[-1])
     return np.asarray(offsets, dtype=np.int64), b"".join(parts)
+
+
+def snappy_prefix(src, n: int):
+    src = bytes(memoryview(src).cast("B"))
+    if n < 0:
+        raise ValueError("negative prefix")
+    pos, total, shift = 0, 0, 0
+    while True:
+        if pos >= len(src) or shift > 63:
+            raise IndexFormatError("Snappy data: bad uncompressed length", 0)
+        c = src[pos]
+        pos += 1
+        total |= (c & 0x7F) << shift
+        if not c & 0x80:
+            break
+        shift += 7
+    if total > 1 << 32:
+        raise IndexFormatError("Snappy data: bad uncompressed length", 0)
+    want = min(n, total)
+    out = bytearray()
+    while len(out) < want:
+        if pos >= len(src):
+            raise IndexFormatError("Snappy data: ends before its uncompressed length", pos)
+        tag = src[pos]
+        pos += 1
+        kind = tag & 3
+        if kind == 0:
+            ln = tag >> 2
+            if ln >= 60:
+                extra = ln - 59
+                if len(src) - pos < extra:
+                    raise IndexFormatError("Snappy data: ends before its uncompressed length", pos)
+                ln = int.from_bytes(src[pos:pos + extra], "little")
+                pos += extra
+            ln += 1
+            if ln > len(src) - pos:
+                raise IndexFormatError("Snappy data: ends before its uncompressed length", pos)
+            out += src[pos:pos + min(ln, want - len(out))]
+            pos += ln
+            continue
+        need = {1: 1, 2: 2, 3: 4}[kind]
+        if len(src) - pos < need:
+            raise IndexFormatError("Snappy data: ends before its uncompressed length", pos)
+        if kind == 1:
+            ln = 4 + ((tag >> 2) & 7)
+            off = ((tag >> 5) << 8) | src[pos]
+        else:
+            ln = 1 + (tag >> 2)
+            off = int.from_bytes(src[pos:pos + need], "little")
+        pos += need
+        if off <= 0 or off > len(out):
+            raise IndexFormatError(f"Snappy data: a copy from {off} bytes back at output byte {len(out)}", pos)
+        for _ in range(min(ln, want - len(out))):
+            out.append(out[-off])
+    return bytes(out), total
