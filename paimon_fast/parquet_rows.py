@@ -67,6 +67,8 @@ PAGE_FRACTION = 0.8
 # so no fraction makes the row-group read cheaper (bench_parquet_rows.py, test_page_decoder).  Rows
 # spread over every page of a chunk still go to the row-group read (the per-page work adds up).
 DECODER_PAGE_FRACTION = 1.0
+# Who decodes the selected pages of flat columns when read_rows is not told (its page_decoder).
+PAGE_DECODER = "kernel"
 
 
 def _open(source):
@@ -460,7 +462,7 @@ _SMALL_BATCH = 1 << 13  # the same for a small file of pages
 def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, rows: Optional[int] = None,
               dictionary_columns: Sequence[str] = (), stats: Optional[PageReadStats] = None,
               page_fraction: Optional[float] = None, use_threads: bool = False,
-              page_decoder: Optional[str] = "kernel") -> pa.Table:
+              page_decoder: Optional[str] = "default") -> pa.Table:
     """The rows of a Parquet file at ``positions``, as ``pyarrow.Table`` of ``columns`` (top-level
     names, default all): what ``pq.read_table(source, columns=columns).take(positions)`` returns,
     same types and schema metadata, decoding only the pages that hold those rows.
@@ -477,7 +479,8 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     read whole (small page reads are decoded in the calling thread).  ``page_decoder``: who
     decodes the selected pages of flat columns of plain types: ``"kernel"`` (only the wanted
     values, :mod:`paimon_fast.parquet_pages`), ``"twin"`` (the same in pure Python, for tests)
-    or None (pyarrow decodes whole pages copied into a small file, as for every other column).
+    or None (pyarrow decodes whole pages copied into a small file, as for every other column);
+    by default :data:`PAGE_DECODER` (``"kernel"``).
 
     Raises :class:`InvalidArgumentError` for positions out of order or outside the file,
     :class:`ColumnNotFoundError` for an unknown column, :class:`IndexFormatError` for a
@@ -487,6 +490,8 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     pos = _as_positions(positions)
     if len(pos) > 1 and np.any(pos[1:] < pos[:-1]):
         raise InvalidArgumentError("row positions must be sorted (non-decreasing)")
+    if page_decoder == "default":
+        page_decoder = PAGE_DECODER
     if page_decoder not in ("kernel", "twin", None):
         raise InvalidArgumentError(f"page_decoder must be 'kernel', 'twin' or None, not {page_decoder!r}")
     kern = None if page_decoder is None else _page_kernels(page_decoder == "twin")

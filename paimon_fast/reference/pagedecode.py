@@ -12,22 +12,31 @@ def _fail(what: str, msg: str, at):
     raise IndexFormatError(f"Parquet {what}: {msg}", at)
 
 
+def _varint(buf, pos: int, end: int):
+    """``(value, position after it)`` of the unsigned LEB128 varint at ``pos``, or
+    ``(None, "truncated" | "too long")``."""
+    v = shift = 0
+    while True:
+        if pos >= end:
+            return None, "truncated"
+        if shift > 63:
+            return None, "too long"
+        c = buf[pos]
+        pos += 1
+        v |= (c & 0x7F) << shift
+        if not c & 0x80:
+            return v & ((1 << 64) - 1), pos
+        shift += 7
+
+
 def _runs(buf, pos: int, end: int, bw: int, what: str):
     """Yield ``(position after the header, count, packed, value, data start)`` per run."""
     while pos < end:
-        h = shift = 0
-        while True:
-            if pos >= end:
-                _fail(what, "a run runs past the end of the encoded data", pos)
-            if shift > 63:
-                _fail(what, "a run header longer than 10 bytes", pos)
-            c = buf[pos]
-            pos += 1
-            h |= (c & 0x7F) << shift
-            if not c & 0x80:
-                break
-            shift += 7
-        h &= (1 << 64) - 1
+        h, after = _varint(buf, pos, end)
+        if h is None:
+            _fail(what, "a run runs past the end of the encoded data" if after == "truncated"
+                  else "a run header longer than 10 bytes", pos)
+        pos = after
         if h & 1:
             groups = h >> 1
             nbytes = groups * bw
@@ -172,17 +181,8 @@ def snappy_prefix(src, n: int):
     src = bytes(memoryview(src).cast("B"))
     if n < 0:
         raise ValueError("negative prefix")
-    pos, total, shift = 0, 0, 0
-    while True:
-        if pos >= len(src) or shift > 63:
-            raise IndexFormatError("Snappy data: bad uncompressed length", 0)
-        c = src[pos]
-        pos += 1
-        total |= (c & 0x7F) << shift
-        if not c & 0x80:
-            break
-        shift += 7
-    if total > 1 << 32:
+    total, pos = _varint(src, 0, len(src))
+    if total is None or total > 1 << 32:
         raise IndexFormatError("Snappy data: bad uncompressed length", 0)
     want = min(n, total)
     out = bytearray()
