@@ -475,8 +475,9 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     :class:`IndexFormatError`.  ``dictionary_columns`` come back dictionary-encoded (pyarrow's
     ``read_dictionary``).  ``stats`` (a :class:`PageReadStats`) is added to.
     ``page_fraction`` overrides :data:`PAGE_FRACTION` and :data:`DECODER_PAGE_FRACTION` (0 reads
-    every column chunk whole, 1 reads pages whenever possible).  ``use_threads``: pyarrow's thread pool for column chunks
-    read whole (small page reads are decoded in the calling thread).  ``page_decoder``: who
+    every column chunk whole, 1 reads pages whenever possible).  ``use_threads``: pyarrow's thread
+    pool for column chunks read whole (small page reads are decoded in the calling thread).
+    ``page_decoder``: who
     decodes the selected pages of flat columns of plain types: ``"kernel"`` (only the wanted
     values, :mod:`paimon_fast.parquet_pages`), ``"twin"`` (the same in pure Python, for tests)
     or None (pyarrow decodes whole pages copied into a small file, as for every other column);
