@@ -15,6 +15,11 @@ Positions: 1, 10, 1,000, 100,000 rows drawn uniformly (sorted).
 * ``rowgroup``: what the readers did before, pyarrow's ``read_row_group`` of the
   row group holding the rows, then ``take``.
 
+``test_page_decoder`` (group ``page_decoder[...]``) reads every column by page and
+compares who decodes the pages: ``kernel`` (the page decoder, only the wanted values),
+``twin`` (its pure-Python twin, up to 10 rows) and ``pyarrow`` (whole pages in a small
+file, ``page_decoder=None``).
+
 Footers are parsed once per file and cached (as they are for a table's files
 between queries); ``cold`` variants clear the cache every round.
 """
@@ -83,3 +88,24 @@ def test_read_rows(benchmark, files, layout, k, impl):
     benchmark.extra_info.update(rows_decoded=st.rows_decoded, pages_read=st.pages_read, pages_total=st.pages_total,
                                 bytes_read=st.bytes_read, bytes_total=st.bytes_total, whole=st.columns_whole,
                                 load=os.getloadavg()[0])
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("k", [1, 10, 1000, 100_000])
+@pytest.mark.parametrize("impl", ["kernel", "twin", "pyarrow"])
+def test_page_decoder(benchmark, files, layout, k, impl):
+    """Who decodes the selected pages (every column by page, ``page_fraction=1``): the page
+    decoder's kernels (only the wanted values), their pure-Python twin, or pyarrow (whole
+    pages copied into a small file, what read_rows did before the page decoder)."""
+    if impl == "twin" and k > 10:
+        pytest.skip("the twin walks every value in Python: minutes per round at this size")
+    path = files[layout]
+    pos = _positions(k)
+    benchmark.group = f"page_decoder[{layout}-{k}]"
+    benchmark.extra_info["impl"] = impl
+    dec = None if impl == "pyarrow" else impl
+
+    def run():
+        return pr.read_rows(path, pos, page_fraction=1.0, page_decoder=dec)
+    got = benchmark.pedantic(run, rounds=3 if impl == "twin" else 7, iterations=1, warmup_rounds=1)
+    assert got.equals(pq.read_table(path).take(pa.array(pos)))

@@ -5,10 +5,12 @@
 On a shared machine the load moves between two benchmark runs more than the
 difference being measured; here one process runs every engine once per round, in
 a shuffled order, and prints medians of wall clock and process CPU time (JSON).
-``pages`` is :func:`paimon_fast.parquet_rows.read_rows` with its cost rule;
-``rowgroups`` the same code with ``parquet_rows.PAGE_FRACTION = 0`` (every column
-chunk decoded whole, stopping at the batch of the last row: what the readers did
-before the page reader).  The data are the benchmark files' own:
+``pages`` is :func:`paimon_fast.parquet_rows.read_rows` with its cost rule and its
+page decoder; ``pyarrow_pages`` the same with ``parquet_rows.PAGE_DECODER = None``
+(pyarrow decodes the selected pages whole: what the readers did before the page
+decoder); ``rowgroups`` with ``PAGE_FRACTION = DECODER_PAGE_FRACTION = 0`` (every
+column chunk decoded whole, stopping at the batch of the last row: what the readers
+did before the page reader).  The data are the benchmark files' own:
 
 * ``topn``: ``bench_topn.py``'s dataset (``PF_BENCH_ROWS``, ``PF_BENCH_FILES``), the
   anchor its full read + ``select_k_unstable``;
@@ -36,13 +38,15 @@ import paimon_fast as pf  # noqa: E402
 from paimon_fast import parquet_rows as pr  # noqa: E402
 
 
-def _fraction(v):
+def _fraction(v, decoder="kernel"):
     def setup():
         pr.PAGE_FRACTION = v
+        pr.DECODER_PAGE_FRACTION = 1.0 if v and decoder else v
+        pr.PAGE_DECODER = decoder
     return setup
 
 
-PAGES, ROWGROUPS = _fraction(0.8), _fraction(0.0)
+PAGES, PYARROW_PAGES, ROWGROUPS = _fraction(0.8), _fraction(0.8, None), _fraction(0.0)
 
 
 def engines(what):
@@ -61,7 +65,8 @@ def engines(what):
         def full_read():
             t = pa.concat_tables([pq.read_table(f.abs_path, columns=["id", "score", "tag"]) for f in files])
             return t.take(pc.select_k_unstable(t, k=B.K, sort_keys=[("score", "descending")]))
-        return {"pages": (PAGES, kernel), "rowgroups": (ROWGROUPS, kernel), "full_read": (PAGES, full_read)}
+        return {"pages": (PAGES, kernel), "pyarrow_pages": (PYARROW_PAGES, kernel), "rowgroups": (ROWGROUPS, kernel),
+                "full_read": (PAGES, full_read)}
     if what == "gi":
         import bench_paimon_globalindex as B
         from paimon_fast.paimon import read_with_index
@@ -75,6 +80,7 @@ def engines(what):
         t = B._catalog(wh).get_table("db.t")
         p = pf.field("s") == "value-4242"
         return {"pages": (PAGES, lambda: read_with_index(t, p)[0]),
+                "pyarrow_pages": (PYARROW_PAGES, lambda: read_with_index(t, p)[0]),
                 "rowgroups": (ROWGROUPS, lambda: read_with_index(t, p)[0]),
                 "pypaimon_index": (PAGES, lambda: B._pypaimon_read(t, "value-4242"))}
     if what in ("point", "rare"):
@@ -105,6 +111,7 @@ def engines(what):
             raise SystemExit(f"run bench_parquet_rows.py once first (it writes {path})")
         pos = B._positions(int(k))
         return {"read_rows": (PAGES, lambda: pr.read_rows(path, pos)),
+                "pyarrow_pages": (PYARROW_PAGES, lambda: pr.read_rows(path, pos)),
                 "pages_forced": (_fraction(1.0), lambda: pr.read_rows(path, pos)),
                 "rowgroup": (PAGES, lambda: pq.ParquetFile(path).read_row_group(0, use_threads=False)
                              .take(pa.array(pos)))}

@@ -127,6 +127,7 @@ class _Footer:
             self.by_name[f.name] = None if f.name in self.by_name else f  # None: the name is not unique
         self.arrow_schema = _UNREAD  # the ARROW:schema (pyarrow's stored schema) or None, parsed on first use
         self.pages: Dict[tuple, object] = {}  # (row group, leaf) -> _Pages or _Unsupported
+        self.plans = None  # field index -> parquet_pages.Plan of the flat columns it decodes (made on first use)
         self.lock = threading.Lock()
 
     def _fields(self, raws) -> List[_Field]:

@@ -26,6 +26,12 @@ if they need it) are more than :data:`PAGE_FRACTION` of its chunk's bytes,
 decoding them saves little and the copy costs (measured:
 ``benchmarks/bench_parquet_rows.py``).
 
+Flat columns of plain types (integers, floats, booleans, dates, times, timestamps,
+strings, binaries) are not decoded by pyarrow at all: the page decoder
+(:mod:`paimon_fast.parquet_pages`) reads their selected pages value by value and builds
+only the wanted rows, so the byte cost rule does not send them to the row-group read
+(:data:`DECODER_PAGE_FRACTION`); rows likely in every page of a chunk still do.
+
 The footer and the page locations are read by :mod:`paimon_fast.parquet_footer`
 with our own Thrift compact codec (:mod:`paimon_fast.thrift_compact`), only as
 large as the footer, page headers and page index need.
@@ -45,6 +51,10 @@ from .errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
 from .parquet_footer import (_DATA_PAGE, _DATA_PAGE_V2, _DICT_ENCODINGS, _DICTIONARY_PAGE, _INDEX_PAGE, _MAGIC,
                              _Field, _Footer, _Pages, _Unsupported, _footer, _page_header, _pages)
 from .parquet_footer import _read_footer, clear_cache  # noqa: F401  (handed on at this path)
+from .parquet_pages import Unsupported as _DecoderUnsupported
+from .parquet_pages import kernels as _page_kernels
+from .parquet_pages import plan as _plan
+from .parquet_pages import read_chunk as _read_chunk
 from .source import BytesSource, FileObjSource, FileSource, Source, as_source
 from .thrift_compact import _T_I32, _T_STRUCT, _Encoder
 
@@ -52,6 +62,13 @@ from .thrift_compact import _T_I32, _T_STRUCT, _Encoder
 # the dictionary page when they are dictionary-encoded) are at most this fraction of the column
 # chunk's; above it the row group's column is decoded whole (bench_parquet_rows.py measures it).
 PAGE_FRACTION = 0.8
+# The same for columns the page decoder reads (parquet_pages): it decompresses the selected pages
+# and builds only the wanted values, where the row-group read decompresses and decodes every page,
+# so no fraction makes the row-group read cheaper (bench_parquet_rows.py, test_page_decoder).  Rows
+# spread over every page of a chunk still go to the row-group read (the per-page work adds up).
+DECODER_PAGE_FRACTION = 1.0
+# Who decodes the selected pages of flat columns when read_rows is not told (its page_decoder).
+PAGE_DECODER = "kernel"
 
 
 def _open(source):
@@ -81,8 +98,11 @@ class PageReadStats:
     """What :func:`read_rows` decoded, summed over the calls it is passed to.
 
     ``rows``: rows asked for; ``rows_decoded``: per row group, the most rows any one of
-    its columns decoded (whole row groups count all their rows); ``pages_read`` /
-    ``pages_total``: data pages decoded / in the column chunks read page by page;
+    its columns decoded (whole row groups count all their rows; the page decoder counts
+    only the rows it returns); ``pages_read`` / ``pages_total``: data pages decoded / in
+    the column chunks read page by page; ``pages_direct``: of ``pages_read``, those the
+    page decoder (:mod:`paimon_fast.parquet_pages`) read value by value, the others
+    pyarrow decoded whole;
     ``bytes_read`` / ``bytes_total``: compressed bytes decoded / in the column chunks of
     the row groups holding the rows; ``columns_by_page`` / ``columns_whole``: column chunks
     read page by page / whole; ``fallbacks``: why chunks were read whole, with counts
@@ -92,6 +112,7 @@ class PageReadStats:
     rows_decoded: int = 0
     pages_read: int = 0
     pages_total: int = 0
+    pages_direct: int = 0
     bytes_read: int = 0
     bytes_total: int = 0
     columns_by_page: int = 0
@@ -99,7 +120,7 @@ class PageReadStats:
     fallbacks: Dict[str, int] = field(default_factory=dict)
 
     def add(self, other: "PageReadStats") -> None:
-        for k in ("rows", "rows_decoded", "pages_read", "pages_total", "bytes_read", "bytes_total",
+        for k in ("rows", "rows_decoded", "pages_read", "pages_total", "pages_direct", "bytes_read", "bytes_total",
                   "columns_by_page", "columns_whole"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
         for k, v in other.fallbacks.items():
@@ -110,12 +131,14 @@ class PageReadStats:
 
     def as_dict(self) -> dict:
         return {"rows": self.rows, "rows_decoded": self.rows_decoded, "pages_read": self.pages_read,
-                "pages_total": self.pages_total, "bytes_read": self.bytes_read, "bytes_total": self.bytes_total,
+                "pages_total": self.pages_total, "pages_direct": self.pages_direct, "bytes_read": self.bytes_read,
+                "bytes_total": self.bytes_total,
                 "columns_by_page": self.columns_by_page, "columns_whole": self.columns_whole,
                 "fallbacks": dict(self.fallbacks)}
 
     def __str__(self):
-        s = (f"{self.rows:,} rows from {self.rows_decoded:,} decoded; pages {self.pages_read:,}/{self.pages_total:,}, "
+        s = (f"{self.rows:,} rows from {self.rows_decoded:,} decoded; pages {self.pages_read:,}/{self.pages_total:,} "
+             f"({self.pages_direct:,} by the page decoder), "
              f"bytes {self.bytes_read:,}/{self.bytes_total:,}; column chunks by page {self.columns_by_page}, "
              f"whole {self.columns_whole}")
         if self.fallbacks:
@@ -362,18 +385,22 @@ def _take(t: pa.Table, local: np.ndarray) -> pa.Table:
 
 class _Ctx:
     """One :func:`read_rows` call: the input, pyarrow's view of it (opened on first need),
-    the columns decoded as dictionaries, the cost rule's fraction and the stats."""
+    the columns decoded as dictionaries, the cost rule's fraction, the stats, the page
+    decoder's kernels (None: pyarrow decodes the pages) and the dictionaries it decoded."""
 
-    __slots__ = ("src", "pa_source", "pf", "dict_cols", "st", "frac", "threads")
+    __slots__ = ("src", "pa_source", "pf", "dict_cols", "st", "frac", "direct_frac", "threads", "kern", "dicts")
 
-    def __init__(self, src, pa_source, dict_cols, st, frac, threads=False):
+    def __init__(self, src, pa_source, dict_cols, st, frac, threads=False, kern=None, direct_frac=None):
         self.src = src
         self.pa_source = pa_source
         self.pf = None
         self.dict_cols = dict_cols
         self.st = st
         self.frac = frac
+        self.direct_frac = frac if direct_frac is None else direct_frac
         self.threads = threads
+        self.kern = kern
+        self.dicts = {}
 
     def pyarrow_file(self):
         if self.pf is None:
@@ -434,7 +461,8 @@ _SMALL_BATCH = 1 << 13  # the same for a small file of pages
 
 def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, rows: Optional[int] = None,
               dictionary_columns: Sequence[str] = (), stats: Optional[PageReadStats] = None,
-              page_fraction: Optional[float] = None, use_threads: bool = False) -> pa.Table:
+              page_fraction: Optional[float] = None, use_threads: bool = False,
+              page_decoder: Optional[str] = "default") -> pa.Table:
     """The rows of a Parquet file at ``positions``, as ``pyarrow.Table`` of ``columns`` (top-level
     names, default all): what ``pq.read_table(source, columns=columns).take(positions)`` returns,
     same types and schema metadata, decoding only the pages that hold those rows.
@@ -446,9 +474,14 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     as the caller knows it (e.g. a manifest): a footer that disagrees is an
     :class:`IndexFormatError`.  ``dictionary_columns`` come back dictionary-encoded (pyarrow's
     ``read_dictionary``).  ``stats`` (a :class:`PageReadStats`) is added to.
-    ``page_fraction`` overrides :data:`PAGE_FRACTION` (0 reads every column chunk whole,
-    1 reads pages whenever possible).  ``use_threads``: pyarrow's thread pool for column chunks
-    read whole (small page reads are decoded in the calling thread).
+    ``page_fraction`` overrides :data:`PAGE_FRACTION` and :data:`DECODER_PAGE_FRACTION` (0 reads
+    every column chunk whole, 1 reads pages whenever possible).  ``use_threads``: pyarrow's thread
+    pool for column chunks read whole (small page reads are decoded in the calling thread).
+    ``page_decoder``: who
+    decodes the selected pages of flat columns of plain types: ``"kernel"`` (only the wanted
+    values, :mod:`paimon_fast.parquet_pages`), ``"twin"`` (the same in pure Python, for tests)
+    or None (pyarrow decodes whole pages copied into a small file, as for every other column);
+    by default :data:`PAGE_DECODER` (``"kernel"``).
 
     Raises :class:`InvalidArgumentError` for positions out of order or outside the file,
     :class:`ColumnNotFoundError` for an unknown column, :class:`IndexFormatError` for a
@@ -458,10 +491,16 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     pos = _as_positions(positions)
     if len(pos) > 1 and np.any(pos[1:] < pos[:-1]):
         raise InvalidArgumentError("row positions must be sorted (non-decreasing)")
+    if page_decoder == "default":
+        page_decoder = PAGE_DECODER
+    if page_decoder not in ("kernel", "twin", None):
+        raise InvalidArgumentError(f"page_decoder must be 'kernel', 'twin' or None, not {page_decoder!r}")
+    kern = None if page_decoder is None else _page_kernels(page_decoder == "twin")
     st = PageReadStats()
     src, key, pa_source, owned = _open(source)
     ctx = _Ctx(src, pa_source, set(dictionary_columns), st,
-               PAGE_FRACTION if page_fraction is None else float(page_fraction), use_threads)
+               PAGE_FRACTION if page_fraction is None else float(page_fraction), use_threads, kern,
+               DECODER_PAGE_FRACTION if page_fraction is None else float(page_fraction))
     try:
         try:
             fo = _footer(src, key)
@@ -590,20 +629,25 @@ def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
                 typed[f.name] = t.schema.field(f.name)
                 meta[0] = t.schema.metadata
 
+    plans, plan_meta = _plans(fo, origin) if ctx.kern is not None else ({}, None)
     for g in np.flatnonzero(cuts[1:] > cuts[:-1]).tolist():
         local = pos[cuts[g]:cuts[g + 1]] - fo.starts[g]
         nrows = int(fo.rg_rows[g])
         groups: Dict[bytes, _Group] = {}
         whole: List[_Field] = []
+        cols: Dict[str, pa.ChunkedArray] = {}
+        decoded = 0
         # rows spread over (nearly) the whole row group: many of them may be in every page
-        spread = ctx.frac < 1 and len(local) > 8 and (local[-1] - local[0] + 1) * 16 >= nrows * 15
+        spread = len(local) > 8 and (local[-1] - local[0] + 1) * 16 >= nrows * 15
         for f in fields:
+            p = plans.get(f.index) if f.name not in ctx.dict_cols else None
+            frac = ctx.frac if p is None else ctx.direct_frac
             st.bytes_total += _chunk_bytes(fo, g, f)
             if not f.flat:
                 whole.append(f)
                 st._fallback("nested column")
                 continue
-            if spread and _likely_every_page(fo, g, f.leaves.start, len(local)):
+            if spread and ctx.frac < 1 and _likely_every_page(fo, g, f.leaves.start, len(local)):
                 whole.append(f)  # the cost rule's answer, without reading where the pages are
                 st._fallback("cost rule")
                 continue
@@ -618,17 +662,34 @@ def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
             # cost rule: the bytes each way decodes (the dictionary page only for dictionary-encoded pages)
             dict_bytes = pg.dict_range[1] if pg.dict_range is not None else 0
             by_page = int(pg.size[sel].sum()) + (dict_bytes if pg.dict_enc[sel].any() else 0)
-            if by_page > ctx.frac * (pg.data_bytes + dict_bytes):
+            if by_page > frac * (pg.data_bytes + dict_bytes):
                 whole.append(f)
                 st._fallback("cost rule")
                 continue
+            if p is not None:
+                try:
+                    arr, nbytes = _read_chunk(src, pg, sel, j, local, p, ctx.dicts, (g, f.leaves.start), ctx.kern)
+                except _DecoderUnsupported as e:
+                    st._fallback(f"page decoder: {e}")
+                except IndexFormatError:  # pyarrow's read of the pages decides
+                    st._fallback("page decoder: page not readable")
+                else:
+                    cols[f.name] = pa.chunked_array([arr], type=p.field.type)
+                    if f.name not in typed:
+                        typed[f.name] = p.field
+                        meta[0] = plan_meta
+                    st.pages_read += len(sel)
+                    st.pages_direct += len(sel)
+                    st.pages_total += len(pg.offset)
+                    st.bytes_read += nbytes
+                    st.columns_by_page += 1
+                    decoded = max(decoded, len(local))
+                    continue
             key = pg.first_row[sel].tobytes() + pg.rows[sel].tobytes()  # the rows the pages cover
             grp = groups.get(key)
             if grp is None:
                 grp = groups[key] = _Group(j)
             grp.add(f, pg, sel)
-        cols: Dict[str, pa.ChunkedArray] = {}
-        decoded = 0
         for grp in groups.values():
             pg, sel, j = grp.pages[0], grp.sels[0], grp.page_of
             # positions -> rows of the selected pages, concatenated
@@ -652,6 +713,36 @@ def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
         st.rows_decoded += decoded
         parts.append(cols)
     return _assemble(parts, typed, meta[0], names)
+
+
+def _plans(fo: _Footer, origin) -> tuple:
+    """``({field index: Plan}, schema metadata)``: the flat columns of the file the page decoder
+    reads, with the Arrow field pyarrow gives each (from reads of the file's schema with and
+    without its stored Arrow schema, no rows), kept with the cached footer."""
+    got = fo.plans
+    if got is None:
+        flat, els, at = [], [], 1
+        for f in fo.fields:
+            if f.flat:
+                flat.append(f)
+                els.append(fo.elements[at])
+            at += f.elements
+        got = ({}, None)
+        if flat:
+            try:
+                plain = pq.read_table(pa.BufferReader(b"PAR1" + _footer_bytes(fo, flat, [], 0, None))).schema
+                typed = pq.read_table(pa.BufferReader(b"PAR1" + _footer_bytes(fo, flat, [], 0, origin))).schema
+            except (pa.ArrowException, OSError, ValueError):
+                plain = None
+            if plain is not None and len(plain) == len(typed) == len(flat):
+                plans = {}
+                for i, f in enumerate(flat):
+                    p = _plan(plain.field(i).type, typed.field(i), els[i].get(3))
+                    if p is not None:
+                        plans[f.index] = p
+                got = (plans, typed.metadata)
+        fo.plans = got
+    return got
 
 
 def _likely_every_page(fo: _Footer, g: int, leaf: int, k: int) -> bool:
