@@ -724,3 +724,77 @@ def test_files_storing_row_ids_are_not_mapped_by_position(tmp_path):
         assert not rep.fast_path and (not fast or "_ROW_ID" in rep.fallback_reason)
         assert _ids(got) == _expect(rows, lambda r: r["color"] == "red")
         assert rep.global_indexes  # still used for the other files
+
+
+# ------------------------------------------------------------------ Spark: a row range split over tasks
+def _split_table(tmp_path, arrays):
+    """Commits 0-1 write partition x only and 2-3 partition y only (each partition: one row
+    range of two data files, which the Spark build splits), commit 4 writes both (ranges of
+    one file each, built in one task)."""
+    schema = ARRAY_SCHEMA if arrays else SCHEMA
+    name = "a" if arrays else "t"
+    cat = _make(str(tmp_path / "wh"), name, schema, DATA_EVOLUTION, ["p"])
+    for k in range(5):
+        b = _array_batch(k) if arrays else _batch(k)
+        if k < 4:
+            b = b.set_column(b.schema.get_field_index("p"), "p", pa.array(["x" if k < 2 else "y"] * b.num_rows))
+        _append(cat, name, b)
+    return cat, name
+
+
+def _jobs_run(spark, fn):
+    """``(fn(), number of Spark jobs it ran)``."""
+    sc = spark.sparkContext
+    group = f"pf-gi-split-{random.random()}"
+    sc.setJobGroup(group, "global index split build")
+    try:
+        out = fn()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return out, len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("column,index_type,per_range", [
+    ("color", "bitmap", "150"), ("n", "bitmap", "1000"), ("tags", "multivalue", "1000"), ("nums", "multivalue", "1000")])
+def test_spark_split_range_equals_in_process_build(tmp_path, gi_spark, column, index_type, per_range):
+    """Ranges of several data files read and sorted by several tasks and merged by one: the
+    same files (bytes, metas, record counts, row ranges) as the in-process build; a build
+    killed before its commit leaves no entries and no exchange files, and running it again
+    adds each file once."""
+    arrays = index_type == "multivalue"
+    cat_a, name = _split_table(tmp_path / "a", arrays)
+    cat_b, _ = _split_table(tmp_path / "b", arrays)
+    opts = {"sorted-index.records-per-range": per_range}
+    na = create_global_index(cat_a.get_table(f"db.{name}"), column, index_type, options=opts)
+    split = {**opts, "paimon-fast.global-index.split-rows": "50"}
+    index_dir = str(tmp_path / "b" / "wh" / "db.db" / name / "index")
+
+    def boom(table, messages):
+        raise KeyboardInterrupt("killed before commit")
+
+    pgi_commit = pgi._commit
+    pgi._commit = boom
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            create_global_index(cat_b.get_table(f"db.{name}"), column, index_type, options=split, spark=gi_spark)
+    finally:
+        pgi._commit = pgi_commit
+    assert _index_entries(cat_b, name) == []
+    assert not os.path.isdir(index_dir) or os.listdir(index_dir) == []
+    nb, jobs = _jobs_run(gi_spark, lambda: create_global_index(cat_b.get_table(f"db.{name}"), column, index_type,
+                                                                 options=split, spark=gi_spark))
+    assert jobs == 2  # read + sort pieces, then merge: the split happened
+    assert na == nb > 0
+    assert _range_files(cat_a, name, str(tmp_path / "a" / "wh")) == _range_files(cat_b, name,
+                                                                                 str(tmp_path / "b" / "wh"))
+    assert len(_index_entries(cat_b, name)) == nb and len(os.listdir(index_dir)) == nb  # no exchange files left
+    assert create_global_index(cat_b.get_table(f"db.{name}"), column, index_type, options=split, spark=gi_spark) == 0
+    rows = _rows(cat_b, name)
+    v = {"color": "red", "n": 3, "tags": "b", "nums": 2}[column]
+    if arrays:
+        pred, fn = pf.field(column).array_contains(v), lambda r: _has(r, column, v)
+    else:
+        pred, fn = pf.field(column) == v, lambda r: r[column] == v
+    got, report = read_with_index(cat_b.get_table(f"db.{name}"), pred)
+    assert _ids(got) == _expect(rows, fn) and report.global_indexes
