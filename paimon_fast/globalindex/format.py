@@ -282,12 +282,13 @@ class Groups:
     ``nulls`` (ascending); the strictly increasing row ids ``rids[bounds[g]:bounds[g+1]]``
     of the g-th smallest key, whose serialized bytes are ``key_data[key_off[g]:key_off[g+1]]``;
     for non-string keys also their order keys ``ghi`` / ``glo`` (None for strings: their
-    bytes order them).  Groupings of disjoint, ascending row-id intervals merge into the
+    bytes order them); ``nonnull``: every non-null row id ascending, when known without a
+    sort (else None).  Groupings of disjoint, ascending row-id intervals merge into the
     grouping of their union (:func:`merge_groups`)."""
 
-    __slots__ = ("nulls", "rids", "bounds", "key_off", "key_data", "ghi", "glo")
+    __slots__ = ("nulls", "rids", "bounds", "key_off", "key_data", "ghi", "glo", "nonnull")
 
-    def __init__(self, nulls, rids, bounds, key_off, key_data, ghi=None, glo=None):
+    def __init__(self, nulls, rids, bounds, key_off, key_data, ghi=None, glo=None, nonnull=None):
         self.nulls = np.ascontiguousarray(nulls, dtype=np.uint64)
         self.rids = np.ascontiguousarray(rids, dtype=np.uint64)
         self.bounds = np.ascontiguousarray(bounds, dtype=np.int64)
@@ -296,6 +297,7 @@ class Groups:
             key_data if isinstance(key_data, np.ndarray) else np.frombuffer(key_data, np.uint8), dtype=np.uint8)
         self.ghi = None if ghi is None else np.ascontiguousarray(ghi, dtype=np.int64)
         self.glo = None if glo is None else np.ascontiguousarray(glo, dtype=np.uint64)
+        self.nonnull = None if nonnull is None else np.ascontiguousarray(nonnull, dtype=np.uint64)
 
     @property
     def keys(self) -> int:
@@ -327,7 +329,7 @@ def group_column(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray) -> Groups
         hi = np.ascontiguousarray(hi, dtype=np.int64)
         lo = np.zeros(len(hi), dtype=np.uint64)
         g_rids, bounds, _, _ = _k.sort_group(hi, lo, nn_rids, rid_sorted)
-        return Groups(null_rids, g_rids, bounds, key_off, key_data)
+        return Groups(null_rids, g_rids, bounds, key_off, key_data, nonnull=nn_rids if rid_sorted else None)
     hi, lo = key_codec.order_keys(arr)
     if valid is not None:
         hi, lo = hi[valid], lo[valid]
@@ -335,7 +337,7 @@ def group_column(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray) -> Groups
     lo = np.ascontiguousarray(lo, dtype=np.uint64)
     g_rids, bounds, ghi, glo = _k.sort_group(hi, lo, nn_rids, rid_sorted)
     key_off, key_data = _k.serialize_keys(key_codec.kind, ghi, glo)
-    return Groups(null_rids, g_rids, bounds, key_off, key_data, ghi, glo)
+    return Groups(null_rids, g_rids, bounds, key_off, key_data, ghi, glo, nn_rids if rid_sorted else None)
 
 
 def merge_groups(parts) -> Groups:
@@ -378,7 +380,8 @@ def merge_groups(parts) -> Groups:
     rids = flat[np.repeat(seg_start[order] - out_start, lens) + np.arange(len(flat))]
     bounds = np.zeros(len(m_off), dtype=np.int64)
     np.cumsum(np.bincount(rank, weights=seg_len, minlength=len(m_off) - 1).astype(np.int64), out=bounds[1:])
-    return Groups(nulls, rids, bounds, m_off, m_data, ghi, glo)
+    nonnull = None if any(p.nonnull is None for p in parts) else np.concatenate([p.nonnull for p in parts])
+    return Groups(nulls, rids, bounds, m_off, m_data, ghi, glo, nonnull)
 
 
 def serialize_groups(rids: np.ndarray, bounds: np.ndarray, threads: int = 2):
@@ -391,9 +394,12 @@ def serialize_groups(rids: np.ndarray, bounds: np.ndarray, threads: int = 2):
                                      [ng]]))
     from concurrent.futures import ThreadPoolExecutor
 
+    def one(ab):
+        a, b = bounds[ab[0]], bounds[ab[1]]
+        return _k.serialize64_groups(rids[a:b], np.ascontiguousarray(bounds[ab[0]:ab[1] + 1] - a))
+
     with ThreadPoolExecutor(len(cuts) - 1) as ex:
-        got = list(ex.map(lambda ab: _k.serialize64_groups(rids, np.ascontiguousarray(bounds[ab[0]:ab[1] + 1])),
-                          zip(cuts[:-1], cuts[1:])))
+        got = list(ex.map(one, zip(cuts[:-1], cuts[1:])))
     return b"".join(g[0] for g in got), np.concatenate([g[1] for g in got])
 
 
@@ -401,7 +407,8 @@ def build_file(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size:
     g = group_column(key_codec, arr, rids)
     blob, sizes = serialize_groups(g.rids, g.bounds)
     body, first_idx, boffs, blens = _k.pack(g.key_off, g.key_data, blob, sizes, block_size, encoder)
-    return assemble(body, g.key_off, g.key_data, first_idx, boffs, blens, g.nulls, g.rids, len(sizes), encoder)
+    return assemble(body, g.key_off, g.key_data, first_idx, boffs, blens, g.nulls,
+                    g.rids if g.nonnull is None else g.nonnull, len(sizes), encoder)
 
 
 def build_files(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size: int, encoder,
@@ -442,8 +449,9 @@ def files_from_groups(groups: Groups, block_size: int, encoder, max_records: int
         blob, sizes = serialize_groups(sub_rids, sub_bounds)
         body, first_idx, boffs, blens = _k.pack(np.ascontiguousarray(sub_off), sub_data, blob, sizes,
                                                 block_size, encoder)
-        data, meta = assemble(body, sub_off, sub_data, first_idx, boffs, blens, nulls, sub_rids, len(sizes),
-                              encoder)
+        whole = s == 0 and e == total and groups.nonnull is not None  # one file: its rows known sorted
+        data, meta = assemble(body, sub_off, sub_data, first_idx, boffs, blens, nulls,
+                              groups.nonnull if whole else sub_rids, len(sizes), encoder)
         out.append((data, meta, e - s))
     return out
 

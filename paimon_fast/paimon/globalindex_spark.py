@@ -193,19 +193,26 @@ def _run_path(store, runs, spec, k):
 def _write_run(store, runs, spec, groups_rows) -> None:
     """A piece's :class:`Groups` and row count as an Arrow IPC file: one batch, row 0 the
     null rows, row g + 1 key g (``key`` its bytes, ``hi`` / ``lo`` its order keys for
-    non-string keys, ``rids`` its row ids)."""
+    non-string keys, ``rids`` its row ids), a last row the non-null row ids ascending
+    (null when not known)."""
     import pyarrow as pa
 
     g, n = groups_rows
     nn = len(g.nulls)
-    rid_off = np.concatenate([[0], g.bounds + nn]).astype(np.int64)
-    key_off = np.concatenate([[0], g.key_off]).astype(np.int64)
-    cols = {"key": pa.LargeBinaryArray.from_buffers(pa.large_binary(), g.keys + 1,
+    sorted_nn = g.nonnull if g.nonnull is not None else g.nulls[:0]
+    rid_off = np.concatenate([[0], g.bounds + nn, [nn + len(g.rids) + len(sorted_nn)]]).astype(np.int64)
+    key_off = np.concatenate([[0], g.key_off, g.key_off[-1:]]).astype(np.int64)
+    valid = None if g.nonnull is not None else pa.array(np.arange(len(rid_off) - 1) < len(rid_off) - 2).buffers()[1]
+    cols = {"key": pa.LargeBinaryArray.from_buffers(pa.large_binary(), g.keys + 2,
                                                     [None, pa.py_buffer(key_off), pa.py_buffer(g.key_data)]),
-            "rids": pa.LargeListArray.from_arrays(pa.array(rid_off), pa.array(np.concatenate([g.nulls, g.rids])))}
+            "rids": pa.LargeListArray.from_arrays(pa.array(rid_off), pa.array(np.concatenate([g.nulls, g.rids,
+                                                                                            sorted_nn])))}
+    if valid is not None:
+        cols["rids"] = pa.Array.from_buffers(cols["rids"].type, len(rid_off) - 1,
+                                            [valid, pa.py_buffer(rid_off)], children=[cols["rids"].values])
     if g.ghi is not None:
-        cols["hi"] = pa.array(np.concatenate([[0], g.ghi]).astype(np.int64))
-        cols["lo"] = pa.array(np.concatenate([[0], g.glo]).astype(np.uint64))
+        cols["hi"] = pa.array(np.concatenate([[0], g.ghi, [0]]).astype(np.int64))
+        cols["lo"] = pa.array(np.concatenate([[0], g.glo, [0]]).astype(np.uint64))
     batch = pa.record_batch(list(cols.values()), names=list(cols))
     batch = batch.replace_schema_metadata({"rows": str(n)})
     path = _run_path(store, runs, spec, spec["piece"])
@@ -228,15 +235,16 @@ def _read_run(store, runs, spec, k):
         b = r.get_batch(0)
         n = int(r.schema.metadata[b"rows"])
     key, rids = b.column(0), b.column(1)
-    ko = np.frombuffer(key.buffers()[1], np.int64)[:len(key) + 1]
+    ko = np.frombuffer(key.buffers()[1], np.int64)[:len(key)]
     kd = np.frombuffer(key.buffers()[2], np.uint8) if key.buffers()[2] is not None else np.zeros(0, np.uint8)
     ro = rids.offsets.to_numpy()
     rv = rids.values.to_numpy()
-    nn = int(ro[1])
+    nn, end = int(ro[1]), int(ro[-2])
     hi = lo = None
     if b.num_columns > 2:
-        hi, lo = b.column(2).to_numpy()[1:], b.column(3).to_numpy()[1:]
-    return Groups(rv[:nn], rv[nn:], ro[1:] - nn, ko[1:], kd, hi, lo), n
+        hi, lo = b.column(2).to_numpy()[1:-1], b.column(3).to_numpy()[1:-1]
+    nonnull = rv[end:] if rids.is_valid()[len(rids) - 1].as_py() else None
+    return Groups(rv[:nn], rv[nn:end], ro[1:-1] - nn, ko[1:], kd, hi, lo, nonnull), n
 
 
 def spark_read_column(spark, table, column) -> int:
