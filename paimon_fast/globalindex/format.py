@@ -370,14 +370,13 @@ def merge_groups(parts) -> Groups:
         lens = ends - starts
         m_off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
         m_data = key_data[np.repeat(starts - m_off[:-1], lens) + np.arange(m_off[-1])] if len(lens) else key_data[:0]
-    # every part's group g is a segment of the row ids; stable by rank keeps the parts' order
+    # every part's group g is a segment of its row ids; stable by rank keeps the parts' order
+    seg_part = np.repeat(np.arange(len(parts), dtype=np.int64), [p.keys for p in parts])
+    seg_start = np.concatenate([p.bounds[:-1] for p in parts])
     seg_len = np.concatenate([np.diff(p.bounds) for p in parts])
-    seg_start = np.concatenate([p.bounds[:-1] + b for p, b in zip(parts, np.cumsum([0] + [len(p.rids) for p in parts]))])
-    flat = np.concatenate([p.rids for p in parts])
     order = np.argsort(rank, kind="stable")
-    lens = seg_len[order]
-    out_start = np.cumsum(lens) - lens
-    rids = flat[np.repeat(seg_start[order] - out_start, lens) + np.arange(len(flat))]
+    rids = _k.gather_segments([p.rids for p in parts], np.ascontiguousarray(seg_part[order]),
+                              np.ascontiguousarray(seg_start[order]), np.ascontiguousarray(seg_len[order]))
     bounds = np.zeros(len(m_off), dtype=np.int64)
     np.cumsum(np.bincount(rank, weights=seg_len, minlength=len(m_off) - 1).astype(np.int64), out=bounds[1:])
     nonnull = None if any(p.nonnull is None for p in parts) else np.concatenate([p.nonnull for p in parts])
