@@ -798,3 +798,21 @@ def test_spark_split_range_equals_in_process_build(tmp_path, gi_spark, column, i
         pred, fn = pf.field(column) == v, lambda r: r[column] == v
     got, report = read_with_index(cat_b.get_table(f"db.{name}"), pred)
     assert _ids(got) == _expect(rows, fn) and report.global_indexes
+
+
+def test_split_plan_groups_consecutive_files():
+    from paimon_fast.errors import OptionError
+    from paimon_fast.paimon.globalindex_spark import OPT_SPLIT_ROWS, _pieces, _split_rows
+
+    files = [("c", 200, 100, "s"), ("a", 0, 100, "s"), ("b", 100, 100, "s"), ("d", 300, 100, "s")]
+    spec = {"start": 50, "end": 349, "files": files}  # 300 rows: 50 + 100 + 100 + 50
+    assert [[f[0] for f in g] for g in _pieces(spec, 150, 1000, "bitmap")] == [["a", "b"], ["c", "d"]]
+    assert [[f[0] for f in g] for g in _pieces(spec, 1, 1000, "bitmap")] == [["a"], ["b"], ["c"], ["d"]]
+    assert _pieces(spec, 300, 1000, "bitmap") is None  # one piece: one task
+    assert _pieces(spec, 150, 1000, "multivalue") is not None
+    assert _pieces(spec, 150, 200, "multivalue") is None  # several shards: one task
+    assert _split_rows({}, 10_000_000, 2) == 5_000_000 and _split_rows({}, 10, 2) == 1_000_000
+    assert _split_rows({OPT_SPLIT_ROWS: " 7 "}, 10, 2) == 7
+    for bad in ("0", "-3", "many"):
+        with pytest.raises(OptionError, match="split-rows"):
+            _split_rows({OPT_SPLIT_ROWS: bad}, 10, 2)

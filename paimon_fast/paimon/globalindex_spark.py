@@ -6,12 +6,16 @@ The driver plans the row ranges (the ranges no index covers yet) and, for each, 
 Parquet files that hold it (local, or in the table's object store: executors read and
 write them through pypaimon's pickled pyarrow filesystem, no Hadoop connector needed).  An RDD
 of the ranges makes one executor task per range (largest first, no shuffle): each reads its
-range's column with pyarrow (row ids from
-the files' first row ids), sorts and cuts it into files with the kernels, writes them
-under the table's ``index/`` directory and returns their names, sizes, record counts
-and metas.  Ranges whose files need pypaimon's reader (deletion vectors, column
-groups) are built on the driver.  Nothing is committed by the
-executors: a failed job leaves at most orphan files.
+range's column with pyarrow (row ids from the files' first row ids), sorts and cuts it into
+files with the kernels, writes them under the table's ``index/`` directory and returns their
+names, sizes, record counts and metas.  A range larger than ``paimon-fast.global-index.split-rows``
+rows (default: all ranges' rows over Spark's default parallelism, at least 1,000,000) is
+spread over several tasks, one per group of its data files: each sorts and groups its rows
+and writes the grouping as an Arrow IPC run in ``index/.runs-<build id>``; then one task per
+range merges the runs (a gather per key, no sort of rows) and writes the range's files, the
+same bytes as a one-task build.  Ranges whose files need pypaimon's reader (deletion
+vectors, column groups) are built on the driver.  Nothing is committed by the
+executors: a failed job leaves at most orphan files (and the runs of a killed driver).
 """
 from __future__ import annotations
 
@@ -86,8 +90,10 @@ def _pieces(spec, split_rows: int, per_range: int, index_type: str):
     if k < 2 or (index_type == "multivalue" and start // per_range != end // per_range):
         return None
     cum = np.cumsum([_range_rows([f], start, end) for f in files])
-    cuts = np.unique(np.searchsorted(cum, [rows * j / k for j in range(1, k)], side="left") + 1)
-    cuts = [c for c in cuts.tolist() if 0 < c < len(files)]
+    target = np.array([rows * j / k for j in range(1, k)])
+    at = np.minimum(np.searchsorted(cum, target), len(cum) - 1)  # the file boundary nearest each target
+    at = np.where((at > 0) & (np.abs(cum[at - 1] - target) <= np.abs(cum[at] - target)), at - 1, at)
+    cuts = [c for c in np.unique(at + 1).tolist() if 0 < c < len(files)]
     return [files[a:b] for a, b in zip([0] + cuts, cuts + [len(files)])]
 
 
@@ -111,9 +117,7 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
     opts = {k: v for k, v in options.items() if k.startswith(("bitmap-index.", "multivalue-index."))}
     sc = spark.sparkContext
     total = sum(_range_rows(sp["files"], sp["start"], sp["end"]) for sp in specs)
-    split_rows = int(options.get(OPT_SPLIT_ROWS) or max(1_000_000, -(-total // max(1, sc.defaultParallelism))))
-    if split_rows <= 0:
-        raise ValueError(f"{OPT_SPLIT_ROWS} must be positive, got {split_rows}")
+    split_rows = _split_rows(options, total, sc.defaultParallelism)
     runs = runs_store.join(root, f"{RUNS_PREFIX}{uuid.uuid4().hex[:12]}")
     jobs, split = [], {}
     for sp in specs:
@@ -173,6 +177,22 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
             _drop_runs(runs_store, root, runs)
     for i, row in rows:
         results[i].append(row)
+
+
+def _split_rows(options, total: int, parallelism: int) -> int:
+    """``paimon-fast.global-index.split-rows``, default the rows over ``parallelism`` (at least 1e6)."""
+    from ..errors import OptionError
+
+    v = options.get(OPT_SPLIT_ROWS)
+    if v is None:
+        return max(1_000_000, -(-total // max(1, parallelism)))
+    try:
+        n = int(str(v).strip())
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise OptionError(f"{OPT_SPLIT_ROWS} must be a positive number of rows, got {v!r}")
+    return n
 
 
 def _typed(col, dtype):
