@@ -222,14 +222,13 @@ def _write_run(store, runs, spec, groups_rows) -> None:
     sorted_nn = g.nonnull if g.nonnull is not None else g.nulls[:0]
     rid_off = np.concatenate([[0], g.bounds + nn, [nn + len(g.rids) + len(sorted_nn)]]).astype(np.int64)
     key_off = np.concatenate([[0], g.key_off, g.key_off[-1:]]).astype(np.int64)
-    valid = None if g.nonnull is not None else pa.array(np.arange(len(rid_off) - 1) < len(rid_off) - 2).buffers()[1]
+    valid = np.ones(g.keys + 2, dtype=bool)
+    valid[-1] = g.nonnull is not None
     cols = {"key": pa.LargeBinaryArray.from_buffers(pa.large_binary(), g.keys + 2,
                                                     [None, pa.py_buffer(key_off), pa.py_buffer(g.key_data)]),
-            "rids": pa.LargeListArray.from_arrays(pa.array(rid_off), pa.array(np.concatenate([g.nulls, g.rids,
-                                                                                            sorted_nn])))}
-    if valid is not None:
-        cols["rids"] = pa.Array.from_buffers(cols["rids"].type, len(rid_off) - 1,
-                                            [valid, pa.py_buffer(rid_off)], children=[cols["rids"].values])
+            "rids": pa.Array.from_buffers(pa.large_list(pa.uint64()), g.keys + 2,
+                                          [pa.array(valid).buffers()[1], pa.py_buffer(rid_off)],
+                                          children=[pa.array(np.concatenate([g.nulls, g.rids, sorted_nn]))])}
     if g.ghi is not None:
         cols["hi"] = pa.array(np.concatenate([[0], g.ghi, [0]]).astype(np.int64))
         cols["lo"] = pa.array(np.concatenate([[0], g.glo, [0]]).astype(np.uint64))
