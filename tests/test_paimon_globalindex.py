@@ -811,11 +811,10 @@ def test_split_plan_groups_consecutive_files():
     assert _pieces(spec, 300, 1000, "bitmap") is None  # one piece: one task
     assert _pieces(spec, 150, 1000, "multivalue") is not None
     assert _pieces(spec, 150, 200, "multivalue") is None  # several shards: one task
-    assert _split_rows({}, 10_000_000, 2) == 5_000_000 and _split_rows({}, 10, 2) == 1_000_000
-    assert _split_rows({OPT_SPLIT_ROWS: " 7 "}, 10, 2) == 7
+    assert _split_rows({}) == 0 and _split_rows({OPT_SPLIT_ROWS: " 7 "}) == 7
     for bad in ("0", "-3", "many"):
         with pytest.raises(OptionError, match="split-rows"):
-            _split_rows({OPT_SPLIT_ROWS: bad}, 10, 2)
+            _split_rows({OPT_SPLIT_ROWS: bad})
 
 
 @pytest.mark.parametrize("dtype,values", [("STRING", ["b", None, "a", "b", None]), ("INT", [3, None, 1, 3, -7])])

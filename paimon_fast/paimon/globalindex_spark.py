@@ -8,9 +8,9 @@ write them through pypaimon's pickled pyarrow filesystem, no Hadoop connector ne
 of the ranges makes one executor task per range (largest first, no shuffle): each reads its
 range's column with pyarrow (row ids from the files' first row ids), sorts and cuts it into
 files with the kernels, writes them under the table's ``index/`` directory and returns their
-names, sizes, record counts and metas.  A range larger than ``paimon-fast.global-index.split-rows``
-rows (default: all ranges' rows over Spark's default parallelism, at least 1,000,000) is
-spread over several tasks, one per group of its data files: each sorts and groups its rows
+names, sizes, record counts and metas.  With ``paimon-fast.global-index.split-rows`` set
+(unset by default: on a busy 2-core machine the exchange cost more than the second core
+gained, see benchmarks/README.md), a range of more rows is spread over several tasks, one per group of its data files: each sorts and groups its rows
 and writes the grouping as an Arrow IPC run in ``index/.runs-<build id>``; then one task per
 range merges the runs (a gather per key, no sort of rows) and writes the range's files, the
 same bytes as a one-task build.  Ranges whose files need pypaimon's reader (deletion
@@ -100,8 +100,7 @@ def _pieces(spec, split_rows: int, per_range: int, index_type: str):
 def _build_specs(spark, store, root, specs, results, dtype, options, per_range, index_type):
     """Build the ranges of ``specs`` on the executors, adding each file's row to ``results``.
 
-    A range of more than ``paimon-fast.global-index.split-rows`` rows (default: the rows of
-    all ranges over Spark's default parallelism, at least 1,000,000) is read and sorted by
+    With ``paimon-fast.global-index.split-rows`` set, a range of more rows is read and sorted by
     several tasks, one per group of its data files, each writing its :class:`Groups` as an
     Arrow IPC run into ``.runs-<build id>`` beside the index; then one task per range
     merges its runs (no sort of rows) and writes the range's files, the same bytes as one
@@ -116,12 +115,11 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
     runs_store.makedirs(root)
     opts = {k: v for k, v in options.items() if k.startswith(("bitmap-index.", "multivalue-index."))}
     sc = spark.sparkContext
-    total = sum(_range_rows(sp["files"], sp["start"], sp["end"]) for sp in specs)
-    split_rows = _split_rows(options, total, sc.defaultParallelism)
+    split_rows = _split_rows(options)
     runs = runs_store.join(root, f"{RUNS_PREFIX}{uuid.uuid4().hex[:12]}")
     jobs, split = [], {}
     for sp in specs:
-        groups = _pieces(sp, split_rows, per_range, index_type)
+        groups = _pieces(sp, split_rows, per_range, index_type) if split_rows else None
         if groups is None:
             jobs.append(("range", _range_rows(sp["files"], sp["start"], sp["end"]), sp))
         else:
@@ -179,13 +177,13 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
         results[i].append(row)
 
 
-def _split_rows(options, total: int, parallelism: int) -> int:
-    """``paimon-fast.global-index.split-rows``, default the rows over ``parallelism`` (at least 1e6)."""
+def _split_rows(options) -> int:
+    """``paimon-fast.global-index.split-rows``; unset: no range is split (0)."""
     from ..errors import OptionError
 
     v = options.get(OPT_SPLIT_ROWS)
     if v is None:
-        return max(1_000_000, -(-total // max(1, parallelism)))
+        return 0
     try:
         n = int(str(v).strip())
     except ValueError:
