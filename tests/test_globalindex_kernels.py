@@ -136,6 +136,46 @@ def test_serialize64_groups_matches_twin(groups, dense):
 
 
 @SETTINGS
+@given(st.lists(st.lists(u64, max_size=30), min_size=1, max_size=4), st.lists(st.tuples(st.integers(-1, 4),
+       st.integers(-2, 35), st.integers(-1, 35)), max_size=40))
+def test_gather_segments_matches_twin(parts, segs):
+    parts = [np.array(p, dtype=np.uint64) for p in parts]
+    for p in parts:  # the merge reads memory-mapped runs
+        p.setflags(write=False)
+    part, start, length = (np.array([s[i] for s in segs], dtype=np.int64) for i in range(3))
+    try:
+        want = ref.gather_segments(parts, part, start, length)
+    except ValueError as e:
+        with pytest.raises(ValueError, match=str(e)):
+            K.gather_segments(parts, part, start, length)
+        return
+    np.testing.assert_array_equal(K.gather_segments(parts, part, start, length), want)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["a", "b", "ab", "", "é", "zz"])), min_size=1, max_size=80),
+       st.lists(st.integers(0, 80), max_size=4), st.sampled_from(["STRING", "INT"]))
+def test_merged_groups_equal_one_grouping(vals, cuts, dtype):
+    """Groupings of consecutive row-id pieces merge into the grouping of the whole (the split
+    Spark build's premise), with the non-null row ids carried through."""
+    from paimon_fast.globalindex.format import group_column, merge_groups
+    from paimon_fast.globalindex.keys import KeyCodec
+
+    codec = KeyCodec(dtype)
+    arr = pa.array(vals if dtype == "STRING" else [None if v is None else len(v) * 7 - 9 for v in vals],
+                   pa.string() if dtype == "STRING" else pa.int32())
+    rids = np.arange(3, 3 + len(arr), dtype=np.uint64) * 5
+    cuts = sorted({0, len(arr), *(c % (len(arr) + 1) for c in cuts)})
+    whole = group_column(codec, arr, rids)
+    merged = merge_groups([group_column(codec, arr.slice(a, b - a), rids[a:b]) for a, b in zip(cuts, cuts[1:])])
+    for f in ("nulls", "rids", "bounds", "key_off", "key_data", "ghi", "glo", "nonnull"):
+        x, y = getattr(whole, f), getattr(merged, f)
+        assert (x is None) == (y is None), f
+        if x is not None:
+            np.testing.assert_array_equal(x, y, err_msg=f)
+
+
+@SETTINGS
 @given(st.lists(st.tuples(st.binary(max_size=20), st.integers(8, 300)), max_size=80),
        st.integers(1, 400), st.sampled_from(["none", "zstd", "lz4"]))
 def test_pack_and_parse_match_twin(entries, block_size, comp):

@@ -724,3 +724,115 @@ def test_files_storing_row_ids_are_not_mapped_by_position(tmp_path):
         assert not rep.fast_path and (not fast or "_ROW_ID" in rep.fallback_reason)
         assert _ids(got) == _expect(rows, lambda r: r["color"] == "red")
         assert rep.global_indexes  # still used for the other files
+
+
+# ------------------------------------------------------------------ Spark: a row range split over tasks
+def _split_table(tmp_path, arrays):
+    """Commits 0-1 write partition x only and 2-3 partition y only (each partition: one row
+    range of two data files, which the Spark build splits), commit 4 writes both (ranges of
+    one file each, built in one task)."""
+    schema = ARRAY_SCHEMA if arrays else SCHEMA
+    name = "a" if arrays else "t"
+    cat = _make(str(tmp_path / "wh"), name, schema, DATA_EVOLUTION, ["p"])
+    for k in range(5):
+        b = _array_batch(k) if arrays else _batch(k)
+        if k < 4:
+            b = b.set_column(b.schema.get_field_index("p"), "p", pa.array(["x" if k < 2 else "y"] * b.num_rows))
+        _append(cat, name, b)
+    return cat, name
+
+
+def _jobs_run(spark, fn):
+    """``(fn(), number of Spark jobs it ran)``."""
+    sc = spark.sparkContext
+    group = f"pf-gi-split-{random.random()}"
+    sc.setJobGroup(group, "global index split build")
+    try:
+        out = fn()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return out, len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("column,index_type,per_range", [
+    ("color", "bitmap", "150"), ("n", "bitmap", "1000"), ("tags", "multivalue", "1000"), ("nums", "multivalue", "1000")])
+def test_spark_split_range_equals_in_process_build(tmp_path, gi_spark, column, index_type, per_range):
+    """Ranges of several data files read and sorted by several tasks and merged by one: the
+    same files (bytes, metas, record counts, row ranges) as the in-process build; a build
+    killed before its commit leaves no entries and no exchange files, and running it again
+    adds each file once."""
+    arrays = index_type == "multivalue"
+    cat_a, name = _split_table(tmp_path / "a", arrays)
+    cat_b, _ = _split_table(tmp_path / "b", arrays)
+    opts = {"sorted-index.records-per-range": per_range}
+    na = create_global_index(cat_a.get_table(f"db.{name}"), column, index_type, options=opts)
+    split = {**opts, "paimon-fast.global-index.split-rows": "50"}
+    index_dir = str(tmp_path / "b" / "wh" / "db.db" / name / "index")
+
+    def boom(table, messages):
+        raise KeyboardInterrupt("killed before commit")
+
+    pgi_commit = pgi._commit
+    pgi._commit = boom
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            create_global_index(cat_b.get_table(f"db.{name}"), column, index_type, options=split, spark=gi_spark)
+    finally:
+        pgi._commit = pgi_commit
+    assert _index_entries(cat_b, name) == []
+    assert not os.path.isdir(index_dir) or os.listdir(index_dir) == []
+    nb, jobs = _jobs_run(gi_spark, lambda: create_global_index(cat_b.get_table(f"db.{name}"), column, index_type,
+                                                                 options=split, spark=gi_spark))
+    assert jobs == 2  # read + sort pieces, then merge: the split happened
+    assert na == nb > 0
+    assert _range_files(cat_a, name, str(tmp_path / "a" / "wh")) == _range_files(cat_b, name,
+                                                                                 str(tmp_path / "b" / "wh"))
+    assert len(_index_entries(cat_b, name)) == nb and len(os.listdir(index_dir)) == nb  # no exchange files left
+    assert create_global_index(cat_b.get_table(f"db.{name}"), column, index_type, options=split, spark=gi_spark) == 0
+    rows = _rows(cat_b, name)
+    v = {"color": "red", "n": 3, "tags": "b", "nums": 2}[column]
+    if arrays:
+        pred, fn = pf.field(column).array_contains(v), lambda r: _has(r, column, v)
+    else:
+        pred, fn = pf.field(column) == v, lambda r: r[column] == v
+    got, report = read_with_index(cat_b.get_table(f"db.{name}"), pred)
+    assert _ids(got) == _expect(rows, fn) and report.global_indexes
+
+
+def test_split_plan_groups_consecutive_files():
+    from paimon_fast.errors import OptionError
+    from paimon_fast.paimon.globalindex_spark import OPT_SPLIT_ROWS, _pieces, _split_rows
+
+    files = [("c", 200, 100, "s"), ("a", 0, 100, "s"), ("b", 100, 100, "s"), ("d", 300, 100, "s")]
+    spec = {"start": 50, "end": 349, "files": files}  # 300 rows: 50 + 100 + 100 + 50
+    assert [[f[0] for f in g] for g in _pieces(spec, 150, 1000, "bitmap")] == [["a", "b"], ["c", "d"]]
+    assert [[f[0] for f in g] for g in _pieces(spec, 1, 1000, "bitmap")] == [["a"], ["b"], ["c"], ["d"]]
+    assert _pieces(spec, 300, 1000, "bitmap") is None  # one piece: one task
+    assert _pieces(spec, 150, 1000, "multivalue") is not None
+    assert _pieces(spec, 150, 200, "multivalue") is None  # several shards: one task
+    assert _split_rows({}) == 0 and _split_rows({OPT_SPLIT_ROWS: " 7 "}) == 7
+    for bad in ("0", "-3", "many"):
+        with pytest.raises(OptionError, match="split-rows"):
+            _split_rows({OPT_SPLIT_ROWS: bad})
+
+
+@pytest.mark.parametrize("dtype,values", [("STRING", ["b", None, "a", "b", None]), ("INT", [3, None, 1, 3, -7])])
+@pytest.mark.parametrize("rids", [[0, 1, 2, 3, 4], [4, 1, 2, 0, 3]], ids=["ascending", "shuffled"])
+def test_split_runs_round_trip(tmp_path, dtype, values, rids):
+    """A piece's grouping survives its Arrow IPC run (the non-null row ids only when known)."""
+    from paimon_fast.fs import Store
+    from paimon_fast.paimon.globalindex_spark import _read_run, _write_run
+
+    arr = pa.array(values, pa.string() if dtype == "STRING" else pa.int32())
+    g, n = pgb.range_groups(dtype, arr, np.array(rids, np.uint64))
+    spec = {"task": 3, "piece": 1}
+    _write_run(Store(), str(tmp_path), spec, (g, n))
+    h, m = _read_run(Store(), str(tmp_path), spec, 1)
+    assert m == n == 5 and (h.nonnull is None) == (rids != sorted(rids))
+    for f in g.__slots__:
+        a, b = getattr(g, f), getattr(h, f)
+        assert (a is None) == (b is None), f
+        if a is not None:
+            np.testing.assert_array_equal(a, b, err_msg=f)
+    assert _read_run(Store(), str(tmp_path), spec, 0) is None  # a piece without rows writes no run

@@ -384,6 +384,53 @@ def serialize64_groups(const uint64_t[::1] rids, const int64_t[::1] bounds):
     return out, sizes_arr
 
 
+def gather_segments(parts, const int64_t[::1] part, const int64_t[::1] start, const int64_t[::1] length):
+    """The uint64 arrays ``parts`` cut into segments and laid end to end: segment i is
+    ``parts[part[i]][start[i]:start[i] + length[i]]`` (every bound checked)."""
+    cdef Py_ssize_t np_ = len(parts), ns = part.shape[0], i
+    if start.shape[0] != ns or length.shape[0] != ns:
+        raise ValueError("part, start and length must have the same length")
+    arrs = [np.ascontiguousarray(a, dtype=np.uint64) for a in parts]
+    cdef const uint64_t **ptr = <const uint64_t **> malloc(max(np_, 1) * sizeof(uint64_t *))
+    cdef int64_t *lens = <int64_t *> malloc(max(np_, 1) * sizeof(int64_t))
+    if ptr == NULL or lens == NULL:
+        free(ptr); free(lens)
+        raise MemoryError()
+    cdef const uint64_t[::1] view
+    cdef int64_t total = 0
+    cdef Py_ssize_t bad = -1
+    try:
+        for i in range(np_):
+            view = arrs[i]
+            ptr[i] = &view[0] if view.shape[0] else NULL
+            lens[i] = view.shape[0]
+        for i in range(ns):
+            if part[i] < 0 or part[i] >= np_ or start[i] < 0 or length[i] < 0 or \
+                    start[i] + length[i] > lens[part[i]]:
+                bad = i
+                break
+            total += length[i]
+        if bad >= 0:
+            raise ValueError(f"segment {bad} lies outside its part")
+        out_arr = np.empty(total, dtype=np.uint64)
+        if total:
+            _gather(ptr, part, start, length, out_arr)
+    finally:
+        free(ptr)
+        free(lens)
+    return out_arr
+
+
+cdef void _gather(const uint64_t **ptr, const int64_t[::1] part, const int64_t[::1] start, const int64_t[::1] length,
+                  uint64_t[::1] out) noexcept:
+    cdef Py_ssize_t i, pos = 0
+    with nogil:
+        for i in range(part.shape[0]):
+            if length[i]:
+                memcpy(&out[pos], ptr[part[i]] + start[i], <size_t> length[i] * sizeof(uint64_t))
+                pos += length[i]
+
+
 # ---------------------------------------------------------------- writer: packing
 
 cdef struct _buf:

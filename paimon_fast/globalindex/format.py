@@ -250,11 +250,16 @@ class MultiValueGlobalIndexWriter(_FileWriter):
 def build_multivalue_file(key_codec: KeyCodec, elems: pa.Array, rids: np.ndarray, block_size: int, encoder):
     """The multivalue file of non-null ``elems`` with their row ids: the bitmap layout with
     empty null / non-null bitmaps (meta: first / last key, has nulls = false)."""
-    _, _, g_rids, bounds, key_off, key_data = sort_group_column(key_codec, elems, rids)
-    blob, sizes = _k.serialize64_groups(g_rids, bounds)
-    body, first_idx, boffs, blens = _k.pack(key_off, key_data, blob, sizes, block_size, encoder)
+    return multivalue_file_from_groups(group_column(key_codec, elems, rids), block_size, encoder)
+
+
+def multivalue_file_from_groups(groups, block_size: int, encoder):
+    """:func:`build_multivalue_file` from the elements' :class:`Groups`."""
+    blob, sizes = serialize_groups(groups.rids, groups.bounds)
+    body, first_idx, boffs, blens = _k.pack(groups.key_off, groups.key_data, blob, sizes, block_size, encoder)
     empty = np.zeros(0, dtype=np.uint64)
-    return assemble(body, key_off, key_data, first_idx, boffs, blens, empty, empty, len(sizes), encoder)
+    return assemble(body, groups.key_off, groups.key_data, first_idx, boffs, blens, empty, empty, len(sizes),
+                    encoder)
 
 
 def _row_ids(row_ids) -> np.ndarray:
@@ -273,9 +278,35 @@ def _row_ids(row_ids) -> np.ndarray:
     return np.ascontiguousarray(r, dtype=np.uint64)
 
 
-def sort_group_column(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray):
-    """Kernel pipeline shared by the writer and the Spark build: returns
-    ``(null_rids, nonnull_rids, grouped rids, bounds, key_off, key_data)``."""
+class Groups:
+    """A column sorted and grouped by key (:func:`group_column`): the null rows' ids
+    ``nulls`` (ascending); the strictly increasing row ids ``rids[bounds[g]:bounds[g+1]]``
+    of the g-th smallest key, whose serialized bytes are ``key_data[key_off[g]:key_off[g+1]]``;
+    for non-string keys also their order keys ``ghi`` / ``glo`` (None for strings: their
+    bytes order them); ``nonnull``: every non-null row id ascending, when known without a
+    sort (else None).  Groupings of disjoint, ascending row-id intervals merge into the
+    grouping of their union (:func:`merge_groups`)."""
+
+    __slots__ = ("nulls", "rids", "bounds", "key_off", "key_data", "ghi", "glo", "nonnull")
+
+    def __init__(self, nulls, rids, bounds, key_off, key_data, ghi=None, glo=None, nonnull=None):
+        self.nulls = np.ascontiguousarray(nulls, dtype=np.uint64)
+        self.rids = np.ascontiguousarray(rids, dtype=np.uint64)
+        self.bounds = np.ascontiguousarray(bounds, dtype=np.int64)
+        self.key_off = np.ascontiguousarray(key_off, dtype=np.int64)
+        self.key_data = np.ascontiguousarray(
+            key_data if isinstance(key_data, np.ndarray) else np.frombuffer(key_data, np.uint8), dtype=np.uint8)
+        self.ghi = None if ghi is None else np.ascontiguousarray(ghi, dtype=np.int64)
+        self.glo = None if glo is None else np.ascontiguousarray(glo, dtype=np.uint64)
+        self.nonnull = None if nonnull is None else np.ascontiguousarray(nonnull, dtype=np.uint64)
+
+    @property
+    def keys(self) -> int:
+        return len(self.bounds) - 1
+
+
+def group_column(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray) -> Groups:
+    """Sort ``arr``'s rows by (key, row id) with the kernels and group them (:class:`Groups`)."""
     valid = None
     if arr.null_count:
         from ..types import validity_mask
@@ -288,6 +319,9 @@ def sort_group_column(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray):
         null_rids = rids[~valid]
     nn_rids = np.ascontiguousarray(nn_rids, dtype=np.uint64)
     rid_sorted = bool(nn_rids.size < 2 or (nn_rids[1:] >= nn_rids[:-1]).all())
+    null_rids = np.ascontiguousarray(null_rids, dtype=np.uint64)
+    if null_rids.size > 1 and not (null_rids[1:] >= null_rids[:-1]).all():
+        null_rids = np.sort(null_rids)
     if key_codec.is_string:
         off, data = binary_buffers(arr)
         rank, key_off, key_data = _k.string_ranks(np.ascontiguousarray(off), data,
@@ -296,22 +330,85 @@ def sort_group_column(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray):
         hi = np.ascontiguousarray(hi, dtype=np.int64)
         lo = np.zeros(len(hi), dtype=np.uint64)
         g_rids, bounds, _, _ = _k.sort_group(hi, lo, nn_rids, rid_sorted)
+        return Groups(null_rids, g_rids, bounds, key_off, key_data, nonnull=nn_rids if rid_sorted else None)
+    hi, lo = key_codec.order_keys(arr)
+    if valid is not None:
+        hi, lo = hi[valid], lo[valid]
+    hi = np.ascontiguousarray(hi, dtype=np.int64)
+    lo = np.ascontiguousarray(lo, dtype=np.uint64)
+    g_rids, bounds, ghi, glo = _k.sort_group(hi, lo, nn_rids, rid_sorted)
+    key_off, key_data = _k.serialize_keys(key_codec.kind, ghi, glo)
+    return Groups(null_rids, g_rids, bounds, key_off, key_data, ghi, glo, nn_rids if rid_sorted else None)
+
+
+def merge_groups(parts) -> Groups:
+    """The :class:`Groups` of the union of ``parts`` (groupings of disjoint row-id intervals,
+    in ascending row-id order): the distinct keys of all parts ranked together (the string
+    kernel over the parts' few distinct keys, or numpy on the order keys), then each key's
+    row ids are its parts' runs one after the other (a gather, no sort of rows)."""
+    parts = [p for p in parts if p.keys or len(p.nulls)]
+    if len(parts) <= 1:
+        return parts[0] if parts else Groups(np.zeros(0, np.uint64), np.zeros(0, np.uint64), np.zeros(1, np.int64),
+                                             np.zeros(1, np.int64), np.zeros(0, np.uint8))
+    nulls = np.concatenate([p.nulls for p in parts])
+    base = np.cumsum([0] + [p.key_off[-1] for p in parts])
+    key_off = np.concatenate([parts[0].key_off[:1]] + [p.key_off[1:] + b for p, b in zip(parts, base)])
+    key_data = np.concatenate([p.key_data[:p.key_off[-1]] for p in parts])
+    if parts[0].ghi is None:  # strings: rank the parts' distinct keys by bytes
+        rank, m_off, m_data = _k.string_ranks(key_off, key_data, None)
+        ghi = glo = None
     else:
-        hi, lo = key_codec.order_keys(arr)
-        if valid is not None:
-            hi, lo = hi[valid], lo[valid]
-        hi = np.ascontiguousarray(hi, dtype=np.int64)
-        lo = np.ascontiguousarray(lo, dtype=np.uint64)
-        g_rids, bounds, ghi, glo = _k.sort_group(hi, lo, nn_rids, rid_sorted)
-        key_off, key_data = _k.serialize_keys(key_codec.kind, ghi, glo)
-    return null_rids, nn_rids, g_rids, bounds, key_off, key_data
+        hi = np.concatenate([p.ghi for p in parts])
+        lo = np.concatenate([p.glo for p in parts])
+        order = np.lexsort((lo, hi))
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = (hi[order][1:] != hi[order][:-1]) | (lo[order][1:] != lo[order][:-1])
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.cumsum(new) - 1
+        first = order[new]
+        ghi, glo = hi[first], lo[first]
+        starts, ends = key_off[first], key_off[first + 1]
+        lens = ends - starts
+        m_off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        m_data = key_data[np.repeat(starts - m_off[:-1], lens) + np.arange(m_off[-1])] if len(lens) else key_data[:0]
+    # every part's group g is a segment of its row ids; stable by rank keeps the parts' order
+    seg_part = np.repeat(np.arange(len(parts), dtype=np.int64), [p.keys for p in parts])
+    seg_start = np.concatenate([p.bounds[:-1] for p in parts])
+    seg_len = np.concatenate([np.diff(p.bounds) for p in parts])
+    order = np.argsort(rank, kind="stable")
+    rids = _k.gather_segments([p.rids for p in parts], np.ascontiguousarray(seg_part[order]),
+                              np.ascontiguousarray(seg_start[order]), np.ascontiguousarray(seg_len[order]))
+    bounds = np.zeros(len(m_off), dtype=np.int64)
+    np.cumsum(np.bincount(rank, weights=seg_len, minlength=len(m_off) - 1).astype(np.int64), out=bounds[1:])
+    nonnull = None if any(p.nonnull is None for p in parts) else np.concatenate([p.nonnull for p in parts])
+    return Groups(nulls, rids, bounds, m_off, m_data, ghi, glo, nonnull)
+
+
+def serialize_groups(rids: np.ndarray, bounds: np.ndarray, threads: int = 2):
+    """``serialize64_groups`` of many groups, cut into ``threads`` slices of about equal row
+    counts serialized side by side (the kernel releases the GIL); the same bytes."""
+    ng = len(bounds) - 1
+    if threads < 2 or len(rids) < 1 << 20 or ng < threads:
+        return _k.serialize64_groups(rids, bounds)
+    cuts = np.unique(np.concatenate([[0], np.searchsorted(bounds, np.linspace(0, bounds[-1], threads + 1)[1:-1]),
+                                     [ng]]))
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(ab):
+        a, b = bounds[ab[0]], bounds[ab[1]]
+        return _k.serialize64_groups(rids[a:b], np.ascontiguousarray(bounds[ab[0]:ab[1] + 1] - a))
+
+    with ThreadPoolExecutor(len(cuts) - 1) as ex:
+        got = list(ex.map(one, zip(cuts[:-1], cuts[1:])))
+    return b"".join(g[0] for g in got), np.concatenate([g[1] for g in got])
 
 
 def build_file(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size: int, encoder):
-    null_rids, nn_rids, g_rids, bounds, key_off, key_data = sort_group_column(key_codec, arr, rids)
-    blob, sizes = _k.serialize64_groups(g_rids, bounds)
-    body, first_idx, boffs, blens = _k.pack(key_off, key_data, blob, sizes, block_size, encoder)
-    return assemble(body, key_off, key_data, first_idx, boffs, blens, null_rids, nn_rids, len(sizes), encoder)
+    g = group_column(key_codec, arr, rids)
+    blob, sizes = serialize_groups(g.rids, g.bounds)
+    body, first_idx, boffs, blens = _k.pack(g.key_off, g.key_data, blob, sizes, block_size, encoder)
+    return assemble(body, g.key_off, g.key_data, first_idx, boffs, blens, g.nulls,
+                    g.rids if g.nonnull is None else g.nonnull, len(sizes), encoder)
 
 
 def build_files(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size: int, encoder,
@@ -320,13 +417,15 @@ def build_files(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size
     cuts them: the records in (nulls first, then key, then row id) order, a new file every
     ``max_records`` records (a key's row ids may continue in the next file).  Returns
     ``[(file bytes, meta bytes, record count)]``; one sort for all files."""
+    return files_from_groups(group_column(key_codec, arr, rids), block_size, encoder, max_records)
+
+
+def files_from_groups(groups: Groups, block_size: int, encoder, max_records: int):
+    """:func:`build_files` from the column's :class:`Groups`."""
     if max_records <= 0:
         raise OptionError(f"records per file must be positive, got {max_records}")
-    null_rids, nn_rids, g_rids, bounds, key_off, key_data = sort_group_column(key_codec, arr, rids)
-    null_rids = np.sort(np.ascontiguousarray(null_rids, dtype=np.uint64))
-    key_off = np.ascontiguousarray(key_off, dtype=np.int64)
-    key_data = np.frombuffer(key_data, np.uint8) if not isinstance(key_data, np.ndarray) else key_data
-    bounds = np.ascontiguousarray(bounds, dtype=np.int64)
+    null_rids, g_rids, bounds = groups.nulls, groups.rids, groups.bounds
+    key_off, key_data = groups.key_off, groups.key_data
     n_null, n_nn = len(null_rids), len(g_rids)
     total = n_null + n_nn
     out = []
@@ -347,11 +446,12 @@ def build_files(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size
             sub_off = np.zeros(1, dtype=np.int64)
             sub_data = np.zeros(0, dtype=np.uint8)
         sub_bounds = np.ascontiguousarray(sub_bounds, dtype=np.int64)
-        blob, sizes = _k.serialize64_groups(sub_rids, sub_bounds)
+        blob, sizes = serialize_groups(sub_rids, sub_bounds)
         body, first_idx, boffs, blens = _k.pack(np.ascontiguousarray(sub_off), sub_data, blob, sizes,
                                                 block_size, encoder)
-        data, meta = assemble(body, sub_off, sub_data, first_idx, boffs, blens, nulls, sub_rids, len(sizes),
-                              encoder)
+        whole = s == 0 and e == total and groups.nonnull is not None  # one file: its rows known sorted
+        data, meta = assemble(body, sub_off, sub_data, first_idx, boffs, blens, nulls,
+                              groups.nonnull if whole else sub_rids, len(sizes), encoder)
         out.append((data, meta, e - s))
     return out
 
@@ -359,7 +459,14 @@ def build_files(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size
 def serialize64_sorted_unique(values: np.ndarray) -> bytes:
     u = np.ascontiguousarray(values, dtype=np.uint64)
     if u.size > 1 and not (u[1:] > u[:-1]).all():
-        u = _k.sort_unique_u64(u)
+        lo = u.min()
+        span = int(u.max() - lo) + 1
+        if span <= 8 * u.size:  # dense (a row range's rows): a mask over the span, no sort
+            mask = np.zeros(span, dtype=bool)
+            mask[u - lo] = True
+            u = np.flatnonzero(mask).astype(np.uint64) + lo
+        else:
+            u = _k.sort_unique_u64(u)
     blob, _ = _k.serialize64_groups(u, np.array([0, len(u)], dtype=np.int64))
     return blob
 

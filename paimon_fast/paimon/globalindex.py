@@ -115,7 +115,9 @@ def create_global_index(table, index_column: str, index_type: str = "bitmap", *,
     time and appended rows get their own ranges.  ``partitions``: a partition spec dict or
     a list of them.  ``options`` override the table's (``bitmap-index.*``,
     ``sorted-index.records-per-range``).  With ``spark`` (a SparkSession) every row range
-    is read, sorted and written on the executors and the driver commits once.
+    is read, sorted and written on the executors and the driver commits once; with the option
+    ``paimon-fast.global-index.split-rows`` set, a range of more rows is read and sorted by
+    several tasks and merged by one (see :mod:`.globalindex_spark`).
     ``progress(done ranges, all ranges, rows)`` is called after each range.
 
     Everything is committed in one snapshot; an error before the commit deletes the

@@ -153,17 +153,15 @@ def read_direct(files, start: int, end: int, store=None):
         return None
     if not cols:
         return None, None
-    rids = [np.arange(first, first + n, dtype=np.int64) for _, first, n, _ in todo]
+    # each file's rows inside start..end: a slice of its column, row ids relative to start
+    cut = [(max(start - first, 0), min(end + 1 - first, n), first - start) for _, first, n, _ in todo]
     typ = next((c.type for c in cols if c.type != pa.null()), pa.null())
-    col = pa.concat_arrays([c if c.type == typ else pa.nulls(len(c), typ) for c in cols])
-    rid = np.concatenate(rids)
-    keep = (rid >= start) & (rid <= end)
-    if not keep.all():
-        col = col.filter(pa.array(keep))
-        rid = rid[keep]
-    if not len(rid):
+    col = [(c if c.type == typ else pa.nulls(len(c), typ)).slice(a, b - a) for c, (a, b, _) in zip(cols, cut)]
+    col = col[0] if len(col) == 1 else pa.concat_arrays(col)
+    if not len(col):
         return None, None
-    return col, (rid - start).astype(np.uint64)
+    rid = np.concatenate([np.arange(a + d, b + d, dtype=np.int64) for a, b, d in cut]).view(np.uint64)
+    return col, rid
 
 
 def _read_task(table, field, task: _Task):
@@ -194,6 +192,52 @@ def _read_task(table, field, task: _Task):
     return col, (rids - task.start).astype(np.uint64)
 
 
+def _writer(dtype: str, options: Dict[str, str], index_type: str):
+    from ..globalindex import writer
+
+    if index_type not in ("bitmap", "multivalue"):
+        raise ValueError(f"index type {index_type!r}")
+    prefix = "bitmap-index." if index_type == "bitmap" else "multivalue-index."
+    return writer(dtype, {k: v for k, v in options.items() if k.startswith(prefix)}, index_type=index_type)
+
+
+def range_groups(dtype: str, values, local_rids, index_type: str = "bitmap"):
+    """The rows' :class:`~paimon_fast.globalindex.format.Groups` (``multivalue``: of their
+    arrays' elements) and the number of rows: one piece of a row range, merged with the
+    range's other pieces by :func:`files_from_range_groups`."""
+    from ..globalindex.format import flatten_lists, group_column
+
+    w = _writer(dtype, {}, index_type)
+    if index_type == "bitmap":
+        arr, _ = w.codec.column(values)
+        return group_column(w.codec, arr, local_rids), len(local_rids)
+    n, elems, erids = flatten_lists(values, np.ascontiguousarray(local_rids, dtype=np.uint64), w.codec)
+    return group_column(w.codec, elems, erids), n
+
+
+def files_from_range_groups(dtype: str, pieces, options: Dict[str, str], per_range: int, index_type: str,
+                            start: int, end: int):
+    """:func:`build_range_files` of a row range from its pieces' :func:`range_groups` (in
+    row order; a ``multivalue`` range must lie in one shard of ``per_range`` row ids)."""
+    from ..globalindex.format import files_from_groups, merge_groups, multivalue_file_from_groups
+
+    w = _writer(dtype, options, index_type)
+    groups = merge_groups([g for g, _ in pieces])
+    if index_type == "bitmap":
+        return [(start, end, data, meta, n) for data, meta, n in
+                files_from_groups(groups, w.block_size, w.encoder, int(per_range * RECORDS_FLOATING))]
+    if not sum(n for _, n in pieces):
+        return []
+    if end >= _shard(start, per_range) + per_range:
+        raise ValueError(f"row range {start}..{end} spans several multivalue shards")
+    data, meta = multivalue_file_from_groups(groups, w.block_size, w.encoder)
+    return [(start, end, data, meta, end - start + 1)]
+
+
+def _shard(row_id: int, per_range: int) -> int:
+    return (row_id // per_range) * per_range
+
+
 def build_range_files(dtype: str, values, local_rids, options: Dict[str, str], per_range: int,
                       index_type: str = "bitmap", start: int = 0, end: Optional[int] = None):
     """The index files of the build range ``start..end`` (``local_rids`` relative to ``start``):
@@ -204,33 +248,25 @@ def build_range_files(dtype: str, values, local_rids, options: Dict[str, str], p
     ``multivalue`` (Java's shard build): the range cut at multiples of ``per_range`` row
     ids, one file per shard holding rows (row ids relative to the shard), row count = the
     shard's row count, so a shard whose arrays hold no element still gets a file."""
-    from ..globalindex import writer
-    from ..globalindex.format import build_files
-
     if end is None:
         end = start + (int(local_rids.max()) if len(local_rids) else 0)
     if index_type == "bitmap":
-        w = writer(dtype, {k: v for k, v in options.items() if k.startswith("bitmap-index.")})
-        arr, _ = w.codec.column(values)
-        return [(start, end, data, meta, n) for data, meta, n in
-                build_files(w.codec, arr, local_rids, w.block_size, w.encoder, int(per_range * RECORDS_FLOATING))]
+        return files_from_range_groups(dtype, [range_groups(dtype, values, local_rids)], options, per_range,
+                                       index_type, start, end)
     if index_type != "multivalue":
         raise ValueError(f"index type {index_type!r}")
     import pyarrow as pa
 
-    opts = {k: v for k, v in options.items() if k.startswith("multivalue-index.")}
     absolute = local_rids.astype(np.int64) + start
     out = []
-    shard = (start // per_range) * per_range
+    shard = _shard(start, per_range)
     while shard <= end:
         lo, hi = max(start, shard), min(end, shard + per_range - 1)
         keep = (absolute >= lo) & (absolute <= hi)
         if keep.any():
-            w = writer(dtype, opts, index_type="multivalue")
-            w.write_batch(values.filter(pa.array(keep)), (absolute[keep] - lo).astype(np.uint64))
-            data, meta = w.finish()
-            if data is not None:
-                out.append((lo, hi, data, meta, hi - lo + 1))
+            piece = range_groups(dtype, values.filter(pa.array(keep)), (absolute[keep] - lo).astype(np.uint64),
+                                 index_type)
+            out += files_from_range_groups(dtype, [piece], options, per_range, index_type, lo, hi)
         shard += per_range
     return out
 

@@ -184,6 +184,17 @@ def serialize64_groups(rids, bounds):
     return b"".join(parts), np.array([len(p) for p in parts], dtype=np.int64)
 
 
+def gather_segments(parts, part, start, length):
+    if not (len(part) == len(start) == len(length)):
+        raise ValueError("part, start and length must have the same length")
+    out = []
+    for i, (p, s, n) in enumerate(zip(part, start, length)):
+        if not (0 <= p < len(parts)) or s < 0 or n < 0 or s + n > len(parts[p]):
+            raise ValueError(f"segment {i} lies outside its part")
+        out.extend(int(v) for v in parts[p][s:s + n])
+    return np.array(out, dtype=np.uint64)
+
+
 def pack(key_off, key_data, bm_blob, bm_sizes, block_size, encode):
     kd = bytes(np.asarray(key_data, dtype=np.uint8))
     keys = [kd[key_off[i]:key_off[i + 1]] for i in range(len(bm_sizes))]
