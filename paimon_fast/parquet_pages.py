@@ -89,9 +89,10 @@ def plan(plain: pa.DataType, fld: pa.Field, repetition) -> Optional[Plan]:
     if pa.types.is_boolean(t):
         return Plan(_BOOLEAN, opt, fld, None, False)
     if pa.types.is_integer(t):
-        return Plan(_INT64 if t.bit_width == 64 else _INT32, opt, fld, np.dtype(t.to_pandas_dtype()), False)
+        kind = "i" if pa.types.is_signed_integer(t) else "u"   # (not to_pandas_dtype: pandas is optional)
+        return Plan(_INT64 if t.bit_width == 64 else _INT32, opt, fld, np.dtype(f"<{kind}{t.bit_width // 8}"), False)
     if pa.types.is_float32(t) or pa.types.is_float64(t):
-        return Plan(_FLOAT if t.bit_width == 32 else _DOUBLE, opt, fld, np.dtype(t.to_pandas_dtype()), False)
+        return Plan(_FLOAT if t.bit_width == 32 else _DOUBLE, opt, fld, np.dtype(f"<f{t.bit_width // 8}"), False)
     if pa.types.is_date32(t) or (pa.types.is_time32(t) and t.unit == "ms"):
         return Plan(_INT32, opt, fld, np.dtype("<i4"), False)
     if pa.types.is_time64(t):
