@@ -366,6 +366,7 @@ def test_hudi_sidecar_on_s3_equals_local(rel, tmp_path, s3_server):
     from paimon_fast.hudi import storage
 
     require_tables()
+    pytest.importorskip("hudi", reason="the hudi package (the tables extra) reads the Hudi tables as the oracle")
     local = unzip_table(rel, str(tmp_path / "t"))
     bucket = s3_server.new_bucket()
     s3_server.upload_dir(local, bucket, "tbl")
@@ -401,6 +402,7 @@ def test_hudi_killed_build_on_s3_and_gc(tmp_path, s3_server, capsys):
     from paimon_fast.cli import main
 
     require_tables()
+    pytest.importorskip("hudi", reason="the hudi package (the tables extra) reads the Hudi tables as the oracle")
     local = unzip_table(HUDI_TABLES[0], str(tmp_path / "t"))
     bucket = s3_server.new_bucket()
     s3_server.upload_dir(local, bucket, "tbl")
