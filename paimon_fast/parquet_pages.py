@@ -22,6 +22,8 @@ Corrupt pages raise :class:`~paimon_fast.errors.IndexFormatError` (what and wher
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Dict, Optional
 
 import numpy as np
@@ -138,10 +140,11 @@ class _Body:
     """The uncompressed bytes of a page (or of a V2 page's values), decompressed only as far as
     asked when the codec streams: the wanted rows of a page seldom need all of it."""
 
-    __slots__ = ("buf", "usize", "stream", "at", "what", "comp", "kern")
+    __slots__ = ("buf", "usize", "stream", "at", "what", "comp", "kern", "out")
 
     def __init__(self, codec, comp, usize: int, cap: int, at: int, what: str, kern=None):
         self.usize, self.at, self.what, self.stream, self.comp, self.kern = usize, at, what, None, comp, kern
+        self.out = None   # a streamed page's whole buffer, filled from the front (buf: its filled part)
         name = codec.name if codec is not None else None
         if usize >= _STREAM_MIN and (name in _STREAMING or (name == "snappy" and kern is not None)):
             if usize > cap:
@@ -171,15 +174,21 @@ class _Body:
             if n == self.usize:
                 self.stream = None
             return self.buf
-        try:
-            more = self.stream.read(n - have)
+        if self.out is None:   # allocated once, at the page's stated size (checked against the cap)
+            self.out = np.empty(self.usize, dtype=np.uint8)
+        got = have
+        try:   # into the buffer's next bytes: no copies of what was decompressed before
+            while got < n:
+                k = self.stream.readinto(memoryview(self.out)[got:n])
+                if k <= 0:
+                    break
+                got += k
         except (pa.ArrowException, OSError, ValueError) as e:
             raise IndexFormatError(f"Parquet {self.what} not decompressible: {e}", self.at) from None
-        if len(more) != n - have:
-            raise IndexFormatError(f"Parquet {self.what}: {have + len(more)} bytes decompressed, {self.usize} "
+        if got != n:
+            raise IndexFormatError(f"Parquet {self.what}: {got} bytes decompressed, {self.usize} "
                                    "expected", self.at)
-        more = np.frombuffer(more, dtype=np.uint8)
-        self.buf = more if not have else np.concatenate((self.buf, more))
+        self.buf = self.out[:n]
         if n == self.usize:
             self.stream = None
         return self.buf
@@ -215,12 +224,23 @@ class Dictionary:
     ``body`` of ``size`` values decompressed as far as the indexes asked for need), or
     BYTE_ARRAY values as the page's bytes with each value's start and length."""
 
-    __slots__ = ("values", "buf", "starts", "lens", "size", "body", "dtype")
+    __slots__ = ("values", "buf", "starts", "lens", "size", "body", "dtype", "lock", "broken")
 
     def __init__(self, values=None, buf=None, starts=None, lens=None, body=None, size=0, dtype=None):
         self.values, self.buf, self.starts, self.lens = values, buf, starts, lens
         self.body, self.dtype = body, dtype
         self.size = len(values) if values is not None else len(starts) if starts is not None else size
+        self.lock = threading.Lock() if body is not None else None   # a shared body grows under it
+        self.broken = False   # its page failed to decompress: never served from the cache again
+
+    @property
+    def nbytes(self) -> int:
+        """The memory it holds (a partly decompressed page counts whole, with its compressed bytes)."""
+        if self.body is not None:
+            return self.body.usize + len(self.body.comp)
+        if self.values is not None:
+            return self.values.nbytes
+        return self.buf.nbytes + self.starts.nbytes + self.lens.nbytes
 
     def take(self, idx: np.ndarray) -> np.ndarray:
         """The fixed-width values at dictionary indexes ``idx`` (checked)."""
@@ -232,8 +252,70 @@ class Dictionary:
                                    "values)", None)
         if self.values is not None:
             return self.values[idx]
-        buf = self.body.upto(m * self.dtype.itemsize)
-        return np.frombuffer(buf, dtype=self.dtype, count=m)[idx]
+        with self.lock:
+            try:
+                buf = self.body.upto(m * self.dtype.itemsize)
+            except IndexFormatError:
+                self.broken = True
+                raise
+            return np.frombuffer(buf, dtype=self.dtype, count=m)[idx]
+
+
+# Decoded dictionary pages of local files, shared by read_rows calls: point reads on the same
+# files (a table's lookups) decompress each dictionary once.  Keyed by (path, size, mtime,
+# decoder, row group, column): a file rewritten in place with the same size and modification
+# time is not noticed (as for the cached footers).  At most DICTIONARY_CACHE_BYTES (0: off).
+DICTIONARY_CACHE_BYTES = 64 << 20
+_DICTS: "OrderedDict[tuple, Dictionary]" = OrderedDict()
+_DICTS_HELD = [0]
+_DICTS_LOCK = threading.Lock()
+
+
+def clear_dictionary_cache() -> None:
+    """Forget the dictionary pages kept across reads."""
+    with _DICTS_LOCK:
+        _DICTS.clear()
+        _DICTS_HELD[0] = 0
+
+
+class ChunkDictionaries:
+    """The dictionaries one read decodes, per ``(row group, leaf)`` key (``get`` / ``[]=``, as a
+    dict): also kept in the shared cache when the file has a cache key (a local path)."""
+
+    __slots__ = ("file_key", "local")
+
+    def __init__(self, file_key=None):
+        self.file_key = file_key
+        self.local: Dict[tuple, Dictionary] = {}
+
+    def get(self, key):
+        d = self.local.get(key)
+        if d is None and self.file_key is not None and DICTIONARY_CACHE_BYTES > 0:
+            k = self.file_key + key
+            with _DICTS_LOCK:
+                d = _DICTS.get(k)
+                if d is not None:
+                    if d.broken:
+                        _DICTS_HELD[0] -= _DICTS.pop(k).nbytes
+                        return None
+                    _DICTS.move_to_end(k)
+            if d is not None:
+                self.local[key] = d
+        return d
+
+    def __setitem__(self, key, d: Dictionary):
+        self.local[key] = d
+        if self.file_key is None or d.nbytes > DICTIONARY_CACHE_BYTES:
+            return
+        k = self.file_key + key
+        with _DICTS_LOCK:
+            old = _DICTS.pop(k, None)
+            if old is not None:
+                _DICTS_HELD[0] -= old.nbytes
+            _DICTS[k] = d
+            _DICTS_HELD[0] += d.nbytes
+            while _DICTS_HELD[0] > DICTIONARY_CACHE_BYTES and _DICTS:
+                _DICTS_HELD[0] -= _DICTS.popitem(last=False)[1].nbytes
 
 
 def plain_values(physical: int, buf, start: int, end: int, nvals: int, at: int, kern) -> "np.ndarray | tuple":

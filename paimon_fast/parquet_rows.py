@@ -50,7 +50,9 @@ import pyarrow.parquet as pq
 from .errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
 from .parquet_footer import (_DATA_PAGE, _DATA_PAGE_V2, _DICT_ENCODINGS, _DICTIONARY_PAGE, _INDEX_PAGE, _MAGIC,
                              _Field, _Footer, _Pages, _Unsupported, _footer, _page_header, _pages)
-from .parquet_footer import _read_footer, clear_cache  # noqa: F401  (handed on at this path)
+from .parquet_footer import _read_footer  # noqa: F401  (handed on at this path)
+from .parquet_footer import clear_cache as _clear_footers
+from .parquet_pages import ChunkDictionaries, clear_dictionary_cache
 from .parquet_pages import Unsupported as _DecoderUnsupported
 from .parquet_pages import kernels as _page_kernels
 from .parquet_pages import plan as _plan
@@ -400,7 +402,7 @@ class _Ctx:
         self.direct_frac = frac if direct_frac is None else direct_frac
         self.threads = threads
         self.kern = kern
-        self.dicts = {}
+        self.dicts = ChunkDictionaries()
 
     def pyarrow_file(self):
         if self.pf is None:
@@ -486,7 +488,8 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     Raises :class:`InvalidArgumentError` for positions out of order or outside the file,
     :class:`ColumnNotFoundError` for an unknown column, :class:`IndexFormatError` for a
     file neither this reader nor pyarrow can read.  Parsed footers and page locations of
-    local files are cached by path, size and modification time (:func:`clear_cache`).
+    local files, and the dictionary pages the page decoder decoded, are cached by path, size and
+    modification time (:func:`clear_cache`; at most ``parquet_pages.DICTIONARY_CACHE_BYTES`` of dictionaries).
     """
     pos = _as_positions(positions)
     if len(pos) > 1 and np.any(pos[1:] < pos[:-1]):
@@ -501,6 +504,8 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     ctx = _Ctx(src, pa_source, set(dictionary_columns), st,
                PAGE_FRACTION if page_fraction is None else float(page_fraction), use_threads, kern,
                DECODER_PAGE_FRACTION if page_fraction is None else float(page_fraction))
+    if key is not None and kern is not None:  # dictionaries kept across reads, per decoder
+        ctx.dicts = ChunkDictionaries(key + (page_decoder,))
     try:
         try:
             fo = _footer(src, key)
@@ -515,6 +520,13 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     if stats is not None:
         stats.add(st)
     return out
+
+
+def clear_cache() -> None:
+    """Forget what is kept per local file across reads: parsed footers and page locations
+    (path, size, mtime) and decoded dictionary pages."""
+    _clear_footers()
+    clear_dictionary_cache()
 
 
 class FileShape(NamedTuple):

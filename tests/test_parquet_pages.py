@@ -417,3 +417,96 @@ def test_snappy_prefix_kernel_and_twin():
             impl.snappy_prefix(np.frombuffer(b"\xff" * 11, np.uint8), 10)  # a length varint that never ends
         with pytest.raises(IndexFormatError):
             impl.snappy_prefix(np.frombuffer(b"\x0a\xf0", np.uint8), 10)  # a literal's length bytes cut off
+
+
+def _dict_file(path, n=120_000, seed=11):
+    """A file whose dictionary pages are large (1 MB, ZSTD, so decompressed as far as asked)."""
+    rng = np.random.default_rng(seed)
+    t = pa.table({"i": pa.array(rng.permutation(n).astype(np.int64)),
+                  "s": pa.array(np.char.add("value-", rng.integers(0, 40_000, n).astype(str))),
+                  "x": pa.array(rng.random(n))})
+    pq.write_table(t, path, compression="zstd", row_group_size=n)
+    return pq.read_table(path)
+
+
+def _cached_keys(path):
+    with pp._DICTS_LOCK:
+        return [k for k in pp._DICTS if k[0] == str(path)]
+
+
+def test_dictionary_cache_across_reads(tmp_path):
+    """Dictionaries of a local file are kept across read_rows calls (per decoder); a later read
+    extends a partly decompressed one; the answers stay pyarrow's."""
+    path = tmp_path / "d.parquet"
+    full = _dict_file(path)
+    n = full.num_rows
+    pr.clear_cache()
+    assert not _cached_keys(path)
+    first = [5, 17]   # dictionary indexes near the start (i: a permutation, so any index may come)
+    assert pr.read_rows(str(path), first, page_fraction=1.0).equals(full.take(pa.array(first)))
+    keys = _cached_keys(path)
+    assert keys and all(k[3] == "kernel" for k in keys)
+    held = {k: pp._DICTS[k] for k in keys}
+    rng = np.random.default_rng(2)
+    for _ in range(4):
+        pos = np.sort(rng.choice(n, 30, replace=False))
+        assert pr.read_rows(str(path), pos, page_fraction=1.0).equals(full.take(pa.array(pos)))
+        assert all(pp._DICTS.get(k) is d for k, d in held.items())   # the same objects, reused
+    assert pr.read_rows(str(path), pos, page_fraction=1.0, page_decoder="twin").equals(full.take(pa.array(pos)))
+    assert {k[3] for k in _cached_keys(path)} == {"kernel", "twin"}   # the twin decodes its own
+    # a file rewritten with other content: another size / mtime, so another key
+    full2 = _dict_file(path, n=90_000, seed=12)
+    assert pr.read_rows(str(path), pos[:10], page_fraction=1.0).equals(full2.take(pa.array(pos[:10])))
+    pr.clear_cache()
+    assert not _cached_keys(path)
+
+
+def test_dictionary_cache_budget_and_threads(tmp_path, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = tmp_path / "d.parquet"
+    full = _dict_file(path)
+    n = full.num_rows
+    pr.clear_cache()
+    monkeypatch.setattr(pp, "DICTIONARY_CACHE_BYTES", 0)
+    pr.read_rows(str(path), [n - 1], page_fraction=1.0)
+    assert not _cached_keys(path)
+    monkeypatch.setattr(pp, "DICTIONARY_CACHE_BYTES", 64 << 20)
+    pr.read_rows(str(path), [n - 1], page_fraction=1.0)
+    sizes = sorted(pp._DICTS[k].nbytes for k in _cached_keys(path))
+    assert len(sizes) == 3 and pp._DICTS_HELD[0] == sum(sizes)
+    pr.clear_cache()
+    budget = sizes[-1] + sizes[0]   # room for two of the three: the oldest goes
+    monkeypatch.setattr(pp, "DICTIONARY_CACHE_BYTES", budget)
+    pr.read_rows(str(path), [n - 1], page_fraction=1.0)
+    assert 0 < pp._DICTS_HELD[0] <= budget and len(_cached_keys(path)) < 3
+    monkeypatch.setattr(pp, "DICTIONARY_CACHE_BYTES", 64 << 20)
+    pr.clear_cache()
+    # threads reading the same file share (and grow) the same dictionaries
+    rng = np.random.default_rng(5)
+    jobs = [np.sort(rng.choice(n, int(rng.integers(1, 40)), replace=False)) for _ in range(24)]
+    with ThreadPoolExecutor(4) as ex:
+        outs = list(ex.map(lambda p: pr.read_rows(str(path), p, page_fraction=1.0), jobs))
+    for p, got in zip(jobs, outs):
+        assert got.equals(full.take(pa.array(p)))
+    pr.clear_cache()
+
+
+def test_dictionary_cache_forgets_a_dictionary_that_failed():
+    """A dictionary page that decompresses at first and fails further on raises, and is not
+    served from the cache again."""
+    vals = np.arange(300_000, dtype=np.int64)
+    comp = bytearray(pa.Codec("zstd").compress(vals.tobytes(), asbytes=True))
+    comp[len(comp) // 2:] = bytes(len(comp) - len(comp) // 2)   # the second half destroyed
+    body = pp._Body(pa.Codec("zstd"), np.frombuffer(bytes(comp), np.uint8), vals.nbytes, 1 << 30, 100, "dictionary page")
+    d = pp.Dictionary(body=body, size=len(vals), dtype=np.dtype("<i8"))
+    key = ("/no/such/file", 1, 2, "kernel")
+    pp.ChunkDictionaries(key)[(0, 1)] = d
+    assert pp.ChunkDictionaries(key).get((0, 1)) is d
+    assert d.take(np.array([3, 10])).tolist() == [3, 10]
+    with pytest.raises(IndexFormatError):
+        d.take(np.array([len(vals) - 1]))
+    assert pp.ChunkDictionaries(key).get((0, 1)) is None
+    with pp._DICTS_LOCK:
+        assert key + (0, 1) not in pp._DICTS
+    pr.clear_cache()
