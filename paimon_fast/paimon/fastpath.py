@@ -86,20 +86,21 @@ from .pruning import Fallback, PruneReport, _CountingSource, _result_of, index_a
 # decode Parquet with Arrow's thread pool (_read_files, _read_rows); on two cores or fewer the
 # hand-offs cost more than they gain (measured: same CPU, slower under load)
 SCAN_THREADS = (os.cpu_count() or 1) > 2
+_READ_THREADS = min(4, os.cpu_count() or 1)  # files read at known rows at once (decompression frees the GIL)
 
 
 # ---------------------------------------------------------------- caches
 def clear_plan_cache():
     """Forget every cached plan (keyed by table path and snapshot: id, manifest lists, time), the
-    parsed Avro and index container headers and the data files' parsed footers, so the next
-    query pays what a first query in a fresh process pays (short of imports)."""
+    parsed Avro and index container headers and the data files' parsed footers and decoded
+    dictionary pages, so the next query pays what a first query in a fresh process pays (short of imports)."""
     with _PLAN_LOCK:
         _PLAN_CACHE.clear()
         _HEADERS.clear()
     with _SCHEMA_LOCK:
         _SCHEMA_CACHE.clear()
         _HEADER_CACHE.clear()
-    _clear_row_cache()  # data files' footers and page locations
+    _clear_row_cache()  # data files' footers, page locations and dictionary pages
 
 
 # ---------------------------------------------------------------- schemas
@@ -310,8 +311,22 @@ def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols
     late = [j for j in jobs if j[1] is None]
     if whole:
         before = stats.rows_decoded
-        parts = [current(_read_rows(table, f, np.asarray(cand.to_array(), dtype=np.int64), physical(all_cols), phys,
-                                    stats), all_cols) for f, cand in whole]
+        cols = physical(all_cols)
+
+        def one(job):
+            f, cand = job
+            st = PageReadStats()
+            return _read_rows(table, f, np.asarray(cand.to_array(), dtype=np.int64), cols, phys, st), st
+
+        if len(whole) > 1 and _READ_THREADS > 1:
+            with ThreadPoolExecutor(min(_READ_THREADS, len(whole))) as ex:
+                got = list(ex.map(one, whole))
+        else:
+            got = [one(j) for j in whole]
+        parts = []
+        for t, st in got:
+            stats.add(st)
+            parts.append(current(t, all_cols))
         hit = pa.concat_tables(parts).filter(pred_expr)
         out.append((hit.select(list(out_cols)) if hit.num_rows else None, stats.rows_decoded - before))
     if late:
