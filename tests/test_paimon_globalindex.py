@@ -836,3 +836,33 @@ def test_split_runs_round_trip(tmp_path, dtype, values, rids):
         if a is not None:
             np.testing.assert_array_equal(a, b, err_msg=f)
     assert _read_run(Store(), str(tmp_path), spec, 0) is None  # a piece without rows writes no run
+
+
+def test_global_index_read_at_the_planned_snapshot(tmp_path, monkeypatch):
+    """A commit landing between planning and reading the index manifest does not mix two
+    snapshots: the global indexes are those of the snapshot the files were planned from."""
+    from pypaimon.snapshot.snapshot_manager import SnapshotManager
+
+    from paimon_fast.paimon.fastpath import clear_plan_cache
+
+    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    t = cat.get_table(f"db.{name}")
+    before_build = t.snapshot_manager().get_latest_snapshot()
+    assert create_global_index(t, "color") > 0
+    rows = _rows(cat, name)
+    t = cat.get_table(f"db.{name}")
+    planned = t.snapshot_manager().get_latest_snapshot()
+    assert planned.id > before_build.id
+    # the first look at the latest snapshot (the planner's) sees the indexed one; any later
+    # look sees the snapshot from before the build (no index)
+    calls = []
+
+    def latest(self):
+        calls.append(1)
+        return planned if len(calls) == 1 else before_build
+
+    clear_plan_cache()
+    monkeypatch.setattr(SnapshotManager, "get_latest_snapshot", latest)
+    got, report = read_with_index(t, pf.field("color") == "blue")
+    assert report.global_indexes, report
+    assert _ids(got) == _expect(rows, lambda r: r["color"] == "blue")

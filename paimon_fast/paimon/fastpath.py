@@ -425,7 +425,7 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
     if row_tracking and any(f.write_cols for f in files):
         raise Fallback("data-evolution column groups (files holding some columns only)")
     if row_tracking:
-        gres = _global_results(table, predicate, files, rep)
+        gres = _global_results(table, predicate, files, rep, plan.snapshot)
         if gres is not None:
             results = [r.and_(g) if g is not None else r for r, g in zip(results, gres)]
     jobs = []
@@ -492,19 +492,19 @@ def _stores_row_ids(table, f: _File) -> bool:
     return f.stored_row_ids
 
 
-def _global_results(table, predicate, files, rep):
+def _global_results(table, predicate, files, rep, snapshot=None):
     """Per file, the global indexes' rows as a ``BitmapResult`` of positions (None: no answer
     for that file), or None when no global index answers the predicate.  Data-evolution
     tables follow the search mode (``fast``: rows outside the indexed ranges are not read);
     on other row-tracking tables, which Java reads without global indexes, rows no index
-    covers are always kept."""
+    covers are always kept.  ``snapshot``: the one planned (default: the latest)."""
     from pyroaring import BitMap64
 
     if not _is_true(_options(table), "global-index.enabled", True):
         return None
     from .globalindex import GlobalIndexAnswer
 
-    gi = GlobalIndexAnswer(table, predicate)
+    gi = GlobalIndexAnswer(table, predicate, snapshot)
     if gi.data_evolution and gi.foreign_types:
         raise Fallback(f"global index types paimon-fast does not read: {', '.join(gi.foreign_types)}")
     if not gi.has_index:

@@ -52,8 +52,9 @@ class _File:
 
 
 class _Plan:
-    def __init__(self, snapshot_id, files):
+    def __init__(self, snapshot_id, files, snapshot=None):
         self.snapshot_id = snapshot_id
+        self.snapshot = snapshot   # the pypaimon Snapshot planned (global indexes are read at the same one)
         self.files: List[_File] = files
         self.schemas: Dict[int, object] = {}
 
@@ -189,7 +190,7 @@ def _load_plan(table, snapshot, workers: int) -> _Plan:
             else:
                 deleted.add(f.key())
     files = [f for f in added if f.key() not in deleted] if deleted else added
-    plan = _Plan(snapshot.id, files)
+    plan = _Plan(snapshot.id, files, snapshot)
     _attach_paths(table, plan)
     if snapshot.index_manifest:
         _attach_deletions(table, snapshot, plan)
