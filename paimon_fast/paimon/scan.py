@@ -335,6 +335,16 @@ def _open_table(table):
     raise TypeError(f"expected a pypaimon table or read builder, got {type(table).__name__}")
 
 
+def _scanned_snapshot(table):
+    """The snapshot pypaimon's scan of ``table`` reads (its time-travel options and pinned view
+    resolved as the scan resolves them), whose index manifest lists the global indexes to use."""
+    try:
+        from pypaimon.snapshot.time_travel_util import TimeTravelUtil
+    except ImportError:  # pragma: no cover - other pypaimon versions: the latest
+        return None
+    return TimeTravelUtil.resolve_snapshot(table)
+
+
 def _global_index_answer(table, pred, max_workers):
     """The table's bitmap global indexes for ``pred`` (row-tracking tables), or None."""
     if (pred is None or not _bool_opt(table, "row-tracking.enabled", False)
@@ -342,7 +352,7 @@ def _global_index_answer(table, pred, max_workers):
         return None
     from .globalindex import GlobalIndexAnswer
 
-    gi = GlobalIndexAnswer(table, pred, max_workers=max_workers)
+    gi = GlobalIndexAnswer(table, pred, snapshot=_scanned_snapshot(table), max_workers=max_workers)
     if not gi.has_index:
         return None
     if gi.data_evolution and gi.foreign_types:
