@@ -894,3 +894,38 @@ def test_time_travel_reads_that_snapshots_global_indexes(tmp_path):
     theirs = _ids(rb.new_read().to_arrow(rb.new_scan().plan().splits()))
     ours, _ = read_with_index(t, pf.field("color") == "red")
     assert _ids(ours) == theirs   # pypaimon 2.1's own scan of that snapshot agrees
+
+
+@pytest.mark.parametrize("local", [True, False])
+def test_stale_runs_of_a_killed_split_build_are_removed(tmp_path, local):
+    """A split build first removes the exchange directories a killed driver left (nothing
+    written for a day, or empty), and keeps a running build's and the index files."""
+    import time
+
+    import pyarrow.fs as pafs
+
+    from paimon_fast.fs import Store
+    from paimon_fast.paimon.globalindex_spark import STALE_RUNS_SECONDS, drop_stale_runs
+
+    root = tmp_path / "index"
+    old_t = time.time() - STALE_RUNS_SECONDS - 60
+    for rel, t in ((".runs-0ld/3-0.arrow", old_t), (".runs-0ld/3-1.arrow", old_t), (".runs-fresh/1-0.arrow", None),
+                   (".runs-mixed/2-0.arrow", old_t), (".runs-mixed/2-1.arrow", None),
+                   ("bitmap-global-index-1.index", old_t)):
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"x")
+        if t is not None:
+            os.utime(p, (t, t))
+    (root / ".runs-empty").mkdir()
+    if local:
+        store, where = Store(), str(root)
+    else:   # the object-store way: listing and deleting files
+        store, where = Store(pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())), "index"
+        assert not store.local
+    gone = drop_stale_runs(store, where)
+    assert gone == ([".runs-0ld", ".runs-empty"] if local else [".runs-0ld"])
+    left = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    assert left == [".runs-fresh/1-0.arrow", ".runs-mixed/2-0.arrow", ".runs-mixed/2-1.arrow",
+                    "bitmap-global-index-1.index"]
+    assert drop_stale_runs(store, where, older_than=0, now=time.time() + 1) == [".runs-fresh", ".runs-mixed"]

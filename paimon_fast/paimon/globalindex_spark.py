@@ -165,6 +165,7 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
 
     try:
         if split:
+            drop_stale_runs(runs_store, root)
             runs_store.makedirs(runs)
         rows = sc.parallelize(jobs, len(jobs)).mapPartitions(first).collect() if jobs else []
         if split:  # one merge per split range, largest first
@@ -175,6 +176,43 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
             _drop_runs(runs_store, root, runs)
     for i, row in rows:
         results[i].append(row)
+
+
+# a .runs-<id> directory with nothing written for this long was left by a killed driver (a build
+# in progress writes its runs within minutes): the next split build removes it
+STALE_RUNS_SECONDS = 24 * 3600
+
+
+def drop_stale_runs(store, root, older_than: float = None, now: float = None) -> list:
+    """Remove the exchange directories (``.runs-<id>``) under the index directory ``root`` whose
+    newest file is older than ``older_than`` seconds (default :data:`STALE_RUNS_SECONDS`; an
+    empty one counts as old): what a driver killed during a split build leaves. A concurrent
+    build's fresh runs are kept. Returns the names removed."""
+    import time
+
+    from ..tables.globalindex import RUNS_PREFIX
+
+    limit = STALE_RUNS_SECONDS if older_than is None else older_than
+    cutoff = ((time.time() if now is None else now) - limit) * 1e9
+    newest = {}
+    for e in store.list_files(root):
+        top = e.rel.split("/", 1)[0]
+        if top.startswith(RUNS_PREFIX) and "/" in e.rel:
+            newest[top] = max(newest.get(top, 0), e.mtime_ns)
+    if store.local and os.path.isdir(root):  # empty directories list no files
+        for n in os.listdir(root):
+            if n.startswith(RUNS_PREFIX) and os.path.isdir(os.path.join(root, n)):
+                newest.setdefault(n, 0)
+    gone = sorted(n for n, t in newest.items() if t < cutoff)
+    for n in gone:
+        if store.local:
+            import shutil
+
+            shutil.rmtree(os.path.join(root, n), ignore_errors=True)
+        else:
+            for e in store.list_files(store.join(root, n)):
+                store.delete(e.path)
+    return gone
 
 
 def _split_rows(options) -> int:
