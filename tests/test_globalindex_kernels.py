@@ -175,6 +175,40 @@ def test_merged_groups_equal_one_grouping(vals, cuts, dtype):
             np.testing.assert_array_equal(x, y, err_msg=f)
 
 
+@pytest.mark.parametrize("dtype,distinct", [("STRING", 7), ("STRING", 5000), ("INT", 40), ("BIGINT", 10 ** 9)])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_parallel_grouping_equals_one_grouping(monkeypatch, dtype, distinct, threads):
+    """The build's grouping in slices side by side, merged, is the one grouping of the column:
+    with nulls, few or (nearly) all keys distinct, row ids ascending with gaps; row ids out of
+    order, and nearly unique columns, take the one grouping."""
+    from paimon_fast.globalindex import format as fmt
+    from paimon_fast.globalindex.keys import KeyCodec
+
+    monkeypatch.setattr(fmt, "PARALLEL_GROUP_ROWS", 1000)
+    rng = np.random.default_rng(distinct + threads)
+    n = 20_000
+    codes = rng.integers(0, distinct, n)
+    mask = rng.random(n) < 0.05
+    if dtype == "STRING":
+        arr = pa.array(np.char.add("k", codes.astype(str)).astype(object), pa.string(), mask=mask)
+    else:
+        arr = pa.array(codes.astype(np.int64) - distinct // 2, pa.int32() if dtype == "INT" else pa.int64(), mask=mask)
+    codec = KeyCodec(dtype)
+    rids = np.cumsum(rng.integers(1, 4, n)).astype(np.uint64)
+    calls = []
+    monkeypatch.setattr(fmt, "merge_groups", lambda parts, real=fmt.merge_groups: calls.append(len(parts)) or real(parts))
+    for r, merged in ((rids, distinct < n), (rng.permutation(rids), False)):
+        calls.clear()
+        whole = fmt.group_column(codec, arr, r)
+        par = fmt.group_column_parallel(codec, arr, r, threads=threads)
+        assert calls == ([threads] if merged else [])   # sliced only where it pays and is valid
+        for f in ("nulls", "rids", "bounds", "key_off", "key_data", "ghi", "glo", "nonnull"):
+            x, y = getattr(whole, f), getattr(par, f)
+            assert (x is None) == (y is None), f
+            if x is not None:
+                np.testing.assert_array_equal(x, y, err_msg=f)
+
+
 @SETTINGS
 @given(st.lists(st.tuples(st.binary(max_size=20), st.integers(8, 300)), max_size=80),
        st.integers(1, 400), st.sampled_from(["none", "zstd", "lz4"]))

@@ -205,12 +205,12 @@ def range_groups(dtype: str, values, local_rids, index_type: str = "bitmap"):
     """The rows' :class:`~paimon_fast.globalindex.format.Groups` (``multivalue``: of their
     arrays' elements) and the number of rows: one piece of a row range, merged with the
     range's other pieces by :func:`files_from_range_groups`."""
-    from ..globalindex.format import flatten_lists, group_column
+    from ..globalindex.format import flatten_lists, group_column, group_column_parallel
 
     w = _writer(dtype, {}, index_type)
     if index_type == "bitmap":
         arr, _ = w.codec.column(values)
-        return group_column(w.codec, arr, local_rids), len(local_rids)
+        return group_column_parallel(w.codec, arr, local_rids), len(local_rids)
     n, elems, erids = flatten_lists(values, np.ascontiguousarray(local_rids, dtype=np.uint64), w.codec)
     return group_column(w.codec, elems, erids), n
 
