@@ -28,6 +28,9 @@ _CODECS = {}
 _NO_OPTIONS = Options({})   # read-only: shared by every index given no options
 _DEFAULT_FALLBACK_BYTES = _NO_OPTIONS.get_memory_size(OPT_FALLBACK, DEFAULT_FALLBACK)
 _STRING_ID = pa.string().id
+# integer Arrow types: the literals an equality may take as they are (normalisation keeps them)
+_INT_BOUNDS = {t.id: (-(1 << (t.bit_width - 1)), (1 << (t.bit_width - 1)) - 1)
+               for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64())}
 _ARROW_TYPES = {}           # type string -> its Arrow type (None: has none), for literal normalisation
 
 
@@ -390,16 +393,26 @@ class BitmapGlobalIndexReader(GlobalIndex):
         return BitMap64() if v is None else self.file.equal(self._key(v))
 
     def evaluate(self, predicate: Predicate):
-        # ``x = 'str'`` on a string column, the commonest point lookup: normalisation keeps
-        # such a leaf as it is and the key is the literal's UTF-8, so answer it directly
+        # ``x = 'str'`` on a string column and ``x = 42`` on an integer one, the commonest point
+        # lookups: normalisation keeps such a leaf as it is (an integer inside the column's
+        # range), so the key is the literal's own and the file answers directly
         if type(predicate) is Leaf and predicate.op == "equal":
             lits = predicate.literals
-            if len(lits) == 1 and type(lits[0]) is str and self.codec.is_string:
-                at = self._arrow_t
-                if at is False:
-                    at = self._arrow_t = _arrow_type(self.codec)
-                if at is not None and at.id == _STRING_ID:
-                    return self.file.equal(lits[0].encode("utf-8", "surrogatepass"))
+            if len(lits) == 1:
+                lit = lits[0]
+                tl = type(lit)
+                if tl is str or tl is int:
+                    at = self._arrow_t
+                    if at is False:
+                        at = self._arrow_t = _arrow_type(self.codec)
+                    if at is not None:
+                        if tl is str:
+                            if at.id == _STRING_ID and self.codec.is_string:
+                                return self.file.equal(lit.encode("utf-8", "surrogatepass"))
+                        else:
+                            b = _INT_BOUNDS.get(at.id)
+                            if b is not None and b[0] <= lit <= b[1]:
+                                return self.file.equal(self._key(lit))
         return GlobalIndex.evaluate(self, predicate)
 
 
