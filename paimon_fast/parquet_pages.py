@@ -10,12 +10,14 @@ row with the kernels of :mod:`paimon_fast._kernels.pagedecode` (pure-Python twin
 only, in the column's Arrow type as pyarrow reads it.
 
 Handled: data pages V1 and V2; PLAIN, PLAIN_DICTIONARY / RLE_DICTIONARY (with the chunk's
-PLAIN dictionary page, decoded once per :func:`read_rows` call) and RLE for BOOLEAN;
+PLAIN dictionary page, decoded once and kept across reads of local files) and RLE for BOOLEAN;
 REQUIRED or OPTIONAL flat columns; physical types BOOLEAN, INT32, INT64, FLOAT, DOUBLE,
 BYTE_ARRAY whose Arrow type is the physical value itself (integers of any width and
 sign, floats, bool, date32, time32[ms] / time64, timestamps in the stored unit, string /
 binary and their large variants); codecs UNCOMPRESSED, SNAPPY, GZIP, BROTLI, ZSTD,
-LZ4_RAW.  Anything else raises :class:`Unsupported` and the caller reads the pages with
+LZ4_RAW (ZSTD and BROTLI pages, and Snappy ones by our kernel, decompressed only as far as
+the wanted rows reach; GZIP and LZ4_RAW pages whole, GZIP so that its CRC-32 is checked).
+Anything else raises :class:`Unsupported` and the caller reads the pages with
 pyarrow as before: nested columns, DELTA_* and BYTE_STREAM_SPLIT encodings,
 FIXED_LEN_BYTE_ARRAY, INT96, decimals, dictionary-typed reads, Hadoop LZ4, LZO.
 Corrupt pages raise :class:`~paimon_fast.errors.IndexFormatError` (what and where).
@@ -131,19 +133,26 @@ def _decompress(codec, body, usize: int, cap: int, at: int, what: str):
     return np.frombuffer(out, dtype=np.uint8)
 
 
-_STREAMING = ("zstd", "gzip", "brotli")  # codecs pyarrow decompresses as a stream: a prefix costs a prefix
+# codecs pyarrow decompresses as a stream: a prefix costs a prefix.  Not GZIP: its CRC-32 at the
+# end of the stream is what catches a corrupt page (a bit flipped in a page's first quarter: a
+# whole decompression raised 58 times in 60, the streamed prefix returned wrong bytes); ZSTD
+# and BROTLI pages (and Snappy) carry no checksum, so a whole decompression does not catch
+# those either
+_STREAMING = ("zstd", "brotli")
 # (and Snappy, by the kernel's snappy_prefix)
 _STREAM_MIN = 64 << 10  # smaller pages are decompressed in one call
+_WHOLE_FRACTION = 0.4   # a first request for this much of a page decompresses it whole, in one call
 
 
 class _Body:
     """The uncompressed bytes of a page (or of a V2 page's values), decompressed only as far as
     asked when the codec streams: the wanted rows of a page seldom need all of it."""
 
-    __slots__ = ("buf", "usize", "stream", "at", "what", "comp", "kern", "out")
+    __slots__ = ("buf", "usize", "stream", "at", "what", "comp", "kern", "out", "codec", "cap")
 
     def __init__(self, codec, comp, usize: int, cap: int, at: int, what: str, kern=None):
         self.usize, self.at, self.what, self.stream, self.comp, self.kern = usize, at, what, None, comp, kern
+        self.codec, self.cap = codec, cap
         self.out = None   # a streamed page's whole buffer, filled from the front (buf: its filled part)
         name = codec.name if codec is not None else None
         if usize >= _STREAM_MIN and (name in _STREAMING or (name == "snappy" and kern is not None)):
@@ -165,6 +174,12 @@ class _Body:
         if self.stream is None or n <= have:
             return self.buf
         n = min(self.usize, max(n, 2 * have, 16 << 10))  # geometric steps: few copies
+        if not have and n >= _WHOLE_FRACTION * self.usize and self.stream != "snappy":
+            # most of the page asked for at once: one call decompresses all of it faster than a
+            # stream gives that much (pyarrow streams in 64 KB steps)
+            self.buf = _decompress(self.codec, self.comp, self.usize, self.cap, self.at, self.what)
+            self.stream = None
+            return self.buf
         if self.stream == "snappy":  # the prefix again, longer (at most twice the work in all)
             data, total = self.kern.snappy_prefix(self.comp, n)
             if total != self.usize or len(data) != n:

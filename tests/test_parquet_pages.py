@@ -510,3 +510,38 @@ def test_dictionary_cache_forgets_a_dictionary_that_failed():
     with pp._DICTS_LOCK:
         assert key + (0, 1) not in pp._DICTS
     pr.clear_cache()
+
+
+@pytest.mark.parametrize("codec", ["zstd", "brotli", "gzip"])
+def test_page_body_streams_a_short_prefix_and_decompresses_a_long_one_whole(codec):
+    """A first request for under _WHOLE_FRACTION of a page streams that prefix; a larger one
+    decompresses the page in one call; both give the page's bytes.  GZIP pages are always
+    decompressed whole, so their CRC-32 is checked: a corrupt one raises however little of it is
+    wanted (a streamed prefix would have returned wrong bytes)."""
+    raw = np.random.default_rng(1).integers(0, 50, 1 << 20).astype(np.uint8).tobytes()
+    c = pa.Codec(codec)
+    comp = np.frombuffer(c.compress(raw, asbytes=True), np.uint8)
+    short = int(len(raw) * pp._WHOLE_FRACTION) - 4096
+    body = pp._Body(c, comp, len(raw), 1 << 30, 0, "data page")
+    assert body.upto(short).tobytes()[:short] == raw[:short]
+    assert body.complete == (codec == "gzip")
+    assert body.all().tobytes() == raw and body.complete
+    body = pp._Body(c, comp, len(raw), 1 << 30, 0, "data page")
+    got = body.upto(int(len(raw) * pp._WHOLE_FRACTION) + 1)
+    assert body.complete and got.tobytes() == raw
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        bad = comp.copy()
+        bad[int(rng.integers(0, len(bad) // 4))] ^= np.uint8(1 << int(rng.integers(0, 8)))
+        if codec == "gzip":   # always caught, by the CRC
+            with pytest.raises(IndexFormatError):
+                pp._Body(c, bad, len(raw), 1 << 30, 0, "data page").upto(short)
+        try:   # the others: a prefix is what the whole page's decompression gives, or an error
+            whole = pp._Body(c, bad, len(raw), 1 << 30, 0, "data page").all().tobytes()
+        except IndexFormatError:
+            whole = None
+        try:
+            part = pp._Body(c, bad, len(raw), 1 << 30, 0, "data page").upto(short).tobytes()[:short]
+        except IndexFormatError:
+            continue
+        assert whole is None or part == whole[:short]
