@@ -929,3 +929,28 @@ def test_stale_runs_of_a_killed_split_build_are_removed(tmp_path, local):
     assert left == [".runs-fresh/1-0.arrow", ".runs-mixed/2-0.arrow", ".runs-mixed/2-1.arrow",
                     "bitmap-global-index-1.index"]
     assert drop_stale_runs(store, where, older_than=0, now=time.time() + 1) == [".runs-fresh", ".runs-mixed"]
+
+
+def test_reads_at_known_rows_use_at_most_max_workers_threads(tmp_path, monkeypatch):
+    """The files a global index leaves are read on several threads, never more than
+    ``max_workers`` (1: in the calling thread), with the same rows."""
+    from paimon_fast.paimon import fastpath
+
+    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    create_global_index(cat.get_table(f"db.{name}"), "color")
+    rows = _rows(cat, name)
+    pools = []
+    real = fastpath.ThreadPoolExecutor
+
+    def counting(n, *a, **k):
+        pools.append(n)
+        return real(n, *a, **k)
+
+    monkeypatch.setattr(fastpath, "ThreadPoolExecutor", counting)
+    monkeypatch.setattr(fastpath, "_READ_THREADS", 4)
+    for workers, most in ((1, 0), (2, 2), (8, 4)):
+        pools.clear()
+        got, rep_ = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "blue", max_workers=workers)
+        assert rep_.fast_path and rep_.global_indexes
+        assert _ids(got) == _expect(rows, lambda r: r["color"] == "blue")
+        assert (max(pools) if pools else 0) == most, (workers, pools)

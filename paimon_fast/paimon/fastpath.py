@@ -276,7 +276,8 @@ def _read_rows(table, f: _File, positions, columns: List[str], phys, stats):
         return read_rows(stream, positions, columns, **kw)
 
 
-def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols, read_schema, stats):
+def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols, read_schema, stats,
+                threads: int = 1):
     """Matching rows of files of one schema id: ``[(arrow table or None, rows decoded)]``.
 
     Files with candidate rows from an index (or a deletion vector) are read at
@@ -285,7 +286,7 @@ def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols
     late-materialised: the predicate's columns first, the other columns only
     for files with a match, at the matching rows.  The predicate runs once per
     kind over the files' rows together.  ``stats`` (a ``PageReadStats``) counts
-    what the reads at known rows decoded."""
+    what the reads at known rows decoded; ``threads``: files read at known rows at once."""
     import pyarrow as pa
     from pypaimon.schema.data_types import PyarrowFieldParser
 
@@ -318,8 +319,8 @@ def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols
             st = PageReadStats()
             return _read_rows(table, f, np.asarray(cand.to_array(), dtype=np.int64), cols, phys, st), st
 
-        if len(whole) > 1 and _READ_THREADS > 1:
-            with ThreadPoolExecutor(min(_READ_THREADS, len(whole))) as ex:
+        if len(whole) > 1 and threads > 1:
+            with ThreadPoolExecutor(min(threads, len(whole))) as ex:
                 got = list(ex.map(one, whole))
         else:
             got = [one(j) for j in whole]
@@ -461,7 +462,7 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
     rep.decoded = PageReadStats()
     for sid, g in groups.items():
         got.extend(_read_group(table, g, schemas.schema(sid), schemas.mapping(sid), pred_expr, pred_cols,
-                               read_cols, read_schema, rep.decoded))
+                               read_cols, read_schema, rep.decoded, min(_READ_THREADS, workers)))
     parts = []
     rep.rows_selected = rep.rows_index_selected  # rows taken from the files (index and deletions applied)
     rep.rows_decoded = 0
