@@ -108,6 +108,25 @@ cdef inline uint64_t _bits(const uint8_t *b, Py_ssize_t data, int64_t k, int bw)
     return v
 
 
+cdef inline int _next_run(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int bw, int64_t w, int64_t nvals,
+                          int64_t base, int64_t *count, bint *packed, uint64_t *value, Py_ssize_t *data,
+                          int64_t *detail) noexcept nogil:
+    """The run holding wanted row ``w`` onwards (rows ``base..`` of ``nvals``): checks ``w``, reads
+    the run's header (its count clamped to the rows left); an error code, ``detail`` what failed."""
+    if w < 0 or w >= nvals:
+        detail[0] = w
+        return E_WANTED
+    if pos[0] >= end:
+        detail[0] = w
+        return E_SHORT
+    cdef int e = _run(b, pos, end, bw, count, packed, value, data)
+    if e:
+        return e
+    if count[0] > nvals - base:
+        count[0] = nvals - base
+    return OK
+
+
 def _fail(int e, str what, Py_ssize_t at, int64_t detail):
     msg = {E_TRUNC: "a run runs past the end of the encoded data",
            E_VARINT: "a run header longer than 10 bytes",
@@ -132,25 +151,16 @@ def def_levels(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end, int64_t
         raise IndexFormatError("Parquet definition levels: range outside the page", start)
     cdef const uint8_t *b = &buf[0] if buf.shape[0] else NULL
     cdef Py_ssize_t pos = start, data = 0, i = 0
-    cdef int64_t base = 0, ones = 0, count, cur, cur_ones, w, k
+    cdef int64_t base = 0, ones = 0, count, cur, cur_ones, k
     cdef uint64_t value = 0
     cdef bint packed = False
     cdef int e = OK
     cdef int64_t detail = 0
     with nogil:
         while i < n:
-            w = wanted[i]
-            if w < 0 or w >= nvals:
-                e, detail = E_WANTED, w
-                break
-            if pos >= end:
-                e, detail = E_SHORT, w
-                break
-            e = _run(b, &pos, end, 1, &count, &packed, &value, &data)
+            e = _next_run(b, &pos, end, 1, wanted[i], nvals, base, &count, &packed, &value, &data, &detail)
             if e:
                 break
-            if count > nvals - base:
-                count = nvals - base
             if not packed:
                 if value > 1:
                     e, detail = E_LEVEL, <int64_t>value
@@ -204,25 +214,16 @@ def hybrid_gather(const uint8_t[::1] buf, Py_ssize_t start, Py_ssize_t end, int 
         raise IndexFormatError("Parquet RLE / bit-packed data: range outside the page", start)
     cdef const uint8_t *b = &buf[0] if buf.shape[0] else NULL
     cdef Py_ssize_t pos = start, data = 0, i = 0
-    cdef int64_t base = 0, count, w
+    cdef int64_t base = 0, count
     cdef uint64_t value = 0
     cdef bint packed = False
     cdef int e = OK
     cdef int64_t detail = 0
     with nogil:
         while i < n:
-            w = wanted[i]
-            if w < 0 or w >= nvals:
-                e, detail = E_WANTED, w
-                break
-            if pos >= end:
-                e, detail = E_SHORT, w
-                break
-            e = _run(b, &pos, end, bit_width, &count, &packed, &value, &data)
+            e = _next_run(b, &pos, end, bit_width, wanted[i], nvals, base, &count, &packed, &value, &data, &detail)
             if e:
                 break
-            if count > nvals - base:
-                count = nvals - base
             if packed:
                 while i < n and wanted[i] < base + count:
                     out[i] = <uint32_t>_bits(b, data, wanted[i] - base, bit_width)
