@@ -63,31 +63,6 @@ static void pf_bloom_positions_avx512(const int64_t *h, size_t n, uint32_t nbits
     PF_BLOOM_VEC_BODY(PF_AVX512_QUOTIENT, _mm256_storeu_si256((__m256i *)(out + i * 8), r))
 }
 
-/* Targets for setting bits through 32-bit words: for each position p, the byte offset
- * b = min(4 * (p >> 5), nbytes - 4) of a (little-endian) word holding bit p and the mask
- * 1 << (p - 8b); the clamp keeps the last word inside a bit set whose size is not a
- * multiple of 4 (nbytes >= 4). */
-#define PF_BLOOM_TARGETS_STORE                                                          \
-    __m256i b = _mm256_min_epu32(_mm256_slli_epi32(_mm256_srli_epi32(r, 5), 2), vlim);   \
-    _mm256_storeu_si256((__m256i *)(off + i * 8), b);                                   \
-    _mm256_storeu_si256((__m256i *)(mask + i * 8),                                      \
-                        _mm256_sllv_epi32(one, _mm256_sub_epi32(r, _mm256_slli_epi32(b, 3))))
-
-__attribute__((target("avx2")))
-static void pf_bloom_targets_avx2(const int64_t *h, size_t n, uint32_t nbits, uint32_t lim, uint32_t *off,
-                                  uint32_t *mask) {
-    const __m256d inv = _mm256_set1_pd(1.0 / (double)nbits);
-    const __m256i vlim = _mm256_set1_epi32((int32_t)lim), one = _mm256_set1_epi32(1);
-    PF_BLOOM_VEC_BODY(PF_AVX2_QUOTIENT, PF_BLOOM_TARGETS_STORE)
-}
-
-__attribute__((target("avx512f,avx512vl,avx2")))
-static void pf_bloom_targets_avx512(const int64_t *h, size_t n, uint32_t nbits, uint32_t lim, uint32_t *off,
-                                    uint32_t *mask) {
-    const __m512d inv = _mm512_set1_pd(1.0 / (double)nbits);
-    const __m256i vlim = _mm256_set1_epi32((int32_t)lim), one = _mm256_set1_epi32(1);
-    PF_BLOOM_VEC_BODY(PF_AVX512_QUOTIENT, PF_BLOOM_TARGETS_STORE)
-}
 #endif
 
 static int pf_bloom_simd = -1; /* 0 scalar, 1 AVX2, 2 AVX-512 */
@@ -124,42 +99,46 @@ static inline void pf_bloom_positions(const int64_t *h, size_t n, int k, uint32_
     pf_bloom_positions_at(h, n, k, nbits, out, -1);
 }
 
-/* Word targets (see PF_BLOOM_TARGETS_STORE) of n hashes, 8 slots each (k <= 8), for a bit set
- * of nbytes >= 4 bytes; simd caps the path as for positions. */
-static inline void pf_bloom_targets_at(const int64_t *h, size_t n, int k, uint32_t nbits, uint32_t nbytes,
-                                       uint32_t *off, uint32_t *mask, int simd) {
-    uint32_t lim = nbytes - 4;
-#ifdef PF_HAVE_AVX2_PATH
-    int level = pf_bloom_simd_level();
-    if (simd >= 0 && simd < level) level = simd;
-    if (nbits < (UINT32_C(1) << 30)) {
-        if (level == 2) { pf_bloom_targets_avx512(h, n, nbits, lim, off, mask); return; }
-        if (level == 1) { pf_bloom_targets_avx2(h, n, nbits, lim, off, mask); return; }
-    }
-#else
-    (void)simd;
-#endif
-    pf_bloom_positions_scalar(h, n, k, nbits, off);
-    for (size_t i = 0; i < n; i++) {
-        for (int j = 0; j < k; j++) {
-            uint32_t p = off[i * 8 + j], b = (p >> 5) << 2;
-            if (b > lim) b = lim;
-            off[i * 8 + j] = b;
-            mask[i * 8 + j] = UINT32_C(1) << (p - 8 * b);
-        }
-    }
-}
-
-/* bits[b .. b+4) |= mask as a little-endian word */
-static inline void pf_or_le32(uint8_t *bits, uint32_t b, uint32_t mask) {
+/* Set bit p through the little-endian 32-bit word holding it: one load, OR and store
+ * per random access, whose misses overlap better than a byte's shift-and-or.  The
+ * buffer must hold that whole word. */
+static inline void pf_bloom_set_word(uint8_t *bits, uint32_t p) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     uint32_t v;
-    memcpy(&v, bits + b, 4);
-    v |= mask;
-    memcpy(bits + b, &v, 4);
+    uint8_t *w = bits + (size_t)(p >> 5) * 4;
+    memcpy(&v, w, 4);
+    v |= UINT32_C(1) << (p & 31);
+    memcpy(w, &v, 4);
 #else
-    for (int i = 0; i < 4; i++) bits[b + i] |= (uint8_t)(mask >> (8 * i));
+    bits[p >> 3] |= (uint8_t)(1u << (p & 7));
 #endif
+}
+
+/* Set the bits of m hashes' positions (8 slots each, the first k used) through words.
+ * The number of bits per hash is a constant in each case so that the compiler unrolls
+ * the inner loop: 11.3 against 13.4 ms for 1e6 adds, k = 7, into 1.2 MB. */
+#define PF_BLOOM_SET_K(K)                                                                \
+    case K:                                                                              \
+        for (size_t i = 0; i < m; i++)                                                   \
+            for (int j = 0; j < K; j++) pf_bloom_set_word(bits, pos[i * 8 + j]);         \
+        return;
+
+static inline void pf_bloom_set_block_words(uint8_t *bits, const uint32_t *pos, size_t m, int k) {
+    switch (k) {
+        PF_BLOOM_SET_K(1) PF_BLOOM_SET_K(2) PF_BLOOM_SET_K(3) PF_BLOOM_SET_K(4)
+        PF_BLOOM_SET_K(5) PF_BLOOM_SET_K(6) PF_BLOOM_SET_K(7) PF_BLOOM_SET_K(8)
+        default:
+            for (size_t i = 0; i < m; i++)
+                for (int j = 0; j < k && j < 8; j++) pf_bloom_set_word(bits, pos[i * 8 + j]);
+    }
+}
+#undef PF_BLOOM_SET_K
+
+/* The same where the buffer may end inside the last word: bits at or past wbits (the
+ * bits in whole words) are set byte-wise. */
+static inline void pf_bloom_set(uint8_t *bits, uint32_t wbits, uint32_t p) {
+    if (__builtin_expect(p < wbits, 1)) pf_bloom_set_word(bits, p);
+    else bits[p >> 3] |= (uint8_t)(1u << (p & 7));
 }
 
 /* Thomas Wang's 64-bit hash (pf_wang64) of n values into out, 8 lanes at a time with
@@ -182,13 +161,49 @@ static void pf_wang64_block_avx512(const int64_t *in, size_t n, int64_t *out) {
     }
     for (; i < n; i++) out[i] = pf_wang64(in[i]);
 }
+
+/* AVX2 has no 64-bit arithmetic right shift: the logical shift, with the sign's copies
+ * shifted in from the left */
+__attribute__((target("avx2")))
+static inline __m256i pf_srai64_avx2(__m256i k, int n) {
+    __m256i sign = _mm256_cmpgt_epi64(_mm256_setzero_si256(), k);
+    return _mm256_or_si256(_mm256_srli_epi64(k, n), _mm256_slli_epi64(sign, 64 - n));
+}
+
+__attribute__((target("avx2")))
+static void pf_wang64_block_avx2(const int64_t *in, size_t n, int64_t *out) {
+    size_t i = 0;
+    const __m256i ones = _mm256_set1_epi64x(-1);
+    for (; i + 4 <= n; i += 4) {
+        __m256i k = _mm256_loadu_si256((const __m256i *)(in + i));
+        k = _mm256_add_epi64(_mm256_xor_si256(k, ones), _mm256_slli_epi64(k, 21));
+        k = _mm256_xor_si256(k, pf_srai64_avx2(k, 24));
+        k = _mm256_add_epi64(_mm256_add_epi64(k, _mm256_slli_epi64(k, 3)), _mm256_slli_epi64(k, 8));
+        k = _mm256_xor_si256(k, pf_srai64_avx2(k, 14));
+        k = _mm256_add_epi64(_mm256_add_epi64(k, _mm256_slli_epi64(k, 2)), _mm256_slli_epi64(k, 4));
+        k = _mm256_xor_si256(k, pf_srai64_avx2(k, 28));
+        k = _mm256_add_epi64(k, _mm256_slli_epi64(k, 31));
+        _mm256_storeu_si256((__m256i *)(out + i), k);
+    }
+    for (; i < n; i++) out[i] = pf_wang64(in[i]);
+}
 #endif
 
-static inline void pf_wang64_block(const int64_t *in, size_t n, int64_t *out) {
+/* simd caps the path as for the positions (-1 = best available, 0 = scalar) */
+static inline void pf_wang64_block_at(const int64_t *in, size_t n, int64_t *out, int simd) {
 #ifdef PF_HAVE_AVX2_PATH
-    if (pf_bloom_simd_level() == 2) { pf_wang64_block_avx512(in, n, out); return; }
+    int level = pf_bloom_simd_level();
+    if (simd >= 0 && simd < level) level = simd;
+    if (level == 2) { pf_wang64_block_avx512(in, n, out); return; }
+    if (level == 1) { pf_wang64_block_avx2(in, n, out); return; }
+#else
+    (void)simd;
 #endif
     for (size_t i = 0; i < n; i++) out[i] = pf_wang64(in[i]);
+}
+
+static inline void pf_wang64_block(const int64_t *in, size_t n, int64_t *out) {
+    pf_wang64_block_at(in, n, out, -1);
 }
 #endif
 

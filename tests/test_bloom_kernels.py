@@ -200,27 +200,21 @@ def test_bit_positions_every_path_equals_twin(simd):
 
 
 @pytest.mark.parametrize("simd", [0, 1, 2, -1])
-def test_word_targets_every_path_set_the_twins_bits(simd):
-    """The add blocks set each bit through a little-endian 32-bit word: byte offset
-    min(4 * (p >> 5), nbytes - 4) and mask 1 << (p - 8 * offset); the clamp keeps the last
-    word inside bit sets whose byte count is not a multiple of 4."""
-    rng = np.random.default_rng(9)
-    sizes = [32, 40, 48, 56, 64, 72, 9585064, 2**30 - 8, 2**30, 2**31 - 8] + (rng.integers(4, 2**27, 30) * 8).tolist()
-    for nbits in sizes:
-        hashes = _edge_hashes(nbits, rng)
-        nbytes = nbits // 8
-        for k in (1, 7, 8):
-            off, mask = K._targets(np.array(hashes, dtype=np.int64), k, nbits, simd)
-            pos = np.array([list(twin.bit_positions(h, k, nbits)) for h in hashes], dtype=np.int64)
-            shift = pos - 8 * off.astype(np.int64)
-            assert (off.astype(np.int64) <= nbytes - 4).all() and ((off % 4 == 0) | (off == nbytes - 4)).all()
-            assert ((shift >= 0) & (shift < 32)).all(), (nbits, k)
-            assert (mask.astype(np.int64) == np.left_shift(1, shift)).all(), (nbits, k)
+def test_wang_hash_every_block_path_equals_twin(simd):
+    """The block hash (scalar, AVX2 with its emulated arithmetic shift, AVX-512) on values
+    whose shifted-in sign bits matter: negatives, the extremes, and lengths with tails."""
+    rng = np.random.default_rng(11)
+    edge = [-(2**63), -(2**63) + 1, -1, 0, 1, 2**63 - 1, 2**62, -(2**62)] + [-(1 << s) for s in range(64)]
+    for n in (0, 1, 3, 4, 5, 8, 67):
+        vals = np.array(edge + rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64, endpoint=True).tolist(),
+                        dtype=np.int64)[: len(edge) + n - (n % 3)]
+        assert K._wang(vals, simd).tolist() == [twin.wang_hash(int(v)) for v in vals], n
 
 
 @pytest.mark.parametrize("nbits", [32, 40, 48, 56, 64, 72, 80, 8 * 1001])
 def test_add_into_small_bit_sets_equals_twin(nbits):
-    """Bit sets of a few words, whose last word is clamped (byte counts not a multiple of 4)."""
+    """Bit sets of a few words: where the byte count is not a multiple of 4, the last
+    bytes are set one by one, never through a word reaching past the end."""
     rng = np.random.default_rng(nbits)
     hashes = rng.integers(-(2**63), 2**63 - 1, 300, dtype=np.int64, endpoint=True)
     for k in (1, 3, 8):
@@ -229,6 +223,32 @@ def test_add_into_small_bit_sets_equals_twin(nbits):
         want = bytearray(nbits // 8)
         twin.add(want, k, hashes.tolist())
         assert got.tobytes() == bytes(want), (nbits, k)
+
+
+@pytest.mark.parametrize("nbits", [32, 40, 48, 56, 64, 72, 8 * 1001, 9585064])
+def test_add_into_word_padded_buffers_equals_twin(nbits):
+    """A buffer padded to whole words (as the writer allocates) with the filter's size
+    given: the same bits as the twin for every k (each unrolled case and the general
+    loop), and the padding is never written."""
+    rng = np.random.default_rng(nbits + 1)
+    hashes = rng.integers(-(2**63), 2**63 - 1, 500, dtype=np.int64, endpoint=True)
+    nbytes = nbits // 8
+    for k in range(1, 11):
+        buf = np.zeros(-(-nbytes // 4) * 4 + 4, np.uint8)
+        K.add_hashes(buf, k, hashes, nbits)
+        want = bytearray(nbytes)
+        twin.add(want, k, hashes.tolist())
+        assert buf[:nbytes].tobytes() == bytes(want), (nbits, k)
+        assert not buf[nbytes:].any(), (nbits, k)
+
+
+def test_filter_size_is_checked_against_the_buffer():
+    buf = np.zeros(12, np.uint8)
+    for nbits in (0, 12, 104, 8 * 13):
+        with pytest.raises(ValueError, match="out of range"):
+            K.add_hashes(buf, 3, np.arange(4, dtype=np.int64), nbits)
+    with pytest.raises(ValueError, match="hash functions"):
+        K.add_longs(buf, 0, np.arange(4, dtype=np.int64))
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 63, 64, 65, 200, 1000])

@@ -118,21 +118,26 @@ class BloomFilterWriter(FileIndexWriter):
         items = options.get_int("items", DEFAULT_ITEMS)
         fpp = options.get_float("fpp", DEFAULT_FPP)
         self.num_bits, self.num_hash_functions = bloom_sizing(items, fpp)
-        self.bits = np.zeros(self.num_bits // 8, dtype=np.uint8)
+        # the kernels set bits through 32-bit words: padded to whole words, they need no
+        # test for a partly held last word; the filter is the first num_bits // 8 bytes
+        nbytes = self.num_bits // 8
+        self._words = np.zeros(-(-nbytes // 4) * 4, dtype=np.uint8)
+        self.bits = self._words[:nbytes]
 
     def write_batch(self, values):
         inp = kernel_input(values, self.dtype)
         if inp[0] == "bin":
             n = len(inp[1]) - 1
-            _k.add_binary(self.bits, self.num_hash_functions, inp[1], inp[2], inp[3])
+            _k.add_binary(self._words, self.num_hash_functions, inp[1], inp[2], inp[3], self.num_bits)
         else:
             n = len(inp[1])
-            _k.add_longs(self.bits, self.num_hash_functions, inp[1], inp[2])
+            _k.add_longs(self._words, self.num_hash_functions, inp[1], inp[2], self.num_bits)
         self.row_count += n
 
     def add_hashes(self, hashes):
         """Add precomputed FastHash values (int64 array)."""
-        _k.add_hashes(self.bits, self.num_hash_functions, np.ascontiguousarray(hashes, dtype=np.int64))
+        _k.add_hashes(self._words, self.num_hash_functions, np.ascontiguousarray(hashes, dtype=np.int64),
+                      self.num_bits)
 
     def finish(self) -> bytes:
         return struct.pack(">i", self.num_hash_functions) + self.bits.tobytes()
