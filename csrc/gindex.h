@@ -419,53 +419,74 @@ static int64_t pf_dict_i64(const int64_t *keys, size_t n, int64_t *ids, int64_t 
  * The distinct values are appended to an arena (*arena, capacity *arena_cap, grown with
  * realloc) with doff[d] = start of distinct d (capacity n + 1).  Comparing against the
  * compact arena instead of the column keeps the probes cache-friendly.
+ * Rows go in blocks of PF_DICT_BLOCK: their hashes first, each slot prefetched; then each
+ * slot's candidate bytes in the arena prefetched; then the probes, in row order (a prefetch
+ * only warms the cache: the answers are the one-row-at-a-time ones).  A table of 100,000
+ * distinct values outgrows the core's caches and each probe waited on two misses in turn:
+ * 5M rows, 100,000 distinct: 0.4-0.9 s one at a time, 0.2-0.25 s in blocks of 32.
  * Returns nd, or -1 when out of memory. */
+#define PF_DICT_BLOCK 32
 #define PF_DICT_BYTES(NAME, OFF_T) \
 static int64_t NAME(const OFF_T *off, const uint8_t *data, const uint8_t *valid, size_t n, int64_t *ids, \
                     int64_t *doff, uint8_t **arena, size_t *arena_cap) { \
     size_t cap = 1024, mask = cap - 1, used = 0; \
     int64_t nd = 0; \
+    uint64_t hb[PF_DICT_BLOCK]; \
     pf_slot *t = (pf_slot *)malloc(cap * sizeof(pf_slot)); \
     if (!t) return -1; \
     for (size_t s = 0; s < cap; s++) t[s].id = -1; \
     doff[0] = 0; \
-    for (size_t i = 0; i < n; i++) { \
-        if (valid && !valid[i]) { ids[i] = -1; continue; } \
-        const uint8_t *p = data + off[i]; \
-        size_t len = (size_t)(off[i + 1] - off[i]); \
-        uint64_t h = pf_xxh64(p, len, 0); \
-        size_t s = h & mask; \
-        for (;;) { \
-            int64_t d = t[s].id; \
-            if (d < 0) { \
-                if (used + len > *arena_cap) { \
-                    size_t nc = (*arena_cap * 2 > used + len) ? *arena_cap * 2 : used + len + 1024; \
-                    uint8_t *na = (uint8_t *)realloc(*arena, nc); \
-                    if (!na) { free(t); return -1; } \
-                    *arena = na; *arena_cap = nc; \
-                } \
-                if (len) memcpy(*arena + used, p, len); \
-                used += len; \
-                t[s].h = h; t[s].id = nd; ids[i] = nd; nd++; doff[nd] = (int64_t)used; \
-                break; \
-            } \
-            if (t[s].h == h) { \
-                size_t flen = (size_t)(doff[d + 1] - doff[d]); \
-                if (flen == len && (len == 0 || memcmp(*arena + doff[d], p, len) == 0)) { ids[i] = d; break; } \
-            } \
-            s = (s + 1) & mask; \
+    for (size_t b0 = 0; b0 < n; b0 += PF_DICT_BLOCK) { \
+        size_t m = n - b0 < PF_DICT_BLOCK ? n - b0 : PF_DICT_BLOCK; \
+        for (size_t j = 0; j < m; j++) { \
+            size_t i = b0 + j; \
+            if (valid && !valid[i]) { hb[j] = 0; continue; } \
+            hb[j] = pf_xxh64(data + off[i], (size_t)(off[i + 1] - off[i]), 0); \
+            __builtin_prefetch(&t[hb[j] & mask], 0, 3); \
         } \
-        if ((size_t)nd * 2 > cap) { \
-            size_t ncap = cap * 2, nmask = ncap - 1; \
-            pf_slot *nt = (pf_slot *)malloc(ncap * sizeof(pf_slot)); \
-            if (!nt) { free(t); return -1; } \
-            for (size_t q = 0; q < ncap; q++) nt[q].id = -1; \
-            for (size_t q = 0; q < cap; q++) if (t[q].id >= 0) { \
-                size_t r = t[q].h & nmask; \
-                while (nt[r].id >= 0) r = (r + 1) & nmask; \
-                nt[r] = t[q]; \
+        for (size_t j = 0; j < m; j++) { \
+            int64_t d = t[hb[j] & mask].id; \
+            if (d >= 0) __builtin_prefetch(*arena + doff[d], 0, 3); \
+        } \
+        for (size_t j = 0; j < m; j++) { \
+            size_t i = b0 + j; \
+            if (valid && !valid[i]) { ids[i] = -1; continue; } \
+            const uint8_t *p = data + off[i]; \
+            size_t len = (size_t)(off[i + 1] - off[i]); \
+            uint64_t h = hb[j]; \
+            size_t s = h & mask; \
+            for (;;) { \
+                int64_t d = t[s].id; \
+                if (d < 0) { \
+                    if (used + len > *arena_cap) { \
+                        size_t nc = (*arena_cap * 2 > used + len) ? *arena_cap * 2 : used + len + 1024; \
+                        uint8_t *na = (uint8_t *)realloc(*arena, nc); \
+                        if (!na) { free(t); return -1; } \
+                        *arena = na; *arena_cap = nc; \
+                    } \
+                    if (len) memcpy(*arena + used, p, len); \
+                    used += len; \
+                    t[s].h = h; t[s].id = nd; ids[i] = nd; nd++; doff[nd] = (int64_t)used; \
+                    break; \
+                } \
+                if (t[s].h == h) { \
+                    size_t flen = (size_t)(doff[d + 1] - doff[d]); \
+                    if (flen == len && (len == 0 || memcmp(*arena + doff[d], p, len) == 0)) { ids[i] = d; break; } \
+                } \
+                s = (s + 1) & mask; \
             } \
-            free(t); t = nt; cap = ncap; mask = nmask; \
+            if ((size_t)nd * 2 > cap) { \
+                size_t ncap = cap * 2, nmask = ncap - 1; \
+                pf_slot *nt = (pf_slot *)malloc(ncap * sizeof(pf_slot)); \
+                if (!nt) { free(t); return -1; } \
+                for (size_t q = 0; q < ncap; q++) nt[q].id = -1; \
+                for (size_t q = 0; q < cap; q++) if (t[q].id >= 0) { \
+                    size_t r = t[q].h & nmask; \
+                    while (nt[r].id >= 0) r = (r + 1) & nmask; \
+                    nt[r] = t[q]; \
+                } \
+                free(t); t = nt; cap = ncap; mask = nmask; \
+            } \
         } \
     } \
     free(t); \
