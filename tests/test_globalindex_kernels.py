@@ -195,10 +195,11 @@ def test_merged_groups_equal_one_grouping(vals, cuts, dtype):
 
 @pytest.mark.parametrize("dtype,distinct", [("STRING", 7), ("STRING", 5000), ("INT", 40), ("BIGINT", 10 ** 9)])
 @pytest.mark.parametrize("threads", [2, 3])
-def test_parallel_grouping_equals_one_grouping(monkeypatch, dtype, distinct, threads):
+@pytest.mark.parametrize("nulls", [True, False])
+def test_parallel_grouping_equals_one_grouping(monkeypatch, dtype, distinct, threads, nulls):
     """The build's grouping in slices side by side, merged, is the one grouping of the column:
-    with nulls, few or (nearly) all keys distinct, row ids ascending with gaps; row ids out of
-    order, and nearly unique columns, take the one grouping."""
+    with and without nulls, few or (nearly) all keys distinct, row ids ascending with gaps; row
+    ids out of order, and nearly unique columns, take the one grouping."""
     from paimon_fast.globalindex import format as fmt
     from paimon_fast.globalindex.keys import KeyCodec
 
@@ -206,7 +207,7 @@ def test_parallel_grouping_equals_one_grouping(monkeypatch, dtype, distinct, thr
     rng = np.random.default_rng(distinct + threads)
     n = 20_000
     codes = rng.integers(0, distinct, n)
-    mask = rng.random(n) < 0.05
+    mask = rng.random(n) < (0.05 if nulls else 0)
     if dtype == "STRING":
         arr = pa.array(np.char.add("k", codes.astype(str)).astype(object), pa.string(), mask=mask)
     else:
@@ -214,7 +215,8 @@ def test_parallel_grouping_equals_one_grouping(monkeypatch, dtype, distinct, thr
     codec = KeyCodec(dtype)
     rids = np.cumsum(rng.integers(1, 4, n)).astype(np.uint64)
     calls = []
-    monkeypatch.setattr(fmt, "merge_groups", lambda parts, real=fmt.merge_groups: calls.append(len(parts)) or real(parts))
+    monkeypatch.setattr(fmt, "merge_groups", lambda parts, nonnull=None, real=fmt.merge_groups:
+                        calls.append(len(parts)) or real(parts, nonnull))
     for r, merged in ((rids, distinct < n), (rng.permutation(rids), False)):
         calls.clear()
         whole = fmt.group_column(codec, arr, r)

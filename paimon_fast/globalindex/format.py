@@ -368,7 +368,8 @@ def group_column_parallel(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, 
 
     with ThreadPoolExecutor(threads) as ex:
         parts = list(ex.map(one, zip(cuts[:-1], cuts[1:])))
-    return merge_groups(parts)
+    # without nulls the slices' non-null row ids are the slices of rids: no copy of them all
+    return merge_groups(parts, nonnull=rids if arr.null_count == 0 else None)
 
 
 def _nearly_unique(arr: pa.Array, sample: int = 1 << 16) -> bool:
@@ -381,11 +382,13 @@ def _nearly_unique(arr: pa.Array, sample: int = 1 << 16) -> bool:
     return pc.count_distinct(part).as_py() > 0.9 * len(part)
 
 
-def merge_groups(parts) -> Groups:
+def merge_groups(parts, nonnull=None) -> Groups:
     """The :class:`Groups` of the union of ``parts`` (groupings of disjoint row-id intervals,
     in ascending row-id order): the distinct keys of all parts ranked together (the string
     kernel over the parts' few distinct keys, or numpy on the order keys), then each key's
-    row ids are its parts' runs one after the other (a gather, no sort of rows)."""
+    row ids are its parts' runs one after the other (a gather, no sort of rows).
+    ``nonnull``: the union's non-null row ids ascending, when the caller has them (else the
+    parts' are concatenated, when every part knows its own)."""
     parts = [p for p in parts if p.keys or len(p.nulls)]
     if len(parts) <= 1:
         return parts[0] if parts else Groups(np.zeros(0, np.uint64), np.zeros(0, np.uint64), np.zeros(1, np.int64),
@@ -420,7 +423,8 @@ def merge_groups(parts) -> Groups:
                               np.ascontiguousarray(seg_start[order]), np.ascontiguousarray(seg_len[order]))
     bounds = np.zeros(len(m_off), dtype=np.int64)
     np.cumsum(np.bincount(rank, weights=seg_len, minlength=len(m_off) - 1).astype(np.int64), out=bounds[1:])
-    nonnull = None if any(p.nonnull is None for p in parts) else np.concatenate([p.nonnull for p in parts])
+    if nonnull is None and not any(p.nonnull is None for p in parts):
+        nonnull = np.concatenate([p.nonnull for p in parts])
     return Groups(nulls, rids, bounds, m_off, m_data, ghi, glo, nonnull)
 
 
