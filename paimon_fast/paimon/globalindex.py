@@ -44,7 +44,7 @@ from ..result import UNSUPPORTED
 from .globalindex_build import (DEFAULT_RECORDS_PER_RANGE, RECORDS_FLOATING, RECORDS_PER_RANGE,  # noqa: F401
                                 RECORDS_PER_RANGE_LEGACY, _local_path, _new_file_name, _plan_build, _read_task, _Task,
                                 _write_index_file, build_range_files, direct_read_plan, read_direct,
-                                records_per_file, records_per_range)
+                                records_per_file, records_per_range, task_range_files)
 
 __all__ = ["create_global_index", "GlobalIndexAnswer", "search_mode", "SUPPORTED_INDEX_TYPES"]
 
@@ -154,15 +154,13 @@ def create_global_index(table, index_column: str, index_type: str = "bitmap", *,
             results = []
             rows = 0
             for i, task in enumerate(tasks):
-                col, rids = _read_task(table, field, task)
+                built, n_rows = task_range_files(table, field, task, dtype, opts, per_range, index_type)
                 files = []
-                if col is not None:
-                    for lo, hi, data, meta, n in build_range_files(dtype, col, rids, opts, per_range, index_type,
-                                                                   task.start, task.end):
-                        name = _new_file_name(index_type)
-                        written.append(_write_index_file(table, name, data))
-                        files.append((name, len(data), n, meta, lo, hi))
-                    rows += len(rids)
+                for lo, hi, data, meta, n in built:
+                    name = _new_file_name(index_type)
+                    written.append(_write_index_file(table, name, data))
+                    files.append((name, len(data), n, meta, lo, hi))
+                rows += n_rows
                 results.append(files)
                 if progress is not None:
                     progress(i + 1, len(tasks), rows)

@@ -23,7 +23,8 @@ import os
 
 import numpy as np
 
-from .globalindex_build import build_range_files, direct_read_plan, files_from_range_groups, range_groups, read_direct
+from .globalindex_build import (build_range_files, direct_read_plan, files_from_range_groups, range_groups, read_direct,
+                                read_groups_direct)
 
 __all__ = ["build_on_spark", "spark_read_column", "OPT_SPLIT_ROWS"]
 
@@ -149,6 +150,18 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
 
     def first(batch):
         for kind, _, spec in batch:
+            if index_type == "bitmap":   # each file's rows grouped as it is read
+                got = read_groups_direct([tuple(f) for f in spec["files"]], spec["start"], spec["end"], dtype, store)
+                if got is None:
+                    raise RuntimeError(f"row range {spec['start']}..{spec['end']}: a data file stores _ROW_ID")
+                if got[0] is None:
+                    continue
+                if kind == "range":
+                    yield from write_files(spec, files_from_range_groups(dtype, [got], opts, per_range, index_type,
+                                                                         spec["start"], spec["end"]))
+                else:
+                    _write_run(runs_store, runs, spec, got)
+                continue
             col, rids = read(spec)
             if kind == "range":
                 if col is not None:
