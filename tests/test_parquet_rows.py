@@ -218,6 +218,23 @@ def test_schema_metadata_and_types_kept(tmp_path):
     assert got.schema.metadata[b"k"] == b"v"
 
 
+def test_files_of_one_schema_share_its_arrow_schemas(tmp_path):
+    """The Arrow schemas of a footer are read once for the files sharing it; a file of another
+    schema (another type of the same column) gets its own, and clear_cache forgets them."""
+    pr.clear_cache()
+    paths = []
+    for k, typ in enumerate([pa.int32(), pa.int32(), pa.int64()]):
+        t = pa.table({"a": pa.array(list(range(k, k + 3000)), typ), "s": pa.array([f"v{i % 7}" for i in range(3000)])})
+        paths.append(_write(str(tmp_path / f"f{k}.parquet"), t, data_page_size=512))
+    for p in paths:
+        got = pr.read_rows(p, [5, 2999], ["a", "s"])
+        want = pq.read_table(p, columns=["a", "s"]).take([5, 2999])
+        assert got.equals(want) and got.schema == want.schema
+    assert len(pr._SCHEMAS) == 2
+    pr.clear_cache()
+    assert len(pr._SCHEMAS) == 0
+
+
 def test_java_paimon_files():
     """Data files written by Java Paimon 0.9 (parquet-mr 1.13, page index, ZSTD, dictionary)."""
     with tarfile.open(os.path.join(HERE, "data", "paimon_tables", "java09-append-tables.tar.gz")) as tar:
