@@ -466,13 +466,7 @@ def test_files_written_before_a_column_was_added(tmp_path, monkeypatch, column, 
         t = cat.get_table(f"db.{name}")
         assert create_global_index(t, column) >= 1
         monkeypatch.undo()
-        out = {}
-        root = os.path.join(str(tmp_path / sub / "wh"), "db.db", name, "index")
-        for e in _index_entries(cat, name):
-            m = e.index_file.global_index_meta
-            with open(os.path.join(root, e.index_file.file_name), "rb") as f:
-                out.setdefault((m.row_range_start, m.row_range_end), []).append((f.read(), m.index_meta))
-        return cat, name, out
+        return cat, name, _range_files(cat, name, str(tmp_path / sub / "wh"))
 
     cat, name, a = build("a", True)
     _, _, b = build("b", False)
