@@ -69,6 +69,7 @@ from ..fileindex import EmptyFileIndexReader, evaluate_tree, get_factory
 from ..fileindex.format import EMPTY_INDEX_FLAG as _EMPTY_INDEX, MAGIC as _CONTAINER_MAGIC, FileIndexFile
 from ..fileindex.options import Options
 from ..parquet_rows import PageReadStats, clear_cache as _clear_row_cache, read_rows
+from ..pool import map_on_pool
 from ..predicate import Leaf
 from ..types import DataType
 from ..result import REMAIN, BitmapResult
@@ -319,11 +320,7 @@ def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols
             st = PageReadStats()
             return _read_rows(table, f, np.asarray(cand.to_array(), dtype=np.int64), cols, phys, st), st
 
-        if len(whole) > 1 and threads > 1:
-            with ThreadPoolExecutor(min(threads, len(whole))) as ex:
-                got = list(ex.map(one, whole))
-        else:
-            got = [one(j) for j in whole]
+        got = map_on_pool(one, whole, threads)
         parts = []
         for t, st in got:
             stats.add(st)
