@@ -1006,3 +1006,32 @@ def test_reads_at_known_rows_use_at_most_max_workers_threads(tmp_path, monkeypat
             assert len(ran_on) <= most and all(t.startswith("paimon-fast-pool") for t in ran_on), ran_on
         else:
             assert ran_on == {threading.current_thread().name}
+
+def test_index_manifests_are_read_once_per_file(tmp_path, monkeypatch):
+    """A table's next query reuses the index manifest read (it is written once, under a unique
+    name); a build's new snapshot lists a new one, read afresh; clear_plan_cache forgets them."""
+    from pypaimon.index.index_file_handler import IndexFileHandler
+
+    from paimon_fast.paimon.fastpath import clear_plan_cache
+
+    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    create_global_index(cat.get_table(f"db.{name}"), "color")
+    clear_plan_cache()
+    scans = []
+    real = IndexFileHandler.scan
+    monkeypatch.setattr(IndexFileHandler, "scan", lambda self, *a, **k: scans.append(1) or real(self, *a, **k))
+    pred = pf.field("color") == "blue"
+    for _ in range(3):
+        got, rep = read_with_index(cat.get_table(f"db.{name}"), pred)
+        assert rep.global_indexes and _ids(got) == _expect(_rows(cat, name), lambda r: r["color"] == "blue")
+    assert len(scans) == 1
+    _append(cat, name, _batch(7))
+    create_global_index(cat.get_table(f"db.{name}"), "color")   # a new snapshot, a new index manifest
+    scans.clear()
+    for _ in range(2):
+        got, rep = read_with_index(cat.get_table(f"db.{name}"), pred)
+        assert _ids(got) == _expect(_rows(cat, name), lambda r: r["color"] == "blue")
+    assert len(scans) == 1
+    assert pgi._ENTRIES
+    clear_plan_cache()
+    assert not pgi._ENTRIES

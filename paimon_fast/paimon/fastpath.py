@@ -94,7 +94,11 @@ _READ_THREADS = min(4, os.cpu_count() or 1)  # files read at known rows at once 
 def clear_plan_cache():
     """Forget every cached plan (keyed by table path and snapshot: id, manifest lists, time), the
     parsed Avro and index container headers and the data files' parsed footers and decoded
-    dictionary pages, so the next query pays what a first query in a fresh process pays (short of imports)."""
+    dictionary pages and the global index manifests read, so the next query pays what a first
+    query in a fresh process pays (short of imports)."""
+    from .globalindex import clear_index_entries
+
+    clear_index_entries()
     with _PLAN_LOCK:
         _PLAN_CACHE.clear()
         _HEADERS.clear()
