@@ -186,8 +186,7 @@ def read_groups_direct(files, start: int, end: int, dtype: str, store=None):
 
     codec = _writer(dtype, {}, "bitmap").codec
     todo = [f for f in files if not (f[1] + f[2] <= start or f[1] > end)]
-    # one file: its rows grouped in slices side by side instead
-    group = group_column_parallel if len(todo) == 1 else group_column
+    total = sum(min(end + 1, first + n) - max(start, first) for _, first, n, _ in todo)
 
     def one(job):
         col = _file_column(job, store)
@@ -201,6 +200,9 @@ def read_groups_direct(files, start: int, end: int, dtype: str, store=None):
             col = pa.nulls(n, DataType.parse(dtype).to_arrow())
         arr, _ = codec.column(col.slice(a, b - a))
         rid = np.arange(a + first - start, b + first - start, dtype=np.int64).view(np.uint64)
+        # a file of half the rows or more (one file, or a big one among small ones) would group
+        # alone at the end: its rows are grouped in slices side by side instead
+        group = group_column_parallel if 2 * (b - a) >= total else group_column
         return group(codec, arr, rid), b - a
 
     got = _each_file(todo, one)
