@@ -135,7 +135,7 @@ def test_random_tables_and_positions(seed, monkeypatch):
 
 
 @pytest.mark.parametrize("codec", ["zstd", "gzip", "brotli", "snappy"])
-def test_large_pages_decompressed_as_far_as_needed(codec):
+def test_large_pages_decompressed_as_far_as_needed(codec, zstd_stream):
     """1 MB pages and dictionary pages of streaming codecs: rows near the start, the end and
     both, through prefixes that grow and prefixes too short for a first guess."""
     rng = np.random.default_rng(7)
@@ -512,8 +512,19 @@ def test_dictionary_cache_forgets_a_dictionary_that_failed():
     pr.clear_cache()
 
 
+@pytest.fixture(params=["zstandard", "pyarrow"])
+def zstd_stream(request, monkeypatch):
+    """ZSTD pages streamed through the zstandard package (the codecs extra) or, without it,
+    through pyarrow's stream."""
+    if request.param == "pyarrow":
+        monkeypatch.setattr(pp, "_ZSTD", None)
+    elif pp._ZSTD is None:
+        pytest.skip("the zstandard package (the codecs extra) is not installed")
+    return request.param
+
+
 @pytest.mark.parametrize("codec", ["zstd", "brotli", "gzip"])
-def test_page_body_streams_a_short_prefix_and_decompresses_a_long_one_whole(codec):
+def test_page_body_streams_a_short_prefix_and_decompresses_a_long_one_whole(codec, zstd_stream):
     """A first request for under _WHOLE_FRACTION of a page streams that prefix; a larger one
     decompresses the page in one call; both give the page's bytes.  GZIP pages are always
     decompressed whole, so their CRC-32 is checked: a corrupt one raises however little of it is
@@ -545,3 +556,34 @@ def test_page_body_streams_a_short_prefix_and_decompresses_a_long_one_whole(code
         except IndexFormatError:
             continue
         assert whole is None or part == whole[:short]
+
+
+def test_zstd_streams_keep_their_decompressors_for_the_next_page(monkeypatch):
+    """With the zstandard package a ZSTD page streams only as far as asked; a decompressor
+    goes back for the next page only once its page is whole (never one a stream still uses, nor
+    one whose stream failed), and every prefix is the page's."""
+    if pp._ZSTD is None:
+        pytest.skip("the zstandard package (the codecs extra) is not installed")
+    monkeypatch.setattr(pp, "_ZSTD_FREE", [])
+    raw = np.arange(1 << 17, dtype=np.int64).tobytes()   # 1 MB that compresses well
+    c = pa.Codec("zstd")
+    comp = np.frombuffer(c.compress(raw, asbytes=True), np.uint8)
+    a = pp._Body(c, comp, len(raw), 1 << 30, 0, "data page")
+    b = pp._Body(c, comp, len(raw), 1 << 30, 0, "data page")   # two streams at once: two decompressors
+    assert a.zd is not None and b.zd is not None and a.zd is not b.zd
+    assert a.upto(1000).tobytes()[:1000] == raw[:1000] and len(a.buf) < len(raw) // 4
+    assert b.upto(5000).tobytes()[:5000] == raw[:5000]
+    assert a.upto(300_000).tobytes()[:300_000] == raw[:300_000]
+    assert pp._ZSTD_FREE == []
+    zd = a.zd
+    assert a.all().tobytes() == raw and a.complete and a.zd is None and pp._ZSTD_FREE == [zd]
+    c2 = pp._Body(c, comp, len(raw), 1 << 30, 0, "data page")   # reuses it
+    assert c2.zd is zd and pp._ZSTD_FREE == []
+    assert c2.all().tobytes() == raw and pp._ZSTD_FREE == [zd]
+    bad = comp.copy()
+    bad[len(bad) // 2:] ^= np.uint8(0x5A)
+    d = pp._Body(c, bad, len(raw), 1 << 30, 0, "data page")
+    assert d.zd is zd
+    with pytest.raises(IndexFormatError):
+        d.all()
+    assert pp._ZSTD_FREE == []   # the failed stream's decompressor is dropped, not reused
