@@ -236,7 +236,14 @@ class _Body:
                     break
                 got += k
         except _stream_errors() as e:
-            raise IndexFormatError(f"Parquet {self.what} not decompressible: {e}", self.at) from None
+            if self.zd is None:
+                raise IndexFormatError(f"Parquet {self.what} not decompressible: {e}", self.at) from None
+            # a zstandard stream refused the page (say, a frame asking for a window past its
+            # limit): pyarrow's whole decompression decides, as it did before
+            self.zd = None
+            self.buf = _decompress(self.codec, self.comp, self.usize, self.cap, self.at, self.what)
+            self.stream = None
+            return self.buf
         if got != n:
             raise IndexFormatError(f"Parquet {self.what}: {got} bytes decompressed, {self.usize} "
                                    "expected", self.at)

@@ -587,3 +587,26 @@ def test_zstd_streams_keep_their_decompressors_for_the_next_page(monkeypatch):
     with pytest.raises(IndexFormatError):
         d.all()
     assert pp._ZSTD_FREE == []   # the failed stream's decompressor is dropped, not reused
+
+
+def test_a_page_zstandard_refuses_is_decided_by_pyarrows_whole_decompression(monkeypatch):
+    """A zstandard stream that raises (a frame past its window limit, say) does not make a page
+    pyarrow decompresses an error: the whole page comes from pyarrow, and a corrupt one still
+    raises IndexFormatError."""
+    if pp._ZSTD is None:
+        pytest.skip("the zstandard package (the codecs extra) is not installed")
+
+    class Refusing:
+        def readinto(self, b):
+            raise pp._ZSTD.ZstdError("frame requires too much memory for decoding")
+
+    monkeypatch.setattr(pp, "_zstd_stream", lambda comp: (pp._ZSTD.ZstdDecompressor(), Refusing()))
+    raw = np.arange(1 << 17, dtype=np.int64).tobytes()
+    c = pa.Codec("zstd")
+    comp = np.frombuffer(c.compress(raw, asbytes=True), np.uint8)
+    body = pp._Body(c, comp, len(raw), 1 << 30, 0, "data page")
+    assert body.upto(100).tobytes() == raw and body.complete
+    bad = comp.copy()
+    bad[len(bad) // 2:] ^= np.uint8(0x5A)
+    with pytest.raises(IndexFormatError):
+        pp._Body(c, bad, len(raw), 1 << 30, 0, "data page").upto(100)
