@@ -481,6 +481,28 @@ def test_files_written_before_a_column_was_added(tmp_path, monkeypatch, column, 
         assert "global index used" in str(rep)
 
 
+def test_direct_build_takes_a_splits_files_in_any_order(tmp_path, monkeypatch):
+    """A split may list its files out of row-id order: the direct build groups each file and
+    merges them in row-id order, writing the bytes of a build through pypaimon's reader."""
+    real = pgb.direct_read_plan
+
+    def reversed_plan(*a):
+        got = real(*a)
+        return None if got is None else list(reversed(got))
+
+    def build(sub, plan):
+        cat, name = _table(tmp_path / sub, DATA_EVOLUTION, commits=4, partitioned=False)
+        monkeypatch.setattr(pgb, "direct_read_plan", plan)
+        create_global_index(cat.get_table(f"db.{name}"), "color")
+        monkeypatch.undo()
+        return _range_files(cat, name, str(tmp_path / sub / "wh"))
+
+    calls = []
+    a = build("a", lambda *x: calls.append(1) or reversed_plan(*x))
+    b = build("b", lambda *x: None)
+    assert calls and a == b and a
+
+
 def test_direct_range_read_equals_pypaimons_reader(tmp_path):
     """Row ranges read straight from the Parquet files: the rows pypaimon reads for the same splits."""
     from pypaimon.utils.range import Range

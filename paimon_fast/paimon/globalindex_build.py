@@ -185,7 +185,9 @@ def read_groups_direct(files, start: int, end: int, dtype: str, store=None):
     from ..globalindex.format import group_column, group_column_parallel, merge_groups
 
     codec = _writer(dtype, {}, "bitmap").codec
-    todo = [f for f in files if not (f[1] + f[2] <= start or f[1] > end)]
+    # in row-id order: the groupings merge as disjoint, ascending row-id intervals (a split may
+    # list its files in another order; direct_read_plan has checked that none overlap)
+    todo = sorted((f for f in files if not (f[1] + f[2] <= start or f[1] > end)), key=lambda f: f[1])
     total = sum(min(end + 1, first + n) - max(start, first) for _, first, n, _ in todo)
 
     def one(job):
