@@ -172,8 +172,8 @@ def _zstd_done(d) -> None:
             _ZSTD_FREE.append(d)
 
 
-def _stream_errors() -> tuple:
-    return (pa.ArrowException, OSError, ValueError) + ((_ZSTD.ZstdError,) if _ZSTD is not None else ())
+# what a failing stream raises (pyarrow's, zstandard's)
+_STREAM_ERRORS = (pa.ArrowException, OSError, ValueError) + ((_ZSTD.ZstdError,) if _ZSTD is not None else ())
 
 
 class _Body:
@@ -235,14 +235,15 @@ class _Body:
                 if k <= 0:
                     break
                 got += k
-        except _stream_errors() as e:
+        except _STREAM_ERRORS as e:
             if self.zd is None:
                 raise IndexFormatError(f"Parquet {self.what} not decompressible: {e}", self.at) from None
             # a zstandard stream refused the page (say, a frame asking for a window past its
-            # limit): pyarrow's whole decompression decides, as it did before
+            # limit): pyarrow's whole decompression decides, as it did before; the refusing
+            # decompressor is dropped, never handed to the next page
             self.zd = None
             self.buf = _decompress(self.codec, self.comp, self.usize, self.cap, self.at, self.what)
-            self.stream = None
+            self._ended()
             return self.buf
         if got != n:
             raise IndexFormatError(f"Parquet {self.what}: {got} bytes decompressed, {self.usize} "

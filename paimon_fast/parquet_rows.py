@@ -39,9 +39,8 @@ large as the footer, page headers and page index need.
 from __future__ import annotations
 
 import base64
+import functools
 import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
@@ -529,8 +528,7 @@ def clear_cache() -> None:
     (path, size, mtime), decoded dictionary pages, and the Arrow schemas read from footers."""
     _clear_footers()
     clear_dictionary_cache()
-    with _SCHEMAS_LOCK:
-        _SCHEMAS.clear()
+    _schemas.cache_clear()
 
 
 class FileShape(NamedTuple):
@@ -757,33 +755,17 @@ def _plans(fo: _Footer, origin) -> tuple:
     return got
 
 
-# (footer without, with the stored Arrow schema) -> pyarrow's schemas of them: the files of a
-# table mostly share one schema, so a first read of several files reads it once (pyarrow's
-# read of an empty file's footer: about 0.4 ms); kept until clear_cache, at most this many
-_SCHEMAS: "OrderedDict[tuple, tuple]" = OrderedDict()
-_SCHEMAS_MAX = 256
-_SCHEMAS_LOCK = threading.Lock()
-
-
+@functools.lru_cache(maxsize=256)
 def _schemas(plain_footer: bytes, typed_footer: bytes) -> tuple:
     """``(plain, typed)``: the Arrow schemas pyarrow reads from the two footers of a file of no
-    rows (``(None, None)`` when it cannot)."""
-    key = (plain_footer, typed_footer)
-    with _SCHEMAS_LOCK:
-        got = _SCHEMAS.get(key)
-        if got is not None:
-            _SCHEMAS.move_to_end(key)
-            return got
+    rows (``(None, None)`` when it cannot).  Kept per footer bytes: the files of a table mostly
+    share one schema, so a first read of several files reads it once (pyarrow's read of an
+    empty file's footer: about 0.4 ms); :func:`clear_cache` forgets them."""
     try:
-        got = (pq.read_table(pa.BufferReader(b"PAR1" + plain_footer)).schema,
-               pq.read_table(pa.BufferReader(b"PAR1" + typed_footer)).schema)
+        return (pq.read_table(pa.BufferReader(b"PAR1" + plain_footer)).schema,
+                pq.read_table(pa.BufferReader(b"PAR1" + typed_footer)).schema)
     except (pa.ArrowException, OSError, ValueError):
-        got = (None, None)
-    with _SCHEMAS_LOCK:
-        _SCHEMAS[key] = got
-        while len(_SCHEMAS) > _SCHEMAS_MAX:
-            _SCHEMAS.popitem(last=False)
-    return got
+        return None, None
 
 
 def _likely_every_page(fo: _Footer, g: int, leaf: int, k: int) -> bool:

@@ -230,9 +230,9 @@ def test_files_of_one_schema_share_its_arrow_schemas(tmp_path):
         got = pr.read_rows(p, [5, 2999], ["a", "s"])
         want = pq.read_table(p, columns=["a", "s"]).take([5, 2999])
         assert got.equals(want) and got.schema == want.schema
-    assert len(pr._SCHEMAS) == 2
+    assert pr._schemas.cache_info().currsize == 2
     pr.clear_cache()
-    assert len(pr._SCHEMAS) == 0
+    assert pr._schemas.cache_info().currsize == 0
 
 
 def test_java_paimon_files():

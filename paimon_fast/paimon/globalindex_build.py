@@ -163,14 +163,11 @@ def _file_column(job, store=None):
 
 
 def _each_file(todo, fn) -> list:
-    """``[fn(job) for job in todo]``, files side by side on threads (pyarrow's reads and the
-    grouping kernels release the GIL)."""
-    if len(todo) > 1:
-        from concurrent.futures import ThreadPoolExecutor
+    """``[fn(job) for job in todo]``, files side by side on the shared threads (pyarrow's reads
+    and the grouping kernels release the GIL)."""
+    from ..pool import map_on_pool
 
-        with ThreadPoolExecutor(min(len(todo), os.cpu_count() or 2)) as ex:
-            return list(ex.map(fn, todo))
-    return [fn(j) for j in todo]
+    return map_on_pool(fn, todo, os.cpu_count() or 2)
 
 
 def read_groups_direct(files, start: int, end: int, dtype: str, store=None):
