@@ -184,6 +184,54 @@ static inline int pf_bytes_cmp_inline(const uint8_t *a, int64_t an, const uint8_
     return an < bn ? -1 : (an > bn ? 1 : 0);
 }
 
+static inline int32_t pf_load_i32le(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    return (int32_t)v;
+}
+
+static inline int64_t pf_load_i64le(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return (int64_t)v;
+}
+
+/* A key of at most 8 bytes as a number whose order is the bytes' (big-endian, left-aligned,
+ * zero-padded): compared with pf_bytes_cmp_word, a dictionary scan needs no byte loop. */
+static inline uint64_t pf_key_word(const uint8_t *k, int64_t kn) {
+    uint8_t buf[8] = {0};
+    uint64_t w;
+    memcpy(buf, k, (size_t)(kn < 8 ? kn : 8));
+    memcpy(&w, buf, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return w;
+}
+
+/* pf_bytes_cmp(a, an, key, kn) for an <= 8 and kn <= 8, where 8 bytes at a are readable
+ * (the bytes past an are ignored) and kw = pf_key_word(key, kn): no branch on the lengths. */
+static inline int pf_bytes_cmp_word(const uint8_t *a, int64_t an, uint64_t kw, int64_t kn) {
+    uint64_t x;
+    int64_t m = an < kn ? an : kn;
+    memcpy(&x, a, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    x = __builtin_bswap64(x);
+#endif
+    /* the first m bytes only: m = 0 keeps nothing (a shift by 64 is undefined: two steps) */
+    uint64_t mask = m ? ~(uint64_t)0 << (8 * (8 - m)) : 0;
+    x &= mask;
+    kw &= mask;
+    if (x != kw) return x < kw ? -1 : 1;
+    return (an > kn) - (an < kn);
+}
+
 /* Logical comparison of two serialized keys; sets *bad when one is malformed. */
 static inline int pf_key_cmp(int kind, const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn, int *bad) {
     if (kind == GK_BYTES) return pf_bytes_cmp(a, an, b, bn);
@@ -191,6 +239,52 @@ static inline int pf_key_cmp(int kind, const uint8_t *a, int64_t an, const uint8
     if (pf_key_order(kind, a, an, &ah, &al) || pf_key_order(kind, b, bn, &bh, &bl)) { *bad = 1; return 0; }
     if (ah != bh) return ah < bh ? -1 : 1;
     if (al != bl) return al < bl ? -1 : 1;
+    return 0;
+}
+
+/* Scan one dictionary block (a varint entry count, then per entry: varint key length, key,
+ * varint bitmap offset, varint bitmap length) for the entry logically equal to the key; with
+ * ordered, stop at the first greater one.  Returns 1 found (*off, *ln), 0 absent, or an
+ * error: -1 bad entry count, -2 bad or truncated key, -3 bad offset / length, -4 key
+ * malformed for its kind; *at is then where. */
+static inline int pf_block_scan(int kind, const uint8_t *p, int64_t n, const uint8_t *kp, int64_t kn,
+                                int ordered, uint64_t *off, uint64_t *ln, int64_t *at) {
+    int64_t pos = 0, ks, kl;
+    uint64_t cnt, v;
+    int bad = 0, c;
+    int word = kind == GK_BYTES && kn <= 8;
+    uint64_t kw = word ? pf_key_word(kp, kn) : 0;
+    /* INT / BIGINT keys: the literal decoded once, each entry's key loaded as it is */
+    int64_t lit = 0, width = kind == GK_I32 ? 4 : kind == GK_I64 ? 8 : 0;
+    uint64_t unused;
+    if (width && pf_key_order(kind, kp, kn, &lit, &unused) != 0) width = 0;
+    *at = 0;
+    if (pf_get_varint(p, n, &pos, 31, &cnt) != 0) return -1;
+    for (uint64_t i = 0; i < cnt; i++) {
+        *at = pos;
+        if (pf_get_varint(p, n, &pos, 31, &v) != 0 || (int64_t)v > n - pos) return -2;
+        ks = pos;
+        kl = (int64_t)v;
+        /* a fixed-width key advances by a constant: the next entry's place then waits on no load */
+        if (__builtin_expect(kl == width, 1)) pos += width;
+        else pos += kl;
+        *at = pos;
+        if (pf_get_varint(p, n, &pos, 63, off) != 0 || pf_get_varint(p, n, &pos, 31, ln) != 0) return -3;
+        if (width) {
+            if (kl != width) { *at = ks; return -4; }
+            int64_t x = width == 4 ? (int64_t)pf_load_i32le(p + ks) : pf_load_i64le(p + ks);
+            c = (x > lit) - (x < lit);
+        } else if (kind == GK_BYTES) {
+            /* the entry is followed by at least its two varints: 8 bytes at ks are usually there */
+            if (word && kl <= 8 && n - ks >= 8) c = pf_bytes_cmp_word(p + ks, kl, kw, kn);
+            else c = pf_bytes_cmp_inline(p + ks, kl, kp, kn);
+        } else {
+            c = pf_key_cmp(kind, p + ks, kl, kp, kn, &bad);
+            if (bad) { *at = ks; return -4; }
+        }
+        if (c == 0) return 1;
+        if (ordered && c > 0) return 0;
+    }
     return 0;
 }
 

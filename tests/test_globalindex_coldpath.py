@@ -5,6 +5,7 @@ plain-Python twins, on random and on corrupted files; and the CRC-32 kernel
 against zlib."""
 import os
 import random
+import struct
 import zlib
 
 import numpy as np
@@ -113,14 +114,17 @@ def test_cold_lookup_matches_parsing_path_and_twin(tname, data, comp, bs):
         assert _equal_twin(tw, p) == want
 
 
-def test_cold_lookup_from_files_in_and_beyond_the_tail(tmp_path):
+@pytest.mark.parametrize("comp", ["none", "zstd"])
+def test_cold_lookup_from_files_in_and_beyond_the_tail(tmp_path, comp):
     """Files larger than the bytes read at open: keys whose dictionary block lies in the tail
-    (one call) and keys whose block must be read (the walk hands it on)."""
+    (one call) and keys whose block must be read: without a descriptor the walk hands it on;
+    with the file's descriptor the kernel reads it itself, and hands back the bytes it read
+    when the block is compressed."""
     rng = np.random.default_rng(5)
     n = 60_000
     codes = rng.integers(0, 20_000, n)
     vals = [f"k{c:05d}" for c in codes]
-    w = gi.writer("STRING")
+    w = gi.writer("STRING", {"bitmap-index.compression": comp})
     w.write_batch(vals)
     path = str(tmp_path / "big.index")
     w.finish_to(path)
@@ -128,18 +132,67 @@ def test_cold_lookup_from_files_in_and_beyond_the_tail(tmp_path):
     kc = gi.KeyCodec("STRING")
     f = gformat.BitmapIndexFile(kc, path)
     ft = f.footer
-    outcomes = set()
+    outcomes, fd_outcomes = set(), set()
     rows = {}
     for i, v in enumerate(vals):
         rows.setdefault(v, []).append(i)
     for probe in ["k00000", "k00001", "k10000", "k19999", "k19998", "k0", "k20000", "a", "z", ""]:
-        r = K.cold_find(kc.kind, f._tail, f._tail_at, ft.index_offset, ft.index_length, probe.encode())
+        args = (kc.kind, f._tail, f._tail_at, ft.index_offset, ft.index_length, probe.encode())
+        r = K.cold_find(*args)
         outcomes.add("absent" if r is False else "bitmap" if len(r) == 2 else "block")
+        rf = K.cold_find(*args, 0, 0x7FFFFFFF, f.source._fd)
+        fd_outcomes.add("absent" if rf is False else "bitmap" if len(rf) == 2 else "tail block" if len(rf) == 3
+                        else "bytes")
+        if r is False or len(r) == 2:                  # in the tail: the same answer
+            assert rf == r
+        elif rf is not False and len(rf) == 4:         # the bytes it read are the block's
+            assert rf[:3] == r and rf[3] == bytes(f.source.read_at(r[1], r[2] + codec.TRAILER))
+        elif rf is not False and len(rf) == 3:         # compressed in the tail: decoded from it
+            assert rf == r and r[1] >= f._tail_at and comp != "none"
+        else:                                          # read and scanned: the reader's own answer
+            assert rf is False or rf == f.find(probe.encode())
         cold = gi.reader("STRING", path)
         assert cold.evaluate(pf.field("x") == probe) == BitMap64(rows.get(probe, []))
         cold.close()
-    assert outcomes == {"absent", "bitmap", "block"}
+    if comp == "none":   # compressed blocks are never scanned in the tail: always handed on
+        assert outcomes == {"absent", "bitmap", "block"} and fd_outcomes == {"absent", "bitmap"}
+    else:
+        assert outcomes == {"absent", "block"} and fd_outcomes == {"absent", "tail block", "bytes"}
     f.close()
+
+
+def test_cold_lookup_reads_a_corrupt_block_before_the_tail_as_the_parsing_path(tmp_path):
+    """A dictionary block before the bytes read at open, damaged (bad CRC, or garbage under a
+    good CRC): the kernel's own read reports exactly as the parsing path, what and where."""
+    vals = [f"k{i % 20_000:05d}" for i in range(60_000)]
+    w = gi.writer("STRING")
+    w.write_batch(vals)
+    blob, _ = w.finish()
+    kc = gi.KeyCodec("STRING")
+    f = gformat.BitmapIndexFile(kc, blob)
+    _, _, _, of, ln = f.index()
+    off, length = int(of[0]), int(ln[0])
+    assert off + length < f._tail_at
+    probe = "k00003"
+    for restamp in (False, True):
+        for trial in range(12):
+            bad = bytearray(blob)
+            at = off + 1 + (trial * 37) % (length - 1)
+            bad[at] ^= 0xFF if trial % 2 else 0x80
+            if restamp:
+                _restamp(bad, off, length)
+            path = tmp_path / f"bad-{restamp}-{trial}.index"
+            path.write_bytes(bytes(bad))
+            cold = gi.reader("STRING", str(path))
+            parsed = gi.reader("STRING", str(path))
+            parsed.file._walked = True
+            want = _outcome(lambda: parsed.evaluate(pf.field("x") == probe))
+            assert _outcome(lambda: cold.evaluate(pf.field("x") == probe)) == want
+            assert cold.file._walked
+            if not restamp:
+                assert want[0] == "error" and want[1].startswith("block CRC mismatch")
+            cold.close()
+            parsed.close()
 
 
 # ---------------------------------------------------------------- corrupt blocks with good CRCs
@@ -258,3 +311,72 @@ def test_integer_point_lookup_equals_the_general_path(tname, lo, hi):
             assert got == BitMap64(i for i, v in enumerate(col) if v == p)   # and the rows themselves
         elif type(p) is int:
             assert got == BitMap64()   # outside the type: no rows
+
+
+# ---------------------------------------------------------------- one dictionary block's scan
+
+def _varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _block(keys, rng):
+    """A raw dictionary block of ``keys`` (bytes, in the given order), random bitmap places."""
+    body = bytearray(_varint(len(keys)))
+    for k in keys:
+        body += _varint(len(k)) + k + _varint(rng.randrange(2**40)) + _varint(rng.randrange(2**31))
+    return bytes(body)
+
+
+def _scan_answer(fn, *args):
+    try:
+        return fn(*args)
+    except IndexFormatError as e:
+        return ("error", e.what, e.offset)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_block_scan_matches_twin_for_every_key_length(seed):
+    # byte keys of 0 to 12 bytes compare as 8-byte words while both sides are at most 8 bytes
+    # and 8 bytes can be read at the entry; longer ones, and the block's last entries, byte-wise
+    rng = random.Random(seed)
+    alphabet = bytes([0, 1, 0x7F, 0x80, 0xFE, 0xFF, ord("a"), ord("b")])
+    keys = sorted({bytes(rng.choice(alphabet) for _ in range(rng.randrange(13))) for _ in range(rng.randrange(1, 300))})
+    raw = _block(keys, rng)
+    u8 = np.frombuffer(raw, np.uint8)
+    probes = set(keys)
+    for k in keys[:60]:
+        probes.update({k + b"\x00", k + b"\xff", k[:-1], k[:-1] + b"\xff", k[:8], k[:9] + b"\x01"})
+    probes.update({b"", b"\x00" * 8, b"\xff" * 9})
+    for probe in sorted(probes):
+        lit = np.frombuffer(probe, np.uint8)
+        for ordered in (False, True):
+            got = K.lookup(10, u8, lit, 100, ordered)
+            assert got == twin.lookup(10, u8, lit, 100, ordered), (probe, ordered)
+            if probe in keys:
+                assert got is not None
+
+
+@pytest.mark.parametrize("kind,width,fmt", [(3, 4, "<i"), (4, 8, "<q")])
+def test_block_scan_integer_keys_match_twin(kind, width, fmt):
+    rng = random.Random(kind)
+    lo, hi = -(2 ** (8 * width - 1)), 2 ** (8 * width - 1) - 1
+    vals = sorted({rng.randrange(lo, hi + 1) for _ in range(500)} | {lo, hi, 0, -1})
+    raw = _block([struct.pack(fmt, v) for v in vals], rng)
+    u8 = np.frombuffer(raw, np.uint8)
+    for v in vals[::7] + [lo, hi, vals[0] - 1 if vals[0] > lo else hi, 12345]:
+        lit = np.frombuffer(struct.pack(fmt, v), np.uint8)
+        for ordered in (False, True):
+            assert K.lookup(kind, u8, lit, 0, ordered) == twin.lookup(kind, u8, lit, 0, ordered)
+    # a key of the wrong width is malformed for the type, reported where it starts, like the twin
+    bad = _block([struct.pack(fmt, vals[0]), b"\x01\x02\x03", struct.pack(fmt, vals[1])], rng)
+    bu8 = np.frombuffer(bad, np.uint8)
+    lit = np.frombuffer(struct.pack(fmt, vals[1]), np.uint8)
+    got = _scan_answer(K.lookup, kind, bu8, lit, 10, True)
+    assert got == ("error", "malformed key for its type", 10 + bad.index(b"\x03\x01\x02\x03") + 1)
+    want = _scan_answer(twin.lookup, kind, bu8, lit, 10, True)
+    assert want[0] == "error"

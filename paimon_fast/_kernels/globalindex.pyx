@@ -11,6 +11,9 @@ from a file is checked before use; the GIL is released in the loops.
 from libc.stdint cimport uint8_t, int8_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free, realloc
 from libc.string cimport memcpy, memcmp
+from libc.errno cimport errno, EINTR
+from posix.types cimport off_t
+from posix.unistd cimport pread
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 import numpy as np
@@ -30,6 +33,8 @@ cdef extern from "gindex.h":
     int pf_key_cmp(int kind, const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn, int *bad) nogil
     int pf_bytes_cmp(const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn) nogil
     int pf_bytes_cmp_inline(const uint8_t *a, int64_t an, const uint8_t *b, int64_t bn) nogil
+    int pf_block_scan(int kind, const uint8_t *p, int64_t n, const uint8_t *kp, int64_t kn, int ordered,
+                      uint64_t *off, uint64_t *ln, int64_t *at) nogil
     int pf_key_write(int kind, int64_t hi, uint64_t lo, uint8_t *out) nogil
     pf_rec *pf_radix_sort(pf_rec *a, pf_rec *tmp, size_t n, int skip_rid) nogil
     uint64_t *pf_radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) nogil
@@ -611,44 +616,20 @@ def lookup(int kind, const uint8_t[::1] raw, const uint8_t[::1] key, Py_ssize_t 
     Returns ``(bitmap offset, bitmap length)`` or ``None``.  Parses as it goes
     (no arrays), so a cold point lookup touches each entry once; with ``ordered``
     it stops at the first greater key, as Java does."""
-    cdef int64_t n = raw.shape[0]
+    cdef int64_t n = raw.shape[0], at = 0
     cdef const uint8_t *p = &raw[0] if n else &EMPTY_BYTE
     cdef const uint8_t *kp = &key[0] if key.shape[0] else &EMPTY_BYTE
-    cdef int64_t pos = 0, i, at = 0, ks, kl
-    cdef uint64_t cnt, v, off = 0, ln = 0
-    cdef int bad = 0, found = 0, c
-    cdef const char *what = NULL
-    if pf_get_varint(p, n, &pos, 31, &cnt) != 0:
-        raise IndexFormatError("bad or truncated entry count", base)
+    cdef uint64_t off = 0, ln = 0
+    cdef int r
     with nogil:
-        for i in range(<int64_t> cnt):
-            at = pos
-            if pf_get_varint(p, n, &pos, 31, &v) != 0 or <int64_t> v > n - pos:
-                what = "bad or truncated key"
-                break
-            ks = pos
-            kl = <int64_t> v
-            pos += kl
-            at = pos
-            if pf_get_varint(p, n, &pos, 63, &off) != 0 or pf_get_varint(p, n, &pos, 31, &ln) != 0:
-                what = "bad or truncated bitmap offset/length"
-                break
-            if kind == KIND_BYTES:
-                c = pf_bytes_cmp_inline(p + ks, kl, kp, key.shape[0])
-            else:
-                c = pf_key_cmp(kind, p + ks, kl, kp, key.shape[0], &bad)
-            if bad:
-                at = ks
-                what = "malformed key for its type"
-                break
-            if c == 0:
-                found = 1
-                break
-            if ordered and c > 0:
-                break
-    if what != NULL:
-        raise IndexFormatError(what.decode(), base + at)
-    return (<int64_t> off, <int64_t> ln) if found else None
+        r = pf_block_scan(kind, p, n, kp, key.shape[0], ordered, &off, &ln, &at)
+    if r < 0:
+        raise IndexFormatError(_SCAN_ERRORS[-r], base + at)
+    return (<int64_t> off, <int64_t> ln) if r else None
+
+
+_SCAN_ERRORS = (None, "bad or truncated entry count", "bad or truncated key",
+                "bad or truncated bitmap offset/length", "malformed key for its type")
 
 
 def compare_to(int kind, const uint8_t[::1] raw, const int64_t[::1] starts, const int64_t[::1] lengths,
@@ -896,6 +877,21 @@ def block_trailer(blob, Py_ssize_t length, Py_ssize_t offset=0):
     return ctype
 
 
+cdef int _pread_all(int fd, uint8_t *buf, int64_t n, int64_t at) noexcept nogil:
+    """1 when all ``n`` bytes at ``at`` of ``fd`` were read into ``buf``; else 0."""
+    cdef ssize_t got
+    while n > 0:
+        got = pread(fd, buf, <size_t> n, <off_t> at)
+        if got <= 0:
+            if got < 0 and errno == EINTR:
+                continue
+            return 0
+        buf += got
+        n -= got
+        at += got
+    return 1
+
+
 cdef int64_t _stored_block(const uint8_t *t, int64_t tn, int64_t at, int64_t length) noexcept nogil:
     """1 when the block of ``length`` stored bytes + trailer at ``t[at:]`` lies inside ``t[:tn]``,
     is uncompressed and its CRC matches; else 0."""
@@ -908,50 +904,26 @@ cdef int64_t _stored_block(const uint8_t *t, int64_t tn, int64_t at, int64_t len
 
 
 
-cdef int _block_find(int kind, const uint8_t *p, int64_t n, const uint8_t *kp, int64_t kn,
-                     uint64_t *off, uint64_t *ln) noexcept nogil:
-    """:func:`lookup` of an ordered block without raising: 1 found (``*off``, ``*ln``),
-    0 absent, -1 malformed (the caller then runs :func:`lookup`, which reports)."""
-    cdef int64_t pos = 0, i, ks, kl
-    cdef uint64_t cnt, v
-    cdef int bad = 0, c
-    if pf_get_varint(p, n, &pos, 31, &cnt) != 0:
-        return -1
-    for i in range(<int64_t> cnt):
-        if pf_get_varint(p, n, &pos, 31, &v) != 0 or <int64_t> v > n - pos:
-            return -1
-        ks = pos
-        kl = <int64_t> v
-        pos += kl
-        if pf_get_varint(p, n, &pos, 63, off) != 0 or pf_get_varint(p, n, &pos, 31, ln) != 0:
-            return -1
-        if kind == KIND_BYTES:
-            c = pf_bytes_cmp_inline(p + ks, kl, kp, kn)
-        else:
-            c = pf_key_cmp(kind, p + ks, kl, kp, kn, &bad)
-            if bad:
-                return -1
-        if c == 0:
-            return 1
-        if c > 0:
-            return 0
-    return 0
-
-
 def cold_find(int kind, const uint8_t[::1] tail, int64_t tail_at, int64_t index_off, int64_t index_len,
-              const uint8_t[::1] key, int64_t min_len=0, int64_t max_len=0x7FFFFFFF):
+              const uint8_t[::1] key, int64_t min_len=0, int64_t max_len=0x7FFFFFFF, int fd=-1):
     """A fresh reader's point lookup over the bytes read at open (``tail``, the file from
     ``tail_at`` on), in one call: the block index's trailer (uncompressed, CRC), the walk of
     :func:`index_walk`, then -- when that dictionary block also lies in ``tail`` and is
     uncompressed with a good CRC -- its ordered scan.  Returns ``(bitmap offset, length)``;
     False when no key matches; ``(i, block offset, block length)`` when dictionary block i
     must be read the usual way; None when the general path must run (the index is not in
-    ``tail``, compressed, unordered or anything is malformed: that path reports it)."""
+    ``tail``, compressed, unordered or anything is malformed: that path reports it).
+
+    ``fd``, the open file ``tail`` ends (its size is ``tail_at + len(tail)``): a dictionary
+    block before ``tail`` is read from it here and scanned the same way.  A short read
+    returns the block's ``(i, offset, length)``; a block that is compressed or fails its
+    CRC returns ``(i, offset, length, bytes read)`` for the usual way to decode (or report)
+    without reading it again."""
     cdef int64_t tn = tail.shape[0]
     cdef const uint8_t *t = &tail[0] if tn else &EMPTY_BYTE
     cdef int64_t io = index_off - tail_at
     cdef uint64_t off = 0, ln = 0
-    cdef int64_t bo, bl
+    cdef int64_t bo, bl, at = 0
     cdef int r
     if not _stored_block(t, tn, io, index_len):
         return None
@@ -961,11 +933,26 @@ def cold_find(int kind, const uint8_t[::1] tail, int64_t tail_at, int64_t index_
     i, bo, bl = w
     if i < 0:
         return False
-    if not _stored_block(t, tn, bo - tail_at, bl):
+    cdef const uint8_t *kp = &key[0] if key.shape[0] else &EMPTY_BYTE
+    cdef uint8_t *buf
+    cdef int got, raw
+    if _stored_block(t, tn, bo - tail_at, bl):
+        with nogil:
+            r = pf_block_scan(kind, t + bo - tail_at, bl, kp, key.shape[0], 1, &off, &ln, &at)
+    elif fd >= 0 and 0 <= bo < tail_at and 0 <= bl <= tail_at + tn - 5 - bo:   # inside the file
+        blob = PyBytes_FromStringAndSize(NULL, bl + 5)
+        buf = <uint8_t *> PyBytes_AS_STRING(blob)
+        with nogil:
+            got = _pread_all(fd, buf, bl + 5, bo)
+            raw = got and _stored_block(buf, bl + 5, 0, bl)
+            if raw:
+                r = pf_block_scan(kind, buf, bl, kp, key.shape[0], 1, &off, &ln, &at)
+        if not got:     # a short read: the usual way reads and reports it
+            return w
+        if not raw:     # compressed (or a bad CRC): the usual way decodes the bytes read here
+            return i, bo, bl, blob
+    else:
         return w
-    with nogil:
-        r = _block_find(kind, t + bo - tail_at, bl, &key[0] if key.shape[0] else &EMPTY_BYTE, key.shape[0],
-                        &off, &ln)
     if r < 0:
         return w
     if r == 0:

@@ -25,7 +25,7 @@ from ..errors import IndexFormatError, InvalidArgumentError, OptionError, Unsupp
 from ..fileindex.options import Options
 from ..fsutil import write_atomic  # noqa: F401  (part of this package's API)
 from ..serde import encode_varint
-from ..source import as_source
+from ..source import FileSource, as_source
 from ..types import binary_buffers, list_elements
 from . import codec as _codec
 from .keys import _KEY_LENGTHS, KINDS, KeyCodec
@@ -688,9 +688,10 @@ class BitmapIndexFile:
     def block_count(self) -> int:
         return len(self.index()[1])
 
-    def raw_block(self, i: int, off: int = None, length: int = None) -> np.ndarray:
+    def raw_block(self, i: int, off: int = None, length: int = None, blob=None) -> np.ndarray:
         """Decompressed bytes (uint8 array) of dictionary block i (LRU-cached); ``off`` and
-        ``length`` are its place when the caller knows it (else read from the index)."""
+        ``length`` are its place when the caller knows it (else read from the index), ``blob``
+        its stored bytes and trailer when already read."""
         with self._lock:
             b = self._blocks.get(i)
             if b is not None:
@@ -699,7 +700,10 @@ class BitmapIndexFile:
         if off is None:
             _, _, _, of, ln = self.index()
             off, length = int(of[i]), int(ln[i])
-        raw, _ = self._read_block(off, length, f"dictionary block {i}")
+        if blob is None:
+            raw, _ = self._read_block(off, length, f"dictionary block {i}")
+        else:
+            raw, _ = _codec.decode(blob, length, off)
         u8 = np.frombuffer(raw, np.uint8)
         with self._lock:
             self._blocks[i] = [u8, None]
@@ -732,8 +736,11 @@ class BitmapIndexFile:
             self._walked = True
             lim = _KEY_LENGTHS.get(self.kind, _ANY_LENGTH)
             f = self.footer
-            # usually the index and the key's dictionary block lie in the bytes read at open
-            w = _k.cold_find(self.kind, self._tail, self._tail_at, f.index_offset, f.index_length, key, lim[0], lim[1])
+            # usually the index and the key's dictionary block lie in the bytes read at open;
+            # a block before them is read by the kernel from a local file's descriptor
+            fd = self.source._fd if type(self.source) is FileSource else None
+            w = _k.cold_find(self.kind, self._tail, self._tail_at, f.index_offset, f.index_length, key,
+                             lim[0], lim[1], -1 if fd is None else fd)
             if w is False:
                 return None
             if w is not None and len(w) == 2:
@@ -741,10 +748,11 @@ class BitmapIndexFile:
             if w is None:
                 w = _k.index_walk(self.kind, self._index_u8(), key, lim[0], lim[1])
             if w is not None:
-                i, off, length = w
+                i, off, length = w[:3]
                 if i < 0:
                     return None
-                return _k.lookup(self.kind, self.raw_block(i, off, length), key, off, True)
+                blob = w[3] if len(w) == 4 else None
+                return _k.lookup(self.kind, self.raw_block(i, off, length, blob), key, off, True)
         u8, ks, kl, _, _ = self.index()
         if len(ks) == 0:
             return None
