@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
 
 from .errors import PaimonFastError
-from .fsutil import TMP_MARK, write_atomic as _local_write_atomic, write_or_fault
+from .fsutil import TMP_MARK, write_all, write_atomic as _local_write_atomic, write_or_fault
 from .source import Source, checked_read
 
 __all__ = ["resolve", "Store", "CommitFile", "CommitConflictError", "IOCounter", "FileEntry", "TMP_MARK",
@@ -325,8 +325,9 @@ class Store:
         elif not self.object_store:
             self.fs.create_dir(path, recursive=True)
 
-    def write_atomic(self, path: str, data: bytes, _fault: Optional[str] = None) -> None:
-        """Write ``data`` so that ``path`` holds the old bytes or all the new ones, never part.
+    def write_atomic(self, path: str, data, _fault: Optional[str] = None) -> None:
+        """Write ``data`` (bytes or :class:`paimon_fast.fsutil.Chunks`) so that ``path`` holds
+        the old bytes or all the new ones, never part.
 
         ``_fault`` (tests): ``"raise"`` fails half-way, ``"exit"`` kills the process
         half-way (on an object store the PUT is then never completed)."""
@@ -339,7 +340,7 @@ class Store:
                     os._exit(17)
                 raise RuntimeError(f"injected failure while writing {self.uri(path)}")
             with self.fs.open_output_stream(path) as out:
-                out.write(data)
+                write_all(out, data)
             return
         self.makedirs(self.dirname(path))
         tmp = self._tmp_name(path)

@@ -16,20 +16,50 @@ from typing import Optional
 TMP_MARK = ".tmp-"
 
 
-def write_or_fault(fh, data: bytes, _fault: Optional[str], what: str) -> None:
-    """Write ``data`` to ``fh``; with ``_fault`` (tests) write half of it and then raise
-    (``"raise"``) or kill the process (``"exit"``)."""
+class Chunks:
+    """A file's bytes as buffers written one after another, never joined into one (a global
+    index file of a large table is tens of MB, and joining it costs a copy): ``len()`` is
+    the size, ``bytes()`` joins them; :func:`write_all` and every writer here take it
+    wherever they take bytes."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, parts):
+        self.parts = [p for p in (memoryview(q).cast("B") for q in parts) if len(p)]
+        self.size = sum(len(p) for p in self.parts)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.parts)
+
+
+def write_all(fh, data) -> None:
+    """``fh.write(data)`` for bytes, or each part of :class:`Chunks` in order."""
+    if isinstance(data, Chunks):
+        for p in data.parts:
+            fh.write(p)
+    else:
+        fh.write(data)
+
+
+def write_or_fault(fh, data, _fault: Optional[str], what: str) -> None:
+    """Write ``data`` (bytes or :class:`Chunks`) to ``fh``; with ``_fault`` (tests) write half
+    of it and then raise (``"raise"``) or kill the process (``"exit"``)."""
     if _fault:
+        data = bytes(data)
         fh.write(data[: len(data) // 2])
         fh.flush()
         if _fault == "exit":
             os._exit(17)
         raise RuntimeError(f"injected failure while writing {what}")
-    fh.write(data)
+    write_all(fh, data)
 
 
-def write_atomic(path: str, data: bytes, _fault: Optional[str] = None) -> None:
-    """Write ``data`` to ``path`` through a hidden temporary file and an atomic rename.
+def write_atomic(path: str, data, _fault: Optional[str] = None) -> None:
+    """Write ``data`` (bytes or :class:`Chunks`) to ``path`` through a hidden temporary file
+    and an atomic rename.
 
     ``_fault`` (tests only): ``"raise"`` fails after writing half the bytes,
     ``"exit"`` kills the process there, leaving the temporary file behind.

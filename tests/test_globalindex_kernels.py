@@ -13,6 +13,7 @@ import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast._kernels import load
 from paimon_fast.globalindex import codec
+from paimon_fast.globalindex import format as gformat
 from paimon_fast.reference import globalindex as ref
 
 K = load("globalindex")
@@ -243,6 +244,17 @@ def test_pack_and_parse_match_twin(entries, block_size, comp):
     want = ref.pack(off, data, blob, sizes, block_size, enc)
     assert got[0] == want[0]
     eq_arrays(got[1:], want[1:])
+    # the layout alone, and the body as parts of the bitmaps cut anywhere between them
+    lay = K.pack_blocks(off, data, sizes, block_size, enc)
+    tw = ref.pack_blocks(off, data, sizes, block_size, enc)
+    assert lay[0] == tw[0]
+    eq_arrays(lay[1:], tw[1:])
+    eq_arrays(lay[2:], got[1:])
+    ends = np.cumsum(sizes).tolist()
+    cuts = sorted(set(np.random.default_rng(block_size).choice([0] + ends, size=min(3, len(ends) + 1)).tolist()))
+    blobs = [blob[a:b] for a, b in zip([0] + cuts, cuts + [len(blob)])]
+    parts = gformat.body_parts(blobs, sizes, lay[1], lay[0])
+    assert b"".join(bytes(p) for p in parts) == got[0]
     body = got[0]
     for o, n in zip(got[2].tolist(), got[3].tolist()):
         raw, _ = codec.decode(body[o:o + n + 5], n, o)
@@ -397,3 +409,27 @@ def test_entries_sorted_matches_twin(kk, do_sort):
     assert K.entries_sorted(kind, data, starts, lens) == ref.entries_sorted(kind, data, starts, lens)
     if do_sort:
         assert K.entries_sorted(kind, data, starts, lens)
+
+
+@pytest.mark.parametrize("comp", ["none", "zstd"])
+@pytest.mark.parametrize("rows,max_records", [(40, 7), ((1 << 20) + 30_000, 400_000), ((1 << 20) + 30_000, 10**9)])
+def test_files_as_chunks_are_the_same_bytes(comp, rows, max_records):
+    # a build's files as buffers never joined (the bitmaps of a file of 2^20 rows or more are
+    # serialized in two slices; files cut by records, nulls first) are byte for byte the files
+    # built as one buffer each
+    from paimon_fast.fsutil import Chunks
+
+    rng = np.random.default_rng(rows)
+    codes = rng.integers(0, 5000, rows)
+    vals = pa.array(np.char.add("k", codes.astype(str)).astype(object), mask=rng.random(rows) < 0.01)
+    g = gformat.group_column(gi.KeyCodec("STRING"), vals, np.arange(rows, dtype=np.uint64) * 3)
+    enc = codec.BlockEncoder(codec.compression_type(comp))
+    whole = gformat.files_from_groups(g, 1024, enc, max_records)
+    parts = gformat.files_from_groups(g, 1024, enc, max_records, chunks=True)
+    assert len(whole) == len(parts) == -(-rows // max_records)
+    for (a, ma, na), (b, mb, nb) in zip(whole, parts):
+        assert isinstance(a, bytes) and isinstance(b, Chunks)
+        assert len(b) == len(a) and bytes(b) == a and (ma, na) == (mb, nb)
+    if max_records == 10**9:
+        blobs, _ = gformat.serialize_groups(g.rids, g.bounds, join=False)
+        assert len(blobs) == 2

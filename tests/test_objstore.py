@@ -10,6 +10,7 @@ import pytest
 
 from paimon_fast import fs
 from paimon_fast.fs import CommitConflictError, CommitFile, IOCounter
+from paimon_fast.fsutil import Chunks
 
 
 @pytest.fixture
@@ -54,6 +55,15 @@ def test_atomic_writes_and_exclusive_create(where, tmp_path, s3):
     names = [e.rel for e in store.list_files(root)]
     assert names == ["d/f.json", "d/g.json"]                  # no temporary file left
     assert store.stat(p)[0] == 3 and store.stat(store.join(root, "nope")) is None
+    # a file given as buffers (a global index build's Chunks) is written whole, in order
+    big = bytes(range(256)) * 40
+    chunks = Chunks([big[:100], memoryview(big)[100:3000], b"", bytearray(big[3000:])])
+    assert len(chunks) == len(big) and bytes(chunks) == big
+    store.write_atomic(p, chunks)
+    assert store.read_bytes(p) == big
+    with pytest.raises(RuntimeError):
+        store.write_atomic(p, Chunks([b"x" * 10, b"y" * 10]), _fault="raise")
+    assert store.read_bytes(p) == big
 
 
 @pytest.mark.parametrize("where", ["local", "s3"])

@@ -457,46 +457,43 @@ cdef int _reserve(_buf *b, int64_t extra) except -1:
     return 0
 
 
-def pack(const int64_t[::1] key_off, const uint8_t[::1] key_data, bytes bm_blob, const int64_t[::1] bm_sizes,
-         int64_t block_size, encode):
-    """Lay out value bitmaps and dictionary blocks as Java's StreamingWriter does.
+def pack_blocks(const int64_t[::1] key_off, const uint8_t[::1] key_data, const int64_t[::1] bm_sizes,
+                int64_t block_size, encode):
+    """The layout of value bitmaps and dictionary blocks as Java's StreamingWriter writes
+    them, without the bitmaps' bytes.
 
     For each key (ascending): its bitmap; when the pending dictionary block is
     non-empty and adding this key's entry would make its estimated size exceed
     ``block_size``, the pending block is written right after this key's bitmap
     (before the entry joins a fresh block).  After the last key the last block
     is written.  ``encode(raw) -> stored bytes + 5-byte trailer`` compresses and
-    frames a block.  Returns ``(body, first_key_index, block_offset, block_length)``
-    where lengths exclude the trailer.
+    frames a block.  Returns ``(blocks, after, first_key_index, block_offset,
+    block_length)``: the stored blocks, each written right after the bitmap of key
+    ``after[j]``; offsets are in the body (bitmaps and blocks), lengths exclude the
+    trailer.  :func:`pack` lays out the body itself.
     """
     cdef Py_ssize_t nk = bm_sizes.shape[0], k, e
     if key_off.shape[0] != nk + 1:
         raise ValueError("key_off must have one more element than bm_sizes")
-    cdef _buf body
     cdef _buf blk
-    body.p = NULL; body.n = 0; body.cap = 0
     blk.p = NULL; blk.n = 0; blk.cap = 0
-    cdef const uint8_t *bm = <const uint8_t *> PyBytes_AS_STRING(bm_blob)
     cdef const uint8_t *kd = &key_data[0] if key_data.shape[0] else &EMPTY_BYTE
-    cdef int64_t bm_pos = 0, pos = 0, entries_size, est, esize, klen
+    cdef int64_t pos = 0, entries_size, est = 0, esize = 0, klen
     # entries of the pending block: (key index, bitmap offset, bitmap length)
     pend_arr = np.empty(max(nk, 1), dtype=np.int64)
     cdef int64_t[::1] pend = pend_arr
     offs_arr = np.empty(max(nk, 1), dtype=np.int64)
     cdef int64_t[::1] offs = offs_arr
     cdef Py_ssize_t npend = 0
-    first_keys, block_offs, block_lens = [], [], []
+    blocks, after, first_keys, block_offs, block_lens = [], [], [], [], []
     entries_size = 0
     try:
-        _reserve(&body, PyBytes_GET_SIZE(bm_blob) + 64)
         for k in range(nk + 1):
             if k < nk:
-                _reserve(&body, bm_sizes[k])
-                memcpy(body.p + body.n, bm + bm_pos, <size_t> bm_sizes[k])
+                if bm_sizes[k] < 0:
+                    raise ValueError(f"negative bitmap size at key {k}")
                 offs[k] = pos
-                body.n += bm_sizes[k]
                 pos += bm_sizes[k]
-                bm_pos += bm_sizes[k]
                 klen = key_off[k + 1] - key_off[k]
                 esize = pf_varint_size(<uint64_t> klen) + klen + pf_varint_size(<uint64_t> offs[k]) + pf_varint_size(<uint64_t> bm_sizes[k])
                 est = pf_varint_size(<uint64_t> (npend + 1)) + entries_size + esize
@@ -514,12 +511,11 @@ def pack(const int64_t[::1] key_off, const uint8_t[::1] key_data, bytes bm_blob,
                     blk.n += pf_put_varint(blk.p + blk.n, <uint64_t> offs[pend[e]])
                     blk.n += pf_put_varint(blk.p + blk.n, <uint64_t> bm_sizes[pend[e]])
                 stored = encode(PyBytes_FromStringAndSize(<char *> blk.p, blk.n))
-                _reserve(&body, len(stored))
-                memcpy(body.p + body.n, <const char *> stored, len(stored))
+                blocks.append(stored)
+                after.append(k if k < nk else nk - 1)
                 first_keys.append(pend[0])
                 block_offs.append(pos)
                 block_lens.append(len(stored) - 5)
-                body.n += len(stored)
                 pos += len(stored)
                 npend = 0
                 entries_size = 0
@@ -527,12 +523,47 @@ def pack(const int64_t[::1] key_off, const uint8_t[::1] key_data, bytes bm_blob,
                 pend[npend] = k
                 npend += 1
                 entries_size += esize
-        result = PyBytes_FromStringAndSize(<char *> body.p, body.n)
     finally:
-        free(body.p)
         free(blk.p)
-    return (result, np.array(first_keys, dtype=np.int64), np.array(block_offs, dtype=np.int64),
-            np.array(block_lens, dtype=np.int64))
+    return (blocks, np.array(after, dtype=np.int64), np.array(first_keys, dtype=np.int64),
+            np.array(block_offs, dtype=np.int64), np.array(block_lens, dtype=np.int64))
+
+
+def pack(const int64_t[::1] key_off, const uint8_t[::1] key_data, bytes bm_blob, const int64_t[::1] bm_sizes,
+         int64_t block_size, encode):
+    """:func:`pack_blocks` with the body laid out in one buffer: ``bm_blob`` holds the
+    bitmaps of ``bm_sizes``, one after another.  Returns ``(body, first_key_index,
+    block_offset, block_length)``."""
+    cdef Py_ssize_t nk = bm_sizes.shape[0], j, k = 0
+    cdef int64_t total = 0, bm_pos = 0, upto, n
+    for j in range(nk):
+        if bm_sizes[j] < 0:
+            raise ValueError(f"negative bitmap size at key {j}")
+        total += bm_sizes[j]
+    if total != PyBytes_GET_SIZE(bm_blob):
+        raise ValueError(f"bitmap sizes add up to {total}, the bitmaps hold {PyBytes_GET_SIZE(bm_blob)} bytes")
+    blocks, after, first_keys, block_offs, block_lens = pack_blocks(key_off, key_data, bm_sizes, block_size, encode)
+    for b in blocks:
+        total += len(b)
+    body = PyBytes_FromStringAndSize(NULL, total)
+    cdef char *out = PyBytes_AS_STRING(body)
+    cdef const char *bm = PyBytes_AS_STRING(bm_blob)
+    cdef const int64_t[::1] aft = after
+    cdef int64_t pos = 0
+    for j in range(len(blocks)):
+        upto = bm_pos
+        while k <= aft[j]:
+            upto += bm_sizes[k]
+            k += 1
+        memcpy(out + pos, bm + bm_pos, <size_t> (upto - bm_pos))
+        pos += upto - bm_pos
+        bm_pos = upto
+        b = blocks[j]
+        n = PyBytes_GET_SIZE(b)
+        memcpy(out + pos, PyBytes_AS_STRING(b), <size_t> n)
+        pos += n
+    memcpy(out + pos, bm + bm_pos, <size_t> (total - pos))
+    return body, first_keys, block_offs, block_lens
 
 
 # ---------------------------------------------------------------- reader

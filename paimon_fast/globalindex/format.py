@@ -23,7 +23,7 @@ from pyroaring import BitMap64
 from .._kernels import load as _load
 from ..errors import IndexFormatError, InvalidArgumentError, OptionError, UnsupportedTypeError
 from ..fileindex.options import Options
-from ..fsutil import write_atomic  # noqa: F401  (part of this package's API)
+from ..fsutil import Chunks, write_atomic  # noqa: F401  (part of this package's API)
 from ..serde import encode_varint
 from ..source import FileSource, as_source
 from ..types import binary_buffers, list_elements
@@ -428,12 +428,14 @@ def merge_groups(parts, nonnull=None) -> Groups:
     return Groups(nulls, rids, bounds, m_off, m_data, ghi, glo, nonnull)
 
 
-def serialize_groups(rids: np.ndarray, bounds: np.ndarray, threads: int = 2):
+def serialize_groups(rids: np.ndarray, bounds: np.ndarray, threads: int = 2, join: bool = True):
     """``serialize64_groups`` of many groups, cut into ``threads`` slices of about equal row
-    counts serialized side by side (the kernel releases the GIL); the same bytes."""
+    counts serialized side by side (the kernel releases the GIL); the same bytes.  With
+    ``join=False``, the slices' bitmaps are left as they are: ``([blob, ...], sizes)``."""
     ng = len(bounds) - 1
     if threads < 2 or len(rids) < 1 << 20 or ng < threads:
-        return _k.serialize64_groups(rids, bounds)
+        blob, sizes = _k.serialize64_groups(rids, bounds)
+        return (blob, sizes) if join else ([blob], sizes)
     cuts = np.unique(np.concatenate([[0], np.searchsorted(bounds, np.linspace(0, bounds[-1], threads + 1)[1:-1]),
                                      [ng]]))
     from concurrent.futures import ThreadPoolExecutor
@@ -444,7 +446,36 @@ def serialize_groups(rids: np.ndarray, bounds: np.ndarray, threads: int = 2):
 
     with ThreadPoolExecutor(len(cuts) - 1) as ex:
         got = list(ex.map(one, zip(cuts[:-1], cuts[1:])))
-    return b"".join(g[0] for g in got), np.concatenate([g[1] for g in got])
+    sizes = np.concatenate([g[1] for g in got])
+    return (b"".join(g[0] for g in got) if join else [g[0] for g in got]), sizes
+
+
+def body_parts(blobs, sizes: np.ndarray, after: np.ndarray, blocks) -> list:
+    """A body laid out by :func:`pack_blocks <paimon_fast._kernels>` as buffers in file order,
+    without copying the bitmaps: ``blobs`` hold the bitmaps of ``sizes`` one after another
+    (split anywhere between bitmaps), dictionary block j follows the bitmap of key
+    ``after[j]``.  Joined, the parts are ``pack``'s body."""
+    views = [memoryview(b).cast("B") for b in blobs]
+    starts = np.cumsum([0] + [len(v) for v in views]).tolist()
+    ends = np.cumsum(sizes, dtype=np.int64)
+    if starts[-1] != (int(ends[-1]) if len(ends) else 0):
+        raise ValueError(f"bitmap sizes add up to {int(ends[-1]) if len(ends) else 0}, the blobs hold {starts[-1]}")
+    parts = []
+    cur = bi = 0
+
+    def take(upto):
+        nonlocal cur, bi
+        while cur < upto:
+            while starts[bi + 1] <= cur:
+                bi += 1
+            e = min(upto, starts[bi + 1])
+            parts.append(views[bi][cur - starts[bi]:e - starts[bi]])
+            cur = e
+    for j, cut in enumerate(ends[after].tolist() if len(after) else []):
+        take(cut)
+        parts.append(blocks[j])
+    take(starts[-1])
+    return parts
 
 
 def build_file(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size: int, encoder):
@@ -464,8 +495,9 @@ def build_files(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size
     return files_from_groups(group_column(key_codec, arr, rids), block_size, encoder, max_records)
 
 
-def files_from_groups(groups: Groups, block_size: int, encoder, max_records: int):
-    """:func:`build_files` from the column's :class:`Groups`."""
+def files_from_groups(groups: Groups, block_size: int, encoder, max_records: int, chunks: bool = False):
+    """:func:`build_files` from the column's :class:`Groups`; with ``chunks`` each file's bytes
+    are :class:`~paimon_fast.fsutil.Chunks` (its bitmaps never copied into one buffer)."""
     if max_records <= 0:
         raise OptionError(f"records per file must be positive, got {max_records}")
     null_rids, g_rids, bounds = groups.nulls, groups.rids, groups.bounds
@@ -490,9 +522,14 @@ def files_from_groups(groups: Groups, block_size: int, encoder, max_records: int
             sub_off = np.zeros(1, dtype=np.int64)
             sub_data = np.zeros(0, dtype=np.uint8)
         sub_bounds = np.ascontiguousarray(sub_bounds, dtype=np.int64)
-        blob, sizes = serialize_groups(sub_rids, sub_bounds)
-        body, first_idx, boffs, blens = _k.pack(np.ascontiguousarray(sub_off), sub_data, blob, sizes,
-                                                block_size, encoder)
+        sub_off = np.ascontiguousarray(sub_off)
+        if chunks:
+            blobs, sizes = serialize_groups(sub_rids, sub_bounds, join=False)
+            blocks, after, first_idx, boffs, blens = _k.pack_blocks(sub_off, sub_data, sizes, block_size, encoder)
+            body = body_parts(blobs, sizes, after, blocks)
+        else:
+            blob, sizes = serialize_groups(sub_rids, sub_bounds)
+            body, first_idx, boffs, blens = _k.pack(sub_off, sub_data, blob, sizes, block_size, encoder)
         whole = s == 0 and e == total and groups.nonnull is not None  # one file: its rows known sorted
         data, meta = assemble(body, sub_off, sub_data, first_idx, boffs, blens, nulls,
                               groups.nonnull if whole else sub_rids, len(sizes), encoder)
@@ -516,9 +553,12 @@ def serialize64_sorted_unique(values: np.ndarray) -> bytes:
 
 
 def assemble(body, key_off, key_data, first_idx, boffs, blens, null_rids, nn_rids, value_count, encoder):
-    """Null / non-null bitmaps, index block, footer after the packed body; plus the meta."""
-    parts = [body]
-    pos = len(body)
+    """Null / non-null bitmaps, index block, footer after the packed body; plus the meta.
+    ``body`` is bytes (the file is then bytes) or a list of buffers (:func:`body_parts`: the
+    file is then :class:`~paimon_fast.fsutil.Chunks`)."""
+    chunked = isinstance(body, list)
+    parts = list(body) if chunked else [body]
+    pos = sum(len(p) for p in parts) if chunked else len(body)
     null_bm = serialize64_sorted_unique(null_rids)
     nn_bm = serialize64_sorted_unique(nn_rids)
     null_off, nn_off = pos, pos + len(null_bm)
@@ -540,7 +580,7 @@ def assemble(body, key_off, key_data, first_idx, boffs, blens, null_rids, nn_rid
     else:
         first = last = None
     meta = SortedIndexFileMeta(first, last, len(null_rids) > 0).serialize()
-    return b"".join(parts), meta
+    return (Chunks(parts) if chunked else b"".join(parts)), meta
 
 
 # ================================================================ reader (one file)

@@ -15,6 +15,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from ..fsutil import write_all
+
 RECORDS_PER_RANGE = "sorted-index.records-per-range"
 RECORDS_PER_RANGE_LEGACY = "btree-index.records-per-range"
 DEFAULT_RECORDS_PER_RANGE = 10_000_000
@@ -294,7 +296,7 @@ def files_from_range_groups(dtype: str, pieces, options: Dict[str, str], per_ran
     groups = merge_groups([g for g, _ in pieces])
     if index_type == "bitmap":
         return [(start, end, data, meta, n) for data, meta, n in
-                files_from_groups(groups, w.block_size, w.encoder, int(per_range * RECORDS_FLOATING))]
+                files_from_groups(groups, w.block_size, w.encoder, int(per_range * RECORDS_FLOATING), chunks=True)]
     if not sum(n for _, n in pieces):
         return []
     if end >= _shard(start, per_range) + per_range:
@@ -310,7 +312,8 @@ def _shard(row_id: int, per_range: int) -> int:
 def build_range_files(dtype: str, values, local_rids, options: Dict[str, str], per_range: int,
                       index_type: str = "bitmap", start: int = 0, end: Optional[int] = None):
     """The index files of the build range ``start..end`` (``local_rids`` relative to ``start``):
-    ``[(range start, range end, file bytes, meta bytes, row count)]``.
+    ``[(range start, range end, file bytes, meta bytes, row count)]``; a ``bitmap`` file's
+    bytes are :class:`~paimon_fast.fsutil.Chunks` (write them with :func:`~paimon_fast.fsutil.write_all`).
 
     ``bitmap`` (Java's identity-key sorted build): one range, a new file every
     ``per_range`` x 1.2 records of the (nulls, key, row id) order, row count = records.
@@ -351,5 +354,5 @@ def _write_index_file(table, name: str, data: bytes) -> str:
     path = pf.to_path(name)
     table.file_io.check_or_mkdirs(pf.global_index_root_path())
     with table.file_io.new_output_stream(path) as out:
-        out.write(data)
+        write_all(out, data)
     return path

@@ -23,6 +23,7 @@ import os
 
 import numpy as np
 
+from ..fsutil import write_all
 from .globalindex_build import (build_range_files, direct_read_plan, files_from_range_groups, range_groups, read_direct,
                                 read_groups_direct)
 
@@ -136,7 +137,7 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
                 path = os.path.join(root, name)
                 tmp = path + ".tmp"
                 with open(tmp, "wb") as fh:
-                    fh.write(data)
+                    write_all(fh, data)
                 os.replace(tmp, path)
             else:  # a unique name, visible only through Paimon's commit
                 store.write_atomic(store.join(root, name), data)

@@ -229,6 +229,21 @@ def pack(key_off, key_data, bm_blob, bm_sizes, block_size, encode):
             np.array(lens, dtype=np.int64))
 
 
+def pack_blocks(key_off, key_data, bm_sizes, block_size, encode):
+    """:func:`pack`'s layout without the bitmaps: (blocks, after, firsts, offsets, lengths)."""
+    sizes = [int(x) for x in bm_sizes]
+    body, firsts, offs, lens = pack(key_off, key_data, bytes(sum(sizes)), sizes, block_size, encode)
+    blocks = [bytes(body[o:o + n + 5]) for o, n in zip(offs.tolist(), lens.tolist())]
+    after, pos, k = [], 0, 0
+    for o, n in zip(offs.tolist(), lens.tolist()):
+        while pos < o:            # the bitmaps before this block
+            pos += sizes[k]
+            k += 1
+        after.append(k - 1)
+        pos += n + 5
+    return blocks, np.array(after, dtype=np.int64), firsts, offs, lens
+
+
 # ---------------------------------------------------------------- reader twins
 
 def parse_entries(raw, base=0):
