@@ -30,9 +30,24 @@ static inline uint32_t pf_container_bytes(int kind, uint32_t card, uint32_t nrun
     return kind == PF_RUN ? 2 + 4 * nruns : (kind == PF_BITMAP ? 8192 : 2 * card);
 }
 
-/* Scan one container starting at v[i]; returns the index after it. */
+/* Scan one container starting at v[i] (strictly increasing values); returns the index
+ * after it.  A container whose values are one unbroken run (a row range's rows) is found by
+ * a binary search for its end and one subtraction, without visiting its values. */
 static inline size_t pf_scan_container(const uint32_t *v, size_t n, size_t i, uint32_t *card, uint32_t *nruns) {
     uint32_t key = v[i] >> 16;
+    if (n - i > 64 && (v[i + 64] >> 16) == key) {   /* more than 64 values: worth a search */
+        size_t lo = i + 65, hi = n - i > 65536 ? i + 65536 : n;   /* the end lies in [lo, hi] */
+        while (lo < hi) {   /* the first index in [lo, hi) whose key differs, else hi */
+            size_t mid = lo + (hi - lo) / 2;
+            if ((v[mid] >> 16) == key) lo = mid + 1;
+            else hi = mid;
+        }
+        if (v[lo - 1] - v[i] == (uint32_t)(lo - 1 - i)) {   /* increasing: no gap anywhere */
+            *card = (uint32_t)(lo - i);
+            *nruns = 1;
+            return lo;
+        }
+    }
     size_t j = i + 1;
     uint32_t runs = 1;
     while (j < n && (v[j] >> 16) == key) {
@@ -170,6 +185,12 @@ static size_t pf_roaring_write(const uint32_t *v, size_t n, uint8_t *out) {
             pf_put16(p, (uint16_t)nruns);
             p += 2;
             size_t k = i;
+            if (nruns == 1) {   /* one run: its start and length are known */
+                pf_put16(p, (uint16_t)(v[i] & 0xFFFF));
+                pf_put16(p + 2, (uint16_t)(j - i - 1));
+                p += 4;
+                k = j;
+            }
             while (k < j) {
                 size_t e = k + 1;
                 while (e < j && v[e] == v[e - 1] + 1) e++;

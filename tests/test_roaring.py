@@ -46,6 +46,26 @@ def test_croaring_agrees_on_sets_built_by_adding(values):
     assert roaring.serialize32(bm) == bm.serialize()
 
 
+@pytest.mark.parametrize("start", [0, 1, 65536 - 70, 65536 * 5 + 100, 2**32 - 65536 * 2 - 3])
+@pytest.mark.parametrize("length", [64, 65, 66, 200, 4096, 4097, 65536 - 1, 65536, 65536 * 2 + 7])
+def test_long_runs_and_one_gap_equal_the_twin(start, length):
+    # a container of more than 64 values that is one unbroken run is measured without visiting
+    # its values: unbroken, and broken by one missing value at the places a shortcut could miss
+    run = list(range(start, min(start + length, 2**32)))
+    sets = [run]
+    for gap in {1, 63, 64, 65, len(run) // 2, len(run) - 2}:
+        if 0 < gap < len(run) - 1:
+            sets.append(run[:gap] + run[gap + 1:])
+    sets.append(run[:-1] + [run[-1] + 2] if run[-1] + 2 < 2**32 else run[1:])
+    for values in sets:
+        data = roaring.serialize32(np.array(values, dtype=np.int64))
+        assert data == twin.serialize(values), (start, length, len(values))
+        assert roaring.deserialize32(data) == BitMap(values)
+    v64 = np.array(run, dtype=np.uint64) + np.uint64(3 << 32)
+    assert roaring.serialize64(v64) == b"".join(
+        [struct.pack("<QI", 1, 3), twin.serialize(run)])
+
+
 def test_run_rule_tie_stays_array():
     # {1,2,3}: 2*card == 2 + 4*runs, Java keeps the array container
     data = roaring.serialize32([1, 2, 3])
