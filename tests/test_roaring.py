@@ -46,8 +46,8 @@ def test_croaring_agrees_on_sets_built_by_adding(values):
     assert roaring.serialize32(bm) == bm.serialize()
 
 
-@pytest.mark.parametrize("start", [0, 1, 65536 - 70, 65536 * 5 + 100, 2**32 - 65536 * 2 - 3])
-@pytest.mark.parametrize("length", [64, 65, 66, 200, 4096, 4097, 65536 - 1, 65536, 65536 * 2 + 7])
+@pytest.mark.parametrize("start", [1, 65536 - 70, 2**32 - 65536 * 2 - 3])
+@pytest.mark.parametrize("length", [64, 65, 200, 4097, 65536, 65536 * 2 + 7])
 def test_long_runs_and_one_gap_equal_the_twin(start, length):
     # a container of more than 64 values that is one unbroken run is measured without visiting
     # its values: unbroken, and broken by one missing value at the places a shortcut could miss
