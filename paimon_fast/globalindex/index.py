@@ -35,10 +35,17 @@ _ARROW_TYPES = {}           # type string -> its Arrow type (None: has none), fo
 
 
 def _arrow_type(codec: KeyCodec, array: bool = False):
-    """The Arrow type literals are normalised to (``list<T>`` when ``array``), cached per type."""
+    """The Arrow type literals are normalised to (``list<T>`` when ``array``), cached per type
+    (and on the codec itself: a cold reader looks it up once, and codecs are shared)."""
+    mine = codec.__dict__.setdefault("_arrow_types", {})
+    try:
+        return mine[array]
+    except KeyError:
+        pass
     key = (str(codec.dtype), array)
     try:
-        return _ARROW_TYPES[key]
+        at = mine[array] = _ARROW_TYPES[key]
+        return at
     except KeyError:
         pass
     try:
@@ -49,6 +56,7 @@ def _arrow_type(codec: KeyCodec, array: bool = False):
         at = None
     if len(_ARROW_TYPES) < 1024:
         _ARROW_TYPES[key] = at
+    mine[array] = at
     return at
 
 
@@ -103,9 +111,13 @@ class GlobalIndex:
     def __init__(self, files, dtype, options=None, total_row_count=None, max_workers=None):
         self.codec = _codec_for(dtype)
         self.dtype = self.codec.dtype
-        self.options = options if isinstance(options, Options) else _NO_OPTIONS if not options else Options(options)
-        fb = self.options.get(OPT_FALLBACK)
-        self.fallback_max = _DEFAULT_FALLBACK_BYTES if fb is None else self.options.get_memory_size(OPT_FALLBACK, fb)
+        if not options:   # the usual case: no options, the defaults
+            self.options, self.fallback_max = _NO_OPTIONS, _DEFAULT_FALLBACK_BYTES
+        else:
+            self.options = options if isinstance(options, Options) else Options(options)
+            fb = self.options.get(OPT_FALLBACK)
+            self.fallback_max = (_DEFAULT_FALLBACK_BYTES if fb is None
+                                 else self.options.get_memory_size(OPT_FALLBACK, fb))
         if total_row_count is not None and total_row_count < 0:
             raise ValueError(f"total row count must be non-negative, got {total_row_count}")
         self.total_row_count = total_row_count
