@@ -263,7 +263,7 @@ def test_hudi_null_literals(tmp_path):
     rows = data.to_pylist()
     for col, lit in (("x", 3), ("s", "a")):
         for p in null_leaves(col, lit):
-            got, _ = ph.read_arrow(t.path, p)
+            got = ph.read_arrow(t.path, p).table
             assert sorted(got.column("id").to_pylist()) == [rows[i]["id"] for i in oracle(rows, p)], p
 
 
