@@ -265,9 +265,7 @@ static inline int pf_block_scan(int kind, const uint8_t *p, int64_t n, const uin
         if (pf_get_varint(p, n, &pos, 31, &v) != 0 || (int64_t)v > n - pos) return -2;
         ks = pos;
         kl = (int64_t)v;
-        /* a fixed-width key advances by a constant: the next entry's place then waits on no load */
-        if (__builtin_expect(kl == width, 1)) pos += width;
-        else pos += kl;
+        pos += kl;
         *at = pos;
         if (pf_get_varint(p, n, &pos, 63, off) != 0 || pf_get_varint(p, n, &pos, 31, ln) != 0) return -3;
         if (width) {

@@ -451,8 +451,8 @@ def serialize_groups(rids: np.ndarray, bounds: np.ndarray, threads: int = 2, joi
 
 
 def body_parts(blobs, sizes: np.ndarray, after: np.ndarray, blocks) -> list:
-    """A body laid out by :func:`pack_blocks <paimon_fast._kernels>` as buffers in file order,
-    without copying the bitmaps: ``blobs`` hold the bitmaps of ``sizes`` one after another
+    """A body laid out by the kernel ``pack_blocks`` as buffers in file order, without
+    copying the bitmaps: ``blobs`` hold the bitmaps of ``sizes`` one after another
     (split anywhere between bitmaps), dictionary block j follows the bitmap of key
     ``after[j]``.  Joined, the parts are ``pack``'s body."""
     views = [memoryview(b).cast("B") for b in blobs]

@@ -349,7 +349,9 @@ def _new_file_name(index_type: str) -> str:
     return f"{index_type}-global-index-{uuid.uuid4()}.index"
 
 
-def _write_index_file(table, name: str, data: bytes) -> str:
+def _write_index_file(table, name: str, data) -> str:
+    """Write one index file (bytes or :class:`~paimon_fast.fsutil.Chunks`) under the table's
+    global index directory through its file IO; returns its path."""
     pf = table.path_factory().global_index_path_factory()
     path = pf.to_path(name)
     table.file_io.check_or_mkdirs(pf.global_index_root_path())
