@@ -21,6 +21,7 @@ from paimon_fast._kernels import load
 from paimon_fast.errors import IndexFormatError
 from paimon_fast.globalindex import codec, format as gformat
 from paimon_fast.reference import globalindex as twin
+from paimon_fast.serde import encode_varint
 
 K = load("globalindex")
 
@@ -315,20 +316,11 @@ def test_integer_point_lookup_equals_the_general_path(tname, lo, hi):
 
 # ---------------------------------------------------------------- one dictionary block's scan
 
-def _varint(v):
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
 def _block(keys, rng):
     """A raw dictionary block of ``keys`` (bytes, in the given order), random bitmap places."""
-    body = bytearray(_varint(len(keys)))
+    body = bytearray(encode_varint(len(keys)))
     for k in keys:
-        body += _varint(len(k)) + k + _varint(rng.randrange(2**40)) + _varint(rng.randrange(2**31))
+        body += encode_varint(len(k)) + k + encode_varint(rng.randrange(2**40)) + encode_varint(rng.randrange(2**31))
     return bytes(body)
 
 
