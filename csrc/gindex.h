@@ -86,6 +86,10 @@ static inline int64_t pf_f32_order(int32_t bits) { return (int64_t)(bits ^ ((bit
 static inline int64_t pf_f64_order(int64_t bits) { return bits ^ ((bits >> 63) & 0x7FFFFFFFFFFFFFFFLL); }
 
 static inline int64_t pf_le_signed(const uint8_t *p, int w) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (w == 8) { int64_t x; memcpy(&x, p, 8); return x; }   /* BIGINT and INT keys: one load */
+    if (w == 4) { int32_t x; memcpy(&x, p, 4); return x; }
+#endif
     uint64_t v = 0;
     for (int i = w - 1; i >= 0; i--) v = (v << 8) | p[i];
     if (w < 8) {
@@ -184,24 +188,6 @@ static inline int pf_bytes_cmp_inline(const uint8_t *a, int64_t an, const uint8_
     return an < bn ? -1 : (an > bn ? 1 : 0);
 }
 
-static inline int32_t pf_load_i32le(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap32(v);
-#endif
-    return (int32_t)v;
-}
-
-static inline int64_t pf_load_i64le(const uint8_t *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return (int64_t)v;
-}
-
 /* A key of at most 8 bytes as a number whose order is the bytes' (big-endian, left-aligned,
  * zero-padded): compared with pf_bytes_cmp_word, a dictionary scan needs no byte loop. */
 static inline uint64_t pf_key_word(const uint8_t *k, int64_t kn) {
@@ -270,7 +256,7 @@ static inline int pf_block_scan(int kind, const uint8_t *p, int64_t n, const uin
         if (pf_get_varint(p, n, &pos, 63, off) != 0 || pf_get_varint(p, n, &pos, 31, ln) != 0) return -3;
         if (width) {
             if (kl != width) { *at = ks; return -4; }
-            int64_t x = width == 4 ? (int64_t)pf_load_i32le(p + ks) : pf_load_i64le(p + ks);
+            int64_t x = pf_le_signed(p + ks, (int)width);
             c = (x > lit) - (x < lit);
         } else if (kind == GK_BYTES) {
             /* the entry is followed by at least its two varints: 8 bytes at ks are usually there */
