@@ -74,6 +74,47 @@ def test_string_ranks_many_distinct_values_match_twin():
         assert len(got[1]) - 1 == len({v for v in vals if v is not None}) > 2000
 
 
+def _string_columns(vals):
+    """``(offsets, data, valid)`` of ``vals`` as a binary and a large_binary column; the data
+    buffer holds exactly the values' bytes (its last keys end at the buffer's end)."""
+    for t, w in ((pa.binary(), np.int32), (pa.large_binary(), np.int64)):
+        arr = pa.array(vals, type=t)
+        off = np.frombuffer(arr.buffers()[1], dtype=w, count=len(arr) + 1).copy()
+        size = int(off[-1])
+        data = np.frombuffer(arr.buffers()[2], dtype=np.uint8, count=size).copy() if size else np.zeros(0, np.uint8)
+        yield off, data, np.array([v is not None for v in vals], dtype=np.uint8)
+
+
+def test_string_ranks_keys_around_16_bytes_match_twin():
+    """Keys of 0 to 40 bytes over the bytes 0, 1 and 255: keys of at most 16 bytes are told
+    apart by their words and lengths alone (``b"ab"`` and ``b"ab\\x00"`` share their words),
+    longer ones by their bytes; more than 256 distinct keys are ordered by their first 16
+    bytes and ties among those (many keys share them) by their bytes."""
+    rng = np.random.default_rng(16)
+    alphabet = np.array([0, 1, 255], dtype=np.uint8)
+    pool = [bytes(alphabet[rng.integers(0, 3, n)]) for n in rng.integers(0, 41, 1500).tolist()]
+    pool += [b"", b"\x00", b"ab", b"ab\x00", b"ab\x00\x00", b"x" * 16, b"x" * 16 + b"\x00", b"x" * 17]
+    pool += [b"p" * 16 + bytes([k, j]) for k in range(3) for j in range(40)]  # one 16-byte prefix
+    vals = [None if r % 13 == 0 else pool[r % len(pool)] for r in rng.integers(0, 10**6, 6000).tolist()]
+    vals += pool[-3:]  # the column's last keys end at the data buffer's end
+    for off, data, valid in _string_columns(vals):
+        got = K.string_ranks(off, data, valid)
+        eq_arrays(got, ref.string_ranks(off, data, valid))
+        assert len(got[1]) - 1 == len({v for v in vals if v is not None}) > 256
+
+
+@pytest.mark.parametrize("n", [1, 5, 255, 256, 300])
+def test_string_ranks_few_and_many_distinct_keys_match_twin(n):
+    """Either side of the 256 keys where the kernel's sort of the distinct keys changes
+    method; keys of 1 to 24 bytes that differ only late."""
+    keys = [(b"key-%d" % v).rjust(4 + v % 21, b"0") for v in range(n)]
+    vals = [keys[k * 7919 % n] for k in range(3 * n)]
+    for off, data, valid in _string_columns(vals):
+        got = K.string_ranks(off, data, None)
+        eq_arrays(got, ref.string_ranks(off, data, None))
+        assert len(got[1]) - 1 == n
+
+
 def _order_keys(kind, draw_vals):
     return draw_vals
 

@@ -38,15 +38,15 @@ cdef extern from "gindex.h":
     int pf_key_write(int kind, int64_t hi, uint64_t lo, uint8_t *out) nogil
     pf_rec *pf_radix_sort(pf_rec *a, pf_rec *tmp, size_t n, int skip_rid) nogil
     uint64_t *pf_radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) nogil
-    void pf_sort_strings(int64_t *idx, int64_t *tmp, size_t n, const int64_t *off, const uint8_t *data) nogil
+    int pf_sort_keys(int64_t *idx, int64_t *tmp, size_t n, const int64_t *off, const uint8_t *data, size_t dlen) nogil
     int64_t pf_counting_group(const int64_t *hi, const uint64_t *rid, size_t n, int64_t hmin, uint64_t range,
                               int rid_sorted, int64_t *count, uint64_t *out, int64_t *bounds, int64_t *ghi,
                               size_t *m_out) nogil
     size_t pf_roaring_decode(const uint8_t *buf, uint64_t high, uint64_t *out) nogil
     int64_t pf_dict_i64(const int64_t *keys, size_t n, int64_t *ids, int64_t *vals) nogil
-    int64_t pf_dict_bytes32(const int32_t *off, const uint8_t *data, const uint8_t *valid, size_t n, int64_t *ids,
+    int64_t pf_dict_bytes32(const int32_t *off, const uint8_t *data, size_t dlen, const uint8_t *valid, size_t n, int64_t *ids,
                             int64_t *doff, uint8_t **arena, size_t *arena_cap) nogil
-    int64_t pf_dict_bytes64(const int64_t *off, const uint8_t *data, const uint8_t *valid, size_t n, int64_t *ids,
+    int64_t pf_dict_bytes64(const int64_t *off, const uint8_t *data, size_t dlen, const uint8_t *valid, size_t n, int64_t *ids,
                             int64_t *doff, uint8_t **arena, size_t *arena_cap) nogil
 
 cdef extern from "crc32.h":
@@ -107,9 +107,9 @@ def string_ranks(const offset_t[::1] offsets, const uint8_t[::1] data, valid):
         raise MemoryError()
     with nogil:
         if offset_t is int32_t:
-            nd = pf_dict_bytes32(&offsets[0], dp, vp, <size_t> n, &rank[0], &doff[0], &arena, &acap)
+            nd = pf_dict_bytes32(&offsets[0], dp, <size_t> data.shape[0], vp, <size_t> n, &rank[0], &doff[0], &arena, &acap)
         else:
-            nd = pf_dict_bytes64(&offsets[0], dp, vp, <size_t> n, &rank[0], &doff[0], &arena, &acap)
+            nd = pf_dict_bytes64(&offsets[0], dp, <size_t> data.shape[0], vp, <size_t> n, &rank[0], &doff[0], &arena, &acap)
     if nd < 0:
         free(arena)
         raise MemoryError()
@@ -127,9 +127,14 @@ def string_ranks(const offset_t[::1] offsets, const uint8_t[::1] data, valid):
     cdef uint8_t[::1] kdata = kdata_arr
     cdef uint8_t *kdp = &kdata[0] if total else <uint8_t *> &EMPTY_BYTE
     cdef int64_t pos = 0, g
+    cdef int rc = 0
     with nogil:
         if nd:
-            pf_sort_strings(&order[0], &tmp[0], <size_t> nd, &doff[0], arena)
+            rc = pf_sort_keys(&order[0], &tmp[0], <size_t> nd, &doff[0], arena, <size_t> total)
+    if rc < 0:
+        free(arena)
+        raise MemoryError()
+    with nogil:
         for g in range(nd):
             d = order[g]
             inv[d] = g
