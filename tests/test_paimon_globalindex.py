@@ -565,6 +565,71 @@ def test_spark_build_equals_in_process_build(tmp_path, gi_spark):
     assert create_global_index(cat_b.get_table(f"db.{name}"), "color", spark=gi_spark) == 0
 
 
+_HEAP_SCRIPT = r"""
+import ctypes, numpy as np
+from paimon_fast.paimon.globalindex_spark import worker_heap
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+mallinfo2 = ctypes.CDLL(None).mallinfo2
+mallinfo2.restype = MallInfo2
+def mapped():
+    return mallinfo2().hblkhd
+
+def grow(enabled):  # bytes mapped for, and heap bytes kept after, a 64 MB buffer
+    before = mapped()
+    with worker_heap(enabled):
+        a = np.ones(8 << 20, dtype=np.int64)
+        during = mapped() - before
+        del a
+    return during, mallinfo2().fordblks
+
+off_during, _ = grow(False)
+on_during, kept = grow(True)
+after = mapped()
+b = np.ones(8 << 20, dtype=np.int64)     # fits in the kept heap: reused
+reused = mapped() - after
+c = np.ones(16 << 20, dtype=np.int64)    # larger than the kept heap: mapped, as without worker_heap
+print(off_during, on_during, kept, reused, mapped() - after)
+"""
+
+
+def test_worker_heap_keeps_build_buffers_in_the_heap(tmp_path):
+    """Inside ``worker_heap`` a large buffer comes from the heap and stays there once freed
+    (glibc), for the next buffer to reuse; a larger one outside (and any with the option off)
+    is mapped as usual.  In a fresh interpreter, since the heap setting lasts for the process."""
+    import ctypes
+    import subprocess
+    import sys
+
+    try:
+        ctypes.CDLL(None).mallinfo2
+    except AttributeError:
+        pytest.skip("glibc before 2.33 (no mallinfo2) or another C library: nothing to observe")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    off_during, on_during, kept, reused, outside = map(int, subprocess.run(
+        [sys.executable, "-c", _HEAP_SCRIPT], env=env, capture_output=True, text=True, check=True).stdout.split())
+    mb = 64 << 20
+    assert off_during >= mb          # option off: mapped
+    assert on_during < mb <= kept    # inside: from the heap, and the heap keeps it when freed
+    assert reused == 0               # the kept heap serves the next buffer of that size
+    assert outside >= 2 * mb         # a larger one is mapped: nothing else changed
+
+
+def test_keep_worker_heap_option_is_checked():
+    from paimon_fast.errors import OptionError
+    from paimon_fast.paimon.globalindex_spark import _keep_heap_option
+
+    assert _keep_heap_option({}) is True
+    assert _keep_heap_option({"paimon-fast.global-index.keep-worker-heap": " False "}) is False
+    with pytest.raises(OptionError, match="keep-worker-heap must be true or false"):
+        _keep_heap_option({"paimon-fast.global-index.keep-worker-heap": "sometimes"})
+
+
 # ------------------------------------------------------------------ multivalue (ARRAY columns)
 ARRAY_SCHEMA = pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string())), ("nums", pa.list_(pa.int32())),
                           ("days", pa.list_(pa.date32())), ("p", pa.string())])
@@ -829,6 +894,8 @@ def test_spark_split_range_equals_in_process_build(tmp_path, gi_spark, column, i
     opts = {"sorted-index.records-per-range": per_range}
     na = create_global_index(cat_a.get_table(f"db.{name}"), column, index_type, options=opts)
     split = {**opts, "paimon-fast.global-index.split-rows": "50"}
+    if column == "n":  # the workers' allocations as usual: the same files
+        split["paimon-fast.global-index.keep-worker-heap"] = "false"
     index_dir = str(tmp_path / "b" / "wh" / "db.db" / name / "index")
 
     def boom(table, messages):
