@@ -188,17 +188,29 @@ static inline int pf_bytes_cmp_inline(const uint8_t *a, int64_t an, const uint8_
     return an < bn ? -1 : (an > bn ? 1 : 0);
 }
 
+/* A key's first 16 bytes as two little-endian words, zero past its end (little-endian host).
+ * Two 8-byte loads and masks when 16 bytes can be read from p without passing `end`; else a
+ * copy through a zeroed buffer. */
+static inline void pf_key16(const uint8_t *p, size_t len, const uint8_t *end, uint64_t *a, uint64_t *b) {
+    if (end - p >= 16) {
+        uint64_t w0 = pf_read64(p), w1 = pf_read64(p + 8);
+        size_t l0 = len < 8 ? len : 8, l1 = len <= 8 ? 0 : (len < 16 ? len - 8 : 8);
+        *a = l0 == 8 ? w0 : (w0 & ((1ULL << (8 * l0)) - 1));
+        *b = l1 == 8 ? w1 : (w1 & ((1ULL << (8 * l1)) - 1));
+        return;
+    }
+    uint8_t buf[16] = {0};
+    if (len) memcpy(buf, p, len < 16 ? len : 16);
+    *a = pf_read64(buf);
+    *b = pf_read64(buf + 8);
+}
+
 /* A key of at most 8 bytes as a number whose order is the bytes' (big-endian, left-aligned,
  * zero-padded): compared with pf_bytes_cmp_word, a dictionary scan needs no byte loop. */
 static inline uint64_t pf_key_word(const uint8_t *k, int64_t kn) {
-    uint8_t buf[8] = {0};
-    uint64_t w;
-    memcpy(buf, k, (size_t)(kn < 8 ? kn : 8));
-    memcpy(&w, buf, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    w = __builtin_bswap64(w);
-#endif
-    return w;
+    uint64_t a, b;
+    pf_key16(k, (size_t)kn, k + kn, &a, &b);
+    return __builtin_bswap64(a);
 }
 
 /* pf_bytes_cmp(a, an, key, kn) for an <= 8 and kn <= 8, where 8 bytes at a are readable
@@ -491,23 +503,6 @@ static int64_t pf_dict_i64(const int64_t *keys, size_t n, int64_t *ids, int64_t 
     }
     free(t);
     return nd;
-}
-
-/* A key's first 16 bytes as two little-endian words, zero past its end (little-endian host).
- * Two 8-byte loads and masks when 16 bytes can be read from p without passing `end`; else a
- * copy through a zeroed buffer. */
-static inline void pf_key16(const uint8_t *p, size_t len, const uint8_t *end, uint64_t *a, uint64_t *b) {
-    if (end - p >= 16) {
-        uint64_t w0 = pf_read64(p), w1 = pf_read64(p + 8);
-        size_t l0 = len < 8 ? len : 8, l1 = len <= 8 ? 0 : (len < 16 ? len - 8 : 8);
-        *a = l0 == 8 ? w0 : (w0 & ((1ULL << (8 * l0)) - 1));
-        *b = l1 == 8 ? w1 : (w1 & ((1ULL << (8 * l1)) - 1));
-        return;
-    }
-    uint8_t buf[16] = {0};
-    if (len) memcpy(buf, p, len < 16 ? len : 16);
-    *a = pf_read64(buf);
-    *b = pf_read64(buf + 8);
 }
 
 #define PF_KEY_LONG 0x80000000u

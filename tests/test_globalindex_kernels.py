@@ -63,12 +63,7 @@ def test_string_ranks_many_distinct_values_match_twin():
     rng = np.random.default_rng(5)
     vals = [None if r % 11 == 0 else f"k{r % 3001}-{'x' * (r % 7)}".encode()
             for r in rng.integers(0, 10**6, 9000).tolist()]
-    for t in (pa.binary(), pa.large_binary()):
-        arr = pa.array(vals, type=t)
-        w = np.int32 if t == pa.binary() else np.int64
-        off = np.frombuffer(arr.buffers()[1], dtype=w, count=len(arr) + 1).copy()
-        data = np.frombuffer(arr.buffers()[2], dtype=np.uint8).copy()
-        valid = np.array([v is not None for v in vals], dtype=np.uint8)
+    for off, data, valid in _string_columns(vals):
         got = K.string_ranks(off, data, valid)
         eq_arrays(got, ref.string_ranks(off, data, valid))
         assert len(got[1]) - 1 == len({v for v in vals if v is not None}) > 2000
