@@ -88,6 +88,13 @@ class FileSource(Source):
             self.size = os.fstat(self._fd).st_size
         self.counter = counter  # a paimon_fast.fs.IOCounter: bytes read are added to it
 
+    @classmethod
+    def adopt(cls, path, fd: int, size: int) -> "FileSource":
+        """A FileSource over ``fd``, already open on ``path`` (``size`` bytes); it owns ``fd``."""
+        self = cls.__new__(cls)
+        self.path, self._fd, self.size, self.counter = path, fd, size, None
+        return self
+
     def _read(self, offset, length):
         return checked_read(os.pread(self._fd, length, offset), length, offset, self.path, self.counter)
 

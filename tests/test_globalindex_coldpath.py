@@ -372,3 +372,171 @@ def test_block_scan_integer_keys_match_twin(kind, width, fmt):
     assert got == ("error", "malformed key for its type", 10 + bad.index(b"\x03\x01\x02\x03") + 1)
     want = _scan_answer(twin.lookup, kind, bu8, lit, 10, True)
     assert want[0] == "error"
+
+
+# ---------------------------------------------------------------- a local file's cold open and bitmap read
+
+def test_open_tail_reads_the_end_of_a_file_in_one_call(tmp_path):
+    data = bytes(range(256)) * 40
+    p = tmp_path / "f.bin"
+    p.write_bytes(data)
+    for tail_len in (0, 1, 48, 4096, len(data), len(data) + 1000):
+        fd, size, tail = K.open_tail(str(p), tail_len)
+        try:
+            assert size == len(data)
+            assert tail == data[len(data) - min(tail_len, len(data)):]
+            assert os.get_inheritable(fd) is False            # close-on-exec, as os.open
+        finally:
+            os.close(fd)
+    with pytest.raises(FileNotFoundError) as e:
+        K.open_tail(str(tmp_path / "missing"), 16)
+    assert e.value.filename == str(tmp_path / "missing")
+    fd, size, tail = K.open_tail(str(tmp_path), 16)   # a directory opens, but cannot be read
+    os.close(fd)
+    assert tail is None
+
+
+def test_reader_of_a_path_reports_as_the_other_sources(tmp_path):
+    """Missing files, directories, files shorter than the footer and foreign files: the path
+    (read by the one-call open) fails as the same bytes given in memory or as a file object."""
+    with pytest.raises(FileNotFoundError):
+        gi.reader("STRING", str(tmp_path / "missing"))
+    with pytest.raises(OSError):
+        gi.reader("STRING", str(tmp_path))
+    w = gi.writer("STRING")
+    w.write_batch([f"s{i % 9}" for i in range(100)])
+    blob, _ = w.finish()
+    for name, data in (("short", blob[-40:]), ("empty", b""), ("foreign", b"x" * 100 + blob[-40:]),
+                       ("bad magic", blob[:-4] + b"XXXX"), ("index past the body", blob[:-24] + b"\x7f" + blob[-23:])):
+        p = tmp_path / name
+        p.write_bytes(data)
+        want = _outcome(lambda: gi.reader("STRING", data))
+        assert want[0] == "error"
+        assert _outcome(lambda: gi.reader("STRING", str(p))) == want
+        with open(p, "rb") as fobj:
+            assert _outcome(lambda: gi.reader("STRING", fobj)) == want
+
+
+def _bitmap_file(tmp_path, n=300_000, distinct=10):
+    """A STRING file whose bitmaps are large (several before the bytes read at open) and
+    small, with rows[key] = its row ids."""
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, distinct, n)
+    codes[:distinct] = np.arange(distinct)
+    vals = [f"k{c:03d}" for c in codes]
+    vals += [f"rare{i}" for i in range(20)]
+    w = gi.writer("STRING")
+    w.write_batch(vals)
+    path = str(tmp_path / "bm.index")
+    w.finish_to(path)
+    rows = {}
+    for i, v in enumerate(vals):
+        rows.setdefault(v, []).append(i)
+    return path, rows
+
+
+def test_cold_find_gives_the_bitmap_bytes(tmp_path):
+    """``bitmap=True``: a key found gives its bitmap's bytes (copied from the tail or read from the
+    descriptor); without a descriptor a bitmap before the tail is handed back as its place."""
+    path, rows = _bitmap_file(tmp_path)
+    kc = gi.KeyCodec("STRING")
+    f = gformat.BitmapIndexFile(kc, path)
+    ft = f.footer
+    data = open(path, "rb").read()
+    kinds = set()
+    for key in rows:
+        place = f.find(key.encode())
+        args = (kc.kind, f._tail, f._tail_at, ft.index_offset, ft.index_length, key.encode(), 0, 0x7FFFFFFF)
+        got = K.cold_find(*args, f.source._fd, True, gformat.SMALL_BITMAP)
+        assert got == data[place[0]:place[0] + place[1]]
+        assert BitMap64.deserialize(got) == BitMap64(rows[key])
+        no_fd = K.cold_find(*args, -1, True, gformat.SMALL_BITMAP)
+        if place[0] >= f._tail_at:
+            assert no_fd == got
+            kinds.add("tail")
+        else:
+            assert no_fd == place
+            kinds.add("read")
+        kinds.add("large" if place[1] > gformat.SMALL_BITMAP else "small")
+        r = gi.reader("STRING", path)
+        assert r.evaluate(pf.field("x") == key) == BitMap64(rows[key])
+        r.close()
+    assert kinds == {"tail", "read", "large", "small"}
+    assert K.cold_find(kc.kind, f._tail, f._tail_at, ft.index_offset, ft.index_length, b"nope", 0, 0x7FFFFFFF,
+                       f.source._fd, True, gformat.SMALL_BITMAP) is False
+    f.close()
+
+
+def test_corrupt_bitmaps_read_by_the_cold_lookup_report_as_the_parsing_path(tmp_path):
+    """Bitmaps damaged in the file, small (checked by the kernel) and large (left to pyroaring):
+    the cold path through a path answers or raises exactly as the parsing path."""
+    path, rows = _bitmap_file(tmp_path)
+    f = gformat.BitmapIndexFile(gi.KeyCodec("STRING"), path)
+    places = {k: f.find(k.encode()) for k in rows}
+    f.close()
+    data = open(path, "rb").read()
+    rng = random.Random(19)
+    compared = errors = 0
+    for key in ["k000", "k004", "k009", "rare0", "rare7", "rare19"]:
+        off, length = places[key]
+        for trial in range(10):
+            bad = bytearray(data)
+            if trial == 9:    # no buckets: pyroaring reads an empty bitmap, our check sees the bytes left
+                bad[off:off + 8] = bytes(8)
+            elif trial % 3 == 0:
+                bad[off + rng.randrange(min(length, 24))] = rng.randrange(256)   # headers
+            elif trial % 3 == 1:
+                bad[off:off + 8] = (rng.randrange(1, 2**40)).to_bytes(8, "little")   # a huge bucket count
+            else:
+                at = off + rng.randrange(length)
+                bad[at] ^= 0xFF
+            p = tmp_path / f"bad-{key}-{trial}.index"
+            p.write_bytes(bytes(bad))
+
+            def cold():
+                r = gi.reader("STRING", str(p))
+                try:
+                    return r.evaluate(pf.field("x") == key)
+                finally:
+                    r.close()
+
+            def parsed():
+                r = gi.reader("STRING", str(p))
+                r.file._walked = True
+                try:
+                    return r.evaluate(pf.field("x") == key)
+                finally:
+                    r.close()
+            want = _outcome(parsed)
+            assert _outcome(cold) == want
+            compared += 1
+            errors += want[0] == "error"
+    assert compared == 60 and errors >= 20
+
+
+def test_check64_reports_what_and_where():
+    good = BitMap64([1, 5, 1 << 33, (1 << 33) + 70_000]).serialize()
+    u8 = np.frombuffer
+    assert K.check64(u8(good, np.uint8)) == 4
+    cases = [
+        (good[:5], "64-bit roaring bitmap truncated (bucket count)", 100),
+        ((10**6).to_bytes(8, "little") + good[8:], "64-bit roaring bitmap claims 1000000 buckets, more than its "
+                                                    "bytes can hold", 100),
+        (good + b"\x00", f"64-bit roaring bitmap is {len(good)} bytes but its block is {len(good) + 1}", 100),
+    ]
+    for raw, what, where in cases:
+        with pytest.raises(IndexFormatError) as e:
+            K.check64(u8(raw, np.uint8), 100)
+        assert (e.value.what, e.value.offset) == (what, where)
+    # the two buckets swapped: their keys are out of order, at the second bucket's key
+    b1 = BitMap64([1, 5]).serialize()[8:]
+    b2 = BitMap64([1 << 33, (1 << 33) + 70_000]).serialize()[8:]
+    swapped = (2).to_bytes(8, "little") + b2 + b1
+    with pytest.raises(IndexFormatError) as e:
+        K.check64(u8(swapped, np.uint8), 100)
+    assert (e.value.what, e.value.offset) == ("64-bit roaring buckets not in increasing order", 100 + 8 + len(b2))
+    cut = good[:8 + len(b1) + 2]    # the second bucket's key cut short
+    assert len(cut) >= 8 + 2 * 12   # (more than the bucket count check lets through)
+    with pytest.raises(IndexFormatError) as e:
+        K.check64(u8(cut, np.uint8), 100)
+    assert (e.value.what, e.value.offset) == ("64-bit roaring bitmap truncated (bucket key)", 108 + len(b1))

@@ -13,9 +13,12 @@ from libc.stdlib cimport malloc, free, realloc
 from libc.string cimport memcpy, memcmp
 from libc.errno cimport errno, EINTR
 from posix.types cimport off_t
-from posix.unistd cimport pread
+from posix.unistd cimport pread, lseek, close as c_close, SEEK_END
+from posix.fcntl cimport open as c_open, O_RDONLY, O_CLOEXEC
+from posix.stat cimport fstat, struct_stat
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+import os
 import numpy as np
 cimport numpy as cnp
 
@@ -719,44 +722,61 @@ def match_bytes(int mode, const uint8_t[::1] raw, const int64_t[::1] starts, con
     return out_arr
 
 
-def check64(const uint8_t[::1] buf, Py_ssize_t base=0):
-    """Validate that ``buf`` is exactly one portable 64-bit roaring bitmap; returns its cardinality."""
-    cdef int64_t n = buf.shape[0], p = 8, size
-    cdef const uint8_t *b = &buf[0] if n else &EMPTY_BYTE
-    cdef uint64_t nb, k, card = 0, c
-    cdef int64_t prev = -1, h
-    cdef const char *err = NULL
-    cdef size_t err_at = 0
+cdef int64_t _check64(const uint8_t *b, int64_t n, const char **err, size_t *err_at) noexcept nogil:
+    """Cardinality of ``b[:n]`` when it is exactly one portable 64-bit roaring bitmap; else -1
+    with ``err`` / ``err_at`` set (``err`` NULL: the size is wrong, see :func:`check64`)."""
+    cdef int64_t p = 8, size, prev = -1, h
+    cdef uint64_t nb = 0, k, card = 0, c
     if n < 8:
-        raise IndexFormatError("64-bit roaring bitmap truncated (bucket count)", base)
-    nb = 0
+        err[0] = "64-bit roaring bitmap truncated (bucket count)"
+        err_at[0] = 0
+        return -1
     for k in range(8):
         nb |= (<uint64_t> b[k]) << (8 * k)
     if nb > <uint64_t> ((n - 8) // 12):
-        raise IndexFormatError(f"64-bit roaring bitmap claims {nb} buckets, more than its bytes can hold", base)
-    with nogil:
-        for k in range(nb):
-            if n - p < 4:
-                err = "64-bit roaring bitmap truncated (bucket key)"
-                err_at = p
-                break
-            h = <int64_t> (b[p] | (b[p + 1] << 8) | (b[p + 2] << 16) | (<uint32_t> b[p + 3] << 24))
-            if h <= prev:
-                err = "64-bit roaring buckets not in increasing order"
-                err_at = p
-                break
-            prev = h
-            size = pf_roaring_check(b + p + 4, <size_t> (n - p - 4), &err, &err_at, &c)
-            if size < 0:
-                err_at += p + 4
-                break
-            p += 4 + size
-            card += c
-    if err != NULL:
-        raise IndexFormatError(err.decode(), base + <Py_ssize_t> err_at)
+        err[0] = NULL
+        err_at[0] = 0
+        return -2
+    for k in range(nb):
+        if n - p < 4:
+            err[0] = "64-bit roaring bitmap truncated (bucket key)"
+            err_at[0] = p
+            return -1
+        h = <int64_t> (b[p] | (b[p + 1] << 8) | (b[p + 2] << 16) | (<uint32_t> b[p + 3] << 24))
+        if h <= prev:
+            err[0] = "64-bit roaring buckets not in increasing order"
+            err_at[0] = p
+            return -1
+        prev = h
+        size = pf_roaring_check(b + p + 4, <size_t> (n - p - 4), err, err_at, &c)
+        if size < 0:
+            err_at[0] += p + 4
+            return -1
+        p += 4 + size
+        card += c
     if p != n:
-        raise IndexFormatError(f"64-bit roaring bitmap is {p} bytes but its block is {n}", base)
-    return card
+        err[0] = NULL
+        err_at[0] = p
+        return -3
+    return <int64_t> card
+
+
+def check64(const uint8_t[::1] buf, Py_ssize_t base=0):
+    """Validate that ``buf`` is exactly one portable 64-bit roaring bitmap; returns its cardinality."""
+    cdef int64_t n = buf.shape[0], r
+    cdef const uint8_t *b = &buf[0] if n else &EMPTY_BYTE
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    with nogil:
+        r = _check64(b, n, &err, &err_at)
+    if r >= 0:
+        return r
+    if r == -2:
+        nb = int.from_bytes(bytes(buf[:8]), "little")
+        raise IndexFormatError(f"64-bit roaring bitmap claims {nb} buckets, more than its bytes can hold", base)
+    if r == -3:
+        raise IndexFormatError(f"64-bit roaring bitmap is {err_at} bytes but its block is {n}", base)
+    raise IndexFormatError(err.decode(), base + <Py_ssize_t> err_at)
 
 
 def decode64_many(const uint8_t[::1] buf, const int64_t[::1] offs, const int64_t[::1] lens, Py_ssize_t base=0):
@@ -941,7 +961,8 @@ cdef int64_t _stored_block(const uint8_t *t, int64_t tn, int64_t at, int64_t len
 
 
 def cold_find(int kind, const uint8_t[::1] tail, int64_t tail_at, int64_t index_off, int64_t index_len,
-              const uint8_t[::1] key, int64_t min_len=0, int64_t max_len=0x7FFFFFFF, int fd=-1):
+              const uint8_t[::1] key, int64_t min_len=0, int64_t max_len=0x7FFFFFFF, int fd=-1,
+              bint bitmap=False, int64_t check_upto=-1):
     """A fresh reader's point lookup over the bytes read at open (``tail``, the file from
     ``tail_at`` on), in one call: the block index's trailer (uncompressed, CRC), the walk of
     :func:`index_walk`, then -- when that dictionary block also lies in ``tail`` and is
@@ -954,7 +975,12 @@ def cold_find(int kind, const uint8_t[::1] tail, int64_t tail_at, int64_t index_
     block before ``tail`` is read from it here and scanned the same way.  A short read
     returns the block's ``(i, offset, length)``; a block that is compressed or fails its
     CRC returns ``(i, offset, length, bytes read)`` for the usual way to decode (or report)
-    without reading it again."""
+    without reading it again.
+
+    ``bitmap``: a key found gives its bitmap's bytes instead of ``(offset, length)`` -- copied
+    from ``tail`` or read from ``fd`` -- and those of at most ``check_upto`` bytes pass
+    :func:`check64` first.  Whatever cannot be given so (outside the file, a short read, a
+    failed check) is still ``(offset, length)``: the usual read reports it."""
     cdef int64_t tn = tail.shape[0]
     cdef const uint8_t *t = &tail[0] if tn else &EMPTY_BYTE
     cdef int64_t io = index_off - tail_at
@@ -993,4 +1019,73 @@ def cold_find(int kind, const uint8_t[::1] tail, int64_t tail_at, int64_t index_
         return w
     if r == 0:
         return False
+    if bitmap:
+        return _bitmap_bytes(t, tn, tail_at, fd, off, ln, check_upto)
     return <int64_t> off, <int64_t> ln
+
+
+cdef object _bitmap_bytes(const uint8_t *t, int64_t tn, int64_t tail_at, int fd, uint64_t off, uint64_t ln,
+                          int64_t check_upto):
+    """The bytes of the bitmap at ``off`` / ``ln`` of the file ``t`` ends (from ``t`` or read from
+    ``fd``), checked when at most ``check_upto`` bytes; ``(off, ln)`` when that cannot be."""
+    cdef uint64_t size = <uint64_t> (tail_at + tn)
+    cdef uint8_t *buf
+    cdef int got = 1
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    cdef int64_t card = 0
+    if off > size or ln > size - off or (off < <uint64_t> tail_at and fd < 0):
+        return <int64_t> off, <int64_t> ln
+    blob = PyBytes_FromStringAndSize(NULL, <Py_ssize_t> ln)
+    buf = <uint8_t *> PyBytes_AS_STRING(blob)
+    with nogil:
+        if off >= <uint64_t> tail_at:
+            memcpy(buf, t + (off - <uint64_t> tail_at), ln)
+        else:
+            got = _pread_all(fd, buf, <int64_t> ln, <int64_t> off)
+        if got and <int64_t> ln <= check_upto:
+            card = _check64(buf, <int64_t> ln, &err, &err_at)
+    if not got or card < 0:
+        return <int64_t> off, <int64_t> ln
+    return blob
+
+
+def open_tail(path, int64_t tail_len):
+    """``(fd, size, tail)``: the local file ``path`` opened read-only (close-on-exec, as
+    ``os.open`` does) with its last ``min(size, tail_len)`` bytes, in one call -- a cold
+    reader's open.  ``tail`` is None when that read came up short (the caller reads again and
+    reports it).  A file that cannot be opened raises OSError as ``os.open``."""
+    cdef bytes p = os.fsencode(path)
+    cdef const char *cp = p
+    cdef int fd = -1, got = 0, e = 0
+    cdef int64_t size = -1, n
+    cdef struct_stat st
+    cdef uint8_t *buf
+    with nogil:
+        while True:
+            fd = c_open(cp, O_RDONLY | O_CLOEXEC)
+            if fd >= 0:
+                break
+            e = errno
+            if e != EINTR:
+                break
+        if fd >= 0:
+            size = lseek(fd, 0, SEEK_END)
+            if size < 0:   # cannot seek (a pipe): its size, as the Python source does
+                if fstat(fd, &st) == 0:
+                    size = st.st_size
+                else:
+                    e = errno
+                    c_close(fd)
+    if fd < 0 or size < 0:
+        raise OSError(e, os.strerror(e), path)
+    n = min(size, max(tail_len, 0))
+    try:
+        blob = PyBytes_FromStringAndSize(NULL, <Py_ssize_t> n)
+    except BaseException:
+        c_close(fd)
+        raise
+    buf = <uint8_t *> PyBytes_AS_STRING(blob)
+    with nogil:
+        got = _pread_all(fd, buf, n, size - n)
+    return fd, size, blob if got else None

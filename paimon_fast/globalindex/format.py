@@ -32,11 +32,13 @@ from .keys import _KEY_LENGTHS, KINDS, KeyCodec
 from .meta import SortedIndexFileMeta
 
 _k = _load("globalindex")
+_open_tail = getattr(_k, "open_tail", None)   # None with the plain-Python twins: FileSource reads
 
 MAGIC = 0x42474958
 VERSION = 1
 FOOTER_LENGTH = 48
 TAIL_READ = 16384  # bytes read at open: footer and what Java writes before it
+SMALL_BITMAP = 4096  # bitmaps up to this size get our structural check before pyroaring's
 _FOOTER = struct.Struct(">qiqiqiiii")
 
 OPT_BLOCK_SIZE = "bitmap-index.dictionary-block-size"
@@ -623,28 +625,41 @@ class BitmapIndexFile:
     blocks are cached (LRU, at most ``max_cached_blocks`` blocks).
     """
 
+    # filled on first need (class defaults: a cold reader sets none of them)
+    _null = None
+    _nonnull = None
+    _index = None
+    _index_raw = None   # the decoded block index (checked once), before it is parsed
+    _walked = False     # the first point lookup walks the raw index instead of parsing it
+    max_cached_blocks = 256
+
     def __init__(self, key_codec: KeyCodec, data_or_path, max_cached_blocks: int = 256):
         self.codec = key_codec
         self.kind = key_codec.kind
-        self.source = as_source(data_or_path)
-        size = self.source.size
-        if size < FOOTER_LENGTH:
-            raise IndexFormatError(f"bitmap global index file of {size} bytes is shorter than its footer", 0)
         # one read for the footer and the bytes before it: Java's writer puts the last
         # dictionary block, the null / non-null bitmaps and the block index there, so a
         # cold lookup in a small dictionary needs no further read but its bitmap's
+        tail = None
+        if type(data_or_path) is str and _open_tail is not None:
+            # a local path: open, size and that read in one kernel call
+            fd, size, tail = _open_tail(data_or_path, TAIL_READ)
+            self.source = FileSource.adopt(data_or_path, fd, size)
+        else:
+            self.source = as_source(data_or_path)
+            size = self.source.size
+        if size < FOOTER_LENGTH:
+            self.source.close()
+            raise IndexFormatError(f"bitmap global index file of {size} bytes is shorter than its footer", 0)
         tail_len = min(size, TAIL_READ)
         self._tail_at = size - tail_len
-        self._tail = memoryview(self.source.read_at(self._tail_at, tail_len, "footer")).cast("B")
+        if tail is None:
+            tail = self.source.read_at(self._tail_at, tail_len, "footer")
+        self._tail = memoryview(tail).cast("B")
         self.footer = Footer(self._tail, size, tail_len - FOOTER_LENGTH)
         self._lock = threading.RLock()
-        self._null = None
-        self._nonnull = None
-        self._index = None
-        self._index_raw = None   # the decoded block index (checked once), before it is parsed
-        self._walked = False     # the first point lookup walks the raw index instead of parsing it
         self._blocks = OrderedDict()
-        self.max_cached_blocks = max(1, int(max_cached_blocks))
+        if max_cached_blocks != 256:
+            self.max_cached_blocks = max(1, int(max_cached_blocks))
         # Java's writer keeps keys in logical order; other writers (pypaimon 2.1 writes the
         # null bitmaps first and orders keys by their bytes) may not: then never trust order.
         f = self.footer
@@ -671,7 +686,7 @@ class BitmapIndexFile:
             raw = bytes(self._tail[offset - t:offset - t + length])
         else:
             raw = self.source.read_at(offset, length, "bitmap")
-        if length <= 4096:
+        if length <= SMALL_BITMAP:
             # large bitmaps: pyroaring's safe deserialization (bounds-checked, then validated)
             # is the only pass; small ones also get our structural check (exact length)
             _k.check64(np.frombuffer(raw, np.uint8), offset)   # (the twin takes arrays only)
@@ -768,6 +783,11 @@ class BitmapIndexFile:
     # ------------------------------------------------------------ lookups
     def find(self, key: bytes):
         """``(bitmap offset, length)`` of a key (logical equality), or None."""
+        return self._find(key, False)
+
+    def _find(self, key: bytes, bitmap: bool):
+        """:meth:`find`; with ``bitmap`` a cold reader's first lookup may give the bitmap's bytes
+        instead (read and checked by the same kernel call)."""
         if not self._walked and self._index is None and self.ordered and hasattr(_k, "cold_find"):
             # a cold reader's first lookup: one kernel walk over the raw block index finds the
             # block (no entry arrays); whatever the walk does not vouch for (unordered or
@@ -780,10 +800,10 @@ class BitmapIndexFile:
             # a block before them is read by the kernel from a local file's descriptor
             fd = self.source._fd if type(self.source) is FileSource else None
             w = _k.cold_find(self.kind, self._tail, self._tail_at, f.index_offset, f.index_length, key,
-                             lim[0], lim[1], -1 if fd is None else fd)
+                             lim[0], lim[1], -1 if fd is None else fd, bitmap, SMALL_BITMAP)
             if w is False:
                 return None
-            if w is not None and len(w) == 2:
+            if w is not None and (type(w) is bytes or len(w) == 2):
                 return w
             if w is None:
                 w = _k.index_walk(self.kind, self._index_u8(), key, lim[0], lim[1])
@@ -809,8 +829,17 @@ class BitmapIndexFile:
         return None
 
     def equal(self, key: bytes) -> BitMap64:
-        hit = self.find(key)
-        return BitMap64() if hit is None else self.bitmap(*hit)
+        hit = self._find(key, True)
+        if hit is None:
+            return BitMap64()
+        if type(hit) is bytes:   # read (and, when small, checked) by the cold lookup
+            try:
+                return BitMap64.deserialize(hit)
+            except (ValueError, IndexError, OverflowError, MemoryError):
+                hit = self.find(key)   # the usual read reports it, with where
+                if hit is None:
+                    return BitMap64()
+        return self.bitmap(*hit)
 
     def isin(self, keys) -> BitMap64:
         seen = set()
