@@ -2,6 +2,7 @@
 (operation / case / implementation keys, ratios, skipped figures, plots), on synthetic results."""
 import importlib.util
 import os
+import time
 
 import pytest
 
@@ -101,3 +102,21 @@ def test_cli_registers_bench(capsys):
         cli.main(["bench", "--help"])
     assert e.value.code == 0
     assert "--quick" in capsys.readouterr().out
+
+
+def test_speed_probe_and_its_line_in_the_report(tmp_path):
+    with report.SpeedProbe(every=0.01) as probe:
+        time.sleep(0.2)
+    assert len(probe.samples) >= 5 and all(v > 0 for v in probe.samples)
+    # 10 samples: 8 at 50 us, 2 at 100 us: median 50, p10-p90 50-100, 20% over 1.4x the fastest (50)
+    assert report.probe_summary([50.0] * 8 + [100.0] * 2, 50.0) == \
+        "speed probe 50 us (p10-p90 50-100 us), 20% of samples in a slow spell"
+    assert report.probe_summary([], 50.0) == "no probe samples"
+    fast, slow = _part(), dict(_part(), name="bsi")
+    fast["probe"], slow["probe"] = [55.0] * 10, [110.0] * 10
+    out = tmp_path / "p.md"
+    report.write_report([fast, slow], str(out), True, 2.0, None, [])
+    text = out.read_text()
+    assert "its fastest part median in this report is 55 us" in text
+    assert "speed probe 55 us (p10-p90 55-55 us), 0% of samples in a slow spell" in text
+    assert "speed probe 110 us (p10-p90 110-110 us), 100% of samples in a slow spell" in text
