@@ -113,10 +113,10 @@ def test_speed_probe_and_its_line_in_the_report(tmp_path):
         "speed probe 50 us (p10-p90 50-100 us), 20% of samples in a slow spell"
     assert report.probe_summary([], 50.0) == "no probe samples"
     fast, slow = _part(), dict(_part(), name="bsi")
-    fast["probe"], slow["probe"] = [55.0] * 10, [110.0] * 10
+    fast["probe"], slow["probe"] = [60.0] * 9 + [50.0], [110.0] * 10
     out = tmp_path / "p.md"
     report.write_report([fast, slow], str(out), True, 2.0, None, [])
     text = out.read_text()
-    assert "its fastest part median in this report is 55 us" in text
-    assert "speed probe 55 us (p10-p90 55-55 us), 0% of samples in a slow spell" in text
+    assert "its fastest sample in this report is 50 us" in text
+    assert "speed probe 60 us (p10-p90 60-60 us), 0% of samples in a slow spell" in text
     assert "speed probe 110 us (p10-p90 110-110 us), 100% of samples in a slow spell" in text
