@@ -4,6 +4,7 @@ dictionary block in the bytes read at open) against the parsing path and the
 plain-Python twins, on random and on corrupted files; and the CRC-32 kernel
 against zlib."""
 import os
+import pathlib
 import random
 import struct
 import zlib
@@ -391,6 +392,10 @@ def test_open_tail_reads_the_end_of_a_file_in_one_call(tmp_path):
     with pytest.raises(FileNotFoundError) as e:
         K.open_tail(str(tmp_path / "missing"), 16)
     assert e.value.filename == str(tmp_path / "missing")
+    with pytest.raises(ValueError):
+        K.open_tail(str(p) + "\0.x", 16)               # os.open's refusal, not a shorter path
+    with pytest.raises(ValueError):
+        gi.reader("STRING", str(p) + "\0.x")
     fd, size, tail = K.open_tail(str(tmp_path), 16)   # a directory opens, but cannot be read
     os.close(fd)
     assert tail is None
@@ -458,9 +463,10 @@ def test_cold_find_gives_the_bitmap_bytes(tmp_path):
             assert no_fd == place
             kinds.add("read")
         kinds.add("large" if place[1] > gformat.SMALL_BITMAP else "small")
-        r = gi.reader("STRING", path)
-        assert r.evaluate(pf.field("x") == key) == BitMap64(rows[key])
-        r.close()
+        for where in (path, pathlib.Path(path)):
+            r = gi.reader("STRING", where)
+            assert r.evaluate(pf.field("x") == key) == BitMap64(rows[key])
+            r.close()
     assert kinds == {"tail", "read", "large", "small"}
     assert K.cold_find(kc.kind, f._tail, f._tail_at, ft.index_offset, ft.index_length, b"nope", 0, 0x7FFFFFFF,
                        f.source._fd, True, gformat.SMALL_BITMAP) is False

@@ -1056,6 +1056,8 @@ def open_tail(path, int64_t tail_len):
     reader's open.  ``tail`` is None when that read came up short (the caller reads again and
     reports it).  A file that cannot be opened raises OSError as ``os.open``."""
     cdef bytes p = os.fsencode(path)
+    if b"\0" in p:
+        raise ValueError("embedded null byte")   # as os.open: never open a shorter path
     cdef const char *cp = p
     cdef int fd = -1, got = 0, e = 0
     cdef int64_t size = -1, n

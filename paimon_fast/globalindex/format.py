@@ -11,6 +11,7 @@ Dictionary and index blocks are compressible blocks (see :mod:`.codec`).
 """
 from __future__ import annotations
 
+import os
 import re
 import struct
 import threading
@@ -640,10 +641,11 @@ class BitmapIndexFile:
         # dictionary block, the null / non-null bitmaps and the block index there, so a
         # cold lookup in a small dictionary needs no further read but its bitmap's
         tail = None
-        if type(data_or_path) is str and _open_tail is not None:
+        if _open_tail is not None and (type(data_or_path) is str or isinstance(data_or_path, os.PathLike)):
             # a local path: open, size and that read in one kernel call
-            fd, size, tail = _open_tail(data_or_path, TAIL_READ)
-            self.source = FileSource.adopt(data_or_path, fd, size)
+            path = os.fspath(data_or_path)
+            fd, size, tail = _open_tail(path, TAIL_READ)
+            self.source = FileSource.adopt(path, fd, size)
         else:
             self.source = as_source(data_or_path)
             size = self.source.size
