@@ -9,7 +9,7 @@ layouts: pyarrow's default 1 MB pages (``pages1m``) and 64 KB pages (``pages64k`
 about what parquet-mr / parquet-rs write with their 20,000-row page limit).
 Positions: 1, 10, 1,000, 100,000 rows drawn uniformly (sorted).
 
-* ``kernel``: :func:`paimon_fast.parquet_rows.read_rows` (the cost rule decides);
+* ``kernel``: :func:`paimon_fast.parquet.rows.read_rows` (the cost rule decides);
 * ``pages``: the same with every column forced through the page path
   (``page_fraction=1``), to show where the cost rule should switch;
 * ``rowgroup``: what the readers did before, pyarrow's ``read_row_group`` of the
@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_fast import parquet_rows as pr
+from paimon_fast.parquet import rows as pr
 
 N = int(float(os.environ.get("PF_ROWS_N", "1e6")))
 LAYOUTS = {"pages1m": 1 << 20, "pages64k": 64 << 10}

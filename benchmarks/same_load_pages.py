@@ -5,7 +5,7 @@
 On a shared machine the load moves between two benchmark runs more than the
 difference being measured; here one process runs every engine once per round, in
 a shuffled order, and prints medians of wall clock and process CPU time (JSON).
-``pages`` is :func:`paimon_fast.parquet_rows.read_rows` with its cost rule and its
+``pages`` is :func:`paimon_fast.parquet.rows.read_rows` with its cost rule and its
 page decoder; ``pyarrow_pages`` the same with ``parquet_rows.PAGE_DECODER = None``
 (pyarrow decodes the selected pages whole: what the readers did before the page
 decoder); ``rowgroups`` with ``PAGE_FRACTION = DECODER_PAGE_FRACTION = 0`` (every
@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import paimon_fast as pf  # noqa: E402
-from paimon_fast import parquet_rows as pr  # noqa: E402
+from paimon_fast.parquet import rows as pr  # noqa: E402
 
 
 def _fraction(v, decoder="kernel"):

@@ -290,7 +290,7 @@ def _exercise_parquet(_, data):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from paimon_fast import parquet_rows as pr
+    from paimon_fast.parquet import rows as pr
 
     cols, rows = pr.file_shape(data)
     try:

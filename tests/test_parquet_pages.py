@@ -1,4 +1,4 @@
-"""The page decoder of read_rows (paimon_fast.parquet_pages, kernels in _kernels/pagedecode.pyx):
+"""The page decoder of read_rows (paimon_fast.parquet.pages, kernels in _kernels/pagedecode.pyx):
 rows equal to pyarrow's full read for random tables of every handled type, every codec, data
 page V1 and V2, dictionary on and off, with and without the page index; kernel and twin agree
 with an encoder written here; corrupt pages raise IndexFormatError from both."""
@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_fast import parquet_pages as pp
-from paimon_fast import parquet_rows as pr
+from paimon_fast.parquet import pages as pp
+from paimon_fast.parquet import rows as pr
 from paimon_fast.errors import IndexFormatError, InvalidArgumentError
-from paimon_fast.parquet_footer import _footer, _pages
+from paimon_fast.parquet.footer import _footer, _pages
 from paimon_fast.source import as_source
 
 KERNEL = pp.kernels()

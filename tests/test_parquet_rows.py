@@ -1,4 +1,4 @@
-"""paimon_fast.parquet_rows.read_rows: chosen rows of a Parquet file from the pages holding them.
+"""paimon_fast.parquet.rows.read_rows: chosen rows of a Parquet file from the pages holding them.
 
 The oracle is pyarrow's own full read of the file, taken at the same positions
 (``pq.read_table(path, columns).take(positions)``): same values, types, field and
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from pyroaring import BitMap
 
-from paimon_fast import parquet_rows as pr
+from paimon_fast.parquet import rows as pr
 from paimon_fast.errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -336,3 +336,24 @@ def test_columns_sharing_row_ranges_under_other_page_numbers(tmp_path):
         and np.array_equal(pa_.rows[ia], pb.rows[ib])  # the layout this test is about
     s = _check(path, pos, page_fraction=1.0)
     assert s.columns_by_page == 2
+
+
+def test_old_import_paths_are_the_same_modules():
+    """The four modules that became paimon_fast.parquet keep their old import paths, as the very
+    same module objects: setting an attribute through the old name sets it where the code reads it."""
+    import importlib
+
+    from paimon_fast import parquet
+
+    for old, new in (("parquet_rows", "rows"), ("parquet_footer", "footer"), ("parquet_pages", "pages"),
+                     ("thrift_compact", "thrift")):
+        assert importlib.import_module(f"paimon_fast.{old}") is getattr(parquet, new)
+    from paimon_fast import parquet_rows
+
+    before = pr.PAGE_FRACTION
+    try:
+        parquet_rows.PAGE_FRACTION = 0.25
+        assert pr.PAGE_FRACTION == 0.25
+    finally:
+        parquet_rows.PAGE_FRACTION = before
+    assert parquet.read_rows is pr.read_rows

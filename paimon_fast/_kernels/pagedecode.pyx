@@ -1,7 +1,7 @@
 # cython: language_level=3
 """Parquet data-page kernels: only the wanted values of one decompressed page.
 
-Used by :mod:`paimon_fast.parquet_pages` (flat columns).  Each function walks the
+Used by :mod:`paimon_fast.parquet.pages` (flat columns).  Each function walks the
 page's encoded bytes in ``buf[start:end]`` up to the last wanted value and no
 further, checks every length and offset it reads against ``end`` and raises
 :class:`~paimon_fast.errors.IndexFormatError` (what, and the offset in ``buf``)

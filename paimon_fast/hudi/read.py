@@ -1,7 +1,7 @@
 """Reading only the candidate slices and rows.
 
 Base-only slices are read from their Parquet base file, only the pages that hold
-candidate positions (:func:`paimon_fast.parquet_rows.read_rows`), then only those
+candidate positions (:func:`paimon_fast.parquet.rows.read_rows`), then only those
 rows (row-level skipping); slices with log files go through the ``hudi``
 file-group reader (merged records).  Every row read is then filtered by the full
 predicate, so the answer equals a snapshot read filtered by the predicate whatever
@@ -19,7 +19,7 @@ from pyroaring import BitMap
 
 from ..errors import ColumnNotFoundError
 from ..fs import IOCounter
-from ..parquet_rows import PageReadStats, read_rows
+from ..parquet.rows import PageReadStats, read_rows
 from .prune import _IO, _counter, as_predicate, prune
 from ..tables.arrow_filter import coerce_literals, filter_table
 from .table import SliceRef, open_table, table_root, table_state
@@ -42,7 +42,7 @@ def _conform(tbl: pa.Table, schema: pa.Schema):
 
 def read_base_rows(path: str, schema: pa.Schema, positions=None, store=None, counter=None, stats=None):
     """Rows of a base Parquet file (only ``positions`` when given: only the pages holding
-    them are decoded, :func:`paimon_fast.parquet_rows.read_rows`, which adds to ``stats``),
+    them are decoded, :func:`paimon_fast.parquet.rows.read_rows`, which adds to ``stats``),
     conformed to ``schema``; None if the file cannot be conformed (caller falls back).
     ``store``: the table's :class:`~paimon_fast.fs.Store` (default local); reads are ranged,
     counted in ``counter``."""

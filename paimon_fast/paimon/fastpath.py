@@ -68,7 +68,7 @@ from ..errors import UnknownIndexTypeError, UnsupportedTypeError
 from ..fileindex import EmptyFileIndexReader, evaluate_tree, get_factory
 from ..fileindex.format import EMPTY_INDEX_FLAG as _EMPTY_INDEX, MAGIC as _CONTAINER_MAGIC, FileIndexFile
 from ..fileindex.options import Options
-from ..parquet_rows import PageReadStats, clear_cache as _clear_row_cache, read_rows
+from ..parquet.rows import PageReadStats, clear_cache as _clear_row_cache, read_rows
 from ..pool import map_on_pool
 from ..predicate import Leaf
 from ..types import DataType
@@ -268,7 +268,7 @@ def _current_columns(tbl, names: List[str], mapping, schema, n_rows: int):
 
 def _read_rows(table, f: _File, positions, columns: List[str], phys, stats):
     """Columns of data file ``f`` at sorted ``positions``: only the pages holding them are
-    decoded (:func:`paimon_fast.parquet_rows.read_rows`; ``phys``'s dictionary columns as
+    decoded (:func:`paimon_fast.parquet.rows.read_rows`; ``phys``'s dictionary columns as
     dictionaries); the file's row count is checked against its manifest entry."""
     import pyarrow as pa
 

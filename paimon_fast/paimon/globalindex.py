@@ -474,14 +474,14 @@ def bitmap_ranges(bm: BitMap64) -> List[Tuple[int, int]]:
 
 def read_ranges_direct(table, splits, columns: List[str], stats=None):
     """Read the row ranges of pypaimon ``IndexedSplit`` s straight from local Parquet files:
-    only the pages holding selected rows (:func:`paimon_fast.parquet_rows.read_rows`, which
+    only the pages holding selected rows (:func:`paimon_fast.parquet.rows.read_rows`, which
     adds to ``stats``), then only those rows.  Returns a ``pyarrow.Table`` with ``columns``
     typed as pypaimon types them, or None when a file needs pypaimon's reader (deletion
     vectors, column groups, stored row ids, another schema, remote files, blob columns)."""
     import pyarrow as pa
     from pypaimon.schema.data_types import PyarrowFieldParser
 
-    from ..parquet_rows import PageReadStats, file_shape, ranges_to_positions, read_rows
+    from ..parquet.rows import PageReadStats, file_shape, ranges_to_positions, read_rows
 
     by_name = {f.name: f for f in table.fields}
     if any(c not in by_name for c in columns):

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field as dc_field
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import UnknownIndexTypeError, UnsupportedTypeError
-from ..parquet_rows import PageReadStats
+from ..parquet.rows import PageReadStats
 from ..fileindex import evaluate_tree
 from ..predicate import Leaf, Predicate
 from ..result import REMAIN, FileIndexResult

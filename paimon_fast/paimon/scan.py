@@ -494,7 +494,7 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
         if indexed:
             got = None
             if _bool_opt(tbl, "row-tracking.enabled", False):
-                from ..parquet_rows import PageReadStats
+                from ..parquet.rows import PageReadStats
                 from .globalindex import read_ranges_direct  # row ranges of local Parquet files, without pypaimon
 
                 report.decoded = report.decoded or PageReadStats()

@@ -25,7 +25,7 @@ from ..fileindex.format import FileIndexFile
 from ..result import REMAIN
 from ..source import BytesSource, FileSource
 from ..tables.arrow_filter import filter_table
-from ..parquet_rows import PageReadStats, read_rows
+from ..parquet.rows import PageReadStats, read_rows
 from ..tables.topn import FILE, POS, TopNReport, TopNSource, check_k, check_orderable, order
 from ..tables.topn import top_n as _merge
 from .compat import legacy_manifest_table

@@ -722,8 +722,8 @@ class ParquetDataset:
         when given, without the rows ``deletion_vector`` deletes, filtered by
         ``predicate``; columns in ``schema`` (default: :meth:`schema`).  With a
         bitmap only the pages holding its rows are decoded
-        (:func:`paimon_fast.parquet_rows.read_rows`, which adds to ``stats``)."""
-        from ..parquet_rows import file_shape, read_rows
+        (:func:`paimon_fast.parquet.rows.read_rows`, which adds to ``stats``)."""
+        from ..parquet.rows import file_shape, read_rows
 
         schema = schema or self.schema()
         if bitmap is not None:
@@ -770,9 +770,9 @@ class ParquetDataset:
         ``__pf_pos`` column holding each row's position, filtered by ``predicate``.
 
         Decodes only the pages holding those positions
-        (:func:`paimon_fast.parquet_rows.read_rows`, which adds to ``stats``) and
+        (:func:`paimon_fast.parquet.rows.read_rows`, which adds to ``stats``) and
         only the columns asked for plus those ``predicate`` needs."""
-        from ..parquet_rows import file_shape, read_rows
+        from ..parquet.rows import file_shape, read_rows
         from .topn import POS
 
         schema = schema or self.schema()
@@ -853,7 +853,7 @@ class ParquetDataset:
 
     def _top_n_source(self, f: DataFile, rows: int, eligible: Optional[BitMap], reader, pred, schema,
                       column: Optional[str] = None):
-        from ..parquet_rows import PageReadStats
+        from ..parquet.rows import PageReadStats
         from .topn import TopNSource
 
         decoded = PageReadStats()
@@ -870,7 +870,7 @@ class ParquetDataset:
 
     def scan(self, predicate=None, columns: Optional[List[str]] = None) -> Tuple[pa.Table, ScanReport]:
         """Exact answer without Spark: prune with the indexes, drop rows outside bitmaps, filter."""
-        from ..parquet_rows import PageReadStats
+        from ..parquet.rows import PageReadStats
 
         b0 = self.io.snapshot()[0]
         plan = self.plan(predicate)

@@ -1,0 +1,17 @@
+"""Parquet files read our own way: the footer, where each column chunk's pages are, and the rows
+at known positions decoded from only the pages that hold them.
+
+* :mod:`.rows`: :func:`read_rows` (the rows of a file at given positions), :func:`file_shape`,
+  :class:`PageReadStats` (what a read decoded), :func:`ranges_to_positions`, :func:`clear_cache`;
+* :mod:`.footer`: a file's footer and its column chunks' page locations (page index or page
+  headers), kept in a small cache of parsed footers;
+* :mod:`.pages`: the page decoder (only the wanted values of flat columns' data pages; kernels in
+  ``_kernels/pagedecode.pyx``, twin ``reference/pagedecode.py``);
+* :mod:`.thrift`: the Thrift compact codec the footer and page headers are written in.
+
+The modules' old paths (``paimon_fast.parquet_rows``, ``parquet_footer``, ``parquet_pages``,
+``thrift_compact``) are the same module objects under another name.
+"""
+from .rows import FileShape, PageReadStats, clear_cache, file_shape, ranges_to_positions, read_rows
+
+__all__ = ["read_rows", "file_shape", "FileShape", "PageReadStats", "ranges_to_positions", "clear_cache"]
