@@ -156,7 +156,7 @@ def test_large_pages_decompressed_as_far_as_needed(codec, zstd_stream):
             assert st.pages_direct == st.pages_read, st
 
 
-def test_stats_and_cost_rule_and_dictionary_reads(tmp_path):
+def test_stats_and_cost_rule_and_dictionary_reads(tmp_path, monkeypatch):
     rng = np.random.default_rng(3)
     n = 100_000
     t = pa.table({"s": pa.array(np.char.add("value-", rng.integers(0, 300, n).astype(str))),
@@ -177,11 +177,17 @@ def test_stats_and_cost_rule_and_dictionary_reads(tmp_path):
     d = pr.read_rows(path, pos, dictionary_columns=["s"], stats=st3)
     assert pa.types.is_dictionary(d.column("s").type) and d.column("s").to_pylist() == got.column("s").to_pylist()
     assert st3.pages_direct == 3, st3
-    # the whole-row-group cost rule still decides for rows in every page
+    # rows in every page: the row-group read for x (8 KB pages of 1,000 doubles: the decoder's
+    # work per page adds up), the decoder for s (its dictionary indexes fill pages of ~7,000 rows)
     st4 = pr.PageReadStats()
     spread = np.arange(0, n, 7)
     assert pr.read_rows(path, spread, stats=st4).equals(t.take(spread))
-    assert st4.columns_whole == 2 and st4.pages_direct == 0, st4
+    assert st4.columns_whole == 1 and st4.fallbacks == {"cost rule": 1}, st4
+    assert st4.columns_by_page == 1 and st4.pages_direct == st4.pages_read > 0, st4
+    monkeypatch.setattr(pr, "DECODER_MIN_PAGE_ROWS", 1)  # every page "large": the decoder reads x too
+    st5 = pr.PageReadStats()
+    assert pr.read_rows(path, spread, stats=st5).equals(t.take(spread))
+    assert st5.columns_whole == 0 and st5.columns_by_page == 2, st5
     with pytest.raises(InvalidArgumentError):
         pr.read_rows(path, pos, page_decoder="fast")
 

@@ -30,7 +30,8 @@ Flat columns of plain types (integers, floats, booleans, dates, times, timestamp
 strings, binaries) are not decoded by pyarrow at all: the page decoder
 (:mod:`paimon_fast.parquet.pages`) reads their selected pages value by value and builds
 only the wanted rows, so the byte cost rule does not send them to the row-group read
-(:data:`DECODER_PAGE_FRACTION`); rows likely in every page of a chunk still do.
+(:data:`DECODER_PAGE_FRACTION`); rows likely in every page of a chunk still do when its pages
+are small (fewer than :data:`DECODER_MIN_PAGE_ROWS` rows a page).
 
 The footer and the page locations are read by :mod:`paimon_fast.parquet.footer`
 with our own Thrift compact codec (:mod:`paimon_fast.parquet.thrift`), only as
@@ -70,6 +71,11 @@ PAGE_FRACTION = 0.8
 # so no fraction makes the row-group read cheaper (bench_parquet_rows.py, test_page_decoder).  Rows
 # spread over every page of a chunk still go to the row-group read (the per-page work adds up).
 DECODER_PAGE_FRACTION = 1.0
+# Rows spread over every page of a chunk go to the row-group read only when its pages are small: the
+# page decoder's fixed work per page adds up past the row-group read's below about this many rows a
+# page (1e6 rows, cold caches: 8 KB pages, 1,000 rows a page, 10,000 rows asked: decoder 204 ms,
+# row group 158 ms; 64 KB and 1 MB pages: decoder 64-79 / 39-47 ms, row group 135-147 / 84-101 ms).
+DECODER_MIN_PAGE_ROWS = 4096
 # Who decodes the selected pages of flat columns when read_rows is not told (its page_decoder).
 PAGE_DECODER = "kernel"
 
@@ -552,6 +558,51 @@ def file_shape(source) -> FileShape:
             src.close()
 
 
+class ColumnSizes(NamedTuple):
+    rows: int
+    uncompressed: Dict[str, int]  # top-level column -> uncompressed bytes of its chunks in every row group
+    variable: Dict[str, bool]  # top-level column -> whether a leaf holds variable-length values
+
+
+_BYTE_ARRAY = 6  # parquet.thrift Type
+
+
+def column_sizes(source) -> ColumnSizes:
+    """Each top-level column's uncompressed bytes in a Parquet file (from the footer
+    :func:`read_rows` caches for local paths), to estimate what reading it costs."""
+    src, key, pa_source, owned = _open(source)
+    try:
+        try:
+            fo = _footer(src, key)
+        except (_Unsupported, IndexFormatError):
+            md = _Ctx(src, pa_source, (), PageReadStats(), 0).pyarrow_file().metadata
+            size, var = {}, {}
+            for g in range(md.num_row_groups):
+                rg = md.row_group(g)
+                for c in range(rg.num_columns):
+                    cc = rg.column(c)
+                    name = cc.path_in_schema.split(".", 1)[0]
+                    size[name] = size.get(name, 0) + max(0, cc.total_uncompressed_size)
+                    var[name] = var.get(name, False) or cc.physical_type == "BYTE_ARRAY"
+            return ColumnSizes(md.num_rows, size, var)
+        size, var = {}, {}
+        for f in fo.fields:
+            total, variable = 0, False
+            for rg in fo.row_groups:
+                for leaf in f.leaves:
+                    meta = rg[1][leaf].get(3)
+                    if isinstance(meta, dict):
+                        n = meta.get(6)
+                        total += n if isinstance(n, int) and n > 0 else 0
+                        variable = variable or meta.get(1) == _BYTE_ARRAY
+            size[f.name] = total
+            var[f.name] = variable
+        return ColumnSizes(int(fo.starts[-1]), size, var)
+    finally:
+        if owned:
+            src.close()
+
+
 def _row_group_starts(pf) -> np.ndarray:
     """First row of each row group of a ``pq.ParquetFile`` (and the total last), as the page
     reader counts rows: the row groups' own counts, checked."""
@@ -661,8 +712,13 @@ def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
                 whole.append(f)
                 st._fallback("nested column")
                 continue
-            if spread and ctx.frac < 1 and _likely_every_page(fo, g, f.leaves.start, len(local)):
+            if spread and frac < 1 and _likely_every_page(fo, g, f.leaves.start, len(local)):
                 whole.append(f)  # the cost rule's answer, without reading where the pages are
+                st._fallback("cost rule")
+                continue
+            if spread and p is not None and ctx.frac < 1 and \
+                    _likely_every_page(fo, g, f.leaves.start, len(local), DECODER_MIN_PAGE_ROWS):
+                whole.append(f)  # many small pages, each holding rows: the decoder's work per page adds up
                 st._fallback("cost rule")
                 continue
             try:
@@ -768,16 +824,19 @@ def _schemas(plain_footer: bytes, typed_footer: bytes) -> tuple:
         return None, None
 
 
-def _likely_every_page(fo: _Footer, g: int, leaf: int, k: int) -> bool:
+def _likely_every_page(fo: _Footer, g: int, leaf: int, k: int, max_page_rows: Optional[int] = None) -> bool:
     """Would ``k`` rows spread over a row group likely fall in every data page of this column
-    chunk?  Its page count comes from the footer's encoding stats (no page index read); with
-    ``k >= 3 x pages`` uniformly spread rows miss a given page with probability under 5%."""
+    chunk (and, with ``max_page_rows``, do its pages hold fewer rows than that on average)?  Its
+    page count comes from the footer's encoding stats (no page index read); with ``k >= 3 x
+    pages`` uniformly spread rows miss a given page with probability under 5%."""
     meta = fo.row_groups[g][1][leaf].get(3)
     stats = meta.get(13) if isinstance(meta, dict) else None
     if not isinstance(stats, list):
         return False
     pages = sum(e.get(3) for e in stats if isinstance(e, dict) and e.get(1) in (_DATA_PAGE, _DATA_PAGE_V2)
                 and isinstance(e.get(3), int) and e.get(3) > 0)
+    if max_page_rows is not None and pages and fo.rg_rows[g] >= max_page_rows * pages:
+        return False
     return 0 < pages and k >= 3 * pages
 
 
