@@ -32,11 +32,13 @@ def test_demo_small_run(tmp_path, capsys):
     # 'XX' is never generated: every file is skipped
     xx = next(ln for ln in lines if "'XX'" in ln)
     assert " 4/4 " in xx
-    # every file index kind was written, in a file index beside each of the 4 data files
+    # every file index kind was written, in a file index container of each of the 4 data files,
+    # all under _file_index/ (where no Parquet reader looks)
     kinds, n = {}, 0
     for dp, _, fs in os.walk(out_dir):
         for f in fs:
             if f.endswith(".parquet.index"):
+                assert os.path.relpath(dp, out_dir).split(os.sep)[0] == "_file_index"
                 n += 1
                 with pf.FileIndexFormat.open(os.path.join(dp, f), {}) as fi:
                     for col, metas in fi.index_metas().items():

@@ -58,7 +58,7 @@ def gi_dataset(gi_read_spark, tmp_path_factory):
 
 def plain(spark, root):
     # the test dataset's directories are not partitions: list every file
-    return spark.read.option("pathGlobFilter", "*.parquet").option("recursiveFileLookup", "true").parquet(root)
+    return spark.read.option("recursiveFileLookup", "true").parquet(root)
 
 
 def full_scan_answers(spark, root, predicates):

@@ -230,6 +230,7 @@ def test_dataset_build_and_pruned_read_on_s3_equal_local(local_and_s3, s3_server
     assert "events/_paimon_fast_catalog.json" not in keys      # the catalog is a versioned commit there
     idx = [k for k in keys if k.endswith(".index")]
     assert idx and all(len(k.rsplit("/", 1)[1].split(".")[-2]) == 16 for k in idx)   # content-hash names
+    assert all(k.startswith("events/_file_index/") for k in idx)  # where no Parquet reader looks
     for k in keys:                                             # credentials never land in the table
         body = s3_server.client.get_object(Bucket=bucket, Key=k)["Body"].read()
         assert b"testing-secret" not in body and b"testing-key" not in body

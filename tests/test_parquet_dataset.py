@@ -36,6 +36,11 @@ def make_dataset(root, files_per_part=3, rows=400, seed=0):
     return ParquetDataset(str(root))
 
 
+def index_file(root, rel):
+    """Where a dataset keeps the file index container of its data file ``rel``."""
+    return root / "_file_index" / (rel + ".index")
+
+
 def full_table(ds):
     return pa.concat_tables(ds.read_file(f) for f in ds.files())
 
@@ -61,13 +66,14 @@ def test_build_catalog_and_idempotence(tmp_path):
     cat = json.loads((tmp_path / CATALOG_NAME).read_text())
     assert cat["format"] == "paimon-fast-dataset" and cat["version"] == 1
     e = cat["files"]["p=a/f1.parquet"]
-    assert e["rows"] == 400 and e["file_index"]["file"] == "f1.parquet.index"
-    idx = pf.FileIndexFormat.open(str(tmp_path / "p=a" / "f1.parquet.index"), ds.row_type())
+    assert e["rows"] == 400 and e["file_index"]["path"] == "_file_index/p=a/f1.parquet.index"
+    idx = pf.FileIndexFormat.open(str(index_file(tmp_path, "p=a/f1.parquet")), ds.row_type())
     assert set(idx.columns()) == {"id", "name"}
-    assert e["file_index"]["size"] == os.path.getsize(tmp_path / "p=a" / "f1.parquet.index")
-    mtimes = {p: os.stat(tmp_path / (p + ".index")).st_mtime_ns for p in cat["files"]}
+    assert e["file_index"]["size"] == os.path.getsize(index_file(tmp_path, "p=a/f1.parquet"))
+    assert not [n for d in ("p=a", "p=b") for n in os.listdir(tmp_path / d) if not n.endswith(".parquet")]
+    mtimes = {p: os.stat(index_file(tmp_path, p)).st_mtime_ns for p in cat["files"]}
     assert ds.build(BLOOM).files_built == 0
-    assert mtimes == {p: os.stat(tmp_path / (p + ".index")).st_mtime_ns for p in cat["files"]}
+    assert mtimes == {p: os.stat(index_file(tmp_path, p)).st_mtime_ns for p in cat["files"]}
     # other features' keys survive a rebuild
     cat["global_index"] = {"kept": True}
     cat["files"]["p=a/f0.parquet"]["deletion_vector"] = {"kept": 1}
@@ -84,7 +90,7 @@ def test_build_catalog_and_idempotence(tmp_path):
     # new options: everything is stale
     assert ds.build(dict(BLOOM, **{"file-index.bloom-filter.id.fpp": "0.05"})).files_built == 6
     # a deleted index file is rebuilt
-    os.unlink(tmp_path / "p=a" / "f0.parquet.index")
+    os.unlink(index_file(tmp_path, "p=a/f0.parquet"))
     assert ds.build(dict(BLOOM, **{"file-index.bloom-filter.id.fpp": "0.05"})).built == ["p=a/f0.parquet"]
 
 
@@ -94,7 +100,7 @@ def test_small_indexes_are_inline(tmp_path):
             "file-index.in-manifest-threshold": "1kb"}
     rep = ds.build(opts)
     assert rep.inline == 6
-    assert not [p for p in os.listdir(tmp_path / "p=a") if p.endswith(".index")]
+    assert not os.path.exists(tmp_path / "_file_index")
     e = ds.read_catalog()["files"]["p=a/f0.parquet"]["file_index"]
     blob = base64.b64decode(e["inline"])
     assert len(blob) == e["size"] <= 1024
@@ -104,7 +110,7 @@ def test_small_indexes_are_inline(tmp_path):
     assert plan.report.files_skipped >= 4
     # raising the threshold's opposite: a file index replaces the inline one
     ds.build(dict(opts, **{"file-index.in-manifest-threshold": "10b"}))
-    assert "file" in ds.read_catalog()["files"]["p=a/f0.parquet"]["file_index"]
+    assert "path" in ds.read_catalog()["files"]["p=a/f0.parquet"]["file_index"]
 
 
 def test_unknown_columns_and_types_are_rejected(tmp_path):
@@ -156,7 +162,7 @@ def test_corrupt_or_stale_index_is_never_trusted(tmp_path):
     ds = make_dataset(tmp_path, files_per_part=1)
     ds.build(BLOOM)
     # corrupt the bytes but keep the size: the file is read, the error counted
-    p = tmp_path / "p=a" / "f0.parquet.index"
+    p = index_file(tmp_path, "p=a/f0.parquet")
     raw = bytearray(p.read_bytes())
     raw[:8] = b"\0" * 8
     p.write_bytes(bytes(raw))
@@ -231,9 +237,9 @@ def test_cli_inspect_reads_types_from_the_data_file(tmp_path, capsys):
 
     ds = make_dataset(tmp_path, files_per_part=1)
     ds.build(BLOOM)
-    assert main(["inspect", str(tmp_path / "p=a" / "f0.parquet.index")]) == 0
+    assert main(["inspect", str(index_file(tmp_path, "p=a/f0.parquet"))]) == 0
     out = json.loads(capsys.readouterr().out)
     bloom = out["columns"]["id"][0]
     assert bloom["index_type"] == "bloom-filter" and bloom["type"] == "BIGINT"
     assert bloom["num_bits"] > 0 and 0 < bloom["fill_ratio"] < 1
-    assert out["data_file"].endswith("f0.parquet")
+    assert out["data_file"] == str(tmp_path / "p=a" / "f0.parquet")

@@ -71,7 +71,9 @@ def dataset(spark, tmp_path_factory):
 
 
 def plain(spark, root):
-    return spark.read.option("pathGlobFilter", "*.parquet").parquet(root)
+    """Spark's own reader of the directory, as any user reads it: the indexes beside the data
+    (under _file_index/, the catalog, the global index) must not disturb it."""
+    return spark.read.parquet(root)
 
 
 COLS = ["id", "name", "score", "status", "region"]
@@ -104,6 +106,11 @@ def full_scan_answers(spark, root, predicates):
     return [sorted(tuple(r)[:len(COLS)] for r in rows if r[f"__p{i}"]) for i in range(len(predicates))]
 
 
+def index_of(root, rel):
+    """Where the dataset at ``root`` keeps the file index container of its data file ``rel``."""
+    return os.path.join(str(root), "_file_index", rel + ".index")
+
+
 def test_build_on_executors_matches_in_process_build(spark, dataset, tmp_path):
     ds = ParquetDataset(dataset)
     cat = json.loads(open(os.path.join(dataset, CATALOG_NAME)).read())
@@ -112,10 +119,10 @@ def test_build_on_executors_matches_in_process_build(spark, dataset, tmp_path):
     import shutil
 
     copy = tmp_path / "copy"
-    shutil.copytree(dataset, copy, ignore=shutil.ignore_patterns("*.index", CATALOG_NAME))
+    shutil.copytree(dataset, copy, ignore=shutil.ignore_patterns("_file_index", CATALOG_NAME))
     ParquetDataset(str(copy)).build(OPTIONS)
     for f in ds.files():
-        assert open(f.index_path, "rb").read() == open(str(copy / f.path) + ".index", "rb").read(), f.path
+        assert open(index_of(dataset, f.path), "rb").read() == open(index_of(copy, f.path), "rb").read(), f.path
         assert cat["files"][f.path]["rows"] == 1500
 
 
@@ -123,19 +130,19 @@ def test_rerun_is_idempotent_and_rebuilds_stale_files(spark, dataset, tmp_path):
     from paimon_fast import spark as pfs
 
     ds = ParquetDataset(dataset)
-    before = {f.path: os.stat(f.index_path).st_mtime_ns for f in ds.files()}
+    before = {f.path: os.stat(index_of(dataset, f.path)).st_mtime_ns for f in ds.files()}
     rep = pfs.build(spark, dataset, OPTIONS)
     assert rep.files_built == 0 and rep.files_current == 6
-    assert before == {f.path: os.stat(f.index_path).st_mtime_ns for f in ds.files(refresh=True)}
+    assert before == {f.path: os.stat(index_of(dataset, f.path)).st_mtime_ns for f in ds.files(refresh=True)}
     # a data file touched after the build is stale: only it is rebuilt, to the same bytes
     stale = ds.files()[4]
-    old_bytes = open(stale.index_path, "rb").read()
+    old_bytes = open(index_of(dataset, stale.path), "rb").read()
     st = os.stat(stale.abs_path)
     os.utime(stale.abs_path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     assert ParquetDataset(dataset).plan("id = 1").report.files_without_index == 1
     rep = pfs.build(spark, dataset, OPTIONS)
     assert rep.built == [stale.path] and rep.files_current == 5
-    assert open(stale.index_path, "rb").read() == old_bytes
+    assert open(index_of(dataset, stale.path), "rb").read() == old_bytes
 
 
 def test_killed_task_leaves_no_index_and_retry_completes(spark, tmp_path):
@@ -145,13 +152,13 @@ def test_killed_task_leaves_no_index_and_retry_completes(spark, tmp_path):
     victim = "region=us/part-1.parquet"
     with pytest.raises(Exception):
         pfs.build(spark, root, OPTIONS, _fault={"file": victim, "mode": "exit"})  # worker dies mid-write
-    assert not os.path.exists(os.path.join(root, victim + ".index"))
+    assert not os.path.exists(index_of(root, victim))
     assert not os.path.exists(os.path.join(root, CATALOG_NAME))  # nothing committed
     ds = ParquetDataset(root)
     assert ds.temp_files(), "a killed writer leaves its temporary file (never the .index)"
     rep = pfs.build(spark, root, OPTIONS)  # the retry
     assert rep.files_built == 6
-    assert os.path.exists(os.path.join(root, victim + ".index"))
+    assert os.path.exists(index_of(root, victim))
     assert ds.temp_files() == []
     assert pfs.read(spark, root, "id = 1000").count() == 1
 
@@ -178,8 +185,8 @@ def test_file_lacking_an_indexed_column(spark, tmp_path):
     assert rep.files_built == 2 and rep.rows == 300
     ParquetDataset(str(copy)).build(opts)
     for name in ("a.parquet", "b.parquet"):
-        assert open(root / (name + ".index"), "rb").read() == open(copy / (name + ".index"), "rb").read()
-    assert FileIndexFormat.open(str(root / "b.parquet.index")).columns() == ["id"]
+        assert open(index_of(root, name), "rb").read() == open(index_of(copy, name), "rb").read()
+    assert FileIndexFormat.open(index_of(root, "b.parquet")).columns() == ["id"]
     plan = ParquetDataset(str(root)).plan("name = 'n3'")
     assert [p.file.path for p in plan.kept] == ["a.parquet", "b.parquet"]
     plan = ParquetDataset(str(root)).plan("id = 250")

@@ -15,8 +15,8 @@ or stale (largest files first).  The task reads the file's indexed columns with
 pyarrow, in row order, on the executor, feeds them to the index writers
 registered under the Paimon names in the options (``bloom-filter`` today;
 ``bitmap``, ``range-bitmap``, ``bsi`` and any other registered type by name) and
-writes ``<data file>.index`` next to the data file (a temporary name and an
-atomic rename locally): the step the in-process
+writes ``_file_index/<data file>.index`` under the dataset's root, a name every
+Parquet reader skips (a temporary name and an atomic rename locally): the step the in-process
 :meth:`~paimon_fast.tables.parquet.ParquetDataset.build` runs, so both give the
 same bytes.  Only the catalog entries travel back; the driver records them in
 the dataset catalog (see :mod:`paimon_fast.tables.parquet`).  Reading with

@@ -44,6 +44,7 @@ def build(spark, path: str, options: Mapping, *, force: bool = False,
     ds = ParquetDataset(path, filesystem)
     spec = ds.index_spec(options)
     ds.clean_temp_files()
+    ds.migrate_layout()  # containers of datasets indexed before the _file_index/ layout
     todo, current = ds.files_to_build(spec, force)
     rep = BuildReport(files_total=len(todo) + len(current), files_current=len(current))
     results = []

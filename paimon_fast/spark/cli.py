@@ -77,14 +77,32 @@ def _session(args):
 
 # ---------------------------------------------------------------- inspect
 
+def _data_file_of_index(path: str):
+    """The data file of a dataset's file index container: ``<root>/_file_index/<rel>.index`` ->
+    ``<root>/<rel>``; the old layout's ``<file>.parquet.index`` -> the file beside it; or None."""
+    from ..tables.layout import FILE_INDEX_DIR, INDEX_SUFFIX
+
+    if not path.endswith(".parquet" + INDEX_SUFFIX):
+        return None
+    data = path[: -len(INDEX_SUFFIX)]
+    parts = os.path.abspath(data).split(os.sep)
+    if FILE_INDEX_DIR in parts:
+        i = len(parts) - 1 - parts[::-1].index(FILE_INDEX_DIR)
+        moved = os.sep.join(parts[:i] + parts[i + 1:])
+        if os.path.isfile(moved):
+            return moved
+    return data if os.path.isfile(data) else None
+
+
 @inspector("Parquet file index")
 def describe_parquet_index(path, args):
-    """``<file>.parquet.index`` beside its data file: column types come from the Parquet footer."""
+    """A dataset's file index container (``_file_index/<data file>.index``, or the old layout's
+    ``<file>.parquet.index`` beside its data file): column types come from the Parquet footer."""
     import paimon_fast as pf
 
-    from ..tables.parquet import INDEX_SUFFIX, ParquetDataset
+    from ..tables.parquet import ParquetDataset
 
-    data = path[: -len(INDEX_SUFFIX)]
+    data = _data_file_of_index(path)
     with pf.FileIndexFormat.open(path, ParquetDataset.row_type_of(data)) as f:
         out = f.describe()
     out["data_file"] = data
@@ -93,7 +111,7 @@ def describe_parquet_index(path, args):
 
 @describe_parquet_index.detect
 def _is_parquet_index(path):
-    return path.endswith(".parquet.index") and os.path.isfile(path[: -len(".index")])
+    return _data_file_of_index(path) is not None
 
 
 # ---------------------------------------------------------------- build
@@ -170,13 +188,29 @@ def query_main(args):
         df.show(args.show, truncate=False)
     if args.compare:
         t0 = time.perf_counter()
-        m = spark.read.option("pathGlobFilter", "*.parquet").parquet(_jvm_path(args.path)).where(args.where).count()
+        reader = spark.read
+        if _old_layout(args.path):  # containers beside the data files: Spark's reader would take them for data
+            print("(the dataset keeps its indexes in the old layout, beside the data files: `paimon-fast build` "
+                  "moves them under _file_index/; the plain scan below skips them with pathGlobFilter)")
+            reader = reader.option("pathGlobFilter", "*.parquet")
+        m = reader.parquet(_jvm_path(args.path)).where(args.where).count()
         print(f"plain Spark scan: {m:,} rows in {time.perf_counter() - t0:.2f}s ({'same' if m == n else 'DIFFERENT'})")
         if m != n:
             return 1
 
 
 query_main.setup = query_setup
+
+
+def _old_layout(path: str) -> bool:
+    """Does the dataset still keep a file index container beside a data file (the old layout)?"""
+    from ..tables.parquet import ParquetDataset
+
+    try:
+        files = ParquetDataset(path).read_catalog()["files"]
+    except Exception:  # noqa: BLE001 - not readable as a dataset: the plain scan decides
+        return False
+    return any("file" in ((e or {}).get("file_index") or {}) for e in files.values() if isinstance(e, dict))
 
 
 def _top_main(args):
@@ -320,7 +354,7 @@ def demo_setup(p):
 
 def _dir_summary(out: str) -> list:
     """(what, where, files, bytes) of everything the demo wrote under ``out``."""
-    from ..tables.parquet import CATALOG_NAME, INDEX_SUFFIX
+    from ..tables.parquet import CATALOG_NAME, FILE_INDEX_DIR, INDEX_SUFFIX
 
     groups = {}
     for dp, _, fs in os.walk(out):
@@ -329,8 +363,8 @@ def _dir_summary(out: str) -> list:
             rel = os.path.relpath(p, out)
             if rel.startswith("_global_index" + os.sep):
                 key = ("bitmap global index", os.path.join(out, "_global_index", rel.split(os.sep)[1], ""))
-            elif f.endswith(INDEX_SUFFIX):
-                key = ("file indexes", f"beside each data file: <data file>{INDEX_SUFFIX}")
+            elif rel.startswith(FILE_INDEX_DIR + os.sep) and f.endswith(INDEX_SUFFIX):
+                key = ("file indexes", os.path.join(out, FILE_INDEX_DIR, f"<data file>{INDEX_SUFFIX}"))
             elif f.endswith(".parquet"):
                 key = ("data", os.path.join(out, "region=*", "part-*.parquet"))
             elif f == CATALOG_NAME:
@@ -416,7 +450,7 @@ def demo_main(args):
         ("qty = 7 AND country IN ('JP', 'KR')", "bsi + bloom-filter"),
     ]
     print(f"[4/4] answering {len(queries)} predicates with the indexes and with a plain Spark scan", flush=True)
-    plain = spark.read.option("pathGlobFilter", "*.parquet").parquet(out)
+    plain = spark.read.parquet(out)  # the directory stays plain Parquet: Spark's reader as is
     plain.where("id = -1").count()  # warm up the JVM and the Python workers before timing
     rows = []
     for q, used in queries:

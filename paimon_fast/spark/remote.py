@@ -47,16 +47,16 @@ def build_files(spark, ds, files: Sequence, row_type, columns, threshold: int, d
 
     from ..tables.parquet import build_file_index, ensure_index_types
 
-    store = ds.store
-    todo = [(f.path, f.abs_path) for f in files]
+    store, root = ds.store, ds.root
+    todo = [f.path for f in files]
 
     def run(batches):
         ensure_index_types(types)
         schema = pa.schema([("path", pa.string()), ("rows", pa.int64()), ("file_index", pa.string())])
         for i in _ids(batches):
-            rel, path = todo[i]
+            rel = todo[i]
             mode = fault.get("mode") if fault and fault.get("file") in (rel, rel.rsplit("/", 1)[-1]) else None
-            rows, entry = build_file_index(store, path, row_type, columns, threshold, digest, _fault=mode)
+            rows, entry = build_file_index(store, root, rel, row_type, columns, threshold, digest, _fault=mode)
             yield pa.RecordBatch.from_pydict({"path": [rel], "rows": [rows], "file_index": [json.dumps(entry)]},
                                              schema=schema)
 

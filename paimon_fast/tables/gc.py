@@ -6,8 +6,8 @@ names and a run becomes visible only through the commit object it writes last
 killed before that commit leaves files nothing references; superseded commit
 versions stay behind too.  :func:`collect` finds them:
 
-* in a Parquet dataset: ``*.index`` files beside the data files that the current
-  catalog does not name, deletion files in ``_deletion_vectors/`` no entry points
+* in a Parquet dataset: file index containers (``_file_index/**.index``, and the old
+  layout's ``*.index`` beside the data files) that the current catalog does not name, deletion files in ``_deletion_vectors/`` no entry points
   at, ``_global_index/<column>/*.index`` files the column's current listing does
   not list, the exchange files (``_global_index/<column>/.runs-*/``) of a Spark
   build that died, commit versions older than the newest ``keep_versions``, and
@@ -100,6 +100,7 @@ def collect(path, filesystem=None, *, delete: bool = False, min_age: float = DEF
 def _dataset_orphans(store, root, keep_versions: int):
     from .deletes import DV_DIR, DV_KEY
     from .globalindex import INDEX_DIR, LISTING, RUNS_PREFIX
+    from .layout import FILE_INDEX_DIR, data_rel_of_index
     from .parquet import CATALOG_NAME, INDEX_SUFFIX, ParquetDataset, is_data_file_name
 
     ds = ParquetDataset(root, store)
@@ -110,7 +111,9 @@ def _dataset_orphans(store, root, keep_versions: int):
         if not isinstance(e, dict):
             continue
         fi = e.get("file_index") or {}
-        if "file" in fi:
+        if "path" in fi:
+            live_index.add(fi["path"])
+        elif "file" in fi:  # the old layout: beside the data file
             d = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
             live_index.add(d + fi["file"])
         dv = e.get(DV_KEY)
@@ -143,6 +146,10 @@ def _dataset_orphans(store, root, keep_versions: int):
             elif e.path in stale:
                 out.append((e, f"superseded global index listing of column {col!r}"))
             continue
+        if parts[0] == FILE_INDEX_DIR:
+            if name.endswith(INDEX_SUFFIX) and e.rel not in live_index:
+                out.append((e, _index_orphan_reason(data_rel_of_index(e.rel), files)))
+            continue
         if parts[0] == DV_DIR and len(parts) == 2:
             if name.startswith("index-") and name not in live_dv:
                 out.append((e, "deletion file no catalog entry references"))
@@ -150,11 +157,13 @@ def _dataset_orphans(store, root, keep_versions: int):
         if any(p.startswith(("_", ".")) for p in parts[:-1]) or name == CATALOG_NAME or parts[0] == VERSION_DIR:
             continue
         if name.endswith(INDEX_SUFFIX) and not is_data_file_name(name) and e.rel not in live_index:
-            data_rel = e.rel.split(".parquet", 1)[0] + ".parquet"
-            why = "file index the catalog does not name" if data_rel in files else \
-                "file index of a data file that no longer exists"
-            out.append((e, why))
+            out.append((e, _index_orphan_reason(data_rel_of_index(e.rel), files)))
     return out
+
+
+def _index_orphan_reason(data_rel, files) -> str:
+    return "file index the catalog does not name" if data_rel in files else \
+        "file index of a data file that no longer exists"
 
 
 def gc_setup(p):

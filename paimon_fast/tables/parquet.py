@@ -1,10 +1,20 @@
-"""A directory of Parquet files with Paimon file indexes beside them.
+"""A directory of Parquet files with Paimon file indexes, that stays a plain Parquet dataset.
 
 Layout::
 
-    <root>/[k=v/...]<name>.parquet          data files (hive-style partitions optional)
-    <root>/[k=v/...]<name>.parquet.index    Paimon FileIndexFormat container of that file
-    <root>/_paimon_fast_catalog.json        the dataset catalog (versioned JSON)
+    <root>/[k=v/...]<name>.parquet                      data files (hive-style partitions optional)
+    <root>/_file_index/[k=v/...]<name>.parquet.index    Paimon FileIndexFormat container of that file
+    <root>/_paimon_fast_catalog.json                    the dataset catalog (versioned JSON)
+    <root>/_global_index/<column>/...                   global indexes (:mod:`.globalindex`)
+    <root>/_deletion_vectors/...                        deleted rows (:mod:`.deletes`)
+
+Everything but the data files sits under a name starting with ``_``, which Spark,
+Hive, pyarrow (``pq.read_table(root)``, ``pyarrow.dataset``) skip and DuckDB's
+``read_parquet('<root>/**/*.parquet')`` never matches: indexing a dataset changes
+nothing other readers see.  Datasets indexed by earlier versions keep their containers
+beside the data files (``<name>.parquet.index``, which those readers refuse); they are
+still read there, and the next build moves them into ``_file_index/``
+(:meth:`ParquetDataset.migrate_layout`).
 
 Data files are the ``*.parquet`` files under ``root``; names and directories
 starting with ``_`` or ``.`` are ignored (as Spark does).
@@ -23,8 +33,10 @@ file listing away from it)::
     {"format": "paimon-fast-dataset", "version": 1,
      "file_order": "...", "file_index": {"options": {...}, "digest": "...", "types": {...}},
      "files": {"k=v/a.parquet": {"size": 123, "mtime_ns": 1700000000000000000, "rows": 1000,
-                                 "file_index": {"digest": "...", "file": "a.parquet.index", "size": 456}
-                                            or {"digest": "...", "inline": "<base64>", "size": 80},
+                                 "file_index": {"digest": "...", "path": "_file_index/k=v/a.parquet.index",
+                                                "size": 456}
+                                            or {"digest": "...", "inline": "<base64>", "size": 80}
+                                            or (old layout) {"digest": "...", "file": "a.parquet.index", ...},
                                  "deletion_vector": {"file": "index-<uuid>-0", "offset": 1, ...}},
                ...},
      ...}
@@ -34,7 +46,8 @@ file changed, or whose options digest differs from the current options, is
 rebuilt and never used for pruning.  Indexes smaller than or equal to
 ``file-index.in-manifest-threshold`` (default 500 bytes) are kept inline
 (base64) instead of in a ``.index`` file, as Paimon embeds them in its
-manifest.  Keys this module does not know, at the top level or in a file's
+manifest.  A ``path`` is relative to the root; an old-layout ``file`` is a name
+in the data file's directory.  Keys this module does not know, at the top level or in a file's
 entry, are preserved on rewrite, so other features (global indexes, deletion
 vectors) add their own keys next to ``file_index``.  Deleted rows are Paimon
 deletion vectors in ``_deletion_vectors/`` (:mod:`paimon_fast.tables.deletes`):
@@ -48,8 +61,8 @@ that the next build removes, never a partial ``.index``.
 
 **Object stores and HDFS** (``ParquetDataset("s3://bucket/events")`` or any
 ``filesystem=``, see :mod:`paimon_fast.fs`): there is no atomic rename, so index
-files get unique names (``<data file>.<content hash>.index``, recorded in the
-entry's ``file``) and become visible only through the catalog, which is
+files get unique names (``_file_index/<data file>.<content hash>.index``, recorded in
+the entry's ``path``) and become visible only through the catalog, which is
 committed last as a new immutable version
 (``_commits/_paimon_fast_catalog.json.<version>``) created with a conditional PUT
 where the store offers one: a commit that lost a race raises
@@ -87,8 +100,8 @@ from ..predicate import Leaf, Predicate
 from ..result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
 from ..types import DataType
 from .arrow_filter import coerce_literals, filter_table, to_arrow_expression
-from .layout import (CATALOG_NAME, DATA_SUFFIXES, HIVE_NULL, INDEX_SUFFIX, DataFile,  # noqa: F401
-                     is_data_file_name, local_path, parse_partition)
+from .layout import (CATALOG_NAME, DATA_SUFFIXES, FILE_INDEX_DIR, HIVE_NULL, INDEX_SUFFIX, DataFile,  # noqa: F401
+                     index_rel_path, is_data_file_name, local_path, parse_partition)
 
 CATALOG_FORMAT = "paimon-fast-dataset"
 CATALOG_VERSION = 1
@@ -185,42 +198,40 @@ class FileIndexBuilder:
         return FileIndexFormat.write({c: {t: w.finish() for t, w in ws.items()} for c, ws in self.writers.items()})
 
 
-def store_index(data_abs_path: str, blob: Optional[bytes], threshold: int, digest: str,
-                _fault: Optional[str] = None, store: Optional[Store] = None,
-                types: Optional[Mapping[str, str]] = None) -> dict:
-    """Write ``<data file>.index`` (atomically) or keep a small index inline; the catalog entry
-    (with ``types``, the column types the indexes were built for: :attr:`FileIndexBuilder.types`).
+def store_index(store: Store, root: str, rel: str, blob: Optional[bytes], threshold: int, digest: str,
+                _fault: Optional[str] = None, types: Optional[Mapping[str, str]] = None) -> dict:
+    """Store the container ``blob`` of the data file ``rel`` (relative path under ``root``):
+    kept inline in the catalog entry when small, else written to ``_file_index/<rel>.index``
+    (atomically); the catalog entry (with ``types``, the column types the indexes were built
+    for: :attr:`FileIndexBuilder.types`).
 
-    On a non-local ``store`` the file is ``<data file>.<content hash>.index``: a new
+    On a non-local ``store`` the file is ``_file_index/<rel>.<content hash>.index``: a new
     name for new bytes, visible only once the catalog names it."""
     if blob is None:
         return {"digest": digest, "none": True}
     typed = {"types": dict(types)} if types else {}
     if len(blob) <= threshold:
         return {"digest": digest, "inline": base64.b64encode(blob).decode("ascii"), "size": len(blob), **typed}
-    if store is None or store.local:
-        write_atomic(data_abs_path + INDEX_SUFFIX, blob, _fault)
-        return {"digest": digest, "file": os.path.basename(data_abs_path) + INDEX_SUFFIX, "size": len(blob), **typed}
-    name = f"{store.basename(data_abs_path)}.{hashlib.sha256(blob).hexdigest()[:16]}{INDEX_SUFFIX}"
-    store.write_atomic(store.join(store.dirname(data_abs_path), name), blob, _fault)
-    return {"digest": digest, "file": name, "size": len(blob), **typed}
+    tag = None if store.local else hashlib.sha256(blob).hexdigest()[:16]
+    rel_index = index_rel_path(rel, tag)
+    store.write_atomic(store.join(root, *rel_index.split("/")), blob, _fault)
+    return {"digest": digest, "path": rel_index, "size": len(blob), **typed}
 
 
-def build_file_index(store: Store, data_path: str, row_type: Mapping[str, str], columns: Mapping, threshold: int,
-                     digest: str, batch_rows: int = 1 << 17, _fault: Optional[str] = None,
+def build_file_index(store: Store, root: str, rel: str, row_type: Mapping[str, str], columns: Mapping,
+                     threshold: int, digest: str, batch_rows: int = 1 << 17, _fault: Optional[str] = None,
                      counter=None) -> Tuple[int, dict]:
-    """Index one data file, read with pyarrow in row order, and store the index
-    (:func:`store_index`): ``(rows, catalog entry)``.  Indexed columns the file lacks are
-    left out of its index.  The per-file step of the in-process build and of the Spark
-    build's executor tasks (:func:`paimon_fast.spark.build`)."""
-    pf = pq.ParquetFile(store.open_input(data_path, counter))
+    """Index the data file ``rel`` (relative path under ``root``), read with pyarrow in row
+    order, and store the index (:func:`store_index`): ``(rows, catalog entry)``.  Indexed
+    columns the file lacks are left out of its index.  The per-file step of the in-process
+    build and of the Spark build's executor tasks (:func:`paimon_fast.spark.build`)."""
+    pf = pq.ParquetFile(store.open_input(store.join(root, *rel.split("/")), counter))
     present = set(pf.schema_arrow.names)
     b = FileIndexBuilder(row_type, {c: per for c, per in columns.items() if c in present})
     if b.writers:
         for batch in pf.iter_batches(batch_size=batch_rows, columns=list(b.writers)):
             b.add(batch)
-    return pf.metadata.num_rows, store_index(data_path, b.finish(), threshold, digest, _fault, store=store,
-                                             types=b.types)
+    return pf.metadata.num_rows, store_index(store, root, rel, b.finish(), threshold, digest, _fault, types=b.types)
 
 
 # ---------------------------------------------------------------- plans and reports
@@ -373,9 +384,14 @@ class ParquetDataset:
         """What pyarrow.parquet opens for a data file (ranged reads, counted in :attr:`io`)."""
         return self.store.open_input(f.abs_path, None if self.store.local else self.io)
 
-    def index_file_path(self, f: "DataFile", fi: Mapping) -> str:
-        """Where the index file named by a catalog ``file_index`` entry lives (beside the data file)."""
-        return self.store.join(self.store.dirname(f.abs_path), fi["file"])
+    def index_file_path(self, f: "DataFile", fi: Mapping) -> Optional[str]:
+        """Where the index file named by a catalog ``file_index`` entry lives: its ``path`` under
+        the root, or, in the old layout, its ``file`` beside the data file; None when inline."""
+        if "path" in fi:
+            return self.store.join(self.root, *fi["path"].split("/"))
+        if "file" in fi:
+            return self.store.join(self.store.dirname(f.abs_path), fi["file"])
+        return None
 
     # ------------------------------------------------------------ listing
     def files(self, refresh: bool = False) -> List[DataFile]:
@@ -388,11 +404,16 @@ class ParquetDataset:
         return self._files
 
     def temp_files(self) -> List[str]:
-        """Leftover temporary files of interrupted writes."""
+        """Leftover temporary files of interrupted writes (beside the data files: the old layout's
+        index files; and under ``_file_index/``)."""
         if self.store.object_store:
             return []  # a PUT is never partly visible: no temporary files
-        return [e.path for e in self.store.list_files(self.root, skip_dir=_hidden,
-                                                      keep=lambda n: n.startswith(".") and TMP_MARK in n)]
+        keep = lambda n: n.startswith(".") and TMP_MARK in n  # noqa: E731
+        out = [e.path for e in self.store.list_files(self.root, skip_dir=_hidden, keep=keep)]
+        index_dir = self.store.join(self.root, FILE_INDEX_DIR)
+        if self.store.is_dir(index_dir):
+            out += [e.path for e in self.store.list_files(index_dir, keep=keep)]
+        return out
 
     def clean_temp_files(self) -> int:
         return sum(self.store.delete(p) for p in self.temp_files())
@@ -479,9 +500,10 @@ class ParquetDataset:
         fi = entry.get("file_index")
         if not fi or (digest is not None and fi.get("digest") != digest):
             return False
-        if "file" in fi and self.store.local:  # elsewhere the file is immutable and committed with the entry
+        path = self.index_file_path(f, fi)
+        if path is not None and self.store.local:  # elsewhere the file is immutable and committed with the entry
             try:
-                return os.path.getsize(f.index_path) == fi.get("size")
+                return os.path.getsize(path) == fi.get("size")
             except OSError:
                 return False
         return True
@@ -520,15 +542,45 @@ class ParquetDataset:
             e.update(size=f.size, mtime_ns=f.mtime_ns, rows=int(r["rows"]), file_index=r["file_index"])
             entries[f.path] = e
             nbytes += int(r["file_index"].get("size", 0))
-            if not self.store.local:
-                if "file" in old and old["file"] != r["file_index"].get("file"):
-                    replaced.append(self.index_file_path(f, old))
-            elif "file" not in r["file_index"] and os.path.exists(f.index_path):
-                os.unlink(f.index_path)  # replaced by an inline index
+            was, now = self.index_file_path(f, old), self.index_file_path(f, r["file_index"])
+            if was is not None and was != now:
+                replaced.append(was)  # an old-layout file, a superseded unique name, or replaced by inline
         self.write_catalog(cat)
-        for p in replaced:  # unique names: an old index goes only once the new catalog is in place
+        for p in replaced:  # an old index goes only once the new catalog is in place
             self.store.delete(p)
         return nbytes
+
+    def migrate_layout(self) -> int:
+        """Move the containers of current old-layout entries (``<data file>.index`` beside the data
+        file, written before the ``_file_index/`` layout) to ``_file_index/``: the same bytes under
+        the new name, one catalog commit, then the old files removed.  Stale entries are left to
+        the build, which rewrites them in the new layout.  Returns the files moved; run by every
+        build."""
+        cat = self.read_catalog()
+        moved, old_paths = 0, []
+        for f in self.files():
+            e = cat["files"].get(f.path)
+            fi = (e or {}).get("file_index") or {}
+            if "file" not in fi or not self._index_current(f, e, None):
+                continue
+            old = self.index_file_path(f, fi)
+            blob = self.store.read_bytes(old, self.io)
+            if len(blob) != fi.get("size"):
+                continue  # changed under us: the build's staleness check decides
+            entry = {k: v for k, v in fi.items() if k != "file"}
+            tag = None if self.store.local else hashlib.sha256(blob).hexdigest()[:16]
+            entry["path"] = index_rel_path(f.path, tag)
+            self.store.write_atomic(self.store.join(self.root, *entry["path"].split("/")), blob)
+            e = dict(e)
+            e["file_index"] = entry
+            cat["files"][f.path] = e
+            old_paths.append(old)
+            moved += 1
+        if moved:
+            self.write_catalog(cat)
+            for p in old_paths:
+                self.store.delete(p)
+        return moved
 
     # ------------------------------------------------------------ in-process build
     def build(self, options: Mapping, force: bool = False, batch_rows: int = 1 << 17) -> BuildReport:
@@ -536,12 +588,13 @@ class ParquetDataset:
         t0 = time.perf_counter()
         spec = self.index_spec(options)
         self.clean_temp_files()
+        self.migrate_layout()
         todo, current = self.files_to_build(spec, force)
         row_type = self.row_type()
         results = []
         rep = BuildReport(files_total=len(todo) + len(current), files_current=len(current))
         for f in todo:
-            rows, entry = build_file_index(self.store, f.abs_path, row_type, spec.columns, spec.threshold,
+            rows, entry = build_file_index(self.store, self.root, f.path, row_type, spec.columns, spec.threshold,
                                            spec.digest, batch_rows, counter=None if self.store.local else self.io)
             results.append({"path": f.path, "rows": rows, "file_index": entry})
             rep.rows += rows
@@ -582,11 +635,12 @@ class ParquetDataset:
         if not self._index_current(f, entry, None):
             return None
         fi = entry["file_index"]
+        path = self.index_file_path(f, fi)
         if "inline" in fi:
             data = base64.b64decode(fi["inline"])
-        elif "file" in fi:
+        elif path is not None:
             # the container header (and small indexes whole) in one ranged read
-            data = self.store.open_source(self.index_file_path(f, fi), self.io, head=HEAD_PREFETCH)
+            data = self.store.open_source(path, self.io, head=HEAD_PREFETCH)
         else:
             return None
         row_type = self.row_type()

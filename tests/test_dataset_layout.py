@@ -1,0 +1,160 @@
+"""A dataset stays a plain Parquet directory after we index it, and the old layout (containers
+beside the data files) is still read, moved on the next build and known to ``gc``.
+
+The plain readers are pyarrow's (``pq.read_table(dir)``, ``pyarrow.dataset``) and DuckDB's
+``read_parquet('dir/**/*.parquet', hive_partitioning=true)``; Spark's ``spark.read.parquet(dir)``
+is checked in ``test_spark_reads.py``.  Each must return the same rows after every kind of
+index build (file indexes, inline ones, a global index, deletion vectors) as before it."""
+import json
+import os
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+import pytest
+
+from paimon_fast.tables import CATALOG_NAME, ParquetDataset
+from paimon_fast.tables.gc import collect
+
+OPTIONS = {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": "300",
+           "file-index.bitmap.columns": "status", "file-index.bsi.columns": "qty"}
+
+
+def make_dataset(root, parts=("a", "b"), files=2, rows=300):
+    i = 0
+    for part in parts:
+        os.makedirs(root / f"p={part}", exist_ok=True)
+        for k in range(files):
+            ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
+            pq.write_table(pa.table({"id": ids, "status": pa.array([["new", "paid", "sent"][j % 3]
+                                                                     for j in range(rows)]),
+                                     "qty": pa.array((ids % 17).astype(np.int32))}),
+                           root / f"p={part}" / f"f{k}.parquet", row_group_size=100)
+            i += 1
+    return ParquetDataset(str(root))
+
+
+def _rows(table):
+    t = table.select(["id", "status", "qty", "p"])
+    return sorted(zip(*(t.column(c).to_pylist() for c in t.column_names)))
+
+
+def plain_readers(root):
+    """The rows each plain reader gets from the directory (partition column as a string)."""
+    out = {}
+    t = pq.read_table(str(root))
+    out["pq.read_table"] = t.set_column(t.schema.get_field_index("p"), "p", t.column("p").cast(pa.string()))
+    t = pads.dataset(str(root), format="parquet", partitioning="hive").to_table()
+    out["pyarrow.dataset"] = t.set_column(t.schema.get_field_index("p"), "p", t.column("p").cast(pa.string()))
+    import duckdb  # the test extra installs it
+
+    res = duckdb.connect().sql(
+        f"SELECT id, status, qty, CAST(p AS VARCHAR) AS p FROM read_parquet('{root}/**/*.parquet', "
+        "hive_partitioning=true)")
+    out["duckdb"] = res.to_arrow_table() if hasattr(res, "to_arrow_table") else res.arrow()
+    return {k: _rows(v) for k, v in out.items()}
+
+
+def test_plain_readers_read_the_same_rows_after_every_build(tmp_path):
+    ds = make_dataset(tmp_path)
+    before = plain_readers(tmp_path)
+    assert len(next(iter(before.values()))) == 1200 and all(v == before["pq.read_table"] for v in before.values())
+    ds.build(OPTIONS)
+    ds.build(dict(OPTIONS, **{"file-index.in-manifest-threshold": "1mb"}))  # inline now: files removed
+    ds.build(OPTIONS)
+    from paimon_fast.tables.globalindex import build_global_index_local
+
+    build_global_index_local(str(tmp_path), "status")
+    ds.delete("id = 5")
+    names = sorted(os.listdir(tmp_path))
+    assert names == ["_deletion_vectors", "_file_index", "_global_index", CATALOG_NAME, "p=a", "p=b"], names
+    for d in ("p=a", "p=b"):  # nothing of ours beside the data files
+        assert sorted(os.listdir(tmp_path / d)) == ["f0.parquet", "f1.parquet"]
+    assert plain_readers(tmp_path) == before
+    # and ours reads its indexes from where they are now
+    plan = ds.plan("id = 7")
+    assert plan.report.files_without_index == 0 and len(plan.kept) == 1
+
+
+def to_old_layout(root):
+    """Rewrite a dataset the way versions before ``_file_index/`` left it: each container beside
+    its data file as ``<name>.parquet.index``, named by ``file`` in the catalog entry."""
+    cat = json.loads((root / CATALOG_NAME).read_text())
+    for rel, e in cat["files"].items():
+        fi = e.get("file_index") or {}
+        if "path" in fi:
+            os.replace(root / fi.pop("path"), root / (rel + ".index"))
+            fi["file"] = rel.rsplit("/", 1)[-1] + ".index"
+    (root / CATALOG_NAME).write_text(json.dumps(cat))
+    shutil.rmtree(root / "_file_index")
+
+
+def test_old_layout_is_read_then_moved_by_the_next_build(tmp_path):
+    ds = make_dataset(tmp_path)
+    ds.build(OPTIONS)
+    new_plan = ds.plan("status = 'paid' AND qty = 3")
+    to_old_layout(tmp_path)
+    ds = ParquetDataset(str(tmp_path))
+    old_plan = ds.plan("status = 'paid' AND qty = 3")
+    assert old_plan.report.files_without_index == 0 and old_plan.report.index_errors == 0
+    assert [list(p.bitmap) for p in old_plan.kept] == [list(p.bitmap) for p in new_plan.kept]
+    got, _ = ds.scan("status = 'paid' AND qty = 3")
+    assert sorted(got.column("id").to_pylist()) == [i for i in range(1200) if i % 3 == 1 and i % 17 == 3]
+    # gc knows the old names: nothing of the old layout is an orphan while the catalog names it
+    assert collect(str(tmp_path), min_age=0).orphans == []
+    stray = tmp_path / "p=a" / "gone.parquet.index"
+    stray.write_bytes(b"x")
+    assert [o.path for o in collect(str(tmp_path), min_age=0).orphans] == [str(stray)]
+    stray.unlink()
+    # the next build moves the containers (same bytes, no rebuild) and removes the old files
+    before = {rel: (tmp_path / (rel + ".index")).read_bytes() for rel in ds.read_catalog()["files"]}
+    rep = ds.build(OPTIONS)
+    assert rep.files_built == 0 and rep.files_current == 4
+    for d in ("p=a", "p=b"):
+        assert sorted(os.listdir(tmp_path / d)) == ["f0.parquet", "f1.parquet"]
+    cat = ds.read_catalog()["files"]
+    for rel, blob in before.items():
+        assert cat[rel]["file_index"]["path"] == f"_file_index/{rel}.index"
+        assert "file" not in cat[rel]["file_index"]
+        assert (tmp_path / "_file_index" / (rel + ".index")).read_bytes() == blob
+    again = ds.plan("status = 'paid' AND qty = 3")
+    assert [list(p.bitmap) for p in again.kept] == [list(p.bitmap) for p in new_plan.kept]
+
+
+def test_old_layout_stale_entry_is_rebuilt_in_the_new_layout(tmp_path):
+    ds = make_dataset(tmp_path, parts=("a",), files=2)
+    ds.build(OPTIONS)
+    to_old_layout(tmp_path)
+    # one data file changes: its old container is stale, the other one is current
+    pq.write_table(pa.table({"id": np.arange(300, dtype=np.int64) + 10_000, "status": ["new"] * 300,
+                             "qty": pa.array([1] * 300, pa.int32())}), tmp_path / "p=a" / "f1.parquet")
+    ds = ParquetDataset(str(tmp_path))
+    rep = ds.build(OPTIONS)
+    assert rep.built == ["p=a/f1.parquet"]
+    assert sorted(os.listdir(tmp_path / "p=a")) == ["f0.parquet", "f1.parquet"]
+    cat = ds.read_catalog()["files"]
+    assert cat["p=a/f0.parquet"]["file_index"]["path"] == "_file_index/p=a/f0.parquet.index"
+    assert "inline" in cat["p=a/f1.parquet"]["file_index"]  # 300 equal rows: a small index
+    assert sorted(os.listdir(tmp_path / "_file_index" / "p=a")) == ["f0.parquet.index"]
+    got, rep = ds.scan("id = 10003 OR qty = 16")
+    assert rep.files_without_index == 0 and rep.index_errors == 0
+    assert sorted(got.column("id").to_pylist()) == [i for i in range(300) if i % 17 == 16] + [10003]
+
+
+def test_gc_finds_orphans_under_the_index_directory(tmp_path):
+    ds = make_dataset(tmp_path, parts=("a",), files=2)
+    ds.build(OPTIONS)
+    assert collect(str(tmp_path), min_age=0).orphans == []
+    orphan = tmp_path / "_file_index" / "p=a" / "f9.parquet.index"
+    orphan.write_bytes(b"x")
+    tmp = tmp_path / "_file_index" / "p=a" / ".f0.parquet.index.tmp-abc"
+    tmp.write_bytes(b"y")
+    rep = collect(str(tmp_path), min_age=0)
+    assert {(o.path, o.reason) for o in rep.orphans} == {
+        (str(orphan), "file index of a data file that no longer exists"),
+        (str(tmp), "temporary file of an interrupted write")}
+    assert ds.temp_files() == [str(tmp)]
+    collect(str(tmp_path), min_age=0, delete=True)
+    assert sorted(os.listdir(tmp_path / "_file_index" / "p=a")) == ["f0.parquet.index", "f1.parquet.index"]
