@@ -1,15 +1,57 @@
-"""Reads of a Parquet dataset on Spark, pruned by its indexes: :func:`read`, the planned
-frame it (and :func:`paimon_fast.spark.delete`) starts from, and :func:`top_n`."""
+"""Reads of a Parquet dataset on Spark, pruned by its indexes: :func:`read`, the planned frame it
+(and :func:`paimon_fast.spark.delete`) starts from, and :func:`top_n`.
+
+The driver plans (which files, which rows: :meth:`ParquetDataset.plan`), then reads in one of
+two ways (:mod:`paimon_fast.spark.frames`):
+
+* **on the driver**, when the rows the plan selects are few (estimated bytes of the needed
+  columns at those rows at most ``paimon-fast.read.driver-max-bytes``, 32 MB by default): when
+  Spark first needs the rows, every kept file is read here with
+  :meth:`ParquetDataset.read_kept` (the predicate's columns at the selected rows, then the other
+  columns only where it holds) and handed to Spark as a local relation, so ``collect()`` runs no
+  Spark job, and ``count()`` reads only the predicate's columns;
+* **on the executors** otherwise: files an index answered with rows (or with a deletion vector)
+  are read by the same :meth:`~ParquetDataset.read_kept` in ``mapInArrow`` tasks, so only the
+  selected rows of the projected and predicate columns cross from Python into the JVM; files kept
+  whole are read by Spark's own Parquet reader with its push-down (local datasets; on object
+  stores the executors read them with pyarrow, no Hadoop connector needed).
+
+The report (:class:`ReadReport`) says which way ran and why.
+"""
 from __future__ import annotations
 
-from typing import Mapping, Optional
+import threading
+from dataclasses import dataclass
+from typing import List, Optional
 
-from ..tables.parquet import ParquetDataset, ScanReport, local_path
+from ..tables.parquet import FilePlan, ParquetDataset, ScanPlan, ScanReport, local_path  # noqa: F401  (local_path handed on)
 from .columns import to_spark_column
+from .frames import driver_max_bytes, lazy, local_frame, planned, task_frame, task_numbers
+
+DRIVER, EXECUTORS, NOTHING = "driver", "executors", "nothing to read"
 
 
+@dataclass
 class ReadReport(ScanReport):
-    """:class:`ScanReport` of one :func:`read` (``str()`` gives a one-line summary)."""
+    """:class:`ScanReport` of one :func:`read` and where its rows were read (``str()`` gives a
+    one-line summary).
+
+    ``read_on``: ``"driver"`` (a local relation), ``"executors"`` or ``"nothing to read"``;
+    ``why``: the reason; ``estimated_bytes``: what reading the kept rows' needed columns was
+    estimated to hold; ``driver_max_bytes``: the threshold it was compared with;
+    ``files_at_rows``: files read at their selected rows only (page-level reads);
+    ``files_whole``: files read whole (Spark's reader on the executors, or pyarrow)."""
+
+    read_on: str = ""
+    why: str = ""
+    estimated_bytes: int = 0
+    driver_max_bytes: int = 0
+    files_at_rows: int = 0
+    files_whole: int = 0
+
+    def __str__(self):
+        return (super().__str__() + f"; read on the {self.read_on}" if self.read_on in (DRIVER, EXECUTORS)
+                else super().__str__() + f"; {self.read_on or 'not read'}") + (f" ({self.why})" if self.why else "")
 
 
 _SCHEMAS: dict = {}
@@ -25,6 +67,7 @@ def spark_schema(spark, ds: ParquetDataset):
 
         s = _SCHEMAS[key] = remote_schema(ds)
     if s is None:
+        # the glob keeps the old layout's <file>.parquet.index files out (the _file_index/ layout needs none)
         s = spark.read.option("pathGlobFilter", "*.parquet").parquet(ds.root).schema
         if len(_SCHEMAS) > 64:
             _SCHEMAS.clear()
@@ -32,93 +75,199 @@ def spark_schema(spark, ds: ParquetDataset):
     return s
 
 
-def _bitmap_filter_udf(specs: Mapping[str, tuple]):
-    """mapInArrow function keeping, per file (by ``_metadata.file_path``), only the rows
-    whose position is in the file's bitmap (``("keep", roaring bytes)``) or not in its
-    deletion vector (``("delete", Paimon deletion vector bin)``)."""
+def _mb(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MB"
+
+
+def _struct(schema, names):
+    from pyspark.sql.types import StructType
+
+    by = {f.name: f for f in schema.fields}
+    return StructType([by[n] for n in names])
+
+
+def _read_on_driver(ds: ParquetDataset, plan: ScanPlan, columns: List[str], limit: int):
+    """The plan's answer read here (files in parallel on the shared threads), or None when the
+    rows read pass ``limit`` bytes after all (the estimate was low): the caller reads on the
+    executors instead."""
+    import pyarrow as pa
+
+    from ..pool import map_on_pool
+
+    schema = ds.schema()
+    held = [0]
+    lock = threading.Lock()
+    over = threading.Event()
+
+    def one(p):
+        if over.is_set():
+            return None
+        t = ds.read_kept(p, columns, plan.predicate, schema)
+        with lock:
+            held[0] += t.nbytes
+            if held[0] > limit:
+                over.set()
+        return t
+
+    parts = map_on_pool(one, plan.kept, 4)
+    if over.is_set():
+        return None
+    return pa.concat_tables(parts) if parts else schema.empty_table().select(columns)
+
+
+def planned_read(spark, ds: ParquetDataset, plan: ScanPlan, columns: Optional[List[str]] = None, *,
+                 use_index: bool = True, max_bytes=None):
+    """The DataFrame of ``plan``'s answer (the kept rows where its predicate holds) with
+    ``columns`` (default: every column), read on the driver or on the executors (see the module
+    docstring); ``max_bytes`` overrides ``paimon-fast.read.driver-max-bytes``.  Carries
+    ``report`` (a :class:`ReadReport`)."""
+    from ..errors import ColumnNotFoundError
+
+    sschema = spark_schema(spark, ds)
+    names = [f.name for f in sschema.fields]
+    columns = list(names if columns is None else columns)
+    for c in columns:
+        if c not in names:
+            raise ColumnNotFoundError(c, names)
+    out = _struct(sschema, columns)
+    rep = ReadReport(**plan.report.__dict__)
+    limit = driver_max_bytes(spark, max_bytes)
+    rep.driver_max_bytes = limit
+    kept = plan.kept
+    if not kept:
+        rep.read_on, rep.why = NOTHING, "the indexes skipped every file"
+        return lazy(spark, out, lambda: local_frame(spark, ds.schema().empty_table().select(columns), out), rep,
+                    lambda: 0)
+    if use_index and limit > 0:
+        rep.estimated_bytes = est = ds.read_cost(plan, columns)
+        if est <= limit:
+            rep.read_on = DRIVER
+            rep.why = f"the selected rows' columns are about {_mb(est)}, at most {_mb(limit)}"
+            rep.files_at_rows = sum(p.bitmap is not None or p.deletion_vector is not None for p in kept)
+            rep.files_whole = len(kept) - rep.files_at_rows
+
+            def materialize():
+                table = _read_on_driver(ds, plan, columns, limit)
+                if table is not None:
+                    return local_frame(spark, table, out)
+                rep.read_on = EXECUTORS
+                rep.why = f"the rows read on the driver passed {_mb(limit)} (estimated {_mb(est)})"
+                return _executor_frame(spark, ds, plan, columns, sschema, rep)[0]
+
+            return lazy(spark, out, materialize, rep, lambda: _count_on_driver(ds, plan))
+        rep.why = f"the selected rows' columns are about {_mb(est)}, more than {_mb(limit)}"
+    elif not use_index:
+        rep.why = "use_index=False: every file is read"
+    else:
+        rep.why = "driver-local reads are off (paimon-fast.read.driver-max-bytes = 0)"
+    rep.read_on = EXECUTORS
+    df, count = _executor_frame(spark, ds, plan, columns, sschema, rep)
+    return planned(df, rep, count)
+
+
+def _count_on_driver(ds: ParquetDataset, plan: ScanPlan) -> int:
+    """Rows of the plan's answer, reading only the predicate's columns at the selected rows (none
+    without a predicate: the plan knows how many rows each kept file selects)."""
+    from ..pool import map_on_pool
+
+    if plan.predicate is None:
+        return sum(p.rows_to_read for p in plan.kept)
+    schema = ds.schema()
+    return sum(map_on_pool(lambda p: ds.read_kept(p, [], plan.predicate, schema).num_rows, plan.kept, 4))
+
+
+# On the executors a file an index answered with rows is read by Spark's reader anyway (the
+# predicate re-applied, the bitmap only an optimisation) when the rows are more than this share of
+# it: rows spread over so much of a file touch nearly every page, and Spark's vectorised reader
+# with its push-down reads whole files faster than Python tasks read most of their rows.
+WHOLE_SHARE = 0.25
+
+
+def ship(p: FilePlan) -> tuple:
+    """What an executor needs of a kept file's plan: its file, rows, row bitmap and deletion
+    vector as bytes (a plan's results may hold open index readers; bytes travel anywhere)."""
+    return (p.file, p.rows, None if p.bitmap is None else p.bitmap.serialize(),
+            None if p.deletion_vector is None else p.deletion_vector.serialize())
+
+
+def unship(t: tuple) -> FilePlan:
+    """The :class:`FilePlan` :func:`ship` sent."""
+    from pyroaring import BitMap
+
+    from ..result import REMAIN, BitmapResult
+    from ..tableindex import DeletionVector
+
+    f, rows, bm, dv = t
+    res = REMAIN if bm is None else BitmapResult(BitMap.deserialize(bm))
+    return FilePlan(f, res, rows, True, deletion_vector=None if dv is None else DeletionVector.deserialize(dv))
+
+
+def split_kept(ds: ParquetDataset, plan: ScanPlan):
+    """``(whole, at_rows)``: the kept files Spark's own reader reads on the executors (local
+    datasets; no deletion vector; no row bitmap or one selecting more than :data:`WHOLE_SHARE`
+    of the file) and those the page-level reader reads at their selected rows in Arrow tasks."""
+    whole, at_rows = [], []
+    for p in plan.kept:
+        spark_reads = ds.store.local and p.deletion_vector is None and (
+            p.bitmap is None or p.rows_to_read > WHOLE_SHARE * p.rows)
+        (whole if spark_reads else at_rows).append(p)
+    return whole, at_rows
+
+
+def _executor_frame(spark, ds: ParquetDataset, plan: ScanPlan, columns: List[str], sschema, rep: ReadReport):
+    """``(DataFrame, count function)`` of the plan's answer read on the executors."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    pred = plan.predicate
+    out = _struct(sschema, columns)
+    whole, tasks = split_kept(ds, plan)
+    rep.files_whole, rep.files_at_rows = len(whole), len(tasks)
+    where = to_spark_column(pred, ds.schema()) if pred is not None else None
+    spark_whole = None
+    if whole:
+        reader = spark.read.schema(sschema).option("basePath", ds.root)
+        spark_whole = reader.parquet(*[p.file.abs_path for p in whole])
+        if where is not None:
+            spark_whole = spark_whole.where(where)
+    arrow_out = to_arrow_schema(out)
+    schema = ds.schema()
+    shipped = [ship(p) for p in tasks]
 
     def run(batches):
-        import numpy as np
+        for i in task_numbers(batches):
+            t = ds.read_kept(unship(shipped[i]), columns, pred, schema)
+            if t.num_rows:
+                yield from t.cast(arrow_out).to_batches(max_chunksize=1 << 16)
+
+    def run_count(batches):
         import pyarrow as pa
-        from pyroaring import BitMap
 
-        from ..tableindex import DeletionVector
+        for i in task_numbers(batches):
+            n = ds.read_kept(unship(shipped[i]), [], pred, schema).num_rows
+            yield pa.RecordBatch.from_pydict({"__pf_n": [n]}, schema=pa.schema([("__pf_n", pa.int64())]))
 
-        cache = {}
-        for batch in batches:
-            n = batch.num_rows
-            if n == 0:
-                continue
-            names = batch.schema.names
-            fp = batch.column(names.index("__pf_file"))
-            ri = batch.column(names.index("__pf_row")).to_numpy(zero_copy_only=False)
-            keep = np.zeros(n, dtype=bool)
-            uris = fp.unique().to_pylist()
-            for uri in uris:
-                if uri not in cache:
-                    spec = specs.get(local_path(uri))
-                    if spec is None:
-                        cache[uri] = None
-                    elif spec[0] == "keep":
-                        cache[uri] = ("keep", np.asarray(BitMap.deserialize(spec[1]).to_array(), np.int64))
-                    else:
-                        cache[uri] = ("delete", DeletionVector.deserialize(spec[1]))
-                how = cache[uri]
-                sel = (fp.to_numpy(zero_copy_only=False) == uri) if len(uris) > 1 else np.ones(n, bool)
-                if how is None:
-                    keep |= sel
-                elif how[0] == "keep":
-                    keep |= sel & np.isin(ri, how[1], assume_unique=False)
-                else:
-                    keep |= sel & ~how[1].is_deleted_batch(ri)
-            yield batch.filter(pa.array(keep))
-
-    return run
-
-
-def _row_filter_spec(p) -> Optional[tuple]:
-    """How the rows of a kept file are filtered by position: its index bitmap (deleted
-    rows already removed by the plan), else its deletion vector, else not at all."""
-    if p.bitmap is not None:
-        return ("keep", p.bitmap.serialize())
-    if p.deletion_vector is not None:
-        return ("delete", p.deletion_vector.serialize())
-    return None
-
-
-def _planned_frame(spark, ds: ParquetDataset, plan, positions: bool = False):
-    """The rows of ``plan``'s kept files minus the rows outside index bitmaps and the
-    deleted rows (before the predicate is applied).  ``positions=True`` keeps the
-    ``__pf_file`` / ``__pf_row`` columns (``_metadata.file_path`` / ``row_index``)."""
-    from pyspark.sql import functions as F
-
-    if not ds.store.local:  # executors read with pyarrow (see paimon_fast.spark.remote)
-        from .remote import planned_frame
-
-        return planned_frame(spark, ds, plan, positions)
-    schema = spark_schema(spark, ds)
-    reader = spark.read.schema(schema).option("basePath", ds.root)
-    meta = [F.col("_metadata.file_path").alias("__pf_file"), F.col("_metadata.row_index").alias("__pf_row")]
-    specs = {p.file.abs_path: _row_filter_spec(p) for p in plan.kept}
-    whole = [path for path, spec in specs.items() if spec is None]
-    partial = {path: spec for path, spec in specs.items() if spec is not None}
     parts = []
-    if whole:
-        d = reader.parquet(*whole)
-        parts.append(d.select("*", *meta) if positions else d)
-    if partial:
-        d = reader.parquet(*partial).select("*", *meta)
-        d = d.mapInArrow(_bitmap_filter_udf(partial), d.schema)
-        parts.append(d if positions else d.drop("__pf_file", "__pf_row"))
-    if not parts:
-        # nothing can match: a scan Spark's optimizer turns into an empty relation
-        df = reader.parquet(ds.files()[0].abs_path)
-        df = (df.select("*", *meta) if positions else df).where(F.lit(False))
-    else:
-        df = parts[0]
-        for p in parts[1:]:
-            df = df.unionByName(p)
-    return df
+    if spark_whole is not None:
+        parts.append(spark_whole.select(*[F.col(f"`{c}`") for c in columns]))
+    if tasks:
+        parts.append(task_frame(spark, len(tasks), run, out))
+    df = parts[0]
+    for p in parts[1:]:
+        df = df.unionByName(p)
+
+    def count() -> int:
+        counts = []
+        if spark_whole is not None:
+            counts.append(spark_whole.select(F.lit(1).cast("long").alias("__pf_n")))
+        if tasks:
+            counts.append(task_frame(spark, len(tasks), run_count, "__pf_n long"))
+        c = counts[0]
+        for x in counts[1:]:
+            c = c.unionByName(x)
+        return int(c.agg(F.sum("__pf_n")).collect()[0][0] or 0)
+
+    return df, count
 
 
 def top_n(spark, path: str, column: str, k: int, **kw):
@@ -128,16 +277,22 @@ def top_n(spark, path: str, column: str, k: int, **kw):
     return _impl(spark, path, column, k, **kw)
 
 
-def read(spark, path: str, where=None, columns=None, use_index: bool = True, filesystem=None):
+def read(spark, path: str, where=None, columns=None, use_index: bool = True, filesystem=None,
+         driver_max_bytes=None):
     """Rows of the dataset at ``path`` where ``where`` holds, pruned by the file indexes.
 
     ``where`` is a predicate object or SQL-like text (``"country = 'DE' AND
-    (score > 90 OR id IN (1, 2))"``).  The DataFrame's answer equals a plain
-    Spark scan with the same filter; its ``report`` attribute
-    (:class:`ReadReport`) says files total / skipped, rows skipped by whole
-    files and by row bitmaps, and the index evaluation time.  ``use_index=False``
-    reads every file (the baseline).  Rows deleted with :func:`delete` never
-    come back (the dataset's deletion vectors apply with or without the index).
+    (score > 90 OR id IN (1, 2))"``); ``columns`` the columns to return (default: all, data
+    columns then partition columns, as Spark reads them).  The DataFrame's answer equals a plain
+    Spark scan with the same filter.  Few selected rows are read on the driver and handed to
+    Spark as a local relation (``driver_max_bytes``, default the Spark conf
+    ``paimon-fast.read.driver-max-bytes`` or 32 MB; 0: never), more on the executors, each kept
+    file at only its selected rows where an index answered with rows; its ``report`` attribute
+    (:class:`ReadReport`) says files total / skipped, rows skipped by whole files and by row
+    bitmaps, the index evaluation time, and where the rows were read and why.
+    ``use_index=False`` reads every file on the executors (the baseline).  Rows deleted with
+    :func:`delete` never come back (the dataset's deletion vectors apply with or without the
+    index).
     """
     from ..sqlpredicate import parse_predicate
 
@@ -146,14 +301,4 @@ def read(spark, path: str, where=None, columns=None, use_index: bool = True, fil
     plan = ds.plan(pred if use_index else None)
     if pred is not None and not use_index:
         plan.predicate = pred
-    df = _planned_frame(spark, ds, plan)
-    if plan.predicate is not None:
-        df = df.where(to_spark_column(plan.predicate, ds.schema()))
-    if columns:
-        df = df.select(*columns)
-    rep = ReadReport(**plan.report.__dict__)
-    try:
-        df.report = rep
-    except AttributeError:  # pragma: no cover - a DataFrame class that refuses attributes
-        pass
-    return df
+    return planned_read(spark, ds, plan, columns, use_index=use_index, max_bytes=driver_max_bytes)

@@ -839,6 +839,105 @@ class ParquetDataset:
         out = self._conform(f, t, pa.schema(keep), data_names).append_column(POS, pa.array(positions))
         return filter_table(out, predicate).select([*columns, POS])
 
+    def read_kept(self, p: FilePlan, columns: Sequence[str], predicate: Optional[Predicate] = None,
+                  schema: Optional[pa.Schema] = None, positions: bool = False, stats=None) -> pa.Table:
+        """The rows of the kept file ``p`` where ``predicate`` holds, with ``columns`` (data or
+        partition columns of ``schema``, default :meth:`schema`) and, with ``positions``, a
+        ``__pf_pos`` column of each row's position in the file.
+
+        Reads the predicate's columns at the rows the plan selects (a file with a row bitmap
+        only at its positions: the pages holding them, :func:`paimon_fast.parquet.read_rows`,
+        which adds to ``stats``; never a row its deletion vector deletes), applies the
+        predicate, then reads the other ``columns`` only at the rows that hold it.  The one read
+        of a planned file that every reader of a dataset shares (in this process and on Spark's
+        executors)."""
+        from ..parquet.rows import file_shape, read_rows
+        from .topn import POS
+
+        schema = schema or self.schema()
+        columns = list(columns)
+        pred_cols = predicate.fields() if predicate is not None else set()
+        src = self._input(p.file)
+        names, nrows = file_shape(src)
+        data_names = set(names)
+        dv = p.deletion_vector
+        pos = None  # the rows read so far (None: all of them, in order)
+        if p.bitmap is not None:
+            pos = np.asarray(p.bitmap.to_array(), dtype=np.int64)
+            pos = pos[pos < nrows]
+        elif dv is not None:
+            pos = np.arange(nrows, dtype=np.int64)
+        if dv is not None:
+            pos = pos[~dv.is_deleted_batch(pos)]
+        # first the predicate's columns (all of them when there is no predicate), then the rest
+        first = [fl for fl in schema if fl.name in pred_cols] if predicate is not None else \
+            [fl for fl in schema if fl.name in columns]
+        t = self._read_at(p.file, src, pos, first, data_names, stats, whole=p.bitmap is None and dv is None)
+        if pos is None and (positions or predicate is not None):
+            pos = np.arange(t.num_rows, dtype=np.int64)
+        if predicate is not None:
+            t = t.append_column(POS, pa.array(pos, pa.int64()))
+            t = filter_table(t, predicate)
+            pos = t.column(POS).to_numpy()
+            rest = [fl for fl in schema if fl.name in columns and fl.name not in pred_cols]
+            if rest and t.num_rows:
+                more = self._read_at(p.file, src, pos, rest, data_names, stats, whole=False)
+                for fl in rest:
+                    t = t.append_column(fl, more.column(fl.name))
+            elif rest:
+                t = pa.Table.from_arrays([*t.columns, *(pa.nulls(0, fl.type) for fl in rest)],
+                                         schema=pa.schema([*t.schema, *rest]))
+        elif positions:
+            t = t.append_column(POS, pa.array(pos, pa.int64()))
+        return t.select([*columns, POS] if positions else columns)
+
+    def _read_at(self, f: DataFile, src, pos: Optional[np.ndarray], fields, data_names, stats,
+                 whole: bool) -> pa.Table:
+        """``fields`` of file ``f`` at the sorted positions ``pos`` (None: every row), conformed to
+        the dataset's types (partition columns from the path, absent columns as nulls)."""
+        from ..parquet.rows import read_rows
+
+        read_cols = [fl.name for fl in fields if fl.name in data_names]
+        if pos is None or whole:
+            t = pq.read_table(src if self.store.local else self._input(f), columns=read_cols)
+        else:
+            t = read_rows(src, pos, read_cols, stats=stats)
+        return self._conform(f, t, pa.schema(fields), data_names)
+
+    def read_cost(self, plan: "ScanPlan", columns: Sequence[str], predicate: Optional[Predicate] = None,
+                  schema: Optional[pa.Schema] = None) -> int:
+        """Estimated bytes in memory of reading ``columns`` and the predicate's (default: the
+        plan's) at the rows ``plan`` selects (:meth:`read_kept` of every kept file): fixed-width
+        columns by their width, the others from the file's uncompressed column sizes (at least
+        12 bytes a value).  Reads the footers of the kept files (cached for local files)."""
+        from ..parquet.rows import column_sizes
+
+        schema = schema or self.schema()
+        pred = plan.predicate if predicate is None else predicate
+        need = set(columns) | (pred.fields() if pred is not None else set())
+        fields = [fl for fl in schema if fl.name in need]
+        part_names = set(self.partition_schema().names)
+        total = 0
+        for p in plan.kept:
+            n = p.rows_to_read
+            if n <= 0 or not fields:
+                continue
+            part = dict(p.file.partition)
+            sizes = None
+            for fl in fields:
+                width = _fixed_width(fl.type)
+                if fl.name in part_names:
+                    total += n * (width or 4 + len(part.get(fl.name) or ""))
+                    continue
+                if width:
+                    total += n * width + n // 8
+                    continue
+                if sizes is None:
+                    sizes = column_sizes(self._input(p.file))
+                raw = sizes.uncompressed.get(fl.name, 0) * n // max(1, sizes.rows)
+                total += n * 4 + max(raw, 8 * n)
+        return total
+
     def top_n(self, column: str, k: int, *, desc: bool = True, where=None, columns: Optional[List[str]] = None,
               nulls_first: bool = False, report=None) -> pa.Table:
         """``SELECT columns WHERE where ORDER BY column [DESC] NULLS LAST|FIRST LIMIT k``, exact.
@@ -973,6 +1072,15 @@ class _Catalog(dict):
 
 def _hidden(name: str) -> bool:
     return name.startswith(("_", "."))
+
+
+def _fixed_width(t: pa.DataType) -> int:
+    """Bytes a value of a fixed-width Arrow type takes (0: variable width or nested)."""
+    try:
+        bits = t.bit_width
+    except ValueError:
+        return 0
+    return max(1, bits // 8)
 
 
 def _with_offsets(batches):

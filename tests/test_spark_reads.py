@@ -1,0 +1,207 @@
+"""pfs.read on a real local SparkSession, every way it can read: on the driver (a local relation),
+on the executors (Spark's reader for whole files, the page-level reader in Arrow tasks for files
+read at rows), and the driver read that gives up past its threshold.  Every answer, and every
+count(), equals an oracle that shares no code with the product's filter: pyarrow's plain read of
+the directory, minus the rows the deletes matched, filtered by ``tests/sql_oracle.py``."""
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+
+import sql_oracle  # noqa: E402
+from paimon_fast.sqlpredicate import parse_predicate  # noqa: E402
+from paimon_fast.tables import ParquetDataset  # noqa: E402
+from test_spark_pipeline import COLS, answers_in_one_job, spark, write_dataset  # noqa: E402,F401
+
+pytestmark = pytest.mark.spark
+
+OPTIONS = {
+    "file-index.bloom-filter.columns": "name",
+    "file-index.bloom-filter.name.items": "64", "file-index.bloom-filter.name.fpp": "0.01",
+    "file-index.bitmap.columns": "status",
+    "file-index.range-bitmap.columns": "score",
+    "file-index.bsi.columns": "id",
+}
+DELETES = ["id IN (7, 1502, 4444, 8999)", "name LIKE 'us4-3%' AND score > 40", "status = 'sent' AND id < 300"]
+
+
+def _leaf(rng):
+    kind = rng.integers(0, 14)
+    i = int(rng.integers(0, 9000))
+    if kind == 0:
+        return f"id = {i}"
+    if kind == 1:
+        return f"id IN ({i}, {i + 1}, {int(rng.integers(0, 9000))}, -4)"
+    if kind == 2:
+        return f"id BETWEEN {i} AND {i + int(rng.integers(0, 400))}"
+    if kind == 3:
+        return f"id >= {i}"
+    if kind == 4:
+        return f"name = '{['eu', 'us'][i % 2]}{i % 6}-{i % 9}'"
+    if kind == 5:
+        return f"name LIKE '{['eu', 'us'][i % 2]}{i % 6}%'"
+    if kind == 6:
+        return "name IS NULL"
+    if kind == 7:
+        return f"score > {round(float(rng.uniform(80, 100)), 1)}"
+    if kind == 8:
+        lo = round(float(rng.uniform(0, 100)), 1)
+        return f"score BETWEEN {lo} AND {lo + 0.5}"
+    if kind == 9:
+        return f"status = '{['new', 'paid', 'sent'][i % 3]}'"
+    if kind == 10:
+        return "status IS NULL"
+    if kind == 11:
+        return "status NOT IN ('new', 'sent')"
+    if kind == 12:
+        return f"region = '{['eu', 'us'][i % 2]}'"
+    return f"name != 'eu0-{i % 9}'"
+
+
+def predicates(n, seed=11):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        shape = rng.integers(0, 5)
+        a, b, c = _leaf(rng), _leaf(rng), _leaf(rng)
+        out.append([a, f"{a} AND {b}", f"{a} OR {b}", f"({a} OR {b}) AND {c}", f"NOT ({a}) AND {b}"][shape])
+    return out
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """6 files of 1,500 rows under region= partitions: every file index kind, a bitmap global
+    index on name, and deletion vectors from three deletes; and the oracle's rows."""
+    from paimon_fast.tables.globalindex import build_global_index_local
+
+    root = write_dataset(tmp_path_factory.mktemp("reads"))
+    ds = ParquetDataset(root)
+    ds.build(OPTIONS)
+    build_global_index_local(root, "name")
+    # the oracle's rows: pyarrow's plain read of the directory (hive partitions), minus the rows
+    # each delete predicate matches there
+    t = pq.read_table(root)
+    t = t.set_column(t.schema.get_field_index("region"), "region", t.column("region").cast(pa.string()))
+    rows = t.select(COLS).to_pylist()
+    for where in DELETES:
+        assert ds.delete(where).rows_deleted > 0
+        pred = parse_predicate(where)
+        rows = [r for r in rows if not sql_oracle.holds(pred, r)]
+    return root, rows
+
+
+def oracle(rows, text, columns=COLS):
+    pred = parse_predicate(text)
+    return sorted(tuple(r[c] for c in columns) for r in rows if sql_oracle.holds(pred, r))
+
+
+PREDICATES = predicates(20)
+
+
+@pytest.mark.parametrize("way", ["driver", "executors", "executors-by-tasks", "driver-gives-up"])
+def test_every_way_gives_the_oracle_rows_and_counts(spark, dataset, way, monkeypatch):
+    from paimon_fast import spark as pfs
+    from paimon_fast.spark import read_job
+
+    root, rows = dataset
+    limit = None
+    if way == "executors":
+        limit = 0
+    elif way == "executors-by-tasks":  # every file an index answered with rows read at its rows
+        limit = 0
+        monkeypatch.setattr(read_job, "WHOLE_SHARE", 1.0)
+    elif way == "driver-gives-up":  # the estimate says yes, the rows read pass the threshold
+        limit = 1
+        monkeypatch.setattr(ParquetDataset, "read_cost", lambda *a, **k: 0)
+    dfs = [pfs.read(spark, root, q, driver_max_bytes=limit) for q in PREDICATES]
+    got = answers_in_one_job(dfs)
+    for i, (q, df, g) in enumerate(zip(PREDICATES, dfs, got)):
+        want = oracle(rows, q)
+        assert g == want, (way, q)
+        if way == "driver" or i % 4 == 0:  # an executor count is a Spark job: a quarter of them
+            assert df.count() == len(want), (way, q)
+    reads = [df.report.read_on for df in dfs]
+    if way == "driver":
+        assert set(reads) <= {"driver", "nothing to read"} and "driver" in reads
+    else:
+        assert set(reads) <= {"executors", "nothing to read"} and "executors" in reads
+        if way == "executors-by-tasks":
+            assert sum(df.report.files_at_rows for df in dfs) > sum(df.report.files_whole for df in dfs) > 0
+    assert sum(len(oracle(rows, q)) for q in PREDICATES) > 300
+    assert sum(df.report.rows_skipped_by_bitmap for df in dfs) > 0 and sum(df.report.files_skipped for df in dfs) > 0
+
+
+def test_projection_and_count_read_only_what_they_need(spark, dataset):
+    from paimon_fast import spark as pfs
+    from paimon_fast.parquet import PageReadStats
+
+    root, rows = dataset
+    q = "status = 'paid' AND score > 60"
+    for limit in (None, 0):
+        df = pfs.read(spark, root, q, columns=["id", "region"], driver_max_bytes=limit)
+        assert df.columns == ["id", "region"]
+        assert sorted(tuple(r) for r in df.collect()) == oracle(rows, q, ["id", "region"])
+        assert df.count() == len(oracle(rows, q))
+    # count() of a driver-local answer reads the predicate's columns at the selected rows only
+    ds = ParquetDataset(root)
+    plan = ds.plan(q)
+    seen = []
+    real = ParquetDataset.read_kept
+
+    def spy(self, p, columns, predicate=None, schema=None, positions=False, stats=None):
+        seen.append(list(columns))
+        return real(self, p, columns, predicate, schema, positions, stats)
+
+    try:
+        ParquetDataset.read_kept = spy
+        df = pfs.read(spark, root, q)
+        assert df.report.read_on == "driver" and not seen  # nothing read before Spark needs it
+        assert df.count() == len(oracle(rows, q)) and seen and all(c == [] for c in seen)
+        seen.clear()
+        assert len(df.collect()) == df.count()
+        assert any(c == list(df.columns) for c in seen)
+    finally:
+        ParquetDataset.read_kept = real
+    st = PageReadStats()
+    n = sum(ds.read_kept(p, [], plan.predicate, stats=st).num_rows for p in plan.kept)
+    assert n == len(oracle(rows, q)) and st.rows < sum(p.rows for p in plan.kept)
+
+
+def test_report_says_where_and_why(spark, dataset):
+    from paimon_fast import spark as pfs
+
+    root, _ = dataset
+    df = pfs.read(spark, root, "id = 4321")
+    rep = df.report
+    assert rep.read_on == "driver" and "at most 32.0 MB" in rep.why and 0 < rep.estimated_bytes <= 32 << 20
+    assert "read on the driver" in str(rep)
+    spark.conf.set("paimon-fast.read.driver-max-bytes", "0")
+    try:
+        rep = pfs.read(spark, root, "id = 4321").report
+        assert rep.read_on == "executors" and "off" in rep.why
+    finally:
+        spark.conf.unset("paimon-fast.read.driver-max-bytes")
+    rep = pfs.read(spark, root, "score > 10", driver_max_bytes="1kb").report
+    assert rep.read_on == "executors" and "more than" in rep.why
+    rep = pfs.read(spark, root, "id = -1").report
+    assert rep.read_on == "nothing to read"
+    with pytest.raises(ValueError, match="driver-max-bytes"):
+        pfs.read(spark, root, "id = 1", driver_max_bytes="lots")
+    from paimon_fast.errors import ColumnNotFoundError
+
+    with pytest.raises(ColumnNotFoundError):
+        pfs.read(spark, root, "id = 1", columns=["nope"])
+
+
+def test_plain_spark_reader_still_reads_the_directory(spark, dataset):
+    """After every build above (file indexes, a global index, deletion vectors) Spark's own reader
+    reads the directory as plain Parquet: every row, deleted ones included (they are deleted for
+    paimon-fast's readers only)."""
+    root, rows = dataset
+    assert spark.read.parquet(root).count() == 9000
+    assert sorted(os.listdir(root)) == ["_deletion_vectors", "_file_index", "_global_index",
+                                        "_paimon_fast_catalog.json", "region=eu", "region=us"]
