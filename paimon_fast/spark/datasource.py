@@ -25,10 +25,12 @@ reuses them instead of planning again: it would read only the files the
 earlier query kept.  Call ``load()`` once per query (``pfs.read`` is not
 affected).  Newer Spark keeps that state per scan.
 
-One input partition per file that may match; each is read with pyarrow on
-an executor, keeping only the positions of the file's row bitmap when an index
-answered with one, and never the rows its deletion vector deletes (the
-vector planned on the driver travels with the partition).
+One input partition per file that may match (one for all of them when the rows they select
+are few: ``paimon-fast.read.driver-max-bytes``, as for ``pfs.read``); each file is read on an
+executor by :meth:`~paimon_fast.tables.parquet.ParquetDataset.read_kept`: the predicate's
+columns at the rows the plan selects (only the pages holding them where an index answered with
+rows), then the other columns only where the predicate holds, never a row the file's deletion
+vector deletes (the plan travels with the partition).
 """
 from __future__ import annotations
 
@@ -43,15 +45,15 @@ from ..predicate import And  # noqa: E402
 
 
 class _FilePartition(InputPartition):
-    def __init__(self, path: Optional[str], bitmap: Optional[bytes], deletion_vector: Optional[bytes] = None):
-        super().__init__(path)
-        self.path = path
-        self.bitmap = bitmap
-        self.deletion_vector = deletion_vector  # the file's vector as planned (Paimon bin), or None
+    def __init__(self, files: List[tuple]):
+        super().__init__(len(files))
+        self.files = files  # read_job.ship() of each kept file's plan
 
 
 class PaimonFastDataSource(DataSource):
-    """``format("paimon-fast")``; options: ``path`` (the dataset directory), ``where`` (optional predicate text)."""
+    """``format("paimon-fast")``; options: ``path`` (the dataset directory), ``where`` (optional
+    predicate text), ``paimon-fast.read.driver-max-bytes`` (the rows' size up to which one task
+    reads every kept file; default 32 MB)."""
 
     @classmethod
     def name(cls):
@@ -71,14 +73,17 @@ class PaimonFastDataSource(DataSource):
         return from_arrow_schema(ParquetDataset(self._path()).schema())
 
     def reader(self, schema):
-        return PaimonFastReader(self._path(), schema, self.options.get("where"))
+        from .frames import DRIVER_MAX_BYTES
+
+        return PaimonFastReader(self._path(), schema, self.options.get("where"), self.options.get(DRIVER_MAX_BYTES))
 
 
 class PaimonFastReader(DataSourceReader):
-    def __init__(self, path: str, schema, where: Optional[str]):
+    def __init__(self, path: str, schema, where: Optional[str], max_bytes: Optional[str] = None):
         self.path = path
         self.schema = schema
         self.where = where
+        self.max_bytes = max_bytes
         self.pushed: List = []
 
     def pushFilters(self, filters):
@@ -101,29 +106,35 @@ class PaimonFastReader(DataSourceReader):
 
     def partitions(self):
         from ..tables.parquet import ParquetDataset
+        from .frames import driver_max_bytes
+        from .read_job import ship
 
         full, _ = self._predicates()
-        plan = ParquetDataset(self.path).plan(full)
-        parts = [_FilePartition(p.file.path, None if p.bitmap is None else p.bitmap.serialize(),
-                                None if p.deletion_vector is None else p.deletion_vector.serialize())
-                 for p in plan.kept]
-        return parts or [_FilePartition(None, None)]
+        ds = ParquetDataset(self.path)
+        plan = ds.plan(full)
+        shipped = [ship(p) for p in plan.kept]
+        if not shipped:
+            return [_FilePartition([])]
+        # planning runs in a Python worker, where the session's conf is not at hand: the option
+        limit = driver_max_bytes(None, self.max_bytes)
+        if len(shipped) > 1 and limit > 0 and ds.read_cost(plan, list(self.schema.names)) <= limit:
+            return [_FilePartition(shipped)]  # few rows: one task reads them all
+        return [_FilePartition([s]) for s in shipped]
 
     def read(self, partition):
-        if partition.path is None:
+        if not partition.files:
             return
-        from pyroaring import BitMap
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        from ..tableindex import DeletionVector
         from ..tables.parquet import ParquetDataset
+        from .read_job import unship
 
         ds = ParquetDataset(self.path)
-        f = next(x for x in ds.files() if x.path == partition.path)
-        full, where = self._predicates()
-        bitmap = None if partition.bitmap is None else BitMap.deserialize(partition.bitmap)
+        full, _ = self._predicates()
         schema = to_arrow_schema(self.schema)
         # the pushed filters are re-applied by Spark; filtering here too only saves transfer
-        dv = None if partition.deletion_vector is None else DeletionVector.deserialize(partition.deletion_vector)
-        table = ds.read_file(f, bitmap, full, schema=schema, deletion_vector=dv)
-        yield from table.to_batches(max_chunksize=1 << 16)
+        for shipped in partition.files:
+            table = ds.read_kept(unship(shipped), list(schema.names), full, ds.schema())
+            for b in table.cast(schema).to_batches(max_chunksize=1 << 16):
+                if b.num_rows:
+                    yield b
