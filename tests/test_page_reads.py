@@ -68,7 +68,7 @@ def test_spark_top_n_counts_pages(tmp_path):
     full = _full(ds)
     spark = pfs.session("local[2]")
     rep = TopNReport()
-    got = pfs.top_n(spark, ds.root, "score", 5, columns=["tag", "score"], report=rep)
+    got = pfs.top_n(spark, ds.root, "score", 5, columns=["tag", "score"], report=rep, driver_max_bytes=0)
     idx = pc.sort_indices(full, [("score", "descending")])[:5]
     assert got.equals(full.take(idx).select(["tag", "score"]))
     assert 0 < rep.decoded.pages_read < rep.decoded.pages_total, rep.decoded

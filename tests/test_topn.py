@@ -247,12 +247,15 @@ def test_spark_top_n_same_answer(tmp_path):
     d.delete(pf.field("w") == 3)
     for column, k, desc, where in [("v", 10, True, None), ("d", 7, False, pf.field("w") == 1),
                                    ("s", 1000, True, (pf.field("p") == "a") | (pf.field("v") < 0))]:
-        rep = TopNReport()
-        got = pfs.top_n(spark, str(tmp_path), column, k, desc=desc, where=where, columns=["id", column], report=rep)
-        assert got.column("id").to_pylist() == oracle(d, column, k, desc, where)
-        assert got.equals(d.top_n(column, k, desc=desc, where=where, columns=["id", column]))
-        assert rep.files_without_index == 0
-    assert pfs.top_n(spark, str(tmp_path), "v", 5, where=pf.field("v") > 10**6).num_rows == 0
+        for limit, on in ((0, "executors"), (None, "driver")):  # executor tasks; small: no job at all
+            rep = TopNReport()
+            got = pfs.top_n(spark, str(tmp_path), column, k, desc=desc, where=where, columns=["id", column],
+                            report=rep, driver_max_bytes=limit)
+            assert rep.read_on == on
+            assert got.column("id").to_pylist() == oracle(d, column, k, desc, where)
+            assert got.equals(d.top_n(column, k, desc=desc, where=where, columns=["id", column]))
+            assert rep.files_without_index == 0
+    assert pfs.top_n(spark, str(tmp_path), "v", 5, where=pf.field("v") > 10**6, driver_max_bytes=0).num_rows == 0
 
 
 def test_unorderable_column_refused(tmp_path):

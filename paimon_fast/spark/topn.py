@@ -2,7 +2,12 @@
 
 The driver plans the ``where`` predicate with the dataset's indexes (files
 that cannot match are dropped, exact row bitmaps and deletion vectors become
-each file's eligible rows) and sends one task per remaining file.  An
+each file's eligible rows).  When what must be read is small (files with a
+``range-bitmap`` index on the column answer from it; the others read the sort
+and ``where`` columns at their eligible rows: estimated bytes at most
+``paimon-fast.read.driver-max-bytes``, as for ``pfs.read``), the driver answers
+in-process (:meth:`ParquetDataset.top_n`) and no Spark job runs; otherwise it
+sends one task per remaining file.  An
 executor answers its file from the file's ``range-bitmap`` index (only the
 candidate rows of the sort and ``where`` columns are read) or, without one,
 from the column, and returns at most k rows of ``(value, position)``.  The
@@ -20,11 +25,24 @@ from ..tables.parquet import ParquetDataset, local_path
 from ..tables.topn import TopNReport, check_k, file_top_k, merge, project
 
 
+def _unindexed_cost(ds: ParquetDataset, column: str, pred, files) -> int:
+    """Estimated bytes the files without a range-bitmap index on ``column`` read (the column and
+    the predicate's at their eligible rows); files with one answer from the index."""
+    from ..fileindex.options import indexes_from_table_options
+    from ..tables.parquet import ScanPlan, ScanReport
+
+    opts = (ds.read_catalog().get("file_index") or {}).get("options") or {}
+    ranged = "range-bitmap" in indexes_from_table_options(opts).get(column, {})
+    todo = [p for p, _ in files if not (ranged and p.indexed)]
+    return ds.read_cost(ScanPlan(todo, ScanReport(), pred), [column]) if todo else 0
+
+
 def top_n(spark, path: str, column: str, k: int, *, desc: bool = True, where=None,
           columns: Optional[List[str]] = None, nulls_first: bool = False,
-          report: Optional[TopNReport] = None) -> pa.Table:
+          report: Optional[TopNReport] = None, driver_max_bytes=None) -> pa.Table:
     """``SELECT columns WHERE where ORDER BY column [DESC] LIMIT k`` of the dataset at
-    ``path``, with the per-file work on Spark executors; a ``pyarrow.Table``.
+    ``path``, with the per-file work on Spark executors (on the driver when it is small:
+    ``driver_max_bytes``, see the module docstring); a ``pyarrow.Table``.
 
     Ties go to the earlier file and then the lower row position; NaN ranks
     above every other float; nulls last unless ``nulls_first``.  The files
@@ -33,10 +51,21 @@ def top_n(spark, path: str, column: str, k: int, *, desc: bool = True, where=Non
     """
     from pyroaring import BitMap
 
+    from .frames import driver_max_bytes as _limit
+
     check_k(k)
     ds = ParquetDataset(local_path(path))
     rep = report if report is not None else TopNReport()
     schema, columns, pred, files = ds._top_n_plan(column, columns, where)
+    limit = _limit(spark, driver_max_bytes)
+    cost = _unindexed_cost(ds, column, pred, files) if limit > 0 else None
+    if cost is not None and cost <= limit:
+        rep.read_on, rep.why = "driver", f"about {cost / (1 << 20):.1f} MB to read, at most {limit / (1 << 20):.1f} MB"
+        return ds.top_n(column, k, desc=desc, where=where, columns=columns, nulls_first=nulls_first, report=rep,
+                        _plan=(schema, columns, pred, files))
+    rep.read_on = "executors"
+    rep.why = ("driver-local reads are off" if cost is None else
+               f"about {cost / (1 << 20):.1f} MB to read, more than {limit / (1 << 20):.1f} MB")
     where_cols = sorted(pred.fields()) if pred is not None else []
     entries = ds.read_catalog()["files"]
     tasks = [(i, p.file, p.rows, entries.get(p.file.path) if p.indexed else None,

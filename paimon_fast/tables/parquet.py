@@ -939,7 +939,7 @@ class ParquetDataset:
         return total
 
     def top_n(self, column: str, k: int, *, desc: bool = True, where=None, columns: Optional[List[str]] = None,
-              nulls_first: bool = False, report=None) -> pa.Table:
+              nulls_first: bool = False, report=None, _plan=None) -> pa.Table:
         """``SELECT columns WHERE where ORDER BY column [DESC] NULLS LAST|FIRST LIMIT k``, exact.
 
         Ties go to the earlier file (the dataset's file order) and then the
@@ -953,7 +953,7 @@ class ParquetDataset:
         from .topn import TopNReport, top_n
 
         rep = report if report is not None else TopNReport()
-        schema, columns, pred, files = self._top_n_plan(column, columns, where)
+        schema, columns, pred, files = _plan or self._top_n_plan(column, columns, where)
         opened = []
         sources = []
         try:

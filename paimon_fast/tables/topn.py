@@ -82,11 +82,14 @@ class TopNReport:
     index_errors: List[str] = field(default_factory=list)
     fallback_reason: str = ""  # Paimon tables read without their indexes: why
     decoded: PageReadStats = field(default_factory=PageReadStats)  # rows, pages and bytes the reads decoded
+    read_on: str = ""  # Spark's top-N: "driver" (few rows to read: no job) or "executors", and why
+    why: str = ""
 
     def __str__(self):
         return (f"top-N: {self.files_total} files, {self.files_skipped} skipped by their index, "
                 f"{self.files_without_index} without an index (column read), "
-                f"{self.candidate_rows:,} candidate rows, {self.rows_read:,} rows read; decoded: {self.decoded}")
+                f"{self.candidate_rows:,} candidate rows, {self.rows_read:,} rows read; decoded: {self.decoded}"
+                + (f"; on the {self.read_on} ({self.why})" if self.read_on else ""))
 
 
 def _is_float(t: pa.DataType) -> bool:
