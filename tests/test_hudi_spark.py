@@ -100,13 +100,16 @@ def test_spark_build_and_read(spark, spark_tables, zip_rel, tmp_path):
     assert _records(path) == _records(local)      # executors write what the in-process build writes
     snap = snapshot(path)
     preds = battery(snap, cols, table_state(path).schema)
-    for pred in (preds[0], preds[-1]):
-        res = ph.read(spark, path, pred)
+    for pred, limit in ((preds[0], None), (preds[-1], None), (preds[-1], 0)):
+        res = ph.read(spark, path, pred, driver_max_bytes=limit)
         got = res.df.toArrow().to_pylist()
         want = oracle_rows(snap, pred)
         names = [f.name for f in table_state(path).schema]
         assert row_multiset(got, names) == row_multiset(want, names), (pred, res.report)
+        assert res.df.count() == len(want)
         assert res.report["slices_candidate"] + res.report["slices_pruned"] == res.report["slices_total"]
+        if limit == 0:
+            assert res.report["read_on"] == "executors"
 
 
 def test_spark_read_reports_skipping(spark, spark_tables):
@@ -119,4 +122,7 @@ def test_spark_read_reports_skipping(spark, spark_tables):
     pred = (pf.field("region") == "us") & (pf.field("currency") == "USD")
     res = ph.read(spark, path, pred)
     assert res.report["slices_pruned"] >= 2 and res.report["rows_skipped"] > 0
-    assert row_multiset(res.df.toArrow().to_pylist()) == row_multiset(oracle_rows(snap, pred))
+    assert res.report["read_on"] == "driver", res.report   # few candidate rows: no scan job
+    want = row_multiset(oracle_rows(snap, pred))
+    assert res.df.count() == len(want)
+    assert row_multiset(res.df.toArrow().to_pylist()) == want
