@@ -17,6 +17,8 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
+from typing import Optional, Tuple
 
 from ..cli import command, inspector
 
@@ -187,16 +189,79 @@ def query_main(args):
     if args.show:
         df.show(args.show, truncate=False)
     if args.compare:
-        t0 = time.perf_counter()
-        reader = spark.read
-        if _old_layout(args.path):  # containers beside the data files: Spark's reader would take them for data
+        glob = _old_layout(args.path)
+        if glob:  # containers beside the data files: Spark's reader would take them for data
             print("(the dataset keeps its indexes in the old layout, beside the data files: `paimon-fast build` "
                   "moves them under _file_index/; the plain scan below skips them with pathGlobFilter)")
-            reader = reader.option("pathGlobFilter", "*.parquet")
-        m = reader.parquet(_jvm_path(args.path)).where(args.where).count()
-        print(f"plain Spark scan: {m:,} rows in {time.perf_counter() - t0:.2f}s ({'same' if m == n else 'DIFFERENT'})")
-        if m != n:
+        r = race(spark, _jvm_path(args.path), args.where, collect=n <= COMPARE_COLLECT_MAX, glob=glob)
+        print(f"index vs plain Spark scan (warm, {RACE_ROUNDS} alternating rounds, medians): "
+              f"count() {r.count[0]:.3f}s vs {r.count[1]:.3f}s ({_speedup(*r.count)})"
+              + (f", collect() {r.collect[0]:.3f}s vs {r.collect[1]:.3f}s ({_speedup(*r.collect)})"
+                 if r.collect else f", collect() not timed (over {COMPARE_COLLECT_MAX:,} rows)")
+              + f"; {'same rows' if r.same else 'DIFFERENT ROWS'}")
+        if not r.same:
             return 1
+
+
+RACE_ROUNDS = 3
+COMPARE_COLLECT_MAX = 1_000_000
+
+
+@dataclass
+class Race:
+    """Medians of :func:`race`: ``count`` and ``collect`` as ``(index seconds, plain seconds)``
+    (``collect`` None when not timed), the rows, whether both sides gave the same rows, and the
+    indexed read's report."""
+
+    count: Tuple[float, float]
+    collect: Optional[Tuple[float, float]]
+    rows: int
+    same: bool
+    report: object
+
+
+def race(spark, path: str, where: str, rounds: int = RACE_ROUNDS, collect: bool = True, glob: bool = False) -> Race:
+    """Time what a user does, both ways: ``pfs.read(spark, path, where)`` (planning included)
+    against ``spark.read.parquet(path).where(where)`` (the directory listed and its schema read
+    once, untimed: the plain side's best case), each followed by ``count()`` and (``collect``)
+    ``collect()``.  Both sides run once untimed first (JVM, Python workers and caches warm),
+    then ``rounds`` rounds whose order alternates (index first, then plain first); the
+    medians are returned.  ``glob``: the plain reader skips non-``*.parquet`` files (datasets
+    in the old layout)."""
+    import statistics
+
+    from . import read
+
+    base = (spark.read.option("pathGlobFilter", "*.parquet") if glob else spark.read).parquet(path)
+
+    def plain():
+        return base.where(where)
+
+    def rows(df):
+        return sorted((tuple(r) for r in df.collect()), key=repr)
+
+    steps = {"index count": lambda: read(spark, path, where).count(), "plain count": lambda: plain().count()}
+    if collect:
+        steps.update({"index collect": lambda: rows(read(spark, path, where)),
+                      "plain collect": lambda: rows(plain())})
+    got = {k: f() for k, f in steps.items()}  # warm-up, and the answers
+    times = {k: [] for k in steps}
+    order = list(steps)
+    for r in range(rounds):
+        for k in (order if r % 2 == 0 else order[1::-1] + order[:1:-1]):
+            t0 = time.perf_counter()
+            steps[k]()
+            times[k].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    same = got["index count"] == got["plain count"] and (
+        not collect or got["index collect"] == got["plain collect"])
+    return Race((med["index count"], med["plain count"]),
+                (med["index collect"], med["plain collect"]) if collect else None,
+                got["index count"], same, read(spark, path, where).report)
+
+
+def _speedup(ours: float, theirs: float) -> str:
+    return f"{theirs / ours:.1f}x" if ours > 0 else "-"
 
 
 query_main.setup = query_setup
@@ -333,11 +398,14 @@ The product in about a minute, on local Spark (every core of this machine):
      (default 20) under region= partitions, in a temporary directory or --dir;
   2. builds every index kind on Spark executors, with a progress bar: bloom filters
      (id, user_id, country), a bitmap (status), a range bitmap (amount), a bit-slice
-     index (qty), each a Paimon file index beside its data file, and a bitmap global
-     index (country) over the whole dataset;
-  3. answers a few predicates with the indexes and with a plain Spark scan, and prints
-     a table: files and rows skipped, seconds with and without the index, and whether
-     both gave the same rows; then where every file went.
+     index (qty), each a Paimon file index of its data file (under _file_index/), and a
+     bitmap global index (country) over the whole dataset;
+  3. answers a few predicates with the indexes and with a plain Spark scan
+     (spark.read.parquet: the directory stays plain Parquet), count() and collect() each,
+     warm, in alternating order, medians of 3, and prints a table: files and rows skipped,
+     seconds with and without the index, the speed-up, where the rows were read (few on the
+     driver, more on the executors) and whether both gave the same rows; then where every
+     file went.
 
 Takes about 1 minute on a 2-core machine (of which Spark's start is 10-30 s; --rows
 200000 for a quicker look).  Needs Java 17+ for Spark; without pyspark it runs a smaller in-process
@@ -449,24 +517,19 @@ def demo_main(args):
         ("amount > 450", "range-bitmap"),
         ("qty = 7 AND country IN ('JP', 'KR')", "bsi + bloom-filter"),
     ]
-    print(f"[4/4] answering {len(queries)} predicates with the indexes and with a plain Spark scan", flush=True)
-    plain = spark.read.parquet(out)  # the directory stays plain Parquet: Spark's reader as is
-    plain.where("id = -1").count()  # warm up the JVM and the Python workers before timing
+    print(f"[4/4] answering {len(queries)} predicates with the indexes and with a plain Spark scan "
+          f"(spark.read.parquet): count() and collect(), warm, {RACE_ROUNDS} alternating rounds, medians", flush=True)
     rows = []
     for q, used in queries:
-        t = time.perf_counter()
-        df = read(spark, out, q)
-        n = df.count()
-        t_idx = time.perf_counter() - t
-        t = time.perf_counter()
-        m = plain.where(q).count()
-        t_plain = time.perf_counter() - t
-        r = df.report
-        rows.append((q, used, f"{r.files_skipped}/{r.files_total}", f"{r.rows_total - r.rows_read:,}", f"{n:,}",
-                     f"{t_idx:.2f}", f"{t_plain:.2f}", "yes" if n == m else "NO"))
+        r = race(spark, out, q)
+        rep = r.report
+        rows.append((q, used, f"{rep.files_skipped}/{rep.files_total}", f"{rep.rows_total - rep.rows_read:,}",
+                     f"{r.rows:,}", f"{r.count[0]:.2f} / {r.count[1]:.2f}", _speedup(*r.count),
+                     f"{r.collect[0]:.2f} / {r.collect[1]:.2f}", _speedup(*r.collect),
+                     rep.read_on, "yes" if r.same else "NO"))
     print()
-    print(_table(("predicate", "index used", "files skipped", "rows skipped", "matches", "s (index)",
-                  "s (plain)", "same rows"), rows))
+    print(_table(("predicate", "index used", "files skipped", "rows skipped", "matches", "count s (index / plain)",
+                  "faster", "collect s (index / plain)", "faster", "read on", "same rows"), rows))
     print("\nwhere the files went:")
     print(_table(("what", "where", "files", "bytes"),
                  [(w, p, n, f"{b:,}") for w, p, n, b in _dir_summary(out)]))
