@@ -124,14 +124,13 @@ class PaimonFastReader(DataSourceReader):
     def read(self, partition):
         if not partition.files:
             return
-        from pyspark.sql.pandas.types import to_arrow_schema
-
         from ..tables.parquet import ParquetDataset
+        from .frames import arrow_schema
         from .read_job import unship
 
         ds = ParquetDataset(self.path)
         full, _ = self._predicates()
-        schema = to_arrow_schema(self.schema)
+        schema = arrow_schema(self.schema)
         # the pushed filters are re-applied by Spark; filtering here too only saves transfer
         for shipped in partition.files:
             table = ds.read_kept(unship(shipped), list(schema.names), full, ds.schema())

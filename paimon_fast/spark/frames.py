@@ -50,6 +50,17 @@ def driver_max_bytes(spark, value=None) -> int:
     return n
 
 
+def arrow_schema(schema):
+    """The Arrow schema of a Spark ``schema`` as Spark's Arrow paths exchange it (timestamps with a
+    time zone in UTC)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        return to_arrow_schema(schema, timezone="UTC")
+    except TypeError:  # pragma: no cover - a pyspark whose to_arrow_schema takes no time zone
+        return to_arrow_schema(schema)
+
+
 def local_frame(spark, table, schema):
     """``table`` (a ``pyarrow.Table``) as a DataFrame of the Spark ``schema``: sent to the JVM as
     Arrow batches (no pandas), a local relation when it is under Spark's Arrow local-relation
@@ -117,17 +128,59 @@ def _lazy_class(base):
         def set_jdf(self, value):
             self.__dict__["_pf_jdf"] = value
 
+        def collect(self):
+            """The rows, built here from the Arrow rows read on the driver as Spark's own collect()
+            builds them (``schema.fromInternal`` of each row's internal values) when the relation
+            has not been built yet and every column is of a flat type; else Spark's collect()."""
+            d = self.__dict__
+            rows = d.get("_pf_rows")
+            if rows is not None and d.get("_pf_jdf") is None:
+                got = rows()
+                if got is not None:
+                    return got
+            return planned_base.collect(self)
+
         cls = _CLASSES[key] = type("Lazy" + base.__name__, (planned_base,), {
-            "_jdf": property(get_jdf, set_jdf), "__module__": __name__,
+            "_jdf": property(get_jdf, set_jdf), "collect": collect, "__module__": __name__,
             "__doc__": "A DataFrame of a pruned read whose rows are read when Spark first needs them."})
     return cls
 
 
-def lazy(spark, schema, materialize: Callable[[], object], report, count: Callable[[], int]):
+def arrow_rows(table, schema):
+    """``table``'s rows as the ``Row`` objects Spark's ``collect()`` returns for the Spark
+    ``schema`` (each row is ``schema.fromInternal`` of its internal values, as the rows Spark's
+    JVM pickles are: dates as days, timestamps as microseconds), or None when a column is of a
+    type this does not build (binary, nested, intervals...) or does not cast: Spark then
+    collects."""
+    import pyarrow as pa
+    from pyspark.sql import types as T
+
+    flat = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
+            T.StringType, T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType)
+    if not all(type(f.dataType) in flat for f in schema.fields):
+        return None
+    try:
+        table = table.select([f.name for f in schema.fields]).cast(arrow_schema(schema))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    cols = []
+    for f, col in zip(schema.fields, table.columns):
+        if isinstance(f.dataType, (T.TimestampType, T.TimestampNTZType)):
+            col = col.cast(pa.timestamp("us", tz=col.type.tz)).cast(pa.int64())
+        elif isinstance(f.dataType, T.DateType):
+            col = col.cast(pa.int32())
+        cols.append(col.to_pylist())
+    to_row = schema.fromInternal
+    return [to_row(r) for r in zip(*cols)] if cols else [to_row(()) for _ in range(table.num_rows)]
+
+
+def lazy(spark, schema, materialize: Callable[[], object], report, count: Callable[[], int],
+         rows: Optional[Callable[[], Optional[list]]] = None):
     """A DataFrame of Spark ``schema`` whose plan is ``materialize()``'s DataFrame, built on first
-    use (``collect()``, ``where()``, ``show()``...): ``schema``, ``report`` and ``count()`` need
-    none of it.  Falls back to building it at once where the session's DataFrame class does not
-    take this (Spark Connect)."""
+    use (``where()``, ``show()``, ``toPandas()``...): ``schema``, ``report`` and ``count()`` need
+    none of it, nor does ``collect()`` when ``rows()`` gives the rows (None: Spark collects).
+    Falls back to building it at once where the session's DataFrame class does not take this
+    (Spark Connect)."""
     import threading
 
     if not hasattr(spark, "_jsparkSession"):  # Spark Connect: no JVM plan to defer
@@ -136,7 +189,7 @@ def lazy(spark, schema, materialize: Callable[[], object], report, count: Callab
 
     cls = _lazy_class(DataFrame)
     df = cls.__new__(cls)
-    df.__dict__.update(_pf_lock=threading.Lock(), _pf_materialize=materialize, _pf_count=count,
+    df.__dict__.update(_pf_lock=threading.Lock(), _pf_materialize=materialize, _pf_count=count, _pf_rows=rows,
                        schema=schema, report=report)
     DataFrame.__init__(df, None, spark)
     return df

@@ -26,7 +26,7 @@ from typing import List, Optional
 
 from ..tables.parquet import FilePlan, ParquetDataset, ScanPlan, ScanReport, local_path  # noqa: F401  (local_path handed on)
 from .columns import to_spark_column
-from .frames import driver_max_bytes, lazy, local_frame, planned, task_frame, task_numbers
+from .frames import arrow_rows, arrow_schema, driver_max_bytes, lazy, local_frame, planned, task_frame, task_numbers
 
 DRIVER, EXECUTORS, NOTHING = "driver", "executors", "nothing to read"
 
@@ -146,15 +146,31 @@ def planned_read(spark, ds: ParquetDataset, plan: ScanPlan, columns: Optional[Li
             rep.files_at_rows = sum(p.bitmap is not None or p.deletion_vector is not None for p in kept)
             rep.files_whole = len(kept) - rep.files_at_rows
 
+            held = []  # the rows read here, kept for the frame's next use (at most the threshold)
+            lock = threading.Lock()
+
+            def table():
+                with lock:
+                    if not held:
+                        held.append(_read_on_driver(ds, plan, columns, limit))
+                    return held[0]
+
+            def count():
+                return held[0].num_rows if held and held[0] is not None else _count_on_driver(ds, plan)
+
             def materialize():
-                table = _read_on_driver(ds, plan, columns, limit)
-                if table is not None:
-                    return local_frame(spark, table, out)
+                t = table()
+                if t is not None:
+                    return local_frame(spark, t, out)
                 rep.read_on = EXECUTORS
                 rep.why = f"the rows read on the driver passed {_mb(limit)} (estimated {_mb(est)})"
                 return _executor_frame(spark, ds, plan, columns, sschema, rep)[0]
 
-            return lazy(spark, out, materialize, rep, lambda: _count_on_driver(ds, plan))
+            def rows():
+                t = table()
+                return None if t is None else arrow_rows(t, out)
+
+            return lazy(spark, out, materialize, rep, count, rows)
         rep.why = f"the selected rows' columns are about {_mb(est)}, more than {_mb(limit)}"
     elif not use_index:
         rep.why = "use_index=False: every file is read"
@@ -217,7 +233,6 @@ def split_kept(ds: ParquetDataset, plan: ScanPlan):
 def _executor_frame(spark, ds: ParquetDataset, plan: ScanPlan, columns: List[str], sschema, rep: ReadReport):
     """``(DataFrame, count function)`` of the plan's answer read on the executors."""
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import to_arrow_schema
 
     pred = plan.predicate
     out = _struct(sschema, columns)
@@ -230,7 +245,7 @@ def _executor_frame(spark, ds: ParquetDataset, plan: ScanPlan, columns: List[str
         spark_whole = reader.parquet(*[p.file.abs_path for p in whole])
         if where is not None:
             spark_whole = spark_whole.where(where)
-    arrow_out = to_arrow_schema(out)
+    arrow_out = arrow_schema(out)
     schema = ds.schema()
     shipped = [ship(p) for p in tasks]
 
