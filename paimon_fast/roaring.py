@@ -8,9 +8,11 @@ kernel and then let pyroaring (CRoaring) deserialize them.
 * 32-bit: :func:`serialize32`, :func:`deserialize32`
 * 64-bit ``RoaringNavigableMap64`` / ``Roaring64NavigableMap.serializePortable``:
   :func:`serialize64`, :func:`deserialize64`
+* :func:`bitmap_of`: a pyroaring ``BitMap`` of a numpy array of positions, in one call
 """
 from __future__ import annotations
 
+import array
 import struct
 
 import numpy as np
@@ -34,6 +36,20 @@ def _as_u32_sorted(values) -> np.ndarray:
     if a.size > 1 and not (a[1:] > a[:-1]).all():
         a = np.unique(a)
     return a
+
+
+def bitmap_of(positions) -> BitMap:
+    """A ``BitMap`` of ``positions`` (a numpy array or sequence of values in ``[0, 2^32)``): handed
+    to pyroaring as one ``array('I')`` buffer, which it adds in one call (a numpy array it takes
+    value by value: 70,000 positions 4.4 -> 0.4 ms)."""
+    a = np.asarray(positions)
+    if a.dtype != np.uint32:
+        if a.size and (a.min() < 0 or a.max() > 0xFFFFFFFF):
+            raise ValueError("32-bit roaring positions must be in [0, 2^32)")
+        a = a.astype(np.uint32)
+    buf = array.array("I")
+    buf.frombytes(np.ascontiguousarray(a).tobytes())
+    return BitMap(buf)
 
 
 def serialize32(values) -> bytes:

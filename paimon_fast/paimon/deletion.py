@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import struct
 
-import numpy as np
 from pyroaring import BitMap
 
 from ..errors import IndexFormatError
+from ..roaring import bitmap_of
 from ..tableindex.deletion import MAGIC64 as MAGIC_64
 from ..tableindex.deletion import DeletionVector
 
@@ -72,4 +72,4 @@ def read_deletion_vector(file_io, deletion_file) -> BitMap:
     pos = dv.positions()
     if len(pos) and int(pos[-1]) >= (1 << 32):
         raise IndexFormatError("64-bit deletion vector has positions beyond 2^32", deletion_file.offset)
-    return BitMap(np.asarray(pos, dtype=np.uint32))
+    return bitmap_of(pos)

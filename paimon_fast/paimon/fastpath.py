@@ -73,6 +73,7 @@ from ..pool import map_on_pool
 from ..predicate import Leaf
 from ..types import DataType
 from ..result import REMAIN, BitmapResult
+from ..roaring import bitmap_of
 from ..source import BytesSource, FileSource
 from ..tables.arrow_filter import to_arrow_expression
 from .avro import _HEADER_CACHE, _SCHEMA_CACHE, _SCHEMA_LOCK
@@ -531,7 +532,7 @@ def _global_results(table, predicate, files, rep, snapshot=None):
         sel = r & part.rows
         if not only_indexed and covered < f.rows:
             sel |= r - part.cover
-        out.append(BitmapResult(BitMap((np.asarray(sel.to_array(), dtype=np.int64) - lo).astype(np.uint32))))
+        out.append(BitmapResult(bitmap_of(np.asarray(sel.to_array(), dtype=np.int64) - lo)))
     rep.global_indexes = list(gi.used)
     rep.index_bytes_read += gi.index_bytes_read
     rep.global_index_search_mode = gi.mode if gi.data_evolution else \

@@ -42,6 +42,7 @@ from pyroaring import BitMap64
 from ..errors import PaimonFastError, UnsupportedTypeError
 from ..predicate import And, Leaf, Or, Predicate
 from ..result import UNSUPPORTED
+from ..roaring import bitmap_of
 
 from .globalindex_build import (DEFAULT_RECORDS_PER_RANGE, RECORDS_FLOATING, RECORDS_PER_RANGE,  # noqa: F401
                                 RECORDS_PER_RANGE_LEGACY, _local_path, _new_file_name, _plan_build, _read_task, _Task,
@@ -458,7 +459,7 @@ class GlobalIndexAnswer:
         r.add_range(first_row_id, end)
         r &= part.rows
         arr = np.asarray(r.to_array(), dtype=np.int64) - first_row_id
-        return BitmapResult(BitMap(arr.astype(np.uint32)))
+        return BitmapResult(bitmap_of(arr))
 
 
 def bitmap_ranges(bm: BitMap64) -> List[Tuple[int, int]]:

@@ -88,8 +88,9 @@ def _struct(schema, names):
 
 def _read_on_driver(ds: ParquetDataset, plan: ScanPlan, columns: List[str], limit: int):
     """The plan's answer read here (files in parallel on the shared threads), or None when the
-    rows read pass ``limit`` bytes after all (the estimate was low): the caller reads on the
-    executors instead."""
+    rows read pass ``limit`` bytes after all (the estimate was low, or left out what the
+    predicate keeps of files kept whole): the caller reads on the executors instead.  What is
+    held never passes ``limit`` by more than the files being read at that moment."""
     import pyarrow as pa
 
     from ..pool import map_on_pool
@@ -107,6 +108,7 @@ def _read_on_driver(ds: ParquetDataset, plan: ScanPlan, columns: List[str], limi
             held[0] += t.nbytes
             if held[0] > limit:
                 over.set()
+                return None  # given up: the tables read so far go with the frame
         return t
 
     parts = map_on_pool(one, plan.kept, 4)

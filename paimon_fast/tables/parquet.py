@@ -80,7 +80,6 @@ import importlib
 import json
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
@@ -374,6 +373,7 @@ class ParquetDataset:
         self.io = IOCounter()  # bytes read through this dataset (reports show the part of each call)
         self._files: Optional[List[DataFile]] = None
         self._schema: Optional[pa.Schema] = None
+        self._row_type: Optional[Dict[str, str]] = None
 
     @property
     def uri(self) -> str:
@@ -444,8 +444,10 @@ class ParquetDataset:
         return s
 
     def row_type(self) -> Dict[str, str]:
-        """``{column: Paimon type}`` of the data columns an index can be built on."""
-        return self.row_type_of_schema(self.data_schema())
+        """``{column: Paimon type}`` of the data columns an index can be built on (a copy)."""
+        if self._row_type is None:
+            self._row_type = self.row_type_of_schema(self.data_schema())
+        return dict(self._row_type)
 
     @staticmethod
     def row_type_of_schema(schema: pa.Schema) -> Dict[str, str]:
@@ -739,8 +741,9 @@ class ParquetDataset:
         n = len(files)
         workers = threads or min(16, (os.cpu_count() or 2) * 2)
         if (n > 8 or n > 1 and not self.store.local) and workers > 1:  # remote reads overlap their latency
-            with ThreadPoolExecutor(workers) as ex:
-                plans = list(ex.map(one, files))
+            from ..pool import map_on_pool
+
+            plans = map_on_pool(one, files, workers)  # the process's threads: none started per plan
         else:
             plans = [one(f) for f in files]
         rep = ScanReport(files_total=n, predicate="" if pred is None else repr(pred))
@@ -906,36 +909,48 @@ class ParquetDataset:
 
     def read_cost(self, plan: "ScanPlan", columns: Sequence[str], predicate: Optional[Predicate] = None,
                   schema: Optional[pa.Schema] = None) -> int:
-        """Estimated bytes in memory of reading ``columns`` and the predicate's (default: the
-        plan's) at the rows ``plan`` selects (:meth:`read_kept` of every kept file): fixed-width
-        columns by their width, the others from the file's uncompressed column sizes (at least
-        12 bytes a value).  Reads the footers of the kept files (cached for local files)."""
+        """Estimated bytes in memory of :meth:`read_kept` of every kept file of ``plan`` with
+        ``columns`` (the predicate default: the plan's): the predicate's columns at the rows the
+        plan selects, and the other columns at the rows that may match: every selected row of a
+        file an index answered with rows (such answers are mostly exact) or without a predicate
+        (or one on partition columns only), none of a file kept whole by a partial answer (what
+        the predicate keeps there is known only once it is read: a driver read that passes its
+        threshold gives up).  Fixed-width columns count their width, the others the file's
+        uncompressed column size (at least 12 bytes a value); reads the kept files' footers
+        (cached for local files)."""
         from ..parquet.rows import column_sizes
 
         schema = schema or self.schema()
         pred = plan.predicate if predicate is None else predicate
-        need = set(columns) | (pred.fields() if pred is not None else set())
-        fields = [fl for fl in schema if fl.name in need]
+        pred_cols = pred.fields() if pred is not None else set()
         part_names = set(self.partition_schema().names)
+        exact_whole = pred is None or pred_cols <= part_names
+        first = [fl for fl in schema if fl.name in pred_cols]
+        rest = [fl for fl in schema if fl.name in set(columns) and fl.name not in pred_cols]
         total = 0
         for p in plan.kept:
             n = p.rows_to_read
-            if n <= 0 or not fields:
+            if n <= 0:
                 continue
             part = dict(p.file.partition)
-            sizes = None
-            for fl in fields:
-                width = _fixed_width(fl.type)
-                if fl.name in part_names:
-                    total += n * (width or 4 + len(part.get(fl.name) or ""))
-                    continue
-                if width:
-                    total += n * width + n // 8
-                    continue
-                if sizes is None:
-                    sizes = column_sizes(self._input(p.file))
-                raw = sizes.uncompressed.get(fl.name, 0) * n // max(1, sizes.rows)
-                total += n * 4 + max(raw, 8 * n)
+            sizes = []
+
+            def cost(fields, rows):
+                out = 0
+                for fl in fields:
+                    width = _fixed_width(fl.type)
+                    if fl.name in part_names:
+                        out += rows * (width or 4 + len(part.get(fl.name) or ""))
+                    elif width:
+                        out += rows * width + rows // 8
+                    else:
+                        if not sizes:
+                            sizes.append(column_sizes(self._input(p.file)))
+                        raw = sizes[0].uncompressed.get(fl.name, 0) * rows // max(1, sizes[0].rows)
+                        out += rows * 4 + max(raw, 8 * rows)
+                return out
+
+            total += cost(first, n) + cost(rest, n if (p.bitmap is not None or exact_whole) else 0)
         return total
 
     def top_n(self, column: str, k: int, *, desc: bool = True, where=None, columns: Optional[List[str]] = None,
@@ -1159,11 +1174,14 @@ class _GlobalAnswers:
         ids = self._ids.get(id(leaf))
         if ids is None:
             return None
+        from ..roaring import bitmap_of
+
         first, n = self._offsets[path]
-        lo, hi = np.searchsorted(ids, [first, first + n])
+        # the bounds as uint64: Python ints would make numpy compare every id as a float
+        lo, hi = np.searchsorted(ids, np.array([first, first + n], dtype=np.uint64))
         if lo == hi:
             return SKIP
-        return BitmapResult(BitMap((ids[lo:hi] - np.uint64(first)).astype(np.uint32)))
+        return BitmapResult(bitmap_of(ids[lo:hi] - np.uint64(first)))
 
 
 def _partition_leaf(leaf: Leaf, raw: Optional[str], t: pa.DataType) -> FileIndexResult:
