@@ -38,14 +38,16 @@ import datetime as _dt
 import re
 from typing import List, Tuple
 
+from .errors import PredicateError
 from .literals import DecimalLiteral, parse_timestamp
 from .predicate import And, Leaf, Or, Predicate
 
 __all__ = ["parse_predicate", "PredicateSyntaxError"]
 
 
-class PredicateSyntaxError(ValueError):
-    """The text is not a predicate this parser understands (message says where)."""
+class PredicateSyntaxError(PredicateError):
+    """The text is not a predicate this parser understands (message says where); a
+    :class:`~paimon_fast.errors.PredicateError`, so a ``ValueError``."""
 
 
 _TOKEN_RE = re.compile(

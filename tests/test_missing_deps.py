@@ -167,6 +167,8 @@ _NO_PANDAS_ANSWERS = """
     import json, os, sys, tempfile
     import numpy as np, pyarrow as pa, pyarrow.parquet as pq
     from paimon_fast import globalindex as gi
+    from paimon_fast.cli import display_rows
+    from paimon_fast.spark.cli import format_rows
     from paimon_fast.tables import ParquetDataset
     from paimon_fast.tables.arrow_filter import filter_table
     from paimon_fast.predicate import field
@@ -187,6 +189,8 @@ _NO_PANDAS_ANSWERS = """
               "tm < '00:00:00.000000004'", "ts < '1970-01-01T00:00:00.000000004'"):
         out[w] = sorted(ds.scan(w)[0].column("id").to_pylist())
     out["scalar"] = filter_table(t, field("ltz") == t.column("ltz")[0]).column("id").to_pylist()
+    out["format_rows"] = format_rows(t.slice(0, 3))
+    out["display_rows"] = json.loads(json.dumps(display_rows(t.slice(0, 2)), default=str))
     w = gi.writer("TIME(9)")
     w.write_batch(t.column("tm"), np.arange(6, dtype=np.int64))
     r = gi.reader("TIME(9)", w.finish()[0], None, 6)
@@ -198,8 +202,8 @@ _NO_PANDAS_ANSWERS = """
 def test_nanosecond_answers_do_not_depend_on_pandas():
     """pandas is optional (the spark extra pulls it, the core does not), and pyarrow reaches for it
     to turn nanoseconds into Python objects.  Top-N, scans with nanosecond literals, the exact
-    filter and the global index give the same answers with pandas blocked as with it (top-N raised
-    ValueError without it)."""
+    filter, the global index and the CLI's row printing give the same answers and text with pandas
+    blocked as with it (top-N and the row printing raised ValueError without it)."""
     without = json_of(_NO_PANDAS_ANSWERS, ("pandas",))
     assert without.pop("pandas loaded") is False
     got = without
@@ -211,12 +215,35 @@ def test_nanosecond_answers_do_not_depend_on_pandas():
     assert got["ts < '1970-01-01T00:00:00.000000004'"] == [2, 5]
     assert got["scalar"] == [0]
     assert got["global time"] == [0, 1, 2, 3, 5]  # TIME keys are millis: row 2's millisecond is kept
+    assert "2088-07-01 22:07:59.750704648" in got["format_rows"] and "00:00:00.000000005" in got["format_rows"]
+    assert got["display_rows"][0]["ts"] == "2088-07-01 22:07:59.750704648"
     installed = json_of(_NO_PANDAS_ANSWERS)  # pandas as installed (the full job has it)
     installed.pop("pandas loaded")
     assert installed == without
 
 
 # ---------------------------------------------------------------- other optional packages
+
+def test_paimon_command_without_pypaimon(hide, capsys):
+    """``paimon-fast paimon ...`` without pypaimon: one line naming the tables extra, exit 2."""
+    hide("pypaimon")
+    assert cli.main(["paimon", "query", "warehouse", "db.t", "--where", "a = 1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("paimon-fast paimon query: ") and 'pip install "paimon-fast[tables]"' in err
+
+
+def test_local_spark_of_the_paimon_commands_without_pyspark(hide, monkeypatch):
+    """``--spark`` of ``paimon rewrite-index`` / ``create-global-index`` checks for pyspark first
+    (was a bare ImportError from ``from pyspark.sql import SparkSession``)."""
+    from paimon_fast.paimon import cli as pcli
+    from paimon_fast.spark import env
+
+    monkeypatch.setattr(env, "_CHECKED", [])
+    hide("pyspark")
+    with pytest.raises(MissingDependencyError, match=r'`pyspark`.*pip install "paimon-fast\[spark\]"'):
+        pcli._local_spark("x")
+
 
 def test_zstd_manifest_without_zstandard_is_not_called_corrupt(hide, monkeypatch):
     """A zstd-compressed Avro manifest read without the zstandard package raised IndexFormatError
