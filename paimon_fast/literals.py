@@ -714,16 +714,18 @@ def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = T
         return never(leaf.name) if op == "in" else always(leaf.name)
     if t is None or not leaf.literals:
         return leaf
-    if any(type(v) not in _PLAIN_TYPES for v in leaf.literals):
-        lits = tuple(plain_literal(v) for v in leaf.literals)  # pyarrow / numpy scalars read by value
-        if not _same(lits, leaf.literals):
-            leaf = Leaf(op, leaf.name, lits)
     if op in ARRAY_OPS:
         return _array_leaf(leaf, t, ieee)
     if op not in _CMP and op not in ("in", "not_in", "between", "not_between"):
         return leaf
     if _already_exact(leaf.literals, t):
         return leaf
+    for v in leaf.literals:
+        if type(v) not in _PLAIN_TYPES:  # pyarrow / numpy scalars, NaT: read by value
+            lits = tuple(plain_literal(x) for x in leaf.literals)
+            if not _same(lits, leaf.literals):
+                leaf = Leaf(op, leaf.name, lits)
+            break
     g = _grid(leaf.name, t)
     if g is None:
         _check_other(leaf.name, t, leaf)
