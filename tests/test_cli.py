@@ -108,6 +108,9 @@ def test_dataset_that_does_not_exist(tmp_path, capsys):
     for argv in (["query", missing, "--where", "a = 1"], ["build", missing, "--options", "file-index.bitmap.columns=a"],
                  ["delete", missing, "--where", "a = 1"], ["gc", missing], ["query", missing, "--top", "a:3"]):
         mistake(argv, capsys, [missing])
+    a_file = tmp_path / "data.parquet"
+    a_file.write_bytes(b"PAR1")
+    mistake(["query", str(a_file), "--where", "a = 1"], capsys, ["Not a dataset directory", str(a_file)])
 
 
 def test_mistakes_in_a_dataset_query(dataset, capsys):

@@ -83,6 +83,8 @@ def _check_before_spark(path, where):
 
     local = path is not None and not _is_uri(path)
     if local and not os.path.isdir(path):
+        if os.path.exists(path):
+            raise NotADirectoryError(20, "Not a dataset directory", path)
         raise FileNotFoundError(2, "No such dataset directory", path)
     if where:
         from ..literals import normalize
