@@ -11,8 +11,8 @@ compiled kernels and a PySpark pipeline.
 """
 from . import fileindex
 from .errors import (ColumnNotFoundError, IndexFormatError, IndexTooLargeError, InvalidArgumentError, LiteralTypeError,
-                     MissingDependencyError, OptionError, PaimonFastError, PredicateError, UnknownIndexTypeError,
-                     UnsupportedTypeError)
+                     MissingDependencyError, NotFoundError, OptionError, PaimonFastError, PredicateError,
+                     UnknownIndexTypeError, UnsupportedTypeError)
 from .fileindex import FileIndexFormat
 from .predicate import And, Field, Leaf, Or, Predicate, TopN, field
 from .result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
@@ -37,4 +37,5 @@ __all__ = [
     "PaimonFastError", "IndexFormatError", "UnsupportedTypeError", "UnknownIndexTypeError", "OptionError",
     "MissingDependencyError",
     "PredicateError", "ColumnNotFoundError", "LiteralTypeError", "IndexTooLargeError", "InvalidArgumentError",
+    "NotFoundError",
 ]

@@ -43,3 +43,7 @@ def bench_main(args):
 
 
 bench_main.setup = _setup
+bench_main.examples = """
+paimon-fast bench --quick
+paimon-fast bench bloom globalindex --out /tmp/report.md
+"""

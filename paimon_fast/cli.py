@@ -1,12 +1,16 @@
-"""``paimon-fast`` command line.
+"""The ``paimon-fast`` command line: the registry of its commands and :func:`main`.
 
     paimon-fast demo                 build indexes over a sample dataset and query them
-    paimon-fast inspect FILE         show a file index container and its indexes
+    paimon-fast inspect FILE         show what an index file holds (--json: all of it as JSON)
 
 Subcommands are registered with :func:`command` by the modules that own them
 (listed in :data:`COMMAND_MODULES`, imported when present), so each feature's
-command sits next to its code.  ``inspect`` asks every registered
-:func:`inspector` whether it recognises the file.
+command sits next to its code; a command function may carry ``setup`` (its
+arguments), ``description`` and ``examples`` (plain text for its ``--help``).
+``inspect`` asks every registered :func:`inspector` whether it recognises the file.
+A user's mistake (a column or table that does not exist, a predicate that does not
+parse, a missing path or package) ends the command with one line naming it and
+exit code 2 (:func:`main`).
 """
 from __future__ import annotations
 
@@ -33,11 +37,33 @@ COMMAND_MODULES = [
 ]
 
 
+DESCRIPTION = """\
+Apache Paimon's indexes from the command line: build file indexes and global indexes for
+Parquet datasets (on Spark), Paimon tables (through pypaimon) and Hudi tables, answer
+predicates with them (which files and rows to read), and show what an index file holds."""
+
+EXAMPLES = """\
+examples:
+  paimon-fast demo                                     # the whole pipeline on a sample dataset
+  paimon-fast query events --where "country = 'DE'"    # a pruned query over a Parquet dataset
+  paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.index  # what an index file holds
+  paimon-fast COMMAND --help                           # a command's options and examples"""
+
+
 def command(name, help):
+    """Register ``fn(args)`` as ``paimon-fast NAME``; ``help`` is its one-line summary.  The
+    function may carry ``setup(parser)``, ``description`` (plain text) and ``examples``
+    (lines of shell, shown under "examples:" in its ``--help``)."""
     def deco(fn):
         COMMANDS[name] = (fn, help)
         return fn
     return deco
+
+
+def examples_epilog(examples) -> str:
+    """The "examples:" block of a ``--help`` from example lines (a string or a list)."""
+    lines = examples.strip("\n").splitlines() if isinstance(examples, str) else list(examples)
+    return "examples:\n" + "\n".join("  " + ln.strip() for ln in lines if ln.strip())
 
 
 def inspector(name):
@@ -101,30 +127,164 @@ def _print_json(obj):
 # ---------------------------------------------------------------- inspect
 
 def inspect_setup(p):
-    p.add_argument("file", help="a .index file (file index container)")
-    p.add_argument("--row-type", default="", help='column types, e.g. "id=INT,name=STRING"; '
-                   "without it only the header is shown")
+    p.add_argument("file", help="an index file: a file index container (<data file>.index), a global "
+                   "index file, a deletion file, a Puffin file, a hash index file or an index manifest")
+    p.add_argument("--row-type", default="", help='column types, e.g. "id=INT,name=STRING"; without it '
+                   "a container beside a Parquet file takes them from the file, otherwise only its "
+                   "layout is shown")
+    p.add_argument("--json", action="store_true", help="print everything as JSON instead of the summary")
 
 
-@command("inspect", "show an index file: container columns, index types, sizes, per-index details")
+@command("inspect", "show what an index file holds: a summary table, or everything with --json")
 def inspect_main(args):
     from .fileindex import FileIndexFormat
 
+    path = args.file
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "No such file or directory", path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(21, "Is a directory (inspect takes one index file)", path)
     for entry in INSPECTORS:
-        if entry["detect"](args.file):
-            _print_json(entry["describe"](args.file, args))
+        if entry["detect"](path):
+            _show(entry["name"], path, entry["describe"](path, args), args.json)
             return
     row_type = _parse_row_type(args.row_type)
-    with FileIndexFormat.open(args.file, row_type) as f:
+    with FileIndexFormat.open(path, row_type) as f:
         if row_type:
-            _print_json(f.describe())
+            out = f.describe()
         else:
-            _print_json({"size": f.source.size, "head_length": f.head_length,
-                         "columns": {c: [{"index_type": t, "start": s, "length": n} for t, (s, n) in m.items()]
-                                     for c, m in f.index_metas().items()}})
+            out = {"size": f.source.size, "head_length": f.head_length,
+                   "columns": {c: [{"index_type": t, "start": s, "length": n} for t, (s, n) in m.items()]
+                               for c, m in f.index_metas().items()}}
+    _show("file index container", path, out, args.json)
 
 
 inspect_main.setup = inspect_setup
+inspect_main.description = """\
+Shows what an index file holds, recognising its format by its bytes: a Paimon file index
+container (the indexes of one data file, by column), a bitmap or multivalue global index
+file, a deletion file, an Iceberg Puffin file of deletion vectors, a dynamic-bucket hash
+index file or a Paimon index manifest.  Prints a summary table; --json prints every detail."""
+inspect_main.examples = """
+paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.index
+paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.index --json
+paimon-fast inspect data-0.orc.index --row-type "id=BIGINT,name=STRING"
+"""
+
+
+def _show(kind, path, out: dict, as_json: bool):
+    if as_json:
+        _print_json(out)
+    else:
+        print(summary_text(kind, path, out))
+
+
+# ---------------------------------------------------------------- the summary of ``inspect``
+
+def _words(key) -> str:
+    return str(key).replace("_", " ")
+
+
+def _fmt(v, nested=False) -> str:
+    """A value as text: integers with thousands separators, floats short, None empty, a dict as
+    ``key value, ...`` (in parentheses inside another), a list as its first items."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, dict):
+        text = ", ".join(f"{_words(k)} {_fmt(x, True)}" for k, x in v.items() if x is not None)
+        return f"({text})" if nested else text
+    if isinstance(v, (list, tuple)):
+        k = 2 if any(isinstance(x, dict) for x in v) else 4
+        shown = ", ".join(_fmt(x, True) for x in v[:k])
+        return ("[" + shown + (f", ... {len(v)} in all" if len(v) > k else "") + "]") if nested else \
+            shown + (f", ... ({len(v)} in all)" if len(v) > k else "")
+    return str(v)
+
+
+def cell_text(v) -> str:
+    """A pyarrow scalar as text for a table cell, read by its value: a nanosecond timestamp
+    or time keeps its digits and needs no pandas (``as_py()`` would); null is ``NULL``."""
+    import pyarrow as pa
+
+    if not v.is_valid:
+        return "NULL"
+    if pa.types.is_temporal(v.type):
+        try:
+            return v.cast(pa.string()).as_py()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return f"{v.value} {v.type}"
+    return str(v.as_py())
+
+
+def display_rows(table) -> list:
+    """A small Arrow table's rows as dicts for printing: nanosecond timestamps and times as their
+    ISO text (``to_pylist()`` of those needs pandas, and gives another text with it)."""
+    import pyarrow as pa
+
+    cols = {}
+    for name, col in zip(table.column_names, table.columns):
+        t = col.type
+        if (pa.types.is_timestamp(t) or pa.types.is_time(t)) and t.unit == "ns":
+            col = col.cast(pa.string())
+        cols[name] = col
+    return pa.table(cols).to_pylist() if cols else []
+
+
+def text_table(head, rows) -> str:
+    """Rows as aligned text under a header and a rule (numbers right-aligned)."""
+    cells = [[_fmt(c) if not isinstance(c, str) else c for c in r] for r in rows]
+    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) if cells else len(str(h)) for i, h in enumerate(head)]
+    right = [bool(rows) and all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) or r[i] is None
+                                for r in rows) for i in range(len(head))]
+
+    def line(vals):
+        return "  ".join(v.rjust(w) if rt else v.ljust(w) for v, w, rt in zip(vals, widths, right)).rstrip()
+    rule = ["-" * w for w in widths]
+    if head and not right[-1]:
+        rule[-1] = "-" * len(str(head[-1]))  # a long last column (details): the rule as wide as its name
+    return "\n".join([line([str(h) for h in head]), line(rule)] + [line(r) for r in cells])
+
+
+def summary_text(kind: str, path: str, d: dict) -> str:
+    """A readable summary of what an inspector described: one ``name: value`` line per field,
+    then a table per list of entries (a container's indexes by column, a deletion file's vectors,
+    a manifest's entries) whose columns are the fields every entry has, the others in ``details``."""
+    out = [f"{kind}: {path}"]
+    pairs, tables = [], []
+    for k, v in d.items():
+        if isinstance(v, dict) and v and all(isinstance(x, list) for x in v.values()):
+            # {"columns": {name: [entry, ...]}}: one row per entry, its name first
+            key = str(k)[:-1] if str(k).endswith("s") else str(k)
+            tables.append((_words(k), [dict({key: name}, **e) for name, es in v.items() for e in es]))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            tables.append((_words(k), v))
+        else:
+            pairs.append((_words(k), _fmt(v)))
+    if pairs:
+        w = max(len(k) for k, _ in pairs)
+        out += [f"  {k + ':':<{w + 1}} {v}".rstrip() for k, v in pairs]
+    for title, entries in tables:
+        keys = []
+        for e in entries:
+            keys += [k for k in e if k not in keys]
+        if all(e.get("size") == e.get("length") for e in entries):
+            keys = [k for k in keys if k != "size"]  # the same number twice
+        common = [k for k in keys if all(k in e and not isinstance(e[k], (dict, list)) for e in entries)]
+        rest = [k for k in keys if k not in common]
+        head = [_words(k) for k in common] + (["details"] if rest else [])
+        rows = [[e.get(k) for k in common] + ([_details(e, rest)] if rest else []) for e in entries]
+        out += ["", f"{title}:", text_table(head, rows)]
+    return "\n".join(out)
+
+
+def _details(e: dict, keys) -> str:
+    return ", ".join(f"{_words(k)} {_fmt(e[k], True)}" for k in keys if e.get(k) not in (None, [], {}, ""))
 
 
 # ---------------------------------------------------------------- demo (in-process)
@@ -186,33 +346,81 @@ def demo_main(args):
 
 
 demo_main.setup = demo_setup
+demo_main.examples = """
+paimon-fast demo --rows 200000 --files 10
+"""
+
+
+COMMAND_ORDER = ("inspect", "demo", "build", "query", "delete", "gc", "hudi", "paimon", "bench")
 
 
 def build_parser():
     _load_command_modules()
-    ap = argparse.ArgumentParser(prog="paimon-fast", description=__doc__.split("\n\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    for name, (fn, help) in COMMANDS.items():
-        desc = getattr(fn, "description", None)
-        sp = sub.add_parser(name, help=help, description=desc or help,
-                            formatter_class=argparse.RawDescriptionHelpFormatter if desc else argparse.HelpFormatter)
+    ap = argparse.ArgumentParser(prog="paimon-fast", description=DESCRIPTION, epilog=EXAMPLES,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND", title="commands")
+    # a fixed order, whatever order the modules registering the commands were imported in
+    known = {n: i for i, n in enumerate(COMMAND_ORDER)}
+    for name, (fn, help) in sorted(COMMANDS.items(), key=lambda kv: (known.get(kv[0], len(known)), kv[0])):
+        desc = getattr(fn, "description", None) or (help[:1].upper() + help[1:] + ".")
+        examples = getattr(fn, "examples", None)
+        sp = sub.add_parser(name, help=help, description=desc,
+                            epilog=examples_epilog(examples) if examples else None,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
         if hasattr(fn, "setup"):
             fn.setup(sp)
         sp.set_defaults(func=fn)
     return ap
 
 
+def user_errors() -> tuple:
+    """The exception classes that are a user's mistake (a name, a path, a predicate, an option,
+    a missing package): :func:`main` prints one line naming it and exits 2."""
+    from .errors import (ColumnNotFoundError, InvalidArgumentError, MissingDependencyError, NotFoundError,
+                         OptionError, PredicateError, UnknownIndexTypeError, UnsupportedTypeError)
+
+    return (PredicateError, ColumnNotFoundError, NotFoundError, OptionError, UnknownIndexTypeError,
+            UnsupportedTypeError, InvalidArgumentError, MissingDependencyError,
+            FileNotFoundError, NotADirectoryError, IsADirectoryError)
+
+
+def _one_line(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.filename is not None and e.strerror:
+        return f"{e.strerror}: {e.filename}"
+    text = str(e) or type(e).__name__
+    return " ".join(text.split())
+
+
+def _command_name(args) -> str:
+    parts = ["paimon-fast", args.cmd]
+    for k, v in sorted(vars(args).items()):
+        if k.endswith("_cmd") and isinstance(v, str):
+            parts.append(v)
+    return " ".join(parts)
+
+
 def main(argv=None):
-    from .errors import MissingDependencyError
+    """Run ``paimon-fast`` with ``argv`` (default: the process's).  Returns the exit code: 0, 1
+    when a command reports a failure, 2 for a user's mistake, printed as one line on stderr
+    (``paimon-fast query: no column 'nosuch' (columns: id, name)``) instead of a traceback;
+    ``PAIMON_FAST_TRACEBACK=1`` shows the traceback too."""
+    from .errors import PaimonFastError
 
     args = build_parser().parse_args(argv)
     try:
         return args.func(args) or 0
     except BrokenPipeError:
         return 0
-    except MissingDependencyError as e:  # what to install, not a traceback from inside a dependency
-        print(f"paimon-fast {args.cmd}: {e}", file=sys.stderr)
-        return 2
+    except SystemExit as e:  # a command's own message for a bad argument: one line, exit 2
+        if isinstance(e.code, str):
+            print(f"{_command_name(args)}: {' '.join(e.code.split())}", file=sys.stderr)
+            return 2
+        raise
+    except (PaimonFastError, *user_errors()) as e:
+        if os.environ.get("PAIMON_FAST_TRACEBACK"):
+            raise
+        print(f"{_command_name(args)}: {_one_line(e)}", file=sys.stderr)
+        return 2 if isinstance(e, user_errors()) else 1
 
 
 if __name__ == "__main__":

@@ -149,6 +149,11 @@ class LiteralTypeError(PredicateError, TypeError):
         super().__init__(msg + (f": {why}" if why else ""))
 
 
+class NotFoundError(PaimonFastError, LookupError):
+    """A table, database or dataset a call names does not exist (a missing local path is
+    Python's ``FileNotFoundError``)."""
+
+
 class InvalidArgumentError(PaimonFastError, ValueError, TypeError):
     """An API argument of the wrong kind or value (``field(None)``, a fractional
     row position, duplicate row ids); a ``ValueError`` and a ``TypeError``, so

@@ -18,17 +18,27 @@ NaN on FLOAT / DOUBLE     ``=``, ``<``, ``<=``, ``>``, ``>=``: no row; ``!=``: e
 ``0.1`` on FLOAT          the float32 neighbours (0.1 is not a float32)
 ``x = 0.0`` on floats     ``x IN (0.0, -0.0)`` (IEEE: -0.0 = 0.0; indexes key by bits)
 DECIMAL(p, s)             the same on the grid of ``10**-s`` within ``+-(10**p - 1)``
-DATE / TIMESTAMP          the same on the grid of days / of the column's unit
+DATE / TIME / TIMESTAMP   the same on the grid of days / of the column's unit
                           (a datetime on a DATE column, microseconds on a
                           TIMESTAMP(3) column, nanoseconds on microseconds)
 a string on a number      :class:`~paimon_fast.errors.LiteralTypeError`
 ========================  ====================================================
 
+Every literal form is read by its value, never through a conversion that needs
+an optional package, so the answer is the same whatever is installed: Python
+numbers, ``decimal.Decimal``, ``datetime.date`` / ``datetime`` / ``time``, ISO
+text (every fraction digit kept), numpy scalars (``datetime64`` of any unit),
+pyarrow scalars of every type and unit with or without a time zone (a
+timestamp by ``.value`` and its unit: ``as_py()`` of a nanosecond one needs
+pandas), ``pandas.Timestamp`` (with its nanoseconds).  A null scalar or ``NaT``
+is ``None``.
+
 The result uses only ordinary leaves, so index readers need nothing new.
 Literals come out as the column's natural Python value (``int``,
 ``decimal.Decimal``, ``float`` exactly representable in the column's width,
-``datetime.date``, ``datetime.datetime``; ``pandas.Timestamp`` for
-nanoseconds).  A ``None`` literal is left as it is (its meaning is decided by
+``datetime.date``, ``datetime.datetime``, ``datetime.time``; a pyarrow scalar of
+the column's own type for a value no Python object holds: nanoseconds, or a
+year past 9999).  A ``None`` literal is left as it is (its meaning is decided by
 the consumer), except a ``BETWEEN`` bound: ``x BETWEEN a AND NULL`` is no row,
 ``x NOT BETWEEN a AND NULL`` is ``NOT (x >= a)`` with ``a`` normalised (SQL).
 Normalise the final predicate: the "no row" form does not negate like the
@@ -39,6 +49,7 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import math
+import re
 from fractions import Fraction
 from typing import Optional
 
@@ -48,7 +59,9 @@ import pyarrow as pa
 from .errors import ColumnNotFoundError, LiteralTypeError
 from .predicate import ARRAY_OPS, And, Leaf, Or, Predicate
 
-__all__ = ["normalize", "normalize_leaf", "never", "is_never", "arrow_types", "widen_to_micros"]
+__all__ = ["normalize", "normalize_leaf", "never", "is_never", "arrow_types", "widen_to_micros",
+           "widen_to_keys", "plain_literal", "epoch_seconds", "seconds_of_day", "parse_timestamp",
+           "DecimalLiteral"]
 
 _CMP = ("equal", "not_equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal")
 _NAN = "nan"
@@ -56,6 +69,15 @@ _EPOCH = _dt.datetime(1970, 1, 1)
 _EPOCH_DATE = _dt.date(1970, 1, 1)
 _DEC = decimal.Context(prec=200)
 _TICKS = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+class DecimalLiteral(decimal.Decimal):
+    """A number written with a decimal point in SQL text (``x = 1.255``), as Spark SQL reads one:
+    exact against DECIMAL and integer columns (``1.255`` on a DECIMAL(9, 3) column is 1.255, not
+    the double nearest it), the nearest DOUBLE against FLOAT / DOUBLE columns (``x = 0.1`` on a
+    DOUBLE column holds for the double 0.1).  Everywhere else it is a ``decimal.Decimal``."""
+
+    __slots__ = ()
 
 
 def never(name: str) -> Predicate:
@@ -128,8 +150,10 @@ def _number(g: _Grid, v, allow_str=False):
     """An exact rational (or ``_NAN`` / +-inf floats) of a numeric literal."""
     if isinstance(v, (bool, np.bool_)):
         raise g.bad(v, "a boolean is not a number")
+    if isinstance(v, (np.datetime64, np.timedelta64, pa.Scalar)):
+        raise g.bad(v, "not a number")
     if isinstance(v, np.generic):
-        v = v.item()
+        v = plain_literal(v)
     if isinstance(v, int):
         return Fraction(v)
     if isinstance(v, float):
@@ -200,6 +224,8 @@ class _FloatGrid(_Grid):
         self.np = np.float32 if t.bit_width == 32 else (np.float64 if t.bit_width == 64 else np.float16)
 
     def exact(self, v):
+        if isinstance(v, DecimalLiteral):  # SQL: a decimal literal against a float column is a DOUBLE
+            v = float(v)
         return _number(self, v)
 
     def direct(self, v):
@@ -285,36 +311,187 @@ def _utc_naive(d: _dt.datetime) -> _dt.datetime:
     return d
 
 
-def _seconds(g: _Grid, v) -> Fraction:
-    """Exact seconds since the epoch of a date / datetime / ISO string literal (UTC for aware ones)."""
+# ---------------------------------------------------------------- literals read by their value
+#
+# Every literal form is read by the value it holds, never through a conversion that needs an
+# optional package: pyarrow's ``as_py()`` of a nanosecond timestamp or time needs pandas (and
+# truncates a time to microseconds with it), Python's ``fromisoformat`` drops digits past the
+# microsecond (3.11+) or refuses them (3.10).  So a TimestampScalar is read by ``.value`` and its
+# unit, a numpy datetime64 by its integer and its own unit, ISO text by its digits.
+
+_NP_UNIT_SECONDS = {"W": Fraction(604800), "D": Fraction(86400), "h": Fraction(3600), "m": Fraction(60),
+                    "s": Fraction(1), "ms": Fraction(1, 10 ** 3), "us": Fraction(1, 10 ** 6),
+                    "ns": Fraction(1, 10 ** 9), "ps": Fraction(1, 10 ** 12), "fs": Fraction(1, 10 ** 15),
+                    "as": Fraction(1, 10 ** 18)}
+_ISO = re.compile(r"(?P<y>[+-]?\d{4,})-(?P<mo>\d{2})-(?P<d>\d{2})"
+                  r"(?:[T ](?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2})(?:[.,](?P<f>\d+))?)?)?"
+                  r"\s*(?P<tz>Z|[+-]\d{2}(?::?\d{2}(?::?\d{2})?)?)?")
+_ISO_TIME = re.compile(r"(?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2})(?:[.,](?P<f>\d+))?)?")
+
+
+def plain_literal(v):
+    """A literal as the plain Python value it holds, read by its value.
+
+    pyarrow scalars of numbers, decimals, booleans, strings and binaries become ``int``,
+    ``float``, ``decimal.Decimal``, ``bool``, ``str``, ``bytes``; numpy scalars likewise
+    (``np.float32(0.1)`` is the float32's exact value as a ``float``, a ``longdouble`` a
+    :class:`fractions.Fraction`); null scalars and ``NaT`` are ``None``.  Temporal pyarrow scalars
+    and numpy ``datetime64`` are returned as they are: :func:`epoch_seconds` and
+    :func:`seconds_of_day` read them by value and unit against the column's type.
+    """
+    if v is None or isinstance(v, (str, int, float, decimal.Decimal, bytes)):
+        return v
+    if isinstance(v, pa.Scalar):
+        if not v.is_valid:
+            return None
+        t = v.type
+        if pa.types.is_dictionary(t):
+            return plain_literal(v.value)
+        if pa.types.is_temporal(t) or pa.types.is_nested(t):
+            return v
+        x = v.as_py()  # numbers, decimals, booleans, strings, binaries: no optional package involved
+        return plain_literal(x) if isinstance(x, np.generic) else x
+    if isinstance(v, (np.datetime64, np.timedelta64)):
+        return None if np.isnat(v) else v
+    if isinstance(v, np.generic):
+        x = v.item()
+        if isinstance(x, np.floating):  # longdouble: wider than a Python float
+            return Fraction(*x.as_integer_ratio()) if np.isfinite(x) else float(x)
+        return x
+    if type(v).__name__ == "NaTType":
+        return None
+    return v
+
+
+def _iso_fraction(digits) -> Fraction:
+    return Fraction(int(digits), 10 ** len(digits)) if digits else Fraction(0)
+
+
+def _iso_parts(text: str):
+    """``(seconds since the epoch as written, UTC offset in seconds or None)`` of ISO text
+    (``2020-01-01``, ``2020-01-01 10:00:00.123456789``, ``...Z``, ``...+03:00``), every fraction
+    digit kept; None if it is not such text."""
+    m = _ISO.fullmatch(text)
+    if m is None:
+        return None
+    try:
+        day = _dt.date(int(m["y"]), int(m["mo"]), int(m["d"]))
+    except ValueError:
+        return None
+    h, mi, sec = int(m["h"] or 0), int(m["mi"] or 0), int(m["s"] or 0)
+    if h > 23 or mi > 59 or sec > 59:
+        return None
+    local = Fraction((day - _EPOCH_DATE).days * 86400 + h * 3600 + mi * 60 + sec) + _iso_fraction(m["f"])
+    tz = m["tz"]
+    if not tz:
+        return local, None
+    if tz == "Z":
+        return local, 0
+    digits = tz[1:].replace(":", "")
+    off = int(digits[0:2]) * 3600 + int(digits[2:4] or 0) * 60 + int(digits[4:6] or 0)
+    return local, -off if tz[0] == "-" else off
+
+
+def _iso_seconds(text: str):
+    """Exact seconds since the epoch (UTC for text with an offset) of ISO text, or None."""
+    parts = _iso_parts(text)
+    if parts is None:
+        return None
+    local, off = parts
+    return local - (off or 0)
+
+
+def parse_timestamp(text: str):
+    """A SQL ``TIMESTAMP '...'`` literal read exactly: a ``datetime`` (with a fixed-offset zone
+    when the text has one) when it fits the microsecond, else a nanosecond pyarrow timestamp
+    scalar (UTC when the text has an offset).  Raises ``ValueError`` for text that is not one."""
+    s = text.strip()
+    parts = _iso_parts(s)
+    if parts is None:
+        return _dt.datetime.fromisoformat(s)  # other ISO forms this Python reads, or its ValueError
+    local, off = parts
+    us = local * 1_000_000
+    if us.denominator == 1:
+        d = _EPOCH + _dt.timedelta(microseconds=int(us))
+        return d if off is None else d.replace(tzinfo=_dt.timezone(_dt.timedelta(seconds=off)))
+    ns = (local - (off or 0)) * 10 ** 9
+    if ns.denominator != 1:
+        raise ValueError(f"{text!r} is finer than the nanosecond")
+    return pa.scalar(int(ns), pa.timestamp("ns", tz=None if off is None else "UTC"))
+
+
+def epoch_seconds(v) -> Fraction:
+    """Exact seconds since 1970-01-01 (UTC for values with a time zone) of a date or timestamp
+    literal of any form: ``datetime.date`` / ``datetime`` (a ``pandas.Timestamp`` with its
+    nanoseconds), numpy ``datetime64`` of any unit, pyarrow timestamp (any unit, with or
+    without a time zone) and date scalars, ISO text, ``(epoch millis, nanos of the milli)``.
+
+    Raises ``TypeError`` for anything else (and ``ValueError`` for unreadable text)."""
     if isinstance(v, str):
         s = v.strip()
-        try:
-            v = _dt.datetime.fromisoformat(s) if ("T" in s or " " in s or ":" in s) else _dt.date.fromisoformat(s)
+        q = _iso_seconds(s)
+        if q is not None:
+            return q
+        try:  # other ISO forms Python reads (week dates, ...)
+            d = _dt.datetime.fromisoformat(s) if ("T" in s or " " in s or ":" in s) else _dt.date.fromisoformat(s)
         except ValueError:
             try:
-                ns = pa.scalar(s).cast(pa.timestamp("ns")).value
+                return Fraction(pa.scalar(s).cast(pa.timestamp("ns")).value, 10 ** 9)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                raise g.bad(v, "not an ISO date or timestamp") from None
-            return Fraction(ns, 10 ** 9)
+                raise ValueError(f"{v!r} is not an ISO date or timestamp") from None
+        return epoch_seconds(d)
     if isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, (int, np.integer)) for x in v):
         return Fraction(int(v[0]), 1000) + Fraction(int(v[1]), 10 ** 9)  # (epoch millis, nanos of the milli)
     if isinstance(v, np.datetime64):
-        ns = int(v.astype("datetime64[ns]").astype(np.int64))
-        return Fraction(ns, 10 ** 9)
+        if np.isnat(v):
+            raise TypeError("NaT is not a value")
+        unit, count = np.datetime_data(v.dtype)
+        if unit in ("Y", "M"):  # calendar units: a whole number of days each
+            v, unit, count = v.astype("datetime64[D]"), "D", 1
+        if unit == "generic":
+            raise TypeError(f"{v!r} has no unit")
+        return int(v.astype(np.int64)) * count * _NP_UNIT_SECONDS[unit]
     if isinstance(v, _dt.datetime):
         extra_ns = getattr(v, "nanosecond", 0)  # pandas.Timestamp
         d = _utc_naive(v) - _EPOCH
         return Fraction(d.days * 86400 + d.seconds) + Fraction(d.microseconds, 10 ** 6) + Fraction(extra_ns, 10 ** 9)
     if isinstance(v, _dt.date):
         return Fraction((v - _EPOCH_DATE).days * 86400)
-    if isinstance(v, pa.Scalar) and (pa.types.is_timestamp(v.type) or pa.types.is_date(v.type)):
-        if not v.is_valid:
-            raise g.bad(v, "a null scalar")
-        if pa.types.is_date(v.type):
-            return Fraction(v.cast(pa.date32()).value * 86400)
+    if isinstance(v, pa.Scalar) and v.is_valid:
+        t = v.type
+        if pa.types.is_timestamp(t):
+            return Fraction(v.value, _TICKS[t.unit])
+        if pa.types.is_date32(t):
+            return Fraction(v.value * 86400)
+        if pa.types.is_date64(t):
+            return Fraction(v.value, 1000)
+    raise TypeError(f"{v!r} is not a date or timestamp")
+
+
+def seconds_of_day(v) -> Fraction:
+    """Exact seconds since midnight of a time-of-day literal: ``datetime.time`` (its time zone, if
+    any, is ignored, as Arrow's time types have none), pyarrow time32 / time64 scalars of any unit,
+    ``HH:MM[:SS[.fraction]]`` text.  Raises ``TypeError`` for anything else."""
+    if isinstance(v, _dt.time):
+        return Fraction(v.hour * 3600 + v.minute * 60 + v.second) + Fraction(v.microsecond, 10 ** 6)
+    if isinstance(v, pa.Scalar) and v.is_valid and pa.types.is_time(v.type):
         return Fraction(v.value, _TICKS[v.type.unit])
-    raise g.bad(v, "not a date or timestamp")
+    if isinstance(v, str):
+        m = _ISO_TIME.fullmatch(v.strip())
+        if m and int(m["h"]) < 24 and int(m["mi"]) < 60 and int(m["s"] or 0) < 60:
+            return Fraction(int(m["h"]) * 3600 + int(m["mi"]) * 60 + int(m["s"] or 0)) + _iso_fraction(m["f"])
+        raise ValueError(f"{v!r} is not a time of day (HH:MM[:SS[.fraction]])")
+    raise TypeError(f"{v!r} is not a time of day")
+
+
+def _seconds(g: _Grid, v) -> Fraction:
+    """Exact seconds since the epoch of a date / timestamp literal (:func:`epoch_seconds`)."""
+    try:
+        return epoch_seconds(v)
+    except ValueError:
+        raise g.bad(v, "not an ISO date or timestamp") from None
+    except TypeError:
+        raise g.bad(v, "not a date or timestamp") from None
 
 
 class _DateGrid(_Grid):
@@ -348,18 +525,42 @@ class _TimestampGrid(_Grid):
 
     def value(self, n):
         us, rem = divmod(n * 1_000_000, self.ticks)
-        if rem:  # nanoseconds: a pandas.Timestamp keeps them (a datetime subclass)
+        if not rem:
             try:
-                import pandas as pd
+                d = _EPOCH + _dt.timedelta(microseconds=us)
+            except OverflowError:
+                d = None
+            if d is not None:
+                return d.replace(tzinfo=_dt.timezone.utc) if self.tz else d
+        # finer than a datetime holds (nanoseconds) or beyond its years: a scalar of the column's
+        # own type, which every reader takes by its value (the same form whatever is installed)
+        return pa.scalar(n, self.t)
 
-                return pd.Timestamp(n, unit="ns", tz="UTC" if self.tz else None)
-            except ImportError:
-                return np.datetime64(n, "ns") if not self.tz else pa.scalar(n, self.t)
+
+class _TimeGrid(_Grid):
+    """TIME: ticks of the column's unit since midnight."""
+
+    def __init__(self, name, t):
+        super().__init__(name, t)
+        self.ticks = _TICKS[t.unit]
+        self.lo, self.hi = Fraction(0), Fraction(86400 * self.ticks - 1)
+
+    def exact(self, v):
+        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            return Fraction(int(v))  # ticks of the column's unit, as Arrow
         try:
-            d = _EPOCH + _dt.timedelta(microseconds=us)
-        except OverflowError:
+            return seconds_of_day(v) * self.ticks
+        except ValueError:
+            raise self.bad(v, "not a time of day (HH:MM[:SS[.fraction]])") from None
+        except TypeError:
+            raise self.bad(v, "not a time of day") from None
+
+    def value(self, n):
+        us, rem = divmod(n * 1_000_000, self.ticks)
+        if rem:  # nanoseconds: a scalar of the column's type (datetime.time stops at microseconds)
             return pa.scalar(n, self.t)
-        return d.replace(tzinfo=_dt.timezone.utc) if self.tz else d
+        s, us = divmod(us, 1_000_000)
+        return _dt.time(s // 3600, s // 60 % 60, s % 60, us)
 
 
 def _grid(name, t: pa.DataType) -> Optional[_Grid]:
@@ -373,6 +574,8 @@ def _grid(name, t: pa.DataType) -> Optional[_Grid]:
         return _DateGrid(name, t)
     if pa.types.is_timestamp(t):
         return _TimestampGrid(name, t)
+    if pa.types.is_time(t):
+        return _TimeGrid(name, t)
     return None
 
 
@@ -452,7 +655,7 @@ def _in(g: _Grid, leaf: Leaf, ieee: bool) -> Predicate:
             keep.append(e)
     out = []
     for e in keep:  # de-duplicate (0.0 and -0.0 are equal in Python: compare by repr for floats)
-        if not any(type(e) is type(o) and repr(e) == repr(o) for o in out):
+        if not any(_same_value(e, o) for o in out):
             out.append(e)
     if not out:
         return never(leaf.name) if leaf.op == "in" else _non_null(leaf.name)
@@ -473,6 +676,8 @@ _INT_BOUNDS = {8: (-(1 << 7), (1 << 7) - 1), 16: (-(1 << 15), (1 << 15) - 1), 32
 
 
 _STRING_IDS = (pa.string().id, pa.large_string().id)
+# literal types plain_literal returns unchanged
+_PLAIN_TYPES = frozenset((type(None), str, int, float, bool, bytes, decimal.Decimal, _dt.date, _dt.datetime, _dt.time))
 
 
 def _already_exact(lits, t) -> bool:
@@ -515,6 +720,12 @@ def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = T
         return leaf
     if _already_exact(leaf.literals, t):
         return leaf
+    for v in leaf.literals:
+        if type(v) not in _PLAIN_TYPES:  # pyarrow / numpy scalars, NaT: read by value
+            lits = tuple(plain_literal(x) for x in leaf.literals)
+            if not _same(lits, leaf.literals):
+                leaf = Leaf(op, leaf.name, lits)
+            break
     g = _grid(leaf.name, t)
     if g is None:
         _check_other(leaf.name, t, leaf)
@@ -602,8 +813,18 @@ def _array_leaf(leaf: Leaf, t: pa.DataType, ieee: bool) -> Predicate:
     return Leaf(leaf.op, leaf.name, tuple(kept))
 
 
+def _same_value(x, y) -> bool:
+    """The same literal: of one type and one value (floats by repr: 0.0 and -0.0, NaN; pyarrow
+    scalars by type and value, not by repr, which converts a nanosecond time with pandas)."""
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, pa.Scalar):
+        return x.equals(y)
+    return repr(x) == repr(y)
+
+
 def _same(a, b) -> bool:
-    return len(a) == len(b) and all(type(x) is type(y) and repr(x) == repr(y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
 
 
 def arrow_types(schema) -> dict:
@@ -651,28 +872,42 @@ def normalize(predicate: Optional[Predicate], schema, *, missing: str = "keep", 
     return go(predicate)
 
 
-def _floor_us(v):
-    """A timestamp literal floored to the microsecond (a datetime), or None if it is not one."""
+def _floor_to(v, per_second: int):
+    """A date-time literal floored to the grid of ``1 / per_second`` seconds (10**6: the
+    microsecond, 1000: the millisecond), in its own form; None if it is not one."""
     if isinstance(v, _dt.datetime):
-        return v.replace(nanosecond=0) if hasattr(v, "nanosecond") else v
+        if hasattr(v, "nanosecond"):  # pandas.Timestamp
+            v = v.replace(nanosecond=0)
+        step = 1_000_000 // per_second
+        return v.replace(microsecond=v.microsecond // step * step) if step > 1 else v
+    if isinstance(v, _dt.time):
+        step = 1_000_000 // per_second
+        return v.replace(microsecond=v.microsecond // step * step)
     if isinstance(v, np.datetime64):  # floored, in its own unit (pyarrow < 15 converts only a matching unit)
-        return v.astype("datetime64[us]").astype(v.dtype)
+        return v.astype(f"datetime64[{_UNIT_OF[per_second]}]").astype(v.dtype)
+    if isinstance(v, pa.Scalar) and v.is_valid and (pa.types.is_timestamp(v.type) or pa.types.is_time(v.type)):
+        per = max(_TICKS[v.type.unit] // per_second, 1)  # by value, in its own type
+        return pa.scalar(v.value // per * per, v.type)
     return None
 
 
-def widen_to_micros(p: Predicate) -> Predicate:
-    """An index-level form of a normalised predicate on a nanosecond column whose index keys
-    are microseconds (TIMESTAMP(7..9) in Paimon's file indexes): true for every row whose key
-    could hold a matching value.  Ranges compare the floored microsecond inclusively,
-    ``!=`` / ``NOT IN`` keep every non-null row (a value in the same microsecond has the same key)."""
+_UNIT_OF = {1: "s", 1000: "ms", 1_000_000: "us", 1_000_000_000: "ns"}
+
+
+def widen_to_keys(p: Predicate, per_second: int) -> Predicate:
+    """An index-level form of a normalised predicate on a column whose index keys are coarser
+    than its values (keys on the grid of ``1 / per_second`` seconds: TIMESTAMP(7..9) keyed by
+    microseconds in Paimon's file indexes, TIME(4..9) by milliseconds): true for every row whose
+    key could hold a matching value.  Ranges compare the floored key inclusively, ``!=`` /
+    ``NOT IN`` keep every non-null row (a value in the same key has the same key)."""
     if isinstance(p, And):
-        return And.of(*(widen_to_micros(c) for c in p.children))
+        return And.of(*(widen_to_keys(c, per_second) for c in p.children))
     if isinstance(p, Or):
-        return Or.of(*(widen_to_micros(c) for c in p.children))
+        return Or.of(*(widen_to_keys(c, per_second) for c in p.children))
     if not isinstance(p, Leaf) or not p.literals or any(v is None for v in p.literals):
         return p
     op, name = p.op, p.name
-    fl = [_floor_us(v) for v in p.literals]
+    fl = [_floor_to(v, per_second) for v in p.literals]
     if any(v is None for v in fl):
         return p
     if op in ("not_equal", "not_in"):
@@ -688,3 +923,8 @@ def widen_to_micros(p: Predicate) -> Predicate:
     if op in ("equal", "in"):
         return Leaf(op, name, tuple(fl))
     return p
+
+
+def widen_to_micros(p: Predicate) -> Predicate:
+    """:func:`widen_to_keys` to the microsecond (TIMESTAMP(7..9) in Paimon's file indexes)."""
+    return widen_to_keys(p, 1_000_000)

@@ -123,18 +123,30 @@ class Leaf(Predicate):
         yield self
 
     def __repr__(self):
+        r = _lit_repr
         if self.op in _SQL:
-            return f"{self.name} {_SQL[self.op]} {self.literal!r}"
+            return f"{self.name} {_SQL[self.op]} {r(self.literal)}"
         if self.op in ("in", "not_in"):
-            return f"{self.name} {'IN' if self.op == 'in' else 'NOT IN'} {list(self.literals)!r}"
+            return f"{self.name} {'IN' if self.op == 'in' else 'NOT IN'} {_list_repr(self.literals)}"
         if self.op in ("arrays_overlap", "array_contains_all"):
-            return f"{self.op}({self.name}, {list(self.literals)!r})"
+            return f"{self.op}({self.name}, {_list_repr(self.literals)})"
         if self.op in ("is_null", "is_not_null"):
             return f"{self.name} IS {'NULL' if self.op == 'is_null' else 'NOT NULL'}"
         if self.op in ("between", "not_between"):
             kw = "BETWEEN" if self.op == "between" else "NOT BETWEEN"
-            return f"{self.name} {kw} {self.literals[0]!r} AND {self.literals[1]!r}"
-        return f"{self.op}({self.name}, {self.literal!r})"
+            return f"{self.name} {kw} {r(self.literals[0])} AND {r(self.literals[1])}"
+        return f"{self.op}({self.name}, {r(self.literal)})"
+
+
+def _lit_repr(v) -> str:
+    try:
+        return repr(v)
+    except ValueError:  # a pyarrow nanosecond time's repr converts it, which needs pandas: show its value
+        return f"<{type(v).__name__} {getattr(v, 'value', '?')} {getattr(v, 'type', '')}>"
+
+
+def _list_repr(lits) -> str:
+    return "[" + ", ".join(map(_lit_repr, lits)) + "]"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ Grammar (keywords are case-insensitive)::
                 | (arrays_overlap | array_contains_all) '(' column ',' array '(' [literal (',' literal)*] ')' ')'
     column     := name | "quoted name" | `quoted name`
     literal    := 'string' ('' escapes a quote) | number | TRUE | FALSE | NULL
-                | DATE 'yyyy-mm-dd' | TIMESTAMP 'yyyy-mm-dd hh:mm:ss[.ffffff]'
+                | DATE 'yyyy-mm-dd' | TIMESTAMP 'yyyy-mm-dd hh:mm:ss[.fffffffff][+hh:mm]'
 
 ``NOT`` is pushed down to the leaves (De Morgan), so it works wherever Paimon
 has the negated leaf; ``NOT LIKE`` and ``NOT`` over a LIKE have no Paimon form
@@ -27,6 +27,10 @@ Paimon's Spark connector pushes them; other patterns stay ``like``.
 ``NULL`` is a literal with SQL's meaning: ``x = NULL``, ``x != NULL``, ``x < NULL``,
 ``x NOT IN (1, NULL)`` and ``BETWEEN`` with a NULL bound are never true (no rows);
 ``x IN (1, NULL)`` is ``x IN (1)``.  ``x IS [NOT] NULL`` asks for (non-)null rows.
+Numbers read as Spark SQL reads them: ``5`` an integer, ``1.255`` a decimal (exact on DECIMAL
+columns, the nearest DOUBLE on FLOAT / DOUBLE ones: :class:`paimon_fast.literals.DecimalLiteral`),
+``1e3`` a DOUBLE.  ``TIMESTAMP '...'`` keeps every fraction digit: a ``datetime`` up to the
+microsecond, a nanosecond pyarrow timestamp scalar past it (UTC when the text has an offset).
 """
 from __future__ import annotations
 
@@ -34,13 +38,16 @@ import datetime as _dt
 import re
 from typing import List, Tuple
 
+from .errors import PredicateError
+from .literals import DecimalLiteral, parse_timestamp
 from .predicate import And, Leaf, Or, Predicate
 
 __all__ = ["parse_predicate", "PredicateSyntaxError"]
 
 
-class PredicateSyntaxError(ValueError):
-    """The text is not a predicate this parser understands (message says where)."""
+class PredicateSyntaxError(PredicateError):
+    """The text is not a predicate this parser understands (message says where); a
+    :class:`~paimon_fast.errors.PredicateError`, so a ``ValueError``."""
 
 
 _TOKEN_RE = re.compile(
@@ -82,7 +89,13 @@ def _tokenize(text: str) -> List[Tuple[str, object, int]]:
             q = s[0]
             toks.append(("id", s[1:-1].replace(q + q, q), pos))
         elif kind == "num":
-            toks.append(("lit", float(s) if any(c in s for c in ".eE") else int(s), pos))
+            if any(c in s for c in "eE"):
+                v = float(s)               # 1e3: a DOUBLE literal
+            elif "." in s:
+                v = DecimalLiteral(s)      # 1.255: exact on DECIMAL columns, the nearest DOUBLE on floats
+            else:
+                v = int(s)
+            toks.append(("lit", v, pos))
         elif kind == "op":
             toks.append(("op", s, pos))
         elif kind == "punct":
@@ -179,7 +192,7 @@ class _Parser:
             try:
                 if t[1] == "DATE":
                     return _dt.date.fromisoformat(str(s))
-                return _dt.datetime.fromisoformat(str(s))
+                return parse_timestamp(str(s))  # every fraction digit kept (nanoseconds too)
             except ValueError:
                 self.fail(f"bad {t[1]} literal {s!r}", t)
         if t[0] == "kw" and t[1] == "NULL":

@@ -261,6 +261,8 @@ def to_arrow_array(values, dtype: DataType) -> pa.Array:
             if pa.types.is_timestamp(target):  # pyarrow < 15 takes numpy datetimes only in the target's unit
                 unit = f"datetime64[{target.unit}]"
                 seq = [v.astype(unit) if isinstance(v, np.datetime64) else v for v in seq]
+            # pyarrow scalars (literals read by value) append only to a builder of their own type
+            seq = [v.cast(target) if isinstance(v, pa.Scalar) and v.type != target else v for v in seq]
             values = pa.array(seq, type=target)
     t = values.type
     if pa.types.is_dictionary(t):

@@ -62,6 +62,8 @@ def _cmp(a, b):
     """-1 / 0 / 1, or None when unknown (NULL) or unordered (NaN)."""
     if a is None or b is None:
         return None
+    if isinstance(a, float) and type(b).__name__ == "DecimalLiteral":
+        b = float(b)  # SQL text's 1.5 against a float column: the nearest DOUBLE (Spark's cast)
     x, y = _as_num(a), _as_num(b)
     if isinstance(x, tuple) and isinstance(y, str):  # an ISO literal against a date / timestamp column
         y = _as_num(dt.datetime.fromisoformat(y))

@@ -517,7 +517,7 @@ def test_describe_and_cli_inspect(tmp_path, capsys):
     p = tmp_path / "f.index"
     p.write_bytes(pf.FileIndexFormat.write({"c": {"bitmap": payload}}))
     from paimon_fast.cli import main
-    main(["inspect", str(p), "--row-type", "c=BIGINT"])
+    main(["inspect", str(p), "--row-type", "c=BIGINT", "--json"])
     out = json.loads(capsys.readouterr().out)
     bm = out["columns"]["c"][0]
     assert bm["index_type"] == "bitmap" and bm["null_count"] == int(mask.sum()) and bm["block_count"] > 1

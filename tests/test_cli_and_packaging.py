@@ -14,13 +14,13 @@ def test_inspect_container(tmp_path, capsys):
     w.write_batch([1, 2, 3])
     p = tmp_path / "f.parquet.index"
     p.write_bytes(pf.FileIndexFormat.write({"id": {"bloom-filter": w.finish()}, "e": {"bloom-filter": None}}))
-    assert cli.main(["inspect", str(p), "--row-type", "id=BIGINT,e=DECIMAL(10, 2)"]) == 0
+    assert cli.main(["inspect", str(p), "--row-type", "id=BIGINT,e=DECIMAL(10, 2)", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     bloom = out["columns"]["id"][0]
     assert bloom["num_bits"] == w.num_bits and bloom["num_hash_functions"] == w.num_hash_functions
     assert 0 < bloom["bits_set"] <= 3 * w.num_hash_functions
     assert out["columns"]["e"][0]["start"] == -1
-    assert cli.main(["inspect", str(p)]) == 0
+    assert cli.main(["inspect", str(p), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["columns"]["id"][0]["index_type"] == "bloom-filter"
 
 

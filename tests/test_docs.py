@@ -7,7 +7,11 @@ line in a shell (each line must exit 0).  An HTML comment right before a block s
 * ``<!-- docs-test: setup=NAME -->`` runs the fixture ``NAME`` below first (it writes the table
   the example talks about into the working directory: what a user already has);
 * ``<!-- docs-test: spark -->`` marks the page as needing Spark (its test carries the ``spark``
-  mark);
+  mark); the blocks before a page's first Spark block also run in a test of their own without the
+  mark, so they run in CI's job without Spark too;
+* ``<!-- docs-test: output -->`` before a ``text`` block: the block is what the last command of
+  the ``bash`` block before it prints (stdout), line by line (trailing spaces aside; a line
+  ``...`` stands for any number of lines; help is formatted 100 columns wide);
 * ``<!-- docs-test: ci -->`` is for the README's Quickstart block only: ``.ci/run`` runs those two
   commands itself (jobs quickstart-1 and quickstart-2, each in a fresh virtualenv); here the
   block is checked to be the one ``.ci/run`` extracts.
@@ -45,13 +49,24 @@ def blocks(page: Path):
     return out
 
 
-def _needs_spark(page: Path) -> bool:
-    return any("spark" in d for _, _, d in blocks(page))
+def _first_spark_block(page: Path):
+    return next((i for i, (_, _, d) in enumerate(blocks(page)) if "spark" in d), None)
 
 
-def _param(page: Path):
-    marks = [pytest.mark.spark] if _needs_spark(page) else []
-    return pytest.param(page, id=str(page.relative_to(ROOT)), marks=marks)
+def _params():
+    """(page, how many of its blocks to run or None for all): every page whole (Spark pages with the
+    ``spark`` mark), and the part of a Spark page before its first Spark block without it."""
+    out = []
+    for page in PAGES:
+        name = str(page.relative_to(ROOT))
+        first = _first_spark_block(page)
+        if first is None:
+            out.append(pytest.param(page, None, id=name))
+            continue
+        out.append(pytest.param(page, None, id=name, marks=[pytest.mark.spark]))
+        if first > 0 and any(lang != "text" for lang, _, _ in blocks(page)[:first]):
+            out.append(pytest.param(page, first, id=f"{name}:before-spark"))
+    return out
 
 
 # ---------------------------------------------------------------- fixtures a block can ask for
@@ -127,29 +142,64 @@ def setup_s3(cwd: Path, request):
     srv.upload_dir(str(cwd / "s3" / "events"), "bucket", "events")
 
 
-SETUPS = {"events": setup_events, "warehouse": setup_warehouse, "trips": setup_trips, "s3": setup_s3}
+def setup_indexed(cwd: Path, request=None):
+    """``events/`` with file indexes, built in-process (``ParquetDataset.build``: the bytes
+    ``paimon-fast build`` writes on Spark)."""
+    from paimon_fast.tables import ParquetDataset
+
+    setup_events(cwd)
+    ParquetDataset(str(cwd / "events")).build({
+        "file-index.bloom-filter.columns": "user_id", "file-index.bloom-filter.user_id.items": "5000",
+        "file-index.range-bitmap.columns": "amount", "file-index.bitmap.columns": "status"})
+
+
+SETUPS = {"events": setup_events, "indexed": setup_indexed, "warehouse": setup_warehouse, "trips": setup_trips,
+          "s3": setup_s3}
 
 
 # ---------------------------------------------------------------- the test
 
-@pytest.mark.parametrize("page", [_param(p) for p in PAGES])
-def test_page_examples_run(page, tmp_path, monkeypatch, request):
+@pytest.mark.parametrize("page, upto", _params())
+def test_page_examples_run(page, upto, tmp_path, monkeypatch, request):
     found = blocks(page)
     for lang, _, _ in found:
         assert lang in ("python", "bash", "text"), f"{page.name}: a ```{lang} block (use python, bash or text)"
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "100")   # the width help is shown at
     namespace = {"__name__": "__docs__"}
-    for i, (lang, code, directives) in enumerate(found):
+    last_output = None
+    for i, (lang, code, directives) in enumerate(found[:upto]):
+        where = f"{page.relative_to(ROOT)} block {i + 1}"
+        if "output" in directives:
+            assert lang == "text" and last_output is not None, f"{where}: an output block follows a bash block"
+            _check_output(code, last_output, where)
+            continue
         if "ci" in directives or lang == "text":
             continue
         if "setup" in directives:
             SETUPS[directives["setup"]](tmp_path, request)
-        where = f"{page.relative_to(ROOT)} block {i + 1}"
         if lang == "python":
             linecache.cache[where] = (len(code), None, code.splitlines(True), where)  # tracebacks show the doc's lines
             exec(compile(code, where, "exec"), namespace)
         else:
-            _run_bash(code, tmp_path, where)
+            last_output = _run_bash(code, tmp_path, where)
+
+
+def _check_output(expected: str, got: str, where: str):
+    """``got`` line by line against ``expected``, where a line ``...`` matches any lines."""
+    def norm(text):
+        return [ln.rstrip().replace("optional arguments:", "options:") for ln in text.rstrip("\n").splitlines()]
+
+    want, have = norm(expected), norm(got)
+
+    def match(i, j):
+        if i == len(want):
+            return j == len(have)
+        if want[i] == "...":
+            return any(match(i + 1, k) for k in range(j, len(have) + 1))
+        return j < len(have) and want[i] == have[j] and match(i + 1, j + 1)
+
+    assert match(0, 0), f"{where}: the output shown is not what the command prints:\n" + "\n".join(have)
 
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
@@ -174,27 +224,32 @@ def _run_cli(argv, where: str, line: str):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             rc = cli.main(argv)
-        except SystemExit as e:   # argparse errors
+        except SystemExit as e:   # argparse errors, and --help (exit 0)
             rc = e.code
     assert rc in (0, None), f"{where}: `{line}` exited {rc}\n{out.getvalue()[-2000:]}\n{err.getvalue()[-2000:]}"
+    return out.getvalue()
 
 
-def _run_bash(code: str, cwd: Path, where: str):
+def _run_bash(code: str, cwd: Path, where: str) -> str:
+    """Run a bash block line by line; returns what its last command printed on stdout."""
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    last = ""
     for line in code.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         argv = _cli_argv(line)
         if argv is not None:
-            _run_cli(argv, where, line)
+            last = _run_cli(argv, where, line)
             continue
         if line.startswith("paimon-fast ") and shutil.which("paimon-fast", path=env["PATH"]) is None:
             line = f"{sys.executable} -m paimon_fast.cli " + line[len("paimon-fast "):]
         r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", line], cwd=cwd, env=env,
                            capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, f"{where}: `{line}` exited {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
+        last = r.stdout
+    return last
 
 
 def test_quickstart_block_is_what_ci_runs():

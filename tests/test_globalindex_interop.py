@@ -92,7 +92,7 @@ def test_inspect_shows_global_index(tmp_path, capsys):
     c = load_case(FMT, "gb_string_prefixed_n6000_zstd_block1kb")
     p = tmp_path / "gi.index"
     p.write_bytes(load_bin(FMT, c["file"]))
-    main(["inspect", str(p), "--row-type", "x=STRING"])
+    main(["inspect", str(p), "--row-type", "x=STRING", "--json"])
     out = capsys.readouterr().out
     import json
 

@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from blocked_imports import json_of
 from paimon_fast import cli
 from paimon_fast.errors import MissingCodecError, MissingDependencyError, OptionError, PaimonFastError
 
@@ -158,3 +159,108 @@ def test_build_without_kernel_sources_fails_loudly(tmp_path):
                        timeout=120)
     assert p.returncode != 0
     assert "kernel sources" in p.stderr and "bloom.pyx" in p.stderr and "Traceback" not in p.stderr
+
+
+# ---------------------------------------------------------------- the same answer without pandas
+
+_NO_PANDAS_ANSWERS = """
+    import json, os, sys, tempfile
+    import numpy as np, pyarrow as pa, pyarrow.parquet as pq
+    from paimon_fast import globalindex as gi
+    from paimon_fast.cli import display_rows
+    from paimon_fast.spark.cli import format_rows
+    from paimon_fast.tables import ParquetDataset
+    from paimon_fast.tables.arrow_filter import filter_table
+    from paimon_fast.predicate import field
+
+    out = {"pandas loaded": "pandas" in sys.modules}
+    ns = [3_739_558_079_750_704_648, 5, 3, 1_000_000_001, None, -1_500]
+    tm = [1, 5, 3, 2, None, 86_399_999_999_999]
+    t = pa.table({"ts": pa.array(ns, pa.timestamp("ns")), "ltz": pa.array(ns, pa.timestamp("ns", tz="UTC")),
+                  "tm": pa.array(tm, pa.time64("ns")), "id": list(range(6))})
+    d = tempfile.mkdtemp()
+    pq.write_table(t, os.path.join(d, "a.parquet"))
+    ds = ParquetDataset(d)
+    ds.build({"file-index.bloom-filter.columns": "ts", "file-index.bitmap.columns": "tm"})
+    for c in ("ts", "ltz", "tm"):           # top-N ranks nanosecond values (as_py needs pandas)
+        for desc in (True, False):
+            out[f"top {c} {desc}"] = ds.top_n(c, 3, desc=desc).column("id").to_pylist()
+    for w in ("ts > TIMESTAMP '1970-01-01 00:00:00.000000004'", "ltz = TIMESTAMP '2088-07-01 22:07:59.750704648Z'",
+              "tm < '00:00:00.000000004'", "ts < '1970-01-01T00:00:00.000000004'"):
+        out[w] = sorted(ds.scan(w)[0].column("id").to_pylist())
+    out["scalar"] = filter_table(t, field("ltz") == t.column("ltz")[0]).column("id").to_pylist()
+    out["format_rows"] = format_rows(t.slice(0, 3))
+    out["display_rows"] = json.loads(json.dumps(display_rows(t.slice(0, 2)), default=str))
+    w = gi.writer("TIME(9)")
+    w.write_batch(t.column("tm"), np.arange(6, dtype=np.int64))
+    r = gi.reader("TIME(9)", w.finish()[0], None, 6)
+    out["global time"] = sorted(r.evaluate(field("tm") != t.column("tm")[2]))
+    print(json.dumps(out))
+"""
+
+
+def test_nanosecond_answers_do_not_depend_on_pandas():
+    """pandas is optional (the spark extra pulls it, the core does not), and pyarrow reaches for it
+    to turn nanoseconds into Python objects.  Top-N, scans with nanosecond literals, the exact
+    filter, the global index and the CLI's row printing give the same answers and text with pandas
+    blocked as with it (top-N and the row printing raised ValueError without it)."""
+    without = json_of(_NO_PANDAS_ANSWERS, ("pandas",))
+    assert without.pop("pandas loaded") is False
+    got = without
+    assert got["top ts True"] == [0, 3, 1] and got["top ts False"] == [5, 2, 1]
+    assert got["top ltz True"] == [0, 3, 1] and got["top tm True"] == [5, 1, 2] and got["top tm False"] == [0, 3, 2]
+    assert got["ts > TIMESTAMP '1970-01-01 00:00:00.000000004'"] == [0, 1, 3]
+    assert got["ltz = TIMESTAMP '2088-07-01 22:07:59.750704648Z'"] == [0]
+    assert got["tm < '00:00:00.000000004'"] == [0, 2, 3]
+    assert got["ts < '1970-01-01T00:00:00.000000004'"] == [2, 5]
+    assert got["scalar"] == [0]
+    assert got["global time"] == [0, 1, 2, 3, 5]  # TIME keys are millis: row 2's millisecond is kept
+    assert "2088-07-01 22:07:59.750704648" in got["format_rows"] and "00:00:00.000000005" in got["format_rows"]
+    assert got["display_rows"][0]["ts"] == "2088-07-01 22:07:59.750704648"
+    installed = json_of(_NO_PANDAS_ANSWERS)  # pandas as installed (the full job has it)
+    installed.pop("pandas loaded")
+    assert installed == without
+
+
+# ---------------------------------------------------------------- other optional packages
+
+def test_paimon_command_without_pypaimon(hide, capsys):
+    """``paimon-fast paimon ...`` without pypaimon: one line naming the tables extra, exit 2."""
+    hide("pypaimon")
+    assert cli.main(["paimon", "query", "warehouse", "db.t", "--where", "a = 1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("paimon-fast paimon query: ") and 'pip install "paimon-fast[tables]"' in err
+
+
+def test_local_spark_of_the_paimon_commands_without_pyspark(hide, monkeypatch):
+    """``--spark`` of ``paimon rewrite-index`` / ``create-global-index`` checks for pyspark first
+    (was a bare ImportError from ``from pyspark.sql import SparkSession``)."""
+    from paimon_fast.paimon import cli as pcli
+    from paimon_fast.spark import env
+
+    monkeypatch.setattr(env, "_CHECKED", [])
+    hide("pyspark")
+    with pytest.raises(MissingDependencyError, match=r'`pyspark`.*pip install "paimon-fast\[spark\]"'):
+        pcli._local_spark("x")
+
+
+def test_zstd_manifest_without_zstandard_is_not_called_corrupt(hide, monkeypatch):
+    """A zstd-compressed Avro manifest read without the zstandard package raised IndexFormatError
+    ("does not decompress"), as if the file were corrupt: now the missing package, by its extra."""
+    fastavro = pytest.importorskip("fastavro", reason="fastavro (the tables extra, via pypaimon) writes the manifest")
+    pytest.importorskip("zstandard", reason="zstandard (the codecs extra) compresses the manifest")
+    import io
+
+    from paimon_fast.paimon import avro
+
+    buf = io.BytesIO()
+    schema = {"type": "record", "name": "r", "fields": [{"name": "a", "type": "long"}]}
+    fastavro.writer(buf, schema, [{"a": i} for i in range(10)], codec="zstandard")
+    data = buf.getvalue()
+    assert [r["a"] for r in avro.read_avro(data)] == list(range(10))
+    monkeypatch.setattr(avro, "_ZSTD", type(avro._ZSTD)())  # no decompressor kept for this thread
+    avro._HEADER_CACHE.clear()
+    hide("zstandard")
+    with pytest.raises(MissingDependencyError, match=r'`zstandard`.*paimon-fast\[codecs\]'):
+        avro.read_avro(data)

@@ -237,7 +237,7 @@ def test_cli_inspect_reads_types_from_the_data_file(tmp_path, capsys):
 
     ds = make_dataset(tmp_path, files_per_part=1)
     ds.build(BLOOM)
-    assert main(["inspect", str(index_file(tmp_path, "p=a/f0.parquet"))]) == 0
+    assert main(["inspect", str(index_file(tmp_path, "p=a/f0.parquet")), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     bloom = out["columns"]["id"][0]
     assert bloom["index_type"] == "bloom-filter" and bloom["type"] == "BIGINT"

@@ -12,7 +12,7 @@ from vectorlib import DATA, load_bin
 
 
 def _inspect(path, capsys):
-    assert cli.main(["inspect", str(path)]) == 0
+    assert cli.main(["inspect", str(path), "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 

@@ -232,8 +232,8 @@ def test_cli_top_and_bottom(tmp_path, capsys):
     assert shown == want
     main(["query", str(tmp_path), "--bottom", "v:2", "--show", "0"])
     assert "2 rows" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="COLUMN:K"):
-        main(["query", str(tmp_path), "--top", "v"])
+    assert main(["query", str(tmp_path), "--top", "v"]) == 2   # a user's mistake: one line, exit 2
+    assert "--top / --bottom take COLUMN:K" in capsys.readouterr().err
 
 
 @pytest.mark.spark

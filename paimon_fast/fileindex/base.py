@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..literals import is_never, normalize_leaf, widen_to_micros
+from ..literals import is_never, normalize_leaf, widen_to_keys
 from ..predicate import And, Leaf, Or, Predicate
 from ..result import REMAIN, SKIP, FileIndexResult
 from ..source import Source
@@ -55,8 +55,9 @@ class FileIndexReader:
         column type (:func:`paimon_fast.literals.normalize_leaf`), so ``x < 5.5``
         on an INT index is asked as ``x <= 5`` and ``x = 5.5`` as no row."""
         norm = normalize_leaf(leaf, self._arrow_type(), ieee=False)
-        if self._coarse_keys():
-            norm = widen_to_micros(norm)
+        grid = self._coarse_keys()
+        if grid:
+            norm = widen_to_keys(norm, grid)
         if norm is not leaf:
             if is_never(norm):  # no value of the column type satisfies the leaf
                 return SKIP
@@ -68,16 +69,22 @@ class FileIndexReader:
         fn = getattr(self, "visit_" + leaf.op, None)
         return REMAIN if fn is None else fn(leaf)
 
-    #: TIMESTAMP(7..9) columns are keyed by microseconds: widen leaves so that no row whose value
-    #: matches is skipped (:func:`paimon_fast.literals.widen_to_micros`); False gives Java's own
-    #: answers over the keys (e.g. ``!=`` drops rows in the literal's microsecond)
+    #: TIMESTAMP(7..9) columns are keyed by microseconds, TIME(4..9) by milliseconds: widen leaves
+    #: so that no row whose value matches is skipped (:func:`paimon_fast.literals.widen_to_keys`);
+    #: False gives Java's own answers over the keys (e.g. ``!=`` drops rows in the literal's microsecond)
     widen_coarse_keys = True
 
-    def _coarse_keys(self) -> bool:
-        """TIMESTAMP(7..9) columns: Paimon's file indexes key their values by microseconds,
-        coarser than the values themselves."""
+    def _coarse_keys(self):
+        """The keys' grid (per second) when Paimon's file indexes key this column's values coarser
+        than they are: TIMESTAMP(7..9) by microseconds, TIME(4..9) by milliseconds; else None."""
         d = self.dtype
-        return self.widen_coarse_keys and getattr(d, "is_timestamp", False) and (d.precision or 0) > 6
+        if not self.widen_coarse_keys:
+            return None
+        if getattr(d, "is_timestamp", False) and (d.precision or 0) > 6:
+            return 1_000_000
+        if getattr(d, "root", None) == "TIME" and (d.precision or 0) > 3:
+            return 1_000
+        return None
 
     def _arrow_type(self):
         t = self.__dict__.get("_arrow_t", False)

@@ -16,7 +16,7 @@ import pyarrow as pa
 from pyroaring import BitMap64
 
 from ..fileindex.options import Options
-from ..literals import is_never, normalize_leaf
+from ..literals import is_never, normalize_leaf, widen_to_keys
 from ..predicate import ARRAY_OPS, And, Leaf, Or, Predicate
 from ..result import UNSUPPORTED
 from .format import DEFAULT_FALLBACK, OPT_FALLBACK, BitmapIndexFile, element_type
@@ -258,6 +258,9 @@ class GlobalIndex:
         if at is False:
             at = self._arrow_t = _arrow_type(self.codec)
         norm = normalize_leaf(leaf, at, ieee=False)
+        if at is not None and pa.types.is_time(at) and at.unit in ("us", "ns"):
+            # TIME(4..9) keys are millis of the day (as Java's): no row whose value matches is dropped
+            norm = widen_to_keys(norm, 1000)
         if norm is not leaf:
             if is_never(norm):
                 return BitMap64()

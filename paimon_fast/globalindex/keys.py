@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import math
 import struct
 
 import numpy as np
@@ -33,6 +34,7 @@ import pyarrow as pa
 
 from .._kernels import load as _load
 from ..errors import IndexFormatError, UnsupportedTypeError
+from ..literals import epoch_seconds, seconds_of_day
 from ..serde import encode_varint
 from ..types import DataType, _rescale, to_arrow_array, validity_mask
 
@@ -41,7 +43,6 @@ KINDS = _k.KINDS
 
 _UNIT_NS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 _EPOCH = datetime.datetime(1970, 1, 1)
-_EPOCH_TZ = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 def kind_of(dtype: DataType) -> int:
@@ -171,8 +172,8 @@ class KeyCodec:
                 v = (v - datetime.date(1970, 1, 1)).days
             return struct.pack("<i", int(v))
         if r == "TIME":
-            if isinstance(v, datetime.time):
-                v = ((v.hour * 60 + v.minute) * 60 + v.second) * 1000 + v.microsecond // 1000
+            if not isinstance(v, (int, np.integer)):  # a time of day read by value: millis of the day
+                v = math.floor(seconds_of_day(v) * 1000)
             return struct.pack("<i", int(v))
         if r == "FLOAT":
             b = struct.unpack("<i", struct.pack("<f", float(v)))[0]
@@ -200,23 +201,17 @@ class KeyCodec:
         """(epoch millis, nano of millisecond) of a timestamp literal.
 
         Integers are in the unit of the type's Arrow form (ms for p<=3, us for
-        p<=6, ns above); also accepts ``(millis, nanos)`` tuples, datetimes and
-        numpy datetime64."""
+        p<=6, ns above); also accepts ``(millis, nanos)`` tuples and every form
+        :func:`paimon_fast.literals.epoch_seconds` reads by value (datetimes, numpy
+        datetime64 of any unit, pyarrow timestamp scalars of any unit and zone)."""
         if isinstance(v, tuple):
             return int(v[0]), int(v[1])
-        if isinstance(v, np.datetime64):
-            ns = int(v.astype("datetime64[ns]").astype(np.int64))
-            return ns // 1_000_000, ns % 1_000_000
-        if isinstance(v, datetime.datetime):
-            if v.tzinfo is not None:
-                delta = v - _EPOCH_TZ
-            else:
-                delta = v - _EPOCH
-            us = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
-            # pandas.Timestamp is a datetime with nanoseconds beyond the microsecond
-            return us // 1000, (us % 1000) * 1000 + int(getattr(v, "nanosecond", 0))
-        unit = self.dtype.to_arrow().unit
-        ns = int(v) * _UNIT_NS[unit]
+        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            unit = self.dtype.to_arrow().unit
+            ns = int(v) * _UNIT_NS[unit]
+        else:
+            q = epoch_seconds(v) * 1_000_000_000
+            ns = q.numerator // q.denominator  # floor: a key holds nanoseconds at most
         return ns // 1_000_000, ns % 1_000_000
 
     # ------------------------------------------------------------ key bytes -> values

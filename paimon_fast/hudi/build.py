@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import IndexFormatError, UnsupportedTypeError
+from ..errors import ColumnNotFoundError, IndexFormatError, UnsupportedTypeError
 from ..fs import display_uri
 from . import model, storage
 from .table import SliceRef, canonical, open_table, table_root, table_state, timeline_fingerprint
@@ -271,7 +271,7 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
     col_types = {}
     for c in columns:
         if c not in schema:
-            raise KeyError(f"column {c!r} is not in the table schema {list(schema)}")
+            raise ColumnNotFoundError(c, list(schema))
         model.check_indexable(c, schema[c])
         col_types[c] = schema[c]
     col_ser = {c: str(t) for c, t in col_types.items()}
@@ -412,7 +412,7 @@ def _compact(table_path, instant, slices):
 def check_columns(schema: pa.Schema, columns) -> None:
     for c in columns:
         if c not in schema.names:
-            raise KeyError(f"column {c!r} is not in the table schema")
+            raise ColumnNotFoundError(c, schema.names)
         model.check_indexable(c, schema.field(c).type)
 
 

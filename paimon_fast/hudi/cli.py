@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from ..cli import _print_json, command
+from ..cli import _print_json, command, display_rows, examples_epilog
 
 
 def _spark_session():
@@ -72,18 +72,30 @@ def _predicate(args, schema):
     return P.And.of(*parts) if parts else None
 
 
+def _sub(sub, name, help, examples):
+    import argparse
+
+    return sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
+                          epilog=examples_epilog(examples), formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def _setup(p):
-    sub = p.add_subparsers(dest="hudi_cmd", required=True)
-    b = sub.add_parser("build", help="create or incrementally update the bitmap index")
-    b.add_argument("table")
+    sub = p.add_subparsers(dest="hudi_cmd", required=True, metavar="SUBCOMMAND", title="subcommands")
+    b = _sub(sub, "build", "create or incrementally update the bitmap index of a Hudi table", """
+        paimon-fast hudi build trips --columns city,rider
+        paimon-fast hudi build trips --spark""")
+    b.add_argument("table", help="the Hudi table's base path or URI")
     b.add_argument("--columns", default=None,
                    help="comma-separated columns (default: the existing index's, or on a first build every "
                         "indexable column)")
     b.add_argument("--spark", action="store_true", help="index slices on a local Spark session")
     b.add_argument("--as-of", default=None, help="index the table as of this completed instant")
-    q = sub.add_parser("query", help="prune with a predicate (AND of the given conditions); --read returns rows")
-    q.add_argument("table")
-    q.add_argument("--where", default=None, help="SQL-like predicate (needs paimon_fast.sqlpredicate)")
+    q = _sub(sub, "query", "prune a Hudi table with a predicate (the AND of the conditions given); "
+                           "--read also reads the matching rows", """
+        paimon-fast hudi query trips --eq city=chennai --in rider=rider-1,rider-2
+        paimon-fast hudi query trips --where "city = 'chennai' AND fare > 100" --read --show 3""")
+    q.add_argument("table", help="the Hudi table's base path or URI")
+    q.add_argument("--where", default=None, help="SQL-like predicate, e.g. \"city = 'chennai' AND fare > 100\"")
     q.add_argument("--eq", action="append", metavar="COL=VALUE")
     q.add_argument("--ne", action="append", metavar="COL=VALUE")
     q.add_argument("--in", dest="isin", action="append", metavar="COL=V1,V2")
@@ -93,11 +105,12 @@ def _setup(p):
     q.add_argument("--read", action="store_true", help="read the matching rows (in-process) and count them")
     q.add_argument("--show", type=int, default=0, help="print this many matching rows")
     q.add_argument("--candidates", action="store_true", help="list candidate slices")
-    i = sub.add_parser("inspect", help="show the index manifest: instant, columns, slices, segments, staleness")
-    i.add_argument("table")
+    i = _sub(sub, "inspect", "show the index manifest: instant, columns, slices, segments, staleness", """
+        paimon-fast hudi inspect trips""")
+    i.add_argument("table", help="the Hudi table's base path or URI")
 
 
-@command("hudi", "Hudi RFC-92 bitmap index: build | query | inspect")
+@command("hudi", "the bitmap index of Hudi tables (RFC-92): build, query, inspect")
 def hudi_main(args):
     from . import storage
     from .build import build_index
@@ -126,7 +139,7 @@ def hudi_main(args):
             tbl = res.table
             out["rows_returned"] = tbl.num_rows
             if args.show:
-                out["rows"] = tbl.slice(0, args.show).to_pylist()
+                out["rows"] = display_rows(tbl.slice(0, args.show))
         _print_json(out)
     else:
         m = storage.read_manifest(path)
@@ -149,3 +162,14 @@ def hudi_main(args):
 
 
 hudi_main.setup = _setup
+hudi_main.description = """\
+The bitmap index of Hudi tables (Hudi's RFC-92 layout), through the hudi package (the tables
+extra):
+  build    create the index, or update it with the table's new commits
+  query    which file slices and rows may match a predicate (--read: the rows)
+  inspect  what the index holds and how far it is behind the table
+Each takes --help for its options."""
+hudi_main.examples = """
+paimon-fast hudi build trips --columns city,rider
+paimon-fast hudi query trips --eq city=chennai
+"""

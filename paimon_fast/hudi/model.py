@@ -54,6 +54,7 @@ from pyroaring import BitMap
 
 from .. import roaring as _roaring
 from ..errors import IndexFormatError, UnsupportedTypeError
+from ..literals import epoch_seconds
 
 SEP = "$"
 NULL_TOKEN = "%00"
@@ -220,36 +221,18 @@ def canonical_array(arr) -> pa.Array:
 
 
 def _parse_ts_literal(v, t: pa.TimestampType):
-    """A literal as integer ticks of the column's unit, or None if no column value can equal it."""
-    if isinstance(v, str):
-        s = v.strip().replace(" ", "T")
-        if s.endswith("Z"):
-            s = s[:-1] + "+00:00"
-        v = _dt.datetime.fromisoformat(s)
-    if isinstance(v, _dt.date) and not isinstance(v, _dt.datetime):
-        v = _dt.datetime(v.year, v.month, v.day)
-    if not isinstance(v, _dt.datetime):
+    """A literal as integer ticks of the column's unit, or None if no column value can equal it.
+
+    Every form is read by its value (:func:`paimon_fast.literals.epoch_seconds`: datetimes,
+    ``pandas.Timestamp``, numpy ``datetime64`` and pyarrow timestamp scalars of any unit, ISO text
+    with every fraction digit); a naive literal on a UTC-adjusted column means UTC."""
+    if isinstance(v, (bool, int, float, np.number)):
         raise TypeError(f"literal {v!r} is not comparable with a {t} column")
-    if v.tzinfo is not None:
-        if t.tz is None:
-            v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-        else:
-            v = v.astimezone(_dt.timezone.utc)
-    else:
-        if t.tz is not None:
-            v = v.replace(tzinfo=_dt.timezone.utc)  # naive literals on a UTC-adjusted column mean UTC
-    epoch = _dt.datetime(1970, 1, 1, tzinfo=v.tzinfo)
-    delta = v - epoch
-    us = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
-    per = {"s": 1_000_000, "ms": 1000, "us": 1, "ns": None}[t.unit]
-    nano = int(getattr(v, "nanosecond", 0) or 0)     # pandas.Timestamp carries nanoseconds
-    if per is None:
-        return us * 1000 + nano
-    if nano:
-        return None
-    if us % per:
-        return None
-    return us // per
+    try:
+        q = epoch_seconds(v) * {"s": 1, "ms": 1000, "us": 10 ** 6, "ns": 10 ** 9}[t.unit]
+    except (TypeError, ValueError):
+        raise TypeError(f"literal {v!r} is not comparable with a {t} column") from None
+    return int(q) if q.denominator == 1 else None
 
 
 def canonical_literal(value, t: pa.DataType):

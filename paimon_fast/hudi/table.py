@@ -74,6 +74,10 @@ def open_table(table_path: str, cached: bool = False):
     object keeps the timeline it loaded: reusing it after a commit would merge log
     files without the new instants)."""
     p = canonical(table_path)
+    _hudi()  # the package first: without it, MissingDependencyError naming the extra
+    store, root = resolve(p)
+    if store.local and not os.path.isfile(os.path.join(root, ".hoodie", "hoodie.properties")):
+        raise FileNotFoundError(2, "No Hudi table here (no .hoodie/hoodie.properties)", root)
     if cached:
         fp = timeline_fingerprint(p).digest
         hit = _TABLES.get(p)

@@ -11,7 +11,7 @@ import threading
 import zlib
 from typing import Dict, List
 
-from ..errors import IndexFormatError
+from ..errors import IndexFormatError, MissingDependencyError, require
 from .pruning import Fallback
 
 _AVRO_MAGIC = b"Obj\x01"
@@ -48,7 +48,7 @@ def _decompress(codec: bytes, blk: bytes, at: int) -> bytes:
     if codec == b"zstandard":
         dctx = getattr(_ZSTD, "dctx", None)
         if dctx is None:  # one decompression context per thread, reused
-            import zstandard
+            zstandard = require("zstandard", "reading a zstd-compressed Avro manifest")
 
             dctx = _ZSTD.dctx = zstandard.ZstdDecompressor()
         return dctx.decompressobj().decompress(blk)
@@ -135,7 +135,7 @@ def read_avro(data: bytes) -> List[dict]:
         at = pos
         try:
             blk = _decompress(codec, data[pos:pos + size], pos)
-        except Fallback:
+        except (Fallback, MissingDependencyError):  # not a corrupt file: a codec this install lacks
             raise
         except Exception as e:  # zlib.error, zstandard.ZstdError, ...
             raise IndexFormatError(f"Avro block does not decompress ({codec.decode(errors='replace')}): {e}", at)

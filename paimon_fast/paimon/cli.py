@@ -6,43 +6,59 @@
     paimon-fast paimon create-global-index WAREHOUSE db.table COLUMN [--type bitmap]
         [--partition p=x ...] [--option sorted-index.records-per-range=1000000] [--spark]
 
-All print a report (``--json`` for machine-readable output).  ``--where``
-is parsed with ``paimon_fast.sqlpredicate.parse_predicate`` when that module
-is installed, else with pypaimon's own WHERE parser (typed by the table).
+All print a report (``--json`` for machine-readable output).  ``--where`` is
+parsed with :func:`paimon_fast.sqlpredicate.parse_predicate`.  A table or
+database that does not exist is a :class:`~paimon_fast.errors.NotFoundError`.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
-from ..cli import command
+from ..cli import command, display_rows, examples_epilog
+from ..errors import NotFoundError, require
 
 
-def parse_where(text: str, table):
+def parse_where(text: str, table=None):
     """Our predicate for a SQL-like WHERE string (None for an empty one)."""
     if not text or not text.strip():
         return None
-    try:
-        from ..sqlpredicate import parse_predicate  # written separately; optional here
-    except ImportError:
-        parse_predicate = None
-    if parse_predicate is not None:
-        return parse_predicate(text)
-    from pypaimon.common.where_parser import parse_where_clause
+    from ..sqlpredicate import parse_predicate
 
-    from .predicates import from_pypaimon
-
-    return from_pypaimon(parse_where_clause(text, table.fields))
+    return parse_predicate(text)
 
 
-def _open(warehouse, name, catalog_options):
+def _get_table(warehouse, name, catalog_options):
+    """The pypaimon table ``name`` of the filesystem catalog at ``warehouse``; a table or database
+    that does not exist is a NotFoundError naming it and the warehouse."""
     from pypaimon import CatalogFactory
-
-    from .compat import legacy_manifest_table
 
     opts = {"warehouse": warehouse}
     opts.update(catalog_options)
-    return legacy_manifest_table(CatalogFactory.create(opts).get_table(name))
+    try:
+        return CatalogFactory.create(opts).get_table(name)
+    except Exception as e:
+        if type(e).__name__ in ("TableNotExistException", "DatabaseNotExistException"):
+            raise NotFoundError(f"table {name} does not exist in warehouse {warehouse!r}") from None
+        raise
+
+
+def _local_spark(app: str):
+    """A local SparkSession, after checking what Spark needs (pyspark, Java 17+): a missing one is
+    a MissingDependencyError naming what to install."""
+    from ..spark.env import check_spark_environment
+
+    check_spark_environment()
+    from pyspark.sql import SparkSession
+
+    return SparkSession.builder.master("local[2]").appName(app).getOrCreate()
+
+
+def _open(warehouse, name, catalog_options):
+    from .compat import legacy_manifest_table
+
+    return legacy_manifest_table(_get_table(warehouse, name, catalog_options))
 
 
 def _kv(items):
@@ -55,10 +71,17 @@ def _kv(items):
     return out
 
 
+def _sub(sub, name, help, examples):
+    return sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
+                          epilog=examples_epilog(examples), formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def _setup(p):
-    sub = p.add_subparsers(dest="paimon_cmd", required=True)
-    q = sub.add_parser("query", help="read rows matching --where, pruned with the table's file indexes")
-    q.add_argument("warehouse")
+    sub = p.add_subparsers(dest="paimon_cmd", required=True, metavar="SUBCOMMAND", title="subcommands")
+    q = _sub(sub, "query", "read the rows matching --where, pruned with the table's file and global indexes", """
+        paimon-fast paimon query warehouse db.orders --where "category = 'red' AND price < 10" --limit 5
+        paimon-fast paimon query warehouse db.orders --where "id IN (1, 2)" --select id,price --json""")
+    q.add_argument("warehouse", help="the warehouse directory or URI of a filesystem catalog")
     q.add_argument("table", help="db.table")
     q.add_argument("--where", default="", help="SQL-like predicate, e.g. \"category = 'red' AND id < 10\"")
     q.add_argument("--select", default="", help="comma-separated columns (default: all)")
@@ -66,8 +89,10 @@ def _setup(p):
     q.add_argument("--json", action="store_true", help="print the report (and rows) as JSON")
     q.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")
     q.add_argument("--workers", type=int, default=8, help="threads reading index bytes")
-    r = sub.add_parser("rewrite-index", help="build the configured file indexes for files that lack them, commit")
-    r.add_argument("warehouse")
+    r = _sub(sub, "rewrite-index", "build the configured file indexes for the files that lack them, and commit", """
+        paimon-fast paimon rewrite-index warehouse db.orders
+        paimon-fast paimon rewrite-index warehouse db.orders --option file-index.bitmap.columns=category --dry-run""")
+    r.add_argument("warehouse", help="the warehouse directory or URI of a filesystem catalog")
     r.add_argument("table", help="db.table")
     r.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="override a table option for this build (file-index.<type>.columns, ...)")
@@ -76,10 +101,12 @@ def _setup(p):
     r.add_argument("--dry-run", action="store_true", help="build but do not commit (sidecars are still written)")
     r.add_argument("--json", action="store_true")
     r.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")
-    g = sub.add_parser("create-global-index",
-                       help="build a global index over the rows no index of that type covers yet, commit once")
-    g.add_argument("warehouse")
-    g.add_argument("table", help="db.table (row-tracking.enabled)")
+    g = _sub(sub, "create-global-index",
+             "build a global index over the rows no index of that type covers yet, and commit once", """
+        paimon-fast paimon create-global-index warehouse db.items category
+        paimon-fast paimon create-global-index warehouse db.items tags --type multivalue""")
+    g.add_argument("warehouse", help="the warehouse directory or URI of a filesystem catalog")
+    g.add_argument("table", help="db.table (with row-tracking.enabled)")
     g.add_argument("column")
     g.add_argument("--type", default="bitmap", help="index type (default bitmap)")
     g.add_argument("--partition", action="append", default=[], metavar="KEY=VALUE",
@@ -94,13 +121,9 @@ def _setup(p):
 def _create_global_index(args) -> int:
     import time
 
-    from pypaimon import CatalogFactory
-
     from .globalindex import create_global_index
 
-    opts = {"warehouse": args.warehouse}
-    opts.update(_kv(args.catalog_option))
-    table = CatalogFactory.create(opts).get_table(args.table)
+    table = _get_table(args.warehouse, args.table, _kv(args.catalog_option))
     t0 = time.perf_counter()
 
     def progress(done, total, rows):
@@ -110,9 +133,7 @@ def _create_global_index(args) -> int:
 
     spark = None
     if args.spark:
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.builder.master("local[2]").appName("paimon-fast create-global-index").getOrCreate()
+        spark = _local_spark("paimon-fast create-global-index")
     try:
         n = create_global_index(table, args.column, args.type, partitions=_kv(args.partition) or None,
                                 options=_kv(args.option), spark=spark, progress=progress)
@@ -124,8 +145,9 @@ def _create_global_index(args) -> int:
     return 0
 
 
-@command("paimon", "Paimon tables via pypaimon: pruned 'query', 'rewrite-index', 'create-global-index'")
+@command("paimon", "Paimon tables through pypaimon: a pruned query, file index rewrites, global index builds")
 def paimon_main(args):
+    require("pypaimon", "reading Paimon tables")  # the tables extra, named if missing
     if args.paimon_cmd == "create-global-index":
         return _create_global_index(args)
     table = _open(args.warehouse, args.table, _kv(args.catalog_option))
@@ -135,7 +157,7 @@ def paimon_main(args):
         pred = parse_where(args.where, table)
         cols = [c.strip() for c in args.select.split(",") if c.strip()] or None
         tb, rep = read_with_index(table, pred, projection=cols, max_workers=args.workers)
-        rows = tb.slice(0, args.limit).to_pylist() if args.limit else []
+        rows = display_rows(tb.slice(0, args.limit)) if args.limit else []
         if args.json:
             print(json.dumps({"predicate": repr(pred), "report": rep.as_dict(), "rows": rows},
                              indent=2, default=str))
@@ -150,9 +172,7 @@ def paimon_main(args):
 
     spark = None
     if args.spark:
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.builder.master("local[2]").appName("paimon-fast rewrite-index").getOrCreate()
+        spark = _local_spark("paimon-fast rewrite-index")
     try:
         rep = rewrite_file_index(spark, table, _kv(args.option), force=args.force,
                                  mode="spark" if args.spark else "local", commit=not args.dry_run)
@@ -164,3 +184,13 @@ def paimon_main(args):
 
 
 paimon_main.setup = _setup
+paimon_main.description = """\
+Paimon tables of a filesystem catalog, through pypaimon (the tables extra):
+  query                read the rows matching a predicate, pruned with the table's indexes
+  rewrite-index        build the configured file indexes for the files that lack them
+  create-global-index  build a bitmap or multivalue global index (row-tracking tables)
+Each takes --help for its options."""
+paimon_main.examples = """
+paimon-fast paimon query warehouse db.orders --where "category = 'red'"
+paimon-fast paimon query --help
+"""

@@ -39,7 +39,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 from pyroaring import BitMap64
 
-from ..errors import PaimonFastError, UnsupportedTypeError
+from ..errors import (ColumnNotFoundError, InvalidArgumentError, OptionError, PaimonFastError,
+                      UnsupportedTypeError)
 from ..predicate import And, Leaf, Or, Predicate
 from ..result import UNSUPPORTED
 from ..roaring import bitmap_of
@@ -108,6 +109,16 @@ def _commit(table, messages) -> None:
         commit.close()
 
 
+def _table_name(table) -> str:
+    """``db.table`` of a pypaimon table (its Identifier's repr otherwise)."""
+    ident = getattr(table, "identifier", None)
+    full = getattr(ident, "get_full_name", None)
+    if callable(full):
+        return full()
+    db, obj = getattr(ident, "database", None), getattr(ident, "object", None)
+    return f"{db}.{obj}" if db and obj else str(ident)
+
+
 def create_global_index(table, index_column: str, index_type: str = "bitmap", *, partitions=None, options=None,
                         spark=None, progress: Optional[Callable[[int, int, int], None]] = None) -> int:
     """Build a global index over ``index_column`` of a row-tracking Paimon table; returns the
@@ -128,17 +139,17 @@ def create_global_index(table, index_column: str, index_type: str = "bitmap", *,
     """
     index_type = index_type.lower().strip()
     if index_type not in SUPPORTED_INDEX_TYPES:
-        raise ValueError(f"index type {index_type!r}: paimon-fast builds {SUPPORTED_INDEX_TYPES}")
+        raise OptionError(f"index type {index_type!r}: paimon-fast builds {SUPPORTED_INDEX_TYPES}")
     if isinstance(index_column, (list, tuple)):
         if len(index_column) != 1:
-            raise ValueError(f"a global index covers one column, got {index_column}")
+            raise InvalidArgumentError(f"a global index covers one column, got {index_column}")
         index_column = index_column[0]
     index_column = index_column.strip()
+    name = _table_name(table)
     if not table.options.row_tracking_enabled():
-        raise ValueError(f"table {table.identifier} must enable 'row-tracking.enabled=true' before "
-                         f"creating a global index")
+        raise OptionError(f"table {name} must enable 'row-tracking.enabled=true' before creating a global index")
     if index_column not in table.field_dict:
-        raise ValueError(f"column {index_column!r} does not exist in table {table.identifier}")
+        raise ColumnNotFoundError(index_column, list(table.field_dict))
     field = table.field_dict[index_column]
     opts = _table_options(table)
     opts.update({k: str(v) for k, v in (options or {}).items()})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+import pyarrow as pa
+
 from ..predicate import ARRAY_OPS, And, Leaf, Or, Predicate, relax
 from ..translate import Translator
 
@@ -93,6 +95,10 @@ def _plannable(leaf: Leaf, float_columns) -> bool:
         return False
     if leaf.op == "like" and _bad_escape(leaf.literal):
         return False  # pypaimon raises on an escape before anything but % _ \ (ours: the character itself)
+    if any(isinstance(v, pa.Scalar) for v in leaf.literals):
+        # a value no Python object holds exactly (a nanosecond timestamp or time, normalised to a
+        # pyarrow scalar of the column's type): pypaimon compares statistics with Python values
+        return False
     return True
 
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from ..cli import command, inspector
+from ..cli import cell_text, command, inspector
 
 
 def _master_arg(p):
@@ -74,7 +74,32 @@ def _jvm_path(path: str) -> str:
 def _session(args):
     from . import session
 
+    _check_before_spark(getattr(args, "path", None), getattr(args, "where", None))
     return session(args.master)
+
+
+def _check_before_spark(path, where):
+    """A user's mistake is named before Spark starts (and logs): a local dataset directory that is
+    not there, a predicate that does not parse or names a column the dataset lacks."""
+    from ..fs import _is_uri
+
+    local = path is not None and not _is_uri(path)
+    if local and not os.path.isdir(path):
+        if os.path.exists(path):
+            raise NotADirectoryError(20, "Not a dataset directory", path)
+        raise FileNotFoundError(2, "No such dataset directory", path)
+    if where:
+        from ..literals import normalize
+        from ..sqlpredicate import parse_predicate
+        from ..tables.parquet import ParquetDataset
+
+        pred = parse_predicate(where)
+        if local:
+            try:
+                schema = ParquetDataset(path).schema()
+            except Exception:  # noqa: BLE001 - no schema yet (no data files...): the command itself says
+                return
+            normalize(pred, schema, missing="error")
 
 
 # ---------------------------------------------------------------- inspect
@@ -87,7 +112,7 @@ def _data_file_of_index(path: str):
     if not path.endswith(".parquet" + INDEX_SUFFIX):
         return None
     data = path[: -len(INDEX_SUFFIX)]
-    parts = os.path.abspath(data).split(os.sep)
+    parts = data.split(os.sep)
     if FILE_INDEX_DIR in parts:
         i = len(parts) - 1 - parts[::-1].index(FILE_INDEX_DIR)
         moved = os.sep.join(parts[:i] + parts[i + 1:])
@@ -153,6 +178,10 @@ def build_main(args):
 
 
 build_main.setup = build_setup
+build_main.examples = """
+paimon-fast build events --options file-index.bloom-filter.columns=user_id file-index.range-bitmap.columns=amount
+paimon-fast build events --global-index country --options bitmap-index.compression=zstd
+"""
 
 
 # ---------------------------------------------------------------- query
@@ -265,6 +294,10 @@ def _speedup(ours: float, theirs: float) -> str:
 
 
 query_main.setup = query_setup
+query_main.examples = """
+paimon-fast query events --where "country = 'DE' AND amount > 100" --compare
+paimon-fast query events --top amount:5 --where "country = 'NO'"
+"""
 
 
 def _old_layout(path: str) -> bool:
@@ -297,7 +330,7 @@ def _top_main(args):
 
 def format_rows(t) -> str:
     """A small Arrow table as aligned text, one row a line (no pandas needed)."""
-    rows = [[("NULL" if v is None else str(v)) for v in r.values()] for r in t.to_pylist()]
+    rows = [[cell_text(c[i]) for c in t.columns] for i in range(t.num_rows)]
     head = list(t.schema.names)
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(head)]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in [head, *rows])
@@ -322,6 +355,9 @@ def delete_main(args):
 
 
 delete_main.setup = delete_setup
+delete_main.examples = """
+paimon-fast delete events --where "status = 'returned' AND id < 1000"
+"""
 
 
 # ---------------------------------------------------------------- demo
@@ -541,3 +577,7 @@ def demo_main(args):
 
 demo_main.setup = demo_setup
 demo_main.description = DEMO_DESCRIPTION
+demo_main.examples = """
+paimon-fast demo
+paimon-fast demo --rows 200000 --dir /tmp/demo
+"""

@@ -31,8 +31,8 @@ def coerce_literal(value, arrow_type: Optional[pa.DataType]):
         return value
     t = arrow_type
     if isinstance(value, str) and (pa.types.is_date(t) or pa.types.is_timestamp(t)):
-        try:
-            return pa.scalar(value).cast(t).as_py()
+        try:  # the scalar itself: as_py() of a nanosecond one needs pandas
+            return pa.scalar(value).cast(t)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return value
     if isinstance(value, bool):
@@ -220,7 +220,9 @@ def _array_udf(list_type):
                 lit_arr = lits.values if isinstance(lits, pa.Scalar) else lits[0].values
                 m = mode.as_py() if isinstance(mode, pa.Scalar) else mode[0].as_py()
                 if isinstance(arr, pa.Scalar):
-                    arr = pa.array([arr.as_py()], type=arr.type)
+                    if not arr.is_valid:  # a null array holds nothing
+                        return pa.scalar(False)
+                    arr = pa.array([arr], type=arr.type)  # by value (as_py of nanoseconds needs pandas)
                     return pa.scalar(bool(array_mask(arr, lit_arr, m)[0]))
                 return pa.array(array_mask(arr, lit_arr, m), type=pa.bool_())
             try:

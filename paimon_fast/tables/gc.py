@@ -186,3 +186,7 @@ def gc_main(args):
 
 
 gc_main.setup = gc_setup
+gc_main.examples = """
+paimon-fast gc events
+paimon-fast gc s3://bucket/events --delete --min-age 86400
+"""

@@ -88,7 +88,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from ..errors import IndexFormatError, PaimonFastError, UnsupportedTypeError
+from ..errors import IndexFormatError, OptionError, PaimonFastError, UnsupportedTypeError
 from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
 from ..fileindex._bitslice import NullLiteralError
 from ..fileindex.options import (DEFAULT_IN_MANIFEST_THRESHOLD, IN_MANIFEST_THRESHOLD, indexes_from_table_options,
@@ -134,8 +134,8 @@ class IndexSpec:
         if row_type is not None:
             missing = [c for c in cols if c not in row_type]
             if missing:
-                raise ValueError(f"index columns {missing} are not data columns of the dataset "
-                                 f"(columns: {sorted(row_type)})")
+                raise OptionError(f"index columns {missing} are not data columns of the dataset "
+                                  f"(columns: {sorted(row_type)})")
         types = {}
         for c, per in cols.items():
             for t in per:

@@ -283,7 +283,7 @@ def top_n(sources: Sequence[TopNSource], column: str, k: int, *, desc: bool = Tr
         t = file_top_k(s, i, column, k, desc, nulls_first, where_columns, rep)
         best = merge([best, t], column, k, desc, nulls_first)
         if best is not None and best.num_rows >= k:
-            kth = _rank_key(best.column(column)[k - 1].as_py(), desc, nulls_first)
+            kth = _rank_key(_rank_value(best.column(column)[k - 1]), desc, nulls_first)
     if best is None:
         out = None
     else:
@@ -292,6 +292,18 @@ def top_n(sources: Sequence[TopNSource], column: str, k: int, *, desc: bool = Tr
         if s.decoded is not None:
             rep.decoded.add(s.decoded)
     return out
+
+
+def _rank_value(s: pa.Scalar):
+    """A row's value as :func:`_rank_key` takes it.  Temporal values are read by their ticks
+    (``as_py()`` of a nanosecond one needs pandas): the same answer whatever is installed.  The
+    range-bitmap bounds of a temporal column are raw keys of another unit, so :func:`_beats` never
+    compares the two (a TypeError there: the file is not skipped), as it never did with datetimes."""
+    if not s.is_valid:
+        return None
+    if pa.types.is_temporal(s.type):
+        return ("ticks", s.value)
+    return s.as_py()
 
 
 def _beats(kth, bound, desc: bool) -> bool:

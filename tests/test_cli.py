@@ -1,0 +1,295 @@
+"""``paimon-fast`` as a user meets it: a mistake is one line naming it and exit code 2, every
+help reads as plain text with examples that parse, ``inspect`` prints a summary (``--json``: all).
+
+Mistakes are made through :func:`paimon_fast.cli.main` (the console script's function) and once
+through the console entry point itself, in a fresh interpreter, to see that no traceback is
+printed.  The ones on a Paimon table need pypaimon (the full CI job) and skip without it; the
+rest run in every job, without Spark: a dataset's mistakes are named before Spark starts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import paimon_fast as pf
+from paimon_fast import cli
+from vectorlib import DATA, load_bin
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    """A small Parquet dataset with file indexes (built in-process)."""
+    from paimon_fast.tables import ParquetDataset
+
+    root = tmp_path / "events"
+    (root / "region=eu").mkdir(parents=True)
+    t = pa.table({"id": pa.array(np.arange(100), pa.int64()), "country": [["DE", "FR", "NO"][i % 3] for i in range(100)],
+                  "amount": pa.array(np.arange(100) * 1.5), "ts": pa.array(np.arange(100) * 1001, pa.timestamp("ns"))})
+    pq.write_table(t, root / "region=eu" / "part-0.parquet")
+    ParquetDataset(str(root)).build({"file-index.bloom-filter.columns": "id",
+                                     "file-index.range-bitmap.columns": "amount",
+                                     "file-index.bitmap.columns": "country"})
+    return root
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    """A Paimon warehouse with table db.t (id BIGINT, cat STRING), no row tracking."""
+    pytest.importorskip("pypaimon", reason="Paimon tables are read through pypaimon (the tables extra)")
+    from pypaimon import CatalogFactory, Schema
+
+    wh = str(tmp_path / "wh")
+    catalog = CatalogFactory.create({"warehouse": wh})
+    catalog.create_database("db", True)
+    schema = pa.schema([("id", pa.int64()), ("cat", pa.string())])
+    catalog.create_table("db.t", Schema.from_pyarrow_schema(schema), True)
+    table = catalog.get_table("db.t")
+    wb = table.new_batch_write_builder()
+    w = wb.new_write()
+    w.write_arrow(pa.table({"id": list(range(8)), "cat": [f"c{i % 4}" for i in range(8)]}, schema=schema))
+    wb.new_commit().commit(w.prepare_commit())
+    w.close()
+    return wh
+
+
+def mistake(argv, capsys, names):
+    """Run a mistaken command: exit 2, nothing on stdout, one line on stderr starting with the
+    command and naming every string of ``names``."""
+    rc = cli.main(argv)
+    out, err = capsys.readouterr()
+    assert rc == 2, (argv, out, err)
+    assert out == "", (argv, out)
+    lines = err.splitlines()
+    assert len(lines) == 1 and err.endswith("\n"), (argv, err)
+    assert "Traceback" not in err
+    cmd = "paimon-fast " + " ".join(argv[:2] if argv[0] in ("paimon", "hudi") else argv[:1])
+    assert lines[0].startswith(cmd + ": "), (cmd, err)
+    for n in names:
+        assert n in lines[0], (n, err)
+    return lines[0]
+
+
+# ---------------------------------------------------------------- the issue's mistakes
+
+def test_predicate_syntax_error_on_a_paimon_table(warehouse, capsys):
+    mistake(["paimon", "query", warehouse, "db.t", "--where", "cat = = 'c3'"], capsys,
+            ["expected a literal", "cat = = 'c3'"])
+
+
+def test_unknown_column_on_a_paimon_table(warehouse, capsys):
+    mistake(["paimon", "query", warehouse, "db.t", "--where", "nosuch > 1"], capsys, ["'nosuch'", "id, cat"])
+
+
+def test_unknown_table_and_warehouse(warehouse, tmp_path, capsys):
+    mistake(["paimon", "query", warehouse, "db.nope"], capsys, ["db.nope", warehouse])
+    mistake(["paimon", "rewrite-index", warehouse, "db.nope"], capsys, ["db.nope"])
+    mistake(["paimon", "query", str(tmp_path / "no-warehouse"), "db.t"], capsys, ["db.t", "no-warehouse"])
+
+
+def test_global_index_on_a_table_without_row_tracking(warehouse, capsys):
+    mistake(["paimon", "create-global-index", warehouse, "db.t", "cat"], capsys, ["db.t", "row-tracking.enabled"])
+
+
+def test_literal_of_another_type_on_a_paimon_table(warehouse, capsys):
+    mistake(["paimon", "query", warehouse, "db.t", "--where", "cat = 5"], capsys, ["'cat'", "string", "5"])
+
+
+def test_dataset_that_does_not_exist(tmp_path, capsys):
+    missing = str(tmp_path / "no" / "such" / "dir")
+    for argv in (["query", missing, "--where", "a = 1"], ["build", missing, "--options", "file-index.bitmap.columns=a"],
+                 ["delete", missing, "--where", "a = 1"], ["gc", missing], ["query", missing, "--top", "a:3"]):
+        mistake(argv, capsys, [missing])
+    a_file = tmp_path / "data.parquet"
+    a_file.write_bytes(b"PAR1")
+    mistake(["query", str(a_file), "--where", "a = 1"], capsys, ["Not a dataset directory", str(a_file)])
+
+
+def test_mistakes_in_a_dataset_query(dataset, capsys):
+    d = str(dataset)
+    mistake(["query", d, "--where", "country = = 'DE'"], capsys, ["expected a literal", "country = = 'DE'"])
+    mistake(["query", d, "--where", "nosuch > 1"], capsys, ["'nosuch'", "country"])
+    mistake(["query", d, "--where", "country = 5"], capsys, ["'country'", "5"])
+    mistake(["delete", d, "--where", "nosuch = 1"], capsys, ["'nosuch'"])
+    mistake(["query", d, "--top", "nosuch:3"], capsys, ["'nosuch'"])
+    mistake(["query", d, "--top", "amount"], capsys, ["COLUMN:K", "'amount'"])
+    mistake(["query", d], capsys, ["--where"])
+    mistake(["build", d], capsys, ["no index configured"])
+    mistake(["build", d, "--options", "nokeyvalue"], capsys, ["'nokeyvalue'"])
+
+
+def test_inspect_mistakes(tmp_path, capsys):
+    mistake(["inspect", str(tmp_path / "nope.index")], capsys, ["No such file", "nope.index"])
+    mistake(["inspect", str(tmp_path)], capsys, [str(tmp_path)])
+    mistake(["inspect", str(tmp_path / "nope.index"), "--row-type", "x"], capsys, ["nope.index"])
+
+
+def test_hudi_table_that_does_not_exist(tmp_path, capsys):
+    """Without the hudi package the line names its extra; with it, the path."""
+    missing = str(tmp_path / "no-table")
+    line = mistake(["hudi", "query", missing, "--eq", "a=1"], capsys, [])
+    assert missing in line or 'pip install "paimon-fast[tables]"' in line
+
+
+def test_corrupt_or_foreign_file_is_one_line_exit_1(tmp_path, capsys):
+    """Not a mistake in the command: bytes that are not an index (IndexFormatError) are named in
+    one line too, with exit code 1."""
+    p = tmp_path / "notes.index"
+    p.write_bytes(b"# not an index file at all\n" * 4)
+    assert cli.main(["inspect", str(p)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and err.startswith("paimon-fast inspect: ")
+    assert "magic" in err
+
+
+def test_traceback_on_request(tmp_path, monkeypatch):
+    monkeypatch.setenv("PAIMON_FAST_TRACEBACK", "1")
+    with pytest.raises(FileNotFoundError):
+        cli.main(["inspect", str(tmp_path / "nope.index")])
+
+
+def test_console_script_prints_one_line(tmp_path):
+    """The entry point as a user runs it (a fresh interpreter): one line on stderr, exit 2."""
+    missing = str(tmp_path / "no-such-dir")
+    p = subprocess.run([sys.executable, "-m", "paimon_fast.cli", "query", missing, "--where", "a = 1"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.splitlines() == [f"paimon-fast query: No such dataset directory: {missing}"]
+    assert p.stdout == ""
+
+
+# ---------------------------------------------------------------- help
+
+def _parsers(parser, path=("paimon-fast",)):
+    """(command words, parser) of the top parser and every subcommand, recursively."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, path + (name,))
+
+
+def test_every_help_is_plain_text_with_examples_that_parse(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    top = cli.build_parser()
+    seen = []
+    for path, parser in _parsers(top):
+        text = parser.format_help()
+        seen.append(" ".join(path))
+        for markup in ("``", ":func:", ":class:", ":mod:", ":data:", "**"):
+            assert markup not in text, (path, markup)
+        assert "\nexamples:\n" in text, path
+        examples = text.split("\nexamples:\n", 1)[1].splitlines()
+        runnable = [ln.strip() for ln in examples if ln.strip().startswith(" ".join(path) + " ")]
+        assert runnable, (path, examples)
+        for line in runnable:
+            words = shlex.split(line, comments=True)
+            if "--help" in words or any(w.isupper() for w in words):
+                continue  # a pointer to more help / a placeholder
+            args = cli.build_parser().parse_args(words[1:])   # raises SystemExit if it does not parse
+            assert callable(args.func), line
+    assert {"paimon-fast", "paimon-fast inspect", "paimon-fast query", "paimon-fast paimon query",
+            "paimon-fast paimon create-global-index", "paimon-fast hudi build", "paimon-fast gc"} <= set(seen)
+
+
+def test_top_level_help_describes_the_tool(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    first = out.split("\n\n")[1]
+    assert first.startswith("Apache Paimon's indexes from the command line")
+    for name in ("inspect", "query", "build", "paimon", "hudi", "gc"):
+        assert f"\n    {name} " in out, name
+
+
+# ---------------------------------------------------------------- inspect
+
+def test_inspect_prints_a_summary_and_json_on_request(dataset, capsys):
+    path = str(dataset / "_file_index" / "region=eu" / "part-0.parquet.index")
+    assert cli.main(["inspect", path]) == 0
+    text = capsys.readouterr().out
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)
+    lines = text.splitlines()
+    assert lines[0] == f"Parquet file index: {path}"
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("column "))
+    assert lines[head].split()[:3] == ["column", "index", "type"] and set(lines[head + 1]) <= {"-", " "}
+    rows = {ln.split()[0]: ln for ln in lines[head + 2:]}
+    assert set(rows) == {"id", "amount", "country"}
+    assert "bloom-filter" in rows["id"] and "num hash functions" in rows["id"]
+    assert "range-bitmap" in rows["amount"] and "min 0" in rows["amount"] and "max 148.5" in rows["amount"]
+    assert "bitmap" in rows["country"] and "distinct values 3" in rows["country"]
+    assert cli.main(["inspect", path, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert {c: [e["index_type"] for e in es] for c, es in d["columns"].items()} == \
+        {"id": ["bloom-filter"], "amount": ["range-bitmap"], "country": ["bitmap"]}
+    # the summary shows the numbers the JSON holds
+    bloom = d["columns"]["id"][0]
+    assert f"{bloom['start']:,}" in rows["id"] and f"{bloom['length']:,}" in rows["id"]
+
+
+@pytest.mark.parametrize("kind", ["container", "global", "deletion", "hash"])
+def test_inspect_summary_of_every_kind(kind, tmp_path, capsys):
+    if kind == "container":
+        w = pf.fileindex.writer("bloom-filter", "BIGINT", {"items": "100"})
+        w.write_batch([1, 2, 3])
+        p = tmp_path / "f.index"
+        p.write_bytes(pf.FileIndexFormat.write({"id": {"bloom-filter": w.finish()}}))
+        want = ["file index container", "columns:", "bloom-filter"]
+    elif kind == "global":
+        from paimon_fast import globalindex as gi
+
+        w = gi.writer("STRING")
+        w.write_batch(pa.array(["a", "b", None]), np.arange(3, dtype=np.int64))
+        p = tmp_path / "g.index"
+        p.write_bytes(w.finish()[0])
+        want = ["bitmap global index", "distinct values:", "null count:"]
+    elif kind == "deletion":
+        p = tmp_path / "index-dv-0"
+        p.write_bytes(open(os.path.join(DATA, "paimon_append_dv", "index-d9a8c306-4466-4c01-b7f0-7aaefb2c1767-0"),
+                           "rb").read())
+        want = ["deletion file", "vectors:", "cardinality", "334"]
+    else:
+        p = tmp_path / "index-0f-0"
+        p.write_bytes(load_bin("hash_index", "hash_pk_int_1000.index"))
+        want = ["hash index", "count:", "1,000"]
+    assert cli.main(["inspect", str(p)]) == 0
+    text = capsys.readouterr().out
+    for w_ in want:
+        assert w_ in text, (w_, text)
+    assert cli.main(["inspect", str(p), "--json"]) == 0
+    assert isinstance(json.loads(capsys.readouterr().out), dict)
+
+
+def test_summary_table_layout():
+    """Numbers right-aligned with thousands separators, text left-aligned, the details last."""
+    text = cli.summary_text("thing", "/p", {"size": 1234567, "ok": True, "parts": [
+        {"name": "a", "bytes": 5, "extra": {"x": 1}}, {"name": "bbb", "bytes": 12345, "extra": {"x": 2.5}}]})
+    assert text.splitlines() == [
+        "thing: /p",
+        "  size: 1,234,567",
+        "  ok:   yes",
+        "",
+        "parts:",
+        "name   bytes  details",
+        "----  ------  -------",
+        "a          5  extra (x 1)",
+        "bbb   12,345  extra (x 2.5)",
+    ]
+
+
+def test_rows_are_printed_by_value(dataset, capsys):
+    """Top-N rows print nanosecond timestamps with their digits, with or without pandas."""
+    assert cli.main(["query", str(dataset), "--top", "ts:2", "--show", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "1970-01-01 00:00:00.000099099" in out and "1970-01-01 00:00:00.000098098" in out
