@@ -39,8 +39,12 @@ def test_spark_build_read_delete_global_index_on_s3_equal_local(spark, tmp_path,
         answers = {}
         for w in PREDICATES[:3]:
             df = pfs.read(spark, root, w)
+            # the same on the executors (Arrow tasks reading through the pickled store) as on the driver
+            on_executors = pfs.read(spark, root, w, driver_max_bytes=0)
+            assert (df.report.read_on, on_executors.report.read_on) == ("driver", "executors"), w
+            assert _ids(on_executors) == _ids(df) and on_executors.count() == df.count(), w
             answers[w] = (_ids(df), df.report.files_skipped, df.report.rows_read)
-        drep = pfs.delete(spark, root, "status = 'sent'")
+        drep = pfs.delete(spark, root, "status = 'sent'", driver_max_bytes=0)
         gl = pfs.build_global_index(spark, root, "name", {"sorted-index.records-per-range": "2000"})
         df = pfs.read(spark, root, "name = 'us4-2'")
         got[where] = (answers, drep.rows_deleted, _ids(df), df.report.global_index_used,

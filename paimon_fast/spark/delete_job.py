@@ -7,7 +7,8 @@ from typing import Optional
 
 from ..tables.parquet import ParquetDataset, local_path
 from .columns import to_spark_column
-from .frames import driver_max_bytes, task_frame, task_numbers
+from .frames import driver_max_bytes as _limit
+from .frames import task_frame, task_numbers
 from .read_job import ship, spark_schema, split_kept, unship
 
 
@@ -39,7 +40,7 @@ def _positions_udf():
 
 
 def delete(spark, path: str, where, *, bitmap64: Optional[bool] = None, _fault: Optional[str] = None,
-           filesystem=None, driver_max_bytes_=None):
+           filesystem=None, driver_max_bytes=None):
     """Mark the rows of the dataset at ``path`` where ``where`` holds deleted, without
     rewriting any Parquet file.
 
@@ -71,7 +72,7 @@ def delete(spark, path: str, where, *, bitmap64: Optional[bool] = None, _fault: 
     rep = DeleteReport(files_scanned=len(plan.kept), files_skipped=plan.report.files_skipped,
                        predicate=plan.report.predicate)
     positions = {}
-    limit = driver_max_bytes(spark, driver_max_bytes_)
+    limit = _limit(spark, driver_max_bytes)
     if plan.kept and limit > 0 and ds.read_cost(plan, []) <= limit:
         schema = ds.schema()
         for p in plan.kept:
