@@ -283,7 +283,8 @@ def test_cli_build_and_query(spark, tmp_path):
         assert main(["query", root, "--where", "id = 250", "--show", "0", "--compare"]) == 0
     text = out.getvalue()
     assert "6 of 6 files indexed" in text
-    assert "1 matching rows" in text and "files 1/6 read" in text and "(same)" in text
+    assert "1 matching rows" in text and "files 1/6 read" in text and "same rows" in text
+    assert "DIFFERENT" not in text and "count() " in text and "collect() " in text
 
 
 def test_cli_relative_path_is_this_process_cwd_not_the_jvms(spark, tmp_path, monkeypatch):
@@ -297,7 +298,7 @@ def test_cli_relative_path_is_this_process_cwd_not_the_jvms(spark, tmp_path, mon
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["query", "rel", "--where", "id = 250", "--show", "0", "--compare"]) == 0
-    assert "1 matching rows" in out.getvalue() and "(same)" in out.getvalue()
+    assert "1 matching rows" in out.getvalue() and "same rows" in out.getvalue()
 
 
 REAL_OPTIONS = {"file-index.bitmap.columns": "status,name", "file-index.range-bitmap.columns": "score",
