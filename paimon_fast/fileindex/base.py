@@ -64,6 +64,28 @@ class FileIndexReader:
             return evaluate_tree(norm, self.visit_normalized)
         return self.visit_normalized(leaf)
 
+    #: the ops whose row bitmaps are exactly the rows where the leaf holds (SQL semantics), not a
+    #: superset of them; readers of exact structures (bitmap, BSI, range bitmap) name theirs
+    exact_ops: frozenset = frozenset()
+    #: of those, the ones exact on string columns too (ranges compare keys as Java does)
+    exact_string_ops: frozenset = frozenset({"equal", "in", "is_null", "is_not_null"})
+
+    def answers_exactly(self, leaf: Leaf) -> bool:
+        """Is a row bitmap this reader gives for ``leaf`` exactly the rows where it holds, so that
+        a reader may take its rows without evaluating the predicate on them?  Never for FLOAT /
+        DOUBLE (the index orders NaN and -0.0 as Java does, the exact filter as IEEE) nor for
+        columns keyed coarser than their values (TIMESTAMP(7..9), TIME(4..9): the leaf is
+        widened); else for the reader's :attr:`exact_ops`."""
+        if leaf.op not in self.exact_ops:
+            return False
+        d = self.dtype
+        root = getattr(d, "root", None)
+        if root in ("FLOAT", "DOUBLE") or self._coarse_keys():
+            return False
+        if root in ("CHAR", "VARCHAR", "STRING", "BINARY", "VARBINARY", "BYTES"):
+            return leaf.op in self.exact_string_ops
+        return True
+
     def visit_normalized(self, leaf: Leaf) -> FileIndexResult:
         """Answer a leaf whose literals are already exact values of the column type."""
         fn = getattr(self, "visit_" + leaf.op, None)

@@ -348,6 +348,7 @@ class BitmapReader(FileIndexReader):
     bitmaps it needs; V1 parses its entry table on the first lookup.
     """
 
+    exact_ops = frozenset({"equal", "in", "is_null", "is_not_null"})  # one bitmap of rows per value
     index_type = INDEX_TYPE
     _CHUNK = 4096
 

@@ -164,6 +164,9 @@ class _Part:
 class BsiReader(FileIndexReader):
     """Parses the whole (small) payload on first use into dense words."""
 
+    # bit slices of every value: comparisons are answered exactly
+    exact_ops = frozenset({"equal", "in", "less_than", "less_or_equal", "greater_than", "greater_or_equal",
+                           "between", "is_null", "is_not_null"})
     index_type = INDEX_TYPE
 
     def __init__(self, dtype, source, options):

@@ -18,7 +18,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..errors import IndexFormatError, UnsupportedTypeError
 from ..predicate import Leaf, Predicate
-from ..result import REMAIN, FileIndexResult
+from ..result import REMAIN, BitmapResult, FileIndexResult
 from ..serde import BoundedReader, write_utf
 from ..source import Source, as_source
 from ..types import DataType
@@ -234,6 +234,23 @@ class FileIndexFile:
                 continue
             res = res.and_(rd.visit(leaf))
         return res
+
+    def visit_leaf_exact(self, leaf: Leaf):
+        """``(visit_leaf(leaf), exact)``: ``exact`` when the answer is SKIP or a row bitmap one
+        index gives exactly (:meth:`FileIndexReader.answers_exactly`): the others' answers are
+        supersets of the rows, so the intersection is exact too."""
+        from ..errors import UnknownIndexTypeError
+
+        res, exact = REMAIN, False
+        for e in self._entries.get(leaf.name, ()):
+            try:
+                rd = self._reader(leaf.name, *e)
+            except (UnknownIndexTypeError, KeyError):
+                continue
+            r = rd.visit(leaf)
+            exact = exact or (isinstance(r, BitmapResult) and rd.answers_exactly(leaf))
+            res = res.and_(r)
+        return res, exact or not res.remain
 
     def evaluate(self, predicate: Predicate) -> FileIndexResult:
         """REMAIN / SKIP / BitmapResult for the whole predicate over all indexes of the file."""

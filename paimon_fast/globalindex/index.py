@@ -251,6 +251,23 @@ class GlobalIndex:
         except (OverflowError, ValueError, TypeError, ArithmeticError) as e:
             raise ValueError(f"literal {v!r} cannot be a {self.dtype} key: {e}") from None
 
+    #: ops whose row ids are exactly the rows where the leaf holds (see :meth:`answers_exactly`)
+    exact_ops = frozenset({"equal", "in", "is_null", "is_not_null"})
+
+    def answers_exactly(self, leaf: Leaf) -> bool:
+        """Are this index's row ids for ``leaf`` exactly the rows where it holds (one bitmap of
+        row ids per key), not a superset?  Not for FLOAT / DOUBLE (keys ordered as Java's, NaN
+        and -0.0 included) nor for keys coarser than the values (TIMESTAMP(7..9), TIME(4..9))."""
+        if leaf.op not in self.exact_ops:
+            return False
+        d = self.dtype
+        root = getattr(d, "root", None)
+        if root in ("FLOAT", "DOUBLE"):
+            return False
+        if root in ("TIME", "TIMESTAMP", "TIMESTAMP_LTZ") and (d.precision or 0) > (3 if root == "TIME" else 6):
+            return False
+        return True
+
     def visit(self, leaf: Leaf):
         """Row ids for one leaf; literals are first normalised to the column type
         (:func:`paimon_fast.literals.normalize_leaf`: ``x = 5.5`` on INT is no row)."""

@@ -185,13 +185,16 @@ def planned_read(spark, ds: ParquetDataset, plan: ScanPlan, columns: Optional[Li
 
 def _count_on_driver(ds: ParquetDataset, plan: ScanPlan) -> int:
     """Rows of the plan's answer, reading only the predicate's columns at the selected rows (none
-    without a predicate: the plan knows how many rows each kept file selects)."""
+    without a predicate, or where the plan is exact: it knows how many rows each such file
+    selects)."""
     from ..pool import map_on_pool
 
     if plan.predicate is None:
         return sum(p.rows_to_read for p in plan.kept)
     schema = ds.schema()
-    return sum(map_on_pool(lambda p: ds.read_kept(p, [], plan.predicate, schema).num_rows, plan.kept, 4))
+    exact = sum(p.rows_to_read for p in plan.kept if p.exact)
+    todo = [p for p in plan.kept if not p.exact]
+    return exact + sum(map_on_pool(lambda p: ds.read_kept(p, [], plan.predicate, schema).num_rows, todo, 4))
 
 
 # On the executors a file an index answered with rows is read by Spark's reader anyway (the
@@ -205,7 +208,7 @@ def ship(p: FilePlan) -> tuple:
     """What an executor needs of a kept file's plan: its file, rows, row bitmap and deletion
     vector as bytes (a plan's results may hold open index readers; bytes travel anywhere)."""
     return (p.file, p.rows, None if p.bitmap is None else p.bitmap.serialize(),
-            None if p.deletion_vector is None else p.deletion_vector.serialize())
+            None if p.deletion_vector is None else p.deletion_vector.serialize(), p.exact)
 
 
 def unship(t: tuple) -> FilePlan:
@@ -215,9 +218,10 @@ def unship(t: tuple) -> FilePlan:
     from ..result import REMAIN, BitmapResult
     from ..tableindex import DeletionVector
 
-    f, rows, bm, dv = t
+    f, rows, bm, dv, exact = t
     res = REMAIN if bm is None else BitmapResult(BitMap.deserialize(bm))
-    return FilePlan(f, res, rows, True, deletion_vector=None if dv is None else DeletionVector.deserialize(dv))
+    return FilePlan(f, res, rows, True, deletion_vector=None if dv is None else DeletionVector.deserialize(dv),
+                    exact=exact)
 
 
 def split_kept(ds: ParquetDataset, plan: ScanPlan):
@@ -317,5 +321,7 @@ def read(spark, path: str, where=None, columns=None, use_index: bool = True, fil
     pred = None if where is None else parse_predicate(where)
     plan = ds.plan(pred if use_index else None)
     if pred is not None and not use_index:
-        plan.predicate = pred
+        plan.predicate = pred  # every row of every file is read and filtered: no plan is exact
+        for p in plan.files:
+            p.exact = False
     return planned_read(spark, ds, plan, columns, use_index=use_index, max_bytes=driver_max_bytes)

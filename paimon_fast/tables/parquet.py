@@ -240,7 +240,11 @@ class FilePlan:
     """One file's answer: ``result`` is REMAIN, SKIP or a BitmapResult (row positions in the file).
 
     ``deletion_vector`` is the file's current DeletionVector (None: no deleted
-    rows); a BitmapResult never holds deleted positions.
+    rows); a BitmapResult never holds deleted positions.  ``exact``: the selected rows (the
+    bitmap's, or every row not deleted) are exactly the rows where the predicate holds, because
+    every leaf was answered exactly (a partition value, an index that keeps a bitmap per value
+    or slice: :meth:`~paimon_fast.fileindex.base.FileIndexReader.answers_exactly`), so readers
+    take them without evaluating the predicate; otherwise they are a superset.
     """
 
     file: DataFile
@@ -249,6 +253,7 @@ class FilePlan:
     indexed: bool
     error: Optional[str] = None
     deletion_vector: Optional[object] = None
+    exact: bool = False
 
     @property
     def skipped(self) -> bool:
@@ -698,9 +703,10 @@ class ParquetDataset:
             # an index over the file's current bytes answers correctly whatever options built it
             indexed = self._index_current(f, entry, None)
             if pred is None:
-                return FilePlan(f, REMAIN, rows, indexed)
+                return FilePlan(f, REMAIN, rows, indexed, exact=True)
             err = None
             idx = None
+            exact = [True]  # every leaf visited was answered exactly
             if indexed:
                 try:
                     idx = self.open_index(f, entry)
@@ -708,24 +714,29 @@ class ParquetDataset:
                     err = f"{type(e).__name__}: {e}"
             part = dict(f.partition)
 
+            def answered(res, is_exact):
+                if not is_exact:
+                    exact[0] = False
+                return res
+
             def visit(leaf: Leaf):
                 if leaf.name in part_types:
-                    return _partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name])
+                    return answered(*_partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name]))
                 g = gi.result(leaf, f.path)
                 if g is not None:
-                    return g
+                    return answered(g, gi.exact(leaf))
                 if idx is None:
-                    return REMAIN
+                    return answered(REMAIN, False)
                 try:
-                    return idx.visit_leaf(leaf)
+                    return answered(*idx.visit_leaf_exact(leaf))
                 except NullLiteralError:
                     # a NULL literal in a BSI / range-bitmap comparison (Java: NullPointerException):
                     # not a broken index; the file is read and the exact filter answers (no rows)
-                    return REMAIN
+                    return answered(REMAIN, False)
                 except Exception as e:
                     nonlocal err
                     err = f"{type(e).__name__}: {e}"
-                    return REMAIN
+                    return answered(REMAIN, False)
 
             res = evaluate_tree(pred, visit)
             if idx is not None:
@@ -735,8 +746,9 @@ class ParquetDataset:
                     except Exception as e:
                         err = f"{type(e).__name__}: {e}"
                         res = REMAIN
+                        exact[0] = False
                 idx.close()
-            return FilePlan(f, res, rows, indexed, err)
+            return FilePlan(f, res, rows, indexed, err, exact=exact[0] and err is None)
 
         n = len(files)
         workers = threads or min(16, (os.cpu_count() or 2) * 2)
@@ -851,7 +863,9 @@ class ParquetDataset:
         Reads the predicate's columns at the rows the plan selects (a file with a row bitmap
         only at its positions: the pages holding them, :func:`paimon_fast.parquet.read_rows`,
         which adds to ``stats``; never a row its deletion vector deletes), applies the
-        predicate, then reads the other ``columns`` only at the rows that hold it.  The one read
+        predicate, then reads the other ``columns`` only at the rows that hold it.  Where the
+        plan is exact (:attr:`FilePlan.exact`) the predicate is not evaluated: ``columns`` are
+        read at the selected rows, and none at all when no column is asked for (a count).  The one read
         of a planned file that every reader of a dataset shares (in this process and on Spark's
         executors)."""
         from ..parquet.rows import file_shape, read_rows
@@ -859,6 +873,8 @@ class ParquetDataset:
 
         schema = schema or self.schema()
         columns = list(columns)
+        if p.exact:
+            predicate = None  # the selected rows are the rows where it holds
         pred_cols = predicate.fields() if predicate is not None else set()
         src = self._input(p.file)
         names, nrows = file_shape(src)
@@ -872,6 +888,9 @@ class ParquetDataset:
             pos = np.arange(nrows, dtype=np.int64)
         if dv is not None:
             pos = pos[~dv.is_deleted_batch(pos)]
+        if not columns and predicate is None and not positions:  # a count: nothing to read
+            n = nrows if pos is None else len(pos)
+            return pa.table({"n": pa.nulls(n, pa.null())}).select([])
         # first the predicate's columns (all of them when there is no predicate), then the rest
         first = [fl for fl in schema if fl.name in pred_cols] if predicate is not None else \
             [fl for fl in schema if fl.name in columns]
@@ -916,8 +935,9 @@ class ParquetDataset:
         (or one on partition columns only), none of a file kept whole by a partial answer (what
         the predicate keeps there is known only once it is read: a driver read that passes its
         threshold gives up).  Fixed-width columns count their width, the others the file's
-        uncompressed column size (at least 12 bytes a value); reads the kept files' footers
-        (cached for local files)."""
+        uncompressed column size (at least 12 bytes a value); a file whose plan is exact counts
+        only the columns asked for at its selected rows.  Reads the kept files' footers (cached
+        for local files)."""
         from ..parquet.rows import column_sizes
 
         schema = schema or self.schema()
@@ -928,6 +948,7 @@ class ParquetDataset:
         first = [fl for fl in schema if fl.name in pred_cols]
         rest = [fl for fl in schema if fl.name in set(columns) and fl.name not in pred_cols]
         total = 0
+        every = [fl for fl in schema if fl.name in set(columns)]
         for p in plan.kept:
             n = p.rows_to_read
             if n <= 0:
@@ -950,7 +971,10 @@ class ParquetDataset:
                         out += rows * 4 + max(raw, 8 * rows)
                 return out
 
-            total += cost(first, n) + cost(rest, n if (p.bitmap is not None or exact_whole) else 0)
+            if p.exact:  # the selected rows are the answer: only the columns asked for, there
+                total += cost(every, n)
+            else:
+                total += cost(first, n) + cost(rest, n if (p.bitmap is not None or exact_whole) else 0)
         return total
 
     def top_n(self, column: str, k: int, *, desc: bool = True, where=None, columns: Optional[List[str]] = None,
@@ -1127,6 +1151,7 @@ class _GlobalAnswers:
     def __init__(self, ds: "ParquetDataset", pred: Predicate, counts: Mapping[str, int], part_types):
         self.used, self.stale, self.errors = set(), set(), []
         self._ids: Dict[int, np.ndarray] = {}
+        self._exact: Dict[int, bool] = {}
         self._offsets: Dict[str, Tuple[int, int]] = {}
         leaves = [x for x in _leaves(pred) if x.name not in part_types]
         from . import globalindex as gi
@@ -1165,10 +1190,15 @@ class _GlobalAnswers:
                     continue
                 self._ids[id(leaf)] = (np.frombuffer(r.to_array(), dtype=np.uint64) if len(r)
                                        else np.zeros(0, np.uint64))
+                self._exact[id(leaf)] = g.answers_exactly(leaf)
                 self.used.add(leaf.name)
         finally:
             for g in indexes.values():
                 g.close()
+
+    def exact(self, leaf: Leaf) -> bool:
+        """Are the leaf's row ids exactly the rows where it holds?"""
+        return self._exact.get(id(leaf), False)
 
     def result(self, leaf: Leaf, path: str) -> Optional[FileIndexResult]:
         ids = self._ids.get(id(leaf))
@@ -1184,12 +1214,14 @@ class _GlobalAnswers:
         return BitmapResult(bitmap_of(ids[lo:hi] - np.uint64(first)))
 
 
-def _partition_leaf(leaf: Leaf, raw: Optional[str], t: pa.DataType) -> FileIndexResult:
-    """Exact answer of a leaf on a partition column (the file has one value)."""
+def _partition_leaf(leaf: Leaf, raw: Optional[str], t: pa.DataType) -> Tuple[FileIndexResult, bool]:
+    """``(answer, exact)`` of a leaf on a partition column (the file has one value): REMAIN when
+    every row holds, SKIP when none does; ``exact`` False when the value could not be compared
+    (REMAIN: the rows are read and filtered)."""
     arr = pa.array([raw], pa.string()).cast(t)
     tab = pa.table({leaf.name: arr})
     try:
         keep = tab.filter(to_arrow_expression(leaf, tab.schema)).num_rows > 0
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError):
-        return REMAIN
-    return REMAIN if keep else SKIP
+        return REMAIN, False
+    return (REMAIN if keep else SKIP), True

@@ -189,6 +189,9 @@ class RangeBitmapReader(FileIndexReader):
     first use.  Every answer is a :class:`BitmapResult` (built lazily, as Java).
     """
 
+    # a bitmap per dictionary code range: comparisons are answered exactly
+    exact_ops = frozenset({"equal", "in", "less_than", "less_or_equal", "greater_than", "greater_or_equal",
+                           "between", "is_null", "is_not_null"})
     index_type = INDEX_TYPE
 
     def __init__(self, dtype, source, options):
