@@ -21,6 +21,13 @@ ALIGNED, UNALIGNED = 0, 1
 TRAILER = 5
 
 
+def _b(x) -> bytes:
+    """Bytes of a bytes-like object or a uint8 array."""
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return bytes(x)
+    return bytes(np.asarray(x, dtype=np.uint8))
+
+
 # ---------------------------------------------------------------- writing
 
 def block(entries) -> bytes:
@@ -60,7 +67,7 @@ def btree_blocks(key_off, key_data, rids, bounds, block_size: int, frame: bool):
     ``(body, offsets, sizes, last_group)``: the blocks one after another (each followed by an
     uncompressed trailer when ``frame``), each block's offset in ``body`` and raw size, and the
     index of its last group."""
-    kd = bytes(np.asarray(key_data, dtype=np.uint8))
+    kd = _b(key_data)
     body = bytearray()
     offs, sizes, lasts = [], [], []
     pending = []
@@ -93,7 +100,7 @@ def handle(offset: int, size: int) -> bytes:
 
 def index_block(key_off, key_data, last_group, offsets, sizes) -> bytes:
     """The raw index block: per data block, its last key and ``varint64 offset, varint32 size``."""
-    kd = bytes(np.asarray(key_data, dtype=np.uint8))
+    kd = _b(key_data)
     return block([(kd[int(key_off[g]):int(key_off[g + 1])], handle(int(o), int(n)))
                   for g, o, n in zip(last_group, offsets, sizes)])
 
@@ -126,7 +133,7 @@ def _tail(b: bytes, base: int):
 def block_entries(raw, base: int = 0):
     """``(key starts, key lengths, value starts, value lengths)`` of a raw block; the entries
     must lie back to back from 0 to the tail, at the offsets the tail gives."""
-    b = bytes(np.asarray(raw, dtype=np.uint8))
+    b = _b(raw)
     positions, end = _tail(b, base)
     ks, kl, vs, vl = [], [], [], []
     pos = 0
@@ -159,14 +166,14 @@ def _varint(b, pos, end, bits, base):
 
 
 def _keys(raw, base):
-    b = bytes(np.asarray(raw, dtype=np.uint8))
+    b = _b(raw)
     ks, kl, vs, vl = block_entries(raw, base)
     return b, [b[s:s + n] for s, n in zip(ks.tolist(), kl.tolist())], vs, vl
 
 
 def seek(kind: int, raw, key, base: int = 0) -> int:
     """Index of the first entry whose key is >= ``key`` (Java's ``BlockIterator.seekTo``), -1 if none."""
-    key = bytes(np.asarray(key, dtype=np.uint8))
+    key = _b(key)
     _, keys, _, _ = _keys(raw, base)
     for i, k in enumerate(keys):
         if key_cmp(kind, k, key) >= 0:
@@ -188,7 +195,7 @@ def handles(raw, base: int = 0):
 
 def entry_row_ids(raw, vstart: int, vlen: int, limit: int = -1, base: int = 0):
     """The row ids of one value (at most ``limit`` of them when >= 0)."""
-    b = bytes(np.asarray(raw, dtype=np.uint8))
+    b = _b(raw)
     end = vstart + vlen
     count, p = _varint(b, vstart, end, 31, base)
     if count == 0:
@@ -207,8 +214,8 @@ def scan(kind: int, raw, lo, hi, flags: int, base: int = 0):
     inclusive), in entry order; ``stop`` when an entry above ``hi`` was met (later blocks hold
     none)."""
     b, keys, vs, vl = _keys(raw, base)
-    lo = None if lo is None else bytes(np.asarray(lo, dtype=np.uint8))
-    hi = None if hi is None else bytes(np.asarray(hi, dtype=np.uint8))
+    lo = None if lo is None else _b(lo)
+    hi = None if hi is None else _b(hi)
     out = []
     for k, s, n in zip(keys, vs.tolist(), vl.tolist()):
         if lo is not None:
@@ -272,8 +279,8 @@ def bloom_hashes(expected: int, nbytes: int) -> int:
 
 def bloom_test(bits, expected: int, key) -> bool:
     """Java's ``BloomFilter.testHash(hashBytes(key))`` over the filter's bytes."""
-    bits = bytes(np.asarray(bits, dtype=np.uint8))
-    key = bytes(np.asarray(key, dtype=np.uint8))
+    bits = _b(bits)
+    key = _b(key)
     h1 = murmur(key)
     h2 = (h1 & 0xFFFFFFFF) >> 16
     nbits = len(bits) * 8
