@@ -94,11 +94,16 @@ def test_block_reads_match_twin(args):
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.binary(max_size=5), st.integers(0, 2**63 - 1), st.integers(0, 2**31 - 1)), max_size=20))
-def test_handles_match_twin(entries):
+@given(st.lists(st.tuples(st.binary(max_size=5), st.integers(0, 2**63 - 1), st.integers(0, 2**31 - 1)), max_size=20),
+       st.binary(max_size=5))
+def test_handles_match_twin(entries, key):
     raw = np.frombuffer(ref.block([(k, ref.handle(o, n)) for k, o, n in entries]), np.uint8)
     for a, b in zip(K.handles(raw), ref.handles(raw)):
         np.testing.assert_array_equal(a, b)
+    # an index block's keys ascend: the seek and its handle
+    raw = np.frombuffer(ref.block([(k, ref.handle(o, n)) for k, (_, o, n) in zip(sorted({e[0] for e in entries}),
+                                                                                    entries)]), np.uint8)
+    assert K.seek_handle(BYTES, raw, key) == ref.seek_handle(BYTES, raw, key)
 
 
 def _same_outcome(f_kernel, f_twin):

@@ -240,6 +240,31 @@ def seek(int kind, const uint8_t[::1] raw, const uint8_t[::1] key, Py_ssize_t ba
     return got
 
 
+def seek_handle(int kind, const uint8_t[::1] raw, const uint8_t[::1] key, Py_ssize_t base=0):
+    """:func:`seek` in an index block, with the found entry's handle: ``(i, offset, size)``,
+    or None when every key is below ``key`` (a cold lookup reads nothing else of the index)."""
+    cdef blk b
+    _open(raw, &b, base)
+    cdef int err = 0
+    cdef int64_t at = 0, i, ks, kl, vs, vl, pos
+    cdef uint64_t off = 0, size = 0
+    cdef const uint8_t *kp = &key[0] if key.shape[0] else &EMPTY
+    with nogil:
+        i = _seek(kind, &b, kp, key.shape[0], &err, &at)
+        if not err and i >= 0:
+            err = _entry(&b, _pos(&b, i), &ks, &kl, &vs, &vl, &at)
+            if not err:
+                pos = vs
+                if pf_get_varint(b.p, vs + vl, &pos, 63, &off) != 0 or pf_get_varint(b.p, vs + vl, &pos, 31, &size) != 0:
+                    err = E_HANDLE
+                    at = vs
+    if err:
+        _raise(err, at, base)
+    if i < 0:
+        return None
+    return i, <int64_t> off, <int64_t> size
+
+
 def handles(const uint8_t[::1] raw, Py_ssize_t base=0):
     """``(offsets, sizes)`` (int64) of an index block's values (``varint64 offset,
     varint32 size``), every entry checked as :func:`block_entries` does."""

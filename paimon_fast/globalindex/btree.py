@@ -213,6 +213,7 @@ class BTreeIndexFile:
     _null = None
     _nonnull = None
     _index = None
+    _index_raw = None
     _bloom = None
     max_cached_blocks = 64
 
@@ -265,6 +266,19 @@ class BTreeIndexFile:
         return np.frombuffer(raw, np.uint8)
 
     # ------------------------------------------------------------ pieces
+    def _index_u8(self) -> np.ndarray:
+        """The decoded index block (read and CRC-checked once), before it is parsed."""
+        u8 = self._index_raw
+        if u8 is None:
+            f = self.footer
+            u8 = self._index_raw = self._block_raw(f.index_offset, f.index_size, "index block")
+        return u8
+
+    def _check_handle(self, j: int, off: int, size: int):
+        if off < 0 or size < 0 or off + size + _sst.TRAILER > self.size - FOOTER_LENGTH:
+            raise IndexFormatError(f"data block {j} [{off}, {off + size}) lies outside the file body",
+                                   self.footer.index_offset)
+
     def index(self):
         """``(raw u8, key starts, key lengths, block offsets, block sizes)`` of the index block,
         read and checked once: every handle lies inside the file body."""
@@ -273,7 +287,7 @@ class BTreeIndexFile:
             with self._lock:
                 if self._index is None:
                     f = self.footer
-                    u8 = self._block_raw(f.index_offset, f.index_size, "index block")
+                    u8 = self._index_u8()
                     ks, kl, _, _ = _ks.block_entries(u8, f.index_offset)
                     offs, sizes = _ks.handles(u8, f.index_offset)
                     self.codec.check_key_lengths(kl, "btree global index block index", f.index_offset)
@@ -281,8 +295,7 @@ class BTreeIndexFile:
                     bad = np.flatnonzero((offs < 0) | (sizes < 0) | (offs + sizes + _sst.TRAILER > body))
                     if len(bad):
                         j = int(bad[0])
-                        raise IndexFormatError(f"data block {j} [{int(offs[j])}, {int(offs[j] + sizes[j])}) lies "
-                                               "outside the file body", f.index_offset)
+                        self._check_handle(j, int(offs[j]), int(sizes[j]))
                     self._index = (u8, ks, kl, offs, sizes)
                 idx = self._index
         return idx
@@ -290,15 +303,18 @@ class BTreeIndexFile:
     def block_count(self) -> int:
         return len(self.index()[3])
 
-    def block(self, i: int) -> np.ndarray:
-        """Decompressed bytes (uint8 array) of data block i (LRU-cached)."""
+    def block(self, i: int, off: int = None, size: int = None) -> np.ndarray:
+        """Decompressed bytes (uint8 array) of data block i (LRU-cached); ``off`` and ``size``
+        are its checked handle when the caller has it (else read from the index)."""
         with self._lock:
             b = self._blocks.get(i)
             if b is not None:
                 self._blocks.move_to_end(i)
                 return b
-        _, _, _, offs, sizes = self.index()
-        u8 = self._block_raw(int(offs[i]), int(sizes[i]), f"data block {i}")
+        if off is None:
+            _, _, _, offs, sizes = self.index()
+            off, size = int(offs[i]), int(sizes[i])
+        u8 = self._block_raw(off, size, f"data block {i}")
         with self._lock:
             self._blocks[i] = u8
             while len(self._blocks) > self.max_cached_blocks:
@@ -375,15 +391,26 @@ class BTreeIndexFile:
         return parts
 
     def equal(self, key: bytes) -> BitMap64:
+        """Row ids of one key: the index block's seek (a cold reader decodes only the entry it
+        lands on), then that data block's."""
         if not self.may_contain(key):
             return BitMap64()
-        u8, _, _, offs, _ = self.index()
-        if not len(offs):
-            return BitMap64()
-        i = _ks.seek(self.kind, u8, key, self.footer.index_offset)
-        if i < 0:
-            return BitMap64()
-        rids, _ = _ks.scan(self.kind, self.block(i), key, key, LO_INCLUSIVE | HI_INCLUSIVE, int(offs[i]))
+        f = self.footer
+        idx = self._index
+        if idx is None:
+            got = _ks.seek_handle(self.kind, self._index_u8(), key, f.index_offset)
+            if got is None:
+                return BitMap64()
+            i, off, size = got
+            self._check_handle(i, off, size)
+        else:
+            if not len(idx[3]):
+                return BitMap64()
+            i = _ks.seek(self.kind, idx[0], key, f.index_offset)
+            if i < 0:
+                return BitMap64()
+            off, size = int(idx[3][i]), int(idx[4][i])
+        rids, _ = _ks.scan(self.kind, self.block(i, off, size), key, key, LO_INCLUSIVE | HI_INCLUSIVE, off)
         return _to_bitmap([rids])
 
     def isin(self, keys) -> BitMap64:

@@ -594,6 +594,9 @@ class BTreeGlobalIndexReader(BTreeGlobalIndex):
     def _v_equal(self, v):
         return BitMap64() if v is None else self.file.equal(self._key(v))
 
+    # ``x = 'str'`` / ``x = 42``: the file answers directly, as for a bitmap file
+    evaluate = BitmapGlobalIndexReader.evaluate
+
 
 class MultiValueGlobalIndex(GlobalIndex):
     """Many ``multivalue`` global index files of one ARRAY column (Java's

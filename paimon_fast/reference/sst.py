@@ -181,6 +181,15 @@ def seek(kind: int, raw, key, base: int = 0) -> int:
     return -1
 
 
+def seek_handle(kind: int, raw, key, base: int = 0):
+    """:func:`seek` with the found entry's handle: ``(i, offset, size)`` or None."""
+    i = seek(kind, raw, key, base)
+    if i < 0:
+        return None
+    offs, sizes = handles(raw, base)
+    return i, int(offs[i]), int(sizes[i])
+
+
 def handles(raw, base: int = 0):
     """``(offsets, sizes)`` of an index block's values (``varint64 offset, varint32 size``)."""
     b, _, vs, vl = _keys(raw, base)
