@@ -180,3 +180,32 @@ def test_a_row_id_count_past_its_entry_is_refused():
     r = gi.reader(c["type"], data, {}, 1, index_type="btree")
     with pytest.raises(pf.IndexFormatError, match="row id"):
         r.file.nonnull_rows()
+
+
+def test_cold_lookup_from_a_path_equals_the_block_walk(tmp_path):
+    """A fresh reader's first = on a local file (the one-call kernel: index from the bytes read
+    at open, the data block read by the descriptor) gives the block-by-block walk's rows, and a
+    data block with a bad CRC is still refused."""
+    c = load_case(FMT, "bt_string_n100000_zstd_block1kb")
+    w = gi.writer(c["type"], {"btree-index.block-size": "4kb"}, index_type="btree")
+    from vectorlib import arrow_values
+
+    w.write_batch(arrow_values(c["values"], c["type"]), np.arange(c["row_count"], dtype=np.uint64))
+    data, _ = w.finish()
+    p = tmp_path / "f.index"
+    p.write_bytes(data)
+    walk = BTreeIndexFile(KeyCodec(c["type"]), data)
+    walk.index()   # parsed: the block-by-block way
+    for v in [c["values"][i] for i in (0, 7, 99, 5000, 77777)] + ["no such value", ""]:
+        if v is None:
+            continue
+        cold = gi.reader(c["type"], str(p), {}, c["row_count"], index_type="btree")
+        assert cold.evaluate(pf.field("x") == v) == walk.equal(v.encode()), v
+    u8, ks, kl, offs, sizes = walk.index()
+    key = u8[ks[3]:ks[3] + kl[3]].tobytes()   # the last key of data block 3
+    bad = bytearray(data)
+    bad[int(offs[3]) + 1] ^= 0x40
+    p.write_bytes(bytes(bad))
+    r = gi.reader(c["type"], str(p), {}, c["row_count"], index_type="btree")
+    with pytest.raises(pf.IndexFormatError, match="CRC"):
+        r.evaluate(pf.field("x") == key.decode())

@@ -169,7 +169,7 @@ def test_bloom_test_matches_pypaimon_filters():
     hashes = ref.bloom_hashes(bf.expected_entries, len(bits))
     for k in keys:
         want = bf.test_hash(murmur_hash_bytes(k))
-        assert K.bloom_test(bits, hashes, k) == ref.bloom_test(bits, bf.expected_entries, k) == want
+        assert K.bloom_test(bits, hashes, k) == ref.bloom_test(bits, hashes, k) == want
     assert all(K.bloom_test(bits, hashes, k) for k in keys[:150])   # no false negatives
 
 
@@ -262,3 +262,55 @@ def test_encoder_frames_like_the_twin():
         got, _ = sst.decode(stored, len(stored) - sst.TRAILER, 0)
         assert bytes(got) == raw
         assert stored[-5:] == ref.trailer(stored[:-5], stored[-5])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.none(), st.integers(-50, 50)), min_size=1, max_size=300), st.integers(-52, 52),
+       st.sampled_from([64, 256, 1 << 16]), st.booleans(), st.integers(0, 40))
+def test_cold_equal_matches_twin(tmp_path_factory, values, probe, tail_len, use_fd, flip):
+    """The one-call first = (index and data block in the bytes read at open or read by the
+    descriptor) against its twin, on intact files and on files with a byte changed."""
+    w = gi.writer("INT", {"btree-index.block-size": "64 b"}, index_type="btree")
+    w.write_batch(pa.array(values, pa.int32()), np.arange(len(values)))
+    data = bytearray(w.finish()[0])
+    if flip:
+        data[flip % len(data)] ^= 0x10
+    data = bytes(data)
+    tail_at = max(0, len(data) - tail_len)
+    foot = struct.unpack_from("<qiqqiqiii", data, len(data) - 52)
+    key = struct.pack("<i", probe)
+    p = tmp_path_factory.mktemp("cold") / "f.index"
+    p.write_bytes(data)
+    import os
+
+    fd = os.open(str(p), os.O_RDONLY) if use_fd else -1
+    try:
+        args = (I32, np.frombuffer(data[tail_at:], np.uint8), tail_at, foot[3], foot[4], key, fd, len(data) - 52)
+        _same_outcome(lambda: K.cold_equal(*args), lambda: ref.cold_equal(*args))
+        if not flip:
+            got = K.cold_equal(*args)
+            if got is not None:
+                assert BitMap64(got.tolist()) == _brute(values, range(len(values)), lambda v: v == probe)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def test_read_block_matches_twin(tmp_path):
+    import os
+
+    w = gi.writer("STRING", {"btree-index.block-size": "128 b"}, index_type="btree")
+    w.write_batch(pa.array([f"k{i % 37}" for i in range(500)]), np.arange(500))
+    data = w.finish()[0]
+    f = gi.BTreeIndexFile(gi.KeyCodec("STRING"), data)
+    _, _, _, offs, sizes = f.index()
+    body = len(data) - 52
+    for variant in (data, data[:100] + bytes([data[100] ^ 1]) + data[101:]):
+        p = tmp_path / "f.index"
+        p.write_bytes(variant)
+        fd = os.open(str(p), os.O_RDONLY)
+        try:
+            for o, n in list(zip(offs.tolist(), sizes.tolist())) + [(body - 3, 10), (-1, 4)]:
+                _same_outcome(lambda: K.read_block(fd, o, n, body)[0], lambda: ref.read_block(fd, o, n, body)[0])
+        finally:
+            os.close(fd)

@@ -13,9 +13,15 @@ Twins: ``paimon_fast/reference/sst.py``.
 """
 from libc.stdint cimport uint8_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+from libc.stdlib cimport malloc, free
+from libc.errno cimport errno, EINTR
+from posix.types cimport off_t
+from posix.unistd cimport pread
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 import numpy as np
 cimport numpy as cnp
+
+cnp.import_array()
 
 from paimon_fast.errors import IndexFormatError
 
@@ -330,6 +336,93 @@ def entry_row_ids(const uint8_t[::1] raw, int64_t vstart, int64_t vlen, int64_t 
     return out_a
 
 
+cdef struct span:
+    int64_t first    # first entry in range (-1: none)
+    int64_t last
+    int64_t total    # row ids in range
+    bint stop        # an entry above the upper bound was met
+
+
+cdef int _scan_plan(int kind, const blk *b, const uint8_t *lp, int64_t ln, const uint8_t *hp, int64_t hn,
+                    int flags, span *sp, int64_t *at) noexcept nogil:
+    """Pass 1 of a range walk over one block: which entries are in range (each entry walked
+    is checked: its place, key, value, row id count); 0 or an error code."""
+    cdef int err = 0, c
+    cdef int64_t start = 0, i, pos, ks, kl, vs, vl, rp
+    cdef uint64_t cnt
+    sp.first = -1
+    sp.last = -1
+    sp.total = 0
+    sp.stop = False
+    if lp != NULL:
+        start = _seek(kind, b, lp, ln, &err, at)
+        if err:
+            return err
+        if start < 0:
+            start = b.count
+    if start >= b.count:
+        return 0
+    pos = _pos(b, start)
+    i = start
+    while i < b.count:
+        if _pos(b, i) != pos:
+            at[0] = pos
+            return E_POS
+        err = _entry(b, pos, &ks, &kl, &vs, &vl, at)
+        if err:
+            return err
+        pos = vs + vl
+        if lp != NULL and not (flags & 1):
+            c = _cmp(kind, b, ks, kl, lp, ln, &err)
+            if err:
+                at[0] = ks
+                return err
+            if c == 0:
+                i += 1
+                continue
+        if hp != NULL:
+            c = _cmp(kind, b, ks, kl, hp, hn, &err)
+            if err:
+                at[0] = ks
+                return err
+            if c > 0 or (c == 0 and not (flags & 2)):
+                sp.stop = True
+                return 0
+        err = _count(b.p, vs, vl, &cnt, &rp)
+        if err:
+            at[0] = vs
+            return err
+        if sp.first < 0:
+            sp.first = i
+        sp.last = i
+        sp.total += <int64_t> cnt
+        i += 1
+    if pos != b.end:
+        at[0] = pos
+        return E_END
+    return 0
+
+
+cdef int _scan_fill(int kind, const blk *b, const uint8_t *lp, int64_t ln, int flags, const span *sp,
+                    uint64_t *out, int64_t *at) noexcept nogil:
+    """Pass 2: the row ids of the entries pass 1 found, into ``out`` (``sp.total`` of them)."""
+    cdef int err = 0
+    cdef int64_t i, k = 0, ks, kl, vs, vl, rp
+    cdef uint64_t cnt
+    if sp.total == 0:
+        return 0
+    for i in range(sp.first, sp.last + 1):
+        _entry(b, _pos(b, i), &ks, &kl, &vs, &vl, at)
+        if lp != NULL and not (flags & 1) and _cmp(kind, b, ks, kl, lp, ln, &err) == 0:
+            continue
+        _count(b.p, vs, vl, &cnt, &rp)
+        err = _rids(b.p, rp, vs + vl, <int64_t> cnt, out + k, at)
+        if err:
+            return err
+        k += <int64_t> cnt
+    return 0
+
+
 def scan(int kind, const uint8_t[::1] raw, lo, hi, int flags, Py_ssize_t base=0):
     """``(row ids, stop)`` of one data block: the row ids (uint64, entry order) of the entries
     whose key lies between ``lo`` and ``hi`` (bytes-like, or None: no bound; ``flags`` bit 0:
@@ -341,7 +434,7 @@ def scan(int kind, const uint8_t[::1] raw, lo, hi, int flags, Py_ssize_t base=0)
     cdef const uint8_t[::1] lo_v, hi_v
     cdef const uint8_t *lp = NULL
     cdef const uint8_t *hp = NULL
-    cdef int64_t ln = 0, hn = 0
+    cdef int64_t ln = 0, hn = 0, at = 0
     if lo is not None:
         lo_v = lo
         ln = lo_v.shape[0]
@@ -350,75 +443,150 @@ def scan(int kind, const uint8_t[::1] raw, lo, hi, int flags, Py_ssize_t base=0)
         hi_v = hi
         hn = hi_v.shape[0]
         hp = &hi_v[0] if hn else &EMPTY
-    cdef int err = 0, c
-    cdef bint stop = False
-    cdef int64_t start = 0, i, j, pos, at = 0, ks, kl, vs, vl, total = 0, first = -1, last = -1, rp
-    cdef uint64_t cnt
+    cdef int err
+    cdef span sp
     with nogil:
-        if lp != NULL:
-            start = _seek(kind, &b, lp, ln, &err, &at)
-            if start < 0:
-                start = b.count
-        # pass 1: the entries in range, checked, and their row id count
-        if not err and start < b.count:
-            pos = _pos(&b, start)
-            i = start
-            while i < b.count:
-                if _pos(&b, i) != pos:
-                    err = E_POS
-                    at = pos
-                    break
-                err = _entry(&b, pos, &ks, &kl, &vs, &vl, &at)
-                if err:
-                    break
-                pos = vs + vl
-                if lp != NULL and not (flags & 1):
-                    c = _cmp(kind, &b, ks, kl, lp, ln, &err)
-                    if err:
-                        at = ks
-                        break
-                    if c == 0:
-                        i += 1
-                        continue
-                if hp != NULL:
-                    c = _cmp(kind, &b, ks, kl, hp, hn, &err)
-                    if err:
-                        at = ks
-                        break
-                    if c > 0 or (c == 0 and not (flags & 2)):
-                        stop = True
-                        break
-                err = _count(b.p, vs, vl, &cnt, &rp)
-                if err:
-                    at = vs
-                    break
-                if first < 0:
-                    first = i
-                last = i
-                total += <int64_t> cnt
-                i += 1
-            if not err and not stop and pos != b.end:
-                err = E_END
-                at = pos
+        err = _scan_plan(kind, &b, lp, ln, hp, hn, flags, &sp, &at)
     if err:
         _raise(err, at, base)
-    out_a = np.empty(total, dtype=np.uint64)
+    out_a = np.empty(sp.total, dtype=np.uint64)
     cdef uint64_t[::1] out = out_a
-    cdef int64_t k = 0
-    if total:
+    if sp.total:
         with nogil:
-            for i in range(first, last + 1):
-                _entry(&b, _pos(&b, i), &ks, &kl, &vs, &vl, &at)
-                if lp != NULL and not (flags & 1) and _cmp(kind, &b, ks, kl, lp, ln, &err) == 0:
-                    continue
-                _count(b.p, vs, vl, &cnt, &rp)
-                err = _rids(b.p, rp, vs + vl, <int64_t> cnt, &out[k], &at)
-                if err:
-                    break
-                k += <int64_t> cnt
+            err = _scan_fill(kind, &b, lp, ln, flags, &sp, &out[0], &at)
         if err:
             _raise(err, at, base)
-    return out_a, stop
+    return out_a, bool(sp.stop)
+
+
+cdef int _pread_all(int fd, uint8_t *p, int64_t n, int64_t at) noexcept nogil:
+    """0, a positive errno, or -1 for a short read."""
+    cdef int64_t got = 0, r
+    while got < n:
+        r = pread(fd, p + got, <size_t> (n - got), <off_t> (at + got))
+        if r < 0:
+            if errno == EINTR:
+                continue
+            return errno
+        if r == 0:
+            return -1
+        got += r
+    return 0
+
+
+cdef inline bint _crc_ok(const uint8_t *p, int64_t size) noexcept nogil:
+    return pf_crc32(0, p, <size_t> (size + 1)) == <uint32_t> _le32(p + size + 1)
+
+
+def cold_equal(int kind, const uint8_t[::1] tail, int64_t tail_at, int64_t index_off, int64_t index_size,
+               const uint8_t[::1] key, int fd, int64_t file_body):
+    """A fresh reader's first ``=``, in one call: the index block (in ``tail``, the bytes read at
+    open, which start at file offset ``tail_at``) checked and seeked, the data block it points
+    to read from ``tail`` or the file descriptor ``fd`` and checked, and the key's row ids
+    (uint64) taken from it.  None when the walk cannot vouch for the answer alone (an index
+    block outside ``tail`` or compressed, a compressed data block, no descriptor): the caller
+    then takes the block-by-block way, which answers and reports as ever.  A CRC mismatch or a
+    malformed entry on the way is left to that way too; a handle outside the body raises."""
+    cdef int64_t tn = tail.shape[0]
+    cdef const uint8_t *t = &tail[0] if tn else &EMPTY
+    cdef const uint8_t *kp = &key[0] if key.shape[0] else &EMPTY
+    cdef int64_t kn = key.shape[0], at = 0, i, ks, kl, vs, vl, pos, off, size
+    cdef uint64_t v1, v2
+    cdef blk ib, db
+    cdef int err = 0, r = 0
+    cdef span sp
+    cdef uint8_t *buf = NULL
+    cdef const uint8_t *dp
+    if index_off < tail_at or index_size < 0 or index_off + index_size + 5 > tail_at + tn:
+        return None
+    cdef const uint8_t *ip = t + (index_off - tail_at)
+    if ip[index_size] != 0 or not _crc_ok(ip, index_size):
+        return None
+    if _tail(ip, index_size, &ib, &at):
+        return None
+    with nogil:
+        i = _seek(kind, &ib, kp, kn, &err, &at)
+        if not err and i >= 0:
+            err = _entry(&ib, _pos(&ib, i), &ks, &kl, &vs, &vl, &at)
+            if not err:
+                pos = vs
+                if pf_get_varint(ib.p, vs + vl, &pos, 63, &v1) != 0 or pf_get_varint(ib.p, vs + vl, &pos, 31, &v2) != 0:
+                    err = E_HANDLE
+    if err:
+        return None
+    if i < 0:
+        return np.empty(0, dtype=np.uint64)
+    off, size = <int64_t> v1, <int64_t> v2
+    if off < 0 or size < 0 or off + size + 5 > file_body:
+        raise IndexFormatError(f"data block {i} [{off}, {off + size}) lies outside the file body", index_off)
+    if off >= tail_at and off + size + 5 <= tail_at + tn:
+        dp = t + (off - tail_at)
+    elif fd >= 0:
+        buf = <uint8_t *> malloc(<size_t> (size + 5))
+        if buf == NULL:
+            raise MemoryError()
+        with nogil:
+            r = _pread_all(fd, buf, size + 5, off)
+        if r:
+            free(buf)
+            return None
+        dp = buf
+    else:
+        return None
+    try:
+        if dp[size] != 0 or not _crc_ok(dp, size) or _tail(dp, size, &db, &at):
+            return None
+        with nogil:
+            err = _scan_plan(kind, &db, kp, kn, kp, kn, 3, &sp, &at)
+        if err:
+            return None
+        out_a = np.empty(sp.total, dtype=np.uint64)
+        if sp.total:
+            err = _scan_fill(kind, &db, kp, kn, 3, &sp, <uint64_t *> cnp.PyArray_DATA(out_a), &at)
+            if err:
+                return None
+        return out_a
+    finally:
+        if buf != NULL:
+            free(buf)
+
+
+# ---------------------------------------------------------------- reading a local file
+
+def read_block(int fd, int64_t offset, int64_t size, int64_t file_body):
+    """Read a stored block and its 5-byte trailer from a local file descriptor and check them
+    (the trailer's CRC-32 over the stored bytes and the type byte), the GIL released: ``(stored
+    bytes, compression type)``.  ``file_body``: where the file's footer starts (the block must
+    end before it).  A short read, a bad CRC or a block outside the body raises
+    IndexFormatError; an uncompressed block's stored bytes are its raw bytes."""
+    if offset < 0 or size < 0 or offset + size + 5 > file_body:
+        raise IndexFormatError(f"block [{offset}, {offset + size + 5}) lies outside the file body", offset)
+    out = PyBytes_FromStringAndSize(NULL, size + 5)
+    cdef uint8_t *p = <uint8_t *> PyBytes_AS_STRING(out)
+    cdef int64_t got = 0, n
+    cdef uint32_t crc = 0, want
+    cdef int err = 0
+    with nogil:
+        while got < size + 5:
+            n = pread(fd, p + got, <size_t> (size + 5 - got), <off_t> (offset + got))
+            if n < 0:
+                if errno == EINTR:
+                    continue
+                err = errno
+                break
+            if n == 0:
+                break
+            got += n
+        if got == size + 5:
+            crc = pf_crc32(0, p, <size_t> (size + 1))
+    if err:
+        raise OSError(err, "cannot read the index file")
+    if got != size + 5:
+        raise IndexFormatError("block truncated", offset)
+    want = <uint32_t> _le32(p + size + 1)
+    if crc != want:
+        raise IndexFormatError(f"block CRC mismatch: stored 0x{want:08x}, computed 0x{crc:08x}", offset + size + 1)
+    return out, p[size]
 
 
 # ---------------------------------------------------------------- writing

@@ -262,6 +262,14 @@ class BTreeIndexFile:
     def _block_raw(self, offset: int, length: int, what: str) -> np.ndarray:
         if offset < 0 or length < 0:
             raise IndexFormatError(f"{what} has a negative offset or size", offset)
+        t = self._tail_at
+        fd = self.source._fd if type(self.source) is FileSource and offset < t else None
+        if fd is not None and hasattr(_ks, "read_block"):   # a local file: read and checked in one call
+            stored, ctype = _ks.read_block(fd, offset, length, self.size - FOOTER_LENGTH)
+            if ctype == _sst.NONE:
+                return np.frombuffer(stored, np.uint8, count=length)
+            raw, _ = _sst.decode(stored, length, offset)
+            return np.frombuffer(raw, np.uint8)
         raw, _ = _sst.decode(self._read_at(offset, length + _sst.TRAILER, what), length, offset)
         return np.frombuffer(raw, np.uint8)
 
@@ -397,6 +405,14 @@ class BTreeIndexFile:
             return BitMap64()
         f = self.footer
         idx = self._index
+        if idx is None and self._index_raw is None and hasattr(_ks, "cold_equal"):
+            # a fresh reader: index block, data block and row ids in one kernel call when the
+            # index lies in the bytes read at open and the blocks are uncompressed
+            fd = self.source._fd if type(self.source) is FileSource else -1
+            rids = _ks.cold_equal(self.kind, self._tail, self._tail_at, f.index_offset, f.index_size, key, fd,
+                                  self.size - FOOTER_LENGTH)
+            if rids is not None:
+                return _to_bitmap([rids])
         if idx is None:
             got = _ks.seek_handle(self.kind, self._index_u8(), key, f.index_offset)
             if got is None:
@@ -515,6 +531,10 @@ class BTreeIndexFile:
 
 def _to_bitmap(parts) -> BitMap64:
     """A BitMap64 of row id arrays (distinct row ids, in any order)."""
+    if len(parts) == 1:
+        a = parts[0]
+        if len(a) <= 4096:
+            return BitMap64(a.tolist())
     parts = [p for p in parts if len(p)]
     if not parts:
         return BitMap64()

@@ -286,14 +286,15 @@ def bloom_hashes(expected: int, nbytes: int) -> int:
     return max(1, int(math.floor(nbytes * 8 / expected * math.log(2) + 0.5)))
 
 
-def bloom_test(bits, expected: int, key) -> bool:
-    """Java's ``BloomFilter.testHash(hashBytes(key))`` over the filter's bytes."""
+def bloom_test(bits, num_hashes: int, key) -> bool:
+    """Java's ``BloomFilter.testHash(hashBytes(key))`` over the filter's bytes with ``num_hashes``
+    probes (:func:`bloom_hashes` of the filter's expected entries and size)."""
     bits = _b(bits)
     key = _b(key)
     h1 = murmur(key)
     h2 = (h1 & 0xFFFFFFFF) >> 16
     nbits = len(bits) * 8
-    for i in range(1, bloom_hashes(expected, len(bits)) + 1):
+    for i in range(1, num_hashes + 1):
         c = _i32(h1 + i * h2)
         if c < 0:
             c = ~c
@@ -301,3 +302,58 @@ def bloom_test(bits, expected: int, key) -> bool:
         if not bits[pos >> 3] & (1 << (pos & 7)):
             return False
     return True
+
+
+# ---------------------------------------------------------------- reading a file
+
+def read_block(fd: int, offset: int, size: int, file_body: int):
+    """The kernel's one-call block read: ``(stored bytes, compression type)`` from a descriptor,
+    the trailer's CRC checked."""
+    import os
+
+    if offset < 0 or size < 0 or offset + size + 5 > file_body:
+        raise IndexFormatError(f"block [{offset}, {offset + size + 5}) lies outside the file body", offset)
+    b = os.pread(fd, size + 5, offset)
+    if len(b) != size + 5:
+        raise IndexFormatError("block truncated", offset)
+    if zlib.crc32(b[:size + 1]) != struct.unpack_from("<I", b, size + 1)[0]:
+        raise IndexFormatError("block CRC mismatch", offset + size + 1)
+    return b, b[size]
+
+
+def cold_equal(kind: int, tail, tail_at: int, index_off: int, index_size: int, key, fd: int, file_body: int):
+    """The kernel's one-call first ``=``: row ids, or None where it leaves the answer to the
+    block-by-block way (see the kernel)."""
+    import os
+
+    t = _b(tail)
+    key = _b(key)
+    if index_off < tail_at or index_size < 0 or index_off + index_size + 5 > tail_at + len(t):
+        return None
+    ib = t[index_off - tail_at:index_off - tail_at + index_size + 5]
+    if ib[index_size] != 0 or zlib.crc32(ib[:index_size + 1]) != struct.unpack_from("<I", ib, index_size + 1)[0]:
+        return None
+    try:
+        got = seek_handle(kind, ib[:index_size], key)
+    except IndexFormatError:
+        return None
+    if got is None:
+        return np.zeros(0, dtype=np.uint64)
+    _, off, size = got
+    if off < 0 or size < 0 or off + size + 5 > file_body:
+        raise IndexFormatError(f"data block [{off}, {off + size}) lies outside the file body", index_off)
+    if off >= tail_at and off + size + 5 <= tail_at + len(t):
+        db = t[off - tail_at:off - tail_at + size + 5]
+    elif fd >= 0:
+        db = os.pread(fd, size + 5, off)
+        if len(db) != size + 5:
+            return None
+    else:
+        return None
+    if db[size] != 0 or zlib.crc32(db[:size + 1]) != struct.unpack_from("<I", db, size + 1)[0]:
+        return None
+    try:
+        rids, _ = scan(kind, db[:size], key, key, 3)
+    except IndexFormatError:
+        return None
+    return rids
