@@ -503,7 +503,13 @@ class BTreeIndexFile:
         nulls = len(self.null_rows())
         nonnull = len(self.nonnull_rows())
         first, last = self.first_key(), self.last_key()
-        show = (lambda k: None if k is None else self.codec.to_python(k))
+        def show(k):
+            if k is None:
+                return None
+            try:
+                return self.codec.to_python(k)
+            except (OverflowError, ValueError, IndexFormatError):   # a key no value of the type has
+                return "0x" + k.hex()
         return {
             "format": "btree global index",
             "type": str(self.codec.dtype),
