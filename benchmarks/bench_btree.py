@@ -9,7 +9,7 @@ One file (``PF_BT_ROWS``, default 1e6; row i has id i), two columns: ``STRING`` 
 distinct values and a unique ``BIGINT`` (a random permutation):
 
 * ``btree build``: our writer (``kernel``), the same writer with every kernel swapped for its
-  twin (``twin``, 1e5 rows: the twin is a per-row Python loop), pypaimon's
+  twin (``twin``), pypaimon's
   ``BTreeIndexWriter`` fed the sorted rows one ``write`` at a time (``pypaimon``);
 * ``btree cold =``: open the file and answer one equality, a fresh reader and another value every
   round (target: at most 50 us); ``btree cold range 0.1%``: a ``BETWEEN`` over 0.1% of the keys.
@@ -57,7 +57,7 @@ from paimon_fast.reference import sst as twin_sst
 from _summary import loadavg, record, write_section  # noqa: E402
 
 N = int(os.environ.get("PF_BT_ROWS", 1_000_000))
-TWIN_N = min(N, 100_000)
+TWIN_N = N
 TABLE_ROWS = int(os.environ.get("PF_BT_TABLE_ROWS", 1_000_000))
 DISTINCT = 100_000
 _DIR = tempfile.mkdtemp(prefix="pf-bench-btree-")

@@ -48,13 +48,6 @@ def block(entries) -> bytes:
     return bytes(out)
 
 
-def _memory(entries) -> int:
-    """Java's ``BlockWriter.memory()`` of a pending block."""
-    n = sum(varint_size(len(k)) + len(k) + varint_size(len(v)) + len(v) for k, v in entries)
-    aligned = len({varint_size(len(k)) + len(k) + varint_size(len(v)) + len(v) for k, v in entries}) <= 1
-    return n + 5 + (0 if aligned else 4 * len(entries))
-
-
 def row_id_value(rids) -> bytes:
     """A BTree entry's value: ``varint count`` + one ``varint64`` per row id."""
     return put_varint(len(rids)) + b"".join(put_varint(int(r)) for r in rids)
@@ -71,6 +64,7 @@ def btree_blocks(key_off, key_data, rids, bounds, block_size: int, frame: bool):
     body = bytearray()
     offs, sizes, lasts = [], [], []
     pending = []
+    nbytes, sizes_seen = 0, set()   # the pending block's entry bytes and entry sizes (Java's BlockWriter.memory())
     ng = len(bounds) - 1
 
     def close(last):
@@ -84,10 +78,15 @@ def btree_blocks(key_off, key_data, rids, bounds, block_size: int, frame: bool):
 
     for g in range(ng):
         key = kd[int(key_off[g]):int(key_off[g + 1])]
-        pending.append((key, row_id_value(rids[int(bounds[g]):int(bounds[g + 1])])))
-        if _memory(pending) > block_size:
+        value = row_id_value(rids[int(bounds[g]):int(bounds[g + 1])])
+        pending.append((key, value))
+        esize = varint_size(len(key)) + len(key) + varint_size(len(value)) + len(value)
+        nbytes += esize
+        sizes_seen.add(esize)
+        memory = nbytes + 5 + (0 if len(sizes_seen) == 1 else 4 * len(pending))
+        if memory > block_size:
             close(g)
-            pending = []
+            pending, nbytes, sizes_seen = [], 0, set()
     if pending:
         close(ng - 1)
     return (bytes(body), np.array(offs, dtype=np.int64), np.array(sizes, dtype=np.int64),
