@@ -128,6 +128,33 @@ def test_bitmap_and_btree_on_one_column_and_on_two_columns(tmp_path):
     assert rep.rows_selected == len(_expect(rows, lambda r: r["color"] == "red"))
 
 
+def test_nearly_unique_files_are_grouped_together_with_the_same_bytes(tmp_path, monkeypatch):
+    """Files of nearly unique BIGINT keys are grouped in one go instead of file by file and
+    merged: the same index files either way, bitmap and btree."""
+    import paimon_fast.globalindex.format as gformat
+    from paimon_fast.paimon import globalindex_build as pgb
+
+    calls = []
+    real = gformat._nearly_unique
+
+    def spy(arr, *a):
+        calls.append(len(arr))
+        return real(arr, *a)
+
+    monkeypatch.setattr(pgb, "UNIQUE_CHECK_ROWS", 50)
+    for itype in ("btree", "bitmap"):
+        out = []
+        for name, fn in (("a", spy), ("b", lambda *a: False)):
+            monkeypatch.setattr(gformat, "_nearly_unique", fn)
+            cat, t = _table(tmp_path / f"{itype}{name}", DATA_EVOLUTION, commits=3, partitioned=False)
+            assert create_global_index(cat.get_table(f"db.{t}"), "id", itype, options=RPR) > 0
+            out.append(_range_files(cat, t, str(tmp_path / f"{itype}{name}" / "wh")))
+        assert out[0] == out[1] and calls
+        rows = _rows(cat, t)
+        got, _ = read_with_index(cat.get_table(f"db.{t}"), pf.field("id").isin([3, 250, 599]))
+        assert _ids(got) == [3, 250, 599] == _expect(rows, lambda r: r["id"] in (3, 250, 599))
+
+
 def test_scan_limit_refuses_ranges_and_rows_stay_exact(tmp_path):
     """btree-index.fallback-scan-max-size = 0 b: ranges are not answered by the index (Java
     refuses them), equality still is; the rows are the oracle's either way."""
