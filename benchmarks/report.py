@@ -45,6 +45,8 @@ PARTS = {
     "globalindex": ("bench_globalindex.py", "cold_equal or cold_in5 or build_kernel",
                     {}, "bitmap global index, 1e6 rows"),
     "multivalue": ("bench_multivalue.py", None, {}, "multivalue (ARRAY) global index"),
+    "btree": ("bench_btree.py", "cold_equal or cold_range", {},
+              "BTree global index: one file (1e6 rows) and a Paimon table, vs twins and pypaimon"),
     "tableindex": ("bench_tableindex.py", None, {}, "deletion vectors, hash index"),
     "scaling": ("bench_scaling.py", None, {"PF_BENCH_SCALING_NS": "100000,1000000,10000000"},
                 "build / query time against N, peak RSS at 1e7"),

@@ -131,6 +131,83 @@ def _exercise_global(c, data):
         r.evaluate(p)
 
 
+def _btree():
+    from vectorlib import case_names, load_bin, load_case
+
+    out = []
+    for name in case_names("global_btree"):
+        c = load_case("global_btree", name)
+        if not c.get("file") or "lzo" in name:
+            continue
+        data = load_bin("global_btree", c["file"])
+        if len(data) <= 64 * 1024:
+            out.append((c, data))
+    return out[::4]
+
+
+def recrc_btree(data: bytes) -> bytes:
+    """``data`` with the CRC of every block and of the null bitmap made right again, as far as
+    the footer and the index block can be parsed: a mutation inside a block then reaches the
+    block parsers instead of stopping at the CRC check."""
+    import struct
+
+    from paimon_fast.globalindex import sst
+    from paimon_fast.globalindex.sst import kernels
+
+    b = bytearray(data)
+    n = len(b)
+    if n < 52:
+        return data
+    _, _, _, io, isz, no, ns, _, _ = struct.unpack_from("<qiqqiqiii", b, n - 52)
+
+    def fix(o, ln):
+        if 0 <= o and 0 <= ln and o + ln + 5 <= n - 52:
+            t = b[o + ln] if b[o + ln] < 4 else 0
+            b[o + ln:o + ln + 5] = sst.trailer(bytes(b[o:o + ln]), t)
+            return True
+        return False
+
+    if 0 < ns and 0 <= no and no + ns + 4 <= n - 52:
+        b[no + ns:no + ns + 4] = struct.pack("<I", sst._crc32(bytes(b[no:no + ns])))
+    if fix(io, isz):
+        try:
+            raw, _ = sst.decode(bytes(b[io:io + isz + 5]), isz, io)
+            import numpy as np
+
+            offs, sizes = kernels.handles(np.frombuffer(raw, np.uint8))
+            for o, ln in zip(offs.tolist(), sizes.tolist()):
+                fix(o, ln)
+        except Exception:  # noqa: BLE001 - an index block that does not parse: leave the rest
+            pass
+    return bytes(b)
+
+
+def _exercise_btree(c, data):
+    import paimon_fast as pf
+    from paimon_fast import globalindex as gi
+    from vectorlib import decode_literal
+
+    for d in (data, recrc_btree(data)):
+        try:
+            r = gi.reader(c["type"], d, {}, None, index_type="btree")
+            vals = [v for v in c["values"] if v is not None][:3]
+            lits = [decode_literal(v, r.dtype) for v in vals]
+            f = pf.field("x")
+            preds = [f.is_null(), f.is_not_null()] + ([f.isin(lits), f.notin(lits)] if lits else [])
+            for v in lits[:2]:
+                preds += [f.equal(v), f.not_equal(v), f < v, f >= v, f.between(v, v)]
+            if r.codec.is_string:
+                preds += [f.startswith("a"), f.like("c%")]
+            for p in preds:
+                r.evaluate(p)
+            r.top_n(5, desc=True, nulls_first=True)
+            r.describe()
+        except pf.IndexFormatError:
+            if d is not data:
+                raise
+            continue
+
+
 def _dv():
     from vectorlib import load_bin, manifest
 
@@ -317,6 +394,7 @@ READERS = {
     "range-bitmap": (lambda: _file_index("range-bitmap", "range_bitmap"), _exercise_file_index("range-bitmap")),
     "bsi": (lambda: _file_index("bsi", "bsi"), _exercise_file_index("bsi")),
     "global-index": (_global, _exercise_global),
+    "global-btree": (_btree, _exercise_btree),
     "deletion-vector": (_dv, _exercise_dv),
     "deletion-file": (_dv_files, _exercise_dv_file),
     "puffin": (_puffin, _exercise_puffin),

@@ -816,18 +816,6 @@ def test_deletion_vectors_before_and_after_the_build(tmp_path):
             assert _ids(got) == _expect(rows, fn), make()
 
 
-def test_btree_index_left_to_pypaimon(tmp_path):
-    """A btree global index (which we do not read) on a data-evolution table: the fast path
-    steps aside and pypaimon plans with its own btree reader; rows still match the oracle."""
-    cat, name = _table(tmp_path, DATA_EVOLUTION)
-    assert cat.get_table(f"db.{name}").create_global_index("color", index_type="btree") > 0
-    rows = _rows(cat, name)
-    got, report = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "red")
-    assert not report.fast_path and "btree" in report.fallback_reason
-    assert not report.global_indexes
-    assert _ids(got) == _expect(rows, lambda r: r["color"] == "red")
-
-
 def test_files_storing_row_ids_are_not_mapped_by_position(tmp_path):
     """A data file that carries a physical _ROW_ID column (Java writes one on compaction): its
     row ids are not first row id + position, so neither read path maps global answers into

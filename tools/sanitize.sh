@@ -26,7 +26,8 @@ python -m pytest -q -p no:cacheprovider --capture=sys -x -k "not test_writer_rea
   tests/test_globalindex_vectors.py tests/test_tableindex_vectors.py tests/test_container_vectors.py \
   tests/test_roaring.py tests/test_corrupt_foundation.py tests/test_globalindex_fuzz.py tests/test_range_bsi_fuzz.py \
   tests/test_tableindex_fuzz.py tests/test_bitslice_kernels.py tests/test_bloom_kernels.py tests/test_globalindex_kernels.py \
-  tests/test_globalindex_coldpath.py tests/test_parquet_pages.py
+  tests/test_globalindex_coldpath.py tests/test_parquet_pages.py tests/test_btree_vectors.py tests/test_btree_kernels.py \
+  tests/test_btree_fuzz.py
 # ASan reserves terabytes of virtual memory: no address-space limit under it
 python tests/fuzz_scale.py --n "$n" --memory-mb 0 --out "$root/fuzz-failures-asan"
 echo "sanitizer run: clean"

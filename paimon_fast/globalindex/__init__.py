@@ -19,6 +19,10 @@ plain prefix scan the dictionary only while the candidate files total at most
 answer is then :data:`paimon_fast.UNSUPPORTED`).  String predicates apply to
 CHAR / VARCHAR / STRING only.
 
+``index_type="btree"`` (``writer`` / ``reader``, :class:`BTreeGlobalIndex`) is Java's ``btree``
+indexer: SST files of sorted keys and their row-id lists (ranges are scans of the blocks
+between the bounds; ``btree-index.*`` options), answering as ``LazyFilteredBTreeReader``.
+
 ``index_type="multivalue"`` (``writer`` / ``reader``, :class:`MultiValueGlobalIndex`) is Java's
 ``multivalue`` indexer over an ``ARRAY<T>`` column: the same file layout with one bitmap per
 distinct element, answering ``array_contains`` / ``arrays_overlap`` / ``array_contains_all``.
@@ -30,19 +34,23 @@ rows the files index, i.e. each file's own non-null rows minus its matches;
 either way a query over several files unions correctly.
 """
 from ..result import UNSUPPORTED
-from .factory import INDEX_TYPE, INDEX_TYPES, MULTIVALUE, is_global_index, reader, writer
+from .btree import BTreeGlobalIndexWriter, BTreeIndexFile, is_btree_index
+from .factory import BTREE, INDEX_TYPE, INDEX_TYPES, MULTIVALUE, is_global_index, reader, writer
 from .format import (DEFAULT_FALLBACK, FOOTER_LENGTH, MAGIC, OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_FALLBACK,
                      OPT_LEVEL, OPT_MV_BLOCK_SIZE, OPT_MV_COMPRESSION, OPT_MV_LEVEL, BitmapGlobalIndexWriter,
                      BitmapIndexFile, MultiValueGlobalIndexWriter, element_type, write_atomic)
 from .keys import KINDS, KeyCodec
 from .like import like_key_predicate, like_optimize, like_to_regex
 from .meta import SortedIndexFileMeta
-from .index import BitmapGlobalIndexReader, GlobalIndex, MultiValueGlobalIndex, MultiValueGlobalIndexReader
+from .index import (BitmapGlobalIndexReader, BTreeGlobalIndex, BTreeGlobalIndexReader, GlobalIndex,
+                    MultiValueGlobalIndex, MultiValueGlobalIndexReader)
 
 __all__ = [
     "writer", "reader", "GlobalIndex", "BitmapGlobalIndexWriter", "BitmapGlobalIndexReader", "BitmapIndexFile",
     "SortedIndexFileMeta", "KeyCodec", "MAGIC", "FOOTER_LENGTH", "UNSUPPORTED", "write_atomic", "is_global_index",
     "MultiValueGlobalIndexWriter", "MultiValueGlobalIndex", "MultiValueGlobalIndexReader", "MULTIVALUE",
+    "BTreeGlobalIndexWriter", "BTreeGlobalIndex", "BTreeGlobalIndexReader", "BTreeIndexFile", "BTREE",
+    "is_btree_index",
     # also handed on at this path: the type names, option keys and LIKE helpers
     "INDEX_TYPE", "INDEX_TYPES", "KINDS", "element_type", "DEFAULT_FALLBACK", "OPT_FALLBACK", "OPT_BLOCK_SIZE",
     "OPT_COMPRESSION", "OPT_LEVEL", "OPT_MV_BLOCK_SIZE", "OPT_MV_COMPRESSION", "OPT_MV_LEVEL",

@@ -1,4 +1,4 @@
-"""``paimon-fast inspect`` for bitmap global index files (footer magic "BGIX").
+"""``paimon-fast inspect`` for bitmap global index files (footer magic "BGIX") and BTree ones
 
     paimon-fast inspect gi-0.index                     # structure, keys shown as hex
     paimon-fast inspect gi-0.index --row-type x=INT     # keys decoded as the column's type
@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from ..cli import _parse_row_type, inspector
-from . import BitmapIndexFile, KeyCodec, is_global_index
+from . import BitmapIndexFile, KeyCodec, is_btree_index, is_global_index
 
 
 @inspector("bitmap global index")
@@ -35,3 +35,28 @@ def describe(path, args) -> dict:
 
 
 describe.detect(is_global_index)
+
+
+@inspector("btree global index")
+def describe_btree(path, args) -> dict:
+    """``paimon-fast inspect`` for a BTree global index file (footer magic 0x50425449): footer,
+    rows, distinct keys, nulls, data blocks, compression per block, sizes, first / last key
+    (as hex unless ``--row-type name=TYPE`` says how to decode them)."""
+    from .btree import BTreeIndexFile
+
+    row_type = _parse_row_type(getattr(args, "row_type", "") or "")
+    dtype = next(iter(row_type.values())) if row_type else None
+    f = BTreeIndexFile(KeyCodec(dtype or "STRING"), path)
+    try:
+        d = f.describe()
+        if dtype is None:
+            d["type"] = "unknown (pass --row-type name=TYPE to decode keys)"
+            first, last = f.first_key(), f.last_key()
+            d["first_key"] = None if first is None else first.hex()
+            d["last_key"] = None if last is None else last.hex()
+        return d
+    finally:
+        f.close()
+
+
+describe_btree.detect(is_btree_index)

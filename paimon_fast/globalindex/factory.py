@@ -1,17 +1,20 @@
 """The global index types, and a writer or a reader of one file of a type.
 
-``index_type="bitmap"`` (Java's ``bitmap`` global indexer) or ``"multivalue"`` (an
-``ARRAY<T>`` column, one bitmap per distinct element); :func:`is_global_index`
-tells a global index file by its footer.
+``index_type="bitmap"`` (Java's ``bitmap`` global indexer), ``"btree"`` (Java's ``btree``
+global indexer: SST files of keys and row-id lists) or ``"multivalue"`` (an ``ARRAY<T>``
+column, one bitmap per distinct element); :func:`is_global_index` tells a bitmap global
+index file by its footer, :func:`~paimon_fast.globalindex.btree.is_btree_index` a BTree one.
 """
 from __future__ import annotations
 
+from .btree import BTreeGlobalIndexWriter
 from .format import FOOTER_LENGTH, MAGIC, BitmapGlobalIndexWriter, MultiValueGlobalIndexWriter
-from .index import BitmapGlobalIndexReader, MultiValueGlobalIndexReader
+from .index import BitmapGlobalIndexReader, BTreeGlobalIndexReader, MultiValueGlobalIndexReader
 
 INDEX_TYPE = "bitmap"
 MULTIVALUE = "multivalue"
-INDEX_TYPES = (INDEX_TYPE, MULTIVALUE)
+BTREE = "btree"
+INDEX_TYPES = (INDEX_TYPE, MULTIVALUE, BTREE)
 
 
 def _check_type(index_type):
@@ -21,20 +24,25 @@ def _check_type(index_type):
 
 def writer(dtype, options=None, index_type=INDEX_TYPE):
     """A writer for one global index file over a column of Paimon type ``dtype``:
-    ``index_type="bitmap"`` (:class:`BitmapGlobalIndexWriter`) or ``"multivalue"`` for an
+    ``index_type="bitmap"`` (:class:`BitmapGlobalIndexWriter`), ``"btree"``
+    (:class:`~paimon_fast.globalindex.btree.BTreeGlobalIndexWriter`) or ``"multivalue"`` for an
     ``ARRAY<T>`` column (:class:`MultiValueGlobalIndexWriter`, ``write_batch`` takes list arrays)."""
     _check_type(index_type)
     if index_type == MULTIVALUE:
         return MultiValueGlobalIndexWriter(dtype, options)
+    if index_type == BTREE:
+        return BTreeGlobalIndexWriter(dtype, options)
     return BitmapGlobalIndexWriter(dtype, options)
 
 
 def reader(dtype, data_or_path, options=None, total_row_count=None, index_type=INDEX_TYPE):
     """A reader over one file (bytes, a path, a binary file or a Source); ``index_type``
-    ``"multivalue"`` with an ``ARRAY<T>`` type reads a multivalue file."""
+    ``"multivalue"`` with an ``ARRAY<T>`` type reads a multivalue file, ``"btree"`` a BTree file."""
     _check_type(index_type)
     if index_type == MULTIVALUE:
         return MultiValueGlobalIndexReader(dtype, data_or_path, options, total_row_count)
+    if index_type == BTREE:
+        return BTreeGlobalIndexReader(dtype, data_or_path, options, total_row_count)
     return BitmapGlobalIndexReader(dtype, data_or_path, options, total_row_count)
 
 

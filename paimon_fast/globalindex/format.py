@@ -28,7 +28,7 @@ from ..fsutil import Chunks, write_atomic  # noqa: F401  (part of this package's
 from ..serde import encode_varint
 from ..source import FileSource, as_source
 from ..types import binary_buffers, list_elements
-from . import codec as _codec
+from . import sst as _codec
 from .keys import _KEY_LENGTHS, KINDS, KeyCodec
 from .meta import SortedIndexFileMeta
 
@@ -59,13 +59,13 @@ def _options(options) -> Options:
 
 # ================================================================ writer
 
-def _block_options(opts, block_key: str, compression_key: str, level_key: str):
-    """``(dictionary block size, compression, level, block encoder)`` from a writer's options
-    (the bitmap and multivalue writers read the same three options under their own names)."""
-    block_size = opts.get_memory_size(block_key, DEFAULT_BLOCK_SIZE)
+def _block_options(opts, block_key: str, compression_key: str, level_key: str, default: str = DEFAULT_BLOCK_SIZE):
+    """``(block size, compression, level, block encoder)`` from a writer's options (the bitmap,
+    multivalue and BTree writers read the same three options under their own names)."""
+    block_size = opts.get_memory_size(block_key, default)
     if not 0 < block_size < 2**31:
         raise OptionError(f"{block_key} must be greater than 0, got {opts.get(block_key)!r}")
-    compression = _codec.compression_type(opts.get(compression_key, "none"))
+    compression = _codec.compression_type(opts.get(compression_key, "none"), compression_key)
     level = opts.get_int(level_key, 1)
     return block_size, compression, level, _codec.BlockEncoder(compression, level)
 
@@ -501,13 +501,34 @@ def build_files(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size
 def files_from_groups(groups: Groups, block_size: int, encoder, max_records: int, chunks: bool = False):
     """:func:`build_files` from the column's :class:`Groups`; with ``chunks`` each file's bytes
     are :class:`~paimon_fast.fsutil.Chunks` (its bitmaps never copied into one buffer)."""
+    out = []
+    for nulls, sub_rids, sub_bounds, sub_off, sub_data, records, whole in group_chunks(groups, max_records):
+        if chunks:
+            blobs, sizes = serialize_groups(sub_rids, sub_bounds, join=False)
+            blocks, after, first_idx, boffs, blens = _k.pack_blocks(sub_off, sub_data, sizes, block_size, encoder)
+            body = body_parts(blobs, sizes, after, blocks)
+        else:
+            blob, sizes = serialize_groups(sub_rids, sub_bounds)
+            body, first_idx, boffs, blens = _k.pack(sub_off, sub_data, blob, sizes, block_size, encoder)
+        data, meta = assemble(body, sub_off, sub_data, first_idx, boffs, blens, nulls,
+                              groups.nonnull if whole else sub_rids, len(sizes), encoder)
+        out.append((data, meta, records))
+    return out
+
+
+def group_chunks(groups: Groups, max_records: int):
+    """Cut a column's :class:`Groups` into files of at most ``max_records`` records, as Java's
+    rotating sorted index writer does: the records in (nulls first, then key, then row id)
+    order, a new file every ``max_records`` records (a key's row ids may continue in the next
+    file).  Yields ``(null row ids, row ids, bounds, key offsets, key bytes, records, whole)``
+    per file, ``whole`` when the one file holds every record and the non-null row ids are
+    known sorted (``groups.nonnull``)."""
     if max_records <= 0:
         raise OptionError(f"records per file must be positive, got {max_records}")
     null_rids, g_rids, bounds = groups.nulls, groups.rids, groups.bounds
     key_off, key_data = groups.key_off, groups.key_data
     n_null, n_nn = len(null_rids), len(g_rids)
     total = n_null + n_nn
-    out = []
     for s in range(0, total, max_records):
         e = min(total, s + max_records)
         nulls = null_rids[min(s, n_null):min(e, n_null)]
@@ -524,20 +545,8 @@ def files_from_groups(groups: Groups, block_size: int, encoder, max_records: int
             sub_rids = g_rids[:0]
             sub_off = np.zeros(1, dtype=np.int64)
             sub_data = np.zeros(0, dtype=np.uint8)
-        sub_bounds = np.ascontiguousarray(sub_bounds, dtype=np.int64)
-        sub_off = np.ascontiguousarray(sub_off)
-        if chunks:
-            blobs, sizes = serialize_groups(sub_rids, sub_bounds, join=False)
-            blocks, after, first_idx, boffs, blens = _k.pack_blocks(sub_off, sub_data, sizes, block_size, encoder)
-            body = body_parts(blobs, sizes, after, blocks)
-        else:
-            blob, sizes = serialize_groups(sub_rids, sub_bounds)
-            body, first_idx, boffs, blens = _k.pack(sub_off, sub_data, blob, sizes, block_size, encoder)
-        whole = s == 0 and e == total and groups.nonnull is not None  # one file: its rows known sorted
-        data, meta = assemble(body, sub_off, sub_data, first_idx, boffs, blens, nulls,
-                              groups.nonnull if whole else sub_rids, len(sizes), encoder)
-        out.append((data, meta, e - s))
-    return out
+        yield (nulls, sub_rids, np.ascontiguousarray(sub_bounds, dtype=np.int64), np.ascontiguousarray(sub_off),
+               sub_data, e - s, s == 0 and e == total and groups.nonnull is not None)
 
 
 def serialize64_sorted_unique(values: np.ndarray) -> bytes:

@@ -19,6 +19,7 @@ from ..fileindex.options import Options
 from ..literals import is_never, normalize_leaf, widen_to_keys
 from ..predicate import ARRAY_OPS, And, Leaf, Or, Predicate
 from ..result import UNSUPPORTED
+from . import btree as _bt
 from .format import DEFAULT_FALLBACK, OPT_FALLBACK, BitmapIndexFile, element_type
 from .keys import KeyCodec
 from .like import like_key_predicate, like_optimize
@@ -27,6 +28,7 @@ from .meta import SortedIndexFileMeta
 _CODECS = {}
 _NO_OPTIONS = Options({})   # read-only: shared by every index given no options
 _DEFAULT_FALLBACK_BYTES = _NO_OPTIONS.get_memory_size(OPT_FALLBACK, DEFAULT_FALLBACK)
+_BT_DEFAULT_FALLBACK_BYTES = _NO_OPTIONS.get_memory_size(_bt.OPT_FALLBACK, _bt.DEFAULT_FALLBACK)
 _STRING_ID = pa.string().id
 # integer Arrow types: the literals an equality may take as they are (normalisation keeps them)
 _INT_BOUNDS = {t.id: (-(1 << (t.bit_width - 1)), (1 << (t.bit_width - 1)) - 1)
@@ -108,16 +110,19 @@ class GlobalIndex:
     parallel and unions their row ids.
     """
 
+    _fallback_option = OPT_FALLBACK           # the option limiting scans, and its default in bytes
+    _fallback_default = _DEFAULT_FALLBACK_BYTES
+
     def __init__(self, files, dtype, options=None, total_row_count=None, max_workers=None):
         self.codec = _codec_for(dtype)
         self.dtype = self.codec.dtype
         if not options:   # the usual case: no options, the defaults
-            self.options, self.fallback_max = _NO_OPTIONS, _DEFAULT_FALLBACK_BYTES
+            self.options, self.fallback_max = _NO_OPTIONS, self._fallback_default
         else:
             self.options = options if isinstance(options, Options) else Options(options)
-            fb = self.options.get(OPT_FALLBACK)
-            self.fallback_max = (_DEFAULT_FALLBACK_BYTES if fb is None
-                                 else self.options.get_memory_size(OPT_FALLBACK, fb))
+            fb = self.options.get(self._fallback_option)
+            self.fallback_max = (self._fallback_default if fb is None
+                                 else self.options.get_memory_size(self._fallback_option, fb))
         if total_row_count is not None and total_row_count < 0:
             raise ValueError(f"total row count must be non-negative, got {total_row_count}")
         self.total_row_count = total_row_count
@@ -446,6 +451,171 @@ class BitmapGlobalIndexReader(GlobalIndex):
                             if b is not None and b[0] <= lit <= b[1]:
                                 return self.file.equal(self._key(lit))
         return GlobalIndex.evaluate(self, predicate)
+
+
+class BTreeGlobalIndex(GlobalIndex):
+    """Many BTree global index files of one column, each with its ``SortedIndexFileMeta``
+    (Java's ``LazyFilteredBTreeReader``): files are pruned by their metadata as for the
+    bitmap index, then each selected file answers with its SST blocks.
+
+    ``=`` / ``IN`` read one data block per key; ``<``, ``<=``, ``>``, ``>=``, ``BETWEEN`` and
+    ``NOT BETWEEN`` are range scans (refused, as Java does, past
+    ``btree-index.fallback-scan-max-size``, default 256 mb; ``0 b`` refuses them all);
+    ``starts_with`` and ``LIKE 'abc%'`` are a prefix range (never refused); other ``LIKE``
+    patterns, ``ends_with`` and ``contains`` answer every non-null row (Java's superset, within
+    the same limit); ``!=`` / ``NOT IN`` / ``IS NOT NULL`` are complements as for bitmap.
+    :meth:`top_n` is Java's ``visitTopN``."""
+
+    _fallback_option = _bt.OPT_FALLBACK
+    _fallback_default = _BT_DEFAULT_FALLBACK_BYTES
+
+    def _open(self, f: _File):
+        if f._reader is None:
+            f._reader = _bt.BTreeIndexFile(self.codec, f.where)
+        return f._reader
+
+    def _scan(self, v, sel, bounds):
+        """A range scan: ``bounds(key) -> (lo, hi, flags)`` over the files ``sel(meta, key)`` keeps."""
+        if v is None or self.fallback_max <= 0:
+            return UNSUPPORTED
+        key = self._key(v)
+        lo, hi, flags = bounds(key)
+        return self._fallback(self._select(lambda m: sel(m, key)), lambda r: r.range_rows(lo, hi, flags))
+
+    def _v_less_than(self, v):
+        return self._scan(v, lambda m, k: not m.only_nulls and self._first_cmp(m, k) < 0, lambda k: (None, k, 0))
+
+    def _v_less_or_equal(self, v):
+        return self._scan(v, lambda m, k: not m.only_nulls and self._first_cmp(m, k) <= 0,
+                          lambda k: (None, k, _bt.HI_INCLUSIVE))
+
+    def _v_greater_than(self, v):
+        return self._scan(v, lambda m, k: not m.only_nulls and self._last_cmp(m, k) > 0, lambda k: (k, None, 0))
+
+    def _v_greater_or_equal(self, v):
+        return self._scan(v, lambda m, k: not m.only_nulls and self._last_cmp(m, k) >= 0,
+                          lambda k: (k, None, _bt.LO_INCLUSIVE))
+
+    def _v_between(self, a, b):
+        if a is None or self.fallback_max <= 0 or b is None:
+            return UNSUPPORTED
+        ka, kb = self._key(a), self._key(b)
+        if self._cmp(ka, kb) > 0:
+            return BitMap64()
+        both = _bt.LO_INCLUSIVE | _bt.HI_INCLUSIVE
+        return self._fallback(self._select(lambda m: self._overlaps(m, ka, kb)), lambda r: r.range_rows(ka, kb, both))
+
+    def _v_not_between(self, a, b):
+        if a is None or self.fallback_max <= 0 or b is None:
+            return UNSUPPORTED
+        ka, kb = self._key(a), self._key(b)
+        sel = self._select(lambda m: not m.only_nulls and (self._first_cmp(m, ka) < 0 or self._last_cmp(m, kb) > 0))
+        return self._fallback(sel, lambda r: r.range_rows(None, ka, 0) | r.range_rows(kb, None, 0))
+
+    def _v_starts_with(self, v):
+        if not self.codec.is_string or v is None:
+            return UNSUPPORTED
+        prefix = self._key(v)
+        if not prefix:
+            return self._run(self._select(self._not_only_nulls), lambda r: r.nonnull_rows())
+        upper = _prefix_upper(prefix)
+        sel = self._select(lambda m: not m.only_nulls and self._last_cmp(m, prefix) >= 0
+                           and (upper is None or self._first_cmp(m, upper) < 0))
+        return self._run(sel, lambda r: r.range_rows(prefix, upper, _bt.LO_INCLUSIVE))
+
+    def _v_ends_with(self, v):
+        return self._string_fallback(v, lambda r: r.nonnull_rows())
+
+    def _v_contains(self, v):
+        return self._string_fallback(v, lambda r: r.nonnull_rows())
+
+    def _v_like(self, v):
+        if not self.codec.is_string or v is None:
+            return UNSUPPORTED
+        pattern = v.decode("utf-8", "surrogatepass") if isinstance(v, (bytes, bytearray)) else str(v)
+        opt = like_optimize(pattern)
+        if opt is not None:
+            op, lit = opt
+            return getattr(self, "_v_" + op)(lit)
+        return self._string_fallback(pattern, lambda r: r.nonnull_rows())
+
+    # ------------------------------------------------------------ top-N
+    def top_n(self, limit: int, desc: bool = False, nulls_first: bool = False):
+        """Java's ``visitTopN`` over every file (one sort key, ``limit`` >= 0): ``(row ids,
+        groups)`` where ``groups`` is the ordered ``[(key bytes or None, row ids)]`` of Java's
+        ``TopNGlobalIndexResult``: each file's first ``limit`` rows (nulls first or last as
+        asked, then keys ascending or descending), merged across files (equal keys' row ids
+        united, ascending) and cut to ``limit`` rows."""
+        if limit < 0:
+            raise ValueError("top-N limit must not be negative")
+        if limit == 0 or not self.files:
+            return BitMap64(), []
+        got = self._map(self.files, lambda r: r.top_n(limit, desc, nulls_first))
+        groups = [g for part in got for g in part]
+        return merge_top_n(groups, self.codec, limit, desc, nulls_first)
+
+    def _map(self, selected, fn):
+        if len(selected) == 1:
+            return [fn(self._open(selected[0]))]
+        with ThreadPoolExecutor(max_workers=self.max_workers or min(8, len(selected))) as ex:
+            return list(ex.map(lambda f: fn(self._open(f)), selected))
+
+
+def merge_top_n(groups, codec: KeyCodec, limit: int, desc: bool, nulls_first: bool):
+    """Java's ``TopNGlobalIndexResult`` of key groups ``[(key bytes or None, row ids)]``: sorted
+    (stably) by key in the asked direction with nulls first or last, equal keys' row ids united
+    (ascending), the first ``limit`` row ids kept.  Returns ``(BitMap64, groups)``."""
+    import functools
+
+    def cmp(a, b):
+        ka, kb = a[0], b[0]
+        if ka is None and kb is None:
+            return 0
+        if ka is None:
+            return -1 if nulls_first else 1
+        if kb is None:
+            return 1 if nulls_first else -1
+        c = codec.compare(ka, kb)
+        return -c if desc else c
+
+    srt = sorted(groups, key=functools.cmp_to_key(cmp))
+    out, rows = [], BitMap64()
+    remaining, i = limit, 0
+    while remaining > 0 and i < len(srt):
+        same = BitMap64(np.asarray(srt[i][1], dtype=np.uint64).tolist())
+        key = srt[i][0]
+        j = i + 1
+        while j < len(srt) and cmp(srt[i], srt[j]) == 0:
+            same.update(np.asarray(srt[j][1], dtype=np.uint64).tolist())
+            j += 1
+        take = np.asarray(same.to_array(), dtype=np.uint64)[:remaining]
+        if len(take):
+            out.append((key, take))
+            rows.update(take.tolist())
+            remaining -= len(take)
+        i = j
+    return rows, out
+
+
+class BTreeGlobalIndexReader(BTreeGlobalIndex):
+    """A :class:`BTreeGlobalIndex` over one file (no metadata: never pruned)."""
+
+    def __init__(self, dtype, data_or_path, options=None, total_row_count=None):
+        super().__init__([(data_or_path, None)], dtype, options, total_row_count)
+        self.file = self._open(self.files[0])   # reads the footer only
+
+    @property
+    def footer(self):
+        return self.file.footer
+
+    def describe(self) -> dict:
+        return self.file.describe()
+
+    def _v_equal(self, v):
+        return BitMap64() if v is None else self.file.equal(self._key(v))
+
+    # ``x = 'str'`` / ``x = 42``: the file answers directly, as for a bitmap file
+    evaluate = BitmapGlobalIndexReader.evaluate
 
 
 class MultiValueGlobalIndex(GlobalIndex):

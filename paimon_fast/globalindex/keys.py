@@ -92,7 +92,8 @@ class KeyCodec:
         lim = _KEY_LENGTHS.get(self.kind)
         if lim is None:
             return
-        bad = [int(n) for n in np.asarray(lengths, dtype=np.int64).reshape(-1) if not lim[0] <= n <= lim[1]]
+        a = np.asarray(lengths, dtype=np.int64).reshape(-1)
+        bad = a[(a < lim[0]) | (a > lim[1])].tolist()
         if bad:
             want = f"{lim[0]} bytes" if lim[0] == lim[1] else f"{lim[0]} to {lim[1]} bytes"
             raise IndexFormatError(f"{what} holds {bad[0]}-byte keys, a {self.dtype} key has {want}: the index "

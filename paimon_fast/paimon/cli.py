@@ -3,7 +3,7 @@
     paimon-fast paimon query WAREHOUSE db.table --where "category = 'red'" [--select id,name] [--limit 20]
     paimon-fast paimon rewrite-index WAREHOUSE db.table [--option file-index.bloom-filter.columns=name]
         [--force] [--spark] [--dry-run]
-    paimon-fast paimon create-global-index WAREHOUSE db.table COLUMN [--type bitmap]
+    paimon-fast paimon create-global-index WAREHOUSE db.table COLUMN [--type bitmap|btree|multivalue]
         [--partition p=x ...] [--option sorted-index.records-per-range=1000000] [--spark]
 
 All print a report (``--json`` for machine-readable output).  ``--where`` is
@@ -108,11 +108,11 @@ def _setup(p):
     g.add_argument("warehouse", help="the warehouse directory or URI of a filesystem catalog")
     g.add_argument("table", help="db.table (with row-tracking.enabled)")
     g.add_argument("column")
-    g.add_argument("--type", default="bitmap", help="index type (default bitmap)")
+    g.add_argument("--type", default="bitmap", help="index type: bitmap (default), btree or multivalue")
     g.add_argument("--partition", action="append", default=[], metavar="KEY=VALUE",
                    help="build only this partition (repeat the flag for a multi-column partition spec)")
     g.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a table option (bitmap-index.*, sorted-index.records-per-range)")
+                   help="override a table option (bitmap-index.*, btree-index.*, sorted-index.records-per-range)")
     g.add_argument("--spark", action="store_true", help="read, sort and write on a local SparkSession")
     g.add_argument("--quiet", action="store_true", help="no progress lines")
     g.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")

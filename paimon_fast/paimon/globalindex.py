@@ -7,17 +7,21 @@ covers, the indexed field id, and the file's own meta bytes (for ``bitmap`` a
 ``SortedIndexFileMeta``).  The row ids inside a file are relative to the start
 of its row range.
 
-* :func:`create_global_index` builds ``bitmap`` indexes the way Java's
-  ``create_global_index`` procedure (and pypaimon 2.1's) plans them: only the
+* :func:`create_global_index` builds ``bitmap``, ``btree`` and ``multivalue`` indexes the
+  way Java's ``create_global_index`` procedure (and pypaimon 2.1's) plans them: only the
   row ranges no index of that type on that field covers yet, one range per
   contiguous run of data files of a partition, the records sorted by
   (nulls first, key, row id) and cut into a new file every
   ``sorted-index.records-per-range`` x 1.2 records.  All files are committed
-  in one snapshot through pypaimon's commit; a build that fails before the
-  commit deletes what it wrote and adds no entry.
+  in one snapshot through pypaimon's commit, each entry with Java's ``DEIX`` source meta
+  (the snapshot the build scanned); a build that fails before the commit deletes what it
+  wrote and adds no entry.
 * :class:`GlobalIndexAnswer` turns a predicate into candidate row ids with
-  every ``bitmap`` global index the table holds (ours, pypaimon's or Java's);
-  :mod:`.scan` turns those into row ranges inside files.
+  every ``bitmap``, ``btree`` and ``multivalue`` global index the table holds (ours,
+  pypaimon's or Java's), as Java combines them: a field's indexes of every type and row
+  range united (any of them unable to answer: the leaf is not answered), leaves
+  intersected under AND, an OR not answered when a child is not; :mod:`.scan` turns those
+  into row ranges inside files.
 
 Search modes (``scalar-index.search-mode``, falling back to the legacy
 ``global-index.search-mode``, default ``fast``): Java and pypaimon consult
@@ -52,7 +56,9 @@ from .globalindex_build import (DEFAULT_RECORDS_PER_RANGE, RECORDS_FLOATING, REC
 
 __all__ = ["create_global_index", "GlobalIndexAnswer", "search_mode", "SUPPORTED_INDEX_TYPES"]
 
-SUPPORTED_INDEX_TYPES = ("bitmap", "multivalue")
+SUPPORTED_INDEX_TYPES = ("bitmap", "btree", "multivalue")
+# Java's DataEvolutionIndexSourceMeta: "DEIX", version 1, the snapshot a build scanned (big-endian)
+SOURCE_META_MAGIC = 0x44454958
 # the scalar global index types Java and pypaimon answer predicates with
 SCALAR_INDEX_TYPES = ("bitmap", "btree", "multivalue")
 
@@ -82,8 +88,19 @@ def search_mode(table) -> str:
     return mode
 
 
-def _entries(table, task_partition, field_id, index_type, files):
-    """IndexManifestEntry list for ``files`` = ``[(name, size, row count, meta, range start, range end)]``."""
+def source_meta(snapshot_id) -> Optional[bytes]:
+    """Java's ``DataEvolutionIndexSourceMeta`` bytes of the snapshot a build scanned (None when
+    unknown): ``i32 0x44454958 ("DEIX"), i32 version 1, i64 snapshot id``, big-endian."""
+    if snapshot_id is None or int(snapshot_id) <= 0:
+        return None
+    import struct
+
+    return struct.pack(">iiq", SOURCE_META_MAGIC, 1, int(snapshot_id))
+
+
+def _entries(table, task_partition, field_id, index_type, files, snapshot_id=None):
+    """IndexManifestEntry list for ``files`` = ``[(name, size, row count, meta, range start, range end)]``,
+    with Java's source meta of the scanned snapshot."""
     from pypaimon.globalindex.global_index_meta import GlobalIndexMeta
     from pypaimon.index.index_file_meta import IndexFileMeta
     from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
@@ -94,7 +111,7 @@ def _entries(table, task_partition, field_id, index_type, files):
         ifm = IndexFileMeta(index_type=index_type, file_name=name, file_size=size, row_count=records,
                             global_index_meta=GlobalIndexMeta(row_range_start=start, row_range_end=end,
                                                               index_field_id=field_id, extra_field_ids=None,
-                                                              index_meta=meta),
+                                                              index_meta=meta, source_meta=source_meta(snapshot_id)),
                             external_path=pf.to_path(name) if pf.is_external_path() else None)
         out.append(IndexManifestEntry(kind=0, partition=task_partition, bucket=0, index_file=ifm))
     return out
@@ -127,8 +144,9 @@ def create_global_index(table, index_column: str, index_type: str = "bitmap", *,
     Only the row ranges that no ``index_type`` index on that column covers yet are built
     (as Java's procedure and pypaimon do), so running it twice adds nothing the second
     time and appended rows get their own ranges.  ``partitions``: a partition spec dict or
-    a list of them.  ``options`` override the table's (``bitmap-index.*``,
-    ``sorted-index.records-per-range``).  With ``spark`` (a SparkSession) every row range
+    a list of them.  ``index_type``: ``"bitmap"`` (default), ``"btree"`` or ``"multivalue"``
+    (an ARRAY column).  ``options`` override the table's (``bitmap-index.*``,
+    ``btree-index.*``, ``sorted-index.records-per-range``).  With ``spark`` (a SparkSession) every row range
     is read, sorted and written on the executors and the driver commits once; with the option
     ``paimon-fast.global-index.split-rows`` set, a range of more rows is read and sorted by
     several tasks and merged by one (see :mod:`.globalindex_spark`).
@@ -186,7 +204,7 @@ def create_global_index(table, index_column: str, index_type: str = "bitmap", *,
             written.extend(pf.to_path(f[0]) for f in files if pf.to_path(f[0]) not in written)
             if not files:
                 continue
-            adds = _entries(table, task.split.partition, field.id, index_type, files)
+            adds = _entries(table, task.split.partition, field.id, index_type, files, task.snapshot_id)
             messages.append(CommitMessage(partition=task.partition, bucket=0, new_files=[], index_adds=adds))
         if not messages:
             return 0
@@ -216,14 +234,32 @@ def _ranges_bitmap(ranges) -> BitMap64:
 
 
 class _FieldIndex:
-    """The bitmap (or multivalue) global index files of one field, grouped by row range."""
+    """The global index files of one field: per index type, grouped by row range (Java unites
+    a field's indexes of every type, as alternative sources of its matches)."""
 
-    def __init__(self, name, dtype, index_type):
+    def __init__(self, name, dtype):
         self.name = name
         self.dtype = dtype
-        self.index_type = index_type
-        self.by_range: Dict[Tuple[int, int], list] = {}
-        self.files: List[str] = []
+        self.by_type: Dict[str, Dict[Tuple[int, int], list]] = {}
+        self.files: Dict[str, List[str]] = {}
+
+    def add(self, index_type, start, end, path, meta, file_name):
+        self.by_type.setdefault(index_type, {}).setdefault((start, end), []).append((path, meta))
+        self.files.setdefault(index_type, []).append(file_name)
+
+    @property
+    def by_range(self) -> Dict[Tuple[int, int], list]:
+        """Every row range any index of the field covers (files of all types)."""
+        out: Dict[Tuple[int, int], list] = {}
+        for ranges in self.by_type.values():
+            for r, files in ranges.items():
+                out.setdefault(r, []).extend(files)
+        return out
+
+    @property
+    def index_type(self) -> str:
+        """The field's index types, joined with '+' (one name for one type)."""
+        return "+".join(sorted(self.by_type))
 
     def cover(self) -> BitMap64:
         return _ranges_bitmap(self.by_range)
@@ -265,11 +301,12 @@ def clear_index_entries() -> None:
 
 
 class GlobalIndexAnswer:
-    """Every ``bitmap`` and ``multivalue`` global index of a snapshot of a row-tracking table,
-    for one predicate.
+    """Every ``bitmap``, ``btree`` and ``multivalue`` global index of a snapshot of a
+    row-tracking table, for one predicate.
 
     :meth:`evaluate` gives, per predicate leaf and for the whole tree, candidate row ids
-    and the row ids the answer covers.  ``used`` names each index consulted;
+    and the row ids the answer covers.  ``used`` names each index consulted (field, type,
+    files, row ranges) and the rows it selected;
     ``foreign_types`` the scalar index types on predicate columns we do not read (Java
     and pypaimon would use them, so a data-evolution scan defers to pypaimon).
     """
@@ -284,7 +321,7 @@ class GlobalIndexAnswer:
         self.mode = search_mode(table)
         self.fields: Dict[str, _FieldIndex] = {}
         self.foreign_types: List[str] = []
-        self.used: List[str] = []
+        self._used: Dict[Tuple[str, str], BitMap64] = {}   # (field, index type) -> rows it selected
         self._index_bytes_read = 0   # whole files read through pypaimon's streams
         self._io = None              # ranged reads of remote files (paimon_fast.fs.IOCounter)
         self.seconds = 0.0
@@ -292,7 +329,11 @@ class GlobalIndexAnswer:
         self._stored: Dict[str, bool] = {}
         if self.snapshot is None or predicate is None:
             return
-        names = predicate.fields()
+        self._load(predicate.fields())
+
+    def _load(self, names) -> None:
+        """The global index entries of the fields ``names`` (of every type we read)."""
+        table = self.table
         by_id = {f.id: f for f in table.fields if f.name in names}
         if not by_id:
             return
@@ -311,13 +352,19 @@ class GlobalIndexAnswer:
                 continue
             fi = self.fields.get(f.name)
             if fi is None:
-                fi = self.fields[f.name] = _FieldIndex(f.name, str(f.type).replace(" NOT NULL", ""), ifm.index_type)
-            elif fi.index_type != ifm.index_type:
-                continue  # one index type per field (bitmap and multivalue never share a column type)
+                fi = self.fields[f.name] = _FieldIndex(f.name, str(f.type).replace(" NOT NULL", ""))
             path = ifm.external_path or f"{pf.index_path()}/{ifm.file_name}"
-            fi.by_range.setdefault((meta.row_range_start, meta.row_range_end), []).append(
-                (path, meta.index_meta))
-            fi.files.append(ifm.file_name)
+            fi.add(ifm.index_type, meta.row_range_start, meta.row_range_end, path, meta.index_meta, ifm.file_name)
+
+    @property
+    def used(self) -> List[str]:
+        """Each index consulted (field, type, files, row ranges) and the rows it selected."""
+        out = []
+        for (name, itype), rows in self._used.items():
+            fi = self.fields[name]
+            out.append(f"{name} ({itype}, {len(fi.files[itype])} files over {len(fi.by_type[itype])} row ranges, "
+                       f"{len(rows):,} rows selected)")
+        return out
 
     @property
     def has_index(self) -> bool:
@@ -351,38 +398,45 @@ class GlobalIndexAnswer:
         got = self._leaf_parts.get(id(leaf))
         if got is not None:
             return got
-        from ..globalindex import GlobalIndex, MultiValueGlobalIndex
+        from ..globalindex import BTreeGlobalIndex, GlobalIndex, MultiValueGlobalIndex
 
+        classes = {"bitmap": GlobalIndex, "btree": BTreeGlobalIndex, "multivalue": MultiValueGlobalIndex}
         fi = self.fields.get(leaf.name)
         part = _Part(BitMap64(), BitMap64())
         if fi is not None:
+            # Java's UnionGlobalIndexReader over the field's index types and row ranges: the
+            # rows any of them selects; one that cannot answer leaves the leaf unanswered
             rows = BitMap64()
             cover = BitMap64()
+            per_type: Dict[str, BitMap64] = {}
             ok = True
-            for (start, end), files in sorted(fi.by_range.items()):
-                try:
-                    cls = MultiValueGlobalIndex if fi.index_type == "multivalue" else GlobalIndex
-                    gi = cls([(self._source(p), m) for p, m in files], fi.dtype,
-                                     _table_options(self.table), total_row_count=end - start + 1,
-                                     max_workers=self.max_workers)
-                    with gi:
-                        got = gi.evaluate(leaf)
-                except (UnsupportedTypeError, TypeError, ValueError, PaimonFastError, OSError):
-                    ok = False
+            for itype, ranges in sorted(fi.by_type.items()):
+                sel = per_type[itype] = BitMap64()
+                for (start, end), files in sorted(ranges.items()):
+                    try:
+                        gi = classes[itype]([(self._source(p), m) for p, m in files], fi.dtype,
+                                            _table_options(self.table), total_row_count=end - start + 1,
+                                            max_workers=self.max_workers)
+                        with gi:
+                            got = gi.evaluate(leaf)
+                    except (UnsupportedTypeError, TypeError, ValueError, PaimonFastError, OSError):
+                        ok = False
+                        break
+                    if got is UNSUPPORTED:
+                        ok = False
+                        break
+                    if len(got):
+                        if start:
+                            got = got.shift(start)
+                        sel |= got
+                    cover.add_range(start, end + 1)
+                if not ok:
                     break
-                if got is UNSUPPORTED:
-                    ok = False
-                    break
-                if len(got):
-                    if start:
-                        got = got.shift(start)
-                    rows |= got
-                cover.add_range(start, end + 1)
+                rows |= sel
             if ok:
                 part = _Part(rows, cover)
-                if fi.name not in [u.split(" ")[0] for u in self.used]:
-                    self.used.append(f"{fi.name} ({fi.index_type}, {len(fi.files)} files over {len(fi.by_range)} "
-                                     f"row ranges)")
+                for itype, sel in per_type.items():
+                    self._used[(fi.name, itype)] = self._used.get((fi.name, itype), BitMap64()) | sel
         self._leaf_parts[id(leaf)] = part
         return part
 

@@ -28,8 +28,8 @@ import os
 import numpy as np
 
 from ..fsutil import write_all
-from .globalindex_build import (build_range_files, direct_read_plan, files_from_range_groups, range_groups, read_direct,
-                                read_groups_direct)
+from .globalindex_build import (SORTED_TYPES, build_range_files, direct_read_plan, files_from_range_groups,
+                                range_groups, read_direct, read_groups_direct)
 
 __all__ = ["build_on_spark", "spark_read_column", "OPT_SPLIT_ROWS", "OPT_KEEP_WORKER_HEAP"]
 
@@ -120,7 +120,7 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
 
     runs_store = store if store is not None else Store()
     runs_store.makedirs(root)
-    opts = {k: v for k, v in options.items() if k.startswith(("bitmap-index.", "multivalue-index."))}
+    opts = {k: v for k, v in options.items() if k.startswith(("bitmap-index.", "btree-index.", "multivalue-index."))}
     sc = spark.sparkContext
     keep_heap = _keep_heap_option(options)
     split_rows = _split_rows(options)
@@ -161,7 +161,7 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
 
     def _first(batch):
         for kind, _, spec in batch:
-            if index_type == "bitmap":   # each file's rows grouped as it is read
+            if index_type in SORTED_TYPES:   # each file's rows grouped as it is read
                 got = read_groups_direct([tuple(f) for f in spec["files"]], spec["start"], spec["end"], dtype, store)
                 if got is None:
                     raise RuntimeError(f"row range {spec['start']}..{spec['end']}: a data file stores _ROW_ID")

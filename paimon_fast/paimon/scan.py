@@ -356,7 +356,7 @@ def _global_index_answer(table, pred, max_workers):
     if not gi.has_index:
         return None
     if gi.data_evolution and gi.foreign_types:
-        return None  # index types we do not read (btree ...): pypaimon's own scan answers with them
+        return None  # index types we do not read (multi-column ones ...): pypaimon's own scan answers with them
     return gi
 
 

@@ -10,6 +10,12 @@ ranked.  Every other table (primary keys, ORC, time travel...) is read with
 :func:`~paimon_fast.paimon.scan.read_with_index` and sorted in Arrow, so the
 answer is the same, only slower.
 
+A row-tracking table with a ``btree`` global index on the column answers a top-N
+without a predicate (k <= 100, no deletion vectors) as Java's ``visitTopN`` does: the
+first k rows of every BTree file of the column, merged, plus the rows no BTree index
+covers (none under the ``fast`` search mode of a data-evolution table) are the only rows
+read; ``report.global_indexes`` names the index and the rows it selected.
+
 Ties go to the earlier data file of the snapshot's manifests and then to the
 lower row position (on the fallback path: the order pypaimon reads rows in).
 """
@@ -60,6 +66,7 @@ def top_n(table, column: str, k: int, *, desc: bool = True, predicate=None, colu
     pred = as_predicate(predicate)
     rep = report if report is not None else TopNReport()
     rep.fallback_reason = ""
+    rep.global_indexes = []   # the BTree global index a top-N used, and the rows it selected
     try:
         check_table(table)
         plan, _ = get_plan(table, use_cache)
@@ -68,7 +75,10 @@ def top_n(table, column: str, k: int, *, desc: bool = True, predicate=None, colu
     except Fallback as e:
         rep.fallback_reason = str(e)
         return _read_and_sort(table, column, k, desc, nulls_first, pred, out_cols, rep)
-    sources, opened = _sources(table, plan, column, pred, rep)
+    cand = None
+    if pred is None:
+        cand = _btree_candidates(table, plan, column, k, desc, nulls_first, rep)
+    sources, opened = _sources(table, plan, column, pred, rep, cand)
     try:
         out = _merge(sources, column, k, desc=desc, nulls_first=nulls_first,
                      where_columns=sorted(pred.fields()) if pred is not None else (), columns=out_cols, report=rep)
@@ -105,8 +115,58 @@ def _read_and_sort(table, column, k, desc, nulls_first, pred, out_cols, rep):
     return t.take(order(t, column, desc, nulls_first)[:k]).select(out_cols)
 
 
-def _sources(table, plan, column, pred, rep):
-    """One :class:`TopNSource` per live data file that may hold matching rows."""
+BTREE_TOP_N_MAX = 100   # Java's DataEvolutionGlobalIndexScanner pushes a top-N of at most 100 rows to BTree
+
+
+def _btree_candidates(table, plan, column, k, desc, nulls_first, rep):
+    """The row ids (BitMap64) a top-N may return by the column's BTree global indexes (Java's
+    ``visitTopN`` over every BTree file of the column, merged, plus the rows those indexes do
+    not cover, under the search mode), or None when none applies: no BTree index on the
+    column, k above 100, deletion vectors, global indexes turned off."""
+    from pyroaring import BitMap64
+
+    from .globalindex import GlobalIndexAnswer, _table_options, _true
+
+    opts = _table_options(table)
+    if (not 0 <= k <= BTREE_TOP_N_MAX or not _true(opts, "row-tracking.enabled")
+            or str(opts.get("global-index.enabled", "true")).strip().lower() == "false"
+            or _true(opts, "deletion-vectors.enabled") or any(f.deletion is not None for f in plan.files)):
+        return None
+    gi = GlobalIndexAnswer(table, None, snapshot=plan.snapshot)
+    gi._load({column})
+    fi = gi.fields.get(column)
+    ranges = None if fi is None else fi.by_type.get("btree")
+    if not ranges:
+        return None
+    from ..globalindex import BTreeGlobalIndex
+    from ..globalindex.index import merge_top_n
+
+    groups = []
+    for (start, end), files in sorted(ranges.items()):
+        with BTreeGlobalIndex([(gi._source(p), m) for p, m in files], fi.dtype, opts,
+                              total_row_count=end - start + 1) as idx:
+            _, got = idx.top_n(k, desc, nulls_first)
+            groups += [(key, rids + np.uint64(start)) for key, rids in got]
+    rows, _ = merge_top_n(groups, idx.codec, k, desc, nulls_first)
+    selected = len(rows)
+    cover = BitMap64()
+    for start, end in ranges:
+        cover.add_range(start, end + 1)
+    if not (gi.data_evolution and gi.mode == "fast"):
+        every = BitMap64()
+        for f in plan.files:
+            if f.first_row_id is not None:
+                every.add_range(f.first_row_id, f.first_row_id + f.rows)
+        rows |= every - cover
+    n_files = len(fi.files["btree"])
+    rep.global_indexes = [f"{column} (btree, {n_files} files over {len(ranges)} row ranges, {selected:,} rows "
+                          "selected)"]
+    return rows
+
+
+def _sources(table, plan, column, pred, rep, candidates=None):
+    """One :class:`TopNSource` per live data file that may hold matching rows (``candidates``:
+    the row ids a BTree global index leaves, see :func:`_btree_candidates`)."""
     from pypaimon.schema.data_types import PyarrowFieldParser
 
     from .fastpath import _evaluate, _open_stream, _Schemas, _StatsFilter, _current_columns, file_candidates
@@ -126,6 +186,18 @@ def _sources(table, plan, column, pred, rep):
             if not res.remain:
                 continue
         eligible = file_candidates(table, f, res)
+        if candidates is not None and f.first_row_id is not None and not f.write_cols:
+            from .fastpath import _stores_row_ids
+
+            if not _stores_row_ids(table, f):
+                from pyroaring import BitMap, BitMap64
+
+                lo = f.first_row_id
+                window = BitMap64()
+                window.add_range(lo, lo + f.rows)
+                r = candidates & window
+                mine = BitMap((np.asarray(r.to_array(), dtype=np.int64) - lo).astype(np.uint32))
+                eligible = mine if eligible is None else eligible & mine
         if eligible is not None and not len(eligible):
             continue
         reader = None

@@ -389,7 +389,7 @@ def build_multivalue_file(array_dtype, values, rids, options=None):
 
 def _build(codec, arr, rids, valid, options, names, multivalue):
     from ..fileindex.options import Options
-    from ..globalindex.codec import BlockEncoder, compression_type
+    from ..globalindex.sst import BlockEncoder, compression_type
     from ..globalindex.format import _FOOTER, MAGIC, VERSION
     from ..globalindex.meta import SortedIndexFileMeta
     from ..types import binary_buffers
