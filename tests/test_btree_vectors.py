@@ -269,7 +269,7 @@ def test_inspect_names_a_btree_file(tmp_path, capsys):
     c = load_case(FMT, "bt_int_n400_block64b")
     p = tmp_path / "btree-global-index-0.index"
     p.write_bytes(load_bin(FMT, c["file"]))
-    assert cli.main(["inspect", str(p), "--row-type", "x=INT"]) == 0
+    assert cli.main(["inspect", str(p), "--row-type", "x=INT", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     nulls = sum(v is None for v in c["values"])
     assert d["format"] == "btree global index" and d["rows"] == 400 and d["null_count"] == nulls
