@@ -258,4 +258,7 @@ def test_exact_plans_select_exactly_the_matching_rows(tmp_path):
                 [j for j in range(p.rows) if not (dv is not None and dv.is_deleted(j))]
             assert got == want, (text, p.file.path)
             assert ds.read_kept(p, ["i"], plan.predicate).num_rows == len(want)
+            # what deletes and counts ask for: the positions alone, no column read
+            t = ds.read_kept(p, [], plan.predicate, positions=True)
+            assert t.column_names == ["__pf_pos"] and t.column(0).to_pylist() == want, (text, p.file.path)
     assert exact > 100 and inexact > 50

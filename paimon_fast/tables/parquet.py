@@ -888,9 +888,12 @@ class ParquetDataset:
             pos = np.arange(nrows, dtype=np.int64)
         if dv is not None:
             pos = pos[~dv.is_deleted_batch(pos)]
-        if not columns and predicate is None and not positions:  # a count: nothing to read
+        if predicate is None and not columns:  # a count (or positions): nothing to read
             n = nrows if pos is None else len(pos)
-            return pa.table({"n": pa.nulls(n, pa.null())}).select([])
+            t = pa.table({"n": pa.nulls(n, pa.null())}).select([])
+            if positions:
+                t = t.append_column(POS, pa.array(np.arange(n, dtype=np.int64) if pos is None else pos, pa.int64()))
+            return t
         # first the predicate's columns (all of them when there is no predicate), then the rest
         first = [fl for fl in schema if fl.name in pred_cols] if predicate is not None else \
             [fl for fl in schema if fl.name in columns]
