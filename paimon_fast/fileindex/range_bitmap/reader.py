@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 import struct
 
 import numpy as np
@@ -234,6 +235,29 @@ class RangeBitmapReader(FileIndexReader):
         self._slices = None
         self._data = None
         self._summary = None
+
+    def answers_exactly(self, leaf) -> bool:
+        """As :meth:`FileIndexReader.answers_exactly`, and on FLOAT / DOUBLE too where Java's order
+        of the keys (NaN above every number, -0.0 below 0.0) cannot matter: literals finite and not
+        zero, and for ``>``, ``>=`` no NaN key in the index (its largest key is a number)."""
+        if getattr(self.dtype, "root", None) not in ("FLOAT", "DOUBLE"):
+            return super().answers_exactly(leaf)
+        if leaf.op not in self.exact_ops:
+            return False
+        if leaf.op in ("is_null", "is_not_null"):
+            return True
+        try:
+            lits = [float(v) for v in leaf.literals]
+        except (TypeError, ValueError):
+            return False
+        if not lits or any(math.isnan(v) or math.isinf(v) or v == 0.0 for v in lits):
+            return False
+        if leaf.op in ("greater_than", "greater_or_equal"):
+            if self.max is None:
+                return True  # no key: no row but nulls
+            top = self.codec.value_of(self.max)
+            return isinstance(top, float) and not math.isnan(top)
+        return True
 
     def _wrong_type(self, hl, base):
         want = "length-prefixed strings" if self.codec.is_string else f"{self.codec.size} bytes each"
