@@ -134,6 +134,10 @@ def test_every_way_gives_the_oracle_rows_and_counts(spark, dataset, way, monkeyp
         assert g == want, (way, q)
         if way == "driver" or i % 4 == 0:  # an executor count is a Spark job: a quarter of them
             assert df.count() == len(want), (way, q)
+            # collect() of the frame itself: Rows built from Arrow (on the driver, or fetched with
+            # toArrow from the executors), as Spark's collect() gives them
+            rows_back = df.collect()
+            assert sorted(tuple(r) for r in rows_back) == want and all(r.__fields__ == COLS for r in rows_back)
     reads = [df.report.read_on for df in dfs]
     if way == "driver":
         assert set(reads) <= {"driver", "nothing to read"} and "driver" in reads

@@ -102,10 +102,21 @@ def _planned_class(base):
             counter = self.__dict__.get("_pf_count")
             return counter() if counter is not None else base.count(self)
 
+        def collect(self):
+            """The rows as Spark's collect() gives them, fetched as Arrow batches (``toArrow()``) and
+            made Python rows in bulk (:func:`arrow_rows`) when every column is of a flat type; else
+            Spark's collect(), which pickles row by row."""
+            if flat_schema(self.schema):
+                rows = arrow_rows(base.toArrow(self), self.schema)
+                if rows is not None:
+                    return rows
+            return base.collect(self)
+
         cls = _CLASSES[base] = type("Planned" + base.__name__, (base,), {
-            "count": count, "__module__": __name__,
-            "__doc__": "A DataFrame of a pruned read: Spark's own, with ``report`` (what the plan did) "
-                       "and a ``count()`` that reads no more than the predicate needs."})
+            "count": count, "collect": collect, "__module__": __name__,
+            "__doc__": "A DataFrame of a pruned read: Spark's own, with ``report`` (what the plan did), "
+                       "a ``count()`` that reads no more than the predicate needs and a ``collect()`` "
+                       "that fetches Arrow."})
     return cls
 
 
@@ -146,6 +157,15 @@ def _lazy_class(base):
     return cls
 
 
+def flat_schema(schema) -> bool:
+    """Are all of a Spark schema's columns of the flat types :func:`arrow_rows` builds?"""
+    from pyspark.sql import types as T
+
+    flat = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
+            T.StringType, T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType)
+    return all(type(f.dataType) in flat for f in schema.fields)
+
+
 def arrow_rows(table, schema):
     """``table``'s rows as the ``Row`` objects Spark's ``collect()`` returns for the Spark
     ``schema``, or None when a column is of a type this does not build (binary, nested,
@@ -161,9 +181,7 @@ def arrow_rows(table, schema):
     import pyarrow.compute as pc
     from pyspark.sql import types as T
 
-    flat = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
-            T.StringType, T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType)
-    if not all(type(f.dataType) in flat for f in schema.fields):
+    if not flat_schema(schema):
         return None
     try:
         table = table.select([f.name for f in schema.fields]).cast(arrow_schema(schema))

@@ -261,13 +261,6 @@ def _executor_frame(spark, ds: ParquetDataset, plan: ScanPlan, columns: List[str
             if t.num_rows:
                 yield from t.cast(arrow_out).to_batches(max_chunksize=1 << 16)
 
-    def run_count(batches):
-        import pyarrow as pa
-
-        for i in task_numbers(batches):
-            n = ds.read_kept(unship(shipped[i]), [], pred, schema).num_rows
-            yield pa.RecordBatch.from_pydict({"__pf_n": [n]}, schema=pa.schema([("__pf_n", pa.int64())]))
-
     parts = []
     if spark_whole is not None:
         parts.append(spark_whole.select(*[F.col(f"`{c}`") for c in columns]))
@@ -277,16 +270,31 @@ def _executor_frame(spark, ds: ParquetDataset, plan: ScanPlan, columns: List[str
     for p in parts[1:]:
         df = df.unionByName(p)
 
+    # files planned exactly are counted without a read; the others read their predicate's columns
+    exact_rows = sum(p.rows_to_read for p in plan.kept if p.exact)
+    count_whole = [p.file.abs_path for p in whole if not p.exact]
+    count_tasks = [s for s, p in zip(shipped, tasks) if not p.exact]
+
+    def run_count(batches):
+        import pyarrow as pa
+
+        for i in task_numbers(batches):
+            n = ds.read_kept(unship(count_tasks[i]), [], pred, schema).num_rows
+            yield pa.RecordBatch.from_pydict({"__pf_n": [n]}, schema=pa.schema([("__pf_n", pa.int64())]))
+
     def count() -> int:
         counts = []
-        if spark_whole is not None:
-            counts.append(spark_whole.select(F.lit(1).cast("long").alias("__pf_n")))
-        if tasks:
-            counts.append(task_frame(spark, len(tasks), run_count, "__pf_n long"))
+        if count_whole:
+            d = spark.read.schema(sschema).option("basePath", ds.root).parquet(*count_whole)
+            counts.append((d.where(where) if where is not None else d).select(F.lit(1).cast("long").alias("__pf_n")))
+        if count_tasks:
+            counts.append(task_frame(spark, len(count_tasks), run_count, "__pf_n long"))
+        if not counts:
+            return exact_rows
         c = counts[0]
         for x in counts[1:]:
             c = c.unionByName(x)
-        return int(c.agg(F.sum("__pf_n")).collect()[0][0] or 0)
+        return exact_rows + int(c.agg(F.sum("__pf_n")).collect()[0][0] or 0)
 
     return df, count
 
