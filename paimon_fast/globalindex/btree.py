@@ -33,16 +33,15 @@ from pyroaring import BitMap64
 from .._kernels import load as _load
 from ..errors import IndexFormatError, InvalidArgumentError
 from ..fileindex.options import Options
-from ..source import FileSource, as_source
+from ..source import FileSource
 from . import sst as _sst
 from .format import (SMALL_BITMAP, BitmapGlobalIndexWriter, Groups, _block_options, _FileWriter, group_chunks,
-                     group_column, serialize64_sorted_unique, _deserialize64)
+                     group_column, open_with_tail, serialize64_sorted_unique, _deserialize64)
 from .keys import KeyCodec
 from .meta import SortedIndexFileMeta
 
 _ks = _sst.kernels
 _kg = _load("globalindex")
-_open_tail = getattr(_kg, "open_tail", None)
 
 MAGIC = 0x50425449
 VERSION = 1
@@ -220,24 +219,10 @@ class BTreeIndexFile:
     def __init__(self, key_codec: KeyCodec, data_or_path, max_cached_blocks: int = 64):
         self.codec = key_codec
         self.kind = key_codec.kind
-        tail = None
-        if _open_tail is not None and (type(data_or_path) is str or isinstance(data_or_path, os.PathLike)):
-            path = os.fspath(data_or_path)
-            fd, size, tail = _open_tail(path, TAIL_READ)
-            self.source = FileSource.adopt(path, fd, size)
-        else:
-            self.source = as_source(data_or_path)
-            size = self.source.size
-        if size < FOOTER_LENGTH:
-            self.source.close()
-            raise IndexFormatError(f"btree global index file of {size} bytes is shorter than its footer", 0)
-        tail_len = min(size, TAIL_READ)
-        self._tail_at = size - tail_len
-        if tail is None:
-            tail = self.source.read_at(self._tail_at, tail_len, "footer")
-        self._tail = memoryview(tail).cast("B")
+        self.source, size, self._tail_at, self._tail = open_with_tail(data_or_path, FOOTER_LENGTH,
+                                                                      "btree global index", TAIL_READ)
         try:
-            self.footer = BTreeFooter(self._tail, size, tail_len - FOOTER_LENGTH)
+            self.footer = BTreeFooter(self._tail, size, len(self._tail) - FOOTER_LENGTH)
         except BaseException:
             self.source.close()
             raise

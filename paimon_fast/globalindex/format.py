@@ -35,6 +35,30 @@ from .meta import SortedIndexFileMeta
 _k = _load("globalindex")
 _open_tail = getattr(_k, "open_tail", None)   # None with the plain-Python twins: FileSource reads
 
+def open_with_tail(data_or_path, footer_length: int, what: str, tail_read: int = None):
+    """``(source, size, tail offset, tail)`` of a global index file: its last ``tail_read``
+    bytes (16 KB: the footer and what the writers put before it) read at open.  A local path is
+    opened, sized and read in one kernel call (``open_tail``); bytes, file objects and sources
+    are taken as they are.  A file shorter than ``footer_length`` raises
+    :class:`~paimon_fast.errors.IndexFormatError` (and is closed)."""
+    tail_read = TAIL_READ if tail_read is None else tail_read
+    tail = None
+    if _open_tail is not None and (type(data_or_path) is str or isinstance(data_or_path, os.PathLike)):
+        path = os.fspath(data_or_path)
+        fd, size, tail = _open_tail(path, tail_read)
+        source = FileSource.adopt(path, fd, size)
+    else:
+        source = as_source(data_or_path)
+        size = source.size
+    if size < footer_length:
+        source.close()
+        raise IndexFormatError(f"{what} file of {size} bytes is shorter than its footer", 0)
+    tail_len = min(size, tail_read)
+    if tail is None:
+        tail = source.read_at(size - tail_len, tail_len, "footer")
+    return source, size, size - tail_len, memoryview(tail).cast("B")
+
+
 MAGIC = 0x42474958
 VERSION = 1
 FOOTER_LENGTH = 48
@@ -649,24 +673,9 @@ class BitmapIndexFile:
         # one read for the footer and the bytes before it: Java's writer puts the last
         # dictionary block, the null / non-null bitmaps and the block index there, so a
         # cold lookup in a small dictionary needs no further read but its bitmap's
-        tail = None
-        if _open_tail is not None and (type(data_or_path) is str or isinstance(data_or_path, os.PathLike)):
-            # a local path: open, size and that read in one kernel call
-            path = os.fspath(data_or_path)
-            fd, size, tail = _open_tail(path, TAIL_READ)
-            self.source = FileSource.adopt(path, fd, size)
-        else:
-            self.source = as_source(data_or_path)
-            size = self.source.size
-        if size < FOOTER_LENGTH:
-            self.source.close()
-            raise IndexFormatError(f"bitmap global index file of {size} bytes is shorter than its footer", 0)
-        tail_len = min(size, TAIL_READ)
-        self._tail_at = size - tail_len
-        if tail is None:
-            tail = self.source.read_at(self._tail_at, tail_len, "footer")
-        self._tail = memoryview(tail).cast("B")
-        self.footer = Footer(self._tail, size, tail_len - FOOTER_LENGTH)
+        self.source, size, self._tail_at, self._tail = open_with_tail(data_or_path, FOOTER_LENGTH,
+                                                                      "bitmap global index")
+        self.footer = Footer(self._tail, size, len(self._tail) - FOOTER_LENGTH)
         self._lock = threading.RLock()
         self._blocks = OrderedDict()
         if max_cached_blocks != 256:
