@@ -411,8 +411,10 @@ def _prefix_upper(prefix: bytes):
     return None
 
 
-class BitmapGlobalIndexReader(GlobalIndex):
-    """A :class:`GlobalIndex` over one file (no metadata: never pruned)."""
+class _OneFile:
+    """What the one-file readers share (mixed into a :class:`GlobalIndex` kind over one file
+    without metadata: never pruned): the file read at open, its footer and description, and
+    ``=`` asked of the file directly."""
 
     def __init__(self, dtype, data_or_path, options=None, total_row_count=None):
         super().__init__([(data_or_path, None)], dtype, options, total_row_count)
@@ -450,7 +452,11 @@ class BitmapGlobalIndexReader(GlobalIndex):
                             b = _INT_BOUNDS.get(at.id)
                             if b is not None and b[0] <= lit <= b[1]:
                                 return self.file.equal(self._key(lit))
-        return GlobalIndex.evaluate(self, predicate)
+        return super().evaluate(predicate)
+
+
+class BitmapGlobalIndexReader(_OneFile, GlobalIndex):
+    """A :class:`GlobalIndex` over one file (no metadata: never pruned)."""
 
 
 class BTreeGlobalIndex(GlobalIndex):
@@ -597,25 +603,8 @@ def merge_top_n(groups, codec: KeyCodec, limit: int, desc: bool, nulls_first: bo
     return rows, out
 
 
-class BTreeGlobalIndexReader(BTreeGlobalIndex):
+class BTreeGlobalIndexReader(_OneFile, BTreeGlobalIndex):
     """A :class:`BTreeGlobalIndex` over one file (no metadata: never pruned)."""
-
-    def __init__(self, dtype, data_or_path, options=None, total_row_count=None):
-        super().__init__([(data_or_path, None)], dtype, options, total_row_count)
-        self.file = self._open(self.files[0])   # reads the footer only
-
-    @property
-    def footer(self):
-        return self.file.footer
-
-    def describe(self) -> dict:
-        return self.file.describe()
-
-    def _v_equal(self, v):
-        return BitMap64() if v is None else self.file.equal(self._key(v))
-
-    # ``x = 'str'`` / ``x = 42``: the file answers directly, as for a bitmap file
-    evaluate = BitmapGlobalIndexReader.evaluate
 
 
 class MultiValueGlobalIndex(GlobalIndex):
