@@ -1,157 +1,47 @@
-"""Reading only the candidate slices and rows.
+"""Reading a Hudi table's candidate slices and rows: the Spark read (:func:`read_spark`) and
+:func:`read`, which is also the in-process read object's entry point.
 
-Base-only slices are read from their Parquet base file, only the pages that hold
-candidate positions (:func:`paimon_fast.parquet.rows.read_rows`), then only those
-rows (row-level skipping); slices with log files go through the ``hudi``
-file-group reader (merged records).  Every row read is then filtered by the full
-predicate, so the answer equals a snapshot read filtered by the predicate whatever
-the index could or could not prune.
+``paimon_fast.hudi.read(path, where=None, columns=None, limit=None)`` returns the lazy read object
+(:func:`paimon_fast.hudi.stream.read_table`); ``read(spark, path, where, ...)``, with a SparkSession
+first, is the Spark read it always was (``HudiRead(df, report)``).  This module is also the old
+import path ``paimon_fast.hudi.read`` (the package puts it in ``sys.modules`` under that name: the
+package's ``read`` function would shadow a submodule of that name), so it hands on every name that
+path had: the slice readers of :mod:`.slices` and ``read_arrow`` / ``ArrowRead`` of :mod:`.stream`.
 """
 from __future__ import annotations
 
-import base64
-import json
-
-import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
-from pyroaring import BitMap
 
-from ..errors import ColumnNotFoundError
-from ..fs import IOCounter
-from ..parquet.rows import PageReadStats, read_rows
-from .prune import _IO, _counter, as_predicate, prune
-from ..tables.arrow_filter import coerce_literals, filter_table
-from .table import SliceRef, open_table, table_root, table_state
+from .prune import as_predicate, prune
+from .slices import _conform, _report, _run_task, _tasks, read_base_rows, read_slice  # noqa: F401  (handed on)
+from .stream import ArrowRead, HudiSource, read_arrow, read_table  # noqa: F401  (handed on)
+from .table import table_state
 
 
-def _conform(tbl: pa.Table, schema: pa.Schema):
-    cols = []
-    for f in schema:
-        if f.name not in tbl.column_names:
-            return None
-        c = tbl.column(f.name)
-        if not c.type.equals(f.type):
-            try:
-                c = c.cast(f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                return None
-        cols.append(c)
-    return pa.Table.from_arrays(cols, schema=pa.schema([f.with_nullable(True) for f in schema]))
+def _is_spark(x) -> bool:
+    """A SparkSession (by what it has, without importing pyspark)."""
+    return x is not None and hasattr(x, "sparkContext") and hasattr(x, "createDataFrame")
 
 
-def read_base_rows(path: str, schema: pa.Schema, positions=None, store=None, counter=None, stats=None):
-    """Rows of a base Parquet file (only ``positions`` when given: only the pages holding
-    them are decoded, :func:`paimon_fast.parquet.rows.read_rows`, which adds to ``stats``),
-    conformed to ``schema``; None if the file cannot be conformed (caller falls back).
-    ``store``: the table's :class:`~paimon_fast.fs.Store` (default local); reads are ranged,
-    counted in ``counter``."""
-    src = path if store is None else store.open_input(path, counter)
-    if positions is None:
-        pf = pq.ParquetFile(src)
-        names = [f.name for f in schema if f.name in set(pf.schema_arrow.names)]
-        if len(names) != len(schema):
-            return None
-        return _conform(pf.read(columns=names), schema)
-    pos = np.asarray(positions.to_array() if isinstance(positions, BitMap) else positions, dtype=np.int64)
-    try:
-        tbl = read_rows(src, pos, [f.name for f in schema], stats=stats)
-    except ColumnNotFoundError:
-        return None
-    return _conform(tbl, schema)
+def read(*args, **kwargs):
+    """A Hudi table's rows where ``where`` holds, pruned by its bitmap index.
 
+    * ``read(path, where=None, columns=None, limit=None)``: the lazy read object
+      (:class:`~paimon_fast.lazyread.LazyRead`: Arrow, the batch reader, pandas, Polars, DuckDB,
+      ``count()``, ``explain()``, ``report``), read in this process (:func:`.stream.read_table`);
+    * ``read(spark, path, where, ...)`` with a SparkSession first: the Spark read,
+      :func:`read_spark` (``HudiRead(df, report)``), as before.
 
-def read_slice(table_path: str, ref: SliceRef, schema: pa.Schema, positions, pred, stats=None) -> pa.Table:
-    """Matching rows of one candidate slice, as a table of ``schema``."""
-    out = None
-    if ref.base_file and not ref.log_files:
-        out = read_base_rows(ref.base_path(table_path), schema, positions, table_root(table_path)[0], _counter(),
-                             stats)
-    if out is None:
-        t = open_table(table_path, cached=True)
-        reader = t.create_file_group_reader_with_options()
-        b = reader.read_file_slice_from_paths(ref.base_rel() if ref.base_file else "", ref.logs_rel())
-        tbl = pa.Table.from_batches([b]) if isinstance(b, pa.RecordBatch) else b
-        out = _conform(tbl, schema)
-        if out is None:
-            raise ValueError(f"file slice {ref.base_rel()} does not have the table's columns")
-    return filter_table(out, coerce_literals(pred, out.schema))
-
-
-def _tasks(pr):
-    tasks = []
-    for c in pr.candidates:
-        pos = None
-        if c.positions is not None:
-            pos = base64.b64encode(c.positions.serialize()).decode("ascii")
-        tasks.append(json.dumps({"ref": c.slice.to_json(), "positions": pos}))
-    return tasks
-
-
-def _run_task(table_path, task, schema, pred, stats=None):
-    d = json.loads(task)
-    ref = SliceRef.from_json(d["ref"])
-    pos = BitMap.deserialize(base64.b64decode(d["positions"])) if d["positions"] else None
-    return read_slice(table_path, ref, schema, pos, pred, stats)
-
-
-def _report(pr, extra=None):
-    r = dict(pr.report)
-    if extra:
-        r.update(extra)
-    return r
-
-
-class ArrowRead:
-    """Result of :func:`read_arrow`: ``table`` (a ``pyarrow.Table``) and ``report`` (dict),
-    as :class:`HudiRead` holds ``df`` and ``report`` for a Spark read.
-
-    Unpacking it as the former ``(table, report)`` tuple still works and warns
-    (DeprecationWarning): use ``.table`` and ``.report``."""
-
-    __slots__ = ("table", "report")
-
-    def __init__(self, table, report):
-        self.table = table
-        self.report = report
-
-    def _as_tuple(self):
-        import warnings
-
-        warnings.warn("read_arrow returns an ArrowRead: use .table and .report instead of unpacking "
-                      "(table, report)", DeprecationWarning, stacklevel=3)
-        return (self.table, self.report)
-
-    def __iter__(self):
-        return iter(self._as_tuple())
-
-    def __getitem__(self, i):
-        return self._as_tuple()[i]
-
-    def __len__(self):
-        return 2
-
-    def __repr__(self):
-        return f"ArrowRead(rows={self.table.num_rows}, report={self.report!r})"
-
-
-def read_arrow(table_path: str, where=None, *, state=None) -> ArrowRead:
-    """In-process pruned read: an :class:`ArrowRead` (``.table``, a ``pyarrow.Table`` whose
-    rows equal a snapshot read filtered by ``where``, and ``.report``); no Spark needed."""
-    pred = as_predicate(where)
-    io = IOCounter()   # report["bytes_read"]: index segments and base files read
-    decoded = PageReadStats()   # report["decoded"]: rows, pages and bytes the base-file reads at rows decoded
-    token = _IO.set(io)
-    try:
-        state = state or table_state(table_path, listing=False)   # prune reuses the index's listing when current
-        pr = prune(state.path, pred, state=state)
-        schema = pa.schema([f.with_nullable(True) for f in state.schema])
-        parts = [_run_task(state.path, t, schema, pred, decoded) for t in _tasks(pr)]
-    finally:
-        _IO.reset(token)
-    tbl = pa.concat_tables(parts) if parts else schema.empty_table()
-    return ArrowRead(tbl, _report(pr, {"rows_returned": tbl.num_rows, "bytes_read": io.bytes,
-                                       "decoded": decoded.as_dict()}))
+    ``read(None, path, where)`` (None for "no Spark", as :func:`paimon_fast.hudi.build_index`
+    takes it) is the in-process read."""
+    if args and _is_spark(args[0]) or _is_spark(kwargs.get("spark")):
+        return read_spark(*args, **kwargs)
+    if args and args[0] is None:
+        args = args[1:]
+    kwargs.pop("spark", None)
+    if "table_path" in kwargs:
+        kwargs["path"] = kwargs.pop("table_path")
+    return read_table(*args, **kwargs)
 
 
 class HudiRead:
@@ -189,8 +79,8 @@ def _estimate_bytes(pr, schema: pa.Schema):
     return sum(known) * width
 
 
-def read(spark, table_path: str, where=None, *, parallelism=None, use_index: bool = True,
-         driver_max_bytes=None) -> HudiRead:
+def read_spark(spark, table_path: str, where=None, *, parallelism=None, use_index: bool = True,
+               driver_max_bytes=None) -> HudiRead:
     """Pruned Spark read of a Hudi table: ``HudiRead(df, report)``.
 
     Only candidate slices are read (base-only slices: only the row groups and rows
@@ -246,7 +136,7 @@ def read(spark, table_path: str, where=None, *, parallelism=None, use_index: boo
     def run(batches):
         import importlib
 
-        _r = importlib.import_module("paimon_fast.hudi.read")
+        _r = importlib.import_module("paimon_fast.hudi.slices")
 
         for batch in batches:
             for i in batch.column(0).to_pylist():
