@@ -17,6 +17,7 @@ the rows stream file by file and range by range from the table kind's source of 
 
 Memory is bounded by the batches in flight and the index answers, not by the result: only
 :meth:`LazyRead.to_arrow`, :meth:`LazyRead.to_pandas` and ``to_polars()`` hold the whole answer.
+The read runs on a thread of its own one batch ahead of the consumer (:func:`_prefetched`).
 ``limit`` stops reading once it has enough rows.  DuckDB pulls batches from the registered
 stream as it scans (each query reads the table again; nothing is materialised), and the lazy
 Polars frame pushes its projection and row limit into the read.
@@ -26,9 +27,11 @@ The explain table (:class:`Explain`, one :class:`IndexUse` a row) is filled by e
 """
 from __future__ import annotations
 
+import queue
+import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, List, Optional
+from typing import Callable, Iterable, Iterator, List, Optional
 
 import pyarrow as pa
 
@@ -206,6 +209,61 @@ def _record_batches(items: Iterable, schema: pa.Schema, limit: Optional[int]) ->
                     return
 
 
+_END = object()
+
+
+def _prefetched(make_items: Callable[[], Iterator]) -> Iterator:
+    """The items of ``make_items()``, produced on a thread of their own one item ahead of the
+    consumer (a queue of one).  Reading overlaps what the consumer does with the previous batch,
+    and every allocation of the read happens on one thread whichever threads consume (DuckDB
+    pulls from several: each would otherwise keep its own malloc arena of the read's buffers).
+    Closing this iterator (or dropping it) stops the producer after the item it is making."""
+    q: "queue.Queue" = queue.Queue(1)
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce():
+        items = None
+        try:
+            items = make_items()
+            for x in items:
+                if not put((True, x)) or stop.is_set():
+                    return
+            put((True, _END))
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
+            put((False, e))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    t = threading.Thread(target=produce, name="paimon-fast-read", daemon=True)
+    t.start()
+    try:
+        while True:
+            ok, x = q.get()
+            if not ok:
+                raise x
+            if x is _END:
+                return
+            yield x
+    finally:
+        stop.set()
+        try:  # free the producer if it waits to put
+            while True:
+                q.get_nowait()
+        except queue.Empty:
+            pass
+
+
 def _check_limit(limit):
     if limit is None:
         return None
@@ -278,7 +336,8 @@ class LazyRead:
 
     # ------------------------------------------------------------ hand-offs
     def _batches(self) -> Iterator[pa.RecordBatch]:
-        return _record_batches(self._source.batches(self._limit), self.schema, self._limit)
+        schema, limit, source = self.schema, self._limit, self._source
+        return _prefetched(lambda: _record_batches(source.batches(limit), schema, limit))
 
     def to_arrow_batch_reader(self) -> pa.RecordBatchReader:
         """A ``pyarrow.RecordBatchReader`` that reads as it is consumed: file by file and, within

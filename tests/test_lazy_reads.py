@@ -302,6 +302,50 @@ def test_report_fills_as_the_read_proceeds(datasets):
     assert 0 < first < rep.decoded.rows_decoded
 
 
+class _Counting:
+    """A source of 100 one-row batches that counts what it produced (and can fail at batch 5)."""
+
+    def __init__(self, fail=False):
+        from paimon_fast.lazyread import ReadSource
+
+        outer = self
+
+        class Src(ReadSource):
+            def schema(self):
+                return pa.schema([("i", pa.int64())])
+
+            def batches(self, limit=None):
+                for i in range(100):
+                    if fail and i == 5:
+                        raise pf.IndexFormatError("broken on purpose", i)
+                    outer.made += 1
+                    yield pa.table({"i": [i]})
+
+        self.made = 0
+        self.read = LazyRead(Src())
+
+
+def test_the_read_runs_one_batch_ahead_and_stops_when_the_consumer_does():
+    import gc
+    import threading
+    import time
+
+    c = _Counting()
+    reader = c.read.to_arrow_batch_reader()
+    assert [reader.read_next_batch().column(0)[0].as_py() for _ in range(3)] == [0, 1, 2]
+    time.sleep(0.2)
+    assert c.made <= 5        # three handed out, one queued, at most one being made
+    del reader
+    gc.collect()
+    time.sleep(0.3)
+    assert c.made <= 5 and not [t for t in threading.enumerate() if t.name == "paimon-fast-read"]
+    assert c.read.to_arrow().column(0).to_pylist() == list(range(100))
+    c = _Counting(fail=True)
+    with pytest.raises(pf.IndexFormatError, match="broken on purpose"):
+        c.read.to_arrow()
+    assert c.read.with_limit(3).to_arrow().num_rows == 3
+
+
 def test_legacy_scan_unpacks_with_a_warning(datasets):
     root, deleted = datasets["deletes"]
     ds = ParquetDataset(root)

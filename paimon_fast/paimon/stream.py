@@ -5,12 +5,13 @@ A read is planned once, on first need, into splits:
 
 * on the fast path (:mod:`.fastpath`: append tables with a predicate) one :class:`FastSplit` per
   data file the indexes keep, carrying the rows they left (a row bitmap, or none: every row may
-  match).  A split is read with :func:`.fastpath._read_group`: rows the indexes selected at their
-  positions only (the pages holding them), in ranges of at most :data:`MAX_RANGE_ROWS` selected
-  rows; a file the indexes could only keep whole late-materialised (the predicate's columns, then
-  the others at the matching rows), or, under a ``limit``, in ranges of rows that start small
-  (:data:`FIRST_RANGE_ROWS`) and double, each read at its positions, so a limit met early reads
-  only the first pages;
+  match), read range by range: ranges of the file's rows start at :data:`FIRST_RANGE_ROWS` (fewer
+  under a small ``limit``) and double up to :data:`MAX_RANGE_ROWS`; rows the indexes selected are
+  read at their positions only
+  (the pages holding them, :func:`.fastpath._read_group`); a file the indexes keep whole is read
+  late-materialised range by range (the predicate's columns at the range's rows, the other columns
+  at the matching rows), so the first batch comes early and a limit met early reads only the
+  first pages;
 * otherwise (primary-key tables, data evolution, no predicate, what the fast path does not cover:
   ``report.fallback_reason``) one :class:`PypaimonSplit` per split of pypaimon's plan as
   :func:`.scan.plan_with_index` pruned it (files dropped, row ranges of ``IndexedSplit``), read
@@ -30,7 +31,7 @@ import pyarrow as pa
 from ..lazyread import LegacyTupleRead, ReadSource
 
 FIRST_RANGE_ROWS = 1 << 16   # rows of the first range of a file read under a limit
-MAX_RANGE_ROWS = 1 << 20     # selected rows read at once from one file
+MAX_RANGE_ROWS = 1 << 18     # rows of a file read at once (ranges double up to this)
 
 
 def where_predicate(table, where):
@@ -219,21 +220,54 @@ class SplitReader:
         stats = report.decoded if report is not None and report.decoded is not None else PageReadStats()
         size = size if size is not None else [MAX_RANGE_ROWS]
         cand = split.candidates
-        if cand is None and limit is None:
-            yield from self._fast_group(split, None, report, out_cols, stats)
+        if cand is None:
+            yield from self._fast_late(split, report, out_cols, stats, size)
             return
-        if cand is not None:
-            pos = np.asarray(cand.to_array(), dtype=np.int64)
-        else:
-            pos = None
-        n = len(pos) if pos is not None else split.rows
-        i = 0
-        while i < n:
-            j = min(n, i + size[0])
-            chunk = pos[i:j] if pos is not None else np.arange(i, j, dtype=np.int64)
-            yield from self._fast_group(split, bitmap_of(chunk), report, out_cols, stats)
-            i = j
+        pos = np.asarray(cand.to_array(), dtype=np.int64)
+        if not len(pos):
+            return
+        if pos[-1] - pos[0] < size[0]:   # the selected rows in one range (a point lookup ...)
+            yield from self._fast_group(split, cand, report, out_cols, stats)
             size[0] = min(size[0] * 2, MAX_RANGE_ROWS)
+            return
+        for lo, hi in _row_ranges(split.rows, size):
+            a, b = np.searchsorted(pos, [lo, hi])
+            if a < b:   # ranges without a selected row are not read
+                yield from self._fast_group(split, bitmap_of(pos[a:b]), report, out_cols, stats)
+
+    def _fast_late(self, split: FastSplit, report, out_cols, stats, size):
+        """A file the indexes keep whole, range by range (``size[0]`` rows, doubling): the
+        predicate's columns at the range's rows (the pages holding them), the filter, then the
+        other columns at the matching rows only."""
+        from .fastpath import _current_columns, _read_rows
+
+        schemas, pred_cols, read_cols, read_schema, pred_expr = self._fast_ctx()
+        mapping = schemas.mapping(split.schema_id)
+        phys = _physical(schemas.schema(split.schema_id))
+        f = split._file()
+
+        def physical(names):
+            return list(dict.fromkeys(mapping[c][0] for c in names if mapping[c][0] is not None))
+
+        pred_phys = physical(pred_cols)
+        rest = [c for c in out_cols if c not in pred_cols]
+        rest_phys = physical(rest)
+        out_schema = pa.schema([read_schema.field(c) for c in out_cols])
+        for lo, hi in _row_ranges(f.rows, size):
+            pos = np.arange(lo, hi, dtype=np.int64)
+            t = _read_rows(self.table, f, pos, pred_phys, phys, stats) if pred_phys else None
+            ct = pa.Table.from_arrays(_current_columns(t, pred_cols, mapping, read_schema, len(pos)),
+                                      schema=pa.schema([read_schema.field(c) for c in pred_cols]))
+            hit = ct.append_column("__pf_pos", pa.array(pos)).filter(pred_expr)
+            if report is not None:
+                report.rows_decoded = (report.rows_decoded or 0) + len(pos)
+            if hit.num_rows:
+                cols = {c: hit.column(c) for c in pred_cols}
+                if rest:  # the other columns at the matching rows only
+                    at = hit.column("__pf_pos").to_numpy()
+                    rt = _read_rows(self.table, f, at, rest_phys, phys, stats) if rest_phys else None
+                    cols.update(zip(rest, _current_columns(rt, rest, mapping, read_schema, hit.num_rows)))
+                yield pa.Table.from_arrays([cols[c] for c in out_cols], schema=out_schema)
 
     # ------------------------------------------------------------ pypaimon's splits
     def read_pypaimon(self, split: PypaimonSplit, report=None, columns: Optional[List[str]] = None):
@@ -266,8 +300,7 @@ class SplitReader:
             if got is not None:
                 yield filter_table(got, pred).select(out_cols)
                 return
-        for b in rb.new_read().to_arrow_batch_reader([split.split]):
-            t = pa.Table.from_batches([b])
+        for t in _gathered(rb.new_read().to_arrow_batch_reader([split.split])):
             if pred is not None:
                 t = filter_table(t, pred)
             yield t.select(out_cols)
@@ -280,9 +313,52 @@ class SplitReader:
         raise TypeError(f"not a split of paimon_fast's plan: {split!r} (plan with paimon_fast.paimon.read_builder)")
 
 
+GATHER_ROWS = 1 << 16   # pypaimon's small batches are filtered (and handed on) this many rows at a time
+
+
+def _gathered(batches) -> Iterator[pa.Table]:
+    """pypaimon's record batches (often about a thousand rows) as tables of about
+    :data:`GATHER_ROWS` rows: the exact filter runs once per table, not per small batch."""
+    held, n = [], 0
+    for b in batches:
+        if b.num_rows:
+            held.append(b)
+            n += b.num_rows
+        if n >= GATHER_ROWS:
+            yield pa.Table.from_batches(held)
+            held, n = [], 0
+    if held:
+        yield pa.Table.from_batches(held)
+
+
+def _row_ranges(rows: int, size: list):
+    """``(start, stop)`` ranges of a file of ``rows`` rows: ``size[0]`` rows each, doubling up to
+    :data:`MAX_RANGE_ROWS` (no sliver under a quarter range left at the end)."""
+    lo = 0
+    while lo < rows:
+        hi = min(rows, lo + size[0])
+        if rows - hi < size[0] // 4:
+            hi = rows
+        yield lo, hi
+        lo = hi
+        size[0] = min(size[0] * 2, MAX_RANGE_ROWS)
+
+
+def _physical(schema_obj) -> pa.Schema:
+    """The Arrow schema a data file of ``schema_obj`` is read with: string columns with a bitmap
+    index as dictionaries (as :func:`.fastpath._read_group` reads them; low-cardinality by design)."""
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    phys = PyarrowFieldParser.from_paimon_schema(list(schema_obj.fields))
+    bitmap_cols = {c.strip() for c in str((schema_obj.options or {}).get("file-index.bitmap.columns", "")).split(",")}
+    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
+                      if f.name in bitmap_cols and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+                                                    or pa.types.is_binary(f.type)) else f for f in phys])
+
+
 def _first_size(limit: Optional[int]) -> list:
     if limit is None:
-        return [MAX_RANGE_ROWS]
+        return [FIRST_RANGE_ROWS]
     return [max(256, min(FIRST_RANGE_ROWS, 4 * limit))]
 
 
@@ -409,13 +485,17 @@ class PaimonSource(ReadSource):
 
 
 def _stream(reader: SplitReader, splits, rep, limit) -> Iterator[pa.Table]:
+    from ..parquet.pages import scanning
+
     size = _first_size(limit)
     out = 0
     for s in splits:
         it = reader.read(s, rep, size, limit)
+        held = {}   # the split's dictionaries, for its next ranges (not in the shared cache)
         while True:
             t0 = time.perf_counter()
-            t = next(it, None)
+            with scanning(held):
+                t = next(it, None)
             if rep is not None:
                 rep.read_seconds = (rep.read_seconds or 0.0) + time.perf_counter() - t0
             if t is None:

@@ -1061,11 +1061,12 @@ class ParquetDataset:
         ``to_arrow_batch_reader()``, ``to_pandas()``, ``to_polars()``, ``to_duckdb(name)``,
         ``count()``, ``explain()``, ``report``).  The indexes prune files and rows once, on first
         need; the kept files stream range by range (:mod:`paimon_fast.tables.stream`); ``limit``
-        stops reading once that many rows are out."""
+        stops reading once that many rows are out.  A predicate naming a column the dataset lacks
+        (or comparing one with a literal of another type) raises here."""
         from ..lazyread import LazyRead
         from .stream import DatasetSource
 
-        return LazyRead(DatasetSource(self, where, columns), limit)
+        return LazyRead(DatasetSource(self, where, columns).check(), limit)
 
     def scan(self, predicate=None, columns: Optional[List[str]] = None):
         """Exact answer without Spark, as :meth:`read` (``read(predicate, columns)``, the same
@@ -1074,7 +1075,7 @@ class ParquetDataset:
         bitmap rows are read and filtered."""
         from .stream import DatasetSource, ScanResult
 
-        return ScanResult(DatasetSource(self, predicate, columns))
+        return ScanResult(DatasetSource(self, predicate, columns).check())
 
     def _scan_table(self, plan: ScanPlan, columns: Optional[List[str]] = None) -> pa.Table:
         """The former eager read of :meth:`scan`: every kept file (its bitmap rows only, without

@@ -26,7 +26,7 @@ import pyarrow as pa
 from ..lazyread import LegacyTupleRead, ReadSource
 
 FIRST_RANGE_ROWS = 1 << 16   # rows of the first range read (a first batch soon after planning)
-MAX_RANGE_ROWS = 1 << 20     # ranges double up to a row group, at most this many rows
+MAX_RANGE_ROWS = 1 << 18     # ranges double up to this many rows (whole row groups when they are as small)
 
 
 class _Shared:
@@ -76,6 +76,20 @@ class DatasetSource(ReadSource):
                 raise ColumnNotFoundError(c, full.names)
         return pa.schema([full.field(c) for c in self._columns])
 
+    def check(self) -> "DatasetSource":
+        """Raise now what the read would raise first: a predicate that does not parse, names a
+        column the dataset lacks or compares one with a literal of another type, an unknown
+        projected column (the dataset's schema is read; nothing is planned)."""
+        from ..sqlpredicate import parse_predicate
+        from .arrow_filter import coerce_literals
+
+        where = self._shared.where
+        full = self._shared.full_schema()
+        if where is not None:
+            coerce_literals(parse_predicate(where), {f.name: f.type for f in full})
+        self.schema()
+        return self
+
     def project(self, columns: List[str]) -> "DatasetSource":
         return DatasetSource(self.ds, columns=columns, _shared=self._shared)
 
@@ -100,17 +114,19 @@ class DatasetSource(ReadSource):
         from ..parquet.rows import row_group_starts
 
         ds = self.ds
-        if p.bitmap is not None:  # about size[0] selected rows a range
-            sel = np.asarray(p.bitmap.to_array(), dtype=np.int64)
-            sel = sel[sel < p.rows]
-            i = 0
-            while i < len(sel):
-                j = min(len(sel), i + size[0])
-                yield int(sel[i]), int(sel[j - 1]) + 1
-                i = j
-                size[0] = min(size[0] * 2, MAX_RANGE_ROWS)
+        bm = p.bitmap
+        if bm is not None and len(bm) and bm.max() - bm.min() < size[0]:
+            yield int(bm.min()), int(bm.max()) + 1   # the selected rows in one range (a point lookup ...)
+            size[0] = min(size[0] * 2, MAX_RANGE_ROWS)
             return
         starts = [int(x) for x in row_group_starts(ds._input(p.file))]
+        for lo, hi in self._row_ranges(starts, size):
+            if bm is None or bm.range_cardinality(lo, hi):   # ranges without a selected row are not read
+                yield lo, hi
+
+    @staticmethod
+    def _row_ranges(starts, size: list):
+        """Ranges of a file's rows (``starts``: its row groups' first rows and its row count)."""
         g, last = 0, len(starts) - 1
         while g < last:
             lo, end = starts[g], starts[g + 1]
@@ -136,6 +152,8 @@ class DatasetSource(ReadSource):
         return [max(256, min(FIRST_RANGE_ROWS, 4 * limit))]
 
     def _read_ranges(self, columns: List[str], limit: Optional[int]) -> Iterator[pa.Table]:
+        from ..parquet.pages import scanning
+
         plan = self.plan()
         rep = plan.report
         ds = self.ds
@@ -143,9 +161,11 @@ class DatasetSource(ReadSource):
         size = self._first_size(limit)
         out = 0
         for p in plan.kept:
+            held = {}   # the file's dictionaries, for its next ranges (not in the shared cache)
             for lo, hi in self._ranges(p, size):
                 b0 = ds.io.snapshot()[0]
-                t = ds.read_kept(p, columns, plan.predicate, full, stats=rep.decoded, rows=(lo, hi))
+                with scanning(held):
+                    t = ds.read_kept(p, columns, plan.predicate, full, stats=rep.decoded, rows=(lo, hi))
                 rep.bytes_read += ds.io.snapshot()[0] - b0
                 if limit is not None and out + t.num_rows > limit:
                     t = t.slice(0, limit - out)
@@ -204,10 +224,15 @@ class _FilePart:
         self.ds, self.shipped, self.columns, self.predicate, self.schema = ds, shipped, columns, predicate, schema
 
     def __call__(self) -> Iterator[pa.Table]:
+        from ..parquet.pages import scanning
+
         p = unship(self.shipped)
         src = DatasetSource(self.ds)
+        held = {}
         for lo, hi in src._ranges(p, [MAX_RANGE_ROWS]):
-            yield self.ds.read_kept(p, self.columns, self.predicate, self.schema, rows=(lo, hi))
+            with scanning(held):
+                t = self.ds.read_kept(p, self.columns, self.predicate, self.schema, rows=(lo, hi))
+            yield t
 
 
 class ScanResult(LegacyTupleRead):
