@@ -63,7 +63,7 @@ class MissingCodecError(MissingDependencyError, OptionError):
 # optional module -> (PyPI name, extra that installs it)
 OPTIONAL = {
     "pyspark": ("pyspark", "spark"),
-    "pandas": ("pandas", "spark"),
+    "pandas": ("pandas", "frames"),
     "pypaimon": ("pypaimon", "tables"),
     "pypaimon_rust": ("pypaimon-rust", "tables"),
     "hudi": ("hudi", "tables"),
@@ -72,6 +72,9 @@ OPTIONAL = {
     "zstandard": ("zstandard", "codecs"),
     "lzo": ("python-lzo", "lzo"),
     "pyiceberg": ("pyiceberg", "iceberg"),
+    "duckdb": ("duckdb", "frames"),
+    "polars": ("polars", "frames"),
+    "ray": ("ray[data]", "ray"),
 }
 
 

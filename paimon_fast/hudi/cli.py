@@ -115,7 +115,7 @@ def hudi_main(args):
     from . import storage
     from .build import build_index
     from .prune import prune
-    from .read import read_arrow
+    from .stream import read_arrow
     from ..fs import display_uri
     from .table import canonical, table_state
 

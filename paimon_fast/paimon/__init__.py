@@ -2,12 +2,15 @@
 
     from pypaimon import CatalogFactory
     import paimon_fast as pf
-    from paimon_fast.paimon import read_with_index
+    from paimon_fast.paimon import read
 
     table = CatalogFactory.create({"warehouse": wh}).get_table("db.t")
-    arrow, report = read_with_index(table, pf.field("category") == "red")
-    print(report)      # files planned / skipped, rows skipped, index time
+    r = read(table, pf.field("category") == "red", columns=["id", "price"])
+    r.to_arrow(); r.to_duckdb("t"); print(r.report, r.explain())
 
+* :func:`read`: the lazy read object (Arrow, the batch reader, pandas, Polars, DuckDB, ``count``,
+  ``explain``), streamed split by split (``stream.py``); :func:`read_builder`: pypaimon's
+  ``ReadBuilder`` shape over it (``builder.py``).
 * :func:`read_with_index` / :func:`plan_with_index` / :class:`IndexPruner`:
   pruned scans (``scan.py``).
 * :func:`legacy_manifest_table`: Paimon 0.9 manifests (``compat.py``).
@@ -40,6 +43,29 @@ create_global_index = _needs_pypaimon(create_global_index)
 
 
 @_needs_pypaimon
+def read(table, where=None, columns=None, limit=None, **options):
+    """The rows of the pypaimon table ``table`` where ``where`` (a predicate, a pypaimon
+    ``Predicate`` or SQL text) holds, with ``columns``: a :class:`~paimon_fast.lazyread.LazyRead`
+    planned on first need and streamed split by split (:mod:`.stream`); ``limit`` stops reading
+    once that many rows are out.  ``options``: ``max_workers``, ``fast`` (False: pypaimon's
+    planner and reader), ``use_cache`` (the fast path's plan cache)."""
+    from ..lazyread import LazyRead
+    from .stream import PaimonSource
+
+    src = PaimonSource(table, where, None if columns is None else list(columns), **options)
+    src.reader()  # the predicate and columns checked against the table now
+    return LazyRead(src, limit)
+
+
+@_needs_pypaimon
+def read_builder(table, **options):
+    """pypaimon's ``ReadBuilder`` shape over :func:`read`: see :mod:`paimon_fast.paimon.builder`."""
+    from .builder import read_builder as _impl
+
+    return _impl(table, **options)
+
+
+@_needs_pypaimon
 def top_n(table, column, k, **kw):
     """See :func:`paimon_fast.paimon.topn.top_n`."""
     from .topn import top_n as _impl
@@ -56,7 +82,7 @@ def rewrite_file_index(spark, table, options=None, **kw):
 
 
 __all__ = [
-    "read_with_index", "plan_with_index", "IndexPruner", "PruneReport", "index_applicability",
+    "read", "read_builder", "read_with_index", "plan_with_index", "IndexPruner", "PruneReport", "index_applicability",
     "legacy_manifest_table", "legacy_file_io", "upgrade_manifest_bytes", "read_deletion_vector",
     "to_pypaimon", "from_pypaimon", "as_predicate", "rewrite_file_index", "create_global_index", "top_n",
 ]

@@ -1,6 +1,6 @@
 """``paimon-fast paimon ...``: pruned queries and index rewrites on Paimon tables.
 
-    paimon-fast paimon query WAREHOUSE db.table --where "category = 'red'" [--select id,name] [--limit 20]
+    paimon-fast paimon query WAREHOUSE db.table --where "category = 'red'" [--select id,name] [--limit 20] [--explain]
     paimon-fast paimon rewrite-index WAREHOUSE db.table [--option file-index.bloom-filter.columns=name]
         [--force] [--spark] [--dry-run]
     paimon-fast paimon create-global-index WAREHOUSE db.table COLUMN [--type bitmap|btree|multivalue]
@@ -89,6 +89,8 @@ def _setup(p):
     q.add_argument("--json", action="store_true", help="print the report (and rows) as JSON")
     q.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")
     q.add_argument("--workers", type=int, default=8, help="threads reading index bytes")
+    q.add_argument("--explain", action="store_true",
+                   help="print which indexes the table holds for --where, which are used and why not")
     r = _sub(sub, "rewrite-index", "build the configured file indexes for the files that lack them, and commit", """
         paimon-fast paimon rewrite-index warehouse db.orders
         paimon-fast paimon rewrite-index warehouse db.orders --option file-index.bitmap.columns=category --dry-run""")
@@ -152,16 +154,25 @@ def paimon_main(args):
         return _create_global_index(args)
     table = _open(args.warehouse, args.table, _kv(args.catalog_option))
     if args.paimon_cmd == "query":
-        from .scan import read_with_index
+        from .scan import _read_all
 
         pred = parse_where(args.where, table)
         cols = [c.strip() for c in args.select.split(",") if c.strip()] or None
-        tb, rep = read_with_index(table, pred, projection=cols, max_workers=args.workers)
+        ex = None
+        if args.explain:
+            from . import read
+
+            ex = read(table, pred, cols, max_workers=args.workers).explain()
+        tb, rep = _read_all(table, pred, projection=cols, max_workers=args.workers)
         rows = display_rows(tb.slice(0, args.limit)) if args.limit else []
         if args.json:
-            print(json.dumps({"predicate": repr(pred), "report": rep.as_dict(), "rows": rows},
-                             indent=2, default=str))
+            out = {"predicate": repr(pred), "report": rep.as_dict(), "rows": rows}
+            if ex is not None:
+                out["explain"] = ex.as_dict()
+            print(json.dumps(out, indent=2, default=str))
         else:
+            if ex is not None:
+                print(ex)
             for row in rows:
                 print(row)
             if tb.num_rows > len(rows):

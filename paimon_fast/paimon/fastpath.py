@@ -360,8 +360,24 @@ def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols
     return out
 
 
+class FastPlan:
+    """What :func:`fast_plan` decided: the files to read (``jobs``: ``(file, candidate rows or
+    None)``), how their columns map, the exact filter; :func:`read_planned` reads them all, the
+    streaming read (:mod:`.stream`) one file or range at a time with :func:`_read_group`."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
 def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache: bool = True, report=None):
     """``(arrow table, report)`` or raises :class:`Fallback`."""
+    return read_planned(fast_plan(table, predicate, projection, max_workers, use_cache, report))
+
+
+def fast_plan(table, predicate, projection=None, max_workers: int = 2, use_cache: bool = True,
+              report=None) -> FastPlan:
+    """The fast path's plan of a read (a :class:`FastPlan`: files pruned by partition, value stats,
+    file and global indexes; nothing read but manifests and indexes) or raises :class:`Fallback`."""
     import pyarrow as pa
     from pypaimon.schema.data_types import PyarrowFieldParser
 
@@ -456,7 +472,18 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
     # other path applies, rather than pypaimon's translation
     pred_expr = to_arrow_expression(predicate, pa.schema([read_schema.field(c) for c in pred_cols]))
     read_cols = list(dict.fromkeys(out_cols + pred_cols))
+    return FastPlan(table=table, report=rep, jobs=jobs, schemas=schemas, out_cols=out_cols, pred_cols=pred_cols,
+                    read_cols=read_cols, read_schema=read_schema, out_schema=out_schema, pred_expr=pred_expr,
+                    workers=workers, predicate=predicate, t_read=t2)
 
+
+def read_planned(fp: FastPlan):
+    """``(arrow table, report)``: every file of the plan read (files of one schema id together)."""
+    import pyarrow as pa
+
+    table, rep, jobs, schemas, workers = fp.table, fp.report, fp.jobs, fp.schemas, fp.workers
+    pred_expr, pred_cols, read_cols, read_schema = fp.pred_expr, fp.pred_cols, fp.read_cols, fp.read_schema
+    out_cols, out_schema, t2 = fp.out_cols, fp.out_schema, fp.t_read
     groups: Dict[int, list] = {}
     for f, cand in jobs:
         groups.setdefault(f.schema_id, []).append((f, cand))

@@ -434,7 +434,26 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
 
 def read_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
                     coalesce_gap: int = DEFAULT_COALESCE_GAP, fast: bool = True, use_cache: bool = True):
-    """Plan, prune with file indexes and read to a ``pyarrow.Table``.
+    """Plan, prune with file indexes and read: the read object of :func:`paimon_fast.paimon.read`
+    (a :class:`~paimon_fast.lazyread.LazyRead`: ``to_arrow()``, the batch reader, pandas, Polars,
+    DuckDB, ``count()``, ``explain()``, ``report``).  ``predicate`` may also be SQL text.
+
+    Unpacking it as the former ``(arrow table, PruneReport)`` tuple still works, warned
+    (DeprecationWarning), and runs the former read: :func:`_read_all`."""
+    from .stream import IndexRead, PaimonSource
+
+    src = PaimonSource(table, predicate, None if projection is None else list(projection), max_workers=max_workers,
+                       fast=fast, use_cache=use_cache, fold_deletion_vectors=fold_deletion_vectors,
+                       coalesce_gap=coalesce_gap)
+    src.reader()  # the predicate checked against the table now (a missing column raises here)
+    return IndexRead(src, (table, predicate, projection, max_workers, fold_deletion_vectors, coalesce_gap, fast,
+                           use_cache))
+
+
+def _read_all(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
+              coalesce_gap: int = DEFAULT_COALESCE_GAP, fast: bool = True, use_cache: bool = True):
+    """Plan, prune with file indexes and read to a ``pyarrow.Table``: the former
+    :func:`read_with_index`, what unpacking its result runs.
 
     Returns ``(arrow table, PruneReport)``.  Rows are filtered by the
     predicate, so the result equals an unpruned read with the same filter.
@@ -458,6 +477,10 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     from pypaimon.globalindex.indexed_split import IndexedSplit
 
     fallback_reason = "fast=False"
+    if isinstance(predicate, str):
+        from ..sqlpredicate import parse_predicate
+
+        predicate = parse_predicate(predicate)
     predicate = _normalized(table, as_predicate(predicate))
     if fast and hasattr(table, "new_read_builder") and predicate is not None:
         from .fastpath import Fallback, fast_read

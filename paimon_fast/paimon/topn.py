@@ -98,7 +98,7 @@ def _empty(table, cols):
 
 
 def _read_and_sort(table, column, k, desc, nulls_first, pred, out_cols, rep):
-    from .scan import read_with_index
+    from .scan import _read_all
 
     check_k(k)
     cols = list(dict.fromkeys([*out_cols, column]))
@@ -106,7 +106,7 @@ def _read_and_sort(table, column, k, desc, nulls_first, pred, out_cols, rep):
         rb = table.new_read_builder().with_projection(cols)
         t = rb.new_read().to_arrow(rb.new_scan().plan().splits())
     else:
-        t, _ = read_with_index(table, pred, cols, fast=False)
+        t, _ = _read_all(table, pred, cols, fast=False)
     if t is None or not t.num_rows or k == 0:
         return _empty(table, out_cols)
     rep.rows_read += t.num_rows

@@ -2,7 +2,7 @@
 at known positions decoded from only the pages that hold them.
 
 * :mod:`.rows`: :func:`read_rows` (the rows of a file at given positions), :func:`file_shape`,
-  :func:`column_sizes` (each column's bytes, to estimate a read),
+  :func:`row_group_starts`, :func:`column_sizes` (each column's bytes, to estimate a read),
   :class:`PageReadStats` (what a read decoded), :func:`ranges_to_positions`, :func:`clear_cache`;
 * :mod:`.footer`: a file's footer and its column chunks' page locations (page index or page
   headers), kept in a small cache of parsed footers;
@@ -14,7 +14,7 @@ The modules' old paths (``paimon_fast.parquet_rows``, ``parquet_footer``, ``parq
 ``thrift_compact``) are the same module objects under another name.
 """
 from .rows import (ColumnSizes, FileShape, PageReadStats, clear_cache, column_sizes, file_shape, ranges_to_positions,
-                   read_rows)
+                   read_rows, row_group_starts)
 
 __all__ = ["read_rows", "file_shape", "FileShape", "column_sizes", "ColumnSizes", "PageReadStats",
-           "ranges_to_positions", "clear_cache"]
+           "ranges_to_positions", "clear_cache", "row_group_starts"]

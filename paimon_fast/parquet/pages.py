@@ -24,6 +24,8 @@ Corrupt pages raise :class:`~paimon_fast.errors.IndexFormatError` (what and wher
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
 from collections import OrderedDict
 from typing import Dict, Optional
@@ -338,6 +340,21 @@ DICTIONARY_CACHE_BYTES = 64 << 20
 _DICTS: "OrderedDict[tuple, Dictionary]" = OrderedDict()
 _DICTS_HELD = [0]
 _DICTS_LOCK = threading.Lock()
+_SCANNING = contextvars.ContextVar("paimon_fast_scanning", default=False)
+
+
+@contextlib.contextmanager
+def scanning(held: Optional[dict] = None):
+    """Within this block (this thread's context) reads add no dictionary to the shared cache: a
+    streamed read visits each file once, so keeping its dictionaries would only hold memory (up
+    to :data:`DICTIONARY_CACHE_BYTES`) and push out the ones point lookups reuse.  Dictionaries
+    already cached are still used.  ``held``: a dict of the caller's that keeps the dictionaries
+    decoded here instead (a stream passes one per file: its ranges decode each dictionary once)."""
+    token = _SCANNING.set(True if held is None else held)
+    try:
+        yield
+    finally:
+        _SCANNING.reset(token)
 
 
 def clear_dictionary_cache() -> None:
@@ -359,6 +376,14 @@ class ChunkDictionaries:
 
     def get(self, key):
         d = self.local.get(key)
+        if d is None and self.file_key is not None:
+            held = _SCANNING.get()
+            if held is not True and held is not False:
+                d = held.get(self.file_key + key)
+                if d is not None and not d.broken:
+                    self.local[key] = d
+                    return d
+                d = None
         if d is None and self.file_key is not None and DICTIONARY_CACHE_BYTES > 0:
             k = self.file_key + key
             with _DICTS_LOCK:
@@ -374,7 +399,11 @@ class ChunkDictionaries:
 
     def __setitem__(self, key, d: Dictionary):
         self.local[key] = d
-        if self.file_key is None or d.nbytes > DICTIONARY_CACHE_BYTES:
+        held = _SCANNING.get()
+        if held is not True and held is not False and self.file_key is not None:
+            held[self.file_key + key] = d   # the scanning caller's, for the file's next ranges
+            return
+        if self.file_key is None or d.nbytes > DICTIONARY_CACHE_BYTES or held:
             return
         k = self.file_key + key
         with _DICTS_LOCK:

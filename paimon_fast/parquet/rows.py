@@ -558,6 +558,21 @@ def file_shape(source) -> FileShape:
             src.close()
 
 
+def row_group_starts(source) -> np.ndarray:
+    """The first row of each row group of a Parquet file, and its row count last (int64; from
+    the footer :func:`read_rows` caches for local paths): where a read can be cut into ranges
+    that pyarrow reads as whole row groups."""
+    src, key, pa_source, owned = _open(source)
+    try:
+        try:
+            return np.array(_footer(src, key).starts, dtype=np.int64)
+        except (_Unsupported, IndexFormatError):
+            return _row_group_starts(_Ctx(src, pa_source, (), PageReadStats(), 0).pyarrow_file())
+    finally:
+        if owned:
+            src.close()
+
+
 class ColumnSizes(NamedTuple):
     rows: int
     uncompressed: Dict[str, int]  # top-level column -> uncompressed bytes of its chunks in every row group

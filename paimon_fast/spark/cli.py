@@ -4,6 +4,7 @@
     paimon-fast build PATH --options file-index.bloom-filter.columns=id [k=v ...] [--force]
     paimon-fast build PATH --global-index COLUMN [COLUMN ...] [--options bitmap-index.compression=zstd ...]
     paimon-fast query PATH --where "country = 'DE' AND id IN (1, 2)" [--show 10] [--compare]
+    paimon-fast query PATH --where "country = 'DE'" [--explain] [--limit 20]   (in-process, no Spark)
     paimon-fast query PATH --top score:10 [--where ...]     (or --bottom; in-process, from range-bitmap indexes)
     paimon-fast delete PATH --where "status = 'returned'"   (deletion vectors; no Parquet rewrite)
 
@@ -197,6 +198,10 @@ def query_setup(p):
     p.add_argument("--show", type=int, default=10, help="rows to print (0: none)")
     p.add_argument("--compare", action="store_true", help="also run a plain Spark scan and compare")
     p.add_argument("--no-index", action="store_true", help="read every file (baseline)")
+    p.add_argument("--explain", action="store_true",
+                   help="print which indexes the dataset holds for --where, which are used and why not (no Spark)")
+    p.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="read at most N matching rows in this process (no Spark) and print them")
     _master_arg(p)
 
 
@@ -204,6 +209,8 @@ def query_setup(p):
 def query_main(args):
     if args.top or args.bottom:
         return _top_main(args)
+    if args.explain or args.limit is not None:
+        return _read_main(args)
     if args.where is None:
         raise SystemExit("query needs --where (or --top / --bottom COLUMN:K)")
     from . import read
@@ -296,6 +303,7 @@ def _speedup(ours: float, theirs: float) -> str:
 query_main.setup = query_setup
 query_main.examples = """
 paimon-fast query events --where "country = 'DE' AND amount > 100" --compare
+paimon-fast query events --where "country = 'DE' AND amount > 100" --explain --limit 5
 paimon-fast query events --top amount:5 --where "country = 'NO'"
 """
 
@@ -326,6 +334,26 @@ def _top_main(args):
     print(rep)
     if args.show:
         print(format_rows(t.slice(0, args.show)))
+
+
+def _read_main(args):
+    """``--explain`` / ``--limit N``: answered in this process by ``ParquetDataset.read``."""
+    from ..tables.parquet import ParquetDataset
+
+    if args.limit is not None and args.limit < 0:
+        raise SystemExit(f"--limit takes a number of rows >= 0, got {args.limit}")
+    r = ParquetDataset(args.path).read(args.where, limit=args.limit)
+    if args.explain:
+        print(r.explain())
+    if args.limit is not None:
+        t0 = time.perf_counter()
+        t = r.to_arrow()
+        print(f"{t.num_rows:,} row{'' if t.num_rows == 1 else 's'} (limit {args.limit:,}) in "
+              f"{time.perf_counter() - t0:.3f}s, read in-process")
+        print(r.report)
+        if t.num_rows:
+            print(format_rows(t))
+    return 0
 
 
 def format_rows(t) -> str:

@@ -855,7 +855,8 @@ class ParquetDataset:
         return filter_table(out, predicate).select([*columns, POS])
 
     def read_kept(self, p: FilePlan, columns: Sequence[str], predicate: Optional[Predicate] = None,
-                  schema: Optional[pa.Schema] = None, positions: bool = False, stats=None) -> pa.Table:
+                  schema: Optional[pa.Schema] = None, positions: bool = False, stats=None,
+                  rows: Optional[Tuple[int, int]] = None) -> pa.Table:
         """The rows of the kept file ``p`` where ``predicate`` holds, with ``columns`` (data or
         partition columns of ``schema``, default :meth:`schema`) and, with ``positions``, a
         ``__pf_pos`` column of each row's position in the file.
@@ -867,8 +868,10 @@ class ParquetDataset:
         plan is exact (:attr:`FilePlan.exact`) the predicate is not evaluated: ``columns`` are
         read at the selected rows, and none at all when no column is asked for (a count).  The one read
         of a planned file that every reader of a dataset shares (in this process and on Spark's
-        executors)."""
-        from ..parquet.rows import file_shape, read_rows
+        executors).  ``rows=(start, stop)`` reads only the file's rows in that range of positions
+        (what :meth:`read` streams range by range): a range of whole row groups of a file kept whole
+        is read as those row groups, any other only at its positions (the pages holding them)."""
+        from ..parquet.rows import file_shape
         from .topn import POS
 
         schema = schema or self.schema()
@@ -886,6 +889,15 @@ class ParquetDataset:
             pos = pos[pos < nrows]
         elif dv is not None:
             pos = np.arange(nrows, dtype=np.int64)
+        whole = p.bitmap is None and dv is None
+        if rows is not None:  # one range of the file's rows
+            lo, hi = max(0, int(rows[0])), min(nrows, int(rows[1]))
+            hi = max(lo, hi)
+            if pos is None:
+                whole = _whole_groups(src, lo, hi)  # the row groups the range is, or False
+                pos = np.arange(lo, hi, dtype=np.int64)
+            else:
+                pos = pos[np.searchsorted(pos, lo):np.searchsorted(pos, hi)]
         if dv is not None:
             pos = pos[~dv.is_deleted_batch(pos)]
         if predicate is None and not columns:  # a count (or positions): nothing to read
@@ -897,7 +909,7 @@ class ParquetDataset:
         # first the predicate's columns (all of them when there is no predicate), then the rest
         first = [fl for fl in schema if fl.name in pred_cols] if predicate is not None else \
             [fl for fl in schema if fl.name in columns]
-        t = self._read_at(p.file, src, pos, first, data_names, stats, whole=p.bitmap is None and dv is None)
+        t = self._read_at(p.file, src, pos, first, data_names, stats, whole=whole)
         if pos is None and (positions or predicate is not None):
             pos = np.arange(t.num_rows, dtype=np.int64)
         if predicate is not None:
@@ -917,13 +929,20 @@ class ParquetDataset:
         return t.select([*columns, POS] if positions else columns)
 
     def _read_at(self, f: DataFile, src, pos: Optional[np.ndarray], fields, data_names, stats,
-                 whole: bool) -> pa.Table:
+                 whole) -> pa.Table:
         """``fields`` of file ``f`` at the sorted positions ``pos`` (None: every row), conformed to
-        the dataset's types (partition columns from the path, absent columns as nulls)."""
-        from ..parquet.rows import read_rows
+        the dataset's types (partition columns from the path, absent columns as nulls).
+        ``whole``: True reads the whole file with pyarrow, a list of row groups those row groups
+        (``pos`` is then their rows), False only the pages holding ``pos``."""
+        from ..parquet.rows import file_shape, read_rows
 
         read_cols = [fl.name for fl in fields if fl.name in data_names]
-        if pos is None or whole:
+        if not read_cols:  # partition (or absent) columns only: nothing to read but the row count
+            n = len(pos) if pos is not None and whole is not True else file_shape(src).rows
+            t = pa.table({"__pf_n": pa.nulls(n)}).drop_columns(["__pf_n"])
+        elif isinstance(whole, list) and whole:
+            t = pq.ParquetFile(src if self.store.local else self._input(f)).read_row_groups(whole, columns=read_cols)
+        elif pos is None or whole is True:
             t = pq.read_table(src if self.store.local else self._input(f), columns=read_cols)
         else:
             t = read_rows(src, pos, read_cols, stats=stats)
@@ -1063,12 +1082,34 @@ class ParquetDataset:
         return TopNSource(f.path, rows, eligible, reader, read, read_all, exact=pred is None,
                           arrow_type=schema.field(column).type if column is not None else None, decoded=decoded)
 
-    def scan(self, predicate=None, columns: Optional[List[str]] = None) -> Tuple[pa.Table, ScanReport]:
-        """Exact answer without Spark: prune with the indexes, drop rows outside bitmaps, filter."""
+    def read(self, where=None, columns: Optional[List[str]] = None, limit: Optional[int] = None):
+        """The rows where ``where`` (a predicate or SQL text) holds, with ``columns``: a
+        :class:`~paimon_fast.lazyread.LazyRead`, lazy until asked (``to_arrow()``,
+        ``to_arrow_batch_reader()``, ``to_pandas()``, ``to_polars()``, ``to_duckdb(name)``,
+        ``count()``, ``explain()``, ``report``).  The indexes prune files and rows once, on first
+        need; the kept files stream range by range (:mod:`paimon_fast.tables.stream`); ``limit``
+        stops reading once that many rows are out.  A predicate naming a column the dataset lacks
+        (or comparing one with a literal of another type) raises here."""
+        from ..lazyread import LazyRead
+        from .stream import DatasetSource
+
+        return LazyRead(DatasetSource(self, where, columns).check(), limit)
+
+    def scan(self, predicate=None, columns: Optional[List[str]] = None):
+        """Exact answer without Spark, as :meth:`read` (``read(predicate, columns)``, the same
+        :class:`~paimon_fast.lazyread.LazyRead`).  Unpacking it as the former ``(table, report)``
+        tuple still works, warned (DeprecationWarning): the indexes prune, whole files or their
+        bitmap rows are read and filtered."""
+        from .stream import DatasetSource, ScanResult
+
+        return ScanResult(DatasetSource(self, predicate, columns).check())
+
+    def _scan_table(self, plan: ScanPlan, columns: Optional[List[str]] = None) -> pa.Table:
+        """The former eager read of :meth:`scan`: every kept file (its bitmap rows only, without
+        deleted rows) filtered and concatenated; fills ``plan.report`` (bytes read, decoded)."""
         from ..parquet.rows import PageReadStats
 
         b0 = self.io.snapshot()[0]
-        plan = self.plan(predicate)
         schema = self.schema()
         plan.report.decoded = PageReadStats()
         parts = [self.read_file(p.file, p.bitmap, plan.predicate, schema=schema, deletion_vector=p.deletion_vector,
@@ -1076,8 +1117,8 @@ class ParquetDataset:
         t = pa.concat_tables(parts) if parts else schema.empty_table()
         if columns:
             t = t.select(columns)
-        plan.report.bytes_read = self.io.snapshot()[0] - b0
-        return t, plan.report
+        plan.report.bytes_read += self.io.snapshot()[0] - b0
+        return t
 
     # ------------------------------------------------------------ deletes
     def deletion_vectors(self) -> Dict[str, object]:
@@ -1123,6 +1164,19 @@ def _fixed_width(t: pa.DataType) -> int:
     except ValueError:
         return 0
     return max(1, bits // 8)
+
+
+def _whole_groups(src, lo: int, hi: int):
+    """The row groups ``[lo, hi)`` is exactly (a non-empty list), else False."""
+    from ..parquet.rows import row_group_starts
+
+    if hi <= lo:
+        return False
+    starts = row_group_starts(src)
+    g0, g1 = int(np.searchsorted(starts, lo)), int(np.searchsorted(starts, hi))
+    if g1 >= len(starts) or starts[g0] != lo or starts[g1] != hi:
+        return False
+    return list(range(g0, g1))
 
 
 def _with_offsets(batches):

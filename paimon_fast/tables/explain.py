@@ -1,0 +1,239 @@
+"""``explain()`` of a Parquet dataset read: which indexes the dataset holds on the predicate's
+columns, which answered, what each removed on its own, and why the others did not answer.
+
+Each index is evaluated alone (the predicate's leaves on other columns answer REMAIN), file by
+file, so its row says what it removes by itself; the header's totals are the plan's, every index
+together.  Reasons an index does not answer: its file is stale (the data file changed since the
+build), it was built for another type of the column (type mismatch), it cannot answer the
+predicate's operators on its column (unsupported predicate), a global index's range or LIKE scan
+would pass ``bitmap-index.fallback-scan-max-size`` (fallback budget), or it could not be read.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+from dataclasses import replace
+
+from ..errors import IndexFormatError
+from ..fileindex import evaluate_tree
+from ..fileindex.base import FileIndexReader
+from ..fileindex.options import indexes_from_table_options
+from ..lazyread import Explain, IndexUse
+from ..result import REMAIN, UNSUPPORTED, BitmapResult
+
+# global bitmap index leaves answered by scanning the dictionary (within the fallback budget)
+FALLBACK_OPS = frozenset({"less_than", "less_or_equal", "greater_than", "greater_or_equal", "between",
+                          "not_between", "ends_with", "contains", "like"})
+
+
+def can_answer(reader, op: str) -> bool:
+    """Whether a file index reader answers leaves of ``op`` (others answer REMAIN)."""
+    if type(reader).visit is not FileIndexReader.visit:
+        return True  # a reader that answers every leaf itself (the empty index)
+    return callable(getattr(reader, "visit_" + op, None))
+
+
+class _Tally:
+    """What one index did over the files, and what stopped it."""
+
+    def __init__(self, use: IndexUse):
+        self.use = use
+        self.answered = 0
+        self.stale = 0
+        self.mismatch: List[str] = []
+        self.errors: List[str] = []
+        self.unsupported_ops: List[str] = []
+
+    def removed(self, res, rows: int) -> None:
+        if not res.remain:
+            self.use.files_removed += 1
+            self.use.rows_removed += rows
+        elif isinstance(res, BitmapResult):
+            bm = res.bitmap
+            self.use.rows_removed += rows - (bm.range_cardinality(0, rows) if rows else 0)
+
+    def finish(self) -> IndexUse:
+        u = self.use
+        u.used = self.answered > 0
+        why = []
+        if self.mismatch:
+            why.append(f"type mismatch ({self.mismatch[0]})")
+        if self.stale:
+            why.append(f"stale file: {self.stale} data file{'s' if self.stale > 1 else ''} changed since the build")
+        if self.unsupported_ops and not u.used:
+            why.append(f"unsupported predicate: {u.index} cannot answer {', '.join(sorted(set(self.unsupported_ops)))}")
+        if self.errors:
+            why.append(f"unreadable: {self.errors[0]}")
+        u.why = "; ".join(why)
+        return u
+
+
+def _bare(type_text: str):
+    from ..types import DataType
+
+    return replace(DataType.parse(type_text), nullable=True)
+
+
+def _leaves(pred):
+    from ..predicate import Leaf
+
+    if isinstance(pred, Leaf):
+        return [pred]
+    return [x for c in getattr(pred, "children", ()) for x in _leaves(c)]
+
+
+def _alone(pred, column: str, answer):
+    """The predicate answered by one index: ``answer(leaf)`` for its column's leaves, REMAIN elsewhere."""
+    return evaluate_tree(pred, lambda leaf: answer(leaf) if leaf.name == column else REMAIN)
+
+
+def explain_dataset(ds, plan) -> Explain:
+    """The :class:`~paimon_fast.lazyread.Explain` of ``plan`` (a :meth:`ParquetDataset.plan`)."""
+    pred = plan.predicate
+    rep = plan.report
+    ex = Explain("Parquet dataset", ds.uri, repr(pred) if pred is not None else "", files_total=rep.files_total,
+                 files_read=rep.files_read, rows_total=rep.rows_total, rows_to_read=rep.rows_read)
+    if rep.rows_deleted_total:
+        ex.notes.append(f"deletion vectors remove {rep.rows_deleted_total:,} rows")
+    if pred is None:
+        return ex
+    part_types = {f.name: f.type for f in ds.partition_schema()}
+    leaves = _leaves(pred)
+    cols = sorted({x.name for x in leaves if x.name not in part_types})
+    if any(x.name in part_types for x in leaves):
+        ex.notes.append("partition columns are answered from the file paths")
+    ops = {c: [x.op for x in leaves if x.name == c] for c in cols}
+    cat = ds.read_catalog()
+    entries = cat["files"]
+    row_type = ds.row_type()
+    counts = ds.row_counts(cat)
+    spec = indexes_from_table_options((cat.get("file_index") or {}).get("options") or {})
+    tallies: Dict[Tuple[str, str], _Tally] = {}
+
+    def tally(itype: str, col: str) -> _Tally:
+        t = tallies.get((itype, col))
+        if t is None:
+            t = tallies[(itype, col)] = _Tally(IndexUse(itype, col, "file"))
+        return t
+
+    for f in ds.files():
+        e = entries.get(f.path)
+        fi = (e or {}).get("file_index") or {}
+        if not fi or fi.get("none"):
+            continue
+        rows = counts[f.path]
+        if not ds._index_current(f, e, None):
+            for c in cols:
+                for itype in spec.get(c, {}):
+                    tally(itype, c).stale += 1
+            continue
+        built = fi.get("types") or {}
+        try:
+            idx = ds.open_index(f, e)
+        except IndexFormatError as err:
+            # an index built for another type of a column: the whole container is refused
+            for c in cols:
+                for itype in spec.get(c, {}):
+                    t = tally(itype, c)
+                    now, was = row_type.get(c), built.get(c)
+                    if now and was and _bare(now) != _bare(was):
+                        t.mismatch.append(f"built for {was}, the column is {now}")
+                    else:
+                        t.errors.append(str(err))
+            continue
+        except Exception as err:  # noqa: BLE001 - unreadable: the plan kept the file
+            for c in cols:
+                for itype in spec.get(c, {}):
+                    tally(itype, c).errors.append(f"{type(err).__name__}: {err}")
+            continue
+        if idx is None:
+            continue
+        try:
+            metas = idx.index_metas()
+            for c in cols:
+                for itype in metas.get(c, {}):
+                    t = tally(itype, c)
+                    t.use.files += 1
+                    try:
+                        rd = idx.reader(c, itype)
+                    except Exception as err:  # noqa: BLE001 - an index type this build does not know
+                        t.errors.append(f"{type(err).__name__}: {err}")
+                        continue
+                    answering = [op for op in ops[c] if can_answer(rd, op)]
+                    t.unsupported_ops += [op for op in ops[c] if op not in answering]
+                    if answering:
+                        t.answered += 1
+
+                    def answer(leaf, rd=rd):
+                        try:
+                            return rd.visit(leaf)
+                        except Exception:  # noqa: BLE001 - the plan keeps such a file too
+                            return REMAIN
+
+                    t.removed(_alone(pred, c, answer), rows)
+        finally:
+            idx.close()
+    ex.indexes.extend(t.finish() for _, t in sorted(tallies.items(), key=lambda kv: (kv[0][1], kv[0][0])))
+    ex.indexes.extend(_global_rows(ds, pred, cols, counts, part_types, ops))
+    return ex
+
+
+def _global_rows(ds, pred, cols, counts, part_types, ops) -> List[IndexUse]:
+    from . import globalindex as gi
+    from .parquet import _GlobalAnswers
+
+    have = [c for c in cols if gi.has_global_index(ds.root, c, ds.store)]
+    if not have:
+        return []
+    answers = _GlobalAnswers(ds, pred, counts, part_types)
+    files = ds.files()
+    out = []
+    for c in have:
+        u = IndexUse("bitmap", c, "global")
+        out.append(u)
+        if c in answers.stale:
+            u.why = "stale file: the data files changed since the build (rebuild it)"
+            continue
+        errs = [x for x in answers.errors if x.startswith(f"{c}:")]
+        if errs:
+            u.why = f"unreadable: {errs[0]}"
+            continue
+        u.files = len(files)
+        leaves = [x for x in _leaves(pred) if x.name == c]
+        answered = [x for x in leaves if id(x) in answers._ids]
+        unanswered = [x for x in leaves if id(x) not in answers._ids]
+        u.used = bool(answered)
+        if unanswered:
+            budget = [x.op for x in unanswered if x.op in FALLBACK_OPS]
+            other = [x.op for x in unanswered if x.op not in FALLBACK_OPS]
+            why = []
+            if budget:
+                limit = _fallback_limit(ds, c)
+                why.append(f"fallback budget: {', '.join(sorted(set(budget)))} would scan more than "
+                           f"bitmap-index.fallback-scan-max-size ({limit})")
+            if other:
+                why.append(f"unsupported predicate: the global bitmap index cannot answer "
+                           f"{', '.join(sorted(set(other)))}")
+            u.why = "; ".join(why)
+        if not answered:
+            continue
+        for f in files:
+            res = _alone(pred, c, lambda leaf, path=f.path: answers.result(leaf, path) or REMAIN)
+            if res is UNSUPPORTED:
+                continue
+            _Tally(u).removed(res, counts[f.path])
+    return out
+
+
+def _fallback_limit(ds, column: str) -> str:
+    from .globalindex import load_global_index
+
+    try:
+        g = load_global_index(ds.root, column, filesystem=ds.store)
+    except Exception:  # noqa: BLE001
+        return "?"
+    try:
+        n = g.fallback_max
+    finally:
+        g.close()
+    return f"{n:,} bytes" if n > 0 else "0: range and LIKE scans are off"
