@@ -8,6 +8,7 @@ message (what is missing, the command that installs it) when the kernel
 sources, a C compiler or the Python headers are missing, instead of
 installing a package whose first use fails.
 """
+
 import glob
 import os
 import shutil
@@ -22,8 +23,10 @@ KERNELS = os.path.join("paimon_fast", "_kernels")
 # every kernel needs these; a source tree (or sdist) without them cannot build a working package
 REQUIRED_KERNELS = ("bitmap", "bitslice", "bloom", "dv", "globalindex", "hashindex", "roaring", "sst")
 
-INSTALL_CC = ("install one: `apt-get install gcc` (Debian/Ubuntu), `dnf install gcc` (Fedora/RHEL), "
-              "`apk add build-base` (Alpine), `xcode-select --install` (macOS)")
+INSTALL_CC = (
+    "install one: `apt-get install gcc` (Debian/Ubuntu), `dnf install gcc` (Fedora/RHEL), "
+    "`apk add build-base` (Alpine), `xcode-select --install` (macOS)"
+)
 
 
 def _fail(msg):
@@ -33,9 +36,11 @@ def _fail(msg):
 
 def _python_headers_hint():
     v = f"{sys.version_info.major}.{sys.version_info.minor}"
-    return (f"install them: `apt-get install python{v}-dev` (or python3-dev; Debian/Ubuntu), "
-            f"`dnf install python{v.replace('.', '')}-devel` or python3-devel (Fedora/RHEL), "
-            "`apk add python3-dev` (Alpine)")
+    return (
+        f"install them: `apt-get install python{v}-dev` (or python3-dev; Debian/Ubuntu), "
+        f"`dnf install python{v.replace('.', '')}-devel` or python3-devel (Fedora/RHEL), "
+        "`apk add python3-dev` (Alpine)"
+    )
 
 
 def _check_sources():
@@ -43,9 +48,11 @@ def _check_sources():
     found = {os.path.basename(p)[:-4] for p in pyx}
     missing = [k for k in REQUIRED_KERNELS if k not in found]
     if missing:
-        _fail(f"the kernel sources {', '.join(k + '.pyx' for k in missing)} are missing from "
-              f"{os.path.join(HERE, KERNELS)} (an incomplete checkout or sdist: the .pyx files and csrc/ must be "
-              "shipped with the sources)")
+        _fail(
+            f"the kernel sources {', '.join(k + '.pyx' for k in missing)} are missing from "
+            f"{os.path.join(HERE, KERNELS)} (an incomplete checkout or sdist: the .pyx files and csrc/ must be "
+            "shipped with the sources)"
+        )
     if not glob.glob(os.path.join(HERE, "csrc", "*.h")):
         _fail(f"the C headers in {os.path.join(HERE, 'csrc')} are missing (an incomplete checkout or sdist)")
     return [os.path.relpath(p, HERE) for p in pyx]
@@ -72,8 +79,10 @@ def _extensions():
         import numpy as np
         from Cython.Build import cythonize
     except ImportError as e:  # only without build isolation (pip --no-build-isolation, setup.py)
-        _fail(f"the build needs {e.name}: `pip install cython numpy` (pip install does this on its own "
-              "unless --no-build-isolation is given)")
+        _fail(
+            f"the build needs {e.name}: `pip install cython numpy` (pip install does this on its own "
+            "unless --no-build-isolation is given)"
+        )
     exts = []
     for pyx in pyx_files:
         mod = pyx[:-4].replace(os.sep, ".")

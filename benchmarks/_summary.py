@@ -1,5 +1,6 @@
 """Summaries of the Spark build benchmarks: min / median / rounds of each measured step and
 the machine load while it ran, and build-to-baseline ratios (printed at the end of a run)."""
+
 import os
 
 
@@ -13,16 +14,22 @@ def record(results: dict, key: str, benchmark, load_before: str) -> None:
     averages before and after its rounds (also put into ``extra_info``)."""
     st = benchmark.stats.stats
     after = loadavg()
-    results[key] = {"min": st.min, "median": st.median, "rounds": st.rounds,
-                    "load": f"{load_before.split()[0]}-{after.split()[0]}"}
+    results[key] = {
+        "min": st.min,
+        "median": st.median,
+        "rounds": st.rounds,
+        "load": f"{load_before.split()[0]}-{after.split()[0]}",
+    }
     benchmark.extra_info.update(loadavg_before=load_before, loadavg_after=after)
 
 
 def lines(results: dict, pairs) -> list:
     """One line per measured step, then ``build / baseline`` ratios of the medians (and of the
     mins) for every ``(build key, baseline key, target or None)`` in ``pairs``."""
-    out = [f"{k}: min {v['min']:.2f} s, median {v['median']:.2f} s ({v['rounds']} rounds, load {v['load']})"
-           for k, v in results.items()]
+    out = [
+        f"{k}: min {v['min']:.2f} s, median {v['median']:.2f} s ({v['rounds']} rounds, load {v['load']})"
+        for k, v in results.items()
+    ]
     for a, b, target in pairs:
         if a in results and b in results:
             ra = results[a]["median"] / results[b]["median"]

@@ -25,6 +25,7 @@ the index sizes printed by ``test_index_sizes`` are Java's sizes too.
 
     pytest benchmarks/bench_bitmap.py --benchmark-only --benchmark-columns=median,iqr,rounds -s
 """
+
 import os
 
 import numpy as np
@@ -42,7 +43,9 @@ N = 1_000_000
 DISTINCT = [10, 1000, 100_000]
 KINDS = ["INT", "STRING"]
 JAVA_HEAD = {  # (build ms, open+eq us, open+in5 us)
-    10: (24, 65, 209), 1000: (67, 97, 134), 100_000: (601, 141, 789),
+    10: (24, 65, 209),
+    1000: (67, 97, 134),
+    100_000: (601, 141, 789),
 }
 _DATA = {}
 
@@ -205,14 +208,20 @@ def test_peak_memory_100k_kernel(benchmark, kind):
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(here), os.environ.get("PYTHONPATH", "")]))
     res = benchmark.pedantic(
-        lambda: subprocess.run([sys.executable, "-c", _PEAK_CHILD, kind, here], capture_output=True, text=True,
-                               check=True, env=env), rounds=1, iterations=1)
+        lambda: subprocess.run(
+            [sys.executable, "-c", _PEAK_CHILD, kind, here], capture_output=True, text=True, check=True, env=env
+        ),
+        rounds=1,
+        iterations=1,
+    )
     info = json.loads(res.stdout.strip().splitlines()[-1])
     benchmark.extra_info.update(info)
     mib = 2**20
-    print(f"\n[{kind} 1e6 rows, 100k distinct] input {info['input_bytes'] / mib:.1f} MiB, index "
-          f"{info['index_bytes'] / mib:.1f} MiB, peak RSS growth {info['rss_peak_growth'] / mib:.1f} MiB, "
-          f"tracemalloc peak {info['tracemalloc_peak'] / mib:.1f} MiB")
+    print(
+        f"\n[{kind} 1e6 rows, 100k distinct] input {info['input_bytes'] / mib:.1f} MiB, index "
+        f"{info['index_bytes'] / mib:.1f} MiB, peak RSS growth {info['rss_peak_growth'] / mib:.1f} MiB, "
+        f"tracemalloc peak {info['tracemalloc_peak'] / mib:.1f} MiB"
+    )
     assert info["identical"]
 
 

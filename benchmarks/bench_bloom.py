@@ -8,6 +8,7 @@ as the ``java`` implementation of each group.
 
     pytest benchmarks/bench_bloom.py --benchmark-only --benchmark-columns=median,iqr,rounds
 """
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -41,8 +42,12 @@ def _twin_add(hashes, w):
 @pytest.fixture(scope="module")
 def filters():
     wi, ws = _add("BIGINT", INTS), _add("STRING", STRS)
-    return (pf.fileindex.reader("bloom-filter", "BIGINT", wi.finish()),
-            pf.fileindex.reader("bloom-filter", "STRING", ws.finish()), wi, ws)
+    return (
+        pf.fileindex.reader("bloom-filter", "BIGINT", wi.finish()),
+        pf.fileindex.reader("bloom-filter", "STRING", ws.finish()),
+        wi,
+        ws,
+    )
 
 
 @pytest.mark.benchmark(group="bloom add BIGINT 1e6")
@@ -92,8 +97,12 @@ def test_probe_string_twin(benchmark, filters):
     benchmark.pedantic(lambda: twin.test(bits, r.num_hash_functions, twin.hash_bytes(vals)), rounds=1, iterations=1)
 
 
-JAVA_GROUPS = {"add_bigint": "bloom add BIGINT 1e6", "add_string": "bloom add STRING(12) 1e6",
-               "probe_bigint": "bloom probe BIGINT 1e6", "probe_string": "bloom probe STRING(12) 1e6"}
+JAVA_GROUPS = {
+    "add_bigint": "bloom add BIGINT 1e6",
+    "add_string": "bloom add STRING(12) 1e6",
+    "probe_bigint": "bloom probe BIGINT 1e6",
+    "probe_string": "bloom probe STRING(12) 1e6",
+}
 
 
 @pytest.mark.benchmark(group="bloom Java 0.9 anchor")
@@ -107,6 +116,7 @@ def test_java_anchor(benchmark, request, filters):
 
     def run():
         res["out"] = java_anchor.bloom(INTS, INT_PROBES, STRS.to_pylist(), STR_PROBES.to_pylist(), N, rounds=15)
+
     benchmark.pedantic(run, rounds=1, iterations=1)
     java, err = res["out"]
     assert java is not None, err

@@ -6,6 +6,7 @@ INT with 10% nulls, uniform in [0, bound) for bound = 3,000 / 300,000 / 3,000,00
 
     PYTHONPATH=$PWD python -m pytest benchmarks/bench_bsi.py --benchmark-only
 """
+
 import os
 
 import numpy as np

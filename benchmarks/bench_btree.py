@@ -35,6 +35,7 @@ order):
 
 The machine is shared (2 cores, other jobs running): figures vary between runs.
 """
+
 from __future__ import annotations
 
 import os
@@ -75,7 +76,7 @@ def _column(t, n, seed=7):
         v = np.arange(n, dtype=np.int64)
         w = 1000
         for a in range(0, n, w):
-            rng.shuffle(v[a:a + w])
+            rng.shuffle(v[a : a + w])
         return pa.array(v)
     return pa.array(rng.permutation(n).astype(np.int64))
 
@@ -106,6 +107,7 @@ def twin_kernels():
 
 # ---------------------------------------------------------------- one file
 
+
 @pytest.mark.benchmark(group="btree build")
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("impl", ["kernel", "twin", "pypaimon"])
@@ -121,7 +123,7 @@ def test_build(benchmark, case, impl):
         from pypaimon.globalindex.key_serializer import create_serializer
         from pypaimon.schema.data_types import AtomicType
 
-        order = sorted(zip(vals.to_pylist(), range(n)))   # its writer takes rows in key order
+        order = sorted(zip(vals.to_pylist(), range(n)))  # its writer takes rows in key order
         ser = create_serializer(AtomicType(case))
         out = os.path.join(_DIR, "pp")
 
@@ -130,6 +132,7 @@ def test_build(benchmark, case, impl):
             for v, r in order:
                 w.write(v, r)
             return w.finish()[0]
+
         entry = benchmark.pedantic(run, rounds=1, iterations=1)
         benchmark.extra_info["bytes_pypaimon"] = os.path.getsize(os.path.join(out, entry.file_name))
         return
@@ -138,6 +141,7 @@ def test_build(benchmark, case, impl):
         w = gi.writer(case, {}, index_type="btree")
         w.write_batch(vals, rids)
         return w.finish()
+
     if impl == "twin":
         with twin_kernels():
             got = benchmark.pedantic(run, rounds=1, iterations=1)
@@ -173,9 +177,11 @@ def test_cold_equal(benchmark, case, impl):
 
         def run():
             v = next(probes)
-            r = BTreeIndexReader(key_serializer=ser, file_io=LocalFileIO(), index_path=os.path.dirname(path),
-                                 io_meta=io)
+            r = BTreeIndexReader(
+                key_serializer=ser, file_io=LocalFileIO(), index_path=os.path.dirname(path), io_meta=io
+            )
             return v, r.visit_equal(v).results().to_list()
+
         v, got = benchmark.pedantic(run, rounds=rounds, iterations=1, warmup_rounds=2)
         assert got
         return
@@ -186,6 +192,7 @@ def test_cold_equal(benchmark, case, impl):
         out = r.evaluate(pf.field("x") == v)
         r.close()
         return v, out
+
     if impl == "twin":
         with twin_kernels():
             v, got = benchmark.pedantic(run, rounds=rounds, iterations=1)
@@ -215,9 +222,11 @@ def test_cold_range(benchmark, impl):
 
         def run():
             a = next(starts)
-            r = BTreeIndexReader(key_serializer=ser, file_io=LocalFileIO(), index_path=os.path.dirname(path),
-                                 io_meta=io)
+            r = BTreeIndexReader(
+                key_serializer=ser, file_io=LocalFileIO(), index_path=os.path.dirname(path), io_meta=io
+            )
             return len(r.visit_between(a, a + width - 1).results().to_list())
+
         assert benchmark.pedantic(run, rounds=rounds, iterations=1) == width
         return
 
@@ -227,6 +236,7 @@ def test_cold_range(benchmark, impl):
         out = r.evaluate(pf.field("x").between(a, a + width - 1))
         r.close()
         return len(out)
+
     if impl == "twin":
         with twin_kernels():
             got = benchmark.pedantic(run, rounds=rounds, iterations=1)
@@ -256,19 +266,28 @@ def pristine():
     wh = os.path.join(root, "pristine")
     cat = _catalog(wh)
     cat.create_database("db", True)
-    schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("k", pa.int64()), ("r", pa.int64()),
-                        ("x", pa.float64())])
+    schema = pa.schema(
+        [("id", pa.int64()), ("s", pa.string()), ("k", pa.int64()), ("r", pa.int64()), ("x", pa.float64())]
+    )
     cat.create_table("db.t", Schema.from_pyarrow_schema(schema, options=OPTIONS), False)
-    s, k, r = (_column("STRING", TABLE_ROWS, 3), _column("CLUSTERED", TABLE_ROWS, 4),
-               _column("BIGINT", TABLE_ROWS, 5))
+    s, k, r = (_column("STRING", TABLE_ROWS, 3), _column("CLUSTERED", TABLE_ROWS, 4), _column("BIGINT", TABLE_ROWS, 5))
     per = TABLE_ROWS // COMMITS
     for c in range(COMMITS):
         t = cat.get_table("db.t")
         wb = t.new_batch_write_builder()
         w, cm = wb.new_write(), wb.new_commit()
         sl = slice(c * per, (c + 1) * per)
-        w.write_arrow(pa.table({"id": pa.array(np.arange(sl.start, sl.stop)), "s": s[sl], "k": k[sl], "r": r[sl],
-                                "x": pa.array(np.random.default_rng(c).random(per))}))
+        w.write_arrow(
+            pa.table(
+                {
+                    "id": pa.array(np.arange(sl.start, sl.stop)),
+                    "s": s[sl],
+                    "k": k[sl],
+                    "r": r[sl],
+                    "x": pa.array(np.random.default_rng(c).random(per)),
+                }
+            )
+        )
         cm.commit(w.prepare_commit())
         w.close()
         cm.close()
@@ -297,11 +316,14 @@ def test_table_build(benchmark, pristine, column, impl):
         return (), {}
 
     if impl == "kernel":
+
         def run():
             return create_global_index(holder["t"], column, "btree")
     else:
+
         def run():
-            return holder["t"].create_global_index(column)   # pypaimon's default type: btree
+            return holder["t"].create_global_index(column)  # pypaimon's default type: btree
+
     benchmark.extra_info.update(impl=impl, rows=TABLE_ROWS)
     n = benchmark.pedantic(run, setup=setup, rounds=3 if impl == "kernel" else 1, iterations=1)
     assert n >= 1
@@ -317,13 +339,21 @@ def bt_spark(request):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    spark = (SparkSession.builder.master("local[2]").appName("pf-btree-bench")
-             .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "4")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("pf-btree-bench")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     yield spark
-    write_section(request, f"Paimon table BTree build on Spark: {TABLE_ROWS:,} rows, local[2]", _SPARK_STATS,
-                  [("kernel-s", "spark_read-s", 1.5), ("kernel-r", "spark_read-r", 1.5)])
+    write_section(
+        request,
+        f"Paimon table BTree build on Spark: {TABLE_ROWS:,} rows, local[2]",
+        _SPARK_STATS,
+        [("kernel-s", "spark_read-s", 1.5), ("kernel-r", "spark_read-r", 1.5)],
+    )
 
 
 @pytest.mark.skipif(os.environ.get("PF_BT_SPARK") != "1", reason="set PF_BT_SPARK=1 for the Spark build")
@@ -341,14 +371,17 @@ def test_table_spark_build(benchmark, pristine, bt_spark, column, impl):
         return (), {}
 
     if impl == "kernel":
+
         def run():
             return create_global_index(holder["t"], column, "btree", spark=bt_spark)
     else:
+
         def run():
             return spark_read_column(bt_spark, holder["t"], column)
+
     benchmark.extra_info.update(impl=impl, rows=TABLE_ROWS)
     setup()
-    assert run() >= 1   # warm-up
+    assert run() >= 1  # warm-up
     load = loadavg()
     assert benchmark.pedantic(run, setup=setup, rounds=int(os.environ.get("PF_BENCH_ROUNDS", "3")), iterations=1) >= 1
     record(_SPARK_STATS, f"{impl}-{column}", benchmark, load)
@@ -368,7 +401,7 @@ def indexed(pristine):
 
 def _queries(kind, k):
     rng = np.random.default_rng(23)
-    if kind == "=":   # values the column holds (about TABLE_ROWS / 100,000 rows each)
+    if kind == "=":  # values the column holds (about TABLE_ROWS / 100,000 rows each)
         s = _column("STRING", TABLE_ROWS, 3)
         return [pf.field("s") == s[int(i)].as_py() for i in rng.integers(0, TABLE_ROWS, k).tolist()]
     width = max(1, TABLE_ROWS // 1000)
@@ -388,8 +421,9 @@ def _pypaimon_read(t, pred, full=False):
     if not full:
         return got
     col = pc.field(pred.name)
-    return got.filter(col == pred.literals[0] if pred.op == "equal" else
-                      (col >= pred.literals[0]) & (col <= pred.literals[1]))
+    return got.filter(
+        col == pred.literals[0] if pred.op == "equal" else (col >= pred.literals[0]) & (col <= pred.literals[1])
+    )
 
 
 def _expected(pred):
@@ -419,15 +453,19 @@ def test_table_read(benchmark, pristine, indexed, kind, impl):
         return asked[-1]
 
     if impl == "kernel":
+
         def run():
             return read_with_index(t, nxt())[0]
     elif impl == "kernel_cold":
+
         def run():
             clear_plan_cache()
             return read_with_index(t, nxt())[0]
     else:
+
         def run():
             return _pypaimon_read(t, nxt(), full=impl == "pypaimon_full")
+
     benchmark.extra_info.update(impl=impl, rows=TABLE_ROWS)
     got = benchmark.pedantic(run, rounds=rounds, iterations=1, warmup_rounds=1)
     assert got.num_rows == _expected(asked[-1]) > 0

@@ -12,6 +12,7 @@ N = 1e6 rows of STRING and INT with 10 / 1,000 / 100,000 distinct values (row i 
   available in this checkout).
 Set ``PF_BENCH_ROWS`` to shrink N for a quick run.
 """
+
 import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +43,7 @@ try:
     from pypaimon.globalindex.global_index_reader import FieldRef
     from pypaimon.globalindex.key_serializer import create_serializer
     from pypaimon.schema.data_types import AtomicType
+
     HAS_PYPAIMON = True
 except ImportError:  # pragma: no cover
     HAS_PYPAIMON = False
@@ -94,6 +96,7 @@ def _sizes(case, benchmark, pp_path=None):
 
 # ---------------------------------------------------------------- build
 
+
 @pytest.mark.benchmark(group="global index build")
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_build_kernel(benchmark, case):
@@ -105,6 +108,7 @@ def test_build_kernel(benchmark, case):
         w = gi.writer(t)
         w.write_batch(vals, rids)
         return w.finish()
+
     out = benchmark.pedantic(build, rounds=5, iterations=1, warmup_rounds=1)
     assert out[0] == open(data(case)[1], "rb").read()
     _sizes(case, benchmark)
@@ -136,11 +140,13 @@ def test_build_pypaimon(benchmark, case):
         for i, v in enumerate(pyvals):
             w.write(v, i)
         res["entry"] = w.finish()[0]
+
     benchmark.pedantic(build, rounds=1, iterations=1)
     _sizes(case, benchmark, os.path.join(out_dir, res["entry"].file_name))
 
 
 # ---------------------------------------------------------------- cold queries
+
 
 def _cold(t, path, pred):
     def run():
@@ -148,6 +154,7 @@ def _cold(t, path, pred):
         out = r.evaluate(pred)
         r.close()
         return out
+
     return run
 
 
@@ -183,9 +190,14 @@ def test_cold_in5(benchmark, case, impl):
 
 def _pp_reader(t, path, meta):
     d = os.path.dirname(path)
-    return LazyFilteredBitmapReader(create_serializer(AtomicType(t)), LocalFileIO(), d,
-                                    [GlobalIndexIOMeta(os.path.basename(path), os.path.getsize(path), meta)],
-                                    _EXEC, 256 << 20)
+    return LazyFilteredBitmapReader(
+        create_serializer(AtomicType(t)),
+        LocalFileIO(),
+        d,
+        [GlobalIndexIOMeta(os.path.basename(path), os.path.getsize(path), meta)],
+        _EXEC,
+        256 << 20,
+    )
 
 
 _EXEC = ThreadPoolExecutor(1)
@@ -202,6 +214,7 @@ def _cold_pypaimon(benchmark, case, query):
         if query == "equal":
             return r.visit_equal(fr, lits[0]).result()
         return r.visit_in(fr, lits).result()
+
     out = benchmark.pedantic(run, rounds=50, iterations=1, warmup_rounds=2)
     assert 0 in out.results().to_list()
 
@@ -234,8 +247,9 @@ def test_contains_100k_keys(benchmark, impl):
         if not HAS_PYPAIMON:
             pytest.skip("pypaimon is not installed")
         fr = FieldRef(0, "x", "STRING")
-        out = benchmark.pedantic(lambda: _pp_reader("STRING", path, meta).visit_contains(fr, "777").result(),
-                                 rounds=3, iterations=1)
+        out = benchmark.pedantic(
+            lambda: _pp_reader("STRING", path, meta).visit_contains(fr, "777").result(), rounds=3, iterations=1
+        )
         assert len(out.results().to_list()) > 0
         return
     run = _cold("STRING", path, pred)
@@ -278,9 +292,13 @@ def spark_dataset(request):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     d = os.path.join(_DIR, "spark-ds")
     rng = np.random.default_rng(1)
@@ -288,11 +306,17 @@ def spark_dataset(request):
     os.makedirs(d, exist_ok=True)
     for i in range(8):
         codes = rng.integers(0, 1000, per)
-        pq.write_table(pa.table({"tag": pa.array(np.char.add("tag-", codes.astype(str)).astype(object))}),
-                       os.path.join(d, f"part-{i:02d}.parquet"))
+        pq.write_table(
+            pa.table({"tag": pa.array(np.char.add("tag-", codes.astype(str)).astype(object))}),
+            os.path.join(d, f"part-{i:02d}.parquet"),
+        )
     yield spark, d
-    write_section(request, f"Spark sorted global-index build: {per * 8:,} rows, 8 files, {SPARK_RANGES} ranges, "
-                  "local[2]", _SPARK_STATS, [("spark_build", "range_sort", 1.5), ("spark_build", "trivial", None)])
+    write_section(
+        request,
+        f"Spark sorted global-index build: {per * 8:,} rows, 8 files, {SPARK_RANGES} ranges, local[2]",
+        _SPARK_STATS,
+        [("spark_build", "range_sort", 1.5), ("spark_build", "trivial", None)],
+    )
 
 
 def _spark_rounds(benchmark, key, run, expect):
@@ -338,8 +362,12 @@ def test_spark_range_sort_map_in_arrow(benchmark, spark_dataset):
         yield pa.RecordBatch.from_pydict({"n": [n]})
 
     def run():
-        df = (spark.read.parquet(d).select(F.col("tag").alias("k"), F.col("_metadata.row_index").alias("rid"))
-              .repartitionByRange(SPARK_RANGES, F.col("k").asc_nulls_first()).sortWithinPartitions("k", "rid"))
+        df = (
+            spark.read.parquet(d)
+            .select(F.col("tag").alias("k"), F.col("_metadata.row_index").alias("rid"))
+            .repartitionByRange(SPARK_RANGES, F.col("k").asc_nulls_first())
+            .sortWithinPartitions("k", "rid")
+        )
         return sum(r.n for r in df.mapInArrow(count, "n long").collect())
 
     _spark_rounds(benchmark, "range_sort", run, lambda n: n == SPARK_ROWS // 8 * 8)

@@ -17,6 +17,7 @@ A summary prints min / median, the load and the build / read ratio at the end (`
 (``spark_profile.py``).
 Default size is 1,000,000 rows to keep CI short; the issue's figures use 1e7.
 """
+
 import os
 import shutil
 import sys
@@ -54,12 +55,17 @@ def _group_table(rng, start, n, group=0):
         k10k = (group % 100) * 100 + rng.integers(0, 100, n)
     else:
         k10k = rng.integers(0, 10_000, n)
-    return pa.table({
-        "id": np.arange(start, start + n, dtype=np.int64),
-        "k10": pa.DictionaryArray.from_arrays(pa.array(rng.integers(0, 10, n).astype(np.int32)), K10).cast(pa.string()),
-        "k10k": k10k,
-        "payload": rng.random(n),
-    }, schema=SCHEMA)
+    return pa.table(
+        {
+            "id": np.arange(start, start + n, dtype=np.int64),
+            "k10": pa.DictionaryArray.from_arrays(pa.array(rng.integers(0, 10, n).astype(np.int32)), K10).cast(
+                pa.string()
+            ),
+            "k10k": k10k,
+            "payload": rng.random(n),
+        },
+        schema=SCHEMA,
+    )
 
 
 def make_table(path, rows, groups, seed=1):
@@ -76,8 +82,13 @@ def spark():
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-            .config("spark.sql.shuffle.partitions", "4").config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    return (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +108,12 @@ _STATS = {}
 @pytest.fixture(scope="module", autouse=True)
 def summary(request):
     yield
-    write_section(request, f"Hudi index build: {ROWS:,} rows, {GROUPS} file groups, {LAYOUT}, local[2]", _STATS,
-                  [("initial_build", "plain_read", 2.0)])
+    write_section(
+        request,
+        f"Hudi index build: {ROWS:,} rows, {GROUPS} file groups, {LAYOUT}, local[2]",
+        _STATS,
+        [("initial_build", "plain_read", 2.0)],
+    )
 
 
 @pytest.mark.spark
@@ -107,6 +122,7 @@ def test_plain_spark_read_same_columns(benchmark, spark, big):
 
     def run():
         spark.read.parquet(*files).select("k10", "k10k").write.format("noop").mode("overwrite").save()
+
     load = loadavg()
     benchmark.pedantic(run, rounds=ROUNDS, iterations=1, warmup_rounds=1)
     record(_STATS, "plain_read", benchmark, load)
@@ -119,8 +135,13 @@ def test_initial_build_spark(benchmark, spark, big):
 
     reports = []
     load = loadavg()
-    benchmark.pedantic(lambda: reports.append(ph.build_index(spark, big.path, ["k10", "k10k"])), setup=setup,
-                       rounds=ROUNDS, iterations=1, warmup_rounds=1)
+    benchmark.pedantic(
+        lambda: reports.append(ph.build_index(spark, big.path, ["k10", "k10k"])),
+        setup=setup,
+        rounds=ROUNDS,
+        iterations=1,
+        warmup_rounds=1,
+    )
     assert storage.read_manifest(big.path)["slices"] and reports[-1]["indexed_on"] == "executors"
     benchmark.extra_info.update(phase_seconds=reports[-1]["phase_seconds"])
     record(_STATS, "initial_build", benchmark, load)
@@ -140,10 +161,14 @@ def test_incremental_build_5_of_100(benchmark, spark, big, driver_max_slices):
     reports = []
 
     def setup():
-        ph.build_index(None, big.path)                    # index current
+        ph.build_index(None, big.path)  # index current
         groups = sorted(big.groups)[:5]
-        big.update(lambda tb: _group_table(rng, tb.column("id")[0].as_py(), tb.num_rows,
-                                           tb.column("id")[0].as_py() // tb.num_rows), groups=groups)
+        big.update(
+            lambda tb: _group_table(
+                rng, tb.column("id")[0].as_py(), tb.num_rows, tb.column("id")[0].as_py() // tb.num_rows
+            ),
+            groups=groups,
+        )
 
     def run():
         reports.append(ph.build_index(spark, big.path, driver_max_slices=driver_max_slices))
@@ -170,8 +195,10 @@ PREDS = [
 def test_prune_3_predicates_10k_groups(benchmark, many):
     """The issue's figure: ``prune(table, where)`` as a user calls it; the current slices
     are the manifest's listing after a timeline check (the timeline is unchanged)."""
+
     def run():
         return [ph.prune(many.path, p) for p in PREDS]
+
     out = benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
     assert out[0].report["slices_pruned"] > 0 and all(r.report["listing"] == "index" for r in out)
     assert out[0].report["slices_total"] == PRUNE_GROUPS
@@ -184,14 +211,17 @@ def test_prune_3_predicates_10k_groups_given_state(benchmark, many):
 
     def run():
         return [ph.prune(many.path, p, state=state) for p in PREDS]
+
     benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
 
 
 def test_prune_3_predicates_10k_groups_with_hudi_listing(benchmark, many):
     """Forced full listing by the hudi package (what prune does when the timeline changed)."""
+
     def run():
-        state = table_state(many.path)           # the hudi package lists the 10,000 file slices
+        state = table_state(many.path)  # the hudi package lists the 10,000 file slices
         return [ph.prune(many.path, p, state=state) for p in PREDS]
+
     benchmark.pedantic(run, rounds=3, iterations=1)
 
 
@@ -206,10 +236,15 @@ def test_selective_query(benchmark, spark, big, use_index):
         res = ph.read(spark, big.path, pred, use_index=use_index)
         reports.append(res.report)
         res.df.write.format("noop").mode("overwrite").save()
+
     benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)
     r = reports[-1]
-    benchmark.extra_info.update(rows_to_read=r["rows_to_read_known"], rows_skipped=r["rows_skipped"],
-                                slices_candidate=r["slices_candidate"], layout=LAYOUT)
+    benchmark.extra_info.update(
+        rows_to_read=r["rows_to_read_known"],
+        rows_skipped=r["rows_skipped"],
+        slices_candidate=r["slices_candidate"],
+        layout=LAYOUT,
+    )
 
 
 def _groups(shape):

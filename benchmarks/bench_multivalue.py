@@ -10,6 +10,7 @@ values (row i has id i).
   twin run swaps the reader's kernels for their twins.
 Set ``PF_BENCH_ROWS`` to shrink N for a quick run.
 """
+
 import os
 import tempfile
 from contextlib import contextmanager
@@ -65,10 +66,12 @@ def test_build_kernel(benchmark):
         w = gi.writer(TYPE, {}, index_type="multivalue")
         w.write_batch(d["arrays"], d["rids"])
         return w.finish()
+
     out = benchmark.pedantic(build, rounds=5, iterations=1, warmup_rounds=1)
     assert out[0] == open(d["path"], "rb").read()
-    benchmark.extra_info.update(rows=N, elements=len(d["arrays"].values), distinct=DISTINCT,
-                                file_bytes=os.path.getsize(d["path"]))
+    benchmark.extra_info.update(
+        rows=N, elements=len(d["arrays"].values), distinct=DISTINCT, file_bytes=os.path.getsize(d["path"])
+    )
 
 
 @pytest.mark.benchmark(group="multivalue build")
@@ -87,6 +90,7 @@ def _cold(benchmark, impl):
         out = r.evaluate(pred)
         r.close()
         return out
+
     if impl == "twin":
         with twin_kernels():
             out = benchmark.pedantic(run, rounds=20, iterations=1)

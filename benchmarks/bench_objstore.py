@@ -17,6 +17,7 @@ reads through :class:`paimon_fast.tables.ParquetDataset` on the ``s3://`` URI:
 The printed lines give bytes (indexed vs full, ratio) and the medians' ratio; run it a
 few times and note ``cat /proc/loadavg``.
 """
+
 import os
 import sys
 
@@ -31,8 +32,12 @@ from paimon_fast.tables import ParquetDataset  # noqa: E402
 
 ROWS = int(os.environ.get("PF_OBJSTORE_BENCH_ROWS", "2000000"))
 FILES = 20
-OPTIONS = {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": str(ROWS // FILES),
-           "file-index.bloom-filter.id.fpp": "0.01", "file-index.bitmap.columns": "code"}
+OPTIONS = {
+    "file-index.bloom-filter.columns": "id",
+    "file-index.bloom-filter.id.items": str(ROWS // FILES),
+    "file-index.bloom-filter.id.fpp": "0.01",
+    "file-index.bitmap.columns": "code",
+}
 PROBE = ROWS // 2 + 12345
 WHERE = f"id = {PROBE}"
 
@@ -48,12 +53,18 @@ def dataset(tmp_path_factory):
     per = ROWS // FILES
     for i in range(FILES):
         ids = np.arange(i * per, (i + 1) * per, dtype=np.int64)
-        pq.write_table(pa.table({
-            "id": ids,
-            "code": pa.array([f"c{x:03d}" for x in rng.integers(0, 200, per)]),
-            "amount": rng.uniform(0, 1000, per),
-            "note": pa.array([f"note-{x}" for x in rng.integers(0, 10**6, per)]),
-        }), local / f"part-{i:03d}.parquet", row_group_size=50_000)
+        pq.write_table(
+            pa.table(
+                {
+                    "id": ids,
+                    "code": pa.array([f"c{x:03d}" for x in rng.integers(0, 200, per)]),
+                    "amount": rng.uniform(0, 1000, per),
+                    "note": pa.array([f"note-{x}" for x in rng.integers(0, 10**6, per)]),
+                }
+            ),
+            local / f"part-{i:03d}.parquet",
+            row_group_size=50_000,
+        )
     bucket = srv.new_bucket()
     srv.upload_dir(str(local), bucket, "events")
     uri = srv.uri(bucket, "events")
@@ -88,9 +99,12 @@ def _bound(uri, srv, bucket, rep):
     data = 0
     for p in plan.kept:
         md = pq.ParquetFile(ds.store.open_input(p.file.abs_path)).metadata
-        chunks = sum(md.row_group(g).column(c).total_compressed_size
-                     for g in range(md.num_row_groups) for c in range(md.num_columns))
-        data += 2 * min(p.file.size, 65536) + chunks   # pyarrow's footer read (twice: schema, table) + chunks
+        chunks = sum(
+            md.row_group(g).column(c).total_compressed_size
+            for g in range(md.num_row_groups)
+            for c in range(md.num_columns)
+        )
+        data += 2 * min(p.file.size, 65536) + chunks  # pyarrow's footer read (twice: schema, table) + chunks
     # the dataset's schema comes from the first file's footer
     first = ds.files()[0]
     return catalog + index + data + min(first.size, 65536), len(plan.kept), index, data
@@ -103,11 +117,20 @@ def test_lookup_kernel(benchmark, dataset):
     assert t.column("id").to_pylist() == [PROBE]
     bound, kept, index, data = _bound(uri, srv, bucket, rep)
     full_bytes = sum(f.size for f in ParquetDataset(uri).files())
-    benchmark.extra_info.update(impl="kernel", bytes_read=nbytes, bytes_bound=bound, candidate_files=kept,
-                                dataset_bytes=full_bytes, index_bytes=index, candidate_bytes=data)
-    print(f"\nlookup {WHERE}: {nbytes:,} bytes fetched (bound {bound:,}: catalog, index files {index:,}, footers "
-          f"and row groups of {kept} candidate file(s) {data:,}); dataset {full_bytes:,} bytes; "
-          f"load {os.getloadavg()}")
+    benchmark.extra_info.update(
+        impl="kernel",
+        bytes_read=nbytes,
+        bytes_bound=bound,
+        candidate_files=kept,
+        dataset_bytes=full_bytes,
+        index_bytes=index,
+        candidate_bytes=data,
+    )
+    print(
+        f"\nlookup {WHERE}: {nbytes:,} bytes fetched (bound {bound:,}: catalog, index files {index:,}, footers "
+        f"and row groups of {kept} candidate file(s) {data:,}); dataset {full_bytes:,} bytes; "
+        f"load {os.getloadavg()}"
+    )
     assert nbytes <= bound
 
 

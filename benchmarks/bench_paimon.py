@@ -14,6 +14,7 @@ use 1e7 rows in 200 files.
 the same columns when ``PF_PAIMON_SPARK=1``.  ``PF_PAIMON_WAREHOUSE=/some/dir`` keeps
 the table between runs.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,18 +47,20 @@ def _batch(k, rng):
     global _PERM
     if _PERM is None:
         _PERM = np.random.default_rng(7).permutation(ROWS).astype(np.int64)
-    ids = _PERM[k * PER_FILE:(k + 1) * PER_FILE]
+    ids = _PERM[k * PER_FILE : (k + 1) * PER_FILE]
     country = rng.integers(0, COUNTRIES - 1, PER_FILE)
     country[country >= 31] += 1  # c31 is the rare one, inside every file's min/max
     if k % 20 == 3:  # the rare country: in 1 of 20 files, 0.1% of their rows
         country[rng.random(PER_FILE) < 0.001] = 31
     names = np.array([f"c{c:02d}" for c in range(COUNTRIES)], dtype=object)
-    return pa.table({
-        "id": pa.array(ids),
-        "country": pa.array(names[country]),
-        "price": pa.array(rng.integers(0, 1_000_000, PER_FILE)),
-        "note": pa.array(np.char.add("note-", ids.astype(str))),
-    })
+    return pa.table(
+        {
+            "id": pa.array(ids),
+            "country": pa.array(names[country]),
+            "price": pa.array(rng.integers(0, 1_000_000, PER_FILE)),
+            "note": pa.array(np.char.add("note-", ids.astype(str))),
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +74,14 @@ def table(tmp_path_factory):
     cat = CatalogFactory.create({"warehouse": str(wh)})
     cat.create_database("db", True)
     schema = pa.schema([("id", pa.int64()), ("country", pa.string()), ("price", pa.int64()), ("note", pa.string())])
-    opts = {"bucket": "-1", "write.native.enabled": "true",
-            "file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": str(PER_FILE),
-            "file-index.bloom-filter.id.fpp": "0.01", "file-index.bitmap.columns": "country"}
+    opts = {
+        "bucket": "-1",
+        "write.native.enabled": "true",
+        "file-index.bloom-filter.columns": "id",
+        "file-index.bloom-filter.id.items": str(PER_FILE),
+        "file-index.bloom-filter.id.fpp": "0.01",
+        "file-index.bitmap.columns": "country",
+    }
     cat.create_table("db.t", Schema.from_pyarrow_schema(schema, options=opts), False)
     t = cat.get_table("db.t")
     rng = np.random.default_rng(1)
@@ -135,17 +143,23 @@ def test_pruned_read(benchmark, table, query, engine):
             if engine == "paimon_fast_cold":
                 clear_plan_cache()
             return read_with_index(table, pred, fast=engine != "paimon_fast_pypaimon_plan")
+
         out, rep = benchmark.pedantic(run, rounds=15, iterations=1, warmup_rounds=1)
         rows_read = rep.rows_selected
-        benchmark.extra_info.update(files_skipped=rep.files_skipped, files_planned=rep.files_planned,
-                                    rows_decoded=rep.rows_decoded, fast_path=rep.fast_path,
-                                    plan_ms=round(rep.plan_seconds * 1000, 2),
-                                    index_ms=round(rep.index_seconds * 1000, 2),
-                                    read_ms=round((rep.read_seconds or 0) * 1000, 2))
+        benchmark.extra_info.update(
+            files_skipped=rep.files_skipped,
+            files_planned=rep.files_planned,
+            rows_decoded=rep.rows_decoded,
+            fast_path=rep.fast_path,
+            plan_ms=round(rep.plan_seconds * 1000, 2),
+            index_ms=round(rep.index_seconds * 1000, 2),
+            read_ms=round((rep.read_seconds or 0) * 1000, 2),
+        )
     else:
         fn = _plain if engine == "pypaimon" else _native
-        out, rows_read = benchmark.pedantic(lambda: fn(table, pred), rounds=3 if engine == "pypaimon" else 15,
-                                            iterations=1, warmup_rounds=1)
+        out, rows_read = benchmark.pedantic(
+            lambda: fn(table, pred), rounds=3 if engine == "pypaimon" else 15, iterations=1, warmup_rounds=1
+        )
     benchmark.extra_info.update(rows_read=rows_read, rows_returned=out.num_rows)
     expected, _ = _plain(table, pred)
     assert sorted(out.column("id").to_pylist()) == sorted(expected.column("id").to_pylist())
@@ -161,8 +175,9 @@ def test_rewrite_vs_spark_read(benchmark, table, what):
     benchmark.group = f"paimon rewrite ({ROWS:,} rows / {FILES} files)"
     files = [f.file_path for s in table.new_read_builder().new_scan().plan().splits() for f in s.files]
     if what == "rewrite_file_index":
-        rep = benchmark.pedantic(lambda: rewrite_file_index(spark, table, force=True, mode="spark", commit=False),
-                                 rounds=1, iterations=1)
+        rep = benchmark.pedantic(
+            lambda: rewrite_file_index(spark, table, force=True, mode="spark", commit=False), rounds=1, iterations=1
+        )
         assert rep.files_rewritten == FILES
     else:
         from pyspark.sql import functions as F
@@ -170,6 +185,7 @@ def test_rewrite_vs_spark_read(benchmark, table, what):
         def read():  # every value of the indexed columns decoded (a count alone reads footers only)
             df = spark.read.parquet(*files)
             return df.agg(F.count("id"), F.max("id"), F.max(F.length("country"))).collect()[0][0]
+
         assert benchmark.pedantic(read, rounds=1, iterations=1) == ROWS
 
 
@@ -215,13 +231,17 @@ def test_interleaved(benchmark, table, query):
     med = {k: statistics.median(v) for k, v in times.items()}
     info = {f"{k}_median_ms": round(v * 1000, 1) for k, v in med.items()}
     info.update({f"{k}_min_ms": round(min(v) * 1000, 1) for k, v in times.items()})
-    info.update(speedup_vs_rust=round(med["pypaimon_rust"] / med["paimon_fast"], 2),
-                speedup_vs_rust_cold=round(med["pypaimon_rust"] / med["paimon_fast_cold"], 2),
-                speedup_vs_pypaimon=round(med["pypaimon"] / med["paimon_fast"], 1),
-                rounds=rounds, load=os.getloadavg()[0])
+    info.update(
+        speedup_vs_rust=round(med["pypaimon_rust"] / med["paimon_fast"], 2),
+        speedup_vs_rust_cold=round(med["pypaimon_rust"] / med["paimon_fast_cold"], 2),
+        speedup_vs_pypaimon=round(med["pypaimon"] / med["paimon_fast"], 1),
+        rounds=rounds,
+        load=os.getloadavg()[0],
+    )
     benchmark.extra_info.update(info)
     print(f"\n{query}: " + ", ".join(f"{k}={v}" for k, v in info.items()))
     out = engines["paimon_fast"]()
     expected = _plain(table, pred)[0]
     assert sorted(out.column("id").to_pylist()) == sorted(
-        expected.filter(to_pypaimon(pred, table).to_arrow(expected.schema)).column("id").to_pylist())
+        expected.filter(to_pypaimon(pred, table).to_arrow(expected.schema)).column("id").to_pylist()
+    )

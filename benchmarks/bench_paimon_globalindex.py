@@ -23,6 +23,7 @@ once per run in 4 commits by pypaimon:
 
 The machine is shared (2 cores, other jobs running): figures vary between runs.
 """
+
 from __future__ import annotations
 
 import os
@@ -70,8 +71,11 @@ def _write_table(wh, distinct):
         w = wb.new_write()
         c = wb.new_commit()
         vals = np.char.add("value-", rng.integers(0, distinct, per).astype(str))
-        w.write_arrow(pa.table({"id": pa.array(np.arange(k * per, (k + 1) * per)), "s": pa.array(vals),
-                                "x": pa.array(rng.random(per))}))
+        w.write_arrow(
+            pa.table(
+                {"id": pa.array(np.arange(k * per, (k + 1) * per)), "s": pa.array(vals), "x": pa.array(rng.random(per))}
+            )
+        )
         c.commit(w.prepare_commit())
         w.close()
         c.close()
@@ -109,11 +113,14 @@ def test_build(benchmark, pristine, distinct, impl):
         return (), {}
 
     if impl == "kernel":
+
         def run():
             return create_global_index(holder["t"], "s", "bitmap")
     else:
+
         def run():
             return holder["t"].create_global_index("s", index_type="bitmap")
+
     benchmark.extra_info["impl"] = impl
     benchmark.extra_info["rows"] = ROWS
     n = benchmark.pedantic(run, setup=setup, rounds=3 if impl == "kernel" else 1, iterations=1)
@@ -157,16 +164,20 @@ def test_selective_read(benchmark, pristine, indexed, impl):
         asked.append(next(values))
         return asked[-1]
 
-    if impl == "kernel":   # a table's next query: plan, footers and dictionary pages kept from the last
+    if impl == "kernel":  # a table's next query: plan, footers and dictionary pages kept from the last
+
         def run():
             return read_with_index(t, pf.field("s") == next_value())[0]
-    elif impl == "kernel_cold":   # what a first query in a fresh process pays (short of imports)
+    elif impl == "kernel_cold":  # what a first query in a fresh process pays (short of imports)
+
         def run():
             clear_plan_cache()
             return read_with_index(t, pf.field("s") == next_value())[0]
     else:
+
         def run():
             return _pypaimon_read(t, next_value())
+
     benchmark.extra_info["impl"] = impl
     rounds = {"kernel": 15, "kernel_cold": 15, "pypaimon_index": 5}.get(impl, 2)
     got = benchmark.pedantic(run, rounds=rounds, iterations=1, warmup_rounds=1)
@@ -188,20 +199,32 @@ def gi_bench_spark(request):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    spark = (SparkSession.builder.master("local[2]").appName("pf-gi-bench")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("pf-gi-bench")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     yield spark
-    write_section(request, f"Paimon table global-index build on Spark: {ROWS:,} rows, 100,000 distinct, local[2]",
-                  _SPARK_STATS, [("kernel", "spark_range_sort", 1.5), ("kernel", "spark_read", None),
-                                 ("kernel_split", "spark_read", None)])
+    write_section(
+        request,
+        f"Paimon table global-index build on Spark: {ROWS:,} rows, 100,000 distinct, local[2]",
+        _SPARK_STATS,
+        [("kernel", "spark_range_sort", 1.5), ("kernel", "spark_read", None), ("kernel_split", "spark_read", None)],
+    )
 
 
 def _table_files(t):
     rb = t.new_read_builder()
-    return sorted({f.file_path[len("file://"):] if f.file_path.startswith("file://") else f.file_path
-                   for s in rb.new_scan().plan().splits() for f in s.files})
+    return sorted(
+        {
+            f.file_path[len("file://") :] if f.file_path.startswith("file://") else f.file_path
+            for s in rb.new_scan().plan().splits()
+            for f in s.files
+        }
+    )
 
 
 @pytest.mark.skipif(os.environ.get("PF_GI_SPARK") != "1", reason="set PF_GI_SPARK=1 for the Spark build")
@@ -235,22 +258,29 @@ def test_spark_build(benchmark, pristine, gi_bench_spark, impl):
         def run():
             return create_global_index(holder["t"], "s", "bitmap", spark=spark, options=opts)
     elif impl == "spark_range_sort":
+
         def run():
-            df = (spark.read.parquet(*_table_files(holder["t"]))
-                  .select(F.col("s").alias("k"), F.col("_metadata.row_index").alias("rid"))
-                  .repartitionByRange(4, F.col("k").asc_nulls_first()).sortWithinPartitions("k", "rid"))
+            df = (
+                spark.read.parquet(*_table_files(holder["t"]))
+                .select(F.col("s").alias("k"), F.col("_metadata.row_index").alias("rid"))
+                .repartitionByRange(4, F.col("k").asc_nulls_first())
+                .sortWithinPartitions("k", "rid")
+            )
             return sum(r.n for r in df.mapInArrow(count, "n long").collect())
     else:
+
         def run():
             from paimon_fast.paimon.globalindex_spark import spark_read_column
 
             return spark_read_column(spark, holder["t"], "s")
+
     benchmark.extra_info["impl"] = impl
     setup()
     assert run() >= 1  # warm-up
     load = loadavg()
-    n = benchmark.pedantic(run, setup=setup, rounds=int(os.environ.get("PF_BENCH_ROUNDS", "3")), iterations=1,
-                           warmup_rounds=0)
+    n = benchmark.pedantic(
+        run, setup=setup, rounds=int(os.environ.get("PF_BENCH_ROUNDS", "3")), iterations=1, warmup_rounds=0
+    )
     assert n >= 1
     record(_SPARK_STATS, impl, benchmark, load)
     if impl == "kernel":
@@ -292,13 +322,25 @@ def test_build_peak_memory(benchmark, pristine):
         return (), {}
 
     def run():
-        got = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, os.path.join(pristine[0], "work")], env=env,
-                             capture_output=True, text=True, check=True).stdout.split()
+        got = subprocess.run(
+            [sys.executable, "-c", _PEAK_SCRIPT, os.path.join(pristine[0], "work")],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         out["n"], out["s"], out["before"], out["peak"] = int(got[0]), float(got[1]), int(got[2]), int(got[3])
 
     benchmark.pedantic(run, setup=setup, rounds=1, iterations=1)
-    benchmark.extra_info.update(impl="kernel", rows=ROWS, build_seconds=out["s"],
-                                rss_before_build_mb=out["before"] / 1024, peak_rss_mb=out["peak"] / 1024)
-    print(f"\npeak RSS of a {ROWS}-row build: {out['peak'] / 1024:.0f} MB "
-          f"(interpreter before the build {out['before'] / 1024:.0f} MB; build {out['s']:.2f} s)")
+    benchmark.extra_info.update(
+        impl="kernel",
+        rows=ROWS,
+        build_seconds=out["s"],
+        rss_before_build_mb=out["before"] / 1024,
+        peak_rss_mb=out["peak"] / 1024,
+    )
+    print(
+        f"\npeak RSS of a {ROWS}-row build: {out['peak'] / 1024:.0f} MB "
+        f"(interpreter before the build {out['before'] / 1024:.0f} MB; build {out['s']:.2f} s)"
+    )
     assert out["n"] >= 1

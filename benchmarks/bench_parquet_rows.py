@@ -23,6 +23,7 @@ file, ``page_decoder=None``).
 Footers are parsed once per file and cached (as they are for a table's files
 between queries); ``cold`` variants clear the cache every round.
 """
+
 import os
 import tempfile
 
@@ -48,9 +49,13 @@ def files():
         path = os.path.join(root, f"{name}.parquet")
         if not os.path.exists(path):
             if t is None:
-                t = pa.table({"id": np.arange(N, dtype=np.int64),
-                              "s": pa.array(np.char.add("value-", rng.integers(0, 100_000, N).astype(str))),
-                              "x": rng.random(N)})
+                t = pa.table(
+                    {
+                        "id": np.arange(N, dtype=np.int64),
+                        "s": pa.array(np.char.add("value-", rng.integers(0, 100_000, N).astype(str))),
+                        "x": rng.random(N),
+                    }
+                )
             pq.write_table(t, path + ".tmp", row_group_size=N, data_page_size=page, write_page_index=True)
             os.replace(path + ".tmp", path)
         out[name] = path
@@ -70,9 +75,11 @@ def test_read_rows(benchmark, files, layout, k, impl):
     benchmark.group = f"read_rows[{layout}-{k}]"
     benchmark.extra_info["impl"] = impl
     if impl == "rowgroup":
+
         def run():
             return pq.ParquetFile(path).read_row_group(0, use_threads=False).take(pa.array(pos))
     elif impl == "kernel_cold":
+
         def run():
             pr.clear_cache()
             return pr.read_rows(path, pos)
@@ -81,13 +88,20 @@ def test_read_rows(benchmark, files, layout, k, impl):
 
         def run():
             return pr.read_rows(path, pos, page_fraction=frac)
+
     got = benchmark.pedantic(run, rounds=7, iterations=1, warmup_rounds=1)
     assert got.equals(pq.read_table(path).take(pa.array(pos)))
     st = pr.PageReadStats()
     pr.read_rows(path, pos, stats=st, page_fraction=1.0 if impl == "pages" else None)
-    benchmark.extra_info.update(rows_decoded=st.rows_decoded, pages_read=st.pages_read, pages_total=st.pages_total,
-                                bytes_read=st.bytes_read, bytes_total=st.bytes_total, whole=st.columns_whole,
-                                load=os.getloadavg()[0])
+    benchmark.extra_info.update(
+        rows_decoded=st.rows_decoded,
+        pages_read=st.pages_read,
+        pages_total=st.pages_total,
+        bytes_read=st.bytes_read,
+        bytes_total=st.bytes_total,
+        whole=st.columns_whole,
+        load=os.getloadavg()[0],
+    )
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
@@ -107,5 +121,6 @@ def test_page_decoder(benchmark, files, layout, k, impl):
 
     def run():
         return pr.read_rows(path, pos, page_fraction=1.0, page_decoder=dec)
+
     got = benchmark.pedantic(run, rounds=3 if impl == "twin" else 7, iterations=1, warmup_rounds=1)
     assert got.equals(pq.read_table(path).take(pa.array(pos)))

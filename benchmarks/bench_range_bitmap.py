@@ -20,6 +20,7 @@ The twin of top-k is the plain slice-by-slice algorithm without that summary.
 ``benchmarks/sizes_range_bitmap.py`` compares the sizes with bsi and bitmap V2
 (real writers) and measures the peak RSS of the 1e7-row builds.
 """
+
 import os
 import tracemalloc
 
@@ -101,8 +102,9 @@ def test_build_codes_slices_kernel(benchmark, shape):
 
     def run():
         uniq, codes = k.dense_codes(keys, valid, int(keys.min()), int(keys.max()))
-        return k.build_slices(codes, np.ascontiguousarray((codes >= 0).view(np.uint8)),
-                              max(1, (len(uniq) - 1).bit_length()))
+        return k.build_slices(
+            codes, np.ascontiguousarray((codes >= 0).view(np.uint8)), max(1, (len(uniq) - 1).bit_length())
+        )
 
     benchmark(run)
 

@@ -24,6 +24,7 @@ Arrow, the narrow ones about 30).  ``k < 10`` keeps 10% of the rows.
 * ``total``: the whole ``k < 10`` answer by the stream (``to_arrow()``) and by the former eager
   read (``scan`` / ``read_with_index``), to show what streaming costs.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,20 +50,26 @@ def _batch(i: int, n: int, wide: bool = False) -> pa.Table:
     ``wide`` 12 (about 120 bytes: a timestamp, a date, a boolean, more numbers and strings)."""
     rng = np.random.default_rng(i)
     ids = np.arange(i * n, (i + 1) * n, dtype=np.int64)
-    cols = {"id": ids, "k": pa.array(rng.integers(0, 100, n), pa.int32()),
-            "v": rng.random(n), "s": pa.array(np.char.add("s-", (ids % 10**9).astype("U10")))}
+    cols = {
+        "id": ids,
+        "k": pa.array(rng.integers(0, 100, n), pa.int32()),
+        "v": rng.random(n),
+        "s": pa.array(np.char.add("s-", (ids % 10**9).astype("U10"))),
+    }
     if wide:
         countries = np.array(["DE", "FR", "NO", "JP", "US", "BR", "IN", "SG"], dtype=object)
-        cols.update({
-            "ts": pa.array(1_700_000_000_000_000 + ids * 1000, pa.timestamp("us")),
-            "day": pa.array((19_000 + ids // 100_000).astype(np.int32), pa.date32()),
-            "qty": pa.array(rng.integers(1, 100, n), pa.int32()),
-            "price": np.round(rng.random(n) * 500, 2),
-            "country": pa.array(countries[rng.integers(0, len(countries), n)]),
-            "user_id": pa.array(np.char.add("u", (rng.integers(0, 10**8, n)).astype("U8"))),
-            "note": pa.array(np.char.add("order note for row ", ids.astype("U10"))),
-            "flag": pa.array(rng.random(n) < 0.5),
-        })
+        cols.update(
+            {
+                "ts": pa.array(1_700_000_000_000_000 + ids * 1000, pa.timestamp("us")),
+                "day": pa.array((19_000 + ids // 100_000).astype(np.int32), pa.date32()),
+                "qty": pa.array(rng.integers(1, 100, n), pa.int32()),
+                "price": np.round(rng.random(n) * 500, 2),
+                "country": pa.array(countries[rng.integers(0, len(countries), n)]),
+                "user_id": pa.array(np.char.add("u", (rng.integers(0, 10**8, n)).astype("U8"))),
+                "note": pa.array(np.char.add("order note for row ", ids.astype("U10"))),
+                "flag": pa.array(rng.random(n) < 0.5),
+            }
+        )
     return pa.table(cols)
 
 
@@ -90,8 +97,13 @@ def _warehouse(wide: bool = False) -> str:
         cat = CatalogFactory.create({"warehouse": wh})
         cat.create_database("db", True)
         schema = _batch(0, 1, wide).schema
-        cat.create_table("db.t", Schema.from_pyarrow_schema(schema, options={
-            "bucket": "-1", "write.native.enabled": "true", "file-index.range-bitmap.columns": "k"}), True)
+        cat.create_table(
+            "db.t",
+            Schema.from_pyarrow_schema(
+                schema, options={"bucket": "-1", "write.native.enabled": "true", "file-index.range-bitmap.columns": "k"}
+            ),
+            True,
+        )
         n = ROWS // FILES
         for i in range(FILES):
             t = cat.get_table("db.t")
@@ -183,23 +195,27 @@ def test_memory_stream_vs_materialised(benchmark, kind, width):
 
     benchmark.pedantic(run, rounds=1, iterations=1)
     rows = {m: out[m]["rows"] for m in modes}
-    assert len(set(rows.values())) == 1, rows   # every way counts the same rows
+    assert len(set(rows.values())) == 1, rows  # every way counts the same rows
     info = {f"{m}_growth": out[m]["growth"] for m in modes}
     info.update({f"{m}_seconds": round(out[m]["seconds"], 3) for m in modes})
     info["rows"] = rows["stream_duckdb"]
     info["stream_over_to_arrow"] = round(out["stream_duckdb"]["growth"] / out["to_arrow"]["growth"], 3)
     if "pypaimon_to_duckdb" in out:
         info["stream_over_pypaimon_to_duckdb"] = round(
-            out["stream_duckdb"]["growth"] / out["pypaimon_to_duckdb"]["growth"], 3)
+            out["stream_duckdb"]["growth"] / out["pypaimon_to_duckdb"]["growth"], 3
+        )
     info["width"] = width
     benchmark.extra_info.update(info)
-    print(f"\n{kind} {width} {ROWS:,} rows, {WHERE!r} ({info['rows']:,} rows): peak RSS growth " + ", ".join(
-        f"{m} {out[m]['growth'] / 2**20:.1f} MiB in {out[m]['seconds']:.2f}s" for m in modes)
+    print(
+        f"\n{kind} {width} {ROWS:,} rows, {WHERE!r} ({info['rows']:,} rows): peak RSS growth "
+        + ", ".join(f"{m} {out[m]['growth'] / 2**20:.1f} MiB in {out[m]['seconds']:.2f}s" for m in modes)
         + f"; stream / to_arrow {info['stream_over_to_arrow']}"
-        + (f", stream / pypaimon to_duckdb {info['stream_over_pypaimon_to_duckdb']}" if kind == "paimon" else ""))
+        + (f", stream / pypaimon to_duckdb {info['stream_over_pypaimon_to_duckdb']}" if kind == "paimon" else "")
+    )
 
 
 # ---------------------------------------------------------------- time to the first batch
+
 
 def _open(kind, where, fast=True):
     if kind == "dataset":
@@ -213,8 +229,11 @@ def _open(kind, where, fast=True):
     return read(CatalogFactory.create({"warehouse": _warehouse()}).get_table("db.t"), where, fast=fast)
 
 
-@pytest.mark.parametrize("kind,where", [("dataset", None), ("paimon", "k >= 0"), ("paimon", None)],
-                         ids=["dataset", "paimon-fast-path", "paimon-pypaimon-path"])
+@pytest.mark.parametrize(
+    "kind,where",
+    [("dataset", None), ("paimon", "k >= 0"), ("paimon", None)],
+    ids=["dataset", "paimon-fast-path", "paimon-pypaimon-path"],
+)
 @pytest.mark.benchmark(group="lazyread-first-batch", min_rounds=1)
 def test_time_to_first_batch(benchmark, kind, where):
     times = []
@@ -228,18 +247,20 @@ def test_time_to_first_batch(benchmark, kind, where):
         t2 = time.perf_counter()
         times.append((t1 - t0, t2 - t0, n))
 
-    run()   # warm: imports (pyarrow.dataset pulls in pandas), the OS's page cache, parsed footers
+    run()  # warm: imports (pyarrow.dataset pulls in pandas), the OS's page cache, parsed footers
     times.clear()
     benchmark.pedantic(run, rounds=ROUNDS, iterations=1)
     firsts, totals = sorted(t[0] for t in times), sorted(t[1] for t in times)
     first, total = firsts[len(firsts) // 2], totals[len(totals) // 2]
     assert all(t[2] == ROWS for t in times)
-    benchmark.extra_info.update(first_batch_s=round(first, 4), whole_read_s=round(total, 3),
-                                first_over_whole=round(first / total, 4), rows=ROWS)
+    benchmark.extra_info.update(
+        first_batch_s=round(first, 4), whole_read_s=round(total, 3), first_over_whole=round(first / total, 4), rows=ROWS
+    )
     print(f"\n{kind} {where!r}: first batch {first:.3f}s, whole read {total:.2f}s ({first / total:.3f})")
 
 
 # ---------------------------------------------------------------- limit
+
 
 @pytest.mark.parametrize("kind", ["dataset", "paimon"])
 @pytest.mark.benchmark(group="lazyread-limit", min_rounds=1)
@@ -255,16 +276,26 @@ def test_limit_reads_first_pages(benchmark, kind):
 
     benchmark.pedantic(run, rounds=ROUNDS, iterations=1)
     d = got["report"].decoded
-    first = (sorted(os.path.join(_dataset(), f) for f in os.listdir(_dataset()) if f.endswith(".parquet"))[0]
-             if kind == "dataset" else None)
-    benchmark.extra_info.update(rows=got["rows"], decoded_rows=d.rows, rows_decoded=d.rows_decoded,
-                                pages_read=d.pages_read, pages_total=d.pages_total, bytes_read=d.bytes_read,
-                                first_file_bytes=os.path.getsize(first) if first else None)
+    first = (
+        sorted(os.path.join(_dataset(), f) for f in os.listdir(_dataset()) if f.endswith(".parquet"))[0]
+        if kind == "dataset"
+        else None
+    )
+    benchmark.extra_info.update(
+        rows=got["rows"],
+        decoded_rows=d.rows,
+        rows_decoded=d.rows_decoded,
+        pages_read=d.pages_read,
+        pages_total=d.pages_total,
+        bytes_read=d.bytes_read,
+        first_file_bytes=os.path.getsize(first) if first else None,
+    )
     assert got["rows"] == 10
     print(f"\n{kind} limit 10 of 'k >= 1': {d}")
 
 
 # ---------------------------------------------------------------- the whole answer: stream vs the former read
+
 
 @pytest.mark.parametrize("kind", ["dataset", "paimon"])
 @pytest.mark.parametrize("impl", ["stream", "former"])
@@ -289,6 +320,6 @@ def test_whole_answer(benchmark, kind, impl):
                 t, _ = read_with_index(CatalogFactory.create({"warehouse": _warehouse()}).get_table("db.t"), WHERE)
         return t.num_rows
 
-    n = run()   # warm
+    n = run()  # warm
     assert benchmark.pedantic(run, rounds=ROUNDS, iterations=1) == n
     benchmark.extra_info.update(rows=n, impl=impl)

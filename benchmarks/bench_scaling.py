@@ -14,6 +14,7 @@ For N in ``PF_BENCH_SCALING_NS`` (default ``100000,1000000,10000000``):
 
     PYTHONPATH=. pytest benchmarks/bench_scaling.py --benchmark-only -p no:cacheprovider
 """
+
 import json
 import os
 import subprocess
@@ -116,18 +117,27 @@ def _query(index, n):
     """(our cold query, the column scan that answers the same question, expected row count or None)."""
     if index == "bloom":
         data, probes = built(index, n), column("ints", n)
-        return (lambda: pf.fileindex.reader("bloom-filter", "BIGINT", data).might_contain_batch(probes),
-                lambda: pc.is_in(probes, value_set=pa.array(probes)), None)
+        return (
+            lambda: pf.fileindex.reader("bloom-filter", "BIGINT", data).might_contain_batch(probes),
+            lambda: pc.is_in(probes, value_set=pa.array(probes)),
+            None,
+        )
     if index == "bitmap":
         data, col = built(index, n), column("codes", n)
         lit = col[0].as_py()
-        return (lambda: pf.fileindex.reader("bitmap", "INT", data).evaluate(pf.field("x") == lit).bitmap,
-                lambda: pc.indices_nonzero(pc.equal(col, lit)), lit)
+        return (
+            lambda: pf.fileindex.reader("bitmap", "INT", data).evaluate(pf.field("x") == lit).bitmap,
+            lambda: pc.indices_nonzero(pc.equal(col, lit)),
+            lit,
+        )
     if index in ("range-bitmap", "bsi"):
         data, col = built(index, n), column("range", n)
         leaf = Leaf("less_than", "x", (LIT,))
-        return (lambda: pf.fileindex.reader(index, "INT", data).evaluate(leaf).bitmap,
-                lambda: pc.indices_nonzero(pc.fill_null(pc.less(col, LIT), False)), None)
+        return (
+            lambda: pf.fileindex.reader(index, "INT", data).evaluate(leaf).bitmap,
+            lambda: pc.indices_nonzero(pc.fill_null(pc.less(col, LIT), False)),
+            None,
+        )
     path, col = built(index, n), column("codes", n)
     lit = col[0].as_py()
 
@@ -136,6 +146,7 @@ def _query(index, n):
         out = r.evaluate(pf.field("x") == lit)
         r.close()
         return out
+
     return run, lambda: pc.indices_nonzero(pc.equal(col, lit)), lit
 
 
@@ -151,7 +162,7 @@ def test_query(benchmark, index, n, impl):
     else:
         out = _timed(benchmark, ours)
         if index == "bloom":
-            assert np.asarray(out).all()    # every added value is found
+            assert np.asarray(out).all()  # every added value is found
         else:
             want = np.asarray(scan()).astype(np.uint64)
             assert np.array_equal(np.fromiter(out, np.uint64, len(out)), want)
@@ -190,8 +201,16 @@ def test_peak_rss(benchmark, index):
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(here), os.environ.get("PYTHONPATH", "")]))
     res = benchmark.pedantic(
-        lambda: subprocess.run([sys.executable, "-c", _PEAK_CHILD, index, str(PEAK_ROWS), here],
-                               capture_output=True, text=True, check=True, env=env), rounds=1, iterations=1)
+        lambda: subprocess.run(
+            [sys.executable, "-c", _PEAK_CHILD, index, str(PEAK_ROWS), here],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        ),
+        rounds=1,
+        iterations=1,
+    )
     info = json.loads(res.stdout.strip().splitlines()[-1])
     info["rows"] = PEAK_ROWS
     benchmark.extra_info.update(info)

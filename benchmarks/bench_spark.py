@@ -19,6 +19,7 @@ A summary with min / median, the load and the ratios prints at the end (``-s``);
 ``PF_BENCH_PROFILE=<dir>`` also profiles one build on the executors
 (``spark_profile.py``) and writes the report there.
 """
+
 import os
 import tempfile
 
@@ -52,7 +53,7 @@ def _generate(root):
     per = ROWS // FILES
     for i in range(FILES):
         n = per if i < FILES - 1 else ROWS - per * (FILES - 1)
-        sl = ids[i * per:i * per + n]
+        sl = ids[i * per : i * per + n]
         t = pa.table({"id": sl, "code": vocab.take(pa.array(rng.integers(0, len(vocab), n)))})
         pq.write_table(t, os.path.join(root, f"part-{i:05d}.parquet"))
 
@@ -78,14 +79,20 @@ def spark():
 @pytest.fixture(scope="module", autouse=True)
 def summary(request):
     yield
-    write_section(request, f"bench_spark: {ROWS:,} rows, {FILES} files, local[2]", _STATS,
-                  [("build", "trivial", 1.5), ("build", "pyarrow_pass", None)])
+    write_section(
+        request,
+        f"bench_spark: {ROWS:,} rows, {FILES} files, local[2]",
+        _STATS,
+        [("build", "trivial", 1.5), ("build", "pyarrow_pass", None)],
+    )
     tr = request.config.pluginmanager.get_plugin("terminalreporter")
     i, q = _RESULTS.get("lookup_index"), _RESULTS.get("lookup_plain")
     if i and q and tr is not None:
         ri, rq = _RESULTS["rows_index"], _RESULTS["rows_plain"]
-        tr.write_line(f"(b) point lookup: index {i:.2f}s / plain {q:.2f}s = {q / i:.1f}x faster (target >= 3x); "
-                      f"rows read {ri:,} vs {rq:,} = {rq / max(ri, 1):.1f}x fewer (target >= 5x)")
+        tr.write_line(
+            f"(b) point lookup: index {i:.2f}s / plain {q:.2f}s = {q / i:.1f}x faster (target >= 3x); "
+            f"rows read {ri:,} vs {rq:,} = {rq / max(ri, 1):.1f}x fewer (target >= 5x)"
+        )
 
 
 def _median(benchmark):

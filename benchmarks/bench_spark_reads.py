@@ -25,6 +25,7 @@ pool and RSS), against ``paimon-fast.read.driver-max-bytes``.
 ``PF_BENCH_READ_SIZES=1e6`` (or ``1e7``) limits the sizes; the data is generated and indexed once
 under ``$TMPDIR/paimon-fast-bench-reads-<rows>-<files>``.
 """
+
 import json
 import os
 import subprocess
@@ -40,9 +41,9 @@ from _summary import loadavg  # noqa: E402
 ROUNDS = int(os.environ.get("PF_BENCH_ROUNDS", "3"))
 SIZES = {"1e6": (1_000_000, 20), "1e7": (10_000_000, 50)}
 WANTED = os.environ.get("PF_BENCH_READ_SIZES", "1e6,1e7").split(",")
-_RESULTS = {}   # (size, predicate, action, side) -> median seconds
-_ROWS = {}      # (size, predicate) -> matching rows
-_WHERE = {}     # (size, predicate) -> where the indexed read read the rows
+_RESULTS = {}  # (size, predicate, action, side) -> median seconds
+_ROWS = {}  # (size, predicate) -> matching rows
+_WHERE = {}  # (size, predicate) -> where the indexed read read the rows
 
 
 def _dataset(size):
@@ -69,17 +70,35 @@ def _predicates(size):
 
     rows, files = SIZES[size]
     root = _dataset(size)
-    last = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
-                  if f.endswith(".parquet") and "_file_index" not in d)[-1]
+    last = sorted(
+        os.path.join(d, f)
+        for d, _, fs in os.walk(root)
+        for f in fs
+        if f.endswith(".parquet") and "_file_index" not in d
+    )[-1]
     users = pq.read_table(last, columns=["user_id"]).column(0)
     user = users[len(users) // 2].as_py()
     if size == "1e6":
-        return [f"id = {rows // 2}", f"user_id = '{user}'", "country = 'NO'", "country = 'XX'",
-                f"region = 'us' AND id IN (5, {rows // 2}, {rows - 1})", "status = 'returned' AND country = 'NO'",
-                "amount > 450", "qty = 7 AND country IN ('JP', 'KR')"]
-    return [f"id = {rows // 2}", f"user_id = '{user}'", "amount > 360", "amount > 300",
-            "qty = 7 AND country IN ('JP', 'KR')", "amount > 200", "status = 'returned' AND country = 'NO'",
-            "country = 'NO'"]
+        return [
+            f"id = {rows // 2}",
+            f"user_id = '{user}'",
+            "country = 'NO'",
+            "country = 'XX'",
+            f"region = 'us' AND id IN (5, {rows // 2}, {rows - 1})",
+            "status = 'returned' AND country = 'NO'",
+            "amount > 450",
+            "qty = 7 AND country IN ('JP', 'KR')",
+        ]
+    return [
+        f"id = {rows // 2}",
+        f"user_id = '{user}'",
+        "amount > 360",
+        "amount > 300",
+        "qty = 7 AND country IN ('JP', 'KR')",
+        "amount > 200",
+        "status = 'returned' AND country = 'NO'",
+        "country = 'NO'",
+    ]
 
 
 def _cases():
@@ -129,8 +148,10 @@ def summary(request):
                 target, ok = ">= 2x", x >= 2
             else:
                 target, ok = ">= 1x", x >= 1
-            tr.write_line(f"{size} {q!r} ({n:,} rows, {share:.4%}, read on the {_WHERE[(size, q)]}) {action}: "
-                          f"{i:.3f} s / {p:.3f} s = {x:.1f}x (target {target}: {'met' if ok else 'NOT met'})")
+            tr.write_line(
+                f"{size} {q!r} ({n:,} rows, {share:.4%}, read on the {_WHERE[(size, q)]}) {action}: "
+                f"{i:.3f} s / {p:.3f} s = {x:.1f}x (target {target}: {'met' if ok else 'NOT met'})"
+            )
 
 
 @pytest.mark.benchmark(group="spark-reads", min_rounds=1)
@@ -199,12 +220,18 @@ def test_driver_read_memory(benchmark):
     out = {}
 
     def run():
-        r = subprocess.run([sys.executable, "-c", _PEAK, root, best[0], str(DEFAULT_DRIVER_MAX_BYTES)],
-                           capture_output=True, text=True, check=True)
+        r = subprocess.run(
+            [sys.executable, "-c", _PEAK, root, best[0], str(DEFAULT_DRIVER_MAX_BYTES)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         out.update(json.loads(r.stdout.strip().splitlines()[-1]))
 
     benchmark.pedantic(run, rounds=1, iterations=1)
     benchmark.extra_info.update(where=best[0], threshold=DEFAULT_DRIVER_MAX_BYTES, **out)
-    print(f"\ndriver-local read of {best[0]!r}: estimated {out['estimated']:,} B, table {out['table_bytes']:,} B, "
-          f"pyarrow peak {out['arrow_peak']:,} B, RSS growth {out['rss_growth']:,} B; threshold "
-          f"{DEFAULT_DRIVER_MAX_BYTES:,} B")
+    print(
+        f"\ndriver-local read of {best[0]!r}: estimated {out['estimated']:,} B, table {out['table_bytes']:,} B, "
+        f"pyarrow peak {out['arrow_peak']:,} B, RSS growth {out['rss_growth']:,} B; threshold "
+        f"{DEFAULT_DRIVER_MAX_BYTES:,} B"
+    )

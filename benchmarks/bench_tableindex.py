@@ -10,6 +10,7 @@ batch with 10% deleted, hashing 1e6 composite (INT, STRING) keys.  Slow twins
 run once (``pedantic``) and, for per-row Python twins, on a smaller slice
 (the ratio is then per row).
 """
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -37,6 +38,7 @@ def dv_bin(dv):
 
 
 # ---------------------------------------------------------------- build / serialize / deserialize
+
 
 @pytest.mark.benchmark(group="dv-build-1e6-of-1e7")
 def test_build_kernel(benchmark, positions):
@@ -81,6 +83,7 @@ def test_deserialize_twin(benchmark, dv, dv_bin):
 def _pypaimon():
     try:
         from pypaimon.deletionvectors.bitmap_deletion_vector import BitmapDeletionVector
+
         return BitmapDeletionVector
     except Exception:  # pragma: no cover
         pytest.skip("pypaimon not installed")
@@ -96,6 +99,7 @@ def test_build_pypaimon(benchmark, positions):
         for p in plist:
             d.delete(p)
         return d
+
     benchmark.pedantic(build, rounds=1, iterations=1)
 
 
@@ -114,6 +118,7 @@ def test_deserialize_pypaimon(benchmark, dv_bin):
 
 
 # ---------------------------------------------------------------- probing and filtering
+
 
 @pytest.fixture(scope="module")
 def probes():
@@ -134,8 +139,9 @@ def test_is_deleted_twin(benchmark, dv, probes):
 @pytest.fixture(scope="module")
 def batch_and_dv():
     rng = np.random.default_rng(3)
-    batch = pa.record_batch({"id": np.arange(N, dtype=np.int64), "v": rng.random(N),
-                             "k": rng.integers(0, 1000, N).astype(np.int32)})
+    batch = pa.record_batch(
+        {"id": np.arange(N, dtype=np.int64), "v": rng.random(N), "k": rng.integers(0, 1000, N).astype(np.int32)}
+    )
     d = ti.DeletionVector.from_positions(rng.choice(N, N // 10, replace=False))
     return batch, d
 
@@ -174,7 +180,7 @@ TWIN_ROWS = 20_000
 @pytest.fixture(scope="module")
 def keys():
     rng = np.random.default_rng(11)
-    ints = rng.integers(-2**31, 2**31, N).astype(np.int32)
+    ints = rng.integers(-(2**31), 2**31, N).astype(np.int32)
     strs = pa.array([f"user-{i:x}" if i % 3 else f"u{i % 97}" for i in range(N)])
     return pa.table({"id": ints, "name": strs})
 

@@ -24,6 +24,7 @@ Implementations in group ``top10`` (the ratios print at the end):
 
 Targets (issue #17): kernel >= 10x faster than ``arrow``, >= 3x than ``spark``.
 """
+
 import os
 import tempfile
 
@@ -49,9 +50,13 @@ def data():
         per = ROWS // FILES
         for i in range(FILES):
             n = per if i < FILES - 1 else ROWS - per * (FILES - 1)
-            t = pa.table({"id": np.arange(i * per, i * per + n, dtype=np.int64),
-                          "score": rng.integers(0, 1_000_000, n).astype(np.int32),
-                          "tag": pa.array([f"t{v:011d}" for v in rng.integers(0, 10**9, n)])})
+            t = pa.table(
+                {
+                    "id": np.arange(i * per, i * per + n, dtype=np.int64),
+                    "score": rng.integers(0, 1_000_000, n).astype(np.int32),
+                    "tag": pa.array([f"t{v:011d}" for v in rng.integers(0, 10**9, n)]),
+                }
+            )
             pq.write_table(t, os.path.join(root, f"part-{i:05d}.parquet"))
         ParquetDataset(root).build({"file-index.range-bitmap.columns": "score"})
         open(os.path.join(root, "_done"), "w").close()

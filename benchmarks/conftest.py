@@ -5,6 +5,7 @@ Name benchmarks ``..._kernel`` / ``..._twin`` (or ``..._java``-style labels via
 at the end of the run a table prints, per group, each implementation's median
 and its ratio to the kernel's.
 """
+
 import os
 import sys
 import time
@@ -42,7 +43,7 @@ def _speed_probe(request):
     if "benchmark" not in request.fixturenames:
         yield
         return
-    bench = request.getfixturevalue("benchmark")   # set up first, so torn down after this
+    bench = request.getfixturevalue("benchmark")  # set up first, so torn down after this
     before = speed_probe_us()
     yield
     bench.extra_info["speed_probe_us"] = [round(before, 1), round(speed_probe_us(), 1)]
@@ -50,16 +51,18 @@ def _speed_probe(request):
 
 def pytest_configure(config):
     # anchors timed outside pytest-benchmark (Java) report their medians here
-    config._pf_record_external = lambda group, params, impl, median: \
-        _MEDIANS.setdefault((group, params), {}).__setitem__(impl, median)
+    config._pf_record_external = lambda group, params, impl, median: _MEDIANS.setdefault(
+        (group, params), {}
+    ).__setitem__(impl, median)
 
 
 def pytest_runtest_makereport(item, call):
     bench = getattr(item, "funcargs", {}).get("benchmark")
     if call.when == "call" and bench is not None and getattr(bench, "stats", None):
         cs = getattr(item, "callspec", None)
-        group, params, impl = bench_key(item.name, bench.group, cs.params if cs else {}, cs.id if cs else "",
-                                        bench.extra_info)
+        group, params, impl = bench_key(
+            item.name, bench.group, cs.params if cs else {}, cs.id if cs else "", bench.extra_info
+        )
         _MEDIANS.setdefault((group, params), {})[impl] = bench.stats.stats.median
 
 

@@ -5,6 +5,7 @@ sdist; ``.ci/run`` fetches it into ``.ci-cache/`` and exports ``PAIMON09_BRIDGE_
 Every function returns ``(results, reason)``: results is None when Java could not run,
 and reason says why, so a report can print it instead of leaving the figure out.
 """
+
 import hashlib
 import os
 import shutil
@@ -31,18 +32,28 @@ def unavailable():
     if not (shutil.which("java") and shutil.which("javac")):
         return "no JDK (java/javac) on the PATH"
     if bridge_jar() is None:
-        return ("Paimon 0.9 bridge jar not found: set PAIMON09_BRIDGE_JAR or run .ci/run once "
-                "(it fetches pypaimon 0.2.0's sdist into .ci-cache/)")
+        return (
+            "Paimon 0.9 bridge jar not found: set PAIMON09_BRIDGE_JAR or run .ci/run once "
+            "(it fetches pypaimon 0.2.0's sdist into .ci-cache/)"
+        )
     return None
 
 
 def _run(main, args, timeout=900):
     jar = bridge_jar()
     with tempfile.TemporaryDirectory(prefix="pf-javac-") as out:
-        subprocess.run(["javac", "-cp", jar, "-d", out, os.path.join(HERE, "java", main + ".java")],
-                       check=True, capture_output=True, timeout=300)
-        r = subprocess.run(["java", "-Xmx2g", "-cp", jar + os.pathsep + out, main, *map(str, args)],
-                           capture_output=True, text=True, timeout=timeout)
+        subprocess.run(
+            ["javac", "-cp", jar, "-d", out, os.path.join(HERE, "java", main + ".java")],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        r = subprocess.run(
+            ["java", "-Xmx2g", "-cp", jar + os.pathsep + out, main, *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     if r.returncode:
         raise RuntimeError(f"{main} failed: {r.stderr[-2000:]}")
     return r.stdout
@@ -73,8 +84,11 @@ def bloom(ints, int_probes, strs, str_probes, items, rounds=15):
     for line in out.splitlines():
         parts = line.split()
         if len(parts) == 4:
-            res[parts[0]] = {"median": int(parts[1]) / 1e9, "min": int(parts[2]) / 1e9,
-                             "sha256": None if parts[3] == "-" else parts[3]}
+            res[parts[0]] = {
+                "median": int(parts[1]) / 1e9,
+                "min": int(parts[2]) / 1e9,
+                "sha256": None if parts[3] == "-" else parts[3],
+            }
     return res, None
 
 

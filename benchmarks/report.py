@@ -13,6 +13,7 @@ Figures that could not be measured are listed with the reason (a skipped benchma
 message, or why an anchor does not run here).  Plots need matplotlib (the ``bench`` extra);
 without it the report is written without them and says so.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,19 +38,39 @@ from _keys import bench_key  # noqa: E402
 # part -> (file, pytest -k expression for --quick (None: whole file), env for --quick, note)
 PARTS = {
     "bloom": ("bench_bloom.py", None, {}, "bloom filter add / probe, 1e6 values"),
-    "bitmap": ("bench_bitmap.py", "open_equal_kernel or open_equal_twin or build_kernel or in5",
-               {}, "bitmap file index V2, 1e6 rows"),
-    "range_bitmap": ("bench_range_bitmap.py", "cold_open_range or open_range or top10_kernel or build_kernel",
-                     {}, "range bitmap file index, 1e6 rows"),
+    "bitmap": (
+        "bench_bitmap.py",
+        "open_equal_kernel or open_equal_twin or build_kernel or in5",
+        {},
+        "bitmap file index V2, 1e6 rows",
+    ),
+    "range_bitmap": (
+        "bench_range_bitmap.py",
+        "cold_open_range or open_range or top10_kernel or build_kernel",
+        {},
+        "range bitmap file index, 1e6 rows",
+    ),
     "bsi": ("bench_bsi.py", "not build_twin", {}, "BSI file index, 1e6 rows"),
-    "globalindex": ("bench_globalindex.py", "cold_equal or cold_in5 or build_kernel",
-                    {}, "bitmap global index, 1e6 rows"),
+    "globalindex": (
+        "bench_globalindex.py",
+        "cold_equal or cold_in5 or build_kernel",
+        {},
+        "bitmap global index, 1e6 rows",
+    ),
     "multivalue": ("bench_multivalue.py", None, {}, "multivalue (ARRAY) global index"),
-    "btree": ("bench_btree.py", "cold_equal or cold_range", {},
-              "BTree global index: one file (1e6 rows) and a Paimon table, vs twins and pypaimon"),
+    "btree": (
+        "bench_btree.py",
+        "cold_equal or cold_range",
+        {},
+        "BTree global index: one file (1e6 rows) and a Paimon table, vs twins and pypaimon",
+    ),
     "tableindex": ("bench_tableindex.py", None, {}, "deletion vectors, hash index"),
-    "scaling": ("bench_scaling.py", None, {"PF_BENCH_SCALING_NS": "100000,1000000,10000000"},
-                "build / query time against N, peak RSS at 1e7"),
+    "scaling": (
+        "bench_scaling.py",
+        None,
+        {"PF_BENCH_SCALING_NS": "100000,1000000,10000000"},
+        "build / query time against N, peak RSS at 1e7",
+    ),
     "topn": ("bench_topn.py", None, {}, "table-level top-N"),
     "parquet_rows": ("bench_parquet_rows.py", None, {}, "rows at known positions: pages vs row-group read"),
     "paimon": ("bench_paimon.py", None, {}, "pruned Paimon reads vs pypaimon / pypaimon-rust"),
@@ -58,22 +79,25 @@ PARTS = {
 }
 QUICK = ["bloom", "globalindex", "bitmap", "range_bitmap", "bsi", "scaling"]
 ANCHOR_NAMES = {
-    "twin": "pure-Python twin", "java": "Java Paimon 0.9", "pypaimon": "pypaimon 2.1",
-    "pypaimon_rust": "pypaimon-rust", "pyarrow_compute": "pyarrow.compute scan",
+    "twin": "pure-Python twin",
+    "java": "Java Paimon 0.9",
+    "pypaimon": "pypaimon 2.1",
+    "pypaimon_rust": "pypaimon-rust",
+    "pyarrow_compute": "pyarrow.compute scan",
     "rowgroup": "pyarrow row-group read + take",
 }
 # anchors that do not run for a part, and why (printed under its table)
 STANDING_NOTES = {
     "bloom": "pypaimon and pypaimon-rust expose no bloom filter build or probe API to compare with.",
     "bitmap": "Java Paimon 0.9 (the jar that runs here) writes bitmap V1; our writer is V2, so no same-run "
-              "Java figure; pypaimon 2.1 has no bitmap file index writer.",
+    "Java figure; pypaimon 2.1 has no bitmap file index writer.",
     "range_bitmap": "Java Paimon 0.9 has no range-bitmap index (added after 0.9); no Java figure.",
     "bsi": "Java Paimon 0.9 has no BSI file index; no Java figure.",
     "globalindex": "Java Paimon 0.9 has no global index; pypaimon 2.1's reader is timed on the STRING files "
-                   "only (its integer lookups give wrong answers on Java-ordered files).",
+    "only (its integer lookups give wrong answers on Java-ordered files).",
     "scaling": "Queries are compared with scanning the column (what a reader does without an index; for the "
-               "bloom probe, `pc.is_in` against the added values). Java 0.9 is not run here (bloom only, "
-               "see the bloom part).",
+    "bloom probe, `pc.is_in` against the added values). Java 0.9 is not run here (bloom only, "
+    "see the bloom part).",
 }
 
 
@@ -112,8 +136,20 @@ def run_part(name, quick, workdir, log):
     fname, quick_k, quick_env, _ = PARTS[name]
     jpath = os.path.join(workdir, f"{name}.json")
     xpath = os.path.join(workdir, f"{name}.xml")
-    cmd = [sys.executable, "-m", "pytest", os.path.join(HERE, fname), "--benchmark-only", "-p", "no:cacheprovider",
-           "-q", f"--benchmark-json={jpath}", f"--junitxml={xpath}", "-o", "junit_family=xunit1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        os.path.join(HERE, fname),
+        "--benchmark-only",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        f"--benchmark-json={jpath}",
+        f"--junitxml={xpath}",
+        "-o",
+        "junit_family=xunit1",
+    ]
     if quick and quick_k:
         cmd += ["-k", quick_k]
     load0 = _load()
@@ -122,8 +158,15 @@ def run_part(name, quick, workdir, log):
     r = subprocess.run(cmd, cwd=ROOT, env=_env(quick_env if quick else {}), capture_output=True, text=True)
     wall = time.perf_counter() - t0
     load1 = _load()
-    res = {"name": name, "wall_s": wall, "load": (load0[0], load1[0]), "returncode": r.returncode,
-           "benchmarks": [], "skipped": [], "failed": []}
+    res = {
+        "name": name,
+        "wall_s": wall,
+        "load": (load0[0], load1[0]),
+        "returncode": r.returncode,
+        "benchmarks": [],
+        "skipped": [],
+        "failed": [],
+    }
     if os.path.exists(jpath):
         with open(jpath) as f:
             res["benchmarks"] = json.load(f).get("benchmarks", [])
@@ -135,8 +178,10 @@ def run_part(name, quick, workdir, log):
                     res[key].append((tc.get("name"), (el.get("message") or "").strip()))
     if r.returncode not in (0, 5) and not res["benchmarks"]:
         res["failed"].append(("(run)", (r.stdout + r.stderr)[-1500:]))
-    log(f"[{name}] {len(res['benchmarks'])} benchmarks, {len(res['skipped'])} skipped, {len(res['failed'])} "
-        f"failed, {wall:.0f} s, load {load0[0]:.1f} -> {load1[0]:.1f}")
+    log(
+        f"[{name}] {len(res['benchmarks'])} benchmarks, {len(res['skipped'])} skipped, {len(res['failed'])} "
+        f"failed, {wall:.0f} s, load {load0[0]:.1f} -> {load1[0]:.1f}"
+    )
     return res
 
 
@@ -152,6 +197,7 @@ def rows_of(part):
 
 
 # ---------------------------------------------------------------- formatting
+
 
 def fmt_t(s):
     if s is None:
@@ -175,12 +221,15 @@ def machine():
         info["cpu"] = platform.processor()
     if shutil.which("lscpu"):
         out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        caches = [f"{k.strip()} {v.strip()}" for k, v in re.findall(r"^(L[123]d? cache|L[23] cache):\s*(.*)$", out, re.M)]
+        caches = [
+            f"{k.strip()} {v.strip()}" for k, v in re.findall(r"^(L[123]d? cache|L[23] cache):\s*(.*)$", out, re.M)
+        ]
         info["caches"] = ", ".join(caches)
     vers = []
     for mod in ("numpy", "pyarrow", "pyroaring", "pypaimon", "pypaimon_rust", "hudi", "pyspark", "pytest_benchmark"):
         try:
             from importlib.metadata import version
+
             vers.append(f"{mod} {version(mod.replace('_', '-'))}")
         except Exception:
             vers.append(f"{mod} (not installed)")
@@ -192,14 +241,19 @@ def machine():
         info["java"] = "not on the PATH"
     try:
         import java_anchor
+
         jar = java_anchor.bridge_jar()
-        info["java_paimon"] = f"Paimon 0.9.0 bridge jar ({os.path.basename(jar)})" if jar else \
-            f"not available: {java_anchor.unavailable()}"
+        info["java_paimon"] = (
+            f"Paimon 0.9.0 bridge jar ({os.path.basename(jar)})"
+            if jar
+            else f"not available: {java_anchor.unavailable()}"
+        )
     except Exception as e:  # pragma: no cover
         info["java_paimon"] = f"not available: {e}"
     try:
-        info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                        text=True).stdout.strip()
+        info["commit"] = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
     except OSError:
         info["commit"] = "?"
     return info
@@ -208,24 +262,31 @@ def machine():
 def write_report(parts, out_md, quick, wall, plots_note, plot_files, named=False):
     m = machine()
     fastest = min((v for p in parts for v in probe_samples(p)), default=float("nan"))
-    lines = ["# Benchmarks", "",
-             f"Generated by `python -m benchmarks.report{' --quick' if quick else ''}` "
-             f"(`paimon-fast bench{' --quick' if quick else ''}`) on "
-             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, commit {m['commit']}, "
-             f"in {wall:.0f} s.", "",
-             "## Machine", "",
-             f"- CPU: {m.get('cpu')}, {m['cores']} cores; {m.get('caches', '')}",
-             f"- memory: {m.get('memory', '?')}; {m['platform']}",
-             f"- Python {m['python']}; {m['versions']}",
-             f"- Java: {m['java']}; {m['java_paimon']}",
-             "- Load average (1 min) before -> after each part is given with it: the machine may be shared, "
-             "and medians taken under load are slower (anchors in the same part ran under the same load).",
-             f"- Speed probe (`speed_probe_us` in benchmarks/conftest.py): a fixed pure-Python loop timed in the "
-             f"benchmark's process before and after every benchmark; its fastest in this report is {fastest:.0f} us, "
-             f"and a probe over 1.4x that counts as a slow spell (shared VMs move between spells of different "
-             f"speed; ours and the anchors slow down alike, so ratios hold where absolute times do not).", "",
-             "Ratios are *anchor median / our median*: how many times faster our kernel is "
-             "(below 1: slower).  Medians are wall clock.", ""]
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Generated by `python -m benchmarks.report{' --quick' if quick else ''}` "
+        f"(`paimon-fast bench{' --quick' if quick else ''}`) on "
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, commit {m['commit']}, "
+        f"in {wall:.0f} s.",
+        "",
+        "## Machine",
+        "",
+        f"- CPU: {m.get('cpu')}, {m['cores']} cores; {m.get('caches', '')}",
+        f"- memory: {m.get('memory', '?')}; {m['platform']}",
+        f"- Python {m['python']}; {m['versions']}",
+        f"- Java: {m['java']}; {m['java_paimon']}",
+        "- Load average (1 min) before -> after each part is given with it: the machine may be shared, "
+        "and medians taken under load are slower (anchors in the same part ran under the same load).",
+        f"- Speed probe (`speed_probe_us` in benchmarks/conftest.py): a fixed pure-Python loop timed in the "
+        f"benchmark's process before and after every benchmark; its fastest in this report is {fastest:.0f} us, "
+        f"and a probe over 1.4x that counts as a slow spell (shared VMs move between spells of different "
+        f"speed; ours and the anchors slow down alike, so ratios hold where absolute times do not).",
+        "",
+        "Ratios are *anchor median / our median*: how many times faster our kernel is "
+        "(below 1: slower).  Medians are wall clock.",
+        "",
+    ]
     if plot_files:
         lines += ["## Plots", ""]
         for title, rel in plot_files:
@@ -235,17 +296,25 @@ def write_report(parts, out_md, quick, wall, plots_note, plot_files, named=False
     for part in parts:
         name = part["name"]
         fname, _, _, desc = PARTS[name]
-        lines += [f"## {name}: {desc}", "",
-                  f"`benchmarks/{fname}`, {part['wall_s']:.0f} s, load {part['load'][0]:.1f} -> {part['load'][1]:.1f}, "
-                  f"{probe_summary(probe_samples(part), fastest)}.", ""]
+        lines += [
+            f"## {name}: {desc}",
+            "",
+            f"`benchmarks/{fname}`, {part['wall_s']:.0f} s, load {part['load'][0]:.1f} -> {part['load'][1]:.1f}, "
+            f"{probe_summary(probe_samples(part), fastest)}.",
+            "",
+        ]
         rows = rows_of(part)
         if name == "scaling":
             lines += scaling_tables(rows)
         elif rows:
             rows = {k: v for k, v in rows.items() if not k[0].endswith("anchor")}
-            anchors = sorted({i for impls in rows.values() for i in impls if i != "kernel"},
-                             key=lambda a: list(ANCHOR_NAMES).index(a) if a in ANCHOR_NAMES else 99)
-            head = "| operation | case | ours | " + " | ".join(f"{ANCHOR_NAMES.get(a, a)} (ratio)" for a in anchors) + " |"
+            anchors = sorted(
+                {i for impls in rows.values() for i in impls if i != "kernel"},
+                key=lambda a: list(ANCHOR_NAMES).index(a) if a in ANCHOR_NAMES else 99,
+            )
+            head = (
+                "| operation | case | ours | " + " | ".join(f"{ANCHOR_NAMES.get(a, a)} (ratio)" for a in anchors) + " |"
+            )
             lines += [head, "|" + " --- |" * (3 + len(anchors))]
             for (op, case), impls in sorted(rows.items()):
                 if "rss_peak_growth" in impls.get("kernel", {}).get("extra", {}):
@@ -260,10 +329,16 @@ def write_report(parts, out_md, quick, wall, plots_note, plot_files, named=False
                         cells.append(f"{fmt_t(v)} ({v / ours:.1f}x)" if ours else fmt_t(v))
                 lines.append(f"| {op} | {case or '-'} | {fmt_t(ours)} | " + " | ".join(cells) + " |")
             lines.append("")
-            mins = [f"{op}: ours {fmt_t(impls['kernel'].get('min'))}, Java {fmt_t(impls['java'].get('min'))}"
-                    for (op, _), impls in sorted(rows.items()) if "java" in impls and "kernel" in impls]
+            mins = [
+                f"{op}: ours {fmt_t(impls['kernel'].get('min'))}, Java {fmt_t(impls['java'].get('min'))}"
+                for (op, _), impls in sorted(rows.items())
+                if "java" in impls and "kernel" in impls
+            ]
             if mins:
-                lines += ["Minimum of the rounds (JIT-warm Java, after its warm-up rounds): " + "; ".join(mins) + ".", ""]
+                lines += [
+                    "Minimum of the rounds (JIT-warm Java, after its warm-up rounds): " + "; ".join(mins) + ".",
+                    "",
+                ]
             extra = peak_lines(rows)
             if extra:
                 lines += extra + [""]
@@ -280,9 +355,12 @@ def write_report(parts, out_md, quick, wall, plots_note, plot_files, named=False
     skipped_parts = [p for p in PARTS if p not in {x["name"] for x in parts}]
     if skipped_parts:
         lines += ["## Parts not run in this report", ""]
-        lines += [f"- {p} (`benchmarks/{PARTS[p][0]}`, {PARTS[p][3]}): not in "
-                  f"{'the parts asked for' if named else 'the --quick subset'}; run "
-                  f"`python -m benchmarks.report {p}`." for p in skipped_parts] + [""]
+        lines += [
+            f"- {p} (`benchmarks/{PARTS[p][0]}`, {PARTS[p][3]}): not in "
+            f"{'the parts asked for' if named else 'the --quick subset'}; run "
+            f"`python -m benchmarks.report {p}`."
+            for p in skipped_parts
+        ] + [""]
     with open(out_md, "w") as f:
         f.write("\n".join(lines))
 
@@ -293,18 +371,26 @@ def peak_lines(rows):
         k = impls.get("kernel", {})
         e = k.get("extra", {})
         if "rss_peak_growth" in e:
-            out.append(f"| {case} | {e.get('rows', 0):,} | {e['rss_peak_growth'] / 2**20:.0f} MiB | "
-                       f"{e.get('input_bytes', 0) / 2**20:.0f} MiB | {e.get('index_bytes', 0) / 2**20:.1f} MiB |")
+            out.append(
+                f"| {case} | {e.get('rows', 0):,} | {e['rss_peak_growth'] / 2**20:.0f} MiB | "
+                f"{e.get('input_bytes', 0) / 2**20:.0f} MiB | {e.get('index_bytes', 0) / 2**20:.1f} MiB |"
+            )
     if out:
-        out = ["Peak RSS of one build (fresh process, growth of VmHWM over the build):", "",
-               "| index | rows | peak RSS growth | input | index size |", "| --- | --- | --- | --- | --- |"] + out
+        out = [
+            "Peak RSS of one build (fresh process, growth of VmHWM over the build):",
+            "",
+            "| index | rows | peak RSS growth | input | index size |",
+            "| --- | --- | --- | --- | --- |",
+        ] + out
     return out
 
 
 def scaling_tables(rows):
     ns = sorted({int(c.rsplit("-", 1)[-1]) for (op, c) in rows if op.startswith("scaling") and c})
-    lines = ["| operation | " + " | ".join(f"N = {n:.0e}".replace("e+0", "e") for n in ns) + " |",
-             "|" + " --- |" * (1 + len(ns))]
+    lines = [
+        "| operation | " + " | ".join(f"N = {n:.0e}".replace("e+0", "e") for n in ns) + " |",
+        "|" + " --- |" * (1 + len(ns)),
+    ]
     for op in sorted({op for op, _ in rows if op.startswith("scaling")}):
         anchors = sorted({i for (o, c), impls in rows.items() if o == op for i in impls if i != "kernel"})
         for impl in ["kernel"] + anchors:
@@ -329,10 +415,12 @@ def scaling_tables(rows):
 
 # ---------------------------------------------------------------- plots
 
+
 def plot(parts, out_dir, rel_dir):
     """PNG plots; returns ([(title, relative path)], note)."""
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -365,8 +453,11 @@ def plot(parts, out_dir, rel_dir):
         ax.set_xlabel("anchor median / our median (log scale; > 1: ours is faster)")
         from matplotlib.patches import Patch  # an empty barh gives its legend entry the default colour
 
-        ax.legend(handles=[Patch(color=colors[a], label=ANCHOR_NAMES.get(a, a)) for a in anchors],
-                  loc="lower right", fontsize=7)
+        ax.legend(
+            handles=[Patch(color=colors[a], label=ANCHOR_NAMES.get(a, a)) for a in anchors],
+            loc="lower right",
+            fontsize=7,
+        )
         ax.set_title("Speed-up over each anchor, per operation (same run)")
         fig.tight_layout()
         p = os.path.join(out_dir, "ratios.png")
@@ -394,14 +485,21 @@ def plot(parts, out_dir, rel_dir):
                 for impl, pts in sorted(series.items()):
                     pts.sort()
                     name = op.replace(f"scaling {kind} ", "")
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=cyc[i % len(cyc)],
-                            ls="-" if impl == "kernel" else "--",
-                            label=name if impl == "kernel" else f"{name}: {ANCHOR_NAMES.get(impl, impl)}")
+                    ax.plot(
+                        [p[0] for p in pts],
+                        [p[1] for p in pts],
+                        marker="o",
+                        color=cyc[i % len(cyc)],
+                        ls="-" if impl == "kernel" else "--",
+                        label=name if impl == "kernel" else f"{name}: {ANCHOR_NAMES.get(impl, impl)}",
+                    )
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("rows N")
             ax.set_ylabel("median time (s)")
-            ax.set_title(f"{kind} time against N" + (" (dashed: scanning the column instead)" if kind == "query" else ""))
+            ax.set_title(
+                f"{kind} time against N" + (" (dashed: scanning the column instead)" if kind == "query" else "")
+            )
             ax.legend(fontsize=6)
             ax.grid(True, which="both", lw=0.3)
             fig.tight_layout()
@@ -414,11 +512,17 @@ def plot(parts, out_dir, rel_dir):
 
 # ---------------------------------------------------------------- entry point
 
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="benchmarks.report", description=__doc__.split("\n\n")[0])
-    ap.add_argument("parts", nargs="*", help=f"parts to run (default: all, or the quick set); one of {', '.join(PARTS)}")
-    ap.add_argument("--quick", action="store_true",
-                    help=f"the quick subset ({', '.join(QUICK)}, reduced cases): under 3 minutes on 2 cores")
+    ap.add_argument(
+        "parts", nargs="*", help=f"parts to run (default: all, or the quick set); one of {', '.join(PARTS)}"
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"the quick subset ({', '.join(QUICK)}, reduced cases): under 3 minutes on 2 cores",
+    )
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"), help="report path (Markdown)")
     ap.add_argument("--json", help="also write the raw results (pytest-benchmark JSON per part) here")
     args = ap.parse_args(argv)

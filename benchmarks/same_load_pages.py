@@ -20,6 +20,7 @@ did before the page reader).  The data are the benchmark files' own:
   it), warm and cold (plan cache cleared); anchor pypaimon-rust;
 * ``micro-...``: ``bench_parquet_rows.py``'s files; anchor ``read_row_group`` + ``take``.
 """
+
 import json
 import os
 import random
@@ -43,6 +44,7 @@ def _fraction(v, decoder="kernel"):
         pr.PAGE_FRACTION = v
         pr.DECODER_PAGE_FRACTION = 1.0 if v and decoder else v
         pr.PAGE_DECODER = decoder
+
     return setup
 
 
@@ -65,8 +67,13 @@ def engines(what):
         def full_read():
             t = pa.concat_tables([pq.read_table(f.abs_path, columns=["id", "score", "tag"]) for f in files])
             return t.take(pc.select_k_unstable(t, k=B.K, sort_keys=[("score", "descending")]))
-        return {"pages": (PAGES, kernel), "pyarrow_pages": (PYARROW_PAGES, kernel), "rowgroups": (ROWGROUPS, kernel),
-                "full_read": (PAGES, full_read)}
+
+        return {
+            "pages": (PAGES, kernel),
+            "pyarrow_pages": (PYARROW_PAGES, kernel),
+            "rowgroups": (ROWGROUPS, kernel),
+            "full_read": (PAGES, full_read),
+        }
     if what == "gi":
         import bench_paimon_globalindex as B
         from paimon_fast.paimon import read_with_index
@@ -79,10 +86,12 @@ def engines(what):
             open(os.path.join(wh, "_done"), "w").close()
         t = B._catalog(wh).get_table("db.t")
         p = pf.field("s") == "value-4242"
-        return {"pages": (PAGES, lambda: read_with_index(t, p)[0]),
-                "pyarrow_pages": (PYARROW_PAGES, lambda: read_with_index(t, p)[0]),
-                "rowgroups": (ROWGROUPS, lambda: read_with_index(t, p)[0]),
-                "pypaimon_index": (PAGES, lambda: B._pypaimon_read(t, "value-4242"))}
+        return {
+            "pages": (PAGES, lambda: read_with_index(t, p)[0]),
+            "pyarrow_pages": (PYARROW_PAGES, lambda: read_with_index(t, p)[0]),
+            "rowgroups": (ROWGROUPS, lambda: read_with_index(t, p)[0]),
+            "pypaimon_index": (PAGES, lambda: B._pypaimon_read(t, "value-4242")),
+        }
     if what in ("point", "rare"):
         import bench_paimon as B
         from paimon_fast.paimon import read_with_index
@@ -98,10 +107,14 @@ def engines(what):
         def cold():
             clear_plan_cache()
             return read_with_index(t, p)[0]
-        return {"pages_warm": (PAGES, lambda: read_with_index(t, p)[0]),
-                "rowgroups_warm": (ROWGROUPS, lambda: read_with_index(t, p)[0]),
-                "pages_cold": (PAGES, cold), "rowgroups_cold": (ROWGROUPS, cold),
-                "pypaimon_rust": (PAGES, lambda: B._native(t, p)[0])}
+
+        return {
+            "pages_warm": (PAGES, lambda: read_with_index(t, p)[0]),
+            "rowgroups_warm": (ROWGROUPS, lambda: read_with_index(t, p)[0]),
+            "pages_cold": (PAGES, cold),
+            "rowgroups_cold": (ROWGROUPS, cold),
+            "pypaimon_rust": (PAGES, lambda: B._native(t, p)[0]),
+        }
     if what.startswith("micro-"):
         import bench_parquet_rows as B
 
@@ -110,11 +123,12 @@ def engines(what):
         if not os.path.exists(path):
             raise SystemExit(f"run bench_parquet_rows.py once first (it writes {path})")
         pos = B._positions(int(k))
-        return {"read_rows": (PAGES, lambda: pr.read_rows(path, pos)),
-                "pyarrow_pages": (PYARROW_PAGES, lambda: pr.read_rows(path, pos)),
-                "pages_forced": (_fraction(1.0), lambda: pr.read_rows(path, pos)),
-                "rowgroup": (PAGES, lambda: pq.ParquetFile(path).read_row_group(0, use_threads=False)
-                             .take(pa.array(pos)))}
+        return {
+            "read_rows": (PAGES, lambda: pr.read_rows(path, pos)),
+            "pyarrow_pages": (PYARROW_PAGES, lambda: pr.read_rows(path, pos)),
+            "pages_forced": (_fraction(1.0), lambda: pr.read_rows(path, pos)),
+            "rowgroup": (PAGES, lambda: pq.ParquetFile(path).read_row_group(0, use_threads=False).take(pa.array(pos))),
+        }
     raise SystemExit(__doc__)
 
 
@@ -146,9 +160,11 @@ def main(argv):
     PAGES()
     out = {"what": what, "rounds": rounds, "rows": rows[next(iter(rows))], "load": [min(loads), max(loads)]}
     for k in eng:
-        out[k] = {"wall_median_ms": round(statistics.median(wall[k]) * 1e3, 1),
-                  "wall_min_ms": round(min(wall[k]) * 1e3, 1),
-                  "cpu_median_ms": round(statistics.median(cpu[k]) * 1e3, 1)}
+        out[k] = {
+            "wall_median_ms": round(statistics.median(wall[k]) * 1e3, 1),
+            "wall_min_ms": round(min(wall[k]) * 1e3, 1),
+            "cpu_median_ms": round(statistics.median(cpu[k]) * 1e3, 1),
+        }
     print(json.dumps(out))
 
 

@@ -11,6 +11,7 @@ DOUBLE uniform in [0, 1)).  ``--peak`` runs one build in a fresh process and
 prints its peak RSS growth (VmHWM, reset after making the data, minus the RSS then)
 and the tracemalloc peak of a second build.
 """
+
 import argparse
 import os
 import resource
@@ -64,8 +65,10 @@ def peak(rows, shape):
     _, traced = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     input_mib = sum(b.size for b in arr.buffers() if b is not None) / 2**20
-    print(f"range-bitmap build {shape} rows={rows}: {dt * 1e3:.0f} ms, peak RSS growth {max_rss - before:.0f} MiB, "
-          f"tracemalloc peak {traced / 2**20:.0f} MiB (input {input_mib:.0f} MiB)")
+    print(
+        f"range-bitmap build {shape} rows={rows}: {dt * 1e3:.0f} ms, peak RSS growth {max_rss - before:.0f} MiB, "
+        f"tracemalloc peak {traced / 2**20:.0f} MiB (input {input_mib:.0f} MiB)"
+    )
 
 
 def sizes(rows):

@@ -14,6 +14,7 @@ with Spark's own task metrics: executor run / CPU / GC time, the time spent
 deserialising results, input, shuffle and result bytes.  Nothing in ``paimon_fast``
 is changed: the patch is on the driver's pyspark classes and undone on exit.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -64,15 +65,25 @@ def stages(spark, first_stage: int = 0):
             continue
         sub, done = s.submissionTime(), s.completionTime()
         wall = (done.get().getTime() - sub.get().getTime()) / 1e3 if sub.isDefined() and done.isDefined() else None
-        out.append({
-            "stage": sid, "name": s.name().split(" at ")[0], "tasks": s.numTasks(), "wall_s": wall,
-            "run_s": s.executorRunTime() / 1e3, "cpu_s": s.executorCpuTime() / 1e9, "gc_s": s.jvmGcTime() / 1e3,
-            "deser_s": s.executorDeserializeTime() / 1e3, "result_ser_s": s.resultSerializationTime() / 1e3,
-            "input_mb": s.inputBytes() / 1e6, "shuffle_write_mb": s.shuffleWriteBytes() / 1e6,
-            "shuffle_read_mb": s.shuffleReadBytes() / 1e6, "shuffle_write_s": s.shuffleWriteTime() / 1e9,
-            "spill_mb": s.diskBytesSpilled() / 1e6, "result_mb": s.resultSize() / 1e6 if hasattr(s, "resultSize")
-            else None,
-        })
+        out.append(
+            {
+                "stage": sid,
+                "name": s.name().split(" at ")[0],
+                "tasks": s.numTasks(),
+                "wall_s": wall,
+                "run_s": s.executorRunTime() / 1e3,
+                "cpu_s": s.executorCpuTime() / 1e9,
+                "gc_s": s.jvmGcTime() / 1e3,
+                "deser_s": s.executorDeserializeTime() / 1e3,
+                "result_ser_s": s.resultSerializationTime() / 1e3,
+                "input_mb": s.inputBytes() / 1e6,
+                "shuffle_write_mb": s.shuffleWriteBytes() / 1e6,
+                "shuffle_read_mb": s.shuffleReadBytes() / 1e6,
+                "shuffle_write_s": s.shuffleWriteTime() / 1e9,
+                "spill_mb": s.diskBytesSpilled() / 1e6,
+                "result_mb": s.resultSize() / 1e6 if hasattr(s, "resultSize") else None,
+            }
+        )
     return out
 
 
@@ -124,14 +135,45 @@ class Profile:
     def report(self, n=15) -> str:
         walls = self.task_walls()
         out = [f"executor tasks profiled: {len(walls)}, summed task wall {sum(walls):.2f} s"]
-        out.append("stages: " + ", ".join(f"{k}" for k in ("stage", "name", "tasks", "wall_s", "run_s", "cpu_s",
-                                                             "gc_s", "input_mb", "shuffle_write_mb",
-                                                             "shuffle_read_mb", "spill_mb")))
+        out.append(
+            "stages: "
+            + ", ".join(
+                f"{k}"
+                for k in (
+                    "stage",
+                    "name",
+                    "tasks",
+                    "wall_s",
+                    "run_s",
+                    "cpu_s",
+                    "gc_s",
+                    "input_mb",
+                    "shuffle_write_mb",
+                    "shuffle_read_mb",
+                    "spill_mb",
+                )
+            )
+        )
         for s in self.stages:
-            out.append("  " + ", ".join(
-                f"{s[k]:.2f}" if isinstance(s[k], float) else str(s[k])
-                for k in ("stage", "name", "tasks", "wall_s", "run_s", "cpu_s", "gc_s", "input_mb",
-                          "shuffle_write_mb", "shuffle_read_mb", "spill_mb")))
+            out.append(
+                "  "
+                + ", ".join(
+                    f"{s[k]:.2f}" if isinstance(s[k], float) else str(s[k])
+                    for k in (
+                        "stage",
+                        "name",
+                        "tasks",
+                        "wall_s",
+                        "run_s",
+                        "cpu_s",
+                        "gc_s",
+                        "input_mb",
+                        "shuffle_write_mb",
+                        "shuffle_read_mb",
+                        "spill_mb",
+                    )
+                )
+            )
         out.append(f"top {n} by own time:")
         out.append(self.top(n, "tottime"))
         out.append(f"top {n} by cumulative time:")

@@ -9,10 +9,22 @@ compiled kernels and a PySpark pipeline.
     blob = pf.FileIndexFormat.write({"x": {"bloom-filter": data}})
     pf.FileIndexFormat.open(blob, {"x": "BIGINT"}).evaluate(pf.field("x") == 5)
 """
+
 from . import fileindex
-from .errors import (ColumnNotFoundError, IndexFormatError, IndexTooLargeError, InvalidArgumentError, LiteralTypeError,
-                     MissingDependencyError, NotFoundError, OptionError, PaimonFastError, PredicateError,
-                     UnknownIndexTypeError, UnsupportedTypeError)
+from .errors import (
+    ColumnNotFoundError,
+    IndexFormatError,
+    IndexTooLargeError,
+    InvalidArgumentError,
+    LiteralTypeError,
+    MissingDependencyError,
+    NotFoundError,
+    OptionError,
+    PaimonFastError,
+    PredicateError,
+    UnknownIndexTypeError,
+    UnsupportedTypeError,
+)
 from .fileindex import FileIndexFormat
 from .predicate import And, Field, Leaf, Or, Predicate, TopN, field
 from .result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
@@ -31,11 +43,33 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
-    "fileindex", "FileIndexFormat", "field", "Field", "Predicate", "Leaf", "And", "Or", "TopN",
-    "REMAIN", "SKIP", "UNSUPPORTED", "BitmapResult", "FileIndexResult", "DataType",
-    "PaimonFastError", "IndexFormatError", "UnsupportedTypeError", "UnknownIndexTypeError", "OptionError",
+    "fileindex",
+    "FileIndexFormat",
+    "field",
+    "Field",
+    "Predicate",
+    "Leaf",
+    "And",
+    "Or",
+    "TopN",
+    "REMAIN",
+    "SKIP",
+    "UNSUPPORTED",
+    "BitmapResult",
+    "FileIndexResult",
+    "DataType",
+    "PaimonFastError",
+    "IndexFormatError",
+    "UnsupportedTypeError",
+    "UnknownIndexTypeError",
+    "OptionError",
     "MissingDependencyError",
-    "PredicateError", "ColumnNotFoundError", "LiteralTypeError", "IndexTooLargeError", "InvalidArgumentError",
+    "PredicateError",
+    "ColumnNotFoundError",
+    "LiteralTypeError",
+    "IndexTooLargeError",
+    "InvalidArgumentError",
     "NotFoundError",
 ]

@@ -7,6 +7,7 @@ The suite lives in ``benchmarks/`` of a source checkout (it is not installed wit
 package); this command runs ``benchmarks/report.py`` from the checkout this package
 was imported from.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,11 @@ def _setup(sp):
 def bench_main(args):
     report = os.path.join(ROOT, "benchmarks", "report.py")
     if not os.path.exists(report):
-        print(f"paimon-fast bench needs a source checkout: {report} not found "
-              "(the benchmarks are not installed with the package)", file=sys.stderr)
+        print(
+            f"paimon-fast bench needs a source checkout: {report} not found "
+            "(the benchmarks are not installed with the package)",
+            file=sys.stderr,
+        )
         return 2
     import importlib.util
 
@@ -37,8 +41,12 @@ def bench_main(args):
     _report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(_report)
 
-    argv = list(args.parts) + (["--quick"] if args.quick else []) + \
-        (["--out", args.out] if args.out else []) + (["--json", args.json] if args.json else [])
+    argv = (
+        list(args.parts)
+        + (["--quick"] if args.quick else [])
+        + (["--out", args.out] if args.out else [])
+        + (["--json", args.json] if args.json else [])
+    )
     return _report.main(argv)
 
 

@@ -12,6 +12,7 @@ A user's mistake (a column or table that does not exist, a predicate that does n
 parse, a missing path or package) ends the command with one line naming it and
 exit code 2 (:func:`main`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,9 +55,11 @@ def command(name, help):
     """Register ``fn(args)`` as ``paimon-fast NAME``; ``help`` is its one-line summary.  The
     function may carry ``setup(parser)``, ``description`` (plain text) and ``examples``
     (lines of shell, shown under "examples:" in its ``--help``)."""
+
     def deco(fn):
         COMMANDS[name] = (fn, help)
         return fn
+
     return deco
 
 
@@ -68,6 +71,7 @@ def examples_epilog(examples) -> str:
 
 def inspector(name):
     """Decorator for ``describe(path, args)``; use as ``@inspector("deletion file").detect(fn)``."""
+
     def deco(describe):
         entry = {"name": name, "describe": describe, "detect": lambda path: False}
         INSPECTORS.append(entry)
@@ -75,8 +79,10 @@ def inspector(name):
         def detect(fn):
             entry["detect"] = fn
             return fn
+
         describe.detect = detect
         return describe
+
     return deco
 
 
@@ -126,12 +132,20 @@ def _print_json(obj):
 
 # ---------------------------------------------------------------- inspect
 
+
 def inspect_setup(p):
-    p.add_argument("file", help="an index file: a file index container (<data file>.index), a global "
-                   "index file, a deletion file, a Puffin file, a hash index file or an index manifest")
-    p.add_argument("--row-type", default="", help='column types, e.g. "id=INT,name=STRING"; without it '
-                   "a container beside a Parquet file takes them from the file, otherwise only its "
-                   "layout is shown")
+    p.add_argument(
+        "file",
+        help="an index file: a file index container (<data file>.index), a global "
+        "index file, a deletion file, a Puffin file, a hash index file or an index manifest",
+    )
+    p.add_argument(
+        "--row-type",
+        default="",
+        help='column types, e.g. "id=INT,name=STRING"; without it '
+        "a container beside a Parquet file takes them from the file, otherwise only its "
+        "layout is shown",
+    )
     p.add_argument("--json", action="store_true", help="print everything as JSON instead of the summary")
 
 
@@ -153,9 +167,14 @@ def inspect_main(args):
         if row_type:
             out = f.describe()
         else:
-            out = {"size": f.source.size, "head_length": f.head_length,
-                   "columns": {c: [{"index_type": t, "start": s, "length": n} for t, (s, n) in m.items()]
-                               for c, m in f.index_metas().items()}}
+            out = {
+                "size": f.source.size,
+                "head_length": f.head_length,
+                "columns": {
+                    c: [{"index_type": t, "start": s, "length": n} for t, (s, n) in m.items()]
+                    for c, m in f.index_metas().items()
+                },
+            }
     _show("file index container", path, out, args.json)
 
 
@@ -181,6 +200,7 @@ def _show(kind, path, out: dict, as_json: bool):
 
 # ---------------------------------------------------------------- the summary of ``inspect``
 
+
 def _words(key) -> str:
     return str(key).replace("_", " ")
 
@@ -202,8 +222,11 @@ def _fmt(v, nested=False) -> str:
     if isinstance(v, (list, tuple)):
         k = 2 if any(isinstance(x, dict) for x in v) else 4
         shown = ", ".join(_fmt(x, True) for x in v[:k])
-        return ("[" + shown + (f", ... {len(v)} in all" if len(v) > k else "") + "]") if nested else \
-            shown + (f", ... ({len(v)} in all)" if len(v) > k else "")
+        return (
+            ("[" + shown + (f", ... {len(v)} in all" if len(v) > k else "") + "]")
+            if nested
+            else shown + (f", ... ({len(v)} in all)" if len(v) > k else "")
+        )
     return str(v)
 
 
@@ -240,11 +263,14 @@ def text_table(head, rows) -> str:
     """Rows as aligned text under a header and a rule (numbers right-aligned)."""
     cells = [[_fmt(c) if not isinstance(c, str) else c for c in r] for r in rows]
     widths = [max(len(str(h)), *(len(r[i]) for r in cells)) if cells else len(str(h)) for i, h in enumerate(head)]
-    right = [bool(rows) and all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) or r[i] is None
-                                for r in rows) for i in range(len(head))]
+    right = [
+        bool(rows) and all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) or r[i] is None for r in rows)
+        for i in range(len(head))
+    ]
 
     def line(vals):
         return "  ".join(v.rjust(w) if rt else v.ljust(w) for v, w, rt in zip(vals, widths, right)).rstrip()
+
     rule = ["-" * w for w in widths]
     if head and not right[-1]:
         rule[-1] = "-" * len(str(head[-1]))  # a long last column (details): the rule as wide as its name
@@ -288,6 +314,7 @@ def _details(e: dict, keys) -> str:
 
 
 # ---------------------------------------------------------------- demo (in-process)
+
 
 def demo_setup(p):
     p.add_argument("--rows", type=int, default=2_000_000, help="rows in the sample dataset")
@@ -356,17 +383,25 @@ COMMAND_ORDER = ("inspect", "demo", "build", "query", "delete", "gc", "hudi", "p
 
 def build_parser():
     _load_command_modules()
-    ap = argparse.ArgumentParser(prog="paimon-fast", description=DESCRIPTION, epilog=EXAMPLES,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="paimon-fast",
+        description=DESCRIPTION,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND", title="commands")
     # a fixed order, whatever order the modules registering the commands were imported in
     known = {n: i for i, n in enumerate(COMMAND_ORDER)}
     for name, (fn, help) in sorted(COMMANDS.items(), key=lambda kv: (known.get(kv[0], len(known)), kv[0])):
         desc = getattr(fn, "description", None) or (help[:1].upper() + help[1:] + ".")
         examples = getattr(fn, "examples", None)
-        sp = sub.add_parser(name, help=help, description=desc,
-                            epilog=examples_epilog(examples) if examples else None,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        sp = sub.add_parser(
+            name,
+            help=help,
+            description=desc,
+            epilog=examples_epilog(examples) if examples else None,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         if hasattr(fn, "setup"):
             fn.setup(sp)
         sp.set_defaults(func=fn)
@@ -376,12 +411,30 @@ def build_parser():
 def user_errors() -> tuple:
     """The exception classes that are a user's mistake (a name, a path, a predicate, an option,
     a missing package): :func:`main` prints one line naming it and exits 2."""
-    from .errors import (ColumnNotFoundError, InvalidArgumentError, MissingDependencyError, NotFoundError,
-                         OptionError, PredicateError, UnknownIndexTypeError, UnsupportedTypeError)
+    from .errors import (
+        ColumnNotFoundError,
+        InvalidArgumentError,
+        MissingDependencyError,
+        NotFoundError,
+        OptionError,
+        PredicateError,
+        UnknownIndexTypeError,
+        UnsupportedTypeError,
+    )
 
-    return (PredicateError, ColumnNotFoundError, NotFoundError, OptionError, UnknownIndexTypeError,
-            UnsupportedTypeError, InvalidArgumentError, MissingDependencyError,
-            FileNotFoundError, NotADirectoryError, IsADirectoryError)
+    return (
+        PredicateError,
+        ColumnNotFoundError,
+        NotFoundError,
+        OptionError,
+        UnknownIndexTypeError,
+        UnsupportedTypeError,
+        InvalidArgumentError,
+        MissingDependencyError,
+        FileNotFoundError,
+        NotADirectoryError,
+        IsADirectoryError,
+    )
 
 
 def _one_line(e: BaseException) -> str:

@@ -87,8 +87,9 @@ def install_hint(module: str) -> str:
 def missing(module: str, feature: str, cls=MissingDependencyError, detail: str = "") -> MissingDependencyError:
     """The one error for an optional package that cannot be imported."""
     pkg = OPTIONAL.get(module.split(".")[0], (module.split(".")[0], None))[0]
-    return cls(f"{feature} needs the `{pkg}` package, which is not installed{detail}: {install_hint(module)}",
-               name=module)
+    return cls(
+        f"{feature} needs the `{pkg}` package, which is not installed{detail}: {install_hint(module)}", name=module
+    )
 
 
 def require(module: str, feature: str, cls=MissingDependencyError):
@@ -116,7 +117,9 @@ def needs(module: str, feature: str):
         def wrapper(*args, **kwargs):
             require(module, feature)
             return fn(*args, **kwargs)
+
         return wrapper
+
     return deco
 
 
@@ -148,7 +151,9 @@ class LiteralTypeError(PredicateError, TypeError):
         self.column = column
         self.column_type = column_type
         self.literal = literal
-        msg = f"cannot compare column {column!r} of type {column_type} with {type(literal).__name__} literal {literal!r}"
+        msg = (
+            f"cannot compare column {column!r} of type {column_type} with {type(literal).__name__} literal {literal!r}"
+        )
         super().__init__(msg + (f": {why}" if why else ""))
 
 

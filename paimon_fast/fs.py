@@ -51,6 +51,7 @@ file, and :meth:`Store.open_input` a seekable file for ``pyarrow.parquet``
 (footer first, then only the column chunks asked for).  Every byte read through
 a store with an :class:`IOCounter` is counted (reports say ``bytes_read``).
 """
+
 from __future__ import annotations
 
 import io
@@ -66,8 +67,7 @@ from .errors import PaimonFastError
 from .fsutil import TMP_MARK, write_all, write_atomic as _local_write_atomic, write_or_fault
 from .source import Source, checked_read
 
-__all__ = ["resolve", "Store", "CommitFile", "CommitConflictError", "IOCounter", "FileEntry", "TMP_MARK",
-           "display_uri"]
+__all__ = ["resolve", "Store", "CommitFile", "CommitConflictError", "IOCounter", "FileEntry", "TMP_MARK", "display_uri"]
 
 OBJECT_STORES = ("s3", "gcs", "abfs", "azure")
 VERSION_DIR = "_commits"
@@ -148,13 +148,16 @@ class Store:
             else:
                 from .errors import InvalidArgumentError
 
-                raise InvalidArgumentError(f"filesystem must be a pyarrow.fs.FileSystem or an fsspec filesystem, "
-                                           f"got {type(filesystem).__name__}")
+                raise InvalidArgumentError(
+                    f"filesystem must be a pyarrow.fs.FileSystem or an fsspec filesystem, "
+                    f"got {type(filesystem).__name__}"
+                )
         self.fs = filesystem
         self.type_name = filesystem.type_name
         self.local = isinstance(filesystem, pafs.LocalFileSystem)
         self.object_store = self.type_name in OBJECT_STORES or any(
-            f"'{p}'" in self.type_name for p in ("s3", "s3a", "gs", "gcs", "abfs", "az"))
+            f"'{p}'" in self.type_name for p in ("s3", "s3a", "gs", "gcs", "abfs", "az")
+        )
         self.scheme = scheme or ("" if self.local else {"gcs": "gs"}.get(self.type_name, self.type_name))
         self._boto = None
         self._warned = False
@@ -188,8 +191,7 @@ class Store:
 
     def uri(self, path: str) -> str:
         """How to show ``path`` (no credentials): a local path, or ``scheme://path``."""
-        return path if self.local or not self.scheme or self.type_name.startswith("py::") \
-            else f"{self.scheme}://{path}"
+        return path if self.local or not self.scheme or self.type_name.startswith("py::") else f"{self.scheme}://{path}"
 
     # ------------------------------------------------------------ metadata
     def _info(self, path: str):
@@ -238,8 +240,13 @@ class Store:
             raise FileNotFoundError(self.uri(path))
         return st[0]
 
-    def list_files(self, root: str, recursive: bool = True, skip_dir: Optional[Callable[[str], bool]] = None,
-                   keep: Optional[Callable[[str], bool]] = None) -> List[FileEntry]:
+    def list_files(
+        self,
+        root: str,
+        recursive: bool = True,
+        skip_dir: Optional[Callable[[str], bool]] = None,
+        keep: Optional[Callable[[str], bool]] = None,
+    ) -> List[FileEntry]:
         """Files under ``root`` (relative POSIX paths sorted), skipping directories whose name
         ``skip_dir`` accepts (and everything under them), and files whose name ``keep``
         refuses.  A missing root lists nothing."""
@@ -266,8 +273,7 @@ class Store:
                         st = os.stat(p)
                     except FileNotFoundError:
                         continue
-                    out.append(FileEntry(os.path.relpath(p, root).replace(os.sep, "/"), p, st.st_size,
-                                         st.st_mtime_ns))
+                    out.append(FileEntry(os.path.relpath(p, root).replace(os.sep, "/"), p, st.st_size, st.st_mtime_ns))
             return sorted(out, key=lambda e: e.rel)
         import pyarrow.fs as pafs
 
@@ -279,7 +285,7 @@ class Store:
         for i in infos:
             if i.type != pafs.FileType.File:
                 continue
-            rel = i.path[len(base) + 1:] if i.path.startswith(base + "/") else posixpath.relpath(i.path, base)
+            rel = i.path[len(base) + 1 :] if i.path.startswith(base + "/") else posixpath.relpath(i.path, base)
             parts = rel.split("/")
             if skip_dir is not None and any(skip_dir(d) for d in parts[:-1]):
                 continue
@@ -382,8 +388,10 @@ class Store:
                 except Exception as e:  # botocore.exceptions.ClientError
                     code = str(getattr(e, "response", {}).get("Error", {}).get("Code", ""))
                     if code in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
-                        raise CommitConflictError(f"{self.uri(path)} already exists: another writer committed "
-                                                  f"first (conditional PUT refused: {code})") from None
+                        raise CommitConflictError(
+                            f"{self.uri(path)} already exists: another writer committed "
+                            f"first (conditional PUT refused: {code})"
+                        ) from None
                     raise
                 return
         if not self.object_store:  # HDFS & co: a rename onto an existing file fails
@@ -410,11 +418,17 @@ class Store:
     def _warn_weak(self):
         if not self._warned:
             self._warned = True
-            why = "install boto3 (pip install 'paimon-fast[s3]')" if self.type_name == "s3" else \
-                "this store offers no conditional PUT through pyarrow"
-            warnings.warn(f"commits on {self.type_name} check-then-write instead of a conditional PUT ({why}): "
-                          "two writers racing within moments may both succeed, the later one's commit winning",
-                          RuntimeWarning, stacklevel=3)
+            why = (
+                "install boto3 (pip install 'paimon-fast[s3]')"
+                if self.type_name == "s3"
+                else "this store offers no conditional PUT through pyarrow"
+            )
+            warnings.warn(
+                f"commits on {self.type_name} check-then-write instead of a conditional PUT ({why}): "
+                "two writers racing within moments may both succeed, the later one's commit winning",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     def _boto_client(self):
         """A boto3 S3 client configured like the pyarrow S3FileSystem (None without boto3)."""
@@ -477,7 +491,7 @@ class ArrowFileSource(Source):
             with self._lock:
                 if self._head is None:
                     self._head = self._fetch(0, self._head_len)
-            return memoryview(self._head)[offset:offset + length]
+            return memoryview(self._head)[offset : offset + length]
         return self._fetch(offset, length)
 
     def _fetch(self, offset, length):
@@ -633,8 +647,11 @@ class CommitFile:
     @property
     def path(self) -> str:
         """The local commit file (for messages on object stores: the versions' directory)."""
-        return self.store.join(self.dir, self.name) if not self.versioned else \
-            self.store.join(self.dir, VERSION_DIR, self.name)
+        return (
+            self.store.join(self.dir, self.name)
+            if not self.versioned
+            else self.store.join(self.dir, VERSION_DIR, self.name)
+        )
 
     def _vpath(self, v: int) -> str:
         return self.store.join(self.dir, VERSION_DIR, f"{self.name}.{v:010d}")
@@ -645,8 +662,8 @@ class CommitFile:
         out = []
         for e in self.store.list_files(self.store.join(self.dir, VERSION_DIR), recursive=False):
             n = e.rel.rsplit("/", 1)[-1]
-            if n.startswith(pre) and n[len(pre):].isdigit() and TMP_MARK not in n:
-                out.append(int(n[len(pre):]))
+            if n.startswith(pre) and n[len(pre) :].isdigit() and TMP_MARK not in n:
+                out.append(int(n[len(pre) :]))
         return sorted(out)
 
     def read(self, counter: Optional[IOCounter] = None) -> Tuple[Optional[int], Optional[bytes]]:
@@ -691,7 +708,8 @@ class CommitFile:
             raise CommitConflictError(
                 f"{self.store.uri(self.store.join(self.dir, self.name))}: another writer committed version {v} "
                 f"while this one ran (it started from version {base or 0}); nothing of this commit is visible, "
-                "re-run it") from None
+                "re-run it"
+            ) from None
         return v
 
     def stale_versions(self, keep: int = 1) -> List[str]:

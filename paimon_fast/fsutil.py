@@ -7,6 +7,7 @@ into place; on any failure the temporary file is removed.  A process killed
 mid-write can leave only a temporary file, which :data:`TMP_MARK` identifies
 for clean-up.
 """
+
 from __future__ import annotations
 
 import os

@@ -25,6 +25,7 @@ Polars frame pushes its projection and row limit into the read.
 This module sits in the evaluation layer: every table kind imports it, it imports none of them.
 The explain table (:class:`Explain`, one :class:`IndexUse` a row) is filled by each kind.
 """
+
 from __future__ import annotations
 
 import queue
@@ -39,6 +40,7 @@ __all__ = ["LazyRead", "LegacyTupleRead", "ReadSource", "Explain", "IndexUse"]
 
 
 # ---------------------------------------------------------------- explain
+
 
 @dataclass
 class IndexUse:
@@ -116,8 +118,19 @@ class Explain:
         lines = [head, f"files {self.files_read:,}/{self.files_total:,} to read, rows {rows}/{self.rows_total:,}"]
         if self.indexes:
             cols = ["index", "column", "scope", "files", "used", "files removed", "rows removed", "why not / note"]
-            body = [[x.index, x.column, x.scope, f"{x.files:,}", "yes" if x.used else "no", f"{x.files_removed:,}",
-                     f"{x.rows_removed:,}", x.why] for x in self.indexes]
+            body = [
+                [
+                    x.index,
+                    x.column,
+                    x.scope,
+                    f"{x.files:,}",
+                    "yes" if x.used else "no",
+                    f"{x.files_removed:,}",
+                    f"{x.rows_removed:,}",
+                    x.why,
+                ]
+                for x in self.indexes
+            ]
             width = [max(len(r[i]) for r in [cols] + body) for i in range(len(cols))]
             fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, width)).rstrip()  # noqa: E731
             lines += [fmt(cols)] + [fmt(r) for r in body]
@@ -131,6 +144,7 @@ class Explain:
 
 
 # ---------------------------------------------------------------- sources
+
 
 class ReadSource:
     """A table kind's source of batches, what a :class:`LazyRead` reads from.
@@ -422,7 +436,8 @@ class LazyRead:
                         yield t.select(schema.names).cast(schema)
 
         ds = ray.data.range(len(parts), override_num_blocks=len(parts)).map_batches(
-            read, batch_size=1, batch_format="pyarrow", **read_args)
+            read, batch_size=1, batch_format="pyarrow", **read_args
+        )
         return ds.limit(self._limit) if self._limit is not None else ds
 
     def __repr__(self):
@@ -446,16 +461,25 @@ class LegacyTupleRead(LazyRead):
     """A :class:`LazyRead` returned where a ``(pyarrow.Table, report)`` tuple used to be: unpacking
     it (or indexing it) still gives that tuple, with a ``DeprecationWarning``."""
 
-    def __init__(self, source: ReadSource, limit: Optional[int] = None, *, what: str = "this call",
-                 hint: str = "use .to_arrow() and .report"):
+    def __init__(
+        self,
+        source: ReadSource,
+        limit: Optional[int] = None,
+        *,
+        what: str = "this call",
+        hint: str = "use .to_arrow() and .report",
+    ):
         super().__init__(source, limit)
         self._what = what
         self._hint = hint
         self._tuple = None
 
     def _as_tuple(self):
-        warnings.warn(f"{self._what} returns a LazyRead: {self._hint} instead of unpacking (table, report)",
-                      DeprecationWarning, stacklevel=3)
+        warnings.warn(
+            f"{self._what} returns a LazyRead: {self._hint} instead of unpacking (table, report)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
         return self._legacy_result()
 
     def _legacy_result(self):

@@ -44,6 +44,7 @@ the consumer), except a ``BETWEEN`` bound: ``x BETWEEN a AND NULL`` is no row,
 Normalise the final predicate: the "no row" form does not negate like the
 original leaf did (negate first, then normalise).
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -59,9 +60,20 @@ import pyarrow as pa
 from .errors import ColumnNotFoundError, LiteralTypeError
 from .predicate import ARRAY_OPS, And, Leaf, Or, Predicate
 
-__all__ = ["normalize", "normalize_leaf", "never", "is_never", "arrow_types", "widen_to_micros",
-           "widen_to_keys", "plain_literal", "epoch_seconds", "seconds_of_day", "parse_timestamp",
-           "DecimalLiteral"]
+__all__ = [
+    "normalize",
+    "normalize_leaf",
+    "never",
+    "is_never",
+    "arrow_types",
+    "widen_to_micros",
+    "widen_to_keys",
+    "plain_literal",
+    "epoch_seconds",
+    "seconds_of_day",
+    "parse_timestamp",
+    "DecimalLiteral",
+]
 
 _CMP = ("equal", "not_equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal")
 _NAN = "nan"
@@ -87,9 +99,15 @@ def never(name: str) -> Predicate:
 
 def is_never(p: Predicate) -> bool:
     """Whether ``p`` is the form :func:`never` builds."""
-    return (isinstance(p, And) and len(p.children) == 2 and isinstance(p.children[0], Leaf)
-            and p.children[0].op == "is_null" and isinstance(p.children[1], Leaf)
-            and p.children[1].op == "is_not_null" and p.children[0].name == p.children[1].name)
+    return (
+        isinstance(p, And)
+        and len(p.children) == 2
+        and isinstance(p.children[0], Leaf)
+        and p.children[0].op == "is_null"
+        and isinstance(p.children[1], Leaf)
+        and p.children[1].op == "is_not_null"
+        and p.children[0].name == p.children[1].name
+    )
 
 
 def always(name: str) -> Predicate:
@@ -102,6 +120,7 @@ def _non_null(name: str) -> Predicate:
 
 
 # ---------------------------------------------------------------- grids
+
 
 class _Grid:
     """The values a column type can hold, as exact rationals in grid units."""
@@ -201,16 +220,16 @@ class _DecimalGrid(_Grid):
     def __init__(self, name, t):
         super().__init__(name, t)
         self.scale = t.scale
-        m = Fraction(10 ** t.precision - 1)
+        m = Fraction(10**t.precision - 1)
         self.lo, self.hi = -m, m
 
     def exact(self, v):
         q = _number(self, v, allow_str=True)
         if isinstance(q, float):
-            return Fraction(10 ** 300) * (1 if q > 0 else -1)
+            return Fraction(10**300) * (1 if q > 0 else -1)
         if q is _NAN:
             return q
-        return q * 10 ** self.scale
+        return q * 10**self.scale
 
     def value(self, n):
         return _DEC.scaleb(decimal.Decimal(n), -self.scale)
@@ -319,13 +338,24 @@ def _utc_naive(d: _dt.datetime) -> _dt.datetime:
 # microsecond (3.11+) or refuses them (3.10).  So a TimestampScalar is read by ``.value`` and its
 # unit, a numpy datetime64 by its integer and its own unit, ISO text by its digits.
 
-_NP_UNIT_SECONDS = {"W": Fraction(604800), "D": Fraction(86400), "h": Fraction(3600), "m": Fraction(60),
-                    "s": Fraction(1), "ms": Fraction(1, 10 ** 3), "us": Fraction(1, 10 ** 6),
-                    "ns": Fraction(1, 10 ** 9), "ps": Fraction(1, 10 ** 12), "fs": Fraction(1, 10 ** 15),
-                    "as": Fraction(1, 10 ** 18)}
-_ISO = re.compile(r"(?P<y>[+-]?\d{4,})-(?P<mo>\d{2})-(?P<d>\d{2})"
-                  r"(?:[T ](?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2})(?:[.,](?P<f>\d+))?)?)?"
-                  r"\s*(?P<tz>Z|[+-]\d{2}(?::?\d{2}(?::?\d{2})?)?)?")
+_NP_UNIT_SECONDS = {
+    "W": Fraction(604800),
+    "D": Fraction(86400),
+    "h": Fraction(3600),
+    "m": Fraction(60),
+    "s": Fraction(1),
+    "ms": Fraction(1, 10**3),
+    "us": Fraction(1, 10**6),
+    "ns": Fraction(1, 10**9),
+    "ps": Fraction(1, 10**12),
+    "fs": Fraction(1, 10**15),
+    "as": Fraction(1, 10**18),
+}
+_ISO = re.compile(
+    r"(?P<y>[+-]?\d{4,})-(?P<mo>\d{2})-(?P<d>\d{2})"
+    r"(?:[T ](?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2})(?:[.,](?P<f>\d+))?)?)?"
+    r"\s*(?P<tz>Z|[+-]\d{2}(?::?\d{2}(?::?\d{2})?)?)?"
+)
 _ISO_TIME = re.compile(r"(?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2})(?:[.,](?P<f>\d+))?)?")
 
 
@@ -414,7 +444,7 @@ def parse_timestamp(text: str):
     if us.denominator == 1:
         d = _EPOCH + _dt.timedelta(microseconds=int(us))
         return d if off is None else d.replace(tzinfo=_dt.timezone(_dt.timedelta(seconds=off)))
-    ns = (local - (off or 0)) * 10 ** 9
+    ns = (local - (off or 0)) * 10**9
     if ns.denominator != 1:
         raise ValueError(f"{text!r} is finer than the nanosecond")
     return pa.scalar(int(ns), pa.timestamp("ns", tz=None if off is None else "UTC"))
@@ -436,12 +466,12 @@ def epoch_seconds(v) -> Fraction:
             d = _dt.datetime.fromisoformat(s) if ("T" in s or " " in s or ":" in s) else _dt.date.fromisoformat(s)
         except ValueError:
             try:
-                return Fraction(pa.scalar(s).cast(pa.timestamp("ns")).value, 10 ** 9)
+                return Fraction(pa.scalar(s).cast(pa.timestamp("ns")).value, 10**9)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 raise ValueError(f"{v!r} is not an ISO date or timestamp") from None
         return epoch_seconds(d)
     if isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, (int, np.integer)) for x in v):
-        return Fraction(int(v[0]), 1000) + Fraction(int(v[1]), 10 ** 9)  # (epoch millis, nanos of the milli)
+        return Fraction(int(v[0]), 1000) + Fraction(int(v[1]), 10**9)  # (epoch millis, nanos of the milli)
     if isinstance(v, np.datetime64):
         if np.isnat(v):
             raise TypeError("NaT is not a value")
@@ -454,7 +484,7 @@ def epoch_seconds(v) -> Fraction:
     if isinstance(v, _dt.datetime):
         extra_ns = getattr(v, "nanosecond", 0)  # pandas.Timestamp
         d = _utc_naive(v) - _EPOCH
-        return Fraction(d.days * 86400 + d.seconds) + Fraction(d.microseconds, 10 ** 6) + Fraction(extra_ns, 10 ** 9)
+        return Fraction(d.days * 86400 + d.seconds) + Fraction(d.microseconds, 10**6) + Fraction(extra_ns, 10**9)
     if isinstance(v, _dt.date):
         return Fraction((v - _EPOCH_DATE).days * 86400)
     if isinstance(v, pa.Scalar) and v.is_valid:
@@ -473,7 +503,7 @@ def seconds_of_day(v) -> Fraction:
     any, is ignored, as Arrow's time types have none), pyarrow time32 / time64 scalars of any unit,
     ``HH:MM[:SS[.fraction]]`` text.  Raises ``TypeError`` for anything else."""
     if isinstance(v, _dt.time):
-        return Fraction(v.hour * 3600 + v.minute * 60 + v.second) + Fraction(v.microsecond, 10 ** 6)
+        return Fraction(v.hour * 3600 + v.minute * 60 + v.second) + Fraction(v.microsecond, 10**6)
     if isinstance(v, pa.Scalar) and v.is_valid and pa.types.is_time(v.type):
         return Fraction(v.value, _TICKS[v.type.unit])
     if isinstance(v, str):
@@ -600,6 +630,7 @@ def _check_other(name, t, leaf):
 
 # ---------------------------------------------------------------- leaves
 
+
 def _cmp(g: _Grid, op: str, name: str, v, ieee: bool) -> Predicate:
     """One comparison ``name op v`` on grid ``g`` (v not None)."""
     if not ieee and not g.integral:
@@ -671,8 +702,12 @@ def _conj(name, parts, kind) -> Predicate:
     return never(name) if not live else Or.of(*live)
 
 
-_INT_BOUNDS = {8: (-(1 << 7), (1 << 7) - 1), 16: (-(1 << 15), (1 << 15) - 1), 32: (-(1 << 31), (1 << 31) - 1),
-               64: (-(1 << 63), (1 << 63) - 1)}
+_INT_BOUNDS = {
+    8: (-(1 << 7), (1 << 7) - 1),
+    16: (-(1 << 15), (1 << 15) - 1),
+    32: (-(1 << 31), (1 << 31) - 1),
+    64: (-(1 << 63), (1 << 63) - 1),
+}
 
 
 _STRING_IDS = (pa.string().id, pa.large_string().id)
@@ -843,7 +878,9 @@ def arrow_types(schema) -> dict:
     return out
 
 
-def normalize(predicate: Optional[Predicate], schema, *, missing: str = "keep", ieee: bool = True) -> Optional[Predicate]:
+def normalize(
+    predicate: Optional[Predicate], schema, *, missing: str = "keep", ieee: bool = True
+) -> Optional[Predicate]:
     """Every leaf of ``predicate`` normalised by :func:`normalize_leaf` against
     its column's type in ``schema`` (a pyarrow Schema or ``{column: type}``).
 

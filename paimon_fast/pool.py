@@ -3,6 +3,7 @@
 A query's reads run on them instead of on threads started and joined per query: starting
 and joining two to four threads cost about 2 ms of a 15 ms selective read on a Paimon table.
 """
+
 from __future__ import annotations
 
 import os

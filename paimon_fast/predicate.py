@@ -12,6 +12,7 @@ predicate where Paimon has the negated leaf (``=``/``!=``, ``<``/``>=``,
 ``IN``/``NOT IN``, ``IS NULL``/``IS NOT NULL``, AND/OR by De Morgan); string
 predicates have no negation and raise ``TypeError``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -58,8 +59,12 @@ _NEGATION = {
 }
 
 _SQL = {
-    "equal": "=", "not_equal": "!=", "less_than": "<", "less_or_equal": "<=",
-    "greater_than": ">", "greater_or_equal": ">=",
+    "equal": "=",
+    "not_equal": "!=",
+    "less_than": "<",
+    "less_or_equal": "<=",
+    "greater_than": ">",
+    "greater_or_equal": ">=",
 }
 
 
@@ -103,7 +108,9 @@ class Leaf(Predicate):
         n = OPS[self.op]
         if n is not None and len(self.literals) != n:
             raise ValueError(f"{self.op} takes {n} literal(s), got {len(self.literals)}")
-        if self.op in ("starts_with", "ends_with", "contains", "like") and not isinstance(self.literals[0], (str, bytes)):
+        if self.op in ("starts_with", "ends_with", "contains", "like") and not isinstance(
+            self.literals[0], (str, bytes)
+        ):
             raise TypeError(f"{self.op} needs a string literal, got {type(self.literals[0]).__name__}")
 
     @property

@@ -10,6 +10,7 @@ Combination follows Java: ``REMAIN & x = x``, ``REMAIN | x = REMAIN``,
 bitmap with a non-bitmap result keeps the bitmap when the other remains
 (AND) or becomes REMAIN (OR).
 """
+
 from __future__ import annotations
 
 from pyroaring import BitMap

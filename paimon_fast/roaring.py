@@ -10,6 +10,7 @@ kernel and then let pyroaring (CRoaring) deserialize them.
   :func:`serialize64`, :func:`deserialize64`
 * :func:`bitmap_of`: a pyroaring ``BitMap`` of a numpy array of positions, in one call
 """
+
 from __future__ import annotations
 
 import array
@@ -85,13 +86,14 @@ def deserialize32(buf, offset: int = 0, limit: int = -1, base: int = 0, with_siz
     u8 = _u8(buf)
     size, _ = _k.check(u8, offset, limit, base)
     try:
-        bm = BitMap.deserialize(u8[offset:offset + size].tobytes())
+        bm = BitMap.deserialize(u8[offset : offset + size].tobytes())
     except ValueError as e:  # CRoaring's own validation; ours should have caught it first
         raise IndexFormatError(f"invalid roaring bitmap: {e}", base + offset) from None
     return (bm, size) if with_size else bm
 
 
 # ---------------------------------------------------------------- 64-bit
+
 
 def _as_u64_sorted(values) -> np.ndarray:
     if isinstance(values, BitMap64):
@@ -123,7 +125,7 @@ def serialize64(values) -> bytes:
     pos = 0
     for h, s in zip(hi[starts].tolist(), sizes.tolist()):
         parts.append(struct.pack("<I", h))
-        parts.append(blob[pos:pos + s])
+        parts.append(blob[pos : pos + s])
         pos += s
     return b"".join(parts)
 
@@ -160,7 +162,7 @@ def deserialize64(buf, offset: int = 0, limit: int = -1, base: int = 0, with_siz
     u8 = _u8(buf)
     size, _ = check64(u8, offset, limit, base)
     try:
-        bm = BitMap64.deserialize(u8[offset:offset + size].tobytes())
+        bm = BitMap64.deserialize(u8[offset : offset + size].tobytes())
     except ValueError as e:
         raise IndexFormatError(f"invalid 64-bit roaring bitmap: {e}", base + offset) from None
     return (bm, size) if with_size else bm

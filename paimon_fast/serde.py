@@ -5,6 +5,7 @@ Java's ``DataOutputStream`` is big-endian; Paimon's ``MemorySliceOutput`` and th
 roaring bitmaps are little-endian.  Both are here so that no format module
 re-implements them.
 """
+
 from __future__ import annotations
 
 import struct
@@ -26,6 +27,7 @@ _LU64 = struct.Struct("<Q")
 
 
 # ---------------------------------------------------------------- modified UTF-8
+
 
 def encode_modified_utf8(s: str) -> bytes:
     """Java ``DataOutput.writeUTF`` body (no length): U+0000 as C0 80 and
@@ -92,6 +94,7 @@ def write_utf(s: str) -> bytes:
 
 # ---------------------------------------------------------------- var-ints
 
+
 def varint_size(v: int) -> int:
     """Bytes of an unsigned LEB128 var-int (Paimon ``VarLengthIntUtils``)."""
     n = 1
@@ -114,6 +117,7 @@ def encode_varint(v: int) -> bytes:
 
 
 # ---------------------------------------------------------------- bounded reader
+
 
 class BoundedReader:
     """Sequential reader over a bytes-like object; every read is bounds-checked.
@@ -143,9 +147,7 @@ class BoundedReader:
     def _need(self, n: int, what: str) -> int:
         p = self.pos
         if n < 0 or p + n > self.end:
-            raise IndexFormatError(
-                f"truncated: {what} needs {n} bytes, {self.end - p} left", self.base + p
-            )
+            raise IndexFormatError(f"truncated: {what} needs {n} bytes, {self.end - p} left", self.base + p)
         self.pos = p + n
         return p
 
@@ -154,7 +156,7 @@ class BoundedReader:
 
     def read_bytes(self, n: int, what: str = "bytes") -> bytes:
         p = self._need(n, what)
-        return bytes(self.buf[p:p + n])
+        return bytes(self.buf[p : p + n])
 
     def skip(self, n: int, what: str = "bytes") -> int:
         """Skip ``n`` bytes and return the position where they started."""
@@ -208,7 +210,7 @@ class BoundedReader:
     def utf(self, what="modified UTF-8 string") -> str:
         n = self.u16(what + " length")
         p = self._need(n, what)
-        return decode_modified_utf8(bytes(self.buf[p:p + n]), self.base + p)
+        return decode_modified_utf8(bytes(self.buf[p : p + n]), self.base + p)
 
     def varint(self, what="var-int", max_bits: int = 64) -> int:
         start = self.pos
@@ -231,6 +233,7 @@ class BoundedReader:
 
 
 # ---------------------------------------------------------------- writers
+
 
 def be_i32(v: int) -> bytes:
     return _I32.pack(v)

@@ -5,6 +5,7 @@ Readers never assume the whole index is in memory.  They take a
 every range is checked against the source's size first, so a length field
 read from a corrupt file can never make us allocate or read past the end.
 """
+
 from __future__ import annotations
 
 import io
@@ -63,7 +64,7 @@ class BytesSource(Source):
         self.size = len(self._mv)
 
     def _read(self, offset, length):
-        return self._mv[offset:offset + length]
+        return self._mv[offset : offset + length]
 
 
 def checked_read(data, length: int, offset: int, path: str, counter=None):
@@ -167,4 +168,6 @@ def as_source(obj) -> Source:
     try:
         return BytesSource(memoryview(obj))
     except TypeError:
-        raise TypeError(f"cannot read index bytes from {type(obj).__name__}: give bytes, a path or a binary file") from None
+        raise TypeError(
+            f"cannot read index bytes from {type(obj).__name__}: give bytes, a path or a binary file"
+        ) from None

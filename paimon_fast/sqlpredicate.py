@@ -32,6 +32,7 @@ columns, the nearest DOUBLE on FLOAT / DOUBLE ones: :class:`paimon_fast.literals
 ``1e3`` a DOUBLE.  ``TIMESTAMP '...'`` keeps every fraction digit: a ``datetime`` up to the
 microsecond, a nanosecond pyarrow timestamp scalar past it (UTC when the text has an offset).
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -64,11 +65,24 @@ _TOKEN_RE = re.compile(
 )
 
 _KEYWORDS = {"AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "LIKE", "TRUE", "FALSE", "DATE", "TIMESTAMP"}
-_CMP = {"=": "equal", "==": "equal", "!=": "not_equal", "<>": "not_equal", "<": "less_than",
-        "<=": "less_or_equal", ">": "greater_than", ">=": "greater_or_equal"}
-_MIRROR = {"equal": "equal", "not_equal": "not_equal", "less_than": "greater_than",
-           "greater_than": "less_than", "less_or_equal": "greater_or_equal",
-           "greater_or_equal": "less_or_equal"}
+_CMP = {
+    "=": "equal",
+    "==": "equal",
+    "!=": "not_equal",
+    "<>": "not_equal",
+    "<": "less_than",
+    "<=": "less_or_equal",
+    ">": "greater_than",
+    ">=": "greater_or_equal",
+}
+_MIRROR = {
+    "equal": "equal",
+    "not_equal": "not_equal",
+    "less_than": "greater_than",
+    "greater_than": "less_than",
+    "less_or_equal": "greater_or_equal",
+    "greater_or_equal": "less_or_equal",
+}
 
 
 _ARRAY_FUNCS = ("array_contains", "arrays_overlap", "array_contains_all")
@@ -90,9 +104,9 @@ def _tokenize(text: str) -> List[Tuple[str, object, int]]:
             toks.append(("id", s[1:-1].replace(q + q, q), pos))
         elif kind == "num":
             if any(c in s for c in "eE"):
-                v = float(s)               # 1e3: a DOUBLE literal
+                v = float(s)  # 1e3: a DOUBLE literal
             elif "." in s:
-                v = DecimalLiteral(s)      # 1.255: exact on DECIMAL columns, the nearest DOUBLE on floats
+                v = DecimalLiteral(s)  # 1.255: exact on DECIMAL columns, the nearest DOUBLE on floats
             else:
                 v = int(s)
             toks.append(("lit", v, pos))
@@ -125,7 +139,7 @@ class _Parser:
 
     def fail(self, what, tok=None):
         tok = tok or self.peek()
-        shown = "end of input" if tok[0] == "end" else repr(self.text[tok[2]:tok[2] + 20])
+        shown = "end of input" if tok[0] == "end" else repr(self.text[tok[2] : tok[2] + 20])
         raise PredicateSyntaxError(f"{what} at offset {tok[2]} (found {shown}) in {self.text!r}")
 
     def is_kw(self, word, k=0):
@@ -197,7 +211,7 @@ class _Parser:
                 self.fail(f"bad {t[1]} literal {s!r}", t)
         if t[0] == "kw" and t[1] == "NULL":
             self.next()
-            return None      # SQL NULL: a comparison with it is never true (x = NULL: no rows)
+            return None  # SQL NULL: a comparison with it is never true (x = NULL: no rows)
         self.fail("expected a literal")
 
     def column(self):
@@ -233,8 +247,12 @@ class _Parser:
 
     def comparison(self):
         t = self.peek()
-        if (t[0] == "id" and str(t[1]).lower() in _ARRAY_FUNCS and self.text[t[2]] not in '"`'
-                and self.peek(1)[0] == "("):
+        if (
+            t[0] == "id"
+            and str(t[1]).lower() in _ARRAY_FUNCS
+            and self.text[t[2]] not in '"`'
+            and self.peek(1)[0] == "("
+        ):
             return self.array_function()
         if t[0] != "id":
             # literal op column

@@ -14,6 +14,7 @@ A back end overrides a leaf's ``op_<op>`` method where its engine's semantics di
 IEEE NaN in ``NOT BETWEEN``, say), or :meth:`Translator.leaf` as a whole where the engine has
 every leaf natively (pypaimon).
 """
+
 from __future__ import annotations
 
 import operator
@@ -23,8 +24,12 @@ from .predicate import And, Leaf, Or, Predicate
 
 #: the comparison leaves, each with the Python operator that spells it on Arrow and Spark expressions
 COMPARISONS = {
-    "equal": operator.eq, "not_equal": operator.ne, "less_than": operator.lt,
-    "less_or_equal": operator.le, "greater_than": operator.gt, "greater_or_equal": operator.ge,
+    "equal": operator.eq,
+    "not_equal": operator.ne,
+    "less_than": operator.lt,
+    "less_or_equal": operator.le,
+    "greater_than": operator.gt,
+    "greater_or_equal": operator.ge,
 }
 
 
@@ -69,9 +74,9 @@ class Translator:
 
     def op_not_in(self, p: Leaf):
         if any(v is None for v in p.literals):
-            return self.never(p)     # x NOT IN (..., NULL) is never true in SQL
+            return self.never(p)  # x NOT IN (..., NULL) is never true in SQL
         if not p.literals:
-            return self.any_of([self.is_null(p), self.is_not_null(p)])   # NOT (x IN ()) holds for a NULL x too
+            return self.any_of([self.is_null(p), self.is_not_null(p)])  # NOT (x IN ()) holds for a NULL x too
         return self.all_of([self.negate(self.isin(p, list(p.literals))), self.is_not_null(p)])
 
     def op_between(self, p: Leaf):
@@ -85,8 +90,12 @@ class Translator:
         # x NOT BETWEEN NULL AND 5 holds for x > 5 (SQL); as a negation rather than x < lo OR x > hi,
         # an IEEE NaN (which compares false) is NOT BETWEEN any bounds
         lo, hi = p.literals
-        inside = self.all_of([self.unknown(p) if lo is None else self.compare("greater_or_equal", p, lo),
-                              self.unknown(p) if hi is None else self.compare("less_or_equal", p, hi)])
+        inside = self.all_of(
+            [
+                self.unknown(p) if lo is None else self.compare("greater_or_equal", p, lo),
+                self.unknown(p) if hi is None else self.compare("less_or_equal", p, hi),
+            ]
+        )
         return self.all_of([self.negate(inside), self.is_not_null(p)])
 
     # ------------------------------------------------------------ primitives of a back end

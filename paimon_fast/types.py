@@ -7,6 +7,7 @@ them to one Arrow array of the type's canonical Arrow type; the ``*_buffers``
 functions then expose zero-copy numpy views of its values, offsets and
 validity, which is what the Cython kernels consume.
 """
+
 from __future__ import annotations
 
 import decimal
@@ -237,6 +238,7 @@ def parse_type(text) -> DataType:
 
 # ---------------------------------------------------------------- columns
 
+
 def to_arrow_array(values, dtype: DataType) -> pa.Array:
     """Normalise a column to one contiguous Arrow array of a type kernels understand.
 
@@ -280,7 +282,10 @@ def to_arrow_array(values, dtype: DataType) -> pa.Array:
     ok = (
         pa.types.is_string(t) or pa.types.is_large_string(t)
         if dtype.is_string
-        else pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+        else pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
         if dtype.is_binary
         else pa.types.is_timestamp(t)
         if dtype.is_timestamp
@@ -311,7 +316,7 @@ def validity_mask(arr: pa.Array) -> Optional[np.ndarray]:
         return None
     buf = arr.buffers()[0]
     bits = np.frombuffer(buf, dtype=np.uint8)
-    mask = np.unpackbits(bits, bitorder="little", count=arr.offset + len(arr))[arr.offset:]
+    mask = np.unpackbits(bits, bitorder="little", count=arr.offset + len(arr))[arr.offset :]
     return mask.view(np.bool_)
 
 
@@ -322,12 +327,15 @@ def fixed_values(arr: pa.Array) -> np.ndarray:
         return np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.uint8)
     width = t.bit_width // 8
     np_dtype = {
-        1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64,
+        1: np.int8,
+        2: np.int16,
+        4: np.int32,
+        8: np.int64,
     }[width]
     if pa.types.is_floating(t):
         np_dtype = {4: np.float32, 8: np.float64}[width]
     buf = arr.buffers()[1]
-    return np.frombuffer(buf, dtype=np_dtype, count=arr.offset + len(arr))[arr.offset:]
+    return np.frombuffer(buf, dtype=np_dtype, count=arr.offset + len(arr))[arr.offset :]
 
 
 def binary_buffers(arr: pa.Array):
@@ -336,7 +344,7 @@ def binary_buffers(arr: pa.Array):
     t = arr.type
     large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
     bufs = arr.buffers()
-    off = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32, count=arr.offset + len(arr) + 1)[arr.offset:]
+    off = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32, count=arr.offset + len(arr) + 1)[arr.offset :]
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
     return off, data
 
@@ -392,7 +400,7 @@ def decimal_unscaled(arr: pa.Array) -> np.ndarray:
     """Unscaled values of a decimal128 array as int64; raises if one does not fit."""
     if not pa.types.is_decimal128(arr.type):
         arr = arr.cast(pa.decimal128(arr.type.precision, arr.type.scale))
-    raw = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * (arr.offset + len(arr)))[2 * arr.offset:]
+    raw = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * (arr.offset + len(arr)))[2 * arr.offset :]
     lo, hi = raw[0::2], raw[1::2]
     valid = validity_mask(arr)
     bad = hi != (lo >> 63)

@@ -5,6 +5,7 @@ its own) runs its code here with the package blocked, in every CI job, including
 have the package installed.  The block is an import hook (``ModuleNotFoundError``, as for a
 package that is not installed); ``sys.modules`` is left alone, since pyarrow looks there first.
 """
+
 from __future__ import annotations
 
 import json

@@ -14,6 +14,7 @@ traceback), and the run prints the count of answers / errors per reader and
 exits non-zero on a failure.  ``tests/test_fuzz_scale.py`` runs a short version
 of this in the test suite.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,11 +37,12 @@ class InputTimeout(Exception):
 
 # ---------------------------------------------------------------- readers
 
+
 def _file_index(itype, fmt, names=None, limit=12):
     from vectorlib import case_names, load_bin, load_case
 
     seeds = []
-    for name in (names or case_names(fmt)):
+    for name in names or case_names(fmt):
         c = load_case(fmt, name)
         if not c.get("file"):
             continue
@@ -77,6 +79,7 @@ def _exercise_file_index(itype):
             r.top_k(3)
             r.bottom_k(2, nulls_first=True, strict=False)
         r.describe()
+
     return run
 
 
@@ -92,7 +95,11 @@ def _exercise_container(rt, data):
     import paimon_fast as pf
 
     f = pf.FileIndexFormat.open(data, rt)
-    for p in (pf.field("id") == 5, pf.field("name").isin(["sftk", "x"]), (pf.field("id") == 1) | (pf.field("name") == "bc")):
+    for p in (
+        pf.field("id") == 5,
+        pf.field("name").isin(["sftk", "x"]),
+        (pf.field("id") == 1) | (pf.field("name") == "bc"),
+    ):
         res = f.evaluate(p)
         if hasattr(res, "bitmap"):
             res.bitmap
@@ -163,15 +170,15 @@ def recrc_btree(data: bytes) -> bytes:
     def fix(o, ln):
         if 0 <= o and 0 <= ln and o + ln + 5 <= n - 52:
             t = b[o + ln] if b[o + ln] < 4 else 0
-            b[o + ln:o + ln + 5] = sst.trailer(bytes(b[o:o + ln]), t)
+            b[o + ln : o + ln + 5] = sst.trailer(bytes(b[o : o + ln]), t)
             return True
         return False
 
     if 0 < ns and 0 <= no and no + ns + 4 <= n - 52:
-        b[no + ns:no + ns + 4] = struct.pack("<I", sst._crc32(bytes(b[no:no + ns])))
+        b[no + ns : no + ns + 4] = struct.pack("<I", sst._crc32(bytes(b[no : no + ns])))
     if fix(io, isz):
         try:
-            raw, _ = sst.decode(bytes(b[io:io + isz + 5]), isz, io)
+            raw, _ = sst.decode(bytes(b[io : io + isz + 5]), isz, io)
             import numpy as np
 
             offs, sizes = kernels.handles(np.frombuffer(raw, np.uint8))
@@ -215,8 +222,11 @@ def _dv():
     m32 = manifest("deletion_vector_32")
     out += [("bin", load_bin("deletion_vector_32", b["file"])) for b in m32["serialized_bins"] if b["size"] < 20000]
     m64 = manifest("deletion_vector_64")
-    out += [("blob", load_bin("deletion_vector_64", b["file"])) for b in m64["blobs_64"] + m64["blobs_32_by_head"]
-            if b["size"] < 20000]
+    out += [
+        ("blob", load_bin("deletion_vector_64", b["file"]))
+        for b in m64["blobs_64"] + m64["blobs_32_by_head"]
+        if b["size"] < 20000
+    ]
     return out
 
 
@@ -236,8 +246,12 @@ def _dv_files():
     from vectorlib import load_bin, manifest
 
     m32 = manifest("deletion_vector_32")
-    out = [(None, load_bin("deletion_vector_32", f["file"])) for c in m32["index_files"] for f in c["files"]
-           if f["size"] < 20000]
+    out = [
+        (None, load_bin("deletion_vector_32", f["file"]))
+        for c in m32["index_files"]
+        for f in c["files"]
+        if f["size"] < 20000
+    ]
     out.append((None, load_bin("deletion_vector_64", "dv_file_mixed_32_and_64_synthetic.index")))
     return out
 
@@ -252,8 +266,10 @@ def _exercise_dv_file(_, data):
 def _puffin():
     from paimon_fast import tableindex as ti
 
-    vecs = {"a.parquet": ti.DeletionVector.from_positions([1, 5, 70000], bitmap64=True),
-            "b.parquet": ti.DeletionVector.from_positions(range(0, 3000, 3), bitmap64=True)}
+    vecs = {
+        "a.parquet": ti.DeletionVector.from_positions([1, 5, 70000], bitmap64=True),
+        "b.parquet": ti.DeletionVector.from_positions(range(0, 3000, 3), bitmap64=True),
+    }
     return [(None, ti.write_puffin(vecs))]
 
 
@@ -268,8 +284,11 @@ def _hash():
     from vectorlib import load_bin
 
     d = os.path.join(HERE, "data", "hash_index")
-    return [(None, load_bin("hash_index", n)) for n in sorted(os.listdir(d))
-            if n.endswith(".index") and os.path.getsize(os.path.join(d, n)) < 20000]
+    return [
+        (None, load_bin("hash_index", n))
+        for n in sorted(os.listdir(d))
+        if n.endswith(".index") and os.path.getsize(os.path.join(d, n)) < 20000
+    ]
 
 
 def _exercise_hash(_, data):
@@ -324,15 +343,21 @@ def _parquet():
     import pyarrow.parquet as pq
 
     n = 300
-    t = pa.table({"i": pa.array([i if i % 7 else None for i in range(n)], pa.int64()),
-                  "s": pa.array([f"v{i % 23}" for i in range(n)]),
-                  "d": pa.array([i / 3 for i in range(n)]),
-                  "l": pa.array([[i] * (i % 3) for i in range(n)], pa.list_(pa.int32()))})
+    t = pa.table(
+        {
+            "i": pa.array([i if i % 7 else None for i in range(n)], pa.int64()),
+            "s": pa.array([f"v{i % 23}" for i in range(n)]),
+            "d": pa.array([i / 3 for i in range(n)]),
+            "l": pa.array([[i] * (i % 3) for i in range(n)], pa.list_(pa.int32())),
+        }
+    )
     out = []
-    for kw in (dict(write_page_index=True, compression="snappy"),
-               dict(write_page_index=False, data_page_version="2.0", use_dictionary=False, compression="zstd"),
-               dict(write_page_index=True, data_page_version="2.0", compression="none", row_group_size=120),
-               dict(write_page_index=False, compression="gzip", dictionary_pagesize_limit=64)):
+    for kw in (
+        dict(write_page_index=True, compression="snappy"),
+        dict(write_page_index=False, data_page_version="2.0", use_dictionary=False, compression="zstd"),
+        dict(write_page_index=True, data_page_version="2.0", compression="none", row_group_size=120),
+        dict(write_page_index=False, compression="gzip", dictionary_pagesize_limit=64),
+    ):
         buf = io.BytesIO()
         pq.write_table(t, buf, data_page_size=256, write_batch_size=32, **kw)
         out.append((None, buf.getvalue()))
@@ -407,13 +432,14 @@ READERS = {
 
 # ---------------------------------------------------------------- mutation
 
+
 def mutate(rng, data: bytes, other: bytes) -> bytes:
     b = bytearray(data)
     op = rng.random()
     if op < 0.2 and b:
-        return bytes(b[:rng.randrange(len(b))])
+        return bytes(b[: rng.randrange(len(b))])
     if op < 0.3 and b and other:
-        return bytes(b[:rng.randrange(len(b))] + other[rng.randrange(len(other)):])
+        return bytes(b[: rng.randrange(len(b))] + other[rng.randrange(len(other)) :])
     for _ in range(rng.randint(1, 4)):
         if not b:
             b.append(rng.randrange(256))
@@ -425,15 +451,16 @@ def mutate(rng, data: bytes, other: bytes) -> bytes:
         elif r < 0.6:
             b[i] ^= 1 << rng.randrange(8)
         elif r < 0.7:  # an extreme integer where a length or count may sit
-            b[i:i + 4] = rng.choice([b"\xff\xff\xff\xff", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"\0\0\0\0"])
+            b[i : i + 4] = rng.choice([b"\xff\xff\xff\xff", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"\0\0\0\0"])
         elif r < 0.85:
             b[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
         else:
-            del b[i:i + rng.randint(1, 8)]
+            del b[i : i + rng.randint(1, 8)]
     return bytes(b)
 
 
 # ---------------------------------------------------------------- one reader, in a child process
+
 
 def run_reader(name: str, n: int, seed: int, seconds: float, memory_mb: int, out_dir: str) -> dict:
     """Fuzz one reader in this process (limits: ``seconds`` per input, ``memory_mb`` of address space)."""
@@ -488,8 +515,14 @@ def _run(name, n, seed, seconds, out_dir):
         for i, m, tb in failures[:50]:
             with open(os.path.join(out_dir, f"{name}-{i}.txt"), "w") as fh:
                 fh.write(m.hex() + "\n\n" + tb)
-    return {"reader": name, "inputs": n, "answered": ok, "index_format_errors": err, "failures": len(failures),
-            "first_failure": failures[0][2].strip().splitlines()[-1] if failures else ""}
+    return {
+        "reader": name,
+        "inputs": n,
+        "answered": ok,
+        "index_format_errors": err,
+        "failures": len(failures),
+        "first_failure": failures[0][2].strip().splitlines()[-1] if failures else "",
+    }
 
 
 def _child(args):
@@ -525,13 +558,17 @@ def main(argv=None) -> int:
                 crashed.append(nm)
     bad = 0
     if crashed:
-        print(f"a reader process died (segfault or abort) while fuzzing one of: {', '.join(crashed)}; "
-              f"rerun them one by one with --jobs 1 --reader NAME to find which")
+        print(
+            f"a reader process died (segfault or abort) while fuzzing one of: {', '.join(crashed)}; "
+            f"rerun them one by one with --jobs 1 --reader NAME to find which"
+        )
         bad += len(crashed)
     for r in results:
-        print(f"{r['reader']:16s} inputs {r['inputs']:>7}  answered {r['answered']:>7}  "
-              f"IndexFormatError {r['index_format_errors']:>7}  failures {r['failures']}"
-              + (f"  ({r['first_failure']})" if r["failures"] else ""))
+        print(
+            f"{r['reader']:16s} inputs {r['inputs']:>7}  answered {r['answered']:>7}  "
+            f"IndexFormatError {r['index_format_errors']:>7}  failures {r['failures']}"
+            + (f"  ({r['first_failure']})" if r["failures"] else "")
+        )
         bad += r["failures"]
     return 1 if bad else 0
 

@@ -1,4 +1,5 @@
 """Test support for the Hudi bitmap index: the real tables, an oracle, predicate batteries."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -15,9 +16,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _tables_dir():
     # <repo>/../shared/hudi-tables (CI); a git worktree one level deeper also finds it
-    for d in (os.environ.get("PAIMON_FAST_HUDI_TABLES"),
-              os.path.join(os.path.dirname(REPO), "shared", "hudi-tables"),
-              os.path.join(os.path.dirname(os.path.dirname(REPO)), "shared", "hudi-tables")):
+    for d in (
+        os.environ.get("PAIMON_FAST_HUDI_TABLES"),
+        os.path.join(os.path.dirname(REPO), "shared", "hudi-tables"),
+        os.path.join(os.path.dirname(os.path.dirname(REPO)), "shared", "hudi-tables"),
+    ):
         if d and os.path.isdir(d):
             return d
     return os.path.join(os.path.dirname(REPO), "shared", "hudi-tables")
@@ -39,8 +42,10 @@ def table_zips():
 
 def require_tables():
     if not table_zips():
-        pytest.skip(f"the real Hudi tables are not available at {TABLES_DIR} "
-                    "(they live in the project's shared directory, not in the repository)")
+        pytest.skip(
+            f"the real Hudi tables are not available at {TABLES_DIR} "
+            "(they live in the project's shared directory, not in the repository)"
+        )
 
 
 def unzip_table(rel, dest):
@@ -63,6 +68,7 @@ def snapshot(table_path):
 
 
 # ---------------------------------------------------------------- oracle (plain Python, 3-valued logic)
+
 
 def _cmp(v, lit, fn):
     if v is None or lit is None:
@@ -138,12 +144,19 @@ def row_multiset(rows, columns=None):
 
 # ---------------------------------------------------------------- predicates
 
+
 def indexable(schema):
     out = []
     for f in schema:
         t = f.type
-        if (pa.types.is_string(t) or pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_date(t)
-                or pa.types.is_timestamp(t) or pa.types.is_decimal(t)):
+        if (
+            pa.types.is_string(t)
+            or pa.types.is_integer(t)
+            or pa.types.is_boolean(t)
+            or pa.types.is_date(t)
+            or pa.types.is_timestamp(t)
+            or pa.types.is_decimal(t)
+        ):
             out.append(f.name)
     return out
 
@@ -166,7 +179,7 @@ def battery(table, columns, schema, max_single=5):
     # prefer a spread of types among the single-column checks
     def kind(c):
         t = schema.field(c).type
-        return ("string" if pa.types.is_string(t) else "int" if pa.types.is_integer(t) else str(t))
+        return "string" if pa.types.is_string(t) else "int" if pa.types.is_integer(t) else str(t)
 
     seen, singles = set(), []
     for c in columns:
@@ -180,8 +193,14 @@ def battery(table, columns, schema, max_single=5):
             preds += [field(c).is_null(), field(c).is_not_null()]
             continue
         v0, v1 = vs[0], vs[-1]
-        preds += [field(c) == v0, field(c) != v0, field(c).isin([v0, v1]), field(c).notin([v1]),
-                  field(c).is_null(), field(c).is_not_null()]
+        preds += [
+            field(c) == v0,
+            field(c) != v0,
+            field(c).isin([v0, v1]),
+            field(c).notin([v1]),
+            field(c).is_null(),
+            field(c).is_not_null(),
+        ]
         if kind(c) in _MISSING:
             preds.append(field(c) == _MISSING[kind(c)])
             preds.append(field(c).notin([v0, None]))
@@ -199,6 +218,8 @@ def battery(table, columns, schema, max_single=5):
         iv = values(ints[0])
         if iv:
             preds.append((field(ints[0]) > iv[len(iv) // 2]) & field(singles[0]).is_not_null())
-            preds.append((field(ints[0]) <= iv[0]) | (field(singles[0]) == values(singles[0])[0]
-                                                      if values(singles[0]) else field(singles[0]).is_null()))
+            preds.append(
+                (field(ints[0]) <= iv[0])
+                | (field(singles[0]) == values(singles[0])[0] if values(singles[0]) else field(singles[0]).is_null())
+            )
     return preds

@@ -2,6 +2,7 @@
 timeline layout 1) that the ``hudi`` package reads back, for commit-sequence tests and
 benchmarks.  Each commit rewrites the base file of every file group it touches, as a
 copy-on-write writer does; meta columns are populated."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -13,8 +14,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
-        "_hoodie_file_name"]
+META = [
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+]
 
 
 def _avro_type(t):
@@ -36,9 +42,14 @@ def _avro_type(t):
 
 
 def avro_schema(name, schema):
-    return json.dumps({"type": "record", "name": f"{name}_record", "namespace": f"hoodie.{name}",
-                       "fields": [{"name": f.name, "type": ["null", _avro_type(f.type)], "default": None}
-                                  for f in schema]})
+    return json.dumps(
+        {
+            "type": "record",
+            "name": f"{name}_record",
+            "namespace": f"hoodie.{name}",
+            "fields": [{"name": f.name, "type": ["null", _avro_type(f.type)], "default": None} for f in schema],
+        }
+    )
 
 
 class CowTable:
@@ -48,17 +59,25 @@ class CowTable:
         self.key = key
         self.partition_field = partition_field
         self.name = name
-        self.groups = {}          # (partition, file_id) -> current pa.Table (data columns)
+        self.groups = {}  # (partition, file_id) -> current pa.Table (data columns)
         self._last = 0
         os.makedirs(os.path.join(self.path, ".hoodie"), exist_ok=True)
         props = {
-            "hoodie.table.name": name, "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": "6",
-            "hoodie.timeline.layout.version": "1", "hoodie.table.recordkey.fields": key,
-            "hoodie.archivelog.folder": "archived", "hoodie.datasource.write.hive_style_partitioning": "true",
-            "hoodie.datasource.write.partitionpath.urlencode": "false", "hoodie.populate.meta.fields": "true",
+            "hoodie.table.name": name,
+            "hoodie.table.type": "COPY_ON_WRITE",
+            "hoodie.table.version": "6",
+            "hoodie.timeline.layout.version": "1",
+            "hoodie.table.recordkey.fields": key,
+            "hoodie.archivelog.folder": "archived",
+            "hoodie.datasource.write.hive_style_partitioning": "true",
+            "hoodie.datasource.write.partitionpath.urlencode": "false",
+            "hoodie.populate.meta.fields": "true",
             "hoodie.datasource.write.drop.partition.columns": "false",
-            "hoodie.table.keygenerator.class": ("org.apache.hudi.keygen.SimpleKeyGenerator" if partition_field
-                                                else "org.apache.hudi.keygen.NonpartitionedKeyGenerator"),
+            "hoodie.table.keygenerator.class": (
+                "org.apache.hudi.keygen.SimpleKeyGenerator"
+                if partition_field
+                else "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+            ),
             "hoodie.table.create.schema": avro_schema(name, schema).replace(":", "\\:"),
         }
         if partition_field:
@@ -100,10 +119,21 @@ class CowTable:
                 with open(pm, "w") as fh:
                     fh.write(f"#partition metadata\ncommitTime={ts}\npartitionDepth={1 if part else 0}\n")
             pq.write_table(full, os.path.join(d, fname), row_group_size=max(1, min(n, 131072)))
-            stats.setdefault(part, []).append({
-                "fileId": fid, "path": f"{part}/{fname}" if part else fname, "prevCommit": "null",
-                "numWrites": n, "numDeletes": 0, "numUpdateWrites": 0, "numInserts": n,
-                "totalWriteBytes": 0, "totalWriteErrors": 0, "partitionPath": part, "fileSizeInBytes": 0})
+            stats.setdefault(part, []).append(
+                {
+                    "fileId": fid,
+                    "path": f"{part}/{fname}" if part else fname,
+                    "prevCommit": "null",
+                    "numWrites": n,
+                    "numDeletes": 0,
+                    "numUpdateWrites": 0,
+                    "numInserts": n,
+                    "totalWriteBytes": 0,
+                    "totalWriteErrors": 0,
+                    "partitionPath": part,
+                    "fileSizeInBytes": 0,
+                }
+            )
             if complete:
                 self.groups[(part, fid)] = tbl
         hd = os.path.join(self.path, ".hoodie")
@@ -111,8 +141,12 @@ class CowTable:
         with open(os.path.join(hd, f"{ts}.inflight"), "w") as fh:
             fh.write("{}")
         if complete:
-            meta = {"partitionToWriteStats": stats, "compacted": False,
-                    "extraMetadata": {"schema": avro_schema(self.name, self.schema)}, "operationType": "UPSERT"}
+            meta = {
+                "partitionToWriteStats": stats,
+                "compacted": False,
+                "extraMetadata": {"schema": avro_schema(self.name, self.schema)},
+                "operationType": "UPSERT",
+            }
             with open(os.path.join(hd, f"{ts}.commit"), "w") as fh:
                 json.dump(meta, fh)
         return ts

@@ -1,4 +1,5 @@
 """Shared helpers for the Paimon-table tests (pypaimon tables in temporary warehouses)."""
+
 from __future__ import annotations
 
 import os
@@ -10,8 +11,10 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "paimon_
 TARBALL = os.path.join(DATA, "java09-append-tables.tar.gz")
 ANSWERS = os.path.join(DATA, "java09-answers.txt")
 
-_ANSWER_RE = re.compile(r"^JAVA (\w+) (\w+)='([^']*)': planned files=(\d+) "
-                        r"rows returned by read \(no residual filter\)=(\d+)$")
+_ANSWER_RE = re.compile(
+    r"^JAVA (\w+) (\w+)='([^']*)': planned files=(\d+) "
+    r"rows returned by read \(no residual filter\)=(\d+)$"
+)
 
 
 def java_answers():
@@ -52,12 +55,14 @@ def sample_batch(k, n=1000):
     import pyarrow as pa
 
     ids = range(k * n, (k + 1) * n)
-    return pa.table({
-        "id": pa.array(ids, pa.int32()),
-        "name": [f"name-{i}" for i in ids],
-        "category": [["red", "green", "blue", "cyan"][(i % 2) + 2 * (k % 2)] for i in ids],
-        "price": pa.array([(i * 7) % 1000 for i in ids], pa.int64()),
-    })
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int32()),
+            "name": [f"name-{i}" for i in ids],
+            "category": [["red", "green", "blue", "cyan"][(i % 2) + 2 * (k % 2)] for i in ids],
+            "price": pa.array([(i * 7) % 1000 for i in ids], pa.int64()),
+        }
+    )
 
 
 def commit_arrow(table, data):

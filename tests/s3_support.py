@@ -6,6 +6,7 @@ credentials as pyarrow URI options, so the same URI works in this process and on
 Spark's executors (the options travel with the pickled filesystem); ``filesystem()``
 is the equivalent ``pyarrow.fs.S3FileSystem`` for APIs that take one.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,13 @@ class S3Server:
         self.endpoint_url = f"http://{self.endpoint}"
         import boto3
 
-        self.client = boto3.client("s3", endpoint_url=self.endpoint_url, aws_access_key_id=KEY,
-                                   aws_secret_access_key=SECRET, region_name=REGION)
+        self.client = boto3.client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            aws_access_key_id=KEY,
+            aws_secret_access_key=SECRET,
+            region_name=REGION,
+        )
 
     def stop(self):
         self._server.stop()
@@ -43,18 +49,24 @@ class S3Server:
 
     def uri(self, bucket: str, prefix: str = "") -> str:
         path = f"{bucket}/{prefix}".rstrip("/")
-        return (f"s3://{KEY}:{SECRET}@{path}?endpoint_override={self.endpoint}&scheme=http&region={REGION}")
+        return f"s3://{KEY}:{SECRET}@{path}?endpoint_override={self.endpoint}&scheme=http&region={REGION}"
 
     def filesystem(self):
         import pyarrow.fs as pafs
 
-        return pafs.S3FileSystem(access_key=KEY, secret_key=SECRET, endpoint_override=self.endpoint,
-                                 scheme="http", region=REGION)
+        return pafs.S3FileSystem(
+            access_key=KEY, secret_key=SECRET, endpoint_override=self.endpoint, scheme="http", region=REGION
+        )
 
     def storage_options(self) -> dict:
         """The same endpoint and credentials as the ``hudi`` package's storage options."""
-        return {"aws_endpoint_url": self.endpoint_url, "aws_allow_http": "true", "aws_access_key_id": KEY,
-                "aws_secret_access_key": SECRET, "aws_region": REGION}
+        return {
+            "aws_endpoint_url": self.endpoint_url,
+            "aws_allow_http": "true",
+            "aws_access_key_id": KEY,
+            "aws_secret_access_key": SECRET,
+            "aws_region": REGION,
+        }
 
     def upload_dir(self, local_dir: str, bucket: str, prefix: str) -> int:
         """Copy a local directory tree to ``s3://bucket/prefix``; returns the number of files."""

@@ -9,6 +9,7 @@ kept only when the predicate is true).
     rows = table.to_pylist()
     keep = [i for i, r in enumerate(rows) if holds(pred, r)]
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -127,8 +128,17 @@ def _leaf(p: Leaf, row):
         r = _and(_op(">=", _cmp(v, lo)), _op("<=", _cmp(v, hi)))
         return r if op == "between" else _not(r)
     c = _cmp(v, p.literal)
-    return _op({"equal": "=", "not_equal": "!=", "less_than": "<", "less_or_equal": "<=",
-                "greater_than": ">", "greater_or_equal": ">="}[op], c)
+    return _op(
+        {
+            "equal": "=",
+            "not_equal": "!=",
+            "less_than": "<",
+            "less_or_equal": "<=",
+            "greater_than": ">",
+            "greater_or_equal": ">=",
+        }[op],
+        c,
+    )
 
 
 def _op(sym, c):

@@ -1,5 +1,6 @@
 """array_contains / arrays_overlap / array_contains_all without an index: the exact Arrow filter,
 SQL text, Parquet datasets, Paimon tables and Spark columns, against a plain-Python oracle."""
+
 import os
 import sys
 
@@ -56,9 +57,9 @@ def make_table(n=300, seed=1, kind="int"):
         k = int(rng.integers(0, 5))
         a = [int(x) for x in rng.integers(0, 20, k)]
         if k and rng.random() < 0.2:
-            a.append(a[0])                      # duplicates
+            a.append(a[0])  # duplicates
         if rng.random() < 0.15:
-            a.insert(int(rng.integers(0, len(a) + 1)), None)   # null elements
+            a.insert(int(rng.integers(0, len(a) + 1)), None)  # null elements
         arrays.append(a if kind == "int" else [None if x is None else f"t{x}" for x in a])
     et = pa.int32() if kind == "int" else pa.string()
     return pa.table({"id": pa.array(range(n), pa.int64()), "tags": pa.array(arrays, pa.list_(et))})
@@ -118,8 +119,11 @@ def test_sql_text():
     assert parse_predicate('"array_contains" = 1') == Leaf("equal", "array_contains", (1,))
     t = make_table()
     rows = t.to_pylist()
-    for text in ("array_contains(tags, 3)", "arrays_overlap(tags, array(1, 2)) AND id > 50",
-                 "array_contains_all(tags, array(1, 2)) OR array_contains(tags, NULL)"):
+    for text in (
+        "array_contains(tags, 3)",
+        "arrays_overlap(tags, array(1, 2)) AND id > 50",
+        "array_contains_all(tags, array(1, 2)) OR array_contains(tags, NULL)",
+    ):
         p = parse_predicate(text)
         assert filter_table(t, p).column("id").to_pylist() == oracle_ids(rows, p), text
     from paimon_fast.sqlpredicate import PredicateSyntaxError
@@ -153,8 +157,11 @@ def test_paimon_table(tmp_path):
     t = make_table(kind="string")
     cat = catalog(tmp_path)
     cat.create_database("db", True)
-    cat.create_table("db.t", Schema.from_pyarrow_schema(t.schema, options={
-        "bucket": "-1", "file-index.bloom-filter.columns": "id"}), False)
+    cat.create_table(
+        "db.t",
+        Schema.from_pyarrow_schema(t.schema, options={"bucket": "-1", "file-index.bloom-filter.columns": "id"}),
+        False,
+    )
     tb = cat.get_table("db.t")
     for a, b in ((0, 120), (120, 300)):
         wb = tb.new_batch_write_builder()
@@ -188,12 +195,20 @@ def test_spark_columns():
         assert got == oracle_ids(rows, p), p
 
 
-@pytest.mark.parametrize("make", [
-    lambda f: f.array_contains(5.5), lambda f: f.array_contains(5.0), lambda f: f.array_contains(2**40),
-    lambda f: f.array_contains(-2**31 - 1), lambda f: f.arrays_overlap([5.5, 7]), lambda f: f.arrays_overlap([5.5]),
-    lambda f: f.arrays_overlap([2**40, 6.0]), lambda f: f.array_contains_all([5, 6.5]),
-    lambda f: f.array_contains_all([5.0, 6]),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda f: f.array_contains(5.5),
+        lambda f: f.array_contains(5.0),
+        lambda f: f.array_contains(2**40),
+        lambda f: f.array_contains(-(2**31) - 1),
+        lambda f: f.arrays_overlap([5.5, 7]),
+        lambda f: f.arrays_overlap([5.5]),
+        lambda f: f.arrays_overlap([2**40, 6.0]),
+        lambda f: f.array_contains_all([5, 6.5]),
+        lambda f: f.array_contains_all([5.0, 6]),
+    ],
+)
 def test_literals_no_element_can_equal(make):
     """A literal no INT element can equal (5.5, 2**40) matches no element, in the index and the
     exact filter alike (it used to be truncated to 5): compared numerically, as SQL does."""

@@ -1,5 +1,6 @@
 """benchmarks/report.py and ``paimon-fast bench``: how benchmark results become the report
 (operation / case / implementation keys, ratios, skipped figures, plots), on synthetic results."""
+
 import importlib.util
 import os
 
@@ -21,29 +22,51 @@ report = _load("_bench_report_under_test", "benchmarks/report.py")
 
 
 def _bench(name, group, params, param, median, extra=None):
-    return {"name": name, "group": group, "params": params, "param": param, "extra_info": extra or {},
-            "stats": {"median": median, "min": median * 0.9}}
+    return {
+        "name": name,
+        "group": group,
+        "params": params,
+        "param": param,
+        "extra_info": extra or {},
+        "stats": {"median": median, "min": median * 0.9},
+    }
 
 
 def test_keys_from_suffix_param_and_extra_info():
     key = report.bench_key
     assert key("test_add_bigint_kernel", "bloom add", None, None, {}) == ("bloom add", "", "kernel")
-    assert key("test_cold_equal[twin-STRING-10]", "g", {"impl": "twin", "case": ("STRING", 10)}, "twin-STRING-10",
-               {}) == ("g", "STRING-10", "twin")
-    assert key("test_query[kernel-bloom-100]", "q", {"impl": "kernel"}, "kernel-bloom-100",
-               {"impl": "numpy_isin"}) == ("q", "bloom-100", "numpy_isin")
+    assert key(
+        "test_cold_equal[twin-STRING-10]", "g", {"impl": "twin", "case": ("STRING", 10)}, "twin-STRING-10", {}
+    ) == ("g", "STRING-10", "twin")
+    assert key("test_query[kernel-bloom-100]", "q", {"impl": "kernel"}, "kernel-bloom-100", {"impl": "numpy_isin"}) == (
+        "q",
+        "bloom-100",
+        "numpy_isin",
+    )
     assert key("test_build_pypaimon[INT-10]", None, {"case": 1}, "INT-10", {}) == ("build", "INT-10", "pypaimon")
 
 
 def _part():
-    return {"name": "bloom", "wall_s": 12.0, "load": (1.0, 2.0), "returncode": 0,
-            "benchmarks": [
-                _bench("test_add_kernel", "bloom add", None, None, 0.010),
-                _bench("test_add_twin", "bloom add", None, None, 2.5),
-                _bench("test_java_anchor", "bloom Java 0.9 anchor", None, None, 9.0,
-                       {"java": {"bloom add": {"median": 0.030, "min": 0.020, "sha256": "x"}}}),
-            ],
-            "skipped": [("test_probe_pypaimon", "pypaimon is not installed")], "failed": []}
+    return {
+        "name": "bloom",
+        "wall_s": 12.0,
+        "load": (1.0, 2.0),
+        "returncode": 0,
+        "benchmarks": [
+            _bench("test_add_kernel", "bloom add", None, None, 0.010),
+            _bench("test_add_twin", "bloom add", None, None, 2.5),
+            _bench(
+                "test_java_anchor",
+                "bloom Java 0.9 anchor",
+                None,
+                None,
+                9.0,
+                {"java": {"bloom add": {"median": 0.030, "min": 0.020, "sha256": "x"}}},
+            ),
+        ],
+        "skipped": [("test_probe_pypaimon", "pypaimon is not installed")],
+        "failed": [],
+    }
 
 
 def test_report_gives_medians_ratios_and_why_not(tmp_path):
@@ -57,25 +80,61 @@ def test_report_gives_medians_ratios_and_why_not(tmp_path):
     line = next(x for x in text.splitlines() if x.startswith("| bloom add |"))
     # ours 10 ms; twin 2.5 s = 250x; Java 30 ms = 3x
     assert "10.00 ms" in line and "2.50 s (250.0x)" in line and "30.00 ms (3.0x)" in line
-    assert "pypaimon is not installed" in text            # an unmeasured figure says why
-    assert "bloom Java 0.9 anchor" not in text            # the JVM wall time is not a figure
+    assert "pypaimon is not installed" in text  # an unmeasured figure says why
+    assert "bloom Java 0.9 anchor" not in text  # the JVM wall time is not a figure
     assert "not drawn: test" in text
 
 
 def test_scaling_table_and_peak_rss(tmp_path):
     b = []
     for n, t in ((100_000, 0.001), (1_000_000, 0.01)):
-        b.append(_bench(f"test_build_kernel[bloom-{n}]", "scaling build bloom", {"index": "bloom", "n": n},
-                        f"bloom-{n}", t))
-        b.append(_bench(f"test_query[kernel-bitmap-{n}]", "scaling query bitmap", {"impl": "kernel"},
-                        f"kernel-bitmap-{n}", t / 10))
-        b.append(_bench(f"test_query[pyarrow_compute-bitmap-{n}]", "scaling query bitmap",
-                        {"impl": "pyarrow_compute"}, f"pyarrow_compute-bitmap-{n}", t, {"impl": "pyarrow_compute"}))
-    b.append(_bench("test_peak_rss[bloom]", "peak RSS of one build", {"index": "bloom"}, "bloom", 1.0,
-                    {"rss_peak_growth": 64 * 2**20, "input_bytes": 80 * 2**20, "index_bytes": 12 * 2**20,
-                     "rows": 10_000_000, "impl": "kernel"}))
-    part = {"name": "scaling", "wall_s": 1.0, "load": (1.0, 1.0), "returncode": 0, "benchmarks": b,
-            "skipped": [], "failed": []}
+        b.append(
+            _bench(f"test_build_kernel[bloom-{n}]", "scaling build bloom", {"index": "bloom", "n": n}, f"bloom-{n}", t)
+        )
+        b.append(
+            _bench(
+                f"test_query[kernel-bitmap-{n}]",
+                "scaling query bitmap",
+                {"impl": "kernel"},
+                f"kernel-bitmap-{n}",
+                t / 10,
+            )
+        )
+        b.append(
+            _bench(
+                f"test_query[pyarrow_compute-bitmap-{n}]",
+                "scaling query bitmap",
+                {"impl": "pyarrow_compute"},
+                f"pyarrow_compute-bitmap-{n}",
+                t,
+                {"impl": "pyarrow_compute"},
+            )
+        )
+    b.append(
+        _bench(
+            "test_peak_rss[bloom]",
+            "peak RSS of one build",
+            {"index": "bloom"},
+            "bloom",
+            1.0,
+            {
+                "rss_peak_growth": 64 * 2**20,
+                "input_bytes": 80 * 2**20,
+                "index_bytes": 12 * 2**20,
+                "rows": 10_000_000,
+                "impl": "kernel",
+            },
+        )
+    )
+    part = {
+        "name": "scaling",
+        "wall_s": 1.0,
+        "load": (1.0, 1.0),
+        "returncode": 0,
+        "benchmarks": b,
+        "skipped": [],
+        "failed": [],
+    }
     out = tmp_path / "s.md"
     report.write_report([part], str(out), True, 2.0, None, [])
     text = out.read_text()
@@ -107,15 +166,19 @@ def test_speed_probe_and_its_line_in_the_report(tmp_path):
     bench_conftest = _load("_bench_conftest_under_test", "benchmarks/conftest.py")
     assert 1 < bench_conftest.speed_probe_us() < 1e6
     # 10 probes: 8 at 50 us, 2 at 100 us: median 50, p10-p90 50-100, 20% over 1.4x the fastest (50)
-    assert report.probe_summary([50.0] * 8 + [100.0] * 2, 50.0) == \
-        "speed probe 50 us (p10-p90 50-100 us), 20% of samples in a slow spell"
+    assert (
+        report.probe_summary([50.0] * 8 + [100.0] * 2, 50.0)
+        == "speed probe 50 us (p10-p90 50-100 us), 20% of samples in a slow spell"
+    )
     assert report.probe_summary([], 50.0) == "no probe samples"
     fast, slow = _part(), dict(_part(), name="bsi")
-    fast["benchmarks"] = [dict(b, extra_info=dict(b.get("extra_info") or {}, speed_probe_us=[60.0, 60.0]))
-                          for b in fast["benchmarks"]]
+    fast["benchmarks"] = [
+        dict(b, extra_info=dict(b.get("extra_info") or {}, speed_probe_us=[60.0, 60.0])) for b in fast["benchmarks"]
+    ]
     fast["benchmarks"][0]["extra_info"]["speed_probe_us"] = [50.0, 60.0]
-    slow["benchmarks"] = [dict(b, extra_info=dict(b.get("extra_info") or {}, speed_probe_us=[110.0, 110.0]))
-                          for b in slow["benchmarks"]]
+    slow["benchmarks"] = [
+        dict(b, extra_info=dict(b.get("extra_info") or {}, speed_probe_us=[110.0, 110.0])) for b in slow["benchmarks"]
+    ]
     assert report.probe_samples(fast) == [50.0, 60.0, 60.0, 60.0, 60.0, 60.0]
     out = tmp_path / "p.md"
     report.write_report([fast, slow], str(out), True, 2.0, None, [])
@@ -123,4 +186,4 @@ def test_speed_probe_and_its_line_in_the_report(tmp_path):
     assert "its fastest in this report is 50 us" in text
     assert "speed probe 60 us (p10-p90 50-60 us), 0% of samples in a slow spell" in text
     assert "speed probe 110 us (p10-p90 110-110 us), 100% of samples in a slow spell" in text
-    assert report.rows_of(fast)[("bloom add", "")]["kernel"]["median"] == 0.010   # the probe is no figure
+    assert report.rows_of(fast)[("bloom add", "")]["kernel"]["median"] == 0.010  # the probe is no figure

@@ -1,5 +1,6 @@
 """Bitmap index kernels vs their pure-Python twin and a literal java.util.HashMap
 replay; query answers vs numpy brute force; oversize values; lazy reads; inspect."""
+
 import io
 import json
 import struct
@@ -24,8 +25,12 @@ from paimon_fast.types import DataType
 K = load("bitmap")
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-LIMITS = {"TINYINT": (-128, 127), "SMALLINT": (-2**15, 2**15 - 1), "INT": (-2**31, 2**31 - 1),
-          "BIGINT": (-2**63, 2**63 - 1)}
+LIMITS = {
+    "TINYINT": (-128, 127),
+    "SMALLINT": (-(2**15), 2**15 - 1),
+    "INT": (-(2**31), 2**31 - 1),
+    "BIGINT": (-(2**63), 2**63 - 1),
+}
 
 
 def _int_column(t):
@@ -38,6 +43,7 @@ def _int_column(t):
 
 
 # ---------------------------------------------------------------- kernel == twin
+
 
 @SETTINGS
 @given(st.sampled_from(sorted(LIMITS)).flatmap(lambda t: st.tuples(st.just(t), _int_column(t))))
@@ -80,7 +86,7 @@ def _check_order(vals, grouped, keyfn=lambda v: v):
     p2, b2, m2 = twin.scatter_positions(codes, order, counts)
     assert np.array_equal(pos, p2) and np.array_equal(bounds, b2) and np.array_equal(multi, m2)
     for g, id_ in enumerate(multi):
-        assert pos[bounds[g]:bounds[g + 1]].tolist() == np.flatnonzero(codes == id_).tolist()
+        assert pos[bounds[g] : bounds[g + 1]].tolist() == np.flatnonzero(codes == id_).tolist()
 
 
 def test_treeify_resize_in_small_tables_is_replayed():
@@ -99,8 +105,12 @@ def test_treeify_resize_in_small_tables_is_replayed():
     _check_order(vals, g)
 
 
-_strings = st.lists(st.one_of(st.none(), st.sampled_from(["", "a", "ab", "abc", "abcd", "\x00", "é", "😀", "\udcff"]),
-                              st.text(max_size=12)), max_size=200)
+_strings = st.lists(
+    st.one_of(
+        st.none(), st.sampled_from(["", "a", "ab", "abc", "abcd", "\x00", "é", "😀", "\udcff"]), st.text(max_size=12)
+    ),
+    max_size=200,
+)
 
 
 @SETTINGS
@@ -108,6 +118,7 @@ _strings = st.lists(st.one_of(st.none(), st.sampled_from(["", "a", "ab", "abc", 
 def test_group_binary_and_order_match_twin(vals):
     arr = pa.array([None if v is None else v.encode("utf-8", "surrogatepass") for v in vals], type=pa.binary())
     from paimon_fast.types import binary_buffers, validity_mask
+
     off, data = binary_buffers(arr)
     m = validity_mask(arr)
     valid = None if m is None else m.view(np.uint8)
@@ -138,7 +149,7 @@ def test_v2_layout_matches_twin(sizes, limit):
     # every block holds >= 1 entry and is within the limit unless it is a single oversize entry
     for g in range(len(offs)):
         n = bounds[g + 1] - bounds[g]
-        size = 4 + int(e[bounds[g]:bounds[g + 1]].sum())
+        size = 4 + int(e[bounds[g] : bounds[g + 1]].sum())
         assert n >= 1
         assert size <= limit or n == 1
         end = offs[g + 1] if g + 1 < len(offs) else total
@@ -147,8 +158,9 @@ def test_v2_layout_matches_twin(sizes, limit):
 
 
 @SETTINGS
-@given(st.lists(st.integers(-2**63, 2**63 - 1), max_size=50), st.sampled_from([1, 2, 4, 8]), st.booleans(),
-       st.booleans())
+@given(
+    st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50), st.sampled_from([1, 2, 4, 8]), st.booleans(), st.booleans()
+)
 def test_pack_fixed_matches_twin(keys, width, with_b, with_blocks):
     n = len(keys)
     keys = np.array(keys, dtype=np.int64)
@@ -159,8 +171,11 @@ def test_pack_fixed_matches_twin(keys, width, with_b, with_blocks):
 
 
 @SETTINGS
-@given(st.lists(st.integers(-2**31, 2**31 - 1), min_size=0, max_size=60, unique=True),
-       st.integers(-2**31, 2**31 - 1), st.sampled_from([0, 1]))
+@given(
+    st.lists(st.integers(-(2**31), 2**31 - 1), min_size=0, max_size=60, unique=True),
+    st.integers(-(2**31), 2**31 - 1),
+    st.sampled_from([0, 1]),
+)
 def test_search_fixed_matches_twin_and_bisect(keys, probe, mode):
     keys = sorted({twin.order_key(k, mode): k for k in keys}.values(), key=lambda k: twin.order_key(k, mode))
     buf = b"".join(struct.pack(">ii", k, i) for i, k in enumerate(keys))
@@ -194,8 +209,19 @@ def test_search_binary_matches_twin(keys, probe):
 
 # ---------------------------------------------------------------- answers vs numpy brute force
 
-TYPES = ["TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "BOOLEAN", "DATE", "STRING", "TIMESTAMP(3)",
-         "TIMESTAMP(6)"]
+TYPES = [
+    "TINYINT",
+    "SMALLINT",
+    "INT",
+    "BIGINT",
+    "FLOAT",
+    "DOUBLE",
+    "BOOLEAN",
+    "DATE",
+    "STRING",
+    "TIMESTAMP(3)",
+    "TIMESTAMP(6)",
+]
 
 
 def _column(draw, t):
@@ -206,17 +232,18 @@ def _column(draw, t):
     elif t == "STRING":
         pool = draw(st.lists(st.text(max_size=8), min_size=1, max_size=k, unique=True))
     elif t == "FLOAT":
-        pool = [float(np.float32(x)) for x in draw(st.lists(st.floats(width=32, allow_nan=True), min_size=1,
-                                                             max_size=k))] + [0.0, -0.0]
+        pool = [
+            float(np.float32(x)) for x in draw(st.lists(st.floats(width=32, allow_nan=True), min_size=1, max_size=k))
+        ] + [0.0, -0.0]
     elif t == "DOUBLE":
         pool = draw(st.lists(st.floats(allow_nan=True), min_size=1, max_size=k)) + [float("inf"), -0.0]
     else:
         root = t.split("(")[0]
-        lo, hi = LIMITS.get(root, (-2**31, 2**31 - 1))
+        lo, hi = LIMITS.get(root, (-(2**31), 2**31 - 1))
         if root == "DATE":
             lo, hi = -100000, 2932896
         if root == "TIMESTAMP":
-            lo, hi = -2**50, 2**50
+            lo, hi = -(2**50), 2**50
         pool = draw(st.lists(st.integers(lo, hi), min_size=1, max_size=k)) + [lo, hi]
     null_p = draw(st.sampled_from([0.0, 0.1, 0.5, 1.0]))
     idx = draw(st.lists(st.integers(0, len(pool) - 1), min_size=n, max_size=n))
@@ -321,6 +348,7 @@ def test_bad_options():
 
 # ---------------------------------------------------------------- oversize values (Paimon issue 9613)
 
+
 def _java_v2_reader_lookup(data: bytes, key: bytes):
     """Java's V2 read path replayed step by step on a stream (BitmapFileIndexMetaV2.deserialize,
     findBlock, BitmapIndexBlock.tryDeserialize/findEntry, Reader.readBitmap), for STRING keys."""
@@ -373,7 +401,7 @@ def _java_v2_reader_lookup(data: bytes, key: bytes):
     _, off, length = entries[i]
     if off < 0:
         return BitMap([-1 - off])
-    return deserialize32(data[body_start + off:body_start + off + length])
+    return deserialize32(data[body_start + off : body_start + off + length])
 
 
 @pytest.mark.parametrize("block", ["16kb", "64b", "1b"])
@@ -403,6 +431,7 @@ def test_oversize_does_not_change_bytes_when_java_would_succeed():
 
 
 # ---------------------------------------------------------------- lazy reads
+
 
 class CountingSource(BytesSource):
     def __init__(self, data):
@@ -437,13 +466,19 @@ def test_v2_equality_reads_one_block_and_one_bitmap():
 
 # ---------------------------------------------------------------- corrupt input
 
+
 def _fuzz_inputs():
     from vectorlib import load_bin, load_case
+
     out = []
-    for fmt, name in (("bitmap_v2", "bm2_int_n300_k20_block64b"), ("bitmap_v2", "bm2_string_n300_k20_block128b"),
-                      ("bitmap_v1", "bm1_string_n300_k20"), ("bitmap_v1", "bm1_double_n300_k20"),
-                      ("bitmap_v2", "bm2_int_one_null_repeated_values_block32b"),
-                      ("bitmap_v2", "bm2_boolean_with_nulls")):
+    for fmt, name in (
+        ("bitmap_v2", "bm2_int_n300_k20_block64b"),
+        ("bitmap_v2", "bm2_string_n300_k20_block128b"),
+        ("bitmap_v1", "bm1_string_n300_k20"),
+        ("bitmap_v1", "bm1_double_n300_k20"),
+        ("bitmap_v2", "bm2_int_one_null_repeated_values_block32b"),
+        ("bitmap_v2", "bm2_boolean_with_nulls"),
+    ):
         c = load_case(fmt, name)
         out.append((c["type"], load_bin(fmt, c["file"]), c))
     return out
@@ -451,6 +486,7 @@ def _fuzz_inputs():
 
 def test_fuzz_corrupt_and_truncated():
     from vectorlib import decode_literal
+
     rng = np.random.default_rng(2024)
     inputs = _fuzz_inputs()
     ok = errors = 0
@@ -459,7 +495,7 @@ def test_fuzz_corrupt_and_truncated():
         b = bytearray(data)
         kind = rng.integers(0, 4)
         if kind == 0:
-            b = b[:rng.integers(0, len(b))]
+            b = b[: rng.integers(0, len(b))]
         else:
             for _ in range(rng.integers(1, 4)):
                 p = int(rng.integers(0, len(b)))
@@ -468,15 +504,19 @@ def test_fuzz_corrupt_and_truncated():
                 elif kind == 2:
                     b[p] ^= 1 << int(rng.integers(0, 8))
                 else:
-                    b[p:p + 4] = struct.pack(">i", int(rng.choice([-1, 0, 1, 2**31 - 1, -2**31, 65536, 300])))
+                    b[p : p + 4] = struct.pack(">i", int(rng.choice([-1, 0, 1, 2**31 - 1, -(2**31), 65536, 300])))
         b = bytes(b)
         try:
             r = pf.fileindex.reader("bitmap", t, b)
             for p in c["predicates"][::7]:
                 lits = p.get("literals", [p.get("literal")]) if p["op"] not in ("is_null", "is_not_null") else []
-                leaf = pf.predicate.Leaf(p["op"], "x", tuple(decode_literal(v, r.dtype) for v in lits)
-                                         if p["op"] in ("in", "not_in") else
-                                         tuple(decode_literal(v, r.dtype) for v in lits[:1]))
+                leaf = pf.predicate.Leaf(
+                    p["op"],
+                    "x",
+                    tuple(decode_literal(v, r.dtype) for v in lits)
+                    if p["op"] in ("in", "not_in")
+                    else tuple(decode_literal(v, r.dtype) for v in lits[:1]),
+                )
                 bm = r.visit(leaf).bitmap
                 assert isinstance(bm, BitMap)
             r.describe()
@@ -500,6 +540,7 @@ def test_truncated_headers_raise():
 
 # ---------------------------------------------------------------- inspect and container
 
+
 def test_describe_and_cli_inspect(tmp_path, capsys):
     rng = np.random.default_rng(3)
     vals = rng.integers(0, 50, 5000).astype(np.int64)
@@ -517,6 +558,7 @@ def test_describe_and_cli_inspect(tmp_path, capsys):
     p = tmp_path / "f.index"
     p.write_bytes(pf.FileIndexFormat.write({"c": {"bitmap": payload}}))
     from paimon_fast.cli import main
+
     main(["inspect", str(p), "--row-type", "c=BIGINT", "--json"])
     out = json.loads(capsys.readouterr().out)
     bm = out["columns"]["c"][0]
@@ -550,6 +592,7 @@ def test_container_evaluate_with_bitmap_and_bloom():
 def test_codec_literals():
     c = KeyCodec(DataType.parse("TIMESTAMP(6)"))
     import datetime as dt
+
     assert c.literal_key(dt.datetime(1970, 1, 1, 0, 0, 1)) == 1_000_000
     assert KeyCodec(DataType.parse("TIME(0)")).literal_key(dt.time(0, 0, 2)) == 2000
     assert KeyCodec(DataType.parse("DATE")).literal_key(dt.date(1970, 1, 3)) == 2
@@ -558,9 +601,21 @@ def test_codec_literals():
 
 
 @SETTINGS
-@given(st.sampled_from([0, 1, 2, 3]).flatmap(lambda m: st.tuples(st.just(m), st.lists(
-    st.integers(-2**31, 2**31 - 1) if m == 1 else st.integers(-3, 3) if m == 3 else
-    st.one_of(st.integers(-2**63, 2**63 - 1), st.integers(-5, 5), st.integers(2**40, 2**40 + 1000)), max_size=300))))
+@given(
+    st.sampled_from([0, 1, 2, 3]).flatmap(
+        lambda m: st.tuples(
+            st.just(m),
+            st.lists(
+                st.integers(-(2**31), 2**31 - 1)
+                if m == 1
+                else st.integers(-3, 3)
+                if m == 3
+                else st.one_of(st.integers(-(2**63), 2**63 - 1), st.integers(-5, 5), st.integers(2**40, 2**40 + 1000)),
+                max_size=300,
+            ),
+        )
+    )
+)
 def test_sort_fixed_matches_twin(mk):
     mode, keys = mk
     # distinct under the comparator, as the writer's dictionary keys are
@@ -573,12 +628,17 @@ def test_sort_fixed_matches_twin(mk):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.sampled_from(["random", "runs", "sorted", "sparse"]),
-       st.integers(0, 200_000))
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 12),
+    st.sampled_from(["random", "runs", "sorted", "sparse"]),
+    st.integers(0, 200_000),
+)
 def test_dense_serialize_matches_positions_path(seed, k, shape, n):
     """The bit-set path gives the bytes of scatter_positions + the Java-exact roaring writer
     (array, bitmap and run containers, a partial last container)."""
     from paimon_fast.roaring import serialize_groups32
+
     rng = np.random.default_rng(seed)
     if shape == "random":
         v = rng.integers(0, k, n)
@@ -603,8 +663,10 @@ def test_dense_serialize_matches_positions_path(seed, k, shape, n):
 
 # ---------------------------------------------------------------- java.util.HashMap order incl. tree bins
 
+
 def _hm_cases():
     from vectorlib import load_json, manifest
+
     return [load_json("hashmap_order", c["name"] + ".json") for c in manifest("hashmap_order")["cases"]]
 
 
@@ -634,7 +696,7 @@ def test_local_tree_bin_replay_equals_the_whole_map_replay(seed, n_colliding, n_
     rng = np.random.default_rng(seed)
     a = rng.integers(0, 2**15, n_colliding)
     c = rng.integers(0, spread_vals, n_colliding)
-    keys = np.concatenate([(a << 16) | ((a ^ c) & 0xFFFF), rng.integers(-2**31, 2**31, n_random)])
+    keys = np.concatenate([(a << 16) | ((a ^ c) & 0xFFFF), rng.integers(-(2**31), 2**31, n_random)])
     keys = np.unique(keys.astype(np.int32))  # distinct keys: insertion order below is a shuffle
     rng.shuffle(keys)
     g = K.group_fixed(np.ascontiguousarray(keys), None, K.HASH_INT)
@@ -663,16 +725,18 @@ def test_writer_entry_order_matches_the_jvm(case):
     tw.write_batch(arr)
     assert tw.finish() == data
     treeified = any(x > 0 for x in [w.stats["tree_bins"]])
-    assert treeified == (case["name"] not in ("int_clusters_random_calls", "int_threshold_trailing_call",
-                                               "int_threshold_no_trailing"))
+    assert treeified == (
+        case["name"] not in ("int_clusters_random_calls", "int_threshold_trailing_call", "int_threshold_no_trailing")
+    )
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(0, 150_000), st.sampled_from([1, 8, 32]),
-       st.booleans())
+@given(
+    st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(0, 150_000), st.sampled_from([1, 8, 32]), st.booleans()
+)
 def test_group_dense_fixed_matches_group_fixed(seed, k, n, max_values, nulls):
     rng = np.random.default_rng(seed)
-    keys = rng.choice(np.array([-2**31, 2**31 - 1, 0, -1] + list(range(100, 100 + k)), dtype=np.int32), n)
+    keys = rng.choice(np.array([-(2**31), 2**31 - 1, 0, -1] + list(range(100, 100 + k)), dtype=np.int32), n)
     valid = (rng.random(n) > 0.1).astype(np.uint8) if nulls else None
     got = K.group_dense_fixed(keys, valid, K.HASH_INT, max_values)
     codes, first, counts, jh = K.group_fixed(keys, valid, K.HASH_INT)
@@ -698,11 +762,13 @@ def test_group_dense_fixed_matches_group_fixed(seed, k, n, max_values, nulls):
 def test_writer_paths_give_the_same_bytes(monkeypatch):
     """One-pass bit sets, two-pass bit sets and sorted positions: same index bytes."""
     import paimon_fast.fileindex.bitmap as bmod
+
     rng = np.random.default_rng(5)
     n = 300_000
     for k in (3, 12, 40):
-        vals = pa.array(rng.choice(np.array([7, -9, 2**31 - 1] + list(range(k)), dtype=np.int32), n),
-                        mask=rng.random(n) < 0.02)
+        vals = pa.array(
+            rng.choice(np.array([7, -9, 2**31 - 1] + list(range(k)), dtype=np.int32), n), mask=rng.random(n) < 0.02
+        )
         outs = []
         for min_rows in (2048, 10**9):
             monkeypatch.setattr(bmod, "_DENSE_MIN_ROWS", min_rows)

@@ -1,6 +1,7 @@
 """Bitmap file index vs Java golden vectors: V1 by Paimon 0.9.0 (33 cases), V2 and
 V1 by Paimon HEAD (65 cases).  Identical bytes from our writer, Java's answers
 from our reader (from bytes, a path and a file object)."""
+
 import hashlib
 import io
 
@@ -58,8 +59,11 @@ def test_writer_bytes_identical(fmt, name):
     assert w.stats["tree_bins"] == 0
 
 
-@pytest.mark.parametrize("fmt,name", [x for x in CASES if len(load_case(*x)["values"]) <= 20000],
-                         ids=lambda x: x if isinstance(x, str) else None)
+@pytest.mark.parametrize(
+    "fmt,name",
+    [x for x in CASES if len(load_case(*x)["values"]) <= 20000],
+    ids=lambda x: x if isinstance(x, str) else None,
+)
 def test_twin_writer_bytes_identical(fmt, name):
     c = load_case(fmt, name)
     w = BitmapWriter(pf.DataType.parse(c["type"]), Options(_options(fmt, c)), kernels=twin)
@@ -83,8 +87,15 @@ def test_reader_answers_like_java(fmt, name):
 
 
 @pytest.mark.parametrize("as_", ["path", "fileobj"])
-@pytest.mark.parametrize("fmt,name", [(V2, "bm2_string_n50000_k2000_block512b"), (V2, "bm2_int_n100000_k1000_block1kb"),
-                                      (V1, "bm1_string_n50000_k2000"), (V2, "bm2_double_specials_block32b")])
+@pytest.mark.parametrize(
+    "fmt,name",
+    [
+        (V2, "bm2_string_n50000_k2000_block512b"),
+        (V2, "bm2_int_n100000_k1000_block1kb"),
+        (V1, "bm1_string_n50000_k2000"),
+        (V2, "bm2_double_specials_block32b"),
+    ],
+)
 def test_reader_from_files(fmt, name, as_, tmp_path):
     c = load_case(fmt, name)
     java = load_bin(fmt, c["file"])
@@ -110,8 +121,9 @@ def test_reader_combines_predicates_like_java():
     assert r.evaluate((x == a) | (x == b)).bitmap == ra | rb
     assert r.evaluate((x == a) & (x == b)).remain is False
     assert r.evaluate(((x == a) | x.is_null()) & (x != b)).bitmap == (ra | nulls)
-    assert r.evaluate(x.notin([a, b]) & x.is_not_null()).bitmap == pf.BitmapResult(
-        (ra | rb | nulls).flip(0, 300)).bitmap
+    assert (
+        r.evaluate(x.notin([a, b]) & x.is_not_null()).bitmap == pf.BitmapResult((ra | rb | nulls).flip(0, 300)).bitmap
+    )
 
 
 def test_container_bitmap_payloads_reencoded():
@@ -138,13 +150,22 @@ def test_unsupported_types(entry):
         pf.fileindex.writer("bitmap", entry["type"], {})
 
 
-@pytest.mark.parametrize("fmt,name", [(V2, "bm2_string_n300_k20_block128b"), (V2, "bm2_double_specials_block32b"),
-                                      (V1, "bm1_string_basic"), (V2, "bm2_int_n300_k20_block64b")])
+@pytest.mark.parametrize(
+    "fmt,name",
+    [
+        (V2, "bm2_string_n300_k20_block128b"),
+        (V2, "bm2_double_specials_block32b"),
+        (V1, "bm1_string_basic"),
+        (V2, "bm2_int_n300_k20_block64b"),
+    ],
+)
 def test_twin_reader_answers_like_java(fmt, name):
     from paimon_fast.fileindex.bitmap import BitmapReader
     from paimon_fast.source import as_source
+
     c = load_case(fmt, name)
-    r = BitmapReader(pf.DataType.parse(c["type"]), as_source(load_bin(fmt, c["file"])), Options(c["options"]),
-                     kernels=twin)
+    r = BitmapReader(
+        pf.DataType.parse(c["type"]), as_source(load_bin(fmt, c["file"])), Options(c["options"]), kernels=twin
+    )
     for p in c["predicates"]:
         assert r.visit(_leaf(p, r.dtype)).bitmap == decode_rows(p["result"]), p

@@ -2,6 +2,7 @@
 (hypothesis): slice building, O'Neil-Quass comparisons, between, top-k /
 bottom-k (ties at the k-th value, strict trimming), roaring encode/decode,
 dictionary codes.  Includes empty, all-null, one distinct value and extremes."""
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -13,8 +14,9 @@ from paimon_fast.reference import bitslice as twin
 k = load("bitslice")
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # the simd fixture only switches the code path for the whole test: safe across examples
-SETTINGS_FX = settings(max_examples=120, deadline=None,
-                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS_FX = settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 
 
 @st.composite
@@ -54,7 +56,7 @@ def brute_topk(vals, sel, k_, largest, strict):
     better = rows[[(x > kth) if largest else (x < kth) for x in v]]
     ties = rows[[x == kth for x in v]]
     if strict:
-        ties = ties[len(ties) - (k_ - len(better)):]
+        ties = ties[len(ties) - (k_ - len(better)) :]
     return np.sort(np.concatenate([better, ties]))
 
 
@@ -73,8 +75,14 @@ def test_compare_between_agree(col, data):
     v = data.draw(st.sampled_from(cands) | st.integers(0, 2**64 - 1))
     pyvals = np.array([int(x) for x in vals], dtype=object)
     m = sel.astype(bool)
-    brute = {"eq": pyvals == v, "neq": pyvals != v, "lt": pyvals < v, "lte": pyvals <= v,
-             "gt": pyvals > v, "gte": pyvals >= v}
+    brute = {
+        "eq": pyvals == v,
+        "neq": pyvals != v,
+        "lt": pyvals < v,
+        "lte": pyvals <= v,
+        "gt": pyvals > v,
+        "gte": pyvals >= v,
+    }
     for op in twin.OPS:
         got = k.compare(sl, ebm, op, v)
         assert np.array_equal(got, twin.compare(tsl, tebm, op, v)), op
@@ -95,7 +103,7 @@ def test_topk_agrees(col, k_, largest, strict, data):
     ebm, sl = k.build_slices(vals, sel, S)
     n = len(vals)
     if data.draw(st.booleans()) and n:  # restrict to a found set
-        found = (np.random.default_rng(k_).random(n) < 0.6)
+        found = np.random.default_rng(k_).random(n) < 0.6
         base = ebm & brute_words(found)
         selb = sel.astype(bool) & found
     else:
@@ -121,10 +129,11 @@ def test_topk_ties_at_kth_value():
 def test_encode_decode_agree(n, density, seed, runs):
     rng = np.random.default_rng(seed)
     if runs and n:
-        pos = np.unique(np.concatenate([np.arange(a, min(n, a + int(rng.integers(1, 5000))))
-                                        for a in rng.integers(0, n, 8)])).astype(np.uint32)
+        pos = np.unique(
+            np.concatenate([np.arange(a, min(n, a + int(rng.integers(1, 5000)))) for a in rng.integers(0, n, 8)])
+        ).astype(np.uint32)
     else:
-        pos = np.flatnonzero(rng.random(n) < density ** 3).astype(np.uint32)
+        pos = np.flatnonzero(rng.random(n) < density**3).astype(np.uint32)
     w = k.from_positions(pos, n)
     b = k.encode(w)
     assert b == roaring.serialize32(pos)
@@ -147,8 +156,7 @@ def test_encode_decode_agree(n, density, seed, runs):
 
 
 @SETTINGS
-@given(st.lists(st.one_of(st.none(), st.integers(-(2**40), 2**40)), max_size=300),
-       st.sampled_from([1, 3, 1000, 2**40]))
+@given(st.lists(st.one_of(st.none(), st.integers(-(2**40), 2**40)), max_size=300), st.sampled_from([1, 3, 1000, 2**40]))
 def test_dense_codes_agree(values, spread):
     keys = np.array([0 if v is None else v % spread for v in values], dtype=np.int64)
     valid = np.array([v is not None for v in values], dtype=np.uint8)
@@ -164,7 +172,7 @@ def test_dense_codes_agree(values, spread):
     assert np.array_equal(uniq, nu)
     assert np.array_equal(codes[valid.astype(bool)], inv)
     assert (codes[~valid.astype(bool)] == -1).all()
-    if -2**31 <= lo and hi < 2**31:  # int32 keys (INT / DATE columns) give the same answer
+    if -(2**31) <= lo and hi < 2**31:  # int32 keys (INT / DATE columns) give the same answer
         k32 = keys.astype(np.int32)
         u32, c32 = k.dense_codes(k32, valid, lo, hi)
         assert np.array_equal(u32, uniq) and np.array_equal(c32, codes)
@@ -175,6 +183,7 @@ def test_corrupt_bitmap_rows_beyond_count():
     b = roaring.serialize32([3, 70])
     w = np.zeros(1, np.uint64)
     from paimon_fast.errors import IndexFormatError
+
     with pytest.raises(IndexFormatError):
         k.decode_into(np.frombuffer(b, np.uint8), 0, -1, w, 64)
     with pytest.raises(IndexFormatError):
@@ -182,11 +191,18 @@ def test_corrupt_bitmap_rows_beyond_count():
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(1, 40_000), st.sampled_from([2, 50, 3000, 2**20]), st.integers(0, 30), st.booleans(),
-       st.booleans(), st.integers(0, 2**32 - 1))
+@given(
+    st.integers(1, 40_000),
+    st.sampled_from([2, 50, 3000, 2**20]),
+    st.integers(0, 30),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 2**32 - 1),
+)
 def test_topk_block_pruning_agrees(n, bound, k_, largest, strict, seed):
     """Top-k restricted to the candidate words of the per-block summary equals the full search."""
     from paimon_fast.fileindex._bitslice import BLOCK_WORDS, topk_candidate_words
+
     rng = np.random.default_rng(seed)
     vals = rng.integers(0, bound, n).astype(np.uint64)
     sel = (rng.random(n) >= 0.1).astype(np.uint8)
@@ -225,15 +241,18 @@ def test_block_summary_and_helpers_twin(col, bw):
     assert k.decode_fast(np.frombuffer(b, np.uint8), 0, -1, w1, len(vals)) == twin.decode_fast(b, 0, -1, w2, len(vals))
     assert np.array_equal(w1, w2) and np.array_equal(w1, ebm)
     for largest in (True, False):
-        assert np.array_equal(k.topk_positions(sl, ebm, 5, largest, True), twin.topk_positions(sl, ebm, 5, largest, True))
+        assert np.array_equal(
+            k.topk_positions(sl, ebm, 5, largest, True), twin.topk_positions(sl, ebm, 5, largest, True)
+        )
 
 
 @SETTINGS
 @given(st.integers(0, 300_000), st.floats(0, 1), st.integers(0, 2**32 - 1))
 def test_encode_plain_round_trips(n, density, seed):
     from pyroaring import BitMap
+
     rng = np.random.default_rng(seed)
-    pos = np.flatnonzero(rng.random(n) < density ** 2).astype(np.uint32)
+    pos = np.flatnonzero(rng.random(n) < density**2).astype(np.uint32)
     w = k.from_positions(pos, n)
     assert BitMap.deserialize(k.encode_plain(w)) == BitMap(pos)
     w2 = np.zeros_like(w)
@@ -259,6 +278,7 @@ def test_sort_codes_agree(values):
 @given(st.integers(0, 300_000), st.integers(0, 2**32 - 1))
 def test_compare_bytes_many_containers(n, seed):
     from pyroaring import BitMap
+
     rng = np.random.default_rng(seed)
     vals = rng.integers(0, 5000, n).astype(np.uint64)
     sel = (rng.random(n) >= 0.1).astype(np.uint8)
@@ -269,9 +289,14 @@ def test_compare_bytes_many_containers(n, seed):
 
 
 @SETTINGS_FX
-@given(n=st.integers(0, 400), dt=st.sampled_from(["i1", "i2", "i4", "i8"]),
-       kind=st.sampled_from(["small", "wide", "neg", "one"]), pnull=st.sampled_from([None, 0.0, 0.1, 0.5, 1.0]),
-       off=st.integers(0, 9), seed=st.integers(0, 2**32 - 1))
+@given(
+    n=st.integers(0, 400),
+    dt=st.sampled_from(["i1", "i2", "i4", "i8"]),
+    kind=st.sampled_from(["small", "wide", "neg", "one"]),
+    pnull=st.sampled_from([None, 0.0, 0.1, 0.5, 1.0]),
+    off=st.integers(0, 9),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_bsi_build_agrees(simd, n, dt, kind, pnull, off, seed):
     """The one-pass BSI writer kernel = its twin = Arrow-sliced input (bit offsets),
     across widths, negatives, extremes, all-null and no validity map."""
@@ -308,14 +333,20 @@ def test_bsi_build_long_min_rejected():
 
 
 @SETTINGS
-@given(st.integers(1, 140_000), st.sampled_from([2, 3000, 2**20]), st.sampled_from([0.0, 0.1, 0.97]),
-       st.integers(0, 2**32 - 1), st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=3))
+@given(
+    st.integers(1, 140_000),
+    st.sampled_from([2, 3000, 2**20]),
+    st.sampled_from([0.0, 0.1, 0.97]),
+    st.integers(0, 2**32 - 1),
+    st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=3),
+)
 def test_slice_layout_agrees(n, bound, pnull, seed, flips):
     """The slice-table reader (bounds + in-place views) = its twin on real range
     bitmap bytes, also with bytes of the table changed (same error or answer)."""
     import pyarrow as pa
     import paimon_fast as pf
     from paimon_fast.errors import IndexFormatError
+
     rng = np.random.default_rng(seed)
     arr = pa.array(rng.integers(0, bound, n), mask=rng.random(n) < pnull)
     w = pf.fileindex.writer("range-bitmap", "BIGINT", {})
@@ -326,7 +357,7 @@ def test_slice_layout_agrees(n, bound, pnull, seed, flips):
         return
     p = r._bsi_at
     S = d[p + 5]
-    hl, ebm_len = int.from_bytes(d[p:p + 4], "big"), int.from_bytes(d[p + 6:p + 10], "big", signed=True)
+    hl, ebm_len = int.from_bytes(d[p : p + 4], "big"), int.from_bytes(d[p + 6 : p + 10], "big", signed=True)
     sbase = p + 4 + hl + ebm_len
     nw = (n + 63) // 64
     for at, val in flips:
@@ -369,8 +400,14 @@ def test_compare_vector_path_agrees(simd, col, data):
         cands.append(1 << S)
     v = data.draw(st.sampled_from(cands) | st.integers(0, 2**64 - 1))
     rows = list(sl)  # also the list-of-rows form
-    for op, want in (("eq", pyvals == v), ("neq", pyvals != v), ("lt", pyvals < v), ("lte", pyvals <= v),
-                     ("gt", pyvals > v), ("gte", pyvals >= v)):
+    for op, want in (
+        ("eq", pyvals == v),
+        ("neq", pyvals != v),
+        ("lt", pyvals < v),
+        ("lte", pyvals <= v),
+        ("gt", pyvals > v),
+        ("gte", pyvals >= v),
+    ):
         got = k.compare(rows, ebm, op, v)
         assert np.array_equal(got, brute_words(m & want.astype(bool))), op
         assert np.array_equal(got, twin.compare(sl, ebm, op, v)), op

@@ -1,4 +1,5 @@
 """Bloom kernels vs the pure-Python twin (hypothesis), XXH64 vs the xxhash package."""
+
 import math
 import struct
 
@@ -107,8 +108,9 @@ def test_bloom_add_probe_longs_kernel_equals_twin(values, params, probes):
     assert data == struct.pack(">i", w.num_hash_functions) + bytes(bits)
     r = pf.fileindex.reader("bloom-filter", "BIGINT", data)
     allp = probes + [v for v in values if v is not None]
-    assert r.might_contain_batch(np.array(allp, dtype=np.int64)).tolist() == \
-        twin.test(bits, w.num_hash_functions, twin.hash_longs(allp))
+    assert r.might_contain_batch(np.array(allp, dtype=np.int64)).tolist() == twin.test(
+        bits, w.num_hash_functions, twin.hash_longs(allp)
+    )
     # every added value is found (no false negatives)
     assert all(r.might_contain_batch(np.array([v for v in values if v is not None], dtype=np.int64)))
 
@@ -128,8 +130,12 @@ def test_bloom_add_probe_strings_kernel_equals_twin(values, params, large):
     assert w.finish()[4:] == bytes(bits)
     r = pf.fileindex.reader("bloom-filter", "STRING", w.finish())
     probe = values + ["", "zz", "\u00e9\u6587"]
-    want = [True if v is None else t for v, t in
-            zip(probe, twin.test(bits, w.num_hash_functions, twin.hash_bytes([(v or "").encode() for v in probe])))]
+    want = [
+        True if v is None else t
+        for v, t in zip(
+            probe, twin.test(bits, w.num_hash_functions, twin.hash_bytes([(v or "").encode() for v in probe]))
+        )
+    ]
     assert r.might_contain_batch(pa.array(probe, type=pa.string())).tolist() == want
 
 
@@ -189,8 +195,11 @@ def _edge_hashes(nbits, rng):
 @pytest.mark.parametrize("simd", [0, 1, 2, -1])
 def test_bit_positions_every_path_equals_twin(simd):
     rng = np.random.default_rng(7)
-    sizes = [8, 64, 9585064, 2**30 - 8, 2**30, 2**31 - 8, 2**31] + \
-        (rng.integers(1, 2**27, 40) * 8).tolist() + rng.integers(1, 2**31, 10).tolist()
+    sizes = (
+        [8, 64, 9585064, 2**30 - 8, 2**30, 2**31 - 8, 2**31]
+        + (rng.integers(1, 2**27, 40) * 8).tolist()
+        + rng.integers(1, 2**31, 10).tolist()
+    )
     for nbits in sizes:
         hashes = _edge_hashes(nbits, rng)
         for k in (1, 7, 8):
@@ -206,8 +215,9 @@ def test_wang_hash_every_block_path_equals_twin(simd):
     rng = np.random.default_rng(11)
     edge = [-(2**63), -(2**63) + 1, -1, 0, 1, 2**63 - 1, 2**62, -(2**62)] + [-(1 << s) for s in range(64)]
     for n in (0, 1, 3, 4, 5, 8, 67):
-        vals = np.array(edge + rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64, endpoint=True).tolist(),
-                        dtype=np.int64)[: len(edge) + n - (n % 3)]
+        vals = np.array(
+            edge + rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64, endpoint=True).tolist(), dtype=np.int64
+        )[: len(edge) + n - (n % 3)]
         assert K._wang(vals, simd).tolist() == [twin.wang_hash(int(v)) for v in vals], n
 
 
@@ -255,8 +265,12 @@ def test_filter_size_is_checked_against_the_buffer():
 def test_add_and_probe_int64_without_nulls_equal_twin(n):
     """The no-null int64 path hashes whole blocks with the vector hash."""
     rng = np.random.default_rng(n)
-    vals = np.concatenate([rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64, endpoint=True),
-                           np.array([-(2**63), -1, 0, 2**63 - 1], dtype=np.int64)])
+    vals = np.concatenate(
+        [
+            rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64, endpoint=True),
+            np.array([-(2**63), -1, 0, 2**63 - 1], dtype=np.int64),
+        ]
+    )
     bits = np.zeros(1 << 12, np.uint8)
     K.add_longs(bits, 7, vals)
     want = bytearray(len(bits))

@@ -1,4 +1,5 @@
 """Bloom filter vs Java Paimon 0.9.0 golden vectors: identical bytes, identical answers."""
+
 import numpy as np
 import pytest
 

@@ -1,4 +1,5 @@
 """BSI file index vs Java Paimon HEAD golden vectors: identical bytes, every predicate answer."""
+
 import pytest
 
 import paimon_fast as pf

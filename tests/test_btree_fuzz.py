@@ -5,6 +5,7 @@ flips inside data / index blocks (the CRC must catch them), and bytes changed in
 and the null bitmap with every CRC made right again, so the block parsers, the row-id
 lists and the codecs see the garbage themselves.
 """
+
 import importlib.util
 import struct
 import zlib
@@ -102,10 +103,10 @@ def test_fuzz_mutations(name):
     for i in range(rounds):
         b = bytearray(orig)
         kind = i % 4
-        if kind == 0:        # random flips anywhere (footer included)
+        if kind == 0:  # random flips anywhere (footer included)
             for _ in range(rng.integers(1, 4)):
                 b[rng.integers(0, n)] ^= 1 << int(rng.integers(0, 8))
-        elif kind == 1:      # truncation: the footer is gone, or a cut body under a copy of it
+        elif kind == 1:  # truncation: the footer is gone, or a cut body under a copy of it
             cut = int(rng.integers(0, n))
             dropped = rng.random() < 0.5
             b = b[:cut] if dropped else b[:cut] + b[-52:]
@@ -115,7 +116,7 @@ def test_fuzz_mutations(name):
                     gi.reader(c["type"], bytes(b), index_type="btree")
                 except pf.IndexFormatError:
                     caught += 1
-        elif kind == 2:      # flip inside a block: the CRC must catch it
+        elif kind == 2:  # flip inside a block: the CRC must catch it
             o, ln = blocks[int(rng.integers(0, len(blocks)))]
             if ln:
                 b[o + int(rng.integers(0, ln))] ^= 0xFF
@@ -124,7 +125,7 @@ def test_fuzz_mutations(name):
                     _read_everything(c, bytes(b))
                 except pf.IndexFormatError:
                     caught += 1
-        else:                # garbage inside a block with the CRCs made right: the parsers see it
+        else:  # garbage inside a block with the CRCs made right: the parsers see it
             o, ln = blocks[int(rng.integers(0, len(blocks)))]
             if ln:
                 for _ in range(rng.integers(1, 3)):
@@ -143,7 +144,7 @@ def test_bad_crc_is_reported_with_where():
     data[o] ^= 0x55
     r = gi.reader(c["type"], bytes(data), {}, 400, index_type="btree")
     with pytest.raises(pf.IndexFormatError, match="CRC") as ei:
-        r.evaluate(pf.field("x").contains("a"))   # every non-null row: every data block read
+        r.evaluate(pf.field("x").contains("a"))  # every non-null row: every data block read
     assert ei.value.offset is not None
 
 
@@ -195,14 +196,14 @@ def test_cold_lookup_from_a_path_equals_the_block_walk(tmp_path):
     p = tmp_path / "f.index"
     p.write_bytes(data)
     walk = BTreeIndexFile(KeyCodec(c["type"]), data)
-    walk.index()   # parsed: the block-by-block way
+    walk.index()  # parsed: the block-by-block way
     for v in [c["values"][i] for i in (0, 7, 99, 5000, 77777)] + ["no such value", ""]:
         if v is None:
             continue
         cold = gi.reader(c["type"], str(p), {}, c["row_count"], index_type="btree")
         assert cold.evaluate(pf.field("x") == v) == walk.equal(v.encode()), v
     u8, ks, kl, offs, sizes = walk.index()
-    key = u8[ks[3]:ks[3] + kl[3]].tobytes()   # the last key of data block 3
+    key = u8[ks[3] : ks[3] + kl[3]].tobytes()  # the last key of data block 3
     bad = bytearray(data)
     bad[int(offs[3]) + 1] ^= 0x40
     p.write_bytes(bytes(bad))

@@ -1,5 +1,6 @@
 """SST / BTree kernels vs their plain-Python twins (hypothesis), the bloom hash vs pypaimon's
 independent one, and end-to-end properties of the BTree writer + reader against brute force."""
+
 import struct
 
 import numpy as np
@@ -44,9 +45,10 @@ def test_btree_blocks_match_twin(groups, block_size, frame):
     assert got[0] == want[0]
     for a, b in zip(got[1:], want[1:]):
         np.testing.assert_array_equal(a, b)
-    if len(got[1]):   # and the index block over them
+    if len(got[1]):  # and the index block over them
         assert K.index_block(args[0], args[1], got[3], got[1], got[2]) == ref.index_block(
-            args[0], args[1], got[3], got[1], got[2])
+            args[0], args[1], got[3], got[1], got[2]
+        )
 
 
 def test_empty_index_block_is_unaligned():
@@ -72,10 +74,20 @@ def _sorted_block(kind, keys, rid_lists):
 
 
 @SETTINGS
-@given(st.sampled_from([I32, I64, BYTES]).flatmap(
-    lambda kind: st.tuples(st.just(kind), st.lists(_key_st(kind), max_size=30), _key_st(kind), _key_st(kind),
-                           st.integers(0, 3), st.booleans(), st.booleans(),
-                           st.lists(st.lists(rid_st, min_size=1, max_size=4), min_size=30, max_size=30))))
+@given(
+    st.sampled_from([I32, I64, BYTES]).flatmap(
+        lambda kind: st.tuples(
+            st.just(kind),
+            st.lists(_key_st(kind), max_size=30),
+            _key_st(kind),
+            _key_st(kind),
+            st.integers(0, 3),
+            st.booleans(),
+            st.booleans(),
+            st.lists(st.lists(rid_st, min_size=1, max_size=4), min_size=30, max_size=30),
+        )
+    )
+)
 def test_block_reads_match_twin(args):
     kind, keys, lo, hi, flags, use_lo, use_hi, rid_lists = args
     raw, keys = _sorted_block(kind, keys, rid_lists)
@@ -94,15 +106,18 @@ def test_block_reads_match_twin(args):
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.binary(max_size=5), st.integers(0, 2**63 - 1), st.integers(0, 2**31 - 1)), max_size=20),
-       st.binary(max_size=5))
+@given(
+    st.lists(st.tuples(st.binary(max_size=5), st.integers(0, 2**63 - 1), st.integers(0, 2**31 - 1)), max_size=20),
+    st.binary(max_size=5),
+)
 def test_handles_match_twin(entries, key):
     raw = np.frombuffer(ref.block([(k, ref.handle(o, n)) for k, o, n in entries]), np.uint8)
     for a, b in zip(K.handles(raw), ref.handles(raw)):
         np.testing.assert_array_equal(a, b)
     # an index block's keys ascend: the seek and its handle
-    raw = np.frombuffer(ref.block([(k, ref.handle(o, n)) for k, (_, o, n) in zip(sorted({e[0] for e in entries}),
-                                                                                    entries)]), np.uint8)
+    raw = np.frombuffer(
+        ref.block([(k, ref.handle(o, n)) for k, (_, o, n) in zip(sorted({e[0] for e in entries}), entries)]), np.uint8
+    )
     assert K.seek_handle(BYTES, raw, key) == ref.seek_handle(BYTES, raw, key)
 
 
@@ -123,9 +138,13 @@ def _same_outcome(f_kernel, f_twin):
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.binary(max_size=4), st.lists(rid_st, min_size=1, max_size=3)), max_size=8),
-       st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=4), st.integers(0, 60),
-       st.sampled_from([I32, BYTES]), st.binary(max_size=4))
+@given(
+    st.lists(st.tuples(st.binary(max_size=4), st.lists(rid_st, min_size=1, max_size=3)), max_size=8),
+    st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=4),
+    st.integers(0, 60),
+    st.sampled_from([I32, BYTES]),
+    st.binary(max_size=4),
+)
 def test_mutated_blocks_raise_only_index_format_errors_like_the_twin(entries, flips, cut, kind, key):
     """Blocks with bytes changed or cut: the kernels and the twins agree (the same answer, or
     both IndexFormatError), and nothing else is ever raised."""
@@ -137,11 +156,11 @@ def test_mutated_blocks_raise_only_index_format_errors_like_the_twin(entries, fl
         if b:
             b[at % len(b)] = v
     if cut and cut < len(b):
-        b = b[:len(b) - cut]
+        b = b[: len(b) - cut]
     raw = np.frombuffer(bytes(b), np.uint8)
     _same_outcome(lambda: K.block_entries(raw), lambda: ref.block_entries(raw))
     _same_outcome(lambda: K.handles(raw), lambda: ref.handles(raw))
-    try:   # seek and scan check what they walk: never a crash, at worst IndexFormatError
+    try:  # seek and scan check what they walk: never a crash, at worst IndexFormatError
         K.seek(kind, raw, key)
         K.scan(kind, raw, key, None, 1)
         K.scan(kind, raw, None, key, 2)
@@ -170,18 +189,25 @@ def test_bloom_test_matches_pypaimon_filters():
     for k in keys:
         want = bf.test_hash(murmur_hash_bytes(k))
         assert K.bloom_test(bits, hashes, k) == ref.bloom_test(bits, hashes, k) == want
-    assert all(K.bloom_test(bits, hashes, k) for k in keys[:150])   # no false negatives
+    assert all(K.bloom_test(bits, hashes, k) for k in keys[:150])  # no false negatives
 
 
 # ---------------------------------------------------------------- writer + reader vs brute force
+
 
 def _brute(values, rids, fn):
     return BitMap64([r for v, r in zip(values, rids) if v is not None and fn(v)])
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(st.none(), st.integers(-20, 20)), min_size=1, max_size=150), st.integers(-22, 22),
-       st.integers(-22, 22), st.sampled_from(["64 b", "128 b", "64 kb"]), st.integers(1, 3), st.randoms())
+@given(
+    st.lists(st.one_of(st.none(), st.integers(-20, 20)), min_size=1, max_size=150),
+    st.integers(-22, 22),
+    st.integers(-22, 22),
+    st.sampled_from(["64 b", "128 b", "64 kb"]),
+    st.integers(1, 3),
+    st.randoms(),
+)
 def test_int_answers_match_brute_force(values, a, b, block, nfiles, rnd):
     rids = rnd.sample(range(10**6), len(values))
     cut = sorted(rnd.sample(range(1, len(values)), min(nfiles, len(values)) - 1)) if len(values) > 1 else []
@@ -193,9 +219,14 @@ def test_int_answers_match_brute_force(values, a, b, block, nfiles, rnd):
     idx = gi.BTreeGlobalIndex(files, "INT", {}, total_row_count=10**6)
     f = pf.field("x")
     checks = [
-        (f == a, lambda v: v == a), (f < a, lambda v: v < a), (f <= a, lambda v: v <= a), (f > a, lambda v: v > a),
-        (f >= a, lambda v: v >= a), (f.between(a, b), lambda v: a <= v <= b),
-        (f.not_between(a, b), lambda v: v < a or v > b), (f.isin([a, b]), lambda v: v in (a, b)),
+        (f == a, lambda v: v == a),
+        (f < a, lambda v: v < a),
+        (f <= a, lambda v: v <= a),
+        (f > a, lambda v: v > a),
+        (f >= a, lambda v: v >= a),
+        (f.between(a, b), lambda v: a <= v <= b),
+        (f.not_between(a, b), lambda v: v < a or v > b),
+        (f.isin([a, b]), lambda v: v in (a, b)),
     ]
     for pred, fn in checks:
         assert idx.evaluate(pred) == _brute(values, rids, fn), pred
@@ -208,15 +239,24 @@ def test_int_answers_match_brute_force(values, a, b, block, nfiles, rnd):
     for desc in (False, True):
         for nulls_first in (False, True):
             rows, groups = idx.top_n(limit, desc, nulls_first)
-            order = sorted(zip(values, rids), key=lambda t: (
-                (0 if nulls_first else 2) if t[0] is None else 1, 0 if t[0] is None else (-t[0] if desc else t[0]),
-                t[1]))
+            order = sorted(
+                zip(values, rids),
+                key=lambda t: (
+                    (0 if nulls_first else 2) if t[0] is None else 1,
+                    0 if t[0] is None else (-t[0] if desc else t[0]),
+                    t[1],
+                ),
+            )
             assert rows == BitMap64([r for _, r in order[:limit]])
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(st.none(), st.text("ab\x00é", max_size=4)), min_size=1, max_size=120),
-       st.text("ab\x00é", max_size=3), st.sampled_from(["32 b", "64 kb"]), st.sampled_from(["none", "zstd", "lz4"]))
+@given(
+    st.lists(st.one_of(st.none(), st.text("ab\x00é", max_size=4)), min_size=1, max_size=120),
+    st.text("ab\x00é", max_size=3),
+    st.sampled_from(["32 b", "64 kb"]),
+    st.sampled_from(["none", "zstd", "lz4"]),
+)
 def test_string_answers_match_brute_force(values, p, block, comp):
     rids = list(range(len(values)))
     w = gi.writer("STRING", {"btree-index.block-size": block, "btree-index.compression": comp}, index_type="btree")
@@ -235,8 +275,16 @@ def test_string_answers_match_brute_force(values, p, block, comp):
 
 def test_float_order_is_javas():
     """-0.0 < 0.0 are two keys, every NaN one key above +inf (Java's Double.compare)."""
-    vals = [0.0, -0.0, float("nan"), float("inf"), -1.0, None, float("-inf"), struct.unpack(
-        "<d", struct.pack("<Q", 0x7FF8000000000123))[0]]
+    vals = [
+        0.0,
+        -0.0,
+        float("nan"),
+        float("inf"),
+        -1.0,
+        None,
+        float("-inf"),
+        struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000123))[0],
+    ]
     w = gi.writer("DOUBLE", {}, index_type="btree")
     w.write_batch(pa.array(vals, pa.float64()), np.arange(len(vals)))
     data, _ = w.finish()
@@ -265,8 +313,13 @@ def test_encoder_frames_like_the_twin():
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(st.none(), st.integers(-50, 50)), min_size=1, max_size=300), st.integers(-52, 52),
-       st.sampled_from([64, 256, 1 << 16]), st.booleans(), st.integers(0, 40))
+@given(
+    st.lists(st.one_of(st.none(), st.integers(-50, 50)), min_size=1, max_size=300),
+    st.integers(-52, 52),
+    st.sampled_from([64, 256, 1 << 16]),
+    st.booleans(),
+    st.integers(0, 40),
+)
 def test_cold_equal_matches_twin(tmp_path_factory, values, probe, tail_len, use_fd, flip):
     """The one-call first = (index and data block in the bytes read at open or read by the
     descriptor) against its twin, on intact files and on files with a byte changed."""

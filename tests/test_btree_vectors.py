@@ -11,6 +11,7 @@
 * every top-N answer (``visitTopN``: the row ids and the ordered key groups);
 * the Java-written pk-btree file from pypaimon's test resources.
 """
+
 import importlib.util
 import struct
 
@@ -98,10 +99,10 @@ class JavaPayloads:
         ft = f.footer
         _, _, _, offs, sizes = f.index()
         for o, n in [(ft.index_offset, ft.index_size)] + list(zip(offs.tolist(), sizes.tolist())):
-            stored = java_file[o:o + n + sst.TRAILER]
+            stored = java_file[o : o + n + sst.TRAILER]
             raw, _ = sst.decode(stored, n, o)
             self.by_raw[bytes(raw)] = stored
-        self.ctype = sst.ZSTD   # anything but NONE: the writer then frames blocks through us
+        self.ctype = sst.ZSTD  # anything but NONE: the writer then frames blocks through us
         self.misses = 0
 
     def __call__(self, raw):
@@ -146,8 +147,12 @@ def test_pypaimon_golden_file_rewritten_byte_for_byte():
 
 
 def _small_uncompressed():
-    return [n for n in WITH_FILE if load_case(FMT, n)["row_count"] <= 3000
-            and load_case(FMT, n)["options"].get("btree-index.compression", "none") == "none"]
+    return [
+        n
+        for n in WITH_FILE
+        if load_case(FMT, n)["row_count"] <= 3000
+        and load_case(FMT, n)["options"].get("btree-index.compression", "none") == "none"
+    ]
 
 
 @pytest.mark.parametrize("name", _small_uncompressed()[::3])
@@ -160,11 +165,15 @@ def test_writer_input_order_does_not_matter(name):
 
 def _check_answers(c, data):
     # Java's public path: the file with its meta (files are selected by their metas first)
-    r = gi.BTreeGlobalIndex([(data, bytes.fromhex(c["result_entry_meta_hex"]))], c["type"], c["options"],
-                            c["reader_total_row_count"])
+    r = gi.BTreeGlobalIndex(
+        [(data, bytes.fromhex(c["result_entry_meta_hex"]))], c["type"], c["options"], c["reader_total_row_count"]
+    )
     # the one-file reader (no meta, never pruned) gives the same answers while no scan limit applies
-    one = None if "btree-index.fallback-scan-max-size" in c["options"] else gi.reader(
-        c["type"], data, c["options"], c["reader_total_row_count"], index_type="btree")
+    one = (
+        None
+        if "btree-index.fallback-scan-max-size" in c["options"]
+        else gi.reader(c["type"], data, c["options"], c["reader_total_row_count"], index_type="btree")
+    )
     n = 0
     for p in c["predicates"]:
         res = p["result"]
@@ -178,7 +187,7 @@ def _check_answers(c, data):
         got = r.evaluate(_leaf(p, r.dtype))
         if one is not None:
             assert one.evaluate(_leaf(p, r.dtype)) == got, p
-        if "error" in res:   # Java throws (a NULL in an IN list): we give SQL's answer
+        if "error" in res:  # Java throws (a NULL in an IN list): we give SQL's answer
             assert p["op"] == "in" and None in p["literals"], p
             assert got == _sql_in(c, p["literals"]), p
             n += 1
@@ -202,14 +211,17 @@ def test_reader_answers_like_java(name):
 def _check_top_n(c, data):
     codec = KeyCodec(c["type"])
     dtype = DataType.parse(c["type"])
-    idx = gi.BTreeGlobalIndex([(data, bytes.fromhex(c["result_entry_meta_hex"]))], c["type"], c["options"],
-                              c["reader_total_row_count"])
+    idx = gi.BTreeGlobalIndex(
+        [(data, bytes.fromhex(c["result_entry_meta_hex"]))], c["type"], c["options"], c["reader_total_row_count"]
+    )
     n = 0
     for t in c["top_n"]:
         rows, groups = idx.top_n(t["limit"], t["direction"] == "DESCENDING", t["null_ordering"] == "NULLS_FIRST")
         assert rows == decode_rows(t["result"], bits64=True), t
-        want = [(None if g["key"] is None else codec.literal_bytes(decode_literal(g["key"], dtype)), g["row_ids"])
-                for g in t["groups"]]
+        want = [
+            (None if g["key"] is None else codec.literal_bytes(decode_literal(g["key"], dtype)), g["row_ids"])
+            for g in t["groups"]
+        ]
         assert [(k, r.tolist()) for k, r in groups] == want, t
         n += 1
     return n
@@ -221,8 +233,9 @@ def test_top_n_like_java(name):
     assert _check_top_n(c, load_bin(FMT, c["file"])) == len(c["top_n"]) > 0
 
 
-@pytest.mark.parametrize("name", [n for n in WITH_FILE if load_case(FMT, n)["options"].get(
-    "btree-index.compression", "none") != "none"])
+@pytest.mark.parametrize(
+    "name", [n for n in WITH_FILE if load_case(FMT, n)["options"].get("btree-index.compression", "none") != "none"]
+)
 def test_our_compressed_files_answer_like_java(name):
     c, comp = _case(name)
     data, _ = _write(c)
@@ -240,7 +253,7 @@ def test_unsupported_types_like_java():
     for u in manifest(FMT)["unsupported_types"]:
         t = u["type"]
         if "VECTOR" in t or "VARIANT" in t or "BLOB" in t:
-            continue   # types paimon-fast does not parse at all
+            continue  # types paimon-fast does not parse at all
         with pytest.raises((pf.UnsupportedTypeError, ValueError)):
             gi.writer(t, index_type="btree")
 
@@ -274,5 +287,7 @@ def test_inspect_names_a_btree_file(tmp_path, capsys):
     nulls = sum(v is None for v in c["values"])
     assert d["format"] == "btree global index" and d["rows"] == 400 and d["null_count"] == nulls
     assert d["distinct_values"] == len({v for v in c["values"] if v is not None})
-    assert (d["first_key"], d["last_key"]) == (min(v for v in c["values"] if v is not None),
-                                               max(v for v in c["values"] if v is not None))
+    assert (d["first_key"], d["last_key"]) == (
+        min(v for v in c["values"] if v is not None),
+        max(v for v in c["values"] if v is not None),
+    )

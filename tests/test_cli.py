@@ -6,6 +6,7 @@ through the console entry point itself, in a fresh interpreter, to see that no t
 printed.  The ones on a Paimon table need pypaimon (the full CI job) and skip without it; the
 rest run in every job, without Spark: a dataset's mistakes are named before Spark starts.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,12 +33,22 @@ def dataset(tmp_path):
 
     root = tmp_path / "events"
     (root / "region=eu").mkdir(parents=True)
-    t = pa.table({"id": pa.array(np.arange(100), pa.int64()), "country": [["DE", "FR", "NO"][i % 3] for i in range(100)],
-                  "amount": pa.array(np.arange(100) * 1.5), "ts": pa.array(np.arange(100) * 1001, pa.timestamp("ns"))})
+    t = pa.table(
+        {
+            "id": pa.array(np.arange(100), pa.int64()),
+            "country": [["DE", "FR", "NO"][i % 3] for i in range(100)],
+            "amount": pa.array(np.arange(100) * 1.5),
+            "ts": pa.array(np.arange(100) * 1001, pa.timestamp("ns")),
+        }
+    )
     pq.write_table(t, root / "region=eu" / "part-0.parquet")
-    ParquetDataset(str(root)).build({"file-index.bloom-filter.columns": "id",
-                                     "file-index.range-bitmap.columns": "amount",
-                                     "file-index.bitmap.columns": "country"})
+    ParquetDataset(str(root)).build(
+        {
+            "file-index.bloom-filter.columns": "id",
+            "file-index.range-bitmap.columns": "amount",
+            "file-index.bitmap.columns": "country",
+        }
+    )
     return root
 
 
@@ -80,9 +91,13 @@ def mistake(argv, capsys, names):
 
 # ---------------------------------------------------------------- the issue's mistakes
 
+
 def test_predicate_syntax_error_on_a_paimon_table(warehouse, capsys):
-    mistake(["paimon", "query", warehouse, "db.t", "--where", "cat = = 'c3'"], capsys,
-            ["expected a literal", "cat = = 'c3'"])
+    mistake(
+        ["paimon", "query", warehouse, "db.t", "--where", "cat = = 'c3'"],
+        capsys,
+        ["expected a literal", "cat = = 'c3'"],
+    )
 
 
 def test_unknown_column_on_a_paimon_table(warehouse, capsys):
@@ -105,8 +120,13 @@ def test_literal_of_another_type_on_a_paimon_table(warehouse, capsys):
 
 def test_dataset_that_does_not_exist(tmp_path, capsys):
     missing = str(tmp_path / "no" / "such" / "dir")
-    for argv in (["query", missing, "--where", "a = 1"], ["build", missing, "--options", "file-index.bitmap.columns=a"],
-                 ["delete", missing, "--where", "a = 1"], ["gc", missing], ["query", missing, "--top", "a:3"]):
+    for argv in (
+        ["query", missing, "--where", "a = 1"],
+        ["build", missing, "--options", "file-index.bitmap.columns=a"],
+        ["delete", missing, "--where", "a = 1"],
+        ["gc", missing],
+        ["query", missing, "--top", "a:3"],
+    ):
         mistake(argv, capsys, [missing])
     a_file = tmp_path / "data.parquet"
     a_file.write_bytes(b"PAR1")
@@ -159,14 +179,19 @@ def test_traceback_on_request(tmp_path, monkeypatch):
 def test_console_script_prints_one_line(tmp_path):
     """The entry point as a user runs it (a fresh interpreter): one line on stderr, exit 2."""
     missing = str(tmp_path / "no-such-dir")
-    p = subprocess.run([sys.executable, "-m", "paimon_fast.cli", "query", missing, "--where", "a = 1"],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "paimon_fast.cli", "query", missing, "--where", "a = 1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 2, p.stderr
     assert p.stderr.splitlines() == [f"paimon-fast query: No such dataset directory: {missing}"]
     assert p.stdout == ""
 
 
 # ---------------------------------------------------------------- help
+
 
 def _parsers(parser, path=("paimon-fast",)):
     """(command words, parser) of the top parser and every subcommand, recursively."""
@@ -194,10 +219,17 @@ def test_every_help_is_plain_text_with_examples_that_parse(monkeypatch):
             words = shlex.split(line, comments=True)
             if "--help" in words or any(w.isupper() for w in words):
                 continue  # a pointer to more help / a placeholder
-            args = cli.build_parser().parse_args(words[1:])   # raises SystemExit if it does not parse
+            args = cli.build_parser().parse_args(words[1:])  # raises SystemExit if it does not parse
             assert callable(args.func), line
-    assert {"paimon-fast", "paimon-fast inspect", "paimon-fast query", "paimon-fast paimon query",
-            "paimon-fast paimon create-global-index", "paimon-fast hudi build", "paimon-fast gc"} <= set(seen)
+    assert {
+        "paimon-fast",
+        "paimon-fast inspect",
+        "paimon-fast query",
+        "paimon-fast paimon query",
+        "paimon-fast paimon create-global-index",
+        "paimon-fast hudi build",
+        "paimon-fast gc",
+    } <= set(seen)
 
 
 def test_top_level_help_describes_the_tool(capsys, monkeypatch):
@@ -214,6 +246,7 @@ def test_top_level_help_describes_the_tool(capsys, monkeypatch):
 
 # ---------------------------------------------------------------- inspect
 
+
 def test_inspect_prints_a_summary_and_json_on_request(dataset, capsys):
     path = str(dataset / "_file_index" / "region=eu" / "part-0.parquet.index")
     assert cli.main(["inspect", path]) == 0
@@ -224,15 +257,18 @@ def test_inspect_prints_a_summary_and_json_on_request(dataset, capsys):
     assert lines[0] == f"Parquet file index: {path}"
     head = next(i for i, ln in enumerate(lines) if ln.startswith("column "))
     assert lines[head].split()[:3] == ["column", "index", "type"] and set(lines[head + 1]) <= {"-", " "}
-    rows = {ln.split()[0]: ln for ln in lines[head + 2:]}
+    rows = {ln.split()[0]: ln for ln in lines[head + 2 :]}
     assert set(rows) == {"id", "amount", "country"}
     assert "bloom-filter" in rows["id"] and "num hash functions" in rows["id"]
     assert "range-bitmap" in rows["amount"] and "min 0" in rows["amount"] and "max 148.5" in rows["amount"]
     assert "bitmap" in rows["country"] and "distinct values 3" in rows["country"]
     assert cli.main(["inspect", path, "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert {c: [e["index_type"] for e in es] for c, es in d["columns"].items()} == \
-        {"id": ["bloom-filter"], "amount": ["range-bitmap"], "country": ["bitmap"]}
+    assert {c: [e["index_type"] for e in es] for c, es in d["columns"].items()} == {
+        "id": ["bloom-filter"],
+        "amount": ["range-bitmap"],
+        "country": ["bitmap"],
+    }
     # the summary shows the numbers the JSON holds
     bloom = d["columns"]["id"][0]
     assert f"{bloom['start']:,}" in rows["id"] and f"{bloom['length']:,}" in rows["id"]
@@ -256,8 +292,9 @@ def test_inspect_summary_of_every_kind(kind, tmp_path, capsys):
         want = ["bitmap global index", "distinct values:", "null count:"]
     elif kind == "deletion":
         p = tmp_path / "index-dv-0"
-        p.write_bytes(open(os.path.join(DATA, "paimon_append_dv", "index-d9a8c306-4466-4c01-b7f0-7aaefb2c1767-0"),
-                           "rb").read())
+        p.write_bytes(
+            open(os.path.join(DATA, "paimon_append_dv", "index-d9a8c306-4466-4c01-b7f0-7aaefb2c1767-0"), "rb").read()
+        )
         want = ["deletion file", "vectors:", "cardinality", "334"]
     else:
         p = tmp_path / "index-0f-0"
@@ -273,8 +310,18 @@ def test_inspect_summary_of_every_kind(kind, tmp_path, capsys):
 
 def test_summary_table_layout():
     """Numbers right-aligned with thousands separators, text left-aligned, the details last."""
-    text = cli.summary_text("thing", "/p", {"size": 1234567, "ok": True, "parts": [
-        {"name": "a", "bytes": 5, "extra": {"x": 1}}, {"name": "bbb", "bytes": 12345, "extra": {"x": 2.5}}]})
+    text = cli.summary_text(
+        "thing",
+        "/p",
+        {
+            "size": 1234567,
+            "ok": True,
+            "parts": [
+                {"name": "a", "bytes": 5, "extra": {"x": 1}},
+                {"name": "bbb", "bytes": 12345, "extra": {"x": 2.5}},
+            ],
+        },
+    )
     assert text.splitlines() == [
         "thing: /p",
         "  size: 1,234,567",

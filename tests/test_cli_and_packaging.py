@@ -1,4 +1,5 @@
 """The command line's in-process commands and the kernel import guard."""
+
 import importlib
 import json
 

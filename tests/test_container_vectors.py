@@ -1,4 +1,5 @@
 """FileIndexFormat container vs Java Paimon 0.9.0 vectors."""
+
 import hashlib
 import io
 

@@ -1,4 +1,5 @@
 """serde, types, predicates and results."""
+
 import datetime
 import decimal
 import io
@@ -19,13 +20,16 @@ from pyroaring import BitMap
 
 
 # ---------------------------------------------------------------- serde
-@pytest.mark.parametrize("s,hexbytes", [
-    ("abc", "616263"),
-    ("\x00", "c080"),
-    ("\u00e9", "c3a9"),
-    ("\u6587", "e69687"),
-    ("\U0001F600", "eda0bdedb880"),   # surrogate pair, 3 bytes each
-])
+@pytest.mark.parametrize(
+    "s,hexbytes",
+    [
+        ("abc", "616263"),
+        ("\x00", "c080"),
+        ("\u00e9", "c3a9"),
+        ("\u6587", "e69687"),
+        ("\U0001f600", "eda0bdedb880"),  # surrogate pair, 3 bytes each
+    ],
+)
 def test_modified_utf8_known_bytes(s, hexbytes):
     assert serde.encode_modified_utf8(s).hex() == hexbytes
     assert serde.decode_modified_utf8(bytes.fromhex(hexbytes)) == s
@@ -83,16 +87,34 @@ def test_sources(tmp_path):
 
 
 # ---------------------------------------------------------------- types
-@pytest.mark.parametrize("text,arrow", [
-    ("TINYINT", pa.int8()), ("SMALLINT", pa.int16()), ("INT", pa.int32()), ("INTEGER", pa.int32()),
-    ("BIGINT", pa.int64()), ("FLOAT", pa.float32()), ("DOUBLE", pa.float64()), ("BOOLEAN", pa.bool_()),
-    ("DATE", pa.date32()), ("TIME", pa.time32("ms")), ("TIME(6)", pa.time64("us")),
-    ("TIMESTAMP(3)", pa.timestamp("ms")), ("TIMESTAMP", pa.timestamp("us")), ("TIMESTAMP(9)", pa.timestamp("ns")),
-    ("TIMESTAMP(6) WITH LOCAL TIME ZONE", pa.timestamp("us", tz="UTC")), ("CHAR(4)", pa.string()),
-    ("VARCHAR(10)", pa.string()), ("STRING", pa.string()), ("BINARY(6)", pa.binary()),
-    ("VARBINARY(3)", pa.binary()), ("BYTES", pa.binary()), ("DECIMAL(10, 2)", pa.decimal128(10, 2)),
-    ("INT NOT NULL", pa.int32()),
-])
+@pytest.mark.parametrize(
+    "text,arrow",
+    [
+        ("TINYINT", pa.int8()),
+        ("SMALLINT", pa.int16()),
+        ("INT", pa.int32()),
+        ("INTEGER", pa.int32()),
+        ("BIGINT", pa.int64()),
+        ("FLOAT", pa.float32()),
+        ("DOUBLE", pa.float64()),
+        ("BOOLEAN", pa.bool_()),
+        ("DATE", pa.date32()),
+        ("TIME", pa.time32("ms")),
+        ("TIME(6)", pa.time64("us")),
+        ("TIMESTAMP(3)", pa.timestamp("ms")),
+        ("TIMESTAMP", pa.timestamp("us")),
+        ("TIMESTAMP(9)", pa.timestamp("ns")),
+        ("TIMESTAMP(6) WITH LOCAL TIME ZONE", pa.timestamp("us", tz="UTC")),
+        ("CHAR(4)", pa.string()),
+        ("VARCHAR(10)", pa.string()),
+        ("STRING", pa.string()),
+        ("BINARY(6)", pa.binary()),
+        ("VARBINARY(3)", pa.binary()),
+        ("BYTES", pa.binary()),
+        ("DECIMAL(10, 2)", pa.decimal128(10, 2)),
+        ("INT NOT NULL", pa.int32()),
+    ],
+)
 def test_type_parse_and_arrow(text, arrow):
     t = DataType.parse(text)
     assert t.to_arrow() == arrow
@@ -101,8 +123,18 @@ def test_type_parse_and_arrow(text, arrow):
 
 
 def test_type_from_arrow_roundtrip():
-    for text in ("INT", "BIGINT", "DOUBLE", "STRING", "DATE", "TIMESTAMP(3)", "TIMESTAMP(6) WITH LOCAL TIME ZONE",
-                 "DECIMAL(18, 4)", "BOOLEAN", "BYTES"):
+    for text in (
+        "INT",
+        "BIGINT",
+        "DOUBLE",
+        "STRING",
+        "DATE",
+        "TIMESTAMP(3)",
+        "TIMESTAMP(6) WITH LOCAL TIME ZONE",
+        "DECIMAL(18, 4)",
+        "BOOLEAN",
+        "BYTES",
+    ):
         t = DataType.parse(text)
         assert DataType.from_arrow(t.to_arrow()) == t
     assert DataType.from_arrow(pa.large_string()).root == "STRING"
@@ -116,16 +148,20 @@ def test_type_parse_errors(bad):
 
 def test_column_conversions():
     t = DataType.parse("STRING")
-    for arr in (pa.array(["a", None, "bcd"]), pa.array(["a", None, "bcd"], type=pa.large_string()),
-                pa.chunked_array([["a"], [None, "bcd"]]), ["a", None, "bcd"],
-                np.array(["a", None, "bcd"], dtype=object)):
+    for arr in (
+        pa.array(["a", None, "bcd"]),
+        pa.array(["a", None, "bcd"], type=pa.large_string()),
+        pa.chunked_array([["a"], [None, "bcd"]]),
+        ["a", None, "bcd"],
+        np.array(["a", None, "bcd"], dtype=object),
+    ):
         a = to_arrow_array(arr, t)
         off, data = binary_buffers(a)
-        assert [bytes(data[off[i]:off[i + 1]]) for i in (0, 2)] == [b"a", b"bcd"]
+        assert [bytes(data[off[i] : off[i + 1]]) for i in (0, 2)] == [b"a", b"bcd"]
         assert validity_mask(a).tolist() == [True, False, True]
     sliced = pa.array(["x", "yy", "zzz"]).slice(1)
     off, data = binary_buffers(to_arrow_array(sliced, t))
-    assert bytes(data[off[0]:off[1]]) == b"yy" and len(off) == 3
+    assert bytes(data[off[0] : off[1]]) == b"yy" and len(off) == 3
 
 
 def test_long_keys_timestamps_and_times():
@@ -148,15 +184,20 @@ def test_options():
     assert o.get_int("items", 1) == 10 and o.get_float("fpp", 0.1) == 0.5 and o.get_int("x", 3) == 3
     with pytest.raises(OptionError):
         Options({"items": "ten"}).get_int("items", 1)
-    m = indexes_from_table_options({
-        "file-index.bloom-filter.columns": "a, b",
-        "file-index.bloom-filter.a.fpp": "0.01",
-        "file-index.bloom-filter.items": "500",
-        "file-index.bitmap.columns": "c",
-        "bucket": "-1",
-    })
-    assert m == {"a": {"bloom-filter": {"fpp": "0.01", "items": "500"}},
-                 "b": {"bloom-filter": {"items": "500"}}, "c": {"bitmap": {}}}
+    m = indexes_from_table_options(
+        {
+            "file-index.bloom-filter.columns": "a, b",
+            "file-index.bloom-filter.a.fpp": "0.01",
+            "file-index.bloom-filter.items": "500",
+            "file-index.bitmap.columns": "c",
+            "bucket": "-1",
+        }
+    )
+    assert m == {
+        "a": {"bloom-filter": {"fpp": "0.01", "items": "500"}},
+        "b": {"bloom-filter": {"items": "500"}},
+        "c": {"bitmap": {}},
+    }
 
 
 # ---------------------------------------------------------------- predicates and results

@@ -1,4 +1,5 @@
 """Corrupt or truncated container / bloom bytes raise IndexFormatError, never anything else."""
+
 import struct
 
 import numpy as np
@@ -41,13 +42,15 @@ def test_header_lengths_past_the_end():
     # an index whose [start, start+length) runs past the file
     w = pf.FileIndexFormat.write({"x": {"bloom-filter": b"\x00\x00\x00\x01" + b"\x00" * 8}})
     i = w.index(b"bloom-filter") + len(b"bloom-filter")
-    bad = w[:i + 4] + struct.pack(">i", 1000) + w[i + 8:]
+    bad = w[: i + 4] + struct.pack(">i", 1000) + w[i + 8 :]
     with pytest.raises(IndexFormatError, match="outside the body"):
         pf.FileIndexFormat.open(bad, {"x": "INT"})
 
 
-@pytest.mark.parametrize("payload", [b"", b"\x00\x00\x00", b"\x00\x00\x00\x07", b"\x00\x00\x00\x00" + b"\x00" * 8,
-                                     b"\x7f\xff\xff\xff" + b"\x00" * 8])
+@pytest.mark.parametrize(
+    "payload",
+    [b"", b"\x00\x00\x00", b"\x00\x00\x00\x07", b"\x00\x00\x00\x00" + b"\x00" * 8, b"\x7f\xff\xff\xff" + b"\x00" * 8],
+)
 def test_bad_bloom_payloads(payload):
     with pytest.raises(IndexFormatError):
         pf.fileindex.reader("bloom-filter", "INT", payload)
@@ -59,8 +62,12 @@ def test_fuzz_container_and_bloom():
     blob, rt = _container()
     bloom_case = load_case("bloom_filter", "bf_string_n200_items100_fpp0.05")
     bloom = load_bin("bloom_filter", bloom_case["file"])
-    preds = [pf.field("id") == 5, pf.field("name").isin(["sftk", "x"]), pf.field("m[k2]") == 1,
-             (pf.field("id") == 1) | (pf.field("name") == "bc")]
+    preds = [
+        pf.field("id") == 5,
+        pf.field("name").isin(["sftk", "x"]),
+        pf.field("m[k2]") == 1,
+        (pf.field("id") == 1) | (pf.field("name") == "bc"),
+    ]
     outcomes = {"error": 0, "ok": 0}
     for i in range(2500):
         base = blob if i % 2 == 0 else bloom

@@ -2,6 +2,7 @@
 delete then read equals a full scan minus the deleted rows, repeated deletes
 merge, rebuilt indexes keep deletions, exact index bitmaps never return deleted
 rows, and a crash before the catalog rename leaves the previous state readable."""
+
 import json
 import os
 
@@ -42,8 +43,14 @@ def expected(full, deleted_ids, where=None):
     return sorted(r["id"] for r in t.to_pylist() if holds(pred, r))
 
 
-DELETES = ["id = 5", "name = 'n3' AND score > 50", "p = 'b' AND status = 'sent'", "name IS NULL",
-           "id IN (401, 402, 2399, 99999) OR (score < 10 AND p = 'a')", "status LIKE 'pa%' AND id BETWEEN 800 AND 1000"]
+DELETES = [
+    "id = 5",
+    "name = 'n3' AND score > 50",
+    "p = 'b' AND status = 'sent'",
+    "name IS NULL",
+    "id IN (401, 402, 2399, 99999) OR (score < 10 AND p = 'a')",
+    "status LIKE 'pa%' AND id BETWEEN 800 AND 1000",
+]
 QUERIES = [None, "id < 450", "p = 'b'", "status = 'paid'", "name = 'n3' OR name IS NULL", "id IN (5, 6, 401, 2000)"]
 
 

@@ -5,6 +5,7 @@ The plain readers are pyarrow's (``pq.read_table(dir)``, ``pyarrow.dataset``) an
 ``read_parquet('dir/**/*.parquet', hive_partitioning=true)``; Spark's ``spark.read.parquet(dir)``
 is checked in ``test_spark_reads.py``.  Each must return the same rows after every kind of
 index build (file indexes, inline ones, a global index, deletion vectors) as before it."""
+
 import json
 import os
 import shutil
@@ -18,8 +19,12 @@ import pytest
 from paimon_fast.tables import CATALOG_NAME, ParquetDataset
 from paimon_fast.tables.gc import collect
 
-OPTIONS = {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": "300",
-           "file-index.bitmap.columns": "status", "file-index.bsi.columns": "qty"}
+OPTIONS = {
+    "file-index.bloom-filter.columns": "id",
+    "file-index.bloom-filter.id.items": "300",
+    "file-index.bitmap.columns": "status",
+    "file-index.bsi.columns": "qty",
+}
 
 
 def make_dataset(root, parts=("a", "b"), files=2, rows=300):
@@ -28,10 +33,17 @@ def make_dataset(root, parts=("a", "b"), files=2, rows=300):
         os.makedirs(root / f"p={part}", exist_ok=True)
         for k in range(files):
             ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
-            pq.write_table(pa.table({"id": ids, "status": pa.array([["new", "paid", "sent"][j % 3]
-                                                                     for j in range(rows)]),
-                                     "qty": pa.array((ids % 17).astype(np.int32))}),
-                           root / f"p={part}" / f"f{k}.parquet", row_group_size=100)
+            pq.write_table(
+                pa.table(
+                    {
+                        "id": ids,
+                        "status": pa.array([["new", "paid", "sent"][j % 3] for j in range(rows)]),
+                        "qty": pa.array((ids % 17).astype(np.int32)),
+                    }
+                ),
+                root / f"p={part}" / f"f{k}.parquet",
+                row_group_size=100,
+            )
             i += 1
     return ParquetDataset(str(root))
 
@@ -52,7 +64,8 @@ def plain_readers(root):
 
     res = duckdb.connect().sql(
         f"SELECT id, status, qty, CAST(p AS VARCHAR) AS p FROM read_parquet('{root}/**/*.parquet', "
-        "hive_partitioning=true)")
+        "hive_partitioning=true)"
+    )
     out["duckdb"] = res.to_arrow_table() if hasattr(res, "to_arrow_table") else res.arrow()
     return {k: _rows(v) for k, v in out.items()}
 
@@ -128,8 +141,16 @@ def test_old_layout_stale_entry_is_rebuilt_in_the_new_layout(tmp_path):
     ds.build(OPTIONS)
     to_old_layout(tmp_path)
     # one data file changes: its old container is stale, the other one is current
-    pq.write_table(pa.table({"id": np.arange(300, dtype=np.int64) + 10_000, "status": ["new"] * 300,
-                             "qty": pa.array([1] * 300, pa.int32())}), tmp_path / "p=a" / "f1.parquet")
+    pq.write_table(
+        pa.table(
+            {
+                "id": np.arange(300, dtype=np.int64) + 10_000,
+                "status": ["new"] * 300,
+                "qty": pa.array([1] * 300, pa.int32()),
+            }
+        ),
+        tmp_path / "p=a" / "f1.parquet",
+    )
     ds = ParquetDataset(str(tmp_path))
     rep = ds.build(OPTIONS)
     assert rep.built == ["p=a/f1.parquet"]
@@ -154,7 +175,8 @@ def test_gc_finds_orphans_under_the_index_directory(tmp_path):
     rep = collect(str(tmp_path), min_age=0)
     assert {(o.path, o.reason) for o in rep.orphans} == {
         (str(orphan), "file index of a data file that no longer exists"),
-        (str(tmp), "temporary file of an interrupted write")}
+        (str(tmp), "temporary file of an interrupted write"),
+    }
     assert ds.temp_files() == [str(tmp)]
     collect(str(tmp_path), min_age=0, delete=True)
     assert sorted(os.listdir(tmp_path / "_file_index" / "p=a")) == ["f0.parquet.index", "f1.parquet.index"]
@@ -181,41 +203,72 @@ def _typed_dataset(root, files=3, rows=400, seed=5):
         null = rng.random(n) < 0.1
         i = pa.array(rng.integers(-50, 50, n), pa.int64(), mask=null)
         s = pa.array([None if rng.random() < 0.1 else f"v{int(v)}" for v in rng.integers(0, 12, n)])
-        d = pa.array([None if rng.random() < 0.05 else dt.date(2020, 1, 1) + dt.timedelta(days=int(v))
-                      for v in rng.integers(0, 60, n)])
-        dec = pa.array([None if rng.random() < 0.05 else Decimal(int(v)) / 4 for v in rng.integers(-20, 20, n)],
-                       pa.decimal128(10, 2))
+        d = pa.array(
+            [
+                None if rng.random() < 0.05 else dt.date(2020, 1, 1) + dt.timedelta(days=int(v))
+                for v in rng.integers(0, 60, n)
+            ]
+        )
+        dec = pa.array(
+            [None if rng.random() < 0.05 else Decimal(int(v)) / 4 for v in rng.integers(-20, 20, n)],
+            pa.decimal128(10, 2),
+        )
         fv = rng.integers(-5, 5, n).astype(float)
         if k:  # the first file has no NaN: its range bitmap answers > and >= on DOUBLE exactly
             fv[rng.random(n) < 0.05] = np.nan
         fv[rng.random(n) < 0.05] = -0.0
-        ts = pa.array([None if rng.random() < 0.05 else dt.datetime(2024, 1, 1) + dt.timedelta(seconds=int(v))
-                       for v in rng.integers(0, 30, n)], pa.timestamp("us"))
+        ts = pa.array(
+            [
+                None if rng.random() < 0.05 else dt.datetime(2024, 1, 1) + dt.timedelta(seconds=int(v))
+                for v in rng.integers(0, 30, n)
+            ],
+            pa.timestamp("us"),
+        )
         b = pa.array([None if rng.random() < 0.1 else bool(v) for v in rng.integers(0, 2, n)])
-        pq.write_table(pa.table({"i": i, "s": s, "d": d, "dec": dec, "f": fv, "ts": ts, "b": b}),
-                       root / f"p={part}" / f"f{k}.parquet", row_group_size=150)
+        pq.write_table(
+            pa.table({"i": i, "s": s, "d": d, "dec": dec, "f": fv, "ts": ts, "b": b}),
+            root / f"p={part}" / f"f{k}.parquet",
+            row_group_size=150,
+        )
     return ParquetDataset(str(root))
 
 
 def _exact_predicates(rng, n):
     leaves = [
-        lambda: f"i = {rng.integers(-50, 50)}", lambda: f"i IN ({rng.integers(-50, 50)}, {rng.integers(-50, 50)})",
-        lambda: f"i < {rng.integers(-50, 50)}", lambda: f"i BETWEEN {rng.integers(-50, 0)} AND {rng.integers(0, 50)}",
-        lambda: "i IS NULL", lambda: "i IS NOT NULL", lambda: f"i != {rng.integers(-50, 50)}",
-        lambda: f"s = 'v{rng.integers(0, 12)}'", lambda: f"s IN ('v{rng.integers(0, 12)}', 'v{rng.integers(0, 12)}')",
-        lambda: "s IS NULL", lambda: f"s > 'v{rng.integers(0, 12)}'", lambda: f"s NOT IN ('v1', 'v2')",
-        lambda: f"d >= DATE '2020-01-{rng.integers(1, 29):02d}'", lambda: f"d = DATE '2020-02-{rng.integers(1, 29):02d}'",
-        lambda: f"dec = {rng.integers(-20, 20) / 4}", lambda: f"dec > {rng.integers(-20, 20) / 4}",
-        lambda: f"f > {rng.integers(-5, 5)}", lambda: "f = 0", lambda: "f IS NULL",
-        lambda: f"f <= {rng.integers(-5, 5)}", lambda: f"f BETWEEN {rng.integers(-5, 0)} AND {rng.integers(0, 5)}",
+        lambda: f"i = {rng.integers(-50, 50)}",
+        lambda: f"i IN ({rng.integers(-50, 50)}, {rng.integers(-50, 50)})",
+        lambda: f"i < {rng.integers(-50, 50)}",
+        lambda: f"i BETWEEN {rng.integers(-50, 0)} AND {rng.integers(0, 50)}",
+        lambda: "i IS NULL",
+        lambda: "i IS NOT NULL",
+        lambda: f"i != {rng.integers(-50, 50)}",
+        lambda: f"s = 'v{rng.integers(0, 12)}'",
+        lambda: f"s IN ('v{rng.integers(0, 12)}', 'v{rng.integers(0, 12)}')",
+        lambda: "s IS NULL",
+        lambda: f"s > 'v{rng.integers(0, 12)}'",
+        lambda: f"s NOT IN ('v1', 'v2')",
+        lambda: f"d >= DATE '2020-01-{rng.integers(1, 29):02d}'",
+        lambda: f"d = DATE '2020-02-{rng.integers(1, 29):02d}'",
+        lambda: f"dec = {rng.integers(-20, 20) / 4}",
+        lambda: f"dec > {rng.integers(-20, 20) / 4}",
+        lambda: f"f > {rng.integers(-5, 5)}",
+        lambda: "f = 0",
+        lambda: "f IS NULL",
+        lambda: f"f <= {rng.integers(-5, 5)}",
+        lambda: f"f BETWEEN {rng.integers(-5, 0)} AND {rng.integers(0, 5)}",
         lambda: f"f >= {rng.integers(-5, 5) + 0.5}",
-        lambda: f"ts < TIMESTAMP '2024-01-01 00:00:{rng.integers(0, 30):02d}'", lambda: "b = true",
-        lambda: "b IS NULL", lambda: "p = 'x'", lambda: "p != 'y'",
+        lambda: f"ts < TIMESTAMP '2024-01-01 00:00:{rng.integers(0, 30):02d}'",
+        lambda: "b = true",
+        lambda: "b IS NULL",
+        lambda: "p = 'x'",
+        lambda: "p != 'y'",
     ]
     out = []
     for _ in range(n):
         a, b, c = (leaves[rng.integers(0, len(leaves))]() for _ in range(3))
-        out.append([a, f"{a} AND {b}", f"{a} OR {b}", f"({a} OR {b}) AND {c}", f"{a} AND NOT ({b})"][rng.integers(0, 5)])
+        out.append(
+            [a, f"{a} AND {b}", f"{a} OR {b}", f"({a} OR {b}) AND {c}", f"{a} AND NOT ({b})"][rng.integers(0, 5)]
+        )
     return out
 
 
@@ -248,8 +301,11 @@ def test_exact_plans_select_exactly_the_matching_rows(tmp_path):
         plan = ds.plan(text)
         for p in plan.files:
             dv = deleted[p.file.path]
-            want = [j for j, r in enumerate(rows[p.file.path]) if sql_oracle.holds(pred, r)
-                    and not (dv is not None and dv.is_deleted(j))]
+            want = [
+                j
+                for j, r in enumerate(rows[p.file.path])
+                if sql_oracle.holds(pred, r) and not (dv is not None and dv.is_deleted(j))
+            ]
             if p.skipped:
                 assert want == [], (text, p.file.path)
                 continue
@@ -257,8 +313,11 @@ def test_exact_plans_select_exactly_the_matching_rows(tmp_path):
                 inexact += 1
                 continue
             exact += 1
-            got = list(p.bitmap) if p.bitmap is not None else \
-                [j for j in range(p.rows) if not (dv is not None and dv.is_deleted(j))]
+            got = (
+                list(p.bitmap)
+                if p.bitmap is not None
+                else [j for j in range(p.rows) if not (dv is not None and dv.is_deleted(j))]
+            )
             assert got == want, (text, p.file.path)
             assert ds.read_kept(p, ["i"], plan.predicate).num_rows == len(want)
             # what deletes and counts ask for: the positions alone, no column read

@@ -1,4 +1,5 @@
 """``paimon-fast demo``: what its help promises, and a small run on local Spark end to end."""
+
 import os
 import re
 
@@ -25,7 +26,7 @@ def test_demo_small_run(tmp_path, capsys):
     out_dir = tmp_path / "demo"
     assert cli.main(["demo", "--rows", "20000", "--files", "4", "--dir", str(out_dir), "--master", "local[2]"]) == 0
     out = capsys.readouterr().out
-    table = out[out.index("\npredicate ") + 1:out.index("where the files went")]
+    table = out[out.index("\npredicate ") + 1 : out.index("where the files went")]
     lines = [ln for ln in table.splitlines()[2:] if ln.strip()]
     assert len(lines) == 8
     assert all(ln.rstrip().endswith("yes") for ln in lines)  # every indexed answer equals the plain scan
@@ -45,9 +46,13 @@ def test_demo_small_run(tmp_path, capsys):
                         for t in metas:
                             kinds.setdefault(t, set()).add(col)
     assert n == 4
-    assert kinds == {"bloom-filter": {"id", "user_id", "country"}, "bitmap": {"status"},
-                     "range-bitmap": {"amount"}, "bsi": {"qty"}}
+    assert kinds == {
+        "bloom-filter": {"id", "user_id", "country"},
+        "bitmap": {"status"},
+        "range-bitmap": {"amount"},
+        "bsi": {"qty"},
+    }
     assert os.path.isdir(out_dir / "_global_index" / "country")
-    where = out[out.index("where the files went"):]
+    where = out[out.index("where the files went") :]
     for what in ("data", "file indexes", "bitmap global index", "dataset catalog"):
         assert what in where

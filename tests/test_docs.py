@@ -19,6 +19,7 @@ line in a shell (each line must exit 0).  An HTML comment right before a block s
 ``docs/benchmarks.md`` is the generated benchmark report (``paimon-fast bench``) and holds no
 examples.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,8 +37,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md"] + sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "benchmarks.md")
-_FENCE = re.compile(r"(?:<!--\s*docs-test:\s*(?P<directive>[^>]*?)\s*-->\s*\n)?^```(?P<lang>[\w-]*)[^\n]*\n(?P<code>.*?)^```",
-                    re.S | re.M)
+_FENCE = re.compile(
+    r"(?:<!--\s*docs-test:\s*(?P<directive>[^>]*?)\s*-->\s*\n)?^```(?P<lang>[\w-]*)[^\n]*\n(?P<code>.*?)^```",
+    re.S | re.M,
+)
 
 
 def blocks(page: Path):
@@ -71,6 +74,7 @@ def _params():
 
 # ---------------------------------------------------------------- fixtures a block can ask for
 
+
 def setup_events(cwd: Path, request=None):
     """``events/``: a small partitioned Parquet dataset (what ``paimon-fast demo`` writes, smaller)."""
     from paimon_fast.spark.cli import generate_sample
@@ -88,10 +92,18 @@ def setup_warehouse(cwd: Path, request=None):
     catalog = CatalogFactory.create({"warehouse": str(cwd / "warehouse")})
     catalog.create_database("db", True)
     tables = {
-        "orders": ([], {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": "1000",
-                        "file-index.range-bitmap.columns": "price"}),
-        "items": ([("tags", pa.list_(pa.string()))], {"row-tracking.enabled": "true",
-                                                      "data-evolution.enabled": "true"}),
+        "orders": (
+            [],
+            {
+                "file-index.bloom-filter.columns": "id",
+                "file-index.bloom-filter.id.items": "1000",
+                "file-index.range-bitmap.columns": "price",
+            },
+        ),
+        "items": (
+            [("tags", pa.list_(pa.string()))],
+            {"row-tracking.enabled": "true", "data-evolution.enabled": "true"},
+        ),
     }
     for name, (extra, options) in tables.items():
         schema = pa.schema([("id", pa.int64()), ("category", pa.string()), ("price", pa.float64()), *extra])
@@ -99,8 +111,11 @@ def setup_warehouse(cwd: Path, request=None):
         table = catalog.get_table(f"db.{name}")
         for c in range(4):
             ids = list(range(c * 250, (c + 1) * 250))
-            columns = {"id": ids, "category": [["red", "green", "blue", "black"][i % 4] for i in ids],
-                       "price": [float(i % 97) for i in ids]}
+            columns = {
+                "id": ids,
+                "category": [["red", "green", "blue", "black"][i % 4] for i in ids],
+                "price": [float(i % 97) for i in ids],
+            }
             if extra:
                 columns["tags"] = [["new", "sale"] if i % 10 == 0 else ["new"] for i in ids]
             wb = table.new_batch_write_builder()
@@ -120,9 +135,15 @@ def setup_trips(cwd: Path, request=None):
     schema = pa.schema([("id", pa.int64()), ("city", pa.string()), ("rider", pa.string()), ("fare", pa.float64())])
     t = CowTable(str(cwd / "trips"), schema, partition_field="city", name="trips")
     cities = ["chennai", "san_francisco", "sao_paulo"]
-    rows = pa.table({"id": list(range(300)), "city": [cities[i % 3] for i in range(300)],
-                     "rider": [f"rider-{i % 17}" for i in range(300)], "fare": [float(i) for i in range(300)]},
-                    schema=schema)
+    rows = pa.table(
+        {
+            "id": list(range(300)),
+            "city": [cities[i % 3] for i in range(300)],
+            "rider": [f"rider-{i % 17}" for i in range(300)],
+            "fare": [float(i) for i in range(300)],
+        },
+        schema=schema,
+    )
     t.insert(rows, groups=2)
 
 
@@ -134,8 +155,12 @@ def setup_s3(cwd: Path, request):
     srv = S3Server()
     request.addfinalizer(srv.stop)
     mp = request.getfixturevalue("monkeypatch")
-    for k, v in {"AWS_ENDPOINT_URL": srv.endpoint_url, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET,
-                 "AWS_REGION": REGION}.items():
+    for k, v in {
+        "AWS_ENDPOINT_URL": srv.endpoint_url,
+        "AWS_ACCESS_KEY_ID": KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+        "AWS_REGION": REGION,
+    }.items():
         mp.setenv(k, v)
     srv.client.create_bucket(Bucket="bucket")
     setup_events(cwd / "s3")
@@ -148,16 +173,27 @@ def setup_indexed(cwd: Path, request=None):
     from paimon_fast.tables import ParquetDataset
 
     setup_events(cwd)
-    ParquetDataset(str(cwd / "events")).build({
-        "file-index.bloom-filter.columns": "user_id", "file-index.bloom-filter.user_id.items": "5000",
-        "file-index.range-bitmap.columns": "amount", "file-index.bitmap.columns": "status"})
+    ParquetDataset(str(cwd / "events")).build(
+        {
+            "file-index.bloom-filter.columns": "user_id",
+            "file-index.bloom-filter.user_id.items": "5000",
+            "file-index.range-bitmap.columns": "amount",
+            "file-index.bitmap.columns": "status",
+        }
+    )
 
 
-SETUPS = {"events": setup_events, "indexed": setup_indexed, "warehouse": setup_warehouse, "trips": setup_trips,
-          "s3": setup_s3}
+SETUPS = {
+    "events": setup_events,
+    "indexed": setup_indexed,
+    "warehouse": setup_warehouse,
+    "trips": setup_trips,
+    "s3": setup_s3,
+}
 
 
 # ---------------------------------------------------------------- the test
+
 
 @pytest.mark.parametrize("page, upto", _params())
 def test_page_examples_run(page, upto, tmp_path, monkeypatch, request):
@@ -165,7 +201,7 @@ def test_page_examples_run(page, upto, tmp_path, monkeypatch, request):
     for lang, _, _ in found:
         assert lang in ("python", "bash", "text"), f"{page.name}: a ```{lang} block (use python, bash or text)"
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("COLUMNS", "100")   # the width help is shown at
+    monkeypatch.setenv("COLUMNS", "100")  # the width help is shown at
     namespace = {"__name__": "__docs__"}
     last_output = None
     for i, (lang, code, directives) in enumerate(found[:upto]):
@@ -187,6 +223,7 @@ def test_page_examples_run(page, upto, tmp_path, monkeypatch, request):
 
 def _check_output(expected: str, got: str, where: str):
     """``got`` line by line against ``expected``, where a line ``...`` matches any lines."""
+
     def norm(text):
         return [ln.rstrip().replace("optional arguments:", "options:") for ln in text.rstrip("\n").splitlines()]
 
@@ -224,7 +261,7 @@ def _run_cli(argv, where: str, line: str):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             rc = cli.main(argv)
-        except SystemExit as e:   # argparse errors, and --help (exit 0)
+        except SystemExit as e:  # argparse errors, and --help (exit 0)
             rc = e.code
     assert rc in (0, None), f"{where}: `{line}` exited {rc}\n{out.getvalue()[-2000:]}\n{err.getvalue()[-2000:]}"
     return out.getvalue()
@@ -244,9 +281,10 @@ def _run_bash(code: str, cwd: Path, where: str) -> str:
             last = _run_cli(argv, where, line)
             continue
         if line.startswith("paimon-fast ") and shutil.which("paimon-fast", path=env["PATH"]) is None:
-            line = f"{sys.executable} -m paimon_fast.cli " + line[len("paimon-fast "):]
-        r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", line], cwd=cwd, env=env,
-                           capture_output=True, text=True, timeout=600)
+            line = f"{sys.executable} -m paimon_fast.cli " + line[len("paimon-fast ") :]
+        r = subprocess.run(
+            ["bash", "-e", "-o", "pipefail", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+        )
         assert r.returncode == 0, f"{where}: `{line}` exited {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
         last = r.stdout
     return last
@@ -259,9 +297,9 @@ def test_quickstart_block_is_what_ci_runs():
     lines = [ln for ln in quick[0][1].splitlines() if ln.strip()]
     assert len(lines) == 2
     ci = (ROOT / ".ci" / "run").read_text()
-    assert 'quickstart_line 1' in ci and 'quickstart_line 2' in ci
+    assert "quickstart_line 1" in ci and "quickstart_line 2" in ci
     # .ci/run takes the Nth non-empty line of the first fenced block after "## Quickstart"
     text = (ROOT / "README.md").read_text()
-    after = text[text.index("## Quickstart"):]
-    first_block = after[after.index("```"):].split("\n", 1)[1].split("```", 1)[0]
+    after = text[text.index("## Quickstart") :]
+    first_block = after[after.index("```") :].split("\n", 1)[1].split("```", 1)[0]
     assert [ln for ln in first_block.splitlines() if ln.strip()] == lines

@@ -1,6 +1,7 @@
 """One error family: every refusal at the API surface is a paimon_fast error
 (a subclass of PaimonFastError) that is also the built-in exception Python
 users catch, and its message names what was wrong."""
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -9,8 +10,14 @@ import pytest
 import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast import tableindex as ti
-from paimon_fast.errors import (ColumnNotFoundError, IndexFormatError, IndexTooLargeError, InvalidArgumentError,
-                                LiteralTypeError, PaimonFastError)
+from paimon_fast.errors import (
+    ColumnNotFoundError,
+    IndexFormatError,
+    IndexTooLargeError,
+    InvalidArgumentError,
+    LiteralTypeError,
+    PaimonFastError,
+)
 from paimon_fast.tables import ParquetDataset
 
 
@@ -63,11 +70,19 @@ def test_dataset_scan_and_delete_name_the_column(tmp_path):
     assert ds.scan(pf.field("x") == 1)[0].num_rows == 1  # nothing was deleted by the refused calls
 
 
-@pytest.mark.parametrize("cls, base", [
-    (ColumnNotFoundError, KeyError), (ColumnNotFoundError, ValueError), (LiteralTypeError, TypeError),
-    (LiteralTypeError, ValueError), (IndexFormatError, ValueError), (IndexTooLargeError, ValueError),
-    (InvalidArgumentError, ValueError), (InvalidArgumentError, TypeError),
-])
+@pytest.mark.parametrize(
+    "cls, base",
+    [
+        (ColumnNotFoundError, KeyError),
+        (ColumnNotFoundError, ValueError),
+        (LiteralTypeError, TypeError),
+        (LiteralTypeError, ValueError),
+        (IndexFormatError, ValueError),
+        (IndexTooLargeError, ValueError),
+        (InvalidArgumentError, ValueError),
+        (InvalidArgumentError, TypeError),
+    ],
+)
 def test_family(cls, base):
     assert issubclass(cls, PaimonFastError) and issubclass(cls, base)
 

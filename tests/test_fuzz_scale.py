@@ -1,6 +1,7 @@
 """The short version of the fuzz run at scale (``tests/fuzz_scale.py``): every reader
 gets a few hundred seeded mutated inputs in its own process under the same
 per-input time limit and address-space limit as the slow run (1e5 per reader)."""
+
 import os
 import subprocess
 import sys
@@ -17,8 +18,12 @@ def test_every_reader_gives_only_index_format_errors(tmp_path):
     names = [n for n in sorted(READERS) if n != "avro-manifest" or importlib.util.find_spec("fastavro")]
     out = tmp_path / "failures"
     args = [a for n in names for a in ("--reader", n)]
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "fuzz_scale.py"), "--n", "250", "--out", str(out), *args],
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, os.path.join(HERE, "fuzz_scale.py"), "--n", "250", "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if "inputs" in ln]
     assert len(lines) == len(names)
@@ -34,8 +39,9 @@ def test_a_failure_is_reported(tmp_path, monkeypatch):
     """The harness itself can fail: an exercise raising anything but IndexFormatError is counted."""
     import fuzz_scale
 
-    monkeypatch.setitem(fuzz_scale.READERS, "boom", (lambda: [(None, b"abc")],
-                                                     lambda meta, data: None if data == b"abc" else 1 / 0))
+    monkeypatch.setitem(
+        fuzz_scale.READERS, "boom", (lambda: [(None, b"abc")], lambda meta, data: None if data == b"abc" else 1 / 0)
+    )
     r = fuzz_scale.run_reader("boom", 20, 0, 5.0, 0, str(tmp_path))
     assert r["failures"] == 20 - r["answered"] and r["failures"] > 0 and "ZeroDivisionError" in r["first_failure"]
     assert any(p.name.startswith("boom-") for p in tmp_path.iterdir())

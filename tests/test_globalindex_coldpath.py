@@ -3,6 +3,7 @@
 dictionary block in the bytes read at open) against the parsing path and the
 plain-Python twins, on random and on corrupted files; and the CRC-32 kernel
 against zlib."""
+
 import os
 import pathlib
 import random
@@ -29,17 +30,18 @@ K = load("globalindex")
 
 # ---------------------------------------------------------------- CRC-32
 
+
 def test_crc32_matches_zlib():
     rng = random.Random(7)
     data = bytes(rng.randrange(256) for _ in range(70_000))
     lengths = list(range(0, 300)) + [rng.randrange(300, 70_000 - 64) for _ in range(300)] + [70_000 - 64]
     for n in lengths:
         at = rng.randrange(0, 64)
-        b = data[at:at + n]
+        b = data[at : at + n]
         seed = rng.choice([0, 1, 0xFFFFFFFF, rng.randrange(2**32)])
         want = zlib.crc32(b, seed)
         assert K.crc32(b, seed) == want
-        assert K.crc32(b, seed, True) == want          # the portable table loop
+        assert K.crc32(b, seed, True) == want  # the portable table loop
         assert K.crc32(memoryview(b), seed) == want
     assert K.crc32(b"") == 0
 
@@ -62,11 +64,12 @@ def test_block_trailer_checks_size_and_crc():
 
 # ---------------------------------------------------------------- answers
 
+
 def _readers(tname, data):
     """(cold kernel reader, parsing-path kernel reader, twin reader) over the same file."""
     cold = gi.reader(tname, data)
     parsed = gi.reader(tname, data)
-    parsed.file._walked = True          # never takes the walk: parses the index as before
+    parsed.file._walked = True  # never takes the walk: parses the index as before
     saved = gformat._k
     gformat._k = twin
     try:
@@ -90,14 +93,19 @@ VALUES = {
     "INT": st.integers(-(2**31), 2**31 - 1),
     "BIGINT": st.integers(-(2**63), 2**63 - 1),
     "DOUBLE": st.floats(allow_nan=True),
-    "DECIMAL(30, 2)": st.decimals(min_value=-(10**27), max_value=10**27, places=2, allow_nan=False,
-                                  allow_infinity=False),
+    "DECIMAL(30, 2)": st.decimals(
+        min_value=-(10**27), max_value=10**27, places=2, allow_nan=False, allow_infinity=False
+    ),
 }
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(sorted(VALUES)), st.data(), st.sampled_from(["none", "zstd"]),
-       st.sampled_from(["32b", "64b", "1kb", "16kb"]))
+@given(
+    st.sampled_from(sorted(VALUES)),
+    st.data(),
+    st.sampled_from(["none", "zstd"]),
+    st.sampled_from(["32b", "64b", "1kb", "16kb"]),
+)
 def test_cold_lookup_matches_parsing_path_and_twin(tname, data, comp, bs):
     vals = data.draw(st.lists(st.one_of(st.none(), VALUES[tname]), min_size=1, max_size=80))
     w = gi.writer(tname, {"bitmap-index.compression": comp, "bitmap-index.dictionary-block-size": bs})
@@ -110,7 +118,7 @@ def test_cold_lookup_matches_parsing_path_and_twin(tname, data, comp, bs):
         want = BitMap64([i for i, v in enumerate(vals) if v is not None and kc.literal_bytes(v) == k])
         cold, parsed, tw = _readers(tname, blob)
         got = cold.evaluate(pf.field("x") == p)
-        assert cold.file._walked and cold.file._index is None   # answered by the walk
+        assert cold.file._walked and cold.file._index is None  # answered by the walk
         assert got == want
         assert parsed.evaluate(pf.field("x") == p) == want
         assert _equal_twin(tw, p) == want
@@ -143,20 +151,21 @@ def test_cold_lookup_from_files_in_and_beyond_the_tail(tmp_path, comp):
         r = K.cold_find(*args)
         outcomes.add("absent" if r is False else "bitmap" if len(r) == 2 else "block")
         rf = K.cold_find(*args, 0, 0x7FFFFFFF, f.source._fd)
-        fd_outcomes.add("absent" if rf is False else "bitmap" if len(rf) == 2 else "tail block" if len(rf) == 3
-                        else "bytes")
-        if r is False or len(r) == 2:                  # in the tail: the same answer
+        fd_outcomes.add(
+            "absent" if rf is False else "bitmap" if len(rf) == 2 else "tail block" if len(rf) == 3 else "bytes"
+        )
+        if r is False or len(r) == 2:  # in the tail: the same answer
             assert rf == r
-        elif rf is not False and len(rf) == 4:         # the bytes it read are the block's
+        elif rf is not False and len(rf) == 4:  # the bytes it read are the block's
             assert rf[:3] == r and rf[3] == bytes(f.source.read_at(r[1], r[2] + codec.TRAILER))
-        elif rf is not False and len(rf) == 3:         # compressed in the tail: decoded from it
+        elif rf is not False and len(rf) == 3:  # compressed in the tail: decoded from it
             assert rf == r and r[1] >= f._tail_at and comp != "none"
-        else:                                          # read and scanned: the reader's own answer
+        else:  # read and scanned: the reader's own answer
             assert rf is False or rf == f.find(probe.encode())
         cold = gi.reader("STRING", path)
         assert cold.evaluate(pf.field("x") == probe) == BitMap64(rows.get(probe, []))
         cold.close()
-    if comp == "none":   # compressed blocks are never scanned in the tail: always handed on
+    if comp == "none":  # compressed blocks are never scanned in the tail: always handed on
         assert outcomes == {"absent", "bitmap", "block"} and fd_outcomes == {"absent", "bitmap"}
     else:
         assert outcomes == {"absent", "block"} and fd_outcomes == {"absent", "tail block", "bytes"}
@@ -199,6 +208,7 @@ def test_cold_lookup_reads_a_corrupt_block_before_the_tail_as_the_parsing_path(t
 
 # ---------------------------------------------------------------- corrupt blocks with good CRCs
 
+
 def _outcome(fn):
     try:
         return ("ok", fn())
@@ -208,13 +218,16 @@ def _outcome(fn):
 
 def _restamp(data: bytearray, off: int, length: int):
     """Recompute the trailer of the uncompressed block at ``off`` after its bytes changed."""
-    data[off + length:off + length + codec.TRAILER] = codec.trailer(bytes(data[off:off + length]), codec.NONE)
+    data[off + length : off + length + codec.TRAILER] = codec.trailer(bytes(data[off : off + length]), codec.NONE)
 
 
-@pytest.mark.parametrize("tname, values", [
-    ("STRING", [f"v{i % 37:03d}" for i in range(400)]),
-    ("INT", [(i % 41) * 1000 - 7 for i in range(400)]),
-])
+@pytest.mark.parametrize(
+    "tname, values",
+    [
+        ("STRING", [f"v{i % 37:03d}" for i in range(400)]),
+        ("INT", [(i % 41) * 1000 - 7 for i in range(400)]),
+    ],
+)
 def test_corrupt_blocks_report_as_the_parsing_path(tname, values):
     """Index and dictionary blocks rewritten with garbage under a recomputed CRC: the cold reader
     answers or raises exactly as the parsing path (what and where), never crashes."""
@@ -234,23 +247,24 @@ def test_corrupt_blocks_report_as_the_parsing_path(tname, values):
         for trial in range(25):
             bad = bytearray(blob)
             how = trial % 5
-            if how == 0:      # one random byte
+            if how == 0:  # one random byte
                 bad[off + rng.randrange(length)] = rng.randrange(256)
-            elif how == 1:    # a random run
+            elif how == 1:  # a random run
                 s = rng.randrange(length)
                 for j in range(s, min(length, s + rng.randrange(1, 8))):
                     bad[off + j] = rng.randrange(256)
-            elif how == 2:    # a huge entry count / length varint
+            elif how == 2:  # a huge entry count / length varint
                 bad[off + rng.randrange(length)] = 0xFF
-            elif how == 3:    # swap two bytes (may unorder keys)
+            elif how == 3:  # swap two bytes (may unorder keys)
                 a, b = rng.randrange(length), rng.randrange(length)
                 bad[off + a], bad[off + b] = bad[off + b], bad[off + a]
-            else:             # zero a tail
+            else:  # zero a tail
                 s = rng.randrange(length)
-                bad[off + s:off + length] = bytes(length - s)
+                bad[off + s : off + length] = bytes(length - s)
             _restamp(bad, off, length)
             data = bytes(bad)
             for p in probes:
+
                 def cold():
                     return gi.reader(tname, data).evaluate(pf.field("x") == p)
 
@@ -258,6 +272,7 @@ def test_corrupt_blocks_report_as_the_parsing_path(tname, values):
                     r = gi.reader(tname, data)
                     r.file._walked = True
                     return r.evaluate(pf.field("x") == p)
+
                 assert _outcome(cold) == _outcome(parsed)
                 compared += 1
     assert compared == len(blocks) * 25 * len(probes)
@@ -270,21 +285,28 @@ def test_corrupt_crc_and_truncated_footer_offsets():
     f = gformat.BitmapIndexFile(gi.KeyCodec("STRING"), blob)
     ft = f.footer
     bad = bytearray(blob)
-    bad[ft.index_offset + ft.index_length + 1] ^= 0xFF          # the index block's stored CRC
+    bad[ft.index_offset + ft.index_length + 1] ^= 0xFF  # the index block's stored CRC
     with pytest.raises(IndexFormatError) as e:
         gi.reader("STRING", bytes(bad)).evaluate(pf.field("x") == "s1")
     assert e.value.what.startswith("block CRC mismatch") and e.value.offset == ft.index_offset + ft.index_length + 1
     # an index offset pointing past the body: the footer check names it
     bad = bytearray(blob)
     end = len(blob) - gformat.FOOTER_LENGTH
-    bad[end + 24:end + 32] = (len(blob)).to_bytes(8, "big")
+    bad[end + 24 : end + 32] = (len(blob)).to_bytes(8, "big")
     with pytest.raises(IndexFormatError) as e:
         gi.reader("STRING", bytes(bad))
     assert "outside the file body" in e.value.what and e.value.offset == end + 24
 
 
-@pytest.mark.parametrize("tname,lo,hi", [("TINYINT", -128, 127), ("SMALLINT", -(1 << 15), (1 << 15) - 1),
-                                         ("INT", -(1 << 31), (1 << 31) - 1), ("BIGINT", -(1 << 63), (1 << 63) - 1)])
+@pytest.mark.parametrize(
+    "tname,lo,hi",
+    [
+        ("TINYINT", -128, 127),
+        ("SMALLINT", -(1 << 15), (1 << 15) - 1),
+        ("INT", -(1 << 31), (1 << 31) - 1),
+        ("BIGINT", -(1 << 63), (1 << 63) - 1),
+    ],
+)
 def test_integer_point_lookup_equals_the_general_path(tname, lo, hi):
     """``x = <int>`` answered straight from the file gives the general path's answer: values at
     the type's bounds, literals just outside them (no rows), bools and floats (normalised)."""
@@ -299,10 +321,11 @@ def test_integer_point_lookup_equals_the_general_path(tname, lo, hi):
     w.write_batch(pa.array(col, t), np.arange(n, dtype=np.uint64))
     data, _ = w.finish()
     probes = vals[:40] + [lo - 1, hi + 1, True, False, 1.0, 2.5, float(hi), 7]
+
     def outcome(fn):
         try:
             return fn()
-        except Exception as e:   # the same refusal (a bool is not a number) both ways
+        except Exception as e:  # the same refusal (a bool is not a number) both ways
             return type(e), str(e)
 
     for p in probes:
@@ -310,12 +333,13 @@ def test_integer_point_lookup_equals_the_general_path(tname, lo, hi):
         want = outcome(lambda: GlobalIndex.evaluate(gi.reader(tname, data), pf.field("x") == p))
         assert got == want, p
         if type(p) is int and lo <= p <= hi:
-            assert got == BitMap64(i for i, v in enumerate(col) if v == p)   # and the rows themselves
+            assert got == BitMap64(i for i, v in enumerate(col) if v == p)  # and the rows themselves
         elif type(p) is int:
-            assert got == BitMap64()   # outside the type: no rows
+            assert got == BitMap64()  # outside the type: no rows
 
 
 # ---------------------------------------------------------------- one dictionary block's scan
+
 
 def _block(keys, rng):
     """A raw dictionary block of ``keys`` (bytes, in the given order), random bitmap places."""
@@ -377,6 +401,7 @@ def test_block_scan_integer_keys_match_twin(kind, width, fmt):
 
 # ---------------------------------------------------------------- a local file's cold open and bitmap read
 
+
 def test_open_tail_reads_the_end_of_a_file_in_one_call(tmp_path):
     data = bytes(range(256)) * 40
     p = tmp_path / "f.bin"
@@ -385,18 +410,18 @@ def test_open_tail_reads_the_end_of_a_file_in_one_call(tmp_path):
         fd, size, tail = K.open_tail(str(p), tail_len)
         try:
             assert size == len(data)
-            assert tail == data[len(data) - min(tail_len, len(data)):]
-            assert os.get_inheritable(fd) is False            # close-on-exec, as os.open
+            assert tail == data[len(data) - min(tail_len, len(data)) :]
+            assert os.get_inheritable(fd) is False  # close-on-exec, as os.open
         finally:
             os.close(fd)
     with pytest.raises(FileNotFoundError) as e:
         K.open_tail(str(tmp_path / "missing"), 16)
     assert e.value.filename == str(tmp_path / "missing")
     with pytest.raises(ValueError):
-        K.open_tail(str(p) + "\0.x", 16)               # os.open's refusal, not a shorter path
+        K.open_tail(str(p) + "\0.x", 16)  # os.open's refusal, not a shorter path
     with pytest.raises(ValueError):
         gi.reader("STRING", str(p) + "\0.x")
-    fd, size, tail = K.open_tail(str(tmp_path), 16)   # a directory opens, but cannot be read
+    fd, size, tail = K.open_tail(str(tmp_path), 16)  # a directory opens, but cannot be read
     os.close(fd)
     assert tail is None
 
@@ -411,8 +436,13 @@ def test_reader_of_a_path_reports_as_the_other_sources(tmp_path):
     w = gi.writer("STRING")
     w.write_batch([f"s{i % 9}" for i in range(100)])
     blob, _ = w.finish()
-    for name, data in (("short", blob[-40:]), ("empty", b""), ("foreign", b"x" * 100 + blob[-40:]),
-                       ("bad magic", blob[:-4] + b"XXXX"), ("index past the body", blob[:-24] + b"\x7f" + blob[-23:])):
+    for name, data in (
+        ("short", blob[-40:]),
+        ("empty", b""),
+        ("foreign", b"x" * 100 + blob[-40:]),
+        ("bad magic", blob[:-4] + b"XXXX"),
+        ("index past the body", blob[:-24] + b"\x7f" + blob[-23:]),
+    ):
         p = tmp_path / name
         p.write_bytes(data)
         want = _outcome(lambda: gi.reader("STRING", data))
@@ -453,7 +483,7 @@ def test_cold_find_gives_the_bitmap_bytes(tmp_path):
         place = f.find(key.encode())
         args = (kc.kind, f._tail, f._tail_at, ft.index_offset, ft.index_length, key.encode(), 0, 0x7FFFFFFF)
         got = K.cold_find(*args, f.source._fd, True, gformat.SMALL_BITMAP)
-        assert got == data[place[0]:place[0] + place[1]]
+        assert got == data[place[0] : place[0] + place[1]]
         assert BitMap64.deserialize(got) == BitMap64(rows[key])
         no_fd = K.cold_find(*args, -1, True, gformat.SMALL_BITMAP)
         if place[0] >= f._tail_at:
@@ -468,8 +498,22 @@ def test_cold_find_gives_the_bitmap_bytes(tmp_path):
             assert r.evaluate(pf.field("x") == key) == BitMap64(rows[key])
             r.close()
     assert kinds == {"tail", "read", "large", "small"}
-    assert K.cold_find(kc.kind, f._tail, f._tail_at, ft.index_offset, ft.index_length, b"nope", 0, 0x7FFFFFFF,
-                       f.source._fd, True, gformat.SMALL_BITMAP) is False
+    assert (
+        K.cold_find(
+            kc.kind,
+            f._tail,
+            f._tail_at,
+            ft.index_offset,
+            ft.index_length,
+            b"nope",
+            0,
+            0x7FFFFFFF,
+            f.source._fd,
+            True,
+            gformat.SMALL_BITMAP,
+        )
+        is False
+    )
     f.close()
 
 
@@ -487,12 +531,12 @@ def test_corrupt_bitmaps_read_by_the_cold_lookup_report_as_the_parsing_path(tmp_
         off, length = places[key]
         for trial in range(10):
             bad = bytearray(data)
-            if trial == 9:    # no buckets: pyroaring reads an empty bitmap, our check sees the bytes left
-                bad[off:off + 8] = bytes(8)
+            if trial == 9:  # no buckets: pyroaring reads an empty bitmap, our check sees the bytes left
+                bad[off : off + 8] = bytes(8)
             elif trial % 3 == 0:
-                bad[off + rng.randrange(min(length, 24))] = rng.randrange(256)   # headers
+                bad[off + rng.randrange(min(length, 24))] = rng.randrange(256)  # headers
             elif trial % 3 == 1:
-                bad[off:off + 8] = (rng.randrange(1, 2**40)).to_bytes(8, "little")   # a huge bucket count
+                bad[off : off + 8] = (rng.randrange(1, 2**40)).to_bytes(8, "little")  # a huge bucket count
             else:
                 at = off + rng.randrange(length)
                 bad[at] ^= 0xFF
@@ -513,6 +557,7 @@ def test_corrupt_bitmaps_read_by_the_cold_lookup_report_as_the_parsing_path(tmp_
                     return r.evaluate(pf.field("x") == key)
                 finally:
                     r.close()
+
             want = _outcome(parsed)
             assert _outcome(cold) == want
             compared += 1
@@ -526,8 +571,11 @@ def test_check64_reports_what_and_where():
     assert K.check64(u8(good, np.uint8)) == 4
     cases = [
         (good[:5], "64-bit roaring bitmap truncated (bucket count)", 100),
-        ((10**6).to_bytes(8, "little") + good[8:], "64-bit roaring bitmap claims 1000000 buckets, more than its "
-                                                    "bytes can hold", 100),
+        (
+            (10**6).to_bytes(8, "little") + good[8:],
+            "64-bit roaring bitmap claims 1000000 buckets, more than its bytes can hold",
+            100,
+        ),
         (good + b"\x00", f"64-bit roaring bitmap is {len(good)} bytes but its block is {len(good) + 1}", 100),
     ]
     for raw, what, where in cases:
@@ -541,8 +589,8 @@ def test_check64_reports_what_and_where():
     with pytest.raises(IndexFormatError) as e:
         K.check64(u8(swapped, np.uint8), 100)
     assert (e.value.what, e.value.offset) == ("64-bit roaring buckets not in increasing order", 100 + 8 + len(b2))
-    cut = good[:8 + len(b1) + 2]    # the second bucket's key cut short
-    assert len(cut) >= 8 + 2 * 12   # (more than the bucket count check lets through)
+    cut = good[: 8 + len(b1) + 2]  # the second bucket's key cut short
+    assert len(cut) >= 8 + 2 * 12  # (more than the bucket count check lets through)
     with pytest.raises(IndexFormatError) as e:
         K.check64(u8(cut, np.uint8), 100)
     assert (e.value.what, e.value.offset) == ("64-bit roaring bitmap truncated (bucket key)", 108 + len(b1))

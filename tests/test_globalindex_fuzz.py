@@ -4,6 +4,7 @@ Mutations of real Java files: random byte flips anywhere, truncations, flips ins
 dictionary / index blocks (caught by the CRC), and flips inside compressed payloads
 with the CRC recomputed so the codec itself sees garbage.
 """
+
 import importlib.util
 import struct
 import zlib
@@ -91,14 +92,14 @@ def test_fuzz_mutations(name, seed_offset=0):
     for i in range(rounds):
         b = bytearray(orig)
         kind = i % 4
-        if kind == 0:        # random flips anywhere (footer included)
+        if kind == 0:  # random flips anywhere (footer included)
             for _ in range(rng.integers(1, 4)):
                 b[rng.integers(0, n)] ^= 1 << int(rng.integers(0, 8))
-        elif kind == 1:      # truncation (drops the footer) or a cut-off prefix with a footer copy
+        elif kind == 1:  # truncation (drops the footer) or a cut-off prefix with a footer copy
             cut = int(rng.integers(0, n))
             dropped = rng.random() < 0.5
             b = b[:cut] if dropped else b[:cut] + b[-48:]
-        elif kind == 2:      # flip inside a block: the CRC must catch it
+        elif kind == 2:  # flip inside a block: the CRC must catch it
             o, ln = blocks[int(rng.integers(0, len(blocks)))]
             if ln:
                 b[o + int(rng.integers(0, ln))] ^= 0xFF
@@ -109,12 +110,12 @@ def test_fuzz_mutations(name, seed_offset=0):
                     _read_all_blocks(f)
                 except pf.IndexFormatError:
                     caught += 1
-        else:                # flip inside a block and recompute the CRC: the payload/codec sees garbage
+        else:  # flip inside a block and recompute the CRC: the payload/codec sees garbage
             o, ln = blocks[int(rng.integers(0, len(blocks)))]
             if ln:
                 for _ in range(rng.integers(1, 3)):
                     b[o + int(rng.integers(0, ln))] = int(rng.integers(0, 256))
-                b[o + ln:o + ln + 5] = codec.trailer(bytes(b[o:o + ln]), b[o + ln] if b[o + ln] < 4 else 0)
+                b[o + ln : o + ln + 5] = codec.trailer(bytes(b[o : o + ln]), b[o + ln] if b[o + ln] < 4 else 0)
         if kind == 1 and dropped:
             must_fail += 1
             try:
@@ -147,7 +148,7 @@ def test_bad_codec_payload_is_reported():
         pytest.fail("no zstd block in the vector")
     for k in range(4, min(ln, 40)):
         data[o + k] ^= 0xA5
-    data[o + ln:o + ln + 5] = codec.trailer(bytes(data[o:o + ln]), codec.ZSTD)
+    data[o + ln : o + ln + 5] = codec.trailer(bytes(data[o : o + ln]), codec.ZSTD)
     r = gi.reader(c["type"], bytes(data), {}, c["reader_total_row_count"])
     with pytest.raises(pf.IndexFormatError):
         r.evaluate(pf.field("x").contains("a"))
@@ -160,7 +161,7 @@ def test_truncated_and_foreign_files():
         gi.reader("INT", b"\x00" * 100)
     c = load_case(FMT, "gb_int_n400_none_default")
     data = bytearray(load_bin(FMT, c["file"]))
-    data[-48:-40] = struct.pack(">q", len(data) * 4)   # null bitmap offset beyond the file
+    data[-48:-40] = struct.pack(">q", len(data) * 4)  # null bitmap offset beyond the file
     with pytest.raises(pf.IndexFormatError, match="outside"):
         gi.reader("INT", bytes(data))
 
@@ -172,9 +173,11 @@ def test_fuzz_large_bitmaps():
     from paimon_fast.globalindex.format import _deserialize64
 
     rng = np.random.default_rng(0)
-    blobs = [R.serialize64(np.unique(rng.integers(0, 3 * 10**6, 100000).astype(np.uint64))),
-             R.serialize64(np.arange(0, 10**6, 2, dtype=np.uint64)),
-             R.serialize64(np.arange(2**32 - 70000, 2**32 + 70000, dtype=np.uint64))]
+    blobs = [
+        R.serialize64(np.unique(rng.integers(0, 3 * 10**6, 100000).astype(np.uint64))),
+        R.serialize64(np.arange(0, 10**6, 2, dtype=np.uint64)),
+        R.serialize64(np.arange(2**32 - 70000, 2**32 + 70000, dtype=np.uint64)),
+    ]
     errors = 0
     for b0 in blobs:
         for i in range(700):
@@ -183,7 +186,7 @@ def test_fuzz_large_bitmaps():
                 for _ in range(rng.integers(1, 5)):
                     b[rng.integers(0, len(b))] ^= 1 << int(rng.integers(0, 8))
             elif i % 3 == 1:
-                b = b[:rng.integers(0, len(b))]
+                b = b[: rng.integers(0, len(b))]
             else:
                 b[rng.integers(0, 64)] = int(rng.integers(0, 256))
             try:

@@ -1,5 +1,6 @@
 """GlobalIndex over many files, the inspect command, and interop with pypaimon 2.1's
 bitmap global index (a real implementation nobody here wrote)."""
+
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -16,11 +17,12 @@ FMT = "global_bitmap"
 
 # ---------------------------------------------------------------- many files
 
+
 def _build_files(tmp_path, values, rows_per_file, dtype="INT", options=None):
     files = []
     for i in range(0, len(values), rows_per_file):
         w = gi.writer(dtype, options or {"bitmap-index.dictionary-block-size": "64b"})
-        chunk = values[i:i + rows_per_file]
+        chunk = values[i : i + rows_per_file]
         w.write_batch(chunk, np.arange(i, i + len(chunk), dtype=np.uint64))
         p = tmp_path / f"gi-{i}.index"
         meta = w.finish_to(str(p))
@@ -42,6 +44,7 @@ def test_global_index_many_files_prunes_and_unions(tmp_path):
 
     def rows(mask):
         return BitMap64(np.flatnonzero(mask).tolist())
+
     assert idx.evaluate(f == 500) == rows(arr == 500)
     opened = sum(1 for x in idx.files if x._reader is not None)
     assert opened <= 2, "equality must only open the files whose key range holds the literal"
@@ -63,7 +66,7 @@ def test_global_index_many_files_prunes_and_unions(tmp_path):
     # the fallback budget: total candidate size
     small = gi.GlobalIndex(files, "INT", {"bitmap-index.fallback-scan-max-size": "1 kb"}, total_row_count=n)
     assert small.evaluate(f > 10) is pf.UNSUPPORTED
-    assert small.evaluate(f > 5000) == BitMap64()        # no candidate file: empty, no scan
+    assert small.evaluate(f > 5000) == BitMap64()  # no candidate file: empty, no scan
 
 
 def test_only_null_file_is_pruned(tmp_path):
@@ -85,6 +88,7 @@ def test_reader_accepts_paths_and_reads_footer_only(tmp_path):
 
 
 # ---------------------------------------------------------------- inspect
+
 
 def test_inspect_shows_global_index(tmp_path, capsys):
     from paimon_fast.cli import main
@@ -109,8 +113,9 @@ def test_inspect_shows_global_index(tmp_path, capsys):
 
 import importlib.util  # noqa: E402
 
-needs_pypaimon = pytest.mark.skipif(importlib.util.find_spec("pypaimon") is None,
-                                    reason="pypaimon (the 'tables' extra) is not installed")
+needs_pypaimon = pytest.mark.skipif(
+    importlib.util.find_spec("pypaimon") is None, reason="pypaimon (the 'tables' extra) is not installed"
+)
 
 
 def _pp():
@@ -121,8 +126,15 @@ def _pp():
     from pypaimon.globalindex.key_serializer import create_serializer
     from pypaimon.schema.data_types import AtomicType
 
-    return LocalFileIO, BitmapIndexWriter, LazyFilteredBitmapReader, GlobalIndexIOMeta, FieldRef, \
-        create_serializer, AtomicType
+    return (
+        LocalFileIO,
+        BitmapIndexWriter,
+        LazyFilteredBitmapReader,
+        GlobalIndexIOMeta,
+        FieldRef,
+        create_serializer,
+        AtomicType,
+    )
 
 
 def _pp_write(tmp_path, dtype, values, block_size=256):
@@ -137,8 +149,14 @@ def _pp_write(tmp_path, dtype, values, block_size=256):
 def _pp_reader(tmp_path, dtype, path, meta):
     LocalFileIO, _, R, IOMeta, _, ser, AT = _pp()
     name = os.path.relpath(path, str(tmp_path))
-    return R(ser(AT(dtype)), LocalFileIO(), str(tmp_path), [IOMeta(name, os.path.getsize(path), meta)],
-             ThreadPoolExecutor(1), 256 << 20)
+    return R(
+        ser(AT(dtype)),
+        LocalFileIO(),
+        str(tmp_path),
+        [IOMeta(name, os.path.getsize(path), meta)],
+        ThreadPoolExecutor(1),
+        256 << 20,
+    )
 
 
 def _pp_eval(r, dtype, op, *args):
@@ -169,7 +187,8 @@ def test_we_read_pypaimon_files(tmp_path, dtype):
     assert ours.evaluate(f.is_null()) == BitMap64([i for i, x in enumerate(arr) if x is None])
     if dtype == "STRING":
         assert ours.evaluate(f.startswith("k1")) == BitMap64(
-            [i for i, x in enumerate(arr) if x is not None and x.startswith("k1")])
+            [i for i, x in enumerate(arr) if x is not None and x.startswith("k1")]
+        )
 
 
 @needs_pypaimon
@@ -180,18 +199,24 @@ def test_pypaimon_reads_our_string_files_like_ours(tmp_path):
     path = tmp_path / "ours.index"
     meta = w.finish_to(str(path))
     pp = _pp_reader(tmp_path, "STRING", str(path), meta)
-    ours = gi.GlobalIndex([(str(path), meta)], "STRING", {})   # file semantics, as pypaimon
+    ours = gi.GlobalIndex([(str(path), meta)], "STRING", {})  # file semantics, as pypaimon
     f = pf.field("x")
     checks = 0
     for v in sorted({v for v in values if v is not None})[:80] + ["nope"]:
         assert _pp_eval(pp, "STRING", "equal", v) == ours.evaluate(f == v)
         assert _pp_eval(pp, "STRING", "not_equal", v) == ours.evaluate(f != v)
         checks += 2
-    for op, args, pred in [("less_than", ("k2",), f < "k2"), ("greater_or_equal", ("k5",), f >= "k5"),
-                           ("starts_with", ("k1",), f.startswith("k1")), ("contains", ("3",), f.contains("3")),
-                           ("ends_with", ("7",), f.endswith("7")), ("like", ("k1_",), f.like("k1_")),
-                           ("in", (["k1", "k2", "zz"],), f.isin(["k1", "k2", "zz"])),
-                           ("between", ("k1", "k3"), f.between("k1", "k3")), ("is_null", (), f.is_null())]:
+    for op, args, pred in [
+        ("less_than", ("k2",), f < "k2"),
+        ("greater_or_equal", ("k5",), f >= "k5"),
+        ("starts_with", ("k1",), f.startswith("k1")),
+        ("contains", ("3",), f.contains("3")),
+        ("ends_with", ("7",), f.endswith("7")),
+        ("like", ("k1_",), f.like("k1_")),
+        ("in", (["k1", "k2", "zz"],), f.isin(["k1", "k2", "zz"])),
+        ("between", ("k1", "k3"), f.between("k1", "k3")),
+        ("is_null", (), f.is_null()),
+    ]:
         assert _pp_eval(pp, "STRING", op, *args) == ours.evaluate(pred), op
         checks += 1
     assert checks > 150
@@ -211,7 +236,7 @@ def test_pypaimon_integer_keys_are_ordered_by_bytes(tmp_path, dtype):
     codec_ = gi.KeyCodec(dtype)
     assert keys == sorted(keys), "pypaimon orders keys by bytes"
     assert any(codec_.compare(a, b) > 0 for a, b in zip(keys, keys[1:])), "... which is not the value order"
-    assert not f.ordered and f.footer.null_offset == 0       # detected: pypaimon writes the null bitmaps first
+    assert not f.ordered and f.footer.null_offset == 0  # detected: pypaimon writes the null bitmaps first
     # pypaimon's reader on Java's golden INT file misses present keys
     c = load_case(FMT, "gb_int_n3000_none_default" if dtype == "INT" else "gb_bigint_n400_none_default")
     java = tmp_path / "java.index"

@@ -1,5 +1,6 @@
 """Global index kernels vs their plain-Python twins (hypothesis), and end-to-end
 properties of writer + reader against brute force."""
+
 import struct
 
 import numpy as np
@@ -32,8 +33,7 @@ def eq_arrays(a, b):
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.integers(-3, 3) | i64, st.integers(0, 2) | u64, rid_st), max_size=200),
-       st.booleans())
+@given(st.lists(st.tuples(st.integers(-3, 3) | i64, st.integers(0, 2) | u64, rid_st), max_size=200), st.booleans())
 def test_sort_group_matches_twin(recs, presort):
     if presort:
         recs = sorted(recs, key=lambda r: r[2])
@@ -45,8 +45,9 @@ def test_sort_group_matches_twin(recs, presort):
 
 
 @SETTINGS
-@given(st.lists(st.one_of(st.none(), st.binary(max_size=6), st.sampled_from([b"", b"a", b"\xff", b"ab"])),
-                max_size=120))
+@given(
+    st.lists(st.one_of(st.none(), st.binary(max_size=6), st.sampled_from([b"", b"a", b"\xff", b"ab"])), max_size=120)
+)
 def test_string_ranks_matches_twin(vals):
     arr = pa.array(vals, type=pa.binary())
     off = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + 1).copy()
@@ -61,8 +62,9 @@ def test_string_ranks_many_distinct_values_match_twin():
     the kernel's blocks of rows, whose slots it looks at ahead of the probes; 32- and 64-bit
     offsets."""
     rng = np.random.default_rng(5)
-    vals = [None if r % 11 == 0 else f"k{r % 3001}-{'x' * (r % 7)}".encode()
-            for r in rng.integers(0, 10**6, 9000).tolist()]
+    vals = [
+        None if r % 11 == 0 else f"k{r % 3001}-{'x' * (r % 7)}".encode() for r in rng.integers(0, 10**6, 9000).tolist()
+    ]
     for off, data, valid in _string_columns(vals):
         got = K.string_ranks(off, data, valid)
         eq_arrays(got, ref.string_ranks(off, data, valid))
@@ -159,15 +161,17 @@ def test_key_serialization_matches_twin(kk):
     np.testing.assert_array_equal(ohi, hi)
     np.testing.assert_array_equal(olo, lo)
     raw = data.tobytes()
-    keys = [raw[off[i]:off[i + 1]] for i in range(len(his))]
+    keys = [raw[off[i] : off[i + 1]] for i in range(len(his))]
     for a in keys[:8]:
         for b in keys[:8]:
             want = ref.key_cmp(kind, a, b)
-            got = K.compare_to(kind, np.frombuffer(a, np.uint8), np.zeros(1, np.int64), np.array([len(a)]),
-                               np.frombuffer(b, np.uint8))[0]
+            got = K.compare_to(
+                kind, np.frombuffer(a, np.uint8), np.zeros(1, np.int64), np.array([len(a)]), np.frombuffer(b, np.uint8)
+            )[0]
             assert got == want
             assert want == ((his[keys.index(a)], los[keys.index(a)]) > (his[keys.index(b)], los[keys.index(b)])) - (
-                (his[keys.index(a)], los[keys.index(a)]) < (his[keys.index(b)], los[keys.index(b)]))
+                (his[keys.index(a)], los[keys.index(a)]) < (his[keys.index(b)], los[keys.index(b)])
+            )
 
 
 @SETTINGS
@@ -184,15 +188,17 @@ def test_serialize64_groups_matches_twin(groups, dense):
     np.testing.assert_array_equal(sizes, rsizes)
     pos = 0
     for g, s in zip(groups, sizes.tolist()):
-        assert K.check64(np.frombuffer(blob[pos:pos + s], np.uint8)) == len(g)
-        assert BitMap64.deserialize(blob[pos:pos + s]) == BitMap64(g)
-        assert blob[pos:pos + s] == pf.roaring.serialize64(np.array(g, dtype=np.uint64))
+        assert K.check64(np.frombuffer(blob[pos : pos + s], np.uint8)) == len(g)
+        assert BitMap64.deserialize(blob[pos : pos + s]) == BitMap64(g)
+        assert blob[pos : pos + s] == pf.roaring.serialize64(np.array(g, dtype=np.uint64))
         pos += s
 
 
 @SETTINGS
-@given(st.lists(st.lists(u64, max_size=30), min_size=1, max_size=4), st.lists(st.tuples(st.integers(-1, 4),
-       st.integers(-2, 35), st.integers(-1, 35)), max_size=40))
+@given(
+    st.lists(st.lists(u64, max_size=30), min_size=1, max_size=4),
+    st.lists(st.tuples(st.integers(-1, 4), st.integers(-2, 35), st.integers(-1, 35)), max_size=40),
+)
 def test_gather_segments_matches_twin(parts, segs):
     parts = [np.array(p, dtype=np.uint64) for p in parts]
     for p in parts:  # the merge reads memory-mapped runs
@@ -208,8 +214,11 @@ def test_gather_segments_matches_twin(parts, segs):
 
 
 @SETTINGS
-@given(st.lists(st.one_of(st.none(), st.sampled_from(["a", "b", "ab", "", "é", "zz"])), min_size=1, max_size=80),
-       st.lists(st.integers(0, 80), max_size=4), st.sampled_from(["STRING", "INT"]))
+@given(
+    st.lists(st.one_of(st.none(), st.sampled_from(["a", "b", "ab", "", "é", "zz"])), min_size=1, max_size=80),
+    st.lists(st.integers(0, 80), max_size=4),
+    st.sampled_from(["STRING", "INT"]),
+)
 def test_merged_groups_equal_one_grouping(vals, cuts, dtype):
     """Groupings of consecutive row-id pieces merge into the grouping of the whole (the split
     Spark build's premise), with the non-null row ids carried through."""
@@ -217,8 +226,10 @@ def test_merged_groups_equal_one_grouping(vals, cuts, dtype):
     from paimon_fast.globalindex.keys import KeyCodec
 
     codec = KeyCodec(dtype)
-    arr = pa.array(vals if dtype == "STRING" else [None if v is None else len(v) * 7 - 9 for v in vals],
-                   pa.string() if dtype == "STRING" else pa.int32())
+    arr = pa.array(
+        vals if dtype == "STRING" else [None if v is None else len(v) * 7 - 9 for v in vals],
+        pa.string() if dtype == "STRING" else pa.int32(),
+    )
     rids = np.arange(3, 3 + len(arr), dtype=np.uint64) * 5
     cuts = sorted({0, len(arr), *(c % (len(arr) + 1) for c in cuts)})
     whole = group_column(codec, arr, rids)
@@ -230,7 +241,7 @@ def test_merged_groups_equal_one_grouping(vals, cuts, dtype):
             np.testing.assert_array_equal(x, y, err_msg=f)
 
 
-@pytest.mark.parametrize("dtype,distinct", [("STRING", 7), ("STRING", 5000), ("INT", 40), ("BIGINT", 10 ** 9)])
+@pytest.mark.parametrize("dtype,distinct", [("STRING", 7), ("STRING", 5000), ("INT", 40), ("BIGINT", 10**9)])
 @pytest.mark.parametrize("threads", [2, 3])
 @pytest.mark.parametrize("nulls", [True, False])
 def test_parallel_grouping_equals_one_grouping(monkeypatch, dtype, distinct, threads, nulls):
@@ -252,13 +263,16 @@ def test_parallel_grouping_equals_one_grouping(monkeypatch, dtype, distinct, thr
     codec = KeyCodec(dtype)
     rids = np.cumsum(rng.integers(1, 4, n)).astype(np.uint64)
     calls = []
-    monkeypatch.setattr(fmt, "merge_groups", lambda parts, nonnull=None, real=fmt.merge_groups:
-                        calls.append(len(parts)) or real(parts, nonnull))
+    monkeypatch.setattr(
+        fmt,
+        "merge_groups",
+        lambda parts, nonnull=None, real=fmt.merge_groups: calls.append(len(parts)) or real(parts, nonnull),
+    )
     for r, merged in ((rids, distinct < n), (rng.permutation(rids), False)):
         calls.clear()
         whole = fmt.group_column(codec, arr, r)
         par = fmt.group_column_parallel(codec, arr, r, threads=threads)
-        assert calls == ([threads] if merged else [])   # sliced only where it pays and is valid
+        assert calls == ([threads] if merged else [])  # sliced only where it pays and is valid
         for f in ("nulls", "rids", "bounds", "key_off", "key_data", "ghi", "glo", "nonnull"):
             x, y = getattr(whole, f), getattr(par, f)
             assert (x is None) == (y is None), f
@@ -267,11 +281,14 @@ def test_parallel_grouping_equals_one_grouping(monkeypatch, dtype, distinct, thr
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.binary(max_size=20), st.integers(8, 300)), max_size=80),
-       st.integers(1, 400), st.sampled_from(["none", "zstd", "lz4"]))
+@given(
+    st.lists(st.tuples(st.binary(max_size=20), st.integers(8, 300)), max_size=80),
+    st.integers(1, 400),
+    st.sampled_from(["none", "zstd", "lz4"]),
+)
 def test_pack_and_parse_match_twin(entries, block_size, comp):
     keys = sorted({k for k, _ in entries})
-    sizes = np.array([s for _, s in entries][:len(keys)] + [8] * max(0, len(keys) - len(entries)), dtype=np.int64)
+    sizes = np.array([s for _, s in entries][: len(keys)] + [8] * max(0, len(keys) - len(entries)), dtype=np.int64)
     off = np.cumsum([0] + [len(k) for k in keys]).astype(np.int64)
     data = np.frombuffer(b"".join(keys), np.uint8).copy()
     blob = bytes(np.random.default_rng(0).integers(0, 256, int(sizes.sum()), dtype=np.uint8))
@@ -293,21 +310,23 @@ def test_pack_and_parse_match_twin(entries, block_size, comp):
     assert b"".join(bytes(p) for p in parts) == got[0]
     body = got[0]
     for o, n in zip(got[2].tolist(), got[3].tolist()):
-        raw, _ = codec.decode(body[o:o + n + 5], n, o)
+        raw, _ = codec.decode(body[o : o + n + 5], n, o)
         u8 = np.frombuffer(raw, np.uint8)
         pe = K.parse_entries(u8)
         eq_arrays(pe, ref.parse_entries(u8))
         for s, kl in zip(pe[0][:5].tolist(), pe[1][:5].tolist()):
-            key = raw[s:s + kl]
+            key = raw[s : s + kl]
             lit = np.frombuffer(key, np.uint8)
             assert K.lookup(10, u8, lit) == ref.lookup(10, u8, lit)
             assert K.search_last_le(10, u8, pe[0], pe[1], lit) == ref.search_last_le(10, u8, pe[0], pe[1], lit)
             for mode in range(3):
                 pat = lit[: max(0, len(lit) - 1)]
-                np.testing.assert_array_equal(K.match_bytes(mode, u8, pe[0], pe[1], pat),
-                                              ref.match_bytes(mode, u8, pe[0], pe[1], pat))
-            np.testing.assert_array_equal(K.compare_to(10, u8, pe[0], pe[1], lit),
-                                          ref.compare_to(10, u8, pe[0], pe[1], lit))
+                np.testing.assert_array_equal(
+                    K.match_bytes(mode, u8, pe[0], pe[1], pat), ref.match_bytes(mode, u8, pe[0], pe[1], pat)
+                )
+            np.testing.assert_array_equal(
+                K.compare_to(10, u8, pe[0], pe[1], lit), ref.compare_to(10, u8, pe[0], pe[1], lit)
+            )
 
 
 def test_empty_inputs():
@@ -329,18 +348,29 @@ TYPES = {
     "STRING": st.text(alphabet="ab\u00e9\U0001f600%_", max_size=4),
     "DOUBLE": st.floats(allow_nan=True),
     "BOOLEAN": st.booleans(),
-    "DECIMAL(30, 2)": st.decimals(min_value=-(10**27), max_value=10**27, places=2, allow_nan=False,
-                                  allow_infinity=False),
+    "DECIMAL(30, 2)": st.decimals(
+        min_value=-(10**27), max_value=10**27, places=2, allow_nan=False, allow_infinity=False
+    ),
 }
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(sorted(TYPES)), st.data(), st.sampled_from(["none", "zstd", "lz4"]),
-       st.sampled_from(["32b", "64b", "16kb"]))
+@given(
+    st.sampled_from(sorted(TYPES)),
+    st.data(),
+    st.sampled_from(["none", "zstd", "lz4"]),
+    st.sampled_from(["32b", "64b", "16kb"]),
+)
 def test_writer_reader_against_brute_force(tname, data, comp, bs):
     vals = data.draw(st.lists(st.one_of(st.none(), TYPES[tname]), max_size=60))
-    rids = data.draw(st.lists(st.one_of(small_rid, st.integers(2**32 - 5, 2**32 + 70000)),
-                              min_size=len(vals), max_size=len(vals), unique=True))
+    rids = data.draw(
+        st.lists(
+            st.one_of(small_rid, st.integers(2**32 - 5, 2**32 + 70000)),
+            min_size=len(vals),
+            max_size=len(vals),
+            unique=True,
+        )
+    )
     w = gi.writer(tname, {"bitmap-index.compression": comp, "bitmap-index.dictionary-block-size": bs})
     w.write_batch(vals, np.array(rids, dtype=np.uint64))
     blob, meta = w.finish()
@@ -370,7 +400,8 @@ def test_writer_reader_against_brute_force(tname, data, comp, bs):
         assert r.evaluate(pf.field("x") >= p) == ge
     assert r.evaluate(pf.field("x").is_null()) == nulls
     assert r.evaluate(pf.field("x").isin(probes + [None])) == BitMap64(
-        [rid for kk, rid in nonnull if kk in {key(p) for p in probes}])
+        [rid for kk, rid in nonnull if kk in {key(p) for p in probes}]
+    )
     m = gi.SortedIndexFileMeta.deserialize(meta)
     assert m.has_nulls == bool(nulls)
     if nonnull:
@@ -388,13 +419,14 @@ def test_like_rules():
 
     def rows(p):
         return sorted(r.evaluate(pf.field("x").like(p)))
+
     assert rows("a%") == [1, 2, 3, 4, 5]
     assert rows("a\\%b") == [4]
     assert rows("a\\_b") == [5]
     assert rows("a_b") == [4, 5]
-    assert rows("x_y") == []          # '_' does not match a line terminator (Java's '.')
-    assert rows("x%y") == [6]         # '%' does
-    assert rows("_") == [1, 7]        # one code point
+    assert rows("x_y") == []  # '_' does not match a line terminator (Java's '.')
+    assert rows("x%y") == [6]  # '%' does
+    assert rows("_") == [1, 7]  # one code point
     assert rows("__") == [2, 8]
     assert rows("") == [0]
     assert rows("%") == list(range(9))
@@ -404,7 +436,7 @@ def test_like_rules():
     assert off.evaluate(pf.field("x").like("a_b")) is pf.UNSUPPORTED
     assert off.evaluate(pf.field("x").contains("b")) is pf.UNSUPPORTED
     assert off.evaluate(pf.field("x") < "b") is pf.UNSUPPORTED
-    assert sorted(off.evaluate(pf.field("x").like("ab%"))) == [2, 3]   # prefix: no scan needed
+    assert sorted(off.evaluate(pf.field("x").like("ab%"))) == [2, 3]  # prefix: no scan needed
     assert off.evaluate(pf.field("x").like("ab%") & (pf.field("x") < "b")) is not pf.UNSUPPORTED
     assert off.evaluate(pf.field("x").like("ab%") | (pf.field("x") < "b")) is pf.UNSUPPORTED
     ri = gi.reader("INT", _one_int(), {}, 1)
@@ -429,8 +461,9 @@ def test_union64_matches_twin(groups, dense):
     got = K.union64(buf, offs, lens)
     assert got == ref.union64(buf, offs, lens)
     assert BitMap64.deserialize(got) == BitMap64(sorted({v for g in groups for v in g}))
-    np.testing.assert_array_equal(np.sort(K.decode64_many(buf, offs, lens)),
-                                  np.sort(ref.decode64_many(buf, offs, lens)))
+    np.testing.assert_array_equal(
+        np.sort(K.decode64_many(buf, offs, lens)), np.sort(ref.decode64_many(buf, offs, lens))
+    )
 
 
 @SETTINGS

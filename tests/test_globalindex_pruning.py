@@ -1,6 +1,7 @@
 """Pruned reads with a bitmap global index (without Spark): ``ParquetDataset.plan`` / ``scan``
 evaluate leaves on a globally indexed column with the global index, map the row ids back
 to (file, rows), combine them with the file indexes under AND / OR, and ignore a stale index."""
+
 import os
 
 import numpy as np
@@ -52,9 +53,14 @@ def write_dataset(root, seed=5):
     for rel, n in layout:
         tags = [None if rng.random() < 0.04 else f"t{int(rng.integers(0, 60)):02d}" for _ in range(n)]
         nums = [None if rng.random() < 0.04 else int(rng.integers(-500, 500)) for _ in range(n)]
-        t = pa.table({"id": np.arange(start, start + n, dtype=np.int64),
-                      "tag": pa.array(tags, pa.string()), "num": pa.array(nums, pa.int32()),
-                      "status": pa.array([["new", "paid", "sent"][int(x)] for x in rng.integers(0, 3, n)])})
+        t = pa.table(
+            {
+                "id": np.arange(start, start + n, dtype=np.int64),
+                "tag": pa.array(tags, pa.string()),
+                "num": pa.array(nums, pa.int32()),
+                "status": pa.array([["new", "paid", "sent"][int(x)] for x in rng.integers(0, 3, n)]),
+            }
+        )
         start += n
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -149,8 +155,10 @@ def test_stale_global_index_is_ignored(indexed, tmp_path, change):
         os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     elif change == "add":
         t = pq.read_table(target)
-        pq.write_table(t.set_column(0, "id", pa.array(np.arange(10**6, 10**6 + t.num_rows))),
-                       os.path.join(root, "a/part-00.parquet"))
+        pq.write_table(
+            t.set_column(0, "id", pa.array(np.arange(10**6, 10**6 + t.num_rows))),
+            os.path.join(root, "a/part-00.parquet"),
+        )
     else:
         os.unlink(target)
     for text in ("tag = 't07'", "tag != 't07' OR num = 17", "tag IS NULL"):
@@ -170,6 +178,8 @@ def test_listing_without_file_states_is_never_current(indexed):
     listing = sb.read_listing(indexed, "tag")
     files = ParquetDataset(indexed).files()
     assert sb.listing_is_current(listing, files)
-    old = dict(listing, data_files=[{k: v for k, v in d.items() if k not in ("size", "mtime_ns")}
-                                    for d in listing["data_files"]])
+    old = dict(
+        listing,
+        data_files=[{k: v for k, v in d.items() if k not in ("size", "mtime_ns")} for d in listing["data_files"]],
+    )
     assert not sb.listing_is_current(old, files)

@@ -1,6 +1,7 @@
 """Key ranges of the sorted global-index build on Spark (``tables.globalindex_spark``): the
 bounds picked from weighted samples and the range of every row, against plain-Python
 oracles over the keys in Java's order (no Spark needed)."""
+
 import decimal
 
 import numpy as np
@@ -12,18 +13,40 @@ from paimon_fast.globalindex.keys import KeyCodec
 
 
 CASES = [
-    ("STRING", lambda rng, n: [None if rng.random() < 0.1 else f"k{int(rng.integers(0, 40)):03d}é"[:rng.integers(1, 6)]
-                               for _ in range(n)], pa.string()),
+    (
+        "STRING",
+        lambda rng, n: [
+            None if rng.random() < 0.1 else f"k{int(rng.integers(0, 40)):03d}é"[: rng.integers(1, 6)] for _ in range(n)
+        ],
+        pa.string(),
+    ),
     ("INT", lambda rng, n: [None if rng.random() < 0.1 else int(rng.integers(-50, 50)) for _ in range(n)], pa.int32()),
-    ("DOUBLE", lambda rng, n: [None if rng.random() < 0.1 else float(rng.choice([-2.5, -0.0, 0.0, 1.5, 7.25, 1e300]))
-                               for _ in range(n)], pa.float64()),
-    ("TIMESTAMP(9)", lambda rng, n: [None if rng.random() < 0.1 else
-                                     int(rng.integers(0, 3)) * 1_000_000 + int(rng.integers(0, 4)) for _ in range(n)],
-     pa.timestamp("ns")),
-    ("DECIMAL(38, 2)", lambda rng, n: [None if rng.random() < 0.1 else
-                                       decimal.Decimal(int(rng.choice([-1, 1])) * int(rng.integers(0, 3)) * 2**64
-                                                       + int(rng.integers(0, 5))) / 100 for _ in range(n)],
-     pa.decimal128(38, 2)),
+    (
+        "DOUBLE",
+        lambda rng, n: [
+            None if rng.random() < 0.1 else float(rng.choice([-2.5, -0.0, 0.0, 1.5, 7.25, 1e300])) for _ in range(n)
+        ],
+        pa.float64(),
+    ),
+    (
+        "TIMESTAMP(9)",
+        lambda rng, n: [
+            None if rng.random() < 0.1 else int(rng.integers(0, 3)) * 1_000_000 + int(rng.integers(0, 4))
+            for _ in range(n)
+        ],
+        pa.timestamp("ns"),
+    ),
+    (
+        "DECIMAL(38, 2)",
+        lambda rng, n: [
+            None
+            if rng.random() < 0.1
+            else decimal.Decimal(int(rng.choice([-1, 1])) * int(rng.integers(0, 3)) * 2**64 + int(rng.integers(0, 5)))
+            / 100
+            for _ in range(n)
+        ],
+        pa.decimal128(38, 2),
+    ),
 ]
 
 

@@ -1,4 +1,5 @@
 """Sorted bitmap global index build on Spark (local[2]): range files, metadata, row ids."""
+
 import os
 
 import numpy as np
@@ -23,9 +24,13 @@ def gi_spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    spark = (SparkSession.builder.master("local[2]").appName("paimon-fast-globalindex-tests")
-             .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("paimon-fast-globalindex-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
     yield spark
 
 
@@ -41,7 +46,7 @@ def _dataset(tmp_path):
         p.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(t, str(p), row_group_size=256)
         frames.append((rel, t))
-    frames.sort(key=lambda x: x[0])          # the stable order: sorted relative POSIX paths
+    frames.sort(key=lambda x: x[0])  # the stable order: sorted relative POSIX paths
     tags = sum((t.column("tag").to_pylist() for _, t in frames), [])
     nums = sum((t.column("num").to_pylist() for _, t in frames), [])
     return tags, nums
@@ -53,9 +58,12 @@ def test_build_global_index_on_spark(gi_spark, tmp_path, column):
 
     tags, nums = _dataset(tmp_path)
     values = tags if column == "tag" else nums
-    listing = sb.build_global_index(gi_spark, str(tmp_path), column,
-                                    {"sorted-index.records-per-range": "600",
-                                     "bitmap-index.dictionary-block-size": "64b"})
+    listing = sb.build_global_index(
+        gi_spark,
+        str(tmp_path),
+        column,
+        {"sorted-index.records-per-range": "600", "bitmap-index.dictionary-block-size": "64b"},
+    )
     assert listing["total_row_count"] == len(values) == 2400
     assert listing["ranges"] == 4 and 1 <= len(listing["files"]) <= 4
     assert sum(f["row_count"] for f in listing["files"]) == len(values)
@@ -72,7 +80,8 @@ def test_build_global_index_on_spark(gi_spark, tmp_path, column):
     assert idx.evaluate(f.is_null()) == BitMap64([i for i, v in enumerate(values) if v is None])
     lo, hi = ("t10", "t20") if column == "tag" else (-100, 100)
     assert idx.evaluate(f.between(lo, hi)) == BitMap64(
-        [i for i, v in enumerate(values) if v is not None and lo <= v <= hi])
+        [i for i, v in enumerate(values) if v is not None and lo <= v <= hi]
+    )
     assert idx.evaluate(f != probe) == BitMap64([i for i, v in enumerate(values) if v is not None and v != probe])
     # row ids back to files and rows
     rows = sb.row_ids_to_file_rows(want, listing)
@@ -168,7 +177,8 @@ def test_spark_build_mostly_nulls_a_file_without_the_column_and_leftovers(gi_spa
     listing = sb.build_global_index(gi_spark, str(tmp_path), "v", {"sorted-index.records-per-range": "300"})
     assert listing["ranges"] == 6 and len(listing["files"]) >= 2
     assert sorted(os.listdir(sb.index_dir(str(tmp_path), "v"))) == sorted(
-        [f["file"] for f in listing["files"]] + ["index.json"])
+        [f["file"] for f in listing["files"]] + ["index.json"]
+    )
     idx = sb.load_global_index(str(tmp_path), "v")
     f = pf.field("v")
     assert idx.evaluate(f.is_null()) == BitMap64([i for i, v in enumerate(values) if v is None])

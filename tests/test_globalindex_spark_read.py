@@ -1,6 +1,7 @@
 """The Spark pipeline with a bitmap global index (local[2]): ``paimon_fast.spark.build_global_index``,
 pruned ``read`` / Data Source answers equal to plain Spark scans, a stale index ignored, and
 ``paimon-fast build --global-index``."""
+
 import io
 import os
 import shutil
@@ -39,8 +40,7 @@ def gi_read_spark():
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    yield pfs.session("local[2]", conf={"spark.sql.shuffle.partitions": "2",
-                                        "spark.sql.files.openCostInBytes": "8192"})
+    yield pfs.session("local[2]", conf={"spark.sql.shuffle.partitions": "2", "spark.sql.files.openCostInBytes": "8192"})
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +50,9 @@ def gi_dataset(gi_read_spark, tmp_path_factory):
 
     root = write_dataset(tmp_path_factory.mktemp("gis"))
     ParquetDataset(root).build(FILE_OPTIONS)  # file indexes in-process (their Spark build is tested elsewhere)
-    listing = pfs.build_global_index(gi_read_spark, root, "tag", {"sorted-index.records-per-range": "800",
-                                                                 "bitmap-index.compression": "lz4"})
+    listing = pfs.build_global_index(
+        gi_read_spark, root, "tag", {"sorted-index.records-per-range": "800", "bitmap-index.compression": "lz4"}
+    )
     assert len(listing["files"]) >= 2 and listing["total_row_count"] == 2400
     return root
 
@@ -65,10 +66,11 @@ def full_scan_answers(spark, root, predicates):
     """Plain Spark's answer to every predicate in one scan: one boolean column per predicate."""
     from pyspark.sql import functions as F
 
-    df = plain(spark, root).select(*COLS, *[F.coalesce(F.expr(t), F.lit(False)).alias(f"__p{i}")
-                                            for i, t in enumerate(predicates)])
+    df = plain(spark, root).select(
+        *COLS, *[F.coalesce(F.expr(t), F.lit(False)).alias(f"__p{i}") for i, t in enumerate(predicates)]
+    )
     rows = df.collect()
-    return [sorted((tuple(r)[:len(COLS)] for r in rows if r[f"__p{i}"]), key=repr) for i in range(len(predicates))]
+    return [sorted((tuple(r)[: len(COLS)] for r in rows if r[f"__p{i}"]), key=repr) for i in range(len(predicates))]
 
 
 def answers(dfs):
@@ -95,7 +97,7 @@ def test_pruned_read_with_global_index_equals_full_scan(gi_read_spark, gi_datase
     n = len(PREDICATES)
     got = answers(pruned + source)
     got[n:n] = full_scan_answers(spark, gi_dataset, PREDICATES)
-    assert sum(map(len, got[n:2 * n])) > 100
+    assert sum(map(len, got[n : 2 * n])) > 100
     for i, t in enumerate(PREDICATES):
         assert got[i] == got[n + i], t
         rep = pruned[i].report
@@ -123,8 +125,8 @@ def test_stale_global_index_is_ignored_by_read(gi_read_spark, gi_dataset, tmp_pa
     pq.write_table(t, os.path.join(root, "a/part-00.parquet"))
     df = pfs.read(spark, root, "tag = 't07'")
     assert df.report.global_index_used == [] and df.report.global_index_stale == ["tag"]
-    got, = answers([df])
-    want, = full_scan_answers(spark, root, ["tag = 't07'"])
+    (got,) = answers([df])
+    (want,) = full_scan_answers(spark, root, ["tag = 't07'"])
     assert got == want and len(got) > t.num_rows
 
 
@@ -135,8 +137,22 @@ def test_cli_build_global_index(gi_read_spark, tmp_path):
     root = write_dataset(tmp_path / "cli")
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["build", root, "--global-index", "num", "--options", "sorted-index.records-per-range=1000",
-                     "bitmap-index.compression=zstd", "--master", "local[2]"]) == 0
+        assert (
+            main(
+                [
+                    "build",
+                    root,
+                    "--global-index",
+                    "num",
+                    "--options",
+                    "sorted-index.records-per-range=1000",
+                    "bitmap-index.compression=zstd",
+                    "--master",
+                    "local[2]",
+                ]
+            )
+            == 0
+        )
     text = out.getvalue()
     assert "global index on num: 3 files, 2,400 rows" in text, text
     rep = ParquetDataset(root).plan("num = 17").report

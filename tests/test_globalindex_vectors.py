@@ -7,6 +7,7 @@
   own compressed file answers every predicate like Java;
 * every predicate answer of Java's reader (10,023 of them, row ids above 2^32 included).
 """
+
 import importlib.util
 
 import numpy as np
@@ -77,7 +78,7 @@ class JavaPayloads:
         _, _, _, of, ln = f.index()
         blocks += list(zip(of.tolist(), ln.tolist()))
         for o, n in blocks:
-            stored = java_file[o:o + n + codec.TRAILER]
+            stored = java_file[o : o + n + codec.TRAILER]
             raw, _ = codec.decode(stored, n, o)
             self.by_raw[bytes(raw)] = stored
         self.misses = 0
@@ -150,8 +151,9 @@ def test_reader_answers_like_java(name):
     assert _check_answers(c, load_bin(FMT, c["file"])) == len(c["predicates"])
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if load_case(FMT, n)["options"].get(
-    "bitmap-index.compression", "none") != "none"])
+@pytest.mark.parametrize(
+    "name", [n for n in NAMES if load_case(FMT, n)["options"].get("bitmap-index.compression", "none") != "none"]
+)
 def test_our_compressed_files_answer_like_java(name):
     c, comp = _case(name)
     data, _ = _write(c)
@@ -167,8 +169,7 @@ def test_row_ids_above_2_pow_32():
     rids = _rows(c)
     assert rids.max() > 2**32 > rids.min()
     r = gi.reader(c["type"], load_bin(FMT, c["file"]), c["options"], c["reader_total_row_count"])
-    assert r.evaluate(pf.field("x").is_null()) | r.evaluate(pf.field("x").is_not_null()) >= BitMap64(
-        rids.tolist())
+    assert r.evaluate(pf.field("x").is_null()) | r.evaluate(pf.field("x").is_not_null()) >= BitMap64(rids.tolist())
 
 
 def test_zero_rows_writes_nothing():

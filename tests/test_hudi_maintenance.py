@@ -1,6 +1,7 @@
 """Index maintenance over commit sequences on copy-on-write tables written by the
 test writer (and read back by the ``hudi`` package): insert, update, delete, a
 commit the index has not seen, an in-flight commit, an interrupted index run."""
+
 import json
 import os
 import shutil
@@ -20,21 +21,25 @@ from hudi_writer import CowTable
 
 pytest.importorskip("hudi")
 
-SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("kind", pa.string()), ("n", pa.int32()),
-                    ("day", pa.date32())])
+SCHEMA = pa.schema(
+    [("id", pa.int64()), ("city", pa.string()), ("kind", pa.string()), ("n", pa.int32()), ("day", pa.date32())]
+)
 COLS = ["city", "kind", "n", "day"]
 
 
 def _data(n=40):
     import datetime as dt
 
-    return pa.table({
-        "id": list(range(n)),
-        "city": [["berlin", "paris", "a$b%c"][i % 3] for i in range(n)],
-        "kind": [["x", "y", "z", "w$"][i % 4] if i % 7 else None for i in range(n)],
-        "n": [i % 5 for i in range(n)],
-        "day": [dt.date(2024, 1, 1 + i % 3) for i in range(n)],
-    }, schema=SCHEMA)
+    return pa.table(
+        {
+            "id": list(range(n)),
+            "city": [["berlin", "paris", "a$b%c"][i % 3] for i in range(n)],
+            "kind": [["x", "y", "z", "w$"][i % 4] if i % 7 else None for i in range(n)],
+            "n": [i % 5 for i in range(n)],
+            "day": [dt.date(2024, 1, 1 + i % 3) for i in range(n)],
+        },
+        schema=SCHEMA,
+    )
 
 
 def _check(path, extra=()):
@@ -44,8 +49,10 @@ def _check(path, extra=()):
     for pred in preds:
         res = ph.read_arrow(path, pred)
         got, rep = res.table, res.report
-        assert row_multiset(got.to_pylist(), SCHEMA.names) == row_multiset(oracle_rows(snap, pred), SCHEMA.names), \
-            (pred, rep)
+        assert row_multiset(got.to_pylist(), SCHEMA.names) == row_multiset(oracle_rows(snap, pred), SCHEMA.names), (
+            pred,
+            rep,
+        )
     return snap
 
 
@@ -107,7 +114,7 @@ def test_insert_update_delete_unseen(table):
     r = ph.build_index(None, path)
     assert r["slices_indexed"] == 1 and r["slices_carried"] == 5
     m = storage.read_manifest(path)
-    assert m["pending"] and "listing" not in m        # listed during a pending instant: not reused
+    assert m["pending"] and "listing" not in m  # listed during a pending instant: not reused
     pr = ph.prune(path, None)
     assert not pr.report["slices_not_indexed"] and pr.report["listing"] == "hudi"
     _check(path, [pf.field("kind") == "new", pf.field("kind") == "ghost"])
@@ -119,21 +126,24 @@ def test_interrupted_index_run(table):
     before = storage.read_manifest(path)
     g0 = sorted(table.groups)[0]
     table.update(lambda tb: tb.set_column(2, "kind", pa.array(["after"] * tb.num_rows)), groups=[g0])
-    env = dict(os.environ, PAIMON_FAST_HUDI_CRASH_BEFORE_MANIFEST="1",
-               PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        PAIMON_FAST_HUDI_CRASH_BEFORE_MANIFEST="1",
+        PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]),
+    )
     code = "import paimon_fast.hudi as ph, sys; ph.build_index(None, sys.argv[1])"
     p = subprocess.run([sys.executable, "-c", code, path], env=env, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 17, p.stderr          # killed after writing its segment, before the manifest
+    assert p.returncode == 17, p.stderr  # killed after writing its segment, before the manifest
     segs = os.listdir(os.path.join(path, storage.INDEX_DIR, "segments"))
-    assert len(segs) == len(before["segments"]) + 1     # the orphan is there but not referenced
-    assert storage.read_manifest(path) == before        # previous state still the visible one
-    _check(path, [pf.field("kind") == "after"])          # stale-safe meanwhile
-    r = ph.build_index(None, path)                        # re-run completes
+    assert len(segs) == len(before["segments"]) + 1  # the orphan is there but not referenced
+    assert storage.read_manifest(path) == before  # previous state still the visible one
+    _check(path, [pf.field("kind") == "after"])  # stale-safe meanwhile
+    r = ph.build_index(None, path)  # re-run completes
     assert r["previous_instant"] == before["instant"] and r["slices_indexed"] == 1
     m = storage.read_manifest(path)
     assert m["instant"] != before["instant"]
     left = set(os.listdir(os.path.join(path, storage.INDEX_DIR, "segments")))
-    assert left == set(m["segments"]) | set(before["segments"])   # orphan removed, old kept for readers
+    assert left == set(m["segments"]) | set(before["segments"])  # orphan removed, old kept for readers
     _check(path, [pf.field("kind") == "after"])
 
 
@@ -142,8 +152,7 @@ def test_segments_compact(table):
     ph.build_index(None, path, COLS, max_segments=2)
     for i in range(4):
         g = sorted(table.groups)[i % 4]
-        table.update(lambda tb, i=i: tb.set_column(3, "n", pa.array([100 + i] * tb.num_rows, pa.int32())),
-                     groups=[g])
+        table.update(lambda tb, i=i: tb.set_column(3, "n", pa.array([100 + i] * tb.num_rows, pa.int32())), groups=[g])
         r = ph.build_index(None, path, max_segments=2)
         assert r["segments"] <= 2
     assert any(True for _ in _records(path))
@@ -179,7 +188,9 @@ def test_cli_build_query_inspect(table, capsys):
     assert out["slices_candidate"] + out["slices_pruned"] == 6
     assert main(["hudi", "inspect", table.path]) == 0
     ins = json.loads(capsys.readouterr().out)
-    assert ins["slices"] == 6 and ins["current_slices_not_indexed"] == 0 and set(ins["columns"]) == {"city", "kind", "n"}
+    assert (
+        ins["slices"] == 6 and ins["current_slices_not_indexed"] == 0 and set(ins["columns"]) == {"city", "kind", "n"}
+    )
 
 
 def test_unreadable_slice_stays_unindexed(table, monkeypatch):
@@ -197,16 +208,27 @@ def test_unreadable_slice_stays_unindexed(table, monkeypatch):
     r = ph.build_index(None, table.path, COLS)
     assert r["slices_indexed"] == 5 and r["slices_unindexable"][0]["file_id"] == bad
     pr = ph.prune(table.path, pf.field("kind") == "zzz")
-    assert [c.slice.file_id for c in pr.candidates] == [bad]      # never pruned, never trusted
+    assert [c.slice.file_id for c in pr.candidates] == [bad]  # never pruned, never trusted
     _check(table.path)
 
 
 def test_build_without_columns_indexes_every_indexable_column(tmp_path):
-    schema = pa.schema([("id", pa.int64()), ("city", pa.string()), ("score", pa.float64()),
-                        ("ok", pa.bool_()), ("day", pa.date32())])
+    schema = pa.schema(
+        [("id", pa.int64()), ("city", pa.string()), ("score", pa.float64()), ("ok", pa.bool_()), ("day", pa.date32())]
+    )
     t = CowTable(str(tmp_path / "cow"), schema)
-    t.insert(pa.table({"id": [1, 2, 3], "city": ["a", "b", None], "score": [0.5, 1.5, 2.5],
-                       "ok": [True, False, True], "day": [None] * 3}, schema=schema))
+    t.insert(
+        pa.table(
+            {
+                "id": [1, 2, 3],
+                "city": ["a", "b", None],
+                "score": [0.5, 1.5, 2.5],
+                "ok": [True, False, True],
+                "day": [None] * 3,
+            },
+            schema=schema,
+        )
+    )
     r = ph.build_index(None, t.path)  # no index yet, no columns: every column a bitmap index can hold
     assert r["columns"] == ["id", "city", "ok", "day"]
     skipped = r["columns_skipped"]
@@ -223,14 +245,27 @@ def test_build_without_columns_indexes_every_indexable_column(tmp_path):
 def test_indexable_columns_reasons():
     from paimon_fast.hudi.model import indexable_columns
 
-    schema = pa.schema([("s", pa.string()), ("f", pa.float32()), ("b", pa.binary()), ("l", pa.list_(pa.int32())),
-                        ("st", pa.struct([("x", pa.int32())])), ("dict", pa.dictionary(pa.int32(), pa.string())),
-                        ("dec", pa.decimal128(10, 2)), ("_hoodie_record_key", pa.string())])
+    schema = pa.schema(
+        [
+            ("s", pa.string()),
+            ("f", pa.float32()),
+            ("b", pa.binary()),
+            ("l", pa.list_(pa.int32())),
+            ("st", pa.struct([("x", pa.int32())])),
+            ("dict", pa.dictionary(pa.int32(), pa.string())),
+            ("dec", pa.decimal128(10, 2)),
+            ("_hoodie_record_key", pa.string()),
+        ]
+    )
     cols, skipped = indexable_columns(schema)
     assert cols == ["s", "dict", "dec"]
     assert {c: r.split(" (")[0] for c, r in skipped.items()} == {
-        "f": "floating point", "b": "binary", "l": "nested", "st": "nested",
-        "_hoodie_record_key": "Hudi metadata column"}
+        "f": "floating point",
+        "b": "binary",
+        "l": "nested",
+        "st": "nested",
+        "_hoodie_record_key": "Hudi metadata column",
+    }
 
 
 def test_read_arrow_result_and_the_deprecated_tuple(table):
@@ -240,7 +275,7 @@ def test_read_arrow_result_and_the_deprecated_tuple(table):
     assert res.table.column("city").to_pylist() == ["paris"] * res.table.num_rows and res.table.num_rows > 0
     assert res.report["rows_returned"] == res.table.num_rows
     with pytest.warns(DeprecationWarning, match=r"\.table and \.report"):
-        tbl, rep = res                               # the former (table, report) form
+        tbl, rep = res  # the former (table, report) form
     assert tbl is res.table and rep is res.report
     with pytest.warns(DeprecationWarning):
         assert res[1] is res.report
@@ -270,7 +305,7 @@ def test_index_outside_a_read_only_table(table, tmp_path, monkeypatch):
     other = CowTable(str(tmp_path / "other"), SCHEMA, partition_field="city", name="other_table")
     other.insert(_data(10))
     monkeypatch.setattr(storage, "_VERIFIED", {})
-    slot = storage.index_dir(other.path)       # creates the other table's slot with its identity
+    slot = storage.index_dir(other.path)  # creates the other table's slot with its identity
     shutil.rmtree(slot)
     shutil.copytree(d, slot)
     monkeypatch.setattr(storage, "_VERIFIED", {})

@@ -1,4 +1,5 @@
 """RFC-92 record model: keys, canonical value strings, bitmap encoding (no tables needed)."""
+
 import base64
 import datetime as dt
 import decimal
@@ -19,10 +20,14 @@ from paimon_fast.hudi.build import _parse_type
 
 
 def test_key_layout_matches_rfc_examples():
-    assert model.bitmap_key("store_type", "grocery", "20250401", "2aa10971-11b2-41b3-9baf-ab33c0000144-0") == \
-        "store_type$grocery$20250401$2aa10971-11b2-41b3-9baf-ab33c0000144-0"
-    assert model.bitmap_key("store_type", "grocery", "", "2aa10971-11b2-41b3-9baf-ab33c0000144-0") == \
-        "store_type$grocery$.$2aa10971-11b2-41b3-9baf-ab33c0000144-0"
+    assert (
+        model.bitmap_key("store_type", "grocery", "20250401", "2aa10971-11b2-41b3-9baf-ab33c0000144-0")
+        == "store_type$grocery$20250401$2aa10971-11b2-41b3-9baf-ab33c0000144-0"
+    )
+    assert (
+        model.bitmap_key("store_type", "grocery", "", "2aa10971-11b2-41b3-9baf-ab33c0000144-0")
+        == "store_type$grocery$.$2aa10971-11b2-41b3-9baf-ab33c0000144-0"
+    )
     assert model.key_prefix("store_type", "grocery") == "store_type$grocery$"
 
 
@@ -50,14 +55,16 @@ UTC = dt.timezone.utc
 CASES = [
     (pa.array(["a", "b$c", "", None]), ["a", "b$c", "", None]),
     (pa.array([-12, 0, 7, None], pa.int32()), ["-12", "0", "7", None]),
-    (pa.array([2**63 - 1, -2**63], pa.int64()), ["9223372036854775807", "-9223372036854775808"]),
+    (pa.array([2**63 - 1, -(2**63)], pa.int64()), ["9223372036854775807", "-9223372036854775808"]),
     (pa.array([True, False, None]), ["true", "false", None]),
     (pa.array([dt.date(2024, 1, 5), dt.date(1, 1, 1)]), ["2024-01-05", "0001-01-01"]),
     (pa.array([dt.datetime(2024, 1, 2, 3, 4, 5, 6)], pa.timestamp("us", tz="UTC")), ["2024-01-02T03:04:05.000006Z"]),
     (pa.array([dt.datetime(1969, 12, 31, 23, 59, 59)], pa.timestamp("ms")), ["1969-12-31T23:59:59.000000"]),
     (pa.array([1_000_000_001], pa.timestamp("ns")), ["1970-01-01T00:00:01.000000001"]),
-    (pa.array([decimal.Decimal("12.5"), decimal.Decimal("-0.05"), decimal.Decimal("0")], pa.decimal128(10, 2)),
-     ["12.50", "-0.05", "0.00"]),
+    (
+        pa.array([decimal.Decimal("12.5"), decimal.Decimal("-0.05"), decimal.Decimal("0")], pa.decimal128(10, 2)),
+        ["12.50", "-0.05", "0.00"],
+    ),
     (pa.array([decimal.Decimal("7")], pa.decimal128(5, 0)), ["7"]),
 ]
 
@@ -71,7 +78,7 @@ def test_canonical_strings(arr, want):
         values = arr.to_pylist()
     for v, w in zip(values, want):
         if v is not None:
-            assert model.canonical_literal(v, arr.type) == w       # a literal maps to the stored string
+            assert model.canonical_literal(v, arr.type) == w  # a literal maps to the stored string
     assert _parse_type(str(arr.type)) == arr.type
 
 
@@ -80,7 +87,7 @@ def test_canonical_literals_coerce_or_refuse():
     assert model.canonical_literal(decimal.Decimal("1.5"), d) == "1.50"
     assert model.canonical_literal("1.50", d) == "1.50"
     assert model.canonical_literal(2, d) == "2.00"
-    assert model.canonical_literal(decimal.Decimal("1.234"), d) is None   # no stored value can equal it
+    assert model.canonical_literal(decimal.Decimal("1.234"), d) is None  # no stored value can equal it
     assert model.canonical_literal(3.0, pa.int32()) == "3"
     assert model.canonical_literal(3.5, pa.int32()) is None
     assert model.canonical_literal("2024-01-05", pa.date32()) == "2024-01-05"
@@ -121,7 +128,7 @@ def test_decode_bitmap_rejects_corruption_fuzz():
         raw = bytearray(rng.choice(seeds))
         mode = rng.random()
         if mode < 0.4 and raw:
-            raw = raw[:rng.randrange(len(raw))]
+            raw = raw[: rng.randrange(len(raw))]
         else:
             for _ in range(rng.randint(1, 4)):
                 if raw:
@@ -135,17 +142,24 @@ def test_decode_bitmap_rejects_corruption_fuzz():
     assert n_err > 1000
     with pytest.raises(IndexFormatError):
         model.decode_bitmap("not base64!!")
-    with pytest.raises(IndexFormatError):   # a bucket above 2^32
+    with pytest.raises(IndexFormatError):  # a bucket above 2^32
         model.decode_bitmap(base64.b64encode(roaring.serialize64([1 << 33])))
     with pytest.raises(IndexFormatError):
         model.decode_bitmap(base64.b64encode(struct.pack("<Q", 2**40)))
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["a", "a!", "b", "k$1", "é"]),
-                          st.one_of(st.none(), st.text(alphabet="ab!#$% \x01é", max_size=4)),
-                          st.sampled_from(["", "p=1", "p=1!", "p$"]), st.sampled_from(["f1", "f1!", "f2"])),
-                max_size=60))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "a!", "b", "k$1", "é"]),
+            st.one_of(st.none(), st.text(alphabet="ab!#$% \x01é", max_size=4)),
+            st.sampled_from(["", "p=1", "p=1!", "p$"]),
+            st.sampled_from(["f1", "f1!", "f2"]),
+        ),
+        max_size=60,
+    )
+)
 def test_segment_key_order_equals_sorting_the_keys(rows):
     from paimon_fast.hudi import storage
 
@@ -155,8 +169,12 @@ def test_segment_key_order_equals_sorting_the_keys(rows):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(st.lists(st.integers(0, 3000), max_size=6),
-                          st.lists(st.integers(0, 1 << 20), max_size=300)), max_size=150))
+@given(
+    st.lists(
+        st.one_of(st.lists(st.integers(0, 3000), max_size=6), st.lists(st.integers(0, 1 << 20), max_size=300)),
+        max_size=150,
+    )
+)
 def test_encode_groups_array_equals_one_by_one(groups):
     """The batched Base64 of many bitmaps equals encoding each (empty ones included)."""
     gs = [np.unique(np.array(g, np.uint32)) for g in groups]
@@ -199,7 +217,9 @@ def test_timeline_errors_are_raised_not_swallowed(monkeypatch):
         def get_timeline(self):
             return Timeline(self.err)
 
-    monkeypatch.setattr(ht, "open_table", lambda p, cached=False: Table(RuntimeError("Timeline has no completed commit.")))
+    monkeypatch.setattr(
+        ht, "open_table", lambda p, cached=False: Table(RuntimeError("Timeline has no completed commit."))
+    )
     st = ht.table_state("/nowhere")
     assert st.completed_instants == [] and st.latest_instant == "0"
     monkeypatch.setattr(ht, "open_table", lambda p, cached=False: Table(OSError("permission denied: .hoodie")))

@@ -1,6 +1,7 @@
 """Spark side of the Hudi bitmap index: bitmap bytes checked in the JVM against
 RoaringBitmap's own ``Roaring64NavigableMap.serializePortable`` (the jar ships
 with pyspark), index builds on executors, pruned reads through ``mapInArrow``."""
+
 import os
 import shutil
 
@@ -25,11 +26,16 @@ def spark():
 
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # workers need this interpreter's packages
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this interpreter's packages
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    s = (SparkSession.builder.master("local[2]").appName("paimon-fast-tests")
-         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-         .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    s = (
+        SparkSession.builder.master("local[2]")
+        .appName("paimon-fast-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
     yield s
 
 
@@ -51,9 +57,15 @@ def test_bitmap_bytes_match_java_roaring64(spark):
     import base64
 
     rng = np.random.default_rng(7)
-    cases = [[], [0], [0, 1, 2], list(range(0, 200_000, 3)), list(range(70_000)),
-             sorted(set(rng.integers(0, 1 << 20, 5000).tolist())),
-             list(range(100)) + list(range(4096, 9000)) + [65535, 65536, 1 << 24]]
+    cases = [
+        [],
+        [0],
+        [0, 1, 2],
+        list(range(0, 200_000, 3)),
+        list(range(70_000)),
+        sorted(set(rng.integers(0, 1 << 20, 5000).tolist())),
+        list(range(100)) + list(range(4096, 9000)) + [65535, 65536, 1 << 24],
+    ]
     for pos in cases:
         java = _java_portable64(spark, pos)
         assert base64.b64decode(model.encode_bitmap(pos)) == java
@@ -66,9 +78,20 @@ def test_bitmap_bytes_match_java_roaring64(spark):
 
 pytest.importorskip("hudi", reason="the `hudi` package (paimon-fast[tables]) is not installed")
 ZIPS = table_zips()
-SPARK_TABLES = [z for z in ZIPS if any(k in z for k in (
-    "cow/v9_txns_simple_nometa", "cow/v6_simplekeygen_hivestyle_no_metafields", "avro/v9_txns_complex_meta",
-    "parquet/v6_nonpartitioned_rollback", "cow/v8_empty"))]
+SPARK_TABLES = [
+    z
+    for z in ZIPS
+    if any(
+        k in z
+        for k in (
+            "cow/v9_txns_simple_nometa",
+            "cow/v6_simplekeygen_hivestyle_no_metafields",
+            "avro/v9_txns_complex_meta",
+            "parquet/v6_nonpartitioned_rollback",
+            "cow/v8_empty",
+        )
+    )
+]
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +105,9 @@ def spark_tables(tmp_path_factory):
 def _records(path):
     m = storage.read_manifest(path)
     t = pa.concat_tables([storage.RECORD_SCHEMA.empty_table()] + [storage.read_segment(path, s) for s in m["segments"]])
-    return sorted(zip(t.column("key").to_pylist(), t.column("bitmap").to_pylist())), \
-        sorted((e["file_id"], e["base_file"], e["row_count"], e["positions"]) for e in m["slices"])
+    return sorted(zip(t.column("key").to_pylist(), t.column("bitmap").to_pylist())), sorted(
+        (e["file_id"], e["base_file"], e["row_count"], e["positions"]) for e in m["slices"]
+    )
 
 
 @pytest.mark.parametrize("zip_rel", SPARK_TABLES)
@@ -97,7 +121,7 @@ def test_spark_build_and_read(spark, spark_tables, zip_rel, tmp_path):
     shutil.copytree(path, local)
     shutil.rmtree(os.path.join(local, storage.INDEX_DIR))
     ph.build_index(None, local, cols)
-    assert _records(path) == _records(local)      # executors write what the in-process build writes
+    assert _records(path) == _records(local)  # executors write what the in-process build writes
     snap = snapshot(path)
     preds = battery(snap, cols, table_state(path).schema)
     for pred, limit in ((preds[0], None), (preds[-1], None), (preds[-1], 0)):
@@ -122,7 +146,7 @@ def test_spark_read_reports_skipping(spark, spark_tables):
     pred = (pf.field("region") == "us") & (pf.field("currency") == "USD")
     res = ph.read(spark, path, pred)
     assert res.report["slices_pruned"] >= 2 and res.report["rows_skipped"] > 0
-    assert res.report["read_on"] == "driver", res.report   # few candidate rows: no scan job
+    assert res.report["read_on"] == "driver", res.report  # few candidate rows: no scan job
     want = row_multiset(oracle_rows(snap, pred))
     assert res.df.count() == len(want)
     assert row_multiset(res.df.toArrow().to_pylist()) == want

@@ -5,6 +5,7 @@ package's snapshot read filtered by the predicate (a plain-Python oracle with
 SQL's three-valued logic); for predicates the index answers completely, the row
 positions it returns are exactly the matching rows of each base file.
 """
+
 import os
 import shutil
 
@@ -16,13 +17,24 @@ from paimon_fast.hudi import storage
 from paimon_fast.hudi.prune import INDEXED_OPS
 from paimon_fast.hudi.table import SliceRef, table_state
 
-from hudi_support import (battery, ev, indexable, oracle_rows, require_tables, row_multiset, snapshot,
-                          table_zips, unzip_table)
+from hudi_support import (
+    battery,
+    ev,
+    indexable,
+    oracle_rows,
+    require_tables,
+    row_multiset,
+    snapshot,
+    table_zips,
+    unzip_table,
+)
 
 pytest.importorskip("hudi", reason="the `hudi` package (paimon-fast[tables]) is not installed")
 ZIPS = table_zips()
-pytestmark = pytest.mark.skipif(not ZIPS, reason="real Hudi tables not found at <repo>/../shared/hudi-tables "
-                                "(kept outside the repository; present in CI)")
+pytestmark = pytest.mark.skipif(
+    not ZIPS,
+    reason="real Hudi tables not found at <repo>/../shared/hudi-tables (kept outside the repository; present in CI)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -86,10 +98,24 @@ def _instants(path):
 
 
 # commit histories: inserts, upserts, updates, deletes, clustering, overwrite, rollback, compaction
-STALE = [z for z in ZIPS if any(k in z for k in (
-    "cow/v9_txns_simple_nometa", "cow/v9_txns_complex_meta", "cow/v9_txns_nonpart_nometa", "cow/v9_txns_simple_overwrite",
-    "avro/v9_txns_simple_meta", "avro/v9_nonpartitioned_rollback", "parquet/v6_nonpartitioned_rollback",
-    "v8_trips_8i3u1d", "v6_trips_8i3d"))]
+STALE = [
+    z
+    for z in ZIPS
+    if any(
+        k in z
+        for k in (
+            "cow/v9_txns_simple_nometa",
+            "cow/v9_txns_complex_meta",
+            "cow/v9_txns_nonpart_nometa",
+            "cow/v9_txns_simple_overwrite",
+            "avro/v9_txns_simple_meta",
+            "avro/v9_nonpartitioned_rollback",
+            "parquet/v6_nonpartitioned_rollback",
+            "v8_trips_8i3u1d",
+            "v6_trips_8i3d",
+        )
+    )
+]
 
 
 @pytest.mark.parametrize("zip_rel", STALE)
@@ -111,7 +137,7 @@ def test_stale_index_then_incremental(tables, zip_rel, tmp_path):
     pr = ph.prune(path, None)
     assert pr.report["stale"]
     _check_battery(path, cols, snap)
-    r1 = ph.build_index(None, path)          # incremental: columns from the manifest
+    r1 = ph.build_index(None, path)  # incremental: columns from the manifest
     assert r1["previous_instant"] == mid and r1["new_instants"]
     assert r1["slices_indexed"] + r1["slices_carried"] == len(table_state(path).slices)
     assert not ph.prune(path, None).report["slices_not_indexed"]
@@ -140,6 +166,7 @@ def _live_records(path):
 
 
 # ---------------------------------------------------------------- reuse of the manifest's listing
+
 
 def _instant_files(path):
     """{instant time: [(path, completed?)]} of the data table's timeline files."""
@@ -182,7 +209,7 @@ def test_manifest_listing_reused_only_on_the_same_timeline(tables, zip_rel, tmp_
     ts = list(files)
     special = {"rollback", "replacecommit", "clustering", "compaction", "clean", "restore"}
     cuts = [ts[i - 1] for i in range(1, len(ts)) if {a for _, _, a in files[ts[i]]} & special]
-    cuts = (cuts + ts[-2:-1])[:2] + [None]          # None: the whole timeline
+    cuts = (cuts + ts[-2:-1])[:2] + [None]  # None: the whole timeline
     stash = str(tmp_path / "stash")
     changed = 0
     for cut in cuts:
@@ -231,7 +258,7 @@ def test_pending_instant_is_detected(tables, tmp_path):
     last = list(files)[-1]
     assert timeline_fingerprint(path).settled
     done = [p for p, d, _ in files[last] if d]
-    os.rename(done[0], done[0] + ".away")                   # the last instant is in flight again
+    os.rename(done[0], done[0] + ".away")  # the last instant is in flight again
     fp = timeline_fingerprint(path)
     assert fp.pending == (last,)
 
@@ -253,13 +280,13 @@ def test_mor_slice_indexed_while_an_instant_is_pending(tables, tmp_path, name):
     last = [t for t, fs in files.items() if any(a == "deltacommit" for _, _, a in fs)][-1]
     done = [p for p, d, _ in files[last] if d]
     for p in done:
-        os.rename(p, p + ".away")                        # the last deltacommit is in flight
+        os.rename(p, p + ".away")  # the last deltacommit is in flight
     cols = indexable(table_state(path).schema)
     before = snapshot(path)
     ph.build_index(None, path, cols)
     assert storage.read_manifest(path)["pending"] == [last]
     for p in done:
-        os.rename(p + ".away", p)                        # ... and completes
+        os.rename(p + ".away", p)  # ... and completes
     snap = snapshot(path)
     old = {tuple(sorted(r.items())) for r in before.to_pylist()} if before is not None else set()
     new = [r for r in snap.to_pylist() if tuple(sorted(r.items())) not in old]
@@ -268,7 +295,7 @@ def test_mor_slice_indexed_while_an_instant_is_pending(tables, tmp_path, name):
         res = ph.read_arrow(path, pred)
         got, rep = res.table, res.report
         assert row_multiset(got.to_pylist()) == row_multiset(oracle_rows(snap, pred)), (pred, rep)
-    r = ph.build_index(None, path)                        # the next run re-indexes those slices
+    r = ph.build_index(None, path)  # the next run re-indexes those slices
     assert not storage.read_manifest(path)["pending"]
     assert r["slices_indexed"] >= sum(1 for s in table_state(path).slices if s.log_files)
     _check_battery(path, cols, snap, limit=10)

@@ -7,6 +7,7 @@ layer knows the type an index was built for (the dataset catalog, global index f
 metadata), it is checked when the index is opened.  A bloom filter cannot tell (Java
 cannot either): that is documented, not tested here.
 """
+
 import re
 
 import numpy as np
@@ -32,11 +33,20 @@ LONGS = pa.array(np.arange(-3, 97, dtype=np.int64) * 10**10)
 STRS = pa.array([f"s{i}" for i in range(100)])
 
 
-@pytest.mark.parametrize("built, values, asked", [
-    ("INT", INTS, "SMALLINT"), ("INT", INTS, "TINYINT"), ("INT", INTS, "BIGINT"), ("INT", INTS, "DOUBLE"),
-    ("BIGINT", LONGS, "INT"), ("BIGINT", LONGS, "STRING"), ("BIGINT", LONGS, "SMALLINT"),
-    ("STRING", STRS, "INT"), ("STRING", STRS, "BIGINT"),
-])
+@pytest.mark.parametrize(
+    "built, values, asked",
+    [
+        ("INT", INTS, "SMALLINT"),
+        ("INT", INTS, "TINYINT"),
+        ("INT", INTS, "BIGINT"),
+        ("INT", INTS, "DOUBLE"),
+        ("BIGINT", LONGS, "INT"),
+        ("BIGINT", LONGS, "STRING"),
+        ("BIGINT", LONGS, "SMALLINT"),
+        ("STRING", STRS, "INT"),
+        ("STRING", STRS, "BIGINT"),
+    ],
+)
 def test_range_bitmap_of_another_key_width_is_refused(built, values, asked):
     blob = _index("range-bitmap", built, values)
     with pytest.raises(IndexFormatError) as e:
@@ -57,14 +67,17 @@ def test_range_bitmap_of_same_width_types_still_answers():
     assert list(r.evaluate(pf.field("x") == 5).bitmap) == [8]
 
 
-@pytest.mark.parametrize("built, values, asked, held", [
-    ("INT", pa.array(np.arange(0, 100_000, 1000, dtype=np.int32)), "SMALLINT", "up to 99000"),
-    ("INT", pa.array(-np.arange(0, 100_000, 1000, dtype=np.int32)), "SMALLINT", "down to -99000"),
-    ("BIGINT", LONGS, "INT", "up to 960000000000"),
-    ("INT", INTS, "TINYINT", None),  # -3..96 fits a TINYINT: answered, and rightly
-    ("BIGINT", pa.array(np.arange(0, 10**6, 10**4, dtype=np.int64)), "DECIMAL(4, 2)", "up to 990000"),
-    ("INT", pa.array(np.arange(0, 10**8, 10**6, dtype=np.int32)), "TIME", "up to 99000000"),
-])
+@pytest.mark.parametrize(
+    "built, values, asked, held",
+    [
+        ("INT", pa.array(np.arange(0, 100_000, 1000, dtype=np.int32)), "SMALLINT", "up to 99000"),
+        ("INT", pa.array(-np.arange(0, 100_000, 1000, dtype=np.int32)), "SMALLINT", "down to -99000"),
+        ("BIGINT", LONGS, "INT", "up to 960000000000"),
+        ("INT", INTS, "TINYINT", None),  # -3..96 fits a TINYINT: answered, and rightly
+        ("BIGINT", pa.array(np.arange(0, 10**6, 10**4, dtype=np.int64)), "DECIMAL(4, 2)", "up to 990000"),
+        ("INT", pa.array(np.arange(0, 10**8, 10**6, dtype=np.int32)), "TIME", "up to 99000000"),
+    ],
+)
 def test_bsi_values_outside_the_asked_type_are_refused(built, values, asked, held):
     blob = _index("bsi", built, values)
     r = pf.fileindex.reader("bsi", asked, blob)
@@ -90,10 +103,16 @@ def _global(dtype, values):
     return w.finish()
 
 
-@pytest.mark.parametrize("built, values, asked, width", [
-    ("INT", INTS, "BIGINT", 4), ("INT", INTS, "SMALLINT", 4), ("BIGINT", LONGS, "INT", 8),
-    ("BIGINT", LONGS, "TIMESTAMP(6)", 8), ("SMALLINT", pa.array(np.arange(100, dtype=np.int16)), "INT", 2),
-])
+@pytest.mark.parametrize(
+    "built, values, asked, width",
+    [
+        ("INT", INTS, "BIGINT", 4),
+        ("INT", INTS, "SMALLINT", 4),
+        ("BIGINT", LONGS, "INT", 8),
+        ("BIGINT", LONGS, "TIMESTAMP(6)", 8),
+        ("SMALLINT", pa.array(np.arange(100, dtype=np.int16)), "INT", 2),
+    ],
+)
 def test_global_index_keys_of_another_width_are_refused(built, values, asked, width):
     data, meta = _global(built, values)
     # the file's metadata tells before the file is opened

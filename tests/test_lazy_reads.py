@@ -10,6 +10,7 @@ Then: ``limit``, ``count()``, ``explain()`` (every index kind, an index present 
 the predicate, stale ones, a type mismatch, the fallback budget), pypaimon's read-builder shape,
 the deprecated tuple forms, the CLI flags, Ray.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,6 +34,7 @@ HANDOFFS = ["arrow", "batches", "pandas", "polars", "polars_lazy", "duckdb"]
 
 
 # ---------------------------------------------------------------- helpers
+
 
 def _canon(v):
     if isinstance(v, float) and math.isnan(v):
@@ -97,11 +99,22 @@ def oracle(rows, where, deleted=None):
 
 # ---------------------------------------------------------------- a Parquet dataset
 
-DS_OPTIONS = {"file-index.bloom-filter.columns": "name", "file-index.bitmap.columns": "status",
-              "file-index.range-bitmap.columns": "score", "file-index.bsi.columns": "id",
-              "file-index.in-manifest-threshold": "64"}
-DS_WHERE = [None, "status = 'paid' AND id < 900", "id IN (5, 1250, 99999)", "status IS NULL OR region = 'us'",
-            "score > 90.5", "name = 'eu1-3'", "tag = 't3' AND status != 'new'"]
+DS_OPTIONS = {
+    "file-index.bloom-filter.columns": "name",
+    "file-index.bitmap.columns": "status",
+    "file-index.range-bitmap.columns": "score",
+    "file-index.bsi.columns": "id",
+    "file-index.in-manifest-threshold": "64",
+}
+DS_WHERE = [
+    None,
+    "status = 'paid' AND id < 900",
+    "id IN (5, 1250, 99999)",
+    "status IS NULL OR region = 'us'",
+    "score > 90.5",
+    "name = 'eu1-3'",
+    "tag = 't3' AND status != 'new'",
+]
 DELETED = "id < 100 OR name = 'us4-2'"
 
 
@@ -113,21 +126,31 @@ def write_dataset(root, rows=400, seed=7):
         os.makedirs(d, exist_ok=True)
         for k in range(3):
             ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
-            pq.write_table(pa.table({
-                "id": ids,
-                "name": pa.array([f"{region}{i}-{j % 7}" for j in range(rows)]),
-                "status": pa.array([["new", "paid", "sent", None][int(x)] for x in rng.integers(0, 4, rows)]),
-                "score": np.round(rng.uniform(0, 100, rows), 1),
-                "tag": pa.array([f"t{int(x)}" for x in rng.integers(0, 8, rows)]),
-            }), os.path.join(d, f"part-{k}.parquet"), row_group_size=150)
+            pq.write_table(
+                pa.table(
+                    {
+                        "id": ids,
+                        "name": pa.array([f"{region}{i}-{j % 7}" for j in range(rows)]),
+                        "status": pa.array([["new", "paid", "sent", None][int(x)] for x in rng.integers(0, 4, rows)]),
+                        "score": np.round(rng.uniform(0, 100, rows), 1),
+                        "tag": pa.array([f"t{int(x)}" for x in rng.integers(0, 8, rows)]),
+                    }
+                ),
+                os.path.join(d, f"part-{k}.parquet"),
+                row_group_size=150,
+            )
             i += 1
     return root
 
 
 def plain_rows(root):
     """Every row of the dataset by pyarrow alone (partition column from the paths)."""
-    paths = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.endswith(".parquet")
-                   and "/_" not in os.path.join(d, f)[len(root):])
+    paths = sorted(
+        os.path.join(d, f)
+        for d, _, fs in os.walk(root)
+        for f in fs
+        if f.endswith(".parquet") and "/_" not in os.path.join(d, f)[len(root) :]
+    )
     t = pads.dataset(paths, format="parquet", partitioning="hive", partition_base_dir=root).to_table()
     return [{k: (str(v) if k == "region" else v) for k, v in r.items()} for r in t.to_pylist()]
 
@@ -187,11 +210,14 @@ def test_dataset_on_s3_equals_local(tmp_path, s3_server):
     check_all_handoffs(r, oracle(rows, where), ["id", "status", "region"])
     assert r.report.bytes_read > 0  # ranged reads counted on the store
     r = sds.read("name = 'us4-2'")
-    assert multiset(r.to_arrow().to_pylist(), ["id", "name"]) == multiset(oracle(rows, "name = 'us4-2'"), ["id", "name"])
+    assert multiset(r.to_arrow().to_pylist(), ["id", "name"]) == multiset(
+        oracle(rows, "name = 'us4-2'"), ["id", "name"]
+    )
     assert r.report.files_skipped == 5
 
 
 # ---------------------------------------------------------------- DuckDB and Polars queries over the streams
+
 
 def test_duckdb_sql_over_registered_streams(datasets):
     import duckdb
@@ -213,8 +239,9 @@ def test_duckdb_sql_over_registered_streams(datasets):
         want_groups[r["status"]] = want_groups.get(r["status"], 0) + 1
     assert got == want_groups
     # a join of two streams (each scan of a registered read reads again)
-    joined = con.sql("SELECT e.id, e.tag, p.score FROM events e JOIN paid p USING (id) WHERE e.tag = 't1' "
-                     "ORDER BY e.id").fetchall()
+    joined = con.sql(
+        "SELECT e.id, e.tag, p.score FROM events e JOIN paid p USING (id) WHERE e.tag = 't1' ORDER BY e.id"
+    ).fetchall()
     want_join = sorted((r["id"], r["tag"], r["score"]) for r in rows if r["status"] == "paid" and r["tag"] == "t1")
     assert joined == want_join and joined
     # the same registered name answers again (the stream is not used up)
@@ -230,15 +257,20 @@ def test_polars_queries_over_the_stream(datasets):
     root, deleted = datasets["deletes"]
     rows = oracle(plain_rows(root), None, deleted)
     lf = ParquetDataset(root).read().to_polars(lazy=True)
-    got = (lf.filter((pl.col("score") > 80) & (pl.col("region") == "eu")).group_by("status")
-           .agg(pl.len().alias("n"), pl.col("score").sum().alias("s")).collect())
+    got = (
+        lf.filter((pl.col("score") > 80) & (pl.col("region") == "eu"))
+        .group_by("status")
+        .agg(pl.len().alias("n"), pl.col("score").sum().alias("s"))
+        .collect()
+    )
     want = {}
     for r in rows:
         if r["score"] > 80 and r["region"] == "eu":
             n, s = want.get(r["status"], (0, 0.0))
             want[r["status"]] = (n + 1, s + r["score"])
-    assert {d["status"]: (d["n"], pytest.approx(d["s"])) for d in got.to_dicts()} == \
-        {k: (n, pytest.approx(s)) for k, (n, s) in want.items()}
+    assert {d["status"]: (d["n"], pytest.approx(d["s"])) for d in got.to_dicts()} == {
+        k: (n, pytest.approx(s)) for k, (n, s) in want.items()
+    }
     # projection and head pushed into the read; filter applied to the batches
     top = lf.select(["id", "tag"]).filter(pl.col("tag") == "t5").head(7).collect()
     assert top.columns == ["id", "tag"] and top.height == 7
@@ -247,6 +279,7 @@ def test_polars_queries_over_the_stream(datasets):
 
 
 # ---------------------------------------------------------------- limit, count, streaming
+
 
 def test_limit_stops_early_and_rows_hold(datasets):
     root, deleted = datasets["deletes"]
@@ -270,11 +303,19 @@ def test_limit_reads_only_the_first_pages(tmp_path):
     os.makedirs(root)
     n = 60_000
     for i in range(3):
-        pq.write_table(pa.table({"k": pa.array(np.arange(n) % 97, pa.int32()),
-                                 "v": pa.array(np.arange(i * n, (i + 1) * n), pa.int64()),
-                                 "s": pa.array([f"s{j % 1000:05d}" for j in range(n)])}),
-                       os.path.join(root, f"f{i}.parquet"), data_page_size=8 << 10, row_group_size=30_000,
-                       use_dictionary=["k", "s"])
+        pq.write_table(
+            pa.table(
+                {
+                    "k": pa.array(np.arange(n) % 97, pa.int32()),
+                    "v": pa.array(np.arange(i * n, (i + 1) * n), pa.int64()),
+                    "s": pa.array([f"s{j % 1000:05d}" for j in range(n)]),
+                }
+            ),
+            os.path.join(root, f"f{i}.parquet"),
+            data_page_size=8 << 10,
+            row_group_size=30_000,
+            use_dictionary=["k", "s"],
+        )
     size = os.path.getsize(os.path.join(root, "f0.parquet"))
     ds = ParquetDataset(root)
     r = ds.read("k > 3", limit=10)
@@ -334,7 +375,7 @@ def test_the_read_runs_one_batch_ahead_and_stops_when_the_consumer_does():
     reader = c.read.to_arrow_batch_reader()
     assert [reader.read_next_batch().column(0)[0].as_py() for _ in range(3)] == [0, 1, 2]
     time.sleep(0.2)
-    assert c.made <= 5        # three handed out, one queued, at most one being made
+    assert c.made <= 5  # three handed out, one queued, at most one being made
     del reader
     gc.collect()
     time.sleep(0.3)
@@ -353,12 +394,16 @@ def test_legacy_scan_unpacks_with_a_warning(datasets):
     assert isinstance(res, LazyRead)
     with pytest.warns(DeprecationWarning, match=r"ParquetDataset\.scan returns a LazyRead"):
         t, rep = res
-    assert multiset(t.to_pylist(), ["id"]) == multiset(res.to_arrow().to_pylist(), ["id"]) == \
-        multiset(oracle(plain_rows(root), "status = 'sent'", deleted), ["id"])
+    assert (
+        multiset(t.to_pylist(), ["id"])
+        == multiset(res.to_arrow().to_pylist(), ["id"])
+        == multiset(oracle(plain_rows(root), "status = 'sent'", deleted), ["id"])
+    )
     assert rep is res.report and rep.files_total == 6
 
 
 # ---------------------------------------------------------------- explain of a dataset
+
 
 def test_explain_dataset_every_index_kind(tmp_path):
     from paimon_fast.tables.globalindex import build_global_index_local
@@ -373,8 +418,14 @@ def test_explain_dataset_every_index_kind(tmp_path):
     text = str(ex)
     assert text.splitlines()[0].startswith("Parquet dataset") and "index" in text.splitlines()[2]
     kinds = {(x.index, x.column, x.scope) for x in ex.indexes}
-    assert kinds == {("bloom-filter", "name", "file"), ("bitmap", "status", "file"), ("range-bitmap", "score", "file"),
-                     ("bsi", "id", "file"), ("bitmap", "tag", "global"), ("bitmap", "status", "global")}
+    assert kinds == {
+        ("bloom-filter", "name", "file"),
+        ("bitmap", "status", "file"),
+        ("range-bitmap", "score", "file"),
+        ("bsi", "id", "file"),
+        ("bitmap", "tag", "global"),
+        ("bitmap", "status", "global"),
+    }
     name = ex.index("bloom-filter", "name")
     assert name.used and name.files == 6 and name.files_removed == 5 and name.rows_removed == 1000
     assert ex.index("bitmap", "status", "global").used
@@ -415,10 +466,19 @@ def test_explain_dataset_stale_and_type_mismatch(tmp_path):
 
 # ---------------------------------------------------------------- Paimon tables
 
-PAIMON_OPTS = {"file-index.bitmap.columns": "category", "file-index.range-bitmap.columns": "id",
-               "file-index.bloom-filter.columns": "name", "file-index.bloom-filter.name.items": "2000"}
-PAIMON_WHERE = ["category = 'red' AND price > 500", "name = 'name-1234'", "id BETWEEN 1990 AND 2010",
-                "category = 'magenta'", "price < 30 OR name = 'name-3999'"]
+PAIMON_OPTS = {
+    "file-index.bitmap.columns": "category",
+    "file-index.range-bitmap.columns": "id",
+    "file-index.bloom-filter.columns": "name",
+    "file-index.bloom-filter.name.items": "2000",
+}
+PAIMON_WHERE = [
+    "category = 'red' AND price > 500",
+    "name = 'name-1234'",
+    "id BETWEEN 1990 AND 2010",
+    "category = 'magenta'",
+    "price < 30 OR name = 'name-3999'",
+]
 
 
 def paimon_rows(table):
@@ -483,9 +543,16 @@ def test_paimon_table_on_s3(tmp_path, s3_server):
     wh = unpack_java09(tmp_path / "wh")
     bucket = s3_server.new_bucket()
     s3_server.upload_dir(wh, bucket, "wh")
-    cat = CatalogFactory.create({"warehouse": f"s3://{bucket}/wh", "fs.s3.endpoint": s3_server.endpoint_url,
-                                 "fs.s3.accessKeyId": KEY, "fs.s3.accessKeySecret": SECRET, "fs.s3.region": REGION,
-                                 "fs.s3.path-style-access": "true"})
+    cat = CatalogFactory.create(
+        {
+            "warehouse": f"s3://{bucket}/wh",
+            "fs.s3.endpoint": s3_server.endpoint_url,
+            "fs.s3.accessKeyId": KEY,
+            "fs.s3.accessKeySecret": SECRET,
+            "fs.s3.region": REGION,
+            "fs.s3.path-style-access": "true",
+        }
+    )
     for name, fast in (("append_embedded", True), ("pk_dv", False)):
         t = legacy_manifest_table(cat.get_table(f"db.{name}"))
         where = "category = 'red' AND id < 1500"
@@ -510,14 +577,25 @@ def _global_table(wh, options, commits=3, n=150):
     rnd = random.Random(3)
     for k in range(commits):
         ids = range(k * n, (k + 1) * n)
-        commit_arrow(cat.get_table("db.g"), pa.table({
-            "id": pa.array(list(ids), pa.int64()), "color": [rnd.choice(COLORS + [None]) for _ in ids],
-            "n": pa.array([rnd.randrange(0, 9) for _ in ids], pa.int32())}, schema=schema))
+        commit_arrow(
+            cat.get_table("db.g"),
+            pa.table(
+                {
+                    "id": pa.array(list(ids), pa.int64()),
+                    "color": [rnd.choice(COLORS + [None]) for _ in ids],
+                    "n": pa.array([rnd.randrange(0, 9) for _ in ids], pa.int32()),
+                },
+                schema=schema,
+            ),
+        )
     return cat
 
 
-@pytest.mark.parametrize("options", [{"row-tracking.enabled": "true", "data-evolution.enabled": "true"},
-                                     {"row-tracking.enabled": "true"}], ids=["data-evolution", "row-tracking"])
+@pytest.mark.parametrize(
+    "options",
+    [{"row-tracking.enabled": "true", "data-evolution.enabled": "true"}, {"row-tracking.enabled": "true"}],
+    ids=["data-evolution", "row-tracking"],
+)
 def test_paimon_global_index_rows_and_explain(tmp_path, options):
     pytest.importorskip("pypaimon", reason="Paimon tables are read through pypaimon (the tables extra)")
     from paimon_fast.paimon import create_global_index, read
@@ -534,8 +612,12 @@ def test_paimon_global_index_rows_and_explain(tmp_path, options):
         check_all_handoffs(r, oracle(rows, where))
         assert r.report.global_indexes, r.report
     # rows written after the build: the global index does not cover them (stale)
-    commit_arrow(cat.get_table("db.g"), pa.table({"id": pa.array([1000, 1001], pa.int64()),
-                                                  "color": ["red", "blue"], "n": pa.array([1, 2], pa.int32())}))
+    commit_arrow(
+        cat.get_table("db.g"),
+        pa.table(
+            {"id": pa.array([1000, 1001], pa.int64()), "color": ["red", "blue"], "n": pa.array([1, 2], pa.int32())}
+        ),
+    )
     t = cat.get_table("db.g")
     fast_mode = "data-evolution.enabled" in options
     for where in wheres:
@@ -547,7 +629,7 @@ def test_paimon_global_index_rows_and_explain(tmp_path, options):
     assert g.used and g.files == 3 and g.rows_removed > 0 and "stale: 1 data file written after the build" in g.why
     mode = "search mode fast" if "data-evolution.enabled" in options else "search mode full"
     assert any(n.startswith(mode) for n in ex.notes), ex.notes
-    ex = read(t, "color LIKE '%e%'").explain()   # a scan of the dictionary, within the default budget
+    ex = read(t, "color LIKE '%e%'").explain()  # a scan of the dictionary, within the default budget
     assert ex.index("bitmap", "color", "global").used
 
 
@@ -555,8 +637,11 @@ def test_paimon_explain_file_indexes(native_table, tmp_path):
     from paimon_fast.paimon import read
 
     ex = read(native_table, "category = 'red' AND name = 'name-2010' AND id >= 0").explain()
-    assert {(x.index, x.column) for x in ex.indexes} == {("bitmap", "category"), ("bloom-filter", "name"),
-                                                         ("range-bitmap", "id")}
+    assert {(x.index, x.column) for x in ex.indexes} == {
+        ("bitmap", "category"),
+        ("bloom-filter", "name"),
+        ("range-bitmap", "id"),
+    }
     # the statistics leave the two files holding red; each index counted alone over them
     assert all(x.used and x.files == 2 for x in ex.indexes)
     assert ex.index("bloom-filter", "name").files_removed == 1 and ex.index("range-bitmap", "id").rows_removed == 0
@@ -569,8 +654,9 @@ def test_paimon_explain_file_indexes(native_table, tmp_path):
     # file indexes off: present, not read
     from paimon_helpers import create_sample_table
 
-    off = create_sample_table(tmp_path, name="off", options={**PAIMON_OPTS, "file-index.read.enabled": "false"},
-                              files=2, n=500, native=True)
+    off = create_sample_table(
+        tmp_path, name="off", options={**PAIMON_OPTS, "file-index.read.enabled": "false"}, files=2, n=500, native=True
+    )
     ex = read(off, "category = 'red'").explain()
     u = ex.index("bitmap", "category")
     assert not u.used and u.files == 1 and "file-index.read.enabled is false" in u.why
@@ -584,8 +670,9 @@ def test_paimon_limit_reads_first_pages(native_table):
     assert t.num_rows == 10 and all(p >= 10 for p in t.column("price").to_pylist())
     # the first 256 rows of the first file (its one page: 1,000 rows), nothing of the other 3,000
     assert r.report.decoded.rows <= 512 and r.report.rows_decoded <= 1000 and r.report.rows_returned == 10, r.report
-    assert r.count() == 10 and read(native_table, "price >= 10").count() == \
-        sum(row["price"] >= 10 for row in paimon_rows(native_table))
+    assert r.count() == 10 and read(native_table, "price >= 10").count() == sum(
+        row["price"] >= 10 for row in paimon_rows(native_table)
+    )
 
 
 def test_read_builder_is_pypaimons_shape(native_table):
@@ -595,10 +682,11 @@ def test_read_builder_is_pypaimons_shape(native_table):
     rows = paimon_rows(native_table)
     rb = read_builder(native_table)
     pb = rb.new_predicate_builder()
-    rb = rb.with_filter(pb.and_predicates([pb.equal("category", "green"), pb.less_than("price", 300)])) \
-        .with_projection(["id", "category"])
+    rb = rb.with_filter(pb.and_predicates([pb.equal("category", "green"), pb.less_than("price", 300)])).with_projection(
+        ["id", "category"]
+    )
     splits = rb.new_scan().plan().splits()
-    assert splits and all(isinstance(s, FastSplit) for s in splits) and len(splits) == 2   # two files hold green
+    assert splits and all(isinstance(s, FastSplit) for s in splits) and len(splits) == 2  # two files hold green
     want = oracle(rows, "category = 'green' AND price < 300")
     rd = rb.new_read()
     got = rd.to_arrow(splits)
@@ -607,8 +695,12 @@ def test_read_builder_is_pypaimons_shape(native_table):
     # splits travel: pickled, read by another builder's reader
     again = pickle.loads(pickle.dumps(splits))
     assert [s.row_ranges() for s in again] == [s.row_ranges() for s in splits]
-    other = read_builder(native_table).with_filter("category = 'green' AND price < 300") \
-        .with_projection(["id", "category"]).new_read()
+    other = (
+        read_builder(native_table)
+        .with_filter("category = 'green' AND price < 300")
+        .with_projection(["id", "category"])
+        .new_read()
+    )
     assert multiset(other.to_arrow(again).to_pylist(), ["id"]) == multiset(want, ["id"])
     # the other hand-offs of pypaimon's TableRead
     assert multiset([{"id": r.get_field(0)} for r in rd.to_iterator(splits)], ["id"]) == multiset(want, ["id"])
@@ -650,9 +742,15 @@ def hudi_table(tmp_path_factory):
     from hudi_writer import CowTable
 
     n = 90
-    data = pa.table({"id": list(range(n)), "city": [["berlin", "paris", "rome"][i % 3] for i in range(n)],
-                     "kind": [["x", "y", "z"][i % 3] if i % 7 else None for i in range(n)],
-                     "n": [i % 5 for i in range(n)]}, schema=HUDI_SCHEMA)
+    data = pa.table(
+        {
+            "id": list(range(n)),
+            "city": [["berlin", "paris", "rome"][i % 3] for i in range(n)],
+            "kind": [["x", "y", "z"][i % 3] if i % 7 else None for i in range(n)],
+            "n": [i % 5 for i in range(n)],
+        },
+        schema=HUDI_SCHEMA,
+    )
     t = CowTable(str(tmp_path_factory.mktemp("hudi") / "t"), HUDI_SCHEMA, partition_field="city")
     t.insert(data, groups=2)
     ph.build_index(None, t.path, ["city", "kind", "n"])
@@ -701,6 +799,7 @@ def test_hudi_explain_and_old_paths(hudi_table, tmp_path):
 
 
 # ---------------------------------------------------------------- the CLI, missing packages, Ray
+
 
 def test_cli_query_explain_and_limit(datasets, capsys):
     from paimon_fast import cli

@@ -17,6 +17,7 @@ The matrix runs in CI's job without pandas (the oldest one) and in the full job;
 issue's literals also runs in a subprocess with pandas blocked, so the full job proves the
 no-pandas path too.  A new index kind is one more entry in ``FILE_INDEXES`` or ``GLOBAL_INDEXES``.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -41,13 +42,14 @@ from paimon_fast.types import DataType
 
 EPOCH = dt.datetime(1970, 1, 1)
 UTC3 = dt.timezone(dt.timedelta(hours=3))
-NS = 10 ** 9
-TICKS = {"s": 1, "ms": 10 ** 3, "us": 10 ** 6, "ns": 10 ** 9}
+NS = 10**9
+TICKS = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
 # the issue's literal: 2088-07-01T22:07:59.750704648 UTC, as nanoseconds since the epoch
 ISSUE_NS = (dt.datetime(2088, 7, 1, 22, 7, 59) - EPOCH) // dt.timedelta(seconds=1) * NS + 750_704_648
 
 
 # ---------------------------------------------------------------- the columns
+
 
 class Col:
     """One column type: its values (exact, None = null), how they are stored in Arrow, and the
@@ -55,12 +57,12 @@ class Col:
 
     def __init__(self, ptype, family, exact, asks, store=None):
         self.ptype = ptype
-        self.family = family      # number / float / decimal / date / timestamp / time / string / bool
+        self.family = family  # number / float / decimal / date / timestamp / time / string / bool
         self.dtype = DataType.parse(ptype)
         self.at = self.dtype.to_arrow()
-        self.exact = exact        # oracle values: Fraction (seconds for temporal types), str, bool, None
+        self.exact = exact  # oracle values: Fraction (seconds for temporal types), str, bool, None
         self.asks = asks
-        self.store = store or (lambda q: q)   # exact value -> what pa.array takes for self.at
+        self.store = store or (lambda q: q)  # exact value -> what pa.array takes for self.at
 
     def array(self):
         return pa.array([None if q is None else self.store(q) for q in self.exact], self.at)
@@ -72,8 +74,20 @@ def _ticks(unit):
 
 def _ts_values(unit):
     """Instants with sub-unit structure around the epoch, the issue's year and midnights."""
-    ns = [ISSUE_NS, ISSUE_NS + 1, ISSUE_NS - 1_000, ISSUE_NS + 999_999, -1_500, -1_000, 0, 1_000_000,
-          86_400 * NS, -86_400 * NS, 1_700_000_000 * NS + 123_456_789, 1_700_000_000 * NS + 123_456_000]
+    ns = [
+        ISSUE_NS,
+        ISSUE_NS + 1,
+        ISSUE_NS - 1_000,
+        ISSUE_NS + 999_999,
+        -1_500,
+        -1_000,
+        0,
+        1_000_000,
+        86_400 * NS,
+        -86_400 * NS,
+        1_700_000_000 * NS + 123_456_789,
+        1_700_000_000 * NS + 123_456_000,
+    ]
     per = NS // TICKS[unit]
     vals = sorted({n // per * per for n in ns})
     return [Fraction(n, NS) for n in vals]
@@ -81,8 +95,15 @@ def _ts_values(unit):
 
 def _ts_col(ptype, unit):
     vals = _ts_values(unit)
-    asks = [vals[1], vals[-1], Fraction(ISSUE_NS, NS), Fraction(ISSUE_NS + 500, NS), Fraction(-1, NS),
-            Fraction(86_400), Fraction(1_700_000_000 * NS + 123_456_789, NS) + Fraction(1, NS)]
+    asks = [
+        vals[1],
+        vals[-1],
+        Fraction(ISSUE_NS, NS),
+        Fraction(ISSUE_NS + 500, NS),
+        Fraction(-1, NS),
+        Fraction(86_400),
+        Fraction(1_700_000_000 * NS + 123_456_789, NS) + Fraction(1, NS),
+    ]
     return Col(ptype, "timestamp", vals + [None], asks, _ticks(unit))
 
 
@@ -95,39 +116,86 @@ def _time_col(ptype, unit):
 
 
 def _dec(q, scale):
-    return decimal.Decimal(int(q * 10 ** scale)).scaleb(-scale, context=decimal.Context(prec=1000))
+    return decimal.Decimal(int(q * 10**scale)).scaleb(-scale, context=decimal.Context(prec=1000))
 
 
-COLUMNS = {c.ptype: c for c in [
-    Col("TINYINT", "number", [Fraction(v) for v in (-128, -3, 0, 5, 127)] + [None],
-        [Fraction(5), Fraction(11, 2), Fraction(-128), Fraction(2 ** 40)], int),
-    Col("SMALLINT", "number", [Fraction(v) for v in (-32768, -3, 0, 5, 300)] + [None],
-        [Fraction(300), Fraction(-7, 2), Fraction(-40000)], int),
-    Col("INT", "number", [Fraction(v) for v in (-2 ** 31, -3, 0, 5, 70_000)] + [None],
-        [Fraction(70_000), Fraction(11, 2), Fraction(2 ** 31)], int),
-    Col("BIGINT", "number", [Fraction(v) for v in (-2 ** 63 + 1, -3, 0, 5, 2 ** 53 + 1)] + [None],
-        [Fraction(2 ** 53 + 1), Fraction(5), Fraction(-5, 2), Fraction(2 ** 64)], int),
-    Col("FLOAT", "float", [Fraction(float(np.float32(v))) for v in (-2.25, 0.0, 0.1, 1.5, 3e38)] + [None],
-        [Fraction(float(np.float32(0.1))), Fraction(0.1), Fraction(3, 2), Fraction(-9, 4)], float),
-    Col("DOUBLE", "float", [Fraction(v) for v in (-2.25, 0.0, 0.1, 1.5, 1e300)] + [None],
-        [Fraction(0.1), Fraction(1, 10), Fraction(3, 2), Fraction(float(np.float32(0.1)))], float),
-    Col("DECIMAL(9, 2)", "decimal", [Fraction(v, 100) for v in (-999_999_999, -125, 0, 125, 300)] + [None],
-        [Fraction(125, 100), Fraction(1255, 1000), Fraction(3), Fraction(10 ** 8)], lambda q: _dec(q, 2)),
-    Col("DECIMAL(20, 3)", "decimal", [Fraction(v, 1000) for v in (-(10 ** 20) + 1, -1250, 0, 1250, 10 ** 19)] + [None],
-        [Fraction(10 ** 19, 1000), Fraction(1250, 1000), Fraction(12505, 10000)], lambda q: _dec(q, 3)),
-    Col("BOOLEAN", "bool", [True, False, True, None], [True, False], bool),
-    Col("STRING", "string", ["", "a", "b", "é", "ab", None], ["a", "é", "aa"], str),
-    Col("DATE", "date", [Fraction(d * 86_400) for d in (-719_162, -1, 0, 1, 19_000, 2_932_896)] + [None],
-        [Fraction(86_400), Fraction(19_000 * 86_400), Fraction(19_000 * 86_400 + 43_200), Fraction(-86_400)],
-        lambda q: int(q / 86_400)),
-    _time_col("TIME(3)", "ms"),
-    _time_col("TIME(9)", "ns"),
-    _ts_col("TIMESTAMP(3)", "ms"),
-    _ts_col("TIMESTAMP(6)", "us"),
-    _ts_col("TIMESTAMP(9)", "ns"),
-    _ts_col("TIMESTAMP(3) WITH LOCAL TIME ZONE", "ms"),
-    _ts_col("TIMESTAMP(9) WITH LOCAL TIME ZONE", "ns"),
-]}
+COLUMNS = {
+    c.ptype: c
+    for c in [
+        Col(
+            "TINYINT",
+            "number",
+            [Fraction(v) for v in (-128, -3, 0, 5, 127)] + [None],
+            [Fraction(5), Fraction(11, 2), Fraction(-128), Fraction(2**40)],
+            int,
+        ),
+        Col(
+            "SMALLINT",
+            "number",
+            [Fraction(v) for v in (-32768, -3, 0, 5, 300)] + [None],
+            [Fraction(300), Fraction(-7, 2), Fraction(-40000)],
+            int,
+        ),
+        Col(
+            "INT",
+            "number",
+            [Fraction(v) for v in (-(2**31), -3, 0, 5, 70_000)] + [None],
+            [Fraction(70_000), Fraction(11, 2), Fraction(2**31)],
+            int,
+        ),
+        Col(
+            "BIGINT",
+            "number",
+            [Fraction(v) for v in (-(2**63) + 1, -3, 0, 5, 2**53 + 1)] + [None],
+            [Fraction(2**53 + 1), Fraction(5), Fraction(-5, 2), Fraction(2**64)],
+            int,
+        ),
+        Col(
+            "FLOAT",
+            "float",
+            [Fraction(float(np.float32(v))) for v in (-2.25, 0.0, 0.1, 1.5, 3e38)] + [None],
+            [Fraction(float(np.float32(0.1))), Fraction(0.1), Fraction(3, 2), Fraction(-9, 4)],
+            float,
+        ),
+        Col(
+            "DOUBLE",
+            "float",
+            [Fraction(v) for v in (-2.25, 0.0, 0.1, 1.5, 1e300)] + [None],
+            [Fraction(0.1), Fraction(1, 10), Fraction(3, 2), Fraction(float(np.float32(0.1)))],
+            float,
+        ),
+        Col(
+            "DECIMAL(9, 2)",
+            "decimal",
+            [Fraction(v, 100) for v in (-999_999_999, -125, 0, 125, 300)] + [None],
+            [Fraction(125, 100), Fraction(1255, 1000), Fraction(3), Fraction(10**8)],
+            lambda q: _dec(q, 2),
+        ),
+        Col(
+            "DECIMAL(20, 3)",
+            "decimal",
+            [Fraction(v, 1000) for v in (-(10**20) + 1, -1250, 0, 1250, 10**19)] + [None],
+            [Fraction(10**19, 1000), Fraction(1250, 1000), Fraction(12505, 10000)],
+            lambda q: _dec(q, 3),
+        ),
+        Col("BOOLEAN", "bool", [True, False, True, None], [True, False], bool),
+        Col("STRING", "string", ["", "a", "b", "é", "ab", None], ["a", "é", "aa"], str),
+        Col(
+            "DATE",
+            "date",
+            [Fraction(d * 86_400) for d in (-719_162, -1, 0, 1, 19_000, 2_932_896)] + [None],
+            [Fraction(86_400), Fraction(19_000 * 86_400), Fraction(19_000 * 86_400 + 43_200), Fraction(-86_400)],
+            lambda q: int(q / 86_400),
+        ),
+        _time_col("TIME(3)", "ms"),
+        _time_col("TIME(9)", "ns"),
+        _ts_col("TIMESTAMP(3)", "ms"),
+        _ts_col("TIMESTAMP(6)", "us"),
+        _ts_col("TIMESTAMP(9)", "ns"),
+        _ts_col("TIMESTAMP(3) WITH LOCAL TIME ZONE", "ms"),
+        _ts_col("TIMESTAMP(9) WITH LOCAL TIME ZONE", "ns"),
+    ]
+}
 
 
 # ---------------------------------------------------------------- the literal forms of one exact value
@@ -160,7 +228,7 @@ def number_forms(q: Fraction):
                 out.append((f"pa.{t}", pa.scalar(n, t)))
             except (OverflowError, pa.ArrowInvalid):
                 pass
-    f = float(q) if abs(q) < 2 ** 1000 else None
+    f = float(q) if abs(q) < 2**1000 else None
     if f is not None and Fraction(f) == q:
         _np_floats(out, f)
     return _decimal_forms(out, q)
@@ -168,8 +236,12 @@ def number_forms(q: Fraction):
 
 def _np_floats(out, f):
     with np.errstate(over="ignore"):
-        out += [("float", f), ("np.float64", np.float64(f)), ("pa.double", pa.scalar(f, pa.float64())),
-                ("np.longdouble", np.longdouble(f))]
+        out += [
+            ("float", f),
+            ("np.float64", np.float64(f)),
+            ("pa.double", pa.scalar(f, pa.float64())),
+            ("np.longdouble", np.longdouble(f)),
+        ]
         if np.isfinite(np.float32(f)) and float(np.float32(f)) == f:
             out += [("np.float32", np.float32(f)), ("pa.float", pa.scalar(f, pa.float32()))]
         if np.isfinite(np.float16(f)) and float(np.float16(f)) == f:
@@ -181,7 +253,7 @@ def _decimal_forms(out, q):
     if scale is not None:
         d = _dec(q, scale)
         out.append(("Decimal", d))
-        digits = len(str(abs(int(q * 10 ** scale))))
+        digits = len(str(abs(int(q * 10**scale))))
         if max(digits, scale + 1) <= 38:
             out.append(("pa.decimal128", pa.scalar(d, pa.decimal128(max(digits, scale + 1), scale))))
         if max(digits, scale + 1) <= 76:
@@ -211,26 +283,32 @@ def instant_forms(q: Fraction, unit_ticks=None):
     ns = int(ns)
     if unit_ticks and (q * unit_ticks).denominator == 1:
         out.append(("int ticks", int(q * unit_ticks)))
-    for unit, per in (("s", NS), ("ms", 10 ** 6), ("us", 10 ** 3), ("ns", 1)):
-        if ns % per == 0 and -(2 ** 63) < ns // per < 2 ** 63:
+    for unit, per in (("s", NS), ("ms", 10**6), ("us", 10**3), ("ns", 1)):
+        if ns % per == 0 and -(2**63) < ns // per < 2**63:
             for tz in (None, "UTC", "+03:00"):
                 out.append((f"pa.timestamp[{unit},{tz}]", pa.scalar(ns // per, pa.timestamp(unit, tz=tz))))
             out.append((f"np.datetime64[{unit}]", np.datetime64(ns // per, unit)))
-    if -(2 ** 62) < ns < 2 ** 62:
+    if -(2**62) < ns < 2**62:
         out.append(("iso text", _iso(ns)))
         out.append(("iso text Z", _iso(ns, z=True)))
         out.append(("iso text +03:00", _iso(ns, 3)))
     if ns % 1000 == 0:
         try:
             d = EPOCH + dt.timedelta(microseconds=ns // 1000)
-            out += [("datetime", d), ("datetime UTC", d.replace(tzinfo=dt.timezone.utc)),
-                    ("datetime +03:00", (d + dt.timedelta(hours=3)).replace(tzinfo=UTC3))]
+            out += [
+                ("datetime", d),
+                ("datetime UTC", d.replace(tzinfo=dt.timezone.utc)),
+                ("datetime +03:00", (d + dt.timedelta(hours=3)).replace(tzinfo=UTC3)),
+            ]
         except OverflowError:
             pass
     if ns % (86_400 * NS) == 0:
         days = ns // (86_400 * NS)
-        out += [("pa.date32", pa.scalar(days, pa.date32())), ("pa.date64", pa.scalar(days * 86_400_000, pa.date64())),
-                ("np.datetime64[D]", np.datetime64(days, "D"))]
+        out += [
+            ("pa.date32", pa.scalar(days, pa.date32())),
+            ("pa.date64", pa.scalar(days * 86_400_000, pa.date64())),
+            ("np.datetime64[D]", np.datetime64(days, "D")),
+        ]
         try:
             out.append(("date", dt.date(1970, 1, 1) + dt.timedelta(days=days)))
         except OverflowError:
@@ -246,7 +324,7 @@ def time_forms(q: Fraction, unit_ticks):
     ns = int(ns)
     if (q * unit_ticks).denominator == 1:
         out.append(("int ticks", int(q * unit_ticks)))
-    for t, per in ((pa.time32("s"), NS), (pa.time32("ms"), 10 ** 6), (pa.time64("us"), 1000), (pa.time64("ns"), 1)):
+    for t, per in ((pa.time32("s"), NS), (pa.time32("ms"), 10**6), (pa.time64("us"), 1000), (pa.time64("ns"), 1)):
         if ns % per == 0:
             out.append((f"pa.{t}", pa.scalar(ns // per, t)))
     secs, frac = divmod(ns, NS)
@@ -261,9 +339,13 @@ def forms(col: Col, q):
     if f in ("number", "float", "decimal"):
         return number_forms(q)
     if f == "string":
-        out = [("str", q), ("np.str_", np.str_(q)), ("pa.string", pa.scalar(q, pa.string())),
-               ("pa.large_string", pa.scalar(q, pa.large_string())),
-               ("pa.dictionary", pa.array([q]).dictionary_encode()[0])]
+        out = [
+            ("str", q),
+            ("np.str_", np.str_(q)),
+            ("pa.string", pa.scalar(q, pa.string())),
+            ("pa.large_string", pa.scalar(q, pa.large_string())),
+            ("pa.dictionary", pa.array([q]).dictionary_encode()[0]),
+        ]
         return out
     if f == "bool":
         return [("bool", q), ("np.bool_", np.bool_(q)), ("pa.bool", pa.scalar(q, pa.bool_()))]
@@ -281,11 +363,14 @@ def pandas_forms(col: Col, q):
     if col.family not in ("timestamp", "date") or (q * NS).denominator != 1:
         return []
     ns = int(q * NS)
-    if not -(2 ** 63) < ns < 2 ** 63:
+    if not -(2**63) < ns < 2**63:
         return []
     t = pd.Timestamp(ns, unit="ns")
-    return [("pd.Timestamp", t), ("pd.Timestamp UTC", t.tz_localize("UTC")),
-            ("pd.Timestamp +03:00", t.tz_localize("UTC").tz_convert(UTC3))]
+    return [
+        ("pd.Timestamp", t),
+        ("pd.Timestamp UTC", t.tz_localize("UTC")),
+        ("pd.Timestamp +03:00", t.tz_localize("UTC").tz_convert(UTC3)),
+    ]
 
 
 def sql_forms(col: Col, q):
@@ -307,17 +392,21 @@ def sql_forms(col: Col, q):
     if f == "time":
         return [("sql " + n, f"'{v}'") for n, v in time_forms(q, 1) if n == "text"]
     ns = q * NS
-    if ns.denominator != 1 or not -(2 ** 62) < ns < 2 ** 62:
+    if ns.denominator != 1 or not -(2**62) < ns < 2**62:
         return []
     ns = int(ns)
-    out = [("sql TIMESTAMP", f"TIMESTAMP '{_iso(ns)}'"), ("sql TIMESTAMP +03:00", f"TIMESTAMP '{_iso(ns, 3)}'"),
-           ("sql string", f"'{_iso(ns)}'")]
+    out = [
+        ("sql TIMESTAMP", f"TIMESTAMP '{_iso(ns)}'"),
+        ("sql TIMESTAMP +03:00", f"TIMESTAMP '{_iso(ns, 3)}'"),
+        ("sql string", f"'{_iso(ns)}'"),
+    ]
     if ns % (86_400 * NS) == 0:
         out.append(("sql DATE", f"DATE '{_iso(ns)[:10]}'"))
     return out
 
 
 # ---------------------------------------------------------------- the oracle (brute force, SQL three-valued logic)
+
 
 def _cmp(a, b):
     if a is None or b is None:
@@ -331,8 +420,14 @@ def _holds(op, x, lits):
         c = _cmp(x, lits[0])
         if c is None:
             return None
-        return {"equal": c == 0, "not_equal": c != 0, "less_than": c < 0, "less_or_equal": c <= 0,
-                "greater_than": c > 0, "greater_or_equal": c >= 0}[op]
+        return {
+            "equal": c == 0,
+            "not_equal": c != 0,
+            "less_than": c < 0,
+            "less_or_equal": c <= 0,
+            "greater_than": c > 0,
+            "greater_or_equal": c >= 0,
+        }[op]
     if op in ("in", "not_in"):
         cs = [_cmp(x, v) for v in lits]
         r = True if 0 in cs else (None if None in cs else False)
@@ -358,6 +453,7 @@ def oracle(values, op, lits):
 
 
 # ---------------------------------------------------------------- the indexes
+
 
 def _file_index(kind, col):
     opts = {"items": "100"} if kind == "bloom-filter" else None
@@ -391,7 +487,7 @@ def _fine(col, global_index=False):
 
 
 FILE_INDEXES = ["bitmap", "bloom-filter", "bsi", "range-bitmap"]
-GLOBAL_INDEXES = ["bitmap"]          # the scalar global index kinds (add "btree" here when it lands)
+GLOBAL_INDEXES = ["bitmap"]  # the scalar global index kinds (add "btree" here when it lands)
 EXACT_OPS = ("equal", "in", "less_than", "less_or_equal", "greater_than", "greater_or_equal", "between")
 
 _BUILT = {}
@@ -422,16 +518,23 @@ def check(col, leaf, want, where, files=True):
     got = filter_table(tbl, leaf).column("i").to_pylist()
     assert got == want, (where, "exact filter", leaf)
     pred = normalize(leaf, tbl.schema)
-    for kind, r in (fidx.items() if files else ()):
-        for asked in (pred, leaf):   # as consumers ask (normalised first) and directly
+    for kind, r in fidx.items() if files else ():
+        for asked in (pred, leaf):  # as consumers ask (normalised first) and directly
             try:
                 res = r.evaluate(asked)
             except NullLiteralError:  # BSI / range-bitmap on a null literal (Java: NPE): consumers read the file
                 res = REMAIN
             kept = _rows_of(res, n)
             assert set(want) <= kept, (where, kind, asked, sorted(kept), want)
-            if asked is pred and kind != "bloom-filter" and _fine(col) and isinstance(res, BitmapResult) \
-                    and isinstance(pred, Leaf) and pred.op in EXACT_OPS and None not in pred.literals:
+            if (
+                asked is pred
+                and kind != "bloom-filter"
+                and _fine(col)
+                and isinstance(res, BitmapResult)
+                and isinstance(pred, Leaf)
+                and pred.op in EXACT_OPS
+                and None not in pred.literals
+            ):
                 # (a null literal in IN adds the null rows: Java's bitmap index answer, a superset)
                 assert kept == set(want), (where, kind, asked, sorted(kept), want)
     for kind, r in gidx.items():
@@ -500,17 +603,18 @@ def test_sql_text_literals(ptype):
                 n += 1
             check(col, parse_predicate(f"x IN ({text}, NULL)"), oracle(col.exact, "in", (q,)), (ptype, name, "IN", q))
             if col.family != "bool":
-                mirrored = parse_predicate(f"{text} > x")   # literal op column
+                mirrored = parse_predicate(f"{text} > x")  # literal op column
                 check(col, mirrored, oracle(col.exact, "less_than", (q,)), (ptype, name, "mirrored", q))
     assert n
 
 
 # ---------------------------------------------------------------- ARRAY<T>: the multivalue global index
 
+
 def _multivalue(col):
     """An ARRAY<T> column of the column's values (each row a few of them) and its multivalue index."""
     vals = [v for v in col.exact if v is not None]
-    rows = [vals[i:i + 2] for i in range(len(vals))] + [[], None, [vals[0], None]]
+    rows = [vals[i : i + 2] for i in range(len(vals))] + [[], None, [vals[0], None]]
     lt = pa.list_(col.at)
     arr = pa.array([None if r is None else [None if v is None else col.store(v) for v in r] for r in rows], lt)
     dtype = f"ARRAY<{col.ptype}>"
@@ -534,8 +638,11 @@ def test_array_predicates_with_every_literal_form(ptype):
     n = 0
     for q in col.asks:
         for name, lit in forms(col, q):
-            for op, lits, exact in (("array_contains", (lit,), (q,)), ("arrays_overlap", (lit, None), (q, None)),
-                                    ("array_contains_all", (lit, other), (q, other))):
+            for op, lits, exact in (
+                ("array_contains", (lit,), (q,)),
+                ("arrays_overlap", (lit, None), (q, None)),
+                ("array_contains_all", (lit, other), (q, other)),
+            ):
                 leaf = Leaf(op, "x", lits if op != "array_contains_all" else (lit, col.store(other)))
                 want = oracle(rows, op, exact)
                 assert filter_table(tbl, leaf).column("i").to_pylist() == want, (ptype, name, q, leaf)
@@ -608,20 +715,58 @@ def test_issue_literal_in_process():
 def test_matrix_covers_every_family_and_form():
     """The matrix is what it says: every family of literal forms appears on the types that take it."""
     names = {n for c in COLUMNS.values() for q in c.asks for n, _ in forms(c, q)}
-    for need in ("int", "np.int8", "np.uint64", "pa.int8", "pa.uint64", "float", "np.float32", "np.float16",
-                 "np.longdouble", "pa.halffloat", "Decimal", "pa.decimal128", "pa.decimal256", "str", "np.str_",
-                 "pa.large_string", "pa.dictionary", "bool", "np.bool_", "pa.bool", "datetime", "datetime UTC",
-                 "datetime +03:00", "date", "pa.date32", "pa.date64", "np.datetime64[D]", "np.datetime64[ns]",
-                 "np.datetime64[s]", "pa.timestamp[ns,None]", "pa.timestamp[ns,UTC]", "pa.timestamp[s,+03:00]",
-                 "pa.timestamp[us,UTC]", "pa.timestamp[ms,None]", "iso text", "iso text +03:00", "int ticks",
-                 "time", "pa.time32[s]", "pa.time64[ns]", "text"):
+    for need in (
+        "int",
+        "np.int8",
+        "np.uint64",
+        "pa.int8",
+        "pa.uint64",
+        "float",
+        "np.float32",
+        "np.float16",
+        "np.longdouble",
+        "pa.halffloat",
+        "Decimal",
+        "pa.decimal128",
+        "pa.decimal256",
+        "str",
+        "np.str_",
+        "pa.large_string",
+        "pa.dictionary",
+        "bool",
+        "np.bool_",
+        "pa.bool",
+        "datetime",
+        "datetime UTC",
+        "datetime +03:00",
+        "date",
+        "pa.date32",
+        "pa.date64",
+        "np.datetime64[D]",
+        "np.datetime64[ns]",
+        "np.datetime64[s]",
+        "pa.timestamp[ns,None]",
+        "pa.timestamp[ns,UTC]",
+        "pa.timestamp[s,+03:00]",
+        "pa.timestamp[us,UTC]",
+        "pa.timestamp[ms,None]",
+        "iso text",
+        "iso text +03:00",
+        "int ticks",
+        "time",
+        "pa.time32[s]",
+        "pa.time64[ns]",
+        "text",
+    ):
         assert need in names, need
     # sub-microsecond values are in the data of the nanosecond columns, and asked about
     for p in ("TIMESTAMP(9)", "TIMESTAMP(9) WITH LOCAL TIME ZONE", "TIME(9)"):
         c = COLUMNS[p]
-        assert any(v is not None and (v * 10 ** 6).denominator != 1 for v in c.exact)
-        assert any((q * 10 ** 6).denominator != 1 for q in c.asks)
+        assert any(v is not None and (v * 10**6).denominator != 1 for v in c.exact)
+        assert any((q * 10**6).denominator != 1 for q in c.asks)
     # every index kind is built for some column
-    kinds = {k for c in COLUMNS.values() for k in built(c)[1]} | {"g:" + k for c in COLUMNS.values() for k in built(c)[2]}
+    kinds = {k for c in COLUMNS.values() for k in built(c)[1]} | {
+        "g:" + k for c in COLUMNS.values() for k in built(c)[2]
+    }
     assert kinds == set(FILE_INDEXES) | {"g:" + k for k in GLOBAL_INDEXES}
     assert all(built(c)[3][2] is not None for c in COLUMNS.values())

@@ -8,6 +8,7 @@ global index) must keep every row the oracle keeps; the indexes whose answers
 are row sets must give exactly the oracle's rows for the comparisons they
 answer exactly.
 """
+
 import importlib.util
 import datetime as dt
 import decimal
@@ -34,20 +35,32 @@ from sql_oracle import holds, matching_rows
 _EPOCH = dt.datetime(1970, 1, 1)
 COLUMNS = {
     "TINYINT": (pa.int8(), st.integers(-128, 127)),
-    "INT": (pa.int32(), st.integers(-50, 50) | st.integers(-2**31, 2**31 - 1)),
-    "BIGINT": (pa.int64(), st.integers(-50, 50) | st.integers(-2**63 + 1, 2**63 - 1)),  # BSI (as Java) cannot store MIN
-    "DECIMAL(9, 2)": (pa.decimal128(9, 2),
-                      st.integers(-10**9 + 1, 10**9 - 1).map(lambda n: decimal.Decimal(n).scaleb(-2))),
+    "INT": (pa.int32(), st.integers(-50, 50) | st.integers(-(2**31), 2**31 - 1)),
+    "BIGINT": (
+        pa.int64(),
+        st.integers(-50, 50) | st.integers(-(2**63) + 1, 2**63 - 1),
+    ),  # BSI (as Java) cannot store MIN
+    "DECIMAL(9, 2)": (
+        pa.decimal128(9, 2),
+        st.integers(-(10**9) + 1, 10**9 - 1).map(lambda n: decimal.Decimal(n).scaleb(-2)),
+    ),
     "FLOAT": (pa.float32(), st.floats(width=32, allow_nan=True) | st.sampled_from([0.0, -0.0, 1.5, 0.1])),
     "DOUBLE": (pa.float64(), st.floats(allow_nan=True) | st.sampled_from([0.0, -0.0, 5.0, 0.1])),
     "DATE": (pa.date32(), st.dates(dt.date(1960, 1, 1), dt.date(2040, 1, 1))),
-    "TIMESTAMP(3)": (pa.timestamp("ms"), st.integers(-10**12, 10**13).map(
-        lambda ms: _EPOCH + dt.timedelta(milliseconds=ms))),
-    "TIMESTAMP(6)": (pa.timestamp("us"), st.integers(-10**15, 10**16).map(
-        lambda us: _EPOCH + dt.timedelta(microseconds=us))),
+    "TIMESTAMP(3)": (
+        pa.timestamp("ms"),
+        st.integers(-(10**12), 10**13).map(lambda ms: _EPOCH + dt.timedelta(milliseconds=ms)),
+    ),
+    "TIMESTAMP(6)": (
+        pa.timestamp("us"),
+        st.integers(-(10**15), 10**16).map(lambda us: _EPOCH + dt.timedelta(microseconds=us)),
+    ),
     # nanoseconds: Paimon's file indexes key them by microseconds (coarser than the values)
-    "TIMESTAMP(9)": (pa.timestamp("ns"), st.integers(-10**15, 10**15).map(lambda ns: _pd().Timestamp(ns, unit="ns"))
-                     | st.integers(-10**6, 10**6).map(lambda k: _pd().Timestamp(1_000_000_000 + k, unit="ns"))),
+    "TIMESTAMP(9)": (
+        pa.timestamp("ns"),
+        st.integers(-(10**15), 10**15).map(lambda ns: _pd().Timestamp(ns, unit="ns"))
+        | st.integers(-(10**6), 10**6).map(lambda k: _pd().Timestamp(1_000_000_000 + k, unit="ns")),
+    ),
 }
 
 
@@ -77,35 +90,70 @@ def _literal(ptype, values):
         default = _pd().Timestamp(1_000_000_500, unit="ns")
     near = st.sampled_from(values) if values else st.just(default)
     nums = st.one_of(
-        st.integers(-60, 60), st.integers(-2**70, 2**70), st.sampled_from([2**31, -2**31 - 1, 2**63, -2**63 - 1]),
-        st.floats(allow_nan=True, allow_infinity=True), st.floats(-60, 60),
+        st.integers(-60, 60),
+        st.integers(-(2**70), 2**70),
+        st.sampled_from([2**31, -(2**31) - 1, 2**63, -(2**63) - 1]),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.floats(-60, 60),
         st.sampled_from([0.5, 5.5, -0.0, 0.1, float("nan"), float("inf"), -float("inf"), 1e300]),
         st.decimals(allow_nan=False, allow_infinity=False, places=3, min_value=-100, max_value=100),
-        st.integers(-60, 60).map(np.int64), st.floats(-60, 60, width=32).map(np.float32),
+        st.integers(-60, 60).map(np.int64),
+        st.floats(-60, 60, width=32).map(np.float32),
     )
     if ptype.startswith("DECIMAL") or ptype in ("TINYINT", "INT", "BIGINT", "FLOAT", "DOUBLE"):
+
         def shift(v):
-            return st.sampled_from([v, v + decimal.Decimal("0.001") if isinstance(v, decimal.Decimal) else v,
-                                    float(v) + 0.5 if not isinstance(v, float) or math.isfinite(v) else v])
+            return st.sampled_from(
+                [
+                    v,
+                    v + decimal.Decimal("0.001") if isinstance(v, decimal.Decimal) else v,
+                    float(v) + 0.5 if not isinstance(v, float) or math.isfinite(v) else v,
+                ]
+            )
+
         return st.one_of(nums, near, near.flatmap(shift))
     if ptype == "DATE":
         dts = st.datetimes(dt.datetime(1950, 1, 1), dt.datetime(2050, 1, 1))
-        return st.one_of(near, st.dates(dt.date(1950, 1, 1), dt.date(2050, 1, 1)), dts,
-                         near.map(lambda d: dt.datetime(d.year, d.month, d.day, 0, 0, 0, 1)),
-                         near.map(lambda d: d.isoformat()))
+        return st.one_of(
+            near,
+            st.dates(dt.date(1950, 1, 1), dt.date(2050, 1, 1)),
+            dts,
+            near.map(lambda d: dt.datetime(d.year, d.month, d.day, 0, 0, 0, 1)),
+            near.map(lambda d: d.isoformat()),
+        )
     dts = st.datetimes(dt.datetime(1950, 1, 1), dt.datetime(2050, 1, 1))
     if ptype == "TIMESTAMP(9)":  # literals finer and coarser than the microsecond keys
         pd = _pd()
-        return st.one_of(near, dts, near.map(lambda d: d + pd.Timedelta(1, "ns")),
-                         near.map(lambda d: d - pd.Timedelta(1, "ns")), near.map(lambda d: d.floor("us")),
-                         near.map(lambda d: d.to_pydatetime(warn=False)))
-    return st.one_of(near, dts, near.map(lambda d: d + dt.timedelta(microseconds=1)),
-                     near.map(lambda d: d.date()), near.map(lambda d: d.isoformat()),
-                     dts.map(lambda d: d.replace(tzinfo=dt.timezone(dt.timedelta(hours=3)))))
+        return st.one_of(
+            near,
+            dts,
+            near.map(lambda d: d + pd.Timedelta(1, "ns")),
+            near.map(lambda d: d - pd.Timedelta(1, "ns")),
+            near.map(lambda d: d.floor("us")),
+            near.map(lambda d: d.to_pydatetime(warn=False)),
+        )
+    return st.one_of(
+        near,
+        dts,
+        near.map(lambda d: d + dt.timedelta(microseconds=1)),
+        near.map(lambda d: d.date()),
+        near.map(lambda d: d.isoformat()),
+        dts.map(lambda d: d.replace(tzinfo=dt.timezone(dt.timedelta(hours=3)))),
+    )
 
 
-OPS = ["equal", "not_equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal",
-       "in", "not_in", "between", "not_between"]
+OPS = [
+    "equal",
+    "not_equal",
+    "less_than",
+    "less_or_equal",
+    "greater_than",
+    "greater_or_equal",
+    "in",
+    "not_in",
+    "between",
+    "not_between",
+]
 
 
 @st.composite
@@ -158,10 +206,14 @@ def test_exact_filter_and_every_index_answer_like_sql(case):
         res = r.evaluate(pred)
         kept = _rows(res, len(values))
         assert set(want) <= kept, (itype, leaf, pred, values)
-        if itype != "bloom-filter" and ptype != "TIMESTAMP(9)" and isinstance(res, BitmapResult) \
-                and isinstance(pred, Leaf) \
-                and pred.op in exact_ops \
-                and not _has_nan(values):
+        if (
+            itype != "bloom-filter"
+            and ptype != "TIMESTAMP(9)"
+            and isinstance(res, BitmapResult)
+            and isinstance(pred, Leaf)
+            and pred.op in exact_ops
+            and not _has_nan(values)
+        ):
             # row-set answers of value comparisons are exact (null rows never satisfy them)
             assert kept == set(want), (itype, leaf, pred, values)
         # a reader asked directly (no normalisation by the caller) never drops a matching row either,
@@ -184,24 +236,47 @@ def _int_table():
     return pa.table({"x": pa.array(range(20), pa.int32()), "i": pa.array(range(20), pa.int32())})
 
 
-@pytest.mark.parametrize("pred, n", [
-    (pf.field("x") == 5.5, 0), (pf.field("x") < 5.5, 6), (pf.field("x") != 5.5, 20),
-    (pf.field("x").isin([5.5, 7]), 1), (pf.field("x") <= 5.5, 6), (pf.field("x") > 5.5, 14),
-    (pf.field("x") < 2**70, 20), (pf.field("x") > 2**40, 0), (pf.field("x") == 2**40, 0),
-    (pf.field("x") != 2**40, 20), (pf.field("x").notin([5.5]), 20), (pf.field("x").between(1.5, 3.5), 2),
-    (pf.field("x") < float("nan"), 0), (pf.field("x") != float("nan"), 20), (pf.field("x") < float("inf"), 20),
-    (pf.field("x") == decimal.Decimal("5.0"), 1), (pf.field("x") == np.float32(5.0), 1),
-])
+@pytest.mark.parametrize(
+    "pred, n",
+    [
+        (pf.field("x") == 5.5, 0),
+        (pf.field("x") < 5.5, 6),
+        (pf.field("x") != 5.5, 20),
+        (pf.field("x").isin([5.5, 7]), 1),
+        (pf.field("x") <= 5.5, 6),
+        (pf.field("x") > 5.5, 14),
+        (pf.field("x") < 2**70, 20),
+        (pf.field("x") > 2**40, 0),
+        (pf.field("x") == 2**40, 0),
+        (pf.field("x") != 2**40, 20),
+        (pf.field("x").notin([5.5]), 20),
+        (pf.field("x").between(1.5, 3.5), 2),
+        (pf.field("x") < float("nan"), 0),
+        (pf.field("x") != float("nan"), 20),
+        (pf.field("x") < float("inf"), 20),
+        (pf.field("x") == decimal.Decimal("5.0"), 1),
+        (pf.field("x") == np.float32(5.0), 1),
+    ],
+)
 def test_issue_examples_on_an_int_column(pred, n):
     tbl = _int_table()
     assert filter_table(tbl, pred).num_rows == n
     assert len(matching_rows(pred, tbl.to_pylist())) == n  # the oracle agrees
     # pyarrow.compute on the full column, comparing numerically in double
     lit = pred.literals
-    if pred.op in ("equal", "less_than", "greater_than", "less_or_equal", "not_equal") and \
-            isinstance(lit[0], float) and not math.isnan(lit[0]) and abs(lit[0]) < 1e300:
-        fn = {"equal": pc.equal, "less_than": pc.less, "greater_than": pc.greater,
-              "less_or_equal": pc.less_equal, "not_equal": pc.not_equal}[pred.op]
+    if (
+        pred.op in ("equal", "less_than", "greater_than", "less_or_equal", "not_equal")
+        and isinstance(lit[0], float)
+        and not math.isnan(lit[0])
+        and abs(lit[0]) < 1e300
+    ):
+        fn = {
+            "equal": pc.equal,
+            "less_than": pc.less,
+            "greater_than": pc.greater,
+            "less_or_equal": pc.less_equal,
+            "not_equal": pc.not_equal,
+        }[pred.op]
         assert pc.sum(fn(tbl.column("x").cast(pa.float64()), lit[0])).as_py() == n
 
 
@@ -253,14 +328,22 @@ def test_between_with_a_null_bound_like_sql():
     """``x NOT BETWEEN a AND NULL`` is true where ``NOT (x >= a)`` is (SQL: ``(x >= a) AND NULL``
     negated), also when ``a`` needs normalising (a datetime on a DATE column lost every row:
     found by the Paimon property test); ``BETWEEN`` with a null bound is never true."""
-    t = pa.table({"d": pa.array([dt.date(2024, 1, 1), dt.date(2024, 1, 2), None]),
-                  "x": pa.array([1, 5, None], pa.int32()),
-                  "f": pa.array([float("nan"), 1.0, 5.0], pa.float64()),
-                  "m": pa.array([decimal.Decimal("1.25"), decimal.Decimal("3.00"), None], pa.decimal128(5, 2)),
-                  "ts": pa.array([dt.datetime(2024, 1, 1, 1), dt.datetime(2024, 1, 1, 3), None], pa.timestamp("ms"))})
-    lits = {"d": [dt.datetime(2024, 1, 1, 12), dt.date(2024, 1, 2)], "x": [5.5, 3, 2**70, float("nan")],
-            "f": [0.5, float("nan"), float("inf")], "m": [decimal.Decimal("1.255"), 3, float("nan")],
-            "ts": [dt.datetime(2024, 1, 1, 2, 0, 0, 500)]}
+    t = pa.table(
+        {
+            "d": pa.array([dt.date(2024, 1, 1), dt.date(2024, 1, 2), None]),
+            "x": pa.array([1, 5, None], pa.int32()),
+            "f": pa.array([float("nan"), 1.0, 5.0], pa.float64()),
+            "m": pa.array([decimal.Decimal("1.25"), decimal.Decimal("3.00"), None], pa.decimal128(5, 2)),
+            "ts": pa.array([dt.datetime(2024, 1, 1, 1), dt.datetime(2024, 1, 1, 3), None], pa.timestamp("ms")),
+        }
+    )
+    lits = {
+        "d": [dt.datetime(2024, 1, 1, 12), dt.date(2024, 1, 2)],
+        "x": [5.5, 3, 2**70, float("nan")],
+        "f": [0.5, float("nan"), float("inf")],
+        "m": [decimal.Decimal("1.255"), 3, float("nan")],
+        "ts": [dt.datetime(2024, 1, 1, 2, 0, 0, 500)],
+    }
     rows = t.to_pylist()
     for col, vals in lits.items():
         for v in vals:
@@ -285,8 +368,12 @@ def test_finer_precision_timestamps_and_dates():
 
 
 SCAN_COLS = {"i": "INT", "d": "DECIMAL(9, 2)", "f": "DOUBLE", "dt": "DATE", "ts": "TIMESTAMP(6)"}
-SCAN_INDEXES = {"file-index.bitmap.columns": "i,f", "file-index.bsi.columns": "i,dt",
-                "file-index.range-bitmap.columns": "d,f,ts", "file-index.bloom-filter.columns": "i,f"}
+SCAN_INDEXES = {
+    "file-index.bitmap.columns": "i,f",
+    "file-index.bsi.columns": "i,dt",
+    "file-index.range-bitmap.columns": "d,f,ts",
+    "file-index.bloom-filter.columns": "i,f",
+}
 
 
 @st.composite
@@ -294,8 +381,9 @@ def scan_cases(draw):
     n = draw(st.integers(1, 25))
     files = []
     for _ in range(draw(st.integers(1, 3))):
-        files.append({c: draw(st.lists(st.none() | COLUMNS[t][1], min_size=n, max_size=n))
-                      for c, t in SCAN_COLS.items()})
+        files.append(
+            {c: draw(st.lists(st.none() | COLUMNS[t][1], min_size=n, max_size=n)) for c, t in SCAN_COLS.items()}
+        )
     leaves = []
     for _ in range(draw(st.integers(1, 2))):
         c = draw(st.sampled_from(sorted(SCAN_COLS)))
@@ -324,8 +412,10 @@ def test_dataset_scan_with_every_index_answers_like_sql(case):
     with tempfile.TemporaryDirectory() as root:
         rows = []
         for k, f in enumerate(files):
-            tbl = pa.table({c: pa.array(f[c], COLUMNS[t][0]) for c, t in SCAN_COLS.items()}
-                           | {"rid": pa.array([k * 1000 + j for j in range(len(f["i"]))], pa.int64())})
+            tbl = pa.table(
+                {c: pa.array(f[c], COLUMNS[t][0]) for c, t in SCAN_COLS.items()}
+                | {"rid": pa.array([k * 1000 + j for j in range(len(f["i"]))], pa.int64())}
+            )
             pq.write_table(tbl, f"{root}/f{k}.parquet")
             rows.extend(tbl.to_pylist())
         ds = ParquetDataset(root)
@@ -345,8 +435,22 @@ def string_cases(draw):
     lit = draw(st.text(_ALPHA, max_size=3))
     opt = draw(st.lists(st.none() | st.text(_ALPHA, max_size=2), min_size=1, max_size=3))
     f = pf.field("x")
-    pred = draw(st.sampled_from([f.like(pat), f.startswith(lit), f.endswith(lit), f.contains(lit), f.equal(lit),
-                                 f.not_equal(lit), f < lit, f >= lit, f.isin(opt), f.notin(opt)]))
+    pred = draw(
+        st.sampled_from(
+            [
+                f.like(pat),
+                f.startswith(lit),
+                f.endswith(lit),
+                f.contains(lit),
+                f.equal(lit),
+                f.not_equal(lit),
+                f < lit,
+                f >= lit,
+                f.isin(opt),
+                f.notin(opt),
+            ]
+        )
+    )
     if draw(st.booleans()):
         pred = pred | f.is_null() if draw(st.booleans()) else pred & f.is_not_null()
     return values, pred
@@ -364,9 +468,13 @@ def test_string_predicates_like_escapes_and_nulls_like_sql(case):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.none() | st.datetimes(dt.datetime(1960, 1, 1), dt.datetime(2060, 1, 1)), min_size=1, max_size=20),
-       st.datetimes(dt.datetime(1960, 1, 1), dt.datetime(2060, 1, 1)), st.integers(-14, 14),
-       st.sampled_from(["equal", "not_equal", "less_than", "greater_or_equal"]), st.sampled_from(["us", "ms", "ns"]))
+@given(
+    st.lists(st.none() | st.datetimes(dt.datetime(1960, 1, 1), dt.datetime(2060, 1, 1)), min_size=1, max_size=20),
+    st.datetimes(dt.datetime(1960, 1, 1), dt.datetime(2060, 1, 1)),
+    st.integers(-14, 14),
+    st.sampled_from(["equal", "not_equal", "less_than", "greater_or_equal"]),
+    st.sampled_from(["us", "ms", "ns"]),
+)
 def test_time_zones_on_ltz_columns_like_sql(values, lit, hours, op, unit):
     """A TIMESTAMP WITH LOCAL TIME ZONE column (UTC instants) against aware literals in any zone."""
     t = pa.timestamp(unit, tz="UTC")

@@ -1,4 +1,5 @@
 """Something outside the core is missing: one MissingDependencyError naming the extra or the install command."""
+
 import os
 import subprocess
 import sys
@@ -15,11 +16,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.fixture
 def hide(monkeypatch):
     """hide("hudi"): importing the module raises ImportError, as if it were not installed."""
+
     def run(*names):
         for n in names:
             for mod in [m for m in sys.modules if m == n or m.startswith(n + ".")]:
                 monkeypatch.delitem(sys.modules, mod)
             monkeypatch.setitem(sys.modules, n, None)
+
     return run
 
 
@@ -42,8 +45,12 @@ def test_paimon_without_pypaimon_names_the_tables_extra(hide):
     import paimon_fast.paimon as pp
 
     hide("pypaimon")
-    for call in (lambda: pp.read_with_index(None, None), lambda: pp.plan_with_index(None, None),
-                 lambda: pp.legacy_manifest_table(None), lambda: pp.rewrite_file_index(None, None)):
+    for call in (
+        lambda: pp.read_with_index(None, None),
+        lambda: pp.plan_with_index(None, None),
+        lambda: pp.legacy_manifest_table(None),
+        lambda: pp.rewrite_file_index(None, None),
+    ):
         with pytest.raises(MissingDependencyError, match=r'`pypaimon`.*pip install "paimon-fast\[tables\]"'):
             call()
 
@@ -59,12 +66,11 @@ def test_spark_without_pyspark_names_the_spark_extra(hide):
 def test_data_source_module_without_pyspark(hide, monkeypatch):
     monkeypatch.delitem(sys.modules, "paimon_fast.spark.datasource", raising=False)
     hide("pyspark")
-    with pytest.raises(MissingDependencyError, match=r'Data Source needs the `pyspark`.*paimon-fast\[spark\]'):
+    with pytest.raises(MissingDependencyError, match=r"Data Source needs the `pyspark`.*paimon-fast\[spark\]"):
         import paimon_fast.spark.datasource  # noqa: F401
 
 
-@pytest.mark.parametrize("module,call", [
-    ("zstandard", "_zstd"), ("lz4", "_lz4"), ("lzo", "lzo_module")])
+@pytest.mark.parametrize("module,call", [("zstandard", "_zstd"), ("lz4", "_lz4"), ("lzo", "lzo_module")])
 def test_codec_without_its_package(hide, module, call):
     from paimon_fast.globalindex import codec
 
@@ -98,6 +104,7 @@ def test_lzo_without_its_shared_library(monkeypatch):
 
 # ---------------------------------------------------------------- Java for Spark
 
+
 def _fake_java(tmp_path, version_line):
     home = tmp_path / "jdk"
     (home / "bin").mkdir(parents=True)
@@ -107,9 +114,16 @@ def _fake_java(tmp_path, version_line):
     return str(home)
 
 
-@pytest.mark.parametrize("text,major", [
-    ('java version "1.8.0_372"', 8), ('openjdk version "11.0.21" 2023-10-17', 11),
-    ('openjdk version "17.0.9" 2023-10-17', 17), ('openjdk version "21" 2023-09-19', 21), ("nonsense", None)])
+@pytest.mark.parametrize(
+    "text,major",
+    [
+        ('java version "1.8.0_372"', 8),
+        ('openjdk version "11.0.21" 2023-10-17', 11),
+        ('openjdk version "17.0.9" 2023-10-17', 17),
+        ('openjdk version "21" 2023-09-19', 21),
+        ("nonsense", None),
+    ],
+)
 def test_parse_java_version(text, major):
     from paimon_fast.spark.env import parse_java_version
 
@@ -148,6 +162,7 @@ def test_cli_prints_what_to_install_not_a_traceback(tmp_path, monkeypatch, capsy
 
 # ---------------------------------------------------------------- the build
 
+
 def test_build_without_kernel_sources_fails_loudly(tmp_path):
     """A source tree (or sdist) without the .pyx files must not build a package that cannot work."""
     src = tmp_path / "src"
@@ -155,8 +170,7 @@ def test_build_without_kernel_sources_fails_loudly(tmp_path):
     (src / "csrc").mkdir()
     for f in ("setup.py", "pyproject.toml", "README.md"):
         (src / f).write_bytes(open(os.path.join(ROOT, f), "rb").read())
-    p = subprocess.run([sys.executable, "setup.py", "build_ext"], cwd=src, capture_output=True, text=True,
-                       timeout=120)
+    p = subprocess.run([sys.executable, "setup.py", "build_ext"], cwd=src, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0
     assert "kernel sources" in p.stderr and "bloom.pyx" in p.stderr and "Traceback" not in p.stderr
 
@@ -224,6 +238,7 @@ def test_nanosecond_answers_do_not_depend_on_pandas():
 
 # ---------------------------------------------------------------- other optional packages
 
+
 def test_paimon_command_without_pypaimon(hide, capsys):
     """``paimon-fast paimon ...`` without pypaimon: one line naming the tables extra, exit 2."""
     hide("pypaimon")
@@ -262,5 +277,5 @@ def test_zstd_manifest_without_zstandard_is_not_called_corrupt(hide, monkeypatch
     monkeypatch.setattr(avro, "_ZSTD", type(avro._ZSTD)())  # no decompressor kept for this thread
     avro._HEADER_CACHE.clear()
     hide("zstandard")
-    with pytest.raises(MissingDependencyError, match=r'`zstandard`.*paimon-fast\[codecs\]'):
+    with pytest.raises(MissingDependencyError, match=r"`zstandard`.*paimon-fast\[codecs\]"):
         avro.read_avro(data)

@@ -10,6 +10,7 @@ Expected bytes are derived independently of the multivalue writer:
   distinct (element, row id) postings, with the same two bitmaps emptied.
 Answers are checked against a plain-Python oracle over the JSON values of the vectors.
 """
+
 import json
 import struct
 
@@ -41,7 +42,7 @@ def as_multivalue(bitmap_file: bytes, bitmap_meta: bytes):
     assert null_off + null_len == nn_off and nn_off + nn_len == idx_off
     assert idx_off + idx_len + 5 == len(bitmap_file) - 48
     body = bitmap_file[:null_off]
-    index = bitmap_file[idx_off:idx_off + idx_len + 5]
+    index = bitmap_file[idx_off : idx_off + idx_len + 5]
     pos = len(body)
     data = body + EMPTY + EMPTY + index + FOOTER.pack(pos, 8, pos + 8, 8, pos + 16, idx_len, count, 1, MAGIC)
     m = SortedIndexFileMeta.deserialize(bitmap_meta)
@@ -60,9 +61,11 @@ def _lists(elems: pa.Array, lengths, null_rows=()):
     return pa.ListArray.from_arrays(pa.array(offsets), elems, mask=pa.array(mask))
 
 
-MV_OPTS = {"bitmap-index.dictionary-block-size": "multivalue-index.dictionary-block-size",
-           "bitmap-index.compression": "multivalue-index.compression",
-           "bitmap-index.compression-level": "multivalue-index.compression-level"}
+MV_OPTS = {
+    "bitmap-index.dictionary-block-size": "multivalue-index.dictionary-block-size",
+    "bitmap-index.compression": "multivalue-index.compression",
+    "bitmap-index.compression-level": "multivalue-index.compression-level",
+}
 
 
 def _mv_options(opts):
@@ -70,6 +73,7 @@ def _mv_options(opts):
 
 
 # ---------------------------------------------------------------- bytes: Java's vectors
+
 
 @pytest.mark.parametrize("name", NONE_CASES)
 def test_single_element_arrays_match_java_vectors(name):
@@ -88,13 +92,14 @@ def test_single_element_arrays_match_java_vectors(name):
     null_rows = np.flatnonzero(~valid & (kind == 0))
     arrays = _lists(elems, lengths, null_rows)
     w = gi.writer(f"ARRAY<{c['type']}>", _mv_options(c["options"]), index_type="multivalue")
-    half = len(arrays) // 2   # two batches, the second first: input order does not matter
+    half = len(arrays) // 2  # two batches, the second first: input order does not matter
     w.write_batch(arrays.slice(half), rids[half:])
     w.write_batch(arrays.slice(0, half), rids[:half])
     assert w.finish() == want
 
 
 # ---------------------------------------------------------------- bytes: general arrays
+
 
 def _pool(t):
     c = load_case(FMT, f"{t}_n400_none_default")
@@ -105,7 +110,7 @@ def _random_arrays(pool: pa.Array, n, seed, max_len=5, from_first=300):
     rng = np.random.default_rng(seed)
     lengths = rng.integers(0, max_len, n)
     idx = rng.integers(0, min(from_first, len(pool)), int(lengths.sum()))
-    dup = rng.random(len(idx)) < 0.15          # repeat an earlier element of the same array
+    dup = rng.random(len(idx)) < 0.15  # repeat an earlier element of the same array
     idx[1:][dup[1:]] = idx[:-1][dup[1:]]
     null_rows = np.flatnonzero(rng.random(n) < 0.1)
     lengths[null_rows] = 0
@@ -155,8 +160,11 @@ def test_compression_matches_bitmap_writer(t, comp):
     c, pool = _pool(t)
     arrays, _, _, _ = _random_arrays(pool, 800, seed=3)
     rids = np.arange(800, dtype=np.uint64)
-    opts = {"bitmap-index.compression": comp, "bitmap-index.dictionary-block-size": "256b",
-            "bitmap-index.compression-level": "3"}
+    opts = {
+        "bitmap-index.compression": comp,
+        "bitmap-index.dictionary-block-size": "256b",
+        "bitmap-index.compression-level": "3",
+    }
     want = _expected_via_bitmap_writer(c["type"], arrays, rids, opts)
     w = gi.writer(f"ARRAY<{c['type']}>", _mv_options(opts), index_type="multivalue")
     w.write_batch(arrays, rids)
@@ -167,8 +175,11 @@ def test_bitmap_index_options_do_not_apply():
     arrays = pa.array([[i % 50, i % 7] for i in range(400)], pa.list_(pa.int32()))
     base = gi.writer("ARRAY<INT>", {}, index_type="multivalue")
     base.write_batch(arrays)
-    other = gi.writer("ARRAY<INT>", {"bitmap-index.dictionary-block-size": "64b",
-                                     "bitmap-index.compression": "zstd"}, index_type="multivalue")
+    other = gi.writer(
+        "ARRAY<INT>",
+        {"bitmap-index.dictionary-block-size": "64b", "bitmap-index.compression": "zstd"},
+        index_type="multivalue",
+    )
     other.write_batch(arrays)
     small = gi.writer("ARRAY<INT>", {"multivalue-index.dictionary-block-size": "64b"}, index_type="multivalue")
     small.write_batch(arrays)
@@ -182,10 +193,11 @@ def test_hand_checked_small_file():
     data, meta = w.finish()
     null_off, null_len, nn_off, nn_len, idx_off, idx_len, count, version, magic = FOOTER.unpack(data[-48:])
     assert (null_len, nn_len, count, version, magic) == (8, 8, 2, 1, MAGIC)
-    assert data[null_off:null_off + 16] == EMPTY + EMPTY and nn_off == null_off + 8 and idx_off == nn_off + 8
+    assert data[null_off : null_off + 16] == EMPTY + EMPTY and nn_off == null_off + 8 and idx_off == nn_off + 8
     # Paimon's INT key: 4 bytes little-endian; meta: i32 LE lengths, keys, has-nulls 0, version 1, no null flags
-    assert meta == (struct.pack("<i", 4) + struct.pack("<i", -1) + struct.pack("<i", 4) + struct.pack("<i", 5)
-                    + b"\x00\x01\x00")
+    assert meta == (
+        struct.pack("<i", 4) + struct.pack("<i", -1) + struct.pack("<i", 4) + struct.pack("<i", 5) + b"\x00\x01\x00"
+    )
     r = gi.reader("ARRAY<INT>", data, index_type="multivalue")
     assert r.evaluate(pf.field("t").array_contains(5)) == BitMap64([0])
     assert r.evaluate(pf.field("t").array_contains(-1)) == BitMap64([3])
@@ -233,11 +245,12 @@ def test_sliced_and_chunked_inputs_and_large_lists():
     assert w.finish() == want
     w = gi.writer("ARRAY<BIGINT>", {}, index_type="multivalue")
     w.write_batch(full.slice(3), rids[3:])
-    w.write_batch(full.to_pylist()[:3], rids[:3])      # Python lists too
+    w.write_batch(full.to_pylist()[:3], rids[:3])  # Python lists too
     assert w.finish() == want
     # a null array whose offsets still span values indexes nothing
-    odd = pa.ListArray.from_arrays(pa.array([0, 2, 4], pa.int32()), pa.array([7, 8, 9, 10], pa.int64()),
-                                   mask=pa.array([False, True]))
+    odd = pa.ListArray.from_arrays(
+        pa.array([0, 2, 4], pa.int32()), pa.array([7, 8, 9, 10], pa.int64()), mask=pa.array([False, True])
+    )
     w = gi.writer("ARRAY<BIGINT>", {}, index_type="multivalue")
     w.write_batch(odd, np.arange(2))
     r = gi.reader("ARRAY<BIGINT>", w.finish()[0], index_type="multivalue")
@@ -245,6 +258,7 @@ def test_sliced_and_chunked_inputs_and_large_lists():
 
 
 # ---------------------------------------------------------------- answers vs a plain-Python oracle
+
 
 def _ident(v):
     return json.dumps(v, sort_keys=True)
@@ -277,8 +291,11 @@ def test_array_predicates_against_oracle(t):
     # the oracle sees the JSON identities of the elements only
     rows, pos = [], 0
     for i, k in enumerate(lengths.tolist()):
-        rows.append(None if i in set(null_rows.tolist()) else [None if raw[j] is None else _ident(raw[j])
-                                                                for j in idx[pos:pos + k]])
+        rows.append(
+            None
+            if i in set(null_rows.tolist())
+            else [None if raw[j] is None else _ident(raw[j]) for j in idx[pos : pos + k]]
+        )
         pos += k
     w = gi.writer(f"ARRAY<{c['type']}>", {"multivalue-index.dictionary-block-size": "128b"}, index_type="multivalue")
     w.write_batch(arrays, rids)
@@ -290,11 +307,19 @@ def test_array_predicates_against_oracle(t):
     for j in idx.tolist():
         if raw[j] is not None:
             first_of.setdefault(_ident(raw[j]), j)
-    present = list(first_of.values())[:6]          # distinct elements the arrays hold
-    present += present[:1] * (3 - len(present))     # BOOLEAN has two
+    present = list(first_of.values())[:6]  # distinct elements the arrays hold
+    present += present[:1] * (3 - len(present))  # BOOLEAN has two
     absent = [j for j in range(300, len(raw)) if raw[j] is not None and _ident(raw[j]) not in used][:3]
-    lit_sets = [[present[0]], [absent[0]] if absent else [], [present[1], present[1]], present[:3],
-                present[:2] + absent[:1], [None], [present[0], None], []]
+    lit_sets = [
+        [present[0]],
+        [absent[0]] if absent else [],
+        [present[1], present[1]],
+        present[:3],
+        present[:2] + absent[:1],
+        [None],
+        [present[0], None],
+        [],
+    ]
     f = pf.field("t")
     for js in lit_sets:
         lits = [None if j is None else decode_literal(raw[j], dtype) for j in js]
@@ -305,13 +330,22 @@ def test_array_predicates_against_oracle(t):
         for op, p in preds:
             got = r.evaluate(p)
             if op == "array_contains_all" and not lits:
-                assert got is pf.UNSUPPORTED      # Java: no index answer for an empty list
+                assert got is pf.UNSUPPORTED  # Java: no index answer for an empty list
                 continue
             assert sorted(got) == _oracle(rows, op, ids), (p, js)
     # every other predicate is not answered by a multivalue index
     lit = decode_literal(raw[present[0]], dtype)
-    for p in [f == lit, f != lit, f.isin([lit]), f.notin([lit]), f.is_null(), f.is_not_null(), f < lit,
-              f.between(lit, lit), f == None]:  # noqa: E711
+    for p in [
+        f == lit,
+        f != lit,
+        f.isin([lit]),
+        f.notin([lit]),
+        f.is_null(),
+        f.is_not_null(),
+        f < lit,
+        f.between(lit, lit),
+        f == None,
+    ]:  # noqa: E711
         assert r.evaluate(p) is pf.UNSUPPORTED, p
     # AND with an unanswered child narrows by the answered one; OR with one is unanswered
     a = f.array_contains(lit)
@@ -322,8 +356,10 @@ def test_array_predicates_against_oracle(t):
 def test_multi_file_index_prunes_by_meta_and_unions():
     rng = np.random.default_rng(5)
     n = 3000
-    arrays = pa.array([[int(x) for x in rng.integers(0, 40, rng.integers(0, 4))] + ([None] if i % 9 == 0 else [])
-                       for i in range(n)], pa.list_(pa.int32()))
+    arrays = pa.array(
+        [[int(x) for x in rng.integers(0, 40, rng.integers(0, 4))] + ([None] if i % 9 == 0 else []) for i in range(n)],
+        pa.list_(pa.int32()),
+    )
     rows = arrays.to_pylist()
     files = []
     for a, b in ((0, 1000), (1000, 2000), (2000, 3000)):
@@ -346,6 +382,7 @@ def test_multi_file_index_prunes_by_meta_and_unions():
 
 # ---------------------------------------------------------------- corrupt files
 
+
 def test_corrupt_multivalue_files_raise_index_format_error():
     c, pool = _pool("gb_string")
     arrays, _, _, _ = _random_arrays(pool, 300, seed=2)
@@ -360,7 +397,7 @@ def test_corrupt_multivalue_files_raise_index_format_error():
     for trial in range(400):
         data = bytearray(orig)
         if trial % 4 == 0:
-            data = data[:int(rng.integers(0, len(data)))]
+            data = data[: int(rng.integers(0, len(data)))]
         else:
             for _ in range(int(rng.integers(1, 4))):
                 data[int(rng.integers(0, len(data)))] ^= int(rng.integers(1, 256))

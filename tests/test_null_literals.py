@@ -1,6 +1,7 @@
 """NULL literals with SQL's meaning through every path: ``field == None`` is an ``equal(null)``
 leaf that no row satisfies (Java Paimon, SQL, PySpark and pyarrow agree); ``.is_null()`` asks for
 the null rows.  Oracle: a plain-Python three-valued evaluator (None = unknown)."""
+
 import datetime as dt
 import decimal
 import os
@@ -22,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 # ---------------------------------------------------------------- oracle
+
 
 def ev(p, row):
     """SQL three-valued logic in plain Python: True / False / None (unknown)."""
@@ -57,8 +59,14 @@ def ev(p, row):
     lit = lits[0]
     if lit is None:
         return None
-    return {"equal": v == lit, "not_equal": v != lit, "less_than": v < lit, "less_or_equal": v <= lit,
-            "greater_than": v > lit, "greater_or_equal": v >= lit}[op]
+    return {
+        "equal": v == lit,
+        "not_equal": v != lit,
+        "less_than": v < lit,
+        "less_or_equal": v <= lit,
+        "greater_than": v > lit,
+        "greater_or_equal": v >= lit,
+    }[op]
 
 
 def oracle(rows, p):
@@ -69,17 +77,33 @@ def null_leaves(col, lit):
     """Every predicate with a NULL literal (and a few mixed ones) on column ``col``."""
     f = pf.field(col)
     return [
-        f == None, f != None, f.equal(None), f.not_equal(None),  # noqa: E711
-        f < None, f <= None, f > None, f >= None,
-        f.isin([None]), f.isin([lit, None]), f.notin([lit, None]), f.notin([None]),
-        f.between(None, lit), f.between(lit, None), f.between(None, None),
-        f.not_between(None, lit), f.not_between(lit, None),
-        (f == None) | (f == lit), ~(f == None), (f != None) | f.is_null(),  # noqa: E711
-        f.is_null(), f.is_not_null(),
+        f == None,
+        f != None,
+        f.equal(None),
+        f.not_equal(None),  # noqa: E711
+        f < None,
+        f <= None,
+        f > None,
+        f >= None,
+        f.isin([None]),
+        f.isin([lit, None]),
+        f.notin([lit, None]),
+        f.notin([None]),
+        f.between(None, lit),
+        f.between(lit, None),
+        f.between(None, None),
+        f.not_between(None, lit),
+        f.not_between(lit, None),
+        (f == None) | (f == lit),
+        ~(f == None),
+        (f != None) | f.is_null(),  # noqa: E711
+        f.is_null(),
+        f.is_not_null(),
     ]
 
 
 # ---------------------------------------------------------------- builder and SQL text
+
 
 def test_eq_none_is_an_equal_null_leaf_not_is_null():
     f = pf.field("x")
@@ -90,29 +114,34 @@ def test_eq_none_is_an_equal_null_leaf_not_is_null():
     assert ~(f == None) == (f != None)  # noqa: E711
 
 
-@pytest.mark.parametrize("text, want", [
-    ("x = NULL", Leaf("equal", "x", (None,))),
-    ("NULL = x", Leaf("equal", "x", (None,))),
-    ("x <> NULL", Leaf("not_equal", "x", (None,))),
-    ("x < NULL", Leaf("less_than", "x", (None,))),
-    ("NULL < x", Leaf("greater_than", "x", (None,))),
-    ("x IN (1, NULL)", Leaf("in", "x", (1, None))),
-    ("x NOT IN (NULL)", Leaf("not_in", "x", (None,))),
-    ("x BETWEEN NULL AND 3", Leaf("between", "x", (None, 3))),
-    ("NOT x = NULL", Leaf("not_equal", "x", (None,))),
-    ("x IS NULL", Leaf("is_null", "x")),
-    ("x IS NOT NULL", Leaf("is_not_null", "x")),
-])
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("x = NULL", Leaf("equal", "x", (None,))),
+        ("NULL = x", Leaf("equal", "x", (None,))),
+        ("x <> NULL", Leaf("not_equal", "x", (None,))),
+        ("x < NULL", Leaf("less_than", "x", (None,))),
+        ("NULL < x", Leaf("greater_than", "x", (None,))),
+        ("x IN (1, NULL)", Leaf("in", "x", (1, None))),
+        ("x NOT IN (NULL)", Leaf("not_in", "x", (None,))),
+        ("x BETWEEN NULL AND 3", Leaf("between", "x", (None, 3))),
+        ("NOT x = NULL", Leaf("not_equal", "x", (None,))),
+        ("x IS NULL", Leaf("is_null", "x")),
+        ("x IS NOT NULL", Leaf("is_not_null", "x")),
+    ],
+)
 def test_sql_null_literal(text, want):
     assert parse_predicate(text) == want
 
 
 # ---------------------------------------------------------------- exact Arrow filter
 
-TABLE = pa.table({
-    "x": pa.array([1, None, 3, 4, None, 6, 3], pa.int64()),
-    "s": pa.array(["a", "b", None, "a", "c", None, "b"]),
-})
+TABLE = pa.table(
+    {
+        "x": pa.array([1, None, 3, 4, None, 6, 3], pa.int64()),
+        "s": pa.array(["a", "b", None, "a", "c", None, "b"]),
+    }
+)
 
 
 @pytest.mark.parametrize("col, lit", [("x", 3), ("s", "a")])
@@ -122,8 +151,14 @@ def test_arrow_filter_null_literals(col, lit):
         got = TABLE.filter(to_arrow_expression(p, TABLE.schema)).to_pylist()
         assert got == [rows[i] for i in oracle(rows, p)], p
     # the SQL text path gives the same leaves
-    for text in (f"{col} = NULL", f"{col} != NULL", f"{col} >= NULL", f"{col} NOT IN ({lit!r}, NULL)",
-                 f"{col} IN ({lit!r}, NULL)", f"{col} BETWEEN NULL AND {lit!r}"):
+    for text in (
+        f"{col} = NULL",
+        f"{col} != NULL",
+        f"{col} >= NULL",
+        f"{col} NOT IN ({lit!r}, NULL)",
+        f"{col} IN ({lit!r}, NULL)",
+        f"{col} BETWEEN NULL AND {lit!r}",
+    ):
         p = parse_predicate(text)
         assert TABLE.filter(to_arrow_expression(p, TABLE.schema)).to_pylist() == [rows[i] for i in oracle(rows, p)]
     assert TABLE.filter(to_arrow_expression(pf.field(col) == None, TABLE.schema)).num_rows == 0  # noqa: E711
@@ -138,8 +173,12 @@ GI_COLUMNS = [
     ("DOUBLE", pa.float64(), [1.5, None, -0.0, 2.5, 1.5], 1.5),
     ("STRING", pa.string(), ["b", None, "a", "b", "", None], "b"),
     ("DATE", pa.date32(), [dt.date(2020, 1, 1), None, dt.date(1969, 12, 31)], dt.date(2020, 1, 1)),
-    ("DECIMAL(10, 2)", pa.decimal128(10, 2), [decimal.Decimal("1.25"), None, decimal.Decimal("-3.00")],
-     decimal.Decimal("1.25")),
+    (
+        "DECIMAL(10, 2)",
+        pa.decimal128(10, 2),
+        [decimal.Decimal("1.25"), None, decimal.Decimal("-3.00")],
+        decimal.Decimal("1.25"),
+    ),
     ("BOOLEAN", pa.bool_(), [True, None, False, True], True),
 ]
 
@@ -154,7 +193,9 @@ def _java_index_answer(p, rows, col):
     if op == "not_in" and any(v is None for v in lits):
         return BitMap64()
     if op == "in":
-        return BitMap64(i for i, r in enumerate(rows) if r[col] is not None and r[col] in [v for v in lits if v is not None])
+        return BitMap64(
+            i for i, r in enumerate(rows) if r[col] is not None and r[col] in [v for v in lits if v is not None]
+        )
     if op in ("less_than", "less_or_equal", "greater_than", "greater_or_equal") and lits[0] is None:
         return None
     if op in ("between", "not_between") and None in lits:
@@ -191,15 +232,23 @@ def test_global_index_null_literals(dtype, atype, values, lit):
 
 # ---------------------------------------------------------------- Parquet datasets (file + global indexes)
 
+
 def test_parquet_dataset_null_literals(tmp_path):
     from paimon_fast.tables import ParquetDataset
 
-    t = pa.table({"x": pa.array([1, 2, None, 3, None, 5] * 40, pa.int64()),
-                  "s": pa.array(["a", None, "b", "c", "a", None] * 40)})
+    t = pa.table(
+        {"x": pa.array([1, 2, None, 3, None, 5] * 40, pa.int64()), "s": pa.array(["a", None, "b", "c", "a", None] * 40)}
+    )
     pq.write_table(t, tmp_path / "f.parquet", row_group_size=60)
     ds = ParquetDataset(str(tmp_path))
-    ds.build({"file-index.bsi.columns": "x", "file-index.range-bitmap.columns": "x",
-              "file-index.bitmap.columns": "s", "file-index.bloom-filter.columns": "s"})
+    ds.build(
+        {
+            "file-index.bsi.columns": "x",
+            "file-index.range-bitmap.columns": "x",
+            "file-index.bitmap.columns": "s",
+            "file-index.bloom-filter.columns": "s",
+        }
+    )
     rows = t.to_pylist()
     for col, lit in (("x", 3), ("s", "a")):
         for p in null_leaves(col, lit):
@@ -212,6 +261,7 @@ def test_parquet_dataset_null_literals(tmp_path):
 
 
 # ---------------------------------------------------------------- Paimon tables
+
 
 def test_paimon_table_null_literals(tmp_path):
     pytest.importorskip("pypaimon")
@@ -247,6 +297,7 @@ def test_paimon_table_null_literals(tmp_path):
 
 # ---------------------------------------------------------------- Hudi tables
 
+
 def test_hudi_null_literals(tmp_path):
     pytest.importorskip("hudi")
     from hudi_writer import CowTable
@@ -255,9 +306,14 @@ def test_hudi_null_literals(tmp_path):
 
     schema = pa.schema([("id", pa.int64()), ("x", pa.int64()), ("s", pa.string())])
     t = CowTable(str(tmp_path / "cow"), schema)
-    data = pa.table({"id": pa.array(range(12), pa.int64()),
-                     "x": pa.array([1, None, 3, 4, None, 6] * 2, pa.int64()),
-                     "s": pa.array(["a", "b", None, "a", "c", None] * 2)}, schema=schema)
+    data = pa.table(
+        {
+            "id": pa.array(range(12), pa.int64()),
+            "x": pa.array([1, None, 3, 4, None, 6] * 2, pa.int64()),
+            "s": pa.array(["a", "b", None, "a", "c", None] * 2),
+        },
+        schema=schema,
+    )
     t.insert(data, groups=2)
     ph.build_index(None, t.path, ["x", "s"])
     rows = data.to_pylist()
@@ -268,6 +324,7 @@ def test_hudi_null_literals(tmp_path):
 
 
 # ---------------------------------------------------------------- Spark
+
 
 @pytest.mark.spark
 def test_spark_column_null_literals():

@@ -2,6 +2,7 @@
 server (moto, 127.0.0.1) and the local filesystem: atomic writes, conditional
 creates that refuse a second writer, versioned commit objects found even when a
 listing lags, counted ranged reads."""
+
 import json
 import os
 import pickle
@@ -28,11 +29,11 @@ def test_resolve_paths_and_uris(tmp_path, s3_server):
     b = s3_server.new_bucket()
     store, p = fs.resolve(s3_server.uri(b, "a/b/"))
     assert not store.local and store.object_store and p == f"{b}/a/b"
-    assert store.uri(p) == f"s3://{b}/a/b"                      # shown without credentials
+    assert store.uri(p) == f"s3://{b}/a/b"  # shown without credentials
     assert fs.display_uri(s3_server.uri(b, "a")) == f"s3://{b}/a"
     store2, p2 = fs.resolve(f"s3://{b}/a", s3_server.filesystem())
     assert p2 == f"{b}/a" and store2.type_name == "s3"
-    back = pickle.loads(pickle.dumps(store))                   # executors get the same store
+    back = pickle.loads(pickle.dumps(store))  # executors get the same store
     back.write_atomic(f"{b}/a/z", b"1")
     assert store.read_bytes(f"{b}/a/z") == b"1"
 
@@ -46,14 +47,14 @@ def test_atomic_writes_and_exclusive_create(where, tmp_path, s3):
     assert store.read_bytes(p) == b"two"
     with pytest.raises(RuntimeError):
         store.write_atomic(p, b"three-three", _fault="raise")
-    assert store.read_bytes(p) == b"two"                      # a failed write leaves the old bytes
+    assert store.read_bytes(p) == b"two"  # a failed write leaves the old bytes
     q = store.join(root, "d", "g.json")
     store.create_exclusive(q, b"first")
     with pytest.raises(CommitConflictError):
         store.create_exclusive(q, b"second")
-    assert store.read_bytes(q) == b"first"                    # never silently overwritten
+    assert store.read_bytes(q) == b"first"  # never silently overwritten
     names = [e.rel for e in store.list_files(root)]
-    assert names == ["d/f.json", "d/g.json"]                  # no temporary file left
+    assert names == ["d/f.json", "d/g.json"]  # no temporary file left
     assert store.stat(p)[0] == 3 and store.stat(store.join(root, "nope")) is None
     # a file given as buffers (a global index build's Chunks) is written whole, in order
     big = bytes(range(256)) * 40
@@ -81,7 +82,7 @@ def test_commit_file_versions_and_lost_race(where, tmp_path, s3):
     assert v == v1 == 1
     assert cf.write(b"B", v) == 2
     with pytest.raises(CommitConflictError, match="another writer committed version 2"):
-        cf.write(b"C", v)                                     # started from version 1: lost the race
+        cf.write(b"C", v)  # started from version 1: lost the race
     assert cf.read() == (2, b"B")
     # a listing that lags behind a fresh commit: the next versions are probed directly
     cf.versions = lambda: [1]
@@ -100,8 +101,8 @@ def test_ranged_counted_reads(where, tmp_path, s3):
         assert src.size == len(data)
         assert bytes(src.read_at(1000, 10)) == data[1000:1010]
         assert bytes(src.read_at(len(data) - 4, 4)) == data[-4:]
-    assert c.snapshot() == (14, 2)                            # two ranged reads, 14 bytes, not the file
-    if where == "s3":                                         # a header read in small steps: one request
+    assert c.snapshot() == (14, 2)  # two ranged reads, 14 bytes, not the file
+    if where == "s3":  # a header read in small steps: one request
         c = IOCounter()
         with store.open_source(p, c, head=4096) as src:
             assert bytes(src.read_at(0, 8)) + bytes(src.read_at(8, 100)) == data[:108]
@@ -113,8 +114,7 @@ def test_ranged_counted_reads(where, tmp_path, s3):
     q = store.join(root, "t.parquet")
     buf = pa.BufferOutputStream()
     n = 200_000
-    pq.write_table(pa.table({"a": list(range(n)), "b": [str(i) for i in range(n)]}), buf,
-                   row_group_size=20_000)
+    pq.write_table(pa.table({"a": list(range(n)), "b": [str(i) for i in range(n)]}), buf, row_group_size=20_000)
     store.write_atomic(q, buf.getvalue().to_pybytes())
     c = IOCounter()
     t = pq.ParquetFile(store.open_input(q, c)).read_row_group(3, columns=["a"])
@@ -152,10 +152,19 @@ import pyarrow.parquet as pq  # noqa: E402
 import paimon_fast as pf  # noqa: E402
 from paimon_fast.tables import ParquetDataset  # noqa: E402
 
-OPTIONS = {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": "800",
-           "file-index.bitmap.columns": "status", "file-index.in-manifest-threshold": "64"}
-PREDICATES = ["id = 1234", "status = 'paid' AND id < 900", "id IN (5, 4000, 99999)",
-              "status IS NULL OR region = 'us'", "name = 'eu1-3'"]
+OPTIONS = {
+    "file-index.bloom-filter.columns": "id",
+    "file-index.bloom-filter.id.items": "800",
+    "file-index.bitmap.columns": "status",
+    "file-index.in-manifest-threshold": "64",
+}
+PREDICATES = [
+    "id = 1234",
+    "status = 'paid' AND id < 900",
+    "id IN (5, 4000, 99999)",
+    "status IS NULL OR region = 'us'",
+    "name = 'eu1-3'",
+]
 
 
 def write_dataset(root, rows=800, seed=7):
@@ -166,12 +175,18 @@ def write_dataset(root, rows=800, seed=7):
         os.makedirs(d, exist_ok=True)
         for k in range(3):
             ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
-            pq.write_table(pa.table({
-                "id": ids,
-                "name": pa.array([f"{region}{i}-{j % 7}" for j in range(rows)]),
-                "status": pa.array([["new", "paid", "sent", None][int(x)] for x in rng.integers(0, 4, rows)]),
-                "score": np.round(rng.uniform(0, 100, rows), 1),
-            }), os.path.join(d, f"part-{k}.parquet"), row_group_size=200)
+            pq.write_table(
+                pa.table(
+                    {
+                        "id": ids,
+                        "name": pa.array([f"{region}{i}-{j % 7}" for j in range(rows)]),
+                        "status": pa.array([["new", "paid", "sent", None][int(x)] for x in rng.integers(0, 4, rows)]),
+                        "score": np.round(rng.uniform(0, 100, rows), 1),
+                    }
+                ),
+                os.path.join(d, f"part-{k}.parquet"),
+                row_group_size=200,
+            )
             i += 1
     return root
 
@@ -224,14 +239,14 @@ def test_dataset_build_and_pruned_read_on_s3_equal_local(local_and_s3, s3_server
     assert got == want
     for w in PREDICATES:
         assert got[w][0] == oracle(local, w)
-    assert any(v[1] > 0 for v in got.values())                 # the indexes pruned files on S3 too
+    assert any(v[1] > 0 for v in got.values())  # the indexes pruned files on S3 too
     keys = s3_server.keys(bucket, "events")
     assert "events/_commits/_paimon_fast_catalog.json.0000000001" in keys
-    assert "events/_paimon_fast_catalog.json" not in keys      # the catalog is a versioned commit there
+    assert "events/_paimon_fast_catalog.json" not in keys  # the catalog is a versioned commit there
     idx = [k for k in keys if k.endswith(".index")]
-    assert idx and all(len(k.rsplit("/", 1)[1].split(".")[-2]) == 16 for k in idx)   # content-hash names
+    assert idx and all(len(k.rsplit("/", 1)[1].split(".")[-2]) == 16 for k in idx)  # content-hash names
     assert all(k.startswith("events/_file_index/") for k in idx)  # where no Parquet reader looks
-    for k in keys:                                             # credentials never land in the table
+    for k in keys:  # credentials never land in the table
         body = s3_server.client.get_object(Bucket=bucket, Key=k)["Body"].read()
         assert b"testing-secret" not in body and b"testing-key" not in body
     # a re-run finds every index current; the plan reads the catalog and index bytes only
@@ -240,8 +255,11 @@ def test_dataset_build_and_pruned_read_on_s3_equal_local(local_and_s3, s3_server
     sizes = {k: s3_server.client.head_object(Bucket=bucket, Key=k)["ContentLength"] for k in keys}
     catalog = sizes[max(k for k in keys if "_commits/" in k)]
     # the catalog once, index files (small ones whole) and one footer (the schema): no data pages
-    assert 0 < plan.report.bytes_read <= catalog + sum(n for k, n in sizes.items() if k.endswith(".index")) + \
-        sds.files()[0].size
+    assert (
+        0
+        < plan.report.bytes_read
+        <= catalog + sum(n for k, n in sizes.items() if k.endswith(".index")) + sds.files()[0].size
+    )
     # the same through an explicit pyarrow filesystem and a path inside it
     fds = ParquetDataset(f"{bucket}/events", s3_server.filesystem())
     assert _answers(fds) == want
@@ -260,8 +278,14 @@ def test_deletes_and_global_index_on_s3_equal_local(local_and_s3):
         ds = ParquetDataset(root)
         t, srep = ds.scan("name = 'us4-2'")
         assert srep.global_index_used == ["name"]
-        results.append((rep.rows_deleted, _answers(ds), sorted(t.column("id").to_pylist()),
-                        sb.read_listing(root, "name")["total_row_count"]))
+        results.append(
+            (
+                rep.rows_deleted,
+                _answers(ds),
+                sorted(t.column("id").to_pylist()),
+                sb.read_listing(root, "name")["total_row_count"],
+            )
+        )
     assert results[0] == results[1]
     sent = set(oracle(local, "status = 'sent'"))
     assert results[1][0] == len(sent)
@@ -279,7 +303,7 @@ def test_catalog_commit_race_is_refused_on_s3(local_and_s3):
     a.write_catalog(ca)
     cb["note"] = "writer b"
     with pytest.raises(CommitConflictError, match="another writer committed"):
-        b.write_catalog(cb)                                    # lost the race: refused, not overwritten
+        b.write_catalog(cb)  # lost the race: refused, not overwritten
     assert ParquetDataset(uri).read_catalog()["note"] == "writer a"
     with pytest.raises(pf.errors.PaimonFastError):
         b.write_catalog(cb)
@@ -316,27 +340,27 @@ def test_killed_build_on_s3_leaves_old_state_rerun_and_gc(local_and_s3, s3_serve
         r = subprocess.run([sys.executable, "-c", KILL_SCRIPT, uri, what], env=env, capture_output=True, timeout=120)
         assert r.returncode == 17, r.stderr.decode()
     orphans = set(s3_server.keys(bucket)) - before_keys
-    assert len(orphans) >= 3                                   # new index files + the killed global index file
+    assert len(orphans) >= 3  # new index files + the killed global index file
     ds = ParquetDataset(uri)
-    assert ds.read_catalog() == before_cat and _answers(ds) == before   # readers see the old state
+    assert ds.read_catalog() == before_cat and _answers(ds) == before  # readers see the old state
     assert sb.read_listing(uri, "name") == before_listing
 
-    assert main(["gc", uri, "--min-age", "0", "--json"]) == 0       # dry run: lists exactly the orphans
+    assert main(["gc", uri, "--min-age", "0", "--json"]) == 0  # dry run: lists exactly the orphans
     rep = json.loads(capsys.readouterr().out)
     assert {o["path"].split("/", 3)[-1] for o in rep["orphans"]} == orphans
-    assert set(s3_server.keys(bucket)) - before_keys == orphans       # nothing removed
-    assert main(["gc", uri, "--json"]) == 0                            # young files are left alone by default
+    assert set(s3_server.keys(bucket)) - before_keys == orphans  # nothing removed
+    assert main(["gc", uri, "--json"]) == 0  # young files are left alone by default
     assert json.loads(capsys.readouterr().out)["too_young"] == len(orphans)
 
     new_opts = {"file-index.bitmap.columns": "name,status", "file-index.in-manifest-threshold": "64"}
-    rerun = ParquetDataset(uri).build(new_opts)                         # a re-run completes
+    rerun = ParquetDataset(uri).build(new_opts)  # a re-run completes
     assert rerun.files_built == 6
     sb.build_global_index_local(uri, "name", {"bitmap-index.compression": "zstd"})
     assert main(["gc", uri, "--min-age", "0", "--delete", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["removed"] == len(rep["orphans"]) > 0
     assert main(["gc", uri, "--min-age", "0", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["orphans"] == []          # nothing left unreferenced
+    assert json.loads(capsys.readouterr().out)["orphans"] == []  # nothing left unreferenced
     lds = ParquetDataset(local)
     lds.build(new_opts)
     sb.build_global_index_local(local, "name", {"bitmap-index.compression": "zstd"})
@@ -386,7 +410,7 @@ def test_hudi_sidecar_on_s3_equals_local(rel, tmp_path, s3_server):
     cols = indexable(snap.schema)
     lrep, srep = ph.build_index(None, local, cols), ph.build_index(None, uri, cols)
     assert (srep["slices_indexed"], srep["records_written"]) == (lrep["slices_indexed"], lrep["records_written"])
-    assert srep["table"] == f"s3://{bucket}/tbl"                        # no credentials in reports
+    assert srep["table"] == f"s3://{bucket}/tbl"  # no credentials in reports
     keys = s3_server.keys(bucket, "tbl/.hoodie/.aux/bitmap_index/")
     assert [k.rsplit("/", 1)[1] for k in keys if "/manifests/" in k] == [f"manifest-{srep['instant']}.json"]
     assert any("/segments/seg-" in k for k in keys)
@@ -395,10 +419,14 @@ def test_hudi_sidecar_on_s3_equals_local(rel, tmp_path, s3_server):
     pruned = 0
     for p in preds:
         lr, sr = ph.read_arrow(local, p), ph.read_arrow(uri, p)
-        assert row_multiset(sr.table.to_pylist()) == row_multiset(lr.table.to_pylist()) == \
-            row_multiset(oracle_rows(snap, p)), p
-        assert {k: v for k, v in sr.report.items() if not k.startswith(("ms_", "bytes"))} == \
-            {k: v for k, v in lr.report.items() if not k.startswith(("ms_", "bytes"))}
+        assert (
+            row_multiset(sr.table.to_pylist())
+            == row_multiset(lr.table.to_pylist())
+            == row_multiset(oracle_rows(snap, p))
+        ), p
+        assert {k: v for k, v in sr.report.items() if not k.startswith(("ms_", "bytes"))} == {
+            k: v for k, v in lr.report.items() if not k.startswith(("ms_", "bytes"))
+        }
         assert sr.report["bytes_read"] > 0
         pruned += sr.report["slices_pruned"]
     # a second run at the same instant publishes a new manifest name, never overwriting one
@@ -425,26 +453,34 @@ def test_hudi_killed_build_on_s3_and_gc(tmp_path, s3_server, capsys):
     assert r.returncode == 17, r.stderr.decode()
     from paimon_fast.hudi import storage
 
-    assert storage.list_manifests(uri) == []                            # nothing published
+    assert storage.list_manifests(uri) == []  # nothing published
     segs = [k for k in s3_server.keys(bucket, "tbl/.hoodie/.aux/") if "/segments/" in k]
     assert len(segs) == 1
     assert main(["gc", uri, "--min-age", "0", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["kind"] == "hudi table" and [o["path"] for o in rep["orphans"]] == [f"s3://{bucket}/{segs[0]}"]
-    rerun = ph.build_index(None, uri, cols)                             # a re-run completes
+    rerun = ph.build_index(None, uri, cols)  # a re-run completes
     assert rerun["slices_indexed"] > 0 and len(storage.list_manifests(uri)) == 1
-    assert segs[0] not in s3_server.keys(bucket)                        # the run's cleanup removed the orphan
+    assert segs[0] not in s3_server.keys(bucket)  # the run's cleanup removed the orphan
 
 
 # ---------------------------------------------------------------- Paimon tables on S3 (pypaimon)
+
 
 def _paimon_catalog(s3_server, bucket):
     from pypaimon import CatalogFactory
     from s3_support import KEY, REGION, SECRET
 
-    return CatalogFactory.create({
-        "warehouse": f"s3://{bucket}/wh", "fs.s3.endpoint": s3_server.endpoint_url, "fs.s3.accessKeyId": KEY,
-        "fs.s3.accessKeySecret": SECRET, "fs.s3.region": REGION, "fs.s3.path-style-access": "true"})
+    return CatalogFactory.create(
+        {
+            "warehouse": f"s3://{bucket}/wh",
+            "fs.s3.endpoint": s3_server.endpoint_url,
+            "fs.s3.accessKeyId": KEY,
+            "fs.s3.accessKeySecret": SECRET,
+            "fs.s3.region": REGION,
+            "fs.s3.path-style-access": "true",
+        }
+    )
 
 
 def _rows(t):
@@ -470,9 +506,12 @@ def test_paimon_tables_on_s3_read_with_index_equal_local(tmp_path, s3_server):
         la, lr = read_with_index(lc.get_table(f"db.{t}"), pred)
         sa, sr = read_with_index(sc.get_table(f"db.{t}"), pred)
         assert _rows(sa) == _rows(la)
-        assert (sr.files_planned, sr.files_skipped, sr.rows_returned) == \
-            (lr.files_planned, lr.files_skipped, lr.rows_returned)
-        assert sr.files_planned - sr.files_skipped <= planned     # never reads more than Java plans
+        assert (sr.files_planned, sr.files_skipped, sr.rows_returned) == (
+            lr.files_planned,
+            lr.files_skipped,
+            lr.rows_returned,
+        )
+        assert sr.files_planned - sr.files_skipped <= planned  # never reads more than Java plans
         checked += 1
     assert checked >= 6
 
@@ -502,8 +541,11 @@ def test_paimon_rewrite_and_global_index_on_s3_equal_local(tmp_path, s3_server):
         added = create_global_index(t, "name")
         t = (catalog(lwh) if where == "local" else sc).get_table("db.t")
         res = {}
-        for pred in (pf.field("category") == "red", pf.field("name") == "name-777",
-                     pf.field("name").isin(["name-3", "name-1499", "zzz"])):
+        for pred in (
+            pf.field("category") == "red",
+            pf.field("name") == "name-777",
+            pf.field("name").isin(["name-3", "name-1499", "zzz"]),
+        ):
             a, rep = read_with_index(t, pred)
             res[repr(pred)] = (sorted(a.column("id").to_pylist()), rep.files_skipped)
         out[where] = (added, res)
@@ -512,5 +554,5 @@ def test_paimon_rewrite_and_global_index_on_s3_equal_local(tmp_path, s3_server):
     assert out["s3"] == out["local"]
     assert out["s3"][1][repr(pf.field("name") == "name-777")][0] == [777]
     keys = s3_server.keys(bucket)
-    assert any(k.endswith(".index") and "/index/" in k for k in keys)          # the global index file
-    assert not any(k.rsplit("/", 1)[1].startswith(".") for k in keys)          # no temporary names left
+    assert any(k.endswith(".index") and "/index/" in k for k in keys)  # the global index file
+    assert not any(k.rsplit("/", 1)[1].startswith(".") for k in keys)  # no temporary names left

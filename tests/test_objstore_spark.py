@@ -1,6 +1,7 @@
 """Datasets on S3 (a moto server on 127.0.0.1) built and read on local Spark: the
 executors read and write through pyarrow's S3 filesystem (no Hadoop S3 connector
 is on this Spark's classpath), and every answer equals the same run on local files."""
+
 import pytest
 
 pyspark = pytest.importorskip("pyspark")
@@ -29,7 +30,7 @@ def test_spark_build_read_delete_global_index_on_s3_equal_local(spark, tmp_path,
     bucket = s3_server.new_bucket()
     s3_server.upload_dir(local, bucket, "events")
     uri = s3_server.uri(bucket, "events")
-    with pytest.raises(Exception):   # no Hadoop S3 connector here: Spark itself cannot read the dataset
+    with pytest.raises(Exception):  # no Hadoop S3 connector here: Spark itself cannot read the dataset
         spark.read.parquet(f"s3a://{bucket}/events").count()
 
     got = {}
@@ -47,9 +48,15 @@ def test_spark_build_read_delete_global_index_on_s3_equal_local(spark, tmp_path,
         drep = pfs.delete(spark, root, "status = 'sent'", driver_max_bytes=0)
         gl = pfs.build_global_index(spark, root, "name", {"sorted-index.records-per-range": "2000"})
         df = pfs.read(spark, root, "name = 'us4-2'")
-        got[where] = (answers, drep.rows_deleted, _ids(df), df.report.global_index_used,
-                      sum(f["row_count"] for f in gl["files"]), gl["total_row_count"],
-                      sorted(ParquetDataset(root).scan("status = 'paid' AND id < 900")[0].column("id").to_pylist()))
+        got[where] = (
+            answers,
+            drep.rows_deleted,
+            _ids(df),
+            df.report.global_index_used,
+            sum(f["row_count"] for f in gl["files"]),
+            gl["total_row_count"],
+            sorted(ParquetDataset(root).scan("status = 'paid' AND id < 900")[0].column("id").to_pylist()),
+        )
     assert got["s3"] == got["local"]
     answers = got["s3"][0]
     for w in PREDICATES[:3]:
@@ -57,7 +64,7 @@ def test_spark_build_read_delete_global_index_on_s3_equal_local(spark, tmp_path,
     sent = set(oracle(local, "status = 'sent'"))
     assert got["s3"][1] == len(sent) and got["s3"][3] == ["name"]
     assert got["s3"][2] == [i for i in oracle(local, "name = 'us4-2'") if i not in sent]
-    assert got["s3"][4] == got["s3"][5] == 4800                # every row indexed, in range files
+    assert got["s3"][4] == got["s3"][5] == 4800  # every row indexed, in range files
     # the Data Source and the top-N read on the executors through the same store
     df = spark.read.format("paimon-fast").load(uri).where("id = 1234")
     assert _ids(df) == oracle(local, "id = 1234")
@@ -117,5 +124,4 @@ def test_hudi_build_on_spark_on_s3(spark, tmp_path, s3_server):
     assert rep["indexed_on"] == "executors" and rep["slices_indexed"] > 0
     for p in battery(snap, cols, snap.schema, max_single=2)[:6]:
         res = ph.read(spark, uri, p)
-        assert row_multiset(res.df.toArrow().to_pylist()) == \
-            row_multiset(ph.read_arrow(local, p).table.to_pylist()), p
+        assert row_multiset(res.df.toArrow().to_pylist()) == row_multiset(ph.read_arrow(local, p).table.to_pylist()), p

@@ -3,6 +3,7 @@
 and ``top_n``, Hudi base files.  Files with several pages per column chunk; each answer
 is checked against an oracle that is not the product's filter (pyarrow over a full read)
 and the reports say what was decoded."""
+
 from __future__ import annotations
 
 import os
@@ -22,11 +23,21 @@ def _dataset(root, files=3, n=20_000):
     os.makedirs(root, exist_ok=True)
     rng = np.random.default_rng(4)
     for i in range(files):
-        t = pa.table({"k": pa.array(np.arange(i * n, (i + 1) * n) // 500, pa.int32()),  # sorted: a value = one page
-                      "score": pa.array(rng.integers(0, 10**6, n), pa.int64()),
-                      "tag": pa.array([f"t{v:09d}" for v in rng.integers(0, 10**9, n)])})
-        pq.write_table(t, os.path.join(root, f"part-{i}.parquet"), data_page_size=8 << 10, write_batch_size=512,
-                       use_dictionary=["k"], write_page_index=i != 1)
+        t = pa.table(
+            {
+                "k": pa.array(np.arange(i * n, (i + 1) * n) // 500, pa.int32()),  # sorted: a value = one page
+                "score": pa.array(rng.integers(0, 10**6, n), pa.int64()),
+                "tag": pa.array([f"t{v:09d}" for v in rng.integers(0, 10**9, n)]),
+            }
+        )
+        pq.write_table(
+            t,
+            os.path.join(root, f"part-{i}.parquet"),
+            data_page_size=8 << 10,
+            write_batch_size=512,
+            use_dictionary=["k"],
+            write_page_index=i != 1,
+        )
     ds = ParquetDataset(root)
     ds.build({"file-index.bitmap.columns": "k", "file-index.range-bitmap.columns": "score"})
     return ds
@@ -81,8 +92,12 @@ def native_table(tmp_path_factory):
     pytest.importorskip("pypaimon_rust")
     from paimon_helpers import create_sample_table
 
-    opts = {"file-index.bitmap.columns": "category", "file-index.range-bitmap.columns": "id",
-            "file-index.bloom-filter.columns": "name", "file-index.bloom-filter.name.items": "50000"}
+    opts = {
+        "file-index.bitmap.columns": "category",
+        "file-index.range-bitmap.columns": "id",
+        "file-index.bloom-filter.columns": "name",
+        "file-index.bloom-filter.name.items": "50000",
+    }
     return create_sample_table(tmp_path_factory.mktemp("native"), options=opts, files=3, n=50_000, native=True)
 
 

@@ -5,6 +5,7 @@ path / top-N, with pypaimon 2.1 on the other side both ways.
 Tables are written with pypaimon 2.1 in temporary warehouses; expected rows come from a
 plain-Python evaluation of the table's rows (to_pylist), never from our filters.
 """
+
 import os
 import random
 import struct
@@ -24,9 +25,24 @@ from paimon_fast.paimon import plan_with_index, read_with_index, top_n  # noqa: 
 from paimon_fast.paimon.globalindex import create_global_index  # noqa: E402
 from paimon_fast.tables.topn import TopNReport  # noqa: E402
 
-from test_paimon_globalindex import (CASES, DATA_EVOLUTION, KEY_TYPES, ROW_TRACKING, _answered, _append,  # noqa: E402
-                                     _batch, _expect, _ids, _index_entries, _make, _range_files, _rows, _table,
-                                     _with_options, gi_spark)  # noqa: F401  (a fixture)
+from test_paimon_globalindex import (
+    CASES,
+    DATA_EVOLUTION,
+    KEY_TYPES,
+    ROW_TRACKING,
+    _answered,
+    _append,  # noqa: E402
+    _batch,
+    _expect,
+    _ids,
+    _index_entries,
+    _make,
+    _range_files,
+    _rows,
+    _table,
+    _with_options,
+    gi_spark,
+)  # noqa: F401  (a fixture)
 
 RPR = {"sorted-index.records-per-range": "60"}
 
@@ -46,7 +62,7 @@ def test_rotated_btree_files_equal_one_writer_per_chunk():
     order = sorted(zip(vals, rids.tolist()), key=lambda t: (t[0] is not None, (t[0] or "").encode(), t[1]))
     assert [n for _, _, n in files] == [53] * 9 + [23]
     for i, (data, meta, n) in enumerate(files):
-        chunk = order[53 * i:53 * i + n]
+        chunk = order[53 * i : 53 * i + n]
         one = writer("STRING", {"btree-index.block-size": "64 b"}, index_type="btree")
         one.write_batch(pa.array([v for v, _ in chunk], pa.string()), np.array([r for _, r in chunk], np.uint64))
         assert (data, meta) == one.finish()
@@ -59,7 +75,7 @@ def test_build_then_read_matches_oracle(tmp_path, options):
     added = create_global_index(cat.get_table(f"db.{name}"), "color", "btree", options=RPR)
     entries = _btree_entries(cat, name)
     assert added == len(entries) > 0
-    assert all(e.index_file.row_count <= 72 for e in entries)   # cut at 1.2 x records per range
+    assert all(e.index_file.row_count <= 72 for e in entries)  # cut at 1.2 x records per range
     covered = set()
     for e in entries:
         m = e.index_file.global_index_meta
@@ -69,14 +85,16 @@ def test_build_then_read_matches_oracle(tmp_path, options):
     assert covered == set(range(600))
     rows = _rows(cat, name)
     t = cat.get_table(f"db.{name}")
-    for fast in (True, False):   # the fast path and pypaimon's planner + reader
+    for fast in (True, False):  # the fast path and pypaimon's planner + reader
         for make, fn in CASES:
             got, rep = read_with_index(t, make(), fast=fast)
             assert rep.fast_path == fast, rep.fallback_reason
             assert _ids(got) == _expect(rows, fn), make()
     got, report = read_with_index(t, pf.field("color") == "red")
     want = len(_expect(rows, lambda r: r["color"] == "red"))
-    assert report.global_indexes == [f"color (btree, {added} files over {len({e.index_file.global_index_meta.row_range_start for e in entries})} row ranges, {want} rows selected)"]  # noqa: E501
+    assert report.global_indexes == [
+        f"color (btree, {added} files over {len({e.index_file.global_index_meta.row_range_start for e in entries})} row ranges, {want} rows selected)"
+    ]  # noqa: E501
     assert "global index used: color (btree" in str(report)
 
 
@@ -102,20 +120,27 @@ def test_bitmap_and_btree_on_one_column_and_on_two_columns(tmp_path):
     cat, name = _table(tmp_path, DATA_EVOLUTION, commits=2)
     assert create_global_index(cat.get_table(f"db.{name}"), "color", "bitmap") > 0
     _append(cat, name, _batch(2))
-    assert create_global_index(cat.get_table(f"db.{name}"), "color", "btree") > 0   # the appended range only
+    assert create_global_index(cat.get_table(f"db.{name}"), "color", "btree") > 0  # the appended range only
     assert create_global_index(cat.get_table(f"db.{name}"), "n", "btree", options=RPR) > 0
-    kinds = {(e.index_file.index_type, e.index_file.global_index_meta.row_range_start)
-             for e in _index_entries(cat, name) if e.index_file.global_index_meta.index_field_id == 1}
+    kinds = {
+        (e.index_file.index_type, e.index_file.global_index_meta.row_range_start)
+        for e in _index_entries(cat, name)
+        if e.index_file.global_index_meta.index_field_id == 1
+    }
     assert {k for k, _ in kinds} == {"bitmap", "btree"}
     rows = _rows(cat, name)
     t = cat.get_table(f"db.{name}")
     checks = [
         (pf.field("color") == "red", lambda r: r["color"] == "red"),
         (pf.field("color") >= "m", lambda r: r["color"] is not None and r["color"] >= "m"),
-        ((pf.field("color") == "red") & (pf.field("n") > 4),
-         lambda r: r["color"] == "red" and r["n"] is not None and r["n"] > 4),
-        ((pf.field("color") == "blue") | (pf.field("n").between(1, 2)),
-         lambda r: r["color"] == "blue" or (r["n"] is not None and 1 <= r["n"] <= 2)),
+        (
+            (pf.field("color") == "red") & (pf.field("n") > 4),
+            lambda r: r["color"] == "red" and r["n"] is not None and r["n"] > 4,
+        ),
+        (
+            (pf.field("color") == "blue") | (pf.field("n").between(1, 2)),
+            lambda r: r["color"] == "blue" or (r["n"] is not None and 1 <= r["n"] <= 2),
+        ),
         (pf.field("color").like("%e%"), lambda r: r["color"] is not None and "e" in r["color"]),
     ]
     for fast in (True, False):
@@ -208,7 +233,9 @@ def test_killed_build_commits_nothing_and_a_second_build_adds_nothing(tmp_path, 
 
     monkeypatch.setattr(pgi, "_write_index_file", dies_on_the_third)
     with pytest.raises(KeyboardInterrupt):
-        create_global_index(cat.get_table(f"db.{name}"), "color", "btree", options={"sorted-index.records-per-range": "30"})
+        create_global_index(
+            cat.get_table(f"db.{name}"), "color", "btree", options={"sorted-index.records-per-range": "30"}
+        )
     assert cat.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id == snap
     assert _index_entries(cat, name) == []
     index_dir = os.path.join(str(tmp_path / "wh"), "db.db", name, "index")
@@ -219,7 +246,7 @@ def test_killed_build_commits_nothing_and_a_second_build_adds_nothing(tmp_path, 
     assert len(_btree_entries(cat, name)) == first
     _append(cat, name, _batch(2))
     before = {e.index_file.file_name for e in _btree_entries(cat, name)}
-    assert create_global_index(cat.get_table(f"db.{name}"), "color", "btree") > 0   # the appended rows only
+    assert create_global_index(cat.get_table(f"db.{name}"), "color", "btree") > 0  # the appended rows only
     new = [e.index_file.global_index_meta for e in _btree_entries(cat, name) if e.index_file.file_name not in before]
     assert min(m.row_range_start for m in new) == 400 and max(m.row_range_end for m in new) == 599
 
@@ -228,8 +255,19 @@ def test_cli_create_global_index_btree(tmp_path, capsys):
     from paimon_fast.cli import main
 
     cat, name = _table(tmp_path, DATA_EVOLUTION, commits=2)
-    rc = main(["paimon", "create-global-index", str(tmp_path / "wh"), f"db.{name}", "n", "--type", "btree",
-               "--option", "btree-index.block-size=32b"])
+    rc = main(
+        [
+            "paimon",
+            "create-global-index",
+            str(tmp_path / "wh"),
+            f"db.{name}",
+            "n",
+            "--type",
+            "btree",
+            "--option",
+            "btree-index.block-size=32b",
+        ]
+    )
     assert rc in (0, None) and "index files added" in capsys.readouterr().out
     entries = _btree_entries(cat, name)
     assert entries
@@ -242,8 +280,11 @@ def test_cli_create_global_index_btree(tmp_path, capsys):
     assert _ids(got) == _expect(rows, lambda r: r["n"] is not None and r["n"] >= 7)
 
 
-@pytest.mark.parametrize("options", [DATA_EVOLUTION, {**DATA_EVOLUTION, "scalar-index.search-mode": "full"},
-                                     ROW_TRACKING], ids=["de-fast", "de-full", "row-tracking"])
+@pytest.mark.parametrize(
+    "options",
+    [DATA_EVOLUTION, {**DATA_EVOLUTION, "scalar-index.search-mode": "full"}, ROW_TRACKING],
+    ids=["de-fast", "de-full", "row-tracking"],
+)
 def test_top_n_from_the_btree_index(tmp_path, options):
     cat, name = _table(tmp_path, options, commits=2)
     create_global_index(cat.get_table(f"db.{name}"), "n", "btree", options=RPR)
@@ -255,10 +296,16 @@ def test_top_n_from_the_btree_index(tmp_path, options):
     for desc in (True, False):
         for nulls_first in (True, False):
             rep = TopNReport()
-            got = top_n(cat.get_table(f"db.{name}"), "n", 9, desc=desc, nulls_first=nulls_first,
-                        columns=["id", "n"], report=rep)
-            order = sorted(pool, key=lambda r: ((0 if nulls_first else 2) if r["n"] is None else 1,
-                                                0 if r["n"] is None else (-r["n"] if desc else r["n"])))
+            got = top_n(
+                cat.get_table(f"db.{name}"), "n", 9, desc=desc, nulls_first=nulls_first, columns=["id", "n"], report=rep
+            )
+            order = sorted(
+                pool,
+                key=lambda r: (
+                    (0 if nulls_first else 2) if r["n"] is None else 1,
+                    0 if r["n"] is None else (-r["n"] if desc else r["n"]),
+                ),
+            )
             assert got.column("n").to_pylist() == [r["n"] for r in order[:9]], (desc, nulls_first)
             assert all(r["n"] == v for r, v in zip(rows_by_id(rows, got), got.column("n").to_pylist()))
             assert rep.global_indexes and rep.global_indexes[0].startswith("n (btree")
@@ -276,7 +323,7 @@ def test_our_reads_use_pypaimons_btree_index(tmp_path):
     """pypaimon 2.1 builds a btree index (its default type): our fast path and the pypaimon
     path both answer from it (no deferring to pypaimon any more) with the oracle's rows."""
     cat, name = _table(tmp_path, DATA_EVOLUTION, commits=2)
-    assert cat.get_table(f"db.{name}").create_global_index("color") > 0   # pypaimon's default: btree
+    assert cat.get_table(f"db.{name}").create_global_index("color") > 0  # pypaimon's default: btree
     assert {e.index_file.index_type for e in _index_entries(cat, name)} == {"btree"}
     rows = _rows(cat, name)
     t = cat.get_table(f"db.{name}")
@@ -287,11 +334,13 @@ def test_our_reads_use_pypaimons_btree_index(tmp_path):
             assert _ids(got) == _expect(rows, fn), make()
     _, rep = read_with_index(t, pf.field("color") == "blue")
     assert rep.global_indexes and rep.global_indexes[0].startswith("color (btree")
-    assert create_global_index(t, "color", "btree") == 0   # nothing left to index after pypaimon's build
+    assert create_global_index(t, "color", "btree") == 0  # nothing left to index after pypaimon's build
 
 
-@pytest.mark.parametrize("column,values,compression", [("color", ["red", "cyan", "nope"], "none"),
-                                                       ("n", [0, 4, 8], "none"), ("id", [5, 300, 599], "zstd")])
+@pytest.mark.parametrize(
+    "column,values,compression",
+    [("color", ["red", "cyan", "nope"], "none"), ("n", [0, 4, 8], "none"), ("id", [5, 300, 599], "zstd")],
+)
 def test_pypaimon_scan_uses_our_btree_index(tmp_path, column, values, compression):
     """Our files (Java's bytes, compressed blocks included) answer pypaimon 2.1's own scan."""
     from pypaimon.globalindex.indexed_split import IndexedSplit
@@ -300,19 +349,25 @@ def test_pypaimon_scan_uses_our_btree_index(tmp_path, column, values, compressio
     rows = _rows(cat, name)
     opts = {**RPR, "btree-index.compression": compression, "btree-index.block-size": "1kb"}
     assert create_global_index(cat.get_table(f"db.{name}"), column, "btree", options=opts) > 0
-    if compression != "none":   # the blocks that save an eighth are stored compressed
+    if compression != "none":  # the blocks that save an eighth are stored compressed
         root = os.path.join(str(tmp_path / "wh"), "db.db", name, "index")
-        kinds = [BTreeIndexFile(KeyCodec("BIGINT"), os.path.join(root, e.index_file.file_name)).describe()[
-            "block_compression"] for e in _btree_entries(cat, name)]
+        kinds = [
+            BTreeIndexFile(KeyCodec("BIGINT"), os.path.join(root, e.index_file.file_name)).describe()[
+                "block_compression"
+            ]
+            for e in _btree_entries(cat, name)
+        ]
         assert any(k.get(compression) for k in kinds)
     t = cat.get_table(f"db.{name}")
     for v in values:
-        for make, fn in [(lambda pb: pb.equal(column, v), lambda r: r[column] == v),
-                         (lambda pb: pb.less_than(column, v), lambda r: r[column] is not None and r[column] < v)]:
+        for make, fn in [
+            (lambda pb: pb.equal(column, v), lambda r: r[column] == v),
+            (lambda pb: pb.less_than(column, v), lambda r: r[column] is not None and r[column] < v),
+        ]:
             rb = t.new_read_builder()
             rb = rb.with_filter(make(rb.new_predicate_builder()))
             splits = rb.new_scan().plan().splits()
-            assert all(isinstance(s, IndexedSplit) for s in splits)   # pypaimon planned from our index
+            assert all(isinstance(s, IndexedSplit) for s in splits)  # pypaimon planned from our index
             assert _ids(rb.new_read().to_arrow(splits)) == _expect(rows, fn), v
 
 
@@ -323,8 +378,10 @@ def test_pypaimon_bloom_filter_files_are_read(tmp_path):
     t = cat.get_table(f"db.{name}").copy({"btree-index.bloom-filter.enabled": "true"})
     assert t.create_global_index("color", index_type="btree") > 0
     root = os.path.join(str(tmp_path / "wh"), "db.db", name, "index")
-    files = [BTreeIndexFile(KeyCodec("STRING"), os.path.join(root, e.index_file.file_name))
-             for e in _index_entries(cat, name)]
+    files = [
+        BTreeIndexFile(KeyCodec("STRING"), os.path.join(root, e.index_file.file_name))
+        for e in _index_entries(cat, name)
+    ]
     assert all(f.footer.has_bloom for f in files)
     assert not any(f.may_contain(b"no such colour") for f in files)
     rows = _rows(cat, name)
@@ -342,8 +399,10 @@ def test_spark_build_equals_in_process_build(tmp_path, gi_spark):
     na = create_global_index(cat_a.get_table(f"db.{name}"), "color", "btree", options=opts)
     nb = create_global_index(cat_b.get_table(f"db.{name}"), "color", "btree", options=opts, spark=gi_spark)
     assert na == nb > 0
-    assert cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id == snap + 1   # one commit
-    assert _range_files(cat_a, name, str(tmp_path / "a" / "wh")) == _range_files(cat_b, name, str(tmp_path / "b" / "wh"))
+    assert cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id == snap + 1  # one commit
+    assert _range_files(cat_a, name, str(tmp_path / "a" / "wh")) == _range_files(
+        cat_b, name, str(tmp_path / "b" / "wh")
+    )
     rows = _rows(cat_b, name)
     got, report = read_with_index(cat_b.get_table(f"db.{name}"), pf.field("color") > "m")
     assert _ids(got) == _expect(rows, lambda r: r["color"] is not None and r["color"] > "m") and report.global_indexes
@@ -372,8 +431,8 @@ def test_pypaimon_btree_writer_differs_where_the_docs_say(tmp_path):
     ow = gi.writer("DOUBLE", {}, index_type="btree")
     ow.write_batch(pa.array(vals, pa.float64()), np.arange(len(vals)))
     ours, _ = ow.finish()
-    null_size = lambda b: struct.unpack_from("<i", b, len(b) - 52 + 40)[0]   # noqa: E731
-    assert null_size(theirs) > 10 * null_size(ours)   # 300 consecutive nulls: one run in Java's bitmap
+    null_size = lambda b: struct.unpack_from("<i", b, len(b) - 52 + 40)[0]  # noqa: E731
+    assert null_size(theirs) > 10 * null_size(ours)  # 300 consecutive nulls: one run in Java's bitmap
     f = pf.field("x")
     a = gi.reader("DOUBLE", theirs, {}, len(vals), index_type="btree")
     b = gi.reader("DOUBLE", ours, {}, len(vals), index_type="btree")

@@ -1,4 +1,5 @@
 """32- and 64-bit deletion vectors: Java's blobs, fuzzing, and a real table with a 64-bit DV."""
+
 from __future__ import annotations
 
 import io
@@ -51,7 +52,7 @@ def test_fuzz_blobs():
         case = rng.choice(BLOBS)
         blob = bytearray(_blob(case))
         if rng.random() < 0.5:
-            blob = blob[:rng.randrange(len(blob))]
+            blob = blob[: rng.randrange(len(blob))]
         else:
             for _ in range(rng.randint(1, 3)):
                 blob[rng.randrange(len(blob))] = rng.randrange(256)
@@ -83,7 +84,7 @@ def rewrite_dv_as_64bit(table_root) -> int:
     with open(idx_path, "rb") as fh:
         data = fh.read()
     (rng,) = rec["_DELETIONS_VECTORS_RANGES"]
-    old = parse_deletion_blob(data[rng["f1"]:rng["f1"] + rng["f2"] + 8], rng["f2"])
+    old = parse_deletion_blob(data[rng["f1"] : rng["f1"] + rng["f2"] + 8], rng["f2"])
     blob = make_blob64(old.positions().tolist())
     with open(idx_path, "wb") as f:
         f.write(data[:1] + blob)
@@ -102,6 +103,7 @@ def test_roundtrip_own_64bit_blob():
 
 
 # ---------------------------------------------------------------- a table with a 64-bit DV
+
 
 def test_table_with_64bit_deletion_vector(tmp_path_factory, tmp_path):
     """Rewrite append_dv's 32-bit DV as a 64-bit one: pypaimon alone cannot read the

@@ -3,6 +3,7 @@ read, our pypaimon-based pruned path and pypaimon-rust, on the test tables: Java
 tables (0.9 manifests, embedded and sidecar indexes, deletion vectors), pypaimon-rust
 native tables, a partitioned table, schema evolution (renamed / added / retyped columns),
 64-bit deletion vectors, and the plan cache across commits."""
+
 from __future__ import annotations
 
 import io
@@ -114,8 +115,9 @@ def test_primary_key_table_falls_back(java09):
     table = catalog(java09).get_table("db.pk_dv")
     tb, rep = read_with_index(table, pf.field("id") < 50)
     assert not rep.fast_path and "primary-key" in rep.fallback_reason
-    assert _rows(tb) == _rows(_exact(_plain(legacy_manifest_table(table), pf.field("id") < 50), table,
-                                     pf.field("id") < 50))
+    assert _rows(tb) == _rows(
+        _exact(_plain(legacy_manifest_table(table), pf.field("id") < 50), table, pf.field("id") < 50)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -177,15 +179,27 @@ def test_schema_evolution_rename_and_add(tmp_path):
     b = sample_batch(9, 100)
     import pyarrow as pa
 
-    b = pa.table({"id": b["id"], "full_name": b["name"], "category": b["category"], "price": b["price"],
-                  "name": pa.array([f"new-{i}" for i in range(100)])})
+    b = pa.table(
+        {
+            "id": b["id"],
+            "full_name": b["name"],
+            "category": b["category"],
+            "price": b["price"],
+            "name": pa.array([f"new-{i}" for i in range(100)]),
+        }
+    )
     wr.write_arrow(b)
     c.commit(wr.prepare_commit())
     wr.close()
     c.close()
     t = cat.get_table("db.t")
-    for pred in [pf.field("full_name") == "name-1500", pf.field("name") == "name-1500", pf.field("name") == "new-5",
-                 pf.field("name").is_null() & (pf.field("full_name") == "name-7"), pf.field("name").is_not_null()]:
+    for pred in [
+        pf.field("full_name") == "name-1500",
+        pf.field("name") == "name-1500",
+        pf.field("name") == "new-5",
+        pf.field("name").is_null() & (pf.field("full_name") == "name-7"),
+        pf.field("name").is_not_null(),
+    ]:
         _check(t, pred)
     tb, rep = read_with_index(t, pf.field("full_name") == "name-1500")
     assert tb.column("id").to_pylist() == [1500] and rep.files_skipped >= 3
@@ -304,7 +318,7 @@ def test_lean_avro_reader_fuzz(java09):
     for i in range(1500):
         d = bytearray(rng.choice(datas))
         if i % 3 == 0:
-            d = d[:rng.randrange(len(d))]
+            d = d[: rng.randrange(len(d))]
         else:
             for _ in range(rng.randint(1, 4)):
                 d[rng.randrange(len(d))] = rng.randrange(256)
@@ -456,8 +470,10 @@ def test_lean_index_evaluation_equals_container(java09, native_table, name):
         with make() as src:
             layout = FileIndexFile(src, types, {}).layout()
             for pred in EXTRA_PREDS:
-                _same_result(fastpath._lean_result(src, layout[0], names, types, pred),
-                             _result_of(FileIndexFile(src, types, {}), pred, names))
+                _same_result(
+                    fastpath._lean_result(src, layout[0], names, types, pred),
+                    _result_of(FileIndexFile(src, types, {}), pred, names),
+                )
 
 
 def test_container_header_cache_never_trusts_other_bytes(tmp_path):
@@ -503,7 +519,7 @@ def test_pread_source_reads(tmp_path):
             for _ in range(4):
                 off = rng.choice([0, rng.randrange(len(data)), rng.randrange(4096), 4090])
                 n = rng.randrange(0, min(len(data) - off, 6000) + 1)
-                assert bytes(src.read_at(off, n)) == data[off:off + n]
+                assert bytes(src.read_at(off, n)) == data[off : off + n]
             with pytest.raises(IndexFormatError):
                 src.read_at(len(data) - 2, 3)
     small = tmp_path / "s.bin"

@@ -4,6 +4,7 @@ Tables are written with pypaimon 2.1 in temporary warehouses; expected rows come
 from a plain-Python evaluation of the table's rows (to_pylist), never from our
 filters.
 """
+
 import datetime
 import decimal
 import os
@@ -36,8 +37,11 @@ def _make(wh, name, schema, options, partition_keys=None):
 
     cat = catalog(wh)
     cat.create_database("db", True)
-    cat.create_table(f"db.{name}", Schema.from_pyarrow_schema(schema, partition_keys=partition_keys,
-                                                              options={"bucket": "-1", **options}), False)
+    cat.create_table(
+        f"db.{name}",
+        Schema.from_pyarrow_schema(schema, partition_keys=partition_keys, options={"bucket": "-1", **options}),
+        False,
+    )
     return cat
 
 
@@ -58,12 +62,15 @@ SCHEMA = pa.schema([("id", pa.int64()), ("color", pa.string()), ("n", pa.int32()
 def _batch(k, n=200, seed=0):
     rnd = random.Random(seed * 1000 + k)
     ids = range(k * n, (k + 1) * n)
-    return pa.table({
-        "id": pa.array(list(ids), pa.int64()),
-        "color": [None if rnd.random() < 0.05 else rnd.choice(COLORS) for _ in ids],
-        "n": pa.array([None if rnd.random() < 0.05 else rnd.randrange(0, 9) for _ in ids], pa.int32()),
-        "p": ["x" if i % 3 else "y" for i in ids],
-    }, schema=SCHEMA)
+    return pa.table(
+        {
+            "id": pa.array(list(ids), pa.int64()),
+            "color": [None if rnd.random() < 0.05 else rnd.choice(COLORS) for _ in ids],
+            "n": pa.array([None if rnd.random() < 0.05 else rnd.randrange(0, 9) for _ in ids], pa.int32()),
+            "p": ["x" if i % 3 else "y" for i in ids],
+        },
+        schema=SCHEMA,
+    )
 
 
 def _table(tmp_path, options, commits=3, partitioned=True, name="t", n=200):
@@ -93,17 +100,12 @@ CASES = [
     (lambda: pf.field("color").is_not_null(), lambda r: r["color"] is not None),
     (lambda: pf.field("color") < "cyan", lambda r: r["color"] is not None and r["color"] < "cyan"),
     (lambda: pf.field("color").startswith("b"), lambda r: r["color"] is not None and r["color"].startswith("b")),
-    (lambda: (pf.field("color") == "red") & (pf.field("id") < 300),
-     lambda r: r["color"] == "red" and r["id"] < 300),
-    (lambda: (pf.field("color") == "red") | (pf.field("color") == "black"),
-     lambda r: r["color"] in ("red", "black")),
-    (lambda: (pf.field("color") == "red") | (pf.field("id") == 7),
-     lambda r: r["color"] == "red" or r["id"] == 7),
-    (lambda: (pf.field("color") == "green") & (pf.field("n") == 3),
-     lambda r: r["color"] == "green" and r["n"] == 3),
+    (lambda: (pf.field("color") == "red") & (pf.field("id") < 300), lambda r: r["color"] == "red" and r["id"] < 300),
+    (lambda: (pf.field("color") == "red") | (pf.field("color") == "black"), lambda r: r["color"] in ("red", "black")),
+    (lambda: (pf.field("color") == "red") | (pf.field("id") == 7), lambda r: r["color"] == "red" or r["id"] == 7),
+    (lambda: (pf.field("color") == "green") & (pf.field("n") == 3), lambda r: r["color"] == "green" and r["n"] == 3),
     (lambda: pf.field("n").between(2, 4), lambda r: r["n"] is not None and 2 <= r["n"] <= 4),
-    (lambda: (pf.field("p") == "y") & (pf.field("color") == "blue"),
-     lambda r: r["p"] == "y" and r["color"] == "blue"),
+    (lambda: (pf.field("p") == "y") & (pf.field("color") == "blue"), lambda r: r["p"] == "y" and r["color"] == "blue"),
 ]
 
 
@@ -112,11 +114,14 @@ def _expect(rows, fn, only_ids=None):
 
 
 # ------------------------------------------------------------------ file layout
-@pytest.mark.parametrize("dtype,gen", [
-    ("STRING", lambda rnd: rnd.choice([None, "a", "bb", "c", "dd", "é"])),
-    ("INT", lambda rnd: rnd.choice([None, 1, -5, 7, 100, -2**31])),
-    ("DOUBLE", lambda rnd: rnd.choice([None, 0.5, -0.0, 0.0, float("inf"), -3.25])),
-])
+@pytest.mark.parametrize(
+    "dtype,gen",
+    [
+        ("STRING", lambda rnd: rnd.choice([None, "a", "bb", "c", "dd", "é"])),
+        ("INT", lambda rnd: rnd.choice([None, 1, -5, 7, 100, -(2**31)])),
+        ("DOUBLE", lambda rnd: rnd.choice([None, 0.5, -0.0, 0.0, float("inf"), -3.25])),
+    ],
+)
 def test_rotated_files_equal_one_writer_per_chunk(dtype, gen):
     """Files cut every N sorted records (nulls first, then key, then row id) are each
     byte-identical to the Java-exact writer fed that chunk alone."""
@@ -142,7 +147,7 @@ def test_rotated_files_equal_one_writer_per_chunk(dtype, gen):
     recs = sorted(zip(vals, rids.tolist()), key=order)
     assert len(files) == -(-700 // 61)
     for i, (data, meta, n) in enumerate(files):
-        chunk = recs[i * 61:(i + 1) * 61]
+        chunk = recs[i * 61 : (i + 1) * 61]
         w2 = writer(dtype, opts)
         w2.write_batch(pa.array([k for k, _ in chunk], at), np.array([r for _, r in chunk], dtype=np.uint64))
         assert (data, meta, n) == (*w2.finish(), len(chunk)), i
@@ -162,12 +167,18 @@ def _index_entries(cat, name):
     from pypaimon.index.index_file_handler import IndexFileHandler
 
     t = cat.get_table(f"db.{name}")
-    return [e for e in IndexFileHandler(t).scan(t.snapshot_manager().get_latest_snapshot())
-            if e.index_file.global_index_meta is not None]
+    return [
+        e
+        for e in IndexFileHandler(t).scan(t.snapshot_manager().get_latest_snapshot())
+        if e.index_file.global_index_meta is not None
+    ]
 
 
-@pytest.mark.parametrize("options", [DATA_EVOLUTION, ROW_TRACKING, {**ROW_TRACKING, "deletion-vectors.enabled": "true"}],
-                         ids=["data-evolution", "row-tracking", "row-tracking+dv"])
+@pytest.mark.parametrize(
+    "options",
+    [DATA_EVOLUTION, ROW_TRACKING, {**ROW_TRACKING, "deletion-vectors.enabled": "true"}],
+    ids=["data-evolution", "row-tracking", "row-tracking+dv"],
+)
 def test_build_then_read_matches_oracle(tmp_path, options):
     cat, name = _table(tmp_path, options)
     t = cat.get_table(f"db.{name}")
@@ -175,8 +186,9 @@ def test_build_then_read_matches_oracle(tmp_path, options):
     entries = _index_entries(cat, name)
     assert added == len(entries) > 0
     # one entry per file, all of the indexed field, row ranges within the table's rows
-    ranges = {(e.index_file.global_index_meta.row_range_start, e.index_file.global_index_meta.row_range_end)
-              for e in entries}
+    ranges = {
+        (e.index_file.global_index_meta.row_range_start, e.index_file.global_index_meta.row_range_end) for e in entries
+    }
     covered = set()
     for a, b in ranges:
         covered |= set(range(a, b + 1))
@@ -264,14 +276,17 @@ def _answered(pred):
     return all(_answered(c) for c in pred.children)
 
 
-@pytest.mark.parametrize("opts,mode", [
-    ({}, "fast"),
-    ({"scalar-index.search-mode": "fast"}, "fast"),
-    ({"scalar-index.search-mode": "full"}, "full"),
-    ({"scalar-index.search-mode": "detail"}, "detail"),
-    ({"global-index.search-mode": "full"}, "full"),
-    ({"global-index.search-mode": "full", "scalar-index.search-mode": "fast"}, "fast"),
-])
+@pytest.mark.parametrize(
+    "opts,mode",
+    [
+        ({}, "fast"),
+        ({"scalar-index.search-mode": "fast"}, "fast"),
+        ({"scalar-index.search-mode": "full"}, "full"),
+        ({"scalar-index.search-mode": "detail"}, "detail"),
+        ({"global-index.search-mode": "full"}, "full"),
+        ({"global-index.search-mode": "full", "scalar-index.search-mode": "fast"}, "fast"),
+    ],
+)
 def test_search_modes_after_append(tmp_path, opts, mode):
     """Rows appended after the build: ``fast`` answers from indexed rows only (as Java and
     pypaimon 2.1 do); ``full`` / ``detail`` also read and filter the new rows."""
@@ -326,21 +341,41 @@ def test_tables_without_row_tracking_keep_todays_path(tmp_path):
 KEY_TYPES = [
     ("k_i8", pa.int8(), lambda rnd: rnd.randrange(-3, 4), 1),
     ("k_i16", pa.int16(), lambda rnd: rnd.randrange(-300, 300, 100), 100),
-    ("k_i32", pa.int32(), lambda rnd: rnd.choice([-2**31, -1, 0, 5, 2**31 - 1]), 5),
-    ("k_i64", pa.int64(), lambda rnd: rnd.choice([-2**63, -1, 0, 5, 2**40]), 5),
+    ("k_i32", pa.int32(), lambda rnd: rnd.choice([-(2**31), -1, 0, 5, 2**31 - 1]), 5),
+    ("k_i64", pa.int64(), lambda rnd: rnd.choice([-(2**63), -1, 0, 5, 2**40]), 5),
     ("k_bool", pa.bool_(), lambda rnd: rnd.random() < 0.3, True),
     ("k_f32", pa.float32(), lambda rnd: rnd.choice([-1.5, 0.0, 2.25, 1e9]), 2.25),
     ("k_f64", pa.float64(), lambda rnd: rnd.choice([-1.5, 0.0, 2.25, 1e300]), 2.25),
-    ("k_date", pa.date32(), lambda rnd: datetime.date(2024, 1, 1) + datetime.timedelta(days=rnd.randrange(-400, 400, 100)),
-     datetime.date(2024, 1, 1)),
-    ("k_ts3", pa.timestamp("ms"), lambda rnd: datetime.datetime(2024, 5, 1, 12, 0, rnd.randrange(0, 3)),
-     datetime.datetime(2024, 5, 1, 12, 0, 1)),
-    ("k_ts6", pa.timestamp("us"), lambda rnd: datetime.datetime(2024, 5, 1, 12, 0, 0, rnd.randrange(0, 3) * 7),
-     datetime.datetime(2024, 5, 1, 12, 0, 0, 7)),
-    ("k_dec", pa.decimal128(10, 2), lambda rnd: decimal.Decimal(rnd.randrange(-300, 300, 100)) / 100,
-     decimal.Decimal("1.00")),
-    ("k_bigdec", pa.decimal128(24, 3), lambda rnd: decimal.Decimal(rnd.choice([-10**20, 0, 10**20, 7])) / 1000,
-     decimal.Decimal(10**20) / 1000),
+    (
+        "k_date",
+        pa.date32(),
+        lambda rnd: datetime.date(2024, 1, 1) + datetime.timedelta(days=rnd.randrange(-400, 400, 100)),
+        datetime.date(2024, 1, 1),
+    ),
+    (
+        "k_ts3",
+        pa.timestamp("ms"),
+        lambda rnd: datetime.datetime(2024, 5, 1, 12, 0, rnd.randrange(0, 3)),
+        datetime.datetime(2024, 5, 1, 12, 0, 1),
+    ),
+    (
+        "k_ts6",
+        pa.timestamp("us"),
+        lambda rnd: datetime.datetime(2024, 5, 1, 12, 0, 0, rnd.randrange(0, 3) * 7),
+        datetime.datetime(2024, 5, 1, 12, 0, 0, 7),
+    ),
+    (
+        "k_dec",
+        pa.decimal128(10, 2),
+        lambda rnd: decimal.Decimal(rnd.randrange(-300, 300, 100)) / 100,
+        decimal.Decimal("1.00"),
+    ),
+    (
+        "k_bigdec",
+        pa.decimal128(24, 3),
+        lambda rnd: decimal.Decimal(rnd.choice([-(10**20), 0, 10**20, 7])) / 1000,
+        decimal.Decimal(10**20) / 1000,
+    ),
     ("k_str", pa.string(), lambda rnd: rnd.choice(["", "a", "ab", "b", "zz", "é"]), "ab"),
 ]
 
@@ -375,8 +410,9 @@ def test_every_key_type(tmp_path):
 def test_pypaimon_scan_uses_our_index(tmp_path, column, values):
     cat, name = _table(tmp_path, DATA_EVOLUTION)
     rows = _rows(cat, name)
-    assert create_global_index(cat.get_table(f"db.{name}"), column,
-                               options={"sorted-index.records-per-range": "60"}) > 0
+    assert (
+        create_global_index(cat.get_table(f"db.{name}"), column, options={"sorted-index.records-per-range": "60"}) > 0
+    )
     t = cat.get_table(f"db.{name}")
     for v in values:
         rb = t.new_read_builder()
@@ -410,8 +446,9 @@ def test_cli_create_global_index(tmp_path, capsys):
 
     cat, name = _table(tmp_path, DATA_EVOLUTION)
     wh = str(tmp_path / "wh")
-    rc = main(["paimon", "create-global-index", wh, f"db.{name}", "color",
-               "--option", "sorted-index.records-per-range=100"])
+    rc = main(
+        ["paimon", "create-global-index", wh, f"db.{name}", "color", "--option", "sorted-index.records-per-range=100"]
+    )
     out = capsys.readouterr()
     assert rc in (0, None)
     assert "index files added" in out.out
@@ -423,6 +460,7 @@ def test_cli_create_global_index(tmp_path, capsys):
 
 def test_direct_parquet_read_builds_what_pypaimons_reader_builds(tmp_path, monkeypatch):
     """The build reads local Parquet files directly; the bytes equal a build through pypaimon's reader."""
+
     def build(sub, direct):
         cat, name = _table(tmp_path / sub, DATA_EVOLUTION)
         if not direct:
@@ -434,16 +472,18 @@ def test_direct_parquet_read_builds_what_pypaimons_reader_builds(tmp_path, monke
         for e in _index_entries(cat, name):
             m = e.index_file.global_index_meta
             with open(os.path.join(root, e.index_file.file_name), "rb") as f:
-                out.setdefault((m.row_range_start, m.row_range_end), []).append((f.read(), m.index_meta,
-                                                                                 e.index_file.row_count))
+                out.setdefault((m.row_range_start, m.row_range_end), []).append(
+                    (f.read(), m.index_meta, e.index_file.row_count)
+                )
         return {k: sorted(v) for k, v in out.items()}
 
     a, b = build("a", True), build("b", False)
     assert a == b and len(a) > 1
 
 
-@pytest.mark.parametrize("column,added_type,values", [("tag", pa.string(), ["u", None, "v"]),
-                                                     ("k", pa.int32(), [7, None, -2])])
+@pytest.mark.parametrize(
+    "column,added_type,values", [("tag", pa.string(), ["u", None, "v"]), ("k", pa.int32(), [7, None, -2])]
+)
 def test_files_written_before_a_column_was_added(tmp_path, monkeypatch, column, added_type, values):
     """Files written before the column existed hold none of it: their rows are null rows of
     the index.  The direct build (each file grouped as it is read, then merged) writes the
@@ -459,8 +499,11 @@ def test_files_written_before_a_column_was_added(tmp_path, monkeypatch, column, 
         schema = pa.schema(list(SCHEMA) + [(column, added_type)])
         for k in (2, 3):
             b = _batch(k)
-            _append(cat, name, pa.table(b.columns + [pa.array([values[i % 3] for i in range(b.num_rows)],
-                                                                added_type)], schema=schema))
+            _append(
+                cat,
+                name,
+                pa.table(b.columns + [pa.array([values[i % 3] for i in range(b.num_rows)], added_type)], schema=schema),
+            )
         if not direct:
             monkeypatch.setattr(pgb, "direct_read_plan", lambda *a: None)
         t = cat.get_table(f"db.{name}")
@@ -472,10 +515,12 @@ def test_files_written_before_a_column_was_added(tmp_path, monkeypatch, column, 
     _, _, b = build("b", False)
     assert a == b and a
     rows = _rows(cat, name)
-    assert sum(r[column] is None for r in rows) > 400   # the first two commits' rows
+    assert sum(r[column] is None for r in rows) > 400  # the first two commits' rows
     t = cat.get_table(f"db.{name}")
-    for pred, want in ((pf.field(column) == values[0], lambda r: r[column] == values[0]),
-                       (pf.field(column).is_null(), lambda r: r[column] is None)):
+    for pred, want in (
+        (pf.field(column) == values[0], lambda r: r[column] == values[0]),
+        (pf.field(column).is_null(), lambda r: r[column] is None),
+    ):
         got, rep = read_with_index(t, pred)
         assert _ids(got) == sorted(r["id"] for r in rows if want(r))
         assert "global index used" in str(rep)
@@ -526,7 +571,8 @@ def _range_files(cat, name, root):
         m = e.index_file.global_index_meta
         with open(os.path.join(root, "db.db", name, "index", e.index_file.file_name), "rb") as f:
             out.setdefault((m.row_range_start, m.row_range_end), []).append(
-                (f.read(), m.index_meta, e.index_file.row_count, m.index_field_id))
+                (f.read(), m.index_meta, e.index_file.row_count, m.index_field_id)
+            )
     return {k: sorted(v) for k, v in out.items()}
 
 
@@ -540,8 +586,13 @@ def gi_spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    return (SparkSession.builder.master("local[2]").appName("paimon-fast-paimon-gi-tests")
-            .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false").getOrCreate())
+    return (
+        SparkSession.builder.master("local[2]")
+        .appName("paimon-fast-paimon-gi-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
 
 
 @pytest.mark.spark
@@ -554,11 +605,14 @@ def test_spark_build_equals_in_process_build(tmp_path, gi_spark):
     snap = cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id
     seen = []
     na = create_global_index(cat_a.get_table(f"db.{name}"), "color", options=opts)
-    nb = create_global_index(cat_b.get_table(f"db.{name}"), "color", options=opts, spark=gi_spark,
-                             progress=lambda *a: seen.append(a))
+    nb = create_global_index(
+        cat_b.get_table(f"db.{name}"), "color", options=opts, spark=gi_spark, progress=lambda *a: seen.append(a)
+    )
     assert na == nb > 0 and seen
     assert cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id == snap + 1  # one commit
-    assert _range_files(cat_a, name, str(tmp_path / "a" / "wh")) == _range_files(cat_b, name, str(tmp_path / "b" / "wh"))
+    assert _range_files(cat_a, name, str(tmp_path / "a" / "wh")) == _range_files(
+        cat_b, name, str(tmp_path / "b" / "wh")
+    )
     rows = _rows(cat_b, name)
     got, report = read_with_index(cat_b.get_table(f"db.{name}"), pf.field("color") == "red")
     assert _ids(got) == _expect(rows, lambda r: r["color"] == "red") and report.global_indexes
@@ -611,13 +665,17 @@ def test_worker_heap_keeps_build_buffers_in_the_heap(tmp_path):
         pytest.skip("glibc before 2.33 (no mallinfo2) or another C library: nothing to observe")
     root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    off_during, on_during, kept, reused, outside = map(int, subprocess.run(
-        [sys.executable, "-c", _HEAP_SCRIPT], env=env, capture_output=True, text=True, check=True).stdout.split())
+    off_during, on_during, kept, reused, outside = map(
+        int,
+        subprocess.run(
+            [sys.executable, "-c", _HEAP_SCRIPT], env=env, capture_output=True, text=True, check=True
+        ).stdout.split(),
+    )
     mb = 64 << 20
-    assert off_during >= mb          # option off: mapped
-    assert on_during < mb <= kept    # inside: from the heap, and the heap keeps it when freed
-    assert reused == 0               # the kept heap serves the next buffer of that size
-    assert outside >= 2 * mb         # a larger one is mapped: nothing else changed
+    assert off_during >= mb  # option off: mapped
+    assert on_during < mb <= kept  # inside: from the heap, and the heap keeps it when freed
+    assert reused == 0  # the kept heap serves the next buffer of that size
+    assert outside >= 2 * mb  # a larger one is mapped: nothing else changed
 
 
 def test_keep_worker_heap_option_is_checked():
@@ -631,8 +689,15 @@ def test_keep_worker_heap_option_is_checked():
 
 
 # ------------------------------------------------------------------ multivalue (ARRAY columns)
-ARRAY_SCHEMA = pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string())), ("nums", pa.list_(pa.int32())),
-                          ("days", pa.list_(pa.date32())), ("p", pa.string())])
+ARRAY_SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("tags", pa.list_(pa.string())),
+        ("nums", pa.list_(pa.int32())),
+        ("days", pa.list_(pa.date32())),
+        ("p", pa.string()),
+    ]
+)
 TAGS = ["a", "b", "c", "dd", "é", ""]
 
 
@@ -648,13 +713,18 @@ def _array_batch(k, n=150):
         return [None if rnd.random() < 0.05 else gen() for _ in range(rnd.randrange(1, 4))]
 
     ids = range(k * n, (k + 1) * n)
-    return pa.table({
-        "id": pa.array(list(ids), pa.int64()),
-        "tags": [arr(lambda: rnd.choice(TAGS)) for _ in ids],
-        "nums": [arr(lambda: rnd.randrange(-3, 6)) for _ in ids],
-        "days": [arr(lambda: datetime.date(2024, 1, 1) + datetime.timedelta(days=rnd.randrange(0, 5))) for _ in ids],
-        "p": ["x" if i % 4 else "y" for i in ids],
-    }, schema=ARRAY_SCHEMA)
+    return pa.table(
+        {
+            "id": pa.array(list(ids), pa.int64()),
+            "tags": [arr(lambda: rnd.choice(TAGS)) for _ in ids],
+            "nums": [arr(lambda: rnd.randrange(-3, 6)) for _ in ids],
+            "days": [
+                arr(lambda: datetime.date(2024, 1, 1) + datetime.timedelta(days=rnd.randrange(0, 5))) for _ in ids
+            ],
+            "p": ["x" if i % 4 else "y" for i in ids],
+        },
+        schema=ARRAY_SCHEMA,
+    )
 
 
 def _array_table(tmp_path, options=DATA_EVOLUTION, commits=3):
@@ -680,13 +750,22 @@ ARRAY_CASES = [
     (lambda: pf.field("tags").array_contains_all(["a", None]), lambda r: False),
     (lambda: pf.field("nums").array_contains(-3), lambda r: _has(r, "nums", -3)),
     (lambda: pf.field("nums").arrays_overlap([0, 5]), lambda r: _has(r, "nums", 0) or _has(r, "nums", 5)),
-    (lambda: pf.field("days").array_contains(datetime.date(2024, 1, 3)),
-     lambda r: _has(r, "days", datetime.date(2024, 1, 3))),
-    (lambda: pf.field("nums").array_contains(2) & (pf.field("id") < 200), lambda r: _has(r, "nums", 2) and r["id"] < 200),
-    (lambda: pf.field("tags").array_contains("c") | pf.field("nums").array_contains(1),
-     lambda r: _has(r, "tags", "c") or _has(r, "nums", 1)),
-    (lambda: pf.field("tags").array_contains("c") | (pf.field("id") == 3),
-     lambda r: _has(r, "tags", "c") or r["id"] == 3),
+    (
+        lambda: pf.field("days").array_contains(datetime.date(2024, 1, 3)),
+        lambda r: _has(r, "days", datetime.date(2024, 1, 3)),
+    ),
+    (
+        lambda: pf.field("nums").array_contains(2) & (pf.field("id") < 200),
+        lambda r: _has(r, "nums", 2) and r["id"] < 200,
+    ),
+    (
+        lambda: pf.field("tags").array_contains("c") | pf.field("nums").array_contains(1),
+        lambda r: _has(r, "tags", "c") or _has(r, "nums", 1),
+    ),
+    (
+        lambda: pf.field("tags").array_contains("c") | (pf.field("id") == 3),
+        lambda r: _has(r, "tags", "c") or r["id"] == 3,
+    ),
 ]
 
 
@@ -695,8 +774,12 @@ def test_multivalue_build_then_read(tmp_path, options):
     cat = _array_table(tmp_path, options)
     per = 64
     for col in ("tags", "nums", "days"):
-        assert create_global_index(cat.get_table("db.a"), col, "multivalue",
-                                   options={"sorted-index.records-per-range": str(per)}) > 0
+        assert (
+            create_global_index(
+                cat.get_table("db.a"), col, "multivalue", options={"sorted-index.records-per-range": str(per)}
+            )
+            > 0
+        )
     entries = _index_entries(cat, "a")
     assert {e.index_file.index_type for e in entries} == {"multivalue"}
     rows = _rows(cat, "a")
@@ -724,9 +807,15 @@ def test_multivalue_files_equal_the_writer_per_shard(tmp_path):
     from paimon_fast.globalindex import writer as gi_writer
 
     cat = _array_table(tmp_path)
-    assert create_global_index(cat.get_table("db.a"), "tags", "multivalue",
-                               options={"sorted-index.records-per-range": "50",
-                                        "multivalue-index.dictionary-block-size": "32 b"}) > 0
+    assert (
+        create_global_index(
+            cat.get_table("db.a"),
+            "tags",
+            "multivalue",
+            options={"sorted-index.records-per-range": "50", "multivalue-index.dictionary-block-size": "32 b"},
+        )
+        > 0
+    )
     t = cat.get_table("db.a")
     rb = t.new_read_builder().with_projection(["tags", "_ROW_ID"])
     full = rb.new_read().to_arrow(rb.new_scan().plan().splits())
@@ -736,8 +825,10 @@ def test_multivalue_files_equal_the_writer_per_shard(tmp_path):
         m = e.index_file.global_index_meta
         rids = [r for r in range(m.row_range_start, m.row_range_end + 1) if r in by_rid]
         w = gi_writer("ARRAY<STRING>", {"multivalue-index.dictionary-block-size": "32 b"}, index_type="multivalue")
-        w.write_batch(pa.array([by_rid[r] for r in rids], pa.list_(pa.string())),
-                      np.array([r - m.row_range_start for r in rids], dtype=np.uint64))
+        w.write_batch(
+            pa.array([by_rid[r] for r in rids], pa.list_(pa.string())),
+            np.array([r - m.row_range_start for r in rids], dtype=np.uint64),
+        )
         data, meta = w.finish()
         with open(os.path.join(root, e.index_file.file_name), "rb") as f:
             assert f.read() == data
@@ -801,8 +892,9 @@ def test_deletion_vectors_before_and_after_the_build(tmp_path):
     rnd = random.Random(5)
     _delete_row_ids(cat, name, rnd.sample(range(600), 60))
     assert len(_rows(cat, name)) == 540
-    assert create_global_index(cat.get_table(f"db.{name}"), "color",
-                               options={"sorted-index.records-per-range": "50"}) > 0
+    assert (
+        create_global_index(cat.get_table(f"db.{name}"), "color", options={"sorted-index.records-per-range": "50"}) > 0
+    )
     # the deleted rows are in no bitmap: the entries' record counts add up to the live rows
     assert sum(e.index_file.row_count for e in _index_entries(cat, name)) == 540
     _delete_row_ids(cat, name, rnd.sample(range(600), 60))
@@ -869,8 +961,15 @@ def _jobs_run(spark, fn):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("column,index_type,per_range", [
-    ("color", "bitmap", "150"), ("n", "bitmap", "1000"), ("tags", "multivalue", "1000"), ("nums", "multivalue", "1000")])
+@pytest.mark.parametrize(
+    "column,index_type,per_range",
+    [
+        ("color", "bitmap", "150"),
+        ("n", "bitmap", "1000"),
+        ("tags", "multivalue", "1000"),
+        ("nums", "multivalue", "1000"),
+    ],
+)
 def test_spark_split_range_equals_in_process_build(tmp_path, gi_spark, column, index_type, per_range):
     """Ranges of several data files read and sorted by several tasks and merged by one: the
     same files (bytes, metas, record counts, row ranges) as the in-process build; a build
@@ -898,12 +997,15 @@ def test_spark_split_range_equals_in_process_build(tmp_path, gi_spark, column, i
         pgi._commit = pgi_commit
     assert _index_entries(cat_b, name) == []
     assert not os.path.isdir(index_dir) or os.listdir(index_dir) == []
-    nb, jobs = _jobs_run(gi_spark, lambda: create_global_index(cat_b.get_table(f"db.{name}"), column, index_type,
-                                                                 options=split, spark=gi_spark))
+    nb, jobs = _jobs_run(
+        gi_spark,
+        lambda: create_global_index(cat_b.get_table(f"db.{name}"), column, index_type, options=split, spark=gi_spark),
+    )
     assert jobs == 2  # read + sort pieces, then merge: the split happened
     assert na == nb > 0
-    assert _range_files(cat_a, name, str(tmp_path / "a" / "wh")) == _range_files(cat_b, name,
-                                                                                 str(tmp_path / "b" / "wh"))
+    assert _range_files(cat_a, name, str(tmp_path / "a" / "wh")) == _range_files(
+        cat_b, name, str(tmp_path / "b" / "wh")
+    )
     assert len(_index_entries(cat_b, name)) == nb and len(os.listdir(index_dir)) == nb  # no exchange files left
     assert create_global_index(cat_b.get_table(f"db.{name}"), column, index_type, options=split, spark=gi_spark) == 0
     rows = _rows(cat_b, name)
@@ -994,13 +1096,13 @@ def test_time_travel_reads_that_snapshots_global_indexes(tmp_path):
     _append(cat, name, _batch(3))
     old = cat.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot()
     rows_then = _rows(cat, name)
-    assert create_global_index(cat.get_table(f"db.{name}"), "color") > 0   # indexes the appended rows
+    assert create_global_index(cat.get_table(f"db.{name}"), "color") > 0  # indexes the appended rows
     _append(cat, name, _batch(4))
     t = cat.get_table(f"db.{name}").copy({"scan.snapshot-id": str(old.id)})
     for make, fn in CASES:
         pred = make()
         got, rep_ = read_with_index(t, pred)
-        assert not rep_.fast_path   # time travel: pypaimon's planner
+        assert not rep_.fast_path  # time travel: pypaimon's planner
         if _answered(pred):
             assert _ids(got) == _expect(rows_then, fn, indexed_then), pred
         else:
@@ -1009,7 +1111,7 @@ def test_time_travel_reads_that_snapshots_global_indexes(tmp_path):
     rb = rb.with_filter(rb.new_predicate_builder().equal("color", "red"))
     theirs = _ids(rb.new_read().to_arrow(rb.new_scan().plan().splits()))
     ours, _ = read_with_index(t, pf.field("color") == "red")
-    assert _ids(ours) == theirs   # pypaimon 2.1's own scan of that snapshot agrees
+    assert _ids(ours) == theirs  # pypaimon 2.1's own scan of that snapshot agrees
 
 
 @pytest.mark.parametrize("local", [True, False])
@@ -1025,9 +1127,14 @@ def test_stale_runs_of_a_killed_split_build_are_removed(tmp_path, local):
 
     root = tmp_path / "index"
     old_t = time.time() - STALE_RUNS_SECONDS - 60
-    for rel, t in ((".runs-0ld/3-0.arrow", old_t), (".runs-0ld/3-1.arrow", old_t), (".runs-fresh/1-0.arrow", None),
-                   (".runs-mixed/2-0.arrow", old_t), (".runs-mixed/2-1.arrow", None),
-                   ("bitmap-global-index-1.index", old_t)):
+    for rel, t in (
+        (".runs-0ld/3-0.arrow", old_t),
+        (".runs-0ld/3-1.arrow", old_t),
+        (".runs-fresh/1-0.arrow", None),
+        (".runs-mixed/2-0.arrow", old_t),
+        (".runs-mixed/2-1.arrow", None),
+        ("bitmap-global-index-1.index", old_t),
+    ):
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(b"x")
@@ -1036,14 +1143,18 @@ def test_stale_runs_of_a_killed_split_build_are_removed(tmp_path, local):
     (root / ".runs-empty").mkdir()
     if local:
         store, where = Store(), str(root)
-    else:   # the object-store way: listing and deleting files
+    else:  # the object-store way: listing and deleting files
         store, where = Store(pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())), "index"
         assert not store.local
     gone = drop_stale_runs(store, where)
     assert gone == ([".runs-0ld", ".runs-empty"] if local else [".runs-0ld"])
     left = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-    assert left == [".runs-fresh/1-0.arrow", ".runs-mixed/2-0.arrow", ".runs-mixed/2-1.arrow",
-                    "bitmap-global-index-1.index"]
+    assert left == [
+        ".runs-fresh/1-0.arrow",
+        ".runs-mixed/2-0.arrow",
+        ".runs-mixed/2-1.arrow",
+        "bitmap-global-index-1.index",
+    ]
     assert drop_stale_runs(store, where, older_than=0, now=time.time() + 1) == [".runs-fresh", ".runs-mixed"]
 
 
@@ -1084,6 +1195,7 @@ def test_reads_at_known_rows_use_at_most_max_workers_threads(tmp_path, monkeypat
         else:
             assert ran_on == {threading.current_thread().name}
 
+
 def test_index_manifests_are_read_once_per_file(tmp_path, monkeypatch):
     """A table's next query reuses the index manifest read (it is written once, under a unique
     name); a build's new snapshot lists a new one, read afresh; clear_plan_cache forgets them."""
@@ -1103,7 +1215,7 @@ def test_index_manifests_are_read_once_per_file(tmp_path, monkeypatch):
         assert rep.global_indexes and _ids(got) == _expect(_rows(cat, name), lambda r: r["color"] == "blue")
     assert len(scans) == 1
     _append(cat, name, _batch(7))
-    create_global_index(cat.get_table(f"db.{name}"), "color")   # a new snapshot, a new index manifest
+    create_global_index(cat.get_table(f"db.{name}"), "color")  # a new snapshot, a new index manifest
     scans.clear()
     for _ in range(2):
         got, rep = read_with_index(cat.get_table(f"db.{name}"), pred)

@@ -1,4 +1,5 @@
 """Index-pruned reads of the tables Java Paimon 0.9 wrote, against Java's own answers."""
+
 from __future__ import annotations
 
 import glob
@@ -11,8 +12,12 @@ pytest.importorskip("pypaimon")
 
 import paimon_fast as pf  # noqa: E402
 from paimon_fast.fileindex import index_types  # noqa: E402
-from paimon_fast.paimon import (legacy_manifest_table, plan_with_index, read_with_index,  # noqa: E402
-                                upgrade_manifest_bytes)
+from paimon_fast.paimon import (
+    legacy_manifest_table,
+    plan_with_index,
+    read_with_index,  # noqa: E402
+    upgrade_manifest_bytes,
+)
 
 from paimon_helpers import catalog, copy_table, java_answers, unpack_java09  # noqa: E402
 
@@ -78,8 +83,9 @@ def test_upgrade_manifest_bytes(wh, tmp_path):
 
 
 def _needs(index_type):
-    return pytest.mark.skipif(index_type not in index_types(),
-                              reason=f"the {index_type!r} file index reader is not on this branch")
+    return pytest.mark.skipif(
+        index_type not in index_types(), reason=f"the {index_type!r} file index reader is not on this branch"
+    )
 
 
 _CASES = []
@@ -166,7 +172,7 @@ def test_truncated_sidecar_keeps_the_file(wh, tmp_path):
     path = os.path.join(str(tmp_path), "db.db", "append_sidecar", "bucket-0", victim + ".index")
     data = open(path, "rb").read()
     with open(path, "wb") as f:
-        f.write(data[:len(data) // 3])
+        f.write(data[: len(data) // 3])
     tb, rep2 = read_with_index(table, pred)
     assert rep2.files_skipped == 0
     assert tb.column("id").to_pylist() == [1500]
@@ -183,13 +189,16 @@ def test_fuzzed_embedded_indexes_never_raise(wh):
     splits = rb.new_scan().plan().splits()
     originals = [bytes(f.embedded_index) for s in splits for f in s.files]
     rng = random.Random(3)
-    preds = [pf.field("name") == "name-1500", pf.field("category") == "red",
-             (pf.field("category") == "blue") | (pf.field("name") == "x")]
+    preds = [
+        pf.field("name") == "name-1500",
+        pf.field("category") == "red",
+        (pf.field("category") == "blue") | (pf.field("name") == "x"),
+    ]
     for i in range(200):
         for f, orig in zip((f for s in splits for f in s.files), originals):
             b = bytearray(orig)
             if rng.random() < 0.3:
-                b = b[:rng.randrange(len(b))]
+                b = b[: rng.randrange(len(b))]
             else:
                 for _ in range(rng.randint(1, 4)):
                     b[rng.randrange(len(b))] = rng.randrange(256)

@@ -6,6 +6,7 @@ pypaimon==0.2.0``, then ``deps/jars/paimon-python-java-bridge-0.9.0.jar``).
 Point ``PAIMON09_BRIDGE_JAR`` at it; Hadoop's client jars come from pyspark.
 Skipped when either is missing.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,20 +27,37 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 pytestmark = pytest.mark.skipif(
     not (JAR and os.path.exists(JAR) and shutil.which("javac") and shutil.which("java")),
-    reason="set PAIMON09_BRIDGE_JAR to paimon-python-java-bridge-0.9.0.jar (and have a JDK) for the Java check")
+    reason="set PAIMON09_BRIDGE_JAR to paimon-python-java-bridge-0.9.0.jar (and have a JDK) for the Java check",
+)
 
 
 @pytest.fixture(scope="module")
 def java_plan(tmp_path_factory):
     out = tmp_path_factory.mktemp("javac")
     cp = os.pathsep.join([JAR, os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
-    subprocess.run(["javac", "-cp", cp, "-d", str(out), os.path.join(HERE, "java", "PlanCount.java")],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["javac", "-cp", cp, "-d", str(out), os.path.join(HERE, "java", "PlanCount.java")],
+        check=True,
+        capture_output=True,
+    )
 
     def run(wh, table, column, values):
         """[(files planned, rows read)] per value, one JVM for all of them."""
-        r = subprocess.run(["java", "-cp", cp + os.pathsep + str(out), "PlanCount", str(wh), table, column,
-                            ",".join(map(str, values))], capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            [
+                "java",
+                "-cp",
+                cp + os.pathsep + str(out),
+                "PlanCount",
+                str(wh),
+                table,
+                column,
+                ",".join(map(str, values)),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         lines = [x for x in r.stdout.splitlines() if x.startswith("files=")]
         assert len(lines) == len(values), r.stderr[-2000:]
         return [tuple(int(x.split("=")[1]) for x in line.split()) for line in lines]
@@ -55,8 +73,9 @@ def test_java09_plans_fewer_files_after_rewrite(tmp_path_factory, tmp_path, java
     before = [f for f, _ in java_plan(tmp_path, "db.append_dv", "price", probes)]
     assert before == [1] * len(probes)
     table = legacy_manifest_table(catalog(tmp_path).get_table("db.append_dv"))
-    rep = rewrite_file_index(None, table, {"file-index.bloom-filter.columns": "name,price",
-                                           "file-index.bloom-filter.price.items": "1000"})
+    rep = rewrite_file_index(
+        None, table, {"file-index.bloom-filter.columns": "name,price", "file-index.bloom-filter.price.items": "1000"}
+    )
     assert rep.committed and rep.embedded == 2
     after = [f for f, _ in java_plan(tmp_path, "db.append_dv", "price", probes)]
     assert sum(after) < sum(before) // 2

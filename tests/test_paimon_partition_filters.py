@@ -5,6 +5,7 @@ partition keys out of its row filter).
 Expected rows come from an independent oracle: a plain-Python three-valued
 evaluator (``sql_oracle``) over an unfiltered read of the whole table.
 """
+
 import pyarrow as pa
 import pytest
 
@@ -27,15 +28,25 @@ def _table(wh, name, primary_keys=None, options=None):
     opts.update(options or {})
     if primary_keys:
         schema = pa.schema([f.with_nullable(False) if f.name in primary_keys else f for f in schema])
-    cat.create_table(f"db.{name}", Schema.from_pyarrow_schema(schema, partition_keys=["region"],
-                                                             primary_keys=primary_keys, options=opts), False)
+    cat.create_table(
+        f"db.{name}",
+        Schema.from_pyarrow_schema(schema, partition_keys=["region"], primary_keys=primary_keys, options=opts),
+        False,
+    )
     t = cat.get_table(f"db.{name}")
     for k, region in enumerate(["eu", "us", "eu", "ap"]):
         wb = t.new_batch_write_builder()
         w, c = wb.new_write(), wb.new_commit()
         ids = list(range(k * 50, k * 50 + 50))
-        w.write_arrow(pa.table({"region": [region] * 50, "id": pa.array(ids, pa.int32()),
-                                "price": pa.array([None if i % 11 == 0 else (i * 7) % 100 for i in ids], pa.int64())}))
+        w.write_arrow(
+            pa.table(
+                {
+                    "region": [region] * 50,
+                    "id": pa.array(ids, pa.int32()),
+                    "price": pa.array([None if i % 11 == 0 else (i * 7) % 100 for i in ids], pa.int64()),
+                }
+            )
+        )
         c.commit(w.prepare_commit())
         w.close()
         c.close()
@@ -63,9 +74,11 @@ PREDICATES = [
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
     wh = tmp_path_factory.mktemp("wh")
-    return {"append": _table(wh, "ap"),
-            "pk": _table(wh, "pk", primary_keys=["region", "id"], options={"deletion-vectors.enabled": "true"}),
-            "pk_merge": _table(wh, "pkm", primary_keys=["region", "id"])}
+    return {
+        "append": _table(wh, "ap"),
+        "pk": _table(wh, "pk", primary_keys=["region", "id"], options={"deletion-vectors.enabled": "true"}),
+        "pk_merge": _table(wh, "pkm", primary_keys=["region", "id"]),
+    }
 
 
 @pytest.mark.parametrize("kind", ["append", "pk", "pk_merge"])
@@ -86,8 +99,7 @@ def test_issue_repro_partition_or_returns_one_row(tables):
 
 
 def test_projection_without_the_predicate_columns(tables):
-    got, _ = read_with_index(tables["append"], (F("region") == "ap") | (F("id") == 3), projection=["price"],
-                             fast=False)
+    got, _ = read_with_index(tables["append"], (F("region") == "ap") | (F("id") == 3), projection=["price"], fast=False)
     assert got.column_names == ["price"] and got.num_rows == 51
 
 
@@ -103,20 +115,28 @@ def test_every_path_keeps_nan_rows_not_between(tmp_path):
 
     cat = catalog(tmp_path)
     cat.create_database("db", True)
-    cat.create_table("db.f", Schema.from_pyarrow_schema(pa.schema([("id", pa.int32()), ("v", pa.float64())]),
-                                                       options={"bucket": "-1"}), False)
+    cat.create_table(
+        "db.f",
+        Schema.from_pyarrow_schema(pa.schema([("id", pa.int32()), ("v", pa.float64())]), options={"bucket": "-1"}),
+        False,
+    )
     t = cat.get_table("db.f")
     wb = t.new_batch_write_builder()
     w, c = wb.new_write(), wb.new_commit()
-    w.write_arrow(pa.table({"id": pa.array(range(6), pa.int32()),
-                            "v": [0.0, float("nan"), 1.0, None, -0.0, 2.5]}))
+    w.write_arrow(pa.table({"id": pa.array(range(6), pa.int32()), "v": [0.0, float("nan"), 1.0, None, -0.0, 2.5]}))
     c.commit(w.prepare_commit())
     w.close()
     c.close()
     t = cat.get_table("db.f")
     rows = _all_rows(t)
-    for pred in [F("v").not_between(0.5, 1.5), F("v") == 0.0, F("v") != float("nan"), F("v").notin([1.0]),
-                 ~(F("v") < 1.0), F("v") <= -0.0]:
+    for pred in [
+        F("v").not_between(0.5, 1.5),
+        F("v") == 0.0,
+        F("v") != float("nan"),
+        F("v").notin([1.0]),
+        ~(F("v") < 1.0),
+        F("v") <= -0.0,
+    ]:
         want = sorted(r["id"] for r in rows if holds(pred, r))
         for fast in (True, False):
             got, rep = read_with_index(t, pred, fast=fast)

@@ -15,6 +15,7 @@ the Java Paimon 0.9 tables in ``tests/data``.
 The expected rows come from ``sql_oracle`` (a plain-Python three-valued evaluator)
 over the whole table's ``to_pylist()`` rows, never from the product's filter.
 """
+
 import datetime as dt
 import decimal
 
@@ -31,8 +32,13 @@ from paimon_fast.predicate import Leaf
 from paimon_helpers import catalog, commit_arrow, unpack_java09
 from sql_oracle import holds
 
-settings.register_profile("paimon-predicates", max_examples=50, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "paimon-predicates",
+    max_examples=50,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 PROFILE = settings.get_profile("paimon-predicates")
 
 UTC = dt.timezone.utc
@@ -40,15 +46,28 @@ PLUS2 = dt.timezone(dt.timedelta(hours=2))
 REGIONS = ["eu", "us", "ap", "sa"]
 NAMES = ["a%b", "x_y", "back\\slash", "plain", "", "a_%", "100%", "_", "%", "ab", "a\\%b", "zz"]
 RATIOS = [float("nan"), -0.0, 0.0, 1.5, -2.25, float("inf"), float("-inf"), 0.1, 1e300]
-SCHEMA = pa.schema([("region", pa.string()), ("pday", pa.date32()), ("id", pa.int32()), ("price", pa.int64()),
-                    ("amount", pa.decimal128(10, 2)), ("ratio", pa.float64()), ("day", pa.date32()),
-                    ("ts", pa.timestamp("us")), ("tstz", pa.timestamp("us", tz="UTC")), ("name", pa.string())])
+SCHEMA = pa.schema(
+    [
+        ("region", pa.string()),
+        ("pday", pa.date32()),
+        ("id", pa.int32()),
+        ("price", pa.int64()),
+        ("amount", pa.decimal128(10, 2)),
+        ("ratio", pa.float64()),
+        ("day", pa.date32()),
+        ("ts", pa.timestamp("us")),
+        ("tstz", pa.timestamp("us", tz="UTC")),
+        ("name", pa.string()),
+    ]
+)
 FILES = 6
 ROWS = 30
-INDEXES = {"file-index.bloom-filter.columns": "name,price",
-           "file-index.bitmap.columns": "day",
-           "file-index.range-bitmap.columns": "id,ts",
-           "file-index.bsi.columns": "price"}
+INDEXES = {
+    "file-index.bloom-filter.columns": "name,price",
+    "file-index.bitmap.columns": "day",
+    "file-index.range-bitmap.columns": "id,ts",
+    "file-index.bsi.columns": "price",
+}
 
 
 def _batch(k, upd=False):
@@ -60,19 +79,23 @@ def _batch(k, upd=False):
 
     def v(i, nul, f):
         return None if i % nul == 0 else f(i)
+
     base = dt.datetime(2024, 3, 1)
-    return pa.table({
-        "region": [REGIONS[(i // 7) % 4] for i in ids],
-        "pday": [dt.date(2024, 1, 1) + dt.timedelta(days=(i // 50) % 3) for i in ids],
-        "id": pa.array(ids, pa.int32()),
-        "price": [v(i, 11, lambda i: (i * 37 % 200 - 60) * (1 if not upd else 3)) for i in ids],
-        "amount": [v(i, 13, lambda i: decimal.Decimal(i * 7 % 500 - 100) / 4) for i in ids],
-        "ratio": [v(i, 17, lambda i: RATIOS[i % len(RATIOS)]) for i in ids],
-        "day": [v(i, 10, lambda i: dt.date(2024, 1, 1) + dt.timedelta(days=i // 3)) for i in ids],
-        "ts": [v(i, 9, lambda i: base + dt.timedelta(hours=i, microseconds=i * 1001)) for i in ids],
-        "tstz": [v(i, 8, lambda i: (base + dt.timedelta(minutes=17 * i)).replace(tzinfo=UTC)) for i in ids],
-        "name": [v(i, 12, lambda i: NAMES[i % len(NAMES)] + ("" if i % 5 else str(i))) for i in ids],
-    }, schema=SCHEMA)
+    return pa.table(
+        {
+            "region": [REGIONS[(i // 7) % 4] for i in ids],
+            "pday": [dt.date(2024, 1, 1) + dt.timedelta(days=(i // 50) % 3) for i in ids],
+            "id": pa.array(ids, pa.int32()),
+            "price": [v(i, 11, lambda i: (i * 37 % 200 - 60) * (1 if not upd else 3)) for i in ids],
+            "amount": [v(i, 13, lambda i: decimal.Decimal(i * 7 % 500 - 100) / 4) for i in ids],
+            "ratio": [v(i, 17, lambda i: RATIOS[i % len(RATIOS)]) for i in ids],
+            "day": [v(i, 10, lambda i: dt.date(2024, 1, 1) + dt.timedelta(days=i // 3)) for i in ids],
+            "ts": [v(i, 9, lambda i: base + dt.timedelta(hours=i, microseconds=i * 1001)) for i in ids],
+            "tstz": [v(i, 8, lambda i: (base + dt.timedelta(minutes=17 * i)).replace(tzinfo=UTC)) for i in ids],
+            "name": [v(i, 12, lambda i: NAMES[i % len(NAMES)] + ("" if i % 5 else str(i))) for i in ids],
+        },
+        schema=SCHEMA,
+    )
 
 
 def _pypaimon_table(wh, name, primary_keys=None, options=None, drop=()):
@@ -85,8 +108,11 @@ def _pypaimon_table(wh, name, primary_keys=None, options=None, drop=()):
     opts.update(options or {})
     if primary_keys:
         schema = pa.schema([f.with_nullable(False) if f.name in primary_keys else f for f in schema])
-    cat.create_table(f"db.{name}", Schema.from_pyarrow_schema(schema, partition_keys=["region", "pday"],
-                                                             primary_keys=primary_keys, options=opts), False)
+    cat.create_table(
+        f"db.{name}",
+        Schema.from_pyarrow_schema(schema, partition_keys=["region", "pday"], primary_keys=primary_keys, options=opts),
+        False,
+    )
     t = cat.get_table(f"db.{name}")
     for k in range(FILES):
         commit_arrow(t, _batch(k).select(schema.names).cast(schema))
@@ -108,9 +134,11 @@ def tables(tmp_path_factory):
     wh = tmp_path_factory.mktemp("wh")
     # (pypaimon cannot compact, so a primary-key table with deletion vectors it writes reads as
     # empty: the Java 0.9 pk_dv table below is the one with deletion vectors)
-    out = {"append": _pypaimon_table(wh, "ap"),
-           "append_fast": _pypaimon_table(wh, "apf", drop=("ts", "tstz")),  # no TIMESTAMP: the fast path reads it
-           "pk_merge": _pypaimon_table(wh, "pkm", ["region", "pday", "id"])}
+    out = {
+        "append": _pypaimon_table(wh, "ap"),
+        "append_fast": _pypaimon_table(wh, "apf", drop=("ts", "tstz")),  # no TIMESTAMP: the fast path reads it
+        "pk_merge": _pypaimon_table(wh, "pkm", ["region", "pday", "id"]),
+    }
     return {k: (t, _full_rows(t)) for k, t in out.items()}
 
 
@@ -126,9 +154,11 @@ def java09(tmp_path_factory):
 
 # ------------------------------------------------------------------ predicates
 
+
 def _like_pattern():
-    piece = st.sampled_from(["a", "b", "x", "_", "%", "\\%", "\\_", "\\\\", "\\a", "\\", "1", "0", "-", "name",
-                             "u", "e"])
+    piece = st.sampled_from(
+        ["a", "b", "x", "_", "%", "\\%", "\\_", "\\\\", "\\a", "\\", "1", "0", "-", "name", "u", "e"]
+    )
     return st.lists(piece, max_size=5).map("".join)
 
 
@@ -142,30 +172,55 @@ def _lits(col):
     if col == "region":
         return st.sampled_from(REGIONS + ["zz", "", "e"])
     if col in ("name", "category"):
-        return st.one_of(st.sampled_from(NAMES), _like_pattern(),
-                         st.integers(0, 4000).map(lambda i: f"name-{i}"),
-                         st.sampled_from(["red", "green", "blue", "cyan", "r"]))
+        return st.one_of(
+            st.sampled_from(NAMES),
+            _like_pattern(),
+            st.integers(0, 4000).map(lambda i: f"name-{i}"),
+            st.sampled_from(["red", "green", "blue", "cyan", "r"]),
+        )
     if col in ("id", "price"):
-        return st.one_of(ints, st.integers(-70, 240).map(lambda i: i + 0.5),
-                         st.sampled_from([-0.0, 0.0, 2**40, -(2**40), 2**70, -(2**70), float("nan"), float("inf"),
-                                          decimal.Decimal("3.50"), decimal.Decimal("7.25"), 4000, 3999.0]))
+        return st.one_of(
+            ints,
+            st.integers(-70, 240).map(lambda i: i + 0.5),
+            st.sampled_from(
+                [
+                    -0.0,
+                    0.0,
+                    2**40,
+                    -(2**40),
+                    2**70,
+                    -(2**70),
+                    float("nan"),
+                    float("inf"),
+                    decimal.Decimal("3.50"),
+                    decimal.Decimal("7.25"),
+                    4000,
+                    3999.0,
+                ]
+            ),
+        )
     if col == "amount":
-        return st.one_of(st.integers(-30, 130).map(lambda i: decimal.Decimal(i) / 4),
-                         st.sampled_from([decimal.Decimal("1.255"), 1.25, -0.0, 3, float("nan"), 10**9,
-                                          decimal.Decimal("-25.00")]))
+        return st.one_of(
+            st.integers(-30, 130).map(lambda i: decimal.Decimal(i) / 4),
+            st.sampled_from([decimal.Decimal("1.255"), 1.25, -0.0, 3, float("nan"), 10**9, decimal.Decimal("-25.00")]),
+        )
     if col == "ratio":
-        return st.one_of(st.sampled_from(RATIOS + [1, -2, 0, 2**53 + 1]),
-                         st.floats(-3, 3, allow_nan=False, width=32).map(float))
+        return st.one_of(
+            st.sampled_from(RATIOS + [1, -2, 0, 2**53 + 1]), st.floats(-3, 3, allow_nan=False, width=32).map(float)
+        )
     if col in ("day", "pday"):
         d = st.integers(-2, 70).map(lambda n: dt.date(2024, 1, 1) + dt.timedelta(days=n))
-        return st.one_of(d, d.map(lambda x: dt.datetime(x.year, x.month, x.day, 12)),
-                         d.map(lambda x: x.isoformat()))
+        return st.one_of(d, d.map(lambda x: dt.datetime(x.year, x.month, x.day, 12)), d.map(lambda x: x.isoformat()))
     if col in ("ts", "tstz"):
         base = dt.datetime(2024, 3, 1)
         naive = st.integers(-5, 200).map(lambda h: base + dt.timedelta(hours=h))
-        return st.one_of(naive, naive.map(lambda d: d + dt.timedelta(microseconds=1001 * d.hour)),
-                         naive.map(lambda d: d.replace(tzinfo=PLUS2)), naive.map(lambda d: d.replace(tzinfo=UTC)),
-                         st.integers(0, 12).map(lambda n: dt.date(2024, 3, 1) + dt.timedelta(days=n)))
+        return st.one_of(
+            naive,
+            naive.map(lambda d: d + dt.timedelta(microseconds=1001 * d.hour)),
+            naive.map(lambda d: d.replace(tzinfo=PLUS2)),
+            naive.map(lambda d: d.replace(tzinfo=UTC)),
+            st.integers(0, 12).map(lambda n: dt.date(2024, 3, 1) + dt.timedelta(days=n)),
+        )
     raise AssertionError(col)
 
 
@@ -177,8 +232,20 @@ def _leaf(draw, cols):
     col = draw(st.sampled_from(cols))
     lit = _lits(col)
     maybe_null = st.one_of(st.none(), lit) if draw(st.integers(0, 9)) == 0 else lit
-    ops = ["equal", "not_equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal",
-           "in", "not_in", "is_null", "is_not_null", "between", "not_between"]
+    ops = [
+        "equal",
+        "not_equal",
+        "less_than",
+        "less_or_equal",
+        "greater_than",
+        "greater_or_equal",
+        "in",
+        "not_in",
+        "is_null",
+        "is_not_null",
+        "between",
+        "not_between",
+    ]
     if col in STRING_COLS:
         ops += ["starts_with", "ends_with", "contains", "like", "like"]
     op = draw(st.sampled_from(ops))
@@ -195,8 +262,20 @@ def _leaf(draw, cols):
     return Leaf(op, col, (draw(maybe_null),))
 
 
-_NEGATABLE = {"equal", "not_equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal",
-              "in", "not_in", "is_null", "is_not_null", "between", "not_between"}
+_NEGATABLE = {
+    "equal",
+    "not_equal",
+    "less_than",
+    "less_or_equal",
+    "greater_than",
+    "greater_or_equal",
+    "in",
+    "not_in",
+    "is_null",
+    "is_not_null",
+    "between",
+    "not_between",
+}
 
 
 def _negatable(p):
@@ -206,13 +285,17 @@ def _negatable(p):
 def predicates(cols):
     def extend(children):
         pairs = st.lists(children, min_size=2, max_size=3)
-        return st.one_of(pairs.map(lambda ps: pf.predicate.And.of(*ps)),
-                         pairs.map(lambda ps: pf.predicate.Or.of(*ps)),
-                         children.filter(_negatable).map(lambda p: ~p))
+        return st.one_of(
+            pairs.map(lambda ps: pf.predicate.And.of(*ps)),
+            pairs.map(lambda ps: pf.predicate.Or.of(*ps)),
+            children.filter(_negatable).map(lambda p: ~p),
+        )
+
     return st.recursive(_leaf(cols), extend, max_leaves=5)
 
 
 # ------------------------------------------------------------------ the check
+
 
 def _key(row, cols):
     return tuple(repr(row[c]) for c in cols)
@@ -221,7 +304,7 @@ def _key(row, cols):
 def _check(t, rows, pred, fast_too, fast_must=False):
     cols = list(rows[0].keys())
     want = sorted(_key(r, cols) for r in rows if holds(pred, r))
-    for fast in ((False, True) if fast_too else (False,)):
+    for fast in (False, True) if fast_too else (False,):
         got, rep = read_with_index(t, pred, fast=fast)
         assert rep.fast_path == (fast and fast_must) or not fast_must, rep.fallback_reason
         have = sorted(_key(r, cols) for r in got.select(cols).to_pylist()) if got is not None else []
@@ -238,6 +321,7 @@ def test_pypaimon_tables_rows_equal_oracle(tables, kind):
     @given(predicates(cols))
     def run(pred):
         _check(t, rows, pred, fast_too=kind != "pk_merge", fast_must=kind == "append_fast")
+
     run()
 
 
@@ -262,8 +346,16 @@ def test_regressions(tables, kind, pred):
     _check(t, rows, pred, fast_too=kind != "pk_merge", fast_must=kind == "append_fast")
 
 
-@pytest.mark.parametrize("pred", [pf.field("ratio") != 1.5, pf.field("ratio").notin([1.5, 7.0]),
-                                  pf.field("ratio").not_between(1.0, 2.0), ~(pf.field("ratio") == 1.5)], ids=repr)
+@pytest.mark.parametrize(
+    "pred",
+    [
+        pf.field("ratio") != 1.5,
+        pf.field("ratio").notin([1.5, 7.0]),
+        pf.field("ratio").not_between(1.0, 2.0),
+        ~(pf.field("ratio") == 1.5),
+    ],
+    ids=repr,
+)
 def test_nan_rows_are_not_planned_away(tmp_path, pred):
     """A file whose statistics say min = max = 1.5 also holds NaN rows (pypaimon's statistics
     leave NaN out), which satisfy ``!=``, ``NOT IN`` and ``NOT BETWEEN``."""
@@ -294,4 +386,5 @@ def test_java09_tables_rows_equal_oracle(java09, name):
     @given(predicates(JAVA_COLS))
     def run(pred):
         _check(t, rows, pred, fast_too=not name.startswith("pk"), fast_must=not name.startswith("pk"))
+
     run()

@@ -1,4 +1,5 @@
 """rewrite_file_index on pypaimon tables, schema evolution, the CLI, predicate translation."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,14 @@ pytest.importorskip("pypaimon")
 
 import paimon_fast as pf  # noqa: E402
 from paimon_fast.fileindex import FileIndexFormat  # noqa: E402
-from paimon_fast.paimon import (from_pypaimon, legacy_manifest_table, plan_with_index,  # noqa: E402
-                                read_with_index, rewrite_file_index, to_pypaimon)
+from paimon_fast.paimon import (
+    from_pypaimon,
+    legacy_manifest_table,
+    plan_with_index,  # noqa: E402
+    read_with_index,
+    rewrite_file_index,
+    to_pypaimon,
+)
 from paimon_fast.paimon.rewrite import new_index_file_name, plan_rewrite  # noqa: E402
 
 from paimon_helpers import catalog, copy_table, create_sample_table, unpack_java09  # noqa: E402
@@ -89,8 +96,7 @@ def test_rewrite_adds_sidecar_indexes_and_prunes(tmp_path):
 
 
 def test_rewrite_embeds_small_indexes(tmp_path):
-    table = create_sample_table(tmp_path, options=dict(BLOOM, **{"file-index.in-manifest-threshold": "64kb"}),
-                                files=3)
+    table = create_sample_table(tmp_path, options=dict(BLOOM, **{"file-index.in-manifest-threshold": "64kb"}), files=3)
     rep = rewrite_file_index(None, table)
     assert rep.embedded == 3 and rep.sidecars_written == 0
     table = catalog(tmp_path).get_table("db.t")
@@ -213,6 +219,7 @@ def test_cli_query_and_rewrite(tmp_path, capsys):
 
 # ---------------------------------------------------------------- Spark
 
+
 @pytest.fixture(scope="session")
 def paimon_spark():
     pytest.importorskip("pyspark")
@@ -225,8 +232,13 @@ def paimon_spark():
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [root, os.environ.get("PYTHONPATH")] if p)
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[2]").appName("paimon-fast-tests")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("paimon-fast-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
     yield spark
 
 
@@ -277,8 +289,12 @@ def test_pk_table_with_deletion_vectors_pruned_after_rewrite(tmp_path_factory, t
     rep = rewrite_file_index(None, table)  # the table's own options: bloom on name, bitmap on category
     assert rep.committed and rep.files_rewritten == 2
     table = legacy_manifest_table(catalog(tmp_path).get_table("db.pk_dv"))
-    for pred in [pf.field("name") == "name-1500", pf.field("category") == "magenta",
-                 pf.field("category") == "red", pf.field("category").isin(["red", "cyan"]) & (pf.field("id") < 2000)]:
+    for pred in [
+        pf.field("name") == "name-1500",
+        pf.field("category") == "magenta",
+        pf.field("category") == "red",
+        pf.field("category").isin(["red", "cyan"]) & (pf.field("id") < 2000),
+    ]:
         tb, rep = read_with_index(table, pred)
         assert rep.applied and rep.files_with_index == rep.files_planned
         assert sorted(tb.column("id").to_pylist()) == sorted(_full_read(table, pred).column("id").to_pylist())

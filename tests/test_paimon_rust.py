@@ -1,5 +1,6 @@
 """Differential tests against pypaimon-rust: tables written by its native writer
 (bloom, bitmap V2, BSI, range-bitmap indexes), read by it and by our pruned scans."""
+
 from __future__ import annotations
 
 import os
@@ -45,8 +46,11 @@ def test_native_writer_wrote_our_formats(native_table):
     files = [f for s in t.new_read_builder().new_scan().plan().splits() for f in s.files]
     assert len(files) == 4
     for f in files:
-        data = bytes(f.embedded_index) if f.embedded_index else open(
-            f.aligned_file_path([x for x in f.extra_files if x.endswith(".index")][0]), "rb").read()
+        data = (
+            bytes(f.embedded_index)
+            if f.embedded_index
+            else open(f.aligned_file_path([x for x in f.extra_files if x.endswith(".index")][0]), "rb").read()
+        )
         metas = FileIndexFormat.open(data).index_metas()
         assert set(metas) == {"name", "category", "price", "id"}
         assert set(metas["category"]) == {"bitmap"} and set(metas["price"]) == {"bsi"}
@@ -68,8 +72,9 @@ PREDICATES = [
     pytest.param(pf.field("price") == 7, 4, 4, id="bsi-eq", marks=_needs("bsi")),
     pytest.param(pf.field("price") > 990, 4, 4 * 9 * 5, id="bsi-gt", marks=_needs("bsi")),
     pytest.param(pf.field("id").between(1500, 1510), 1, 11, id="range-between", marks=_needs("range-bitmap")),
-    pytest.param((pf.field("name") == "name-7") | (pf.field("id") == 2222), 2, 2000, id="or",
-                 marks=_needs("range-bitmap")),
+    pytest.param(
+        (pf.field("name") == "name-7") | (pf.field("id") == 2222), 2, 2000, id="or", marks=_needs("range-bitmap")
+    ),
 ]
 
 
@@ -87,8 +92,7 @@ def test_same_rows_as_pypaimon_rust(native_table, pred, max_files, max_rows):
 def test_corrupted_file_skipped_by_index(tmp_path):
     """The file the bloom index rules out is replaced by garbage: our pruned read
     answers, pypaimon without the index fails on it."""
-    t = create_sample_table(tmp_path, options={k: v for k, v in NATIVE_OPTS.items() if "bloom" in k},
-                            native=True)
+    t = create_sample_table(tmp_path, options={k: v for k, v in NATIVE_OPTS.items() if "bloom" in k}, native=True)
     pred = pf.field("name") == "name-1234"
     _, _, rep = plan_with_index(t, pred)
     assert rep.files_skipped >= 1

@@ -7,6 +7,7 @@ the k-th value are checked as a set: the values in order must be the oracle's,
 every row strictly above the k-th value must be the oracle's, and the tied
 rows must be rows of the oracle with that value.
 """
+
 import math
 
 import pytest
@@ -56,8 +57,12 @@ def indexed(tmp_path_factory):
     return catalog(wh).get_table("db.t")
 
 
-PREDS = [None, pf.field("category") == "red", (pf.field("id") < 1500) | (pf.field("category") == "cyan"),
-         pf.field("price") > 2000]
+PREDS = [
+    None,
+    pf.field("category") == "red",
+    (pf.field("id") < 1500) | (pf.field("category") == "cyan"),
+    pf.field("price") > 2000,
+]
 
 
 @pytest.mark.parametrize("k", [1, 10, 1000, 5000])
@@ -123,8 +128,9 @@ def test_nulls_and_nan(tmp_path):
     for part in range(2):
         wb = t.new_batch_write_builder()
         w, c = wb.new_write(), wb.new_commit()
-        w.write_arrow(pa.table({"id": pa.array(range(part * 8, part * 8 + 8), pa.int32()),
-                                "d": pa.array(vals, pa.float64())}))
+        w.write_arrow(
+            pa.table({"id": pa.array(range(part * 8, part * 8 + 8), pa.int32()), "d": pa.array(vals, pa.float64())})
+        )
         c.commit(w.prepare_commit())
         w.close()
         c.close()

@@ -1,4 +1,5 @@
 """The Spark-free dataset layer: catalog, staleness, inline indexes, plans, exact scans."""
+
 import base64
 import json
 import os
@@ -15,9 +16,13 @@ from paimon_fast.tables import CATALOG_NAME, ParquetDataset
 from paimon_fast.tables.arrow_filter import to_arrow_expression
 from paimon_fast.tables.parquet import write_atomic
 
-BLOOM = {"file-index.bloom-filter.columns": "id,name",
-         "file-index.bloom-filter.id.items": "500", "file-index.bloom-filter.id.fpp": "0.01",
-         "file-index.bloom-filter.name.items": "50", "file-index.bloom-filter.name.fpp": "0.01"}
+BLOOM = {
+    "file-index.bloom-filter.columns": "id,name",
+    "file-index.bloom-filter.id.items": "500",
+    "file-index.bloom-filter.id.fpp": "0.01",
+    "file-index.bloom-filter.name.items": "50",
+    "file-index.bloom-filter.name.fpp": "0.01",
+}
 
 
 def make_dataset(root, files_per_part=3, rows=400, seed=0):
@@ -29,9 +34,18 @@ def make_dataset(root, files_per_part=3, rows=400, seed=0):
             ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
             names = [None if j % 37 == 0 else f"n{(i * 7 + j % 5)}" for j in range(rows)]
             score = rng.normal(50, 20, rows)
-            pq.write_table(pa.table({"id": ids, "name": pa.array(names, pa.string()), "score": score,
-                                     "status": pa.array([["new", "paid", "sent"][j % 3] for j in range(rows)])}),
-                           root / f"p={part}" / f"f{k}.parquet", row_group_size=100)
+            pq.write_table(
+                pa.table(
+                    {
+                        "id": ids,
+                        "name": pa.array(names, pa.string()),
+                        "score": score,
+                        "status": pa.array([["new", "paid", "sent"][j % 3] for j in range(rows)]),
+                    }
+                ),
+                root / f"p={part}" / f"f{k}.parquet",
+                row_group_size=100,
+            )
             i += 1
     return ParquetDataset(str(root))
 
@@ -79,8 +93,12 @@ def test_build_catalog_and_idempotence(tmp_path):
     cat["files"]["p=a/f0.parquet"]["deletion_vector"] = {"kept": 1}
     (tmp_path / CATALOG_NAME).write_text(json.dumps(cat))
     # a rewritten data file is stale: only it is rebuilt
-    pq.write_table(pa.table({"id": np.arange(10, dtype=np.int64), "name": ["z"] * 10, "score": np.zeros(10),
-                             "status": ["new"] * 10}), tmp_path / "p=b" / "f2.parquet")
+    pq.write_table(
+        pa.table(
+            {"id": np.arange(10, dtype=np.int64), "name": ["z"] * 10, "score": np.zeros(10), "status": ["new"] * 10}
+        ),
+        tmp_path / "p=b" / "f2.parquet",
+    )
     rep = ds.build(BLOOM)
     assert rep.built == ["p=b/f2.parquet"]
     cat = json.loads((tmp_path / CATALOG_NAME).read_text())
@@ -96,8 +114,11 @@ def test_build_catalog_and_idempotence(tmp_path):
 
 def test_small_indexes_are_inline(tmp_path):
     ds = make_dataset(tmp_path)
-    opts = {"file-index.bloom-filter.columns": "name", "file-index.bloom-filter.name.items": "10",
-            "file-index.in-manifest-threshold": "1kb"}
+    opts = {
+        "file-index.bloom-filter.columns": "name",
+        "file-index.bloom-filter.name.items": "10",
+        "file-index.in-manifest-threshold": "1kb",
+    }
     rep = ds.build(opts)
     assert rep.inline == 6
     assert not os.path.exists(tmp_path / "_file_index")
@@ -122,11 +143,28 @@ def test_unknown_columns_and_types_are_rejected(tmp_path):
 
 
 PREDICATES = [
-    "id = 5", "id = 2399", "id = -1", "id IN (3, 1200, 5000)", "id NOT IN (1, 2, 3)", "id BETWEEN 390 AND 410",
-    "id NOT BETWEEN 10 AND 2390", "name = 'n3'", "name = 'zzz'", "name IN ('n0', 'n40')", "name IS NULL",
-    "name IS NOT NULL AND id < 50", "name != 'n1'", "name LIKE 'n1%'", "name LIKE '%4'", "name LIKE 'n_2'",
-    "p = 'b' AND name = 'n30'", "p = 'a' OR id = 2000", "score > 90 OR name = 'n8'",
-    "NOT (name = 'n3' OR id < 1000)", "status = 'paid' AND id IN (1, 4, 7, 10)", "status IN ('new', 'sent')",
+    "id = 5",
+    "id = 2399",
+    "id = -1",
+    "id IN (3, 1200, 5000)",
+    "id NOT IN (1, 2, 3)",
+    "id BETWEEN 390 AND 410",
+    "id NOT BETWEEN 10 AND 2390",
+    "name = 'n3'",
+    "name = 'zzz'",
+    "name IN ('n0', 'n40')",
+    "name IS NULL",
+    "name IS NOT NULL AND id < 50",
+    "name != 'n1'",
+    "name LIKE 'n1%'",
+    "name LIKE '%4'",
+    "name LIKE 'n_2'",
+    "p = 'b' AND name = 'n30'",
+    "p = 'a' OR id = 2000",
+    "score > 90 OR name = 'n8'",
+    "NOT (name = 'n3' OR id < 1000)",
+    "status = 'paid' AND id IN (1, 4, 7, 10)",
+    "status IN ('new', 'sent')",
 ]
 
 
@@ -170,8 +208,10 @@ def test_corrupt_or_stale_index_is_never_trusted(tmp_path):
     assert plan.report.index_errors == 1
     assert not plan.files[0].skipped
     # a data file changed after the build: its index is not used for pruning
-    pq.write_table(pa.table({"id": np.array([999999], dtype=np.int64), "name": ["q"], "score": [1.0],
-                             "status": ["new"]}), tmp_path / "p=b" / "f0.parquet")
+    pq.write_table(
+        pa.table({"id": np.array([999999], dtype=np.int64), "name": ["q"], "score": [1.0], "status": ["new"]}),
+        tmp_path / "p=b" / "f0.parquet",
+    )
     ds = ParquetDataset(str(tmp_path))
     plan = ds.plan("id = 999999")
     assert plan.report.files_without_index == 1
@@ -209,23 +249,44 @@ def _py_eval(pred, row):
     import re
 
     return {
-        "equal": lambda: v == lits[0], "not_equal": lambda: v != lits[0], "less_than": lambda: v < lits[0],
-        "less_or_equal": lambda: v <= lits[0], "greater_than": lambda: v > lits[0],
-        "greater_or_equal": lambda: v >= lits[0], "in": lambda: v in lits, "not_in": lambda: v not in lits,
-        "between": lambda: lits[0] <= v <= lits[1], "not_between": lambda: not lits[0] <= v <= lits[1],
-        "starts_with": lambda: v.startswith(lits[0]), "ends_with": lambda: v.endswith(lits[0]),
+        "equal": lambda: v == lits[0],
+        "not_equal": lambda: v != lits[0],
+        "less_than": lambda: v < lits[0],
+        "less_or_equal": lambda: v <= lits[0],
+        "greater_than": lambda: v > lits[0],
+        "greater_or_equal": lambda: v >= lits[0],
+        "in": lambda: v in lits,
+        "not_in": lambda: v not in lits,
+        "between": lambda: lits[0] <= v <= lits[1],
+        "not_between": lambda: not lits[0] <= v <= lits[1],
+        "starts_with": lambda: v.startswith(lits[0]),
+        "ends_with": lambda: v.endswith(lits[0]),
         "contains": lambda: lits[0] in v,
         "like": lambda: re.fullmatch(lits[0].replace("%", ".*").replace("_", "."), v) is not None,
     }[op]()
 
 
 def test_arrow_filter_matches_sql_semantics(tmp_path):
-    t = pa.table({"a": pa.array([1, None, 3, 4, None, 6], pa.int64()),
-                  "s": pa.array(["x1", "y2", None, "x22", "z", "x_2"])})
+    t = pa.table(
+        {"a": pa.array([1, None, 3, 4, None, 6], pa.int64()), "s": pa.array(["x1", "y2", None, "x22", "z", "x_2"])}
+    )
     rows = t.to_pylist()
-    for text in ["a = 3", "a != 3", "a NOT IN (1, 3)", "a IN (1, 6)", "a NOT BETWEEN 2 AND 4", "a IS NULL",
-                 "s LIKE 'x%'", "s LIKE 'x_2'", "s LIKE '%2'", "s LIKE '%_%'", "NOT (a > 3 OR s = 'z')",
-                 "a >= 3 OR s IS NULL", "a > 2.5", "s = 'x1' AND a IS NOT NULL"]:
+    for text in [
+        "a = 3",
+        "a != 3",
+        "a NOT IN (1, 3)",
+        "a IN (1, 6)",
+        "a NOT BETWEEN 2 AND 4",
+        "a IS NULL",
+        "s LIKE 'x%'",
+        "s LIKE 'x_2'",
+        "s LIKE '%2'",
+        "s LIKE '%_%'",
+        "NOT (a > 3 OR s = 'z')",
+        "a >= 3 OR s IS NULL",
+        "a > 2.5",
+        "s = 'x1' AND a IS NOT NULL",
+    ]:
         pred = parse_predicate(text)
         got = t.filter(to_arrow_expression(pred, t.schema)).to_pylist()
         want = [r for r in rows if _py_eval(pred, r) is True]

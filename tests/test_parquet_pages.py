@@ -2,6 +2,7 @@
 rows equal to pyarrow's full read for random tables of every handled type, every codec, data
 page V1 and V2, dictionary on and off, with and without the page index; kernel and twin agree
 with an encoder written here; corrupt pages raise IndexFormatError from both."""
+
 import io
 import os
 import tarfile
@@ -23,8 +24,29 @@ IMPLS = [KERNEL, TWIN]
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # the types the decoder reads, and some it hands to pyarrow
-DECODED = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "bool", "date", "t32", "t64",
-           "ts_s", "ts_ms", "ts_us", "ts_ns", "str", "bin", "lstr"]
+DECODED = [
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "f32",
+    "f64",
+    "bool",
+    "date",
+    "t32",
+    "t64",
+    "ts_s",
+    "ts_ms",
+    "ts_us",
+    "ts_ns",
+    "str",
+    "bin",
+    "lstr",
+]
 FALLBACK = ["dec", "list", "fsb", "dur"]
 
 
@@ -55,11 +77,13 @@ def _table(rng, n, null_frac):
         "ts_us": pa.array(small * 10**6, pa.timestamp("us", tz="UTC"), mask=mask()),
         "ts_ns": pa.array(rng.integers(0, 2 * 10**18, n), pa.timestamp("ns"), mask=mask()),
         "str": pa.array(words[small].tolist(), mask=mask()),
-        "bin": pa.array([bytes(rng.integers(0, 256, int(k)).astype(np.uint8)) for k in rng.integers(0, 9, n)],
-                        pa.binary(), mask=mask()),
+        "bin": pa.array(
+            [bytes(rng.integers(0, 256, int(k)).astype(np.uint8)) for k in rng.integers(0, 9, n)],
+            pa.binary(),
+            mask=mask(),
+        ),
         "lstr": pa.array([f"é{v}" * int(v % 3) for v in rng.integers(0, 1000, n)], pa.large_string(), mask=mask()),
-        "dec": pa.array([None if m else int(v) for v, m in zip(small, rng.random(n) < null_frac)],
-                        pa.decimal128(9, 2)),
+        "dec": pa.array([None if m else int(v) for v, m in zip(small, rng.random(n) < null_frac)], pa.decimal128(9, 2)),
         "list": pa.array([[int(v)] * int(v % 3) for v in small], pa.list_(pa.int32())),
         "fsb": pa.array([bytes([int(v)]) * 3 for v in small], pa.binary(3)),
         "dur": pa.array(small, pa.duration("ms")),
@@ -76,8 +100,13 @@ def _write(t, **kw):
 def _positions(rng, n):
     k = int(rng.integers(2, 40))
     many = np.sort(rng.choice(n, k, replace=True))  # repeats included
-    return [np.zeros(0, np.int64), np.array([int(rng.integers(0, n))]), many, np.array([0, n - 1]),
-            np.arange(n // 3, n // 3 + 50)]
+    return [
+        np.zeros(0, np.int64),
+        np.array([int(rng.integers(0, n))]),
+        many,
+        np.array([0, n - 1]),
+        np.arange(n // 3, n // 3 + 50),
+    ]
 
 
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
@@ -88,9 +117,16 @@ def test_rows_equal_pyarrow_every_codec_and_page_version(version, codec, monkeyp
     n = 1500
     t = _table(rng, n, 0.25)
     for dictionary, page_index in ((True, True), (False, False), (["str", "i64", "f64", "bool"], True)):
-        raw = _write(t, compression=codec, data_page_version=version, use_dictionary=dictionary,
-                     write_page_index=page_index, data_page_size=int(rng.integers(300, 3000)),
-                     row_group_size=int(rng.integers(400, 1500)), write_batch_size=64)
+        raw = _write(
+            t,
+            compression=codec,
+            data_page_version=version,
+            use_dictionary=dictionary,
+            write_page_index=page_index,
+            data_page_size=int(rng.integers(300, 3000)),
+            row_group_size=int(rng.integers(400, 1500)),
+            write_batch_size=64,
+        )
         full = pq.read_table(io.BytesIO(raw))
         for pos in _positions(rng, n):
             want = full.take(pa.array(pos, pa.int64()))
@@ -117,11 +153,17 @@ def test_random_tables_and_positions(seed, monkeypatch):
     n = int(rng.integers(1, 4000))
     t = _table(rng, n, float(rng.choice([0.0, 0.05, 0.5, 1.0])))
     t = t.select(list(rng.choice(DECODED, int(rng.integers(1, 8)), replace=False)) + ["list"])
-    raw = _write(t, compression=str(rng.choice(["none", "snappy", "zstd", "lz4", "gzip"])),
-                 data_page_version=str(rng.choice(["1.0", "2.0"])), use_dictionary=bool(rng.random() < 0.7),
-                 write_page_index=bool(rng.random() < 0.5), data_page_size=int(rng.integers(64, 8192)),
-                 dictionary_pagesize_limit=int(rng.choice([128, 1 << 20])),
-                 row_group_size=int(rng.integers(50, 5000)), write_batch_size=int(rng.choice([16, 1024])))
+    raw = _write(
+        t,
+        compression=str(rng.choice(["none", "snappy", "zstd", "lz4", "gzip"])),
+        data_page_version=str(rng.choice(["1.0", "2.0"])),
+        use_dictionary=bool(rng.random() < 0.7),
+        write_page_index=bool(rng.random() < 0.5),
+        data_page_size=int(rng.integers(64, 8192)),
+        dictionary_pagesize_limit=int(rng.choice([128, 1 << 20])),
+        row_group_size=int(rng.integers(50, 5000)),
+        write_batch_size=int(rng.choice([16, 1024])),
+    )
     full = pq.read_table(io.BytesIO(raw))
     for pos in _positions(rng, n) + [np.arange(n)]:
         want = full.take(pa.array(pos, pa.int64()))
@@ -130,8 +172,11 @@ def test_random_tables_and_positions(seed, monkeypatch):
         assert got.equals(want), pos
         assert got.equals(pr.read_rows(raw, pos, page_fraction=1.0, page_decoder=None))
         if len(pos):
-            assert st.pages_direct > 0 and st.rows_decoded <= max(len(pos), n) and \
-                not any(k.startswith("page decoder") for k in st.fallbacks), st
+            assert (
+                st.pages_direct > 0
+                and st.rows_decoded <= max(len(pos), n)
+                and not any(k.startswith("page decoder") for k in st.fallbacks)
+            ), st
 
 
 @pytest.mark.parametrize("codec", ["zstd", "gzip", "brotli", "snappy"])
@@ -140,14 +185,17 @@ def test_large_pages_decompressed_as_far_as_needed(codec, zstd_stream):
     both, through prefixes that grow and prefixes too short for a first guess."""
     rng = np.random.default_rng(7)
     n = 200_000
-    t = pa.table({"i": pa.array(rng.integers(0, 1 << 40, n), mask=rng.random(n) < 0.1),
-                  "d": pa.array(rng.integers(0, 20_000, n).astype(np.float64)),
-                  "s": pa.array(np.char.add("value-", rng.integers(0, 30_000, n).astype(str))),
-                  "p": pa.array([f"{v}" * int(v % 7) for v in rng.integers(0, 10**6, n)]),
-                  "b": pa.array(rng.random(n) < 0.5, mask=rng.random(n) < 0.2)})
+    t = pa.table(
+        {
+            "i": pa.array(rng.integers(0, 1 << 40, n), mask=rng.random(n) < 0.1),
+            "d": pa.array(rng.integers(0, 20_000, n).astype(np.float64)),
+            "s": pa.array(np.char.add("value-", rng.integers(0, 30_000, n).astype(str))),
+            "p": pa.array([f"{v}" * int(v % 7) for v in rng.integers(0, 10**6, n)]),
+            "b": pa.array(rng.random(n) < 0.5, mask=rng.random(n) < 0.2),
+        }
+    )
     for version in ("1.0", "2.0"):
-        raw = _write(t, compression=codec, data_page_version=version, use_dictionary=["i", "d", "s"],
-                     row_group_size=n)
+        raw = _write(t, compression=codec, data_page_version=version, use_dictionary=["i", "d", "s"], row_group_size=n)
         full = pq.read_table(io.BytesIO(raw))
         for pos in ([3], [n - 1], [2, n // 2, n - 2], sorted(rng.choice(n, 25))):
             st = pr.PageReadStats()
@@ -159,8 +207,7 @@ def test_large_pages_decompressed_as_far_as_needed(codec, zstd_stream):
 def test_stats_and_cost_rule_and_dictionary_reads(tmp_path, monkeypatch):
     rng = np.random.default_rng(3)
     n = 100_000
-    t = pa.table({"s": pa.array(np.char.add("value-", rng.integers(0, 300, n).astype(str))),
-                  "x": rng.random(n)})
+    t = pa.table({"s": pa.array(np.char.add("value-", rng.integers(0, 300, n).astype(str))), "x": rng.random(n)})
     path = str(tmp_path / "f.parquet")
     pq.write_table(t, path, data_page_size=8 << 10, use_dictionary=["s"])
     pos = np.array([5, 70_000, 99_999])
@@ -236,7 +283,7 @@ def _hybrid(rng, values, bw):
             i = j
         else:
             groups = int(rng.integers(1, 5))
-            chunk = list(values[i:i + 8 * groups]) + [0] * max(0, 8 * groups - (n - i))
+            chunk = list(values[i : i + 8 * groups]) + [0] * max(0, 8 * groups - (n - i))
             bits = 0
             for k, v in enumerate(chunk):
                 bits |= int(v) << (k * bw)
@@ -340,14 +387,17 @@ def test_truncated_and_mutated_pages(version, col, codec, monkeypatch):
     monkeypatch.setattr(pp, "_STREAM_MIN", 0)
     rng = np.random.default_rng(4)
     n = 400
-    t = pa.table({"s": pa.array([f"v{i % 13}" if i % 5 else None for i in range(n)]),
-                  "i": pa.array([i * 7 if i % 3 else None for i in range(n)], pa.int64())})
+    t = pa.table(
+        {
+            "s": pa.array([f"v{i % 13}" if i % 5 else None for i in range(n)]),
+            "i": pa.array([i * 7 if i % 3 else None for i in range(n)], pa.int64()),
+        }
+    )
     for dictionary in (True, False):
-        raw = _write(t, compression=codec, data_page_version=version, use_dictionary=dictionary,
-                     data_page_size=1 << 20)
+        raw = _write(t, compression=codec, data_page_version=version, use_dictionary=dictionary, data_page_size=1 << 20)
         p, pg, cod = _chunk_pages(raw, col)
         off, size = int(pg.offset[0]), int(pg.size[0])
-        page = raw[off:off + size]
+        page = raw[off : off + size]
         rows = np.array([1, 2, 250, int(pg.rows[0]) - 1], np.int64)
         dicts = {}
 
@@ -355,8 +405,9 @@ def test_truncated_and_mutated_pages(version, col, codec, monkeypatch):
             def get():
                 if "d" not in dicts:
                     s, ln = pg.dict_range
-                    dicts["d"] = pp.read_dictionary(raw[s:s + ln], s, p.physical, cod, 1 << 20, kern)
+                    dicts["d"] = pp.read_dictionary(raw[s : s + ln], s, p.physical, cod, 1 << 20, kern)
                 return dicts["d"]
+
             return get
 
         good = pp.decode_page(page, off, rows, p, cod, 1 << 20, dictionary_of(KERNEL), KERNEL)
@@ -387,14 +438,18 @@ def test_dictionary_index_out_of_range():
     for col in ("s", "i"):
         p, pg, codec = _chunk_pages(raw, col)
         s, ln = pg.dict_range
-        full = pp.read_dictionary(raw[s:s + ln], s, p.physical, codec, 1 << 20, KERNEL)
-        small = pp.Dictionary(values=full.values[:10]) if full.values is not None else \
-            pp.Dictionary(buf=full.buf, starts=full.starts[:10], lens=full.lens[:10])
+        full = pp.read_dictionary(raw[s : s + ln], s, p.physical, codec, 1 << 20, KERNEL)
+        small = (
+            pp.Dictionary(values=full.values[:10])
+            if full.values is not None
+            else pp.Dictionary(buf=full.buf, starts=full.starts[:10], lens=full.lens[:10])
+        )
         off, size = int(pg.offset[0]), int(pg.size[0])
         for kern in IMPLS:
             with pytest.raises(IndexFormatError, match="dictionary index"):
-                pp.decode_page(raw[off:off + size], off, np.array([0, 299], np.int64), p, codec, 1 << 20,
-                               lambda: small, kern)
+                pp.decode_page(
+                    raw[off : off + size], off, np.array([0, 299], np.int64), p, codec, 1 << 20, lambda: small, kern
+                )
         # a dictionary page claiming more values than its bytes hold
         with pytest.raises(IndexFormatError):
             pp.plain_values(p.physical, np.zeros(16, np.uint8), 0, 16, 5, 0, KERNEL)
@@ -403,9 +458,14 @@ def test_dictionary_index_out_of_range():
 def test_snappy_prefix_kernel_and_twin():
     rng = np.random.default_rng(5)
     codec = pa.Codec("snappy")
-    datas = [b"", b"a", b"abc" * 30000, bytes(rng.integers(0, 256, 70000).astype(np.uint8)),
-             rng.integers(0, 50, 20000).astype(np.int64).tobytes(),
-             b"".join(f"value-{v}".encode() for v in rng.integers(0, 300, 20000))]
+    datas = [
+        b"",
+        b"a",
+        b"abc" * 30000,
+        bytes(rng.integers(0, 256, 70000).astype(np.uint8)),
+        rng.integers(0, 50, 20000).astype(np.int64).tobytes(),
+        b"".join(f"value-{v}".encode() for v in rng.integers(0, 300, 20000)),
+    ]
     for raw in datas:
         z = codec.compress(raw, asbytes=True)
         for n in sorted({0, 1, 7, len(raw) // 3, len(raw) - 1, len(raw), len(raw) + 10} - {-1}):
@@ -415,7 +475,7 @@ def test_snappy_prefix_kernel_and_twin():
         if len(raw) > 100:  # truncated data, a copy reaching before the output's start
             for impl in IMPLS:
                 with pytest.raises(IndexFormatError):
-                    impl.snappy_prefix(np.frombuffer(z[:len(z) // 2], np.uint8), len(raw))
+                    impl.snappy_prefix(np.frombuffer(z[: len(z) // 2], np.uint8), len(raw))
     for impl in IMPLS:
         with pytest.raises(IndexFormatError, match="copy"):
             impl.snappy_prefix(np.frombuffer(b"\x0a\x01\x05", np.uint8), 10)  # a copy from 5 bytes back at the start
@@ -428,9 +488,13 @@ def test_snappy_prefix_kernel_and_twin():
 def _dict_file(path, n=120_000, seed=11):
     """A file whose dictionary pages are large (1 MB, ZSTD, so decompressed as far as asked)."""
     rng = np.random.default_rng(seed)
-    t = pa.table({"i": pa.array(rng.permutation(n).astype(np.int64)),
-                  "s": pa.array(np.char.add("value-", rng.integers(0, 40_000, n).astype(str))),
-                  "x": pa.array(rng.random(n))})
+    t = pa.table(
+        {
+            "i": pa.array(rng.permutation(n).astype(np.int64)),
+            "s": pa.array(np.char.add("value-", rng.integers(0, 40_000, n).astype(str))),
+            "x": pa.array(rng.random(n)),
+        }
+    )
     pq.write_table(t, path, compression="zstd", row_group_size=n)
     return pq.read_table(path)
 
@@ -448,7 +512,7 @@ def test_dictionary_cache_across_reads(tmp_path):
     n = full.num_rows
     pr.clear_cache()
     assert not _cached_keys(path)
-    first = [5, 17]   # dictionary indexes near the start (i: a permutation, so any index may come)
+    first = [5, 17]  # dictionary indexes near the start (i: a permutation, so any index may come)
     assert pr.read_rows(str(path), first, page_fraction=1.0).equals(full.take(pa.array(first)))
     keys = _cached_keys(path)
     assert keys and all(k[3] == "kernel" for k in keys)
@@ -457,9 +521,9 @@ def test_dictionary_cache_across_reads(tmp_path):
     for _ in range(4):
         pos = np.sort(rng.choice(n, 30, replace=False))
         assert pr.read_rows(str(path), pos, page_fraction=1.0).equals(full.take(pa.array(pos)))
-        assert all(pp._DICTS.get(k) is d for k, d in held.items())   # the same objects, reused
+        assert all(pp._DICTS.get(k) is d for k, d in held.items())  # the same objects, reused
     assert pr.read_rows(str(path), pos, page_fraction=1.0, page_decoder="twin").equals(full.take(pa.array(pos)))
-    assert {k[3] for k in _cached_keys(path)} == {"kernel", "twin"}   # the twin decodes its own
+    assert {k[3] for k in _cached_keys(path)} == {"kernel", "twin"}  # the twin decodes its own
     # a file rewritten with other content: another size / mtime, so another key
     full2 = _dict_file(path, n=90_000, seed=12)
     assert pr.read_rows(str(path), pos[:10], page_fraction=1.0).equals(full2.take(pa.array(pos[:10])))
@@ -482,7 +546,7 @@ def test_dictionary_cache_budget_and_threads(tmp_path, monkeypatch):
     sizes = sorted(pp._DICTS[k].nbytes for k in _cached_keys(path))
     assert len(sizes) == 3 and pp._DICTS_HELD[0] == sum(sizes)
     pr.clear_cache()
-    budget = sizes[-1] + sizes[0]   # room for two of the three: the oldest goes
+    budget = sizes[-1] + sizes[0]  # room for two of the three: the oldest goes
     monkeypatch.setattr(pp, "DICTIONARY_CACHE_BYTES", budget)
     pr.read_rows(str(path), [n - 1], page_fraction=1.0)
     assert 0 < pp._DICTS_HELD[0] <= budget and len(_cached_keys(path)) < 3
@@ -503,8 +567,10 @@ def test_dictionary_cache_forgets_a_dictionary_that_failed():
     served from the cache again."""
     vals = np.arange(300_000, dtype=np.int64)
     comp = bytearray(pa.Codec("zstd").compress(vals.tobytes(), asbytes=True))
-    comp[len(comp) // 2:] = bytes(len(comp) - len(comp) // 2)   # the second half destroyed
-    body = pp._Body(pa.Codec("zstd"), np.frombuffer(bytes(comp), np.uint8), vals.nbytes, 1 << 30, 100, "dictionary page")
+    comp[len(comp) // 2 :] = bytes(len(comp) - len(comp) // 2)  # the second half destroyed
+    body = pp._Body(
+        pa.Codec("zstd"), np.frombuffer(bytes(comp), np.uint8), vals.nbytes, 1 << 30, 100, "dictionary page"
+    )
     d = pp.Dictionary(body=body, size=len(vals), dtype=np.dtype("<i8"))
     key = ("/no/such/file", 1, 2, "kernel")
     pp.ChunkDictionaries(key)[(0, 1)] = d
@@ -550,10 +616,10 @@ def test_page_body_streams_a_short_prefix_and_decompresses_a_long_one_whole(code
     for _ in range(20):
         bad = comp.copy()
         bad[int(rng.integers(0, len(bad) // 4))] ^= np.uint8(1 << int(rng.integers(0, 8)))
-        if codec == "gzip":   # always caught, by the CRC
+        if codec == "gzip":  # always caught, by the CRC
             with pytest.raises(IndexFormatError):
                 pp._Body(c, bad, len(raw), 1 << 30, 0, "data page").upto(short)
-        try:   # the others: a prefix is what the whole page's decompression gives, or an error
+        try:  # the others: a prefix is what the whole page's decompression gives, or an error
             whole = pp._Body(c, bad, len(raw), 1 << 30, 0, "data page").all().tobytes()
         except IndexFormatError:
             whole = None
@@ -571,11 +637,11 @@ def test_zstd_streams_keep_their_decompressors_for_the_next_page(monkeypatch):
     if pp._ZSTD is None:
         pytest.skip("the zstandard package (the codecs extra) is not installed")
     monkeypatch.setattr(pp, "_ZSTD_FREE", [])
-    raw = np.arange(1 << 17, dtype=np.int64).tobytes()   # 1 MB that compresses well
+    raw = np.arange(1 << 17, dtype=np.int64).tobytes()  # 1 MB that compresses well
     c = pa.Codec("zstd")
     comp = np.frombuffer(c.compress(raw, asbytes=True), np.uint8)
     a = pp._Body(c, comp, len(raw), 1 << 30, 0, "data page")
-    b = pp._Body(c, comp, len(raw), 1 << 30, 0, "data page")   # two streams at once: two decompressors
+    b = pp._Body(c, comp, len(raw), 1 << 30, 0, "data page")  # two streams at once: two decompressors
     assert a.zd is not None and b.zd is not None and a.zd is not b.zd
     assert a.upto(1000).tobytes()[:1000] == raw[:1000] and len(a.buf) < len(raw) // 4
     assert b.upto(5000).tobytes()[:5000] == raw[:5000]
@@ -583,16 +649,16 @@ def test_zstd_streams_keep_their_decompressors_for_the_next_page(monkeypatch):
     assert pp._ZSTD_FREE == []
     zd = a.zd
     assert a.all().tobytes() == raw and a.complete and a.zd is None and pp._ZSTD_FREE == [zd]
-    c2 = pp._Body(c, comp, len(raw), 1 << 30, 0, "data page")   # reuses it
+    c2 = pp._Body(c, comp, len(raw), 1 << 30, 0, "data page")  # reuses it
     assert c2.zd is zd and pp._ZSTD_FREE == []
     assert c2.all().tobytes() == raw and pp._ZSTD_FREE == [zd]
     bad = comp.copy()
-    bad[len(bad) // 2:] ^= np.uint8(0x5A)
+    bad[len(bad) // 2 :] ^= np.uint8(0x5A)
     d = pp._Body(c, bad, len(raw), 1 << 30, 0, "data page")
     assert d.zd is zd
     with pytest.raises(IndexFormatError):
         d.all()
-    assert pp._ZSTD_FREE == []   # the failed stream's decompressor is dropped, not reused
+    assert pp._ZSTD_FREE == []  # the failed stream's decompressor is dropped, not reused
 
 
 def test_a_page_zstandard_refuses_is_decided_by_pyarrows_whole_decompression(monkeypatch):
@@ -613,6 +679,6 @@ def test_a_page_zstandard_refuses_is_decided_by_pyarrows_whole_decompression(mon
     body = pp._Body(c, comp, len(raw), 1 << 30, 0, "data page")
     assert body.upto(100).tobytes() == raw and body.complete
     bad = comp.copy()
-    bad[len(bad) // 2:] ^= np.uint8(0x5A)
+    bad[len(bad) // 2 :] ^= np.uint8(0x5A)
     with pytest.raises(IndexFormatError):
         pp._Body(c, bad, len(raw), 1 << 30, 0, "data page").upto(100)

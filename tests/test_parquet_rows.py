@@ -5,6 +5,7 @@ The oracle is pyarrow's own full read of the file, taken at the same positions
 schema metadata.  Files are written by pyarrow with and without a page index, data
 page V1 and V2, dictionary and plain encodings, every codec, nulls, one-row pages,
 several row groups; and by Java Paimon 0.9 (``tests/data/paimon_tables``)."""
+
 from __future__ import annotations
 
 import io
@@ -35,19 +36,22 @@ def _column(kind: str, n: int, rng, nulls: float):
     elif kind == "int32":
         a = pa.array(rng.integers(-50, 50, n).astype(np.int32), mask=mask)  # few distinct: dictionary
     elif kind == "int64":
-        a = pa.array(rng.integers(-2**62, 2**62, n), mask=mask)  # all distinct: the dictionary overflows
+        a = pa.array(rng.integers(-(2**62), 2**62, n), mask=mask)  # all distinct: the dictionary overflows
     elif kind == "float32":
         a = pa.array(rng.random(n).astype(np.float32), mask=mask)
     elif kind == "float64":
         a = pa.array(rng.random(n), mask=mask)
     elif kind in ("decimal", "decimal38"):
         typ = pa.decimal128(12, 3) if kind == "decimal" else pa.decimal128(38, 10)
-        a = pa.array([Decimal(int(v)).scaleb(-3) for v in rng.integers(-10**9, 10**9, n)], typ, mask=mask)
+        a = pa.array([Decimal(int(v)).scaleb(-3) for v in rng.integers(-(10**9), 10**9, n)], typ, mask=mask)
     elif kind == "string":
         a = pa.array([f"s{v}" * (1 + v % 4) for v in rng.integers(0, 400, n)], mask=mask)
     elif kind == "binary":
-        a = pa.array([bytes(rng.integers(0, 256, int(k)).astype(np.uint8)) for k in rng.integers(0, 20, n)],
-                     pa.binary(), mask=mask)
+        a = pa.array(
+            [bytes(rng.integers(0, 256, int(k)).astype(np.uint8)) for k in rng.integers(0, 20, n)],
+            pa.binary(),
+            mask=mask,
+        )
     elif kind == "bool":
         a = pa.array(rng.random(n) < 0.3, mask=mask)
     elif kind == "date":
@@ -57,15 +61,31 @@ def _column(kind: str, n: int, rng, nulls: float):
         tz = "UTC" if kind.endswith("tz") else None
         a = pa.array(rng.integers(0, 2**40, n), mask=mask).cast(pa.timestamp(unit, tz))
     elif kind == "list":  # nested: read from the whole row group
-        a = pa.array([[int(v)] * int(v % 3) if v % 5 else None for v in rng.integers(0, 100, n)],
-                     pa.list_(pa.int32()))
+        a = pa.array([[int(v)] * int(v % 3) if v % 5 else None for v in rng.integers(0, 100, n)], pa.list_(pa.int32()))
     else:
         raise AssertionError(kind)
     return a
 
 
-FLAT = ["int8", "int16", "int32", "int64", "float32", "float64", "decimal", "decimal38", "string", "binary", "bool",
-        "date", "ts_s", "ts_ms", "ts_us", "ts_ns", "ts_us_tz"]
+FLAT = [
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float32",
+    "float64",
+    "decimal",
+    "decimal38",
+    "string",
+    "binary",
+    "bool",
+    "date",
+    "ts_s",
+    "ts_ms",
+    "ts_us",
+    "ts_ns",
+    "ts_us_tz",
+]
 
 
 def _write(path, table, **kw):
@@ -147,8 +167,16 @@ def test_pages_are_read_not_row_groups(tmp_path, codec, version, page_index):
     n = 6000
     rng = np.random.default_rng(7)
     t = pa.table({kd: _column(kd, n, rng, 0.1) for kd in FLAT})
-    path = _write(str(tmp_path / "f.parquet"), t, compression=codec, data_page_version=version,
-                  write_page_index=page_index, data_page_size=64, write_batch_size=64, row_group_size=2500)
+    path = _write(
+        str(tmp_path / "f.parquet"),
+        t,
+        compression=codec,
+        data_page_version=version,
+        write_page_index=page_index,
+        data_page_size=64,
+        write_batch_size=64,
+        row_group_size=2500,
+    )
     pos = np.array([3, 4, 4, 2700, 5999], dtype=np.int64)
     _check(path, pos)  # the cost rule's choice
     s = _check(path, pos, page_fraction=1.0)  # pages wherever they can be read
@@ -166,8 +194,9 @@ def test_dictionary_page_only_when_needed(tmp_path):
     """A chunk whose dictionary overflowed: plain pages are read without the dictionary page."""
     n = 50_000
     t = pa.table({"x": np.arange(n, dtype=np.int64)})
-    path = _write(str(tmp_path / "f.parquet"), t, dictionary_pagesize_limit=4096, data_page_size=4096,
-                  write_page_index=True)
+    path = _write(
+        str(tmp_path / "f.parquet"), t, dictionary_pagesize_limit=4096, data_page_size=4096, write_page_index=True
+    )
     late = _check(path, [n - 1])
     early = _check(path, [0])
     assert late.bytes_read < early.bytes_read  # the first page is dictionary-encoded: its dictionary is read
@@ -177,8 +206,13 @@ def test_dictionary_page_only_when_needed(tmp_path):
 def test_nested_columns_read_whole_flat_ones_by_page(tmp_path):
     n = 10_000
     rng = np.random.default_rng(3)
-    t = pa.table({"a": _column("int64", n, rng, 0.0), "l": _column("list", n, rng, 0.0),
-                  "s": pa.array([{"u": int(i), "v": str(i)} for i in range(n)])})
+    t = pa.table(
+        {
+            "a": _column("int64", n, rng, 0.0),
+            "l": _column("list", n, rng, 0.0),
+            "s": pa.array([{"u": int(i), "v": str(i)} for i in range(n)]),
+        }
+    )
     path = _write(str(tmp_path / "f.parquet"), t, data_page_size=1024, write_page_index=True, use_dictionary=False)
     s = _check(path, [5, 6000])
     assert s.columns_by_page == 1 and s.columns_whole == 2 and s.fallbacks == {"nested column": 2}, s
@@ -199,16 +233,27 @@ def test_cost_rule(tmp_path):
 
 def test_one_row_pages_without_page_index(tmp_path):
     t = pa.table({"a": pa.array(range(300)), "s": pa.array([str(i) if i % 3 else None for i in range(300)])})
-    path = _write(str(tmp_path / "f.parquet"), t, data_page_size=1, write_batch_size=1, write_page_index=False,
-                  use_dictionary=False)
+    path = _write(
+        str(tmp_path / "f.parquet"),
+        t,
+        data_page_size=1,
+        write_batch_size=1,
+        write_page_index=False,
+        use_dictionary=False,
+    )
     s = _check(path, [0, 150, 299])
     assert s.pages_read <= 6 and s.pages_total > 450 and s.rows_decoded <= 6, s
 
 
 def test_schema_metadata_and_types_kept(tmp_path):
-    t = pa.table({"a": pa.array([1, 2, 3] * 1000, pa.int32()), "d": pa.array(["x", "y", "z"] * 1000).dictionary_encode(),
-                  "big": pa.array(["p", "q", "r"] * 1000, pa.large_string()),
-                  "t": pa.array([1, 2, 3] * 1000, pa.timestamp("s", "Europe/Paris"))})
+    t = pa.table(
+        {
+            "a": pa.array([1, 2, 3] * 1000, pa.int32()),
+            "d": pa.array(["x", "y", "z"] * 1000).dictionary_encode(),
+            "big": pa.array(["p", "q", "r"] * 1000, pa.large_string()),
+            "t": pa.array([1, 2, 3] * 1000, pa.timestamp("s", "Europe/Paris")),
+        }
+    )
     t = t.replace_schema_metadata({"k": "v"})
     path = _write(str(tmp_path / "f.parquet"), t, data_page_size=512, write_page_index=True)
     s = _check(path, [1, 2500], page_fraction=1.0)
@@ -286,14 +331,20 @@ def test_corrupt_files(tmp_path):
     t = pa.table({"a": np.arange(5000), "s": [str(i) for i in range(5000)]})
     path = _write(str(tmp_path / "f.parquet"), t, data_page_size=1024, write_page_index=True)
     data = bytearray(open(path, "rb").read())
-    for bad in (b"", b"PAR1", bytes(data[:-3]), bytes(data[:100]), b"x" * 100,
-                bytes(data[:-8]) + (10**6).to_bytes(4, "little") + b"PAR1"):
+    for bad in (
+        b"",
+        b"PAR1",
+        bytes(data[:-3]),
+        bytes(data[:100]),
+        b"x" * 100,
+        bytes(data[:-8]) + (10**6).to_bytes(4, "little") + b"PAR1",
+    ):
         with pytest.raises(IndexFormatError):
             pr.read_rows(bad, [0])
     # a page index pointing outside the file: pyarrow ignores page indexes, so the row groups answer
     fo = pr._read_footer(pr.BytesSource(bytes(data)))
     off = fo.row_groups[0][1][0][4]
-    broken = bytes(data[:off]) + b"\xff" * 40 + bytes(data[off + 40:])
+    broken = bytes(data[:off]) + b"\xff" * 40 + bytes(data[off + 40 :])
     st_ = pr.PageReadStats()
     got = pr.read_rows(broken, [1, 4000], stats=st_)
     assert got.equals(t.take([1, 4000])) and st_.columns_whole >= 1 and st_.fallbacks, st_
@@ -323,8 +374,12 @@ def test_columns_sharing_row_ranges_under_other_page_numbers(tmp_path):
     (leading nulls make one column's first page longer) are decoded from one small file: each
     column's own pages must be copied (a wrong page here gives wrong rows with valid row counts)."""
     n = 600
-    t = pa.table({"a": pa.array(np.arange(n, dtype=np.float64)),
-                  "b": pa.array([None] * 296 + [float(i) for i in range(296, n)], pa.float64())})
+    t = pa.table(
+        {
+            "a": pa.array(np.arange(n, dtype=np.float64)),
+            "b": pa.array([None] * 296 + [float(i) for i in range(296, n)], pa.float64()),
+        }
+    )
     path = _write(str(tmp_path / "f.parquet"), t, data_page_size=64, write_batch_size=1, use_dictionary=False)
     pos = np.array([400, 401, 500], dtype=np.int64)
     src = pr.FileSource(path)
@@ -332,8 +387,11 @@ def test_columns_sharing_row_ranges_under_other_page_numbers(tmp_path):
     pa_, pb = (pr._pages(src, fo, 0, i) for i in (0, 1))
     ia = np.searchsorted(pa_.first_row, pos, "right") - 1
     ib = np.searchsorted(pb.first_row, pos, "right") - 1
-    assert not np.array_equal(ia, ib) and np.array_equal(pa_.first_row[ia], pb.first_row[ib]) \
-        and np.array_equal(pa_.rows[ia], pb.rows[ib])  # the layout this test is about
+    assert (
+        not np.array_equal(ia, ib)
+        and np.array_equal(pa_.first_row[ia], pb.first_row[ib])
+        and np.array_equal(pa_.rows[ia], pb.rows[ib])
+    )  # the layout this test is about
     s = _check(path, pos, page_fraction=1.0)
     assert s.columns_by_page == 2
 
@@ -345,8 +403,12 @@ def test_old_import_paths_are_the_same_modules():
 
     from paimon_fast import parquet
 
-    for old, new in (("parquet_rows", "rows"), ("parquet_footer", "footer"), ("parquet_pages", "pages"),
-                     ("thrift_compact", "thrift")):
+    for old, new in (
+        ("parquet_rows", "rows"),
+        ("parquet_footer", "footer"),
+        ("parquet_pages", "pages"),
+        ("thrift_compact", "thrift"),
+    ):
         assert importlib.import_module(f"paimon_fast.{old}") is getattr(parquet, new)
     from paimon_fast import parquet_rows
 

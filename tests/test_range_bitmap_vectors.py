@@ -1,5 +1,6 @@
 """Range bitmap vs Java Paimon HEAD golden vectors: identical bytes, every
 predicate answer and every top-k / bottom-k answer."""
+
 import pytest
 
 import paimon_fast as pf

@@ -1,6 +1,7 @@
 """Fuzz: random byte flips, insertions and truncations of real range-bitmap and
 BSI vectors either raise IndexFormatError or give an answer; never another
 exception, a crash or a hang."""
+
 import random
 
 import pytest
@@ -11,8 +12,14 @@ from paimon_fast.predicate import Leaf
 from vectorlib import decode_literal, load_bin, load_case
 
 CASES = {
-    "range_bitmap": ["rb_int_two_values", "rb_string_unicode", "rb_int_n500_k100_chunk64b",
-                     "rb_double_specials", "rb_char6_n500_k100_chunk64b", "rb_int_all_null5"],
+    "range_bitmap": [
+        "rb_int_two_values",
+        "rb_string_unicode",
+        "rb_int_n500_k100_chunk64b",
+        "rb_double_specials",
+        "rb_char6_n500_k100_chunk64b",
+        "rb_int_all_null5",
+    ],
     "bsi": ["bsi_int_n400_mixed_sign", "bsi_int_extremes", "bsi_int_zeros", "bsi_decimal10_2_values"],
 }
 ITYPE = {"range_bitmap": "range-bitmap", "bsi": "bsi"}
@@ -22,7 +29,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     b = bytearray(data)
     kind = rng.random()
     if kind < 0.25:
-        return bytes(b[:rng.randrange(len(b))])
+        return bytes(b[: rng.randrange(len(b))])
     for _ in range(rng.randint(1, 4)):
         i = rng.randrange(len(b))
         r = rng.random()
@@ -33,7 +40,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
         elif r < 0.85:
             b[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
         else:
-            del b[i:i + rng.randint(1, 8)]
+            del b[i : i + rng.randint(1, 8)]
     return bytes(b)
 
 
@@ -116,16 +123,20 @@ def test_in_place_slices_masked_by_existence_bitmap():
         if row.dtype == np.uint8:
             off = row.__array_interface__["data"][0] - r0.data.__array_interface__["data"][0]
             end = off + row.size  # W words end; the container's tail follows
-            data[end:end + 64] = b"\xff" * 64
+            data[end : end + 64] = b"\xff" * 64
             tail = r0._nbits & 63
             if tail:  # rows >= nbits inside the last word of the view
-                last = int.from_bytes(data[end - 8:end], "little") | (~((1 << tail) - 1) & (2**64 - 1))
-                data[end - 8:end] = last.to_bytes(8, "little")
+                last = int.from_bytes(data[end - 8 : end], "little") | (~((1 << tail) - 1) & (2**64 - 1))
+                data[end - 8 : end] = last.to_bytes(8, "little")
             n_set += 1
     assert n_set
     r1 = pf.fileindex.reader("range-bitmap", "INT", bytes(data))
-    for leaf in [Leaf("less_than", "x", (100,)), Leaf("greater_or_equal", "x", (-5,)),
-                 Leaf("between", "x", (-1000, 1000)), Leaf("not_equal", "x", (7,))]:
+    for leaf in [
+        Leaf("less_than", "x", (100,)),
+        Leaf("greater_or_equal", "x", (-5,)),
+        Leaf("between", "x", (-1000, 1000)),
+        Leaf("not_equal", "x", (7,)),
+    ]:
         assert r1.evaluate(leaf).bitmap == r0.evaluate(leaf).bitmap
         assert r1.evaluate(leaf).bitmap.max() < 100_000
     assert r1.top_k(50, strict=False) == r0.top_k(50, strict=False)

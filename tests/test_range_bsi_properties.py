@@ -1,6 +1,7 @@
 """Range bitmap and BSI writer + reader vs brute force over random columns
 (hypothesis): every predicate, top-k / bottom-k with nulls first/last, found
 sets, strict and non-strict; float ordering as Java's Float.compare."""
+
 import math
 import struct
 
@@ -61,9 +62,12 @@ def check_predicates(r, t, vals, pool):
     for lit in pool + [pool[0]]:
         L = K(lit)
         cases = {
-            "equal": lambda v: K(v) == L, "not_equal": lambda v: K(v) != L,
-            "less_than": lambda v: K(v) < L, "less_or_equal": lambda v: K(v) <= L,
-            "greater_than": lambda v: K(v) > L, "greater_or_equal": lambda v: K(v) >= L,
+            "equal": lambda v: K(v) == L,
+            "not_equal": lambda v: K(v) != L,
+            "less_than": lambda v: K(v) < L,
+            "less_or_equal": lambda v: K(v) <= L,
+            "greater_than": lambda v: K(v) > L,
+            "greater_or_equal": lambda v: K(v) >= L,
         }
         for op, fn in cases.items():
             assert r.evaluate(Leaf(op, "x", (lit,))).bitmap == rows(vals, fn), (op, lit)
@@ -107,14 +111,14 @@ def brute_topk(vals, t, k, desc, nulls_first, found, strict):
         better = [i for i in nn if (java_key(vals[i], t) > kth if desc else java_key(vals[i], t) < kth)]
         ties = [i for i in nn if java_key(vals[i], t) == kth]
         if strict:
-            ties = ties[len(ties) - (kk - len(better)):]
+            ties = ties[len(ties) - (kk - len(better)) :]
         return better + ties
 
     if not nulls_first:
         out = f(k)
         if len(out) >= k:
             return BitMap(out)
-        return BitMap(out + (nulls[:k - len(out)] if strict else nulls))
+        return BitMap(out + (nulls[: k - len(out)] if strict else nulls))
     if len(nulls) >= k:
         return BitMap(nulls[:k] if strict else nulls)
     return BitMap(nulls + f(k - len(nulls)))
@@ -163,8 +167,12 @@ def test_through_the_container():
     wb.write_batch(arr)
     blob = pf.FileIndexFormat.write({"x": {"range-bitmap": wr.finish(), "bsi": wb.finish()}})
     f = pf.FileIndexFormat.open(blob, {"x": "INT"})
-    for pred, want in [(pf.field("x") > 3, [0, 3, 4, 5]), (pf.field("x").between(-2, 4), [0, 2, 4, 7]),
-                       (pf.field("x").is_null(), [1, 6]), ((pf.field("x") < 5) & (pf.field("x") != 4), [2, 7])]:
+    for pred, want in [
+        (pf.field("x") > 3, [0, 3, 4, 5]),
+        (pf.field("x").between(-2, 4), [0, 2, 4, 7]),
+        (pf.field("x").is_null(), [1, 6]),
+        ((pf.field("x") < 5) & (pf.field("x") != 4), [2, 7]),
+    ]:
         assert f.evaluate(pred).bitmap == BitMap(want)
     d = f.describe()
     kinds = [e["index_type"] for e in d["columns"]["x"]]
@@ -176,6 +184,7 @@ def test_bsi_writer_batches_and_numpy_inputs():
     offsets, masked numpy) = the twin; a numpy batch changed after
     write_batch does not change the index."""
     from paimon_fast.reference import bitslice as twin
+
     rng = np.random.default_rng(5)
     vals = rng.integers(-100_000, 100_000, 5000)
     mask = rng.random(5000) < 0.2

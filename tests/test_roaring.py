@@ -1,5 +1,6 @@
 """Java-exact roaring serialization: kernel == twin, CRoaring agrees on sets
 built by adding values, 64-bit layout, and validation of corrupt bytes."""
+
 import struct
 
 import numpy as np
@@ -19,7 +20,9 @@ def _interesting_sets():
         st.lists(st.integers(0, 2**32 - 1), max_size=300),
         st.lists(st.integers(65530, 65550), max_size=40),
         st.builds(lambda a, n: list(range(a, a + n)), st.integers(0, 2**32 - 10000), st.integers(0, 9000)),
-        st.builds(lambda a, n, s: list(range(a, a + n * s, s)), st.integers(0, 2**20), st.integers(0, 5000), st.integers(1, 3)),
+        st.builds(
+            lambda a, n, s: list(range(a, a + n * s, s)), st.integers(0, 2**20), st.integers(0, 5000), st.integers(1, 3)
+        ),
         st.lists(small, max_size=200),
     )
     return values
@@ -55,15 +58,14 @@ def test_long_runs_and_one_gap_equal_the_twin(start, length):
     sets = [run]
     for gap in {1, 63, 64, 65, len(run) // 2, len(run) - 2}:
         if 0 < gap < len(run) - 1:
-            sets.append(run[:gap] + run[gap + 1:])
+            sets.append(run[:gap] + run[gap + 1 :])
     sets.append(run[:-1] + [run[-1] + 2] if run[-1] + 2 < 2**32 else run[1:])
     for values in sets:
         data = roaring.serialize32(np.array(values, dtype=np.int64))
         assert data == twin.serialize(values), (start, length, len(values))
         assert roaring.deserialize32(data) == BitMap(values)
     v64 = np.array(run, dtype=np.uint64) + np.uint64(3 << 32)
-    assert roaring.serialize64(v64) == b"".join(
-        [struct.pack("<QI", 1, 3), twin.serialize(run)])
+    assert roaring.serialize64(v64) == b"".join([struct.pack("<QI", 1, 3), twin.serialize(run)])
 
 
 def test_run_rule_tie_stays_array():
@@ -88,13 +90,16 @@ def test_serialize64_java_longs_sort_unsigned():
     assert list(bm) == [5, 2**40, 2**64 - 1]
 
 
-@pytest.mark.parametrize("bad,what", [
-    (b"", "truncated"),
-    (b"\x3a\x30\x00\x00", "truncated"),
-    (b"\x00\x00\x00\x00\x00\x00\x00\x00", "cookie"),
-    (struct.pack("<II", 12346, 70000), "65536"),
-    (struct.pack("<II", 12346, 1) + struct.pack("<HH", 0, 9), "truncated"),
-])
+@pytest.mark.parametrize(
+    "bad,what",
+    [
+        (b"", "truncated"),
+        (b"\x3a\x30\x00\x00", "truncated"),
+        (b"\x00\x00\x00\x00\x00\x00\x00\x00", "cookie"),
+        (struct.pack("<II", 12346, 70000), "65536"),
+        (struct.pack("<II", 12346, 1) + struct.pack("<HH", 0, 9), "truncated"),
+    ],
+)
 def test_check_rejects_corrupt(bad, what):
     with pytest.raises(IndexFormatError, match=what):
         roaring.deserialize32(bad)
@@ -126,8 +131,10 @@ def test_check64_rejects_huge_bucket_count():
 
 def test_mutations_only_raise_index_format_error():
     rng = np.random.default_rng(7)
-    seeds = [roaring.serialize32(v) for v in ([1, 2, 3, 1000], list(range(0, 70000, 3)), list(range(5, 9000)),
-                                                 [0, 65535, 65536, 2**32 - 1])]
+    seeds = [
+        roaring.serialize32(v)
+        for v in ([1, 2, 3, 1000], list(range(0, 70000, 3)), list(range(5, 9000)), [0, 65535, 65536, 2**32 - 1])
+    ]
     for _ in range(3000):
         b = bytearray(seeds[rng.integers(len(seeds))])
         for _ in range(rng.integers(1, 4)):

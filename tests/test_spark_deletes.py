@@ -1,6 +1,7 @@
 """paimon_fast.spark.delete on a real local SparkSession: deletion vectors found on
 executors, then every read path (pfs.read, the Data Source, ParquetDataset)
 equals a plain Spark scan minus the deleted rows."""
+
 import io
 import json
 import os
@@ -13,15 +14,32 @@ pyspark = pytest.importorskip("pyspark")
 
 from paimon_fast.tables import CATALOG_NAME, ParquetDataset  # noqa: E402
 from paimon_fast.tables.deletes import DV_KEY  # noqa: E402
-from test_spark_pipeline import (COLS, OPTIONS, answers_in_one_job, full_scan_answers, spark,  # noqa: E402,F401
-                                 write_dataset)
+from test_spark_pipeline import (
+    COLS,
+    OPTIONS,
+    answers_in_one_job,
+    full_scan_answers,
+    spark,  # noqa: E402,F401
+    write_dataset,
+)
 
 pytestmark = pytest.mark.spark
 
-DELETES = ["id = 1234", "name LIKE 'us4%' AND score > 50", "status = 'paid' AND region = 'eu'",
-           "name IS NULL OR id IN (5, 900, 1799) OR (id BETWEEN 100 AND 140 AND status = 'paid')"]
-QUERIES = ["id < 20", "status = 'paid'", "status IN ('new', 'sent') AND region = 'us'", "name = 'eu1-3'",
-           "id IN (5, 6, 1234, 1235, 1500)", "status = 'new' AND region = 'eu'", "score > 90 OR name IS NULL"]
+DELETES = [
+    "id = 1234",
+    "name LIKE 'us4%' AND score > 50",
+    "status = 'paid' AND region = 'eu'",
+    "name IS NULL OR id IN (5, 900, 1799) OR (id BETWEEN 100 AND 140 AND status = 'paid')",
+]
+QUERIES = [
+    "id < 20",
+    "status = 'paid'",
+    "status IN ('new', 'sent') AND region = 'us'",
+    "name = 'eu1-3'",
+    "id IN (5, 6, 1234, 1235, 1500)",
+    "status = 'new' AND region = 'eu'",
+    "score > 90 OR name IS NULL",
+]
 SOURCE_QUERIES = ["status = 'new' AND region = 'eu'", "id IN (5, 6, 1234, 1235, 1500)"]
 
 
@@ -33,7 +51,7 @@ def test_delete_then_every_read_equals_full_scan_minus_deleted(spark, tmp_path):
     shutil.copytree(root, twin)
     ParquetDataset(root).build(OPTIONS)  # byte-identical to pfs.build (test_spark_pipeline), and cheaper
     answers = full_scan_answers(spark, root, DELETES + QUERIES + ["id >= 0"])
-    by_delete, by_query, everything = answers[:len(DELETES)], answers[len(DELETES):-1], answers[-1]
+    by_delete, by_query, everything = answers[: len(DELETES)], answers[len(DELETES) : -1], answers[-1]
     deleted = set()
     for i, (where, matching) in enumerate(zip(DELETES, by_delete)):
         # every other delete finds its rows on the executors (Spark's reader and Arrow tasks)
@@ -64,14 +82,16 @@ def test_delete_then_every_read_equals_full_scan_minus_deleted(spark, tmp_path):
     dvs, twin_dvs = ds.deletion_vectors(), twin_ds.deletion_vectors()
     assert dvs.keys() == twin_dvs.keys() and all(dvs[k] == twin_dvs[k] for k in dvs)
     assert sum(dv.cardinality for dv in dvs.values()) == len(deleted)
-    assert sorted(ds.scan(None)[0].select(COLS).to_pylist(), key=lambda r: r["id"]) == \
-        [dict(zip(COLS, r)) for r in sorted(set(everything) - deleted)]
+    assert sorted(ds.scan(None)[0].select(COLS).to_pylist(), key=lambda r: r["id"]) == [
+        dict(zip(COLS, r)) for r in sorted(set(everything) - deleted)
+    ]
 
     # re-building the indexes keeps the deletions (a build rewrites the catalog)
     ParquetDataset(root).build(OPTIONS, force=True)
     assert ParquetDataset(root).deletion_vectors().keys() == dvs.keys()
-    assert sorted(ParquetDataset(root).scan(QUERIES[1])[0].select(COLS).to_pylist(), key=lambda r: r["id"]) == \
-        [dict(zip(COLS, r)) for r in want[1]]
+    assert sorted(ParquetDataset(root).scan(QUERIES[1])[0].select(COLS).to_pylist(), key=lambda r: r["id"]) == [
+        dict(zip(COLS, r)) for r in want[1]
+    ]
 
 
 def test_crash_before_catalog_rename_and_cli(spark, tmp_path):
@@ -91,7 +111,10 @@ def test_crash_before_catalog_rename_and_cli(spark, tmp_path):
         assert main(["delete", root, "--where", "id < 20 OR id = 700"]) == 0
     assert "11 rows deleted in 2 files" in out.getvalue()
     entries = json.load(open(os.path.join(root, CATALOG_NAME)))["files"]
-    assert sorted(p for p, e in entries.items() if DV_KEY in e) == ["region=eu/part-0.parquet",
-                                                                     "region=us/part-0.parquet"]
-    assert sorted(r["id"] for r in pfs.read(spark, root, "id < 30 OR id BETWEEN 699 AND 701").collect()) == \
-        list(range(20, 30)) + [699, 701]
+    assert sorted(p for p, e in entries.items() if DV_KEY in e) == [
+        "region=eu/part-0.parquet",
+        "region=us/part-0.parquet",
+    ]
+    assert sorted(r["id"] for r in pfs.read(spark, root, "id < 30 OR id BETWEEN 699 AND 701").collect()) == list(
+        range(20, 30)
+    ) + [699, 701]

@@ -1,6 +1,7 @@
 """The Spark pipeline on a real local SparkSession (local[2]): executor-side
 builds, idempotent re-runs, killed tasks, pruned reads equal to full scans,
 and the paimon-fast Data Source."""
+
 import io
 import json
 import os
@@ -21,8 +22,10 @@ pytestmark = pytest.mark.spark
 HERE = os.path.dirname(os.path.abspath(__file__))
 OPTIONS = {
     "file-index.bloom-filter.columns": "id,name,score",
-    "file-index.bloom-filter.id.items": "2000", "file-index.bloom-filter.id.fpp": "0.01",
-    "file-index.bloom-filter.name.items": "64", "file-index.bloom-filter.name.fpp": "0.01",
+    "file-index.bloom-filter.id.items": "2000",
+    "file-index.bloom-filter.id.fpp": "0.01",
+    "file-index.bloom-filter.name.items": "64",
+    "file-index.bloom-filter.name.fpp": "0.01",
     "file-index.bloom-filter.score.items": "2000",
     "file-index.test-positions.columns": "status",
 }
@@ -33,8 +36,7 @@ def spark():
     from paimon_fast import spark as pfs
 
     # small test files: let a scan pack several into one task (fewer, cheaper tasks)
-    s = pfs.session("local[2]", conf={"spark.sql.shuffle.partitions": "2",
-                                      "spark.sql.files.openCostInBytes": "8192"})
+    s = pfs.session("local[2]", conf={"spark.sql.shuffle.partitions": "2", "spark.sql.files.openCostInBytes": "8192"})
     s.sparkContext.addPyFile(os.path.join(HERE, "toy_index.py"))  # workers load the plug-in by name
     yield s
 
@@ -48,12 +50,18 @@ def write_dataset(root, rows=1500, seed=3):
         for k in range(3):
             ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
             names = [None if j % 41 == 0 else f"{region}{i}-{j % 9}" for j in range(rows)]
-            pq.write_table(pa.table({
-                "id": ids,
-                "name": pa.array(names, pa.string()),
-                "score": np.round(rng.uniform(0, 100, rows), 1),
-                "status": pa.array([["new", "paid", "sent", None][(j * (i + 1)) % 4] for j in range(rows)]),
-            }), d / f"part-{k}.parquet", row_group_size=500)
+            pq.write_table(
+                pa.table(
+                    {
+                        "id": ids,
+                        "name": pa.array(names, pa.string()),
+                        "score": np.round(rng.uniform(0, 100, rows), 1),
+                        "status": pa.array([["new", "paid", "sent", None][(j * (i + 1)) % 4] for j in range(rows)]),
+                    }
+                ),
+                d / f"part-{k}.parquet",
+                row_group_size=500,
+            )
             i += 1
     return str(root)
 
@@ -100,10 +108,11 @@ def full_scan_answers(spark, root, predicates):
     """Plain Spark's answer to every predicate, in one job: one boolean column per predicate."""
     from pyspark.sql import functions as F
 
-    df = plain(spark, root).select(*COLS, *[F.coalesce(F.expr(t), F.lit(False)).alias(f"__p{i}")
-                                            for i, t in enumerate(predicates)])
+    df = plain(spark, root).select(
+        *COLS, *[F.coalesce(F.expr(t), F.lit(False)).alias(f"__p{i}") for i, t in enumerate(predicates)]
+    )
     rows = df.collect()
-    return [sorted(tuple(r)[:len(COLS)] for r in rows if r[f"__p{i}"]) for i in range(len(predicates))]
+    return [sorted(tuple(r)[: len(COLS)] for r in rows if r[f"__p{i}"]) for i in range(len(predicates))]
 
 
 def index_of(root, rel):
@@ -163,7 +172,6 @@ def test_killed_task_leaves_no_index_and_retry_completes(spark, tmp_path):
     assert pfs.read(spark, root, "id = 1000").count() == 1
 
 
-
 def test_file_lacking_an_indexed_column(spark, tmp_path):
     """A file written before a column existed: both builds leave that column out of its index,
     byte for byte alike, and a query on the column still reads the file (its rows are null there)."""
@@ -174,11 +182,17 @@ def test_file_lacking_an_indexed_column(spark, tmp_path):
 
     root = tmp_path / "evolved"
     root.mkdir()
-    pq.write_table(pa.table({"id": np.arange(0, 200, dtype=np.int64),
-                             "name": pa.array([f"n{i % 7}" for i in range(200)])}), root / "a.parquet")
+    pq.write_table(
+        pa.table({"id": np.arange(0, 200, dtype=np.int64), "name": pa.array([f"n{i % 7}" for i in range(200)])}),
+        root / "a.parquet",
+    )
     pq.write_table(pa.table({"id": np.arange(200, 300, dtype=np.int64)}), root / "b.parquet")
-    opts = {"file-index.bloom-filter.columns": "id,name", "file-index.bloom-filter.id.items": "300",
-            "file-index.bloom-filter.name.items": "10", "file-index.in-manifest-threshold": "1 b"}
+    opts = {
+        "file-index.bloom-filter.columns": "id,name",
+        "file-index.bloom-filter.id.items": "300",
+        "file-index.bloom-filter.name.items": "10",
+        "file-index.in-manifest-threshold": "1 b",
+    }
     copy = tmp_path / "copy"
     shutil.copytree(root, copy)
     rep = pfs.build(spark, str(root), opts)
@@ -194,12 +208,26 @@ def test_file_lacking_an_indexed_column(spark, tmp_path):
 
 
 PREDICATES = [
-    "id = 4321", "id = -5", "id IN (1, 1600, 8999, 123456)", "id NOT IN (1, 2, 3) AND id < 10",
-    "id BETWEEN 2990 AND 3010", "name = 'eu1-3'", "name = 'nope'", "name IN ('us4-0', 'eu0-8')",
-    "name IS NULL", "name != 'eu0-1' AND id < 100", "name LIKE 'us5%'", "name LIKE '%-7' AND region = 'eu'",
-    "region = 'us' AND id < 4600", "region = 'eu' OR name = 'us5-2'", "score = 50.5",
-    "score > 99.5 OR id = 17", "status = 'paid' AND id < 3020", "status IN ('new', 'sent') AND region = 'us'",
-    "status IS NULL AND name = 'eu2-4'", "NOT (status = 'paid' OR id > 30)",
+    "id = 4321",
+    "id = -5",
+    "id IN (1, 1600, 8999, 123456)",
+    "id NOT IN (1, 2, 3) AND id < 10",
+    "id BETWEEN 2990 AND 3010",
+    "name = 'eu1-3'",
+    "name = 'nope'",
+    "name IN ('us4-0', 'eu0-8')",
+    "name IS NULL",
+    "name != 'eu0-1' AND id < 100",
+    "name LIKE 'us5%'",
+    "name LIKE '%-7' AND region = 'eu'",
+    "region = 'us' AND id < 4600",
+    "region = 'eu' OR name = 'us5-2'",
+    "score = 50.5",
+    "score > 99.5 OR id = 17",
+    "status = 'paid' AND id < 3020",
+    "status IN ('new', 'sent') AND region = 'us'",
+    "status IS NULL AND name = 'eu2-4'",
+    "NOT (status = 'paid' OR id > 30)",
     "name = 'eu1-3' AND (score > 90 OR id IN (1501, 1502))",
 ]
 
@@ -231,9 +259,13 @@ def test_read_without_index_and_with_predicate_objects(spark, dataset):
     assert rows_of(df) == rows_of(base) == rows_of(plain(spark, dataset).where("name = 'us3-4' OR id IN (0, 8999)"))
 
 
-DS_PREDICATES = ["id = 4321", "status = 'paid' AND region = 'us' AND name = 'us4-2'",
-                 "id IN (5, 7000) AND name LIKE 'us%'", "name <> 'eu0-1' AND id < 40 AND name IS NOT NULL",
-                 "name = 'us4-1' OR id = 3"]
+DS_PREDICATES = [
+    "id = 4321",
+    "status = 'paid' AND region = 'us' AND name = 'us4-2'",
+    "id IN (5, 7000) AND name LIKE 'us%'",
+    "name <> 'eu0-1' AND id < 40 AND name IS NOT NULL",
+    "name = 'us4-1' OR id = 3",
+]
 
 
 def test_data_source_equals_explicit_read(spark, dataset):
@@ -278,8 +310,19 @@ def test_cli_build_and_query(spark, tmp_path):
     root = write_dataset(tmp_path / "c", rows=200)
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["build", root, "--options", "file-index.bloom-filter.columns=id",
-                     "file-index.bloom-filter.id.items=200", "file-index.bloom-filter.id.fpp=0.0001"]) == 0
+        assert (
+            main(
+                [
+                    "build",
+                    root,
+                    "--options",
+                    "file-index.bloom-filter.columns=id",
+                    "file-index.bloom-filter.id.items=200",
+                    "file-index.bloom-filter.id.fpp=0.0001",
+                ]
+            )
+            == 0
+        )
         assert main(["query", root, "--where", "id = 250", "--show", "0", "--compare"]) == 0
     text = out.getvalue()
     assert "6 of 6 files indexed" in text
@@ -301,12 +344,25 @@ def test_cli_relative_path_is_this_process_cwd_not_the_jvms(spark, tmp_path, mon
     assert "1 matching rows" in out.getvalue() and "same rows" in out.getvalue()
 
 
-REAL_OPTIONS = {"file-index.bitmap.columns": "status,name", "file-index.range-bitmap.columns": "score",
-                "file-index.bsi.columns": "id"}
-REAL_PREDICATES = ["id = 4321", "id < 40.5", "id = 40.5", "id <> 40.5", "id BETWEEN 10.5 AND 20.5",
-                   "score >= 99.95", "score < 0.55 AND region = 'eu'", "status = 'paid' AND id > 8990",
-                   "status IN ('new', 'sent') AND score BETWEEN 10 AND 10.5", "name = 'us4-1' OR id <= 3.9",
-                   "status IS NULL AND id < 100", "NOT (status = 'paid') AND id < 20"]
+REAL_OPTIONS = {
+    "file-index.bitmap.columns": "status,name",
+    "file-index.range-bitmap.columns": "score",
+    "file-index.bsi.columns": "id",
+}
+REAL_PREDICATES = [
+    "id = 4321",
+    "id < 40.5",
+    "id = 40.5",
+    "id <> 40.5",
+    "id BETWEEN 10.5 AND 20.5",
+    "score >= 99.95",
+    "score < 0.55 AND region = 'eu'",
+    "status = 'paid' AND id > 8990",
+    "status IN ('new', 'sent') AND score BETWEEN 10 AND 10.5",
+    "name = 'us4-1' OR id <= 3.9",
+    "status IS NULL AND id < 100",
+    "NOT (status = 'paid') AND id < 20",
+]
 
 
 @pytest.fixture(scope="module")
@@ -342,10 +398,16 @@ def test_to_spark_column_normalises_with_a_schema(spark):
 
     df = spark.range(20).select(F.col("id").cast("int").alias("x"))
     schema = {"x": pa.int32()}
-    cases = [(field("x") < 5.5, 6), (field("x") == 5.5, 0), (field("x") != 5.5, 20), (field("x") < 2**70, 20),
-             (field("x").isin([5.5, 7]), 1)]
-    counts = df.select(*[F.sum(to_spark_column(p, schema).cast("int")).alias(f"c{i}")
-                         for i, (p, _) in enumerate(cases)]).collect()[0]
+    cases = [
+        (field("x") < 5.5, 6),
+        (field("x") == 5.5, 0),
+        (field("x") != 5.5, 20),
+        (field("x") < 2**70, 20),
+        (field("x").isin([5.5, 7]), 1),
+    ]
+    counts = df.select(
+        *[F.sum(to_spark_column(p, schema).cast("int")).alias(f"c{i}") for i, (p, _) in enumerate(cases)]
+    ).collect()[0]
     assert [counts[f"c{i}"] or 0 for i in range(len(cases))] == [n for _, n in cases]
     with pytest.raises(LiteralTypeError):
         to_spark_column(field("x") == "a", schema)

@@ -3,6 +3,7 @@ on the executors (Spark's reader for whole files, the page-level reader in Arrow
 read at rows), and the driver read that gives up past its threshold.  Every answer, and every
 count(), equals an oracle that shares no code with the product's filter: pyarrow's plain read of
 the directory, minus the rows the deletes matched, filtered by ``tests/sql_oracle.py``."""
+
 import os
 
 import numpy as np
@@ -21,7 +22,8 @@ pytestmark = pytest.mark.spark
 
 OPTIONS = {
     "file-index.bloom-filter.columns": "name",
-    "file-index.bloom-filter.name.items": "64", "file-index.bloom-filter.name.fpp": "0.01",
+    "file-index.bloom-filter.name.items": "64",
+    "file-index.bloom-filter.name.fpp": "0.01",
     "file-index.bitmap.columns": "status",
     "file-index.range-bitmap.columns": "score",
     "file-index.bsi.columns": "id",
@@ -102,8 +104,9 @@ def oracle(rows, text, columns=COLS):
 PREDICATES = predicates(20)
 
 
-@pytest.mark.parametrize("way", ["driver", "executors", "executors-by-tasks", "driver-gives-up", "data-source",
-                                 "data-source-per-file"])
+@pytest.mark.parametrize(
+    "way", ["driver", "executors", "executors-by-tasks", "driver-gives-up", "data-source", "data-source-per-file"]
+)
 def test_every_way_gives_the_oracle_rows_and_counts(spark, dataset, way, monkeypatch):
     from paimon_fast import spark as pfs
     from paimon_fast.spark import read_job
@@ -221,8 +224,14 @@ def test_plain_spark_reader_still_reads_the_directory(spark, dataset):
     paimon-fast's readers only)."""
     root, rows = dataset
     assert spark.read.parquet(root).count() == 9000
-    assert sorted(os.listdir(root)) == ["_deletion_vectors", "_file_index", "_global_index",
-                                        "_paimon_fast_catalog.json", "region=eu", "region=us"]
+    assert sorted(os.listdir(root)) == [
+        "_deletion_vectors",
+        "_file_index",
+        "_global_index",
+        "_paimon_fast_catalog.json",
+        "region=eu",
+        "region=us",
+    ]
 
 
 def test_driver_rows_are_what_spark_collect_returns(spark):
@@ -236,27 +245,39 @@ def test_driver_rows_are_what_spark_collect_returns(spark):
 
     from paimon_fast.spark.frames import arrow_rows, local_frame
 
-    t = pa.table({
-        "b": pa.array([True, None, False, True]),
-        "i8": pa.array([-128, 127, None, 0], pa.int8()),
-        "i16": pa.array([-1, None, 32767, 5], pa.int16()),
-        "i32": pa.array([None, -(2 ** 31), 2 ** 31 - 1, 7], pa.int32()),
-        "i64": pa.array([2 ** 63 - 1, -(2 ** 63), None, 0], pa.int64()),
-        "f32": pa.array([0.1, float("nan"), None, -0.0], pa.float32()),
-        "f64": pa.array([float("inf"), -0.0, None, 1e-300]),
-        "s": pa.array(["x", None, "é\u4e2d", ""]),
-        "d": pa.array([dt.date(1969, 12, 31), None, dt.date(2024, 2, 29), dt.date(1, 1, 1)]),
-        "ts": pa.array([dt.datetime(2020, 1, 1, 12, 30, 0, 5), None, dt.datetime(1960, 6, 1),
-                        dt.datetime(2038, 1, 19, 3, 14, 8)], pa.timestamp("us", tz="UTC")),
-        "ntz": pa.array([dt.datetime(2001, 2, 3, 4, 5, 6, 7), dt.datetime(1900, 1, 1), None,
-                         dt.datetime(2100, 12, 31)], pa.timestamp("us")),
-        "dec": pa.array([Decimal("1.50"), None, Decimal("-99999999.99"), Decimal("0.01")], pa.decimal128(10, 2)),
-    })
+    t = pa.table(
+        {
+            "b": pa.array([True, None, False, True]),
+            "i8": pa.array([-128, 127, None, 0], pa.int8()),
+            "i16": pa.array([-1, None, 32767, 5], pa.int16()),
+            "i32": pa.array([None, -(2**31), 2**31 - 1, 7], pa.int32()),
+            "i64": pa.array([2**63 - 1, -(2**63), None, 0], pa.int64()),
+            "f32": pa.array([0.1, float("nan"), None, -0.0], pa.float32()),
+            "f64": pa.array([float("inf"), -0.0, None, 1e-300]),
+            "s": pa.array(["x", None, "é\u4e2d", ""]),
+            "d": pa.array([dt.date(1969, 12, 31), None, dt.date(2024, 2, 29), dt.date(1, 1, 1)]),
+            "ts": pa.array(
+                [
+                    dt.datetime(2020, 1, 1, 12, 30, 0, 5),
+                    None,
+                    dt.datetime(1960, 6, 1),
+                    dt.datetime(2038, 1, 19, 3, 14, 8),
+                ],
+                pa.timestamp("us", tz="UTC"),
+            ),
+            "ntz": pa.array(
+                [dt.datetime(2001, 2, 3, 4, 5, 6, 7), dt.datetime(1900, 1, 1), None, dt.datetime(2100, 12, 31)],
+                pa.timestamp("us"),
+            ),
+            "dec": pa.array([Decimal("1.50"), None, Decimal("-99999999.99"), Decimal("0.01")], pa.decimal128(10, 2)),
+        }
+    )
     schema = from_arrow_schema(t.schema, prefer_timestamp_ntz=True)
     mine = arrow_rows(t, schema)
     theirs = local_frame(spark, t, schema).collect()
-    assert [r.asDict() for r in mine] == [r.asDict() for r in theirs] or \
-        repr(mine) == repr(theirs)  # NaN != NaN: compare their text too
+    assert [r.asDict() for r in mine] == [r.asDict() for r in theirs] or repr(mine) == repr(
+        theirs
+    )  # NaN != NaN: compare their text too
     assert repr(mine) == repr(theirs) and [r.__fields__ for r in mine] == [r.__fields__ for r in theirs]
     nested = pa.table({"l": pa.array([[1], None]), "bin": pa.array([b"a", None])})
     assert arrow_rows(nested, from_arrow_schema(nested.schema)) is None

@@ -1,4 +1,5 @@
 """``paimon-fast inspect`` on deletion files, Puffin files, hash index files and index manifests."""
+
 import json
 import os
 import shutil

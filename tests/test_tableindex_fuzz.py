@@ -1,5 +1,6 @@
 """Corrupt deletion vectors, deletion files, hash index files and Puffin files:
 only IndexFormatError or a valid answer, never a crash or a huge allocation."""
+
 import struct
 import zlib
 
@@ -32,7 +33,7 @@ def _corpus():
 def _reserialize(dv):
     try:
         dv.serialize()
-    except ValueError as e:   # a sparse far key: Java cannot re-serialize it either
+    except ValueError as e:  # a sparse far key: Java cannot re-serialize it either
         assert "2GB" in str(e)
 
 
@@ -60,7 +61,7 @@ def _mutate(rng, data):
         b = b[: rng.integers(0, len(b) + 1)]
     elif op == 2 and len(b) >= 4:
         i = rng.integers(0, len(b) - 3)
-        b[i:i + 4] = struct.pack("<I", int(rng.choice([0xFFFFFFFF, 0x7FFFFFFF, 65536, 1 << 20, 0])))
+        b[i : i + 4] = struct.pack("<I", int(rng.choice([0xFFFFFFFF, 0x7FFFFFFF, 65536, 1 << 20, 0])))
     else:
         i = rng.integers(0, len(b) + 1)
         b[i:i] = bytes(rng.integers(0, 256, rng.integers(1, 9), dtype=np.uint8))
@@ -93,7 +94,7 @@ def test_huge_counts_do_not_allocate():
         ti.DeletionVector.deserialize(b)
     # a sparse key near Java's maximum: Java's layout writes every key below it (25 GB), so it could
     # never be written back: refused on read, without allocating 2^31 bitmaps
-    one = struct.pack("<iQI", ti.MAGIC64, 1, 2**31 - 2) + bytes.fromhex("3a300000010000000000000010000000" "0500")
+    one = struct.pack("<iQI", ti.MAGIC64, 1, 2**31 - 2) + bytes.fromhex("3a3000000100000000000000100000000500")
     with pytest.raises(IndexFormatError, match="2 GB"):
         ti.DeletionVector.deserialize(one)
     # key beyond Java's limit
@@ -147,8 +148,9 @@ def test_hash_index_and_puffin_corruption():
 
 # the two 64-bit vectors of issue 23: a 56-byte vector whose second key is 0x00800001 (legal) and the
 # same with key 0x40000001 (its Java layout exceeds 2 GB)
-_SPARSE_HEX = ("d1d339640200000000000000000000003b30010002ff7f0000ffff3100ffff0100ceff3100"
-               "010080003b3000000100003100010000003100")
+_SPARSE_HEX = (
+    "d1d339640200000000000000000000003b30010002ff7f0000ffff3100ffff0100ceff3100010080003b3000000100003100010000003100"
+)
 
 
 def test_sparse_64bit_vector_writes_back_in_javas_layout_without_runaway_allocation():
@@ -178,7 +180,7 @@ def test_sparse_64bit_vector_writes_back_in_javas_layout_without_runaway_allocat
         keys += 1
         if keys == 3:  # skip the bulk of empty records (checked by a byte comparison below)
             empties = 0x00800001 - 3
-            block = out[p:p + 12 * empties]
+            block = out[p : p + 12 * empties]
             arr = np.frombuffer(block, np.uint32).reshape(-1, 3)
             assert (arr[:, 0] == np.arange(3, 0x00800001, dtype=np.uint32)).all()
             assert (arr[:, 1] == 12346).all() and (arr[:, 2] == 0).all()
@@ -222,7 +224,7 @@ def _read_both(data: bytes, monkeypatch):
 
     bulk = one()
     with monkeypatch.context() as m:
-        m.setattr(deletion, "_RUN_MIN", 1 << 62)   # every record through the one-by-one loop
+        m.setattr(deletion, "_RUN_MIN", 1 << 62)  # every record through the one-by-one loop
         loop = one()
     return bulk, loop
 
@@ -232,8 +234,9 @@ def test_runs_of_empty_64bit_records_read_in_bulk_answer_as_the_record_loop(monk
 
     rng = np.random.default_rng(7)
     keys = [0, 40, 41, 900, 2999]
-    pos = np.unique(np.concatenate([(np.uint64(k) << np.uint64(32)) + rng.integers(0, 70000, 50).astype(np.uint64)
-                                    for k in keys]))
+    pos = np.unique(
+        np.concatenate([(np.uint64(k) << np.uint64(32)) + rng.integers(0, 70000, 50).astype(np.uint64) for k in keys])
+    )
     good = ref.dv_serialize(pos, True, nkeys=3000)
     bulk, loop = _read_both(good, monkeypatch)
     assert bulk == loop == ("ok", pos.tolist(), True)
@@ -248,7 +251,7 @@ def test_runs_of_empty_64bit_records_read_in_bulk_answer_as_the_record_loop(monk
             bulk, loop = _read_both(bytes(bad), monkeypatch)
             assert bulk == loop, (key, field, value)
     # cut inside a run: truncated, with the same message
-    cut = good[:12 + 12 * 600 + 5]
+    cut = good[: 12 + 12 * 600 + 5]
     bulk, loop = _read_both(cut, monkeypatch)
     assert bulk == loop and bulk[0] == "error"
 
@@ -261,6 +264,6 @@ def _records(data: bytes):
     p, out = 12, []
     for _ in range(count):
         size, _card = check32(data, p + 4, -1, 0)
-        out.append(data[p + 4:p + 4 + size])
+        out.append(data[p + 4 : p + 4 + size])
         p += 4 + size
     return out

@@ -1,4 +1,5 @@
 """Kernels vs their plain-Python twins (paimon_fast/reference/tableindex.py)."""
+
 import decimal
 
 import numpy as np
@@ -29,7 +30,7 @@ def positions32(draw):
     if draw(st.booleans()):
         parts.append(np.array([0, 2**31 - 1], dtype=np.int64))
     if draw(st.booleans()):  # dense: forces the bit-set form
-        parts.append(np.arange(0, 70000, dtype=np.int64)[::draw(st.integers(1, 40))])
+        parts.append(np.arange(0, 70000, dtype=np.int64)[:: draw(st.integers(1, 40))])
     return np.concatenate(parts)
 
 
@@ -105,7 +106,7 @@ def test_edges():
     with pytest.raises(ValueError):
         ti.DeletionVector.from_positions([ti.MAX_POSITION_64 + 1], bitmap64=True)
     big = ti.DeletionVector.from_positions([ti.MAX_POSITION_64], bitmap64=True)
-    with pytest.raises(ValueError, match="2GB"):   # Java: "Can't serialize index > 2GB"
+    with pytest.raises(ValueError, match="2GB"):  # Java: "Can't serialize index > 2GB"
         big.serialize()
 
 
@@ -134,10 +135,11 @@ def test_filter_batches_match_twin(pos, start_shift, sizes):
 
 # ---------------------------------------------------------------- hash index
 
+
 @SETTINGS
-@given(st.lists(st.integers(-2**31, 2**31 - 1), max_size=400), st.one_of(st.none(), st.integers(0, 300)))
+@given(st.lists(st.integers(-(2**31), 2**31 - 1), max_size=400), st.one_of(st.none(), st.integers(0, 300)))
 def test_int_set_order_matches_twin(values, expected):
-    values += values[: len(values) // 4]           # duplicates
+    values += values[: len(values) // 4]  # duplicates
     got = ti.int_hash_set_order(np.array(values, dtype=np.int64), expected)
     assert got.tolist() == ref.int_set_order(values, 16 if expected is None else expected)
     assert ti.read_hash_index(ti.write_hash_index(values, expected)).tolist() == got.tolist()
@@ -153,9 +155,29 @@ def test_int_set_order_zero_and_rehash():
     assert ti.read_hash_index(upd).tolist() == ref.int_set_order(old.tolist() + [1000, 1001], len(old))
 
 
-TYPES = ["TINYINT", "SMALLINT", "INT", "BIGINT", "BOOLEAN", "FLOAT", "DOUBLE", "DATE", "TIME", "STRING",
-         "VARCHAR(10)", "CHAR(3)", "BYTES", "BINARY(4)", "DECIMAL(10, 2)", "DECIMAL(30, 5)", "TIMESTAMP(3)",
-         "TIMESTAMP(6)", "TIMESTAMP(9)", "TIMESTAMP(3) WITH LOCAL TIME ZONE", "TIMESTAMP(6) WITH LOCAL TIME ZONE"]
+TYPES = [
+    "TINYINT",
+    "SMALLINT",
+    "INT",
+    "BIGINT",
+    "BOOLEAN",
+    "FLOAT",
+    "DOUBLE",
+    "DATE",
+    "TIME",
+    "STRING",
+    "VARCHAR(10)",
+    "CHAR(3)",
+    "BYTES",
+    "BINARY(4)",
+    "DECIMAL(10, 2)",
+    "DECIMAL(30, 5)",
+    "TIMESTAMP(3)",
+    "TIMESTAMP(6)",
+    "TIMESTAMP(9)",
+    "TIMESTAMP(3) WITH LOCAL TIME ZONE",
+    "TIMESTAMP(6) WITH LOCAL TIME ZONE",
+]
 
 
 _CTX = decimal.Context(prec=100)
@@ -168,9 +190,9 @@ def _value(t, draw):
     if r == "SMALLINT":
         return draw(st.integers(-32768, 32767))
     if r in ("INT",):
-        return draw(st.integers(-2**31, 2**31 - 1))
+        return draw(st.integers(-(2**31), 2**31 - 1))
     if r == "BIGINT":
-        return draw(st.integers(-2**63, 2**63 - 1))
+        return draw(st.integers(-(2**63), 2**63 - 1))
     if r == "BOOLEAN":
         return draw(st.booleans())
     if r in ("FLOAT", "DOUBLE"):
@@ -184,12 +206,12 @@ def _value(t, draw):
     if r in ("BYTES", "BINARY"):
         return draw(st.binary(max_size=20))
     if t == "DECIMAL(10, 2)":
-        return decimal.Decimal(draw(st.integers(-10**10 + 1, 10**10 - 1))).scaleb(-2, context=_CTX)
+        return decimal.Decimal(draw(st.integers(-(10**10) + 1, 10**10 - 1))).scaleb(-2, context=_CTX)
     if t == "DECIMAL(30, 5)":
-        return decimal.Decimal(draw(st.integers(-10**30 + 1, 10**30 - 1))).scaleb(-5, context=_CTX)
+        return decimal.Decimal(draw(st.integers(-(10**30) + 1, 10**30 - 1))).scaleb(-5, context=_CTX)
     if r == "TIMESTAMP":
         p = int(t.split("(")[1][0])
-        micros = draw(st.integers(-2**50, 2**50))
+        micros = draw(st.integers(-(2**50), 2**50))
         nanos = draw(st.integers(0, 999)) if p == 9 else 0
         if p <= 3:
             micros -= micros % 1000
@@ -201,11 +223,21 @@ def _value(t, draw):
 
 def _arrow_col(t, vals):
     from paimon_fast.types import DataType
+
     dt = DataType.parse(t)
     at = dt.to_arrow()
     if dt.root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         scale = {"ms": 1 / 1000, "us": 1, "ns": 1000}[at.unit]
-        raw = [None if v is None else (v[0] // 1000 if at.unit == "ms" else v[0] * (1000 if at.unit == "ns" else 1) + (v[1] if at.unit == "ns" else 0)) for v in vals]
+        raw = [
+            None
+            if v is None
+            else (
+                v[0] // 1000
+                if at.unit == "ms"
+                else v[0] * (1000 if at.unit == "ns" else 1) + (v[1] if at.unit == "ns" else 0)
+            )
+            for v in vals
+        ]
         del scale
         return pa.array(raw, type=pa.int64()).cast(at)
     if dt.root == "TIME":
@@ -253,17 +285,27 @@ def test_binary_row_hash_matches_twin(case):
 
 def test_binary_row_hash_extremes():
     types = ["INT", "BIGINT", "STRING", "DECIMAL(38, 0)", "TIMESTAMP(9)"]
-    cols = [[2**31 - 1, -2**31, None], [2**63 - 1, -2**63, None],
-            ["", "1234567", None], [decimal.Decimal(10**38 - 1), decimal.Decimal(-10**38 + 1), None],
-            [(2**40, 999999), (-1, 0), None]]
-    arrays = [pa.array(cols[0], pa.int32()), pa.array(cols[1], pa.int64()), pa.array(cols[2]),
-              pa.array(cols[3], pa.decimal128(38, 0)),
-              pa.array([2**40 * 10**6 + 999999, -10**6, None], pa.int64()).cast(pa.timestamp("ns"))]
+    cols = [
+        [2**31 - 1, -(2**31), None],
+        [2**63 - 1, -(2**63), None],
+        ["", "1234567", None],
+        [decimal.Decimal(10**38 - 1), decimal.Decimal(-(10**38) + 1), None],
+        [(2**40, 999999), (-1, 0), None],
+    ]
+    arrays = [
+        pa.array(cols[0], pa.int32()),
+        pa.array(cols[1], pa.int64()),
+        pa.array(cols[2]),
+        pa.array(cols[3], pa.decimal128(38, 0)),
+        pa.array([2**40 * 10**6 + 999999, -(10**6), None], pa.int64()).cast(pa.timestamp("ns")),
+    ]
     got = ti.binary_row_hash(arrays, types)
     want = ref.binary_row_hash(list(zip(*cols)), types)
     np.testing.assert_array_equal(got, want)
     assert len(ti.binary_row_hash([pa.array([], pa.int32())], ["INT"])) == 0
     # a chunked / sliced column gives the same hashes
     sl = pa.chunked_array([pa.array(["a", "bbbbbbbbbbbbb"]), pa.array([None, "c"])])
-    np.testing.assert_array_equal(ti.binary_row_hash([sl], ["STRING"]),
-                                  ref.binary_row_hash([("a",), ("bbbbbbbbbbbbb",), (None,), ("c",)], ["STRING"]))
+    np.testing.assert_array_equal(
+        ti.binary_row_hash([sl], ["STRING"]),
+        ref.binary_row_hash([("a",), ("bbbbbbbbbbbbb",), (None,), ("c",)], ["STRING"]),
+    )

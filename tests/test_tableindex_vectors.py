@@ -1,5 +1,6 @@
 """Deletion vectors (32/64-bit), RoaringNavigableMap64 and hash index files
 against the Java golden vectors (bytes from our writers, answers from our readers)."""
+
 import os
 
 import numpy as np
@@ -40,7 +41,7 @@ def test_dv32_bins(case):
     data = load_bin("deletion_vector_32", case["file"])
     pos = _positions(case["deleted"], False)
     rng = np.random.default_rng(len(pos))
-    shuffled = np.concatenate([pos, pos[: len(pos) // 3]])   # any order, duplicates
+    shuffled = np.concatenate([pos, pos[: len(pos) // 3]])  # any order, duplicates
     rng.shuffle(shuffled)
     dv = ti.DeletionVector.from_positions(shuffled)
     assert isinstance(dv, ti.BitmapDeletionVector)
@@ -61,7 +62,9 @@ def _dv32_file_cases():
 def test_dv32_files_written_like_java(case, tmp_path):
     inputs = []
     for item in case["input_in_order"]:
-        inputs.append((item["data_file"], ti.DeletionVector.deserialize(load_bin("deletion_vector_32", item["bin_file"]))))
+        inputs.append(
+            (item["data_file"], ti.DeletionVector.deserialize(load_bin("deletion_vector_32", item["bin_file"])))
+        )
     files = ti.serialize_deletion_files(inputs, target_size=case["target_size_per_index_file"])
     assert len(files) == len(case["files"])
     for (data, metas), f in zip(files, case["files"]):
@@ -128,10 +131,11 @@ def test_dv64_and_mixed_files(case):
 def test_roaring_navigable_map64(case):
     data = load_bin("roaring_navigable_map64", case["file"])
     from pyroaring import BitMap64
+
     want = BitMap64()
-    for a, b in case["values_ranges"].get("ranges", []):   # Java signed longs: map to unsigned
+    for a, b in case["values_ranges"].get("ranges", []):  # Java signed longs: map to unsigned
         a, b = a % (1 << 64), (b - 1) % (1 << 64) + 1
-        if b == 1 << 64:   # the range ends at -1 (2^64 - 1)
+        if b == 1 << 64:  # the range ends at -1 (2^64 - 1)
             want.add(b - 1)
             b -= 1
         want.add_range(a, b)
@@ -165,11 +169,16 @@ def test_hash_index(case):
     types, cols = _key_columns(case)
     h = ti.binary_row_hash(cols, types)
     assert h.tolist() == case["binary_row_hash_codes"]
-    assert ti.binary_row_hash(pa.table({f"k{i}": c for i, c in enumerate(cols)}), types).tolist() == case["binary_row_hash_codes"]
+    assert (
+        ti.binary_row_hash(pa.table({f"k{i}": c for i, c in enumerate(cols)}), types).tolist()
+        == case["binary_row_hash_codes"]
+    )
     assert ti.write_hash_index(h) == data
     assert ref.int_set_order(h.tolist()) == case["ints_in_file_order"]
     if "binary_rows_hex" in case:
-        for row, hexrow, code in zip(case["keys_in_insert_order"], case["binary_rows_hex"], case["binary_row_hash_codes"]):
+        for row, hexrow, code in zip(
+            case["keys_in_insert_order"], case["binary_rows_hex"], case["binary_row_hash_codes"]
+        ):
             b = ref.binary_row_bytes(row, types)
             assert b.hex() == hexrow
             assert ref.murmur_words(b) == code
@@ -212,11 +221,11 @@ def test_append_dv_index_manifest():
 
 
 def test_bad_crc_and_size_name_the_data_file():
-    case = DV32["index_files"][1]   # three files with a non-ASCII name
+    case = DV32["index_files"][1]  # three files with a non-ASCII name
     f = case["files"][0]
     data = bytearray(load_bin("deletion_vector_32", f["file"]))
     d = f["deletion_vectors_in_order"][1]
-    data[d["offset"] + 4 + d["length"] + 2] ^= 0x40   # inside the CRC
+    data[d["offset"] + 4 + d["length"] + 2] ^= 0x40  # inside the CRC
     with pytest.raises(IndexFormatError, match=d["data_file"]):
         ti.read_deletion_vector(bytes(data), d["offset"], d["length"], d["data_file"])
     with pytest.raises(IndexFormatError, match="size"):

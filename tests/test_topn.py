@@ -5,6 +5,7 @@ evaluates the ``where`` predicate in Python with SQL's three-valued logic,
 drops deleted rows, and sorts by (value, file order, row position) with SQL's
 ordering (NaN above every float, -0.0 equal to 0.0, nulls last unless asked).
 """
+
 import math
 import os
 
@@ -40,18 +41,23 @@ def random_tables(rng, nfiles, rows, nulls=0.1, distinct=30):
         dmask = rng.random(n) < nulls
         s = rng.choice([f"s{j:02d}" for j in range(12)], n)
         smask = rng.random(n) < nulls
-        out.append(pa.table({
-            "id": pa.array(np.arange(rid, rid + n), pa.int64()),
-            "v": pa.array(v.astype(np.int32), pa.int32(), mask=vmask),
-            "d": pa.array(d, pa.float64(), mask=dmask),
-            "s": pa.array(s.astype(object), pa.string(), mask=smask),
-            "w": pa.array(rng.integers(0, 4, n).astype(np.int64)),
-        }))
+        out.append(
+            pa.table(
+                {
+                    "id": pa.array(np.arange(rid, rid + n), pa.int64()),
+                    "v": pa.array(v.astype(np.int32), pa.int32(), mask=vmask),
+                    "d": pa.array(d, pa.float64(), mask=dmask),
+                    "s": pa.array(s.astype(object), pa.string(), mask=smask),
+                    "w": pa.array(rng.integers(0, 4, n).astype(np.int64)),
+                }
+            )
+        )
         rid += n
     return out
 
 
 # ---------------------------------------------------------------- the oracle
+
 
 def _sql_key(v, desc, nulls_first):
     """Sort key (smaller first) of a value under SQL's ORDER BY."""
@@ -82,8 +88,14 @@ def _eval(p, row):
     if x is None:
         return None
     lit = p.literals[0]
-    return {"equal": x == lit, "not_equal": x != lit, "less_than": x < lit, "less_or_equal": x <= lit,
-            "greater_than": x > lit, "greater_or_equal": x >= lit}[p.op]
+    return {
+        "equal": x == lit,
+        "not_equal": x != lit,
+        "less_than": x < lit,
+        "less_or_equal": x <= lit,
+        "greater_than": x > lit,
+        "greater_or_equal": x >= lit,
+    }[p.op]
 
 
 def oracle(ds, column, k, desc=True, where=None, nulls_first=False):
@@ -103,6 +115,7 @@ def oracle(ds, column, k, desc=True, where=None, nulls_first=False):
 
 
 # ---------------------------------------------------------------- tests
+
 
 @pytest.fixture
 def ds(tmp_path):
@@ -153,8 +166,15 @@ def test_deleted_rows_never_count(ds):
 
 def test_index_prunes_files_and_reads_candidates_only(tmp_path):
     # disjoint value ranges per file: only the file holding the largest values is read
-    tables = [pa.table({"id": pa.array(np.arange(i * 1000, (i + 1) * 1000), pa.int64()),
-                        "v": pa.array(np.arange(1000, dtype=np.int32) + i * 1000)}) for i in range(5)]
+    tables = [
+        pa.table(
+            {
+                "id": pa.array(np.arange(i * 1000, (i + 1) * 1000), pa.int64()),
+                "v": pa.array(np.arange(1000, dtype=np.int32) + i * 1000),
+            }
+        )
+        for i in range(5)
+    ]
     d = write_files(tmp_path, tables)
     d.build({"file-index.range-bitmap.columns": "v"})
     rep = TopNReport()
@@ -188,9 +208,17 @@ def test_partitions_columns_and_errors(tmp_path):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**32 - 1), k=st.sampled_from([1, 3, 10, 1000]), desc=st.booleans(),
-       column=st.sampled_from(["v", "d", "s"]), nulls_first=st.booleans(), nulls=st.sampled_from([0.0, 0.3, 1.0]),
-       distinct=st.sampled_from([1, 3, 50]), where=st.sampled_from([None, 0, 1, 2]), delete=st.booleans())
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.sampled_from([1, 3, 10, 1000]),
+    desc=st.booleans(),
+    column=st.sampled_from(["v", "d", "s"]),
+    nulls_first=st.booleans(),
+    nulls=st.sampled_from([0.0, 0.3, 1.0]),
+    distinct=st.sampled_from([1, 3, 50]),
+    where=st.sampled_from([None, 0, 1, 2]),
+    delete=st.booleans(),
+)
 def test_top_n_property(tmp_path_factory, seed, k, desc, column, nulls_first, nulls, distinct, where, delete):
     rng = np.random.default_rng(seed)
     d = write_files(tmp_path_factory.mktemp("t"), random_tables(rng, int(rng.integers(1, 5)), 80, nulls, distinct))
@@ -207,8 +235,9 @@ def test_top_n_property(tmp_path_factory, seed, k, desc, column, nulls_first, nu
 def test_signed_zeros_tie_by_position(tmp_path, desc):
     # the index orders -0.0 below 0.0; SQL ties them and the lower position wins
     first, second = (-0.0, 0.0) if desc else (0.0, -0.0)
-    t = pa.table({"id": pa.array([0, 1, 2, 3], pa.int64()),
-                  "d": pa.array([first, second, 1.0 if desc else -1.0, float("nan")])})
+    t = pa.table(
+        {"id": pa.array([0, 1, 2, 3], pa.int64()), "d": pa.array([first, second, 1.0 if desc else -1.0, float("nan")])}
+    )
     d = write_files(tmp_path, [t])
     d.build({"file-index.range-bitmap.columns": "d"})
     k = 3 if desc else 2
@@ -220,8 +249,15 @@ def test_signed_zeros_tie_by_position(tmp_path, desc):
 def test_cli_top_and_bottom(tmp_path, capsys):
     from paimon_fast.cli import main
 
-    tables = [pa.table({"id": pa.array(np.arange(i * 50, (i + 1) * 50), pa.int64()),
-                        "v": pa.array((np.arange(50) * 7 + i) % 101, pa.int32())}) for i in range(3)]
+    tables = [
+        pa.table(
+            {
+                "id": pa.array(np.arange(i * 50, (i + 1) * 50), pa.int64()),
+                "v": pa.array((np.arange(50) * 7 + i) % 101, pa.int32()),
+            }
+        )
+        for i in range(3)
+    ]
     d = write_files(tmp_path, tables)
     d.build({"file-index.range-bitmap.columns": "v"})
     assert main(["query", str(tmp_path), "--top", "v:3", "--where", "id < 100", "--show", "3"]) in (0, None)
@@ -232,7 +268,7 @@ def test_cli_top_and_bottom(tmp_path, capsys):
     assert shown == want
     main(["query", str(tmp_path), "--bottom", "v:2", "--show", "0"])
     assert "2 rows" in capsys.readouterr().out
-    assert main(["query", str(tmp_path), "--top", "v"]) == 2   # a user's mistake: one line, exit 2
+    assert main(["query", str(tmp_path), "--top", "v"]) == 2  # a user's mistake: one line, exit 2
     assert "--top / --bottom take COLUMN:K" in capsys.readouterr().err
 
 
@@ -245,12 +281,24 @@ def test_spark_top_n_same_answer(tmp_path):
     d = write_files(tmp_path, random_tables(rng, 5, 200), part=True)
     d.build(RANGE)
     d.delete(pf.field("w") == 3)
-    for column, k, desc, where in [("v", 10, True, None), ("d", 7, False, pf.field("w") == 1),
-                                   ("s", 1000, True, (pf.field("p") == "a") | (pf.field("v") < 0))]:
+    for column, k, desc, where in [
+        ("v", 10, True, None),
+        ("d", 7, False, pf.field("w") == 1),
+        ("s", 1000, True, (pf.field("p") == "a") | (pf.field("v") < 0)),
+    ]:
         for limit, on in ((0, "executors"), (None, "driver")):  # executor tasks; small: no job at all
             rep = TopNReport()
-            got = pfs.top_n(spark, str(tmp_path), column, k, desc=desc, where=where, columns=["id", column],
-                            report=rep, driver_max_bytes=limit)
+            got = pfs.top_n(
+                spark,
+                str(tmp_path),
+                column,
+                k,
+                desc=desc,
+                where=where,
+                columns=["id", column],
+                report=rep,
+                driver_max_bytes=limit,
+            )
             assert rep.read_on == on
             assert got.column("id").to_pylist() == oracle(d, column, k, desc, where)
             assert got.equals(d.top_n(column, k, desc=desc, where=where, columns=["id", column]))

@@ -2,6 +2,7 @@
 the independent SQL oracle (``tests/sql_oracle.py``) on a table with nulls, NaN and -0.0: the exact
 Arrow filter and Spark columns (given the schema, so NaN compares as IEEE there too);
 pypaimon's predicates by structure."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -20,25 +21,71 @@ A = [["a", "b"], None, [], ["c", None], ["b"], ["a"], ["d", "a"], None, ["b", "c
 
 
 def _table(floats=F):
-    return pa.table({"x": pa.array(X, pa.int32()), "f": pa.array(floats, pa.float64()), "s": pa.array(S),
-                     "tags": pa.array(A, pa.list_(pa.string()))})
+    return pa.table(
+        {
+            "x": pa.array(X, pa.int32()),
+            "f": pa.array(floats, pa.float64()),
+            "s": pa.array(S),
+            "tags": pa.array(A, pa.list_(pa.string())),
+        }
+    )
 
 
 def _predicates():
     x, f, s, tags = pf.field("x"), pf.field("f"), pf.field("s"), pf.field("tags")
     leaves = [
-        x == 7, x != 7, x < 5, x <= 5, x > 5, x >= 5, x == None, x != None, x < None,  # noqa: E711
-        x.isin([1, 7]), x.isin([1, None]), x.isin([None]), x.notin([1, 7]), x.notin([1, None]), x.notin([]),
-        x.between(1, 7), x.between(None, 7), x.between(7, 1), x.not_between(1, 7),
-        x.not_between(None, 5), x.not_between(5, None), x.not_between(None, None),
-        x.is_null(), x.is_not_null(),
-        f == 0.0, f != 0.0, f < 1.0, f >= 2.0, f.between(-1.0, 2.5), f.not_between(-1.0, 2.5), f.isin([0.0, 3.0]),
-        f.notin([2.5]), f.is_null(),
-        s == "apple", s != "apple", s < "b", s.startswith("ap"), s.endswith("c"), s.contains("an"),
-        s.like("a_c"), s.like("a\\%c"), s.like("%an%"), s.like("A%"), s.isin(["b", "", None]),
-        tags.array_contains("a"), tags.array_contains(None), tags.arrays_overlap(["a", "c"]),
-        tags.arrays_overlap([None]), tags.array_contains_all(["a", "b"]), tags.array_contains_all([]),
-        tags.array_contains_all(["a", None]), tags.is_null(),
+        x == 7,
+        x != 7,
+        x < 5,
+        x <= 5,
+        x > 5,
+        x >= 5,
+        x == None,
+        x != None,
+        x < None,  # noqa: E711
+        x.isin([1, 7]),
+        x.isin([1, None]),
+        x.isin([None]),
+        x.notin([1, 7]),
+        x.notin([1, None]),
+        x.notin([]),
+        x.between(1, 7),
+        x.between(None, 7),
+        x.between(7, 1),
+        x.not_between(1, 7),
+        x.not_between(None, 5),
+        x.not_between(5, None),
+        x.not_between(None, None),
+        x.is_null(),
+        x.is_not_null(),
+        f == 0.0,
+        f != 0.0,
+        f < 1.0,
+        f >= 2.0,
+        f.between(-1.0, 2.5),
+        f.not_between(-1.0, 2.5),
+        f.isin([0.0, 3.0]),
+        f.notin([2.5]),
+        f.is_null(),
+        s == "apple",
+        s != "apple",
+        s < "b",
+        s.startswith("ap"),
+        s.endswith("c"),
+        s.contains("an"),
+        s.like("a_c"),
+        s.like("a\\%c"),
+        s.like("%an%"),
+        s.like("A%"),
+        s.isin(["b", "", None]),
+        tags.array_contains("a"),
+        tags.array_contains(None),
+        tags.arrays_overlap(["a", "c"]),
+        tags.arrays_overlap([None]),
+        tags.array_contains_all(["a", "b"]),
+        tags.array_contains_all([]),
+        tags.array_contains_all(["a", None]),
+        tags.is_null(),
     ]
     out = list(leaves)
     for i in range(0, len(leaves) - 1, 3):
@@ -65,7 +112,7 @@ def test_spark_back_end_equals_oracle():
 
     t = _table().append_column("__i", pa.array(range(len(X))))
     spark = pfs.session()
-    df = spark.createDataFrame(t)     # from Arrow: NaN stays NaN (through pandas it would become NULL)
+    df = spark.createDataFrame(t)  # from Arrow: NaN stays NaN (through pandas it would become NULL)
     rows = t.to_pylist()
     for pred in PREDICATES:
         got = sorted(r["__i"] for r in df.where(to_spark_column(pred, t.schema)).select("__i").collect())
@@ -96,7 +143,10 @@ def test_a_back_end_without_a_leaf_says_which():
         def all_of(self, exprs):
             return ("and", *exprs)
 
-    assert OnlyComparisons().translate((pf.field("a") > 1) & (pf.field("b") == 2)) == \
-        ("and", ("greater_than", "a", 1), ("equal", "b", 2))
+    assert OnlyComparisons().translate((pf.field("a") > 1) & (pf.field("b") == 2)) == (
+        "and",
+        ("greater_than", "a", 1),
+        ("equal", "b", 2),
+    )
     with pytest.raises(TypeError, match="cannot translate the like predicate"):
         OnlyComparisons().translate(Leaf("like", "a", ("x%",)))

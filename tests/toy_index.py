@@ -3,6 +3,7 @@ plug-in: it stores every row position per value and answers ``=``, ``IN`` and
 ``IS NULL`` with exact row bitmaps (BitmapResult), the shape bitmap / BSI
 indexes answer with.  It lets the pipeline's row-dropping path be tested before
 those index types are merged."""
+
 import json
 
 from pyroaring import BitMap

@@ -5,6 +5,7 @@ Vectors were copied from ../shared/vectors/ (JSON gzipped).  Value encodings
 nano_of_milli], FLOAT/DOUBLE as hex IEEE bits, BINARY as hex, DECIMAL as a
 plain string.  Row sets: {"ranges": [[a, b), ...]} or a base64 bit set.
 """
+
 from __future__ import annotations
 
 import base64
@@ -69,6 +70,7 @@ def load_case(fmt: str, name: str):
 
 # ---------------------------------------------------------------- values
 
+
 def decode_value(v, dtype: DataType):
     """One JSON-encoded value -> the Python value pyarrow takes for dtype.to_arrow()."""
     if v is None:
@@ -111,6 +113,7 @@ def decode_literal(v, dtype):
 
 
 # ---------------------------------------------------------------- row sets
+
 
 def decode_rows(res, bits64: bool = False):
     """A Java row-set result -> pyroaring BitMap (BitMap64 with bits64)."""

@@ -3,6 +3,7 @@
 Import :func:`load` rather than the modules directly: it turns a missing or
 broken build into one clear error instead of silently running slow code.
 """
+
 import importlib
 
 

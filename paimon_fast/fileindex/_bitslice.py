@@ -1,5 +1,6 @@
 """Helpers shared by the range-bitmap and BSI file indexes: dense row sets
 (uint64 words) <-> pyroaring bitmaps, and reading sliced bitmaps from a Source."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,6 +1,7 @@
 """What every file index format is: a writer fed column batches in row order that returns
 Java's bytes, and a reader answering predicate leaves (REMAIN / SKIP / a row bitmap);
 :func:`evaluate_tree` combines leaf answers as Paimon's ``FileIndexPredicate`` does."""
+
 from __future__ import annotations
 
 from typing import Callable
@@ -135,10 +136,22 @@ class EmptyFileIndexReader(FileIndexReader):
 
     index_type = "empty"
 
-    _SKIP_OPS = frozenset({
-        "equal", "in", "is_not_null", "less_than", "less_or_equal", "greater_than",
-        "greater_or_equal", "between", "starts_with", "ends_with", "contains", "like",
-    })
+    _SKIP_OPS = frozenset(
+        {
+            "equal",
+            "in",
+            "is_not_null",
+            "less_than",
+            "less_or_equal",
+            "greater_than",
+            "greater_or_equal",
+            "between",
+            "starts_with",
+            "ends_with",
+            "contains",
+            "like",
+        }
+    )
 
     def visit(self, leaf):
         return SKIP if leaf.op in self._SKIP_OPS else REMAIN

@@ -41,6 +41,7 @@ Answers are exact row sets (:class:`~paimon_fast.result.BitmapResult`):
 complements over ``[0, row count)`` for ``!=``, ``NOT IN``, ``IS NOT NULL``
 (so null rows count as "not equal", as in Java).
 """
+
 from __future__ import annotations
 
 import functools
@@ -71,8 +72,22 @@ _MAX_INT = 2**31 - 1
 _DENSE_MAX_CONTAINERS = 2048
 _DENSE_MIN_ROWS = 2048
 
-_SUPPORTED = ("TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE", "TIME", "TIMESTAMP",
-              "TIMESTAMP_LTZ", "CHAR", "VARCHAR", "STRING", "BOOLEAN")
+_SUPPORTED = (
+    "TINYINT",
+    "SMALLINT",
+    "INT",
+    "BIGINT",
+    "FLOAT",
+    "DOUBLE",
+    "DATE",
+    "TIME",
+    "TIMESTAMP",
+    "TIMESTAMP_LTZ",
+    "CHAR",
+    "VARCHAR",
+    "STRING",
+    "BOOLEAN",
+)
 
 _I32 = struct.Struct(">i")
 _HEAD = struct.Struct(">Biib")
@@ -80,6 +95,7 @@ _NULLS2 = struct.Struct(">ii")
 
 
 # ---------------------------------------------------------------- keys per type
+
 
 class KeyCodec:
     """How one Paimon type is keyed: width (None = ``i32 length + bytes``),
@@ -91,14 +107,25 @@ class KeyCodec:
             raise UnsupportedTypeError(f"bitmap index does not support type {dtype} (as Java Paimon)")
         self.dtype = dtype
         self.root = r
-        self.width = {"TINYINT": 1, "BOOLEAN": 1, "SMALLINT": 2, "INT": 4, "DATE": 4, "TIME": 4, "FLOAT": 4,
-                      "BIGINT": 8, "DOUBLE": 8, "TIMESTAMP": 8, "TIMESTAMP_LTZ": 8}.get(r)
-        self.hash_mode = (_k.HASH_BOOL if r == "BOOLEAN" else
-                          _k.HASH_LONG if self.width == 8 else _k.HASH_INT)
+        self.width = {
+            "TINYINT": 1,
+            "BOOLEAN": 1,
+            "SMALLINT": 2,
+            "INT": 4,
+            "DATE": 4,
+            "TIME": 4,
+            "FLOAT": 4,
+            "BIGINT": 8,
+            "DOUBLE": 8,
+            "TIMESTAMP": 8,
+            "TIMESTAMP_LTZ": 8,
+        }.get(r)
+        self.hash_mode = _k.HASH_BOOL if r == "BOOLEAN" else _k.HASH_LONG if self.width == 8 else _k.HASH_INT
         self.cmp_mode = {"FLOAT": _k.CMP_FLOAT, "DOUBLE": _k.CMP_DOUBLE, "BOOLEAN": 3}.get(r, _k.CMP_SIGNED)
         self.fixed = self.width is not None
-        self._int_bounds = {1: (-128, 127), 2: (-32768, 32767), 4: (-2**31, 2**31 - 1),
-                            8: (-2**63, 2**63 - 1)}.get(self.width)
+        self._int_bounds = {1: (-128, 127), 2: (-32768, 32767), 4: (-(2**31), 2**31 - 1), 8: (-(2**63), 2**63 - 1)}.get(
+            self.width
+        )
 
     def keys_of(self, arr) -> np.ndarray:
         r = self.root
@@ -125,8 +152,11 @@ class KeyCodec:
             if isinstance(v, (bool, np.bool_)) or isinstance(v, (int, np.integer)):
                 return 1 if v else 0
             raise TypeError(f"a BOOLEAN literal must be a bool, got {type(v).__name__}")
-        if r in ("TINYINT", "SMALLINT", "INT", "BIGINT", "DATE") and isinstance(v, (int, np.integer)) \
-                and not isinstance(v, bool):
+        if (
+            r in ("TINYINT", "SMALLINT", "INT", "BIGINT", "DATE")
+            and isinstance(v, (int, np.integer))
+            and not isinstance(v, bool)
+        ):
             lo, hi = self._int_bounds
             v = int(v)
             return v if lo <= v <= hi else None
@@ -164,6 +194,7 @@ def _check_type(dtype: DataType):
 
 
 # ---------------------------------------------------------------- writer
+
 
 class BitmapWriter(FileIndexWriter):
     """Collects column batches; :meth:`finish` groups the rows by value and
@@ -248,12 +279,15 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
         from .java_hashmap import java_order_local
 
         if codec.fixed:
+
             def okey(i):
                 return codec.order_key(int(keys[first[i]]))
         else:
+
             def okey(i):
                 r = int(first[i])
-                return bytes(data[offsets[r]:offsets[r + 1]])
+                return bytes(data[offsets[r] : offsets[r + 1]])
+
         order, table = java_order_local(jh, okey, trailing, order, table)
     groups = int(np.count_nonzero(counts >= 2))
     containers = groups * ((n + 65535) >> 16)
@@ -289,8 +323,13 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
         ukeys = keys[first].astype(np.int64)
 
         def pack(ids, a, b=None, blocks=None):
-            return k.pack_fixed(np.ascontiguousarray(ukeys[ids]), codec.width, np.ascontiguousarray(a),
-                                None if b is None else np.ascontiguousarray(b), blocks)
+            return k.pack_fixed(
+                np.ascontiguousarray(ukeys[ids]),
+                codec.width,
+                np.ascontiguousarray(a),
+                None if b is None else np.ascontiguousarray(b),
+                blocks,
+            )
     else:
         # the distinct values, compact and in id order: packing and sorting read them sequentially
         uniq = arr.take(pa.array(first))
@@ -298,8 +337,15 @@ def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, sta
         uoff = np.ascontiguousarray(uoff)
 
         def pack(ids, a, b=None, blocks=None):
-            return k.pack_binary(uoff, udata, np.ascontiguousarray(ids, dtype=np.int64),
-                                 np.ascontiguousarray(a), None if b is None else np.ascontiguousarray(b), blocks)
+            return k.pack_binary(
+                uoff,
+                udata,
+                np.ascontiguousarray(ids, dtype=np.int64),
+                np.ascontiguousarray(a),
+                None if b is None else np.ascontiguousarray(b),
+                blocks,
+            )
+
     st = {"distinct": D, "hashmap_table": table, "tree_bins": tree_bins}
     if version == VERSION_1:
         if has_null:
@@ -339,6 +385,7 @@ def _sorted_ids(uniq, codec: KeyCodec, keys, first, k=None) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- reader
+
 
 class BitmapReader(FileIndexReader):
     """Reads a V1 or V2 bitmap index lazily from a :class:`~paimon_fast.source.Source`.
@@ -459,8 +506,11 @@ class BitmapReader(FileIndexReader):
         head = self._head
         if w is not None:
             ok = c.order_key(key)
-            bi = self.kernels.search_fixed(head, self._dir_pos, B, w + 4, w, ok, c.cmp_mode, False) if B > 1 else \
-                (0 if self.kernels.order_key(_get_be(head, self._dir_pos, w), c.cmp_mode) <= ok else -1)
+            bi = (
+                self.kernels.search_fixed(head, self._dir_pos, B, w + 4, w, ok, c.cmp_mode, False)
+                if B > 1
+                else (0 if self.kernels.order_key(_get_be(head, self._dir_pos, w), c.cmp_mode) <= ok else -1)
+            )
             if bi < 0:
                 return None
             (boff,) = _I32.unpack_from(head, self._dir_pos + bi * (w + 4) + w)
@@ -522,8 +572,11 @@ class BitmapReader(FileIndexReader):
             ent = np.frombuffer(raw, dtype=dt, count=D)
             keys = ent["k"].astype(np.int64)
             if c.cmp_mode in (_k.CMP_FLOAT, _k.CMP_DOUBLE):  # Float.equals: all NaNs are equal
-                keys = np.array([c.order_key(int(x)) for x in keys], dtype=np.int64) if D < 64 else \
-                    _vec_order_keys(keys, c.cmp_mode)
+                keys = (
+                    np.array([c.order_key(int(x)) for x in keys], dtype=np.int64)
+                    if D < 64
+                    else _vec_order_keys(keys, c.cmp_mode)
+                )
             elif c.cmp_mode == 3:
                 keys = (keys != 0).astype(np.int64)
             offs = ent["o"].astype(np.int64)
@@ -545,7 +598,7 @@ class BitmapReader(FileIndexReader):
             ks, kl, ints, end = got
             self.body_start = pos + end
             mv = memoryview(buf)
-            keys = [bytes(mv[s:s + n]) for s, n in zip(ks.tolist(), kl.tolist())]
+            keys = [bytes(mv[s : s + n]) for s, n in zip(ks.tolist(), kl.tolist())]
             offs = ints[:, 0].astype(np.int64)
             lookup = {kk: i for i, kk in enumerate(keys)}  # a repeated key keeps the last entry, as Java's map
         # Java's V1 lengths: from consecutive non-negative offsets in entry order
@@ -719,7 +772,7 @@ class BitmapReader(FileIndexReader):
                     self._fail(f"index block {bi} truncated", start)
                 ks, kl, ints, _ = got
                 for s, n, (o, ln) in zip(ks.tolist(), kl.tolist(), ints.tolist()):
-                    out.append((bytes(blk[s:s + n]), o, ln))
+                    out.append((bytes(blk[s : s + n]), o, ln))
         return out
 
     def describe(self, top: int = 5) -> dict:
@@ -739,17 +792,22 @@ class BitmapReader(FileIndexReader):
             sizes.append((card, sz, key))
         sizes.sort(key=lambda t: (-t[0], -t[1]))
         d.update(
-            version=self.version, rows=self.row_count, distinct_values=self.distinct, null_count=null_count,
+            version=self.version,
+            rows=self.row_count,
+            distinct_values=self.distinct,
+            null_count=null_count,
             single_row_values=sum(1 for e in ents if e[1] < 0),
             block_count=self.block_count if self.version == VERSION_2 else None,
             body_bytes=self.source.size - self.body_start,
-            largest_bitmaps=[{"value": self.codec.display(k), "rows": card, "bytes": sz} for card, sz, k in sizes[:top]],
+            largest_bitmaps=[
+                {"value": self.codec.display(k), "rows": card, "bytes": sz} for card, sz, k in sizes[:top]
+            ],
         )
         return d
 
 
 def _get_be(buf, pos, width):
-    return int.from_bytes(bytes(buf[pos:pos + width]), "big", signed=True)
+    return int.from_bytes(bytes(buf[pos : pos + width]), "big", signed=True)
 
 
 def _vec_order_keys(keys, mode):

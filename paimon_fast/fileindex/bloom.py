@@ -11,6 +11,7 @@ string and binary bytes.  BOOLEAN and DECIMAL are not supported (as in Java).
 
 Answers: ``=`` and ``IN`` probe the filter; every other predicate REMAINs.
 """
+
 from __future__ import annotations
 
 import math
@@ -136,8 +137,7 @@ class BloomFilterWriter(FileIndexWriter):
 
     def add_hashes(self, hashes):
         """Add precomputed FastHash values (int64 array)."""
-        _k.add_hashes(self._words, self.num_hash_functions, np.ascontiguousarray(hashes, dtype=np.int64),
-                      self.num_bits)
+        _k.add_hashes(self._words, self.num_hash_functions, np.ascontiguousarray(hashes, dtype=np.int64), self.num_bits)
 
     def finish(self) -> bytes:
         return struct.pack(">i", self.num_hash_functions) + self.bits.tobytes()
@@ -160,13 +160,16 @@ class BloomFilterReader(FileIndexReader):
     def __init__(self, dtype, source, options):
         super().__init__(dtype, source, options)
         if source.size < 4:
-            raise IndexFormatError(f"bloom filter payload of {source.size} bytes is shorter than its 4-byte header",
-                                   getattr(source, "base", 0))
+            raise IndexFormatError(
+                f"bloom filter payload of {source.size} bytes is shorter than its 4-byte header",
+                getattr(source, "base", 0),
+            )
         if source.size == 4:
             raise IndexFormatError("bloom filter payload has no bit set", getattr(source, "base", 0))
         if (source.size - 4) * 8 >= 2**31:
-            raise IndexFormatError(f"bloom filter bit set of {source.size - 4} bytes exceeds Java's int range",
-                                   getattr(source, "base", 0))
+            raise IndexFormatError(
+                f"bloom filter bit set of {source.size - 4} bytes exceeds Java's int range", getattr(source, "base", 0)
+            )
         head = bytes(source.read_at(0, 4, "bloom filter header"))
         # Java rebuilds the int by adding *signed* bytes; do the same so answers agree.
         k = 0
@@ -174,8 +177,10 @@ class BloomFilterReader(FileIndexReader):
             k = ((k << 8) + (b - 256 if b >= 128 else b)) & 0xFFFFFFFF
         k = k - (1 << 32) if k >= 1 << 31 else k
         if not 1 <= k <= MAX_HASH_FUNCTIONS:
-            raise IndexFormatError(f"bloom filter number of hash functions {k} out of range [1, {MAX_HASH_FUNCTIONS}]",
-                                   getattr(source, "base", 0))
+            raise IndexFormatError(
+                f"bloom filter number of hash functions {k} out of range [1, {MAX_HASH_FUNCTIONS}]",
+                getattr(source, "base", 0),
+            )
         self.num_hash_functions = k
         self.num_bits = (source.size - 4) * 8
         self._bits = None
@@ -183,8 +188,9 @@ class BloomFilterReader(FileIndexReader):
     @property
     def bits(self) -> np.ndarray:
         if self._bits is None:
-            self._bits = np.frombuffer(self.source.read_at(4, self.source.size - 4, "bloom filter bits"),
-                                       dtype=np.uint8)
+            self._bits = np.frombuffer(
+                self.source.read_at(4, self.source.size - 4, "bloom filter bits"), dtype=np.uint8
+            )
         return self._bits
 
     def might_contain_batch(self, values) -> np.ndarray:
@@ -215,8 +221,12 @@ class BloomFilterReader(FileIndexReader):
         d = super().describe()
         bits = self.bits
         set_bits = int(np.unpackbits(bits).sum())
-        d.update(num_bits=self.num_bits, num_hash_functions=self.num_hash_functions,
-                 bits_set=set_bits, fill_ratio=round(set_bits / self.num_bits, 6))
+        d.update(
+            num_bits=self.num_bits,
+            num_hash_functions=self.num_hash_functions,
+            bits_set=set_bits,
+            fill_ratio=round(set_bits / self.num_bits, 6),
+        )
         return d
 
 

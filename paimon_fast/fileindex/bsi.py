@@ -17,6 +17,7 @@ exclude nulls); a null literal raises :class:`NullLiteralError` (Java:
 NullPointerException); a Long.MIN_VALUE literal is special-cased as in Java.
 Comparisons run as O'Neil-Quass over dense words (Cython kernel).
 """
+
 from __future__ import annotations
 
 import struct
@@ -66,7 +67,7 @@ def _value_range(dtype: DataType):
     if dtype.root == "TIME":
         return 0, 86_399_999
     if dtype.root == "DECIMAL" and dtype.precision is not None and dtype.precision <= 18:
-        return -(10 ** dtype.precision - 1), 10 ** dtype.precision - 1
+        return -(10**dtype.precision - 1), 10**dtype.precision - 1
     return None
 
 
@@ -110,10 +111,14 @@ class BsiWriter(FileIndexWriter):
             v = np.concatenate([b[0].astype(np.int64, copy=False) for b in self._batches])
             bits, off = None, 0
             if any(b[1] is not None for b in self._batches):
-                valid = np.concatenate([
-                    np.ones(len(b[0]), bool) if b[1] is None
-                    else np.unpackbits(b[1], bitorder="little", count=b[2] + len(b[0]))[b[2]:].view(bool)
-                    for b in self._batches])
+                valid = np.concatenate(
+                    [
+                        np.ones(len(b[0]), bool)
+                        if b[1] is None
+                        else np.unpackbits(b[1], bitorder="little", count=b[2] + len(b[0]))[b[2] :].view(bool)
+                        for b in self._batches
+                    ]
+                )
                 bits = np.packbits(valid, bitorder="little")
         return _k.bsi_build(v, bits, off)
 
@@ -165,8 +170,19 @@ class BsiReader(FileIndexReader):
     """Parses the whole (small) payload on first use into dense words."""
 
     # bit slices of every value: comparisons are answered exactly
-    exact_ops = frozenset({"equal", "in", "less_than", "less_or_equal", "greater_than", "greater_or_equal",
-                           "between", "is_null", "is_not_null"})
+    exact_ops = frozenset(
+        {
+            "equal",
+            "in",
+            "less_than",
+            "less_or_equal",
+            "greater_than",
+            "greater_or_equal",
+            "between",
+            "is_null",
+            "is_not_null",
+        }
+    )
     index_type = INDEX_TYPE
 
     def __init__(self, dtype, source, options):
@@ -249,8 +265,11 @@ class BsiReader(FileIndexReader):
         bottom = -layout[1][1] if layout[1] is not None else None
         if (top is not None and top > hi) or (bottom is not None and bottom < lo):
             held = " and ".join(f"{w} {v}" for w, v in (("down to", bottom), ("up to", top)) if v is not None)
-            raise IndexFormatError(f"bsi holds values {held}, outside the range [{lo}, {hi}] of {self.dtype}: "
-                                   "the index was written for another column type", self._base)
+            raise IndexFormatError(
+                f"bsi holds values {held}, outside the range [{lo}, {hi}] of {self.dtype}: "
+                "the index was written for another column type",
+                self._base,
+            )
 
     @property
     def positive(self) -> _Part:
@@ -364,11 +383,11 @@ class BsiReader(FileIndexReader):
     def describe(self):
         d = super().describe()
         pos, neg = self.positive, self.negative
-        d.update(row_count=self.row_count,
-                 positive=dict(rows=int(_k.popcount(pos.ebm)), min=pos.min, max=pos.max,
-                               slices=int(pos.slices.shape[0])),
-                 negative=dict(rows=int(_k.popcount(neg.ebm)), min=neg.min, max=neg.max,
-                               slices=int(neg.slices.shape[0])))
+        d.update(
+            row_count=self.row_count,
+            positive=dict(rows=int(_k.popcount(pos.ebm)), min=pos.min, max=pos.max, slices=int(pos.slices.shape[0])),
+            negative=dict(rows=int(_k.popcount(neg.ebm)), min=neg.min, max=neg.max, slices=int(neg.slices.shape[0])),
+        )
         return d
 
 

@@ -10,6 +10,7 @@
 Opening parses only the header; an index's bytes are read when a predicate
 needs them, from memory or from the file at their offset.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,7 +33,6 @@ EMPTY_INDEX_FLAG = -1
 # A header cannot be larger than the file; this also bounds column/index counts.
 _MIN_COLUMN_BYTES = 2 + 4
 _MIN_INDEX_BYTES = 2 + 4 + 4
-
 
 
 class FileIndexFormat:
@@ -97,7 +97,7 @@ def _map_value_type(text: str) -> str:
         elif ch in ">)":
             depth -= 1
         elif ch == "," and depth == 0:
-            return inner[i + 1:].strip()
+            return inner[i + 1 :].strip()
     raise UnsupportedTypeError(f"cannot parse map type {text!r}")
 
 
@@ -156,8 +156,11 @@ class FileIndexFile:
                     if length != 0:
                         r.fail(f"empty index of {col!r} has length {length}", at)
                 elif start < head_len or length < 0 or start + length > size:
-                    r.fail(f"index {itype!r} of {col!r}: [{start}, {start + length}) outside the body "
-                           f"[{head_len}, {size})", at)
+                    r.fail(
+                        f"index {itype!r} of {col!r}: [{start}, {start + length}) outside the body "
+                        f"[{head_len}, {size})",
+                        at,
+                    )
                 items.append((itype, start, length))
         redundant = r.i32("redundant length")
         if redundant < 0 or redundant > r.remaining:
@@ -181,7 +184,7 @@ class FileIndexFile:
     def column_type(self, column: str) -> DataType:
         t = self.row_type.get(column)
         if t is None and column.endswith("]") and "[" in column:
-            base = column[:column.index("[")]
+            base = column[: column.index("[")]
             mt = self.row_type.get(base)
             if isinstance(mt, str) and _MAP_RE.match(mt):
                 t = _map_value_type(mt)
@@ -200,8 +203,9 @@ class FileIndexFile:
                 rd = EmptyFileIndexReader(dtype, self.source.slice(0, 0), opts)
             else:
                 try:
-                    rd = get_factory(itype).reader(dtype, self.source.slice(start, length, f"{itype} of {column}"),
-                                                   opts)
+                    rd = get_factory(itype).reader(
+                        dtype, self.source.slice(start, length, f"{itype} of {column}"), opts
+                    )
                 except IndexFormatError as e:
                     raise IndexFormatError(f"column {column!r}: {e.what}", e.offset) from None
             self._readers[key] = rd

@@ -10,6 +10,7 @@ the literal model (bucket lists, resizes, ``treeifyBin``, tree splits).
 oracle).  The bitmap writer (:mod:`paimon_fast.fileindex.bitmap`) and the
 pure-Python twin (:mod:`paimon_fast.reference.bitmap`) both use this module.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -415,7 +416,7 @@ def _growth_schedule(spread, trailing_call):
     events, sizes = [], []
     table, thr, k = 16, 12, 0
     cnt = {}
-    while k < D and table < 64:                   # exact count replay while treeifyBin may resize
+    while k < D and table < 64:  # exact count replay while treeifyBin may resize
         if k > thr:
             table, thr = table * 2, thr * 2
             events.append(k)
@@ -430,10 +431,10 @@ def _growth_schedule(spread, trailing_call):
             events.append(k + 1)
             sizes.append(table)
             cnt = {}
-            for x in spread[:k + 1].tolist():
+            for x in spread[: k + 1].tolist():
                 cnt[x & (table - 1)] = cnt.get(x & (table - 1), 0) + 1
         k += 1
-    while thr + 1 < D:                            # from 64 buckets on: the load factor alone
+    while thr + 1 < D:  # from 64 buckets on: the load factor alone
         k = max(k, thr + 1)
         table, thr = table * 2, thr * 2
         events.append(k)

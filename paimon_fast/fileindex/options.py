@@ -5,6 +5,7 @@ Per-index options are the short keys Paimon hands an index (``items``,
 names (``file-index.bloom-filter.columns``, ``file-index.bloom-filter.<col>.fpp``);
 :func:`indexes_from_table_options` turns those into the per-column map.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,11 +15,21 @@ from ..errors import OptionError
 
 _MEM_RE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
 _MEM_UNITS = {
-    "": 1, "b": 1, "bytes": 1,
-    "k": 1 << 10, "kb": 1 << 10, "kibibytes": 1 << 10,
-    "m": 1 << 20, "mb": 1 << 20, "mebibytes": 1 << 20,
-    "g": 1 << 30, "gb": 1 << 30, "gibibytes": 1 << 30,
-    "t": 1 << 40, "tb": 1 << 40, "tebibytes": 1 << 40,
+    "": 1,
+    "b": 1,
+    "bytes": 1,
+    "k": 1 << 10,
+    "kb": 1 << 10,
+    "kibibytes": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1 << 20,
+    "mebibytes": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1 << 30,
+    "gibibytes": 1 << 30,
+    "t": 1 << 40,
+    "tb": 1 << 40,
+    "tebibytes": 1 << 40,
 }
 
 
@@ -98,7 +109,7 @@ def indexes_from_table_options(table_options: Mapping) -> Dict[str, Dict[str, Di
     for key, value in opts.items():
         if not key.startswith(FILE_INDEX_PREFIX) or not key.endswith(".columns"):
             continue
-        itype = key[len(FILE_INDEX_PREFIX):-len(".columns")]
+        itype = key[len(FILE_INDEX_PREFIX) : -len(".columns")]
         if not itype or "." in itype:
             continue
         cols = [c.strip() for c in value.split(",") if c.strip()]
@@ -106,7 +117,7 @@ def indexes_from_table_options(table_options: Mapping) -> Dict[str, Dict[str, Di
         shared = {}
         for k2, v2 in opts.items():
             if k2.startswith(type_prefix) and k2 != key:
-                rest = k2[len(type_prefix):]
+                rest = k2[len(type_prefix) :]
                 if not any(rest.startswith(c + ".") for c in cols):
                     shared[rest] = v2
         for c in cols:
@@ -114,6 +125,6 @@ def indexes_from_table_options(table_options: Mapping) -> Dict[str, Dict[str, Di
             cp = f"{type_prefix}{c}."
             for k2, v2 in opts.items():
                 if k2.startswith(cp):
-                    col_opts[k2[len(cp):]] = v2
+                    col_opts[k2[len(cp) :]] = v2
             out.setdefault(c, {})[itype] = col_opts
     return out

@@ -1,6 +1,7 @@
 """File index formats by Paimon's index type name: each format's module registers an
 :class:`IndexFactory` with :func:`register`; the built-in ones are imported on first use
 (:func:`get_factory`), so ``writer("bitmap", ...)`` works without importing anything else."""
+
 from __future__ import annotations
 
 import importlib
@@ -44,8 +45,11 @@ class IndexFactory:
             return self.reader_class(dtype, source, options)
         except IndexFormatError as e:
             # the formats do not record the column type: bytes written for another type read as corrupt
-            raise IndexFormatError(f"{e.what} (reading {self.name} index bytes as a {dtype} column: is that the "
-                                   "type the index was written for?)", e.offset) from None
+            raise IndexFormatError(
+                f"{e.what} (reading {self.name} index bytes as a {dtype} column: is that the "
+                "type the index was written for?)",
+                e.offset,
+            ) from None
 
 
 def register(factory_cls):

@@ -18,6 +18,7 @@ One SST file per writer (:mod:`.sst`), all integers little-endian:
 order; :class:`BTreeIndexFile` reads one lazily (its answers live in
 :class:`~paimon_fast.globalindex.index.BTreeGlobalIndex`).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -35,8 +36,18 @@ from ..errors import IndexFormatError, InvalidArgumentError
 from ..fileindex.options import Options
 from ..source import FileSource
 from . import sst as _sst
-from .format import (SMALL_BITMAP, BitmapGlobalIndexWriter, Groups, _block_options, _FileWriter, group_chunks,
-                     group_column, open_with_tail, serialize64_sorted_unique, _deserialize64)
+from .format import (
+    SMALL_BITMAP,
+    BitmapGlobalIndexWriter,
+    Groups,
+    _block_options,
+    _FileWriter,
+    group_chunks,
+    group_column,
+    open_with_tail,
+    serialize64_sorted_unique,
+    _deserialize64,
+)
 from .keys import KeyCodec
 from .meta import SortedIndexFileMeta
 
@@ -46,7 +57,7 @@ _kg = _load("globalindex")
 MAGIC = 0x50425449
 VERSION = 1
 FOOTER_LENGTH = 52
-TAIL_READ = 16384   # bytes read at open: the footer and the index block (usually) before it
+TAIL_READ = 16384  # bytes read at open: the footer and the index block (usually) before it
 _FOOTER = struct.Struct("<qiqqiqiii")
 
 OPT_BLOCK_SIZE = "btree-index.block-size"
@@ -61,6 +72,7 @@ LO_INCLUSIVE, HI_INCLUSIVE = 1, 2
 
 
 # ================================================================ writer
+
 
 class BTreeGlobalIndexWriter(_FileWriter):
     """Writes one BTree global index file from ``(key, row id)`` batches.
@@ -77,7 +89,8 @@ class BTreeGlobalIndexWriter(_FileWriter):
         self.dtype = self.codec.dtype
         self.options = options if isinstance(options, Options) else Options(options)
         self.block_size, self.compression, self.level, self.encoder = _block_options(
-            self.options, OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_LEVEL, DEFAULT_BLOCK_SIZE)
+            self.options, OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_LEVEL, DEFAULT_BLOCK_SIZE
+        )
         self._keys = []
         self._rids = []
         self.row_count = 0
@@ -85,7 +98,7 @@ class BTreeGlobalIndexWriter(_FileWriter):
     def write_batch(self, keys, row_ids=None) -> None:
         """Add a batch: ``keys`` (Arrow / numpy / sequence, None = null) and their 64-bit
         row ids (default: the next ``len(keys)`` positions)."""
-        BitmapGlobalIndexWriter.write_batch(self, keys, row_ids)   # the same checks and buffers
+        BitmapGlobalIndexWriter.write_batch(self, keys, row_ids)  # the same checks and buffers
 
     def write(self, key, row_id: int) -> None:
         """Add one row (convenience; batches are much faster)."""
@@ -96,14 +109,19 @@ class BTreeGlobalIndexWriter(_FileWriter):
         writer refuses to write an empty file)."""
         if self.row_count == 0:
             return None, None
-        arr = self._keys[0] if len(self._keys) == 1 else pa.concat_arrays(
-            [a.cast(self._keys[0].type) for a in self._keys])
+        arr = (
+            self._keys[0]
+            if len(self._keys) == 1
+            else pa.concat_arrays([a.cast(self._keys[0].type) for a in self._keys])
+        )
         rids = self._rids[0] if len(self._rids) == 1 else np.concatenate(self._rids)
         srt = rids if rids.size < 2 or bool(np.all(rids[1:] > rids[:-1])) else np.sort(rids)
         dup = np.flatnonzero(srt[1:] == srt[:-1])
         if dup.size:
-            raise InvalidArgumentError(f"row id {int(srt[dup[0]])} is given {int((srt == srt[dup[0]]).sum())} times: "
-                                       "a global index maps each row id to one value")
+            raise InvalidArgumentError(
+                f"row id {int(srt[dup[0]])} is given {int((srt == srt[dup[0]]).sum())} times: "
+                "a global index maps each row id to one value"
+            )
         data, meta = file_from_groups(group_column(self.codec, arr, rids), self.block_size, self.encoder)
         return bytes(data) if not isinstance(data, bytes) else data, meta
 
@@ -111,16 +129,19 @@ class BTreeGlobalIndexWriter(_FileWriter):
 def file_from_groups(groups: Groups, block_size: int, encoder, chunks: bool = False):
     """``(file, meta bytes)`` of the rows of a :class:`~paimon_fast.globalindex.format.Groups`
     (the file as bytes, or as :class:`~paimon_fast.fsutil.Chunks` with ``chunks``)."""
-    return _assemble(groups.nulls, groups.rids, groups.bounds, groups.key_off, groups.key_data, block_size,
-                     encoder, chunks)
+    return _assemble(
+        groups.nulls, groups.rids, groups.bounds, groups.key_off, groups.key_data, block_size, encoder, chunks
+    )
 
 
 def files_from_groups(groups: Groups, block_size: int, encoder, max_records: int, chunks: bool = False):
     """Files of at most ``max_records`` records each, cut as Java's rotating sorted index
     writer cuts them (see :func:`~paimon_fast.globalindex.format.group_chunks`):
     ``[(file, meta bytes, records)]``."""
-    return [_assemble(nulls, rids, bounds, off, data, block_size, encoder, chunks) + (records,)
-            for nulls, rids, bounds, off, data, records, _ in group_chunks(groups, max_records)]
+    return [
+        _assemble(nulls, rids, bounds, off, data, block_size, encoder, chunks) + (records,)
+        for nulls, rids, bounds, off, data, records, _ in group_chunks(groups, max_records)
+    ]
 
 
 def _assemble(nulls, rids, bounds, key_off, key_data, block_size, encoder, chunks):
@@ -130,16 +151,22 @@ def _assemble(nulls, rids, bounds, key_off, key_data, block_size, encoder, chunk
     key_data = np.ascontiguousarray(key_data, dtype=np.uint8)
     ng = len(bounds) - 1
     frame = encoder.ctype == _sst.NONE
-    body, offs, sizes, last = _ks.btree_blocks(key_off, key_data, np.ascontiguousarray(rids, dtype=np.uint64),
-                                               np.ascontiguousarray(bounds, dtype=np.int64), block_size, frame)
+    body, offs, sizes, last = _ks.btree_blocks(
+        key_off,
+        key_data,
+        np.ascontiguousarray(rids, dtype=np.uint64),
+        np.ascontiguousarray(bounds, dtype=np.int64),
+        block_size,
+        frame,
+    )
     if frame:
         parts = [body]
         pos = len(body)
-    else:   # compress block by block (each kept only when it saves an eighth)
+    else:  # compress block by block (each kept only when it saves an eighth)
         parts, hoffs, hsizes, pos = [], [], [], 0
         view = memoryview(body)
         for o, n in zip(offs.tolist(), sizes.tolist()):
-            stored = encoder(bytes(view[o:o + n]))
+            stored = encoder(bytes(view[o : o + n]))
             parts.append(stored)
             hoffs.append(pos)
             hsizes.append(len(stored) - _sst.TRAILER)
@@ -157,23 +184,41 @@ def _assemble(nulls, rids, bounds, key_off, key_data, block_size, encoder, chunk
     parts.append(stored)
     parts.append(_FOOTER.pack(0, 0, 0, index_off, index_len, null_off, null_len, VERSION, MAGIC))
     kd = key_data
-    first = kd[key_off[0]:key_off[1]].tobytes() if ng else None
-    lastk = kd[key_off[ng - 1]:key_off[ng]].tobytes() if ng else None
+    first = kd[key_off[0] : key_off[1]].tobytes() if ng else None
+    lastk = kd[key_off[ng - 1] : key_off[ng]].tobytes() if ng else None
     meta = SortedIndexFileMeta(first, lastk, len(nulls) > 0).serialize()
     return (Chunks(parts) if chunks else b"".join(parts)), meta
 
 
 # ================================================================ reader (one file)
 
+
 class BTreeFooter:
     """The 52-byte footer, checked against the file's size."""
 
-    __slots__ = ("bloom_offset", "bloom_size", "bloom_expected", "index_offset", "index_size", "null_offset",
-                 "null_size", "version")
+    __slots__ = (
+        "bloom_offset",
+        "bloom_size",
+        "bloom_expected",
+        "index_offset",
+        "index_size",
+        "null_offset",
+        "null_size",
+        "version",
+    )
 
     def __init__(self, raw, file_size: int, pos: int = 0):
-        (self.bloom_offset, self.bloom_size, self.bloom_expected, self.index_offset, self.index_size,
-         self.null_offset, self.null_size, self.version, magic) = _FOOTER.unpack_from(raw, pos)
+        (
+            self.bloom_offset,
+            self.bloom_size,
+            self.bloom_expected,
+            self.index_offset,
+            self.index_size,
+            self.null_offset,
+            self.null_size,
+            self.version,
+            magic,
+        ) = _FOOTER.unpack_from(raw, pos)
         at = file_size - FOOTER_LENGTH
         if magic != MAGIC:
             raise IndexFormatError(f"not a btree global index file (footer magic 0x{magic & 0xFFFFFFFF:08x})", at + 48)
@@ -189,8 +234,9 @@ class BTreeFooter:
         if self.bloom_offset or self.bloom_size or self.bloom_expected:
             bo, bs, be = self.bloom_offset, self.bloom_size, self.bloom_expected
             if bo < 0 or bs <= 0 or be <= 0 or bo + bs > at:
-                raise IndexFormatError(f"bloom filter [{bo}, {bo + bs}) with {be} expected entries is not valid "
-                                       "inside the file body", at)
+                raise IndexFormatError(
+                    f"bloom filter [{bo}, {bo + bs}) with {be} expected entries is not valid inside the file body", at
+                )
 
     @property
     def has_nulls(self) -> bool:
@@ -219,8 +265,9 @@ class BTreeIndexFile:
     def __init__(self, key_codec: KeyCodec, data_or_path, max_cached_blocks: int = 64):
         self.codec = key_codec
         self.kind = key_codec.kind
-        self.source, size, self._tail_at, self._tail = open_with_tail(data_or_path, FOOTER_LENGTH,
-                                                                      "btree global index", TAIL_READ)
+        self.source, size, self._tail_at, self._tail = open_with_tail(
+            data_or_path, FOOTER_LENGTH, "btree global index", TAIL_READ
+        )
         try:
             self.footer = BTreeFooter(self._tail, size, len(self._tail) - FOOTER_LENGTH)
         except BaseException:
@@ -241,7 +288,7 @@ class BTreeIndexFile:
     def _read_at(self, offset: int, length: int, what: str):
         t = self._tail_at
         if offset >= t and length >= 0 and offset + length <= self.source.size:
-            return self._tail[offset - t:offset - t + length]
+            return self._tail[offset - t : offset - t + length]
         return self.source.read_at(offset, length, what)
 
     def _block_raw(self, offset: int, length: int, what: str) -> np.ndarray:
@@ -249,7 +296,7 @@ class BTreeIndexFile:
             raise IndexFormatError(f"{what} has a negative offset or size", offset)
         t = self._tail_at
         fd = self.source._fd if type(self.source) is FileSource and offset < t else None
-        if fd is not None and hasattr(_ks, "read_block"):   # a local file: read and checked in one call
+        if fd is not None and hasattr(_ks, "read_block"):  # a local file: read and checked in one call
             stored, ctype = _ks.read_block(fd, offset, length, self.size - FOOTER_LENGTH)
             if ctype == _sst.NONE:
                 return np.frombuffer(stored, np.uint8, count=length)
@@ -269,8 +316,9 @@ class BTreeIndexFile:
 
     def _check_handle(self, j: int, off: int, size: int):
         if off < 0 or size < 0 or off + size + _sst.TRAILER > self.size - FOOTER_LENGTH:
-            raise IndexFormatError(f"data block {j} [{off}, {off + size}) lies outside the file body",
-                                   self.footer.index_offset)
+            raise IndexFormatError(
+                f"data block {j} [{off}, {off + size}) lies outside the file body", self.footer.index_offset
+            )
 
     def index(self):
         """``(raw u8, key starts, key lengths, block offsets, block sizes)`` of the index block,
@@ -322,12 +370,14 @@ class BTreeIndexFile:
                 self._null = BitMap64()
             else:
                 blob = self._read_at(f.null_offset, f.null_size + 4, "null bitmap")
-                raw = bytes(blob[:f.null_size])
+                raw = bytes(blob[: f.null_size])
                 (crc,) = struct.unpack_from("<I", blob, f.null_size)
                 want = _sst._crc32(raw)
                 if crc != want:
-                    raise IndexFormatError(f"null bitmap CRC mismatch: stored 0x{crc:08x}, computed 0x{want:08x}",
-                                           f.null_offset + f.null_size)
+                    raise IndexFormatError(
+                        f"null bitmap CRC mismatch: stored 0x{crc:08x}, computed 0x{want:08x}",
+                        f.null_offset + f.null_size,
+                    )
                 if len(raw) <= SMALL_BITMAP:
                     _kg.check64(np.frombuffer(raw, np.uint8), f.null_offset)
                 self._null = _deserialize64(raw, f.null_offset)
@@ -394,8 +444,9 @@ class BTreeIndexFile:
             # a fresh reader: index block, data block and row ids in one kernel call when the
             # index lies in the bytes read at open and the blocks are uncompressed
             fd = self.source._fd if type(self.source) is FileSource else -1
-            rids = _ks.cold_equal(self.kind, self._tail, self._tail_at, f.index_offset, f.index_size, key, fd,
-                                  self.size - FOOTER_LENGTH)
+            rids = _ks.cold_equal(
+                self.kind, self._tail, self._tail_at, f.index_offset, f.index_size, key, fd, self.size - FOOTER_LENGTH
+            )
             if rids is not None:
                 return _to_bitmap([rids])
         if idx is None:
@@ -431,7 +482,7 @@ class BTreeIndexFile:
             b = raw.tobytes()
             idx = range(len(ks) - 1, -1, -1) if descending else range(len(ks))
             for j in idx:
-                yield b[ks[j]:ks[j] + kl[j]], int(vs[j]), int(vl[j]), raw, int(offs[i])
+                yield b[ks[j] : ks[j] + kl[j]], int(vs[j]), int(vl[j]), raw, int(offs[i])
 
     def top_n(self, limit: int, descending: bool, nulls_first: bool):
         """Java's ``BTreeIndexReader.visitTopN`` of one file: ``[(key bytes or None, row ids)]``
@@ -472,7 +523,7 @@ class BTreeIndexFile:
 
     def last_key(self):
         u8, ks, kl, _, _ = self.index()
-        return u8[ks[-1]:ks[-1] + kl[-1]].tobytes() if len(ks) else None
+        return u8[ks[-1] : ks[-1] + kl[-1]].tobytes() if len(ks) else None
 
     def describe(self) -> dict:
         f = self.footer
@@ -488,13 +539,15 @@ class BTreeIndexFile:
         nulls = len(self.null_rows())
         nonnull = len(self.nonnull_rows())
         first, last = self.first_key(), self.last_key()
+
         def show(k):
             if k is None:
                 return None
             try:
                 return self.codec.to_python(k)
-            except (OverflowError, ValueError, IndexFormatError):   # a key no value of the type has
+            except (OverflowError, ValueError, IndexFormatError):  # a key no value of the type has
                 return "0x" + k.hex()
+
         return {
             "format": "btree global index",
             "type": str(self.codec.dtype),

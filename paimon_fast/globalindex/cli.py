@@ -1,8 +1,9 @@
 """``paimon-fast inspect`` for bitmap global index files (footer magic "BGIX") and BTree ones
 
-    paimon-fast inspect gi-0.index                     # structure, keys shown as hex
-    paimon-fast inspect gi-0.index --row-type x=INT     # keys decoded as the column's type
+paimon-fast inspect gi-0.index                     # structure, keys shown as hex
+paimon-fast inspect gi-0.index --row-type x=INT     # keys decoded as the column's type
 """
+
 from __future__ import annotations
 
 from ..cli import _parse_row_type, inspector
@@ -20,13 +21,13 @@ def describe(path, args) -> dict:
             d["type"] = "unknown (pass --row-type name=TYPE to decode keys)"
             u8, ks, kl, _, _ = f.index()
             raw = u8.tobytes()
-            d["first_key"] = raw[ks[0]:ks[0] + kl[0]].hex() if len(ks) else None
+            d["first_key"] = raw[ks[0] : ks[0] + kl[0]].hex() if len(ks) else None
             last = None
             if len(ks):
                 b = f.block(len(ks) - 1)
                 if len(b[1]):
                     braw = b[0].tobytes()
-                    last = braw[b[1][-1]:b[1][-1] + b[2][-1]].hex()
+                    last = braw[b[1][-1] : b[1][-1] + b[2][-1]].hex()
             d["last_key"] = last
             d.pop("written_in_key_order", None)
         return d

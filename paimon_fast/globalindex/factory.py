@@ -5,6 +5,7 @@ global indexer: SST files of keys and row-id lists) or ``"multivalue"`` (an ``AR
 column, one bitmap per distinct element); :func:`is_global_index` tells a bitmap global
 index file by its footer, :func:`~paimon_fast.globalindex.btree.is_btree_index` a BTree one.
 """
+
 from __future__ import annotations
 
 from .btree import BTreeGlobalIndexWriter

@@ -9,6 +9,7 @@ i64 nonNullOffset, i32 nonNullLength, i64 indexOffset, i32 indexLength,
 i32 distinct keys, i32 version = 1, i32 magic = 0x42474958 ("BGIX")``.
 Dictionary and index blocks are compressible blocks (see :mod:`.codec`).
 """
+
 from __future__ import annotations
 
 import os
@@ -33,7 +34,8 @@ from .keys import _KEY_LENGTHS, KINDS, KeyCodec
 from .meta import SortedIndexFileMeta
 
 _k = _load("globalindex")
-_open_tail = getattr(_k, "open_tail", None)   # None with the plain-Python twins: FileSource reads
+_open_tail = getattr(_k, "open_tail", None)  # None with the plain-Python twins: FileSource reads
+
 
 def open_with_tail(data_or_path, footer_length: int, what: str, tail_read: int = None):
     """``(source, size, tail offset, tail)`` of a global index file: its last ``tail_read``
@@ -83,6 +85,7 @@ def _options(options) -> Options:
 
 # ================================================================ writer
 
+
 def _block_options(opts, block_key: str, compression_key: str, level_key: str, default: str = DEFAULT_BLOCK_SIZE):
     """``(block size, compression, level, block encoder)`` from a writer's options (the bitmap,
     multivalue and BTree writers read the same three options under their own names)."""
@@ -121,7 +124,8 @@ class BitmapGlobalIndexWriter(_FileWriter):
         self.dtype = self.codec.dtype
         self.options = _options(options)
         self.block_size, self.compression, self.level, self.encoder = _block_options(
-            self.options, OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_LEVEL)
+            self.options, OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_LEVEL
+        )
         self._keys = []
         self._rids = []
         self.row_count = 0
@@ -167,15 +171,20 @@ class BitmapGlobalIndexWriter(_FileWriter):
         (Java writes no file then)."""
         if self.row_count == 0:
             return None, None
-        arr = self._keys[0] if len(self._keys) == 1 else pa.concat_arrays(
-            [a.cast(self._keys[0].type) for a in self._keys])
+        arr = (
+            self._keys[0]
+            if len(self._keys) == 1
+            else pa.concat_arrays([a.cast(self._keys[0].type) for a in self._keys])
+        )
         rids = self._rids[0] if len(self._rids) == 1 else np.concatenate(self._rids)
         # row ids usually arrive ascending (one pass proves them distinct); else sort a copy
         srt = rids if rids.size < 2 or bool(np.all(rids[1:] > rids[:-1])) else np.sort(rids)
         dup = np.flatnonzero(srt[1:] == srt[:-1])
         if dup.size:
-            raise InvalidArgumentError(f"row id {int(srt[dup[0]])} is given {int((srt == srt[dup[0]]).sum())} times: "
-                                       "a global index maps each row id to one value")
+            raise InvalidArgumentError(
+                f"row id {int(srt[dup[0]])} is given {int((srt == srt[dup[0]]).sum())} times: "
+                "a global index maps each row id to one value"
+            )
         return build_file(self.codec, arr, rids, self.block_size, self.encoder)
 
 
@@ -206,8 +215,12 @@ def flatten_lists(values, row_ids, element_codec: KeyCodec):
     if not isinstance(values, pa.Array):
         values = pa.array(list(values), type=pa.list_(element_codec.dtype.to_arrow()))
     t = values.type
-    if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-            or (hasattr(pa.types, "is_list_view") and (pa.types.is_list_view(t) or pa.types.is_large_list_view(t)))):
+    if not (
+        pa.types.is_list(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_fixed_size_list(t)
+        or (hasattr(pa.types, "is_list_view") and (pa.types.is_list_view(t) or pa.types.is_large_list_view(t)))
+    ):
         raise TypeError(f"the multivalue index takes list arrays, got {t}")
     if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
         values = values.cast(pa.large_list(t.value_type))
@@ -237,7 +250,8 @@ class MultiValueGlobalIndexWriter(_FileWriter):
         self.element_type = self.codec.dtype
         self.options = _options(options)
         self.block_size, self.compression, self.level, self.encoder = _block_options(
-            self.options, OPT_MV_BLOCK_SIZE, OPT_MV_COMPRESSION, OPT_MV_LEVEL)
+            self.options, OPT_MV_BLOCK_SIZE, OPT_MV_COMPRESSION, OPT_MV_LEVEL
+        )
         self._elems = []
         self._rids = []
         self.row_count = 0
@@ -268,8 +282,11 @@ class MultiValueGlobalIndexWriter(_FileWriter):
         blocks whose meta has both keys null."""
         if self.row_count == 0:
             return None, None
-        arr = self._elems[0] if len(self._elems) == 1 else pa.concat_arrays(
-            [a.cast(self._elems[0].type) for a in self._elems])
+        arr = (
+            self._elems[0]
+            if len(self._elems) == 1
+            else pa.concat_arrays([a.cast(self._elems[0].type) for a in self._elems])
+        )
         rids = self._rids[0] if len(self._rids) == 1 else np.concatenate(self._rids)
         return build_multivalue_file(self.codec, arr, rids, self.block_size, self.encoder)
 
@@ -285,8 +302,7 @@ def multivalue_file_from_groups(groups, block_size: int, encoder):
     blob, sizes = serialize_groups(groups.rids, groups.bounds)
     body, first_idx, boffs, blens = _k.pack(groups.key_off, groups.key_data, blob, sizes, block_size, encoder)
     empty = np.zeros(0, dtype=np.uint64)
-    return assemble(body, groups.key_off, groups.key_data, first_idx, boffs, blens, empty, empty, len(sizes),
-                    encoder)
+    return assemble(body, groups.key_off, groups.key_data, first_idx, boffs, blens, empty, empty, len(sizes), encoder)
 
 
 def _row_ids(row_ids) -> np.ndarray:
@@ -322,7 +338,8 @@ class Groups:
         self.bounds = np.ascontiguousarray(bounds, dtype=np.int64)
         self.key_off = np.ascontiguousarray(key_off, dtype=np.int64)
         self.key_data = np.ascontiguousarray(
-            key_data if isinstance(key_data, np.ndarray) else np.frombuffer(key_data, np.uint8), dtype=np.uint8)
+            key_data if isinstance(key_data, np.ndarray) else np.frombuffer(key_data, np.uint8), dtype=np.uint8
+        )
         self.ghi = None if ghi is None else np.ascontiguousarray(ghi, dtype=np.int64)
         self.glo = None if glo is None else np.ascontiguousarray(glo, dtype=np.uint64)
         self.nonnull = None if nonnull is None else np.ascontiguousarray(nonnull, dtype=np.uint64)
@@ -337,6 +354,7 @@ def group_column(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray) -> Groups
     valid = None
     if arr.null_count:
         from ..types import validity_mask
+
         valid = validity_mask(arr)
     if valid is None:
         nn_rids = rids
@@ -351,8 +369,9 @@ def group_column(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray) -> Groups
         null_rids = np.sort(null_rids)
     if key_codec.is_string:
         off, data = binary_buffers(arr)
-        rank, key_off, key_data = _k.string_ranks(np.ascontiguousarray(off), data,
-                                                  None if valid is None else valid.view(np.uint8))
+        rank, key_off, key_data = _k.string_ranks(
+            np.ascontiguousarray(off), data, None if valid is None else valid.view(np.uint8)
+        )
         hi = rank if valid is None else rank[valid]
         hi = np.ascontiguousarray(hi, dtype=np.int64)
         lo = np.zeros(len(hi), dtype=np.uint64)
@@ -368,7 +387,7 @@ def group_column(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray) -> Groups
     return Groups(null_rids, g_rids, bounds, key_off, key_data, ghi, glo, nn_rids if rid_sorted else None)
 
 
-PARALLEL_GROUP_ROWS = 1 << 21   # columns of at least this many rows are grouped in slices side by side
+PARALLEL_GROUP_ROWS = 1 << 21  # columns of at least this many rows are grouped in slices side by side
 
 
 def group_column_parallel(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, threads: int = None) -> Groups:
@@ -383,8 +402,7 @@ def group_column_parallel(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, 
     if threads is None:
         threads = min(2, os.cpu_count() or 1)
     rids = np.ascontiguousarray(rids, dtype=np.uint64)
-    if threads < 2 or n < max(PARALLEL_GROUP_ROWS, 2) or not bool((rids[1:] > rids[:-1]).all()) \
-            or _nearly_unique(arr):
+    if threads < 2 or n < max(PARALLEL_GROUP_ROWS, 2) or not bool((rids[1:] > rids[:-1]).all()) or _nearly_unique(arr):
         return group_column(key_codec, arr, rids)
     cuts = np.linspace(0, n, threads + 1).astype(np.int64).tolist()
     from concurrent.futures import ThreadPoolExecutor
@@ -418,12 +436,21 @@ def merge_groups(parts, nonnull=None) -> Groups:
     parts' are concatenated, when every part knows its own)."""
     parts = [p for p in parts if p.keys or len(p.nulls)]
     if len(parts) <= 1:
-        return parts[0] if parts else Groups(np.zeros(0, np.uint64), np.zeros(0, np.uint64), np.zeros(1, np.int64),
-                                             np.zeros(1, np.int64), np.zeros(0, np.uint8))
+        return (
+            parts[0]
+            if parts
+            else Groups(
+                np.zeros(0, np.uint64),
+                np.zeros(0, np.uint64),
+                np.zeros(1, np.int64),
+                np.zeros(1, np.int64),
+                np.zeros(0, np.uint8),
+            )
+        )
     nulls = np.concatenate([p.nulls for p in parts])
     base = np.cumsum([0] + [p.key_off[-1] for p in parts])
     key_off = np.concatenate([parts[0].key_off[:1]] + [p.key_off[1:] + b for p, b in zip(parts, base)])
-    key_data = np.concatenate([p.key_data[:p.key_off[-1]] for p in parts])
+    key_data = np.concatenate([p.key_data[: p.key_off[-1]] for p in parts])
     if parts[0].ghi is None:  # strings: rank the parts' distinct keys by bytes
         rank, m_off, m_data = _k.string_ranks(key_off, key_data, None)
         ghi = glo = None
@@ -446,8 +473,12 @@ def merge_groups(parts, nonnull=None) -> Groups:
     seg_start = np.concatenate([p.bounds[:-1] for p in parts])
     seg_len = np.concatenate([np.diff(p.bounds) for p in parts])
     order = np.argsort(rank, kind="stable")
-    rids = _k.gather_segments([p.rids for p in parts], np.ascontiguousarray(seg_part[order]),
-                              np.ascontiguousarray(seg_start[order]), np.ascontiguousarray(seg_len[order]))
+    rids = _k.gather_segments(
+        [p.rids for p in parts],
+        np.ascontiguousarray(seg_part[order]),
+        np.ascontiguousarray(seg_start[order]),
+        np.ascontiguousarray(seg_len[order]),
+    )
     bounds = np.zeros(len(m_off), dtype=np.int64)
     np.cumsum(np.bincount(rank, weights=seg_len, minlength=len(m_off) - 1).astype(np.int64), out=bounds[1:])
     if nonnull is None and not any(p.nonnull is None for p in parts):
@@ -463,13 +494,14 @@ def serialize_groups(rids: np.ndarray, bounds: np.ndarray, threads: int = 2, joi
     if threads < 2 or len(rids) < 1 << 20 or ng < threads:
         blob, sizes = _k.serialize64_groups(rids, bounds)
         return (blob, sizes) if join else ([blob], sizes)
-    cuts = np.unique(np.concatenate([[0], np.searchsorted(bounds, np.linspace(0, bounds[-1], threads + 1)[1:-1]),
-                                     [ng]]))
+    cuts = np.unique(
+        np.concatenate([[0], np.searchsorted(bounds, np.linspace(0, bounds[-1], threads + 1)[1:-1]), [ng]])
+    )
     from concurrent.futures import ThreadPoolExecutor
 
     def one(ab):
         a, b = bounds[ab[0]], bounds[ab[1]]
-        return _k.serialize64_groups(rids[a:b], np.ascontiguousarray(bounds[ab[0]:ab[1] + 1] - a))
+        return _k.serialize64_groups(rids[a:b], np.ascontiguousarray(bounds[ab[0] : ab[1] + 1] - a))
 
     with ThreadPoolExecutor(len(cuts) - 1) as ex:
         got = list(ex.map(one, zip(cuts[:-1], cuts[1:])))
@@ -496,8 +528,9 @@ def body_parts(blobs, sizes: np.ndarray, after: np.ndarray, blocks) -> list:
             while starts[bi + 1] <= cur:
                 bi += 1
             e = min(upto, starts[bi + 1])
-            parts.append(views[bi][cur - starts[bi]:e - starts[bi]])
+            parts.append(views[bi][cur - starts[bi] : e - starts[bi]])
             cur = e
+
     for j, cut in enumerate(ends[after].tolist() if len(after) else []):
         take(cut)
         parts.append(blocks[j])
@@ -509,12 +542,21 @@ def build_file(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size:
     g = group_column(key_codec, arr, rids)
     blob, sizes = serialize_groups(g.rids, g.bounds)
     body, first_idx, boffs, blens = _k.pack(g.key_off, g.key_data, blob, sizes, block_size, encoder)
-    return assemble(body, g.key_off, g.key_data, first_idx, boffs, blens, g.nulls,
-                    g.rids if g.nonnull is None else g.nonnull, len(sizes), encoder)
+    return assemble(
+        body,
+        g.key_off,
+        g.key_data,
+        first_idx,
+        boffs,
+        blens,
+        g.nulls,
+        g.rids if g.nonnull is None else g.nonnull,
+        len(sizes),
+        encoder,
+    )
 
 
-def build_files(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size: int, encoder,
-                max_records: int):
+def build_files(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size: int, encoder, max_records: int):
     """Files of at most ``max_records`` records each, as Java's rotating sorted index writer
     cuts them: the records in (nulls first, then key, then row id) order, a new file every
     ``max_records`` records (a key's row ids may continue in the next file).  Returns
@@ -534,8 +576,18 @@ def files_from_groups(groups: Groups, block_size: int, encoder, max_records: int
         else:
             blob, sizes = serialize_groups(sub_rids, sub_bounds)
             body, first_idx, boffs, blens = _k.pack(sub_off, sub_data, blob, sizes, block_size, encoder)
-        data, meta = assemble(body, sub_off, sub_data, first_idx, boffs, blens, nulls,
-                              groups.nonnull if whole else sub_rids, len(sizes), encoder)
+        data, meta = assemble(
+            body,
+            sub_off,
+            sub_data,
+            first_idx,
+            boffs,
+            blens,
+            nulls,
+            groups.nonnull if whole else sub_rids,
+            len(sizes),
+            encoder,
+        )
         out.append((data, meta, records))
     return out
 
@@ -555,22 +607,29 @@ def group_chunks(groups: Groups, max_records: int):
     total = n_null + n_nn
     for s in range(0, total, max_records):
         e = min(total, s + max_records)
-        nulls = null_rids[min(s, n_null):min(e, n_null)]
+        nulls = null_rids[min(s, n_null) : min(e, n_null)]
         a, b = max(s - n_null, 0), max(e - n_null, 0)
         if b > a:
             g0 = int(np.searchsorted(bounds, a, "right")) - 1
             g1 = int(np.searchsorted(bounds, b - 1, "right")) - 1
-            sub_bounds = np.clip(bounds[g0:g1 + 2], a, b) - a
+            sub_bounds = np.clip(bounds[g0 : g1 + 2], a, b) - a
             sub_rids = np.ascontiguousarray(g_rids[a:b])
-            sub_off = key_off[g0:g1 + 2] - key_off[g0]
-            sub_data = np.ascontiguousarray(key_data[key_off[g0]:key_off[g1 + 1]])
+            sub_off = key_off[g0 : g1 + 2] - key_off[g0]
+            sub_data = np.ascontiguousarray(key_data[key_off[g0] : key_off[g1 + 1]])
         else:
             sub_bounds = np.zeros(1, dtype=np.int64)
             sub_rids = g_rids[:0]
             sub_off = np.zeros(1, dtype=np.int64)
             sub_data = np.zeros(0, dtype=np.uint8)
-        yield (nulls, sub_rids, np.ascontiguousarray(sub_bounds, dtype=np.int64), np.ascontiguousarray(sub_off),
-               sub_data, e - s, s == 0 and e == total and groups.nonnull is not None)
+        yield (
+            nulls,
+            sub_rids,
+            np.ascontiguousarray(sub_bounds, dtype=np.int64),
+            np.ascontiguousarray(sub_off),
+            sub_data,
+            e - s,
+            s == 0 and e == total and groups.nonnull is not None,
+        )
 
 
 def serialize64_sorted_unique(values: np.ndarray) -> bytes:
@@ -603,16 +662,17 @@ def assemble(body, key_off, key_data, first_idx, boffs, blens, null_rids, nn_rid
     idx = bytearray(encode_varint(len(first_idx)))
     kd = key_data.tobytes() if isinstance(key_data, np.ndarray) else bytes(key_data)
     for g, o, ln in zip(first_idx.tolist(), boffs.tolist(), blens.tolist()):
-        key = kd[key_off[g]:key_off[g + 1]]
+        key = kd[key_off[g] : key_off[g + 1]]
         idx += encode_varint(len(key)) + key + encode_varint(o) + encode_varint(ln)
     stored = encoder(bytes(idx))
     index_off, index_len = pos, len(stored) - _codec.TRAILER
     parts.append(stored)
-    parts.append(_FOOTER.pack(null_off, len(null_bm), nn_off, len(nn_bm), index_off, index_len,
-                              value_count, VERSION, MAGIC))
+    parts.append(
+        _FOOTER.pack(null_off, len(null_bm), nn_off, len(nn_bm), index_off, index_len, value_count, VERSION, MAGIC)
+    )
     if value_count:
-        first = kd[key_off[0]:key_off[1]]
-        last = kd[key_off[value_count - 1]:key_off[value_count]]
+        first = kd[key_off[0] : key_off[1]]
+        last = kd[key_off[value_count - 1] : key_off[value_count]]
     else:
         first = last = None
     meta = SortedIndexFileMeta(first, last, len(null_rids) > 0).serialize()
@@ -621,9 +681,18 @@ def assemble(body, key_off, key_data, first_idx, boffs, blens, null_rids, nn_rid
 
 # ================================================================ reader (one file)
 
+
 class Footer:
-    __slots__ = ("null_offset", "null_length", "nonnull_offset", "nonnull_length",
-                 "index_offset", "index_length", "value_count", "version")
+    __slots__ = (
+        "null_offset",
+        "null_length",
+        "nonnull_offset",
+        "nonnull_length",
+        "index_offset",
+        "index_length",
+        "value_count",
+        "version",
+    )
 
     def __init__(self, raw, file_size: int, pos: int = 0):
         """The footer at ``raw[pos:pos + 48]`` of a file of ``file_size`` bytes, checked."""
@@ -631,19 +700,34 @@ class Footer:
         self.null_offset, self.null_length, self.nonnull_offset, self.nonnull_length = no, nl, nno, nnl
         self.index_offset, self.index_length, self.value_count = io, il, vc
         at = file_size - FOOTER_LENGTH
-        if (magic == MAGIC and self.version == VERSION and vc >= 0 and 0 <= no and 0 <= nl and no + nl <= at
-                and 0 <= nno and 0 <= nnl and nno + nnl <= at and 0 <= io and 0 <= il
-                and io + il + _codec.TRAILER <= at):
-            return   # the usual case, in one expression; else find what is wrong below
+        if (
+            magic == MAGIC
+            and self.version == VERSION
+            and vc >= 0
+            and 0 <= no
+            and 0 <= nl
+            and no + nl <= at
+            and 0 <= nno
+            and 0 <= nnl
+            and nno + nnl <= at
+            and 0 <= io
+            and 0 <= il
+            and io + il + _codec.TRAILER <= at
+        ):
+            return  # the usual case, in one expression; else find what is wrong below
         if magic != MAGIC:
             raise IndexFormatError(f"not a bitmap global index file (footer magic 0x{magic & 0xFFFFFFFF:08x})", at + 44)
         if self.version != VERSION:
             raise IndexFormatError(f"unsupported bitmap global index version {self.version}", at + 40)
         if self.value_count < 0:
             raise IndexFormatError(f"invalid distinct value count {self.value_count}", at + 36)
-        for i, (o, n, extra) in enumerate(((self.null_offset, self.null_length, 0),
-                                           (self.nonnull_offset, self.nonnull_length, 0),
-                                           (self.index_offset, self.index_length, _codec.TRAILER))):
+        for i, (o, n, extra) in enumerate(
+            (
+                (self.null_offset, self.null_length, 0),
+                (self.nonnull_offset, self.nonnull_length, 0),
+                (self.index_offset, self.index_length, _codec.TRAILER),
+            )
+        ):
             if o < 0 or n < 0 or o + n + extra > at:
                 raise IndexFormatError(f"footer block [{o}, {o + n + extra}) lies outside the file body", at + 12 * i)
 
@@ -663,8 +747,8 @@ class BitmapIndexFile:
     _null = None
     _nonnull = None
     _index = None
-    _index_raw = None   # the decoded block index (checked once), before it is parsed
-    _walked = False     # the first point lookup walks the raw index instead of parsing it
+    _index_raw = None  # the decoded block index (checked once), before it is parsed
+    _walked = False  # the first point lookup walks the raw index instead of parsing it
     max_cached_blocks = 256
 
     def __init__(self, key_codec: KeyCodec, data_or_path, max_cached_blocks: int = 256):
@@ -673,8 +757,9 @@ class BitmapIndexFile:
         # one read for the footer and the bytes before it: Java's writer puts the last
         # dictionary block, the null / non-null bitmaps and the block index there, so a
         # cold lookup in a small dictionary needs no further read but its bitmap's
-        self.source, size, self._tail_at, self._tail = open_with_tail(data_or_path, FOOTER_LENGTH,
-                                                                      "bitmap global index")
+        self.source, size, self._tail_at, self._tail = open_with_tail(
+            data_or_path, FOOTER_LENGTH, "bitmap global index"
+        )
         self.footer = Footer(self._tail, size, len(self._tail) - FOOTER_LENGTH)
         self._lock = threading.RLock()
         self._blocks = OrderedDict()
@@ -696,21 +781,21 @@ class BitmapIndexFile:
         """``source.read_at``, served from the bytes read at open when the range lies there."""
         t = self._tail_at
         if offset >= t and length >= 0 and offset + length <= self.source.size:
-            return self._tail[offset - t:offset - t + length]
+            return self._tail[offset - t : offset - t + length]
         return self.source.read_at(offset, length, what)
 
     # ------------------------------------------------------------ pieces
     def bitmap(self, offset: int, length: int) -> BitMap64:
         t = self._tail_at
         if offset >= t and length >= 0 and offset + length <= self.source.size:
-            raw = bytes(self._tail[offset - t:offset - t + length])
+            raw = bytes(self._tail[offset - t : offset - t + length])
         else:
             raw = self.source.read_at(offset, length, "bitmap")
         if length <= SMALL_BITMAP:
             # large bitmaps: pyroaring's safe deserialization (bounds-checked, then validated)
             # is the only pass; small ones also get our structural check (exact length)
-            _k.check64(np.frombuffer(raw, np.uint8), offset)   # (the twin takes arrays only)
-        try:   # _deserialize64, inlined: every cold lookup ends here
+            _k.check64(np.frombuffer(raw, np.uint8), offset)  # (the twin takes arrays only)
+        try:  # _deserialize64, inlined: every cold lookup ends here
             return BitMap64.deserialize(raw)
         except (ValueError, IndexError, OverflowError, MemoryError) as e:
             raise IndexFormatError(f"invalid 64-bit roaring bitmap: {e}", offset) from None
@@ -819,8 +904,19 @@ class BitmapIndexFile:
             # usually the index and the key's dictionary block lie in the bytes read at open;
             # a block before them is read by the kernel from a local file's descriptor
             fd = self.source._fd if type(self.source) is FileSource else None
-            w = _k.cold_find(self.kind, self._tail, self._tail_at, f.index_offset, f.index_length, key,
-                             lim[0], lim[1], -1 if fd is None else fd, bitmap, SMALL_BITMAP)
+            w = _k.cold_find(
+                self.kind,
+                self._tail,
+                self._tail_at,
+                f.index_offset,
+                f.index_length,
+                key,
+                lim[0],
+                lim[1],
+                -1 if fd is None else fd,
+                bitmap,
+                SMALL_BITMAP,
+            )
             if w is False:
                 return None
             if w is not None and (type(w) is bytes or len(w) == 2):
@@ -852,11 +948,11 @@ class BitmapIndexFile:
         hit = self._find(key, True)
         if hit is None:
             return BitMap64()
-        if type(hit) is bytes:   # read (and, when small, checked) by the cold lookup
+        if type(hit) is bytes:  # read (and, when small, checked) by the cold lookup
             try:
                 return BitMap64.deserialize(hit)
             except (ValueError, IndexError, OverflowError, MemoryError):
-                hit = self.find(key)   # the usual read reports it, with where
+                hit = self.find(key)  # the usual read reports it, with where
                 if hit is None:
                     return BitMap64()
         return self.bitmap(*hit)
@@ -887,7 +983,7 @@ class BitmapIndexFile:
         merged by a kernel (decode, radix sort, one serialization)."""
         if len(offs) == 0:
             return BitMap64()
-        if len(offs) <= 16:   # a few (possibly large) bitmaps: CRoaring's OR is cheapest
+        if len(offs) <= 16:  # a few (possibly large) bitmaps: CRoaring's OR is cheapest
             out = BitMap64()
             for o, n in zip(offs.tolist(), lens.tolist()):
                 out |= self.bitmap(o, n)
@@ -897,8 +993,9 @@ class BitmapIndexFile:
         total = int(lens.sum())
         if lo >= 0 and hi - lo <= 2 * total + (1 << 20):
             span = np.frombuffer(self.source.read_at(lo, hi - lo, "bitmaps"), np.uint8)
-            blob = _k.union64(span, np.ascontiguousarray(offs - lo, dtype=np.int64),
-                              np.ascontiguousarray(lens, dtype=np.int64), lo)
+            blob = _k.union64(
+                span, np.ascontiguousarray(offs - lo, dtype=np.int64), np.ascontiguousarray(lens, dtype=np.int64), lo
+            )
             return _deserialize64(blob, lo)
         out = BitMap64()
         for o, n in zip(offs.tolist(), lens.tolist()):
@@ -925,6 +1022,7 @@ class BitmapIndexFile:
 
         def m(u8, ks, kl, i):
             return ops(_k.compare_to(self.kind, u8, ks, kl, lit, int(of[i])))
+
         return self.scan(m)
 
     def bytes_scan(self, mode: int, pattern: bytes) -> BitMap64:
@@ -933,10 +1031,13 @@ class BitmapIndexFile:
 
     def key_scan(self, pred) -> BitMap64:
         """Scan with a Python predicate on each key's bytes (LIKE fallbacks)."""
+
         def m(u8, ks, kl, i):
             raw = u8.tobytes()
-            return np.fromiter((pred(raw[s:s + n]) for s, n in zip(ks.tolist(), kl.tolist())),
-                               dtype=bool, count=len(ks))
+            return np.fromiter(
+                (pred(raw[s : s + n]) for s, n in zip(ks.tolist(), kl.tolist())), dtype=bool, count=len(ks)
+            )
+
         return self.scan(m)
 
     def starts_with(self, prefix: bytes) -> BitMap64:
@@ -954,7 +1055,7 @@ class BitmapIndexFile:
         raw_index = u8.tobytes()
         offs, lens = [], []
         for i in range(start, n):
-            if upper is not None and raw_index[ks[i]:ks[i] + kl[i]] >= upper:
+            if upper is not None and raw_index[ks[i] : ks[i] + kl[i]] >= upper:
                 break
             bu8, bks, bkl, bof, bln = self.block(i)
             m = _k.match_bytes(0, bu8, bks, bkl, pat)
@@ -972,7 +1073,7 @@ class BitmapIndexFile:
             u8, ks, kl, of, ln = self.block(i)
             raw = u8.tobytes()
             for s, n, o, l in zip(ks.tolist(), kl.tolist(), of.tolist(), ln.tolist()):
-                yield raw[s:s + n], o, l
+                yield raw[s : s + n], o, l
 
     def describe(self) -> dict:
         f = self.footer
@@ -990,11 +1091,11 @@ class BitmapIndexFile:
         first = last = None
         if len(ks):
             raw = u8.tobytes()
-            first = self.codec.to_python(raw[ks[0]:ks[0] + kl[0]])
+            first = self.codec.to_python(raw[ks[0] : ks[0] + kl[0]])
             blk = self.block(len(ks) - 1)
             braw = blk[0].tobytes()
             if len(blk[1]):
-                last = self.codec.to_python(braw[blk[1][-1]:blk[1][-1] + blk[2][-1]])
+                last = self.codec.to_python(braw[blk[1][-1] : blk[1][-1] + blk[2][-1]])
         bitmap_bytes = f.index_offset - dict_bytes
         return {
             "format": "bitmap global index",

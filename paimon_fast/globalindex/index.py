@@ -7,6 +7,7 @@ docstring for the rules).  :class:`MultiValueGlobalIndex` is the same over
 ``multivalue`` files of an ``ARRAY`` column; :class:`BitmapGlobalIndexReader` and
 :class:`MultiValueGlobalIndexReader` read one file.
 """
+
 from __future__ import annotations
 
 import struct
@@ -26,14 +27,16 @@ from .like import like_key_predicate, like_optimize
 from .meta import SortedIndexFileMeta
 
 _CODECS = {}
-_NO_OPTIONS = Options({})   # read-only: shared by every index given no options
+_NO_OPTIONS = Options({})  # read-only: shared by every index given no options
 _DEFAULT_FALLBACK_BYTES = _NO_OPTIONS.get_memory_size(OPT_FALLBACK, DEFAULT_FALLBACK)
 _BT_DEFAULT_FALLBACK_BYTES = _NO_OPTIONS.get_memory_size(_bt.OPT_FALLBACK, _bt.DEFAULT_FALLBACK)
 _STRING_ID = pa.string().id
 # integer Arrow types: the literals an equality may take as they are (normalisation keeps them)
-_INT_BOUNDS = {t.id: (-(1 << (t.bit_width - 1)), (1 << (t.bit_width - 1)) - 1)
-               for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64())}
-_ARROW_TYPES = {}           # type string -> its Arrow type (None: has none), for literal normalisation
+_INT_BOUNDS = {
+    t.id: (-(1 << (t.bit_width - 1)), (1 << (t.bit_width - 1)) - 1)
+    for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+}
+_ARROW_TYPES = {}  # type string -> its Arrow type (None: has none), for literal normalisation
 
 
 def _arrow_type(codec: KeyCodec, array: bool = False):
@@ -97,6 +100,7 @@ class _File:
                 self._size = self.where.size
             else:
                 import os
+
                 self._size = os.path.getsize(self.where)
         return self._size
 
@@ -110,29 +114,31 @@ class GlobalIndex:
     parallel and unions their row ids.
     """
 
-    _fallback_option = OPT_FALLBACK           # the option limiting scans, and its default in bytes
+    _fallback_option = OPT_FALLBACK  # the option limiting scans, and its default in bytes
     _fallback_default = _DEFAULT_FALLBACK_BYTES
 
     def __init__(self, files, dtype, options=None, total_row_count=None, max_workers=None):
         self.codec = _codec_for(dtype)
         self.dtype = self.codec.dtype
-        if not options:   # the usual case: no options, the defaults
+        if not options:  # the usual case: no options, the defaults
             self.options, self.fallback_max = _NO_OPTIONS, self._fallback_default
         else:
             self.options = options if isinstance(options, Options) else Options(options)
             fb = self.options.get(self._fallback_option)
-            self.fallback_max = (self._fallback_default if fb is None
-                                 else self.options.get_memory_size(self._fallback_option, fb))
+            self.fallback_max = (
+                self._fallback_default if fb is None else self.options.get_memory_size(self._fallback_option, fb)
+            )
         if total_row_count is not None and total_row_count < 0:
             raise ValueError(f"total row count must be non-negative, got {total_row_count}")
         self.total_row_count = total_row_count
         self.files = [_File(w, m) for w, m in files]
         for f in self.files:  # the metas' keys tell a file written for another type before it is read
             if f.meta is not None:
-                self.codec.check_key_lengths([len(k) for k in (f.meta.first_key, f.meta.last_key) if k is not None],
-                                             "global index file metadata")
+                self.codec.check_key_lengths(
+                    [len(k) for k in (f.meta.first_key, f.meta.last_key) if k is not None], "global index file metadata"
+                )
         self.max_workers = max_workers
-        self._arrow_t = False   # the Arrow type literals are normalised to, once looked up
+        self._arrow_t = False  # the Arrow type literals are normalised to, once looked up
 
     # ------------------------------------------------------------ plumbing
     def _open(self, f: _File) -> BitmapIndexFile:
@@ -356,8 +362,13 @@ class GlobalIndex:
 
         def scan(r):
             of = r.index()[3]
-            return r.scan(lambda u8, ks, kl, i: (_kg.compare_to(r.kind, u8, ks, kl, lits[0], int(of[i])) >= 0)
-                          & (_kg.compare_to(r.kind, u8, ks, kl, lits[1], int(of[i])) <= 0))
+            return r.scan(
+                lambda u8, ks, kl, i: (
+                    (_kg.compare_to(r.kind, u8, ks, kl, lits[0], int(of[i])) >= 0)
+                    & (_kg.compare_to(r.kind, u8, ks, kl, lits[1], int(of[i])) <= 0)
+                )
+            )
+
         return self._fallback(self._select(lambda m: self._overlaps(m, ka, kb)), scan)
 
     def _v_not_between(self, a, b):
@@ -375,8 +386,11 @@ class GlobalIndex:
         if not prefix:
             return self._run(self._select(self._not_only_nulls), lambda r: r.starts_with(b""))
         upper = _prefix_upper(prefix)
-        sel = self._select(lambda m: not m.only_nulls and self._last_cmp(m, prefix) >= 0
-                           and (upper is None or self._first_cmp(m, upper) < 0))
+        sel = self._select(
+            lambda m: (
+                not m.only_nulls and self._last_cmp(m, prefix) >= 0 and (upper is None or self._first_cmp(m, upper) < 0)
+            )
+        )
         return self._run(sel, lambda r: r.starts_with(prefix))
 
     def _string_fallback(self, v, fn):
@@ -418,7 +432,7 @@ class _OneFile:
 
     def __init__(self, dtype, data_or_path, options=None, total_row_count=None):
         super().__init__([(data_or_path, None)], dtype, options, total_row_count)
-        self.file = self._open(self.files[0])   # reads the footer only
+        self.file = self._open(self.files[0])  # reads the footer only
 
     @property
     def footer(self):
@@ -492,15 +506,17 @@ class BTreeGlobalIndex(GlobalIndex):
         return self._scan(v, lambda m, k: not m.only_nulls and self._first_cmp(m, k) < 0, lambda k: (None, k, 0))
 
     def _v_less_or_equal(self, v):
-        return self._scan(v, lambda m, k: not m.only_nulls and self._first_cmp(m, k) <= 0,
-                          lambda k: (None, k, _bt.HI_INCLUSIVE))
+        return self._scan(
+            v, lambda m, k: not m.only_nulls and self._first_cmp(m, k) <= 0, lambda k: (None, k, _bt.HI_INCLUSIVE)
+        )
 
     def _v_greater_than(self, v):
         return self._scan(v, lambda m, k: not m.only_nulls and self._last_cmp(m, k) > 0, lambda k: (k, None, 0))
 
     def _v_greater_or_equal(self, v):
-        return self._scan(v, lambda m, k: not m.only_nulls and self._last_cmp(m, k) >= 0,
-                          lambda k: (k, None, _bt.LO_INCLUSIVE))
+        return self._scan(
+            v, lambda m, k: not m.only_nulls and self._last_cmp(m, k) >= 0, lambda k: (k, None, _bt.LO_INCLUSIVE)
+        )
 
     def _v_between(self, a, b):
         if a is None or self.fallback_max <= 0 or b is None:
@@ -525,8 +541,11 @@ class BTreeGlobalIndex(GlobalIndex):
         if not prefix:
             return self._run(self._select(self._not_only_nulls), lambda r: r.nonnull_rows())
         upper = _prefix_upper(prefix)
-        sel = self._select(lambda m: not m.only_nulls and self._last_cmp(m, prefix) >= 0
-                           and (upper is None or self._first_cmp(m, upper) < 0))
+        sel = self._select(
+            lambda m: (
+                not m.only_nulls and self._last_cmp(m, prefix) >= 0 and (upper is None or self._first_cmp(m, upper) < 0)
+            )
+        )
         return self._run(sel, lambda r: r.range_rows(prefix, upper, _bt.LO_INCLUSIVE))
 
     def _v_ends_with(self, v):
@@ -662,7 +681,7 @@ class MultiValueGlobalIndexReader(MultiValueGlobalIndex):
 
     def __init__(self, dtype, data_or_path, options=None, total_row_count=None):
         super().__init__([(data_or_path, None)], dtype, options, total_row_count)
-        self.file = self._open(self.files[0])   # reads the footer only
+        self.file = self._open(self.files[0])  # reads the footer only
 
     @property
     def footer(self):

@@ -22,6 +22,7 @@ CHAR / VARCHAR / STRING            UTF-8               rank among the distinct s
 
 BINARY / VARBINARY / BYTES are not supported (as in Java).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -72,8 +73,17 @@ def kind_of(dtype: DataType) -> int:
 
 
 # key lengths each kind allows: fixed widths, TSN 8 bytes + a var-int of at most 5, BigInteger 1..16
-_KEY_LENGTHS = {"I8": (1, 1), "I16": (2, 2), "I32": (4, 4), "I64": (8, 8), "BOOL": (1, 1), "F32": (4, 4),
-                "F64": (8, 8), "TSN": (9, 13), "BIGDEC": (1, 16)}
+_KEY_LENGTHS = {
+    "I8": (1, 1),
+    "I16": (2, 2),
+    "I32": (4, 4),
+    "I64": (8, 8),
+    "BOOL": (1, 1),
+    "F32": (4, 4),
+    "F64": (8, 8),
+    "TSN": (9, 13),
+    "BIGDEC": (1, 16),
+}
 _KEY_LENGTHS = {KINDS[k]: v for k, v in _KEY_LENGTHS.items()}
 
 
@@ -96,8 +106,11 @@ class KeyCodec:
         bad = a[(a < lim[0]) | (a > lim[1])].tolist()
         if bad:
             want = f"{lim[0]} bytes" if lim[0] == lim[1] else f"{lim[0]} to {lim[1]} bytes"
-            raise IndexFormatError(f"{what} holds {bad[0]}-byte keys, a {self.dtype} key has {want}: the index "
-                                   "was written for another column type", offset)
+            raise IndexFormatError(
+                f"{what} holds {bad[0]}-byte keys, a {self.dtype} key has {want}: the index "
+                "was written for another column type",
+                offset,
+            )
 
     # ------------------------------------------------------------ columns
     def column(self, values):
@@ -140,7 +153,7 @@ class KeyCodec:
         if r == "DECIMAL":
             if not pa.types.is_decimal128(arr.type) or arr.type.scale != d.scale:
                 arr = arr.cast(pa.decimal128(max(d.precision, arr.type.precision), d.scale))
-            raw = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * (arr.offset + n))[2 * arr.offset:]
+            raw = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * (arr.offset + n))[2 * arr.offset :]
             if d.precision <= 18:
                 return raw[0::2].copy(), lo
             return raw[1::2].copy(), raw[0::2].view(np.uint64).copy()
@@ -221,8 +234,9 @@ class KeyCodec:
         r, d = self.dtype.root, self.dtype
         if self.is_string:
             return key.decode("utf-8", "replace")
-        hi, lo = _k.key_orders(self.kind, np.frombuffer(key, np.uint8), np.zeros(1, np.int64),
-                               np.array([len(key)], np.int64))
+        hi, lo = _k.key_orders(
+            self.kind, np.frombuffer(key, np.uint8), np.zeros(1, np.int64), np.array([len(key)], np.int64)
+        )
         hi, lo = int(hi[0]), int(lo[0])
         if r == "BOOLEAN":
             return bool(hi)
@@ -234,7 +248,8 @@ class KeyCodec:
             return datetime.date(1970, 1, 1) + datetime.timedelta(days=hi)
         if r in ("TIMESTAMP", "TIMESTAMP_LTZ"):
             return (_EPOCH + datetime.timedelta(milliseconds=hi, microseconds=lo // 1000)).isoformat() + (
-                f"{lo % 1000:03d}" if lo % 1000 else "")
+                f"{lo % 1000:03d}" if lo % 1000 else ""
+            )
         if r == "DECIMAL":
             unscaled = hi if d.precision <= 18 else (hi << 64) | lo
             return decimal.Decimal(unscaled).scaleb(-d.scale)
@@ -242,8 +257,15 @@ class KeyCodec:
 
     def compare(self, a: bytes, b: bytes) -> int:
         """Java's logical comparator on two serialized keys (-1, 0, 1)."""
-        return int(_k.compare_to(self.kind, np.frombuffer(a, np.uint8), np.zeros(1, np.int64),
-                                 np.array([len(a)], np.int64), np.frombuffer(b, np.uint8))[0])
+        return int(
+            _k.compare_to(
+                self.kind,
+                np.frombuffer(a, np.uint8),
+                np.zeros(1, np.int64),
+                np.array([len(a)], np.int64),
+                np.frombuffer(b, np.uint8),
+            )[0]
+        )
 
 
 def _values(arr: pa.Array) -> np.ndarray:
@@ -255,7 +277,7 @@ def _values(arr: pa.Array) -> np.ndarray:
     buf = arr.buffers()[1]
     if buf is None:
         return np.zeros(len(arr), dtype=np_dtype)
-    return np.frombuffer(buf, dtype=np_dtype, count=arr.offset + len(arr))[arr.offset:]
+    return np.frombuffer(buf, dtype=np_dtype, count=arr.offset + len(arr))[arr.offset :]
 
 
 def _unscaled(v, scale: int) -> int:

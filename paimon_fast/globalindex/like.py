@@ -3,6 +3,7 @@ without ``_`` or ``\\`` into equality / prefix / suffix / substring (Java's
 ``LikeOptimization``); :func:`like_to_regex` and :func:`like_key_predicate` match
 the other patterns against UTF-8 keys as Java's regex does.
 """
+
 from __future__ import annotations
 
 import re
@@ -102,6 +103,7 @@ def like_key_predicate(pattern: str):
             if right:
                 return key.endswith(last) and len(key) - len(last) >= pos
             return key.find(last, pos) >= 0
+
         return chain
     rx = re.compile(like_to_regex(pattern))
     return lambda key: rx.fullmatch(key.decode("utf-8", "replace")) is not None

@@ -6,6 +6,7 @@ first key, ``i32 last key length``, last key, ``u8 has nulls``, ``u8 version = 1
 A null key is written with length 0.  Old metadata without the last two bytes
 uses two zero lengths + has nulls for an all-null file.
 """
+
 from __future__ import annotations
 
 import struct
@@ -57,7 +58,7 @@ class SortedIndexFileMeta:
             p += 4
             if n < 0 or n > len(b) - p:
                 raise IndexFormatError(f"SortedIndexFileMeta {what} length {n} out of range", p - 4)
-            keys.append(b[p:p + n])
+            keys.append(b[p : p + n])
             n0 = n
             p += n0
         if p >= len(b):

@@ -20,6 +20,7 @@ last key and its handle ``varint64 offset, varint32 stored size`` (trailer exclu
 kernels (``paimon_fast/_kernels/sst.pyx``, twins ``paimon_fast/reference/sst.py``) lay out
 many blocks in one call and walk one block per call: :data:`kernels`.
 """
+
 from __future__ import annotations
 
 
@@ -30,8 +31,8 @@ from ..errors import IndexFormatError, MissingCodecError, OptionError, missing, 
 from ..serde import encode_varint
 
 _kg = _load("globalindex")
-kernels = _load("sst")          # SST block kernels (see the module docstring)
-_crc32 = _kg.crc32                  # zlib.crc32's value, several times faster on 16 kb blocks
+kernels = _load("sst")  # SST block kernels (see the module docstring)
+_crc32 = _kg.crc32  # zlib.crc32's value, several times faster on 16 kb blocks
 _block_trailer = _kg.block_trailer
 
 TRAILER = 5
@@ -55,8 +56,10 @@ def _lz4():
     return lz4.block
 
 
-LZO_LIB_HINT = ("it builds against liblzo2: first `apt-get install liblzo2-dev` (Debian/Ubuntu), "
-                "`dnf install lzo-devel` (Fedora/RHEL) or `brew install lzo` (macOS)")
+LZO_LIB_HINT = (
+    "it builds against liblzo2: first `apt-get install liblzo2-dev` (Debian/Ubuntu), "
+    "`dnf install lzo-devel` (Fedora/RHEL) or `brew install lzo` (macOS)"
+)
 
 
 def lzo_module():
@@ -66,9 +69,12 @@ def lzo_module():
         import lzo
     except ImportError as e:
         if "liblzo" in str(e):  # python-lzo is installed but its shared library is gone
-            raise MissingCodecError(f"LZO compression needs the liblzo2 C library ({e}): "
-                                    "`apt-get install liblzo2-2` (Debian/Ubuntu), `dnf install lzo` (Fedora/RHEL), "
-                                    "`brew install lzo` (macOS)", name="lzo") from None
+            raise MissingCodecError(
+                f"LZO compression needs the liblzo2 C library ({e}): "
+                "`apt-get install liblzo2-2` (Debian/Ubuntu), `dnf install lzo` (Fedora/RHEL), "
+                "`brew install lzo` (macOS)",
+                name="lzo",
+            ) from None
         raise missing("lzo", "LZO compression", MissingCodecError, f" ({LZO_LIB_HINT})") from None
     return lzo
 
@@ -101,6 +107,7 @@ class BlockEncoder:
             def c(raw):
                 body = blk.compress(raw, mode="default", store_size=False)
                 return struct.pack("<II", len(body), len(raw)) + body
+
             self._compress = c
         elif ctype == LZO:
             lzo = lzo_module()
@@ -108,6 +115,7 @@ class BlockEncoder:
             def c(raw):
                 body = lzo.compress(raw, 1, False)
                 return struct.pack("<II", len(body), len(raw)) + body
+
             self._compress = c
 
     def __call__(self, raw: bytes) -> bytes:
@@ -124,7 +132,7 @@ def decode(stored_and_trailer, length: int, offset: int) -> tuple:
 
     ``stored_and_trailer`` holds ``length`` stored bytes + the trailer; ``offset``
     (absolute, for messages) is where the block starts in the file."""
-    ctype = _block_trailer(stored_and_trailer, length, offset)   # size and CRC checked
+    ctype = _block_trailer(stored_and_trailer, length, offset)  # size and CRC checked
     stored = memoryview(stored_and_trailer)[:length]
     if ctype == NONE:
         return stored, NONE
@@ -155,9 +163,10 @@ def decode(stored_and_trailer, length: int, offset: int) -> tuple:
                 raise IndexFormatError("compressed block truncated (codec header)", offset + p)
             clen, olen = struct.unpack_from("<ii", payload, 0)
             if olen < 0 or clen < 0 or (olen == 0) != (clen == 0) or olen != raw_len or clen > len(payload) - 8:
-                raise IndexFormatError(f"compressed block has inconsistent lengths ({clen}, {olen}, raw {raw_len})",
-                                       offset + p)
-            body = bytes(payload[8:8 + clen])
+                raise IndexFormatError(
+                    f"compressed block has inconsistent lengths ({clen}, {olen}, raw {raw_len})", offset + p
+                )
+            body = bytes(payload[8 : 8 + clen])
             if ctype == LZ4:
                 out = _lz4().decompress(body, uncompressed_size=olen)
             else:

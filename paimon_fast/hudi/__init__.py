@@ -16,6 +16,7 @@ See :mod:`paimon_fast.hudi.model` (record keys, canonical values, bitmap bytes),
 function; the module of that old path is :mod:`~paimon_fast.hudi.read_job` (``sys.modules`` maps
 the old name to it).
 """
+
 import sys as _sys
 
 from .build import build_index, index_slice
@@ -31,8 +32,23 @@ from .storage import INDEX_DIR, read_manifest
 _sys.modules.setdefault(__name__ + ".read", _read_job)
 
 __all__ = [
-    "build_index", "index_slice", "prune", "read", "read_spark", "read_table", "read_arrow", "ArrowRead", "HudiRead",
-    "PruneResult", "Candidate",
-    "bitmap_key", "parse_key", "canonical_literal", "canonical_strings", "encode_bitmap", "decode_bitmap",
-    "INDEX_DIR", "read_manifest",
+    "build_index",
+    "index_slice",
+    "prune",
+    "read",
+    "read_spark",
+    "read_table",
+    "read_arrow",
+    "ArrowRead",
+    "HudiRead",
+    "PruneResult",
+    "Candidate",
+    "bitmap_key",
+    "parse_key",
+    "canonical_literal",
+    "canonical_strings",
+    "encode_bitmap",
+    "decode_bitmap",
+    "INDEX_DIR",
+    "read_manifest",
 ]

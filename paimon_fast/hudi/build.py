@@ -10,6 +10,7 @@ simply drop out.  When a file group's new slice no longer holds a value its
 previous slice held, the value keeps a record with an empty bitmap, as the RFC
 prescribes.  The manifest is published last, atomically.
 """
+
 from __future__ import annotations
 
 import json
@@ -85,23 +86,32 @@ def index_slice(table_path: str, ref: SliceRef, columns: dict, keep_values=None)
             gone = kept.filter(pc.invert(pc.is_in(kept, value_set=strings))).to_pylist()
             gone = sorted(set(gone))
         varr = pa.concat_arrays([strings, pa.array(gone + [None], pa.string())])
-        bitmaps = pa.concat_arrays([bitmaps, pa.array([model.EMPTY_BITMAP_B64] * len(gone)
-                                                      + [model.encode_bitmap(np.sort(nulls))], pa.string())])
+        bitmaps = pa.concat_arrays(
+            [
+                bitmaps,
+                pa.array([model.EMPTY_BITMAP_B64] * len(gone) + [model.encode_bitmap(np.sort(nulls))], pa.string()),
+            ]
+        )
         counts = np.concatenate([counts, np.zeros(len(gone), np.int64), [nnull]]).astype(np.int64)
         m = len(varr)
         esc = pc.replace_substring(pc.replace_substring(varr, "%", "%25"), "$", "%24")
         esc = esc.fill_null(model.NULL_TOKEN)
         keys = pc.binary_join_element_wise(pa.scalar(model.escape(name)), esc, pa.scalar(ptok), pa.scalar(fid), "$")
         same = np.zeros(m, np.int64)
-        tables.append(pa.table({
-            "key": keys,
-            "column": pa.array([name], pa.string()).take(same),
-            "value": varr,
-            "partition": pa.array([ref.partition], pa.string()).take(same),
-            "file_id": pa.array([fid], pa.string()).take(same),
-            "bitmap": bitmaps,
-            "cardinality": pa.array(counts, pa.int64()),
-        }, schema=storage.RECORD_SCHEMA))
+        tables.append(
+            pa.table(
+                {
+                    "key": keys,
+                    "column": pa.array([name], pa.string()).take(same),
+                    "value": varr,
+                    "partition": pa.array([ref.partition], pa.string()).take(same),
+                    "file_id": pa.array([fid], pa.string()).take(same),
+                    "bitmap": bitmaps,
+                    "cardinality": pa.array(counts, pa.int64()),
+                },
+                schema=storage.RECORD_SCHEMA,
+            )
+        )
     records = pa.concat_tables(tables) if tables else storage.RECORD_SCHEMA.empty_table()
     m = records.num_rows
     entry = dict(ref.to_json(), row_count=n, positions=positions, records=m)
@@ -120,14 +130,19 @@ def _run_tasks_local(table_path, tasks, columns):
 
 
 def _task_json(ref, keep):
-    return json.dumps({"ref": ref.to_json(), "keep": {k: v.to_pylist() if isinstance(v, pa.Array) else sorted(v)
-                                                      for k, v in (keep or {}).items()}})
+    return json.dumps(
+        {
+            "ref": ref.to_json(),
+            "keep": {k: v.to_pylist() if isinstance(v, pa.Array) else sorted(v) for k, v in (keep or {}).items()},
+        }
+    )
 
 
 def _make_executor_fn(table_path, columns_ser, instant, tasks):
     """Executor body over one partition of task numbers: index its slices (Arrow reads
     of the base files or the file-group reader), write them as one segment (sorted by
     key) next to the table, and return only the manifest entries (JSON strings)."""
+
     def run(numbers):
         import importlib
 
@@ -151,6 +166,7 @@ def _make_executor_fn(table_path, columns_ser, instant, tasks):
         for e in entries:
             e["segment"] = seg
             yield json.dumps(e)
+
     return run
 
 
@@ -182,8 +198,11 @@ def _run_tasks_spark(spark, table_path, tasks, columns, instant, parallelism=Non
     # task numbers as an RDD partitioned n ways (no shuffle; the tasks travel in the closure):
     # a plain Python job costs about half of a DataFrame mapInArrow job (planning, Arrow
     # conversion of the task column and of the entries), which dominates small runs
-    out = sc.parallelize(range(len(payload)), n).mapPartitions(
-        _make_executor_fn(table_path, columns_ser, instant, payload)).collect()
+    out = (
+        sc.parallelize(range(len(payload)), n)
+        .mapPartitions(_make_executor_fn(table_path, columns_ser, instant, payload))
+        .collect()
+    )
     return [json.loads(s) for s in out]
 
 
@@ -204,8 +223,9 @@ def _previous_values(table_path, manifest, groups):
     names = ["column", "value", "partition", "file_id"]
     for seg, gs in by_seg.items():
         try:
-            t = storage.open_segment(table_path, seg,
-                                     read_dictionary=["column", "partition", "file_id"]).read(columns=names)
+            t = storage.open_segment(table_path, seg, read_dictionary=["column", "partition", "file_id"]).read(
+                columns=names
+            )
         except (OSError, pa.ArrowInvalid) as e:
             raise IndexFormatError(f"bitmap index segment {seg} unreadable: {e}") from None
         fids = pa.array(sorted({f for _, f in gs}), pa.string())
@@ -232,8 +252,17 @@ def _previous_values(table_path, manifest, groups):
 DRIVER_MAX_SLICES = 8
 
 
-def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_segments: int = 32,
-                keep_manifests: int = 3, as_of=None, driver_max_slices: int = DRIVER_MAX_SLICES) -> dict:
+def build_index(
+    spark,
+    table_path: str,
+    columns=None,
+    *,
+    parallelism=None,
+    max_segments: int = 32,
+    keep_manifests: int = 3,
+    as_of=None,
+    driver_max_slices: int = DRIVER_MAX_SLICES,
+) -> dict:
     """Create or bring up to date the bitmap index of ``columns`` of a Hudi table.
 
     ``spark``: a SparkSession (slices are indexed by tasks on the executors, each
@@ -338,9 +367,12 @@ def build_index(spark, table_path: str, columns=None, *, parallelism=None, max_s
     manifest["pending"] = sorted(set(fp0.pending) | set(fp1.pending))
     if as_of is None and fp0.settled and fp1 == fp0:
         # the full listing = slices + unindexed ones (always candidates)
-        manifest["listing"] = {"timeline": fp0.digest,
-                               "unindexed": [{k: e[k] for k in ("partition", "file_id", "base_file", "log_files",
-                                                                "instant")} for e in unindexable]}
+        manifest["listing"] = {
+            "timeline": fp0.digest,
+            "unindexed": [
+                {k: e[k] for k in ("partition", "file_id", "base_file", "log_files", "instant")} for e in unindexable
+            ],
+        }
     if os.environ.get(_CRASH_ENV):
         os._exit(17)  # simulated kill between the segment files and the manifest
     storage.write_manifest(table_path, manifest, base=prev_key)

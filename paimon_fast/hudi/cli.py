@@ -1,9 +1,10 @@
 """``paimon-fast hudi build|query|inspect``: the bitmap index of a Hudi table from the shell.
 
-    paimon-fast hudi build TABLE --columns city,rider [--spark]
-    paimon-fast hudi query TABLE --eq city=chennai --in rider=a,b [--where "..."] [--read]
-    paimon-fast hudi inspect TABLE
+paimon-fast hudi build TABLE --columns city,rider [--spark]
+paimon-fast hudi query TABLE --eq city=chennai --in rider=a,b [--where "..."] [--read]
+paimon-fast hudi inspect TABLE
 """
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,12 @@ def _spark_session():
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return (SparkSession.builder.master(os.environ.get("PAIMON_FAST_SPARK_MASTER", "local[*]"))
-            .appName("paimon-fast hudi").config("spark.ui.enabled", "false").getOrCreate())
+    return (
+        SparkSession.builder.master(os.environ.get("PAIMON_FAST_SPARK_MASTER", "local[*]"))
+        .appName("paimon-fast hudi")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
 
 
 def _typed(value: str, t):
@@ -75,25 +80,41 @@ def _predicate(args, schema):
 def _sub(sub, name, help, examples):
     import argparse
 
-    return sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
-                          epilog=examples_epilog(examples), formatter_class=argparse.RawDescriptionHelpFormatter)
+    return sub.add_parser(
+        name,
+        help=help,
+        description=help[:1].upper() + help[1:] + ".",
+        epilog=examples_epilog(examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def _setup(p):
     sub = p.add_subparsers(dest="hudi_cmd", required=True, metavar="SUBCOMMAND", title="subcommands")
-    b = _sub(sub, "build", "create or incrementally update the bitmap index of a Hudi table", """
+    b = _sub(
+        sub,
+        "build",
+        "create or incrementally update the bitmap index of a Hudi table",
+        """
         paimon-fast hudi build trips --columns city,rider
-        paimon-fast hudi build trips --spark""")
+        paimon-fast hudi build trips --spark""",
+    )
     b.add_argument("table", help="the Hudi table's base path or URI")
-    b.add_argument("--columns", default=None,
-                   help="comma-separated columns (default: the existing index's, or on a first build every "
-                        "indexable column)")
+    b.add_argument(
+        "--columns",
+        default=None,
+        help="comma-separated columns (default: the existing index's, or on a first build every indexable column)",
+    )
     b.add_argument("--spark", action="store_true", help="index slices on a local Spark session")
     b.add_argument("--as-of", default=None, help="index the table as of this completed instant")
-    q = _sub(sub, "query", "prune a Hudi table with a predicate (the AND of the conditions given); "
-                           "--read also reads the matching rows", """
+    q = _sub(
+        sub,
+        "query",
+        "prune a Hudi table with a predicate (the AND of the conditions given); --read also reads the matching rows",
+        """
         paimon-fast hudi query trips --eq city=chennai --in rider=rider-1,rider-2
-        paimon-fast hudi query trips --where "city = 'chennai' AND fare > 100" --read --show 3""")
+        paimon-fast hudi query trips --where "city = 'chennai' AND fare > 100" --read --show 3""",
+    )
     q.add_argument("table", help="the Hudi table's base path or URI")
     q.add_argument("--where", default=None, help="SQL-like predicate, e.g. \"city = 'chennai' AND fare > 100\"")
     q.add_argument("--eq", action="append", metavar="COL=VALUE")
@@ -105,8 +126,13 @@ def _setup(p):
     q.add_argument("--read", action="store_true", help="read the matching rows (in-process) and count them")
     q.add_argument("--show", type=int, default=0, help="print this many matching rows")
     q.add_argument("--candidates", action="store_true", help="list candidate slices")
-    i = _sub(sub, "inspect", "show the index manifest: instant, columns, slices, segments, staleness", """
-        paimon-fast hudi inspect trips""")
+    i = _sub(
+        sub,
+        "inspect",
+        "show the index manifest: instant, columns, slices, segments, staleness",
+        """
+        paimon-fast hudi inspect trips""",
+    )
     i.add_argument("table", help="the Hudi table's base path or URI")
 
 
@@ -130,10 +156,16 @@ def hudi_main(args):
         pr = prune(path, pred, state=state)
         out = dict(pr.report)
         if args.candidates:
-            out["candidates"] = [{"partition": c.slice.partition, "file_id": c.slice.file_id,
-                                  "base_file": c.slice.base_file, "indexed": c.covered,
-                                  "rows": None if c.positions is None else len(c.positions)}
-                                 for c in pr.candidates]
+            out["candidates"] = [
+                {
+                    "partition": c.slice.partition,
+                    "file_id": c.slice.file_id,
+                    "base_file": c.slice.base_file,
+                    "indexed": c.covered,
+                    "rows": None if c.positions is None else len(c.positions),
+                }
+                for c in pr.candidates
+            ]
         if args.read or args.show:
             res = read_arrow(path, pred, state=state)
             tbl = res.table
@@ -150,15 +182,22 @@ def hudi_main(args):
         covered = {(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"])) for e in m["slices"]}
         store = storage.index_location(path)[0]
         seg_sizes = {s: store.size(storage.segment_path(path, s)) for s in m["segments"]}
-        _print_json({
-            "table": display_uri(path), "index_dir": storage.index_dir(path), "instant": m["instant"],
-            "table_instant": state.latest_instant, "columns": m["columns"],
-            "slices": len(m["slices"]), "records": sum(e.get("records", 0) for e in m["slices"]),
-            "rows": sum(e["row_count"] for e in m["slices"]),
-            "slices_without_positions": sum(1 for e in m["slices"] if not e["positions"]),
-            "segments": seg_sizes, "manifests": storage.list_manifests(path),
-            "current_slices_not_indexed": sum(1 for s in state.slices if s.identity not in covered),
-        })
+        _print_json(
+            {
+                "table": display_uri(path),
+                "index_dir": storage.index_dir(path),
+                "instant": m["instant"],
+                "table_instant": state.latest_instant,
+                "columns": m["columns"],
+                "slices": len(m["slices"]),
+                "records": sum(e.get("records", 0) for e in m["slices"]),
+                "rows": sum(e["row_count"] for e in m["slices"]),
+                "slices_without_positions": sum(1 for e in m["slices"] if not e["positions"]),
+                "segments": seg_sizes,
+                "manifests": storage.list_manifests(path),
+                "current_slices_not_indexed": sum(1 for s in state.slices if s.identity not in covered),
+            }
+        )
 
 
 hudi_main.setup = _setup

@@ -6,6 +6,7 @@ Each column's index is asked alone (the predicate with every leaf on another col
 ``=``, ``!=``, ``IN``, ``NOT IN``, ``IS [NOT] NULL`` (any other leaf keeps every row: unsupported
 predicate); file slices written since the last index run are read whole (stale).
 """
+
 from __future__ import annotations
 
 from ..lazyread import Explain, IndexUse
@@ -18,10 +19,15 @@ def explain_hudi(state, pred, pr) -> Explain:
     """The :class:`~paimon_fast.lazyread.Explain` of a pruned read (``pr``: its :class:`.prune.PruneResult`)."""
     rep = pr.report
     to_read = [c.rows_to_read for c in pr.candidates]
-    ex = Explain("Hudi table", state.path, repr(pred) if pred is not None else "",
-                 files_total=rep.get("slices_total", 0), files_read=rep.get("slices_candidate", 0),
-                 rows_total=rep.get("rows_indexed", 0),
-                 rows_to_read=None if any(r is None for r in to_read) else sum(to_read))
+    ex = Explain(
+        "Hudi table",
+        state.path,
+        repr(pred) if pred is not None else "",
+        files_total=rep.get("slices_total", 0),
+        files_read=rep.get("slices_candidate", 0),
+        rows_total=rep.get("rows_indexed", 0),
+        rows_to_read=None if any(r is None for r in to_read) else sum(to_read),
+    )
     ex.notes.append("files are file slices; rows counted over the slices the index covers")
     if rep.get("slices_not_indexed"):
         ex.notes.append(f"{rep['slices_not_indexed']} file slices the index does not cover are read whole")

@@ -40,6 +40,7 @@ Floating-point, binary and nested columns are not indexable
 (:class:`~paimon_fast.errors.UnsupportedTypeError`): NaN / -0.0 make equality
 on their text ambiguous.
 """
+
 from __future__ import annotations
 
 import base64
@@ -105,16 +106,25 @@ def parse_key(key: str):
 
 # ---------------------------------------------------------------- types
 
+
 def check_indexable(name: str, t: pa.DataType) -> None:
     """Raise UnsupportedTypeError unless a column of arrow type ``t`` can be bitmap-indexed."""
-    if (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
-            or pa.types.is_boolean(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
-            or pa.types.is_decimal(t)):
+    if (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_integer(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_decimal(t)
+    ):
         return
     if pa.types.is_dictionary(t):
         return check_indexable(name, t.value_type)
-    raise UnsupportedTypeError(f"column {name!r} of type {t} cannot be bitmap-indexed "
-                               "(strings, integers, booleans, dates, timestamps and decimals can)")
+    raise UnsupportedTypeError(
+        f"column {name!r} of type {t} cannot be bitmap-indexed "
+        "(strings, integers, booleans, dates, timestamps and decimals can)"
+    )
 
 
 def indexable_columns(schema) -> tuple:
@@ -194,7 +204,7 @@ def canonical_strings(arr) -> list:
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return arr.to_pylist()
     if pa.types.is_integer(t):
-        return arr.cast(pa.string()).to_pylist()         # decimal digits, '-' sign: as str(int)
+        return arr.cast(pa.string()).to_pylist()  # decimal digits, '-' sign: as str(int)
     if pa.types.is_boolean(t):
         return [None if v is None else ("true" if v else "false") for v in arr.to_pylist()]
     if pa.types.is_date(t):
@@ -216,7 +226,7 @@ def canonical_array(arr) -> pa.Array:
     if pa.types.is_string(t):
         return arr
     if pa.types.is_large_string(t) or pa.types.is_integer(t):
-        return arr.cast(pa.string())                    # integers: decimal digits, '-' sign, as str(int)
+        return arr.cast(pa.string())  # integers: decimal digits, '-' sign, as str(int)
     return pa.array(canonical_strings(arr), pa.string())
 
 
@@ -229,7 +239,7 @@ def _parse_ts_literal(v, t: pa.TimestampType):
     if isinstance(v, (bool, int, float, np.number)):
         raise TypeError(f"literal {v!r} is not comparable with a {t} column")
     try:
-        q = epoch_seconds(v) * {"s": 1, "ms": 1000, "us": 10 ** 6, "ns": 10 ** 9}[t.unit]
+        q = epoch_seconds(v) * {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[t.unit]
     except (TypeError, ValueError):
         raise TypeError(f"literal {v!r} is not comparable with a {t} column") from None
     return int(q) if q.denominator == 1 else None
@@ -320,8 +330,9 @@ def encode_groups(sorted_positions: np.ndarray, bounds: np.ndarray) -> list:
     """Base64 bitmap strings for many groups at once: group ``g`` holds the strictly
     increasing uint32 positions ``sorted_positions[bounds[g]:bounds[g+1]]`` (one Python
     Base64 call per group: the twin of :func:`encode_groups_array`)."""
-    blob, sizes = _roaring.serialize_groups32(np.ascontiguousarray(sorted_positions, dtype=np.uint32),
-                                             np.ascontiguousarray(bounds, dtype=np.int64))
+    blob, sizes = _roaring.serialize_groups32(
+        np.ascontiguousarray(sorted_positions, dtype=np.uint32), np.ascontiguousarray(bounds, dtype=np.int64)
+    )
     out = []
     pos = 0
     b64 = base64.b64encode
@@ -330,7 +341,7 @@ def encode_groups(sorted_positions: np.ndarray, bounds: np.ndarray) -> list:
         if c == 0:
             out.append("AAAAAAAAAAA=")
         else:
-            out.append(b64(_ONE_BUCKET_HI0 + blob[pos:pos + s]).decode("ascii"))
+            out.append(b64(_ONE_BUCKET_HI0 + blob[pos : pos + s]).decode("ascii"))
         pos += s
     return out
 
@@ -339,11 +350,14 @@ def encode_groups_array(sorted_positions: np.ndarray, bounds: np.ndarray) -> pa.
     """:func:`encode_groups` as an Arrow string array, in one kernel call: each group's
     portable bitmap (12-byte bucket header + 32-bit roaring, or the 8 zero bytes of an
     empty bitmap) serialized and Base64-encoded straight into the array's buffers."""
-    off, data = _roaring.serialize_groups_b64(np.ascontiguousarray(sorted_positions, dtype=np.uint32),
-                                              np.ascontiguousarray(bounds, dtype=np.int64), _ONE_BUCKET_HI0,
-                                              _EMPTY64)
+    off, data = _roaring.serialize_groups_b64(
+        np.ascontiguousarray(sorted_positions, dtype=np.uint32),
+        np.ascontiguousarray(bounds, dtype=np.int64),
+        _ONE_BUCKET_HI0,
+        _EMPTY64,
+    )
     n = len(off) - 1
-    if off[-1] >= 2 ** 31:
+    if off[-1] >= 2**31:
         return pa.LargeStringArray.from_buffers(n, pa.py_buffer(off), pa.py_buffer(data)).cast(pa.string())
     return pa.StringArray.from_buffers(n, pa.py_buffer(off.astype(np.int32)), pa.py_buffer(data))
 
@@ -385,7 +399,7 @@ def group_positions(codes: np.ndarray, ngroups: int):
     """
     codes = np.asarray(codes)
     if ngroups < 32767:
-        codes = codes.astype(np.int16, copy=False)      # numpy's stable sort is a radix sort for 16 bits
+        codes = codes.astype(np.int16, copy=False)  # numpy's stable sort is a radix sort for 16 bits
     order = np.argsort(codes, kind="stable").astype(np.uint32)
     sc = codes[order]
     nnull = int(np.searchsorted(sc, 0))

@@ -18,6 +18,7 @@ logic (the predicate trees carry negation only inside leaves).  An empty result
 prunes the slice; for a slice whose positions are base-file positions the result
 is the exact list of rows to read.
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -51,8 +52,10 @@ def as_predicate(where):
         try:
             from ..sqlpredicate import parse_predicate  # another module of the project, when present
         except ImportError:
-            raise TypeError("predicate strings need paimon_fast.sqlpredicate.parse_predicate, which is not "
-                            "available; pass a paimon_fast.predicate tree (pf.field('a') == 1)") from None
+            raise TypeError(
+                "predicate strings need paimon_fast.sqlpredicate.parse_predicate, which is not "
+                "available; pass a paimon_fast.predicate tree (pf.field('a') == 1)"
+            ) from None
         return parse_predicate(where)
     raise TypeError(f"where must be a Predicate, a string or None, not {type(where).__name__}")
 
@@ -128,16 +131,20 @@ class _View:
     def refs(self):
         """SliceRef of every entry (in entry order)."""
         if self._refs is None:
-            self._refs = [SliceRef(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"]),
-                                   e.get("instant", "")) for e in self.entries]
+            self._refs = [
+                SliceRef(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"]), e.get("instant", ""))
+                for e in self.entries
+            ]
         return self._refs
 
     @property
     def covered(self):
         """{slice identity: entry index}."""
         if self._covered is None:
-            self._covered = {(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"])): j
-                             for j, e in enumerate(self.entries)}
+            self._covered = {
+                (e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"])): j
+                for j, e in enumerate(self.entries)
+            }
         return self._covered
 
 
@@ -149,7 +156,7 @@ def _manifest_view(table_path):
     store = storage.index_location(table_path)[0]
     # locally a manifest is replaced in place (its size and time tell); elsewhere a name is never reused
     st = store.stat(p) if store.local else (0, 0)
-    if st is None:   # replaced by a concurrent run: the next listing finds the new one
+    if st is None:  # replaced by a concurrent run: the next listing finds the new one
         ms2 = storage.list_manifests(table_path)
         return _manifest_view(table_path) if ms2 and ms2 != ms else None
     key = (p, st[1], st[0])
@@ -258,7 +265,7 @@ class _Records:
             gk = pc.binary_join_element_wise(t.column("partition"), t.column("file_id"), "\x00")
             skeys, sj = view.seg_keys[seg]
             idx = pc.index_in(gk, value_set=skeys).fill_null(-1).to_numpy(zero_copy_only=False)
-            live = idx >= 0                       # records of slices this manifest still lists
+            live = idx >= 0  # records of slices this manifest still lists
             if not live.any():
                 continue
             rows, idx = rows[live], idx[live]
@@ -399,7 +406,7 @@ class _SliceEval:
     __slots__ = ("records", "n", "col_types", "cache")
 
     def __init__(self, records, n, col_types):
-        self.records = records      # {(column, value or None): base64 bitmap}
+        self.records = records  # {(column, value or None): base64 bitmap}
         self.n = n
         self.col_types = col_types
         self.cache = {}
@@ -477,12 +484,18 @@ def _coverage(table_path, view, state):
         if view is not None and listing_is_current(table_path, view.listing):
             changed = [j for j, e in enumerate(view.entries) if logs_changed(table_path, e)]
             cov = np.setdiff1d(np.arange(len(view.entries), dtype=np.int64), np.array(changed, np.int64))
-            return (len(view.entries) + len(view.unindexed), view.manifest["instant"],
-                    list(view.unindexed) + [view.refs[j] for j in changed], cov, view.refs, "index")
+            return (
+                len(view.entries) + len(view.unindexed),
+                view.manifest["instant"],
+                list(view.unindexed) + [view.refs[j] for j in changed],
+                cov,
+                view.refs,
+                "index",
+            )
         state = table_state(table_path)
     cached = getattr(state, "_pf_coverage", None)
     if cached is not None and cached[0] is view:
-        return cached[1]                                  # same table state and manifest: reuse
+        return cached[1]  # same table state and manifest: reuse
     uncovered, cov, refs = [], [], [None] * (len(view.entries) if view is not None else 0)
     covered = view.covered if view is not None else {}
     if view is not None and logs_untrusted(view.manifest):
@@ -559,8 +572,9 @@ def _prune(table_path, where, state, manifest, use_index, t0):
     t_list = time.perf_counter()
     candidates = [Candidate(ref, False, None, None) for ref in uncovered]
     prefixes = _lookups(pred, col_types) if pred is not None else set()
-    used = pred is not None and bool(prefixes or any(
-        l.name in col_types and l.op in INDEXED_OPS for l in pred.leaves()))
+    used = pred is not None and bool(
+        prefixes or any(l.name in col_types and l.op in INDEXED_OPS for l in pred.leaves())
+    )
     counts = view.counts if view is not None else np.zeros(0, np.int64)
     rows_total = int(counts[cov].sum()) if cov.size else 0
     rows_skipped = 0
@@ -572,7 +586,7 @@ def _prune(table_path, where, state, manifest, use_index, t0):
     elif cov.size:
         recs = _Records(table_path, view, prefixes)
         maybe = _slice_mask(pred, _Cards(len(view.entries), recs), counts, col_types)
-        if maybe is None:                 # the record counts decide nothing: evaluate every covered slice
+        if maybe is None:  # the record counts decide nothing: evaluate every covered slice
             todo_j = cov
         else:
             todo_j, pruned_idx = cov[maybe[cov]], cov[~maybe[cov]]
@@ -625,6 +639,6 @@ def _prune(table_path, where, state, manifest, use_index, t0):
         "row_level": sum(1 for c in candidates if c.positions is not None),
         "ms_list": round((t_list - t0) * 1000, 2),
         "ms_prune": round((t1 - t_list) * 1000, 2),
-        "bytes_read": _IO.get().bytes,   # index segments (and, in read_arrow, base files) read so far
+        "bytes_read": _IO.get().bytes,  # index segments (and, in read_arrow, base files) read so far
     }
     return PruneResult(candidates, report=report, _lazy=(refs, pruned_idx.tolist(), counts))

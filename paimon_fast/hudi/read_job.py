@@ -8,6 +8,7 @@ import path ``paimon_fast.hudi.read`` (the package puts it in ``sys.modules`` un
 package's ``read`` function would shadow a submodule of that name), so it hands on every name that
 path had: the slice readers of :mod:`.slices` and ``read_arrow`` / ``ArrowRead`` of :mod:`.stream`.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -79,8 +80,9 @@ def _estimate_bytes(pr, schema: pa.Schema):
     return sum(known) * width
 
 
-def read_spark(spark, table_path: str, where=None, *, parallelism=None, use_index: bool = True,
-               driver_max_bytes=None) -> HudiRead:
+def read_spark(
+    spark, table_path: str, where=None, *, parallelism=None, use_index: bool = True, driver_max_bytes=None
+) -> HudiRead:
     """Pruned Spark read of a Hudi table: ``HudiRead(df, report)``.
 
     Only candidate slices are read (base-only slices: only the row groups and rows
@@ -98,7 +100,7 @@ def read_spark(spark, table_path: str, where=None, *, parallelism=None, use_inde
     from ..spark.frames import lazy, local_frame, planned
 
     pred = as_predicate(where)
-    state = table_state(table_path, listing=False)     # prune reuses the index's listing when current
+    state = table_state(table_path, listing=False)  # prune reuses the index's listing when current
     pr = prune(state.path, pred, state=state, use_index=use_index)
     schema = pa.schema([f.with_nullable(True) for f in state.schema])
     tasks = _tasks(pr)
@@ -106,13 +108,15 @@ def read_spark(spark, table_path: str, where=None, *, parallelism=None, use_inde
     pred_blob = pred  # predicate dataclasses pickle
     sp_schema = _spark_schema(schema)
     known = [c.rows_to_read for c in pr.candidates]
-    rows_to_read = None if any(r is None for r in known) else sum(known)   # None: some slices not indexed
+    rows_to_read = None if any(r is None for r in known) else sum(known)  # None: some slices not indexed
     report = _report(pr, {"tasks": len(tasks), "rows_to_read_known": rows_to_read})
     limit = _limit(spark, driver_max_bytes)
     est = _estimate_bytes(pr, schema) if use_index and limit > 0 else None
     if est is not None and est <= limit:
-        report.update(read_on="driver", why=f"about {est / (1 << 20):.1f} MB of candidate rows, at most "
-                                            f"{limit / (1 << 20):.1f} MB")
+        report.update(
+            read_on="driver",
+            why=f"about {est / (1 << 20):.1f} MB of candidate rows, at most {limit / (1 << 20):.1f} MB",
+        )
         rows = []
 
         def table():
@@ -127,11 +131,18 @@ def read_spark(spark, table_path: str, where=None, *, parallelism=None, use_inde
             return rows[-1] if rows else table().num_rows
 
         return HudiRead(lazy(spark, sp_schema, lambda: local_frame(spark, table(), sp_schema), report, count), report)
-    report.update(read_on="executors", why=(
-        "use_index=False: every slice is read" if not use_index else
-        "driver-local reads are off" if limit <= 0 else
-        "a candidate slice's rows are not known (no index answer)" if est is None else
-        f"about {est / (1 << 20):.1f} MB of candidate rows, more than {limit / (1 << 20):.1f} MB"))
+    report.update(
+        read_on="executors",
+        why=(
+            "use_index=False: every slice is read"
+            if not use_index
+            else "driver-local reads are off"
+            if limit <= 0
+            else "a candidate slice's rows are not known (no index answer)"
+            if est is None
+            else f"about {est / (1 << 20):.1f} MB of candidate rows, more than {limit / (1 << 20):.1f} MB"
+        ),
+    )
 
     def run(batches):
         import importlib

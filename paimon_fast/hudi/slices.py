@@ -8,6 +8,7 @@ Every row read is then filtered by the full predicate, so the answer equals a sn
 filtered by the predicate whatever the index could or could not prune.  :func:`iter_slice` reads a
 slice range by range (row groups of a base file read whole, chunks of candidate positions).
 """
+
 from __future__ import annotations
 
 import base64
@@ -24,7 +25,7 @@ from ..tables.arrow_filter import coerce_literals, filter_table
 from .prune import _counter
 from .table import SliceRef, open_table, table_root
 
-SLICE_RANGE_ROWS = 1 << 20   # candidate positions of a base file read at once by iter_slice
+SLICE_RANGE_ROWS = 1 << 20  # candidate positions of a base file read at once by iter_slice
 
 
 def _conform(tbl: pa.Table, schema: pa.Schema):
@@ -67,8 +68,7 @@ def read_slice(table_path: str, ref: SliceRef, schema: pa.Schema, positions, pre
     """Matching rows of one candidate slice, as a table of ``schema``."""
     out = None
     if ref.base_file and not ref.log_files:
-        out = read_base_rows(ref.base_path(table_path), schema, positions, table_root(table_path)[0], _counter(),
-                             stats)
+        out = read_base_rows(ref.base_path(table_path), schema, positions, table_root(table_path)[0], _counter(), stats)
     if out is None:
         t = open_table(table_path, cached=True)
         reader = t.create_file_group_reader_with_options()
@@ -121,8 +121,11 @@ def iter_slice(table_path: str, ref: SliceRef, schema: pa.Schema, positions, pre
             pf = pq.ParquetFile(store.open_input(path, _counter()))
             names = set(pf.schema_arrow.names)
             n = pf.metadata.num_row_groups
-            first = _conform(pf.read_row_group(0, columns=schema.names), schema) \
-                if n and all(f.name in names for f in schema) else None
+            first = (
+                _conform(pf.read_row_group(0, columns=schema.names), schema)
+                if n and all(f.name in names for f in schema)
+                else None
+            )
             if first is not None:  # the file has the table's columns: the row groups one by one
                 yield filter_table(first, coerce_literals(pred, first.schema))
                 for g in range(1, n):
@@ -135,7 +138,7 @@ def iter_slice(table_path: str, ref: SliceRef, schema: pa.Schema, positions, pre
             if first is not None:
                 yield filter_table(first, coerce_literals(pred, first.schema))
                 for i in range(SLICE_RANGE_ROWS, len(pos), SLICE_RANGE_ROWS):
-                    t = read_base_rows(path, schema, pos[i:i + SLICE_RANGE_ROWS], store, _counter(), stats)
+                    t = read_base_rows(path, schema, pos[i : i + SLICE_RANGE_ROWS], store, _counter(), stats)
                     yield filter_table(t, coerce_literals(pred, t.schema))
                 return
     yield read_slice(table_path, ref, schema, positions, pred, stats)

@@ -33,6 +33,7 @@ and publishes nothing.  Manifests are found by listing (S3, GCS and Azure list
 consistently).  Segments of killed runs are what ``paimon-fast gc`` removes
 (:func:`orphan_files`).
 """
+
 from __future__ import annotations
 
 import json
@@ -52,15 +53,17 @@ INDEX_DIR = os.path.join(".hoodie", ".aux", "bitmap_index")
 _INDEX_PARTS = (".hoodie", ".aux", "bitmap_index")
 FORMAT_VERSION = 1
 
-RECORD_SCHEMA = pa.schema([
-    ("key", pa.string()),
-    ("column", pa.string()),
-    ("value", pa.string()),
-    ("partition", pa.string()),
-    ("file_id", pa.string()),
-    ("bitmap", pa.string()),
-    ("cardinality", pa.int64()),
-])
+RECORD_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("column", pa.string()),
+        ("value", pa.string()),
+        ("partition", pa.string()),
+        ("file_id", pa.string()),
+        ("bitmap", pa.string()),
+        ("cardinality", pa.int64()),
+    ]
+)
 
 ROW_GROUP_ROWS = 4096
 ROW_GROUP_BYTES = 1 << 20
@@ -126,9 +129,11 @@ def index_location(table_path: str):
         store.makedirs(d)
         store.write_atomic(f, json.dumps(ident).encode("utf-8"))
     elif {k: found.get(k) for k in ident} != ident:
-        raise IndexFormatError(f"the bitmap index in {d} belongs to table {found.get('table_path')!r} "
-                               f"(name {found.get('table_name')!r}), not {ident['table_path']!r} "
-                               f"(name {ident['table_name']!r})")
+        raise IndexFormatError(
+            f"the bitmap index in {d} belongs to table {found.get('table_path')!r} "
+            f"(name {found.get('table_name')!r}), not {ident['table_path']!r} "
+            f"(name {ident['table_name']!r})"
+        )
     _VERIFIED[key] = d
     return store, d
 
@@ -158,8 +163,13 @@ def write_segment(table_path: str, name: str, records: pa.Table) -> int:
         records = records.take(_key_order(records.column("key")))
     local = store.local
     sink = os.path.join(d, f".{name}.tmp") if local else pa.BufferOutputStream()
-    with pq.ParquetWriter(sink, RECORD_SCHEMA, compression="zstd", write_statistics=True,
-                          use_dictionary=["column", "partition", "file_id"]) as w:
+    with pq.ParquetWriter(
+        sink,
+        RECORD_SCHEMA,
+        compression="zstd",
+        write_statistics=True,
+        use_dictionary=["column", "partition", "file_id"],
+    ) as w:
         for a, b in _row_group_bounds(records):
             w.write_table(records.slice(a, b - a), row_group_size=b - a)
     if local:
@@ -192,8 +202,9 @@ def _key_order(keys) -> pa.Array:
     lens = pc.list_value_length(parts).to_numpy(zero_copy_only=False)
     if n == 0 or not (lens == 3).all():
         return pc.sort_indices(keys)
-    head = pc.binary_join_element_wise(flat.take(pa.array(np.arange(0, 3 * n, 3))),
-                                       flat.take(pa.array(np.arange(1, 3 * n, 3))), pa.scalar(""), "$")
+    head = pc.binary_join_element_wise(
+        flat.take(pa.array(np.arange(0, 3 * n, 3))), flat.take(pa.array(np.arange(1, 3 * n, 3))), pa.scalar(""), "$"
+    )
     tail = flat.take(pa.array(np.arange(2, 3 * n, 3)))
     return pa.array(np.lexsort((_rank(tail), _rank(head))), pa.int64())
 
@@ -274,6 +285,7 @@ def read_segment(table_path: str, name: str, prefixes=None, columns=None, file_i
 
 # ---------------------------------------------------------------- manifests
 
+
 def list_manifests(table_path: str) -> list:
     """Manifest keys (the instant, then ``<instant>-0001``... for later runs at that instant
     on versioned stores), oldest first."""
@@ -282,7 +294,7 @@ def list_manifests(table_path: str) -> list:
     for e in store.list_files(d, recursive=False):
         n = e.rel
         if n.startswith("manifest-") and n.endswith(".json"):
-            out.append(n[len("manifest-"):-len(".json")])
+            out.append(n[len("manifest-") : -len(".json")])
     return sorted(out)
 
 

@@ -8,6 +8,7 @@ files through the ``hudi`` file-group reader), filtered exactly by the predicate
 projected columns and the predicate's are read.  The report (a dict, :func:`.prune.prune`'s) gains
 ``rows_returned``, ``bytes_read`` and ``decoded`` as slices are read.
 """
+
 from __future__ import annotations
 
 from typing import Iterator, List, Optional
@@ -29,7 +30,7 @@ class _Shared:
         self.path = path
         self.pred = as_predicate(where)
         self._state = state
-        self.pruned = None   # (state, PruneResult, tasks, report, IOCounter, PageReadStats)
+        self.pruned = None  # (state, PruneResult, tasks, report, IOCounter, PageReadStats)
 
     def state(self):
         if self._state is None:
@@ -40,7 +41,7 @@ class _Shared:
         if self.pruned is None:
             from ..parquet.rows import PageReadStats
 
-            io = IOCounter()   # report["bytes_read"]: index segments and base files read
+            io = IOCounter()  # report["bytes_read"]: index segments and base files read
             token = _IO.set(io)
             try:
                 state = self.state()
@@ -58,8 +59,9 @@ class HudiSource(ReadSource):
 
     kind = "Hudi table"
 
-    def __init__(self, path, where=None, columns: Optional[List[str]] = None, *, state=None,
-                 _shared: Optional[_Shared] = None):
+    def __init__(
+        self, path, where=None, columns: Optional[List[str]] = None, *, state=None, _shared: Optional[_Shared] = None
+    ):
         self._shared = _shared or _Shared(path, where, state)
         self._columns = None if columns is None else list(columns)
 
@@ -103,9 +105,9 @@ class HudiSource(ReadSource):
         for task in tasks:
             ref, pos = task_slice(task)
             it = iter_slice(state.path, ref, schema, pos, pred, decoded)
-            held = {}   # the slice's dictionaries, for its next ranges (not in the shared cache)
+            held = {}  # the slice's dictionaries, for its next ranges (not in the shared cache)
             while True:
-                token = _IO.set(io)   # set and reset around each range: the consumer may be another thread
+                token = _IO.set(io)  # set and reset around each range: the consumer may be another thread
                 try:
                     with scanning(held):
                         t = next(it, None)
@@ -117,7 +119,7 @@ class HudiSource(ReadSource):
                     break
                 t = t.select(columns)
                 if limit is not None and out + t.num_rows > limit:
-                    t = t.slice(0, limit - out)   # the report counts the rows handed out
+                    t = t.slice(0, limit - out)  # the report counts the rows handed out
                 out += t.num_rows
                 if not counting:
                     rep["rows_returned"] += t.num_rows
@@ -132,8 +134,9 @@ class HudiSource(ReadSource):
         """Rows where the predicate holds, reading the predicate's columns only (every row of the
         candidate slices without a predicate: their row counts where the index knows them)."""
         state, pr, tasks, rep, io, decoded = self._shared.planned()
-        if self._shared.pred is None and all(c.rows_to_read is not None and not c.slice.log_files
-                                             for c in pr.candidates):
+        if self._shared.pred is None and all(
+            c.rows_to_read is not None and not c.slice.log_files for c in pr.candidates
+        ):
             return sum(c.rows_to_read for c in pr.candidates)
         return sum(t.num_rows for t in self._read([], None, counting=True))
 
@@ -161,8 +164,9 @@ class _SlicePart:
             yield t.select(self.columns)
 
 
-def read_table(path: str, where=None, columns: Optional[List[str]] = None, limit: Optional[int] = None, *,
-               state=None) -> LazyRead:
+def read_table(
+    path: str, where=None, columns: Optional[List[str]] = None, limit: Optional[int] = None, *, state=None
+) -> LazyRead:
     """The rows of the Hudi table at ``path`` where ``where`` (a predicate or SQL text) holds, with
     ``columns``: a :class:`~paimon_fast.lazyread.LazyRead` (pruned on first need, streamed slice by
     slice); ``limit`` stops reading once that many rows are out.  ``state``: a

@@ -1,4 +1,5 @@
 """The Hudi table as the ``hudi`` package (the Rust reader's Python binding) sees it."""
+
 from __future__ import annotations
 
 import hashlib
@@ -95,7 +96,7 @@ class SliceRef:
 
     partition: str
     file_id: str
-    base_file: str            # base file name ("" for a log-only slice)
+    base_file: str  # base file name ("" for a log-only slice)
     log_files: Tuple[str, ...] = ()
     instant: str = ""
 
@@ -110,8 +111,7 @@ class SliceRef:
     def base_path(self, table_path: str) -> str:
         """The base file's path in the table's store (see :func:`table_root`)."""
         store, root = table_root(table_path)
-        return store.join(root, self.partition, self.base_file) if self.partition else \
-            store.join(root, self.base_file)
+        return store.join(root, self.partition, self.base_file) if self.partition else store.join(root, self.base_file)
 
     def base_rel(self) -> str:
         return f"{self.partition}/{self.base_file}" if self.partition else self.base_file
@@ -134,13 +134,19 @@ class SliceRef:
         return out
 
     def to_json(self) -> dict:
-        return {"partition": self.partition, "file_id": self.file_id, "base_file": self.base_file,
-                "log_files": list(self.log_files), "instant": self.instant}
+        return {
+            "partition": self.partition,
+            "file_id": self.file_id,
+            "base_file": self.base_file,
+            "log_files": list(self.log_files),
+            "instant": self.instant,
+        }
 
     @staticmethod
     def from_json(d) -> "SliceRef":
-        return SliceRef(d["partition"], d["file_id"], d["base_file"], tuple(d.get("log_files", ())),
-                        d.get("instant", ""))
+        return SliceRef(
+            d["partition"], d["file_id"], d["base_file"], tuple(d.get("log_files", ())), d.get("instant", "")
+        )
 
 
 @dataclass
@@ -149,7 +155,7 @@ class TableState:
 
     path: str
     slices: list
-    schema: pa.Schema                  # as a snapshot read returns it
+    schema: pa.Schema  # as a snapshot read returns it
     latest_instant: str
     completed_instants: list = field(default_factory=list)
     is_mor: bool = False
@@ -196,10 +202,12 @@ def table_state(table_path: str, as_of=None, listing: bool = True) -> TableState
         hudi = _hudi()
         ro = hudi.HudiReadOptions().with_as_of_timestamp(latest) if as_of is not None else None
         for s in t.get_file_slices(ro):
-            slices.append(SliceRef(s.partition_path, s.file_id, s.base_file_name, tuple(s.log_file_names),
-                                   s.creation_instant_time))
-    return TableState(canonical(table_path), slices, schema, latest, instants, t.is_mor, populate,
-                      opts)
+            slices.append(
+                SliceRef(
+                    s.partition_path, s.file_id, s.base_file_name, tuple(s.log_file_names), s.creation_instant_time
+                )
+            )
+    return TableState(canonical(table_path), slices, schema, latest, instants, t.is_mor, populate, opts)
 
 
 # ------------------------------------------------------------ timeline fingerprint
@@ -218,8 +226,11 @@ def table_state(table_path: str, as_of=None, listing: bool = True) -> TableState
 
 _INSTANT_RE = re.compile(r"^(\d{8,})(?:_(\d{8,}))?\.([A-Za-z_]+)(?:\.(requested|inflight))?$")
 _TIMELINE_DIRS = (
-    "", "timeline", ".schema",                                  # data table timeline (layouts 1 and 2), schemas
-    "metadata/.hoodie", "metadata/.hoodie/timeline",            # the metadata table's timeline, when present
+    "",
+    "timeline",
+    ".schema",  # data table timeline (layouts 1 and 2), schemas
+    "metadata/.hoodie",
+    "metadata/.hoodie/timeline",  # the metadata table's timeline, when present
 )
 
 
@@ -274,7 +285,7 @@ def timeline_fingerprint(table_path: str) -> TimelineFingerprint:
                 m = _INSTANT_RE.match(name)
                 if m:
                     ts, action, state = m.group(1), m.group(3), m.group(4)
-                    done = state is None and action != "inflight"      # layout 1 writes <ts>.inflight for commits
+                    done = state is None and action != "inflight"  # layout 1 writes <ts>.inflight for commits
                     states[ts] = states.get(ts, False) or done
         rows.sort()
         n += len(rows)

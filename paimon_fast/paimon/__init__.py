@@ -24,6 +24,7 @@
 Needs the ``tables`` extra (pypaimon): without it these functions raise
 :class:`~paimon_fast.errors.MissingDependencyError` naming it.
 """
+
 from ..errors import needs
 from .compat import legacy_file_io, legacy_manifest_table, upgrade_manifest_bytes
 from .deletion import read_deletion_vector
@@ -82,7 +83,21 @@ def rewrite_file_index(spark, table, options=None, **kw):
 
 
 __all__ = [
-    "read", "read_builder", "read_with_index", "plan_with_index", "IndexPruner", "PruneReport", "index_applicability",
-    "legacy_manifest_table", "legacy_file_io", "upgrade_manifest_bytes", "read_deletion_vector",
-    "to_pypaimon", "from_pypaimon", "as_predicate", "rewrite_file_index", "create_global_index", "top_n",
+    "read",
+    "read_builder",
+    "read_with_index",
+    "plan_with_index",
+    "IndexPruner",
+    "PruneReport",
+    "index_applicability",
+    "legacy_manifest_table",
+    "legacy_file_io",
+    "upgrade_manifest_bytes",
+    "read_deletion_vector",
+    "to_pypaimon",
+    "from_pypaimon",
+    "as_predicate",
+    "rewrite_file_index",
+    "create_global_index",
+    "top_n",
 ]

@@ -3,6 +3,7 @@ every record decoded with the file's own writer schema by fastavro's schemaless 
 block by block, every length checked (:class:`~paimon_fast.errors.IndexFormatError`); a codec
 it cannot decode raises :class:`~.pruning.Fallback`.  Parsed schemas and headers are cached
 (the manifests of a table share a few), so many small manifests stay cheap."""
+
 from __future__ import annotations
 
 import io
@@ -76,12 +77,12 @@ def _parse_avro_header(data: bytes, fastavro):
             klen, pos = _zigzag(data, pos)
             if klen < 0 or pos + klen > len(data):
                 raise IndexFormatError("Avro header truncated", pos)
-            key = bytes(data[pos:pos + klen])
+            key = bytes(data[pos : pos + klen])
             pos += klen
             vlen, pos = _zigzag(data, pos)
             if vlen < 0 or pos + vlen > len(data):
                 raise IndexFormatError("Avro header truncated", pos)
-            meta[key] = bytes(data[pos:pos + vlen])
+            meta[key] = bytes(data[pos : pos + vlen])
             pos += vlen
     schema_text = meta.get(b"avro.schema")
     if schema_text is None or pos + 16 > len(data):
@@ -121,7 +122,7 @@ def read_avro(data: bytes) -> List[dict]:
             break
     else:
         parsed, codec, pos = _parse_avro_header(data, fastavro)
-    sync = data[pos:pos + 16]
+    sync = data[pos : pos + 16]
     if len(sync) != 16:
         raise IndexFormatError("Avro header truncated", pos)
     pos += 16
@@ -134,13 +135,13 @@ def read_avro(data: bytes) -> List[dict]:
             raise IndexFormatError("Avro block truncated", pos)
         at = pos
         try:
-            blk = _decompress(codec, data[pos:pos + size], pos)
+            blk = _decompress(codec, data[pos : pos + size], pos)
         except (Fallback, MissingDependencyError):  # not a corrupt file: a codec this install lacks
             raise
         except Exception as e:  # zlib.error, zstandard.ZstdError, ...
             raise IndexFormatError(f"Avro block does not decompress ({codec.decode(errors='replace')}): {e}", at)
         pos += size
-        if data[pos:pos + 16] != sync:
+        if data[pos : pos + 16] != sync:
             raise IndexFormatError("Avro sync marker mismatch", pos)
         pos += 16
         if count > len(blk):  # every manifest record takes at least one byte

@@ -18,6 +18,7 @@ column of the table), ours, or SQL text.  Every row handed back satisfies the fi
 :class:`~.stream.PypaimonSplit` (a split of pypaimon's plan, pruned), each carrying its row ranges;
 any :class:`TableRead` of the same builder reads them, in any process.
 """
+
 from __future__ import annotations
 
 from typing import List, Optional

@@ -10,6 +10,7 @@ All print a report (``--json`` for machine-readable output).  ``--where`` is
 parsed with :func:`paimon_fast.sqlpredicate.parse_predicate`.  A table or
 database that does not exist is a :class:`~paimon_fast.errors.NotFoundError`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,15 +73,25 @@ def _kv(items):
 
 
 def _sub(sub, name, help, examples):
-    return sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
-                          epilog=examples_epilog(examples), formatter_class=argparse.RawDescriptionHelpFormatter)
+    return sub.add_parser(
+        name,
+        help=help,
+        description=help[:1].upper() + help[1:] + ".",
+        epilog=examples_epilog(examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def _setup(p):
     sub = p.add_subparsers(dest="paimon_cmd", required=True, metavar="SUBCOMMAND", title="subcommands")
-    q = _sub(sub, "query", "read the rows matching --where, pruned with the table's file and global indexes", """
+    q = _sub(
+        sub,
+        "query",
+        "read the rows matching --where, pruned with the table's file and global indexes",
+        """
         paimon-fast paimon query warehouse db.orders --where "category = 'red' AND price < 10" --limit 5
-        paimon-fast paimon query warehouse db.orders --where "id IN (1, 2)" --select id,price --json""")
+        paimon-fast paimon query warehouse db.orders --where "id IN (1, 2)" --select id,price --json""",
+    )
     q.add_argument("warehouse", help="the warehouse directory or URI of a filesystem catalog")
     q.add_argument("table", help="db.table")
     q.add_argument("--where", default="", help="SQL-like predicate, e.g. \"category = 'red' AND id < 10\"")
@@ -89,32 +100,59 @@ def _setup(p):
     q.add_argument("--json", action="store_true", help="print the report (and rows) as JSON")
     q.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")
     q.add_argument("--workers", type=int, default=8, help="threads reading index bytes")
-    q.add_argument("--explain", action="store_true",
-                   help="print which indexes the table holds for --where, which are used and why not")
-    r = _sub(sub, "rewrite-index", "build the configured file indexes for the files that lack them, and commit", """
+    q.add_argument(
+        "--explain",
+        action="store_true",
+        help="print which indexes the table holds for --where, which are used and why not",
+    )
+    r = _sub(
+        sub,
+        "rewrite-index",
+        "build the configured file indexes for the files that lack them, and commit",
+        """
         paimon-fast paimon rewrite-index warehouse db.orders
-        paimon-fast paimon rewrite-index warehouse db.orders --option file-index.bitmap.columns=category --dry-run""")
+        paimon-fast paimon rewrite-index warehouse db.orders --option file-index.bitmap.columns=category --dry-run""",
+    )
     r.add_argument("warehouse", help="the warehouse directory or URI of a filesystem catalog")
     r.add_argument("table", help="db.table")
-    r.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a table option for this build (file-index.<type>.columns, ...)")
+    r.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a table option for this build (file-index.<type>.columns, ...)",
+    )
     r.add_argument("--force", action="store_true", help="rebuild every file (Java's procedure)")
     r.add_argument("--spark", action="store_true", help="build on a local SparkSession")
     r.add_argument("--dry-run", action="store_true", help="build but do not commit (sidecars are still written)")
     r.add_argument("--json", action="store_true")
     r.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")
-    g = _sub(sub, "create-global-index",
-             "build a global index over the rows no index of that type covers yet, and commit once", """
+    g = _sub(
+        sub,
+        "create-global-index",
+        "build a global index over the rows no index of that type covers yet, and commit once",
+        """
         paimon-fast paimon create-global-index warehouse db.items category
-        paimon-fast paimon create-global-index warehouse db.items tags --type multivalue""")
+        paimon-fast paimon create-global-index warehouse db.items tags --type multivalue""",
+    )
     g.add_argument("warehouse", help="the warehouse directory or URI of a filesystem catalog")
     g.add_argument("table", help="db.table (with row-tracking.enabled)")
     g.add_argument("column")
     g.add_argument("--type", default="bitmap", help="index type: bitmap (default), btree or multivalue")
-    g.add_argument("--partition", action="append", default=[], metavar="KEY=VALUE",
-                   help="build only this partition (repeat the flag for a multi-column partition spec)")
-    g.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a table option (bitmap-index.*, btree-index.*, sorted-index.records-per-range)")
+    g.add_argument(
+        "--partition",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="build only this partition (repeat the flag for a multi-column partition spec)",
+    )
+    g.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a table option (bitmap-index.*, btree-index.*, sorted-index.records-per-range)",
+    )
     g.add_argument("--spark", action="store_true", help="read, sort and write on a local SparkSession")
     g.add_argument("--quiet", action="store_true", help="no progress lines")
     g.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")
@@ -130,20 +168,29 @@ def _create_global_index(args) -> int:
 
     def progress(done, total, rows):
         if not args.quiet:
-            print(f"row range {done}/{total}: {rows} rows indexed, {time.perf_counter() - t0:.1f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"row range {done}/{total}: {rows} rows indexed, {time.perf_counter() - t0:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
 
     spark = None
     if args.spark:
         spark = _local_spark("paimon-fast create-global-index")
     try:
-        n = create_global_index(table, args.column, args.type, partitions=_kv(args.partition) or None,
-                                options=_kv(args.option), spark=spark, progress=progress)
+        n = create_global_index(
+            table,
+            args.column,
+            args.type,
+            partitions=_kv(args.partition) or None,
+            options=_kv(args.option),
+            spark=spark,
+            progress=progress,
+        )
     finally:
         if spark is not None:
             spark.stop()
-    print(f"{n} index files added to {args.table} ({args.type} on {args.column}) "
-          f"in {time.perf_counter() - t0:.1f} s")
+    print(f"{n} index files added to {args.table} ({args.type} on {args.column}) in {time.perf_counter() - t0:.1f} s")
     return 0
 
 
@@ -185,8 +232,14 @@ def paimon_main(args):
     if args.spark:
         spark = _local_spark("paimon-fast rewrite-index")
     try:
-        rep = rewrite_file_index(spark, table, _kv(args.option), force=args.force,
-                                 mode="spark" if args.spark else "local", commit=not args.dry_run)
+        rep = rewrite_file_index(
+            spark,
+            table,
+            _kv(args.option),
+            force=args.force,
+            mode="spark" if args.spark else "local",
+            commit=not args.dry_run,
+        )
     finally:
         if spark is not None:
             spark.stop()

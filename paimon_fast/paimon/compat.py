@@ -18,6 +18,7 @@ Upstream fix (pypaimon ``manifest/manifest_file_manager.py``,
 ``file_dict.get('_VALUE_STATS_COLS')`` (absent == null == all columns), as
 ``read()`` already does for ``_EXTERNAL_PATH`` and ``_WRITE_COLS``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -25,8 +26,7 @@ import io
 import posixpath
 
 _FIELD = "_VALUE_STATS_COLS"
-_FIELD_SCHEMA = {"default": None, "name": _FIELD,
-                 "type": ["null", {"type": "array", "items": "string"}]}
+_FIELD_SCHEMA = {"default": None, "name": _FIELD, "type": ["null", {"type": "array", "items": "string"}]}
 
 
 def _is_data_manifest(path: str) -> bool:
@@ -110,6 +110,7 @@ def _legacy_class(base):
 
     ns["new_input_stream"] = new_input_stream
     if hasattr(base, "_new_input_stream_with_known_size"):
+
         def _new_input_stream_with_known_size(self, path, file_size):
             if _is_data_manifest(path):
                 return _wrap(self, path, base._new_input_stream_with_known_size(self, path, None))

@@ -15,6 +15,7 @@ Upstream fix: give pypaimon's ``DeletionVector.read`` a second branch for the
 LE magic 1681511377 (``Bitmap64DeletionVector``: length == size + 8, the
 bitmap an OptimizedRoaringBitmap64 read into a 64-bit roaring map).
 """
+
 from __future__ import annotations
 
 import struct
@@ -38,12 +39,13 @@ def parse_deletion_blob(blob: bytes, expected_length=None, base: int = 0) -> Del
     (size,) = struct.unpack_from(">i", blob, 0)
     if size < 4 or size + 8 > len(blob):
         raise IndexFormatError(f"deletion vector size {size} does not fit in {len(blob)} bytes", base)
-    dv = DeletionVector.from_blob(bytes(blob[:size + 8]), base)
+    dv = DeletionVector.from_blob(bytes(blob[: size + 8]), base)
     if expected_length is not None:
         want = size + 8 if dv.bitmap64 else size
         if expected_length != want:
-            raise IndexFormatError(f"deletion vector size {size} does not match the recorded length "
-                                   f"{expected_length}", base)
+            raise IndexFormatError(
+                f"deletion vector size {size} does not match the recorded length {expected_length}", base
+            )
     return dv
 
 

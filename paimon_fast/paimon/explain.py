@@ -11,6 +11,7 @@ global bitmap index's range or LIKE scan would pass ``bitmap-index.fallback-scan
 (fallback budget), files written after a global index was built (stale), an index type read by
 pypaimon's own scan; the search mode says which rows a global index leaves to read.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Tuple
@@ -61,12 +62,20 @@ def explain_paimon(table, pred, splits, rep, fast: bool) -> Explain:
     from ..fileindex.format import FileIndexFormat
 
     rows_to_read = sum(s.row_count for s in splits)
-    ex = Explain("Paimon table", _name(table), repr(pred) if pred is not None else "",
-                 files_total=rep.files_planned, files_read=rep.files_planned - rep.files_skipped,
-                 rows_total=rep.rows_planned, rows_to_read=rows_to_read)
+    ex = Explain(
+        "Paimon table",
+        _name(table),
+        repr(pred) if pred is not None else "",
+        files_total=rep.files_planned,
+        files_read=rep.files_planned - rep.files_skipped,
+        rows_total=rep.rows_planned,
+        rows_to_read=rows_to_read,
+    )
     if fast:
-        ex.notes.append(f"fast path: our manifest reader and Parquet reads ({rep.files_pruned_by_stats} files pruned "
-                        f"by partition and statistics)")
+        ex.notes.append(
+            f"fast path: our manifest reader and Parquet reads ({rep.files_pruned_by_stats} files pruned "
+            f"by partition and statistics)"
+        )
     else:
         ex.notes.append(f"pypaimon's planner and reader ({rep.fallback_reason or 'as asked'})")
     if pred is None:
@@ -170,13 +179,15 @@ def _global_rows(table, pred, cols, rep, ex):
     gi = GlobalIndexAnswer(table, pred, snapshot=_scanned_snapshot(table))
     out = []
     for t in gi.foreign_types:
-        out.append(IndexUse(t, ",".join(cols), "global", why="read by pypaimon's data-evolution scan, "
-                                                             "not by paimon-fast"))
+        out.append(
+            IndexUse(t, ",".join(cols), "global", why="read by pypaimon's data-evolution scan, not by paimon-fast")
+        )
     if not gi.fields:
         return out
     if gi.data_evolution:
-        mode_note = (f"search mode {gi.mode}: rows no global index covers are "
-                     + ("not read" if gi.mode == "fast" else "read and filtered"))
+        mode_note = f"search mode {gi.mode}: rows no global index covers are " + (
+            "not read" if gi.mode == "fast" else "read and filtered"
+        )
     else:
         mode_note = "search mode full: Java reads no global index without data evolution; used to skip rows only"
     ex.notes.append(mode_note)
@@ -199,8 +210,10 @@ def _global_rows(table, pred, cols, rep, ex):
             budget = sorted({x.op for x in unanswered if x.op in FALLBACK_OPS})
             other = sorted({x.op for x in unanswered if x.op not in FALLBACK_OPS})
             if budget:
-                why.append(f"fallback budget: {', '.join(budget)} would scan more than "
-                           f"bitmap-index.fallback-scan-max-size ({fallback})")
+                why.append(
+                    f"fallback budget: {', '.join(budget)} would scan more than "
+                    f"bitmap-index.fallback-scan-max-size ({fallback})"
+                )
             if other:
                 why.append(f"unsupported predicate: {fi.index_type} cannot answer {', '.join(other)}")
         cover = gi.leaf_part(answered[0]).cover if answered else None
@@ -213,10 +226,13 @@ def _global_rows(table, pred, cols, rep, ex):
                 uncovered += 1
                 continue
             u.files += 1
-            res = _alone(pred, c, lambda leaf, first=first, n=f.row_count: gi.file_leaf_result(leaf, first, n) or REMAIN)
+            res = _alone(
+                pred, c, lambda leaf, first=first, n=f.row_count: gi.file_leaf_result(leaf, first, n) or REMAIN
+            )
             _Tally(u).removed(res, f.row_count)
         if uncovered:
-            why.append(f"stale: {uncovered} data file{'s' if uncovered > 1 else ''} written after the build "
-                       f"(not covered)")
+            why.append(
+                f"stale: {uncovered} data file{'s' if uncovered > 1 else ''} written after the build (not covered)"
+            )
         u.why = "; ".join(why)
     return out

@@ -53,6 +53,7 @@ indexes, the same errors kept as REMAIN); local sidecars are read with
 these header caches too, so a "cold" measurement pays what a fresh process
 pays, imports aside.
 """
+
 from __future__ import annotations
 
 import os
@@ -79,8 +80,7 @@ from ..tables.arrow_filter import to_arrow_expression
 from .avro import _HEADER_CACHE, _SCHEMA_CACHE, _SCHEMA_LOCK
 from .avro import read_avro  # noqa: F401  (handed on at this path)
 from .deletion import read_deletion_vector
-from .plan import (_PLAN_CACHE, _PLAN_LOCK, _File, _is_local, _is_true, _options, _Plan, _split, check_table,
-                   get_plan)
+from .plan import _PLAN_CACHE, _PLAN_LOCK, _File, _is_local, _is_true, _options, _Plan, _split, check_table, get_plan
 from .predicates import for_planning, to_pypaimon
 from .pruning import Fallback, PruneReport, _CountingSource, _result_of, index_applicability
 
@@ -123,8 +123,11 @@ class _Schemas:
     def schema(self, sid):
         s = self.plan.schemas.get(sid)
         if s is None:
-            s = self.table.table_schema if sid == self.table.table_schema.id else \
-                self.table.schema_manager.get_schema(sid)
+            s = (
+                self.table.table_schema
+                if sid == self.table.table_schema.id
+                else self.table.schema_manager.get_schema(sid)
+            )
             self.plan.schemas[sid] = s
         return s
 
@@ -172,7 +175,7 @@ class _StatsFilter:
         from pypaimon.read.push_down_utils import exclude_predicate_with_fields
         from pypaimon.table.special_fields import SpecialFields
 
-        predicate = for_planning(predicate, table)   # leaves pypaimon cannot test (ARRAY ops ...) are TRUE here
+        predicate = for_planning(predicate, table)  # leaves pypaimon cannot test (ARRAY ops ...) are TRUE here
         pred = None if predicate is None else to_pypaimon(predicate, table)
         pred = exclude_predicate_with_fields(pred, SpecialFields.SYSTEM_FIELD_NAMES)
         self.pred = exclude_predicate_with_fields(pred, set(table.partition_keys))
@@ -185,8 +188,9 @@ class _StatsFilter:
         if table.partition_keys and predicate is not None:
             from pypaimon.read.push_down_utils import trim_and_transform_predicate
 
-            self.partition_pred = trim_and_transform_predicate(to_pypaimon(predicate, table), table.field_names,
-                                                               table.partition_keys)
+            self.partition_pred = trim_and_transform_predicate(
+                to_pypaimon(predicate, table), table.field_names, table.partition_keys
+            )
         self._partition_ok: Dict[bytes, bool] = {}
 
     def keep(self, f: "_File") -> bool:
@@ -208,10 +212,16 @@ class _StatsFilter:
         d.setdefault("_VALUE_STATS_COLS", None)  # Paimon 0.9: absent == null == every column
         fields = self.fields_of(d, self.schemas.schema(f.schema_id))
         v = d["_VALUE_STATS"]
-        stats = SimpleStats(min_values=BinaryRow(v["_MIN_VALUES"], fields),
-                            max_values=BinaryRow(v["_MAX_VALUES"], fields), null_counts=v["_NULL_COUNTS"])
-        cols = d.get("_WRITE_COLS") if d["_VALUE_STATS_COLS"] is None and d.get("_WRITE_COLS") is not None \
+        stats = SimpleStats(
+            min_values=BinaryRow(v["_MIN_VALUES"], fields),
+            max_values=BinaryRow(v["_MAX_VALUES"], fields),
+            null_counts=v["_NULL_COUNTS"],
+        )
+        cols = (
+            d.get("_WRITE_COLS")
+            if d["_VALUE_STATS_COLS"] is None and d.get("_WRITE_COLS") is not None
             else d["_VALUE_STATS_COLS"]
+        )
         evolved = self.evolutions.get_or_create(f.schema_id).evolution(stats, f.rows, cols)
         return bool(self.pred.test_by_simple_stats(evolved, f.rows))
 
@@ -235,8 +245,11 @@ def _read_files(file_io, files, columns: List[str], phys_schema) -> list:
     paths = [f"{f.fsdir}/{f.name}" for f in files]
     schema = pa.schema([phys_schema.field(c) for c in columns])
     dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
-    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=dict_cols)) if dict_cols \
+    fmt = (
+        ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=dict_cols))
+        if dict_cols
         else ds.ParquetFileFormat()
+    )
     dset = ds.FileSystemDataset.from_paths(paths, schema=schema, format=fmt, filesystem=file_io.filesystem)
     scanner = ds.Scanner.from_dataset(dset, columns=list(columns), use_threads=SCAN_THREADS)
     batches = {p: [] for p in paths}
@@ -282,8 +295,7 @@ def _read_rows(table, f: _File, positions, columns: List[str], phys, stats):
         return read_rows(stream, positions, columns, **kw)
 
 
-def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols, read_schema, stats,
-                threads: int = 1):
+def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols, read_schema, stats, threads: int = 1):
     """Matching rows of files of one schema id: ``[(arrow table or None, rows decoded)]``.
 
     Files with candidate rows from an index (or a deletion vector) are read at
@@ -300,9 +312,15 @@ def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols
     # columns with a bitmap index are low-cardinality by design: decode them as
     # dictionaries (indices only; several times cheaper), values are taken later
     bitmap_cols = {c.strip() for c in str((schema_obj.options or {}).get("file-index.bitmap.columns", "")).split(",")}
-    phys = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
-                      if f.name in bitmap_cols and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
-                                                    or pa.types.is_binary(f.type)) else f for f in phys])
+    phys = pa.schema(
+        [
+            pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
+            if f.name in bitmap_cols
+            and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_binary(f.type))
+            else f
+            for f in phys
+        ]
+    )
     all_cols = list(dict.fromkeys(list(pred_cols) + list(out_cols)))
     out_schema = pa.schema([read_schema.field(n) for n in out_cols])
     out = []
@@ -311,8 +329,10 @@ def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols
         return list(dict.fromkeys(mapping[c][0] for c in names if mapping[c][0] is not None))
 
     def current(t, names):
-        return pa.Table.from_arrays(_current_columns(t, names, mapping, read_schema, t.num_rows),
-                                    schema=pa.schema([read_schema.field(c) for c in names]))
+        return pa.Table.from_arrays(
+            _current_columns(t, names, mapping, read_schema, t.num_rows),
+            schema=pa.schema([read_schema.field(c) for c in names]),
+        )
 
     whole = [j for j in jobs if j[1] is not None]
     late = [j for j in jobs if j[1] is None]
@@ -374,8 +394,7 @@ def fast_read(table, predicate, projection=None, max_workers: int = 2, use_cache
     return read_planned(fast_plan(table, predicate, projection, max_workers, use_cache, report))
 
 
-def fast_plan(table, predicate, projection=None, max_workers: int = 2, use_cache: bool = True,
-              report=None) -> FastPlan:
+def fast_plan(table, predicate, projection=None, max_workers: int = 2, use_cache: bool = True, report=None) -> FastPlan:
     """The fast path's plan of a read (a :class:`FastPlan`: files pruned by partition, value stats,
     file and global indexes; nothing read but manifests and indexes) or raises :class:`Fallback`."""
     import pyarrow as pa
@@ -423,6 +442,7 @@ def fast_plan(table, predicate, projection=None, max_workers: int = 2, use_cache
     t1 = time.perf_counter()
     results = [REMAIN] * len(files)
     if applicable:
+
         def eval_chunk(idx):
             return [_evaluate(table, files[i], schemas, predicate) for i in idx]
 
@@ -472,9 +492,21 @@ def fast_plan(table, predicate, projection=None, max_workers: int = 2, use_cache
     # other path applies, rather than pypaimon's translation
     pred_expr = to_arrow_expression(predicate, pa.schema([read_schema.field(c) for c in pred_cols]))
     read_cols = list(dict.fromkeys(out_cols + pred_cols))
-    return FastPlan(table=table, report=rep, jobs=jobs, schemas=schemas, out_cols=out_cols, pred_cols=pred_cols,
-                    read_cols=read_cols, read_schema=read_schema, out_schema=out_schema, pred_expr=pred_expr,
-                    workers=workers, predicate=predicate, t_read=t2)
+    return FastPlan(
+        table=table,
+        report=rep,
+        jobs=jobs,
+        schemas=schemas,
+        out_cols=out_cols,
+        pred_cols=pred_cols,
+        read_cols=read_cols,
+        read_schema=read_schema,
+        out_schema=out_schema,
+        pred_expr=pred_expr,
+        workers=workers,
+        predicate=predicate,
+        t_read=t2,
+    )
 
 
 def read_planned(fp: FastPlan):
@@ -490,8 +522,20 @@ def read_planned(fp: FastPlan):
     got = []
     rep.decoded = PageReadStats()
     for sid, g in groups.items():
-        got.extend(_read_group(table, g, schemas.schema(sid), schemas.mapping(sid), pred_expr, pred_cols,
-                               read_cols, read_schema, rep.decoded, min(_READ_THREADS, workers)))
+        got.extend(
+            _read_group(
+                table,
+                g,
+                schemas.schema(sid),
+                schemas.mapping(sid),
+                pred_expr,
+                pred_cols,
+                read_cols,
+                read_schema,
+                rep.decoded,
+                min(_READ_THREADS, workers),
+            )
+        )
     parts = []
     rep.rows_selected = rep.rows_index_selected  # rows taken from the files (index and deletions applied)
     rep.rows_decoded = 0
@@ -562,8 +606,9 @@ def _global_results(table, predicate, files, rep, snapshot=None):
         out.append(BitmapResult(bitmap_of(np.asarray(sel.to_array(), dtype=np.int64) - lo)))
     rep.global_indexes = list(gi.used)
     rep.index_bytes_read += gi.index_bytes_read
-    rep.global_index_search_mode = gi.mode if gi.data_evolution else \
-        "full (Java reads no global index without data evolution)"
+    rep.global_index_search_mode = (
+        gi.mode if gi.data_evolution else "full (Java reads no global index without data evolution)"
+    )
     return out
 
 

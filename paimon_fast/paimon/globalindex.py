@@ -31,6 +31,7 @@ no index covers.  On row-tracking tables without data evolution Java reads no
 global index, so we use them only to skip rows (the answer is Java's: rows no
 index covers are always read).
 """
+
 from __future__ import annotations
 
 import os
@@ -43,16 +44,29 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 from pyroaring import BitMap64
 
-from ..errors import (ColumnNotFoundError, InvalidArgumentError, OptionError, PaimonFastError,
-                      UnsupportedTypeError)
+from ..errors import ColumnNotFoundError, InvalidArgumentError, OptionError, PaimonFastError, UnsupportedTypeError
 from ..predicate import And, Leaf, Or, Predicate
 from ..result import UNSUPPORTED
 from ..roaring import bitmap_of
 
-from .globalindex_build import (DEFAULT_RECORDS_PER_RANGE, RECORDS_FLOATING, RECORDS_PER_RANGE,  # noqa: F401
-                                RECORDS_PER_RANGE_LEGACY, _local_path, _new_file_name, _plan_build, _read_task, _Task,
-                                _write_index_file, build_range_files, direct_read_plan, read_direct,
-                                records_per_file, records_per_range, task_range_files)
+from .globalindex_build import (
+    DEFAULT_RECORDS_PER_RANGE,
+    RECORDS_FLOATING,
+    RECORDS_PER_RANGE,  # noqa: F401
+    RECORDS_PER_RANGE_LEGACY,
+    _local_path,
+    _new_file_name,
+    _plan_build,
+    _read_task,
+    _Task,
+    _write_index_file,
+    build_range_files,
+    direct_read_plan,
+    read_direct,
+    records_per_file,
+    records_per_range,
+    task_range_files,
+)
 
 __all__ = ["create_global_index", "GlobalIndexAnswer", "search_mode", "SUPPORTED_INDEX_TYPES"]
 
@@ -108,11 +122,21 @@ def _entries(table, task_partition, field_id, index_type, files, snapshot_id=Non
     pf = table.path_factory().global_index_path_factory()
     out = []
     for name, size, records, meta, start, end in files:
-        ifm = IndexFileMeta(index_type=index_type, file_name=name, file_size=size, row_count=records,
-                            global_index_meta=GlobalIndexMeta(row_range_start=start, row_range_end=end,
-                                                              index_field_id=field_id, extra_field_ids=None,
-                                                              index_meta=meta, source_meta=source_meta(snapshot_id)),
-                            external_path=pf.to_path(name) if pf.is_external_path() else None)
+        ifm = IndexFileMeta(
+            index_type=index_type,
+            file_name=name,
+            file_size=size,
+            row_count=records,
+            global_index_meta=GlobalIndexMeta(
+                row_range_start=start,
+                row_range_end=end,
+                index_field_id=field_id,
+                extra_field_ids=None,
+                index_meta=meta,
+                source_meta=source_meta(snapshot_id),
+            ),
+            external_path=pf.to_path(name) if pf.is_external_path() else None,
+        )
         out.append(IndexManifestEntry(kind=0, partition=task_partition, bucket=0, index_file=ifm))
     return out
 
@@ -136,8 +160,16 @@ def _table_name(table) -> str:
     return f"{db}.{obj}" if db and obj else str(ident)
 
 
-def create_global_index(table, index_column: str, index_type: str = "bitmap", *, partitions=None, options=None,
-                        spark=None, progress: Optional[Callable[[int, int, int], None]] = None) -> int:
+def create_global_index(
+    table,
+    index_column: str,
+    index_type: str = "bitmap",
+    *,
+    partitions=None,
+    options=None,
+    spark=None,
+    progress: Optional[Callable[[int, int, int], None]] = None,
+) -> int:
     """Build a global index over ``index_column`` of a row-tracking Paimon table; returns the
     number of index files added (pypaimon 2.1's ``table.create_global_index`` call shape).
 
@@ -321,9 +353,9 @@ class GlobalIndexAnswer:
         self.mode = search_mode(table)
         self.fields: Dict[str, _FieldIndex] = {}
         self.foreign_types: List[str] = []
-        self._used: Dict[Tuple[str, str], BitMap64] = {}   # (field, index type) -> rows it selected
-        self._index_bytes_read = 0   # whole files read through pypaimon's streams
-        self._io = None              # ranged reads of remote files (paimon_fast.fs.IOCounter)
+        self._used: Dict[Tuple[str, str], BitMap64] = {}  # (field, index type) -> rows it selected
+        self._index_bytes_read = 0  # whole files read through pypaimon's streams
+        self._io = None  # ranged reads of remote files (paimon_fast.fs.IOCounter)
         self.seconds = 0.0
         self._leaf_parts: Dict[int, _Part] = {}
         self._stored: Dict[str, bool] = {}
@@ -337,8 +369,11 @@ class GlobalIndexAnswer:
         by_id = {f.id: f for f in table.fields if f.name in names}
         if not by_id:
             return
-        entries = [e for e in _global_index_entries(table, self.snapshot)
-                   if e.index_file.global_index_meta.index_field_id in by_id]
+        entries = [
+            e
+            for e in _global_index_entries(table, self.snapshot)
+            if e.index_file.global_index_meta.index_field_id in by_id
+        ]
         pf = table.path_factory().global_index_path_factory()
         for e in entries:
             if getattr(e, "kind", 0) != 0:
@@ -362,8 +397,10 @@ class GlobalIndexAnswer:
         out = []
         for (name, itype), rows in self._used.items():
             fi = self.fields[name]
-            out.append(f"{name} ({itype}, {len(fi.files[itype])} files over {len(fi.by_type[itype])} row ranges, "
-                       f"{len(rows):,} rows selected)")
+            out.append(
+                f"{name} ({itype}, {len(fi.files[itype])} files over {len(fi.by_type[itype])} row ranges, "
+                f"{len(rows):,} rows selected)"
+            )
         return out
 
     @property
@@ -377,7 +414,7 @@ class GlobalIndexAnswer:
 
     # ------------------------------------------------------------ leaves
     def _source(self, path):
-        p = path[len("file://"):] if path.startswith("file://") else path
+        p = path[len("file://") :] if path.startswith("file://") else path
         if "://" not in p and os.path.exists(p):
             return p  # read block by block (footer, dictionary, bitmaps)
         from .globalindex_build import table_store
@@ -414,9 +451,13 @@ class GlobalIndexAnswer:
                 sel = per_type[itype] = BitMap64()
                 for (start, end), files in sorted(ranges.items()):
                     try:
-                        gi = classes[itype]([(self._source(p), m) for p, m in files], fi.dtype,
-                                            _table_options(self.table), total_row_count=end - start + 1,
-                                            max_workers=self.max_workers)
+                        gi = classes[itype](
+                            [(self._source(p), m) for p, m in files],
+                            fi.dtype,
+                            _table_options(self.table),
+                            total_row_count=end - start + 1,
+                            max_workers=self.max_workers,
+                        )
                         with gi:
                             got = gi.evaluate(leaf)
                     except (UnsupportedTypeError, TypeError, ValueError, PaimonFastError, OSError):
@@ -566,8 +607,13 @@ def read_ranges_direct(table, splits, columns: List[str], stats=None):
         bounds = np.array(sorted((r.from_, r.to) for r in ranges), dtype=np.int64).reshape(-1, 2)
         for f in split.files:
             path = _local_path(getattr(f, "external_path", None) or getattr(f, "file_path", None))
-            if (path is None or not path.endswith(".parquet") or getattr(f, "write_cols", None)
-                    or f.first_row_id is None or f.schema_id != sid):
+            if (
+                path is None
+                or not path.endswith(".parquet")
+                or getattr(f, "write_cols", None)
+                or f.first_row_id is None
+                or f.schema_id != sid
+            ):
                 return None
             lo, hi = f.first_row_id, f.first_row_id + f.row_count - 1
             sel = bounds[(bounds[:, 1] >= lo) & (bounds[:, 0] <= hi)]

@@ -7,6 +7,7 @@ under the table's index directory (:func:`_write_index_file`).  Committing the f
 answering predicates with them live in :mod:`.globalindex`, the Spark job in
 :mod:`.globalindex_spark`; both import these, never the other way round.
 """
+
 from __future__ import annotations
 
 import os
@@ -50,8 +51,7 @@ class _Task:
 def _plan_build(table, field, index_type: str, partitions):
     """``(tasks, options)``: the unindexed contiguous row ranges to build, as pypaimon 2.1 and
     Java's SortedGlobalIndexScanner.incrementalScan plan them."""
-    from pypaimon.globalindex.build_plan import (split_by_contiguous_unindexed_row_range,
-                                                 unindexed_row_ranges)
+    from pypaimon.globalindex.build_plan import split_by_contiguous_unindexed_row_range, unindexed_row_ranges
     from pypaimon.globalindex.create_global_index import GlobalIndexBuilder
 
     # pypaimon's builder validates (row tracking, the column) and resolves the partition spec
@@ -69,14 +69,16 @@ def _plan_build(table, field, index_type: str, partitions):
     if not todo:
         return []
     sid = getattr(snapshot, "id", None)
-    return [_Task(s, r.from_, r.to, tuple(s.partition.values), sid)
-            for s, r in split_by_contiguous_unindexed_row_range(splits, todo)]
+    return [
+        _Task(s, r.from_, r.to, tuple(s.partition.values), sid)
+        for s, r in split_by_contiguous_unindexed_row_range(splits, todo)
+    ]
 
 
 def _local_path(path):
     if path is None:
         return None
-    p = path[len("file://"):] if path.startswith("file://") else path
+    p = path[len("file://") :] if path.startswith("file://") else path
     return p if "://" not in p and os.path.exists(p) else None
 
 
@@ -110,11 +112,11 @@ def direct_read_plan(table, field, task: _Task):
     store = table_store(table)
     for f in split.files:
         path = _direct_path(table, store, getattr(f, "external_path", None) or getattr(f, "file_path", None))
-        if (path is None or not path.endswith(".parquet") or getattr(f, "write_cols", None)
-                or f.first_row_id is None):
+        if path is None or not path.endswith(".parquet") or getattr(f, "write_cols", None) or f.first_row_id is None:
             return None
-        schema = table.table_schema if f.schema_id == table.table_schema.id else \
-            table.schema_manager.get_schema(f.schema_id)
+        schema = (
+            table.table_schema if f.schema_id == table.table_schema.id else table.schema_manager.get_schema(f.schema_id)
+        )
         old = {x.id: x for x in schema.fields}.get(field.id)
         if old is not None and str(old.type).replace(" NOT NULL", "") != want:
             return None
@@ -174,7 +176,7 @@ def _each_file(todo, fn) -> list:
     return map_on_pool(fn, todo, os.cpu_count() or 2)
 
 
-UNIQUE_CHECK_ROWS = 1 << 16   # files of fewer rows are always grouped alone (read_groups_direct)
+UNIQUE_CHECK_ROWS = 1 << 16  # files of fewer rows are always grouped alone (read_groups_direct)
 
 
 def read_groups_direct(files, start: int, end: int, dtype: str, store=None):
@@ -210,7 +212,7 @@ def read_groups_direct(files, start: int, end: int, dtype: str, store=None):
         arr, _ = codec.column(col.slice(a, b - a))
         rid = np.arange(a + first - start, b + first - start, dtype=np.int64).view(np.uint64)
         if not codec.is_string and len(todo) > 1 and b - a >= UNIQUE_CHECK_ROWS and _nearly_unique(arr):
-            return (arr, rid), b - a   # grouped with the other files' rows below
+            return (arr, rid), b - a  # grouped with the other files' rows below
         # a file of half the rows or more (one file, or a big one among small ones) would group
         # alone at the end: its rows are grouped in slices side by side instead
         group = group_column_parallel if 2 * (b - a) >= total else group_column
@@ -222,7 +224,7 @@ def read_groups_direct(files, start: int, end: int, dtype: str, store=None):
     rows = sum(n for _, n in got)
     if not rows:
         return None, 0
-    if all(isinstance(g, tuple) for g, _ in got):   # nearly unique keys: grouped in one go, in row-id order
+    if all(isinstance(g, tuple) for g, _ in got):  # nearly unique keys: grouped in one go, in row-id order
         arr = pa.concat_arrays([g[0] for g, _ in got])
         rid = np.concatenate([g[1] for g, _ in got])
         return group_column(codec, arr, rid), rows
@@ -230,8 +232,7 @@ def read_groups_direct(files, start: int, end: int, dtype: str, store=None):
     return merge_groups([group_column(codec, *g) if isinstance(g, tuple) else g for g, _ in got]), rows
 
 
-def task_range_files(table, field, task: _Task, dtype: str, options: Dict[str, str], per_range: int,
-                     index_type: str):
+def task_range_files(table, field, task: _Task, dtype: str, options: Dict[str, str], per_range: int, index_type: str):
     """``(build_range_files of the task's rows, rows)``: a bitmap or btree build over files
     read straight from disk groups them file by file (:func:`read_groups_direct`), others
     read the column first (:func:`_read_task`)."""
@@ -242,8 +243,9 @@ def task_range_files(table, field, task: _Task, dtype: str, options: Dict[str, s
             groups, rows = got
             if groups is None:
                 return [], 0
-            return files_from_range_groups(dtype, [(groups, rows)], options, per_range, index_type,
-                                           task.start, task.end), rows
+            return files_from_range_groups(
+                dtype, [(groups, rows)], options, per_range, index_type, task.start, task.end
+            ), rows
     col, rids = _read_task(table, field, task)
     if col is None:
         return [], 0
@@ -306,8 +308,9 @@ def range_groups(dtype: str, values, local_rids, index_type: str = "bitmap"):
     return group_column(w.codec, elems, erids), n
 
 
-def files_from_range_groups(dtype: str, pieces, options: Dict[str, str], per_range: int, index_type: str,
-                            start: int, end: int):
+def files_from_range_groups(
+    dtype: str, pieces, options: Dict[str, str], per_range: int, index_type: str, start: int, end: int
+):
     """:func:`build_range_files` of a row range from its pieces' :func:`range_groups` (in
     row order; a ``multivalue`` range must lie in one shard of ``per_range`` row ids)."""
     from ..globalindex.btree import files_from_groups as btree_files
@@ -317,8 +320,10 @@ def files_from_range_groups(dtype: str, pieces, options: Dict[str, str], per_ran
     groups = merge_groups([g for g, _ in pieces])
     if index_type in SORTED_TYPES:
         cut = files_from_groups if index_type == "bitmap" else btree_files
-        return [(start, end, data, meta, n) for data, meta, n in
-                cut(groups, w.block_size, w.encoder, int(per_range * RECORDS_FLOATING), chunks=True)]
+        return [
+            (start, end, data, meta, n)
+            for data, meta, n in cut(groups, w.block_size, w.encoder, int(per_range * RECORDS_FLOATING), chunks=True)
+        ]
     if not sum(n for _, n in pieces):
         return []
     if end >= _shard(start, per_range) + per_range:
@@ -331,8 +336,16 @@ def _shard(row_id: int, per_range: int) -> int:
     return (row_id // per_range) * per_range
 
 
-def build_range_files(dtype: str, values, local_rids, options: Dict[str, str], per_range: int,
-                      index_type: str = "bitmap", start: int = 0, end: Optional[int] = None):
+def build_range_files(
+    dtype: str,
+    values,
+    local_rids,
+    options: Dict[str, str],
+    per_range: int,
+    index_type: str = "bitmap",
+    start: int = 0,
+    end: Optional[int] = None,
+):
     """The index files of the build range ``start..end`` (``local_rids`` relative to ``start``):
     ``[(range start, range end, file bytes, meta bytes, row count)]``; a ``bitmap`` file's
     bytes are :class:`~paimon_fast.fsutil.Chunks` (write them with :func:`~paimon_fast.fsutil.write_all`).
@@ -345,8 +358,9 @@ def build_range_files(dtype: str, values, local_rids, options: Dict[str, str], p
     if end is None:
         end = start + (int(local_rids.max()) if len(local_rids) else 0)
     if index_type in SORTED_TYPES:
-        return files_from_range_groups(dtype, [range_groups(dtype, values, local_rids, index_type)], options,
-                                       per_range, index_type, start, end)
+        return files_from_range_groups(
+            dtype, [range_groups(dtype, values, local_rids, index_type)], options, per_range, index_type, start, end
+        )
     if index_type != "multivalue":
         raise ValueError(f"index type {index_type!r}")
     import pyarrow as pa
@@ -358,8 +372,9 @@ def build_range_files(dtype: str, values, local_rids, options: Dict[str, str], p
         lo, hi = max(start, shard), min(end, shard + per_range - 1)
         keep = (absolute >= lo) & (absolute <= hi)
         if keep.any():
-            piece = range_groups(dtype, values.filter(pa.array(keep)), (absolute[keep] - lo).astype(np.uint64),
-                                 index_type)
+            piece = range_groups(
+                dtype, values.filter(pa.array(keep)), (absolute[keep] - lo).astype(np.uint64), index_type
+            )
             out += files_from_range_groups(dtype, [piece], options, per_range, index_type, lo, hi)
         shard += per_range
     return out

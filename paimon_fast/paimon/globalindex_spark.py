@@ -20,6 +20,7 @@ While a task builds, its Python worker allocates from its heap and keeps it for 
 build task (:class:`worker_heap`; ``paimon-fast.global-index.keep-worker-heap=false`` turns
 that off).
 """
+
 from __future__ import annotations
 
 import functools
@@ -28,8 +29,15 @@ import os
 import numpy as np
 
 from ..fsutil import write_all
-from .globalindex_build import (SORTED_TYPES, build_range_files, direct_read_plan, files_from_range_groups,
-                                range_groups, read_direct, read_groups_direct)
+from .globalindex_build import (
+    SORTED_TYPES,
+    build_range_files,
+    direct_read_plan,
+    files_from_range_groups,
+    range_groups,
+    read_direct,
+    read_groups_direct,
+)
 
 __all__ = ["build_on_spark", "spark_read_column", "OPT_SPLIT_ROWS", "OPT_KEEP_WORKER_HEAP"]
 
@@ -45,10 +53,11 @@ def _index_root(table):
     root = table.path_factory().global_index_path_factory().global_index_root_path()
     store = table_store(table)
     if store is None:
-        p = root[len("file://"):] if root.startswith("file://") else root
+        p = root[len("file://") :] if root.startswith("file://") else root
         return (None, None) if "://" in p else (None, p)
-    return store, (root[len("file://"):] if store.local and root.startswith("file://") else
-                   table.file_io.to_filesystem_path(root))
+    return store, (
+        root[len("file://") :] if store.local and root.startswith("file://") else table.file_io.to_filesystem_path(root)
+    )
 
 
 def build_on_spark(spark, table, field, dtype, tasks, options, per_range, index_type, progress=None):
@@ -72,8 +81,9 @@ def build_on_spark(spark, table, field, dtype, tasks, options, per_range, index_
         col, rids = _read_task(table, field, tasks[i])
         if col is None:
             continue
-        for lo, hi, data, meta, n in build_range_files(dtype, col, rids, options, per_range, index_type,
-                                                       tasks[i].start, tasks[i].end):
+        for lo, hi, data, meta, n in build_range_files(
+            dtype, col, rids, options, per_range, index_type, tasks[i].start, tasks[i].end
+        ):
             name = _new_file_name(index_type)
             _write_index_file(table, name, data)
             results[i].append((name, len(data), n, meta, lo, hi))
@@ -132,8 +142,10 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
             jobs.append(("range", _range_rows(sp["files"], sp["start"], sp["end"]), sp))
         else:
             split[sp["task"]] = (sp, len(groups))
-            jobs += [("piece", _range_rows(g, sp["start"], sp["end"]), dict(sp, files=g, piece=k))
-                     for k, g in enumerate(groups)]
+            jobs += [
+                ("piece", _range_rows(g, sp["start"], sp["end"]), dict(sp, files=g, piece=k))
+                for k, g in enumerate(groups)
+            ]
     jobs.sort(key=lambda j: -j[1])  # largest first
 
     def write_files(spec, files):
@@ -161,23 +173,27 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
 
     def _first(batch):
         for kind, _, spec in batch:
-            if index_type in SORTED_TYPES:   # each file's rows grouped as it is read
+            if index_type in SORTED_TYPES:  # each file's rows grouped as it is read
                 got = read_groups_direct([tuple(f) for f in spec["files"]], spec["start"], spec["end"], dtype, store)
                 if got is None:
                     raise RuntimeError(f"row range {spec['start']}..{spec['end']}: a data file stores _ROW_ID")
                 if got[0] is None:
                     continue
                 if kind == "range":
-                    yield from write_files(spec, files_from_range_groups(dtype, [got], opts, per_range, index_type,
-                                                                         spec["start"], spec["end"]))
+                    yield from write_files(
+                        spec,
+                        files_from_range_groups(dtype, [got], opts, per_range, index_type, spec["start"], spec["end"]),
+                    )
                 else:
                     _write_run(runs_store, runs, spec, got)
                 continue
             col, rids = read(spec)
             if kind == "range":
                 if col is not None:
-                    yield from write_files(spec, build_range_files(dtype, col, rids, opts, per_range, index_type,
-                                                                   spec["start"], spec["end"]))
+                    yield from write_files(
+                        spec,
+                        build_range_files(dtype, col, rids, opts, per_range, index_type, spec["start"], spec["end"]),
+                    )
             elif col is not None:
                 _write_run(runs_store, runs, spec, range_groups(dtype, _typed(col, dtype), rids, index_type))
 
@@ -188,8 +204,9 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
     def _merge(batch):
         for spec, k in batch:
             pieces = [p for p in (_read_run(runs_store, runs, spec, j) for j in range(k)) if p is not None]
-            yield from write_files(spec, files_from_range_groups(dtype, pieces, opts, per_range, index_type,
-                                                                 spec["start"], spec["end"]))
+            yield from write_files(
+                spec, files_from_range_groups(dtype, pieces, opts, per_range, index_type, spec["start"], spec["end"])
+            )
 
     try:
         if split:
@@ -245,7 +262,7 @@ def drop_stale_runs(store, root, older_than: float = None, now: float = None) ->
 
 # glibc's mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
-_GLIBC_MMAP_MAX = 65536     # glibc's default M_MMAP_MAX
+_GLIBC_MMAP_MAX = 65536  # glibc's default M_MMAP_MAX
 _heap_kept = []
 
 
@@ -269,7 +286,7 @@ class worker_heap:
     def __enter__(self):
         if self.mallopt is not None:
             if not _heap_kept:  # once per worker: freed heap memory stays for the next task
-                self.mallopt(_M_TRIM_THRESHOLD, 2 ** 31 - 1)
+                self.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)
                 _heap_kept.append(True)
             self.mallopt(_M_MMAP_MAX, 0)
         return self
@@ -351,11 +368,17 @@ def _write_run(store, runs, spec, groups_rows) -> None:
     key_off = np.concatenate([[0], g.key_off, g.key_off[-1:]]).astype(np.int64)
     valid = np.ones(g.keys + 2, dtype=bool)
     valid[-1] = g.nonnull is not None
-    cols = {"key": pa.LargeBinaryArray.from_buffers(pa.large_binary(), g.keys + 2,
-                                                    [None, pa.py_buffer(key_off), pa.py_buffer(g.key_data)]),
-            "rids": pa.Array.from_buffers(pa.large_list(pa.uint64()), g.keys + 2,
-                                          [pa.array(valid).buffers()[1], pa.py_buffer(rid_off)],
-                                          children=[pa.array(np.concatenate([g.nulls, g.rids, sorted_nn]))])}
+    cols = {
+        "key": pa.LargeBinaryArray.from_buffers(
+            pa.large_binary(), g.keys + 2, [None, pa.py_buffer(key_off), pa.py_buffer(g.key_data)]
+        ),
+        "rids": pa.Array.from_buffers(
+            pa.large_list(pa.uint64()),
+            g.keys + 2,
+            [pa.array(valid).buffers()[1], pa.py_buffer(rid_off)],
+            children=[pa.array(np.concatenate([g.nulls, g.rids, sorted_nn]))],
+        ),
+    }
     if g.ghi is not None:
         cols["hi"] = pa.array(np.concatenate([[0], g.ghi, [0]]).astype(np.int64))
         cols["lo"] = pa.array(np.concatenate([[0], g.glo, [0]]).astype(np.uint64))
@@ -376,12 +399,12 @@ def _read_run(store, runs, spec, k):
     path = _run_path(store, runs, spec, k)
     if not store.exists(path):
         return None
-    with (pa.memory_map(path) if store.local else store.fs.open_input_file(path)) as f:
+    with pa.memory_map(path) if store.local else store.fs.open_input_file(path) as f:
         r = pa.ipc.open_file(f)
         b = r.get_batch(0)
         n = int(r.schema.metadata[b"rows"])
     key, rids = b.column(0), b.column(1)
-    ko = np.frombuffer(key.buffers()[1], np.int64)[:len(key)]
+    ko = np.frombuffer(key.buffers()[1], np.int64)[: len(key)]
     kd = np.frombuffer(key.buffers()[2], np.uint8) if key.buffers()[2] is not None else np.zeros(0, np.uint8)
     ro = rids.offsets.to_numpy()
     rv = rids.values.to_numpy()
@@ -397,7 +420,12 @@ def spark_read_column(spark, table, column) -> int:
     """A Spark pass that only reads ``column`` of the table's data files (the build's
     baseline in the benchmarks); returns the number of files read."""
     rb = table.new_read_builder()
-    paths = sorted({f.file_path[len("file://"):] if f.file_path.startswith("file://") else f.file_path
-                    for s in rb.new_scan().plan().splits() for f in s.files})
+    paths = sorted(
+        {
+            f.file_path[len("file://") :] if f.file_path.startswith("file://") else f.file_path
+            for s in rb.new_scan().plan().splits()
+            for f in s.files
+        }
+    )
     spark.read.parquet(*paths).select(column).write.format("noop").mode("overwrite").save()
     return len(paths)

@@ -6,6 +6,7 @@ drops ADD entries cancelled by DELETE entries, attaches each file's path and del
 vector and keeps the result per ``(table path, snapshot id, its manifest lists and time)``;
 ``paimon_fast.paimon.fastpath.clear_plan_cache()`` drops it.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,9 +22,25 @@ from .pruning import Fallback
 class _File:
     """One live data file of the snapshot (what the fast path needs of a manifest entry)."""
 
-    __slots__ = ("partition", "bucket", "name", "rows", "schema_id", "level", "extra", "embedded",
-                 "external", "deletion", "dir", "fsdir", "raw", "layout", "first_row_id", "write_cols",
-                 "stored_row_ids")
+    __slots__ = (
+        "partition",
+        "bucket",
+        "name",
+        "rows",
+        "schema_id",
+        "level",
+        "extra",
+        "embedded",
+        "external",
+        "deletion",
+        "dir",
+        "fsdir",
+        "raw",
+        "layout",
+        "first_row_id",
+        "write_cols",
+        "stored_row_ids",
+    )
 
     def __init__(self, rec):
         f = rec["_FILE"]
@@ -54,7 +71,7 @@ class _File:
 class _Plan:
     def __init__(self, snapshot_id, files, snapshot=None):
         self.snapshot_id = snapshot_id
-        self.snapshot = snapshot   # the pypaimon Snapshot planned (global indexes are read at the same one)
+        self.snapshot = snapshot  # the pypaimon Snapshot planned (global indexes are read at the same one)
         self.files: List[_File] = files
         self.schemas: Dict[int, object] = {}
 
@@ -64,11 +81,36 @@ _PLAN_LOCK = threading.Lock()
 _PLAN_CACHE_SIZE = 16
 
 
-_TIME_TRAVEL = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "scan.timestamp",
-                "scan.watermark", "scan.version", "incremental-between", "incremental-between-timestamp",
-                "incremental-to-auto-tag", "scan.file-creation-time-millis")
-_ATOMIC = ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL", "CHAR",
-           "VARCHAR", "STRING", "BINARY", "VARBINARY", "BYTES", "DATE")
+_TIME_TRAVEL = (
+    "scan.snapshot-id",
+    "scan.tag-name",
+    "scan.timestamp-millis",
+    "scan.timestamp",
+    "scan.watermark",
+    "scan.version",
+    "incremental-between",
+    "incremental-between-timestamp",
+    "incremental-to-auto-tag",
+    "scan.file-creation-time-millis",
+)
+_ATOMIC = (
+    "BOOLEAN",
+    "TINYINT",
+    "SMALLINT",
+    "INT",
+    "INTEGER",
+    "BIGINT",
+    "FLOAT",
+    "DOUBLE",
+    "DECIMAL",
+    "CHAR",
+    "VARCHAR",
+    "STRING",
+    "BINARY",
+    "VARBINARY",
+    "BYTES",
+    "DATE",
+)
 
 
 def _options(table):
@@ -171,6 +213,7 @@ def _load_plan(table, snapshot, workers: int) -> _Plan:
         def one(name):
             return read_avro(_read_local(f"{fsdir}/{name}"))
     else:
+
         def one(name):
             return read_avro(_read_bytes(file_io, f"{mdir}/{name}"))
 
@@ -200,7 +243,7 @@ def _load_plan(table, snapshot, workers: int) -> _Plan:
 def _split(items, k):
     k = max(1, min(k, len(items)))
     step = (len(items) + k - 1) // k
-    return [items[i:i + step] for i in range(0, len(items), step)]
+    return [items[i : i + step] for i in range(0, len(items), step)]
 
 
 def _attach_paths(table, plan):
@@ -242,8 +285,7 @@ def _attach_deletions(table, snapshot, plan):
         path = table.path_factory().bucket_index_path(values, e.bucket, e.index_file, table.file_io)
         d = by_bucket.setdefault((values, e.bucket), {})
         for name, m in e.index_file.dv_ranges.items():
-            d[name] = DeletionFile(dv_index_path=path, offset=m.offset, length=m.length,
-                                   cardinality=m.cardinality)
+            d[name] = DeletionFile(dv_index_path=path, offset=m.offset, length=m.length, cardinality=m.cardinality)
     if not by_bucket:
         return
     cache = {}
@@ -262,8 +304,13 @@ def get_plan(table, use_cache: bool = True, workers: int = 2) -> Tuple[_Plan, bo
         raise Fallback("table without a snapshot")
     # the snapshot's own manifest lists and time too: a table dropped and re-created at the
     # same path starts its snapshot ids again
-    key = (str(table.table_path), snapshot.id, getattr(snapshot, "base_manifest_list", None),
-           getattr(snapshot, "delta_manifest_list", None), getattr(snapshot, "time_millis", None))
+    key = (
+        str(table.table_path),
+        snapshot.id,
+        getattr(snapshot, "base_manifest_list", None),
+        getattr(snapshot, "delta_manifest_list", None),
+        getattr(snapshot, "time_millis", None),
+    )
     if use_cache:
         with _PLAN_LOCK:
             plan = _PLAN_CACHE.get(key)

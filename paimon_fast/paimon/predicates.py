@@ -1,5 +1,6 @@
 """Translate predicates between :mod:`paimon_fast.predicate` trees and
 pypaimon's ``Predicate`` objects (both directions)."""
+
 from __future__ import annotations
 
 from typing import List, Optional
@@ -57,8 +58,12 @@ class PypaimonTranslator(Translator):
         method = TO_PYPAIMON.get(p.op)
         if method is None:
             raise TypeError(f"cannot translate {p!r} to a pypaimon predicate (pypaimon has no {p.op})")
-        return self.make(method=method, index=self.names.index(p.name), field=p.name,
-                         literals=list(p.literals) if p.literals else None)
+        return self.make(
+            method=method,
+            index=self.names.index(p.name),
+            field=p.name,
+            literals=list(p.literals) if p.literals else None,
+        )
 
     def all_of(self, exprs):
         return self.make(method="and", index=None, field=None, literals=exprs)
@@ -149,4 +154,3 @@ def as_predicate(predicate) -> Optional[Predicate]:
     if hasattr(predicate, "method") and hasattr(predicate, "literals"):
         return from_pypaimon(predicate)
     raise TypeError(f"not a predicate: {predicate!r}")
-

@@ -7,6 +7,7 @@ index is read through (:class:`_CountingSource`), the report of what
 pruning did (:class:`PruneReport`), and :class:`Fallback`, raised where our own
 path does not handle a table or query (the caller then takes pypaimon's).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field as dc_field
@@ -63,14 +64,18 @@ class PruneReport:
         return d
 
     def __str__(self):
-        s = (f"files planned {self.files_planned}, skipped {self.files_skipped}; rows planned "
-             f"{self.rows_planned}, skipped {self.rows_skipped}, to read {self.rows_selected}; "
-             f"index {self.index_seconds * 1000:.1f} ms over {self.index_bytes_read} bytes")
+        s = (
+            f"files planned {self.files_planned}, skipped {self.files_skipped}; rows planned "
+            f"{self.rows_planned}, skipped {self.rows_skipped}, to read {self.rows_selected}; "
+            f"index {self.index_seconds * 1000:.1f} ms over {self.index_bytes_read} bytes"
+        )
         if self.rows_returned is not None:
             s += f"; rows returned {self.rows_returned}"
         if self.fast_path:
-            s += f"; fast path (plan {'cached' if self.plan_cached else 'read'}, {self.files_pruned_by_stats} " \
-                 f"files pruned by partition/stats)"
+            s += (
+                f"; fast path (plan {'cached' if self.plan_cached else 'read'}, {self.files_pruned_by_stats} "
+                f"files pruned by partition/stats)"
+            )
             if self.rows_decoded is not None:
                 s += f"; rows decoded {self.rows_decoded:,}"
             if self.decoded is not None and self.decoded.rows:
@@ -80,8 +85,9 @@ class PruneReport:
         if not self.applied:
             s += f" (index not applied: {self.reason})"
         for g in self.global_indexes:
-            s += f"\nglobal index used: {g}" + (f", search mode {self.global_index_search_mode}"
-                                                 if self.global_index_search_mode else "")
+            s += f"\nglobal index used: {g}" + (
+                f", search mode {self.global_index_search_mode}" if self.global_index_search_mode else ""
+            )
         return s
 
 
@@ -143,6 +149,7 @@ class _SchemaResolver:
 def _result_of(container, predicate: Predicate, names: Dict[str, str], global_leaf=None) -> FileIndexResult:
     """The file index's answer; ``global_leaf(leaf)`` (a global index's answer inside this
     file, or None) is ANDed in leaf by leaf.  ``container`` None: global answers only."""
+
     def visit(leaf: Leaf):
         res = REMAIN
         file_name = names.get(leaf.name)

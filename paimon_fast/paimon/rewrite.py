@@ -18,6 +18,7 @@ Builds run in-process (threads) for small tables, or on Spark executors
 path, reads its file, writes its sidecar and returns the embedded bytes) for
 big ones.
 """
+
 from __future__ import annotations
 
 import copy
@@ -30,8 +31,12 @@ from typing import Dict, List, Mapping, Optional
 
 from ..fileindex import writer as index_writer
 from ..fileindex.format import FileIndexFormat
-from ..fileindex.options import (DEFAULT_IN_MANIFEST_THRESHOLD, IN_MANIFEST_THRESHOLD,
-                                 indexes_from_table_options, parse_memory_size)
+from ..fileindex.options import (
+    DEFAULT_IN_MANIFEST_THRESHOLD,
+    IN_MANIFEST_THRESHOLD,
+    indexes_from_table_options,
+    parse_memory_size,
+)
 from .compat import legacy_manifest_table
 from .pruning import INDEX_SUFFIX
 
@@ -59,9 +64,11 @@ class RewriteReport:
         return asdict(self)
 
     def __str__(self):
-        return (f"{self.files_rewritten} of {self.files_total} files indexed ({self.rows_indexed} rows, "
-                f"{self.embedded} embedded, {self.sidecars_written} sidecar files, {self.mode}) "
-                f"in {self.seconds:.2f}s; committed={self.committed} snapshot={self.snapshot_id}")
+        return (
+            f"{self.files_rewritten} of {self.files_total} files indexed ({self.rows_indexed} rows, "
+            f"{self.embedded} embedded, {self.sidecars_written} sidecar files, {self.mode}) "
+            f"in {self.seconds:.2f}s; committed={self.committed} snapshot={self.snapshot_id}"
+        )
 
 
 def new_index_file_name(old: Optional[str], data_file_name: str) -> str:
@@ -74,8 +81,8 @@ def new_index_file_name(old: Optional[str], data_file_name: str) -> str:
     dash = old.rfind("-")
     if dash != -1:
         try:
-            num = int(old[dash + 1:dot])
-            return old[:dash + 1] + str(num + 1) + INDEX_SUFFIX
+            num = int(old[dash + 1 : dot])
+            return old[: dash + 1] + str(num + 1) + INDEX_SUFFIX
         except ValueError:
             pass
     return old[:dot] + "-1" + INDEX_SUFFIX
@@ -152,8 +159,11 @@ def plan_rewrite(table, options=None, force: bool = False):
     for e in entries:
         f = e.file
         if f.file_path is None:
-            f.file_path = (f.physical_path() if f.external_path else
-                           canonical_data_file_path(table, tuple(e.partition.values), e.bucket, f.file_name))
+            f.file_path = (
+                f.physical_path()
+                if f.external_path
+                else canonical_data_file_path(table, tuple(e.partition.values), e.bucket, f.file_name)
+            )
         names, types = resolver.for_schema(f.schema_id)
         file_cols, idx, read_cols = {}, {}, []
         for col, per_type in configured.items():
@@ -177,8 +187,22 @@ def plan_rewrite(table, options=None, force: bool = False):
                 already += 1
                 continue
         old = next((x for x in f.extra_files or () if x.endswith(INDEX_SUFFIX)), None)
-        tasks.append(_Task(table.table_path, tuple(e.partition.values), e.bucket, e.total_buckets, f, read_cols,
-                           file_cols, {c: types[c] for c in idx}, idx, threshold, old, keep))
+        tasks.append(
+            _Task(
+                table.table_path,
+                tuple(e.partition.values),
+                e.bucket,
+                e.total_buckets,
+                f,
+                read_cols,
+                file_cols,
+                {c: types[c] for c in idx},
+                idx,
+                threshold,
+                old,
+                keep,
+            )
+        )
     return snapshot, tasks, len(entries), already
 
 
@@ -187,23 +211,32 @@ def _read_columns(table, task: _Task):
     from pypaimon.read.split import DataSplit
     from pypaimon.table.row.generic_row import GenericRow
 
-    split = DataSplit(files=[task.file], partition=GenericRow(list(task.partition), table.partition_keys_fields),
-                      bucket=task.bucket, raw_convertible=True, data_deletion_files=None)
+    split = DataSplit(
+        files=[task.file],
+        partition=GenericRow(list(task.partition), table.partition_keys_fields),
+        bucket=task.bucket,
+        raw_convertible=True,
+        data_deletion_files=None,
+    )
     rb = table.new_read_builder().with_projection(list(task.read_columns))
     return rb.new_read().to_arrow([split])
 
 
 def build_file_index(table, task: _Task) -> bytes:
     """The file index container for one task (b"" when there is nothing to write)."""
-    need = [c for c in task.read_columns
-            if any(t not in task.keep.get(task.file_columns[c], {}) for t in task.indexes[task.file_columns[c]])]
+    need = [
+        c
+        for c in task.read_columns
+        if any(t not in task.keep.get(task.file_columns[c], {}) for t in task.indexes[task.file_columns[c]])
+    ]
     data = None
     if need:
         task_cols = _Task(**{**task.__dict__, "read_columns": need})
         data = _read_columns(table, task_cols)
         if data.num_rows != task.file.row_count:
-            raise RuntimeError(f"{task.file.file_name}: read {data.num_rows} rows, the manifest says "
-                               f"{task.file.row_count}")
+            raise RuntimeError(
+                f"{task.file.file_name}: read {data.num_rows} rows, the manifest says {task.file.row_count}"
+            )
     payloads: Dict[str, Dict[str, Optional[bytes]]] = {}
     for col in task.read_columns:
         fcol = task.file_columns[col]
@@ -294,7 +327,8 @@ def _spark_build(iterator):
             files.append(name)
         yield pa.RecordBatch.from_arrays(
             [pa.array(ids, pa.int64()), pa.array(embs, pa.binary()), pa.array(files, pa.string())],
-            names=["i", "embedded", "index_file"])
+            names=["i", "embedded", "index_file"],
+        )
 
 
 def _run_spark(spark, tasks, parallelism=None):
@@ -325,10 +359,16 @@ def commit_rewrite(table, tasks, results):
         groups.setdefault((t.partition, t.bucket, total), []).append((t, _new_meta(t, emb, name)))
     deletes, adds = [], []
     for (part, bucket, total), items in groups.items():
-        deletes.append(CommitMessage(partition=part, bucket=bucket, new_files=[],
-                                     deleted_files=[t.file for t, _ in items], total_buckets=total))
-        adds.append(CommitMessage(partition=part, bucket=bucket, new_files=[m for _, m in items],
-                                  total_buckets=total))
+        deletes.append(
+            CommitMessage(
+                partition=part,
+                bucket=bucket,
+                new_files=[],
+                deleted_files=[t.file for t, _ in items],
+                total_buckets=total,
+            )
+        )
+        adds.append(CommitMessage(partition=part, bucket=bucket, new_files=[m for _, m in items], total_buckets=total))
     wb = table.new_batch_write_builder()
     commit = wb.new_commit()
     try:
@@ -339,9 +379,18 @@ def commit_rewrite(table, tasks, results):
     return None if snap is None else snap.id
 
 
-def rewrite_file_index(spark, table, options: Optional[Mapping] = None, *, force: bool = False,
-                       mode: str = "auto", max_workers: int = 4, spark_min_rows: int = SPARK_MIN_ROWS,
-                       spark_parallelism: Optional[int] = None, commit: bool = True) -> RewriteReport:
+def rewrite_file_index(
+    spark,
+    table,
+    options: Optional[Mapping] = None,
+    *,
+    force: bool = False,
+    mode: str = "auto",
+    max_workers: int = 4,
+    spark_min_rows: int = SPARK_MIN_ROWS,
+    spark_parallelism: Optional[int] = None,
+    commit: bool = True,
+) -> RewriteReport:
     """Build the table's configured file indexes for its files that lack them, and commit.
 
     ``spark``: a SparkSession or None.  ``options`` override table options for
@@ -363,8 +412,7 @@ def rewrite_file_index(spark, table, options: Optional[Mapping] = None, *, force
     if use_spark and spark is None:
         raise ValueError("mode='spark' needs a SparkSession")
     if tasks:
-        results = (_run_spark(spark, tasks, spark_parallelism) if use_spark
-                   else _run_local(table, tasks, max_workers))
+        results = _run_spark(spark, tasks, spark_parallelism) if use_spark else _run_local(table, tasks, max_workers)
         rep.mode = "spark" if use_spark else "local"
         rep.files_rewritten = len(tasks)
         rep.rows_indexed = rows

@@ -22,6 +22,7 @@ Columns are resolved through the file's schema id and field ids: the
 predicate names the table's current columns, the index names the columns as
 they were when the file was written.
 """
+
 from __future__ import annotations
 
 import time
@@ -39,11 +40,21 @@ from ..tables.arrow_filter import filter_table
 from .compat import legacy_manifest_table
 from .deletion import is_64bit, read_deletion_vector
 from .predicates import as_predicate, for_planning, to_pypaimon
-from .pruning import (INDEX_SUFFIX, PruneReport, _bool_opt, _CountingSource, _opt, _result_of,  # noqa: F401
-                      _SchemaResolver, index_applicability)
+from .pruning import (
+    INDEX_SUFFIX,
+    PruneReport,
+    _bool_opt,
+    _CountingSource,
+    _opt,
+    _result_of,  # noqa: F401
+    _SchemaResolver,
+    index_applicability,
+)
+
 
 class UnsupportedFeatureError(PaimonFastError):
     """A table or split this module cannot read correctly (the message says what and why)."""
+
 
 # selected rows closer than this are read as one range (see _ranges_of)
 DEFAULT_COALESCE_GAP = 2048
@@ -83,8 +94,15 @@ class IndexPruner:
     read in parallel (``max_workers`` threads), once per file.
     """
 
-    def __init__(self, table, predicate, max_workers: int = 8, fold_deletion_vectors: str = "auto",
-                 coalesce_gap: int = DEFAULT_COALESCE_GAP, global_index=None):
+    def __init__(
+        self,
+        table,
+        predicate,
+        max_workers: int = 8,
+        fold_deletion_vectors: str = "auto",
+        coalesce_gap: int = DEFAULT_COALESCE_GAP,
+        global_index=None,
+    ):
         self.table = table
         # a paimon.globalindex.GlobalIndexAnswer (row-tracking tables): its leaf answers are
         # ANDed with the file indexes' inside each file
@@ -223,7 +241,8 @@ class IndexPruner:
             raise UnsupportedFeatureError(
                 "a merge-read primary-key split has 64-bit deletion vectors, which pypaimon cannot parse, and the "
                 "table's FileIO is not paimon_fast's wrapper: pass the table (not a read builder) or "
-                "paimon_fast.paimon.legacy_manifest_table(table)")
+                "paimon_fast.paimon.legacy_manifest_table(table)"
+            )
         from pypaimon.read.split import DataSplit
         from pypaimon.table.source.deletion_file import DeletionFile
 
@@ -238,14 +257,21 @@ class IndexPruner:
             vec = DeletionVector.from_positions(dv.to_array(), bitmap64=False)
             blob = vec.to_blob()
             path = register_deletion_blob(self.table.file_io, blob)
-            new_dfs.append(DeletionFile(dv_index_path=path, offset=0, length=vec.meta_length,
-                                        cardinality=len(dv)))
+            new_dfs.append(DeletionFile(dv_index_path=path, offset=0, length=vec.meta_length, cardinality=len(dv)))
             report.deletion_vectors_converted += 1
         if type(s) is not DataSplit:
             raise UnsupportedFeatureError(f"64-bit deletion vectors in a {type(s).__name__}: not supported")
-        return DataSplit(files=s.files, partition=s.partition, bucket=s.bucket, raw_convertible=s.raw_convertible,
-                         data_deletion_files=new_dfs, snapshot_id=s.snapshot_id, is_streaming=s.is_streaming,
-                         bucket_path=s.bucket_path, total_buckets=s.total_buckets)
+        return DataSplit(
+            files=s.files,
+            partition=s.partition,
+            bucket=s.bucket,
+            raw_convertible=s.raw_convertible,
+            data_deletion_files=new_dfs,
+            snapshot_id=s.snapshot_id,
+            is_streaming=s.is_streaming,
+            bucket_path=s.bucket_path,
+            total_buckets=s.total_buckets,
+        )
 
     def _prune_split(self, si, s, results, report):
         from pypaimon.globalindex.indexed_split import IndexedSplit
@@ -265,7 +291,9 @@ class IndexPruner:
             if isinstance(res, BitmapResult):
                 sel = res.bitmap
                 need_ranges = True
-            elif df is not None and (self.fold == "always" or (self.fold == "auto" and is_64bit(self.table.file_io, df))):
+            elif df is not None and (
+                self.fold == "always" or (self.fold == "auto" and is_64bit(self.table.file_io, df))
+            ):
                 need_ranges = True
             keep.append((f, df, sel))
         if not keep:
@@ -298,10 +326,17 @@ class IndexPruner:
                 return None
             names = {f.file_name for f, _ in kept}
             base = s.filter_file(lambda m: m.file_name in names)
-            base = DataSplit(files=base.files, partition=base.partition, bucket=base.bucket,
-                             raw_convertible=base.raw_convertible, data_deletion_files=None,
-                             snapshot_id=base.snapshot_id, is_streaming=base.is_streaming,
-                             bucket_path=base.bucket_path, total_buckets=base.total_buckets)
+            base = DataSplit(
+                files=base.files,
+                partition=base.partition,
+                bucket=base.bucket,
+                raw_convertible=base.raw_convertible,
+                data_deletion_files=None,
+                snapshot_id=base.snapshot_id,
+                is_streaming=base.is_streaming,
+                bucket_path=base.bucket_path,
+                total_buckets=base.total_buckets,
+            )
             by_name = {f.file_name: sel for f, sel in kept}
             ranges = []
             offset = 0
@@ -347,8 +382,11 @@ def _scanned_snapshot(table):
 
 def _global_index_answer(table, pred, max_workers):
     """The table's bitmap global indexes for ``pred`` (row-tracking tables), or None."""
-    if (pred is None or not _bool_opt(table, "row-tracking.enabled", False)
-            or not _bool_opt(table, "global-index.enabled", True)):
+    if (
+        pred is None
+        or not _bool_opt(table, "row-tracking.enabled", False)
+        or not _bool_opt(table, "global-index.enabled", True)
+    ):
         return None
     from .globalindex import GlobalIndexAnswer
 
@@ -378,8 +416,14 @@ def _normalized(table, pred):
     return normalize(pred, schema, missing="error")
 
 
-def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
-                    coalesce_gap: int = DEFAULT_COALESCE_GAP):
+def plan_with_index(
+    table,
+    predicate,
+    projection=None,
+    max_workers: int = 8,
+    fold_deletion_vectors: str = "auto",
+    coalesce_gap: int = DEFAULT_COALESCE_GAP,
+):
     """Plan with pypaimon, then prune with file indexes.
 
     Returns ``(read_builder, splits, report)``; read with
@@ -394,7 +438,7 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     pred = _normalized(table, as_predicate(predicate))
     if rb is None:
         rb = table.new_read_builder()
-        planned = for_planning(pred, table)   # leaves pypaimon cannot plan with (ARRAY ops ...) are TRUE
+        planned = for_planning(pred, table)  # leaves pypaimon cannot plan with (ARRAY ops ...) are TRUE
         if planned is not None:
             rb = rb.with_filter(to_pypaimon(planned, table))
         if projection is not None:
@@ -420,8 +464,14 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
         mode = "full (Java reads no global index without data evolution)" if gi is not None else ""
     splits = scan.plan().splits()
     plan_s = time.perf_counter() - t0
-    pruner = IndexPruner(table, pred, max_workers=max_workers, fold_deletion_vectors=fold_deletion_vectors,
-                         coalesce_gap=coalesce_gap, global_index=pruner_gi)
+    pruner = IndexPruner(
+        table,
+        pred,
+        max_workers=max_workers,
+        fold_deletion_vectors=fold_deletion_vectors,
+        coalesce_gap=coalesce_gap,
+        global_index=pruner_gi,
+    )
     new_splits, report = pruner.prune(splits)
     report.plan_seconds = plan_s
     if gi is not None and gi.used:
@@ -432,8 +482,16 @@ def plan_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     return rb, new_splits, report
 
 
-def read_with_index(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
-                    coalesce_gap: int = DEFAULT_COALESCE_GAP, fast: bool = True, use_cache: bool = True):
+def read_with_index(
+    table,
+    predicate,
+    projection=None,
+    max_workers: int = 8,
+    fold_deletion_vectors: str = "auto",
+    coalesce_gap: int = DEFAULT_COALESCE_GAP,
+    fast: bool = True,
+    use_cache: bool = True,
+):
     """Plan, prune with file indexes and read: the read object of :func:`paimon_fast.paimon.read`
     (a :class:`~paimon_fast.lazyread.LazyRead`: ``to_arrow()``, the batch reader, pandas, Polars,
     DuckDB, ``count()``, ``explain()``, ``report``).  ``predicate`` may also be SQL text.
@@ -442,16 +500,32 @@ def read_with_index(table, predicate, projection=None, max_workers: int = 8, fol
     (DeprecationWarning), and runs the former read: :func:`_read_all`."""
     from .stream import IndexRead, PaimonSource
 
-    src = PaimonSource(table, predicate, None if projection is None else list(projection), max_workers=max_workers,
-                       fast=fast, use_cache=use_cache, fold_deletion_vectors=fold_deletion_vectors,
-                       coalesce_gap=coalesce_gap)
+    src = PaimonSource(
+        table,
+        predicate,
+        None if projection is None else list(projection),
+        max_workers=max_workers,
+        fast=fast,
+        use_cache=use_cache,
+        fold_deletion_vectors=fold_deletion_vectors,
+        coalesce_gap=coalesce_gap,
+    )
     src.reader()  # the predicate checked against the table now (a missing column raises here)
-    return IndexRead(src, (table, predicate, projection, max_workers, fold_deletion_vectors, coalesce_gap, fast,
-                           use_cache))
+    return IndexRead(
+        src, (table, predicate, projection, max_workers, fold_deletion_vectors, coalesce_gap, fast, use_cache)
+    )
 
 
-def _read_all(table, predicate, projection=None, max_workers: int = 8, fold_deletion_vectors: str = "auto",
-              coalesce_gap: int = DEFAULT_COALESCE_GAP, fast: bool = True, use_cache: bool = True):
+def _read_all(
+    table,
+    predicate,
+    projection=None,
+    max_workers: int = 8,
+    fold_deletion_vectors: str = "auto",
+    coalesce_gap: int = DEFAULT_COALESCE_GAP,
+    fast: bool = True,
+    use_cache: bool = True,
+):
     """Plan, prune with file indexes and read to a ``pyarrow.Table``: the former
     :func:`read_with_index`, what unpacking its result runs.
 
@@ -486,13 +560,13 @@ def _read_all(table, predicate, projection=None, max_workers: int = 8, fold_dele
         from .fastpath import Fallback, fast_read
 
         try:
-            return fast_read(legacy_manifest_table(table), predicate, projection,
-                             max_workers=max_workers, use_cache=use_cache)
+            return fast_read(
+                legacy_manifest_table(table), predicate, projection, max_workers=max_workers, use_cache=use_cache
+            )
         except Fallback as e:
             fallback_reason = str(e)
     given_builder = not hasattr(table, "new_read_builder")
-    rb, splits, report = plan_with_index(table, predicate, projection, max_workers, fold_deletion_vectors,
-                                         coalesce_gap)
+    rb, splits, report = plan_with_index(table, predicate, projection, max_workers, fold_deletion_vectors, coalesce_gap)
     t0 = time.perf_counter()
     pred = predicate
     if pred is None:
@@ -526,8 +600,11 @@ def _read_all(table, predicate, projection=None, max_workers: int = 8, fold_dele
         parts = [x for x in parts if x is not None]
         out = None
         if parts:
-            out = parts[0] if len(parts) == 1 else pa.concat_tables([parts[0]] + [x.cast(parts[0].schema)
-                                                                              for x in parts[1:]])
+            out = (
+                parts[0]
+                if len(parts) == 1
+                else pa.concat_tables([parts[0]] + [x.cast(parts[0].schema) for x in parts[1:]])
+            )
         if out is not None:
             out = filter_table(out, pred)
             if extra:

@@ -20,6 +20,7 @@ A read is planned once, on first need, into splits:
 Splits are picklable, so a caller can hand them to its own workers (:class:`~.builder.TableRead`
 reads any of them, in any process, given the same table and filter).
 """
+
 from __future__ import annotations
 
 import time
@@ -30,8 +31,8 @@ import pyarrow as pa
 
 from ..lazyread import LegacyTupleRead, ReadSource
 
-FIRST_RANGE_ROWS = 1 << 16   # rows of the first range of a file read under a limit
-MAX_RANGE_ROWS = 1 << 18     # rows of a file read at once (ranges double up to this)
+FIRST_RANGE_ROWS = 1 << 16  # rows of the first range of a file read under a limit
+MAX_RANGE_ROWS = 1 << 18  # rows of a file read at once (ranges double up to this)
 
 
 def where_predicate(table, where):
@@ -46,6 +47,7 @@ def where_predicate(table, where):
 
 
 # ---------------------------------------------------------------- splits
+
 
 class _FileRef:
     """What the fast path's readers need of a data file (``fastpath._File`` without the manifest record)."""
@@ -151,6 +153,7 @@ class PypaimonSplit:
 
 # ---------------------------------------------------------------- reading splits
 
+
 class SplitReader:
     """How the splits of one read are read: the table, the exact filter, the output columns (and,
     for a pypaimon read builder passed in place of a table, the builder).  Picklable with the table."""
@@ -202,16 +205,32 @@ class SplitReader:
 
         schemas, pred_cols, read_cols, read_schema, pred_expr = self._fast_ctx()
         cols = list(dict.fromkeys(list(out_cols) + pred_cols))
-        got = _read_group(self.table, [(split._file(), cand)], schemas.schema(split.schema_id),
-                          schemas.mapping(split.schema_id), pred_expr, pred_cols, cols, read_schema, stats, 1)
+        got = _read_group(
+            self.table,
+            [(split._file(), cand)],
+            schemas.schema(split.schema_id),
+            schemas.mapping(split.schema_id),
+            pred_expr,
+            pred_cols,
+            cols,
+            read_schema,
+            stats,
+            1,
+        )
         for tbl, decoded in got:
             if report is not None:
                 report.rows_decoded = (report.rows_decoded or 0) + decoded
             if tbl is not None and tbl.num_rows:
                 yield tbl.select(list(out_cols)) if cols != list(out_cols) else tbl
 
-    def read_fast(self, split: FastSplit, report=None, size: Optional[list] = None, limit: Optional[int] = None,
-                  columns: Optional[List[str]] = None) -> Iterator[pa.Table]:
+    def read_fast(
+        self,
+        split: FastSplit,
+        report=None,
+        size: Optional[list] = None,
+        limit: Optional[int] = None,
+        columns: Optional[List[str]] = None,
+    ) -> Iterator[pa.Table]:
         """The matching rows of one :class:`FastSplit` (see the module docstring)."""
         from ..parquet.rows import PageReadStats
         from ..roaring import bitmap_of
@@ -226,13 +245,13 @@ class SplitReader:
         pos = np.asarray(cand.to_array(), dtype=np.int64)
         if not len(pos):
             return
-        if pos[-1] - pos[0] < size[0]:   # the selected rows in one range (a point lookup ...)
+        if pos[-1] - pos[0] < size[0]:  # the selected rows in one range (a point lookup ...)
             yield from self._fast_group(split, cand, report, out_cols, stats)
             size[0] = min(size[0] * 2, MAX_RANGE_ROWS)
             return
         for lo, hi in _row_ranges(split.rows, size):
             a, b = np.searchsorted(pos, [lo, hi])
-            if a < b:   # ranges without a selected row are not read
+            if a < b:  # ranges without a selected row are not read
                 yield from self._fast_group(split, bitmap_of(pos[a:b]), report, out_cols, stats)
 
     def _fast_late(self, split: FastSplit, report, out_cols, stats, size):
@@ -256,8 +275,10 @@ class SplitReader:
         for lo, hi in _row_ranges(f.rows, size):
             pos = np.arange(lo, hi, dtype=np.int64)
             t = _read_rows(self.table, f, pos, pred_phys, phys, stats) if pred_phys else None
-            ct = pa.Table.from_arrays(_current_columns(t, pred_cols, mapping, read_schema, len(pos)),
-                                      schema=pa.schema([read_schema.field(c) for c in pred_cols]))
+            ct = pa.Table.from_arrays(
+                _current_columns(t, pred_cols, mapping, read_schema, len(pos)),
+                schema=pa.schema([read_schema.field(c) for c in pred_cols]),
+            )
             hit = ct.append_column("__pf_pos", pa.array(pos)).filter(pred_expr)
             if report is not None:
                 report.rows_decoded = (report.rows_decoded or 0) + len(pos)
@@ -313,7 +334,7 @@ class SplitReader:
         raise TypeError(f"not a split of paimon_fast's plan: {split!r} (plan with paimon_fast.paimon.read_builder)")
 
 
-GATHER_ROWS = 1 << 16   # pypaimon's small batches are filtered (and handed on) this many rows at a time
+GATHER_ROWS = 1 << 16  # pypaimon's small batches are filtered (and handed on) this many rows at a time
 
 
 def _gathered(batches) -> Iterator[pa.Table]:
@@ -351,9 +372,15 @@ def _physical(schema_obj) -> pa.Schema:
 
     phys = PyarrowFieldParser.from_paimon_schema(list(schema_obj.fields))
     bitmap_cols = {c.strip() for c in str((schema_obj.options or {}).get("file-index.bitmap.columns", "")).split(",")}
-    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
-                      if f.name in bitmap_cols and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
-                                                    or pa.types.is_binary(f.type)) else f for f in phys])
+    return pa.schema(
+        [
+            pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
+            if f.name in bitmap_cols
+            and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_binary(f.type))
+            else f
+            for f in phys
+        ]
+    )
 
 
 def _first_size(limit: Optional[int]) -> list:
@@ -379,25 +406,39 @@ def _count_split(reader: SplitReader, split) -> int:
 
 # ---------------------------------------------------------------- the source
 
+
 class PaimonSource(ReadSource):
     """The rows of a pypaimon table (or read builder) where ``where`` holds, with ``columns``."""
 
     kind = "Paimon table"
 
-    def __init__(self, table, where=None, columns: Optional[List[str]] = None, *, max_workers: int = 8,
-                 fast: bool = True, use_cache: bool = True, fold_deletion_vectors: str = "auto",
-                 coalesce_gap: Optional[int] = None):
+    def __init__(
+        self,
+        table,
+        where=None,
+        columns: Optional[List[str]] = None,
+        *,
+        max_workers: int = 8,
+        fast: bool = True,
+        use_cache: bool = True,
+        fold_deletion_vectors: str = "auto",
+        coalesce_gap: Optional[int] = None,
+    ):
         from .scan import DEFAULT_COALESCE_GAP, _open_table
 
         self._arg = table
         self.table, self.builder = _open_table(table)
         self.where = where
         self._columns = None if columns is None else list(columns)
-        self.options = dict(max_workers=max_workers, fast=fast, use_cache=use_cache,
-                            fold_deletion_vectors=fold_deletion_vectors,
-                            coalesce_gap=DEFAULT_COALESCE_GAP if coalesce_gap is None else coalesce_gap)
+        self.options = dict(
+            max_workers=max_workers,
+            fast=fast,
+            use_cache=use_cache,
+            fold_deletion_vectors=fold_deletion_vectors,
+            coalesce_gap=DEFAULT_COALESCE_GAP if coalesce_gap is None else coalesce_gap,
+        )
         self._reader = None
-        self._plan = None   # (splits, report, fast path taken)
+        self._plan = None  # (splits, report, fast path taken)
 
     # ------------------------------------------------------------ shape and plan
     def reader(self) -> SplitReader:
@@ -423,12 +464,20 @@ class PaimonSource(ReadSource):
             reader = self.reader()
             pred = reader.predicate
             o = self.options
-            reason = "fast=False" if not o["fast"] else "no predicate" if pred is None else \
-                "a read builder was given" if self.builder is not None else ""
+            reason = (
+                "fast=False"
+                if not o["fast"]
+                else "no predicate"
+                if pred is None
+                else "a read builder was given"
+                if self.builder is not None
+                else ""
+            )
             if not reason:
                 try:
-                    fp = fast_plan(self.table, pred, self._columns, max_workers=o["max_workers"],
-                                   use_cache=o["use_cache"])
+                    fp = fast_plan(
+                        self.table, pred, self._columns, max_workers=o["max_workers"], use_cache=o["use_cache"]
+                    )
                 except Fallback as e:
                     reason = str(e)
                 else:
@@ -442,9 +491,14 @@ class PaimonSource(ReadSource):
                     return self._plan
             from ..parquet.rows import PageReadStats
 
-            _, splits, rep = plan_with_index(self._arg if self.builder is not None else self.table, pred,
-                                             self._columns if self.builder is None else None, o["max_workers"],
-                                             o["fold_deletion_vectors"], o["coalesce_gap"])
+            _, splits, rep = plan_with_index(
+                self._arg if self.builder is not None else self.table,
+                pred,
+                self._columns if self.builder is None else None,
+                o["max_workers"],
+                o["fold_deletion_vectors"],
+                o["coalesce_gap"],
+            )
             rep.fallback_reason = reason
             rep.decoded, rep.rows_returned, rep.read_seconds = rep.decoded or PageReadStats(), 0, 0.0
             self._plan = ([PypaimonSplit(s) for s in splits], rep, False)
@@ -491,7 +545,7 @@ def _stream(reader: SplitReader, splits, rep, limit) -> Iterator[pa.Table]:
     out = 0
     for s in splits:
         it = reader.read(s, rep, size, limit)
-        held = {}   # the split's dictionaries, for its next ranges (not in the shared cache)
+        held = {}  # the split's dictionaries, for its next ranges (not in the shared cache)
         while True:
             t0 = time.perf_counter()
             with scanning(held):
@@ -501,7 +555,7 @@ def _stream(reader: SplitReader, splits, rep, limit) -> Iterator[pa.Table]:
             if t is None:
                 break
             if limit is not None and out + t.num_rows > limit:
-                t = t.slice(0, limit - out)   # the report counts the rows handed out
+                t = t.slice(0, limit - out)  # the report counts the rows handed out
             out += t.num_rows
             if rep is not None:
                 rep.rows_returned = (rep.rows_returned or 0) + t.num_rows

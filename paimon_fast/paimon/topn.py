@@ -19,6 +19,7 @@ read; ``report.global_indexes`` names the index and the rows it selected.
 Ties go to the earlier data file of the snapshot's manifests and then to the
 lower row position (on the fallback path: the order pypaimon reads rows in).
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -38,8 +39,18 @@ from .compat import legacy_manifest_table
 from .predicates import as_predicate
 
 
-def top_n(table, column: str, k: int, *, desc: bool = True, predicate=None, columns: Optional[Sequence[str]] = None,
-          nulls_first: bool = False, report: Optional[TopNReport] = None, use_cache: bool = True) -> pa.Table:
+def top_n(
+    table,
+    column: str,
+    k: int,
+    *,
+    desc: bool = True,
+    predicate=None,
+    columns: Optional[Sequence[str]] = None,
+    nulls_first: bool = False,
+    report: Optional[TopNReport] = None,
+    use_cache: bool = True,
+) -> pa.Table:
     """The first ``k`` rows of ``table`` where ``predicate`` holds, ordered by ``column``.
 
     ``desc`` (default) for the largest values first; nulls last unless
@@ -66,7 +77,7 @@ def top_n(table, column: str, k: int, *, desc: bool = True, predicate=None, colu
     pred = as_predicate(predicate)
     rep = report if report is not None else TopNReport()
     rep.fallback_reason = ""
-    rep.global_indexes = []   # the BTree global index a top-N used, and the rows it selected
+    rep.global_indexes = []  # the BTree global index a top-N used, and the rows it selected
     try:
         check_table(table)
         plan, _ = get_plan(table, use_cache)
@@ -80,8 +91,16 @@ def top_n(table, column: str, k: int, *, desc: bool = True, predicate=None, colu
         cand = _btree_candidates(table, plan, column, k, desc, nulls_first, rep)
     sources, opened = _sources(table, plan, column, pred, rep, cand)
     try:
-        out = _merge(sources, column, k, desc=desc, nulls_first=nulls_first,
-                     where_columns=sorted(pred.fields()) if pred is not None else (), columns=out_cols, report=rep)
+        out = _merge(
+            sources,
+            column,
+            k,
+            desc=desc,
+            nulls_first=nulls_first,
+            where_columns=sorted(pred.fields()) if pred is not None else (),
+            columns=out_cols,
+            report=rep,
+        )
     finally:
         for c in opened:
             c.close()
@@ -111,11 +130,12 @@ def _read_and_sort(table, column, k, desc, nulls_first, pred, out_cols, rep):
         return _empty(table, out_cols)
     rep.rows_read += t.num_rows
     t = t.append_column(FILE, pa.array(np.zeros(t.num_rows, np.int32))).append_column(
-        POS, pa.array(np.arange(t.num_rows, dtype=np.int64)))
+        POS, pa.array(np.arange(t.num_rows, dtype=np.int64))
+    )
     return t.take(order(t, column, desc, nulls_first)[:k]).select(out_cols)
 
 
-BTREE_TOP_N_MAX = 100   # Java's DataEvolutionGlobalIndexScanner pushes a top-N of at most 100 rows to BTree
+BTREE_TOP_N_MAX = 100  # Java's DataEvolutionGlobalIndexScanner pushes a top-N of at most 100 rows to BTree
 
 
 def _btree_candidates(table, plan, column, k, desc, nulls_first, rep):
@@ -128,9 +148,13 @@ def _btree_candidates(table, plan, column, k, desc, nulls_first, rep):
     from .globalindex import GlobalIndexAnswer, _table_options, _true
 
     opts = _table_options(table)
-    if (not 0 <= k <= BTREE_TOP_N_MAX or not _true(opts, "row-tracking.enabled")
-            or str(opts.get("global-index.enabled", "true")).strip().lower() == "false"
-            or _true(opts, "deletion-vectors.enabled") or any(f.deletion is not None for f in plan.files)):
+    if (
+        not 0 <= k <= BTREE_TOP_N_MAX
+        or not _true(opts, "row-tracking.enabled")
+        or str(opts.get("global-index.enabled", "true")).strip().lower() == "false"
+        or _true(opts, "deletion-vectors.enabled")
+        or any(f.deletion is not None for f in plan.files)
+    ):
         return None
     gi = GlobalIndexAnswer(table, None, snapshot=plan.snapshot)
     gi._load({column})
@@ -143,8 +167,9 @@ def _btree_candidates(table, plan, column, k, desc, nulls_first, rep):
 
     groups = []
     for (start, end), files in sorted(ranges.items()):
-        with BTreeGlobalIndex([(gi._source(p), m) for p, m in files], fi.dtype, opts,
-                              total_row_count=end - start + 1) as idx:
+        with BTreeGlobalIndex(
+            [(gi._source(p), m) for p, m in files], fi.dtype, opts, total_row_count=end - start + 1
+        ) as idx:
             _, got = idx.top_n(k, desc, nulls_first)
             groups += [(key, rids + np.uint64(start)) for key, rids in got]
     rows, _ = merge_top_n(groups, idx.codec, k, desc, nulls_first)
@@ -159,8 +184,9 @@ def _btree_candidates(table, plan, column, k, desc, nulls_first, rep):
                 every.add_range(f.first_row_id, f.first_row_id + f.rows)
         rows |= every - cover
     n_files = len(fi.files["btree"])
-    rep.global_indexes = [f"{column} (btree, {n_files} files over {len(ranges)} row ranges, {selected:,} rows "
-                          "selected)"]
+    rep.global_indexes = [
+        f"{column} (btree, {n_files} files over {len(ranges)} row ranges, {selected:,} rows selected)"
+    ]
     return rows
 
 
@@ -213,8 +239,21 @@ def _sources(table, plan, column, pred, rep, candidates=None):
                 reader = None
             except (PaimonFastError, OSError) as e:  # a broken index never fails a query: read the column
                 rep.index_errors.append(f"{f.name}: {type(e).__name__}: {e}")
-        sources.append(_source(table, f, schemas.mapping(f.schema_id), full_schema, eligible, reader, pred,
-                               _is_local(table.file_io), _open_stream, _current_columns, column))
+        sources.append(
+            _source(
+                table,
+                f,
+                schemas.mapping(f.schema_id),
+                full_schema,
+                eligible,
+                reader,
+                pred,
+                _is_local(table.file_io),
+                _open_stream,
+                _current_columns,
+                column,
+            )
+        )
     return sources, opened
 
 
@@ -230,8 +269,9 @@ def _container(table, f, types, is_local) -> Optional[FileIndexFile]:
     return None
 
 
-def _source(table, f, mapping, full_schema, eligible, reader, pred, local, open_stream, current_columns,
-            column=None) -> TopNSource:
+def _source(
+    table, f, mapping, full_schema, eligible, reader, pred, local, open_stream, current_columns, column=None
+) -> TopNSource:
     need_pred = sorted(pred.fields()) if pred is not None else []
     decoded = PageReadStats()
 
@@ -254,5 +294,14 @@ def _source(table, f, mapping, full_schema, eligible, reader, pred, local, open_
             return read(np.arange(f.rows, dtype=np.int64), cols)
         return read(np.asarray(eligible.to_array(), dtype=np.int64), cols)
 
-    return TopNSource(f.name, f.rows, eligible, reader, read, read_all, exact=pred is None,
-                      arrow_type=full_schema.field(column).type if column is not None else None, decoded=decoded)
+    return TopNSource(
+        f.name,
+        f.rows,
+        eligible,
+        reader,
+        read,
+        read_all,
+        exact=pred is None,
+        arrow_type=full_schema.field(column).type if column is not None else None,
+        decoded=decoded,
+    )

@@ -13,8 +13,27 @@ at known positions decoded from only the pages that hold them.
 The modules' old paths (``paimon_fast.parquet_rows``, ``parquet_footer``, ``parquet_pages``,
 ``thrift_compact``) are the same module objects under another name.
 """
-from .rows import (ColumnSizes, FileShape, PageReadStats, clear_cache, column_sizes, file_shape, ranges_to_positions,
-                   read_rows, row_group_starts)
 
-__all__ = ["read_rows", "file_shape", "FileShape", "column_sizes", "ColumnSizes", "PageReadStats",
-           "ranges_to_positions", "clear_cache", "row_group_starts"]
+from .rows import (
+    ColumnSizes,
+    FileShape,
+    PageReadStats,
+    clear_cache,
+    column_sizes,
+    file_shape,
+    ranges_to_positions,
+    read_rows,
+    row_group_starts,
+)
+
+__all__ = [
+    "read_rows",
+    "file_shape",
+    "FileShape",
+    "column_sizes",
+    "ColumnSizes",
+    "PageReadStats",
+    "ranges_to_positions",
+    "clear_cache",
+    "row_group_starts",
+]

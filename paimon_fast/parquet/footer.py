@@ -5,6 +5,7 @@ pages and dictionary page are, from the page index or by walking the page header
 cache of parsed footers per local file.  Everything read is bounded by the file and checked:
 corrupt metadata raises :class:`~paimon_fast.errors.IndexFormatError`; what is not handled
 raises :class:`_Unsupported` (the caller reads the row group with pyarrow instead)."""
+
 from __future__ import annotations
 
 import base64
@@ -89,7 +90,7 @@ class _Footer:
                 for _ in range(n):
                     start = dec.pos
                     self.elements.append(dec.struct(1))
-                    raws.append(bytes(data[start:dec.pos]))
+                    raws.append(bytes(data[start : dec.pos]))
                 continue
             v = dec.value(t, 0, True)
             if fid == 1 and t == _T_I32:
@@ -116,8 +117,7 @@ class _Footer:
             cols = rg.get(1)
             if not isinstance(n, int) or n < 0 or n > 1 << 62:
                 raise IndexFormatError(f"Parquet footer: row group {i} has {n!r} rows", base)
-            if not isinstance(cols, list) or len(cols) != self.leaf_count or \
-                    not all(isinstance(c, dict) for c in cols):
+            if not isinstance(cols, list) or len(cols) != self.leaf_count or not all(isinstance(c, dict) for c in cols):
                 raise IndexFormatError(f"Parquet footer: row group {i} has not {self.leaf_count} column chunks", base)
             self.rg_rows[i] = n
         self.starts = np.zeros(len(self.row_groups) + 1, dtype=np.int64)
@@ -163,8 +163,16 @@ class _Footer:
                     leaf += 1
                 pos += 1
             flat = pos == first + 1 and top.get(3) != _REPEATED and not top.get(5)
-            out.append(_Field(name.decode("utf-8", "replace"), i, range(start_leaf, leaf), b"".join(raws[first:pos]),
-                              pos - first, flat))
+            out.append(
+                _Field(
+                    name.decode("utf-8", "replace"),
+                    i,
+                    range(start_leaf, leaf),
+                    b"".join(raws[first:pos]),
+                    pos - first,
+                    flat,
+                )
+            )
         if pos != len(els):
             raise IndexFormatError(f"Parquet footer: {len(els) - pos} schema elements outside the root's fields", 0)
         return out
@@ -209,9 +217,15 @@ class _Pages:
             dict_enc = np.full(len(size), dict_range is not None)
             stats = meta.get(13)  # encoding_stats: writers fall back from the dictionary once, for good,
             if dict_range is not None and isinstance(stats, list):  # so the dictionary-encoded pages lead
-                n = sum(e.get(3, 0) for e in stats if isinstance(e, dict) and e.get(1) in (_DATA_PAGE, _DATA_PAGE_V2)
-                        and e.get(2) in _DICT_ENCODINGS and isinstance(e.get(3), int))
-                dict_enc[max(0, n):] = False
+                n = sum(
+                    e.get(3, 0)
+                    for e in stats
+                    if isinstance(e, dict)
+                    and e.get(1) in (_DATA_PAGE, _DATA_PAGE_V2)
+                    and e.get(2) in _DICT_ENCODINGS
+                    and isinstance(e.get(3), int)
+                )
+                dict_enc[max(0, n) :] = False
         self.dict_enc = dict_enc
 
 
@@ -223,8 +237,7 @@ def _page_header(buf, pos: int, end: int, base: int) -> tuple:
     h = dec.struct(1)
     hlen = dec.pos - pos
     ptype, usize, csize = h.get(1), h.get(2), h.get(3)
-    if not isinstance(ptype, int) or not isinstance(usize, int) or not isinstance(csize, int) \
-            or usize < 0 or csize < 0:
+    if not isinstance(ptype, int) or not isinstance(usize, int) or not isinstance(csize, int) or usize < 0 or csize < 0:
         raise IndexFormatError("Parquet page header without its type or sizes", base + pos)
     values, rows, enc = 0, -1, -1
     if ptype == _DATA_PAGE:
@@ -258,8 +271,11 @@ def _chunk_meta(fo: _Footer, rg: int, leaf: int) -> tuple:
     if not isinstance(meta, dict):
         raise _Unsupported("column chunk without metadata")
     need = (1, 4, 5, 7, 9)
-    if not all(isinstance(meta.get(k), int) for k in need) or not isinstance(meta.get(2), list) \
-            or not isinstance(meta.get(3), list):
+    if (
+        not all(isinstance(meta.get(k), int) for k in need)
+        or not isinstance(meta.get(2), list)
+        or not isinstance(meta.get(3), list)
+    ):
         raise IndexFormatError(f"Parquet column chunk (row group {rg}, column {leaf}) without its metadata", None)
     start = meta[9]
     d = meta.get(11)
@@ -267,15 +283,17 @@ def _chunk_meta(fo: _Footer, rg: int, leaf: int) -> tuple:
         start = d
     end = start + meta[7]
     if start < 4 or meta[7] <= 0 or end > fo.footer_start:
-        raise IndexFormatError(f"Parquet column chunk (row group {rg}, column {leaf}) at [{start}, {end}) "
-                               f"outside the {fo.file_size}-byte file", start)
+        raise IndexFormatError(
+            f"Parquet column chunk (row group {rg}, column {leaf}) at [{start}, {end}) "
+            f"outside the {fo.file_size}-byte file",
+            start,
+        )
     return cc, meta, start, end
 
 
 def _pages_from_index(src: Source, fo: _Footer, rg: int, cc: dict, meta: dict, start: int, end: int) -> _Pages:
     off, length = cc.get(4), cc.get(5)
-    if not isinstance(off, int) or not isinstance(length, int) or length <= 0 or off < 4 \
-            or off + length > fo.file_size:
+    if not isinstance(off, int) or not isinstance(length, int) or length <= 0 or off < 4 or off + length > fo.file_size:
         raise IndexFormatError(f"Parquet offset index at {off!r} ({length!r} bytes) outside the file", off)
     if length > _MAX_METADATA:
         raise _Unsupported(f"offset index larger than {_MAX_METADATA >> 20} MB")
@@ -293,10 +311,18 @@ def _pages_from_index(src: Source, fo: _Footer, rg: int, cc: dict, meta: dict, s
     offset, size, first = arr
     nrows = int(fo.rg_rows[rg])
     ends = offset + size
-    if (first[0] != 0 or np.any(np.diff(first) <= 0) or first[-1] >= max(nrows, 1) or np.any(size <= 0)
-            or offset[0] < start or ends[-1] > end or np.any(offset[1:] < ends[:-1])):
-        raise IndexFormatError(f"Parquet offset index (row group {rg}) does not describe the column chunk "
-                               f"[{start}, {end})", off)
+    if (
+        first[0] != 0
+        or np.any(np.diff(first) <= 0)
+        or first[-1] >= max(nrows, 1)
+        or np.any(size <= 0)
+        or offset[0] < start
+        or ends[-1] > end
+        or np.any(offset[1:] < ends[:-1])
+    ):
+        raise IndexFormatError(
+            f"Parquet offset index (row group {rg}) does not describe the column chunk [{start}, {end})", off
+        )
     rows = np.empty(n, dtype=np.int64)
     rows[:-1] = np.diff(first)
     rows[-1] = nrows - first[-1]
@@ -347,12 +373,15 @@ def _pages_by_walking(src: Source, fo: _Footer, rg: int, meta: dict, start: int,
             dict_range = (start, pos + size - start)
         pos += size
     if row != fo.rg_rows[rg] or not offs:
-        raise IndexFormatError(f"Parquet column chunk (row group {rg}) holds {row} rows in its pages, the row "
-                               f"group {int(fo.rg_rows[rg])}", start)
+        raise IndexFormatError(
+            f"Parquet column chunk (row group {rg}) holds {row} rows in its pages, the row group {int(fo.rg_rows[rg])}",
+            start,
+        )
     keep = np.asarray(rowss, dtype=np.int64) > 0  # pages of zero rows hold nothing to select
-    pick = (lambda a: np.asarray(a, dtype=np.int64)[keep])
-    return _Pages(pick(firsts), pick(rowss), pick(offs), pick(sizes), dict_range, meta,
-                  np.asarray(encs, dtype=bool)[keep])
+    pick = lambda a: np.asarray(a, dtype=np.int64)[keep]
+    return _Pages(
+        pick(firsts), pick(rowss), pick(offs), pick(sizes), dict_range, meta, np.asarray(encs, dtype=bool)[keep]
+    )
 
 
 def _pages(src: Source, fo: _Footer, rg: int, leaf: int) -> _Pages:

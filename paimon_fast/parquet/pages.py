@@ -22,6 +22,7 @@ pyarrow as before: nested columns, DELTA_* and BYTE_STREAM_SPLIT encodings,
 FIXED_LEN_BYTE_ARRAY, INT96, decimals, dictionary-typed reads, Hadoop LZ4, LZO.
 Corrupt pages raise :class:`~paimon_fast.errors.IndexFormatError` (what and where).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -53,8 +54,10 @@ def kernels(twin: bool = False):
     """The compiled page kernels, or their pure-Python twin."""
     if twin:
         from ..reference import pagedecode
+
         return pagedecode
     from .._kernels import load
+
     return load("pagedecode")
 
 
@@ -95,7 +98,7 @@ def plan(plain: pa.DataType, fld: pa.Field, repetition) -> Optional[Plan]:
     if pa.types.is_boolean(t):
         return Plan(_BOOLEAN, opt, fld, None, False)
     if pa.types.is_integer(t):
-        kind = "i" if pa.types.is_signed_integer(t) else "u"   # (not to_pandas_dtype: pandas is optional)
+        kind = "i" if pa.types.is_signed_integer(t) else "u"  # (not to_pandas_dtype: pandas is optional)
         return Plan(_INT64 if t.bit_width == 64 else _INT32, opt, fld, np.dtype(f"<{kind}{t.bit_width // 8}"), False)
     if pa.types.is_float32(t) or pa.types.is_float64(t):
         return Plan(_FLOAT if t.bit_width == 32 else _DOUBLE, opt, fld, np.dtype(f"<f{t.bit_width // 8}"), False)
@@ -143,7 +146,7 @@ def _decompress(codec, body, usize: int, cap: int, at: int, what: str):
 _STREAMING = ("zstd", "brotli")
 # (and Snappy, by the kernel's snappy_prefix)
 _STREAM_MIN = 64 << 10  # smaller pages are decompressed in one call
-_WHOLE_FRACTION = 0.4   # a first request for this much of a page decompresses it whole, in one call
+_WHOLE_FRACTION = 0.4  # a first request for this much of a page decompresses it whole, in one call
 
 # ZSTD pages stream through the zstandard package where it is installed (the ``codecs`` extra):
 # it decompresses as far as asked, where pyarrow's stream decompresses each 64 KB of input whole
@@ -187,8 +190,8 @@ class _Body:
     def __init__(self, codec, comp, usize: int, cap: int, at: int, what: str, kern=None):
         self.usize, self.at, self.what, self.stream, self.comp, self.kern = usize, at, what, None, comp, kern
         self.codec, self.cap = codec, cap
-        self.out = None   # a streamed page's whole buffer, filled from the front (buf: its filled part)
-        self.zd = None    # the zstandard decompressor of a ZSTD stream (returned when it ends)
+        self.out = None  # a streamed page's whole buffer, filled from the front (buf: its filled part)
+        self.zd = None  # the zstandard decompressor of a ZSTD stream (returned when it ends)
         name = codec.name if codec is not None else None
         if usize >= _STREAM_MIN and (name in _STREAMING or (name == "snappy" and kern is not None)):
             if usize > cap:
@@ -224,16 +227,17 @@ class _Body:
         if self.stream == "snappy":  # the prefix again, longer (at most twice the work in all)
             data, total = self.kern.snappy_prefix(self.comp, n)
             if total != self.usize or len(data) != n:
-                raise IndexFormatError(f"Parquet {self.what}: Snappy data of {total} bytes, {self.usize} expected",
-                                       self.at)
+                raise IndexFormatError(
+                    f"Parquet {self.what}: Snappy data of {total} bytes, {self.usize} expected", self.at
+                )
             self.buf = np.frombuffer(data, dtype=np.uint8)
             if n == self.usize:
                 self.stream = None
             return self.buf
-        if self.out is None:   # allocated once, at the page's stated size (checked against the cap)
+        if self.out is None:  # allocated once, at the page's stated size (checked against the cap)
             self.out = np.empty(self.usize, dtype=np.uint8)
         got = have
-        try:   # into the buffer's next bytes: no copies of what was decompressed before
+        try:  # into the buffer's next bytes: no copies of what was decompressed before
             while got < n:
                 k = self.stream.readinto(memoryview(self.out)[got:n])
                 if k <= 0:
@@ -250,8 +254,7 @@ class _Body:
             self._ended()
             return self.buf
         if got != n:
-            raise IndexFormatError(f"Parquet {self.what}: {got} bytes decompressed, {self.usize} "
-                                   "expected", self.at)
+            raise IndexFormatError(f"Parquet {self.what}: {got} bytes decompressed, {self.usize} expected", self.at)
         self.buf = self.out[:n]
         if n == self.usize:
             self._ended()
@@ -284,8 +287,14 @@ def _header(buf, at: int):
     dec = _Decoder(buf, 0, len(buf), at, "Parquet page header")
     h = dec.struct(1)
     t, usize, csize = h.get(1), h.get(2), h.get(3)
-    if not isinstance(t, int) or not isinstance(usize, int) or not isinstance(csize, int) or usize < 0 \
-            or csize < 0 or dec.pos + csize > len(buf):
+    if (
+        not isinstance(t, int)
+        or not isinstance(usize, int)
+        or not isinstance(csize, int)
+        or usize < 0
+        or csize < 0
+        or dec.pos + csize > len(buf)
+    ):
         raise IndexFormatError("Parquet page header without its type or sizes, or a page past its end", at)
     return h, dec.pos
 
@@ -301,8 +310,8 @@ class Dictionary:
         self.values, self.buf, self.starts, self.lens = values, buf, starts, lens
         self.body, self.dtype = body, dtype
         self.size = len(values) if values is not None else len(starts) if starts is not None else size
-        self.lock = threading.Lock() if body is not None else None   # a shared body grows under it
-        self.broken = False   # its page failed to decompress: never served from the cache again
+        self.lock = threading.Lock() if body is not None else None  # a shared body grows under it
+        self.broken = False  # its page failed to decompress: never served from the cache again
 
     @property
     def nbytes(self) -> int:
@@ -319,8 +328,9 @@ class Dictionary:
             return np.zeros(0, dtype=self.dtype if self.values is None else self.values.dtype)
         m = int(idx.max()) + 1
         if m > self.size:
-            raise IndexFormatError(f"Parquet dictionary index {m - 1} out of range (a dictionary of {self.size} "
-                                   "values)", None)
+            raise IndexFormatError(
+                f"Parquet dictionary index {m - 1} out of range (a dictionary of {self.size} values)", None
+            )
         if self.values is not None:
             return self.values[idx]
         with self.lock:
@@ -401,7 +411,7 @@ class ChunkDictionaries:
         self.local[key] = d
         held = _SCANNING.get()
         if held is not True and held is not False and self.file_key is not None:
-            held[self.file_key + key] = d   # the scanning caller's, for the file's next ranges
+            held[self.file_key + key] = d  # the scanning caller's, for the file's next ranges
             return
         if self.file_key is None or d.nbytes > DICTIONARY_CACHE_BYTES or held:
             return
@@ -426,8 +436,9 @@ def plain_values(physical: int, buf, start: int, end: int, nvals: int, at: int, 
     if dt is None:
         raise Unsupported(f"dictionary of physical type {physical}")
     if nvals * dt.itemsize > end - start:
-        raise IndexFormatError(f"Parquet dictionary page: {nvals} values of {dt.itemsize} bytes in "
-                               f"{end - start} bytes", at)
+        raise IndexFormatError(
+            f"Parquet dictionary page: {nvals} values of {dt.itemsize} bytes in {end - start} bytes", at
+        )
     return np.frombuffer(buf, dtype=dt, count=nvals, offset=start)
 
 
@@ -444,13 +455,21 @@ def read_dictionary(raw, at: int, physical: int, codec, cap: int, kern) -> Dicti
                 raise IndexFormatError("Parquet dictionary page without its header", at + pos)
             if d.get(2, _PLAIN) not in (_PLAIN, _PLAIN_DICTIONARY):
                 raise Unsupported(f"dictionary page encoding {d.get(2)}")
-            body = _Body(codec, np.frombuffer(raw, dtype=np.uint8, count=csize, offset=pos + hlen), h[2], cap,
-                         at + pos, "dictionary page", kern)
+            body = _Body(
+                codec,
+                np.frombuffer(raw, dtype=np.uint8, count=csize, offset=pos + hlen),
+                h[2],
+                cap,
+                at + pos,
+                "dictionary page",
+                kern,
+            )
             dt = _WIDTH.get(physical)
             if dt is not None and not body.complete:  # decompressed as far as the indexes need
                 if d[1] * dt.itemsize > h[2]:
-                    raise IndexFormatError(f"Parquet dictionary page: {d[1]} values of {dt.itemsize} bytes in "
-                                           f"{h[2]} bytes", at + pos)
+                    raise IndexFormatError(
+                        f"Parquet dictionary page: {d[1]} values of {dt.itemsize} bytes in {h[2]} bytes", at + pos
+                    )
                 return Dictionary(body=body, size=d[1], dtype=dt)
             page = body.all()
             vals = plain_values(physical, page, 0, len(page), d[1], at + pos, kern)
@@ -522,8 +541,10 @@ def decode_page(raw, at: int, rows: np.ndarray, p: Plan, codec, cap: int, dictio
             if vs >= len(head):
                 raise IndexFormatError("Parquet data page: dictionary indexes without their bit width", at)
             bw = int(head[vs])
-            idx = body.attempt(vs + 1 + (last * bw + 7) // 8 + last // 4 + 64,
-                               lambda b: kern.hybrid_gather(b, vs + 1, len(b), bw, nvals, want)).astype(np.int64)
+            idx = body.attempt(
+                vs + 1 + (last * bw + 7) // 8 + last // 4 + 64,
+                lambda b: kern.hybrid_gather(b, vs + 1, len(b), bw, nvals, want),
+            ).astype(np.int64)
         else:
             idx = np.zeros(0, dtype=np.int64)
         dic = dictionary()
@@ -536,6 +557,7 @@ def decode_page(raw, at: int, rows: np.ndarray, p: Plan, codec, cap: int, dictio
 
             def walk(b):
                 return kern.ba_walk(b, vs, len(b), nvals, want)
+
             starts, lens = body.attempt(vs + last * avg + last // 4 + 256, walk)
             values = body.buf
             return _binary(p, n, keep, nvalid, values, starts, lens, np.arange(nvalid, dtype=np.int64), kern)
@@ -556,7 +578,7 @@ def decode_page(raw, at: int, rows: np.ndarray, p: Plan, codec, cap: int, dictio
         head = body.upto(vs + 4)
         if len(head) - vs < 4:
             raise IndexFormatError("Parquet data page: RLE booleans without their length", at)
-        m = int.from_bytes(bytes(head[vs:vs + 4]), "little")
+        m = int.from_bytes(bytes(head[vs : vs + 4]), "little")
         if not nvalid:
             return _fixed(p, n, keep, nvalid, np.zeros(0, np.uint32))
 
@@ -564,6 +586,7 @@ def decode_page(raw, at: int, rows: np.ndarray, p: Plan, codec, cap: int, dictio
             if m > len(b) - vs - 4 and len(b) == body.usize:
                 raise IndexFormatError(f"Parquet data page: {m} bytes of RLE booleans past its end", at)
             return kern.hybrid_gather(b, vs + 4, min(vs + 4 + m, len(b)), 1, nvals, want)
+
         return _fixed(p, n, keep, nvalid, body.attempt(vs + 4 + last // 4 + 64, bits))
     raise Unsupported(f"encoding {enc}")
 
@@ -601,13 +624,23 @@ def _binary(p: Plan, n: int, keep, nvalid: int, buf, starts, lens, idx, kern) ->
         if offsets[-1] >= 1 << 31:
             raise Unsupported("more than 2 GB of strings in one page's rows")
         offsets = offsets.astype(np.int32)
-    return pa.Array.from_buffers(p.field.type, n, [_validity(keep, n, nvalid), pa.py_buffer(offsets),
-                                                   pa.py_buffer(data)], null_count=n - nvalid)
+    return pa.Array.from_buffers(
+        p.field.type, n, [_validity(keep, n, nvalid), pa.py_buffer(offsets), pa.py_buffer(data)], null_count=n - nvalid
+    )
 
 
 # ---------------------------------------------------------------- a column chunk
-def read_chunk(src, pg, sel: np.ndarray, page_of: np.ndarray, local: np.ndarray, p: Plan,
-               dicts: Dict[tuple, Dictionary], key: tuple, kern) -> tuple:
+def read_chunk(
+    src,
+    pg,
+    sel: np.ndarray,
+    page_of: np.ndarray,
+    local: np.ndarray,
+    p: Plan,
+    dicts: Dict[tuple, Dictionary],
+    key: tuple,
+    kern,
+) -> tuple:
     """``(array of the rows local, bytes read)`` of one column chunk whose selected pages are
     ``pg``'s pages ``sel``; ``page_of[i]`` is the page of row ``local[i]``."""
     meta = pg.meta
@@ -623,11 +656,13 @@ def read_chunk(src, pg, sel: np.ndarray, page_of: np.ndarray, local: np.ndarray,
         d = dicts.get(key)
         if d is None:
             if pg.dict_range is None:
-                raise IndexFormatError("Parquet dictionary-encoded page in a column chunk without a dictionary "
-                                       "page", int(pg.offset[0]))
+                raise IndexFormatError(
+                    "Parquet dictionary-encoded page in a column chunk without a dictionary page", int(pg.offset[0])
+                )
             start, length = pg.dict_range
-            d = dicts[key] = read_dictionary(src.read_at(start, length, "Parquet dictionary page"), start,
-                                             p.physical, codec, cap, kern)
+            d = dicts[key] = read_dictionary(
+                src.read_at(start, length, "Parquet dictionary page"), start, p.physical, codec, cap, kern
+            )
             nbytes += length
         return d
 
@@ -635,9 +670,10 @@ def read_chunk(src, pg, sel: np.ndarray, page_of: np.ndarray, local: np.ndarray,
     arrays = []
     for i, k in enumerate(sel.tolist()):
         off, size = int(pg.offset[k]), int(pg.size[k])
-        rows = local[cuts[i]:cuts[i + 1]] - pg.first_row[k]
-        arrays.append(decode_page(src.read_at(off, size, "Parquet data page"), off, rows, p, codec, cap,
-                                  dictionary, kern))
+        rows = local[cuts[i] : cuts[i + 1]] - pg.first_row[k]
+        arrays.append(
+            decode_page(src.read_at(off, size, "Parquet data page"), off, rows, p, codec, cap, dictionary, kern)
+        )
         nbytes += size
     arr = arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
     return arr, nbytes

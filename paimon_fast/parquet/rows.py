@@ -37,6 +37,7 @@ The footer and the page locations are read by :mod:`paimon_fast.parquet.footer`
 with our own Thrift compact codec (:mod:`paimon_fast.parquet.thrift`), only as
 large as the footer, page headers and page index need.
 """
+
 from __future__ import annotations
 
 import base64
@@ -50,8 +51,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
-from .footer import (_DATA_PAGE, _DATA_PAGE_V2, _DICT_ENCODINGS, _DICTIONARY_PAGE, _INDEX_PAGE, _MAGIC,
-                             _Field, _Footer, _Pages, _Unsupported, _footer, _page_header, _pages)
+from .footer import (
+    _DATA_PAGE,
+    _DATA_PAGE_V2,
+    _DICT_ENCODINGS,
+    _DICTIONARY_PAGE,
+    _INDEX_PAGE,
+    _MAGIC,
+    _Field,
+    _Footer,
+    _Pages,
+    _Unsupported,
+    _footer,
+    _page_header,
+    _pages,
+)
 from .footer import _read_footer  # noqa: F401  (handed on at this path)
 from .footer import clear_cache as _clear_footers
 from .pages import ChunkDictionaries, clear_dictionary_cache
@@ -129,8 +143,17 @@ class PageReadStats:
     fallbacks: Dict[str, int] = field(default_factory=dict)
 
     def add(self, other: "PageReadStats") -> None:
-        for k in ("rows", "rows_decoded", "pages_read", "pages_total", "pages_direct", "bytes_read", "bytes_total",
-                  "columns_by_page", "columns_whole"):
+        for k in (
+            "rows",
+            "rows_decoded",
+            "pages_read",
+            "pages_total",
+            "pages_direct",
+            "bytes_read",
+            "bytes_total",
+            "columns_by_page",
+            "columns_whole",
+        ):
             setattr(self, k, getattr(self, k) + getattr(other, k))
         for k, v in other.fallbacks.items():
             self.fallbacks[k] = self.fallbacks.get(k, 0) + v
@@ -139,17 +162,26 @@ class PageReadStats:
         self.fallbacks[why] = self.fallbacks.get(why, 0) + n
 
     def as_dict(self) -> dict:
-        return {"rows": self.rows, "rows_decoded": self.rows_decoded, "pages_read": self.pages_read,
-                "pages_total": self.pages_total, "pages_direct": self.pages_direct, "bytes_read": self.bytes_read,
-                "bytes_total": self.bytes_total,
-                "columns_by_page": self.columns_by_page, "columns_whole": self.columns_whole,
-                "fallbacks": dict(self.fallbacks)}
+        return {
+            "rows": self.rows,
+            "rows_decoded": self.rows_decoded,
+            "pages_read": self.pages_read,
+            "pages_total": self.pages_total,
+            "pages_direct": self.pages_direct,
+            "bytes_read": self.bytes_read,
+            "bytes_total": self.bytes_total,
+            "columns_by_page": self.columns_by_page,
+            "columns_whole": self.columns_whole,
+            "fallbacks": dict(self.fallbacks),
+        }
 
     def __str__(self):
-        s = (f"{self.rows:,} rows from {self.rows_decoded:,} decoded; pages {self.pages_read:,}/{self.pages_total:,} "
-             f"({self.pages_direct:,} by the page decoder), "
-             f"bytes {self.bytes_read:,}/{self.bytes_total:,}; column chunks by page {self.columns_by_page}, "
-             f"whole {self.columns_whole}")
+        s = (
+            f"{self.rows:,} rows from {self.rows_decoded:,} decoded; pages {self.pages_read:,}/{self.pages_total:,} "
+            f"({self.pages_direct:,} by the page decoder), "
+            f"bytes {self.bytes_read:,}/{self.bytes_total:,}; column chunks by page {self.columns_by_page}, "
+            f"whole {self.columns_whole}"
+        )
         if self.fallbacks:
             s += " (" + ", ".join(f"{k}: {v}" for k, v in sorted(self.fallbacks.items())) + ")"
         return s
@@ -272,7 +304,7 @@ def _group_file(src: Source, fo: _Footer, g: _Group, origin) -> tuple:
     for pg, sel, col in zip(g.pages, g.sels, runs):
         data_at = col[0][2]
         for lo, n, at in col:
-            _read_into(src, lo, mv[at:at + n], "Parquet data pages")
+            _read_into(src, lo, mv[at : at + n], "Parquet data pages")
         values = usize = rows_here = 0
         dict_needed = False
         at = data_at
@@ -280,8 +312,11 @@ def _group_file(src: Source, fo: _Footer, g: _Group, origin) -> tuple:
             n = int(pg.size[k])
             ptype, hlen, csize, us, nv, rows, enc = _page_header(buf, at, at + n, int(pg.offset[k]))
             expect = int(pg.rows[k])
-            if ptype not in (_DATA_PAGE, _DATA_PAGE_V2) or hlen + csize != n or \
-                    (rows if ptype == _DATA_PAGE_V2 else nv) != expect:
+            if (
+                ptype not in (_DATA_PAGE, _DATA_PAGE_V2)
+                or hlen + csize != n
+                or (rows if ptype == _DATA_PAGE_V2 else nv) != expect
+            ):
                 raise _Unsupported("pages disagree with the page index")
             values += nv
             usize += hlen + us
@@ -298,7 +333,7 @@ def _group_file(src: Source, fo: _Footer, g: _Group, origin) -> tuple:
             _read_into(src, dstart, mv[room:data_at], "Parquet dictionary page")
             a, b, dus = _dictionary_page(buf, room, data_at, dstart)
             if b != data_at:  # something after the dictionary page: move the page next to the data pages
-                buf[data_at - (b - a):data_at] = bytes(buf[a:b])
+                buf[data_at - (b - a) : data_at] = bytes(buf[a:b])
             start = dict_off = data_at - (b - a)
             usize += dus
         placed.append((pg.meta, start, dict_off, data_at, at - start, values, usize))
@@ -446,8 +481,7 @@ class _Ctx:
             if last > nrows - _BATCH:
                 t = pf.read_row_group(g, columns=names, use_threads=self.threads)
                 if t.num_rows != nrows:
-                    raise IndexFormatError(f"Parquet row group {g}: {t.num_rows} rows, its metadata says {nrows}",
-                                           None)
+                    raise IndexFormatError(f"Parquet row group {g}: {t.num_rows} rows, its metadata says {nrows}", None)
             else:
                 batches, n = [], 0
                 for b in pf.iter_batches(batch_size=_BATCH, row_groups=[g], columns=names, use_threads=self.threads):
@@ -468,10 +502,18 @@ _BATCH = 1 << 16  # batch of a row-group read that stops early
 _SMALL_BATCH = 1 << 13  # the same for a small file of pages
 
 
-def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, rows: Optional[int] = None,
-              dictionary_columns: Sequence[str] = (), stats: Optional[PageReadStats] = None,
-              page_fraction: Optional[float] = None, use_threads: bool = False,
-              page_decoder: Optional[str] = "default") -> pa.Table:
+def read_rows(
+    source,
+    positions,
+    columns: Optional[Sequence[str]] = None,
+    *,
+    rows: Optional[int] = None,
+    dictionary_columns: Sequence[str] = (),
+    stats: Optional[PageReadStats] = None,
+    page_fraction: Optional[float] = None,
+    use_threads: bool = False,
+    page_decoder: Optional[str] = "default",
+) -> pa.Table:
     """The rows of a Parquet file at ``positions``, as ``pyarrow.Table`` of ``columns`` (top-level
     names, default all): what ``pq.read_table(source, columns=columns).take(positions)`` returns,
     same types and schema metadata, decoding only the pages that hold those rows.
@@ -508,9 +550,16 @@ def read_rows(source, positions, columns: Optional[Sequence[str]] = None, *, row
     kern = None if page_decoder is None else _page_kernels(page_decoder == "twin")
     st = PageReadStats()
     src, key, pa_source, owned = _open(source)
-    ctx = _Ctx(src, pa_source, set(dictionary_columns), st,
-               PAGE_FRACTION if page_fraction is None else float(page_fraction), use_threads, kern,
-               DECODER_PAGE_FRACTION if page_fraction is None else float(page_fraction))
+    ctx = _Ctx(
+        src,
+        pa_source,
+        set(dictionary_columns),
+        st,
+        PAGE_FRACTION if page_fraction is None else float(page_fraction),
+        use_threads,
+        kern,
+        DECODER_PAGE_FRACTION if page_fraction is None else float(page_fraction),
+    )
     if key is not None and kern is not None:  # dictionaries kept across reads, per decoder
         ctx.dicts = ChunkDictionaries(key + (page_decoder,))
     try:
@@ -642,8 +691,9 @@ def _assemble(parts: List[Dict[str, pa.ChunkedArray]], typed: Dict[str, pa.Field
     schema = pa.schema([typed[n] for n in names], metadata=meta)
     tables = []
     for cols in parts:
-        arrays = [cols[n] if cols[n].type == schema.field(n).type else cols[n].cast(schema.field(n).type)
-                  for n in names]
+        arrays = [
+            cols[n] if cols[n].type == schema.field(n).type else cols[n].cast(schema.field(n).type) for n in names
+        ]
         tables.append(pa.Table.from_arrays(arrays, schema=schema))
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
@@ -664,7 +714,7 @@ def _read_whole_file(ctx: _Ctx, pos, columns, rows, why) -> pa.Table:
     t = None
     for g in np.flatnonzero(cuts[1:] > cuts[:-1]).tolist():
         ctx.st._fallback(why)
-        t, decoded = ctx.whole(g, names, pos[cuts[g]:cuts[g + 1]] - starts[g], int(starts[g + 1] - starts[g]))
+        t, decoded = ctx.whole(g, names, pos[cuts[g] : cuts[g + 1]] - starts[g], int(starts[g + 1] - starts[g]))
         ctx.st.rows_decoded += decoded
         parts.append({n: t.column(n) for n in names})
     if t is None:
@@ -711,7 +761,7 @@ def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
 
     plans, plan_meta = _plans(fo, origin) if ctx.kern is not None else ({}, None)
     for g in np.flatnonzero(cuts[1:] > cuts[:-1]).tolist():
-        local = pos[cuts[g]:cuts[g + 1]] - fo.starts[g]
+        local = pos[cuts[g] : cuts[g + 1]] - fo.starts[g]
         nrows = int(fo.rg_rows[g])
         groups: Dict[bytes, _Group] = {}
         whole: List[_Field] = []
@@ -731,8 +781,12 @@ def _read(ctx: _Ctx, fo: _Footer, pos, columns, rows) -> pa.Table:
                 whole.append(f)  # the cost rule's answer, without reading where the pages are
                 st._fallback("cost rule")
                 continue
-            if spread and p is not None and ctx.frac < 1 and \
-                    _likely_every_page(fo, g, f.leaves.start, len(local), DECODER_MIN_PAGE_ROWS):
+            if (
+                spread
+                and p is not None
+                and ctx.frac < 1
+                and _likely_every_page(fo, g, f.leaves.start, len(local), DECODER_MIN_PAGE_ROWS)
+            ):
                 whole.append(f)  # many small pages, each holding rows: the decoder's work per page adds up
                 st._fallback("cost rule")
                 continue
@@ -833,8 +887,10 @@ def _schemas(plain_footer: bytes, typed_footer: bytes) -> tuple:
     share one schema, so a first read of several files reads it once (pyarrow's read of an
     empty file's footer: about 0.4 ms); :func:`clear_cache` forgets them."""
     try:
-        return (pq.read_table(pa.BufferReader(b"PAR1" + plain_footer)).schema,
-                pq.read_table(pa.BufferReader(b"PAR1" + typed_footer)).schema)
+        return (
+            pq.read_table(pa.BufferReader(b"PAR1" + plain_footer)).schema,
+            pq.read_table(pa.BufferReader(b"PAR1" + typed_footer)).schema,
+        )
     except (pa.ArrowException, OSError, ValueError):
         return None, None
 
@@ -848,8 +904,14 @@ def _likely_every_page(fo: _Footer, g: int, leaf: int, k: int, max_page_rows: Op
     stats = meta.get(13) if isinstance(meta, dict) else None
     if not isinstance(stats, list):
         return False
-    pages = sum(e.get(3) for e in stats if isinstance(e, dict) and e.get(1) in (_DATA_PAGE, _DATA_PAGE_V2)
-                and isinstance(e.get(3), int) and e.get(3) > 0)
+    pages = sum(
+        e.get(3)
+        for e in stats
+        if isinstance(e, dict)
+        and e.get(1) in (_DATA_PAGE, _DATA_PAGE_V2)
+        and isinstance(e.get(3), int)
+        and e.get(3) > 0
+    )
     if max_page_rows is not None and pages and fo.rg_rows[g] >= max_page_rows * pages:
         return False
     return 0 < pages and k >= 3 * pages

@@ -2,6 +2,7 @@
 page index need: :class:`_Decoder` reads structs into ``{field id: value}`` dicts with every
 length and offset checked against its buffer (:class:`_Truncated` when input ends inside a
 value), :class:`_Encoder` writes them."""
+
 from __future__ import annotations
 
 import struct
@@ -16,8 +17,22 @@ class _Truncated(IndexFormatError):
     """Thrift input ended inside a value (a page header probe then reads more)."""
 
 
-_T_STOP, _T_TRUE, _T_FALSE, _T_BYTE, _T_I16, _T_I32, _T_I64, _T_DOUBLE, _T_BINARY, _T_LIST, _T_SET, _T_MAP, \
-    _T_STRUCT, _T_UUID = range(14)
+(
+    _T_STOP,
+    _T_TRUE,
+    _T_FALSE,
+    _T_BYTE,
+    _T_I16,
+    _T_I32,
+    _T_I64,
+    _T_DOUBLE,
+    _T_BINARY,
+    _T_LIST,
+    _T_SET,
+    _T_MAP,
+    _T_STRUCT,
+    _T_UUID,
+) = range(14)
 
 
 class _Decoder:
@@ -90,7 +105,7 @@ class _Decoder:
             if n > self.end - pos:
                 raise self._trunc()
             self.pos = pos + n
-            return bytes(self.buf[pos:pos + n])
+            return bytes(self.buf[pos : pos + n])
         if t == _T_STRUCT:
             return self.struct(depth + 1)
         if t == _T_LIST or t == _T_SET:
@@ -142,7 +157,7 @@ class _Decoder:
         if n > self.end - self.pos:
             raise self._trunc()
         self.pos += n
-        return self.buf[self.pos - n:self.pos]
+        return self.buf[self.pos - n : self.pos]
 
 
 class _Encoder:

@@ -7,6 +7,7 @@ resize at the start of a call, insertion at the bucket head, order-preserving
 splits, ``treeifyBin``'s resize for small tables) that the tests use to check
 the shortcut :func:`java_order` takes.
 """
+
 from __future__ import annotations
 
 import struct
@@ -39,7 +40,7 @@ def java_string_hash(b: bytes) -> int:
         return (h1 * 5 + 0xE6546B64) & _M32
 
     for i in range(0, aligned, 4):
-        h1 = mix(h1, int.from_bytes(b[i:i + 4], "little"))
+        h1 = mix(h1, int.from_bytes(b[i : i + 4], "little"))
     for i in range(aligned, n):
         h1 = mix(h1, (b[i] - 256 if b[i] >= 128 else b[i]) & _M32)
     h1 ^= n
@@ -64,7 +65,7 @@ def java_hash(v: int, mode: int) -> int:
 def string_hashes(offsets, data):
     data = bytes(np.asarray(data, dtype=np.uint8))
     offs = [int(x) for x in offsets]
-    return np.array([java_string_hash(data[offs[i]:offs[i + 1]]) for i in range(len(offs) - 1)], dtype=np.int32)
+    return np.array([java_string_hash(data[offs[i] : offs[i + 1]]) for i in range(len(offs) - 1)], dtype=np.int32)
 
 
 def _group(keys, valid, hasher):
@@ -83,8 +84,12 @@ def _group(keys, valid, hasher):
             jh.append(hasher(k))
         counts[j] += 1
         codes.append(j)
-    return (np.array(codes, dtype=np.int32), np.array(first, dtype=np.int64),
-            np.array(counts, dtype=np.int64), np.array(jh, dtype=np.int32))
+    return (
+        np.array(codes, dtype=np.int32),
+        np.array(first, dtype=np.int64),
+        np.array(counts, dtype=np.int64),
+        np.array(jh, dtype=np.int32),
+    )
 
 
 def group_fixed(keys, valid=None, hash_mode=HASH_INT):
@@ -96,7 +101,7 @@ def group_binary(offsets, data, valid=None):
     """Twin of the kernel's ``group_binary``."""
     data = bytes(np.asarray(data, dtype=np.uint8))
     offs = [int(x) for x in offsets]
-    vals = [data[offs[i]:offs[i + 1]] for i in range(len(offs) - 1)]
+    vals = [data[offs[i] : offs[i + 1]] for i in range(len(offs) - 1)]
     return _group(vals, valid, java_string_hash)
 
 
@@ -160,7 +165,7 @@ def dense_serialize(codes, order, counts):
     from ..roaring import serialize32
 
     pos, bounds, multi = scatter_positions(codes, order, counts)
-    blobs = [serialize32(pos[bounds[g]:bounds[g + 1]]) for g in range(len(multi))]
+    blobs = [serialize32(pos[bounds[g] : bounds[g + 1]]) for g in range(len(multi))]
     return b"".join(blobs), np.array([len(b) for b in blobs], dtype=np.int64), multi
 
 
@@ -258,7 +263,7 @@ def pack_binary(offsets, data, rows, a, b=None, blocks=None):
     ks = []
     for r in rows:
         r = int(r)
-        v = data[int(offsets[r]):int(offsets[r + 1])]
+        v = data[int(offsets[r]) : int(offsets[r + 1])]
         ks.append(struct.pack(">i", len(v)) + v)
     return _pack(ks, a, b, blocks)
 
@@ -301,7 +306,7 @@ def search_fixed(buf, pos, count, stride, width, key, mode, exact):
         raise ValueError("search window outside the buffer")
 
     def cmp_at(i):
-        v = int.from_bytes(buf[pos + i * stride:pos + i * stride + width], "big", signed=True)
+        v = int.from_bytes(buf[pos + i * stride : pos + i * stride + width], "big", signed=True)
         v = order_key(v, mode)
         return (v > key) - (v < key)
 
@@ -314,7 +319,7 @@ def _entries(buf, pos, end, count, n_ints):
     for _ in range(count):
         if end - q < 4:
             return None, q
-        ln = int.from_bytes(buf[q:q + 4], "big", signed=True)
+        ln = int.from_bytes(buf[q : q + 4], "big", signed=True)
         if ln < 0:
             raise ValueError(f"negative key length at offset {q}")
         if ln > end - q - 4 - 4 * n_ints:
@@ -336,7 +341,7 @@ def search_binary(buf, pos, end, count, n_ints, key, exact):
 
     def cmp_at(i):
         s, ln = ents[i]
-        k = buf[s:s + ln]
+        k = buf[s : s + ln]
         return (k > key) - (k < key)
 
     i = _binary_search(count, cmp_at, exact)
@@ -353,10 +358,14 @@ def scan_binary(buf, pos, end, count, n_ints):
     ents, q = _entries(buf, pos, end, count, n_ints)
     if ents is None:
         return None
-    ints = np.array([[int.from_bytes(buf[s + ln + 4 * j:s + ln + 4 * j + 4], "big", signed=True)
-                      for j in range(n_ints)] for s, ln in ents], dtype=np.int32).reshape(count, n_ints)
-    return (np.array([s for s, _ in ents], dtype=np.int64), np.array([ln for _, ln in ents], dtype=np.int64),
-            ints, q)
+    ints = np.array(
+        [
+            [int.from_bytes(buf[s + ln + 4 * j : s + ln + 4 * j + 4], "big", signed=True) for j in range(n_ints)]
+            for s, ln in ents
+        ],
+        dtype=np.int32,
+    ).reshape(count, n_ints)
+    return (np.array([s for s, _ in ents], dtype=np.int64), np.array([ln for _, ln in ents], dtype=np.int64), ints, q)
 
 
 def sort_fixed(keys, mode):

@@ -5,6 +5,7 @@ functions take and return the same numpy word arrays as the kernels so tests
 and benchmarks can swap them.  Comparisons follow O'Neil-Quass slice by slice,
 top-k follows the same slice-by-slice refinement, written plainly.
 """
+
 from __future__ import annotations
 
 import struct
@@ -167,6 +168,7 @@ def dense_codes(keys, valid, lo, hi):
 
 # ---------------------------------------------------------------- roaring
 
+
 def encode(words):
     """Java-exact portable bytes: per 2^16 block choose array / bitmap / run
     as ``runOptimize()`` does (run when 2 + 4*runs < the other size)."""
@@ -225,8 +227,9 @@ def decode_into(buf, offset, limit, words, nbits, base=0):
     """Parse a portable bitmap at ``buf[offset:limit]`` and OR it into ``words``."""
     x, p, card_total = parse(buf, offset, limit, base)
     if x >> nbits:
-        raise IndexFormatError(f"roaring bitmap holds row {x.bit_length() - 1}, beyond the {nbits} rows of the index",
-                               base + offset)
+        raise IndexFormatError(
+            f"roaring bitmap holds row {x.bit_length() - 1}, beyond the {nbits} rows of the index", base + offset
+        )
     cur = to_int(words) | x
     words[:] = to_words(cur, len(words))
     return p, card_total
@@ -248,7 +251,7 @@ def parse(buf, offset, limit, base=0):
     if cookie & 0xFFFF == 12347:
         n = (cookie >> 16) + 1
         need(4, (n + 7) // 8, "run flags")
-        flags = data[4:4 + (n + 7) // 8]
+        flags = data[4 : 4 + (n + 7) // 8]
         p = 4 + (n + 7) // 8
         has_run = True
     elif cookie == 12346:
@@ -286,7 +289,9 @@ def parse(buf, offset, limit, base=0):
             for r in range(nr):
                 s, ln = struct.unpack_from("<HH", data, p + 4 * r)
                 if s <= last or s + ln > 0xFFFF:
-                    raise IndexFormatError("roaring run container has overlapping or overflowing runs", base + offset + p)
+                    raise IndexFormatError(
+                        "roaring run container has overlapping or overflowing runs", base + offset + p
+                    )
                 last = s + ln
                 rc += ln + 1
                 x |= ((1 << (ln + 1)) - 1) << (hi + s)
@@ -295,7 +300,7 @@ def parse(buf, offset, limit, base=0):
             p += 4 * nr
         elif card > 4096:
             need(p, 8192, "bitmap container")
-            block = int.from_bytes(data[p:p + 8192], "little")
+            block = int.from_bytes(data[p : p + 8192], "little")
             if block.bit_count() != card:
                 raise IndexFormatError("roaring bitmap container cardinality mismatch", base + offset + p)
             x |= block << hi

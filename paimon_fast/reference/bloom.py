@@ -1,4 +1,5 @@
 """Pure-Python twin of ``_kernels/bloom.pyx``: FastHash and BloomFilter64 add / probe."""
+
 from __future__ import annotations
 
 import xxhash

@@ -3,6 +3,7 @@
 Same inputs and outputs as the kernels, written for clarity: the oracle in the
 hypothesis tests and the baseline in the benchmarks.
 """
+
 from __future__ import annotations
 
 import struct
@@ -17,6 +18,7 @@ _SIGN = 1 << 63
 
 
 # ---------------------------------------------------------------- var-ints
+
 
 def varint_size(v: int) -> int:
     n = 1
@@ -54,6 +56,7 @@ def get_varint(b: bytes, pos: int, max_bits: int):
 
 
 # ---------------------------------------------------------------- keys
+
 
 def _signed(v: int, bits: int) -> int:
     return v - (1 << bits) if v >> (bits - 1) else v
@@ -124,11 +127,12 @@ def key_write(kind: int, hi: int, lo: int) -> bytes:
 
 # ---------------------------------------------------------------- writer twins
 
+
 def string_ranks(offsets, data, valid):
     offsets = [int(x) for x in offsets]
     data = bytes(np.asarray(data, dtype=np.uint8))
     n = len(offsets) - 1
-    vals = [None if valid is not None and not valid[i] else data[offsets[i]:offsets[i + 1]] for i in range(n)]
+    vals = [None if valid is not None and not valid[i] else data[offsets[i] : offsets[i + 1]] for i in range(n)]
     distinct = sorted({v for v in vals if v is not None})
     rank_of = {v: i for i, v in enumerate(distinct)}
     rank = np.array([-1 if v is None else rank_of[v] for v in vals], dtype=np.int64)
@@ -148,8 +152,12 @@ def sort_group(hi, lo, rid, rid_sorted=False):
             glo.append(l)
         rids.append(r)
     bounds.append(len(rids))
-    return (np.array(rids, dtype=np.uint64), np.array(bounds, dtype=np.int64),
-            np.array(ghi, dtype=np.int64), np.array(glo, dtype=np.uint64))
+    return (
+        np.array(rids, dtype=np.uint64),
+        np.array(bounds, dtype=np.int64),
+        np.array(ghi, dtype=np.int64),
+        np.array(glo, dtype=np.uint64),
+    )
 
 
 def sort_unique_u64(values):
@@ -180,7 +188,7 @@ def serialize64(values) -> bytes:
 
 
 def serialize64_groups(rids, bounds):
-    parts = [serialize64(rids[bounds[g]:bounds[g + 1]]) for g in range(len(bounds) - 1)]
+    parts = [serialize64(rids[bounds[g] : bounds[g + 1]]) for g in range(len(bounds) - 1)]
     return b"".join(parts), np.array([len(p) for p in parts], dtype=np.int64)
 
 
@@ -191,13 +199,13 @@ def gather_segments(parts, part, start, length):
     for i, (p, s, n) in enumerate(zip(part, start, length)):
         if not (0 <= p < len(parts)) or s < 0 or n < 0 or s + n > len(parts[p]):
             raise ValueError(f"segment {i} lies outside its part")
-        out.extend(int(v) for v in parts[p][s:s + n])
+        out.extend(int(v) for v in parts[p][s : s + n])
     return np.array(out, dtype=np.uint64)
 
 
 def pack(key_off, key_data, bm_blob, bm_sizes, block_size, encode):
     kd = bytes(np.asarray(key_data, dtype=np.uint8))
-    keys = [kd[key_off[i]:key_off[i + 1]] for i in range(len(bm_sizes))]
+    keys = [kd[key_off[i] : key_off[i + 1]] for i in range(len(bm_sizes))]
     body = bytearray()
     pos = bm_pos = 0
     pending, entries_size = [], 0
@@ -205,7 +213,8 @@ def pack(key_off, key_data, bm_blob, bm_sizes, block_size, encode):
 
     def flush():
         raw = put_varint(len(pending)) + b"".join(
-            put_varint(len(keys[k])) + keys[k] + put_varint(o) + put_varint(n) for k, o, n in pending)
+            put_varint(len(keys[k])) + keys[k] + put_varint(o) + put_varint(n) for k, o, n in pending
+        )
         stored = encode(raw)
         firsts.append(pending[0][0])
         offs.append(len(body))
@@ -214,7 +223,7 @@ def pack(key_off, key_data, bm_blob, bm_sizes, block_size, encode):
 
     for k, size in enumerate(int(s) for s in bm_sizes):
         off = len(body)
-        body.extend(bm_blob[bm_pos:bm_pos + size])
+        body.extend(bm_blob[bm_pos : bm_pos + size])
         bm_pos += size
         esize = varint_size(len(keys[k])) + len(keys[k]) + varint_size(off) + varint_size(size)
         if pending and varint_size(len(pending) + 1) + entries_size + esize > block_size:
@@ -225,18 +234,22 @@ def pack(key_off, key_data, bm_blob, bm_sizes, block_size, encode):
     if pending:
         flush()
     del pos
-    return (bytes(body), np.array(firsts, dtype=np.int64), np.array(offs, dtype=np.int64),
-            np.array(lens, dtype=np.int64))
+    return (
+        bytes(body),
+        np.array(firsts, dtype=np.int64),
+        np.array(offs, dtype=np.int64),
+        np.array(lens, dtype=np.int64),
+    )
 
 
 def pack_blocks(key_off, key_data, bm_sizes, block_size, encode):
     """:func:`pack`'s layout without the bitmaps: (blocks, after, firsts, offsets, lengths)."""
     sizes = [int(x) for x in bm_sizes]
     body, firsts, offs, lens = pack(key_off, key_data, bytes(sum(sizes)), sizes, block_size, encode)
-    blocks = [bytes(body[o:o + n + 5]) for o, n in zip(offs.tolist(), lens.tolist())]
+    blocks = [bytes(body[o : o + n + 5]) for o, n in zip(offs.tolist(), lens.tolist())]
     after, pos, k = [], 0, 0
     for o, n in zip(offs.tolist(), lens.tolist()):
-        while pos < o:            # the bitmaps before this block
+        while pos < o:  # the bitmaps before this block
             pos += sizes[k]
             k += 1
         after.append(k - 1)
@@ -245,6 +258,7 @@ def pack_blocks(key_off, key_data, bm_sizes, block_size, encode):
 
 
 # ---------------------------------------------------------------- reader twins
+
 
 def parse_entries(raw, base=0):
     b = bytes(np.asarray(raw, dtype=np.uint8))
@@ -267,7 +281,7 @@ def parse_entries(raw, base=0):
 
 
 def _key(raw, s, n):
-    return bytes(np.asarray(raw, dtype=np.uint8)[s:s + n])
+    return bytes(np.asarray(raw, dtype=np.uint8)[s : s + n])
 
 
 def search_last_le(kind, raw, starts, lengths, key, base=0):
@@ -338,8 +352,15 @@ def build_file(dtype, values, rids, options=None):
 
     codec = KeyCodec(dtype)
     arr, valid = codec.column(values)
-    return _build(codec, arr, np.asarray(rids, dtype=np.uint64), valid, options,
-                  (OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_LEVEL, DEFAULT_BLOCK_SIZE), False)
+    return _build(
+        codec,
+        arr,
+        np.asarray(rids, dtype=np.uint64),
+        valid,
+        options,
+        (OPT_BLOCK_SIZE, OPT_COMPRESSION, OPT_LEVEL, DEFAULT_BLOCK_SIZE),
+        False,
+    )
 
 
 def flatten_lists(values, rids):
@@ -354,8 +375,9 @@ def flatten_lists(values, rids):
             # Python has no nanosecond datetimes (pyarrow needs pandas for them): walk the
             # integers and hand the elements back as an Arrow array of the element type
             elem_type = vt
-            values = values.cast(pa.list_(pa.int64()) if not pa.types.is_large_list(values.type)
-                                 else pa.large_list(pa.int64()))
+            values = values.cast(
+                pa.list_(pa.int64()) if not pa.types.is_large_list(values.type) else pa.large_list(pa.int64())
+            )
         values = values.to_pylist()
     elems, out = [], []
     for arr, rid in zip(values, list(rids)):
@@ -373,8 +395,13 @@ def flatten_lists(values, rids):
 def build_multivalue_file(array_dtype, values, rids, options=None):
     """The multivalue writer (``ARRAY<T>`` lists and their row ids) with Python flattening
     and every kernel replaced by its twin: the oracle and the benchmark baseline."""
-    from ..globalindex.format import (DEFAULT_BLOCK_SIZE, OPT_MV_BLOCK_SIZE, OPT_MV_COMPRESSION, OPT_MV_LEVEL,
-                                      element_type)
+    from ..globalindex.format import (
+        DEFAULT_BLOCK_SIZE,
+        OPT_MV_BLOCK_SIZE,
+        OPT_MV_COMPRESSION,
+        OPT_MV_LEVEL,
+        element_type,
+    )
     from ..globalindex.keys import KeyCodec
 
     codec = KeyCodec(element_type(array_dtype))
@@ -383,8 +410,15 @@ def build_multivalue_file(array_dtype, values, rids, options=None):
         return None, None
     elems, erids = flatten_lists(values, rids)
     arr, _ = codec.column(elems)
-    return _build(codec, arr, np.array(erids, dtype=np.uint64), None, options,
-                  (OPT_MV_BLOCK_SIZE, OPT_MV_COMPRESSION, OPT_MV_LEVEL, DEFAULT_BLOCK_SIZE), True)
+    return _build(
+        codec,
+        arr,
+        np.array(erids, dtype=np.uint64),
+        None,
+        options,
+        (OPT_MV_BLOCK_SIZE, OPT_MV_COMPRESSION, OPT_MV_LEVEL, DEFAULT_BLOCK_SIZE),
+        True,
+    )
 
 
 def _build(codec, arr, rids, valid, options, names, multivalue):
@@ -410,23 +444,38 @@ def _build(codec, arr, rids, valid, options, names, multivalue):
         key_off, key_data = serialize_keys(codec.kind, ghi, glo)
     blob, sizes = serialize64_groups(g_rids, bounds)
     body, firsts, boffs, blens = pack(key_off, key_data, blob, sizes, block_size, enc)
-    if multivalue:   # null arrays and null elements index nothing: both row bitmaps are empty
+    if multivalue:  # null arrays and null elements index nothing: both row bitmaps are empty
         null_bm = nn_bm = serialize64([])
     else:
         null_bm = serialize64(rids[~vmask])
         nn_bm = serialize64(rids[vmask])
     kd = bytes(key_data)
     idx = put_varint(len(firsts)) + b"".join(
-        put_varint(int(key_off[g + 1] - key_off[g])) + kd[key_off[g]:key_off[g + 1]] + put_varint(int(o))
-        + put_varint(int(n)) for g, o, n in zip(firsts, boffs, blens))
+        put_varint(int(key_off[g + 1] - key_off[g]))
+        + kd[key_off[g] : key_off[g + 1]]
+        + put_varint(int(o))
+        + put_varint(int(n))
+        for g, o, n in zip(firsts, boffs, blens)
+    )
     stored = enc(idx)
     pos = len(body)
-    footer = _FOOTER.pack(pos, len(null_bm), pos + len(null_bm), len(nn_bm), pos + len(null_bm) + len(nn_bm),
-                          len(stored) - 5, len(sizes), VERSION, MAGIC)
+    footer = _FOOTER.pack(
+        pos,
+        len(null_bm),
+        pos + len(null_bm),
+        len(nn_bm),
+        pos + len(null_bm) + len(nn_bm),
+        len(stored) - 5,
+        len(sizes),
+        VERSION,
+        MAGIC,
+    )
     ng = len(sizes)
-    meta = SortedIndexFileMeta(kd[key_off[0]:key_off[1]] if ng else None,
-                               kd[key_off[ng - 1]:key_off[ng]] if ng else None,
-                               bool((~vmask).any()) and not multivalue).serialize()
+    meta = SortedIndexFileMeta(
+        kd[key_off[0] : key_off[1]] if ng else None,
+        kd[key_off[ng - 1] : key_off[ng]] if ng else None,
+        bool((~vmask).any()) and not multivalue,
+    ).serialize()
     return body + null_bm + nn_bm + stored + footer, meta
 
 
@@ -437,8 +486,8 @@ def decode64_many(buf, offs, lens, base=0):
     b = bytes(np.asarray(buf, dtype=np.uint8))
     out = []
     for o, n in zip(offs, lens):
-        check64(np.frombuffer(b[o:o + n], np.uint8), base + o)
-        out.extend(BitMap64.deserialize(b[o:o + n]))
+        check64(np.frombuffer(b[o : o + n], np.uint8), base + o)
+        out.extend(BitMap64.deserialize(b[o : o + n]))
     return np.array(out, dtype=np.uint64)
 
 

@@ -1,6 +1,7 @@
 """Pure-Python twin of ``paimon_fast/_kernels/pagedecode.pyx`` (the same functions, the same
 answers and errors, one Python step per encoded value): the oracle of the kernel's tests
 and the baseline of its benchmark."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,8 +35,13 @@ def _runs(buf, pos: int, end: int, bw: int, what: str):
     while pos < end:
         h, after = _varint(buf, pos, end)
         if h is None:
-            _fail(what, "a run runs past the end of the encoded data" if after == "truncated"
-                  else "a run header longer than 10 bytes", pos)
+            _fail(
+                what,
+                "a run runs past the end of the encoded data"
+                if after == "truncated"
+                else "a run header longer than 10 bytes",
+                pos,
+            )
         pos = after
         if h & 1:
             groups = h >> 1
@@ -48,7 +54,7 @@ def _runs(buf, pos: int, end: int, bw: int, what: str):
             vb = (bw + 7) >> 3
             if vb > end - pos or (h >> 1) > 1 << 62:
                 _fail(what, "a run runs past the end of the encoded data", pos)
-            value = int.from_bytes(bytes(buf[pos:pos + vb]), "little")
+            value = int.from_bytes(bytes(buf[pos : pos + vb]), "little")
             pos += vb
             yield pos, h >> 1, False, value, 0
 
@@ -58,7 +64,7 @@ def _bits(buf, data: int, k: int, bw: int) -> int:
         return 0
     bit = k * bw
     need = ((bit & 7) + bw + 7) >> 3
-    v = int.from_bytes(bytes(buf[data + (bit >> 3):data + (bit >> 3) + need]), "little")
+    v = int.from_bytes(bytes(buf[data + (bit >> 3) : data + (bit >> 3) + need]), "little")
     return (v >> (bit & 7)) & ((1 << bw) - 1)
 
 
@@ -147,7 +153,7 @@ def ba_walk(buf, start: int, end: int, nvals: int, wanted):
         while len(where) <= w:
             if end - pos < 4:
                 _fail(what, f"the runs end before value {len(where)}", pos)
-            n = int.from_bytes(bytes(buf[pos:pos + 4]), "little")
+            n = int.from_bytes(bytes(buf[pos : pos + 4]), "little")
             if n > end - pos - 4:
                 _fail(what, f"a value length of {n} runs past the end of the page", pos)
             where.append((pos + 4, n))
@@ -170,7 +176,7 @@ def gather(buf, starts, lens, idx):
             s, n = int(starts[k]), int(lens[k])
             if s < 0 or n < 0 or s > len(buf) or n > len(buf) - s:
                 raise IndexFormatError(f"byte range of value {k} outside the {len(buf)}-byte buffer", s)
-            parts.append(buf[s:s + n])
+            parts.append(buf[s : s + n])
             offsets.append(offsets[-1] + n)
         else:
             offsets.append(offsets[-1])
@@ -198,12 +204,12 @@ def snappy_prefix(src, n: int):
                 extra = ln - 59
                 if len(src) - pos < extra:
                     raise IndexFormatError("Snappy data: ends before its uncompressed length", pos)
-                ln = int.from_bytes(src[pos:pos + extra], "little")
+                ln = int.from_bytes(src[pos : pos + extra], "little")
                 pos += extra
             ln += 1
             if ln > len(src) - pos:
                 raise IndexFormatError("Snappy data: ends before its uncompressed length", pos)
-            out += src[pos:pos + min(ln, want - len(out))]
+            out += src[pos : pos + min(ln, want - len(out))]
             pos += ln
             continue
         need = {1: 1, 2: 2, 3: 4}[kind]
@@ -214,7 +220,7 @@ def snappy_prefix(src, n: int):
             off = ((tag >> 5) << 8) | src[pos]
         else:
             ln = 1 + (tag >> 2)
-            off = int.from_bytes(src[pos:pos + need], "little")
+            off = int.from_bytes(src[pos : pos + need], "little")
         pos += need
         if off <= 0 or off > len(out):
             raise IndexFormatError(f"Snappy data: a copy from {off} bytes back at output byte {len(out)}", pos)

@@ -1,5 +1,6 @@
 """Pure-Python twin of ``_kernels/roaring.pyx``: Java's portable 32-bit roaring
 serialization (after ``runOptimize()``), written plainly."""
+
 from __future__ import annotations
 
 import struct
@@ -71,7 +72,7 @@ def deserialize(data: bytes, offset: int = 0, with_size: bool = False):
     (cookie,) = struct.unpack_from("<I", data, offset)
     if cookie & 0xFFFF == 12347:
         size = (cookie >> 16) + 1
-        flags = data[offset + 4:offset + 4 + (size + 7) // 8]
+        flags = data[offset + 4 : offset + 4 + (size + 7) // 8]
         p = offset + 4 + (size + 7) // 8
         has_run = True
     else:
@@ -92,7 +93,7 @@ def deserialize(data: bytes, offset: int = 0, with_size: bool = False):
                 out.extend((key << 16) | v for v in range(s, s + ln + 1))
             p += 4 * nr
         elif card > 4096:
-            words = data[p:p + 8192]
+            words = data[p : p + 8192]
             out.extend((key << 16) | b for b in range(65536) if words[b >> 3] >> (b & 7) & 1)
             p += 8192
         else:

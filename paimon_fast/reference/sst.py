@@ -7,6 +7,7 @@ hypothesis tests and the baseline in the benchmarks.  A block is its entries
 entry size`` + byte 0 when every entry has the same encoded length ("aligned"),
 else one ``i32 LE`` start offset per entry, ``i32 LE`` count and byte 1.
 """
+
 from __future__ import annotations
 
 import struct
@@ -29,6 +30,7 @@ def _b(x) -> bytes:
 
 
 # ---------------------------------------------------------------- writing
+
 
 def block(entries) -> bytes:
     """A raw block of ``[(key bytes, value bytes), ...]`` (Java's ``BlockWriter.finish``)."""
@@ -64,7 +66,7 @@ def btree_blocks(key_off, key_data, rids, bounds, block_size: int, frame: bool):
     body = bytearray()
     offs, sizes, lasts = [], [], []
     pending = []
-    nbytes, sizes_seen = 0, set()   # the pending block's entry bytes and entry sizes (Java's BlockWriter.memory())
+    nbytes, sizes_seen = 0, set()  # the pending block's entry bytes and entry sizes (Java's BlockWriter.memory())
     ng = len(bounds) - 1
 
     def close(last):
@@ -77,8 +79,8 @@ def btree_blocks(key_off, key_data, rids, bounds, block_size: int, frame: bool):
             body.extend(trailer(raw, 0))
 
     for g in range(ng):
-        key = kd[int(key_off[g]):int(key_off[g + 1])]
-        value = row_id_value(rids[int(bounds[g]):int(bounds[g + 1])])
+        key = kd[int(key_off[g]) : int(key_off[g + 1])]
+        value = row_id_value(rids[int(bounds[g]) : int(bounds[g + 1])])
         pending.append((key, value))
         esize = varint_size(len(key)) + len(key) + varint_size(len(value)) + len(value)
         nbytes += esize
@@ -89,8 +91,12 @@ def btree_blocks(key_off, key_data, rids, bounds, block_size: int, frame: bool):
             pending, nbytes, sizes_seen = [], 0, set()
     if pending:
         close(ng - 1)
-    return (bytes(body), np.array(offs, dtype=np.int64), np.array(sizes, dtype=np.int64),
-            np.array(lasts, dtype=np.int64))
+    return (
+        bytes(body),
+        np.array(offs, dtype=np.int64),
+        np.array(sizes, dtype=np.int64),
+        np.array(lasts, dtype=np.int64),
+    )
 
 
 def handle(offset: int, size: int) -> bytes:
@@ -100,8 +106,12 @@ def handle(offset: int, size: int) -> bytes:
 def index_block(key_off, key_data, last_group, offsets, sizes) -> bytes:
     """The raw index block: per data block, its last key and ``varint64 offset, varint32 size``."""
     kd = _b(key_data)
-    return block([(kd[int(key_off[g]):int(key_off[g + 1])], handle(int(o), int(n)))
-                  for g, o, n in zip(last_group, offsets, sizes)])
+    return block(
+        [
+            (kd[int(key_off[g]) : int(key_off[g + 1])], handle(int(o), int(n)))
+            for g, o, n in zip(last_group, offsets, sizes)
+        ]
+    )
 
 
 def trailer(stored: bytes, ctype: int) -> bytes:
@@ -109,6 +119,7 @@ def trailer(stored: bytes, ctype: int) -> bytes:
 
 
 # ---------------------------------------------------------------- reading
+
 
 def _tail(b: bytes, base: int):
     n = len(b)
@@ -167,7 +178,7 @@ def _varint(b, pos, end, bits, base):
 def _keys(raw, base):
     b = _b(raw)
     ks, kl, vs, vl = block_entries(raw, base)
-    return b, [b[s:s + n] for s, n in zip(ks.tolist(), kl.tolist())], vs, vl
+    return b, [b[s : s + n] for s, n in zip(ks.tolist(), kl.tolist())], vs, vl
 
 
 def seek(kind: int, raw, key, base: int = 0) -> int:
@@ -240,6 +251,7 @@ def scan(kind: int, raw, lo, hi, flags: int, base: int = 0):
 
 # ---------------------------------------------------------------- bloom filter
 
+
 def _i32(v: int) -> int:
     v &= 0xFFFFFFFF
     return v - (1 << 32) if v >> 31 else v
@@ -305,6 +317,7 @@ def bloom_test(bits, num_hashes: int, key) -> bool:
 
 # ---------------------------------------------------------------- reading a file
 
+
 def read_block(fd: int, offset: int, size: int, file_body: int):
     """The kernel's one-call block read: ``(stored bytes, compression type)`` from a descriptor,
     the trailer's CRC checked."""
@@ -315,7 +328,7 @@ def read_block(fd: int, offset: int, size: int, file_body: int):
     b = os.pread(fd, size + 5, offset)
     if len(b) != size + 5:
         raise IndexFormatError("block truncated", offset)
-    if zlib.crc32(b[:size + 1]) != struct.unpack_from("<I", b, size + 1)[0]:
+    if zlib.crc32(b[: size + 1]) != struct.unpack_from("<I", b, size + 1)[0]:
         raise IndexFormatError("block CRC mismatch", offset + size + 1)
     return b, b[size]
 
@@ -329,8 +342,8 @@ def cold_equal(kind: int, tail, tail_at: int, index_off: int, index_size: int, k
     key = _b(key)
     if index_off < tail_at or index_size < 0 or index_off + index_size + 5 > tail_at + len(t):
         return None
-    ib = t[index_off - tail_at:index_off - tail_at + index_size + 5]
-    if ib[index_size] != 0 or zlib.crc32(ib[:index_size + 1]) != struct.unpack_from("<I", ib, index_size + 1)[0]:
+    ib = t[index_off - tail_at : index_off - tail_at + index_size + 5]
+    if ib[index_size] != 0 or zlib.crc32(ib[: index_size + 1]) != struct.unpack_from("<I", ib, index_size + 1)[0]:
         return None
     try:
         got = seek_handle(kind, ib[:index_size], key)
@@ -342,14 +355,14 @@ def cold_equal(kind: int, tail, tail_at: int, index_off: int, index_size: int, k
     if off < 0 or size < 0 or off + size + 5 > file_body:
         raise IndexFormatError(f"data block [{off}, {off + size}) lies outside the file body", index_off)
     if off >= tail_at and off + size + 5 <= tail_at + len(t):
-        db = t[off - tail_at:off - tail_at + size + 5]
+        db = t[off - tail_at : off - tail_at + size + 5]
     elif fd >= 0:
         db = os.pread(fd, size + 5, off)
         if len(db) != size + 5:
             return None
     else:
         return None
-    if db[size] != 0 or zlib.crc32(db[:size + 1]) != struct.unpack_from("<I", db, size + 1)[0]:
+    if db[size] != 0 or zlib.crc32(db[: size + 1]) != struct.unpack_from("<I", db, size + 1)[0]:
         return None
     try:
         rids, _ = scan(kind, db[:size], key, key, 3)

@@ -3,6 +3,7 @@
 
 Nothing here is fast; everything here is meant to be obviously right.
 """
+
 from __future__ import annotations
 
 import decimal
@@ -17,6 +18,7 @@ MAGIC64 = 1681511377
 
 
 # ---------------------------------------------------------------- deletion vectors
+
 
 def dv_build(positions) -> np.ndarray:
     """Sorted unique uint64 positions."""
@@ -71,18 +73,20 @@ def keep_mask(sorted_positions, start: int, n: int) -> np.ndarray:
 
 def filter_batch(sorted_positions, batch, start: int):
     import pyarrow as pa
+
     return batch.filter(pa.array(keep_mask(sorted_positions, start, batch.num_rows)))
 
 
 # ---------------------------------------------------------------- BinaryRow hash
 
+
 def _mix(h, k):
-    k = (k * 0xcc9e2d51) & 0xFFFFFFFF
+    k = (k * 0xCC9E2D51) & 0xFFFFFFFF
     k = ((k << 15) | (k >> 17)) & 0xFFFFFFFF
-    k = (k * 0x1b873593) & 0xFFFFFFFF
+    k = (k * 0x1B873593) & 0xFFFFFFFF
     h ^= k
     h = ((h << 13) | (h >> 19)) & 0xFFFFFFFF
-    return (h * 5 + 0xe6546b64) & 0xFFFFFFFF
+    return (h * 5 + 0xE6546B64) & 0xFFFFFFFF
 
 
 def murmur_words(data: bytes, seed: int = 42) -> int:
@@ -93,9 +97,9 @@ def murmur_words(data: bytes, seed: int = 42) -> int:
         h = _mix(h, w)
     h ^= len(data)
     h ^= h >> 16
-    h = (h * 0x85ebca6b) & 0xFFFFFFFF
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
     h ^= h >> 13
-    h = (h * 0xc2b2ae35) & 0xFFFFFFFF
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
     h ^= h >> 16
     return h - (1 << 32) if h >= 1 << 31 else h
 
@@ -120,6 +124,7 @@ def binary_row_bytes(row, types) -> bytes:
     nano_of_milli)`` for timestamps; None for null.
     """
     from paimon_fast.types import DataType
+
     dts = [DataType.parse(t) for t in types]
     nf = len(dts)
     nbytes = ((nf + 63 + 8) // 64) * 8
@@ -175,7 +180,7 @@ def binary_row_bytes(row, types) -> bytes:
                 slot = (add_var(b, 16) << 32) | len(b)
         else:
             raise TypeError(f"unsupported key type {dt}")
-        slots[8 * i:8 * i + 8] = struct.pack("<Q", slot)
+        slots[8 * i : 8 * i + 8] = struct.pack("<Q", slot)
     return bytes(head) + bytes(slots) + bytes(var)
 
 
@@ -185,6 +190,7 @@ def binary_row_hash(rows, types) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- fastutil IntOpenHashSet
+
 
 def _phi_mix(x):
     h = (x * 0x9E3779B9) & 0xFFFFFFFF

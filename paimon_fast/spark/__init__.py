@@ -49,14 +49,26 @@ string prefix / suffix / contains) into a Python Data Source; a
 disjunction (``a = 1 OR b = 2``) is not pushed and prunes nothing.  Use
 :func:`read` or the source's ``where`` option for OR predicates.
 """
+
 from .build_job import build, build_global_index
 from .columns import filter_to_predicate, to_spark_column
 from .delete_job import delete
 from .read_job import ReadReport, read, spark_schema, top_n
 from .session import DATA_SOURCE_NAME, default_master, register, session
 
-__all__ = ["session", "register", "build", "build_global_index", "read", "delete", "top_n", "to_spark_column",
-           "filter_to_predicate",
-           "DATA_SOURCE_NAME",
-           # also handed on at this path
-           "default_master", "ReadReport", "spark_schema"]
+__all__ = [
+    "session",
+    "register",
+    "build",
+    "build_global_index",
+    "read",
+    "delete",
+    "top_n",
+    "to_spark_column",
+    "filter_to_predicate",
+    "DATA_SOURCE_NAME",
+    # also handed on at this path
+    "default_master",
+    "ReadReport",
+    "spark_schema",
+]

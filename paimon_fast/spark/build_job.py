@@ -1,5 +1,6 @@
 """Index builds of a Parquet dataset on Spark: the file indexes (:func:`build`, one task per
 data file) and the bitmap global index of a column (:func:`build_global_index`)."""
+
 from __future__ import annotations
 
 import threading
@@ -28,9 +29,16 @@ def _progress_thread(spark, total: int, report: Callable[[int, int], None], stop
     return t
 
 
-def build(spark, path: str, options: Mapping, *, force: bool = False,
-          progress: Optional[Callable[[int, int], None]] = None, _fault: Optional[dict] = None,
-          filesystem=None) -> BuildReport:
+def build(
+    spark,
+    path: str,
+    options: Mapping,
+    *,
+    force: bool = False,
+    progress: Optional[Callable[[int, int], None]] = None,
+    _fault: Optional[dict] = None,
+    filesystem=None,
+) -> BuildReport:
     """Build the file indexes of the Parquet dataset at ``path`` on Spark's executors.
 
     ``options`` are Paimon table options (``file-index.bloom-filter.columns``,
@@ -58,8 +66,18 @@ def build(spark, path: str, options: Mapping, *, force: bool = False,
         stop = threading.Event()
         th = _progress_thread(spark, len(todo), progress, stop) if progress else None
         try:
-            results = remote.build_files(spark, ds, todo, row_type, {c: spec.columns[c] for c in cols},
-                                         spec.threshold, spec.digest, spec.types, _fault, parallelism=len(todo))
+            results = remote.build_files(
+                spark,
+                ds,
+                todo,
+                row_type,
+                {c: spec.columns[c] for c in cols},
+                spec.threshold,
+                spec.digest,
+                spec.types,
+                _fault,
+                parallelism=len(todo),
+            )
         finally:
             stop.set()
             if th is not None:
@@ -78,8 +96,9 @@ def build(spark, path: str, options: Mapping, *, force: bool = False,
     return rep
 
 
-def build_global_index(spark, path: str, column: str, options: Optional[Mapping] = None, dtype: Optional[str] = None,
-                       filesystem=None):
+def build_global_index(
+    spark, path: str, column: str, options: Optional[Mapping] = None, dtype: Optional[str] = None, filesystem=None
+):
     """Build the bitmap global index of ``column`` over the dataset at ``path`` on Spark
     (:func:`paimon_fast.tables.globalindex_spark.build_global_index`; options
     ``bitmap-index.*``, ``sorted-index.records-per-range``,

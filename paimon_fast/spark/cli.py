@@ -12,6 +12,7 @@
 default is local Spark with every core of this machine.  Importing this
 module registers the commands (it replaces the core's in-process ``demo``).
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,11 @@ from ..cli import cell_text, command, inspector
 
 
 def _master_arg(p):
-    p.add_argument("--master", default=None,
-                   help="Spark master URL (default: $SPARK_MASTER or local[*], every core of this machine)")
+    p.add_argument(
+        "--master",
+        default=None,
+        help="Spark master URL (default: $SPARK_MASTER or local[*], every core of this machine)",
+    )
 
 
 def _parse_options(items):
@@ -42,12 +46,14 @@ def _parse_options(items):
 def _progress_printer(label):
     last = [None]
     if not sys.stderr.isatty():  # a log file: one line per quarter, not a redrawn bar
+
         def show_lines(done, total):
             q = 4 * done // total if total else 4
             if q != last[0] and (q > 0 or done == 0):
                 last[0] = q
                 sys.stderr.write(f"{label} {done}/{total} files\n")
                 sys.stderr.flush()
+
         return show_lines
 
     def show(done, total):
@@ -105,6 +111,7 @@ def _check_before_spark(path, where):
 
 # ---------------------------------------------------------------- inspect
 
+
 def _data_file_of_index(path: str):
     """The data file of a dataset's file index container: ``<root>/_file_index/<rel>.index`` ->
     ``<root>/<rel>``; the old layout's ``<file>.parquet.index`` -> the file beside it; or None."""
@@ -116,7 +123,7 @@ def _data_file_of_index(path: str):
     parts = data.split(os.sep)
     if FILE_INDEX_DIR in parts:
         i = len(parts) - 1 - parts[::-1].index(FILE_INDEX_DIR)
-        moved = os.sep.join(parts[:i] + parts[i + 1:])
+        moved = os.sep.join(parts[:i] + parts[i + 1 :])
         if os.path.isfile(moved):
             return moved
     return data if os.path.isfile(data) else None
@@ -144,15 +151,26 @@ def _is_parquet_index(path):
 
 # ---------------------------------------------------------------- build
 
+
 def build_setup(p):
     p.add_argument("path", help="dataset directory (Parquet files, partitioned or not)")
-    p.add_argument("--options", nargs="+", default=[], metavar="KEY=VALUE",
-                   help="Paimon table options, e.g. file-index.bloom-filter.columns=id,name "
-                        "file-index.bloom-filter.id.items=100000 file-index.bloom-filter.id.fpp=0.01")
+    p.add_argument(
+        "--options",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Paimon table options, e.g. file-index.bloom-filter.columns=id,name "
+        "file-index.bloom-filter.id.items=100000 file-index.bloom-filter.id.fpp=0.01",
+    )
     p.add_argument("--force", action="store_true", help="rebuild current indexes too")
-    p.add_argument("--global-index", nargs="+", default=[], metavar="COLUMN",
-                   help="also build a bitmap global index of these columns (options bitmap-index.*, "
-                        "sorted-index.records-per-range, sorted-index.build.max-parallelism)")
+    p.add_argument(
+        "--global-index",
+        nargs="+",
+        default=[],
+        metavar="COLUMN",
+        help="also build a bitmap global index of these columns (options bitmap-index.*, "
+        "sorted-index.records-per-range, sorted-index.build.max-parallelism)",
+    )
     _master_arg(p)
 
 
@@ -163,8 +181,9 @@ def build_main(args):
     opts = _parse_options(args.options)
     file_index = any(k.startswith("file-index.") and k.endswith(".columns") for k in opts)
     if not file_index and not args.global_index:
-        raise SystemExit("no index configured: pass e.g. --options file-index.bloom-filter.columns=COL "
-                         "or --global-index COL")
+        raise SystemExit(
+            "no index configured: pass e.g. --options file-index.bloom-filter.columns=COL or --global-index COL"
+        )
     spark = _session(args)
     if file_index:
         rep = build(spark, args.path, opts, force=args.force, progress=_progress_printer("indexing"))
@@ -174,8 +193,10 @@ def build_main(args):
         gopts = {k: v for k, v in opts.items() if k.startswith(("bitmap-index.", "sorted-index.", "btree-index."))}
         listing = build_global_index(spark, args.path, col, gopts)
         size = sum(f["size"] for f in listing["files"])
-        print(f"global index on {col}: {len(listing['files'])} files, {listing['total_row_count']:,} rows, "
-              f"{size:,} bytes, {time.perf_counter() - t0:.2f}s")
+        print(
+            f"global index on {col}: {len(listing['files'])} files, {listing['total_row_count']:,} rows, "
+            f"{size:,} bytes, {time.perf_counter() - t0:.2f}s"
+        )
 
 
 build_main.setup = build_setup
@@ -187,21 +208,34 @@ paimon-fast build events --global-index country --options bitmap-index.compressi
 
 # ---------------------------------------------------------------- query
 
+
 def query_setup(p):
     p.add_argument("path", help="dataset directory")
     p.add_argument("--where", default=None, help="predicate, e.g. \"country = 'DE' AND (score > 90 OR id IN (1, 2))\"")
     top = p.add_mutually_exclusive_group()
-    top.add_argument("--top", metavar="COLUMN:K", default=None,
-                     help="the K rows with the largest COLUMN (ORDER BY COLUMN DESC NULLS LAST LIMIT K) after --where, "
-                          "answered in-process from range-bitmap indexes")
+    top.add_argument(
+        "--top",
+        metavar="COLUMN:K",
+        default=None,
+        help="the K rows with the largest COLUMN (ORDER BY COLUMN DESC NULLS LAST LIMIT K) after --where, "
+        "answered in-process from range-bitmap indexes",
+    )
     top.add_argument("--bottom", metavar="COLUMN:K", default=None, help="the K rows with the smallest COLUMN")
     p.add_argument("--show", type=int, default=10, help="rows to print (0: none)")
     p.add_argument("--compare", action="store_true", help="also run a plain Spark scan and compare")
     p.add_argument("--no-index", action="store_true", help="read every file (baseline)")
-    p.add_argument("--explain", action="store_true",
-                   help="print which indexes the dataset holds for --where, which are used and why not (no Spark)")
-    p.add_argument("--limit", type=int, default=None, metavar="N",
-                   help="read at most N matching rows in this process (no Spark) and print them")
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="print which indexes the dataset holds for --where, which are used and why not (no Spark)",
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="read at most N matching rows in this process (no Spark) and print them",
+    )
     _master_arg(p)
 
 
@@ -227,14 +261,21 @@ def query_main(args):
     if args.compare:
         glob = _old_layout(args.path)
         if glob:  # containers beside the data files: Spark's reader would take them for data
-            print("(the dataset keeps its indexes in the old layout, beside the data files: `paimon-fast build` "
-                  "moves them under _file_index/; the plain scan below skips them with pathGlobFilter)")
+            print(
+                "(the dataset keeps its indexes in the old layout, beside the data files: `paimon-fast build` "
+                "moves them under _file_index/; the plain scan below skips them with pathGlobFilter)"
+            )
         r = race(spark, _jvm_path(args.path), args.where, collect=n <= COMPARE_COLLECT_MAX, glob=glob)
-        print(f"index vs plain Spark scan (warm, {RACE_ROUNDS} alternating rounds, medians): "
-              f"count() {r.count[0]:.3f}s vs {r.count[1]:.3f}s ({_speedup(*r.count)})"
-              + (f", collect() {r.collect[0]:.3f}s vs {r.collect[1]:.3f}s ({_speedup(*r.collect)})"
-                 if r.collect else f", collect() not timed (over {COMPARE_COLLECT_MAX:,} rows)")
-              + f"; {'same rows' if r.same else 'DIFFERENT ROWS'}")
+        print(
+            f"index vs plain Spark scan (warm, {RACE_ROUNDS} alternating rounds, medians): "
+            f"count() {r.count[0]:.3f}s vs {r.count[1]:.3f}s ({_speedup(*r.count)})"
+            + (
+                f", collect() {r.collect[0]:.3f}s vs {r.collect[1]:.3f}s ({_speedup(*r.collect)})"
+                if r.collect
+                else f", collect() not timed (over {COMPARE_COLLECT_MAX:,} rows)"
+            )
+            + f"; {'same rows' if r.same else 'DIFFERENT ROWS'}"
+        )
         if not r.same:
             return 1
 
@@ -278,22 +319,24 @@ def race(spark, path: str, where: str, rounds: int = RACE_ROUNDS, collect: bool 
 
     steps = {"index count": lambda: read(spark, path, where).count(), "plain count": lambda: plain().count()}
     if collect:
-        steps.update({"index collect": lambda: rows(read(spark, path, where)),
-                      "plain collect": lambda: rows(plain())})
+        steps.update({"index collect": lambda: rows(read(spark, path, where)), "plain collect": lambda: rows(plain())})
     got = {k: f() for k, f in steps.items()}  # warm-up, and the answers
     times = {k: [] for k in steps}
     order = list(steps)
     for r in range(rounds):
-        for k in (order if r % 2 == 0 else order[1::-1] + order[:1:-1]):
+        for k in order if r % 2 == 0 else order[1::-1] + order[:1:-1]:
             t0 = time.perf_counter()
             steps[k]()
             times[k].append(time.perf_counter() - t0)
     med = {k: statistics.median(v) for k, v in times.items()}
-    same = got["index count"] == got["plain count"] and (
-        not collect or got["index collect"] == got["plain collect"])
-    return Race((med["index count"], med["plain count"]),
-                (med["index collect"], med["plain collect"]) if collect else None,
-                got["index count"], same, read(spark, path, where).report)
+    same = got["index count"] == got["plain count"] and (not collect or got["index collect"] == got["plain collect"])
+    return Race(
+        (med["index count"], med["plain count"]),
+        (med["index collect"], med["plain collect"]) if collect else None,
+        got["index count"],
+        same,
+        read(spark, path, where).report,
+    )
 
 
 def _speedup(ours: float, theirs: float) -> str:
@@ -348,8 +391,10 @@ def _read_main(args):
     if args.limit is not None:
         t0 = time.perf_counter()
         t = r.to_arrow()
-        print(f"{t.num_rows:,} row{'' if t.num_rows == 1 else 's'} (limit {args.limit:,}) in "
-              f"{time.perf_counter() - t0:.3f}s, read in-process")
+        print(
+            f"{t.num_rows:,} row{'' if t.num_rows == 1 else 's'} (limit {args.limit:,}) in "
+            f"{time.perf_counter() - t0:.3f}s, read in-process"
+        )
         print(r.report)
         if t.num_rows:
             print(format_rows(t))
@@ -365,6 +410,7 @@ def format_rows(t) -> str:
 
 
 # ---------------------------------------------------------------- delete
+
 
 def delete_setup(p):
     p.add_argument("path", help="dataset directory")
@@ -390,9 +436,11 @@ paimon-fast delete events --where "status = 'returned' AND id < 1000"
 
 # ---------------------------------------------------------------- demo
 
-COUNTRIES = {"eu": ["DE", "FR", "IT", "ES", "NL", "PL", "SE", "NO"],
-             "us": ["US", "CA", "MX", "BR", "AR", "CL", "CO", "PE"],
-             "asia": ["JP", "CN", "IN", "KR", "SG", "TH", "VN", "ID"]}
+COUNTRIES = {
+    "eu": ["DE", "FR", "IT", "ES", "NL", "PL", "SE", "NO"],
+    "us": ["US", "CA", "MX", "BR", "AR", "CL", "CO", "PE"],
+    "asia": ["JP", "CN", "IN", "KR", "SG", "TH", "VN", "ID"],
+}
 STATUSES = ["new", "paid", "shipped", "returned"]
 
 
@@ -418,14 +466,16 @@ def generate_sample(out: str, rows: int, files: int, seed: int = 42) -> list:
         n = per_file if i < files - 1 else rows - per_file * (files - 1)
         ids = np.arange(i * per_file, i * per_file + n, dtype=np.int64)
         uid = rng.integers(0, users, n)
-        t = pa.table({
-            "id": ids,
-            "user_id": pa.array(np.char.add("u", np.char.zfill(uid.astype(str), 8))),
-            "country": pa.array(own[rng.integers(0, 3, n)]),
-            "status": pa.array(np.array(STATUSES)[rng.integers(0, 4, n)]),
-            "amount": np.round(rng.gamma(2.0, 30.0, n), 2),
-            "qty": pa.array(rng.integers(1, 51, n).astype(np.int32)),
-        })
+        t = pa.table(
+            {
+                "id": ids,
+                "user_id": pa.array(np.char.add("u", np.char.zfill(uid.astype(str), 8))),
+                "country": pa.array(own[rng.integers(0, 3, n)]),
+                "status": pa.array(np.array(STATUSES)[rng.integers(0, 4, n)]),
+                "amount": np.round(rng.gamma(2.0, 30.0, n), 2),
+                "qty": pa.array(rng.integers(1, 51, n).astype(np.int32)),
+            }
+        )
         p = os.path.join(d, f"part-{i:05d}.parquet")
         pq.write_table(t, p, row_group_size=1 << 20)
         paths.append(p)
@@ -510,13 +560,18 @@ def _dir_summary(out: str) -> list:
 
 def _table(head, rows):
     widths = [max(len(str(x[i])) for x in rows + [head]) for i in range(len(head))]
-    fmt = lambda r: "  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w)  # noqa: E731
-                              for i, (v, w) in enumerate(zip(r, widths)))
+    fmt = lambda r: "  ".join(
+        str(v).ljust(w) if i == 0 else str(v).rjust(w)  # noqa: E731
+        for i, (v, w) in enumerate(zip(r, widths))
+    )
     return "\n".join([fmt(head), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows])
 
 
-@command("demo", "the product in about a minute: sample data, every index kind built on Spark, queries "
-                 "pruned with and without the indexes")
+@command(
+    "demo",
+    "the product in about a minute: sample data, every index kind built on Spark, queries "
+    "pruned with and without the indexes",
+)
 def demo_main(args):
     import warnings
 
@@ -527,7 +582,7 @@ def demo_main(args):
     except ImportError:
         from .. import cli as core
 
-        print("pyspark is not installed (pip install \"paimon-fast[spark]\"): running the in-process demo")
+        print('pyspark is not installed (pip install "paimon-fast[spark]"): running the in-process demo')
         return core.demo_main(args)
 
     from . import build, build_global_index, read
@@ -551,8 +606,10 @@ def demo_main(args):
     print("[2/4] starting local Spark ...", flush=True)
     t0 = time.perf_counter()
     spark = _session(args)
-    print(f"      Spark {spark.version} on {spark.sparkContext.master} "
-          f"({spark.sparkContext.defaultParallelism} cores), started in {time.perf_counter() - t0:.1f}s")
+    print(
+        f"      Spark {spark.version} on {spark.sparkContext.master} "
+        f"({spark.sparkContext.defaultParallelism} cores), started in {time.perf_counter() - t0:.1f}s"
+    )
     opts = demo_options(args.rows, len(paths))
     kinds = sorted({k.split(".")[1] for k in opts if k.endswith(".columns")})
     print(f"[3/4] building file indexes ({', '.join(kinds)}) on Spark executors", flush=True)
@@ -561,8 +618,7 @@ def demo_main(args):
     print("      building the bitmap global index of country ...", end="", flush=True)
     t0 = time.perf_counter()
     listing = build_global_index(spark, out, "country")
-    print(f" {len(listing['files'])} files over {listing['total_row_count']:,} rows in "
-          f"{time.perf_counter() - t0:.1f}s")
+    print(f" {len(listing['files'])} files over {listing['total_row_count']:,} rows in {time.perf_counter() - t0:.1f}s")
 
     # pick values that exist: a user of the last file, an id in the middle
     last = pq.read_table(sorted(paths)[-1], columns=["user_id"]).column(0)
@@ -581,24 +637,55 @@ def demo_main(args):
         ("amount > 450", "range-bitmap"),
         ("qty = 7 AND country IN ('JP', 'KR')", "bsi + bloom-filter"),
     ]
-    print(f"[4/4] answering {len(queries)} predicates with the indexes and with a plain Spark scan "
-          f"(spark.read.parquet): count() and collect(), warm, {RACE_ROUNDS} alternating rounds, medians", flush=True)
+    print(
+        f"[4/4] answering {len(queries)} predicates with the indexes and with a plain Spark scan "
+        f"(spark.read.parquet): count() and collect(), warm, {RACE_ROUNDS} alternating rounds, medians",
+        flush=True,
+    )
     rows = []
     for q, used in queries:
         r = race(spark, out, q)
         rep = r.report
-        rows.append((q, used, f"{rep.files_skipped}/{rep.files_total}", f"{rep.rows_total - rep.rows_read:,}",
-                     f"{r.rows:,}", f"{r.count[0]:.2f} / {r.count[1]:.2f}", _speedup(*r.count),
-                     f"{r.collect[0]:.2f} / {r.collect[1]:.2f}", _speedup(*r.collect),
-                     rep.read_on, "yes" if r.same else "NO"))
+        rows.append(
+            (
+                q,
+                used,
+                f"{rep.files_skipped}/{rep.files_total}",
+                f"{rep.rows_total - rep.rows_read:,}",
+                f"{r.rows:,}",
+                f"{r.count[0]:.2f} / {r.count[1]:.2f}",
+                _speedup(*r.count),
+                f"{r.collect[0]:.2f} / {r.collect[1]:.2f}",
+                _speedup(*r.collect),
+                rep.read_on,
+                "yes" if r.same else "NO",
+            )
+        )
     print()
-    print(_table(("predicate", "index used", "files skipped", "rows skipped", "matches", "count s (index / plain)",
-                  "faster", "collect s (index / plain)", "faster", "read on", "same rows"), rows))
+    print(
+        _table(
+            (
+                "predicate",
+                "index used",
+                "files skipped",
+                "rows skipped",
+                "matches",
+                "count s (index / plain)",
+                "faster",
+                "collect s (index / plain)",
+                "faster",
+                "read on",
+                "same rows",
+            ),
+            rows,
+        )
+    )
     print("\nwhere the files went:")
-    print(_table(("what", "where", "files", "bytes"),
-                 [(w, p, n, f"{b:,}") for w, p, n, b in _dir_summary(out)]))
-    print(f"\ndone in {time.perf_counter() - t_start:.0f}s.  try: paimon-fast query {out} "
-          f"--where \"{queries[1][0]}\" --compare")
+    print(_table(("what", "where", "files", "bytes"), [(w, p, n, f"{b:,}") for w, p, n, b in _dir_summary(out)]))
+    print(
+        f"\ndone in {time.perf_counter() - t_start:.0f}s.  try: paimon-fast query {out} "
+        f'--where "{queries[1][0]}" --compare'
+    )
     if any(x[-1] != "yes" for x in rows):
         return 1
 

@@ -1,4 +1,5 @@
 """Predicates as Spark Columns, and Spark's pushed-down filters as predicates."""
+
 from __future__ import annotations
 
 import functools
@@ -101,8 +102,6 @@ class SparkTranslator(Translator):
         if not p.literals:
             return self.is_not_null(p)
         return self.all_of([F.array_contains(_col(p.name), F.lit(v)) for v in p.literals])
-
-
 
 
 def to_spark_column(predicate: Predicate, schema=None):

@@ -32,6 +32,7 @@ columns at the rows the plan selects (only the pages holding them where an index
 rows), then the other columns only where the predicate holds, never a row the file's deletion
 vector deletes (the plan travels with the partition).
 """
+
 from __future__ import annotations
 
 from typing import List, Optional

@@ -1,4 +1,5 @@
 """Deletes on a Parquet dataset on Spark: matching rows marked in Paimon deletion vectors."""
+
 from __future__ import annotations
 
 import os
@@ -33,14 +34,23 @@ def _positions_udf():
             else:
                 groups = [(u.as_py(), ri[pc.equal(fp, u).to_numpy(zero_copy_only=False)]) for u in uris]
             yield pa.RecordBatch.from_pydict(
-                {"path": [local_path(u) for u, _ in groups],
-                 "positions": [np.unique(r).tobytes() for _, r in groups]}, schema=schema)
+                {"path": [local_path(u) for u, _ in groups], "positions": [np.unique(r).tobytes() for _, r in groups]},
+                schema=schema,
+            )
 
     return run
 
 
-def delete(spark, path: str, where, *, bitmap64: Optional[bool] = None, _fault: Optional[str] = None,
-           filesystem=None, driver_max_bytes=None):
+def delete(
+    spark,
+    path: str,
+    where,
+    *,
+    bitmap64: Optional[bool] = None,
+    _fault: Optional[str] = None,
+    filesystem=None,
+    driver_max_bytes=None,
+):
     """Mark the rows of the dataset at ``path`` where ``where`` holds deleted, without
     rewriting any Parquet file.
 
@@ -69,8 +79,9 @@ def delete(spark, path: str, where, *, bitmap64: Optional[bool] = None, _fault: 
     t0 = time.perf_counter()
     ds = ParquetDataset(path, filesystem)
     plan = ds.plan(parse_predicate(where))
-    rep = DeleteReport(files_scanned=len(plan.kept), files_skipped=plan.report.files_skipped,
-                       predicate=plan.report.predicate)
+    rep = DeleteReport(
+        files_scanned=len(plan.kept), files_skipped=plan.report.files_skipped, predicate=plan.report.predicate
+    )
     positions = {}
     limit = _limit(spark, driver_max_bytes)
     if plan.kept and limit > 0 and ds.read_cost(plan, []) <= limit:
@@ -107,19 +118,25 @@ def _positions_frame(spark, ds: ParquetDataset, plan):
     parts = []
     if whole:
         meta = [F.col("_metadata.file_path").alias("__pf_file"), F.col("_metadata.row_index").alias("__pf_row")]
-        d = spark.read.schema(spark_schema(spark, ds)).option("basePath", ds.root).parquet(
-            *[p.file.abs_path for p in whole]).select("*", *meta)
+        d = (
+            spark.read.schema(spark_schema(spark, ds))
+            .option("basePath", ds.root)
+            .parquet(*[p.file.abs_path for p in whole])
+            .select("*", *meta)
+        )
         d = d.where(to_spark_column(pred, schema)).select("__pf_file", "__pf_row")
         parts.append(d.mapInArrow(_positions_udf(), "path string, positions binary"))
     if tasks:
+
         def run(batches):
             for i in task_numbers(batches):
                 p = unship(shipped[i])
                 pos = ds.read_kept(p, [], pred, schema, positions=True).column(POS).to_numpy()
                 if len(pos):
                     path = p.file.abs_path if local else p.file.path
-                    yield pa.RecordBatch.from_pydict({"path": [path], "positions": [pos.astype("<i8").tobytes()]},
-                                                     schema=out)
+                    yield pa.RecordBatch.from_pydict(
+                        {"path": [path], "positions": [pos.astype("<i8").tobytes()]}, schema=out
+                    )
 
         parts.append(task_frame(spark, len(tasks), run, "path string, positions binary"))
     df = parts[0]

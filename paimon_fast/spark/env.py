@@ -7,6 +7,7 @@ when the first job is planned.  :func:`check_spark_environment` finds all of
 these up front and raises one :class:`~paimon_fast.errors.MissingDependencyError`
 that names the missing piece and the command that installs it.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,9 +20,11 @@ from ..errors import MissingDependencyError, install_hint, require
 
 # Spark 4.x runs on Java 17 and 21
 MIN_JAVA = 17
-JAVA_INSTALL = (f"install Java {MIN_JAVA} or newer: `apt-get install openjdk-{MIN_JAVA}-jre-headless` (Debian/Ubuntu), "
-                f"`dnf install java-{MIN_JAVA}-openjdk-headless` (Fedora/RHEL), `brew install openjdk@{MIN_JAVA}` "
-                "(macOS); or point JAVA_HOME at one")
+JAVA_INSTALL = (
+    f"install Java {MIN_JAVA} or newer: `apt-get install openjdk-{MIN_JAVA}-jre-headless` (Debian/Ubuntu), "
+    f"`dnf install java-{MIN_JAVA}-openjdk-headless` (Fedora/RHEL), `brew install openjdk@{MIN_JAVA}` "
+    "(macOS); or point JAVA_HOME at one"
+)
 
 _CHECKED = []
 
@@ -59,16 +62,24 @@ def check_java() -> int:
     """The Java major version Spark will use, or MissingDependencyError saying what to install."""
     exe = java_executable()
     if exe is None:
-        where = (f"JAVA_HOME={os.environ['JAVA_HOME']} has no bin/java" if os.environ.get("JAVA_HOME")
-                 else "no `java` on the PATH and JAVA_HOME is not set")
+        where = (
+            f"JAVA_HOME={os.environ['JAVA_HOME']} has no bin/java"
+            if os.environ.get("JAVA_HOME")
+            else "no `java` on the PATH and JAVA_HOME is not set"
+        )
         raise MissingDependencyError(f"Spark needs Java, which was not found ({where}): {JAVA_INSTALL}", name="java")
     major, first = java_version(exe)
     if major is None:
-        raise MissingDependencyError(f"Spark needs Java {MIN_JAVA}+, and `{exe} -version` did not say which "
-                                     f"version it is ({first!r}): {JAVA_INSTALL}", name="java")
+        raise MissingDependencyError(
+            f"Spark needs Java {MIN_JAVA}+, and `{exe} -version` did not say which "
+            f"version it is ({first!r}): {JAVA_INSTALL}",
+            name="java",
+        )
     if major < MIN_JAVA:
-        raise MissingDependencyError(f"Spark {_spark_version()} needs Java {MIN_JAVA} or newer; {exe} is Java "
-                                     f"{major}: {JAVA_INSTALL}", name="java")
+        raise MissingDependencyError(
+            f"Spark {_spark_version()} needs Java {MIN_JAVA} or newer; {exe} is Java {major}: {JAVA_INSTALL}",
+            name="java",
+        )
     return major
 
 
@@ -96,8 +107,9 @@ def check_python_packages() -> None:
             check()
         except ImportError as e:
             raise MissingDependencyError(
-                f"pyspark {_spark_version()}'s Arrow UDFs (the index build) cannot run: {e}: "
-                f"{install_hint('pyspark')}", name=getattr(e, "name", None)) from None
+                f"pyspark {_spark_version()}'s Arrow UDFs (the index build) cannot run: {e}: {install_hint('pyspark')}",
+                name=getattr(e, "name", None),
+            ) from None
 
 
 def check_spark_environment() -> None:

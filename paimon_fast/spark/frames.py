@@ -17,6 +17,7 @@ which columns a query needs, and a local relation would hold every column).  Eve
 is Spark's own (the first one reads the rows of a lazy frame and builds its relation); a DataFrame
 derived from it (``df.where(...)``, ``df.select(...)``) counts as any other.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional
@@ -96,6 +97,7 @@ _CLASSES: dict = {}
 def _planned_class(base):
     cls = _CLASSES.get(base)
     if cls is None:
+
         def count(self) -> int:
             """The number of rows (a driver-local answer: the rows held; an executor read: only
             the predicate's columns read at the selected rows)."""
@@ -112,11 +114,18 @@ def _planned_class(base):
                     return rows
             return base.collect(self)
 
-        cls = _CLASSES[base] = type("Planned" + base.__name__, (base,), {
-            "count": count, "collect": collect, "__module__": __name__,
-            "__doc__": "A DataFrame of a pruned read: Spark's own, with ``report`` (what the plan did), "
-                       "a ``count()`` that reads no more than the predicate needs and a ``collect()`` "
-                       "that fetches Arrow."})
+        cls = _CLASSES[base] = type(
+            "Planned" + base.__name__,
+            (base,),
+            {
+                "count": count,
+                "collect": collect,
+                "__module__": __name__,
+                "__doc__": "A DataFrame of a pruned read: Spark's own, with ``report`` (what the plan did), "
+                "a ``count()`` that reads no more than the predicate needs and a ``collect()`` "
+                "that fetches Arrow.",
+            },
+        )
     return cls
 
 
@@ -151,9 +160,16 @@ def _lazy_class(base):
                     return got
             return planned_base.collect(self)
 
-        cls = _CLASSES[key] = type("Lazy" + base.__name__, (planned_base,), {
-            "_jdf": property(get_jdf, set_jdf), "collect": collect, "__module__": __name__,
-            "__doc__": "A DataFrame of a pruned read whose rows are read when Spark first needs them."})
+        cls = _CLASSES[key] = type(
+            "Lazy" + base.__name__,
+            (planned_base,),
+            {
+                "_jdf": property(get_jdf, set_jdf),
+                "collect": collect,
+                "__module__": __name__,
+                "__doc__": "A DataFrame of a pruned read whose rows are read when Spark first needs them.",
+            },
+        )
     return cls
 
 
@@ -161,8 +177,20 @@ def flat_schema(schema) -> bool:
     """Are all of a Spark schema's columns of the flat types :func:`arrow_rows` builds?"""
     from pyspark.sql import types as T
 
-    flat = (T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
-            T.StringType, T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType)
+    flat = (
+        T.BooleanType,
+        T.ByteType,
+        T.ShortType,
+        T.IntegerType,
+        T.LongType,
+        T.FloatType,
+        T.DoubleType,
+        T.StringType,
+        T.DateType,
+        T.TimestampType,
+        T.TimestampNTZType,
+        T.DecimalType,
+    )
     return all(type(f.dataType) in flat for f in schema.fields)
 
 
@@ -207,14 +235,21 @@ def arrow_rows(table, schema):
     names = schema.names
     row, new = T.Row, tuple.__new__
     out = []
-    for values in (zip(*cols) if cols else [()] * table.num_rows):
+    for values in zip(*cols) if cols else [()] * table.num_rows:
         r = new(row, values)
         r.__dict__["__fields__"] = names  # what Row.__setattr__ does for __fields__
         out.append(r)
     return out
 
-def lazy(spark, schema, materialize: Callable[[], object], report, count: Callable[[], int],
-         rows: Optional[Callable[[], Optional[list]]] = None):
+
+def lazy(
+    spark,
+    schema,
+    materialize: Callable[[], object],
+    report,
+    count: Callable[[], int],
+    rows: Optional[Callable[[], Optional[list]]] = None,
+):
     """A DataFrame of Spark ``schema`` whose plan is ``materialize()``'s DataFrame, built on first
     use (``where()``, ``show()``, ``toPandas()``...): ``schema``, ``report`` and ``count()`` need
     none of it, nor does ``collect()`` when ``rows()`` gives the rows (None: Spark collects).
@@ -228,8 +263,14 @@ def lazy(spark, schema, materialize: Callable[[], object], report, count: Callab
 
     cls = _lazy_class(DataFrame)
     df = cls.__new__(cls)
-    df.__dict__.update(_pf_lock=threading.Lock(), _pf_materialize=materialize, _pf_count=count, _pf_rows=rows,
-                       schema=schema, report=report)
+    df.__dict__.update(
+        _pf_lock=threading.Lock(),
+        _pf_materialize=materialize,
+        _pf_count=count,
+        _pf_rows=rows,
+        schema=schema,
+        report=report,
+    )
     DataFrame.__init__(df, None, spark)
     return df
 

@@ -18,6 +18,7 @@ two ways (:mod:`paimon_fast.spark.frames`):
 
 The report (:class:`ReadReport`) says which way ran and why.
 """
+
 from __future__ import annotations
 
 import threading
@@ -50,8 +51,11 @@ class ReadReport(ScanReport):
     files_whole: int = 0
 
     def __str__(self):
-        return (super().__str__() + f"; read on the {self.read_on}" if self.read_on in (DRIVER, EXECUTORS)
-                else super().__str__() + f"; {self.read_on or 'not read'}") + (f" ({self.why})" if self.why else "")
+        return (
+            super().__str__() + f"; read on the {self.read_on}"
+            if self.read_on in (DRIVER, EXECUTORS)
+            else super().__str__() + f"; {self.read_on or 'not read'}"
+        ) + (f" ({self.why})" if self.why else "")
 
 
 _SCHEMAS: dict = {}
@@ -117,8 +121,15 @@ def _read_on_driver(ds: ParquetDataset, plan: ScanPlan, columns: List[str], limi
     return pa.concat_tables(parts) if parts else schema.empty_table().select(columns)
 
 
-def planned_read(spark, ds: ParquetDataset, plan: ScanPlan, columns: Optional[List[str]] = None, *,
-                 use_index: bool = True, max_bytes=None):
+def planned_read(
+    spark,
+    ds: ParquetDataset,
+    plan: ScanPlan,
+    columns: Optional[List[str]] = None,
+    *,
+    use_index: bool = True,
+    max_bytes=None,
+):
     """The DataFrame of ``plan``'s answer (the kept rows where its predicate holds) with
     ``columns`` (default: every column), read on the driver or on the executors (see the module
     docstring); ``max_bytes`` overrides ``paimon-fast.read.driver-max-bytes``.  Carries
@@ -138,8 +149,9 @@ def planned_read(spark, ds: ParquetDataset, plan: ScanPlan, columns: Optional[Li
     kept = plan.kept
     if not kept:
         rep.read_on, rep.why = NOTHING, "the indexes skipped every file"
-        return lazy(spark, out, lambda: local_frame(spark, ds.schema().empty_table().select(columns), out), rep,
-                    lambda: 0)
+        return lazy(
+            spark, out, lambda: local_frame(spark, ds.schema().empty_table().select(columns), out), rep, lambda: 0
+        )
     if use_index and limit > 0:
         rep.estimated_bytes = est = ds.read_cost(plan, columns)
         if est <= limit:
@@ -207,8 +219,13 @@ WHOLE_SHARE = 0.25
 def ship(p: FilePlan) -> tuple:
     """What an executor needs of a kept file's plan: its file, rows, row bitmap and deletion
     vector as bytes (a plan's results may hold open index readers; bytes travel anywhere)."""
-    return (p.file, p.rows, None if p.bitmap is None else p.bitmap.serialize(),
-            None if p.deletion_vector is None else p.deletion_vector.serialize(), p.exact)
+    return (
+        p.file,
+        p.rows,
+        None if p.bitmap is None else p.bitmap.serialize(),
+        None if p.deletion_vector is None else p.deletion_vector.serialize(),
+        p.exact,
+    )
 
 
 def unship(t: tuple) -> FilePlan:
@@ -220,8 +237,9 @@ def unship(t: tuple) -> FilePlan:
 
     f, rows, bm, dv, exact = t
     res = REMAIN if bm is None else BitmapResult(BitMap.deserialize(bm))
-    return FilePlan(f, res, rows, True, deletion_vector=None if dv is None else DeletionVector.deserialize(dv),
-                    exact=exact)
+    return FilePlan(
+        f, res, rows, True, deletion_vector=None if dv is None else DeletionVector.deserialize(dv), exact=exact
+    )
 
 
 def split_kept(ds: ParquetDataset, plan: ScanPlan):
@@ -230,8 +248,9 @@ def split_kept(ds: ParquetDataset, plan: ScanPlan):
     of the file) and those the page-level reader reads at their selected rows in Arrow tasks."""
     whole, at_rows = [], []
     for p in plan.kept:
-        spark_reads = ds.store.local and p.deletion_vector is None and (
-            p.bitmap is None or p.rows_to_read > WHOLE_SHARE * p.rows)
+        spark_reads = (
+            ds.store.local and p.deletion_vector is None and (p.bitmap is None or p.rows_to_read > WHOLE_SHARE * p.rows)
+        )
         (whole if spark_reads else at_rows).append(p)
     return whole, at_rows
 
@@ -306,8 +325,7 @@ def top_n(spark, path: str, column: str, k: int, **kw):
     return _impl(spark, path, column, k, **kw)
 
 
-def read(spark, path: str, where=None, columns=None, use_index: bool = True, filesystem=None,
-         driver_max_bytes=None):
+def read(spark, path: str, where=None, columns=None, use_index: bool = True, filesystem=None, driver_max_bytes=None):
     """Rows of the dataset at ``path`` where ``where`` holds, pruned by the file indexes.
 
     ``where`` is a predicate object or SQL-like text (``"country = 'DE' AND

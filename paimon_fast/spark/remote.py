@@ -17,6 +17,7 @@ included, in their closure).
 * :func:`build_files`: the file-index build of :func:`paimon_fast.spark.build`.
 * :func:`spark_schema`: the dataset's Spark schema, from its Arrow schema.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,18 @@ from typing import List, Optional, Sequence
 from .frames import task_frame, task_numbers
 
 
-def build_files(spark, ds, files: Sequence, row_type, columns, threshold: int, digest: str, types,
-                fault: Optional[dict] = None, parallelism: Optional[int] = None) -> List[dict]:
+def build_files(
+    spark,
+    ds,
+    files: Sequence,
+    row_type,
+    columns,
+    threshold: int,
+    digest: str,
+    types,
+    fault: Optional[dict] = None,
+    parallelism: Optional[int] = None,
+) -> List[dict]:
     """Build each file's index on the executors (pyarrow reads, the in-process build's
     per-file step); the catalog results.  ``parallelism``: Spark tasks (see
     :func:`paimon_fast.spark.frames.task_frame`)."""
@@ -44,8 +55,9 @@ def build_files(spark, ds, files: Sequence, row_type, columns, threshold: int, d
             rel = todo[i]
             mode = fault.get("mode") if fault and fault.get("file") in (rel, rel.rsplit("/", 1)[-1]) else None
             rows, entry = build_file_index(store, root, rel, row_type, columns, threshold, digest, _fault=mode)
-            yield pa.RecordBatch.from_pydict({"path": [rel], "rows": [rows], "file_index": [json.dumps(entry)]},
-                                             schema=schema)
+            yield pa.RecordBatch.from_pydict(
+                {"path": [rel], "rows": [rows], "file_index": [json.dumps(entry)]}, schema=schema
+            )
 
     out = task_frame(spark, len(todo), run, "path string, rows long, file_index string", parallelism).collect()
     return [{"path": r["path"], "rows": r["rows"], "file_index": json.loads(r["file_index"])} for r in out]

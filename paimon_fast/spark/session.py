@@ -1,4 +1,5 @@
 """A SparkSession for paimon-fast, and the ``paimon-fast`` Data Source registered in one."""
+
 from __future__ import annotations
 
 import os
@@ -25,11 +26,14 @@ def session(master: Optional[str] = None, app_name: str = "paimon-fast", conf: O
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    b = (SparkSession.builder.master(master or default_master()).appName(app_name)
-         .config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "false")
-         .config("spark.sql.shuffle.partitions", "8")
-         .config("spark.sql.python.filterPushdown.enabled", "true"))
+    b = (
+        SparkSession.builder.master(master or default_master())
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+    )
     for k, v in dict(conf or {}).items():
         b = b.config(k, str(v))
     spark = b.getOrCreate()

@@ -15,6 +15,7 @@ driver merges them (:func:`paimon_fast.tables.topn.merge`) and reads the
 projected columns of the k winners.  Same answer as
 :meth:`paimon_fast.tables.parquet.ParquetDataset.top_n`.
 """
+
 from __future__ import annotations
 
 from typing import List, Optional
@@ -37,9 +38,19 @@ def _unindexed_cost(ds: ParquetDataset, column: str, pred, files) -> int:
     return ds.read_cost(ScanPlan(todo, ScanReport(), pred), [column]) if todo else 0
 
 
-def top_n(spark, path: str, column: str, k: int, *, desc: bool = True, where=None,
-          columns: Optional[List[str]] = None, nulls_first: bool = False,
-          report: Optional[TopNReport] = None, driver_max_bytes=None) -> pa.Table:
+def top_n(
+    spark,
+    path: str,
+    column: str,
+    k: int,
+    *,
+    desc: bool = True,
+    where=None,
+    columns: Optional[List[str]] = None,
+    nulls_first: bool = False,
+    report: Optional[TopNReport] = None,
+    driver_max_bytes=None,
+) -> pa.Table:
     """``SELECT columns WHERE where ORDER BY column [DESC] LIMIT k`` of the dataset at
     ``path``, with the per-file work on Spark executors (on the driver when it is small:
     ``driver_max_bytes``, see the module docstring); a ``pyarrow.Table``.
@@ -61,15 +72,34 @@ def top_n(spark, path: str, column: str, k: int, *, desc: bool = True, where=Non
     cost = _unindexed_cost(ds, column, pred, files) if limit > 0 else None
     if cost is not None and cost <= limit:
         rep.read_on, rep.why = "driver", f"about {cost / (1 << 20):.1f} MB to read, at most {limit / (1 << 20):.1f} MB"
-        return ds.top_n(column, k, desc=desc, where=where, columns=columns, nulls_first=nulls_first, report=rep,
-                        _plan=(schema, columns, pred, files))
+        return ds.top_n(
+            column,
+            k,
+            desc=desc,
+            where=where,
+            columns=columns,
+            nulls_first=nulls_first,
+            report=rep,
+            _plan=(schema, columns, pred, files),
+        )
     rep.read_on = "executors"
-    rep.why = ("driver-local reads are off" if cost is None else
-               f"about {cost / (1 << 20):.1f} MB to read, more than {limit / (1 << 20):.1f} MB")
+    rep.why = (
+        "driver-local reads are off"
+        if cost is None
+        else f"about {cost / (1 << 20):.1f} MB to read, more than {limit / (1 << 20):.1f} MB"
+    )
     where_cols = sorted(pred.fields()) if pred is not None else []
     entries = ds.read_catalog()["files"]
-    tasks = [(i, p.file, p.rows, entries.get(p.file.path) if p.indexed else None,
-              None if eligible is None else eligible.serialize()) for i, (p, eligible) in enumerate(files)]
+    tasks = [
+        (
+            i,
+            p.file,
+            p.rows,
+            entries.get(p.file.path) if p.indexed else None,
+            None if eligible is None else eligible.serialize(),
+        )
+        for i, (p, eligible) in enumerate(files)
+    ]
     rep.files_total = len(tasks)
     if k == 0 or not tasks:
         return schema.empty_table().select(columns)

@@ -12,6 +12,7 @@ compatible) and the dynamic bucket hash index.
     ti.write_hash_index(hashes); ti.read_hash_index(data)
     ti.binary_row_hash(table, ["INT", "STRING"])
 """
+
 from .deletion import (
     DEFAULT_TARGET_SIZE,
     MAGIC32,
@@ -31,10 +32,21 @@ from .deletion import (
 )
 
 __all__ = [
-    "DeletionVector", "BitmapDeletionVector", "Bitmap64DeletionVector", "DeletionFileEntry",
-    "apply_deletion_vector", "filter_batches", "read_deletion_file", "read_deletion_vector",
-    "serialize_deletion_files", "write_deletion_files", "MAGIC32", "MAGIC64", "MAX_POSITION_32",
-    "MAX_POSITION_64", "DEFAULT_TARGET_SIZE",
+    "DeletionVector",
+    "BitmapDeletionVector",
+    "Bitmap64DeletionVector",
+    "DeletionFileEntry",
+    "apply_deletion_vector",
+    "filter_batches",
+    "read_deletion_file",
+    "read_deletion_vector",
+    "serialize_deletion_files",
+    "write_deletion_files",
+    "MAGIC32",
+    "MAGIC64",
+    "MAX_POSITION_32",
+    "MAX_POSITION_64",
+    "DEFAULT_TARGET_SIZE",
 ]
 from .hashindex import (  # noqa: E402
     DEFAULT_TARGET_ROW_NUM,
@@ -49,7 +61,14 @@ from .hashindex import (  # noqa: E402
 from .puffin import read_puffin, write_puffin  # noqa: E402
 
 __all__ += [
-    "DynamicBucketIndex", "binary_row_hash", "int_hash_set_order", "read_hash_index",
-    "update_hash_index", "write_hash_index", "write_int_file", "DEFAULT_TARGET_ROW_NUM",
-    "read_puffin", "write_puffin",
+    "DynamicBucketIndex",
+    "binary_row_hash",
+    "int_hash_set_order",
+    "read_hash_index",
+    "update_hash_index",
+    "write_hash_index",
+    "write_int_file",
+    "DEFAULT_TARGET_ROW_NUM",
+    "read_puffin",
+    "write_puffin",
 ]

@@ -8,6 +8,7 @@
 * Paimon index manifests (Avro ``index-manifest-*``, needs fastavro): each
   entry's index type, bucket, file, row count and deletion-vector ranges.
 """
+
 from __future__ import annotations
 
 import os
@@ -121,13 +122,25 @@ def describe_index_manifest(path, args):
         rows = list(fastavro.reader(f))
     out = []
     for r in rows:
-        e = {"kind": "ADD" if r.get("_KIND", 0) == 0 else "DELETE", "index_type": r.get("_INDEX_TYPE"),
-             "bucket": r.get("_BUCKET"), "file": r.get("_FILE_NAME"), "file_size": r.get("_FILE_SIZE"),
-             "row_count": r.get("_ROW_COUNT")}
+        e = {
+            "kind": "ADD" if r.get("_KIND", 0) == 0 else "DELETE",
+            "index_type": r.get("_INDEX_TYPE"),
+            "bucket": r.get("_BUCKET"),
+            "file": r.get("_FILE_NAME"),
+            "file_size": r.get("_FILE_SIZE"),
+            "row_count": r.get("_ROW_COUNT"),
+        }
         ranges = r.get("_DELETIONS_VECTORS_RANGES") or r.get("_DELETION_VECTORS_RANGES")
         if ranges:
-            e["deletion_vectors"] = [{"data_file": x.get("f0"), "offset": x.get("f1"), "length": x.get("f2"),
-                                      "cardinality": x.get("_CARDINALITY", x.get("f3"))} for x in ranges]
+            e["deletion_vectors"] = [
+                {
+                    "data_file": x.get("f0"),
+                    "offset": x.get("f1"),
+                    "length": x.get("f2"),
+                    "cardinality": x.get("_CARDINALITY", x.get("f3")),
+                }
+                for x in ranges
+            ]
         out.append(e)
     buckets = sorted({e["bucket"] for e in out if e["index_type"] == "HASH_INDEX"})
     return {"kind": "Paimon index manifest", "entries": out, "hash_index_buckets": buckets}

@@ -17,6 +17,7 @@ Vectors are immutable.  In memory a vector is a bit set when it is dense
 enough (then serializing is mostly memcpy and probing is one bit test) and a
 sorted unique position array otherwise; both give the same bytes.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,7 +43,7 @@ MAGIC64 = 1681511377
 MAX_POSITION_32 = 2**31 - 1
 MAX_POSITION_64 = ((2**31 - 2) << 32) | 0x80000000
 VERSION = 1
-DEFAULT_TARGET_SIZE = 2 * 1024 * 1024   # deletion-vector.index-file.target-size
+DEFAULT_TARGET_SIZE = 2 * 1024 * 1024  # deletion-vector.index-file.target-size
 _MAX_JAVA_ARRAY = 2**31 - 1
 _CHUNK_BITS = 65536
 _CHUNK_WORDS = 1024
@@ -60,6 +61,7 @@ def _as_positions(positions) -> np.ndarray:
     """Any sequence / numpy / Arrow array / pyroaring bitmap -> int64 array."""
     try:
         import pyarrow as pa
+
         if isinstance(positions, pa.ChunkedArray):
             positions = positions.combine_chunks()
         if isinstance(positions, pa.Array):
@@ -80,8 +82,9 @@ def _as_positions(positions) -> np.ndarray:
     elif a.dtype == object or a.dtype.kind == "f":
         if a.size and not np.all(np.isfinite(a) & (a == np.floor(a))):
             bad = a.ravel()[~(np.isfinite(a.ravel()) & (a.ravel() == np.floor(a.ravel())))][0]
-            raise InvalidArgumentError(f"deletion positions must be integers, got {float(bad)!r} "
-                                       "(a fractional position is not truncated)")
+            raise InvalidArgumentError(
+                f"deletion positions must be integers, got {float(bad)!r} (a fractional position is not truncated)"
+            )
         a = np.asarray(a, dtype=np.int64) if a.size else np.zeros(0, np.int64)
     if a.size == 0:
         return np.zeros(0, np.int64)
@@ -138,10 +141,13 @@ class DeletionVector:
             raise ValueError(f"deletion position {lo} is negative")
         if hi > cls.MAX_POSITION:
             if cls.bitmap64:
-                raise ValueError(f"Bitmap64DeletionVector supports positions that are >= 0 and <= "
-                                 f"{MAX_POSITION_64}: {hi}")
-            raise ValueError(f"deletion position {hi} is beyond 2147483647: the file has too many rows "
-                             "for a 32-bit deletion vector (use bitmap64=True)")
+                raise ValueError(
+                    f"Bitmap64DeletionVector supports positions that are >= 0 and <= {MAX_POSITION_64}: {hi}"
+                )
+            raise ValueError(
+                f"deletion position {hi} is beyond 2147483647: the file has too many rows "
+                "for a 32-bit deletion vector (use bitmap64=True)"
+            )
 
     @classmethod
     def _build(cls, pos: np.ndarray) -> "DeletionVector":
@@ -218,8 +224,11 @@ class DeletionVector:
         such as an index result's bitmap) without the deleted ones, same kind back."""
         if hasattr(rows, "to_array") and not isinstance(rows, np.ndarray):
             arr = rows.to_array()
-            pos = np.frombuffer(arr, dtype=np.uint64 if arr.itemsize == 8 else np.uint32) if len(arr) else \
-                np.zeros(0, np.uint32)
+            pos = (
+                np.frombuffer(arr, dtype=np.uint64 if arr.itemsize == 8 else np.uint32)
+                if len(arr)
+                else np.zeros(0, np.uint32)
+            )
             kept = pos[~self.is_deleted_batch(pos.astype(np.int64))]
             return type(rows)(kept)
         r = np.asarray(rows)
@@ -241,7 +250,7 @@ class DeletionVector:
             if a.size < b.size:
                 a, b = b, a
             w = a.copy()
-            w[:b.size] |= b
+            w[: b.size] |= b
             return type(self)(words=w, nkeys=nkeys)
         u = np.union1d(self.positions(), other.positions()).astype(np.uint64)
         return type(self)._from_sorted(u, nkeys=nkeys)
@@ -289,7 +298,7 @@ class DeletionVector:
         at = 0
         for k, o, c, last in nonempty:
             _, checked = _check32(u8, o, -1, base)
-            if checked != c:   # pragma: no cover - check32 verifies card against content
+            if checked != c:  # pragma: no cover - check32 verifies card against content
                 raise IndexFormatError("roaring bitmap cardinality mismatch", base + o)
             _k.roaring_to_sorted(u8, o, k, out, at, c)
             at += c
@@ -329,7 +338,9 @@ class DeletionVector:
             return Bitmap64DeletionVector._read(u8, base)
         raise IndexFormatError(
             f"invalid deletion vector magic {struct.unpack('>i', head)[0]}, expected {MAGIC32} (32-bit, BE) "
-            f"or {MAGIC64} (64-bit, LE)", base)
+            f"or {MAGIC64} (64-bit, LE)",
+            base,
+        )
 
     @staticmethod
     def from_blob(blob, base: int = 0, data_file: str | None = None) -> "DeletionVector":
@@ -340,13 +351,16 @@ class DeletionVector:
             raise IndexFormatError(f"deletion vector blob{who} truncated ({len(mv)} bytes)", base)
         (size,) = struct.unpack_from(">i", mv, 0)
         if size < 4 or size != len(mv) - 8:
-            raise IndexFormatError(f"deletion vector{who}: size field {size} does not match the "
-                                   f"{len(mv)}-byte blob", base)
-        b = mv[4:4 + size]
+            raise IndexFormatError(
+                f"deletion vector{who}: size field {size} does not match the {len(mv)}-byte blob", base
+            )
+        b = mv[4 : 4 + size]
         (crc,) = struct.unpack_from(">I", mv, 4 + size)
         if zlib.crc32(b) != crc:
-            raise IndexFormatError(f"deletion vector{who}: CRC-32 mismatch (stored {crc:#010x}, "
-                                   f"computed {zlib.crc32(b):#010x})", base + 4 + size)
+            raise IndexFormatError(
+                f"deletion vector{who}: CRC-32 mismatch (stored {crc:#010x}, computed {zlib.crc32(b):#010x})",
+                base + 4 + size,
+            )
         return DeletionVector.deserialize(np.frombuffer(b, dtype=np.uint8), base + 4)
 
     deserialize_from_bytes = from_blob
@@ -369,14 +383,14 @@ class BitmapDeletionVector(DeletionVector):
     def _read(cls, u8: np.ndarray, base: int) -> "BitmapDeletionVector":
         size, card, last = _k.scan32(u8, 4, base)
         if 4 + size != len(u8):
-            raise IndexFormatError(f"32-bit deletion vector: {len(u8) - 4 - size} bytes after the bitmap",
-                                   base + 4 + size)
+            raise IndexFormatError(
+                f"32-bit deletion vector: {len(u8) - 4 - size} bytes after the bitmap", base + 4 + size
+            )
         return cls._decode_groups(u8, [(0, 4, card, last)], base)
 
     def to_bitmap64(self) -> "Bitmap64DeletionVector":
         """Java ``Bitmap64DeletionVector.fromBitmapDeletionVector``."""
-        return Bitmap64DeletionVector(words=self._words, sorted_positions=self._sorted,
-                                      cardinality=self._card, nkeys=1)
+        return Bitmap64DeletionVector(words=self._words, sorted_positions=self._sorted, cardinality=self._card, nkeys=1)
 
 
 class Bitmap64DeletionVector(DeletionVector):
@@ -426,13 +440,16 @@ class Bitmap64DeletionVector(DeletionVector):
         nkeys = self._nkeys or 0
         if nkeys == 1 and self._words is not None and self._words.size <= (_CHUNK_WORDS << 16):
             # one key: write magic, count and key in front of the bitmap in one buffer
-            return _k.bits_serialize(self._words, 0, self._words.size // _CHUNK_WORDS,
-                                     struct.pack("<iQI", MAGIC64, 1, 0))
+            return _k.bits_serialize(
+                self._words, 0, self._words.size // _CHUNK_WORDS, struct.pack("<iQI", MAGIC64, 1, 0)
+            )
         nonempty = self._nonempty()
         size = self._java_size(nkeys, nonempty)
         if size + 8 > _MAX_JAVA_ARRAY:
-            raise IndexTooLargeError(f"Can't serialize index > 2GB: a 64-bit deletion vector over {nkeys} bitmap "
-                                     f"keys is {size} bytes in Java's layout (Java fails too)")
+            raise IndexTooLargeError(
+                f"Can't serialize index > 2GB: a 64-bit deletion vector over {nkeys} bitmap "
+                f"keys is {size} bytes in Java's layout (Java fails too)"
+            )
         out = bytearray(size)
         struct.pack_into("<iQ", out, 0, MAGIC64, nkeys)
         p = 12
@@ -446,7 +463,7 @@ class Bitmap64DeletionVector(DeletionVector):
                 del run
             if key < nkeys:
                 struct.pack_into("<I", out, p, key)
-                out[p + 4:p + 4 + len(bm)] = bm
+                out[p + 4 : p + 4 + len(bm)] = bm
                 p += 4 + len(bm)
             nxt = key + 1
         return bytes(out)
@@ -459,12 +476,13 @@ class Bitmap64DeletionVector(DeletionVector):
         (count,) = struct.unpack_from("<Q", u8, 4)
         # every bitmap needs a 4-byte key and >= 8 bytes: check before looping / allocating
         if count > (n - 12) // 12:
-            raise IndexFormatError(f"64-bit deletion vector claims {count} bitmaps, more than its "
-                                   f"{n} bytes can hold", base + 4)
+            raise IndexFormatError(
+                f"64-bit deletion vector claims {count} bitmaps, more than its {n} bytes can hold", base + 4
+            )
         p = 12
         last = -1
-        groups = []     # the records holding positions (or not in Java's empty form), scanned
-        extra = 0       # their bytes beyond an empty bitmap's 8, for the dense size below
+        groups = []  # the records holding positions (or not in Java's empty form), scanned
+        extra = 0  # their bytes beyond an empty bitmap's 8, for the dense size below
         left = count
         while left:
             # Java writes every key 0 .. the last one: long runs of (key, empty bitmap) records are
@@ -497,9 +515,11 @@ class Bitmap64DeletionVector(DeletionVector):
         # (or by us): refuse it here
         dense = 12 + 12 * nk + extra
         if count and dense + 8 > _MAX_JAVA_ARRAY:
-            raise IndexFormatError(f"64-bit deletion vector: bitmap key {nk - 1} makes its Java layout "
-                                   f"{dense} bytes, beyond Java's 2 GB limit (it cannot be written back)",
-                                   base + 4)
+            raise IndexFormatError(
+                f"64-bit deletion vector: bitmap key {nk - 1} makes its Java layout "
+                f"{dense} bytes, beyond Java's 2 GB limit (it cannot be written back)",
+                base + 4,
+            )
         if groups and groups[-1][0] == 2**31 - 2:
             # Java rejects such positions on add; keep the reader as strict as the writer
             mx = cls._decode_groups(u8, groups[-1:], base)
@@ -508,8 +528,8 @@ class Bitmap64DeletionVector(DeletionVector):
         return cls._decode_groups(u8, groups, base, nkeys=nk)
 
 
-_EMPTY_RECORD = np.frombuffer(_EMPTY32, np.uint32)   # the (cookie, container count) of an empty bitmap
-_RUN_MIN = 32                                         # shorter runs go through the record loop
+_EMPTY_RECORD = np.frombuffer(_EMPTY32, np.uint32)  # the (cookie, container count) of an empty bitmap
+_RUN_MIN = 32  # shorter runs go through the record loop
 
 
 def _empty_run(u8: np.ndarray, p: int, last: int, left: int) -> int:
@@ -517,16 +537,19 @@ def _empty_run(u8: np.ndarray, p: int, last: int, left: int) -> int:
     each: ascending consecutive keys, cookie 12346, no containers), at most ``left``; 0 for a run
     shorter than ``_RUN_MIN`` (the record loop checks those one by one, with its error messages)."""
     room = min(left, (len(u8) - p) // 12, 2**31 - 2 - last)
-    if room < _RUN_MIN or bytes(u8[p + 4:p + 12]) != _EMPTY32 or int.from_bytes(u8[p:p + 4], "little") != last + 1:
+    if room < _RUN_MIN or bytes(u8[p + 4 : p + 12]) != _EMPTY32 or int.from_bytes(u8[p : p + 4], "little") != last + 1:
         return 0
     done = 0
     step = 4096
     while done < room:
         m = min(step, room - done)
         at = p + 12 * done
-        rec = u8[at:at + 12 * m].view("<u4").reshape(m, 3)
-        ok = ((rec[:, 0] == np.arange(last + 1 + done, last + 1 + done + m, dtype=np.int64))
-              & (rec[:, 1] == _EMPTY_RECORD[0]) & (rec[:, 2] == _EMPTY_RECORD[1]))
+        rec = u8[at : at + 12 * m].view("<u4").reshape(m, 3)
+        ok = (
+            (rec[:, 0] == np.arange(last + 1 + done, last + 1 + done + m, dtype=np.int64))
+            & (rec[:, 1] == _EMPTY_RECORD[0])
+            & (rec[:, 2] == _EMPTY_RECORD[1])
+        )
         if not ok.all():
             done += int(np.argmin(ok))
             break
@@ -535,16 +558,21 @@ def _empty_run(u8: np.ndarray, p: int, last: int, left: int) -> int:
     return done if done >= _RUN_MIN else 0
 
 
-
-
 # ---------------------------------------------------------------- applying to data
+
 
 def _fixed_width(t) -> int:
     import pyarrow as pa
+
     if pa.types.is_boolean(t):
         return -1
-    if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
-            or pa.types.is_decimal(t) or pa.types.is_fixed_size_binary(t)):
+    if (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_temporal(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_fixed_size_binary(t)
+    ):
         try:
             bw = t.bit_width
         except ValueError:
@@ -556,6 +584,7 @@ def _fixed_width(t) -> int:
 def _alloc(nbytes: int):
     """A writable Arrow buffer (Arrow's pool reuses freed pages) and a uint8 view."""
     import pyarrow as pa
+
     buf = pa.allocate_buffer(max(int(nbytes), 1))
     return buf, np.frombuffer(buf, np.uint8)
 
@@ -575,16 +604,15 @@ def _filter_array(arr, keep_u8: np.ndarray, nkeep: int, keep_pa):
         _k.filter_bits(np.frombuffer(bufs[0], np.uint8), off, keep_u8, nkeep, v)
     w = _fixed_width(t)
     if w > 0:
-        src = np.frombuffer(bufs[1], np.uint8)[off * w:(off + n) * w]
+        src = np.frombuffer(bufs[1], np.uint8)[off * w : (off + n) * w]
         out, o = _alloc((nkeep + 1) * w)
         _k.filter_fixed(src, w, keep_u8, nkeep, o)
         return pa.Array.from_buffers(t, nkeep, [validity, out])
-    if w == -1:   # boolean values are bits
+    if w == -1:  # boolean values are bits
         out, o = _alloc(nkeep // 8 + 1)
         _k.filter_bits(np.frombuffer(bufs[1], np.uint8), off, keep_u8, nkeep, o)
         return pa.Array.from_buffers(t, nkeep, [validity, out])
-    if (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)
-            or pa.types.is_large_binary(t)):
+    if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t):
         large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
         offs = np.frombuffer(bufs[1], np.int64 if large else np.int32, count=off + n + 1)[off:]
         offs = np.ascontiguousarray(offs, dtype=np.int64)
@@ -619,8 +647,7 @@ def apply_deletion_vector(dv: DeletionVector | None, batch, start: int):
     nkeep = int(np.count_nonzero(keep_u8))
     if nkeep == n:
         return batch
-    keep_pa = pa.BooleanArray.from_buffers(
-        pa.bool_(), n, [None, pa.py_buffer(np.packbits(keep_u8, bitorder="little"))])
+    keep_pa = pa.BooleanArray.from_buffers(pa.bool_(), n, [None, pa.py_buffer(np.packbits(keep_u8, bitorder="little"))])
     if isinstance(batch, pa.RecordBatch):
         cols = [_filter_array(c, keep_u8, nkeep, keep_pa) for c in batch.columns]
         return pa.RecordBatch.from_arrays(cols, schema=batch.schema)
@@ -639,8 +666,10 @@ def filter_batches(dv: DeletionVector | None, batches: Iterable, start: int = 0)
 
 # ---------------------------------------------------------------- deletion files
 
+
 class DeletionFileEntry(NamedTuple):
     """One vector of a deletion file as Paimon's index metadata records it."""
+
     data_file: str | None
     offset: int
     length: int
@@ -728,11 +757,14 @@ def read_deletion_vector(path_or_bytes, offset: int, length: int, data_file: str
     else:
         raise IndexFormatError(f"deletion vector{who}: invalid magic {magic_be}", offset + 4)
     if size != expected:
-        raise IndexFormatError(f"deletion vector{who}: size {size} does not match the recorded length "
-                               f"{length} (expected size {expected})", offset)
+        raise IndexFormatError(
+            f"deletion vector{who}: size {size} does not match the recorded length {length} (expected size {expected})",
+            offset,
+        )
     if size < 4 or offset + 8 + size > src.size:
-        raise IndexFormatError(f"deletion vector{who}: size {size} runs past the end of the "
-                               f"{src.size}-byte file", offset)
+        raise IndexFormatError(
+            f"deletion vector{who}: size {size} runs past the end of the {src.size}-byte file", offset
+        )
     blob = src.read_at(offset, size + 8, f"deletion vector{who}")
     return DeletionVector.from_blob(blob, offset, data_file)
 
@@ -752,8 +784,10 @@ def read_deletion_file(path_or_bytes, metas=None) -> list[DeletionFileEntry]:
             name, off, length = m[0], int(m[1]), int(m[2])
             dv = read_deletion_vector(src, off, length, name)
             if len(m) > 3 and m[3] is not None and int(m[3]) != dv.cardinality:
-                raise IndexFormatError(f"deletion vector of data file {name!r}: cardinality "
-                                       f"{dv.cardinality}, index metadata says {m[3]}", off)
+                raise IndexFormatError(
+                    f"deletion vector of data file {name!r}: cardinality {dv.cardinality}, index metadata says {m[3]}",
+                    off,
+                )
             out.append(DeletionFileEntry(name, off, length, dv.cardinality, dv))
         return out
     p = 1

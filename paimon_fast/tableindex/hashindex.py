@@ -10,6 +10,7 @@ and bucket assignment, as Java Paimon does them.
   ``HashBucketAssigner`` / ``PartitionIndex`` rule for new keys
   (``dynamic-bucket.target-row-num``, ``dynamic-bucket.max-buckets``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,13 +23,14 @@ from ..types import DataType, binary_buffers, fixed_values, to_arrow_array, vali
 
 _k = _load("hashindex")
 
-DEFAULT_TARGET_ROW_NUM = 2_000_000   # dynamic-bucket.target-row-num
-DEFAULT_EXPECTED = 16                # new IntHashSet()
+DEFAULT_TARGET_ROW_NUM = 2_000_000  # dynamic-bucket.target-row-num
+DEFAULT_EXPECTED = 16  # new IntHashSet()
 
 K_FIXED, K_VAR, K_DEC_BIG, K_TS_BIG = 0, 1, 2, 3
 
 
 # ---------------------------------------------------------------- file
+
 
 def read_hash_index(data) -> np.ndarray:
     """All hashes of a hash index file (bytes / path / file), int32 in file order."""
@@ -47,8 +49,12 @@ def write_int_file(values) -> bytes:
 def int_hash_set_order(hashes, expected: int | None = None) -> np.ndarray:
     """Iteration order of fastutil ``IntOpenHashSet(expected)`` after adding
     ``hashes`` in order (duplicates ignored); ``expected`` defaults to 16."""
-    h = np.ascontiguousarray(np.asarray(hashes, dtype=np.int64).astype(np.int32) if np.asarray(hashes).dtype != np.int32
-                             else np.asarray(hashes), dtype=np.int32)
+    h = np.ascontiguousarray(
+        np.asarray(hashes, dtype=np.int64).astype(np.int32)
+        if np.asarray(hashes).dtype != np.int32
+        else np.asarray(hashes),
+        dtype=np.int32,
+    )
     return _k.int_set_order(h, DEFAULT_EXPECTED if expected is None else int(expected))
 
 
@@ -69,11 +75,13 @@ def update_hash_index(previous, new_hashes) -> bytes:
     """New file of a bucket whose current file is ``previous`` (bytes / path /
     int array) after ``new_hashes`` were added."""
     old = previous if isinstance(previous, np.ndarray) else read_hash_index(previous)
-    return write_hash_index(np.concatenate([old.astype(np.int32), np.asarray(new_hashes, dtype=np.int32)]),
-                            previous_count=len(old))
+    return write_hash_index(
+        np.concatenate([old.astype(np.int32), np.asarray(new_hashes, dtype=np.int32)]), previous_count=len(old)
+    )
 
 
 # ---------------------------------------------------------------- BinaryRow hash
+
 
 def _columns(data, n_types):
     if isinstance(data, (pa.Table, pa.RecordBatch)):
@@ -120,7 +128,7 @@ def _field_spec(arr: pa.Array, dt: DataType):
         w, raw = _raw(v.astype(np.int32, copy=False))
         return (K_FIXED, w, None, None, raw, nulls)
     if r in ("FLOAT", "DOUBLE"):
-        w, raw = _raw(fixed_values(arr))   # raw IEEE bits, as MemorySegment.putFloat/putDouble
+        w, raw = _raw(fixed_values(arr))  # raw IEEE bits, as MemorySegment.putFloat/putDouble
         return (K_FIXED, w, None, None, raw, nulls)
     if r in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         t = arr.type
@@ -141,7 +149,7 @@ def _field_spec(arr: pa.Array, dt: DataType):
         p, s = dt.precision, dt.scale
         if not pa.types.is_decimal128(arr.type) or arr.type.scale != s:
             arr = arr.cast(pa.decimal128(max(p, arr.type.precision if pa.types.is_decimal(arr.type) else p), s))
-        raw = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * (arr.offset + len(arr)))[2 * arr.offset:]
+        raw = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * (arr.offset + len(arr)))[2 * arr.offset :]
         lo, hi = np.ascontiguousarray(raw[0::2]), np.ascontiguousarray(raw[1::2])
         if p <= 18:
             w, b = _raw(lo)
@@ -171,6 +179,7 @@ def binary_row_hash(data, types) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- dynamic bucket index
+
 
 class _JavaIntHashMapOrder:
     """Iteration order of a ``java.util.HashMap<Integer, Long>`` (buckets by
@@ -207,6 +216,7 @@ class _JavaIntHashMapOrder:
         def slot(k):
             h = k & 0xFFFFFFFF
             return ((h ^ (h >> 16)) & (self.cap - 1), self.seq[k])
+
         return sorted(self.seq, key=slot)
 
 
@@ -226,15 +236,15 @@ class DynamicBucketIndex:
     def __init__(self, target_row_num: int = DEFAULT_TARGET_ROW_NUM, max_buckets: int = -1, seed=None):
         self.target_row_num = int(target_row_num)
         self.max_buckets = int(max_buckets)
-        self._keys = np.zeros(0, np.int32)      # sorted hashes
+        self._keys = np.zeros(0, np.int32)  # sorted hashes
         self._buckets = np.zeros(0, np.int16)
         self._new_keys: list[np.ndarray] = []
         self._new_buckets: list[np.ndarray] = []
-        self._files: dict[int, np.ndarray] = {}   # bucket -> values in its current file
-        self._added: dict[int, list] = {}        # bucket -> new hashes (assign order)
-        self._counts: dict[int, int] = {}        # bucket -> row count
+        self._files: dict[int, np.ndarray] = {}  # bucket -> values in its current file
+        self._added: dict[int, list] = {}  # bucket -> new hashes (assign order)
+        self._counts: dict[int, int] = {}  # bucket -> row count
         self._non_full = _JavaIntHashMapOrder()
-        self._total = []                          # all bucket ids, in creation order
+        self._total = []  # all bucket ids, in creation order
         self._upper_bound_reached = False
         self._rng = np.random.default_rng(seed)
 
@@ -253,10 +263,10 @@ class DynamicBucketIndex:
             keys.append(vals)
             buckets.append(np.full(len(vals), bucket, np.int16))
             if len(vals) == 0:
-                continue   # Java counts buckets per hash read: an empty file adds nothing
-            self._non_full.compute(bucket)          # first compute() call of this file
+                continue  # Java counts buckets per hash read: an empty file adds nothing
+            self._non_full.compute(bucket)  # first compute() call of this file
             if len(vals) > 1:
-                self._non_full.check_resize()       # the following calls only may resize
+                self._non_full.check_resize()  # the following calls only may resize
             self._counts[bucket] = self._counts.get(bucket, 0) + len(vals)
         self._total = list(self._non_full.order())
         if keys:
@@ -301,8 +311,9 @@ class DynamicBucketIndex:
                 if i not in used:
                     return i
             if self.max_buckets == -1:
-                raise RuntimeError(f"Too more bucket {limit - 1}, you should increase target bucket "
-                                   f"row number {self.target_row_num}.")
+                raise RuntimeError(
+                    f"Too more bucket {limit - 1}, you should increase target bucket row number {self.target_row_num}."
+                )
             self._upper_bound_reached = True
         return None
 
@@ -315,7 +326,7 @@ class DynamicBucketIndex:
             return out
         cand = h[new_mask]
         uniq, first = np.unique(cand, return_index=True)
-        new = uniq[np.argsort(first, kind="stable")]       # distinct new hashes, first-seen order
+        new = uniq[np.argsort(first, kind="stable")]  # distinct new hashes, first-seen order
         assigned = np.empty(len(new), np.int32)
         i = 0
         while i < len(new):
@@ -327,7 +338,7 @@ class DynamicBucketIndex:
                 self._non_full.remove(b)
             if bucket is None:
                 bucket = self._new_bucket()
-                if bucket is None:   # upper bound: random existing bucket for each key
+                if bucket is None:  # upper bound: random existing bucket for each key
                     picks = self._rng.integers(0, len(self._total), len(new) - i)
                     chosen = np.asarray(self._total, np.int32)[picks]
                     assigned[i:] = chosen
@@ -339,7 +350,7 @@ class DynamicBucketIndex:
                 self._total.append(bucket)
                 self._counts[bucket] = 0
             take = min(self.target_row_num - self._counts[bucket], len(new) - i)
-            assigned[i:i + take] = bucket
+            assigned[i : i + take] = bucket
             self._counts[bucket] += take
             i += take
         for b in np.unique(assigned).tolist():

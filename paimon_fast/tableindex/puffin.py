@@ -7,6 +7,7 @@ blobs is readable by any Iceberg implementation (tested with pyiceberg).
 Layout: ``PFA1`` + blobs + footer (``PFA1`` + JSON payload + i32 LE payload
 size + 4 flag bytes (0 = uncompressed) + ``PFA1``).
 """
+
 from __future__ import annotations
 
 import json
@@ -19,12 +20,13 @@ from .deletion import Bitmap64DeletionVector, BitmapDeletionVector, DeletionVect
 
 MAGIC = b"PFA1"
 BLOB_TYPE = "deletion-vector-v1"
-ROW_POSITION_FIELD_ID = 2147483645   # Iceberg's _pos metadata column
+ROW_POSITION_FIELD_ID = 2147483645  # Iceberg's _pos metadata column
 _MAX_FOOTER = 64 * 1024 * 1024
 
 
-def write_puffin(vectors, path=None, snapshot_id: int = -1, sequence_number: int = -1,
-                 properties: dict | None = None) -> bytes:
+def write_puffin(
+    vectors, path=None, snapshot_id: int = -1, sequence_number: int = -1, properties: dict | None = None
+) -> bytes:
     """Puffin bytes holding one deletion-vector-v1 blob per ``(data_file, vector)``.
 
     32-bit vectors are widened to 64-bit (Java ``fromBitmapDeletionVector``):
@@ -41,15 +43,17 @@ def write_puffin(vectors, path=None, snapshot_id: int = -1, sequence_number: int
         if not isinstance(dv, Bitmap64DeletionVector):
             raise TypeError(f"vector of {data_file!r} is not a DeletionVector")
         blob = dv.to_blob()
-        blobs.append({
-            "type": BLOB_TYPE,
-            "fields": [ROW_POSITION_FIELD_ID],
-            "snapshot-id": snapshot_id,
-            "sequence-number": sequence_number,
-            "offset": pos,
-            "length": len(blob),
-            "properties": {"referenced-data-file": str(data_file), "cardinality": str(dv.cardinality)},
-        })
+        blobs.append(
+            {
+                "type": BLOB_TYPE,
+                "fields": [ROW_POSITION_FIELD_ID],
+                "snapshot-id": snapshot_id,
+                "sequence-number": sequence_number,
+                "offset": pos,
+                "length": len(blob),
+                "properties": {"referenced-data-file": str(data_file), "cardinality": str(dv.cardinality)},
+            }
+        )
         parts.append(blob)
         pos += len(blob)
     footer = {"blobs": blobs}

@@ -8,9 +8,19 @@ the command line and the Spark read are written once for all kinds.
   partitioned or not, with a Paimon file index container ``<file>.index`` next
   to each data file and a small JSON catalog.
 """
-from .arrow_filter import coerce_literals, to_arrow_expression
-from .parquet import (CATALOG_NAME, BuildReport, DataFile, FilePlan, IndexSpec, ParquetDataset, ScanPlan,
-                      ScanReport)
 
-__all__ = ["ParquetDataset", "DataFile", "FilePlan", "ScanPlan", "ScanReport", "BuildReport", "IndexSpec",
-           "CATALOG_NAME", "to_arrow_expression", "coerce_literals"]
+from .arrow_filter import coerce_literals, to_arrow_expression
+from .parquet import CATALOG_NAME, BuildReport, DataFile, FilePlan, IndexSpec, ParquetDataset, ScanPlan, ScanReport
+
+__all__ = [
+    "ParquetDataset",
+    "DataFile",
+    "FilePlan",
+    "ScanPlan",
+    "ScanReport",
+    "BuildReport",
+    "IndexSpec",
+    "CATALOG_NAME",
+    "to_arrow_expression",
+    "coerce_literals",
+]

@@ -5,6 +5,7 @@ with pyarrow (the Spark Data Source's executors, :meth:`ParquetDataset.scan`),
 with SQL's semantics: a row is kept only when the predicate is *true* (a null
 comparison drops the row, ``x NOT IN (...)`` drops null ``x``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -44,8 +45,9 @@ def coerce_literal(value, arrow_type: Optional[pa.DataType]):
     return value
 
 
-def coerce_literals(predicate: Predicate, schema: Mapping[str, pa.DataType] | pa.Schema, *,
-                    missing: str = "error") -> Predicate:
+def coerce_literals(
+    predicate: Predicate, schema: Mapping[str, pa.DataType] | pa.Schema, *, missing: str = "error"
+) -> Predicate:
     """The predicate with every leaf's literals made exact values of its column's
     Arrow type, answering numerically what the type cannot hold
     (:func:`paimon_fast.literals.normalize`: ``x < 5.5`` on INT is ``x <= 5``).
@@ -148,9 +150,9 @@ class ArrowTranslator(Translator):
     op_arrays_overlap = op_array_contains_all = op_array_contains
 
 
-
-
-def to_arrow_expression(predicate: Predicate, schema: Mapping[str, pa.DataType] | pa.Schema | None = None) -> pc.Expression:
+def to_arrow_expression(
+    predicate: Predicate, schema: Mapping[str, pa.DataType] | pa.Schema | None = None
+) -> pc.Expression:
     """A ``pyarrow.compute.Expression`` true exactly where the predicate is true.
 
     ``schema`` (column -> Arrow type) lets literals be typed like their column.
@@ -198,8 +200,10 @@ def array_mask(arr, literals, mode: int) -> np.ndarray:
     distinct = pc.unique(literals)
     pos = pc.index_in(flat, value_set=distinct)
     ok = np.asarray(pos.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    pairs = np.unique(parents[ok].astype(np.int64) * len(distinct)
-                      + pos.filter(pos.is_valid()).to_numpy(zero_copy_only=False).astype(np.int64))
+    pairs = np.unique(
+        parents[ok].astype(np.int64) * len(distinct)
+        + pos.filter(pos.is_valid()).to_numpy(zero_copy_only=False).astype(np.int64)
+    )
     counts = np.bincount(pairs // len(distinct), minlength=n)
     return counts == len(distinct)
 
@@ -225,11 +229,16 @@ def _array_udf(list_type):
                     arr = pa.array([arr], type=arr.type)  # by value (as_py of nanoseconds needs pandas)
                     return pa.scalar(bool(array_mask(arr, lit_arr, m)[0]))
                 return pa.array(array_mask(arr, lit_arr, m), type=pa.bool_())
+
             try:
                 pc.register_scalar_function(
-                    fn, name, {"summary": "paimon-fast ARRAY predicate", "description": "array membership"},
-                    {"arr": list_type, "lits": pa.list_(list_type.value_type), "mode": pa.int8()}, pa.bool_())
-            except pa.ArrowKeyError:   # registered by an earlier import of this module
+                    fn,
+                    name,
+                    {"summary": "paimon-fast ARRAY predicate", "description": "array membership"},
+                    {"arr": list_type, "lits": pa.list_(list_type.value_type), "mode": pa.int8()},
+                    pa.bool_(),
+                )
+            except pa.ArrowKeyError:  # registered by an earlier import of this module
                 pass
             _UDFS[key] = name
     return name
@@ -254,8 +263,9 @@ def _array_expression(f, p: Leaf, t):
     if t is None or not _is_list(t):
         raise TypeError(f"{p.op} needs an ARRAY (list) column; {p.name!r} is {t}")
     name = _array_udf(t)
-    return pc.Expression._call(name, [f, pc.scalar(_array_literals(p, t.value_type)),
-                                      pc.scalar(pa.scalar(_ARRAY_MODES[p.op], pa.int8()))])
+    return pc.Expression._call(
+        name, [f, pc.scalar(_array_literals(p, t.value_type)), pc.scalar(pa.scalar(_ARRAY_MODES[p.op], pa.int8()))]
+    )
 
 
 def filter_table(table: pa.Table, predicate: Optional[Predicate]) -> pa.Table:

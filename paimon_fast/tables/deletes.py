@@ -28,6 +28,7 @@ After the rename, deletion files no entry references any more are removed.
 A concurrent commit that changed a touched file's vector in between is
 detected and raises :class:`DeleteConflictError` (nothing is committed).
 """
+
 from __future__ import annotations
 
 import time
@@ -68,9 +69,11 @@ class DeleteReport:
 
     def __str__(self):
         where = f" into {self.deletion_file}" if self.deletion_file else ""
-        return (f"{self.rows_deleted:,} rows deleted in {self.files_touched} files{where} "
-                f"({self.files_scanned} files scanned, {self.files_skipped} pruned by indexes), "
-                f"{self.seconds:.2f}s")
+        return (
+            f"{self.rows_deleted:,} rows deleted in {self.files_touched} files{where} "
+            f"({self.files_scanned} files scanned, {self.files_skipped} pruned by indexes), "
+            f"{self.seconds:.2f}s"
+        )
 
 
 def dv_dir(ds) -> str:
@@ -105,8 +108,9 @@ def load_vectors(ds, catalog: Optional[dict] = None) -> Dict[str, DeletionVector
         if int(e.get("cardinality", dv.cardinality)) != dv.cardinality:
             from ..errors import IndexFormatError
 
-            raise IndexFormatError(f"deletion vector of {f.path!r}: cardinality {dv.cardinality}, "
-                                   f"catalog says {e.get('cardinality')}", off)
+            raise IndexFormatError(
+                f"deletion vector of {f.path!r}: cardinality {dv.cardinality}, catalog says {e.get('cardinality')}", off
+            )
         out[f.path] = dv
     return out
 
@@ -118,8 +122,14 @@ def _clean_temp(store, d: str) -> None:
         store.delete(e.path)
 
 
-def commit_deletions(ds, positions: Mapping[str, np.ndarray], *, bitmap64: Optional[bool] = None,
-                     report: Optional[DeleteReport] = None, _fault: Optional[str] = None) -> DeleteReport:
+def commit_deletions(
+    ds,
+    positions: Mapping[str, np.ndarray],
+    *,
+    bitmap64: Optional[bool] = None,
+    report: Optional[DeleteReport] = None,
+    _fault: Optional[str] = None,
+) -> DeleteReport:
     """Mark ``positions`` (``{relative data file path: row positions}``) deleted.
 
     Merges with each file's current vector, writes ONE new deletion file and
@@ -170,7 +180,7 @@ def commit_deletions(ds, positions: Mapping[str, np.ndarray], *, bitmap64: Optio
     store = ds.store
     store.makedirs(d)
     _clean_temp(store, d)
-    (data, metas), = serialize_deletion_files(merged, target_size=1 << 62)  # ONE file per commit
+    ((data, metas),) = serialize_deletion_files(merged, target_size=1 << 62)  # ONE file per commit
     name = f"index-{uuid.uuid4()}-0"
     store.write_atomic(store.join(d, name), data)
     if _fault == "before_catalog":
@@ -190,8 +200,15 @@ def commit_deletions(ds, positions: Mapping[str, np.ndarray], *, bitmap64: Optio
         if not (e.get("size") == f.size and e.get("mtime_ns") == f.mtime_ns):
             e = {k: v for k, v in e.items() if k not in ("file_index",)}  # a stale index stays unused
             e.update(size=f.size, mtime_ns=f.mtime_ns, rows=int(counts[path]))
-        e[DV_KEY] = {"file": name, "offset": off, "length": length, "cardinality": card,
-                     "bitmap64": bool(dv.bitmap64), "size": f.size, "mtime_ns": f.mtime_ns}
+        e[DV_KEY] = {
+            "file": name,
+            "offset": off,
+            "length": length,
+            "cardinality": card,
+            "bitmap64": bool(dv.bitmap64),
+            "size": f.size,
+            "mtime_ns": f.mtime_ns,
+        }
         entries[path] = e
     try:
         ds.write_catalog(cat, _fault="raise" if _fault == "catalog" else None)

@@ -8,6 +8,7 @@ build), it was built for another type of the column (type mismatch), it cannot a
 predicate's operators on its column (unsupported predicate), a global index's range or LIKE scan
 would pass ``bitmap-index.fallback-scan-max-size`` (fallback budget), or it could not be read.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Tuple
@@ -22,8 +23,19 @@ from ..lazyread import Explain, IndexUse
 from ..result import REMAIN, UNSUPPORTED, BitmapResult
 
 # global bitmap index leaves answered by scanning the dictionary (within the fallback budget)
-FALLBACK_OPS = frozenset({"less_than", "less_or_equal", "greater_than", "greater_or_equal", "between",
-                          "not_between", "ends_with", "contains", "like"})
+FALLBACK_OPS = frozenset(
+    {
+        "less_than",
+        "less_or_equal",
+        "greater_than",
+        "greater_or_equal",
+        "between",
+        "not_between",
+        "ends_with",
+        "contains",
+        "like",
+    }
+)
 
 
 def can_answer(reader, op: str) -> bool:
@@ -91,8 +103,15 @@ def explain_dataset(ds, plan) -> Explain:
     """The :class:`~paimon_fast.lazyread.Explain` of ``plan`` (a :meth:`ParquetDataset.plan`)."""
     pred = plan.predicate
     rep = plan.report
-    ex = Explain("Parquet dataset", ds.uri, repr(pred) if pred is not None else "", files_total=rep.files_total,
-                 files_read=rep.files_read, rows_total=rep.rows_total, rows_to_read=rep.rows_read)
+    ex = Explain(
+        "Parquet dataset",
+        ds.uri,
+        repr(pred) if pred is not None else "",
+        files_total=rep.files_total,
+        files_read=rep.files_read,
+        rows_total=rep.rows_total,
+        rows_to_read=rep.rows_read,
+    )
     if rep.rows_deleted_total:
         ex.notes.append(f"deletion vectors remove {rep.rows_deleted_total:,} rows")
     if pred is None:
@@ -209,11 +228,14 @@ def _global_rows(ds, pred, cols, counts, part_types, ops) -> List[IndexUse]:
             why = []
             if budget:
                 limit = _fallback_limit(ds, c)
-                why.append(f"fallback budget: {', '.join(sorted(set(budget)))} would scan more than "
-                           f"bitmap-index.fallback-scan-max-size ({limit})")
+                why.append(
+                    f"fallback budget: {', '.join(sorted(set(budget)))} would scan more than "
+                    f"bitmap-index.fallback-scan-max-size ({limit})"
+                )
             if other:
-                why.append(f"unsupported predicate: the global bitmap index cannot answer "
-                           f"{', '.join(sorted(set(other)))}")
+                why.append(
+                    f"unsupported predicate: the global bitmap index cannot answer {', '.join(sorted(set(other)))}"
+                )
             u.why = "; ".join(why)
         if not answered:
             continue

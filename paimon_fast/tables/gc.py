@@ -20,6 +20,7 @@ Data files and files of unknown kinds are never touched.  Files younger than
 its commit); the default is one hour.  ``delete=False`` (the default, and the
 CLI's unless ``--delete``) only lists.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,7 +36,7 @@ DEFAULT_MIN_AGE = 3600.0
 
 @dataclass
 class Orphan:
-    path: str      # as shown (URI or local path)
+    path: str  # as shown (URI or local path)
     size: int
     reason: str
 
@@ -64,15 +65,19 @@ class GcReport:
 
     def __str__(self):
         lines = [f"{o.path}  {o.size:,} bytes  ({o.reason})" for o in self.orphans]
-        what = (f"removed {self.removed} orphan files ({self.bytes_removed:,} bytes)" if self.deleted else
-                f"{len(self.orphans)} orphan files ({self.orphan_bytes:,} bytes); dry run, nothing removed "
-                "(--delete removes them)")
+        what = (
+            f"removed {self.removed} orphan files ({self.bytes_removed:,} bytes)"
+            if self.deleted
+            else f"{len(self.orphans)} orphan files ({self.orphan_bytes:,} bytes); dry run, nothing removed "
+            "(--delete removes them)"
+        )
         young = f", {self.too_young} younger than the minimum age kept" if self.too_young else ""
         return "\n".join(lines + [f"{self.kind} {self.root}: {what}{young}"])
 
 
-def collect(path, filesystem=None, *, delete: bool = False, min_age: float = DEFAULT_MIN_AGE,
-            keep_versions: int = 1) -> GcReport:
+def collect(
+    path, filesystem=None, *, delete: bool = False, min_age: float = DEFAULT_MIN_AGE, keep_versions: int = 1
+) -> GcReport:
     """Orphans of the dataset or Hudi table at ``path`` (a path or URI); removed when
     ``delete``.  See the module docstring."""
     store, root = resolve(path, filesystem)
@@ -162,15 +167,22 @@ def _dataset_orphans(store, root, keep_versions: int):
 
 
 def _index_orphan_reason(data_rel, files) -> str:
-    return "file index the catalog does not name" if data_rel in files else \
-        "file index of a data file that no longer exists"
+    return (
+        "file index the catalog does not name"
+        if data_rel in files
+        else "file index of a data file that no longer exists"
+    )
 
 
 def gc_setup(p):
     p.add_argument("path", help="dataset or Hudi table: a path or URI (s3://, gs://, abfs://, hdfs://, file://)")
     p.add_argument("--delete", action="store_true", help="remove the orphans (default: list them only)")
-    p.add_argument("--min-age", type=float, default=DEFAULT_MIN_AGE,
-                   help="leave files younger than this many seconds (a run may still be writing; default 3600)")
+    p.add_argument(
+        "--min-age",
+        type=float,
+        default=DEFAULT_MIN_AGE,
+        help="leave files younger than this many seconds (a run may still be writing; default 3600)",
+    )
     p.add_argument("--keep-versions", type=int, default=1, help="commit versions to keep (default 1)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 

@@ -20,6 +20,7 @@ leaves the previous listing and orphans ``paimon-fast gc`` removes.
 :class:`~paimon_fast.globalindex.GlobalIndex`, and :func:`row_ids_to_file_rows`
 maps answered row ids to (data file, row indexes).
 """
+
 from __future__ import annotations
 
 import json
@@ -69,8 +70,9 @@ def _listing_file(path, column, filesystem=None) -> CommitFile:
     return CommitFile(store, store.join(root, INDEX_DIR, column), LISTING)
 
 
-def _commit_listing(store, root, column, dtype, build_id, total, options, ranges, files, bases, states, rows,
-                    base_version=None):
+def _commit_listing(
+    store, root, column, dtype, build_id, total, options, ranges, files, bases, states, rows, base_version=None
+):
     """Commit ``index.json`` (atomically; a new version on versioned stores, refused if another
     build committed since ``base_version``) and remove index files of earlier builds."""
     out_dir = index_dir(root, column, store)
@@ -83,10 +85,14 @@ def _commit_listing(store, root, column, dtype, build_id, total, options, ranges
         "total_row_count": total,
         "options": options,
         "ranges": ranges,
-        "data_files": [{"path": rel, "row_count": n, "first_row_id": b, "size": st[0], "mtime_ns": st[1]}
-                       for (rel, n), b, st in zip(files, bases, states)],
-        "files": [{"file": r["file"], "row_count": r["row_count"], "meta": bytes(r["meta"]).hex(),
-                   "size": r["size"]} for r in rows],
+        "data_files": [
+            {"path": rel, "row_count": n, "first_row_id": b, "size": st[0], "mtime_ns": st[1]}
+            for (rel, n), b, st in zip(files, bases, states)
+        ],
+        "files": [
+            {"file": r["file"], "row_count": r["row_count"], "meta": bytes(r["meta"]).hex(), "size": r["size"]}
+            for r in rows
+        ],
     }
     lf = _listing_file(root, column, store)
     prev = lf.read()[1] if not store.local else None
@@ -121,8 +127,9 @@ def build_global_index_local(path, column, options=None, dtype=None, batch_rows=
     states = _file_states(store, root, files)
     bases = np.cumsum([0] + [n for _, n in files]).tolist()
     if dtype is None:
-        dtype = str(DataType.from_arrow(pq.read_schema(store.open_input(store.join(root, files[0][0])))
-                                        .field(column).type))
+        dtype = str(
+            DataType.from_arrow(pq.read_schema(store.open_input(store.join(root, files[0][0]))).field(column).type)
+        )
     dtype = str(DataType.parse(dtype))
     out_dir = index_dir(root, column, store)
     store.makedirs(out_dir)
@@ -130,8 +137,9 @@ def build_global_index_local(path, column, options=None, dtype=None, batch_rows=
     w = gi_writer(dtype, {k: v for k, v in options.items() if k.startswith("bitmap-index.")})
     for (rel, _), base in zip(files, bases):
         pos = base
-        for b in pq.ParquetFile(store.open_input(store.join(root, rel))).iter_batches(batch_size=batch_rows,
-                                                                                     columns=[column]):
+        for b in pq.ParquetFile(store.open_input(store.join(root, rel))).iter_batches(
+            batch_size=batch_rows, columns=[column]
+        ):
             w.write_batch(b.column(0), np.arange(pos, pos + b.num_rows, dtype=np.uint64))
             pos += b.num_rows
     name = f"bitmap-{build_id}-00000.index"
@@ -139,8 +147,9 @@ def build_global_index_local(path, column, options=None, dtype=None, batch_rows=
     if data is not None:
         store.write_atomic(store.join(out_dir, name), data)
     rows = [] if data is None else [{"file": name, "row_count": w.row_count, "meta": meta, "size": len(data)}]
-    return _commit_listing(store, root, column, dtype, build_id, bases[-1], options, 1, files, bases, states, rows,
-                           base_version)
+    return _commit_listing(
+        store, root, column, dtype, build_id, bases[-1], options, 1, files, bases, states, rows, base_version
+    )
 
 
 def read_listing(path, column, filesystem=None) -> dict:
@@ -183,16 +192,23 @@ def load_global_index(path, column, options=None, filesystem=None, counter=None)
     if store.local and counter is None:
         files = [(os.path.join(d, f["file"]), bytes.fromhex(f["meta"])) for f in listing["files"]]
     else:
-        files = [(LazySource(store, store.join(d, f["file"]), f.get("size"), counter), bytes.fromhex(f["meta"]))
-                 for f in listing["files"]]
-    return GlobalIndex(files, listing["type"], options or listing.get("options") or {},
-                       total_row_count=listing["total_row_count"])
+        files = [
+            (LazySource(store, store.join(d, f["file"]), f.get("size"), counter), bytes.fromhex(f["meta"]))
+            for f in listing["files"]
+        ]
+    return GlobalIndex(
+        files, listing["type"], options or listing.get("options") or {}, total_row_count=listing["total_row_count"]
+    )
 
 
 def row_ids_to_file_rows(row_ids, listing) -> dict:
     """Map global row ids (BitMap64 or array) to ``{relative data file: int64 row indexes}``."""
     if hasattr(row_ids, "to_array"):
-        ids = np.frombuffer(row_ids.to_array(), dtype=np.uint64).astype(np.int64) if len(row_ids) else np.zeros(0, np.int64)
+        ids = (
+            np.frombuffer(row_ids.to_array(), dtype=np.uint64).astype(np.int64)
+            if len(row_ids)
+            else np.zeros(0, np.int64)
+        )
     else:
         ids = np.asarray(row_ids, dtype=np.int64)
     files = listing["data_files"]

@@ -28,6 +28,7 @@ which converts every row from Parquet to Spark's format and then to Arrow (see
 ``<dataset>/_global_index/<column>/index.json``.  Datasets on object stores or HDFS:
 the tasks read and write through the store (no Hadoop connector needed).
 """
+
 from __future__ import annotations
 
 import math
@@ -98,8 +99,11 @@ def build_global_index(spark, path, column, options=None, dtype=None, filesystem
     bounds = []
     if ranges > 1:  # key range bounds from a sample of every file, weighted by its rows
         per_row = 3 * min(20 * ranges, 1_000_000) / max(total, 1)
-        got = sc.parallelize(groups, len(groups)).mapPartitions(
-            lambda it: (x for g in it for x in _sample_files(src, g, per_row))).collect()
+        got = (
+            sc.parallelize(groups, len(groups))
+            .mapPartitions(lambda it: (x for g in it for x in _sample_files(src, g, per_row)))
+            .collect()
+        )
         bounds = _bounds(got, ranges)
     nr = len(bounds) + 1
     runs = store.join(out_dir, f"{RUNS_PREFIX}{build_id}")
@@ -115,13 +119,15 @@ def build_global_index(spark, path, column, options=None, dtype=None, filesystem
         if nr > 1:  # every file's rows cut into the key ranges, exchanged through files beside the index
             store.makedirs(runs)
             sc.parallelize(groups, len(groups)).mapPartitions(
-                lambda it: (n for g in it for n in _split_files(src, g, bounds, runs))).collect()
+                lambda it: (n for g in it for n in _split_files(src, g, bounds, runs))
+            ).collect()
         rows = sc.parallelize(range(nr), nr).mapPartitions(merge).collect()
     finally:
         _drop_runs(store, out_dir, runs)
     rows = sorted(rows, key=lambda r: r["range"])
-    return _commit_listing(store, root, column, dtype, build_id, total, options, ranges, files, bases, states, rows,
-                           base_version)
+    return _commit_listing(
+        store, root, column, dtype, build_id, total, options, ranges, files, bases, states, rows, base_version
+    )
 
 
 def _drop_runs(store, out_dir, runs=None) -> None:
@@ -233,8 +239,9 @@ def _range_ids(codec, arr, bounds) -> np.ndarray:
     arr, valid = codec.column(arr)
     if codec.is_string:
         off, data = binary_buffers(arr)
-        rank, koff, kdata = _k.string_ranks(np.ascontiguousarray(off), data,
-                                            None if valid is None else valid.view(np.uint8))
+        rank, koff, kdata = _k.string_ranks(
+            np.ascontiguousarray(off), data, None if valid is None else valid.view(np.uint8)
+        )
         kb = kdata.tobytes() if isinstance(kdata, np.ndarray) else bytes(kdata)
         koff = koff.tolist()
 
@@ -243,12 +250,12 @@ def _range_ids(codec, arr, bounds) -> np.ndarray:
                 return len(koff) - 1
 
             def __getitem__(self, g):
-                return kb[koff[g]:koff[g + 1]]
+                return kb[koff[g] : koff[g + 1]]
 
         cuts = np.array([bisect.bisect_right(_Keys(), b) for b in real], np.int64)
         # the range of each distinct key, gathered by rank (nulls, rank -1, are set below)
         lut = np.searchsorted(cuts, np.arange(len(koff) - 1), side="right") + lead
-        out = lut[rank[:len(arr)]] if len(lut) else np.zeros(len(arr), np.int64)
+        out = lut[rank[: len(arr)]] if len(lut) else np.zeros(len(arr), np.int64)
     else:
         hi, lo = codec.order_keys(arr)
         bh = np.array([b[0] for b in real], np.int64)
@@ -290,7 +297,7 @@ def _split_files(src, files, bounds, runs):
         out = pa.OSFile(dst + ".tmp", "wb") if store.local else store.fs.open_output_stream(dst)
         with out, pa.ipc.new_file(out, schema) as w:
             for r in range(nr):
-                sel = order[ends[r]:ends[r + 1]]
+                sel = order[ends[r] : ends[r + 1]]
                 w.write_batch(pa.record_batch([col.take(pa.array(sel)), pa.array(rid[sel])], schema=schema))
         if store.local:
             os.replace(dst + ".tmp", dst)
@@ -311,7 +318,7 @@ def _merge_range(src, index_options, files, runs, r, path):
             w.write_batch(_read_column(src, data_path, n), np.arange(base, base + n, dtype=np.uint64))
             continue
         p = store.join(runs, f"{i:08d}.arrow")
-        with (pa.memory_map(p) if store.local else store.fs.open_input_file(p)) as f:
+        with pa.memory_map(p) if store.local else store.fs.open_input_file(p) as f:
             b = pa.ipc.open_file(f).get_batch(r)
             if b.num_rows:
                 w.write_batch(b.column(0), b.column(1).to_numpy())

@@ -15,6 +15,7 @@ containers beside the data files (``<name>.parquet.index``,
 :attr:`DataFile.legacy_index_path`): they are read where they are and moved on the
 next build.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ def data_rel_of_index(rel_index: str) -> Optional[str]:
     if not rel_index.endswith(INDEX_SUFFIX):
         return None
     if rel_index.startswith(FILE_INDEX_DIR + "/"):
-        rel_index = rel_index[len(FILE_INDEX_DIR) + 1:]
+        rel_index = rel_index[len(FILE_INDEX_DIR) + 1 :]
     for suffix in DATA_SUFFIXES:
         cut = rel_index.rfind(suffix)
         if cut > 0:

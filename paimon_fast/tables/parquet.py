@@ -72,6 +72,7 @@ lists and removes (:mod:`paimon_fast.tables.gc`).  Reads are ranged (index
 headers and blocks, Parquet footers and the column chunks needed), and
 :attr:`ParquetDataset.io` counts the bytes read (``bytes_read`` in reports).
 """
+
 from __future__ import annotations
 
 import base64
@@ -91,25 +92,39 @@ from pyroaring import BitMap
 from ..errors import IndexFormatError, OptionError, PaimonFastError, UnsupportedTypeError
 from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
 from ..fileindex._bitslice import NullLiteralError
-from ..fileindex.options import (DEFAULT_IN_MANIFEST_THRESHOLD, IN_MANIFEST_THRESHOLD, indexes_from_table_options,
-                                 parse_memory_size)
+from ..fileindex.options import (
+    DEFAULT_IN_MANIFEST_THRESHOLD,
+    IN_MANIFEST_THRESHOLD,
+    indexes_from_table_options,
+    parse_memory_size,
+)
 from ..fs import CommitFile, IOCounter, Store, resolve
 from ..fsutil import TMP_MARK, write_atomic  # noqa: F401  (re-exported for callers)
 from ..predicate import Leaf, Predicate
 from ..result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
 from ..types import DataType
 from .arrow_filter import coerce_literals, filter_table, to_arrow_expression
-from .layout import (CATALOG_NAME, DATA_SUFFIXES, FILE_INDEX_DIR, HIVE_NULL, INDEX_SUFFIX, DataFile,  # noqa: F401
-                     index_rel_path, is_data_file_name, local_path, parse_partition)
+from .layout import (
+    CATALOG_NAME,
+    DATA_SUFFIXES,
+    FILE_INDEX_DIR,
+    HIVE_NULL,
+    INDEX_SUFFIX,
+    DataFile,  # noqa: F401
+    index_rel_path,
+    is_data_file_name,
+    local_path,
+    parse_partition,
+)
 
 CATALOG_FORMAT = "paimon-fast-dataset"
 CATALOG_VERSION = 1
 HEAD_PREFETCH = 16384  # first bytes of a remote index container fetched with its header
-FILE_ORDER_DOC = ("files sorted by relative POSIX path; global row id = rows of earlier files "
-                  "+ row position in the file")
+FILE_ORDER_DOC = "files sorted by relative POSIX path; global row id = rows of earlier files + row position in the file"
 
 
 # ---------------------------------------------------------------- index options
+
 
 @dataclass
 class IndexSpec:
@@ -134,8 +149,9 @@ class IndexSpec:
         if row_type is not None:
             missing = [c for c in cols if c not in row_type]
             if missing:
-                raise OptionError(f"index columns {missing} are not data columns of the dataset "
-                                  f"(columns: {sorted(row_type)})")
+                raise OptionError(
+                    f"index columns {missing} are not data columns of the dataset (columns: {sorted(row_type)})"
+                )
         types = {}
         for c, per in cols.items():
             for t in per:
@@ -197,8 +213,16 @@ class FileIndexBuilder:
         return FileIndexFormat.write({c: {t: w.finish() for t, w in ws.items()} for c, ws in self.writers.items()})
 
 
-def store_index(store: Store, root: str, rel: str, blob: Optional[bytes], threshold: int, digest: str,
-                _fault: Optional[str] = None, types: Optional[Mapping[str, str]] = None) -> dict:
+def store_index(
+    store: Store,
+    root: str,
+    rel: str,
+    blob: Optional[bytes],
+    threshold: int,
+    digest: str,
+    _fault: Optional[str] = None,
+    types: Optional[Mapping[str, str]] = None,
+) -> dict:
     """Store the container ``blob`` of the data file ``rel`` (relative path under ``root``):
     kept inline in the catalog entry when small, else written to ``_file_index/<rel>.index``
     (atomically); the catalog entry (with ``types``, the column types the indexes were built
@@ -217,9 +241,18 @@ def store_index(store: Store, root: str, rel: str, blob: Optional[bytes], thresh
     return {"digest": digest, "path": rel_index, "size": len(blob), **typed}
 
 
-def build_file_index(store: Store, root: str, rel: str, row_type: Mapping[str, str], columns: Mapping,
-                     threshold: int, digest: str, batch_rows: int = 1 << 17, _fault: Optional[str] = None,
-                     counter=None) -> Tuple[int, dict]:
+def build_file_index(
+    store: Store,
+    root: str,
+    rel: str,
+    row_type: Mapping[str, str],
+    columns: Mapping,
+    threshold: int,
+    digest: str,
+    batch_rows: int = 1 << 17,
+    _fault: Optional[str] = None,
+    counter=None,
+) -> Tuple[int, dict]:
     """Index the data file ``rel`` (relative path under ``root``), read with pyarrow in row
     order, and store the index (:func:`store_index`): ``(rows, catalog entry)``.  Indexed
     columns the file lacks are left out of its index.  The per-file step of the in-process
@@ -234,6 +267,7 @@ def build_file_index(store: Store, root: str, rel: str, row_type: Mapping[str, s
 
 
 # ---------------------------------------------------------------- plans and reports
+
 
 @dataclass
 class FilePlan:
@@ -302,8 +336,7 @@ class ScanReport:
 
     @property
     def rows_read(self) -> int:
-        return (self.rows_total - self.rows_skipped_by_file - self.rows_skipped_by_bitmap
-                - self.rows_skipped_by_deletion)
+        return self.rows_total - self.rows_skipped_by_file - self.rows_skipped_by_bitmap - self.rows_skipped_by_deletion
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -313,15 +346,20 @@ class ScanReport:
         return d
 
     def __str__(self):
-        return (f"files {self.files_read}/{self.files_total} read ({self.files_skipped} skipped, "
-                f"{self.files_without_index} without a current index), rows {self.rows_read:,}/{self.rows_total:,} "
-                f"read ({self.rows_skipped_by_file:,} skipped with files, {self.rows_skipped_by_bitmap:,} by bitmaps, "
-                f"{self.rows_skipped_by_deletion:,} by deletion vectors), "
-                f"index evaluation {self.eval_seconds * 1000:.1f} ms, {self.bytes_read:,} bytes read"
-                + (f", global index on {', '.join(self.global_index_used)}" if self.global_index_used else "")
-                + (f", stale global index ignored on {', '.join(self.global_index_stale)}"
-                   if self.global_index_stale else "")
-                + (f"; bitmap reads decoded {self.decoded}" if self.decoded is not None and self.decoded.rows else ""))
+        return (
+            f"files {self.files_read}/{self.files_total} read ({self.files_skipped} skipped, "
+            f"{self.files_without_index} without a current index), rows {self.rows_read:,}/{self.rows_total:,} "
+            f"read ({self.rows_skipped_by_file:,} skipped with files, {self.rows_skipped_by_bitmap:,} by bitmaps, "
+            f"{self.rows_skipped_by_deletion:,} by deletion vectors), "
+            f"index evaluation {self.eval_seconds * 1000:.1f} ms, {self.bytes_read:,} bytes read"
+            + (f", global index on {', '.join(self.global_index_used)}" if self.global_index_used else "")
+            + (
+                f", stale global index ignored on {', '.join(self.global_index_stale)}"
+                if self.global_index_stale
+                else ""
+            )
+            + (f"; bitmap reads decoded {self.decoded}" if self.decoded is not None and self.decoded.rows else "")
+        )
 
 
 @dataclass
@@ -347,11 +385,14 @@ class BuildReport:
     built: List[str] = field(default_factory=list)
 
     def __str__(self):
-        return (f"{self.files_built} of {self.files_total} files indexed ({self.files_current} already current, "
-                f"{self.inline} inline), {self.rows:,} rows, {self.index_bytes:,} index bytes, {self.seconds:.2f}s")
+        return (
+            f"{self.files_built} of {self.files_total} files indexed ({self.files_current} already current, "
+            f"{self.inline} inline), {self.rows:,} rows, {self.index_bytes:,} index bytes, {self.seconds:.2f}s"
+        )
 
 
 # ---------------------------------------------------------------- the dataset
+
 
 def _infer_partition_type(values: Iterable[Optional[str]]) -> pa.DataType:
     vals = [v for v in values if v is not None]
@@ -402,8 +443,10 @@ class ParquetDataset:
     def files(self, refresh: bool = False) -> List[DataFile]:
         """Data files in the dataset's stable order (sorted relative POSIX paths)."""
         if self._files is None or refresh:
-            out = [DataFile(e.rel, e.path, e.size, e.mtime_ns, tuple(parse_partition(e.rel).items()))
-                   for e in self.store.list_files(self.root, skip_dir=_hidden, keep=is_data_file_name)]
+            out = [
+                DataFile(e.rel, e.path, e.size, e.mtime_ns, tuple(parse_partition(e.rel).items()))
+                for e in self.store.list_files(self.root, skip_dir=_hidden, keep=is_data_file_name)
+            ]
             out.sort(key=lambda f: f.path)
             self._files = out
         return self._files
@@ -475,14 +518,18 @@ class ParquetDataset:
         at, so :meth:`write_catalog` of it fails if another commit came in between)."""
         version, data = self.catalog.read(self.io)
         if data is None:
-            return _Catalog({"format": CATALOG_FORMAT, "version": CATALOG_VERSION, "file_order": FILE_ORDER_DOC,
-                             "files": {}}, version)
+            return _Catalog(
+                {"format": CATALOG_FORMAT, "version": CATALOG_VERSION, "file_order": FILE_ORDER_DOC, "files": {}},
+                version,
+            )
         cat = _Catalog(json.loads(data.decode("utf-8")), version)
         if cat.get("format") != CATALOG_FORMAT:
             raise ValueError(f"{self.catalog_path} is not a paimon-fast dataset catalog")
         if int(cat.get("version", 0)) > CATALOG_VERSION:
-            raise ValueError(f"{self.catalog_path} has catalog version {cat.get('version')}; "
-                             f"this paimon-fast reads up to {CATALOG_VERSION}")
+            raise ValueError(
+                f"{self.catalog_path} has catalog version {cat.get('version')}; "
+                f"this paimon-fast reads up to {CATALOG_VERSION}"
+            )
         cat.setdefault("files", {})
         return cat
 
@@ -601,8 +648,17 @@ class ParquetDataset:
         results = []
         rep = BuildReport(files_total=len(todo) + len(current), files_current=len(current))
         for f in todo:
-            rows, entry = build_file_index(self.store, self.root, f.path, row_type, spec.columns, spec.threshold,
-                                           spec.digest, batch_rows, counter=None if self.store.local else self.io)
+            rows, entry = build_file_index(
+                self.store,
+                self.root,
+                f.path,
+                row_type,
+                spec.columns,
+                spec.threshold,
+                spec.digest,
+                batch_rows,
+                counter=None if self.store.local else self.io,
+            )
             results.append({"path": f.path, "rows": rows, "file_index": entry})
             rep.rows += rows
             rep.inline += "inline" in entry
@@ -655,10 +711,13 @@ class ParquetDataset:
             # the index formats do not record the type: an index built for another type of the
             # column (the dataset's schema changed) would be read wrongly, so it is refused
             now = row_type.get(col)
-            if now is not None and replace(DataType.parse(now), nullable=True) != replace(DataType.parse(built),
-                                                                                           nullable=True):
-                raise IndexFormatError(f"the index of {f.path} on column {col!r} was built for type {built}, "
-                                       f"the column is {now} now: rebuild the index (ParquetDataset.build)")
+            if now is not None and replace(DataType.parse(now), nullable=True) != replace(
+                DataType.parse(built), nullable=True
+            ):
+                raise IndexFormatError(
+                    f"the index of {f.path} on column {col!r} was built for type {built}, "
+                    f"the column is {now} now: rebuild the index (ParquetDataset.build)"
+                )
         return FileIndexFormat.open(data, row_type)
 
     def plan(self, predicate: Optional[Predicate], threads: Optional[int] = None) -> ScanPlan:
@@ -784,9 +843,16 @@ class ParquetDataset:
         return ScanPlan(plans, rep, pred)
 
     # ------------------------------------------------------------ reading without Spark
-    def read_file(self, f: DataFile, bitmap: Optional[BitMap] = None, predicate: Optional[Predicate] = None,
-                  columns: Optional[List[str]] = None, schema: Optional[pa.Schema] = None,
-                  deletion_vector=None, stats=None) -> pa.Table:
+    def read_file(
+        self,
+        f: DataFile,
+        bitmap: Optional[BitMap] = None,
+        predicate: Optional[Predicate] = None,
+        columns: Optional[List[str]] = None,
+        schema: Optional[pa.Schema] = None,
+        deletion_vector=None,
+        stats=None,
+    ) -> pa.Table:
         """One file's rows (data + partition columns), only the bitmap's positions
         when given, without the rows ``deletion_vector`` deletes, filtered by
         ``predicate``; columns in ``schema`` (default: :meth:`schema`).  With a
@@ -803,16 +869,19 @@ class ParquetDataset:
             pos = pos[pos < nrows]
             if deletion_vector is not None:
                 pos = pos[~deletion_vector.is_deleted_batch(pos)]
-            return filter_table(self._conform(f, read_rows(src, pos, read_cols, stats=stats), schema, set(names)),
-                                predicate)
+            return filter_table(
+                self._conform(f, read_rows(src, pos, read_cols, stats=stats), schema, set(names)), predicate
+            )
         data_names = set(pq.read_schema(self._input(f)).names)
         read_cols = [c for c in schema.names if c in data_names]
         t = pq.read_table(self._input(f), columns=read_cols)
         if deletion_vector is not None:
             from ..tableindex import apply_deletion_vector
 
-            t = pa.Table.from_batches([apply_deletion_vector(deletion_vector, b, off) for b, off in
-                                       _with_offsets(t.to_batches())], schema=t.schema)
+            t = pa.Table.from_batches(
+                [apply_deletion_vector(deletion_vector, b, off) for b, off in _with_offsets(t.to_batches())],
+                schema=t.schema,
+            )
         out = self._conform(f, t, schema, data_names)
         return filter_table(out, predicate)
 
@@ -833,8 +902,15 @@ class ParquetDataset:
                 arrays.append(pa.nulls(t.num_rows, fld.type))
         return pa.Table.from_arrays(arrays, schema=schema)
 
-    def read_rows(self, f: DataFile, positions, columns: Sequence[str], predicate: Optional[Predicate] = None,
-                  schema: Optional[pa.Schema] = None, stats=None) -> pa.Table:
+    def read_rows(
+        self,
+        f: DataFile,
+        positions,
+        columns: Sequence[str],
+        predicate: Optional[Predicate] = None,
+        schema: Optional[pa.Schema] = None,
+        stats=None,
+    ) -> pa.Table:
         """Rows at ``positions`` (sorted row positions of ``f``) with ``columns`` and a
         ``__pf_pos`` column holding each row's position, filtered by ``predicate``.
 
@@ -854,9 +930,16 @@ class ParquetDataset:
         out = self._conform(f, t, pa.schema(keep), data_names).append_column(POS, pa.array(positions))
         return filter_table(out, predicate).select([*columns, POS])
 
-    def read_kept(self, p: FilePlan, columns: Sequence[str], predicate: Optional[Predicate] = None,
-                  schema: Optional[pa.Schema] = None, positions: bool = False, stats=None,
-                  rows: Optional[Tuple[int, int]] = None) -> pa.Table:
+    def read_kept(
+        self,
+        p: FilePlan,
+        columns: Sequence[str],
+        predicate: Optional[Predicate] = None,
+        schema: Optional[pa.Schema] = None,
+        positions: bool = False,
+        stats=None,
+        rows: Optional[Tuple[int, int]] = None,
+    ) -> pa.Table:
         """The rows of the kept file ``p`` where ``predicate`` holds, with ``columns`` (data or
         partition columns of ``schema``, default :meth:`schema`) and, with ``positions``, a
         ``__pf_pos`` column of each row's position in the file.
@@ -897,7 +980,7 @@ class ParquetDataset:
                 whole = _whole_groups(src, lo, hi)  # the row groups the range is, or False
                 pos = np.arange(lo, hi, dtype=np.int64)
             else:
-                pos = pos[np.searchsorted(pos, lo):np.searchsorted(pos, hi)]
+                pos = pos[np.searchsorted(pos, lo) : np.searchsorted(pos, hi)]
         if dv is not None:
             pos = pos[~dv.is_deleted_batch(pos)]
         if predicate is None and not columns:  # a count (or positions): nothing to read
@@ -907,8 +990,11 @@ class ParquetDataset:
                 t = t.append_column(POS, pa.array(np.arange(n, dtype=np.int64) if pos is None else pos, pa.int64()))
             return t
         # first the predicate's columns (all of them when there is no predicate), then the rest
-        first = [fl for fl in schema if fl.name in pred_cols] if predicate is not None else \
-            [fl for fl in schema if fl.name in columns]
+        first = (
+            [fl for fl in schema if fl.name in pred_cols]
+            if predicate is not None
+            else [fl for fl in schema if fl.name in columns]
+        )
         t = self._read_at(p.file, src, pos, first, data_names, stats, whole=whole)
         if pos is None and (positions or predicate is not None):
             pos = np.arange(t.num_rows, dtype=np.int64)
@@ -922,14 +1008,14 @@ class ParquetDataset:
                 for fl in rest:
                     t = t.append_column(fl, more.column(fl.name))
             elif rest:
-                t = pa.Table.from_arrays([*t.columns, *(pa.nulls(0, fl.type) for fl in rest)],
-                                         schema=pa.schema([*t.schema, *rest]))
+                t = pa.Table.from_arrays(
+                    [*t.columns, *(pa.nulls(0, fl.type) for fl in rest)], schema=pa.schema([*t.schema, *rest])
+                )
         elif positions:
             t = t.append_column(POS, pa.array(pos, pa.int64()))
         return t.select([*columns, POS] if positions else columns)
 
-    def _read_at(self, f: DataFile, src, pos: Optional[np.ndarray], fields, data_names, stats,
-                 whole) -> pa.Table:
+    def _read_at(self, f: DataFile, src, pos: Optional[np.ndarray], fields, data_names, stats, whole) -> pa.Table:
         """``fields`` of file ``f`` at the sorted positions ``pos`` (None: every row), conformed to
         the dataset's types (partition columns from the path, absent columns as nulls).
         ``whole``: True reads the whole file with pyarrow, a list of row groups those row groups
@@ -948,8 +1034,13 @@ class ParquetDataset:
             t = read_rows(src, pos, read_cols, stats=stats)
         return self._conform(f, t, pa.schema(fields), data_names)
 
-    def read_cost(self, plan: "ScanPlan", columns: Sequence[str], predicate: Optional[Predicate] = None,
-                  schema: Optional[pa.Schema] = None) -> int:
+    def read_cost(
+        self,
+        plan: "ScanPlan",
+        columns: Sequence[str],
+        predicate: Optional[Predicate] = None,
+        schema: Optional[pa.Schema] = None,
+    ) -> int:
         """Estimated bytes in memory of :meth:`read_kept` of every kept file of ``plan`` with
         ``columns`` (the predicate default: the plan's): the predicate's columns at the rows the
         plan selects, and the other columns at the rows that may match: every selected row of a
@@ -999,8 +1090,18 @@ class ParquetDataset:
                 total += cost(first, n) + cost(rest, n if (p.bitmap is not None or exact_whole) else 0)
         return total
 
-    def top_n(self, column: str, k: int, *, desc: bool = True, where=None, columns: Optional[List[str]] = None,
-              nulls_first: bool = False, report=None, _plan=None) -> pa.Table:
+    def top_n(
+        self,
+        column: str,
+        k: int,
+        *,
+        desc: bool = True,
+        where=None,
+        columns: Optional[List[str]] = None,
+        nulls_first: bool = False,
+        report=None,
+        _plan=None,
+    ) -> pa.Table:
         """``SELECT columns WHERE where ORDER BY column [DESC] NULLS LAST|FIRST LIMIT k``, exact.
 
         Ties go to the earlier file (the dataset's file order) and then the
@@ -1025,8 +1126,16 @@ class ParquetDataset:
                 if err:
                     rep.index_errors.append(err)
                 sources.append(self._top_n_source(p.file, p.rows, eligible, reader, pred, schema, column))
-            out = top_n(sources, column, k, desc=desc, nulls_first=nulls_first,
-                        where_columns=sorted(pred.fields()) if pred is not None else (), columns=columns, report=rep)
+            out = top_n(
+                sources,
+                column,
+                k,
+                desc=desc,
+                nulls_first=nulls_first,
+                where_columns=sorted(pred.fields()) if pred is not None else (),
+                columns=columns,
+                report=rep,
+            )
         finally:
             for idx in opened:
                 idx.close()
@@ -1065,8 +1174,9 @@ class ParquetDataset:
         except Exception as e:
             return idx, None, f"{f.path}: {type(e).__name__}: {e}"
 
-    def _top_n_source(self, f: DataFile, rows: int, eligible: Optional[BitMap], reader, pred, schema,
-                      column: Optional[str] = None):
+    def _top_n_source(
+        self, f: DataFile, rows: int, eligible: Optional[BitMap], reader, pred, schema, column: Optional[str] = None
+    ):
         from ..parquet.rows import PageReadStats
         from .topn import TopNSource
 
@@ -1079,8 +1189,17 @@ class ParquetDataset:
             pos = np.arange(rows, dtype=np.int64) if eligible is None else np.asarray(eligible.to_array(), np.int64)
             return read(pos, cols)
 
-        return TopNSource(f.path, rows, eligible, reader, read, read_all, exact=pred is None,
-                          arrow_type=schema.field(column).type if column is not None else None, decoded=decoded)
+        return TopNSource(
+            f.path,
+            rows,
+            eligible,
+            reader,
+            read,
+            read_all,
+            exact=pred is None,
+            arrow_type=schema.field(column).type if column is not None else None,
+            decoded=decoded,
+        )
 
     def read(self, where=None, columns: Optional[List[str]] = None, limit: Optional[int] = None):
         """The rows where ``where`` (a predicate or SQL text) holds, with ``columns``: a
@@ -1112,8 +1231,17 @@ class ParquetDataset:
         b0 = self.io.snapshot()[0]
         schema = self.schema()
         plan.report.decoded = PageReadStats()
-        parts = [self.read_file(p.file, p.bitmap, plan.predicate, schema=schema, deletion_vector=p.deletion_vector,
-                                stats=plan.report.decoded) for p in plan.kept]
+        parts = [
+            self.read_file(
+                p.file,
+                p.bitmap,
+                plan.predicate,
+                schema=schema,
+                deletion_vector=p.deletion_vector,
+                stats=plan.report.decoded,
+            )
+            for p in plan.kept
+        ]
         t = pa.concat_tables(parts) if parts else schema.empty_table()
         if columns:
             t = t.select(columns)
@@ -1138,8 +1266,9 @@ class ParquetDataset:
             raise ValueError("delete needs a predicate (use a predicate that is always true to delete all rows)")
         t0 = time.perf_counter()
         plan = self.plan(predicate)
-        rep = DeleteReport(files_scanned=len(plan.kept), files_skipped=plan.report.files_skipped,
-                           predicate=plan.report.predicate)
+        rep = DeleteReport(
+            files_scanned=len(plan.kept), files_skipped=plan.report.files_skipped, predicate=plan.report.predicate
+        )
         positions = matching_positions(self, plan)
         rep.seconds = time.perf_counter() - t0
         return commit_deletions(self, positions, bitmap64=bitmap64, report=rep, _fault=_fault)
@@ -1226,8 +1355,9 @@ class _GlobalAnswers:
         for c in cols:
             try:
                 listing = gi.read_listing(ds.root, c, ds.store)
-                if (not gi.listing_is_current(listing, files)
-                        or [d["row_count"] for d in listing["data_files"]] != [counts[f.path] for f in files]):
+                if not gi.listing_is_current(listing, files) or [d["row_count"] for d in listing["data_files"]] != [
+                    counts[f.path] for f in files
+                ]:
                     self.stale.add(c)
                     continue
                 indexes[c] = gi.load_global_index(ds.root, c, filesystem=ds.store, counter=ds.io)
@@ -1245,8 +1375,7 @@ class _GlobalAnswers:
                     continue
                 if r is UNSUPPORTED:
                     continue
-                self._ids[id(leaf)] = (np.frombuffer(r.to_array(), dtype=np.uint64) if len(r)
-                                       else np.zeros(0, np.uint64))
+                self._ids[id(leaf)] = np.frombuffer(r.to_array(), dtype=np.uint64) if len(r) else np.zeros(0, np.uint64)
                 self._exact[id(leaf)] = g.answers_exactly(leaf)
                 self.used.add(leaf.name)
         finally:

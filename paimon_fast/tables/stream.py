@@ -16,6 +16,7 @@ Memory is held by one range at a time (and the plan's bitmaps).  :class:`ScanRes
 old ``ParquetDataset.scan`` returns now: the same object, whose ``(table, report)`` unpacking runs
 the former eager read.
 """
+
 from __future__ import annotations
 
 from typing import Iterator, List, Optional
@@ -25,8 +26,8 @@ import pyarrow as pa
 
 from ..lazyread import LegacyTupleRead, ReadSource
 
-FIRST_RANGE_ROWS = 1 << 16   # rows of the first range read (a first batch soon after planning)
-MAX_RANGE_ROWS = 1 << 18     # ranges double up to this many rows (whole row groups when they are as small)
+FIRST_RANGE_ROWS = 1 << 16  # rows of the first range read (a first batch soon after planning)
+MAX_RANGE_ROWS = 1 << 18  # ranges double up to this many rows (whole row groups when they are as small)
 
 
 class _Shared:
@@ -116,12 +117,12 @@ class DatasetSource(ReadSource):
         ds = self.ds
         bm = p.bitmap
         if bm is not None and len(bm) and bm.max() - bm.min() < size[0]:
-            yield int(bm.min()), int(bm.max()) + 1   # the selected rows in one range (a point lookup ...)
+            yield int(bm.min()), int(bm.max()) + 1  # the selected rows in one range (a point lookup ...)
             size[0] = min(size[0] * 2, MAX_RANGE_ROWS)
             return
         starts = [int(x) for x in row_group_starts(ds._input(p.file))]
         for lo, hi in self._row_ranges(starts, size):
-            if bm is None or bm.range_cardinality(lo, hi):   # ranges without a selected row are not read
+            if bm is None or bm.range_cardinality(lo, hi):  # ranges without a selected row are not read
                 yield lo, hi
 
     @staticmethod
@@ -161,7 +162,7 @@ class DatasetSource(ReadSource):
         size = self._first_size(limit)
         out = 0
         for p in plan.kept:
-            held = {}   # the file's dictionaries, for its next ranges (not in the shared cache)
+            held = {}  # the file's dictionaries, for its next ranges (not in the shared cache)
             for lo, hi in self._ranges(p, size):
                 b0 = ds.io.snapshot()[0]
                 with scanning(held):
@@ -200,8 +201,12 @@ class DatasetSource(ReadSource):
 
 def ship(p) -> tuple:
     """A kept file's plan as picklable values: its file, rows, row bitmap and deletion vector as bytes."""
-    return (p.file, p.rows, None if p.bitmap is None else p.bitmap.serialize(),
-            None if p.deletion_vector is None else p.deletion_vector.serialize())
+    return (
+        p.file,
+        p.rows,
+        None if p.bitmap is None else p.bitmap.serialize(),
+        None if p.deletion_vector is None else p.deletion_vector.serialize(),
+    )
 
 
 def unship(t: tuple):
@@ -241,8 +246,7 @@ class ScanResult(LegacyTupleRead):
     eager read (whole files or their bitmap rows, then the filter) and warns."""
 
     def __init__(self, source: DatasetSource):
-        super().__init__(source, what="ParquetDataset.scan",
-                         hint="use ParquetDataset.read(...).to_arrow() and .report")
+        super().__init__(source, what="ParquetDataset.scan", hint="use ParquetDataset.read(...).to_arrow() and .report")
 
     def _legacy(self):
         src = self._source

@@ -24,6 +24,7 @@ Only the final k rows are read for the projected columns.  The table kinds
 plug in through :class:`TopNSource` (one per file); :func:`top_n` does the
 merge.
 """
+
 from __future__ import annotations
 
 import math
@@ -86,10 +87,12 @@ class TopNReport:
     why: str = ""
 
     def __str__(self):
-        return (f"top-N: {self.files_total} files, {self.files_skipped} skipped by their index, "
-                f"{self.files_without_index} without an index (column read), "
-                f"{self.candidate_rows:,} candidate rows, {self.rows_read:,} rows read; decoded: {self.decoded}"
-                + (f"; on the {self.read_on} ({self.why})" if self.read_on else ""))
+        return (
+            f"top-N: {self.files_total} files, {self.files_skipped} skipped by their index, "
+            f"{self.files_without_index} without an index (column read), "
+            f"{self.candidate_rows:,} candidate rows, {self.rows_read:,} rows read; decoded: {self.decoded}"
+            + (f"; on the {self.read_on} ({self.why})" if self.read_on else "")
+        )
 
 
 def _is_float(t: pa.DataType) -> bool:
@@ -187,8 +190,16 @@ def _zero_rows(reader) -> BitMap:
     return bm if bm is not None else BitMap()
 
 
-def file_top_k(src: TopNSource, index: int, column: str, k: int, desc: bool, nulls_first: bool,
-               where_columns: Sequence[str] = (), report: Optional[TopNReport] = None) -> pa.Table:
+def file_top_k(
+    src: TopNSource,
+    index: int,
+    column: str,
+    k: int,
+    desc: bool,
+    nulls_first: bool,
+    where_columns: Sequence[str] = (),
+    report: Optional[TopNReport] = None,
+) -> pa.Table:
     """The first ``k`` rows of one file (``column``, ``__pf_pos``, ``__pf_file`` = ``index``),
     from its index when it has one, else from its column."""
     where_cols = [c for c in dict.fromkeys(where_columns) if c != column]
@@ -213,8 +224,15 @@ def merge(tables: Sequence[pa.Table], column: str, k: int, desc: bool, nulls_fir
     return t.take(order(t, column, desc, nulls_first)[:k])
 
 
-def project(sources: Sequence[TopNSource], best: pa.Table, column: str, columns: Sequence[str], desc: bool,
-            nulls_first: bool, report: Optional[TopNReport] = None) -> pa.Table:
+def project(
+    sources: Sequence[TopNSource],
+    best: pa.Table,
+    column: str,
+    columns: Sequence[str],
+    desc: bool,
+    nulls_first: bool,
+    report: Optional[TopNReport] = None,
+) -> pa.Table:
     """The ``columns`` of the winning rows ``best`` (from :func:`merge`), read file by file, in order."""
     want = list(dict.fromkeys([*columns, column]))
     files = best.column(FILE).to_numpy()
@@ -247,16 +265,32 @@ def check_orderable(column: str, t: pa.DataType) -> None:
     """An UnsupportedTypeError unless SQL can ORDER BY a column of Arrow type ``t``."""
     from ..errors import UnsupportedTypeError
 
-    ok = (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t)
-          or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
-          or pa.types.is_large_binary(t) or pa.types.is_temporal(t))
+    ok = (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_temporal(t)
+    )
     if not ok:
         raise UnsupportedTypeError(f"top-N cannot order by column {column!r} of type {t}")
 
 
-def top_n(sources: Sequence[TopNSource], column: str, k: int, *, desc: bool = True, nulls_first: bool = False,
-          where_columns: Sequence[str] = (), columns: Sequence[str], report: Optional[TopNReport] = None
-          ) -> Optional[pa.Table]:
+def top_n(
+    sources: Sequence[TopNSource],
+    column: str,
+    k: int,
+    *,
+    desc: bool = True,
+    nulls_first: bool = False,
+    where_columns: Sequence[str] = (),
+    columns: Sequence[str],
+    report: Optional[TopNReport] = None,
+) -> Optional[pa.Table]:
     """Merge the files' candidates into the first ``k`` rows (see the module docstring).
 
     ``sources`` are in file order (ties go to the earlier file); ``columns``
@@ -270,8 +304,9 @@ def top_n(sources: Sequence[TopNSource], column: str, k: int, *, desc: bool = Tr
         return None
     bounds = [_best_possible(s.reader, desc) if s.reader is not None else None for s in sources]
     # files with an index, best possible value first: the later ones are then often provably out
-    known = sorted((i for i in range(len(sources)) if bounds[i] is not None),
-                   key=lambda i: (_rank_key(bounds[i], desc, False), i))
+    known = sorted(
+        (i for i in range(len(sources)) if bounds[i] is not None), key=lambda i: (_rank_key(bounds[i], desc, False), i)
+    )
     visit = known + [i for i in range(len(sources)) if bounds[i] is None]
     best: Optional[pa.Table] = None
     kth = None  # rank key of the current k-th row, once k rows are known

@@ -23,12 +23,23 @@ comparisons, slice-by-slice top-k).  As Java, comparisons return only non-null
 rows (``!=`` / ``NOT IN`` exclude nulls), and a null literal in a value
 comparison raises :class:`NullLiteralError` (Java: NullPointerException).
 """
+
 from .._bitslice import NullLiteralError
 from .factory import RangeBitmapFactory
 from .keys import CHUNK_SIZE, INDEX_TYPE, VERSION, KeyCodec, check_type
 from .reader import RangeBitmapReader
 from .writer import RangeBitmapWriter, build_index
 
-__all__ = ["RangeBitmapWriter", "RangeBitmapReader", "NullLiteralError", "KeyCodec", "build_index",
-           # also handed on at this path
-           "RangeBitmapFactory", "INDEX_TYPE", "CHUNK_SIZE", "VERSION", "check_type"]
+__all__ = [
+    "RangeBitmapWriter",
+    "RangeBitmapReader",
+    "NullLiteralError",
+    "KeyCodec",
+    "build_index",
+    # also handed on at this path
+    "RangeBitmapFactory",
+    "INDEX_TYPE",
+    "CHUNK_SIZE",
+    "VERSION",
+    "check_type",
+]

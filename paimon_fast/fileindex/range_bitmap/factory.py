@@ -1,4 +1,5 @@
 """The range bitmap index registered under Paimon's name ``range-bitmap``."""
+
 from __future__ import annotations
 
 from ..registry import IndexFactory, register

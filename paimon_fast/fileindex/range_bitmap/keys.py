@@ -1,5 +1,6 @@
 """The range bitmap index's name, version and option, the column types it takes
 (:func:`check_type`) and :class:`KeyCodec`: column values as dictionary keys in Java's order."""
+
 from __future__ import annotations
 
 import struct
@@ -15,8 +16,18 @@ CHUNK_SIZE = "chunk-size"
 VERSION = 1
 
 _FIXED = {
-    "TINYINT": 1, "SMALLINT": 2, "INT": 4, "DATE": 4, "TIME": 4, "BIGINT": 8,
-    "TIMESTAMP": 8, "TIMESTAMP_LTZ": 8, "DECIMAL": 8, "FLOAT": 4, "DOUBLE": 8, "BOOLEAN": 1,
+    "TINYINT": 1,
+    "SMALLINT": 2,
+    "INT": 4,
+    "DATE": 4,
+    "TIME": 4,
+    "BIGINT": 8,
+    "TIMESTAMP": 8,
+    "TIMESTAMP_LTZ": 8,
+    "DECIMAL": 8,
+    "FLOAT": 4,
+    "DOUBLE": 8,
+    "BOOLEAN": 1,
 }
 
 
@@ -150,7 +161,10 @@ class KeyCodec:
             raise NullLiteralError("null literal in a range-bitmap value comparison (Java: NullPointerException)")
         if self.is_string:
             return v.encode("utf-8") if isinstance(v, str) else bytes(v)
-        if self.root in ("TINYINT", "SMALLINT", "INT", "BIGINT") and isinstance(v, (int, np.integer)) \
-                and not isinstance(v, bool):
+        if (
+            self.root in ("TINYINT", "SMALLINT", "INT", "BIGINT")
+            and isinstance(v, (int, np.integer))
+            and not isinstance(v, bool)
+        ):
             return int(v)
         return int(self.sort_keys_of(to_arrow_array([v], self.dtype))[0])

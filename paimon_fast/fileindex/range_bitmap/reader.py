@@ -1,5 +1,6 @@
 """The range bitmap reader: the chunked dictionary (fixed-length or string keys) opened
 lazily, and :class:`RangeBitmapReader` answering predicates and top-k over the bit slices."""
+
 from __future__ import annotations
 
 import bisect
@@ -14,8 +15,16 @@ from ...errors import IndexFormatError
 from ...predicate import TopN
 from ...result import BitmapResult
 from ..base import FileIndexReader
-from .._bitslice import (BLOCK_WORDS, _k, from_bitmap, nwords, positions_bitmap, range_bitmap,
-                          to_bitmap, topk_candidate_words)
+from .._bitslice import (
+    BLOCK_WORDS,
+    _k,
+    from_bitmap,
+    nwords,
+    positions_bitmap,
+    range_bitmap,
+    to_bitmap,
+    topk_candidate_words,
+)
 from .keys import INDEX_TYPE, VERSION, KeyCodec
 
 
@@ -27,8 +36,9 @@ def _consecutive_offsets(nchunks: int, hs: int) -> bytes:
 
 @functools.lru_cache(maxsize=None)
 def _chunk_dtype(be: np.dtype) -> np.dtype:
-    return np.dtype([("v", "u1"), ("k", be), ("code", ">i4"), ("off", ">i4"),
-                     ("n", ">i4"), ("klen", ">i4"), ("ks", ">i4")])
+    return np.dtype(
+        [("v", "u1"), ("k", be), ("code", ">i4"), ("off", ">i4"), ("n", ">i4"), ("klen", ">i4"), ("ks", ">i4")]
+    )
 
 
 class _FixedDictionary:
@@ -64,8 +74,9 @@ class _FixedDictionary:
             if ks != self.codec.size or n < 0 or klen != n * ks or off < 0 or off + klen > self.keys_len:
                 raise IndexFormatError("range bitmap dictionary chunk keys outside the keys area", at)
             if code < 0 or code + n >= self.card:
-                raise IndexFormatError(f"range bitmap dictionary chunk codes [{code}, {code + n}] outside the "
-                                       f"cardinality {self.card}", at)
+                raise IndexFormatError(
+                    f"range bitmap dictionary chunk codes [{code}, {code + n}] outside the cardinality {self.card}", at
+                )
             m = self._meta[i] = (code, n, self.keys_at + off)
         return m
 
@@ -73,7 +84,7 @@ class _FixedDictionary:
         c = self._cache.get(i)
         if c is None:
             _, n, o = self.meta(i)
-            c = self._cache[i] = self.codec.sort_from_file(self.data[o:o + n * self.codec.size])
+            c = self._cache[i] = self.codec.sort_from_file(self.data[o : o + n * self.codec.size])
         return c
 
     def find(self, key):
@@ -125,7 +136,7 @@ class _StringDictionary:
             (ln,) = struct.unpack_from(">i", data, p + 1)
             if ln < 0 or p + 5 + ln + 20 > end:
                 raise IndexFormatError("range bitmap dictionary chunk key length out of bounds", base + p + 1)
-            key = bytes(data[p + 5:p + 5 + ln])
+            key = bytes(data[p + 5 : p + 5 + ln])
             code, off, n, olen, klen = struct.unpack_from(">iiiii", data, p + 5 + ln)
             if n < 0 or olen != 4 * n or klen < 0 or off < 0 or keys_at + off + olen + klen > keys_end:
                 raise IndexFormatError("range bitmap dictionary chunk keys outside the keys area", base + p)
@@ -151,7 +162,7 @@ class _StringDictionary:
         (ln,) = struct.unpack_from(">i", self.data, p)
         if ln < 0 or p + 4 + ln > o + self.olen[i] + self.klen[i]:
             raise IndexFormatError("range bitmap dictionary key length out of bounds", self.base + p)
-        return bytes(self.data[p + 4:p + 4 + ln])
+        return bytes(self.data[p + 4 : p + 4 + ln])
 
     def find(self, key):
         i = bisect.bisect_right(self.first, key) - 1
@@ -191,8 +202,19 @@ class RangeBitmapReader(FileIndexReader):
     """
 
     # a bitmap per dictionary code range: comparisons are answered exactly
-    exact_ops = frozenset({"equal", "in", "less_than", "less_or_equal", "greater_than", "greater_or_equal",
-                           "between", "is_null", "is_not_null"})
+    exact_ops = frozenset(
+        {
+            "equal",
+            "in",
+            "less_than",
+            "less_or_equal",
+            "greater_than",
+            "greater_or_equal",
+            "between",
+            "is_null",
+            "is_not_null",
+        }
+    )
     index_type = INDEX_TYPE
 
     def __init__(self, dtype, source, options):
@@ -261,8 +283,11 @@ class RangeBitmapReader(FileIndexReader):
 
     def _wrong_type(self, hl, base):
         want = "length-prefixed strings" if self.codec.is_string else f"{self.codec.size} bytes each"
-        raise IndexFormatError(f"range bitmap header's min / max keys fill {hl - 13} bytes, which is not two "
-                               f"{self.dtype} keys ({want}): the index was written for another column type", base)
+        raise IndexFormatError(
+            f"range bitmap header's min / max keys fill {hl - 13} bytes, which is not two "
+            f"{self.dtype} keys ({want}): the index was written for another column type",
+            base,
+        )
 
     def _header_key(self, h, p):
         if self.codec.is_string:
@@ -271,11 +296,11 @@ class RangeBitmapReader(FileIndexReader):
             (ln,) = struct.unpack_from(">i", h, p)
             if ln < 0 or p + 4 + ln > len(h):
                 raise IndexFormatError(f"range bitmap header key length {ln} out of bounds", self._base + 4 + p)
-            return h[p + 4:p + 4 + ln], p + 4 + ln
+            return h[p + 4 : p + 4 + ln], p + 4 + ln
         ks = self.codec.size
         if p + ks > len(h):
             raise IndexFormatError("range bitmap header truncated (min/max)", self._base + 4 + p)
-        return self.codec.sort_key_from_file(h[p:p + ks]), p + ks
+        return self.codec.sort_key_from_file(h[p : p + ks]), p + ks
 
     # --- lazy parts
     @property
@@ -313,7 +338,7 @@ class RangeBitmapReader(FileIndexReader):
             offsets = np.frombuffer(d, dtype=">i4", count=nchunks, offset=body).astype(np.int64)
             return _StringDictionary(d, base, nchunks, offsets, chunks_at, clen, keys_at, end, card)
         hs = 1 + self.codec.size + 20
-        if clen != nchunks * hs or d[body:body + olen].tobytes() != _consecutive_offsets(nchunks, hs):
+        if clen != nchunks * hs or d[body : body + olen].tobytes() != _consecutive_offsets(nchunks, hs):
             raise IndexFormatError("range bitmap dictionary chunk offsets are not consecutive", base + body)
         return _FixedDictionary(self.codec, d, base, nchunks, chunks_at, keys_at, end, card)
 
@@ -333,12 +358,14 @@ class RangeBitmapReader(FileIndexReader):
         S = int(d[p + 5])
         want_s = max((self.cardinality - 1).bit_length(), 1) if self.cardinality > 0 else 64
         if S != want_s:
-            raise IndexFormatError(f"range bitmap has {S} slices, its cardinality {self.cardinality} needs {want_s}",
-                                   base + p + 5)
+            raise IndexFormatError(
+                f"range bitmap has {S} slices, its cardinality {self.cardinality} needs {want_s}", base + p + 5
+            )
         ebm_len, idx_len = struct.unpack_from(">ii", d, p + 6)
         if idx_len != 8 * S or 10 + idx_len > hl:
-            raise IndexFormatError(f"range bitmap slice index table length {idx_len} does not match {S} slices",
-                                   base + p + 10)
+            raise IndexFormatError(
+                f"range bitmap slice index table length {idx_len} does not match {S} slices", base + p + 10
+            )
         body = p + 4 + hl
         if ebm_len < 0 or body + ebm_len > d.size:
             raise IndexFormatError(f"range bitmap existence bitmap length {ebm_len} out of bounds", base + p + 6)
@@ -346,8 +373,9 @@ class RangeBitmapReader(FileIndexReader):
         # claimed row count, which the data cannot vouch for)
         _, _, last = _k.check_last(d, body, body + ebm_len, base)
         if last >= self.row_count:
-            raise IndexFormatError(f"range bitmap existence bitmap holds row {last} beyond its {self.row_count} rows",
-                                   base + body)
+            raise IndexFormatError(
+                f"range bitmap existence bitmap holds row {last} beyond its {self.row_count} rows", base + body
+            )
         n = last + 1
         self._nbits = n
         ebm = np.zeros(nwords(n), dtype=np.uint64)
@@ -359,7 +387,7 @@ class RangeBitmapReader(FileIndexReader):
             if view >= 0:
                 # dense slice: read the container words in place (every answer is
                 # masked by the existence bitmap, so nothing beyond it leaks)
-                slices.append(d[view:view + 8 * W])
+                slices.append(d[view : view + 8 * W])
             else:
                 row = np.zeros(W, dtype=np.uint64)
                 _k.decode_fast(d, at, at + ln, row, n, base)
@@ -628,7 +656,7 @@ class RangeBitmapReader(FileIndexReader):
             if c >= k:
                 return bm
             nb = nulls()
-            return bm | (nb[:k - c] if strict else nb)
+            return bm | (nb[: k - c] if strict else nb)
         bm = nulls()
         c = len(bm)
         if c >= k:
@@ -658,8 +686,9 @@ class RangeBitmapReader(FileIndexReader):
         """
         return self._fill_nulls(k, nulls_first, found_set, True, strict)
 
-    def bottom_k(self, k: int, nulls_first: bool = False, found_set: BitMap | None = None,
-                 strict: bool = True) -> BitMap:
+    def bottom_k(
+        self, k: int, nulls_first: bool = False, found_set: BitMap | None = None, strict: bool = True
+    ) -> BitMap:
         """Rows of ``ORDER BY col ASC LIMIT k`` (see :meth:`top_k`)."""
         return self._fill_nulls(k, nulls_first, found_set, False, strict)
 
@@ -679,7 +708,7 @@ class RangeBitmapReader(FileIndexReader):
             return None
         code = 0
         for i, row in enumerate(self.slices):
-            word = int(row[w]) if row.dtype != np.uint8 else int.from_bytes(bytes(row[8 * w:8 * w + 8]), "little")
+            word = int(row[w]) if row.dtype != np.uint8 else int.from_bytes(bytes(row[8 * w : 8 * w + 8]), "little")
             if (word >> b) & 1:
                 code |= 1 << i
         if code >= self.cardinality:
@@ -688,12 +717,15 @@ class RangeBitmapReader(FileIndexReader):
 
     def describe(self):
         d = super().describe()
-        d.update(row_count=self.row_count, cardinality=self.cardinality,
-                 min=None if self.min is None else self.codec.value_of(self.min),
-                 max=None if self.max is None else self.codec.value_of(self.max),
-                 dictionary_bytes=self._bsi_at - self._dict_at,
-                 dictionary_chunks=self.dictionary.chunks,
-                 slices=len(self.slices),
-                 non_null_rows=int(_k.popcount(self.ebm)),
-                 slice_bytes=self.source.size - self._bsi_at)
+        d.update(
+            row_count=self.row_count,
+            cardinality=self.cardinality,
+            min=None if self.min is None else self.codec.value_of(self.min),
+            max=None if self.max is None else self.codec.value_of(self.max),
+            dictionary_bytes=self._bsi_at - self._dict_at,
+            dictionary_chunks=self.dictionary.chunks,
+            slices=len(self.slices),
+            non_null_rows=int(_k.popcount(self.ebm)),
+            slice_bytes=self.source.size - self._bsi_at,
+        )
         return d

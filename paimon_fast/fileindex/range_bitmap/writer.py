@@ -1,5 +1,6 @@
 """The range bitmap writer: dictionary codes and bit slices of a column, serialized as Java's
 ``RangeBitmap.Appender`` does (:func:`build_index`, :class:`RangeBitmapWriter`)."""
+
 from __future__ import annotations
 
 import struct
@@ -58,8 +59,18 @@ def _dictionary_fixed(codec: KeyCodec, uniq: np.ndarray, chunk: int) -> bytes:
     hs = 1 + ks + 20
     firsts = np.arange(nchunks, dtype=np.int64) * step
     counts = np.minimum(card - firsts - 1, per)
-    head = np.zeros(nchunks, dtype=[("v", "u1"), ("k", codec.be), ("code", ">i4"), ("off", ">i4"),
-                                     ("n", ">i4"), ("klen", ">i4"), ("ks", ">i4")])
+    head = np.zeros(
+        nchunks,
+        dtype=[
+            ("v", "u1"),
+            ("k", codec.be),
+            ("code", ">i4"),
+            ("off", ">i4"),
+            ("n", ">i4"),
+            ("klen", ">i4"),
+            ("ks", ">i4"),
+        ],
+    )
     head["v"] = 1
     raw = codec.raw_from_sort(uniq)
     head["k"] = raw[firsts]
@@ -73,7 +84,7 @@ def _dictionary_fixed(codec: KeyCodec, uniq: np.ndarray, chunk: int) -> bytes:
     keys_area = raw[mask].astype(codec.be).tobytes()
     offsets = (np.arange(nchunks, dtype=np.int64) * hs).astype(">i4").tobytes()
     chunks = head.tobytes()
-    return (struct.pack(">ibiii", 13, 1, nchunks, len(offsets), len(chunks)) + offsets + chunks + keys_area)
+    return struct.pack(">ibiii", 13, 1, nchunks, len(offsets), len(chunks)) + offsets + chunks + keys_area
 
 
 def _dictionary_string(keys, chunk: int) -> bytes:
@@ -101,8 +112,7 @@ def _dictionary_string(keys, chunk: int) -> bytes:
             used_o += 4
             j += 1
         n = j - i - 1
-        head = (b"\x01" + struct.pack(">i", len(first)) + first
-                + struct.pack(">iiiii", i, keys_len, n, 4 * n, used_k))
+        head = b"\x01" + struct.pack(">i", len(first)) + first + struct.pack(">iiiii", i, keys_len, n, 4 * n, used_k)
         kbytes = np.array(rel, dtype=">i4").tobytes() + b"".join(body)
         offsets.append(chunks_len)
         chunks.append(head)
@@ -111,8 +121,9 @@ def _dictionary_string(keys, chunk: int) -> bytes:
         keys_len += len(kbytes)
         i = j
     off = np.array(offsets, dtype=">i4").tobytes()
-    return (struct.pack(">ibiii", 13, 1, len(offsets), len(off), chunks_len) + off
-            + b"".join(chunks) + b"".join(keys_parts))
+    return (
+        struct.pack(">ibiii", 13, 1, len(offsets), len(off), chunks_len) + off + b"".join(chunks) + b"".join(keys_parts)
+    )
 
 
 def _bsi_bytes(codes: np.ndarray, card: int, n: int) -> bytes:

@@ -7,6 +7,7 @@ and the iteration order java.util.HashMap gives (the JVM's own, via
 HashMapOrder.java).  The cases make bins of >= 8 keys so that tree bins,
 their splits on resize and moveRootToFront are exercised.
 """
+
 import gzip
 import json
 import os
@@ -31,7 +32,7 @@ def cases():
     calls = v + [r.choice(v) for _ in range(500)]
     r.shuffle(calls)
     out.append(("bigint_all_hash_zero", "BIGINT", calls))
-    v = [m * 4096 for m in range(300)] + [r.randrange(-2**31, 2**31) for _ in range(3000)]
+    v = [m * 4096 for m in range(300)] + [r.randrange(-(2**31), 2**31) for _ in range(3000)]
     calls = list(v)
     r.shuffle(calls)
     out.append(("int_tree_bins_split_on_resize", "INT", calls + calls[:10]))
@@ -55,8 +56,9 @@ def java_order(kind, calls):
         else:
             b = c.encode()
             lines.append(f"S {java_string_hash(b)} {b.hex()}")
-    res = subprocess.run(["java", "-cp", HERE, "HashMapOrder"], input="\n".join(lines), capture_output=True,
-                         text=True, check=True)
+    res = subprocess.run(
+        ["java", "-cp", HERE, "HashMapOrder"], input="\n".join(lines), capture_output=True, text=True, check=True
+    )
     got = res.stdout.split("\n")[:-1]
     if kind == "STRING":
         return [bytes.fromhex(x.split(" ")[1] if " " in x else "").decode() for x in got]
@@ -69,8 +71,16 @@ def main():
     names = []
     for name, kind, calls in cases():
         with gzip.open(os.path.join(HERE, name + ".json.gz"), "wt") as f:
-            json.dump({"name": name, "key_type": kind, "calls": calls, "java_order": java_order(kind, calls),
-                       "producer": ver}, f)
+            json.dump(
+                {
+                    "name": name,
+                    "key_type": kind,
+                    "calls": calls,
+                    "java_order": java_order(kind, calls),
+                    "producer": ver,
+                },
+                f,
+            )
         names.append(name)
     with open(os.path.join(HERE, "manifest.json"), "w") as f:
         json.dump({"producer": ver, "cases": [{"name": n} for n in names]}, f, indent=1)
