@@ -233,7 +233,8 @@ def _table_files(t):
 def test_spark_build(benchmark, pristine, gi_bench_spark, impl):
     """``kernel``: ``create_global_index(spark=...)`` (each row range read, sorted and written
     on an executor); ``kernel_split``: the same with each range split over tasks of about
-    half its rows (``paimon-fast.global-index.split-rows``), merged by one.  Baselines on the same table's data files: ``spark_range_sort`` reads
+    half its rows (``paimon-fast.global-index.split-rows``), merged by one.  Baselines on the same table's
+    data files: ``spark_range_sort`` reads
     the column with its row positions, range-partitions it into 4 ranges, sorts within them
     and passes every batch through ``mapInArrow`` (the issue's target: the build within
     1.5x of it); ``spark_read`` only reads the column."""

@@ -14,7 +14,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
-import pytest
 
 from paimon_fast.tables import CATALOG_NAME, ParquetDataset
 from paimon_fast.tables.gc import collect
@@ -246,7 +245,7 @@ def _exact_predicates(rng, n):
         lambda: f"s IN ('v{rng.integers(0, 12)}', 'v{rng.integers(0, 12)}')",
         lambda: "s IS NULL",
         lambda: f"s > 'v{rng.integers(0, 12)}'",
-        lambda: f"s NOT IN ('v1', 'v2')",
+        lambda: "s NOT IN ('v1', 'v2')",
         lambda: f"d >= DATE '2020-01-{rng.integers(1, 29):02d}'",
         lambda: f"d = DATE '2020-02-{rng.integers(1, 29):02d}'",
         lambda: f"dec = {rng.integers(-20, 20) / 4}",

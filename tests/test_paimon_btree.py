@@ -21,7 +21,7 @@ from paimon_fast.globalindex import BTreeIndexFile, KeyCodec, writer  # noqa: E4
 from paimon_fast.globalindex.btree import files_from_groups  # noqa: E402
 from paimon_fast.globalindex.format import group_column  # noqa: E402
 from paimon_fast.paimon import globalindex as pgi  # noqa: E402
-from paimon_fast.paimon import plan_with_index, read_with_index, top_n  # noqa: E402
+from paimon_fast.paimon import read_with_index, top_n  # noqa: E402
 from paimon_fast.paimon.globalindex import create_global_index  # noqa: E402
 from paimon_fast.tables.topn import TopNReport  # noqa: E402
 
@@ -41,8 +41,8 @@ from test_paimon_globalindex import (
     _rows,
     _table,
     _with_options,
-    gi_spark,
-)  # noqa: F401  (a fixture)
+    gi_spark,  # noqa: F401  (a fixture)
+)
 
 RPR = {"sorted-index.records-per-range": "60"}
 
@@ -93,7 +93,8 @@ def test_build_then_read_matches_oracle(tmp_path, options):
     got, report = read_with_index(t, pf.field("color") == "red")
     want = len(_expect(rows, lambda r: r["color"] == "red"))
     assert report.global_indexes == [
-        f"color (btree, {added} files over {len({e.index_file.global_index_meta.row_range_start for e in entries})} row ranges, {want} rows selected)"
+        f"color (btree, {added} files over {len({e.index_file.global_index_meta.row_range_start for e in entries})} "
+        f"row ranges, {want} rows selected)"
     ]  # noqa: E501
     assert "global index used: color (btree" in str(report)
 

@@ -25,7 +25,6 @@ from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 import numpy as np
 
 from paimon_fast._kernels._common cimport check_offsets, offset_t
-cimport numpy as cnp
 
 ctypedef fused intlike:
     int8_t
@@ -440,7 +439,7 @@ def group_binary(const offset_t[::1] offsets, const uint8_t[::1] data, const uin
     cdef const uint8_t *dp = &data[0] if data.shape[0] else <const uint8_t *> ""
     cdef Dict d
     cdef int err = _dict_init(&d)
-    cdef int64_t s, mask, idx, a, ln, b, fp
+    cdef int64_t s, mask, idx, a, ln, fp
     cdef int32_t id_
     try:
         if err:
@@ -526,7 +525,7 @@ def java_order(const int32_t[::1] jhash, bint trailing_call):
     turned into a red-black tree (not modelled: the order inside such a bin
     may then differ from Java's; 0 in all realistic data).
     """
-    cdef int64_t D = jhash.shape[0], k, b, table = 16, thr = 12, tree_bins = 0, pos
+    cdef int64_t D = jhash.shape[0], k, b, table = 16, thr = 12, tree_bins = 0
     order = np.empty(D, dtype=np.int64)
     cdef int64_t[::1] o = order
     cdef int32_t *cnt = NULL

@@ -6,11 +6,9 @@ A row set over ``nbits`` rows is a uint64 array of ``ceil(nbits/64)`` words
 uint64 array; slice i holds the rows whose value has bit i set.
 """
 from libc.stdint cimport uint8_t, uint32_t, int8_t, int16_t, int32_t, int64_t, uint64_t
-from libc.string cimport memset
-from libc.stdlib cimport malloc, calloc, free
+from libc.stdlib cimport malloc, free
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 import numpy as np
-cimport numpy as cnp
 
 from paimon_fast.errors import IndexFormatError
 
@@ -22,14 +20,17 @@ cdef extern from "bitslice.h":
     int PF_DEC_NO_RECOUNT
     int PF_DEC_FILL
     int64_t pf_words_size(const uint64_t *words, int64_t nwords, int plain, uint32_t *card, uint32_t *nruns) nogil
-    size_t pf_words_write(const uint64_t *words, int64_t nwords, int plain, const uint32_t *card, const uint32_t *nruns, uint8_t *out) nogil
+    size_t pf_words_write(const uint64_t *words, int64_t nwords, int plain, const uint32_t *card,
+                          const uint32_t *nruns, uint8_t *out) nogil
     int64_t pf_last_value(const uint8_t *buf) nogil
     int64_t pf_compare_plain(const pf_u64u *const *rows, int S, const uint64_t *base, int64_t nw,
                              int op, uint64_t v, int is_between, uint64_t hi, uint8_t *out) nogil
     int pf_radix_sort(uint64_t *ka, uint32_t *ia, uint64_t *kb, uint32_t *ib, int64_t n, int64_t *hist) nogil
     int64_t pf_bitmap_view(const uint8_t *buf, size_t len, int64_t nw) nogil
-    int pf_build_slices_u32(const uint32_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) nogil
-    int pf_build_slices_u64(const uint64_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm, uint64_t *slices, int64_t nw) nogil
+    int pf_build_slices_u32(const uint32_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm,
+                            uint64_t *slices, int64_t nw) nogil
+    int pf_build_slices_u64(const uint64_t *vals, const uint8_t *sel, int64_t n, int S, uint64_t *ebm,
+                            uint64_t *slices, int64_t nw) nogil
     int64_t pf_dense_codes(const int64_t *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,
                            uint64_t *bits, int64_t *rank, int32_t *codes, int64_t *uniq_out) nogil
     int64_t pf_dense_codes_i32(const int32_t *keys, const uint8_t *valid, int64_t n, int64_t lo, int64_t span,
@@ -62,8 +63,8 @@ cdef extern from "bitslice.h":
                          uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl, int64_t nw) nogil
     void pf_bsi_fill_i64(const int64_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n, int pS, int nS,
                          uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl, int64_t nw) nogil
-    void pf_bsi_fill_i8_avx2(const int8_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n, int pS, int nS,
-                             uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl, int64_t nw) nogil
+    void pf_bsi_fill_i8_avx2(const int8_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n, int pS,
+                             int nS, uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl, int64_t nw) nogil
     void pf_bsi_fill_i16_avx2(const int16_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n, int pS,
                               int nS, uint64_t *pebm, uint64_t *nebm, uint64_t *psl, uint64_t *nsl, int64_t nw) nogil
     void pf_bsi_fill_i32_avx2(const int32_t *v, const uint8_t *vb, int64_t vbytes, int64_t voff, int64_t n, int pS,
@@ -249,7 +250,8 @@ cdef bytes _encode(const uint64_t[::1] words, int plain):
     cdef uint32_t *nruns = <uint32_t *> malloc((nchunks + 1) * sizeof(uint32_t))
     cdef uint8_t *op
     if card == NULL or nruns == NULL:
-        free(card); free(nruns)
+        free(card)
+        free(nruns)
         raise MemoryError()
     try:
         with nogil:
@@ -770,7 +772,10 @@ def bsi_build(values, vbits, int64_t voff=0):
     cdef uint8_t *o
     cdef uint8_t *q
     if words == NULL or card == NULL or nruns == NULL or sizes == NULL:
-        free(words); free(card); free(nruns); free(sizes)
+        free(words)
+        free(card)
+        free(nruns)
+        free(sizes)
         raise MemoryError()
     try:
         pebm = words
@@ -786,17 +791,20 @@ def bsi_build(values, vbits, int64_t voff=0):
                         pf_bsi_fill_i8(<const int8_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
                 elif isz == 2:
                     if avx:
-                        pf_bsi_fill_i16_avx2(<const int16_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
+                        pf_bsi_fill_i16_avx2(<const int16_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl,
+                                             nsl, nw)
                     else:
                         pf_bsi_fill_i16(<const int16_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
                 elif isz == 4:
                     if avx:
-                        pf_bsi_fill_i32_avx2(<const int32_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
+                        pf_bsi_fill_i32_avx2(<const int32_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl,
+                                             nsl, nw)
                     else:
                         pf_bsi_fill_i32(<const int32_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
                 else:
                     if avx:
-                        pf_bsi_fill_i64_avx2(<const int64_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
+                        pf_bsi_fill_i64_avx2(<const int64_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl,
+                                             nsl, nw)
                     else:
                         pf_bsi_fill_i64(<const int64_t *> vp, vb, vbytes, voff, n, pS, nS, pebm, nebm, psl, nsl, nw)
             # sizes: every bitmap of a part that is written
@@ -822,7 +830,10 @@ def bsi_build(values, vbits, int64_t voff=0):
         if q - o != total:
             raise AssertionError("bsi_build size mismatch")
     finally:
-        free(words); free(card); free(nruns); free(sizes)
+        free(words)
+        free(card)
+        free(nruns)
+        free(sizes)
     return out
 
 
@@ -887,7 +898,9 @@ def encode_sliced(const uint64_t[::1] ebm, const uint64_t[:, ::1] slices):
     cdef uint8_t *o
     cdef uint8_t *q
     if card == NULL or nruns == NULL or sizes == NULL:
-        free(card); free(nruns); free(sizes)
+        free(card)
+        free(nruns)
+        free(sizes)
         raise MemoryError()
     try:
         with nogil:
@@ -921,5 +934,7 @@ def encode_sliced(const uint64_t[::1] ebm, const uint64_t[:, ::1] slices):
         if q - o != total:
             raise AssertionError("encode_sliced size mismatch")
     finally:
-        free(card); free(nruns); free(sizes)
+        free(card)
+        free(nruns)
+        free(sizes)
     return out

@@ -10,7 +10,6 @@ from libc.stdint cimport uint8_t, int8_t, int16_t, int32_t, int64_t, uint32_t, u
 import numpy as np
 
 from paimon_fast._kernels._common cimport check_offsets, offset_t
-cimport numpy as cnp
 
 cdef extern from "xxh64.h":
     uint64_t pf_xxh64(const uint8_t *p, size_t length, uint64_t seed) nogil
@@ -35,7 +34,6 @@ ctypedef fused intlike:
     int16_t
     int32_t
     int64_t
-
 
 
 cdef inline void _set_bits(uint8_t *bits, uint32_t nbits, uint64_t M, int k, int64_t h) noexcept nogil:
@@ -361,7 +359,7 @@ def test_hashes(const uint8_t[::1] bits, int k, const int64_t[::1] hashes):
     """may-contain mask for precomputed hashes."""
     if bits.shape[0] == 0 or k < 1:
         raise ValueError("empty bloom filter or no hash functions")
-    cdef Py_ssize_t i, n = hashes.shape[0]
+    cdef Py_ssize_t n = hashes.shape[0]
     cdef uint32_t nbits = <uint32_t> (bits.shape[0] * 8)
     cdef uint64_t M = pf_fastmod_m(nbits)
     out = np.empty(n, dtype=np.bool_)

@@ -13,18 +13,19 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 import numpy as np
-cimport numpy as cnp
 
 cdef extern from "dvbits.h":
     int64_t pf_words_size(const uint64_t *words, int64_t nwords, int plain, uint32_t *card, uint32_t *nruns) nogil
-    size_t pf_words_write(const uint64_t *words, int64_t nwords, int plain, const uint32_t *card, const uint32_t *nruns, uint8_t *out) nogil
+    size_t pf_words_write(const uint64_t *words, int64_t nwords, int plain, const uint32_t *card,
+                          const uint32_t *nruns, uint8_t *out) nogil
     int64_t pf_roaring_decode(const uint8_t *buf, size_t len, uint64_t *words, int64_t nbits, int flags,
                               const char **err, size_t *err_at, int64_t *bad) nogil
     int PF_DEC_OR
     int32_t pf_roaring_last_key(const uint8_t *buf) nogil
     size_t pf_roaring_to_sorted(const uint8_t *buf, uint64_t high, uint64_t *out) nogil
     int pf_cpu_ok()
-    int64_t pf_roaring_scan(const uint8_t *buf, size_t len, const char **err, size_t *err_at, uint64_t *card_out, int32_t *last_key) nogil
+    int64_t pf_roaring_scan(const uint8_t *buf, size_t len, const char **err, size_t *err_at, uint64_t *card_out,
+                            int32_t *last_key) nogil
     void pf_set_bits(const int64_t *pos, size_t n, uint64_t *w) nogil
     void pf_test_bits(const uint64_t *w, uint64_t nbits, const int64_t *probes, size_t n, uint8_t *out) nogil
     uint64_t pf_popcount_words(const uint64_t *w, size_t n) nogil
@@ -134,7 +135,8 @@ def bits_serialize(const uint64_t[::1] w, Py_ssize_t chunk_start, Py_ssize_t nch
     cdef uint32_t *cards = <uint32_t *> malloc((nchunks + 1) * sizeof(uint32_t))
     cdef uint32_t *runs = <uint32_t *> malloc((nchunks + 1) * sizeof(uint32_t))
     if cards == NULL or runs == NULL:
-        free(cards); free(runs)
+        free(cards)
+        free(runs)
         raise MemoryError()
     cdef const uint64_t *base = &w[0] + chunk_start * CHUNK_WORDS if w.shape[0] else NULL
     cdef int64_t size
@@ -194,7 +196,8 @@ def roaring_or_into(const uint8_t[::1] buf, Py_ssize_t offset, uint64_t[::1] w, 
         raise IndexFormatError(err.decode(), offset + <Py_ssize_t> err_at)
 
 
-def roaring_to_sorted(const uint8_t[::1] buf, Py_ssize_t offset, uint64_t high, uint64_t[::1] out, Py_ssize_t at, Py_ssize_t card):
+def roaring_to_sorted(const uint8_t[::1] buf, Py_ssize_t offset, uint64_t high, uint64_t[::1] out, Py_ssize_t at,
+                      Py_ssize_t card):
     """Write the ``card`` values of a validated bitmap (| high << 32) to out[at:]."""
     if at < 0 or at + card > out.shape[0]:
         raise ValueError("output too small")
@@ -208,8 +211,8 @@ def roaring_to_sorted(const uint8_t[::1] buf, Py_ssize_t offset, uint64_t high, 
 
 def contains_bits(const uint64_t[::1] w, const int64_t[::1] probes):
     """uint8 mask: probe i is set in the bit set (out of range -> 0)."""
-    cdef Py_ssize_t i, n = probes.shape[0]
-    cdef uint64_t nbits = <uint64_t> w.shape[0] * 64, p
+    cdef Py_ssize_t n = probes.shape[0]
+    cdef uint64_t nbits = <uint64_t> w.shape[0] * 64
     out_arr = np.empty(n, dtype=np.uint8)
     cdef uint8_t[::1] out = out_arr
     if n == 0:
@@ -364,7 +367,8 @@ def filter_fixed(const uint8_t[::1] src, Py_ssize_t width, const uint8_t[::1] ke
                 j += keep[i] != 0
 
 
-def filter_bits(const uint8_t[::1] src, Py_ssize_t bit_offset, const uint8_t[::1] keep, Py_ssize_t nkeep, uint8_t[::1] out):
+def filter_bits(const uint8_t[::1] src, Py_ssize_t bit_offset, const uint8_t[::1] keep, Py_ssize_t nkeep,
+                uint8_t[::1] out):
     """Bits (LSB first, from ``bit_offset``) of the kept rows, packed from bit 0
     into ``out`` (>= nkeep // 8 + 1 bytes)."""
     cdef Py_ssize_t n = keep.shape[0], i, j = 0, p

@@ -47,9 +47,11 @@ cdef extern from "gindex.h":
                               size_t *m_out) nogil
     size_t pf_roaring_decode(const uint8_t *buf, uint64_t high, uint64_t *out) nogil
     int64_t pf_dict_i64(const int64_t *keys, size_t n, int64_t *ids, int64_t *vals) nogil
-    int64_t pf_dict_bytes32(const int32_t *off, const uint8_t *data, size_t dlen, const uint8_t *valid, size_t n, int64_t *ids,
+    int64_t pf_dict_bytes32(const int32_t *off, const uint8_t *data, size_t dlen, const uint8_t *valid, size_t n,
+                            int64_t *ids,
                             int64_t *doff, uint8_t **arena, size_t *arena_cap) nogil
-    int64_t pf_dict_bytes64(const int64_t *off, const uint8_t *data, size_t dlen, const uint8_t *valid, size_t n, int64_t *ids,
+    int64_t pf_dict_bytes64(const int64_t *off, const uint8_t *data, size_t dlen, const uint8_t *valid, size_t n,
+                            int64_t *ids,
                             int64_t *doff, uint8_t **arena, size_t *arena_cap) nogil
 
 cdef extern from "crc32.h":
@@ -110,9 +112,11 @@ def string_ranks(const offset_t[::1] offsets, const uint8_t[::1] data, valid):
         raise MemoryError()
     with nogil:
         if offset_t is int32_t:
-            nd = pf_dict_bytes32(&offsets[0], dp, <size_t> data.shape[0], vp, <size_t> n, &rank[0], &doff[0], &arena, &acap)
+            nd = pf_dict_bytes32(&offsets[0], dp, <size_t> data.shape[0], vp, <size_t> n, &rank[0], &doff[0],
+                                 &arena, &acap)
         else:
-            nd = pf_dict_bytes64(&offsets[0], dp, <size_t> data.shape[0], vp, <size_t> n, &rank[0], &doff[0], &arena, &acap)
+            nd = pf_dict_bytes64(&offsets[0], dp, <size_t> data.shape[0], vp, <size_t> n, &rank[0], &doff[0],
+                                 &arena, &acap)
     if nd < 0:
         free(arena)
         raise MemoryError()
@@ -200,7 +204,8 @@ def sort_group(const int64_t[::1] hi, const uint64_t[::1] lo, const uint64_t[::1
     cdef pf_rec *a = <pf_rec *> malloc(max(n, 1) * sizeof(pf_rec))
     cdef pf_rec *t = <pf_rec *> malloc(max(n, 1) * sizeof(pf_rec))
     if a == NULL or t == NULL:
-        free(a); free(t)
+        free(a)
+        free(t)
         raise MemoryError()
     rids_arr = np.empty(n, dtype=np.uint64)
     bounds_arr = np.empty(n + 1, dtype=np.int64)
@@ -310,7 +315,8 @@ def serialize_keys(int kind, const int64_t[::1] hi, const uint64_t[::1] lo):
     return off_arr, data_arr[:pos].copy()
 
 
-def key_orders(int kind, const uint8_t[::1] data, const int64_t[::1] starts, const int64_t[::1] lengths, Py_ssize_t base=0):
+def key_orders(int kind, const uint8_t[::1] data, const int64_t[::1] starts, const int64_t[::1] lengths,
+               Py_ssize_t base=0):
     """Order keys ``(hi, lo)`` of serialized keys ``data[starts[i]:starts[i]+lengths[i]]``."""
     cdef Py_ssize_t n = starts.shape[0], i
     hi_arr = np.empty(n, dtype=np.int64)
@@ -387,7 +393,10 @@ def serialize64_groups(const uint64_t[::1] rids, const int64_t[::1] bounds):
                 while j < bounds[g + 1] and (rids[j] >> 32) == (rids[i] >> 32):
                     j += 1
                 h = <uint32_t> (rids[i] >> 32)
-                op[0] = <uint8_t> h; op[1] = <uint8_t> (h >> 8); op[2] = <uint8_t> (h >> 16); op[3] = <uint8_t> (h >> 24)
+                op[0] = <uint8_t> h
+                op[1] = <uint8_t> (h >> 8)
+                op[2] = <uint8_t> (h >> 16)
+                op[3] = <uint8_t> (h >> 24)
                 op += 4
                 op += pf_roaring_write(&low[i], <size_t> (j - i), op)
                 nb += 1
@@ -407,7 +416,8 @@ def gather_segments(parts, const int64_t[::1] part, const int64_t[::1] start, co
     cdef const uint64_t **ptr = <const uint64_t **> malloc(max(np_, 1) * sizeof(uint64_t *))
     cdef int64_t *lens = <int64_t *> malloc(max(np_, 1) * sizeof(int64_t))
     if ptr == NULL or lens == NULL:
-        free(ptr); free(lens)
+        free(ptr)
+        free(lens)
         raise MemoryError()
     cdef const uint64_t[::1] view
     cdef int64_t total = 0
@@ -484,7 +494,9 @@ def pack_blocks(const int64_t[::1] key_off, const uint8_t[::1] key_data, const i
     if key_off.shape[0] != nk + 1:
         raise ValueError("key_off must have one more element than bm_sizes")
     cdef _buf blk
-    blk.p = NULL; blk.n = 0; blk.cap = 0
+    blk.p = NULL
+    blk.n = 0
+    blk.cap = 0
     cdef const uint8_t *kd = &key_data[0] if key_data.shape[0] else &EMPTY_BYTE
     cdef int64_t pos = 0, entries_size, est = 0, esize = 0, klen
     # entries of the pending block: (key index, bitmap offset, bitmap length)
@@ -503,7 +515,8 @@ def pack_blocks(const int64_t[::1] key_off, const uint8_t[::1] key_data, const i
                 offs[k] = pos
                 pos += bm_sizes[k]
                 klen = key_off[k + 1] - key_off[k]
-                esize = pf_varint_size(<uint64_t> klen) + klen + pf_varint_size(<uint64_t> offs[k]) + pf_varint_size(<uint64_t> bm_sizes[k])
+                esize = (pf_varint_size(<uint64_t> klen) + klen + pf_varint_size(<uint64_t> offs[k])
+                         + pf_varint_size(<uint64_t> bm_sizes[k]))
                 est = pf_varint_size(<uint64_t> (npend + 1)) + entries_size + esize
             if npend and (k == nk or est > block_size):
                 # serialize the pending block
@@ -586,7 +599,6 @@ def parse_entries(const uint8_t[::1] raw, Py_ssize_t base=0):
     cdef const uint8_t *p = &raw[0] if n else &EMPTY_BYTE
     cdef int64_t pos = 0, i, at = 0
     cdef uint64_t cnt, v
-    cdef int rc = 0
     cdef const char *what = NULL
     if pf_get_varint(p, n, &pos, 31, &cnt) != 0:
         raise IndexFormatError("bad or truncated entry count", base)
@@ -737,7 +749,7 @@ cdef int64_t _check64(const uint8_t *b, int64_t n, const char **err, size_t *err
         err[0] = NULL
         err_at[0] = 0
         return -2
-    for k in range(nb):
+    for k in range(nb):  # no-cython-lint (a count: the index is not needed)
         if n - p < 4:
             err[0] = "64-bit roaring bitmap truncated (bucket key)"
             err_at[0] = p
@@ -792,7 +804,7 @@ def decode64_many(const uint8_t[::1] buf, const int64_t[::1] offs, const int64_t
     cdef uint64_t[::1] out = out_arr
     cdef const uint8_t *b = &buf[0] if n else &EMPTY_BYTE
     cdef size_t w = 0
-    cdef int64_t p, end, nb, k
+    cdef int64_t p, nb, k
     cdef uint64_t h
     with nogil:
         for i in range(m):
@@ -801,7 +813,7 @@ def decode64_many(const uint8_t[::1] buf, const int64_t[::1] offs, const int64_t
             for k in range(8):
                 nb |= (<int64_t> b[p + k]) << (8 * k)
             p += 8
-            for k in range(nb):
+            for k in range(nb):  # no-cython-lint (a count: the index is not needed)
                 h = <uint64_t> (b[p] | (b[p + 1] << 8) | (b[p + 2] << 16) | (<uint32_t> b[p + 3] << 24))
                 p += 4
                 w += pf_roaring_decode(b + p, h, &out[w])
@@ -957,7 +969,6 @@ cdef int64_t _stored_block(const uint8_t *t, int64_t tn, int64_t at, int64_t len
     crc = (<uint32_t> t[at + length + 1]) | (<uint32_t> t[at + length + 2] << 8) \
         | (<uint32_t> t[at + length + 3] << 16) | (<uint32_t> t[at + length + 4] << 24)
     return 1 if pf_crc32(0, t + at, <size_t> (length + 1)) == crc else 0
-
 
 
 def cold_find(int kind, const uint8_t[::1] tail, int64_t tail_at, int64_t index_off, int64_t index_len,

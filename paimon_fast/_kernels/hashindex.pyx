@@ -8,8 +8,8 @@
   adding values in order (what ``IntFileUtils.writeInts`` writes).
 """
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, int32_t, int64_t, uint64_t
-from libc.stdlib cimport malloc, calloc, free
-from libc.string cimport memcpy, memset
+from libc.stdlib cimport calloc, free
+from libc.string cimport memcpy
 import numpy as np
 cimport numpy as cnp
 
@@ -165,7 +165,7 @@ cdef void hash_rows(const Field *fields, int nf, Py_ssize_t n, int32_t *out) noe
             for j in range(null_words):
                 h = mix64(h, hdr[j])
         else:
-            for j in range(null_words):
+            for j in range(null_words):  # no-cython-lint (a count: the index is not needed)
                 h = mix(h, 0)
                 h = mix(h, 0)
         # fixed slots, hashed as they are computed
@@ -209,7 +209,7 @@ cdef void hash_rows(const Field *fields, int nf, Py_ssize_t n, int32_t *out) noe
                     continue
                 if fd.nulls != NULL and fd.nulls[r]:
                     if fd.kind == K_DEC_BIG:
-                        for j in range(4):
+                        for j in range(4):  # no-cython-lint (a count: the index is not needed)
                             h = mix(h, 0)
                     elif fd.kind == K_TS_BIG:
                         h = mix(h, 0)
@@ -383,7 +383,7 @@ def int_set_order(const int32_t[::1] values, Py_ssize_t expected=16):
                     break
                 # re-insert from the highest old slot down (fastutil rehash)
                 j = cap
-                for k in range(size - (1 if has_zero else 0)):
+                for k in range(size - (1 if has_zero else 0)):  # no-cython-lint (a count: the index is not needed)
                     j -= 1
                     while key[j] == 0:
                         j -= 1

@@ -5,7 +5,6 @@ from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 import numpy as np
-cimport numpy as cnp
 
 from paimon_fast.errors import IndexFormatError
 
@@ -75,7 +74,6 @@ def serialize_groups(const uint32_t[::1] values, const int64_t[::1] bounds):
         for g in range(ng):
             op += pf_roaring_write(vp + bounds[g], bounds[g + 1] - bounds[g], op)
     return out, sizes_arr
-
 
 
 cdef const char *_B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -159,6 +157,7 @@ def serialize_groups_b64(const uint32_t[::1] values, const int64_t[::1] bounds, 
                 _base64(scratch, <size_t> raw, op + off[g])
     free(scratch)
     return off_arr, out
+
 
 def check(const uint8_t[::1] buf, Py_ssize_t offset=0, Py_ssize_t limit=-1, Py_ssize_t base=0):
     """Validate the portable bitmap at ``buf[offset:limit]``.

@@ -261,7 +261,8 @@ def seek_handle(int kind, const uint8_t[::1] raw, const uint8_t[::1] key, Py_ssi
             err = _entry(&b, _pos(&b, i), &ks, &kl, &vs, &vl, &at)
             if not err:
                 pos = vs
-                if pf_get_varint(b.p, vs + vl, &pos, 63, &off) != 0 or pf_get_varint(b.p, vs + vl, &pos, 31, &size) != 0:
+                if (pf_get_varint(b.p, vs + vl, &pos, 63, &off) != 0
+                        or pf_get_varint(b.p, vs + vl, &pos, 31, &size) != 0):
                     err = E_HANDLE
                     at = vs
     if err:
@@ -274,7 +275,7 @@ def seek_handle(int kind, const uint8_t[::1] raw, const uint8_t[::1] key, Py_ssi
 def handles(const uint8_t[::1] raw, Py_ssize_t base=0):
     """``(offsets, sizes)`` (int64) of an index block's values (``varint64 offset,
     varint32 size``), every entry checked as :func:`block_entries` does."""
-    ks, kl, vs_a, vl_a = block_entries(raw, base)
+    _ks, _kl, vs_a, vl_a = block_entries(raw, base)
     cdef Py_ssize_t n = vs_a.shape[0], i
     offs_a = np.empty(n, dtype=np.int64)
     sizes_a = np.empty(n, dtype=np.int64)

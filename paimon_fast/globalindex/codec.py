@@ -13,9 +13,9 @@ from .sst import (
     TRAILER,
     ZSTD,  # noqa: F401
     BlockEncoder,
-    _crc32,
-    _lz4,
-    _zstd,
+    _crc32,  # noqa: F401 (handed on)
+    _lz4,  # noqa: F401 (handed on)
+    _zstd,  # noqa: F401 (handed on)
     compression_type,
     decode,
     lzo_module,

@@ -13,7 +13,8 @@ per Spark partition of the run, or one for an in-process run), sorted
 by ``key`` with the key's parts also as columns (``column``, ``value``,
 ``partition``, ``file_id``) plus ``bitmap`` (Base64 portable 64-bit roaring,
 the RFC's ``HoodieBitmapIndexInfo.bitmap``) and ``cardinality``; small row groups
-(at most 4096 records and about 1 MiB of bitmaps) and key statistics make a ``<column>$<value>$`` prefix lookup read little.  A
+(at most 4096 records and about 1 MiB of bitmaps) and key statistics make a ``<column>$<value>$`` prefix
+lookup read little.  A
 slice's records are written once and never changed: an unchanged slice is carried
 forward by reference, a changed one is written again in the new run's segment.
 

@@ -50,20 +50,20 @@ from ..result import UNSUPPORTED
 from ..roaring import bitmap_of
 
 from .globalindex_build import (
-    DEFAULT_RECORDS_PER_RANGE,
-    RECORDS_FLOATING,
+    DEFAULT_RECORDS_PER_RANGE,  # noqa: F401 (handed on)
+    RECORDS_FLOATING,  # noqa: F401 (handed on)
     RECORDS_PER_RANGE,  # noqa: F401
-    RECORDS_PER_RANGE_LEGACY,
+    RECORDS_PER_RANGE_LEGACY,  # noqa: F401 (handed on)
     _local_path,
     _new_file_name,
     _plan_build,
-    _read_task,
-    _Task,
+    _read_task,  # noqa: F401 (handed on)
+    _Task,  # noqa: F401 (handed on)
     _write_index_file,
-    build_range_files,
-    direct_read_plan,
-    read_direct,
-    records_per_file,
+    build_range_files,  # noqa: F401 (handed on)
+    direct_read_plan,  # noqa: F401 (handed on)
+    read_direct,  # noqa: F401 (handed on)
+    records_per_file,  # noqa: F401 (handed on)
     records_per_range,
     task_range_files,
 )
@@ -551,8 +551,6 @@ class GlobalIndexAnswer:
     def file_leaf_result(self, leaf: Leaf, first_row_id: int, row_count: int):
         """A leaf's answer inside one data file (positions relative to the file), or None
         when the file's rows are not all covered by the leaf's index."""
-        from pyroaring import BitMap
-
         from ..result import BitmapResult
 
         if leaf.name not in self.fields:

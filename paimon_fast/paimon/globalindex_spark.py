@@ -10,7 +10,8 @@ range's column with pyarrow (row ids from the files' first row ids), sorts and c
 files with the kernels, writes them under the table's ``index/`` directory and returns their
 names, sizes, record counts and metas.  With ``paimon-fast.global-index.split-rows`` set
 (unset by default: on a busy 2-core machine the exchange cost more than the second core
-gained, see benchmarks/README.md), a range of more rows is spread over several tasks, one per group of its data files: each sorts and groups its rows
+gained, see benchmarks/README.md), a range of more rows is spread over several tasks, one per group of its
+data files: each sorts and groups its rows
 and writes the grouping as an Arrow IPC run in ``index/.runs-<build id>``; then one task per
 range merges the runs (a gather per key, no sort of rows) and writes the range's files, the
 same bytes as a one-task build.  Ranges whose files need pypaimon's reader (deletion

@@ -45,7 +45,7 @@ from .pruning import (
     PruneReport,
     _bool_opt,
     _CountingSource,
-    _opt,
+    _opt,  # noqa: F401 (handed on)
     _result_of,  # noqa: F401
     _SchemaResolver,
     index_applicability,

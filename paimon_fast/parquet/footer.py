@@ -378,7 +378,10 @@ def _pages_by_walking(src: Source, fo: _Footer, rg: int, meta: dict, start: int,
             start,
         )
     keep = np.asarray(rowss, dtype=np.int64) > 0  # pages of zero rows hold nothing to select
-    pick = lambda a: np.asarray(a, dtype=np.int64)[keep]
+
+    def pick(a):
+        return np.asarray(a, dtype=np.int64)[keep]
+
     return _Pages(
         pick(firsts), pick(rowss), pick(offs), pick(sizes), dict_range, meta, np.asarray(encs, dtype=bool)[keep]
     )

@@ -32,7 +32,8 @@ jars are needed.
 reads only the files that may match (Spark's own Parquet reader), drops rows
 outside an index's row bitmap where one answers with exact positions (bitmap
 / BSI / range-bitmap indexes, and a current bitmap global index built with
-:func:`build_global_index`, whose row ids are mapped back to files and rows), then applies the whole predicate so the answer
+:func:`build_global_index`, whose row ids are mapped back to files and rows), then applies the whole
+predicate so the answer
 equals a plain scan.  Predicates are :mod:`paimon_fast.predicate` objects or
 SQL-like text (:func:`paimon_fast.sqlpredicate.parse_predicate`), OR and NOT
 included.

@@ -560,10 +560,10 @@ def _dir_summary(out: str) -> list:
 
 def _table(head, rows):
     widths = [max(len(str(x[i])) for x in rows + [head]) for i in range(len(head))]
-    fmt = lambda r: "  ".join(
-        str(v).ljust(w) if i == 0 else str(v).rjust(w)  # noqa: E731
-        for i, (v, w) in enumerate(zip(r, widths))
-    )
+
+    def fmt(r):
+        return "  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
+
     return "\n".join([fmt(head), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows])
 
 
@@ -585,7 +585,7 @@ def demo_main(args):
         print('pyspark is not installed (pip install "paimon-fast[spark]"): running the in-process demo')
         return core.demo_main(args)
 
-    from . import build, build_global_index, read
+    from . import build, build_global_index
     from .env import check_spark_environment
 
     # pyspark 4.3 warns about pandas 3 on every Arrow UDF; the demo's UDFs use Arrow only

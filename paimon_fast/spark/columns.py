@@ -108,7 +108,8 @@ def to_spark_column(predicate: Predicate, schema=None):
     """A Spark Column that is true exactly where ``predicate`` is (SQL three-valued logic).
 
     ``schema`` (a pyarrow Schema or ``{column: Arrow or Paimon type}``) first
-    makes NaN compare as IEEE (see :class:`SparkTranslator`) and normalises the literals to the column types (:func:`paimon_fast.literals.normalize`:
+    makes NaN compare as IEEE (see :class:`SparkTranslator`) and normalises the literals to the column types
+    (:func:`paimon_fast.literals.normalize`:
     ``x < 5.5`` on INT is ``x <= 5``, ``x < 2**70`` on BIGINT every non-null row, a
     string against a number a clear error), as every other consumer does.
     """

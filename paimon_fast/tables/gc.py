@@ -7,7 +7,8 @@ killed before that commit leaves files nothing references; superseded commit
 versions stay behind too.  :func:`collect` finds them:
 
 * in a Parquet dataset: file index containers (``_file_index/**.index``, and the old
-  layout's ``*.index`` beside the data files) that the current catalog does not name, deletion files in ``_deletion_vectors/`` no entry points
+  layout's ``*.index`` beside the data files) that the current catalog does not name, deletion files in
+  ``_deletion_vectors/`` no entry points
   at, ``_global_index/<column>/*.index`` files the column's current listing does
   not list, the exchange files (``_global_index/<column>/.runs-*/``) of a Spark
   build that died, commit versions older than the newest ``keep_versions``, and

@@ -106,14 +106,14 @@ from ..types import DataType
 from .arrow_filter import coerce_literals, filter_table, to_arrow_expression
 from .layout import (
     CATALOG_NAME,
-    DATA_SUFFIXES,
+    DATA_SUFFIXES,  # noqa: F401 (handed on)
     FILE_INDEX_DIR,
-    HIVE_NULL,
-    INDEX_SUFFIX,
+    HIVE_NULL,  # noqa: F401 (handed on)
+    INDEX_SUFFIX,  # noqa: F401 (handed on)
     DataFile,  # noqa: F401
     index_rel_path,
     is_data_file_name,
-    local_path,
+    local_path,  # noqa: F401 (handed on)
     parse_partition,
 )
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import Iterator, List, Optional
 
-import numpy as np
 import pyarrow as pa
 
 from ..lazyread import LegacyTupleRead, ReadSource
