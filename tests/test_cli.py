@@ -155,8 +155,13 @@ def test_inspect_mistakes(tmp_path, capsys):
 def test_hudi_table_that_does_not_exist(tmp_path, capsys):
     """Without the hudi package the line names its extra; with it, the path."""
     missing = str(tmp_path / "no-table")
-    line = mistake(["hudi", "query", missing, "--eq", "a=1"], capsys, [])
-    assert missing in line or 'pip install "paimon-fast[tables]"' in line
+    for argv in (
+        ["hudi", "query", missing, "--eq", "a=1"],
+        ["hudi", "inspect", missing],
+        ["hudi", "build", missing],
+    ):
+        line = mistake(argv, capsys, [])
+        assert missing in line or 'pip install "paimon-fast[tables]"' in line
 
 
 def test_corrupt_or_foreign_file_is_one_line_exit_1(tmp_path, capsys):

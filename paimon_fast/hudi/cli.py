@@ -174,8 +174,9 @@ def hudi_main(args):
                 out["rows"] = display_rows(tbl.slice(0, args.show))
         _print_json(out)
     else:
+        table_state(path, listing=False)  # no table there: the one-line mistake, exit 2
         m = storage.read_manifest(path)
-        if m is None:
+        if m is None:  # a table without an index: said in the JSON, exit 1
             _print_json({"table": display_uri(path), "index": None})
             return 1
         state = table_state(path)
