@@ -9,6 +9,9 @@ line in a shell (each line must exit 0).  An HTML comment right before a block s
 * ``<!-- docs-test: spark -->`` marks the page as needing Spark (its test carries the ``spark``
   mark); the blocks before a page's first Spark block also run in a test of their own without the
   mark, so they run in CI's job without Spark too;
+* ``<!-- docs-test: needs=MODULE[,MODULE] -->``: the block hands its rows to an optional package
+  (pandas); where it is not installed (CI's oldest job) the page's test skips from that block
+  on, saying which, after the blocks before it have run;
 * ``<!-- docs-test: output -->`` before a ``text`` block: the block is what the last command of
   the ``bash`` block before it prints (stdout), line by line (trailing spaces aside; a line
   ``...`` stands for any number of lines; help is formatted 100 columns wide);
@@ -212,6 +215,10 @@ def test_page_examples_run(page, upto, tmp_path, monkeypatch, request):
             continue
         if "ci" in directives or lang == "text":
             continue
+        for module in filter(None, directives.get("needs", "").split(",")):
+            # an optional package the block hands its rows to (CI's oldest job has no pandas);
+            # the blocks before it have run, the rest of the page runs where it is installed
+            pytest.importorskip(module, reason=f"{where} needs {module}, which is not installed")
         if "setup" in directives:
             SETUPS[directives["setup"]](tmp_path, request)
         if lang == "python":
