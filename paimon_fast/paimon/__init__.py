@@ -30,7 +30,8 @@ from .compat import legacy_file_io, legacy_manifest_table, upgrade_manifest_byte
 from .deletion import read_deletion_vector
 from .globalindex import create_global_index
 from .predicates import as_predicate, from_pypaimon, to_pypaimon
-from .scan import IndexPruner, PruneReport, index_applicability, plan_with_index, read_with_index
+from .scan import IndexPruner, PruneReport, index_applicability, plan_with_index
+from .stream import read_with_index
 
 # without pypaimon these raise one MissingDependencyError naming the extra, not a bare ImportError
 _needs_pypaimon = needs("pypaimon", "paimon_fast.paimon (Paimon tables)")

@@ -482,40 +482,6 @@ def plan_with_index(
     return rb, new_splits, report
 
 
-def read_with_index(
-    table,
-    predicate,
-    projection=None,
-    max_workers: int = 8,
-    fold_deletion_vectors: str = "auto",
-    coalesce_gap: int = DEFAULT_COALESCE_GAP,
-    fast: bool = True,
-    use_cache: bool = True,
-):
-    """Plan, prune with file indexes and read: the read object of :func:`paimon_fast.paimon.read`
-    (a :class:`~paimon_fast.lazyread.LazyRead`: ``to_arrow()``, the batch reader, pandas, Polars,
-    DuckDB, ``count()``, ``explain()``, ``report``).  ``predicate`` may also be SQL text.
-
-    Unpacking it as the former ``(arrow table, PruneReport)`` tuple still works, warned
-    (DeprecationWarning), and runs the former read: :func:`_read_all`."""
-    from .stream import IndexRead, PaimonSource
-
-    src = PaimonSource(
-        table,
-        predicate,
-        None if projection is None else list(projection),
-        max_workers=max_workers,
-        fast=fast,
-        use_cache=use_cache,
-        fold_deletion_vectors=fold_deletion_vectors,
-        coalesce_gap=coalesce_gap,
-    )
-    src.reader()  # the predicate checked against the table now (a missing column raises here)
-    return IndexRead(
-        src, (table, predicate, projection, max_workers, fold_deletion_vectors, coalesce_gap, fast, use_cache)
-    )
-
-
 def _read_all(
     table,
     predicate,

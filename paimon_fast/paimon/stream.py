@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..lazyread import LegacyTupleRead, ReadSource
+from .scan import DEFAULT_COALESCE_GAP
 
 FIRST_RANGE_ROWS = 1 << 16  # rows of the first range of a file read under a limit
 MAX_RANGE_ROWS = 1 << 18  # rows of a file read at once (ranges double up to this)
@@ -424,7 +425,7 @@ class PaimonSource(ReadSource):
         fold_deletion_vectors: str = "auto",
         coalesce_gap: Optional[int] = None,
     ):
-        from .scan import DEFAULT_COALESCE_GAP, _open_table
+        from .scan import _open_table
 
         self._arg = table
         self.table, self.builder = _open_table(table)
@@ -624,3 +625,35 @@ class IndexRead(LegacyTupleRead):
         from .scan import _read_all
 
         return _read_all(*self._legacy_args)
+
+
+def read_with_index(
+    table,
+    predicate,
+    projection=None,
+    max_workers: int = 8,
+    fold_deletion_vectors: str = "auto",
+    coalesce_gap: int = DEFAULT_COALESCE_GAP,
+    fast: bool = True,
+    use_cache: bool = True,
+):
+    """Plan, prune with file indexes and read: the read object of :func:`paimon_fast.paimon.read`
+    (a :class:`~paimon_fast.lazyread.LazyRead`: ``to_arrow()``, the batch reader, pandas, Polars,
+    DuckDB, ``count()``, ``explain()``, ``report``).  ``predicate`` may also be SQL text.
+
+    Unpacking it as the former ``(arrow table, PruneReport)`` tuple still works, warned
+    (DeprecationWarning), and runs the former read: :func:`_read_all`."""
+    src = PaimonSource(
+        table,
+        predicate,
+        None if projection is None else list(projection),
+        max_workers=max_workers,
+        fast=fast,
+        use_cache=use_cache,
+        fold_deletion_vectors=fold_deletion_vectors,
+        coalesce_gap=coalesce_gap,
+    )
+    src.reader()  # the predicate checked against the table now (a missing column raises here)
+    return IndexRead(
+        src, (table, predicate, projection, max_workers, fold_deletion_vectors, coalesce_gap, fast, use_cache)
+    )

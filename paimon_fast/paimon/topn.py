@@ -7,7 +7,7 @@ of :mod:`paimon_fast.tables.topn`: files that cannot beat the current k-th row
 are not read, the others only at their candidate rows; files without such an
 index read the column.  Deletion vectors remove rows before anything is
 ranked.  Every other table (primary keys, ORC, time travel...) is read with
-:func:`~paimon_fast.paimon.scan.read_with_index` and sorted in Arrow, so the
+:func:`~paimon_fast.paimon.stream.read_with_index` and sorted in Arrow, so the
 answer is the same, only slower.
 
 A row-tracking table with a ``btree`` global index on the column answers a top-N

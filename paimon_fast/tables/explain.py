@@ -199,12 +199,12 @@ def explain_dataset(ds, plan) -> Explain:
 
 def _global_rows(ds, pred, cols, counts, part_types, ops) -> List[IndexUse]:
     from . import globalindex as gi
-    from .parquet import _GlobalAnswers
+    from .globalindex import GlobalAnswers
 
     have = [c for c in cols if gi.has_global_index(ds.root, c, ds.store)]
     if not have:
         return []
-    answers = _GlobalAnswers(ds, pred, counts, part_types)
+    answers = GlobalAnswers(ds, pred, counts, part_types)
     files = ds.files()
     out = []
     for c in have:

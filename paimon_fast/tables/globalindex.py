@@ -27,9 +27,13 @@ import json
 import os
 import uuid
 
+from typing import Dict, List, Mapping, Optional, Tuple
+
 import numpy as np
 
 from ..fs import CommitFile, LazySource, resolve
+from ..predicate import Leaf, Predicate
+from ..result import SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
 from .layout import is_data_file_name
 
 INDEX_DIR = "_global_index"
@@ -223,3 +227,89 @@ def row_ids_to_file_rows(row_ids, listing) -> dict:
         if len(sel):
             out[files[fi]["path"]] = sel
     return out
+
+
+# ---------------------------------------------------------------- answers for a dataset read
+
+
+def _leaves(pred) -> List[Leaf]:
+    if isinstance(pred, Leaf):
+        return [pred]
+    return [x for c in getattr(pred, "children", ()) for x in _leaves(c)]
+
+
+class GlobalAnswers:
+    """Leaf answers of the dataset's bitmap global indexes, per file.
+
+    A column's global index (``<root>/_global_index/<column>/index.json``, see
+    :mod:`paimon_fast.tables.globalindex`) is used only when its listing
+    records exactly the dataset's current files (paths, sizes, modification
+    times, row counts); otherwise it is stale and ignored.  Each leaf on such a
+    column is evaluated once over the whole dataset; its global row ids are
+    split by the files' row offsets: a file with none is SKIP, the others get a
+    BitmapResult of row positions.  UNSUPPORTED or an error -> None (the file
+    index answers instead, or REMAIN).
+    """
+
+    def __init__(self, ds, pred: Predicate, counts: Mapping[str, int], part_types):
+        self.used, self.stale, self.errors = set(), set(), []
+        self._ids: Dict[int, np.ndarray] = {}
+        self._exact: Dict[int, bool] = {}
+        self._offsets: Dict[str, Tuple[int, int]] = {}
+        leaves = [x for x in _leaves(pred) if x.name not in part_types]
+        cols = sorted({x.name for x in leaves if has_global_index(ds.root, x.name, ds.store)})
+        if not cols:
+            return
+
+        files = ds.files()
+        acc = 0
+        for f in files:
+            self._offsets[f.path] = (acc, counts[f.path])
+            acc += counts[f.path]
+        indexes = {}
+        for c in cols:
+            try:
+                listing = read_listing(ds.root, c, ds.store)
+                if not listing_is_current(listing, files) or [d["row_count"] for d in listing["data_files"]] != [
+                    counts[f.path] for f in files
+                ]:
+                    self.stale.add(c)
+                    continue
+                indexes[c] = load_global_index(ds.root, c, filesystem=ds.store, counter=ds.io)
+            except Exception as e:  # an unreadable listing never fails a query
+                self.errors.append(f"{c}: {type(e).__name__}: {e}")
+        try:
+            for leaf in leaves:
+                g = indexes.get(leaf.name)
+                if g is None:
+                    continue
+                try:
+                    r = g.visit(leaf)
+                except Exception as e:
+                    self.errors.append(f"{leaf!r}: {type(e).__name__}: {e}")
+                    continue
+                if r is UNSUPPORTED:
+                    continue
+                self._ids[id(leaf)] = np.frombuffer(r.to_array(), dtype=np.uint64) if len(r) else np.zeros(0, np.uint64)
+                self._exact[id(leaf)] = g.answers_exactly(leaf)
+                self.used.add(leaf.name)
+        finally:
+            for g in indexes.values():
+                g.close()
+
+    def exact(self, leaf: Leaf) -> bool:
+        """Are the leaf's row ids exactly the rows where it holds?"""
+        return self._exact.get(id(leaf), False)
+
+    def result(self, leaf: Leaf, path: str) -> Optional[FileIndexResult]:
+        ids = self._ids.get(id(leaf))
+        if ids is None:
+            return None
+        from ..roaring import bitmap_of
+
+        first, n = self._offsets[path]
+        # the bounds as uint64: Python ints would make numpy compare every id as a float
+        lo, hi = np.searchsorted(ids, np.array([first, first + n], dtype=np.uint64))
+        if lo == hi:
+            return SKIP
+        return BitmapResult(bitmap_of(ids[lo:hi] - np.uint64(first)))

@@ -101,7 +101,7 @@ from ..fileindex.options import (
 from ..fs import CommitFile, IOCounter, Store, resolve
 from ..fsutil import TMP_MARK, write_atomic  # noqa: F401  (re-exported for callers)
 from ..predicate import Leaf, Predicate
-from ..result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
+from ..result import REMAIN, SKIP, BitmapResult, FileIndexResult
 from ..types import DataType
 from .arrow_filter import coerce_literals, filter_table, to_arrow_expression
 from .layout import (
@@ -116,6 +116,8 @@ from .layout import (
     local_path,  # noqa: F401 (handed on)
     parse_partition,
 )
+from .globalindex import GlobalAnswers
+from .plan import FilePlan, ScanPlan, ScanReport  # noqa: F401 (the plan types, handed on)
 
 CATALOG_FORMAT = "paimon-fast-dataset"
 CATALOG_VERSION = 1
@@ -266,111 +268,7 @@ def build_file_index(
     return pf.metadata.num_rows, store_index(store, root, rel, b.finish(), threshold, digest, _fault, types=b.types)
 
 
-# ---------------------------------------------------------------- plans and reports
-
-
-@dataclass
-class FilePlan:
-    """One file's answer: ``result`` is REMAIN, SKIP or a BitmapResult (row positions in the file).
-
-    ``deletion_vector`` is the file's current DeletionVector (None: no deleted
-    rows); a BitmapResult never holds deleted positions.  ``exact``: the selected rows (the
-    bitmap's, or every row not deleted) are exactly the rows where the predicate holds, because
-    every leaf was answered exactly (a partition value, an index that keeps a bitmap per value
-    or slice: :meth:`~paimon_fast.fileindex.base.FileIndexReader.answers_exactly`), so readers
-    take them without evaluating the predicate; otherwise they are a superset.
-    """
-
-    file: DataFile
-    result: FileIndexResult
-    rows: int
-    indexed: bool
-    error: Optional[str] = None
-    deletion_vector: Optional[object] = None
-    exact: bool = False
-
-    @property
-    def skipped(self) -> bool:
-        return not self.result.remain
-
-    @property
-    def bitmap(self) -> Optional[BitMap]:
-        return self.result.bitmap if isinstance(self.result, BitmapResult) else None
-
-    @property
-    def rows_to_read(self) -> int:
-        if self.skipped:
-            return 0
-        b = self.bitmap
-        if b is not None:
-            return min(len(b), self.rows)
-        dv = self.deletion_vector
-        return self.rows if dv is None else self.rows - dv.cardinality
-
-
-@dataclass
-class ScanReport:
-    """What pruning did: files total / skipped, rows skipped by whole files and by bitmaps, time."""
-
-    files_total: int = 0
-    files_skipped: int = 0
-    files_without_index: int = 0
-    files_with_bitmap: int = 0
-    index_errors: int = 0
-    rows_total: int = 0
-    rows_skipped_by_file: int = 0
-    rows_skipped_by_bitmap: int = 0
-    rows_skipped_by_deletion: int = 0
-    files_all_deleted: int = 0
-    rows_deleted_total: int = 0
-    eval_seconds: float = 0.0
-    predicate: str = ""
-    global_index_used: List[str] = field(default_factory=list)
-    global_index_stale: List[str] = field(default_factory=list)
-    bytes_read: int = 0  # read from the store by this call (catalog, indexes; data files on remote stores)
-    decoded: Optional[object] = None  # scan(): what the reads of files with row bitmaps decoded (PageReadStats)
-
-    @property
-    def files_read(self) -> int:
-        return self.files_total - self.files_skipped
-
-    @property
-    def rows_read(self) -> int:
-        return self.rows_total - self.rows_skipped_by_file - self.rows_skipped_by_bitmap - self.rows_skipped_by_deletion
-
-    def as_dict(self) -> dict:
-        d = dict(self.__dict__)
-        d.update(files_read=self.files_read, rows_read=self.rows_read)
-        if self.decoded is not None:
-            d["decoded"] = self.decoded.as_dict()
-        return d
-
-    def __str__(self):
-        return (
-            f"files {self.files_read}/{self.files_total} read ({self.files_skipped} skipped, "
-            f"{self.files_without_index} without a current index), rows {self.rows_read:,}/{self.rows_total:,} "
-            f"read ({self.rows_skipped_by_file:,} skipped with files, {self.rows_skipped_by_bitmap:,} by bitmaps, "
-            f"{self.rows_skipped_by_deletion:,} by deletion vectors), "
-            f"index evaluation {self.eval_seconds * 1000:.1f} ms, {self.bytes_read:,} bytes read"
-            + (f", global index on {', '.join(self.global_index_used)}" if self.global_index_used else "")
-            + (
-                f", stale global index ignored on {', '.join(self.global_index_stale)}"
-                if self.global_index_stale
-                else ""
-            )
-            + (f"; bitmap reads decoded {self.decoded}" if self.decoded is not None and self.decoded.rows else "")
-        )
-
-
-@dataclass
-class ScanPlan:
-    files: List[FilePlan]
-    report: ScanReport
-    predicate: Optional[Predicate] = None
-
-    @property
-    def kept(self) -> List[FilePlan]:
-        return [f for f in self.files if not f.skipped]
+# ---------------------------------------------------------------- build reports
 
 
 @dataclass
@@ -742,7 +640,7 @@ class ParquetDataset:
         from .deletes import load_vectors
 
         vectors = load_vectors(self, cat)
-        gi = _GlobalAnswers(self, pred, counts, part_types) if pred is not None else None
+        gi = GlobalAnswers(self, pred, counts, part_types) if pred is not None else None
 
         def one(f: DataFile) -> FilePlan:
             p = evaluate(f)
@@ -1313,91 +1211,6 @@ def _with_offsets(batches):
     for b in batches:
         yield b, off
         off += b.num_rows
-
-
-def _leaves(pred) -> List[Leaf]:
-    if isinstance(pred, Leaf):
-        return [pred]
-    return [x for c in getattr(pred, "children", ()) for x in _leaves(c)]
-
-
-class _GlobalAnswers:
-    """Leaf answers of the dataset's bitmap global indexes, per file.
-
-    A column's global index (``<root>/_global_index/<column>/index.json``, see
-    :mod:`paimon_fast.tables.globalindex`) is used only when its listing
-    records exactly the dataset's current files (paths, sizes, modification
-    times, row counts); otherwise it is stale and ignored.  Each leaf on such a
-    column is evaluated once over the whole dataset; its global row ids are
-    split by the files' row offsets: a file with none is SKIP, the others get a
-    BitmapResult of row positions.  UNSUPPORTED or an error -> None (the file
-    index answers instead, or REMAIN).
-    """
-
-    def __init__(self, ds: "ParquetDataset", pred: Predicate, counts: Mapping[str, int], part_types):
-        self.used, self.stale, self.errors = set(), set(), []
-        self._ids: Dict[int, np.ndarray] = {}
-        self._exact: Dict[int, bool] = {}
-        self._offsets: Dict[str, Tuple[int, int]] = {}
-        leaves = [x for x in _leaves(pred) if x.name not in part_types]
-        from . import globalindex as gi
-
-        cols = sorted({x.name for x in leaves if gi.has_global_index(ds.root, x.name, ds.store)})
-        if not cols:
-            return
-
-        files = ds.files()
-        acc = 0
-        for f in files:
-            self._offsets[f.path] = (acc, counts[f.path])
-            acc += counts[f.path]
-        indexes = {}
-        for c in cols:
-            try:
-                listing = gi.read_listing(ds.root, c, ds.store)
-                if not gi.listing_is_current(listing, files) or [d["row_count"] for d in listing["data_files"]] != [
-                    counts[f.path] for f in files
-                ]:
-                    self.stale.add(c)
-                    continue
-                indexes[c] = gi.load_global_index(ds.root, c, filesystem=ds.store, counter=ds.io)
-            except Exception as e:  # an unreadable listing never fails a query
-                self.errors.append(f"{c}: {type(e).__name__}: {e}")
-        try:
-            for leaf in leaves:
-                g = indexes.get(leaf.name)
-                if g is None:
-                    continue
-                try:
-                    r = g.visit(leaf)
-                except Exception as e:
-                    self.errors.append(f"{leaf!r}: {type(e).__name__}: {e}")
-                    continue
-                if r is UNSUPPORTED:
-                    continue
-                self._ids[id(leaf)] = np.frombuffer(r.to_array(), dtype=np.uint64) if len(r) else np.zeros(0, np.uint64)
-                self._exact[id(leaf)] = g.answers_exactly(leaf)
-                self.used.add(leaf.name)
-        finally:
-            for g in indexes.values():
-                g.close()
-
-    def exact(self, leaf: Leaf) -> bool:
-        """Are the leaf's row ids exactly the rows where it holds?"""
-        return self._exact.get(id(leaf), False)
-
-    def result(self, leaf: Leaf, path: str) -> Optional[FileIndexResult]:
-        ids = self._ids.get(id(leaf))
-        if ids is None:
-            return None
-        from ..roaring import bitmap_of
-
-        first, n = self._offsets[path]
-        # the bounds as uint64: Python ints would make numpy compare every id as a float
-        lo, hi = np.searchsorted(ids, np.array([first, first + n], dtype=np.uint64))
-        if lo == hi:
-            return SKIP
-        return BitmapResult(bitmap_of(ids[lo:hi] - np.uint64(first)))
 
 
 def _partition_leaf(leaf: Leaf, raw: Optional[str], t: pa.DataType) -> Tuple[FileIndexResult, bool]:

@@ -94,12 +94,12 @@ class DatasetSource(ReadSource):
         return DatasetSource(self.ds, columns=columns, _shared=self._shared)
 
     def plan(self):
-        """The :class:`~paimon_fast.tables.parquet.ScanPlan` (made on first call, then kept)."""
+        """The :class:`~paimon_fast.tables.plan.ScanPlan` (made on first call, then kept)."""
         return self._shared.planned()
 
     @property
     def report(self):
-        """The plan's :class:`~paimon_fast.tables.parquet.ScanReport`; ``bytes_read`` and
+        """The plan's :class:`~paimon_fast.tables.plan.ScanReport`; ``bytes_read`` and
         ``decoded`` grow as ranges are read."""
         return self.plan().report
 
@@ -209,12 +209,12 @@ def ship(p) -> tuple:
 
 
 def unship(t: tuple):
-    """The :class:`~paimon_fast.tables.parquet.FilePlan` :func:`ship` gave."""
+    """The :class:`~paimon_fast.tables.plan.FilePlan` :func:`ship` gave."""
     from pyroaring import BitMap
 
     from ..result import REMAIN, BitmapResult
     from ..tableindex import DeletionVector
-    from .parquet import FilePlan
+    from .plan import FilePlan
 
     f, rows, bm, dv = t
     res = REMAIN if bm is None else BitmapResult(BitMap.deserialize(bm))
