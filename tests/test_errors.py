@@ -42,10 +42,16 @@ def test_fractional_deletion_positions_are_refused_not_truncated():
 
 
 def test_duplicate_or_fractional_row_ids_to_the_global_index_writer():
-    w = gi.writer("INT")
-    w.write_batch(pa.array([1, 2, 3], pa.int32()), np.array([7, 8, 7], np.int64))
-    with pytest.raises(InvalidArgumentError, match="row id 7 is given 2 times"):
-        w.finish()
+    for kind in ("bitmap", "btree"):
+        w = gi.writer("INT", index_type=kind)
+        w.write_batch(pa.array([1, 2, 3], pa.int32()), np.array([7, 8, 7], np.int64))
+        with pytest.raises(InvalidArgumentError, match="row id 7 is given 2 times"):
+            w.finish()
+        w = gi.writer("INT", index_type=kind)
+        w.write_batch(pa.array([1], pa.int32()), np.array([5], np.int64))
+        w.write_batch(pa.array([2], pa.int32()), np.array([5], np.int64))
+        with pytest.raises(InvalidArgumentError, match="row id 5 is given 2 times"):
+            w.finish()
     w = gi.writer("INT")
     w.write_batch(pa.array([1], pa.int32()), np.array([5], np.int64))
     w.write_batch(pa.array([2], pa.int32()), np.array([5], np.int64))  # across batches too

@@ -28,11 +28,10 @@ import threading
 from collections import OrderedDict
 
 import numpy as np
-import pyarrow as pa
 from pyroaring import BitMap64
 
 from .._kernels import load as _load
-from ..errors import IndexFormatError, InvalidArgumentError
+from ..errors import IndexFormatError
 from ..fileindex.options import Options
 from ..source import FileSource
 from . import sst as _sst
@@ -109,19 +108,7 @@ class BTreeGlobalIndexWriter(_FileWriter):
         writer refuses to write an empty file)."""
         if self.row_count == 0:
             return None, None
-        arr = (
-            self._keys[0]
-            if len(self._keys) == 1
-            else pa.concat_arrays([a.cast(self._keys[0].type) for a in self._keys])
-        )
-        rids = self._rids[0] if len(self._rids) == 1 else np.concatenate(self._rids)
-        srt = rids if rids.size < 2 or bool(np.all(rids[1:] > rids[:-1])) else np.sort(rids)
-        dup = np.flatnonzero(srt[1:] == srt[:-1])
-        if dup.size:
-            raise InvalidArgumentError(
-                f"row id {int(srt[dup[0]])} is given {int((srt == srt[dup[0]]).sum())} times: "
-                "a global index maps each row id to one value"
-            )
+        arr, rids = self._gathered()
         data, meta = file_from_groups(group_column(self.codec, arr, rids), self.block_size, self.encoder)
         return bytes(data) if not isinstance(data, bytes) else data, meta
 

@@ -109,6 +109,25 @@ class _FileWriter:
         write_atomic(path, data)
         return meta
 
+    def _gathered(self):
+        """``(keys, row ids)`` written so far: the keys as one Arrow array of the first batch's
+        type, the row ids as given.  A row id given twice is refused (InvalidArgumentError)."""
+        arr = (
+            self._keys[0]
+            if len(self._keys) == 1
+            else pa.concat_arrays([a.cast(self._keys[0].type) for a in self._keys])
+        )
+        rids = self._rids[0] if len(self._rids) == 1 else np.concatenate(self._rids)
+        # row ids usually arrive ascending (one pass proves them distinct); else sort a copy
+        srt = rids if rids.size < 2 or bool(np.all(rids[1:] > rids[:-1])) else np.sort(rids)
+        dup = np.flatnonzero(srt[1:] == srt[:-1])
+        if dup.size:
+            raise InvalidArgumentError(
+                f"row id {int(srt[dup[0]])} is given {int((srt == srt[dup[0]]).sum())} times: "
+                "a global index maps each row id to one value"
+            )
+        return arr, rids
+
 
 class BitmapGlobalIndexWriter(_FileWriter):
     """Writes one bitmap global index file from ``(key, row id)`` batches.
@@ -171,20 +190,7 @@ class BitmapGlobalIndexWriter(_FileWriter):
         (Java writes no file then)."""
         if self.row_count == 0:
             return None, None
-        arr = (
-            self._keys[0]
-            if len(self._keys) == 1
-            else pa.concat_arrays([a.cast(self._keys[0].type) for a in self._keys])
-        )
-        rids = self._rids[0] if len(self._rids) == 1 else np.concatenate(self._rids)
-        # row ids usually arrive ascending (one pass proves them distinct); else sort a copy
-        srt = rids if rids.size < 2 or bool(np.all(rids[1:] > rids[:-1])) else np.sort(rids)
-        dup = np.flatnonzero(srt[1:] == srt[:-1])
-        if dup.size:
-            raise InvalidArgumentError(
-                f"row id {int(srt[dup[0]])} is given {int((srt == srt[dup[0]]).sum())} times: "
-                "a global index maps each row id to one value"
-            )
+        arr, rids = self._gathered()
         return build_file(self.codec, arr, rids, self.block_size, self.encoder)
 
 

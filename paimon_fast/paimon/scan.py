@@ -261,21 +261,10 @@ class IndexPruner:
             report.deletion_vectors_converted += 1
         if type(s) is not DataSplit:
             raise UnsupportedFeatureError(f"64-bit deletion vectors in a {type(s).__name__}: not supported")
-        return DataSplit(
-            files=s.files,
-            partition=s.partition,
-            bucket=s.bucket,
-            raw_convertible=s.raw_convertible,
-            data_deletion_files=new_dfs,
-            snapshot_id=s.snapshot_id,
-            is_streaming=s.is_streaming,
-            bucket_path=s.bucket_path,
-            total_buckets=s.total_buckets,
-        )
+        return _split_with_deletion_files(s, new_dfs)
 
     def _prune_split(self, si, s, results, report):
         from pypaimon.globalindex.indexed_split import IndexedSplit
-        from pypaimon.read.split import DataSplit
         from pypaimon.utils.range import Range
 
         keep = []  # (file, deletion file, selection bitmap or None)
@@ -326,17 +315,7 @@ class IndexPruner:
                 return None
             names = {f.file_name for f, _ in kept}
             base = s.filter_file(lambda m: m.file_name in names)
-            base = DataSplit(
-                files=base.files,
-                partition=base.partition,
-                bucket=base.bucket,
-                raw_convertible=base.raw_convertible,
-                data_deletion_files=None,
-                snapshot_id=base.snapshot_id,
-                is_streaming=base.is_streaming,
-                bucket_path=base.bucket_path,
-                total_buckets=base.total_buckets,
-            )
+            base = _split_with_deletion_files(base, None)
             by_name = {f.file_name: sel for f, sel in kept}
             ranges = []
             offset = 0
@@ -359,6 +338,23 @@ class IndexPruner:
             report.rows_selected += f.row_count
             report.rows_index_selected += f.row_count
         return new
+
+
+def _split_with_deletion_files(s, deletion_files):
+    """A copy of the pypaimon ``DataSplit`` ``s`` with other deletion files (None: none)."""
+    from pypaimon.read.split import DataSplit
+
+    return DataSplit(
+        files=s.files,
+        partition=s.partition,
+        bucket=s.bucket,
+        raw_convertible=s.raw_convertible,
+        data_deletion_files=deletion_files,
+        snapshot_id=s.snapshot_id,
+        is_streaming=s.is_streaming,
+        bucket_path=s.bucket_path,
+        total_buckets=s.total_buckets,
+    )
 
 
 def _open_table(table):
