@@ -498,7 +498,8 @@ def cold_equal(int kind, const uint8_t[::1] tail, int64_t tail_at, int64_t index
     cdef span sp
     cdef uint8_t *buf = NULL
     cdef const uint8_t *dp
-    if index_off < tail_at or index_size < 0 or index_off + index_size + 5 > tail_at + tn:
+    # every bound compared with what is left (a var-int of 63 bits plus a size wraps int64)
+    if index_off < tail_at or index_size < 0 or index_off - tail_at > tn or index_size > tn - 5 - (index_off - tail_at):
         return None
     cdef const uint8_t *ip = t + (index_off - tail_at)
     if ip[index_size] != 0 or not _crc_ok(ip, index_size):
@@ -518,9 +519,9 @@ def cold_equal(int kind, const uint8_t[::1] tail, int64_t tail_at, int64_t index
     if i < 0:
         return np.empty(0, dtype=np.uint64)
     off, size = <int64_t> v1, <int64_t> v2
-    if off < 0 or size < 0 or off + size + 5 > file_body:
+    if off < 0 or size < 0 or off > file_body or size > file_body - 5 - off:
         raise IndexFormatError(f"data block {i} [{off}, {off + size}) lies outside the file body", index_off)
-    if off >= tail_at and off + size + 5 <= tail_at + tn:
+    if off >= tail_at and off + size + 5 <= tail_at + tn:  # (no wrap: off + size + 5 <= file_body)
         dp = t + (off - tail_at)
     elif fd >= 0:
         buf = <uint8_t *> malloc(<size_t> (size + 5))
@@ -560,7 +561,7 @@ def read_block(int fd, int64_t offset, int64_t size, int64_t file_body):
     bytes, compression type)``.  ``file_body``: where the file's footer starts (the block must
     end before it).  A short read, a bad CRC or a block outside the body raises
     IndexFormatError; an uncompressed block's stored bytes are its raw bytes."""
-    if offset < 0 or size < 0 or offset + size + 5 > file_body:
+    if offset < 0 or size < 0 or offset > file_body or size > file_body - 5 - offset:
         raise IndexFormatError(f"block [{offset}, {offset + size + 5}) lies outside the file body", offset)
     out = PyBytes_FromStringAndSize(NULL, size + 5)
     cdef uint8_t *p = <uint8_t *> PyBytes_AS_STRING(out)

@@ -57,6 +57,10 @@ MAGIC = 0x50425449
 VERSION = 1
 FOOTER_LENGTH = 52
 TAIL_READ = 16384  # bytes read at open: the footer and the index block (usually) before it
+# a bloom filter no writer makes: Java's filter counts its bits in an int, and its probes a key
+# are round(bits / keys * ln 2) = log2(1 / fpp), 7 for 1% (128 would mean fpp 2**-128)
+MAX_BLOOM_BYTES = 0x7FFFFFFF // 8
+MAX_BLOOM_HASHES = 128
 _FOOTER = struct.Struct("<qiqqiqiii")
 
 OPT_BLOCK_SIZE = "btree-index.block-size"
@@ -320,10 +324,25 @@ class BTreeIndexFile:
                     offs, sizes = _ks.handles(u8, f.index_offset)
                     self.codec.check_key_lengths(kl, "btree global index block index", f.index_offset)
                     body = self.size - FOOTER_LENGTH
-                    bad = np.flatnonzero((offs < 0) | (sizes < 0) | (offs + sizes + _sst.TRAILER > body))
+                    # offs + sizes could wrap in int64 (a var-int offset near 2**63): compare
+                    # each with what is left instead
+                    bad = np.flatnonzero(
+                        (offs < 0) | (sizes < 0) | (offs > body) | (sizes > body - _sst.TRAILER - offs)
+                    )
                     if len(bad):
                         j = int(bad[0])
                         self._check_handle(j, int(offs[j]), int(sizes[j]))
+                    # Java writes the data blocks one after another: a handle that goes back
+                    # or overlaps its predecessor would make a range scan read one block again
+                    # and again (a 1 MB file asking for 60 GB of row ids)
+                    back = np.flatnonzero(offs[1:] < offs[:-1] + sizes[:-1] + _sst.TRAILER)
+                    if len(back):
+                        j = int(back[0]) + 1
+                        raise IndexFormatError(
+                            f"data block {j} at {int(offs[j])} overlaps or precedes data block {j - 1} "
+                            f"[{int(offs[j - 1])}, {int(offs[j - 1] + sizes[j - 1])})",
+                            f.index_offset,
+                        )
                     self._index = (u8, ks, kl, offs, sizes)
                 idx = self._index
         return idx
@@ -380,10 +399,16 @@ class BTreeIndexFile:
         b = self._bloom
         if b is None:
             f = self.footer
-            bits = np.frombuffer(bytes(self._read_at(f.bloom_offset, f.bloom_size, "bloom filter")), np.uint8)
             import math
 
             hashes = max(1, int(math.floor(f.bloom_size * 8 / f.bloom_expected * math.log(2) + 0.5)))
+            if hashes > MAX_BLOOM_HASHES or not 0 < f.bloom_size <= MAX_BLOOM_BYTES:
+                raise IndexFormatError(
+                    f"bloom filter of {f.bloom_size} bytes for {f.bloom_expected} keys ({hashes} probes a key): "
+                    f"no writer's (at most {MAX_BLOOM_BYTES} bytes and {MAX_BLOOM_HASHES} probes)",
+                    self.size - FOOTER_LENGTH,
+                )
+            bits = np.frombuffer(bytes(self._read_at(f.bloom_offset, f.bloom_size, "bloom filter")), np.uint8)
             b = self._bloom = (bits, hashes)
         return b
 

@@ -49,6 +49,25 @@ def _zstd():
     return require("zstandard", "zstd compression", MissingCodecError)
 
 
+def _zstd_at_most(data: bytes, raw_len: int, offset: int) -> bytes:
+    """The zstd frames of ``data`` decompressed, never to more than ``raw_len + 1`` bytes: a frame
+    declaring another size is refused before anything is allocated, and one declaring none is
+    streamed only that far (zstandard's one-shot decompress sizes its output by the frame header,
+    whatever ``max_output_size`` says: a 49 KB block could claim and fill 1.5 GB)."""
+    zstandard = _zstd()
+    declared = zstandard.frame_content_size(data)  # -1: the frame does not say
+    if declared >= 0 and declared != raw_len:
+        raise IndexFormatError(f"zstd block declares {declared} raw bytes, {raw_len} expected", offset)
+    out = bytearray()
+    with zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True) as r:
+        while len(out) <= raw_len:
+            chunk = r.read(raw_len + 1 - len(out))
+            if not chunk:
+                break
+            out += chunk
+    return bytes(out)
+
+
 def _lz4():
     require("lz4", "lz4 compression", MissingCodecError)
     import lz4.block
@@ -156,8 +175,7 @@ def decode(stored_and_trailer, length: int, offset: int) -> tuple:
     payload = stored[p:]
     try:
         if ctype == ZSTD:
-            zstandard = _zstd()
-            out = zstandard.ZstdDecompressor().decompress(bytes(payload), max_output_size=max(raw_len, 1))
+            out = _zstd_at_most(bytes(payload), raw_len, offset)
         else:
             if len(payload) < 8:
                 raise IndexFormatError("compressed block truncated (codec header)", offset + p)
