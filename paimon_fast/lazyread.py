@@ -389,20 +389,18 @@ class LazyRead:
 
         def source(with_columns, predicate, n_rows, batch_size):
             read = self.select(list(with_columns)) if with_columns is not None else self
-            if predicate is None and n_rows is not None:
+            if n_rows is not None:
+                # n_rows is a slice of the source taken before the predicate: Polars hands both
+                # for head(n).filter(p) (for filter(p).head(n) it hands the predicate alone and
+                # slices the filtered rows itself), so the limit goes into the read and the
+                # predicate filters the first n_rows rows
                 read = read.with_limit(n_rows if read.limit is None else min(n_rows, read.limit))
-            left = n_rows
             for b in read._batches():
                 df = pl.from_arrow(b)
                 if predicate is not None:
                     df = df.filter(predicate)
-                if left is not None:
-                    df = df.head(left)
-                    left -= df.height
                 if df.height:
                     yield df
-                if left is not None and left <= 0:
-                    return
 
         return register_io_source(source, schema=schema)
 

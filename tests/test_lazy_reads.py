@@ -290,6 +290,25 @@ def test_polars_queries_over_the_stream(datasets):
     assert set(top["id"].to_list()) <= want_ids
 
 
+def test_polars_head_then_filter_filters_the_first_rows(datasets):
+    """``head(n).filter(p)`` reaches the source as ``n_rows`` with a predicate: the first ``n``
+    rows of the read, then the filter (not the first ``n`` rows that pass it)."""
+    import polars as pl
+
+    root, deleted = datasets["deletes"]
+    first = oracle(plain_rows(root), "score > 10", deleted)  # the read's order: files by path
+    lf = ParquetDataset(root).read("score > 10").to_polars(lazy=True)
+    for n in (1, 50, 333, 10_000):
+        want = [r for r in first[:n] if r["status"] == "paid"]
+        got = lf.head(n).filter(pl.col("status") == "paid").collect()
+        assert multiset(got.to_dicts(), ["id", "status"]) == multiset(want, ["id", "status"]), n
+        got = lf.select(["id", "status"]).head(n).filter(pl.col("status") == "paid").select("id").collect()
+        assert got["id"].to_list() == [r["id"] for r in want], n
+    # filter then head: the first n rows that pass the filter
+    got = lf.filter(pl.col("status") == "paid").head(20).collect()
+    assert got["id"].to_list() == [r["id"] for r in first if r["status"] == "paid"][:20]
+
+
 # ---------------------------------------------------------------- limit, count, streaming
 
 
