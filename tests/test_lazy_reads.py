@@ -748,6 +748,28 @@ def test_read_builder_is_pypaimons_shape(native_table):
     assert "bitmap" in str(rb.explain())
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "pypaimon-path"])
+def test_pypaimon_builder_projection_without_the_predicate_columns(native_table, fast):
+    """A pypaimon read builder whose projection leaves out the predicate's columns: they are
+    read too, the rows filtered, then dropped (every hand-off, count, the legacy tuple)."""
+    from paimon_fast.paimon import read, read_with_index
+
+    rows = paimon_rows(native_table)
+    for where in ("price > 900", "category = 'red' AND price < 300", "name = 'name-12' OR price < 30"):
+        rb = native_table.new_read_builder().with_projection(["id", "name"])
+        want = oracle(rows, where)
+        assert 0 < len(want) < len(rows)
+        r = read(rb, where, fast=fast)
+        assert r.columns == ["id", "name"]
+        check_all_handoffs(r, want)
+        assert read(rb, where, columns=["name"], fast=fast).count() == len(want)
+        with pytest.warns(DeprecationWarning):
+            t, _ = read_with_index(rb, where, fast=fast)
+        assert t.column_names == ["id", "name"] and multiset(t.to_pylist(), ["id", "name"]) == multiset(
+            want, ["id", "name"]
+        )
+
+
 def test_read_with_index_returns_the_read_object(native_table):
     from paimon_fast.paimon import read_with_index
 

@@ -366,6 +366,30 @@ def _open_table(table):
     raise TypeError(f"expected a pypaimon table or read builder, got {type(table).__name__}")
 
 
+def _reading_predicate_columns(rb, pred):
+    """``(builder, extra)``: the pypaimon read builder ``rb``, or when its projection lacks
+    columns of ``pred``, a copy of it that also reads them (``extra``, appended after its own
+    columns; the caller filters, then drops them).  Projections of nested fields or with output
+    names cannot be widened: such a builder must read the predicate's columns itself."""
+    import copy
+
+    if pred is None:
+        return rb, []
+    names = [f.name for f in rb.read_type()]
+    extra = [c for c in sorted(pred.fields()) if c not in names]
+    if not extra:
+        return rb, []
+    proj = getattr(rb, "_output_projection", None)
+    if proj is not None and (proj.named or any(len(path) != 1 for _, path in proj.columns)):
+        from ..errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"the read builder's projection leaves out the predicate's columns {extra} and projects "
+            "nested fields or output names: project the predicate's columns too"
+        )
+    return copy.copy(rb).with_projection(names + extra), extra
+
+
 def _scanned_snapshot(table):
     """The snapshot pypaimon's scan of ``table`` reads (its time-travel options and pinned view
     resolved as the scan resolves them), whose index manifest lists the global indexes to use."""
@@ -533,10 +557,13 @@ def _read_all(
     pred = predicate
     if pred is None:
         out = rb.new_read().to_arrow(splits)
-    elif given_builder:
-        out = rb.new_read().to_arrow(splits)
-        if out is not None and pred.fields() <= set(out.column_names):
+    elif given_builder:  # the builder's projection, widened to the predicate's columns
+        wide, extra = _reading_predicate_columns(rb, pred)
+        out = wide.new_read().to_arrow(splits)
+        if out is not None:
             out = filter_table(out, pred)
+            if extra:
+                out = out.drop_columns(extra)
     else:
         # every row handed back satisfies the predicate: pypaimon's reader leaves partition keys out of
         # its row filter (wrong under OR / NOT) and row-range splits skip it, so rows are read without

@@ -172,6 +172,10 @@ class SplitReader:
                     raise ColumnNotFoundError(c, names)
         self.columns = list(names if columns is None else columns)
         self._fast = None
+        if builder is not None and predicate is not None:
+            from .scan import _reading_predicate_columns
+
+            _reading_predicate_columns(builder, predicate)  # a builder that cannot read them raises now
 
     def schema(self) -> pa.Schema:
         from pypaimon.schema.data_types import PyarrowFieldParser
@@ -300,10 +304,13 @@ class SplitReader:
 
         out_cols = self.columns if columns is None else columns
         pred = self.predicate
-        if self.builder is not None:  # the builder's own projection and filter, then ours
-            for b in self.builder.new_read().to_arrow_batch_reader([split.split]):
+        if self.builder is not None:  # the builder's projection, widened to the predicate's columns, then ours
+            from .scan import _reading_predicate_columns
+
+            rb, _ = _reading_predicate_columns(self.builder, pred)
+            for b in rb.new_read().to_arrow_batch_reader([split.split]):
                 t = pa.Table.from_batches([b])
-                if pred is not None and pred.fields() <= set(t.column_names):
+                if pred is not None:
                     t = filter_table(t, pred)
                 yield t.select(out_cols)
             return
