@@ -788,14 +788,8 @@ def test_read_with_index_returns_the_read_object(native_table):
 HUDI_SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("kind", pa.string()), ("n", pa.int32())])
 
 
-@pytest.fixture(scope="module")
-def hudi_table(tmp_path_factory):
-    pytest.importorskip("hudi", reason="the hudi package (the tables extra) reads Hudi tables")
-    import paimon_fast.hudi as ph
-    from hudi_writer import CowTable
-
-    n = 90
-    data = pa.table(
+def _hudi_rows(n=90):
+    return pa.table(
         {
             "id": list(range(n)),
             "city": [["berlin", "paris", "rome"][i % 3] for i in range(n)],
@@ -804,8 +798,16 @@ def hudi_table(tmp_path_factory):
         },
         schema=HUDI_SCHEMA,
     )
+
+
+@pytest.fixture(scope="module")
+def hudi_table(tmp_path_factory):
+    pytest.importorskip("hudi", reason="the hudi package (the tables extra) reads Hudi tables")
+    import paimon_fast.hudi as ph
+    from hudi_writer import CowTable
+
     t = CowTable(str(tmp_path_factory.mktemp("hudi") / "t"), HUDI_SCHEMA, partition_field="city")
-    t.insert(data, groups=2)
+    t.insert(_hudi_rows(), groups=2)
     ph.build_index(None, t.path, ["city", "kind", "n"])
     return t
 
@@ -849,6 +851,33 @@ def test_hudi_explain_and_old_paths(hudi_table, tmp_path):
     assert "stale file: 1 file slice written since the index run" in ex.index("bitmap (RFC-92)", "kind").why
     assert sorted(ph.read(t2.path, "kind = 'x'").to_arrow().column("id").to_pylist()) == [1, 3]
     shutil.rmtree(t2.path)
+
+
+def test_hudi_count_without_predicate_counts_slices_the_index_does_not_know(tmp_path):
+    """``count()`` without a predicate reads the slices whose row count the index does not give
+    (no index, slices written after the index run, slices with log files): their rows count."""
+    pytest.importorskip("hudi", reason="the hudi package (the tables extra) reads Hudi tables")
+    import paimon_fast.hudi as ph
+    from hudi_support import snapshot, table_zips, unzip_table
+    from hudi_writer import CowTable
+
+    t = CowTable(str(tmp_path / "noindex"), HUDI_SCHEMA, partition_field="city")
+    t.insert(_hudi_rows(), groups=2)
+    n = snapshot(t.path).num_rows
+    assert ph.read(t.path).count() == n == 90
+    assert ph.read(t.path, columns=["n"]).count() == n and ph.read(t.path, limit=7).count() == 7
+    assert ph.read(t.path).select(["id"]).count() == n
+    t2 = CowTable(str(tmp_path / "stale"), HUDI_SCHEMA, partition_field="city")
+    t2.insert(_hudi_rows(), groups=2)
+    ph.build_index(None, t2.path, ["city"])
+    extra = pa.table({"id": [1000, 1001], "city": ["rome", "rome"], "kind": ["x", "y"], "n": [1, 2]})
+    t2.insert(extra.cast(HUDI_SCHEMA), groups=1)
+    assert ph.read(t2.path).count() == snapshot(t2.path).num_rows == 92
+    # a merge-on-read table with log files (the real tables of the shared directory, where present)
+    mor = [z for z in table_zips() if "/mor/" in z]
+    if mor:
+        path = unzip_table(mor[0], str(tmp_path / "mor"))
+        assert ph.read(path).count() == snapshot(path).num_rows > 0
 
 
 # ---------------------------------------------------------------- the CLI, missing packages, Ray

@@ -40,7 +40,14 @@ def _conform(tbl: pa.Table, schema: pa.Schema):
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
                 return None
         cols.append(c)
+    if not cols:  # no column asked for (a count): the rows without their columns
+        return _rows_only(tbl.num_rows)
     return pa.Table.from_arrays(cols, schema=pa.schema([f.with_nullable(True) for f in schema]))
+
+
+def _rows_only(n: int) -> pa.Table:
+    """A table of ``n`` rows and no column (``Table.from_arrays([])`` has no row)."""
+    return pa.table({"": pa.nulls(n)}).select([])
 
 
 def read_base_rows(path: str, schema: pa.Schema, positions=None, store=None, counter=None, stats=None):
@@ -57,6 +64,8 @@ def read_base_rows(path: str, schema: pa.Schema, positions=None, store=None, cou
             return None
         return _conform(pf.read(columns=names), schema)
     pos = np.asarray(positions.to_array() if isinstance(positions, BitMap) else positions, dtype=np.int64)
+    if not len(schema):  # no column asked for (a count): the positions' rows, nothing read
+        return _rows_only(len(pos))
     try:
         tbl = read_rows(src, pos, [f.name for f in schema], stats=stats)
     except ColumnNotFoundError:
