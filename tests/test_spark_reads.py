@@ -281,3 +281,58 @@ def test_driver_rows_are_what_spark_collect_returns(spark):
     assert repr(mine) == repr(theirs) and [r.__fields__ for r in mine] == [r.__fields__ for r in theirs]
     nested = pa.table({"l": pa.array([[1], None]), "bin": pa.array([b"a", None])})
     assert arrow_rows(nested, from_arrow_schema(nested.schema)) is None
+
+
+# ---------------------------------------------------------------- what Spark reads that we must read the same
+
+
+def _rows(df):
+    """The rows as sortable tuples (NaN as a string: NaN != NaN)."""
+    return sorted(tuple("NaN" if isinstance(v, float) and v != v else v for v in r) for r in df.collect())
+
+
+@pytest.mark.parametrize("max_bytes", [None, 0], ids=["driver", "executors"])
+def test_a_hive_null_partition(spark, tmp_path, max_bytes):
+    """``h=__HIVE_DEFAULT_PARTITION__`` (a null partition value): files kept whole are read as
+    one file each, never through pyarrow's partition discovery of their path."""
+    from paimon_fast import spark as pfs
+
+    root = tmp_path / "hive"
+    for i, h in enumerate(["7", "10", "__HIVE_DEFAULT_PARTITION__"]):
+        (root / f"h={h}").mkdir(parents=True)
+        pq.write_table(pa.table({"id": list(range(i * 4, i * 4 + 4))}), root / f"h={h}" / "part-0.parquet")
+    plain = spark.read.parquet(str(root))
+    for where in ("id >= 3", "h IS NULL", "h = 10 OR id = 9"):
+        got = pfs.read(spark, str(root), where, driver_max_bytes=max_bytes)
+        assert _rows(got) == _rows(plain.where(where)), where
+        assert got.count() == plain.where(where).count(), where
+
+
+@pytest.mark.parametrize("max_bytes", [None, 0], ids=["driver", "executors"])
+def test_a_column_asked_for_twice(spark, dataset, max_bytes):
+    from paimon_fast import spark as pfs
+
+    dataset, rows = dataset
+    where = "status = 'sent' AND id < 3000"
+    got = pfs.read(spark, dataset, where, columns=["id", "name", "id"], driver_max_bytes=max_bytes)
+    assert got.columns == ["id", "name", "id"]
+    want = oracle(rows, where, ["id", "name", "id"])  # (the dataset has deletion vectors)
+    assert want and _rows(got) == want
+    assert got.count() == len(want) and got.report.files_total
+
+
+def test_data_source_leaves_float_filters_to_spark(spark, tmp_path):
+    """Spark SQL orders NaN above every number: the Data Source must keep the NaN rows a pushed
+    ``x > 1`` would drop under IEEE rules."""
+    from paimon_fast.tables import ParquetDataset
+
+    root = tmp_path / "nan"
+    root.mkdir()
+    x = [1.0, float("nan"), None, 3.0, 0.5, 2.0]
+    for i in range(2):
+        pq.write_table(pa.table({"id": list(range(i * 6, i * 6 + 6)), "x": x}), root / f"part-{i}.parquet")
+    ParquetDataset(str(root)).build({"file-index.range-bitmap.columns": "x"})
+    plain = spark.read.parquet(str(root))
+    for where in ("x > 1", "x >= 1", "NOT (x <= 1)", "x = 3.0", "x IN (0.5, 2.0)", "id > 3 OR x > 1"):
+        got = spark.read.format("paimon-fast").load(str(root)).where(where)
+        assert _rows(got) == _rows(plain.where(where)), where

@@ -15,7 +15,8 @@ reads) or use :func:`paimon_fast.spark.read`.  Pushdown needs
 
 Every pushed filter is also handed back to Spark, which re-applies it after
 the scan: pruning only ever removes files and rows that cannot match, and the
-answer never depends on this source's own row filter.  The ``where`` option
+answer never depends on this source's own row filter.  Filters on FLOAT / DOUBLE columns are
+left to Spark (Spark SQL orders NaN above every number; the indexes compare as IEEE).  The ``where`` option
 is applied here, exactly (Arrow compute, SQL null semantics).
 
 **Known Spark issue (4.1-4.3).**  Spark stores the partitions planned during
@@ -90,9 +91,13 @@ class PaimonFastReader(DataSourceReader):
     def pushFilters(self, filters):
         from .columns import filter_to_predicate
 
+        # Spark orders NaN above every number and makes NaN = NaN; our filters compare floats as
+        # IEEE (NaN matches nothing): a pushed filter on a FLOAT / DOUBLE column would drop NaN
+        # rows Spark keeps, which Spark's own re-check cannot bring back.  Those stay Spark's.
+        floats = {fl.name for fl in self.schema.fields if fl.dataType.typeName() in ("float", "double")}
         for f in filters:
             p = filter_to_predicate(f)
-            if p is not None:
+            if p is not None and not (p.fields() & floats):
                 self.pushed.append(p)
             yield f  # Spark re-checks every filter (see the module docstring)
 

@@ -142,6 +142,11 @@ def planned_read(
     for c in columns:
         if c not in names:
             raise ColumnNotFoundError(c, names)
+    if len(set(columns)) < len(columns):  # a column asked for twice: read once, then as Spark selects
+        once = planned_read(spark, ds, plan, list(dict.fromkeys(columns)), use_index=use_index, max_bytes=max_bytes)
+        df = once.select(*[once[c] for c in columns])
+        df.report = once.report
+        return df
     out = _struct(sschema, columns)
     rep = ReadReport(**plan.report.__dict__)
     limit = driver_max_bytes(spark, max_bytes)

@@ -924,10 +924,11 @@ class ParquetDataset:
         if not read_cols:  # partition (or absent) columns only: nothing to read but the row count
             n = len(pos) if pos is not None and whole is not True else file_shape(src).rows
             t = pa.table({"__pf_n": pa.nulls(n)}).drop_columns(["__pf_n"])
-        elif isinstance(whole, list) and whole:
-            t = pq.ParquetFile(src if self.store.local else self._input(f)).read_row_groups(whole, columns=read_cols)
-        elif pos is None or whole is True:
-            t = pq.read_table(src if self.store.local else self._input(f), columns=read_cols)
+        elif (isinstance(whole, list) and whole) or pos is None or whole is True:
+            # one file, no discovery: pq.read_table(path) would take its hive directories for a
+            # partitioning (and fail on a __HIVE_DEFAULT_PARTITION__ segment)
+            with pq.ParquetFile(src if self.store.local else self._input(f)) as pf:
+                t = pf.read_row_groups(whole, columns=read_cols) if isinstance(whole, list) else pf.read(read_cols)
         else:
             t = read_rows(src, pos, read_cols, stats=stats)
         return self._conform(f, t, pa.schema(fields), data_names)
