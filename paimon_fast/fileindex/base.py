@@ -37,6 +37,22 @@ class FileIndexWriter:
         raise NotImplementedError
 
 
+#: every comparison a reader holding each row's value (bit slices, code ranges) answers exactly
+COMPARISON_OPS = frozenset(
+    {
+        "equal",
+        "in",
+        "less_than",
+        "less_or_equal",
+        "greater_than",
+        "greater_or_equal",
+        "between",
+        "is_null",
+        "is_not_null",
+    }
+)
+
+
 class FileIndexReader:
     """Base class of index readers: a visitor over predicate leaves.
 

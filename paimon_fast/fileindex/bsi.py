@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import IndexFormatError, UnsupportedTypeError
 from ..types import DataType, decimal_unscaled, long_keys, to_arrow_array, validity_mask
-from .base import FileIndexReader, FileIndexWriter
+from .base import COMPARISON_OPS, FileIndexReader, FileIndexWriter
 from .registry import IndexFactory, register
 from ._bitslice import NullLiteralError, _k, nwords, range_bitmap, read_roaring_dense, to_bitmap
 from ..result import BitmapResult
@@ -170,19 +170,7 @@ class BsiReader(FileIndexReader):
     """Parses the whole (small) payload on first use into dense words."""
 
     # bit slices of every value: comparisons are answered exactly
-    exact_ops = frozenset(
-        {
-            "equal",
-            "in",
-            "less_than",
-            "less_or_equal",
-            "greater_than",
-            "greater_or_equal",
-            "between",
-            "is_null",
-            "is_not_null",
-        }
-    )
+    exact_ops = COMPARISON_OPS
     index_type = INDEX_TYPE
 
     def __init__(self, dtype, source, options):

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from pyroaring import BitMap
 
 from ..errors import ColumnNotFoundError
-from ..parquet.rows import read_rows
+from ..parquet.rows import no_columns, read_rows
 from ..tables.arrow_filter import coerce_literals, filter_table
 from .prune import _counter
 from .table import SliceRef, open_table, table_root
@@ -41,13 +41,8 @@ def _conform(tbl: pa.Table, schema: pa.Schema):
                 return None
         cols.append(c)
     if not cols:  # no column asked for (a count): the rows without their columns
-        return _rows_only(tbl.num_rows)
+        return no_columns(tbl.num_rows)
     return pa.Table.from_arrays(cols, schema=pa.schema([f.with_nullable(True) for f in schema]))
-
-
-def _rows_only(n: int) -> pa.Table:
-    """A table of ``n`` rows and no column (``Table.from_arrays([])`` has no row)."""
-    return pa.table({"": pa.nulls(n)}).select([])
 
 
 def read_base_rows(path: str, schema: pa.Schema, positions=None, store=None, counter=None, stats=None):
@@ -65,7 +60,7 @@ def read_base_rows(path: str, schema: pa.Schema, positions=None, store=None, cou
         return _conform(pf.read(columns=names), schema)
     pos = np.asarray(positions.to_array() if isinstance(positions, BitMap) else positions, dtype=np.int64)
     if not len(schema):  # no column asked for (a count): the positions' rows, nothing read
-        return _rows_only(len(pos))
+        return no_columns(len(pos))
     try:
         tbl = read_rows(src, pos, [f.name for f in schema], stats=stats)
     except ColumnNotFoundError:

@@ -586,6 +586,12 @@ def clear_cache() -> None:
     _schemas.cache_clear()
 
 
+def no_columns(n: int) -> pa.Table:
+    """A table of ``n`` rows and no column: what a read of no column gives (a count), which
+    ``pa.Table.from_arrays([])`` cannot (it has no row)."""
+    return pa.table({"": pa.nulls(n)}).select([])
+
+
 class FileShape(NamedTuple):
     columns: List[str]  # top-level column names
     rows: int

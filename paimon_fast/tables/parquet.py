@@ -852,7 +852,7 @@ class ParquetDataset:
         executors).  ``rows=(start, stop)`` reads only the file's rows in that range of positions
         (what :meth:`read` streams range by range): a range of whole row groups of a file kept whole
         is read as those row groups, any other only at its positions (the pages holding them)."""
-        from ..parquet.rows import file_shape
+        from ..parquet.rows import file_shape, no_columns
         from .topn import POS
 
         schema = schema or self.schema()
@@ -883,7 +883,7 @@ class ParquetDataset:
             pos = pos[~dv.is_deleted_batch(pos)]
         if predicate is None and not columns:  # a count (or positions): nothing to read
             n = nrows if pos is None else len(pos)
-            t = pa.table({"n": pa.nulls(n, pa.null())}).select([])
+            t = no_columns(n)
             if positions:
                 t = t.append_column(POS, pa.array(np.arange(n, dtype=np.int64) if pos is None else pos, pa.int64()))
             return t
@@ -918,12 +918,12 @@ class ParquetDataset:
         the dataset's types (partition columns from the path, absent columns as nulls).
         ``whole``: True reads the whole file with pyarrow, a list of row groups those row groups
         (``pos`` is then their rows), False only the pages holding ``pos``."""
-        from ..parquet.rows import file_shape, read_rows
+        from ..parquet.rows import file_shape, no_columns, read_rows
 
         read_cols = [fl.name for fl in fields if fl.name in data_names]
         if not read_cols:  # partition (or absent) columns only: nothing to read but the row count
             n = len(pos) if pos is not None and whole is not True else file_shape(src).rows
-            t = pa.table({"__pf_n": pa.nulls(n)}).drop_columns(["__pf_n"])
+            t = no_columns(n)
         elif (isinstance(whole, list) and whole) or pos is None or whole is True:
             # one file, no discovery: pq.read_table(path) would take its hive directories for a
             # partitioning (and fail on a __HIVE_DEFAULT_PARTITION__ segment)

@@ -14,7 +14,7 @@ from pyroaring import BitMap
 from ...errors import IndexFormatError
 from ...predicate import TopN
 from ...result import BitmapResult
-from ..base import FileIndexReader
+from ..base import COMPARISON_OPS, FileIndexReader
 from .._bitslice import (
     BLOCK_WORDS,
     _k,
@@ -202,19 +202,7 @@ class RangeBitmapReader(FileIndexReader):
     """
 
     # a bitmap per dictionary code range: comparisons are answered exactly
-    exact_ops = frozenset(
-        {
-            "equal",
-            "in",
-            "less_than",
-            "less_or_equal",
-            "greater_than",
-            "greater_or_equal",
-            "between",
-            "is_null",
-            "is_not_null",
-        }
-    )
+    exact_ops = COMPARISON_OPS
     index_type = INDEX_TYPE
 
     def __init__(self, dtype, source, options):
