@@ -86,6 +86,8 @@ def _extensions():
     exts = []
     for pyx in pyx_files:
         mod = pyx[:-4].replace(os.sep, ".")
+        # the Parquet reader runs its own threads and loads codec libraries with dlopen
+        libs = ["pthread", "dl"] if mod.endswith(".pqread") and sys.platform.startswith("linux") else []
         exts.append(
             Extension(
                 mod,
@@ -93,6 +95,7 @@ def _extensions():
                 include_dirs=[np.get_include(), os.path.join(HERE, "csrc")],
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                 extra_compile_args=["-O3", "-g0"],  # no debug info: 1/5 the size
+                libraries=libs,
             )
         )
     return cythonize(

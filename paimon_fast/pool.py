@@ -12,6 +12,44 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Sequence, Tuple
 
 _PREFIX = "paimon-fast-pool"
+_THREADS: "int | None" = None
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def threads() -> int:
+    """The threads paimon-fast's own work may use at once: the native Parquet reader's threads,
+    the planning and read pools.  :func:`set_threads` sets it; else the environment variable
+    ``PAIMON_FAST_THREADS``; else every core this process may run on."""
+    if _THREADS is not None:
+        return _THREADS
+    env = os.environ.get("PAIMON_FAST_THREADS", "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n >= 1:
+            return n
+    return _cores()
+
+
+def set_threads(n: "int | None") -> None:
+    """Use at most ``n`` threads (None: back to ``PAIMON_FAST_THREADS`` or every core)."""
+    global _THREADS
+    if n is not None:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            from .errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"threads must be a positive integer or None, got {n!r}")
+    _THREADS = n
+
+
 _POOLS: Dict[int, Tuple[int, ThreadPoolExecutor]] = {}
 _LOCK = threading.Lock()
 

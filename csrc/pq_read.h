@@ -1,0 +1,1622 @@
+/* The native Parquet reader: chosen rows of flat columns of many files, in parallel, straight
+ * into Arrow buffers.  Driven by paimon_fast/_kernels/pqread.pyx; the Python side
+ * (paimon_fast/parquet/native.py) reads the footers, decides the Arrow type of each column and
+ * allocates the output buffers.
+ *
+ * A job is a set of column chunks (one row group's column of one file) with, per chunk, the rows
+ * of its row group that are wanted (sorted; or every row) and the output slot of its first
+ * wanted row.  It runs in three phases, each spread over `nthreads` threads (no Python, no GIL):
+ *
+ *   A  per chunk: where its data pages are (the OffsetIndex when the file has one, else the page
+ *      headers walked from the chunk's start), and which of them hold wanted rows;
+ *   B  per selected page: read it (pread, or from memory), decompress it as far as its last
+ *      wanted value (csrc/pq_codec.h), walk its definition levels and values to the wanted rows
+ *      and write them into the column's output at their slots (fixed-width values, booleans and
+ *      validity as bytes; byte arrays into a buffer of the page's own); a chunk's dictionary page
+ *      is decoded once, by the first page that needs it;
+ *   C  per byte-array column: the pages' bytes copied into one data buffer, lengths made offsets.
+ *
+ * Handled: data pages V1 and V2; PLAIN, PLAIN_DICTIONARY / RLE_DICTIONARY and RLE (booleans);
+ * REQUIRED and OPTIONAL flat columns (max definition level 0 or 1); every physical type, with
+ * the conversions pq_conv names; codecs of csrc/pq_codec.h.  Anything else marks the chunk
+ * PQ_UNSUPPORTED (the caller reads it another way); bytes that are not valid Parquet mark it
+ * PQ_CORRUPT with what and the file offset.  Every offset and length read from the file is
+ * checked before it is used.
+ */
+#ifndef PF_PQ_READ_H
+#define PF_PQ_READ_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <errno.h>
+#if !defined(_WIN32)
+#include <unistd.h>
+#endif
+#include "pq_codec.h"
+
+/* parquet.thrift Type, Encoding, PageType */
+enum { PT_BOOLEAN = 0, PT_INT32 = 1, PT_INT64 = 2, PT_INT96 = 3, PT_FLOAT = 4, PT_DOUBLE = 5, PT_BYTE_ARRAY = 6,
+       PT_FLBA = 7 };
+enum { EN_PLAIN = 0, EN_PLAIN_DICT = 2, EN_RLE = 3, EN_BIT_PACKED = 4, EN_RLE_DICT = 8 };
+enum { PG_DATA = 0, PG_INDEX = 1, PG_DICT = 2, PG_DATA_V2 = 3 };
+
+/* output kinds and conversions from the physical value */
+enum { OUT_FIXED = 0, OUT_BOOL = 1, OUT_BYTES = 2, OUT_LBYTES = 3 };
+enum { CV_COPY = 0,     /* the physical value as it is (width = physical width) */
+       CV_I32_1 = 1,    /* INT32 -> 1 byte (int8 / uint8) */
+       CV_I32_2 = 2,    /* INT32 -> 2 bytes */
+       CV_INT96_NS = 3, /* INT96 (Julian day, nanoseconds of day) -> int64 ns since the epoch */
+       CV_DEC_I32 = 4,  /* INT32 -> decimal128 */
+       CV_DEC_I64 = 5,  /* INT64 -> decimal128 */
+       CV_DEC_BE = 6,   /* FIXED_LEN_BYTE_ARRAY big-endian two's complement -> decimal128 */
+       CV_I32_I64 = 7,  /* INT32 -> int64 (signed) */
+       CV_U32_I64 = 8,  /* INT32 read unsigned -> int64 */
+       CV_F32_F64 = 9,  /* FLOAT -> double */
+       CV_NULL = 10 };  /* the column is not in this file: nulls */
+
+#define PQ_MAX_PAGE ((int64_t)1 << 31)  /* larger pages (header sizes) are corrupt */
+#define PQ_MAX_INDEX ((int64_t)64 << 20)  /* offset indexes read here */
+#define PQ_MAX_HEADER ((int64_t)16 << 20)
+
+typedef struct {
+    int fd;                        /* >= 0: the file, read with pread */
+    int nseg;                      /* else: its bytes in memory, as segments (ascending offsets) */
+    const int64_t *seg_off, *seg_len;
+    const uint8_t *const *seg_ptr;
+    int64_t size;
+} pq_file;
+
+typedef struct {
+    int32_t kind, width;
+    int64_t n;
+    uint8_t *values;   /* OUT_FIXED: n * width bytes; OUT_BOOL: n bytes */
+    uint8_t *valid;    /* n bytes, or NULL */
+    void *offsets;     /* byte arrays: n + 1 (int32 or int64), zeroed by the caller */
+    uint8_t *data;     /* byte arrays: the reader's malloc (the caller frees it) */
+    int64_t data_len;
+    int32_t overflow;  /* int32 offsets would overflow */
+} pq_col;
+
+typedef struct {
+    int64_t off;        /* first byte of the page (its header) */
+    int64_t size;       /* header + body */
+    int64_t first_row;
+    int64_t nrows;
+    int64_t k0, k1;     /* its wanted rows: chunk rows [k0, k1) */
+    int32_t chunk;
+    int32_t zero;       /* a unit of a chunk that failed: its byte arrays are empty */
+    uint8_t *data;      /* byte arrays: the wanted values' bytes */
+    size_t data_cap;
+    int64_t data_len;
+    int64_t data_off;   /* where they go in the column's data */
+} pq_page;
+
+typedef struct {
+    int64_t n;
+    uint8_t *buf;        /* the decompressed page */
+    size_t buf_cap;
+    uint8_t *fixed;      /* fixed-width values in the output width: buf, or conv */
+    uint8_t *conv;       /* the converted values (when the output is not the physical value) */
+    size_t conv_cap;
+    uint32_t *offs;      /* byte arrays: value i is buf[offs[i] + 4, offs[i + 1]) */
+    size_t offs_cap;
+    int state;           /* 0 not read, 1 ready, 2 failed */
+    pthread_mutex_t lock;
+} pq_dict;
+
+enum { CK_FILE, CK_COL, CK_PHYSICAL, CK_TYPE_LEN, CK_CODEC, CK_MAX_DEF, CK_CONV, CK_START, CK_LEN, CK_OI_OFF,
+       CK_OI_LEN, CK_RG_ROWS, CK_NUM_VALUES, CK_ROWS_OFF, CK_NSEL, CK_ALL, CK_OUT_AT, CK_FIELDS };
+
+typedef struct {
+    int64_t f[CK_FIELDS];  /* the inputs, in the order above */
+    /* results */
+    int32_t status;
+    int64_t err_at;
+    char err[160];
+    int64_t pages_total, pages_read, bytes_read;
+    /* work */
+    pq_page *pages;
+    int64_t npages;
+    int64_t left;                 /* pages not yet decoded: the last one frees the dictionary */
+    int64_t dict_off, dict_size;  /* the dictionary page, or -1 */
+    pq_dict dict;
+} pq_chunk;
+
+typedef struct {
+    uint8_t *in;  size_t incap;
+    uint8_t *out; size_t outcap;
+    int64_t *vidx; size_t vcap;
+    uint32_t *idx; size_t icap;
+    void *zstd;
+} pq_scratch;
+
+typedef struct {
+    int nfiles; pq_file *files;
+    int ncols; pq_col *cols;
+    int64_t nchunks; pq_chunk *chunks;
+    const int64_t *rows;
+    int nthreads;
+    /* work */
+    pq_page **units; int64_t nunits;
+    pq_scratch *scratch;
+    int64_t next;      /* the next item of the running phase */
+    int phase;
+    int oom;
+} pq_job;
+
+static void pq_fail(pq_chunk *c, int status, int64_t at, const char *what) {
+    if (c->status != PQ_OK && c->status != PQ_UNSUPPORTED) return; /* the first corruption is reported */
+    if (c->status == PQ_UNSUPPORTED && status == PQ_UNSUPPORTED) return;
+    c->status = status;
+    c->err_at = at;
+    snprintf(c->err, sizeof(c->err), "%s", what);
+}
+
+static int pq_bgrow(uint8_t **p, size_t *cap, size_t need, size_t len);
+
+/* ------------------------------------------------------------------ bytes of a file */
+/* The bytes [off, off + len) of the file: a pointer into memory, or read into *buf (grown). */
+static const uint8_t *pq_fetch(const pq_file *f, int64_t off, int64_t len, uint8_t **buf, size_t *cap, int *rc) {
+    if (off < 0 || len < 0 || off > f->size || len > f->size - off) {
+        *rc = PQ_CORRUPT;
+        return NULL;
+    }
+    if (f->fd < 0) {
+        int i;
+        for (i = 0; i < f->nseg; i++) {
+            if (off >= f->seg_off[i] && off + len <= f->seg_off[i] + f->seg_len[i])
+                return f->seg_ptr[i] + (off - f->seg_off[i]);
+        }
+        *rc = PQ_UNSUPPORTED; /* not fetched: the caller reads it another way */
+        return NULL;
+    }
+    if ((size_t)len > *cap || !*buf) {
+        if (pq_bgrow(buf, cap, (size_t)len, 0) != PQ_OK) {
+            *rc = PQ_NOMEM;
+            return NULL;
+        }
+    }
+#if defined(_WIN32)
+    *rc = PQ_IO;
+    return NULL;
+#else
+    int64_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(f->fd, *buf + got, (size_t)(len - got), (off_t)(off + got));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            *rc = PQ_IO;
+            return NULL;
+        }
+        if (r == 0) { /* the file is shorter than it was */
+            *rc = PQ_IO;
+            return NULL;
+        }
+        got += r;
+    }
+    return *buf;
+#endif
+}
+
+static int pq_grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return PQ_OK;
+    size_t ncap = need < *cap * 2 ? *cap * 2 : need;
+    void *np_ = realloc(*p, ncap * elem + PQ_SLACK);
+    if (!np_) return PQ_NOMEM;
+    *p = np_;
+    *cap = ncap;
+    return PQ_OK;
+}
+
+/* ------------------------------------------------------------------ large buffers, kept between uses */
+/* A buffer's pages cost a fault and a clearing each the first time they are touched, which for a
+ * dictionary page decoded per column chunk cost more than decoding it.  Buffers of 64 KiB and
+ * more come in power-of-two classes and go back to a free list when done (at most
+ * PQ_CACHE_BYTES in all; the rest is freed); smaller ones are plain malloc. */
+#define PQ_CLASS_MIN 16
+#define PQ_CLASSES 12 /* 64 KiB .. 128 MiB */
+#define PQ_CLASS_KEEP 8
+#define PQ_CACHE_BYTES ((size_t)96 << 20)
+static pthread_mutex_t pq_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *pq_cache_list[PQ_CLASSES][PQ_CLASS_KEEP];
+static int pq_cache_n[PQ_CLASSES];
+static size_t pq_cache_bytes;
+
+static int pq_class(size_t n) {
+    int k = PQ_CLASS_MIN;
+    while (k < PQ_CLASS_MIN + PQ_CLASSES && ((size_t)1 << k) < n) k++;
+    return k < PQ_CLASS_MIN + PQ_CLASSES ? k - PQ_CLASS_MIN : -1;
+}
+
+/* A buffer of at least n bytes (+ PQ_SLACK); *cap: its usable size. */
+static void *pq_balloc(size_t n, size_t *cap) {
+    size_t want = n + PQ_SLACK;
+    int k = want >= ((size_t)1 << PQ_CLASS_MIN) ? pq_class(want) : -1;
+    void *p = NULL;
+    if (k < 0) {
+        p = malloc(want);
+        *cap = p ? n : 0;
+        return p;
+    }
+    pthread_mutex_lock(&pq_cache_lock);
+    if (pq_cache_n[k] > 0) {
+        p = pq_cache_list[k][--pq_cache_n[k]];
+        pq_cache_bytes -= (size_t)1 << (k + PQ_CLASS_MIN);
+    }
+    pthread_mutex_unlock(&pq_cache_lock);
+    if (!p) p = malloc((size_t)1 << (k + PQ_CLASS_MIN));
+    *cap = p ? ((size_t)1 << (k + PQ_CLASS_MIN)) - PQ_SLACK : 0;
+    return p;
+}
+
+static void pq_bfree(void *p, size_t cap) {
+    if (!p) return;
+    size_t whole = cap + PQ_SLACK;
+    int k = whole >= ((size_t)1 << PQ_CLASS_MIN) ? pq_class(whole) : -1;
+    if (k >= 0 && ((size_t)1 << (k + PQ_CLASS_MIN)) == whole) {
+        int kept = 0;
+        pthread_mutex_lock(&pq_cache_lock);
+        if (pq_cache_n[k] < PQ_CLASS_KEEP && pq_cache_bytes + whole <= PQ_CACHE_BYTES) {
+            pq_cache_list[k][pq_cache_n[k]++] = p;
+            pq_cache_bytes += whole;
+            kept = 1;
+        }
+        pthread_mutex_unlock(&pq_cache_lock);
+        if (kept) return;
+    }
+    free(p);
+}
+
+/* Grow a buffer to at least need bytes, keeping its first len bytes. */
+static int pq_bgrow(uint8_t **p, size_t *cap, size_t need, size_t len) {
+    if (need <= *cap && *p) return PQ_OK;
+    size_t ask = need < *cap * 2 ? *cap * 2 : need;
+    size_t ncap;
+    uint8_t *np_ = (uint8_t *)pq_balloc(ask, &ncap);
+    if (!np_) return PQ_NOMEM;
+    if (len && *p) memcpy(np_, *p, len);
+    pq_bfree(*p, *cap);
+    *p = np_;
+    *cap = ncap;
+    return PQ_OK;
+}
+
+/* Free every kept buffer (paimon_fast.parquet.native.release_memory). */
+static void pq_cache_clear(void) {
+    int k;
+    pthread_mutex_lock(&pq_cache_lock);
+    for (k = 0; k < PQ_CLASSES; k++) {
+        while (pq_cache_n[k] > 0) free(pq_cache_list[k][--pq_cache_n[k]]);
+    }
+    pq_cache_bytes = 0;
+    pthread_mutex_unlock(&pq_cache_lock);
+}
+
+/* ------------------------------------------------------------------ Thrift compact */
+typedef struct { const uint8_t *p, *end; int bad, trunc; } pq_tc;
+
+static inline uint64_t tc_varint(pq_tc *t) {
+    uint64_t v = 0;
+    int s = 0;
+    while (t->p < t->end) {
+        uint8_t c = *t->p++;
+        v |= (uint64_t)(c & 0x7F) << s;
+        if (!(c & 0x80)) return v;
+        s += 7;
+        if (s > 63) {
+            t->bad = 1;
+            return 0;
+        }
+    }
+    t->bad = t->trunc = 1;
+    return 0;
+}
+static inline int64_t tc_zz(pq_tc *t) {
+    uint64_t v = tc_varint(t);
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+static void tc_skip(pq_tc *t, int type, int depth);
+static void tc_skip_struct(pq_tc *t, int depth) {
+    if (depth > 32) {
+        t->bad = 1;
+        return;
+    }
+    while (!t->bad) {
+        if (t->p >= t->end) {
+            t->bad = t->trunc = 1;
+            return;
+        }
+        uint8_t h = *t->p++;
+        int type = h & 15;
+        if (type == 0) return;
+        if (!(h >> 4)) tc_zz(t);
+        tc_skip(t, type, depth + 1);
+    }
+}
+static void tc_skip(pq_tc *t, int type, int depth) {
+    uint64_t n, i;
+    if (depth > 32) {
+        t->bad = 1;
+        return;
+    }
+    switch (type) {
+    case 1: case 2: return; /* booleans in a field header */
+    case 3:
+        if (t->p >= t->end) t->bad = t->trunc = 1;
+        else t->p++;
+        return;
+    case 4: case 5: case 6: tc_varint(t); return;
+    case 7:
+        if (t->end - t->p < 8) t->bad = t->trunc = 1;
+        else t->p += 8;
+        return;
+    case 8:
+        n = tc_varint(t);
+        if (t->bad) return;
+        if (n > (uint64_t)(t->end - t->p)) t->bad = t->trunc = 1;
+        else t->p += n;
+        return;
+    case 9: case 10: {
+        if (t->p >= t->end) {
+            t->bad = t->trunc = 1;
+            return;
+        }
+        uint8_t h = *t->p++;
+        int et = h & 15;
+        n = h >> 4;
+        if (n == 15) n = tc_varint(t);
+        if (n > (uint64_t)(t->end - t->p) + 1) { /* every element takes a byte at least (but bools of 1) */
+            t->bad = t->trunc = 1;
+            return;
+        }
+        for (i = 0; i < n && !t->bad; i++) {
+            if (et == 1 || et == 2) { /* booleans in a list: one byte each */
+                if (t->p >= t->end) t->bad = t->trunc = 1;
+                else t->p++;
+            } else {
+                tc_skip(t, et, depth + 1);
+            }
+        }
+        return;
+    }
+    case 11: {
+        n = tc_varint(t);
+        if (t->bad || n == 0) return;
+        if (t->p >= t->end) {
+            t->bad = t->trunc = 1;
+            return;
+        }
+        uint8_t kv = *t->p++;
+        if (n > (uint64_t)(t->end - t->p)) {
+            t->bad = t->trunc = 1;
+            return;
+        }
+        for (i = 0; i < n && !t->bad; i++) {
+            tc_skip(t, kv >> 4, depth + 1);
+            tc_skip(t, kv & 15, depth + 1);
+        }
+        return;
+    }
+    case 12: tc_skip_struct(t, depth + 1); return;
+    default: t->bad = 1; return;
+    }
+}
+/* A field header: its type (0 at the struct's end), *fid updated. */
+static inline int tc_field(pq_tc *t, int *fid) {
+    if (t->p >= t->end) {
+        t->bad = t->trunc = 1;
+        return 0;
+    }
+    uint8_t h = *t->p++;
+    int type = h & 15;
+    if (type == 0) return 0;
+    if (h >> 4) *fid += h >> 4;
+    else *fid = (int)tc_zz(t);
+    return type;
+}
+static inline int64_t tc_int(pq_tc *t, int type) {
+    if (type == 4 || type == 5 || type == 6) return tc_zz(t);
+    if (type == 3) {
+        if (t->p >= t->end) {
+            t->bad = t->trunc = 1;
+            return 0;
+        }
+        return (int8_t)*t->p++;
+    }
+    t->bad = 1;
+    return 0;
+}
+
+typedef struct {
+    int type;
+    int64_t usize, csize, hlen;
+    int64_t nvalues, nnulls, nrows;
+    int encoding, def_enc;
+    int64_t def_len, rep_len;
+    int is_compressed;
+} pq_ph;
+
+/* A PageHeader at [p, end): PQ_OK, PQ_CORRUPT, or (when more bytes may help) PQ_IO. */
+static int pq_page_header(const uint8_t *p, const uint8_t *end, pq_ph *h) {
+    pq_tc t = {p, end, 0, 0};
+    int fid = 0, type;
+    memset(h, 0, sizeof(*h));
+    h->type = -1;
+    h->usize = h->csize = -1;
+    h->nvalues = h->nrows = -1;
+    h->encoding = -1;
+    h->is_compressed = 1;
+    while ((type = tc_field(&t, &fid)) != 0 && !t.bad) {
+        if (fid == 1 && type == 5) h->type = (int)tc_zz(&t);
+        else if (fid == 2 && type == 5) h->usize = tc_zz(&t);
+        else if (fid == 3 && type == 5) h->csize = tc_zz(&t);
+        else if ((fid == 5 || fid == 7 || fid == 8) && type == 12) {
+            int sf = 0, st;
+            while ((st = tc_field(&t, &sf)) != 0 && !t.bad) {
+                if (fid == 5) { /* DataPageHeader */
+                    if (sf == 1) h->nvalues = tc_int(&t, st);
+                    else if (sf == 2) h->encoding = (int)tc_int(&t, st);
+                    else if (sf == 3) h->def_enc = (int)tc_int(&t, st);
+                    else tc_skip(&t, st, 1);
+                } else if (fid == 7) { /* DictionaryPageHeader */
+                    if (sf == 1) h->nvalues = tc_int(&t, st);
+                    else if (sf == 2) h->encoding = (int)tc_int(&t, st);
+                    else tc_skip(&t, st, 1);
+                } else { /* DataPageHeaderV2 */
+                    if (sf == 1) h->nvalues = tc_int(&t, st);
+                    else if (sf == 2) h->nnulls = tc_int(&t, st);
+                    else if (sf == 3) h->nrows = tc_int(&t, st);
+                    else if (sf == 4) h->encoding = (int)tc_int(&t, st);
+                    else if (sf == 5) h->def_len = tc_int(&t, st);
+                    else if (sf == 6) h->rep_len = tc_int(&t, st);
+                    else if (sf == 7 && (st == 1 || st == 2)) h->is_compressed = st == 1;
+                    else tc_skip(&t, st, 1);
+                }
+            }
+        } else tc_skip(&t, type, 0);
+    }
+    if (t.bad) return t.trunc ? PQ_IO : PQ_CORRUPT;
+    h->hlen = t.p - p;
+    if (h->type < 0 || h->usize < 0 || h->csize < 0 || h->usize >= PQ_MAX_PAGE || h->csize >= PQ_MAX_PAGE)
+        return PQ_CORRUPT;
+    if (h->type == PG_DATA || h->type == PG_DICT) {
+        if (h->nvalues < 0 || h->encoding < 0) return PQ_CORRUPT;
+    } else if (h->type == PG_DATA_V2) {
+        if (h->nvalues < 0 || h->nrows < 0 || h->encoding < 0 || h->def_len < 0 || h->rep_len < 0 ||
+            h->def_len + h->rep_len > h->csize || h->def_len + h->rep_len > h->usize)
+            return PQ_CORRUPT;
+    }
+    return PQ_OK;
+}
+
+/* The page header at file offset off (header bytes read as needed, at most end - off). */
+static int pq_read_header(const pq_file *f, int64_t off, int64_t end, uint8_t **buf, size_t *cap, pq_ph *h) {
+    int64_t probe = 256;
+    for (;;) {
+        int64_t n = probe < end - off ? probe : end - off;
+        int rc = PQ_OK;
+        if (n <= 0) return PQ_CORRUPT;
+        const uint8_t *p = pq_fetch(f, off, n, buf, cap, &rc);
+        if (!p) return rc;
+        rc = pq_page_header(p, p + n, h);
+        if (rc != PQ_IO) return rc;
+        if (n >= end - off || probe >= PQ_MAX_HEADER) return PQ_CORRUPT;
+        probe *= 16;
+    }
+}
+
+/* ------------------------------------------------------------------ RLE / bit-packed hybrid */
+static inline uint64_t pq_bits(const uint8_t *d, int64_t k, int bw, const uint8_t *dend) {
+    uint64_t bit = (uint64_t)k * (uint64_t)bw;
+    const uint8_t *at = d + (bit >> 3);
+    int sh = (int)(bit & 7);
+    uint64_t v;
+    if (at + 8 <= dend) {
+        memcpy(&v, at, 8);
+    } else {
+        int i, need = (sh + bw + 7) >> 3;
+        v = 0;
+        for (i = 0; i < need; i++) v |= (uint64_t)at[i] << (8 * i);
+    }
+    v >>= sh;
+    return bw < 64 ? v & (((uint64_t)1 << bw) - 1) : v;
+}
+
+typedef struct {
+    pq_body *b;
+    size_t pos, end;   /* the runs' bytes in the body */
+    int bw;
+} pq_hyb;
+
+/* The next run header: *count values, packed (data at *data) or repeated *value. */
+static int hyb_run(pq_hyb *h, int64_t *count, int *packed, uint64_t *value, size_t *data) {
+    size_t want = h->pos + 10 < h->end ? h->pos + 10 : h->end;
+    if (pq_body_need(h->b, want) != PQ_OK) return PQ_CORRUPT;
+    const uint8_t *o = h->b->out;
+    uint64_t v = 0;
+    int s = 0;
+    for (;;) {
+        if (h->pos >= h->end || s > 63) return PQ_CORRUPT;
+        uint8_t c = o[h->pos++];
+        v |= (uint64_t)(c & 0x7F) << s;
+        if (!(c & 0x80)) break;
+        s += 7;
+    }
+    if (v & 1) {
+        uint64_t groups = v >> 1;
+        if (groups > (uint64_t)(h->end - h->pos) || groups * (uint64_t)h->bw > (uint64_t)(h->end - h->pos))
+            return PQ_CORRUPT;
+        *packed = 1;
+        *count = (int64_t)(groups * 8);
+        *data = h->pos;
+        h->pos += (size_t)(groups * (uint64_t)h->bw);
+    } else {
+        int vb = (h->bw + 7) >> 3, k;
+        if ((size_t)vb > h->end - h->pos || (v >> 1) > ((uint64_t)1 << 40)) return PQ_CORRUPT;
+        if (pq_body_need(h->b, h->pos + vb) != PQ_OK) return PQ_CORRUPT;
+        o = h->b->out;
+        *packed = 0;
+        *count = (int64_t)(v >> 1);
+        *value = 0;
+        for (k = 0; k < vb; k++) *value |= (uint64_t)o[h->pos + k] << (8 * k);
+        h->pos += vb;
+    }
+    return PQ_OK;
+}
+
+/* out[i] = the value at sorted index idx[i] (i < n) of the runs holding `count` values. */
+static int hyb_gather(pq_hyb *h, int64_t count, const int64_t *idx, int64_t n, uint32_t *out) {
+    int64_t base = 0, i = 0;
+    while (i < n) {
+        int64_t c;
+        int packed;
+        uint64_t value = 0;
+        size_t data = 0;
+        if (idx[i] >= count || idx[i] < base) return PQ_CORRUPT;
+        if (hyb_run(h, &c, &packed, &value, &data) != PQ_OK) return PQ_CORRUPT;
+        int64_t stop = base + c;
+        int64_t j = i;
+        while (j < n && idx[j] < stop) j++;
+        if (j > i) {
+            if (packed) {
+                size_t last = data + (size_t)((((uint64_t)(idx[j - 1] - base) + 1) * h->bw + 7) >> 3);
+                if (pq_body_need(h->b, last) != PQ_OK) return PQ_CORRUPT;
+                const uint8_t *d = h->b->out + data, *dend = h->b->out + last;
+                for (; i < j; i++) out[i] = (uint32_t)pq_bits(d, idx[i] - base, h->bw, dend);
+            } else {
+                for (; i < j; i++) out[i] = (uint32_t)value;
+            }
+        }
+        base = stop;
+    }
+    return PQ_OK;
+}
+
+/* out[0..count) = every value of the runs. */
+static int hyb_all(pq_hyb *h, int64_t count, uint32_t *out) {
+    int64_t base = 0;
+    while (base < count) {
+        int64_t c;
+        int packed;
+        uint64_t value = 0;
+        size_t data = 0;
+        if (hyb_run(h, &c, &packed, &value, &data) != PQ_OK) return PQ_CORRUPT;
+        int64_t m = c < count - base ? c : count - base;
+        if (packed) {
+            size_t last = data + (size_t)(((uint64_t)m * h->bw + 7) >> 3);
+            if (pq_body_need(h->b, last) != PQ_OK) return PQ_CORRUPT;
+            const uint8_t *d = h->b->out + data, *dend = h->b->out + last;
+            int64_t k = 0;
+            if (h->bw == 1) {
+                for (; k + 8 <= m; k += 8) {
+                    uint8_t by = d[k >> 3];
+                    int q;
+                    for (q = 0; q < 8; q++) out[base + k + q] = (by >> q) & 1;
+                }
+            }
+            for (; k < m; k++) out[base + k] = (uint32_t)pq_bits(d, k, h->bw, dend);
+        } else {
+            int64_t k;
+            for (k = 0; k < m; k++) out[base + k] = (uint32_t)value;
+        }
+        base += m;
+    }
+    return PQ_OK;
+}
+
+/* Definition levels (bit width 1) of a page's rows: for the page-local rows lr[0..n) (sorted;
+ * NULL: every row 0..n), vidx[i] = the row's value number, or -1 for a null.  *nvals: values
+ * up to the last wanted one. */
+static int pq_levels(pq_hyb *h, int64_t nrows, const int64_t *lr, int64_t shift, int64_t n, int64_t *vidx,
+                     int64_t *nvals) {
+    int64_t base = 0, ones = 0, i = 0;
+    while (i < n) {
+        int64_t c;
+        int packed;
+        uint64_t value = 0;
+        size_t data = 0;
+        int64_t want = lr ? lr[i] - shift : i;
+        if (want >= nrows || want < base) return PQ_CORRUPT;
+        if (hyb_run(h, &c, &packed, &value, &data) != PQ_OK) return PQ_CORRUPT;
+        if (value > 1) return PQ_CORRUPT;
+        int64_t stop = base + c;
+        if (stop > nrows) stop = nrows;
+        if (packed) {
+            int64_t upto = stop - base; /* bits of this run that are rows */
+            size_t nbytes = (size_t)((upto + 7) >> 3);
+            if (pq_body_need(h->b, data + nbytes) != PQ_OK) return PQ_CORRUPT;
+            const uint8_t *d = h->b->out + data;
+            int64_t cur = 0, cones = ones;
+            for (; i < n; i++) {
+                int64_t w = lr ? lr[i] - shift : i;
+                if (w >= stop) break;
+                int64_t b = w - base;
+                while (cur < b) {
+                    if ((cur & 7) == 0 && cur + 8 <= b) {
+                        cones += __builtin_popcount(d[cur >> 3]);
+                        cur += 8;
+                    } else {
+                        cones += (d[cur >> 3] >> (cur & 7)) & 1;
+                        cur++;
+                    }
+                }
+                vidx[i] = (d[b >> 3] >> (b & 7)) & 1 ? cones : -1;
+            }
+            while (cur < upto) {
+                if ((cur & 7) == 0 && cur + 8 <= upto) {
+                    cones += __builtin_popcount(d[cur >> 3]);
+                    cur += 8;
+                } else {
+                    cones += (d[cur >> 3] >> (cur & 7)) & 1;
+                    cur++;
+                }
+            }
+            ones = cones;
+        } else {
+            for (; i < n; i++) {
+                int64_t w = lr ? lr[i] - shift : i;
+                if (w >= stop) break;
+                vidx[i] = value ? ones + (w - base) : -1;
+            }
+            if (value) ones += stop - base;
+        }
+        base = stop;
+    }
+    *nvals = 0;
+    for (i = n - 1; i >= 0; i--)
+        if (vidx[i] >= 0) {
+            *nvals = vidx[i] + 1;
+            break;
+        }
+    return PQ_OK;
+}
+
+/* ------------------------------------------------------------------ values */
+static inline int pq_phys_width(int physical, int type_len) {
+    switch (physical) {
+    case PT_INT32: case PT_FLOAT: return 4;
+    case PT_INT64: case PT_DOUBLE: return 8;
+    case PT_INT96: return 12;
+    case PT_FLBA: return type_len;
+    default: return 0;
+    }
+}
+
+/* One physical value -> its output bytes. */
+static inline void pq_emit(int conv, uint8_t *dst, const uint8_t *src, int pw, int ow) {
+    switch (conv) {
+    case CV_COPY: memcpy(dst, src, (size_t)ow); return;
+    case CV_I32_1: dst[0] = src[0]; return;
+    case CV_I32_2: dst[0] = src[0]; dst[1] = src[1]; return;
+    case CV_INT96_NS: {
+        uint64_t nanos;
+        uint32_t day;
+        memcpy(&nanos, src, 8);
+        memcpy(&day, src + 8, 4);
+        int64_t v = ((int64_t)day - 2440588) * 86400000000000LL + (int64_t)nanos;
+        memcpy(dst, &v, 8);
+        return;
+    }
+    case CV_DEC_I32: {
+        int32_t x;
+        memcpy(&x, src, 4);
+        int64_t lo = x, hi = x < 0 ? -1 : 0;
+        memcpy(dst, &lo, 8);
+        memcpy(dst + 8, &hi, 8);
+        return;
+    }
+    case CV_DEC_I64: {
+        int64_t lo, hi;
+        memcpy(&lo, src, 8);
+        hi = lo < 0 ? -1 : 0;
+        memcpy(dst, &lo, 8);
+        memcpy(dst + 8, &hi, 8);
+        return;
+    }
+    case CV_DEC_BE: {
+        int k;
+        uint8_t fill = (pw > 0 && (src[0] & 0x80)) ? 0xFF : 0;
+        for (k = 0; k < ow; k++) dst[k] = k < pw ? src[pw - 1 - k] : fill;
+        return;
+    }
+    case CV_I32_I64: {
+        int32_t x;
+        memcpy(&x, src, 4);
+        int64_t v = x;
+        memcpy(dst, &v, 8);
+        return;
+    }
+    case CV_U32_I64: {
+        uint32_t x;
+        memcpy(&x, src, 4);
+        int64_t v = x;
+        memcpy(dst, &v, 8);
+        return;
+    }
+    case CV_F32_F64: {
+        float x;
+        memcpy(&x, src, 4);
+        double v = x;
+        memcpy(dst, &v, 8);
+        return;
+    }
+    default: memset(dst, 0, (size_t)ow); return;
+    }
+}
+
+/* ------------------------------------------------------------------ phase A: a chunk's pages */
+static int pq_add_page(pq_chunk *c, size_t *cap, int64_t off, int64_t size, int64_t first, int64_t rows) {
+    if ((size_t)c->npages >= *cap) {
+        size_t ncap = *cap ? *cap * 2 : 16;
+        pq_page *np_ = (pq_page *)realloc(c->pages, ncap * sizeof(pq_page));
+        if (!np_) return PQ_NOMEM;
+        c->pages = np_;
+        *cap = ncap;
+    }
+    pq_page *p = &c->pages[c->npages++];
+    memset(p, 0, sizeof(*p));
+    p->off = off;
+    p->size = size;
+    p->first_row = first;
+    p->nrows = rows;
+    return PQ_OK;
+}
+
+static int64_t pq_lower(const int64_t *a, int64_t lo, int64_t hi, int64_t v) {
+    while (lo < hi) {
+        int64_t m = lo + ((hi - lo) >> 1);
+        if (a[m] < v) lo = m + 1;
+        else hi = m;
+    }
+    return lo;
+}
+
+/* The wanted rows of each page (k0, k1), and drop the pages holding none. */
+static void pq_select_pages(pq_job *job, pq_chunk *c) {
+    int64_t nsel = c->f[CK_NSEL], i, w = 0, k = 0;
+    const int64_t *rows = job->rows + c->f[CK_ROWS_OFF];
+    int all = (int)c->f[CK_ALL];
+    for (i = 0; i < c->npages; i++) {
+        pq_page *p = &c->pages[i];
+        int64_t end = p->first_row + p->nrows;
+        int64_t k1 = all ? end : pq_lower(rows, k, nsel, end);
+        int64_t k0 = all ? p->first_row : k;
+        if (k1 > k0) {
+            p->k0 = k0;
+            p->k1 = k1;
+            c->pages[w++] = *p;
+        }
+        k = k1;
+    }
+    c->pages_total = c->npages;
+    c->npages = w;
+}
+
+static void pq_chunk_pages(pq_job *job, pq_chunk *c, pq_scratch *s) {
+    const pq_file *f = &job->files[c->f[CK_FILE]];
+    int64_t start = c->f[CK_START], len = c->f[CK_LEN], end = start + len, rg_rows = c->f[CK_RG_ROWS];
+    size_t cap = 0;
+    int rc = PQ_OK;
+    pq_col *col = &job->cols[c->f[CK_COL]];
+    int physical = (int)c->f[CK_PHYSICAL], conv = (int)c->f[CK_CONV];
+    c->dict_off = -1;
+    if (conv == CV_NULL) {
+        if (!col->valid) pq_fail(c, PQ_UNSUPPORTED, start, "no validity for a column of nulls");
+        return;
+    }
+    if (c->f[CK_MAX_DEF] > 1 || (c->f[CK_MAX_DEF] == 1 && !col->valid)) {
+        pq_fail(c, PQ_UNSUPPORTED, start, "definition levels not handled");
+        return;
+    }
+    if ((physical == PT_BYTE_ARRAY) != (col->kind >= OUT_BYTES) || (physical == PT_BOOLEAN) != (col->kind == OUT_BOOL) ||
+        (col->kind == OUT_FIXED && (pq_phys_width(physical, (int)c->f[CK_TYPE_LEN]) <= 0 || col->width <= 0 ||
+                                    (conv == CV_COPY && col->width != pq_phys_width(physical, (int)c->f[CK_TYPE_LEN]))))) {
+        pq_fail(c, PQ_UNSUPPORTED, start, "output type does not fit the physical type");
+        return;
+    }
+    if (!pq_codec_available((int)c->f[CK_CODEC])) {
+        pq_fail(c, PQ_UNSUPPORTED, start, "codec not available to the native reader");
+        return;
+    }
+    if (start < 4 || len <= 0 || end > f->size) {
+        pq_fail(c, PQ_CORRUPT, start, "column chunk outside the file");
+        return;
+    }
+    if (c->f[CK_OI_OFF] >= 0) {
+        int64_t ooff = c->f[CK_OI_OFF], olen = c->f[CK_OI_LEN];
+        if (olen <= 0 || olen > PQ_MAX_INDEX) {
+            pq_fail(c, PQ_UNSUPPORTED, ooff, "offset index size");
+            return;
+        }
+        const uint8_t *p = pq_fetch(f, ooff, olen, &s->in, &s->incap, &rc);
+        if (!p) {
+            pq_fail(c, rc == PQ_CORRUPT ? PQ_UNSUPPORTED : rc, ooff, "offset index not readable");
+            return;
+        }
+        pq_tc t = {p, p + olen, 0, 0};
+        int fid = 0, type, got = 0;
+        while ((type = tc_field(&t, &fid)) != 0 && !t.bad) {
+            if (fid == 1 && type == 9 && !got) {
+                uint8_t hb;
+                if (t.p >= t.end) {
+                    t.bad = 1;
+                    break;
+                }
+                hb = *t.p++;
+                uint64_t n = hb >> 4;
+                if (n == 15) n = tc_varint(&t);
+                if ((hb & 15) != 12 || n > (uint64_t)(t.end - t.p) || n == 0) {
+                    t.bad = 1;
+                    break;
+                }
+                uint64_t i;
+                for (i = 0; i < n && !t.bad; i++) {
+                    int sf = 0, st;
+                    int64_t po = -1, ps = -1, pf = -1;
+                    while ((st = tc_field(&t, &sf)) != 0 && !t.bad) {
+                        if (sf == 1) po = tc_int(&t, st);
+                        else if (sf == 2) ps = tc_int(&t, st);
+                        else if (sf == 3) pf = tc_int(&t, st);
+                        else tc_skip(&t, st, 1);
+                    }
+                    if (t.bad) break;
+                    if (po < 0 || ps <= 0 || pf < 0) {
+                        t.bad = 1;
+                        break;
+                    }
+                    if (pq_add_page(c, &cap, po, ps, pf, 0) != PQ_OK) {
+                        pq_fail(c, PQ_NOMEM, start, "out of memory");
+                        return;
+                    }
+                }
+                got = 1;
+            } else tc_skip(&t, type, 0);
+        }
+        int64_t i;
+        int ok = !t.bad && got && c->npages > 0 && c->pages[0].first_row == 0 && c->pages[0].off >= start;
+        for (i = 0; ok && i < c->npages; i++) {
+            pq_page *p = &c->pages[i];
+            int64_t next = i + 1 < c->npages ? c->pages[i + 1].first_row : rg_rows;
+            if (next <= p->first_row || p->off + p->size > end || (i + 1 < c->npages && c->pages[i + 1].off < p->off + p->size))
+                ok = 0;
+            else p->nrows = next - p->first_row;
+        }
+        if (!ok) { /* pyarrow ignores a page index it cannot use: walk the pages instead */
+            free(c->pages);
+            c->pages = NULL;
+            c->npages = 0;
+            cap = 0;
+        } else {
+            if (c->pages[0].off > start) {
+                c->dict_off = start;
+                c->dict_size = c->pages[0].off - start;
+            }
+            pq_select_pages(job, c);
+            return;
+        }
+    }
+    /* walk the page headers */
+    int64_t pos = start, row = 0;
+    while (pos < end) {
+        pq_ph h;
+        rc = pq_read_header(f, pos, end, &s->in, &s->incap, &h);
+        if (rc != PQ_OK) {
+            pq_fail(c, rc == PQ_IO ? PQ_IO : PQ_CORRUPT, pos, "page header not readable");
+            return;
+        }
+        int64_t size = h.hlen + h.csize;
+        if (size > end - pos) {
+            pq_fail(c, PQ_CORRUPT, pos, "page runs past its column chunk");
+            return;
+        }
+        if (h.type == PG_DICT) {
+            if (c->npages || c->dict_off >= 0) {
+                pq_fail(c, PQ_UNSUPPORTED, pos, "dictionary page after data pages");
+                return;
+            }
+            c->dict_off = pos;
+            c->dict_size = size;
+        } else if (h.type == PG_DATA || h.type == PG_DATA_V2) {
+            int64_t r = h.type == PG_DATA_V2 ? h.nrows : h.nvalues;
+            if (r > 0) {
+                if (r > rg_rows - row) {
+                    pq_fail(c, PQ_CORRUPT, pos, "pages hold more rows than the row group");
+                    return;
+                }
+                if (pq_add_page(c, &cap, pos, size, row, r) != PQ_OK) {
+                    pq_fail(c, PQ_NOMEM, pos, "out of memory");
+                    return;
+                }
+                row += r;
+            }
+        } else if (h.type != PG_INDEX) {
+            pq_fail(c, PQ_CORRUPT, pos, "page of an unknown type");
+            return;
+        }
+        pos += size;
+    }
+    if (row != rg_rows) {
+        pq_fail(c, PQ_CORRUPT, start, "the pages' rows are not the row group's");
+        return;
+    }
+    pq_select_pages(job, c);
+}
+
+/* ------------------------------------------------------------------ dictionaries */
+static int pq_dict_load(pq_job *job, pq_chunk *c, pq_scratch *s) {
+    pq_dict *d = &c->dict;
+    const pq_file *f = &job->files[c->f[CK_FILE]];
+    int physical = (int)c->f[CK_PHYSICAL], conv = (int)c->f[CK_CONV];
+    pq_col *col = &job->cols[c->f[CK_COL]];
+    int rc = PQ_OK;
+    uint8_t *tmp = NULL; /* not the scratch's: the page that asks holds it */
+    size_t tcap = 0;
+    tmp = (uint8_t *)pq_balloc(65536, &tcap);
+    if (!tmp) return PQ_NOMEM;
+    if (c->dict_off < 0) return PQ_UNSUPPORTED;
+    int64_t pos = c->dict_off, end = c->dict_off + c->dict_size;
+    pq_ph h;
+    for (;;) { /* an index page may come first */
+        rc = pq_read_header(f, pos, end, &tmp, &tcap, &h);
+        if (rc != PQ_OK || (h.type != PG_DICT && (h.type != PG_INDEX || h.hlen + h.csize > end - pos))) {
+            pq_bfree(tmp, tcap);
+            return rc == PQ_NOMEM ? rc : PQ_CORRUPT;
+        }
+        if (h.type == PG_DICT) break;
+        pos += h.hlen + h.csize;
+    }
+    if (h.hlen + h.csize > end - pos) rc = PQ_CORRUPT;
+    else if (h.encoding != EN_PLAIN && h.encoding != EN_PLAIN_DICT) rc = PQ_UNSUPPORTED;
+    const uint8_t *p = rc == PQ_OK ? pq_fetch(f, pos + h.hlen, h.csize, &tmp, &tcap, &rc) : NULL;
+    if (p) {
+        d->buf = (uint8_t *)pq_balloc((size_t)h.usize, &d->buf_cap);
+        if (!d->buf) rc = PQ_NOMEM;
+    }
+    if (p && rc == PQ_OK) {
+        pq_body b;
+        rc = pq_body_init(&b, (int)c->f[CK_CODEC], p, (size_t)h.csize, d->buf, (size_t)h.usize, s->zstd);
+        if (rc == PQ_OK) rc = pq_body_need(&b, (size_t)h.usize);
+        if (rc == PQ_OK && b.out != d->buf) memcpy(d->buf, b.out, (size_t)h.usize); /* it was not compressed */
+    }
+    pq_bfree(tmp, tcap);
+    if (rc != PQ_OK) return rc;
+    int64_t n = h.nvalues, i;
+    d->n = n;
+    if (physical == PT_BYTE_ARRAY) {
+        if (n > h.usize / 4) return PQ_CORRUPT;
+        d->offs = (uint32_t *)pq_balloc((size_t)(n + 1) * sizeof(uint32_t), &d->offs_cap);
+        if (!d->offs) return PQ_NOMEM;
+        int64_t at = 0;
+        for (i = 0; i < n; i++) {
+            if (h.usize - at < 4) return PQ_CORRUPT;
+            uint32_t l = pq_le32(d->buf + at);
+            if ((int64_t)l > h.usize - at - 4) return PQ_CORRUPT;
+            d->offs[i] = (uint32_t)at;
+            at += 4 + (int64_t)l;
+        }
+        d->offs[n] = (uint32_t)at;
+    } else if (physical == PT_BOOLEAN) {
+        return PQ_UNSUPPORTED;
+    } else {
+        int pw = pq_phys_width(physical, (int)c->f[CK_TYPE_LEN]);
+        int ow = col->width;
+        if (pw <= 0 || n > h.usize / pw) return PQ_CORRUPT;
+        if (conv == CV_COPY) {
+            d->fixed = d->buf; /* the values as they are */
+        } else {
+            d->conv = (uint8_t *)pq_balloc((size_t)n * (size_t)ow, &d->conv_cap);
+            if (!d->conv) return PQ_NOMEM;
+            for (i = 0; i < n; i++) pq_emit(conv, d->conv + i * ow, d->buf + i * pw, pw, ow);
+            d->fixed = d->conv;
+        }
+    }
+    return PQ_OK;
+}
+
+static void pq_dict_free(pq_dict *d) {
+    pq_bfree(d->buf, d->buf_cap);
+    pq_bfree(d->conv, d->conv_cap);
+    pq_bfree(d->offs, d->offs_cap);
+    d->buf = d->conv = d->fixed = NULL;
+    d->offs = NULL;
+}
+
+static int pq_dict_get(pq_job *job, pq_chunk *c, pq_scratch *s) {
+    pq_dict *d = &c->dict;
+    pthread_mutex_lock(&d->lock);
+    if (d->state == 0) {
+        int rc = pq_dict_load(job, c, s);
+        d->state = rc == PQ_OK ? 1 : 2;
+        if (rc != PQ_OK) {
+            pthread_mutex_unlock(&d->lock);
+            return rc;
+        }
+    }
+    int ok = d->state == 1;
+    pthread_mutex_unlock(&d->lock);
+    return ok ? PQ_OK : PQ_CORRUPT;
+}
+
+/* ------------------------------------------------------------------ phase B: one page */
+static int pq_scratch_need(pq_scratch *s, int64_t rows, int64_t out_bytes) {
+    if (pq_grow((void **)&s->vidx, &s->vcap, (size_t)rows, sizeof(int64_t)) != PQ_OK) return PQ_NOMEM;
+    if (pq_grow((void **)&s->idx, &s->icap, (size_t)rows, sizeof(uint32_t)) != PQ_OK) return PQ_NOMEM;
+    if (pq_grow((void **)&s->out, &s->outcap, (size_t)out_bytes, 1) != PQ_OK) return PQ_NOMEM;
+    return PQ_OK;
+}
+
+/* append n bytes to the page's data */
+static inline int pq_page_put(pq_page *pg, const uint8_t *src, size_t n) {
+    if ((size_t)pg->data_len + n > pg->data_cap || !pg->data) {
+        size_t need = (size_t)pg->data_len + n;
+        if (need < 4096) need = 4096;
+        if (pq_bgrow(&pg->data, &pg->data_cap, need, (size_t)pg->data_len) != PQ_OK) return PQ_NOMEM;
+    }
+    memcpy(pg->data + pg->data_len, src, n);
+    pg->data_len += (int64_t)n;
+    return PQ_OK;
+}
+
+static inline void pq_set_len(pq_col *col, int64_t slot, int64_t len) {
+    if (col->kind == OUT_LBYTES) ((int64_t *)col->offsets)[slot + 1] = len;
+    else ((int32_t *)col->offsets)[slot + 1] = (int32_t)len;
+}
+
+static void pq_null_unit(pq_job *job, pq_page *u) {
+    pq_chunk *c = &job->chunks[u->chunk];
+    pq_col *col = &job->cols[c->f[CK_COL]];
+    int64_t a = c->f[CK_OUT_AT] + u->k0, n = u->k1 - u->k0;
+    if (col->valid) memset(col->valid + a, 0, (size_t)n);
+    if (col->kind == OUT_FIXED) memset(col->values + a * col->width, 0, (size_t)(n * col->width));
+    else if (col->kind == OUT_BOOL) memset(col->values + a, 0, (size_t)n);
+}
+
+static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
+    pq_chunk *c = &job->chunks[pg->chunk];
+    if (__atomic_load_n(&c->status, __ATOMIC_RELAXED) != PQ_OK) return;
+    if (c->f[CK_CONV] == CV_NULL) {
+        pq_null_unit(job, pg);
+        return;
+    }
+    const pq_file *f = &job->files[c->f[CK_FILE]];
+    pq_col *col = &job->cols[c->f[CK_COL]];
+    int physical = (int)c->f[CK_PHYSICAL], conv = (int)c->f[CK_CONV], max_def = (int)c->f[CK_MAX_DEF];
+    int pw = pq_phys_width(physical, (int)c->f[CK_TYPE_LEN]);
+    int ow = col->width;
+    int rc = PQ_OK;
+    int64_t n = pg->k1 - pg->k0;                         /* wanted rows of the page */
+    int64_t slot0 = c->f[CK_OUT_AT] + pg->k0;            /* the output slot of the first */
+    const int64_t *rows = c->f[CK_ALL] ? NULL : job->rows + c->f[CK_ROWS_OFF] + pg->k0;
+    int dense = rows == NULL || n == pg->nrows;          /* every row of the page */
+    pq_ph h;
+
+    const uint8_t *raw = pq_fetch(f, pg->off, pg->size, &s->in, &s->incap, &rc);
+    if (!raw) {
+        pq_fail(c, rc, pg->off, "data page not readable");
+        return;
+    }
+    rc = pq_page_header(raw, raw + pg->size, &h);
+    if (rc != PQ_OK || (h.type != PG_DATA && h.type != PG_DATA_V2) || h.hlen + h.csize != pg->size ||
+        (h.type == PG_DATA ? h.nvalues : h.nrows) != pg->nrows) {
+        pq_fail(c, PQ_CORRUPT, pg->off, "data page disagrees with its column chunk's page locations");
+        return;
+    }
+    if (pq_scratch_need(s, n > pg->nrows ? n : pg->nrows, h.usize) != PQ_OK) {
+        pq_fail(c, PQ_NOMEM, pg->off, "out of memory");
+        return;
+    }
+    /* the levels and the values' body */
+    pq_body lev, body;
+    const uint8_t *bodysrc = raw + h.hlen;
+    size_t vat = 0;                /* where the values start in `body` */
+    int has_levels = max_def > 0;
+    pq_hyb lh;
+    if (h.type == PG_DATA) {
+        rc = pq_body_init(&body, (int)c->f[CK_CODEC], bodysrc, (size_t)h.csize, s->out, (size_t)h.usize, s->zstd);
+        if (rc != PQ_OK) goto bad;
+        if (has_levels) {
+            if (h.def_enc != EN_RLE) {
+                pq_fail(c, PQ_UNSUPPORTED, pg->off, "definition levels not RLE-encoded");
+                return;
+            }
+            if (pq_body_need(&body, 4) != PQ_OK) goto corrupt;
+            uint32_t ll = pq_le32(body.out);
+            if ((size_t)ll > h.usize - 4) goto corrupt;
+            lh.b = &body;
+            lh.pos = 4;
+            lh.end = 4 + (size_t)ll;
+            lh.bw = 1;
+            vat = 4 + (size_t)ll;
+        }
+    } else {
+        size_t lv = (size_t)(h.rep_len + h.def_len);
+        if (h.rep_len != 0) goto corrupt; /* a flat column has no repetition levels */
+        rc = pq_body_init(&lev, PQ_UNCOMPRESSED, bodysrc, lv, NULL, lv, NULL);
+        if (rc != PQ_OK) goto corrupt;
+        int codec = h.is_compressed ? (int)c->f[CK_CODEC] : PQ_UNCOMPRESSED;
+        rc = pq_body_init(&body, codec, bodysrc + lv, (size_t)h.csize - lv, s->out, (size_t)h.usize - lv, s->zstd);
+        if (rc != PQ_OK) goto bad;
+        if (has_levels) {
+            lh.b = &lev;
+            lh.pos = 0;
+            lh.end = (size_t)h.def_len;
+            lh.bw = 1;
+        }
+        if (max_def == 0 && h.def_len != 0) goto corrupt;
+    }
+    /* value numbers of the wanted rows */
+    int64_t *vidx = s->vidx, nvals, i;
+    int identity = 0;  /* vidx[i] == i for every wanted row */
+    if (has_levels) {
+        rc = pq_levels(&lh, pg->nrows, rows, pg->first_row, n, vidx, &nvals);
+        if (rc != PQ_OK) goto corrupt;
+    } else {
+        if (rows) {
+            for (i = 0; i < n; i++) vidx[i] = rows[i] - pg->first_row;
+            nvals = n ? vidx[n - 1] + 1 : 0;
+            identity = dense;
+        } else {
+            nvals = n;
+            identity = 1;
+        }
+    }
+    if (nvals > h.nvalues) goto corrupt;
+    if (col->valid) {
+        if (has_levels)
+            for (i = 0; i < n; i++) col->valid[slot0 + i] = vidx[i] >= 0;
+        else memset(col->valid + slot0, 1, (size_t)n);
+    }
+    __atomic_fetch_add(&c->pages_read, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->bytes_read, pg->size, __ATOMIC_RELAXED);
+
+    int enc = h.encoding;
+    if (enc == EN_PLAIN && physical != PT_BYTE_ARRAY && physical != PT_BOOLEAN) {
+        if (pq_body_need(&body, vat + (size_t)nvals * (size_t)pw) != PQ_OK) goto corrupt;
+        const uint8_t *v = body.out + vat;
+        uint8_t *out = col->values + slot0 * ow;
+        if (identity && conv == CV_COPY) {
+            memcpy(out, v, (size_t)(n * ow));
+        } else if (conv == CV_COPY && ow == 8) {
+            for (i = 0; i < n; i++) {
+                if (vidx[i] >= 0) memcpy(out + i * 8, v + vidx[i] * 8, 8);
+                else memset(out + i * 8, 0, 8);
+            }
+        } else if (conv == CV_COPY && ow == 4) {
+            for (i = 0; i < n; i++) {
+                if (vidx[i] >= 0) memcpy(out + i * 4, v + vidx[i] * 4, 4);
+                else memset(out + i * 4, 0, 4);
+            }
+        } else {
+            for (i = 0; i < n; i++) {
+                int64_t k = identity ? i : vidx[i];
+                if (k >= 0) pq_emit(conv, out + i * ow, v + k * pw, pw, ow);
+                else memset(out + i * ow, 0, (size_t)ow);
+            }
+        }
+        return;
+    }
+    if (enc == EN_PLAIN && physical == PT_BOOLEAN) {
+        if (pq_body_need(&body, vat + (size_t)((nvals + 7) >> 3)) != PQ_OK) goto corrupt;
+        const uint8_t *v = body.out + vat;
+        uint8_t *out = col->values + slot0;
+        for (i = 0; i < n; i++) {
+            int64_t k = identity ? i : vidx[i];
+            out[i] = k >= 0 ? (v[k >> 3] >> (k & 7)) & 1 : 0;
+        }
+        return;
+    }
+    if (enc == EN_RLE && physical == PT_BOOLEAN) {
+        if (pq_body_need(&body, vat + 4) != PQ_OK) goto corrupt;
+        uint32_t ll = pq_le32(body.out + vat);
+        if ((size_t)ll > body.usize - vat - 4) goto corrupt;
+        pq_hyb vh = {&body, vat + 4, vat + 4 + ll, 1};
+        int64_t m = 0;
+        for (i = 0; i < n; i++) /* the wanted values, compacted in place (m <= i) */
+            if (identity || vidx[i] >= 0) vidx[m++] = identity ? i : vidx[i];
+        if (hyb_gather(&vh, h.nvalues, vidx, m, s->idx) != PQ_OK) goto corrupt;
+        uint8_t *out = col->values + slot0;
+        const uint8_t *valid = has_levels ? col->valid + slot0 : NULL;
+        int64_t q = 0;
+        for (i = 0; i < n; i++) out[i] = (valid && !valid[i]) ? 0 : (uint8_t)s->idx[q++];
+        return;
+    }
+    if (enc == EN_PLAIN && physical == PT_BYTE_ARRAY) {
+        size_t at = vat;
+        int64_t k = 0, want_i = 0;
+        /* the first value each wanted row needs */
+        for (want_i = 0; want_i < n; want_i++) {
+            int64_t want = identity ? want_i : vidx[want_i];
+            if (want < 0) {
+                pq_set_len(col, slot0 + want_i, 0);
+                continue;
+            }
+            for (;;) {
+                if (pq_body_need(&body, at + 4) != PQ_OK) goto corrupt;
+                uint32_t l = pq_le32(body.out + at);
+                if ((size_t)l > body.usize - at - 4) goto corrupt;
+                if (k == want) {
+                    if (pq_body_need(&body, at + 4 + l) != PQ_OK) goto corrupt;
+                    if (pq_page_put(pg, body.out + at + 4, l) != PQ_OK) goto nomem;
+                    pq_set_len(col, slot0 + want_i, l);
+                    break; /* the same value may be wanted again: k and at stay */
+                }
+                at += 4 + (size_t)l;
+                k++;
+            }
+        }
+        return;
+    }
+    if (enc == EN_RLE_DICT || enc == EN_PLAIN_DICT) {
+        rc = pq_dict_get(job, c, s);
+        if (rc != PQ_OK) {
+            pq_fail(c, rc == PQ_UNSUPPORTED ? PQ_UNSUPPORTED : rc == PQ_NOMEM ? PQ_NOMEM : PQ_CORRUPT, c->dict_off,
+                    rc == PQ_UNSUPPORTED ? "dictionary page not handled" : "dictionary page not readable");
+            return;
+        }
+        pq_dict *d = &c->dict;
+        if (pq_body_need(&body, vat + 1) != PQ_OK) goto corrupt;
+        int bw = body.out[vat];
+        if (bw > 32) goto corrupt;
+        pq_hyb vh = {&body, vat + 1, body.usize, bw};
+        int64_t m = 0;
+        uint32_t *ix = s->idx;
+        if (identity) {
+            if (hyb_all(&vh, n, ix) != PQ_OK) goto corrupt;
+            m = n;
+        } else {
+            for (i = 0; i < n; i++) /* compacted in place (m <= i) */
+                if (vidx[i] >= 0) vidx[m++] = vidx[i];
+            if (hyb_gather(&vh, h.nvalues, vidx, m, ix) != PQ_OK) goto corrupt;
+        }
+        for (i = 0; i < m; i++)
+            if ((int64_t)ix[i] >= d->n) goto corrupt;
+        /* ix holds the m non-null values in order; nulls are where valid is 0 */
+        const uint8_t *valid = has_levels ? col->valid + slot0 : NULL;
+        int64_t q = 0;
+        if (physical == PT_BYTE_ARRAY) {
+            for (i = 0; i < n; i++) {
+                if (valid && !valid[i]) {
+                    pq_set_len(col, slot0 + i, 0);
+                    continue;
+                }
+                uint32_t v = ix[q++];
+                uint32_t at = d->offs[v] + 4, l = d->offs[v + 1] - at;
+                if (pq_page_put(pg, d->buf + at, (size_t)l) != PQ_OK) goto nomem;
+                pq_set_len(col, slot0 + i, l);
+            }
+        } else {
+            uint8_t *out = col->values + slot0 * ow;
+            if (ow == 8) {
+                for (i = 0; i < n; i++) {
+                    if (valid && !valid[i]) memset(out + i * 8, 0, 8);
+                    else memcpy(out + i * 8, d->fixed + (size_t)ix[q++] * 8, 8);
+                }
+            } else if (ow == 4) {
+                for (i = 0; i < n; i++) {
+                    if (valid && !valid[i]) memset(out + i * 4, 0, 4);
+                    else memcpy(out + i * 4, d->fixed + (size_t)ix[q++] * 4, 4);
+                }
+            } else {
+                for (i = 0; i < n; i++) {
+                    if (valid && !valid[i]) memset(out + i * ow, 0, (size_t)ow);
+                    else memcpy(out + i * ow, d->fixed + (size_t)ix[q++] * ow, (size_t)ow);
+                }
+            }
+        }
+        return;
+    }
+    pq_fail(c, PQ_UNSUPPORTED, pg->off, "page encoding not handled by the native reader");
+    return;
+bad:
+    if (rc == PQ_UNSUPPORTED) {
+        pq_fail(c, PQ_UNSUPPORTED, pg->off, "codec not available to the native reader");
+        return;
+    }
+corrupt:
+    pq_fail(c, PQ_CORRUPT, pg->off, "data page not decodable");
+    return;
+nomem:
+    pq_fail(c, PQ_NOMEM, pg->off, "out of memory");
+}
+
+/* ------------------------------------------------------------------ threads */
+typedef struct { pq_job *job; int tid; } pq_worker;
+
+static int pq_cmp_units(const void *a, const void *b) {
+    const pq_page *x = *(pq_page *const *)a, *y = *(pq_page *const *)b;
+    return x->data_off < y->data_off ? -1 : x->data_off > y->data_off;
+}
+
+static void pq_phase_item(pq_job *job, int tid, int64_t i) {
+    pq_scratch *s = &job->scratch[tid];
+    if (job->phase == 0) {
+        pq_chunk_pages(job, &job->chunks[i], s);
+    } else if (job->phase == 1) {
+        pq_page *u = job->units[i];
+        pq_chunk *c = &job->chunks[u->chunk];
+        pq_page_run(job, u, s);
+        if (__atomic_sub_fetch(&c->left, 1, __ATOMIC_ACQ_REL) == 0) pq_dict_free(&c->dict); /* its last page */
+    } else { /* phase 2: copy a page's bytes into its column's data, lengths -> offsets */
+        pq_page *u = job->units[i];
+        pq_chunk *c = &job->chunks[u->chunk];
+        pq_col *col = &job->cols[c->f[CK_COL]];
+        int64_t a = c->f[CK_OUT_AT] + u->k0, m = u->k1 - u->k0, k;
+        int64_t run = u->data_off;
+        if (u->data_len && col->data) memcpy(col->data + u->data_off, u->data, (size_t)u->data_len);
+        if (u->zero) {
+            if (col->kind == OUT_LBYTES)
+                for (k = 0; k < m; k++) ((int64_t *)col->offsets)[a + k + 1] = run;
+            else
+                for (k = 0; k < m; k++) ((int32_t *)col->offsets)[a + k + 1] = (int32_t)run;
+        } else if (col->kind == OUT_LBYTES) {
+            int64_t *o = (int64_t *)col->offsets;
+            for (k = 0; k < m; k++) {
+                run += o[a + k + 1];
+                o[a + k + 1] = run;
+            }
+        } else {
+            int32_t *o = (int32_t *)col->offsets;
+            for (k = 0; k < m; k++) {
+                run += o[a + k + 1];
+                o[a + k + 1] = (int32_t)run;
+            }
+        }
+    }
+}
+
+static void *pq_worker_main(void *arg) {
+    pq_worker *w = (pq_worker *)arg;
+    pq_job *job = w->job;
+    int64_t n = job->phase == 0 ? job->nchunks : job->nunits;
+    for (;;) {
+        int64_t i = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
+        if (i >= n) break;
+        pq_phase_item(job, w->tid, i);
+    }
+    return NULL;
+}
+
+/* Run the current phase's items on up to job->nthreads threads (this one included). */
+static void pq_parallel(pq_job *job, int64_t nitems) {
+    int nt = job->nthreads;
+    if (nt > nitems) nt = (int)nitems;
+    if (nt < 1) nt = 1;
+    job->next = 0;
+    pthread_t th[256];
+    pq_worker w[256];
+    int started = 0, t;
+    if (nt > 256) nt = 256;
+    for (t = 1; t < nt; t++) {
+        w[t].job = job;
+        w[t].tid = t;
+        if (pthread_create(&th[t], NULL, pq_worker_main, &w[t]) != 0) break;
+        started++;
+    }
+    w[0].job = job;
+    w[0].tid = 0;
+    pq_worker_main(&w[0]);
+    for (t = 1; t <= started; t++) pthread_join(th[t], NULL);
+}
+
+/* Scratch buffers kept between jobs (a new buffer's pages cost a fault and a clearing each on
+ * first touch); at most PQ_KEEP of them, each at most PQ_KEEP_BYTES, forgotten in a forked child. */
+#define PQ_KEEP 16
+#define PQ_KEEP_BYTES ((size_t)32 << 20)
+static pthread_mutex_t pq_keep_lock = PTHREAD_MUTEX_INITIALIZER;
+static pq_scratch pq_kept[PQ_KEEP];
+static int pq_nkept;
+static pthread_once_t pq_atfork_once = PTHREAD_ONCE_INIT;
+
+static void pq_forget_kept(void) { /* in a child after fork: the lock may have been held */
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    pq_keep_lock = fresh;
+    pq_nkept = 0;
+}
+static void pq_atfork(void) { pthread_atfork(NULL, NULL, pq_forget_kept); }
+
+static void pq_scratch_free(pq_scratch *s) {
+    pq_bfree(s->in, s->incap);
+    free(s->out);
+    free(s->vidx);
+    free(s->idx);
+    if (s->zstd) pq_libs.zstd_free(s->zstd);
+    memset(s, 0, sizeof(*s));
+}
+
+static void pq_scratch_take(pq_scratch *s) {
+    pthread_mutex_lock(&pq_keep_lock);
+    if (pq_nkept > 0) *s = pq_kept[--pq_nkept];
+    else memset(s, 0, sizeof(*s));
+    pthread_mutex_unlock(&pq_keep_lock);
+    if (!s->zstd && pq_libs.zstd_create) s->zstd = pq_libs.zstd_create();
+}
+
+static void pq_scratch_give(pq_scratch *s) {
+    size_t bytes = s->incap + s->outcap + s->vcap * sizeof(int64_t) + s->icap * sizeof(uint32_t);
+    int kept = 0;
+    if (bytes <= PQ_KEEP_BYTES) {
+        pthread_mutex_lock(&pq_keep_lock);
+        if (pq_nkept < PQ_KEEP) {
+            pq_kept[pq_nkept++] = *s;
+            kept = 1;
+        }
+        pthread_mutex_unlock(&pq_keep_lock);
+    }
+    if (!kept) pq_scratch_free(s);
+}
+
+/* Free the buffers kept between reads. */
+static void pq_release(void) {
+    pthread_mutex_lock(&pq_keep_lock);
+    while (pq_nkept > 0) pq_scratch_free(&pq_kept[--pq_nkept]);
+    pthread_mutex_unlock(&pq_keep_lock);
+    pq_cache_clear();
+}
+
+/* Run a job.  PQ_OK, or PQ_NOMEM when the job's own bookkeeping could not be allocated; each
+ * chunk's status says how it went. */
+static int pq_run(pq_job *job) {
+    int64_t i, j;
+    int t, rc = PQ_OK;
+    pq_page *fails = NULL; /* per failed chunk of byte arrays: one empty unit over its slots */
+    if (job->nthreads < 1) job->nthreads = 1;
+    if (job->nthreads > 256) job->nthreads = 256;
+    job->scratch = (pq_scratch *)calloc((size_t)job->nthreads, sizeof(pq_scratch));
+    if (!job->scratch) return PQ_NOMEM;
+    pthread_once(&pq_libs_once, pq_load_libs);
+    pthread_once(&pq_atfork_once, pq_atfork);
+    for (t = 0; t < job->nthreads; t++) pq_scratch_take(&job->scratch[t]);
+    for (i = 0; i < job->nchunks; i++) {
+        pq_chunk *c = &job->chunks[i];
+        c->status = PQ_OK;
+        c->err[0] = 0;
+        c->pages = NULL;
+        c->npages = 0;
+        c->pages_total = c->pages_read = c->bytes_read = 0;
+        memset(&c->dict, 0, sizeof(c->dict));
+        pthread_mutex_init(&c->dict.lock, NULL);
+    }
+    /* A: pages */
+    job->phase = 0;
+    pq_parallel(job, job->nchunks);
+    /* the units of B: every selected page, and one unit for each chunk of nulls */
+    int64_t nu = 0;
+    for (i = 0; i < job->nchunks; i++) {
+        pq_chunk *c = &job->chunks[i];
+        if (c->status != PQ_OK) continue;
+        if (c->f[CK_CONV] == CV_NULL) {
+            size_t cap = 0;
+            if (c->f[CK_NSEL] > 0) {
+                if (pq_add_page(c, &cap, 0, 0, 0, c->f[CK_NSEL]) != PQ_OK) {
+                    rc = PQ_NOMEM;
+                    goto done;
+                }
+                c->pages[0].k0 = 0;
+                c->pages[0].k1 = c->f[CK_NSEL];
+            }
+        }
+        nu += c->npages;
+    }
+    job->units = (pq_page **)malloc((size_t)(nu + job->nchunks + 1) * sizeof(pq_page *));
+    fails = (pq_page *)calloc((size_t)job->nchunks + 1, sizeof(pq_page));
+    if (!fails) {
+        rc = PQ_NOMEM;
+        goto done;
+    }
+    if (!job->units) {
+        rc = PQ_NOMEM;
+        goto done;
+    }
+    job->nunits = 0;
+    for (i = 0; i < job->nchunks; i++) {
+        pq_chunk *c = &job->chunks[i];
+        if (c->status != PQ_OK) continue;
+        c->left = c->npages;
+        for (j = 0; j < c->npages; j++) {
+            c->pages[j].chunk = (int32_t)i;
+            job->units[job->nunits++] = &c->pages[j];
+        }
+    }
+    /* B: pages */
+    job->phase = 1;
+    pq_parallel(job, job->nunits);
+    /* C: byte arrays: each unit's place in its column's data */
+    int any = 0;
+    for (i = 0; i < job->nunits; i++) {
+        pq_page *u = job->units[i];
+        pq_chunk *c = &job->chunks[u->chunk];
+        u->data_off = c->f[CK_OUT_AT] + u->k0; /* sort key: the slot */
+        if (job->cols[c->f[CK_COL]].kind >= OUT_BYTES) any = 1;
+    }
+    for (i = 0; i < job->nchunks; i++)
+        if (job->cols[job->chunks[i].f[CK_COL]].kind >= OUT_BYTES) any = 1;
+    if (any) {
+        int64_t m = 0;
+        for (i = 0; i < job->nunits; i++) {
+            pq_page *u = job->units[i];
+            pq_chunk *c = &job->chunks[u->chunk];
+            if (job->cols[c->f[CK_COL]].kind >= OUT_BYTES && c->status == PQ_OK) job->units[m++] = u;
+        }
+        for (i = 0; i < job->nchunks; i++) {
+            pq_chunk *c = &job->chunks[i];
+            if (c->status == PQ_OK || job->cols[c->f[CK_COL]].kind < OUT_BYTES || c->f[CK_NSEL] <= 0) continue;
+            pq_page *u = &fails[i];
+            memset(u, 0, sizeof(*u));
+            u->chunk = (int32_t)i;
+            u->zero = 1;
+            u->k0 = 0;
+            u->k1 = c->f[CK_NSEL];
+            u->data_off = c->f[CK_OUT_AT];
+            job->units[m++] = u;
+        }
+        job->nunits = m;
+        qsort(job->units, (size_t)m, sizeof(pq_page *), pq_cmp_units);
+        int64_t *total = (int64_t *)calloc((size_t)job->ncols, sizeof(int64_t));
+        if (!total) {
+            rc = PQ_NOMEM;
+            goto done;
+        }
+        for (i = 0; i < m; i++) { /* in slot order within each column */
+            pq_page *u = job->units[i];
+            int cc = (int)job->chunks[u->chunk].f[CK_COL];
+            u->data_off = total[cc];
+            total[cc] += u->data_len;
+        }
+        for (t = 0; t < job->ncols; t++) {
+            pq_col *col = &job->cols[t];
+            if (col->kind < OUT_BYTES) continue;
+            col->data_len = total[t];
+            if (col->kind == OUT_BYTES && total[t] > 0x7FFFFFFF) col->overflow = 1;
+            col->data = (uint8_t *)malloc((size_t)total[t] + 1);
+            if (!col->data) {
+                free(total);
+                rc = PQ_NOMEM;
+                goto done;
+            }
+        }
+        free(total);
+        job->phase = 2;
+        pq_parallel(job, job->nunits);
+    }
+done:
+    for (i = 0; i < job->nchunks; i++) {
+        pq_chunk *c = &job->chunks[i];
+        for (j = 0; j < c->npages; j++) pq_bfree(c->pages[j].data, c->pages[j].data_cap);
+        free(c->pages);
+        c->pages = NULL;
+        pq_dict_free(&c->dict);
+        pthread_mutex_destroy(&c->dict.lock);
+    }
+    free(job->units);
+    job->units = NULL;
+    free(fails);
+    for (t = 0; t < job->nthreads; t++) pq_scratch_give(&job->scratch[t]);
+    free(job->scratch);
+    job->scratch = NULL;
+    return rc;
+}
+
+#endif

@@ -1,0 +1,293 @@
+# cython: language_level=3
+"""The native Parquet reader (``csrc/pq_read.h``): chosen rows of flat columns of many files,
+decoded in parallel without the GIL straight into the output buffers.
+
+:func:`read` takes the job as arrays (one row of :data:`FIELDS` per column chunk, the wanted
+rows of each row group, the output buffers numpy allocated) and returns each chunk's status;
+:mod:`paimon_fast.parquet.native` builds the job from the files' footers and makes Arrow arrays
+of the buffers.  The pure-Python twin is :mod:`paimon_fast.reference.pqread`.
+"""
+from libc.stdint cimport uint8_t, int32_t, int64_t
+from libc.stdlib cimport calloc, free
+from libc.string cimport memset
+from cpython.buffer cimport PyBuffer_FillInfo
+
+import numpy as np
+
+cdef extern from "pq_read.h" nogil:
+    ctypedef struct pq_file:
+        int fd
+        int nseg
+        const int64_t *seg_off
+        const int64_t *seg_len
+        const uint8_t *const *seg_ptr
+        int64_t size
+
+    ctypedef struct pq_col:
+        int32_t kind, width
+        int64_t n
+        uint8_t *values
+        uint8_t *valid
+        void *offsets
+        uint8_t *data
+        int64_t data_len
+        int32_t overflow
+
+    ctypedef struct pq_chunk:
+        int64_t f[17]
+        int32_t status
+        int64_t err_at
+        char err[160]
+        int64_t pages_total, pages_read, bytes_read
+
+    ctypedef struct pq_job:
+        int nfiles
+        pq_file *files
+        int ncols
+        pq_col *cols
+        int64_t nchunks
+        pq_chunk *chunks
+        const int64_t *rows
+        int nthreads
+
+    int pq_run(pq_job *job)
+    void pq_release()
+    int pq_codec_available(int codec)
+    int c_PQ_OK "PQ_OK"
+    int c_PQ_NOMEM "PQ_NOMEM"
+    int c_CK_FIELDS "CK_FIELDS"
+
+# the columns of the chunk table (csrc/pq_read.h, CK_*)
+FIELDS = ("file", "col", "physical", "type_len", "codec", "max_def", "conv", "start", "len", "oi_off", "oi_len",
+          "rg_rows", "num_values", "rows_off", "nsel", "all", "out_at")
+# statuses (csrc/pq_codec.h)
+OK, CORRUPT, UNSUPPORTED, NOMEM, IO = 0, 1, 2, 3, 4
+# output kinds and conversions (csrc/pq_read.h)
+OUT_FIXED, OUT_BOOL, OUT_BYTES, OUT_LBYTES = 0, 1, 2, 3
+(CV_COPY, CV_I32_1, CV_I32_2, CV_INT96_NS, CV_DEC_I32, CV_DEC_I64, CV_DEC_BE, CV_I32_I64, CV_U32_I64, CV_F32_F64,
+ CV_NULL) = range(11)
+
+
+def release_memory():
+    """Free the buffers the reader keeps between reads (decompression scratch, dictionary pages)."""
+    with nogil:
+        pq_release()
+
+
+def codec_available(int codec):
+    """Whether this process decompresses Parquet pages of ``codec`` (parquet.thrift's number)
+    natively (ZSTD, GZIP and BROTLI need the system's libzstd / libz / libbrotlidec)."""
+    return bool(pq_codec_available(codec))
+
+
+cdef class DataBuffer:
+    """Bytes the reader allocated (a byte-array column's values), freed with this object;
+    exposes the buffer protocol, so ``pyarrow.py_buffer(obj)`` wraps it without a copy."""
+    cdef uint8_t *ptr
+    cdef Py_ssize_t size
+
+    def __dealloc__(self):
+        free(self.ptr)
+        self.ptr = NULL
+
+    def __len__(self):
+        return self.size
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        PyBuffer_FillInfo(view, self, <void *>self.ptr, self.size, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer *view):
+        pass
+
+
+cdef DataBuffer _own(uint8_t *p, int64_t n):
+    cdef DataBuffer d = DataBuffer.__new__(DataBuffer)
+    d.ptr = p
+    d.size = n
+    return d
+
+
+def read(list files, const int64_t[:, ::1] chunks, const int64_t[::1] rows, list cols, int threads):
+    """Run one read.
+
+    ``files``: per file ``(fd, size, segments)``: an open descriptor read with pread (segments
+    None), or fd -1 and ``[(offset, bytes-like), ...]`` holding the parts of the file that are
+    read.  ``chunks``: one row of :data:`FIELDS` per column chunk.  ``rows``: the wanted rows of
+    each chunk's row group (``rows[rows_off:rows_off + nsel]``, sorted).  ``cols``: per output
+    column ``(kind, width, n, values, valid, offsets)`` with uint8 ``values`` (n * width bytes,
+    or n for booleans) and ``valid`` (n, or None) and zeroed int32 / int64 ``offsets`` (n + 1,
+    byte arrays).
+
+    Returns ``(status, err_at, errors, stats, data, overflow)``: per chunk its status, the file
+    offset and text of its error, ``[pages in the chunk, pages read, bytes read]``; per column
+    the :class:`DataBuffer` of its byte arrays (or None) and whether int32 offsets overflowed.
+    """
+    cdef Py_ssize_t nf = len(files), nc = len(cols), nk = chunks.shape[0], i, j, s
+    if chunks.shape[1] != c_CK_FIELDS:
+        raise ValueError(f"chunk table of {chunks.shape[1]} columns, {c_CK_FIELDS} expected")
+    cdef pq_job job
+    memset(&job, 0, sizeof(job))
+    cdef pq_file *pf = <pq_file *>calloc(nf if nf else 1, sizeof(pq_file))
+    cdef pq_col *pc = <pq_col *>calloc(nc if nc else 1, sizeof(pq_col))
+    cdef pq_chunk *pk = <pq_chunk *>calloc(nk if nk else 1, sizeof(pq_chunk))
+    cdef int64_t **seg_off = <int64_t **>calloc(nf if nf else 1, sizeof(int64_t *))
+    cdef int64_t **seg_len = <int64_t **>calloc(nf if nf else 1, sizeof(int64_t *))
+    cdef const uint8_t ***seg_ptr = <const uint8_t ***>calloc(nf if nf else 1, sizeof(uint8_t **))
+    cdef const uint8_t[::1] mv
+    cdef uint8_t[::1] u8
+    cdef int32_t[::1] o32
+    cdef int64_t[::1] o64
+    cdef int rc
+    keep = []  # the memoryviews whose pointers the job holds
+    try:
+        if not pf or not pc or not pk or not seg_off or not seg_len or not seg_ptr:
+            raise MemoryError()
+        for i in range(nf):
+            fd, size, segments = files[i]
+            pf[i].fd = fd
+            pf[i].size = size
+            if segments is not None:
+                pf[i].fd = -1
+                s = len(segments)
+                seg_off[i] = <int64_t *>calloc(s if s else 1, sizeof(int64_t))
+                seg_len[i] = <int64_t *>calloc(s if s else 1, sizeof(int64_t))
+                seg_ptr[i] = <const uint8_t **>calloc(s if s else 1, sizeof(uint8_t *))
+                if not seg_off[i] or not seg_len[i] or not seg_ptr[i]:
+                    raise MemoryError()
+                for j in range(s):
+                    off, buf = segments[j]
+                    mv = memoryview(buf).cast("B")
+                    keep.append(mv)
+                    seg_off[i][j] = off
+                    seg_len[i][j] = mv.shape[0]
+                    seg_ptr[i][j] = &mv[0] if mv.shape[0] else <const uint8_t *>NULL
+                pf[i].nseg = <int>s
+                pf[i].seg_off = seg_off[i]
+                pf[i].seg_len = seg_len[i]
+                pf[i].seg_ptr = seg_ptr[i]
+        for i in range(nc):
+            kind, width, n, values, valid, offsets = cols[i]
+            pc[i].kind = kind
+            pc[i].width = width
+            pc[i].n = n
+            if values is not None:
+                u8 = values
+                if u8.shape[0] < (n * width if kind == OUT_FIXED else n):
+                    raise ValueError(f"output column {i}: values buffer too small")
+                keep.append(u8)
+                pc[i].values = &u8[0] if u8.shape[0] else NULL
+            elif kind <= OUT_BOOL:
+                raise ValueError(f"output column {i} without a values buffer")
+            if valid is not None:
+                u8 = valid
+                if u8.shape[0] < n:
+                    raise ValueError(f"output column {i}: validity buffer too small")
+                keep.append(u8)
+                pc[i].valid = &u8[0] if u8.shape[0] else NULL
+            if kind == OUT_BYTES:
+                o32 = offsets
+                if o32.shape[0] < n + 1:
+                    raise ValueError(f"output column {i}: offsets too small")
+                keep.append(o32)
+                pc[i].offsets = &o32[0]
+            elif kind == OUT_LBYTES:
+                o64 = offsets
+                if o64.shape[0] < n + 1:
+                    raise ValueError(f"output column {i}: offsets too small")
+                keep.append(o64)
+                pc[i].offsets = &o64[0]
+        for i in range(nk):
+            for j in range(c_CK_FIELDS):
+                pk[i].f[j] = chunks[i, j]
+            if pk[i].f[0] < 0 or pk[i].f[0] >= nf or pk[i].f[1] < 0 or pk[i].f[1] >= nc:
+                raise ValueError(f"chunk {i} names file {pk[i].f[0]} / column {pk[i].f[1]}")
+            if pk[i].f[14] < 0 or pk[i].f[13] < 0 or pk[i].f[13] + pk[i].f[14] > rows.shape[0] and not pk[i].f[15]:
+                raise ValueError(f"chunk {i}: rows outside the rows array")
+            if pk[i].f[16] < 0 or pk[i].f[16] + pk[i].f[14] > pc[pk[i].f[1]].n:
+                raise ValueError(f"chunk {i}: output slots outside its column")
+        job.nfiles = <int>nf
+        job.files = pf
+        job.ncols = <int>nc
+        job.cols = pc
+        job.nchunks = nk
+        job.chunks = pk
+        job.rows = &rows[0] if rows.shape[0] else NULL
+        job.nthreads = threads
+        with nogil:
+            rc = pq_run(&job)
+        if rc != c_PQ_OK:
+            for i in range(nc):
+                free(pc[i].data)
+                pc[i].data = NULL
+            raise MemoryError("the Parquet reader ran out of memory")
+        status = np.empty(nk, dtype=np.int32)
+        err_at = np.empty(nk, dtype=np.int64)
+        stats = np.empty((nk, 3), dtype=np.int64)
+        errors = {}
+        for i in range(nk):
+            status[i] = pk[i].status
+            err_at[i] = pk[i].err_at
+            stats[i, 0] = pk[i].pages_total
+            stats[i, 1] = pk[i].pages_read
+            stats[i, 2] = pk[i].bytes_read
+            if pk[i].status != OK:
+                errors[i] = pk[i].err.decode("utf-8", "replace")
+        data = []
+        overflow = []
+        for i in range(nc):
+            if pc[i].data != NULL:
+                data.append(_own(pc[i].data, pc[i].data_len))
+                pc[i].data = NULL
+            else:
+                data.append(None)
+            overflow.append(bool(pc[i].overflow))
+        return status, err_at, errors, stats, data, overflow
+    finally:
+        if seg_off and seg_len and seg_ptr:
+            for i in range(nf):
+                free(seg_off[i])
+                free(seg_len[i])
+                free(<void *>seg_ptr[i])
+        free(seg_off)
+        free(seg_len)
+        free(<void *>seg_ptr)
+        free(pf)
+        free(pc)
+        free(pk)
+
+
+cdef extern from "pq_codec.h" nogil:
+    ctypedef struct pq_body:
+        const uint8_t *out
+        size_t done
+    int pq_body_init(pq_body *b, int codec, const uint8_t *src, size_t srclen, uint8_t *dst, size_t usize,
+                     void *zstd)
+    int pq_body_need(pq_body *b, size_t n)
+    int PQ_SLACK
+
+
+def decompress(int codec, const uint8_t[::1] src, Py_ssize_t usize, Py_ssize_t upto=-1):
+    """The first ``upto`` bytes (default all ``usize``) of a page body compressed with ``codec``
+    (Snappy, LZ4_RAW or UNCOMPRESSED: the codecs this reader decodes itself), at least; raises
+    ValueError for bytes that are not a valid stream of ``usize`` bytes."""
+    cdef pq_body b
+    cdef int rc
+    if codec not in (0, 1, 7):
+        raise ValueError(f"codec {codec}: only UNCOMPRESSED, SNAPPY and LZ4_RAW are decoded here")
+    if usize < 0 or usize > (1 << 31):
+        raise ValueError(f"uncompressed size {usize}")
+    if upto < 0 or upto > usize:
+        upto = usize
+    out = np.empty(usize + PQ_SLACK, dtype=np.uint8)
+    cdef uint8_t[::1] o = out
+    cdef const uint8_t *sp = &src[0] if src.shape[0] else <const uint8_t *>b""
+    with nogil:
+        rc = pq_body_init(&b, codec, sp, <size_t>src.shape[0], &o[0], <size_t>usize, NULL)
+        if rc == 0:
+            rc = pq_body_need(&b, <size_t>upto)
+    if rc != 0:
+        raise ValueError(f"not a valid {('UNCOMPRESSED', 'SNAPPY', '', '', '', '', '', 'LZ4_RAW')[codec]} stream "
+                         f"of {usize} bytes")
+    if codec == 0:
+        return bytes(src[:usize])
+    return bytes(out[:max(<Py_ssize_t>b.done, upto) if <Py_ssize_t>b.done < usize else usize])

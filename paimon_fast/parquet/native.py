@@ -1,0 +1,747 @@
+"""Rows of many Parquet files at once, decoded by the native reader (``csrc/pq_read.h``).
+
+:func:`read_files` takes files with the rows wanted from each (sorted positions, or every row)
+and returns one Arrow table of those rows, file after file.  The work is one call into the
+compiled reader, which spreads the files' column chunks and pages over the threads
+(:func:`paimon_fast.threads`) without the GIL: it reads only the pages that hold wanted rows
+(located by the OffsetIndex where the file has one, else by walking the page headers),
+decompresses each once and only as far as its last wanted value, and decodes the wanted
+values straight into the output buffers, which become the Arrow arrays without a copy.  Python
+does per file what the footer needs (parsed once and cached) and per column the Arrow array;
+nothing per page or per column chunk.
+
+What the native reader does not decode (nested columns, DELTA_* and BYTE_STREAM_SPLIT
+encodings, dictionary-typed or extension-typed reads, codecs whose library is missing: LZO,
+Hadoop LZ4, and ZSTD / GZIP / BROTLI without the system's libzstd / libz / libbrotlidec) is
+read by pyarrow's row-group read for that file and column, taken at the rows and spliced in;
+:class:`~paimon_fast.parquet.rows.PageReadStats` counts why (``fallbacks``).  A data file that is
+not valid Parquet raises :class:`~paimon_fast.errors.IndexFormatError` (what and where).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
+from ..source import BytesSource, FileSource, Source
+from .footer import _MAX_METADATA, _Footer, _Unsupported, _footer
+
+# parquet.thrift Type and Encoding
+_BOOLEAN, _INT32, _INT64, _INT96, _FLOAT, _DOUBLE, _BYTE_ARRAY, _FLBA = range(8)
+_HANDLED_ENCODINGS = frozenset((0, 2, 3, 4, 8))  # PLAIN, PLAIN_DICTIONARY, RLE, BIT_PACKED (levels), RLE_DICTIONARY
+_CODECS = {0: "UNCOMPRESSED", 1: "SNAPPY", 2: "GZIP", 3: "LZO", 4: "BROTLI", 5: "LZ4", 6: "ZSTD", 7: "LZ4_RAW"}
+
+_K = None
+
+
+def _kernel():
+    global _K
+    if _K is None:
+        from .._kernels import load
+
+        _K = load("pqread")
+    return _K
+
+
+def kernels(twin: bool = False):
+    """The compiled reader, or its pure-Python twin (:mod:`paimon_fast.reference.pqread`)."""
+    if twin:
+        from ..reference import pqread
+
+        return pqread
+    return _kernel()
+
+
+# ---------------------------------------------------------------- how a column's values become Arrow
+class Mapping(NamedTuple):
+    kind: int  # OUT_FIXED / OUT_BOOL / OUT_BYTES / OUT_LBYTES
+    width: int  # bytes a value (fixed)
+    conv: int  # the reader's conversion from the physical value
+
+
+def mapping(physical: int, type_len: int, plain: pa.DataType, typed: pa.DataType) -> Optional[Mapping]:
+    """How the native reader makes a flat column's Arrow values: the Parquet physical type, its
+    length (FIXED_LEN_BYTE_ARRAY), the Arrow type the Parquet schema alone gives (``plain``) and
+    the one pyarrow reads (``typed``: its stored ``ARROW:schema`` applied).  None where the
+    values are not the physical values or a conversion the reader knows."""
+    K = _kernel()
+    t = typed
+    if isinstance(t, pa.ExtensionType) or pa.types.is_dictionary(t):
+        return None
+    if physical == _BOOLEAN:
+        return Mapping(K.OUT_BOOL, 1, K.CV_COPY) if pa.types.is_boolean(t) else None
+    if physical == _INT32:
+        if pa.types.is_decimal(t) and pa.types.is_decimal(plain) and t.bit_width == 128:
+            return Mapping(K.OUT_FIXED, 16, K.CV_DEC_I32)
+        if not (pa.types.is_integer(plain) or pa.types.is_date32(plain) or pa.types.is_time32(plain)):
+            return None
+        if pa.types.is_integer(t) and pa.types.is_integer(plain):
+            if t.bit_width == 8:
+                return Mapping(K.OUT_FIXED, 1, K.CV_I32_1)
+            if t.bit_width == 16:
+                return Mapping(K.OUT_FIXED, 2, K.CV_I32_2)
+            if t.bit_width == 32:
+                return Mapping(K.OUT_FIXED, 4, K.CV_COPY)
+            if t.bit_width == 64 and plain.bit_width == 32:
+                return Mapping(K.OUT_FIXED, 8, K.CV_I32_I64 if pa.types.is_signed_integer(plain) else K.CV_U32_I64)
+            return None
+        if t == plain and (pa.types.is_date32(t) or pa.types.is_time32(t)):
+            return Mapping(K.OUT_FIXED, 4, K.CV_COPY)
+        return None
+    if physical == _INT64:
+        if pa.types.is_decimal(t) and pa.types.is_decimal(plain) and t.bit_width == 128:
+            return Mapping(K.OUT_FIXED, 16, K.CV_DEC_I64)
+        if pa.types.is_timestamp(t):
+            ok = pa.types.is_timestamp(plain) and plain.unit == t.unit
+        elif pa.types.is_time64(t):
+            ok = pa.types.is_time64(plain) and plain.unit == t.unit
+        elif pa.types.is_duration(t):
+            ok = pa.types.is_int64(plain)
+        elif pa.types.is_integer(t) and t.bit_width == 64:
+            ok = pa.types.is_integer(plain) and plain.bit_width == 64
+        else:
+            ok = False
+        return Mapping(K.OUT_FIXED, 8, K.CV_COPY) if ok else None
+    if physical == _INT96:
+        return Mapping(K.OUT_FIXED, 8, K.CV_INT96_NS) if pa.types.is_timestamp(t) and t.unit == "ns" else None
+    if physical == _FLOAT:
+        return Mapping(K.OUT_FIXED, 4, K.CV_COPY) if pa.types.is_float32(t) else None
+    if physical == _DOUBLE:
+        return Mapping(K.OUT_FIXED, 8, K.CV_COPY) if pa.types.is_float64(t) else None
+    if physical == _BYTE_ARRAY:
+        if not (pa.types.is_string(plain) or pa.types.is_binary(plain) or pa.types.is_large_string(plain)):
+            return None
+        if pa.types.is_string(t) or pa.types.is_binary(t):
+            return Mapping(K.OUT_BYTES, 0, K.CV_COPY)
+        if pa.types.is_large_string(t) or pa.types.is_large_binary(t):
+            return Mapping(K.OUT_LBYTES, 0, K.CV_COPY)
+        return None
+    if physical == _FLBA and type_len > 0:
+        if pa.types.is_fixed_size_binary(t) and t.byte_width == type_len and not pa.types.is_decimal(t):
+            return Mapping(K.OUT_FIXED, type_len, K.CV_COPY)
+        if pa.types.is_float16(t) and type_len == 2:
+            return Mapping(K.OUT_FIXED, 2, K.CV_COPY)
+        if pa.types.is_decimal(t) and pa.types.is_decimal(plain):
+            width = t.bit_width // 8
+            if t.bit_width in (128, 256) and type_len <= width:
+                return Mapping(K.OUT_FIXED, width, K.CV_DEC_BE)
+        return None
+    return None
+
+
+def converted(m: Mapping, have: pa.DataType, want: pa.DataType) -> Optional[Mapping]:
+    """The mapping that reads a column pyarrow would read as ``have`` into ``want`` (a dataset's
+    type for it), where the reader converts on its own; None otherwise."""
+    K = _kernel()
+    if have == want:
+        return m
+    if m.conv == K.CV_COPY and m.kind == K.OUT_FIXED:
+        if pa.types.is_int32(have) and pa.types.is_int64(want):
+            return Mapping(K.OUT_FIXED, 8, K.CV_I32_I64)
+        if pa.types.is_uint32(have) and pa.types.is_int64(want):
+            return Mapping(K.OUT_FIXED, 8, K.CV_U32_I64)
+        if pa.types.is_float32(have) and pa.types.is_float64(want):
+            return Mapping(K.OUT_FIXED, 8, K.CV_F32_F64)
+        if pa.types.is_timestamp(have) and pa.types.is_timestamp(want) and have.unit == want.unit:
+            return m  # the zone is the type's, not the values'
+    if m.kind in (K.OUT_BYTES, K.OUT_LBYTES):
+        same = (pa.types.is_string(have) or pa.types.is_large_string(have)) == (
+            pa.types.is_string(want) or pa.types.is_large_string(want)
+        )
+        if same and (pa.types.is_large_string(want) or pa.types.is_large_binary(want)):
+            return Mapping(K.OUT_LBYTES, 0, K.CV_COPY)
+        if same and (pa.types.is_string(want) or pa.types.is_binary(want)):
+            return Mapping(K.OUT_BYTES, 0, K.CV_COPY)
+    return None
+
+
+# ---------------------------------------------------------------- a file's layout, kept with its footer
+class _Column(NamedTuple):
+    name: str
+    field: pa.Field  # pyarrow's field (its stored Arrow schema applied)
+    leaf: int  # -1: not flat
+    physical: int
+    type_len: int
+    max_def: int
+    mapping: Optional[Mapping]
+    why: str  # why mapping is None
+
+
+class _Layout:
+    """What the native reader needs of a file, derived once from its footer: per top-level
+    column its leaf, physical type, definition level and :class:`Mapping`; per row group and
+    leaf ``[start, length, codec, values, offset index offset, its length]`` (``ok`` False:
+    the chunk is read by pyarrow, ``chunk_why`` says why)."""
+
+    def __init__(self, fo: _Footer):
+        from .rows import _footer_bytes, _schemas
+
+        try:
+            origin = fo.origin_schema()
+        except _Unsupported:
+            origin = None
+            self.origin_ok = False
+        else:
+            self.origin_ok = True
+        flat = [f for f in fo.fields if f.flat]
+        plain = typed = None
+        if fo.fields:
+            plain, typed = _schemas(
+                _footer_bytes(fo, list(fo.fields), [], 0, None), _footer_bytes(fo, list(fo.fields), [], 0, origin)
+            )
+        self.schema = typed
+        self.columns: Dict[str, _Column] = {}
+        self.names = [f.name for f in fo.fields]
+        at = 1
+        els = fo.elements
+        for f in fo.fields:
+            el = els[at]
+            at += f.elements
+            if typed is None or len(typed) != len(fo.fields):
+                self.columns.setdefault(f.name, _Column(f.name, None, -1, -1, 0, 0, None, "schema not readable"))
+                continue
+            fld = typed.field(f.index)
+            if not f.flat:
+                col = _Column(f.name, fld, -1, -1, 0, 0, None, "nested column")
+            else:
+                physical = el.get(1)
+                type_len = el.get(2) if isinstance(el.get(2), int) else 0
+                rep = el.get(3)
+                if not isinstance(physical, int) or rep not in (0, 1):
+                    col = _Column(f.name, fld, f.leaves.start, -1, 0, 0, None, "column type not handled")
+                else:
+                    m = mapping(physical, type_len, plain.field(f.index).type, fld.type)
+                    col = _Column(
+                        f.name,
+                        fld,
+                        f.leaves.start,
+                        physical,
+                        type_len,
+                        1 if rep == 1 else 0,
+                        m,
+                        "" if m is not None else f"type {fld.type} not decoded natively",
+                    )
+            if f.name in self.columns:  # a name two fields share: pyarrow decides
+                col = col._replace(mapping=None, why="duplicate column names", leaf=-1)
+            self.columns[f.name] = col
+        del flat
+        nrg, nleaf = len(fo.row_groups), fo.leaf_count
+        self.chunks = np.full((nrg, max(nleaf, 1), 6), -1, dtype=np.int64)
+        self.ok = np.zeros((nrg, max(nleaf, 1)), dtype=bool)
+        self.chunk_why: Dict[Tuple[int, int], str] = {}
+        for g, rg in enumerate(fo.row_groups):
+            for leaf, cc in enumerate(rg[1]):
+                why = self._chunk(fo, g, leaf, cc)
+                if why:
+                    self.chunk_why[(g, leaf)] = why
+                else:
+                    self.ok[g, leaf] = True
+
+    def _chunk(self, fo: _Footer, g: int, leaf: int, cc: dict) -> str:
+        if cc.get(1) is not None:
+            return "column chunk in another file"
+        if cc.get(8) is not None or cc.get(9) is not None:
+            return "encrypted column"
+        meta = cc.get(3)
+        if not isinstance(meta, dict) or not all(isinstance(meta.get(k), int) for k in (1, 4, 5, 7, 9)):
+            return "column chunk without metadata"
+        encs = meta.get(2)
+        if not isinstance(encs, list) or any(e not in _HANDLED_ENCODINGS for e in encs):
+            return "encoding not decoded natively"
+        codec = meta[4]
+        if not _kernel().codec_available(codec):
+            return f"codec {_CODECS.get(codec, codec)} not available natively"
+        start = meta[9]
+        d = meta.get(11)
+        if isinstance(d, int) and 4 <= d < start:
+            start = d
+        n = meta[7]
+        if start < 4 or n <= 0 or start + n > fo.footer_start:
+            return "column chunk outside the file"
+        oi_off, oi_len = cc.get(4), cc.get(5)
+        if not (isinstance(oi_off, int) and isinstance(oi_len, int) and 0 < oi_len <= _MAX_METADATA):
+            oi_off, oi_len = -1, 0
+        elif oi_off < 4 or oi_off + oi_len > fo.file_size:
+            oi_off, oi_len = -1, 0
+        self.chunks[g, leaf] = (start, n, codec, meta[5], oi_off, oi_len)
+        return ""
+
+
+def _layout(fo: _Footer) -> _Layout:
+    got = getattr(fo, "native", None)
+    if got is None:
+        got = _Layout(fo)
+        fo.native = got
+    return got
+
+
+# ---------------------------------------------------------------- the files of a read
+class _File:
+    """One file of a read: its source, footer and layout (or why pyarrow reads it), rows."""
+
+    __slots__ = ("src", "key", "pa_source", "owned", "fo", "lay", "why", "pos", "all", "nrows", "n", "out_at")
+
+    def close(self):
+        if self.owned:
+            self.src.close()
+
+
+def _open_item(source):
+    from .rows import _open
+
+    return _open(source)
+
+
+def _as_sorted_positions(positions) -> np.ndarray:
+    from .rows import _as_positions
+
+    pos = _as_positions(positions)
+    if len(pos) > 1 and np.any(pos[1:] < pos[:-1]):
+        raise InvalidArgumentError("row positions must be sorted (non-decreasing)")
+    return pos
+
+
+def _pyarrow_file(fl: _File):
+    source = fl.pa_source
+    if source is None:
+        source = pa.BufferReader(bytes(fl.src.read_all()))
+    try:
+        return pq.ParquetFile(source)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise IndexFormatError(f"Parquet file not readable: {type(e).__name__}: {e}", None) from None
+
+
+def _row_group_starts(pf) -> np.ndarray:
+    md = pf.metadata
+    n = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
+    starts = np.zeros(len(n) + 1, dtype=np.int64)
+    np.cumsum(n, out=starts[1:])
+    return starts
+
+
+def _pyarrow_rows(fl: _File, names: List[str], pf=None) -> pa.Table:
+    """``names`` of the file at its rows, by pyarrow's row-group reads (what the native reader
+    does not decode)."""
+    pf = pf or _pyarrow_file(fl)
+    starts = _row_group_starts(pf)
+    try:
+        if fl.all:
+            return pf.read(columns=names, use_threads=False)
+        cuts = np.searchsorted(fl.pos, starts)
+        groups = np.flatnonzero(cuts[1:] > cuts[:-1]).tolist()
+        if not groups:
+            return pf.schema_arrow.empty_table().select(names)
+        t = pf.read_row_groups(groups, columns=names, use_threads=False)
+        base = np.repeat(
+            np.cumsum([0] + [int(starts[g + 1] - starts[g]) for g in groups[:-1]]),
+            [cuts[g + 1] - cuts[g] for g in groups],
+        )
+        local = fl.pos - np.repeat(starts[groups], [cuts[g + 1] - cuts[g] for g in groups]) + base
+        return t.take(pa.array(local))
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise IndexFormatError(f"Parquet file not readable: {type(e).__name__}: {e}", None) from None
+
+
+def read_files(
+    items: Sequence[Tuple[object, Optional[object]]],
+    columns: Optional[Sequence[str]] = None,
+    *,
+    schema: Optional[pa.Schema] = None,
+    threads: Optional[int] = None,
+    stats=None,
+    twin: bool = False,
+) -> Tuple[pa.Table, np.ndarray]:
+    """The rows of Parquet files, as one table: ``items`` are ``(source, positions)`` with a
+    source as :func:`~paimon_fast.parquet.read_rows` takes it (a local path is read with pread,
+    other sources through their reads) and sorted row positions (None: every row).
+
+    ``columns``: top-level names (default: the first file's).  ``schema``: the Arrow field of
+    each column (a dataset's schema); a file without a column gives nulls, a file whose type
+    differs is converted (by the reader where it can: int32 -> int64, float -> double, string
+    -> large_string; by pyarrow's cast otherwise).  Without ``schema`` every file must have the
+    columns (:class:`ColumnNotFoundError`) and the first file's types are the table's.
+    ``threads``: the reader's threads (default :func:`paimon_fast.threads`).  ``stats``: a
+    :class:`~paimon_fast.parquet.rows.PageReadStats` to add to.  ``twin``: decode with the
+    pure-Python twin (tests).  Returns ``(table, rows of each item)``."""
+    from ..pool import threads as default_threads
+    from .rows import PageReadStats
+
+    st = PageReadStats()
+    files: List[_File] = []
+    try:
+        for source, positions in items:
+            fl = _File()
+            fl.src, fl.key, fl.pa_source, fl.owned = _open_item(source)
+            files.append(fl)
+            fl.all = positions is None
+            fl.pos = None if fl.all else _as_sorted_positions(positions)
+            fl.why = ""
+            try:
+                fl.fo = _footer(fl.src, fl.key)
+                fl.lay = _layout(fl.fo)
+                fl.nrows = int(fl.fo.starts[-1])
+            except _Unsupported as e:
+                fl.fo, fl.lay, fl.why = None, None, str(e)
+            except IndexFormatError:
+                fl.fo, fl.lay, fl.why = None, None, "footer not readable natively"
+            if fl.fo is None:
+                pf = _pyarrow_file(fl)
+                fl.nrows = int(pf.metadata.num_rows)
+            if not fl.all and len(fl.pos) and (fl.pos[0] < 0 or fl.pos[-1] >= fl.nrows):
+                raise InvalidArgumentError(
+                    f"row positions {int(fl.pos[0])}..{int(fl.pos[-1])} outside a file of {fl.nrows} rows"
+                )
+            fl.n = fl.nrows if fl.all else len(fl.pos)
+        table, counts = _read(files, columns, schema, threads or default_threads(), st, twin)
+    finally:
+        for fl in files:
+            fl.close()
+    if stats is not None:
+        stats.add(st)
+    return table, counts
+
+
+def _names_and_fields(files: List[_File], columns, schema) -> Tuple[List[str], List[pa.Field]]:
+    first = files[0] if files else None
+
+    def file_names(fl):
+        if fl.lay is not None:
+            return fl.lay.names
+        return _pyarrow_file(fl).schema_arrow.names
+
+    if columns is None:
+        if schema is not None:
+            names = list(schema.names)
+        elif first is not None:
+            names = list(file_names(first))
+        else:
+            names = []
+    else:
+        names = list(columns)
+    fields = []
+    for n in names:
+        if schema is not None:
+            if n not in schema.names:
+                raise ColumnNotFoundError(n, schema.names)
+            fields.append(schema.field(n))
+            continue
+        fld = None
+        for fl in files:
+            have = file_names(fl)
+            if n not in have:
+                raise ColumnNotFoundError(n, have)
+            if fld is None:
+                if fl.lay is not None and fl.lay.columns[n].field is not None:
+                    fld = fl.lay.columns[n].field
+                else:
+                    fld = _pyarrow_file(fl).schema_arrow.field(n)
+        if fld is None:
+            raise ColumnNotFoundError(n, [])
+        fields.append(fld)
+    return names, fields
+
+
+def _read(files: List[_File], columns, schema, threads: int, st, twin: bool) -> Tuple[pa.Table, np.ndarray]:
+    K = kernels(twin)
+    names, fields = _names_and_fields(files, columns, schema)
+    counts = np.array([fl.n for fl in files], dtype=np.int64)
+    total = int(counts.sum())
+    st.rows += total
+    ncol = len(names)
+    if not ncol:
+        from .rows import no_columns
+
+        return no_columns(total), counts
+    out_at = np.zeros(len(files) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out_at[1:])
+    # per column: the mapping of the output, whether it needs validity
+    col_map: List[Optional[Mapping]] = [None] * ncol
+    needs_valid = [False] * ncol
+    chunk_rows: List[np.ndarray] = []  # pieces of the chunk table
+    row_parts: List[np.ndarray] = []  # pieces of the rows array
+    rows_len = 0
+    fallback: List[Tuple[int, int, str]] = []  # (file, column, why): pyarrow reads them
+    for fi, fl in enumerate(files):
+        if fl.n == 0:
+            continue
+        if fl.lay is None:
+            for ci in range(ncol):
+                fallback.append((fi, ci, fl.why or "file not read natively"))
+            continue
+        lay, fo = fl.lay, fl.fo
+        # the row groups holding wanted rows, each one's rows and output slot
+        if fl.all:
+            groups = np.flatnonzero(fo.rg_rows > 0)
+            nsel = fo.rg_rows[groups]
+            rows_off = np.zeros(len(groups), dtype=np.int64)
+            allflag = 1
+        else:
+            cuts = np.searchsorted(fl.pos, fo.starts)
+            groups = np.flatnonzero(cuts[1:] > cuts[:-1])
+            nsel = (cuts[1:] - cuts[:-1])[groups]
+            local = fl.pos - np.repeat(fo.starts[groups], nsel)
+            rows_off = rows_len + np.concatenate(([0], np.cumsum(nsel)[:-1])).astype(np.int64)
+            row_parts.append(local)
+            rows_len += len(local)
+            allflag = 0
+        slots = out_at[fi] + np.concatenate(([0], np.cumsum(nsel)[:-1])).astype(np.int64)
+        for ci, (name, want) in enumerate(zip(names, fields)):
+            col = lay.columns.get(name)
+            if col is None:
+                if schema is None:
+                    raise ColumnNotFoundError(name, lay.names)
+                m, leaf, conv_null = None, -1, True
+            else:
+                conv_null = False
+                m = col.mapping
+                if m is not None:
+                    m = converted(m, col.field.type, want.type)
+                if m is None:
+                    fallback.append((fi, ci, col.why or f"type {col.field.type} read as {want.type}"))
+                    continue
+                leaf = col.leaf
+                bad = ~lay.ok[groups, leaf]
+                if bad.any():
+                    fallback.append((fi, ci, lay.chunk_why.get((int(groups[bad][0]), leaf), "column chunk")))
+                    continue
+            if conv_null:
+                needs_valid[ci] = True
+                prev = col_map[ci]
+                if prev is None:
+                    col_map[ci] = _null_mapping(want.type)
+                    if col_map[ci] is None:
+                        fallback.append((fi, ci, f"type {want.type} not decoded natively"))
+                        continue
+                t = np.zeros((len(groups), 17), dtype=np.int64)
+                t[:, 1] = ci
+                t[:, 6] = K.CV_NULL
+                t[:, 9] = -1
+            else:
+                prev = col_map[ci]
+                if prev is not None and (prev.kind, prev.width) != (m.kind, m.width):
+                    fallback.append((fi, ci, "type differs from another file's"))
+                    continue
+                if prev is None or prev.conv == K.CV_NULL:
+                    col_map[ci] = m
+                if col.max_def:
+                    needs_valid[ci] = True
+                meta = lay.chunks[groups, leaf]
+                t = np.empty((len(groups), 17), dtype=np.int64)
+                t[:, 1] = ci
+                t[:, 2] = col.physical
+                t[:, 3] = col.type_len
+                t[:, 4] = meta[:, 2]
+                t[:, 5] = col.max_def
+                t[:, 6] = m.conv
+                t[:, 7] = meta[:, 0]
+                t[:, 8] = meta[:, 1]
+                t[:, 9] = meta[:, 4]
+                t[:, 10] = meta[:, 5]
+                t[:, 12] = meta[:, 3]
+            t[:, 0] = fi
+            t[:, 11] = fo.rg_rows[groups]
+            t[:, 13] = rows_off
+            t[:, 14] = nsel
+            t[:, 15] = allflag
+            t[:, 16] = slots
+            chunk_rows.append(t)
+    # columns no file reads natively still need an output (every file falls back)
+    for ci in range(ncol):
+        if col_map[ci] is None:
+            col_map[ci] = _null_mapping(fields[ci].type) or Mapping(K.OUT_FIXED, 1, K.CV_NULL)
+        if col_map[ci].conv == K.CV_NULL:
+            needs_valid[ci] = True
+    fb_cols = {ci for _, ci, _ in fallback}
+    cols = []
+    for ci in range(ncol):
+        m = col_map[ci]
+        valid = np.ones(total, dtype=np.uint8) if (needs_valid[ci] or ci in fb_cols) else None
+        if m.kind == K.OUT_FIXED:
+            cols.append((m.kind, m.width, total, np.empty(total * m.width, dtype=np.uint8), valid, None))
+        elif m.kind == K.OUT_BOOL:
+            cols.append((m.kind, 1, total, np.empty(total, dtype=np.uint8), valid, None))
+        else:
+            dt = np.int64 if m.kind == K.OUT_LBYTES else np.int32
+            cols.append((m.kind, 0, total, None, valid, np.zeros(total + 1, dtype=dt)))
+    chunks = np.concatenate(chunk_rows) if chunk_rows else np.zeros((0, 17), dtype=np.int64)
+    rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
+    kfiles = []
+    for fl in files:
+        kfiles.append(_kernel_file(fl, chunks))
+    status, err_at, errors, kstats, data, overflow = K.read(kfiles, chunks, rows, cols, max(1, int(threads)))
+    # what did not decode natively: pyarrow reads it
+    for k in np.flatnonzero(status != K.OK).tolist():
+        fi, ci = int(chunks[k, 0]), int(chunks[k, 1])
+        why = errors.get(k, "")
+        if status[k] == K.IO:
+            raise IndexFormatError(
+                f"Parquet file {_name(files[fi])} changed or shrank while it was read ({why})", int(err_at[k])
+            )
+        if status[k] == K.NOMEM:
+            raise MemoryError(f"out of memory reading {_name(files[fi])}")
+        label = "not valid Parquet" if status[k] == K.CORRUPT else "not decoded natively"
+        fallback.append((fi, ci, f"{label}: {why}"))
+    st.pages_total += int(kstats[:, 0].sum())
+    st.pages_read += int(kstats[:, 1].sum())
+    st.pages_direct += int(kstats[:, 1].sum())
+    st.bytes_read += int(kstats[:, 2].sum())
+    real = chunks[:, 6] != K.CV_NULL
+    st.bytes_total += int(chunks[real, 8].sum())
+    st.columns_by_page += int(np.count_nonzero((status == K.OK) & real))
+    st.rows_decoded += total
+    arrays = []
+    for ci in range(ncol):
+        if overflow[ci]:  # more than 2 GiB of values for int32 offsets: pyarrow reads it file by file
+            arrays.append(pa.nulls(total, fields[ci].type))
+            fallback.extend((fi, ci, "values over 2 GiB") for fi in range(len(files)))
+        else:
+            arrays.append(_arrow(K, cols[ci], data[ci], fields[ci].type))
+    # splice pyarrow's reads of the (file, column)s the reader left
+    if fallback:
+        arrays = _splice(files, names, fields, arrays, fallback, out_at, st)
+    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=_metadata(files, schema)))
+    return table, counts
+
+
+def _metadata(files, schema):
+    if schema is not None:
+        return schema.metadata
+    for fl in files:
+        if fl.lay is not None and fl.lay.schema is not None:
+            return fl.lay.schema.metadata
+    return None
+
+
+def _name(fl: _File) -> str:
+    return getattr(fl.src, "path", None) or "<in memory>"
+
+
+def _null_mapping(t: pa.DataType) -> Optional[Mapping]:
+    """An output that holds only nulls of type ``t`` (a column some files lack)."""
+    K = _kernel()
+    if pa.types.is_boolean(t):
+        return Mapping(K.OUT_BOOL, 1, K.CV_NULL)
+    if pa.types.is_string(t) or pa.types.is_binary(t):
+        return Mapping(K.OUT_BYTES, 0, K.CV_NULL)
+    if pa.types.is_large_string(t) or pa.types.is_large_binary(t):
+        return Mapping(K.OUT_LBYTES, 0, K.CV_NULL)
+    if isinstance(t, pa.ExtensionType) or pa.types.is_dictionary(t) or pa.types.is_nested(t):
+        return None
+    try:
+        w = t.bit_width
+    except ValueError:
+        return None
+    if w % 8 or w <= 0:
+        return None
+    return Mapping(K.OUT_FIXED, w // 8, K.CV_NULL)
+
+
+def _kernel_file(fl: _File, chunks: np.ndarray):
+    """``(fd, size, segments)`` of a file for the reader: a local file by its descriptor, bytes
+    in memory as they are, any other source as the byte ranges its chunks need, read now."""
+    src = fl.src
+    if isinstance(src, FileSource) and src._fd is not None and type(src) is FileSource:
+        return (src._fd, src.size, None)
+    if isinstance(src, BytesSource):
+        return (-1, src.size, [(0, src._mv)])
+    if fl.fo is None:
+        return (-1, src.size, [])
+    return (-1, src.size, _segments(src, fl, chunks))
+
+
+def _segments(src: Source, fl: _File, chunks: np.ndarray) -> list:
+    """The byte ranges the reader needs of a file it cannot read itself (its chunks and their
+    offset indexes), merged where they touch, read with the source's reads."""
+    ranges = []
+    lay = fl.lay
+    if lay is None:
+        return []
+    ok = lay.chunks[..., 0] >= 0
+    for g, leaf in zip(*np.nonzero(ok)):
+        start, n, _, _, oi_off, oi_len = lay.chunks[g, leaf].tolist()
+        ranges.append((start, start + n))
+        if oi_off >= 0:
+            ranges.append((oi_off, oi_off + oi_len))
+    ranges.sort()
+    merged = []
+    for a, b in ranges:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(a, src.read_at(a, b - a, "Parquet column chunk")) for a, b in merged]
+
+
+def _arrow(K, col, data, t: pa.DataType) -> pa.Array:
+    kind, width, n, values, valid, offsets = col
+    nulls = 0
+    vbuf = None
+    if valid is not None:
+        nulls = n - int(np.count_nonzero(valid))
+        if nulls:
+            vbuf = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if kind == K.OUT_FIXED:
+        return pa.Array.from_buffers(t, n, [vbuf, pa.py_buffer(values)], null_count=nulls)
+    if kind == K.OUT_BOOL:
+        return pa.Array.from_buffers(
+            t, n, [vbuf, pa.py_buffer(np.packbits(values, bitorder="little"))], null_count=nulls
+        )
+    dbuf = pa.py_buffer(data) if data is not None else pa.py_buffer(b"")
+    return pa.Array.from_buffers(t, n, [vbuf, pa.py_buffer(offsets), dbuf], null_count=nulls)
+
+
+def _splice(files, names, fields, arrays, fallback, out_at, st) -> list:
+    """The columns with pyarrow's reads of the (file, column)s in ``fallback`` put in their
+    slots (the reader's output around them is kept: slices, no copy)."""
+    by_file: Dict[int, Dict[int, str]] = {}
+    for fi, ci, why in fallback:
+        by_file.setdefault(fi, {}).setdefault(ci, why)
+    repl: Dict[int, List[Tuple[int, pa.Array]]] = {}
+    for fi, cols in sorted(by_file.items()):
+        fl = files[fi]
+        if fl.n == 0:
+            continue
+        pf = _pyarrow_file(fl)
+        have = pf.schema_arrow.names
+        read_names = [names[ci] for ci in cols if names[ci] in have]
+        t = _pyarrow_rows(fl, read_names, pf) if read_names else None
+        for ci, why in cols.items():
+            st._fallback(why)
+            st.columns_whole += 1
+            want = fields[ci].type
+            if names[ci] in have:
+                a = t.column(names[ci])
+                a = a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
+                if a.type != want:
+                    a = a.cast(want)
+            else:
+                a = pa.nulls(fl.n, want)
+            repl.setdefault(ci, []).append((int(out_at[fi]), a))
+    out = []
+    for ci, arr in enumerate(arrays):
+        if ci not in repl:
+            out.append(arr)
+            continue
+        pieces, at = [], 0
+        for start, a in sorted(repl[ci], key=lambda x: x[0]):
+            if start > at:
+                pieces.append(arr.slice(at, start - at))
+            pieces.append(a)
+            at = start + len(a)
+        if at < len(arr):
+            pieces.append(arr.slice(at))
+        out.append(pa.chunked_array(pieces, type=fields[ci].type))
+    return out
+
+
+def read_file_rows(source, positions, columns=None, *, stats=None, threads=None, twin=False) -> pa.Table:
+    """One file's rows at ``positions`` (None: all): :func:`read_files` of one item."""
+    t, _ = read_files([(source, positions)], columns, stats=stats, threads=threads, twin=twin)
+    return t
+
+
+__all__ = ["read_files", "read_file_rows", "mapping", "converted", "Mapping", "kernels"]
