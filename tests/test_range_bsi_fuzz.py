@@ -121,7 +121,7 @@ def test_in_place_slices_masked_by_existence_bitmap():
     n_set = 0
     for row in r0.slices:
         if row.dtype == np.uint8:
-            off = row.__array_interface__["data"][0] - r0.data.__array_interface__["data"][0]
+            off = row.__array_interface__["data"][0] - r0._bsi_bytes.__array_interface__["data"][0] + r0._bsi_at
             end = off + row.size  # W words end; the container's tail follows
             data[end : end + 64] = b"\xff" * 64
             tail = r0._nbits & 63

@@ -41,14 +41,32 @@ def _chunk_dtype(be: np.dtype) -> np.dtype:
     )
 
 
+class _Region:
+    """Bytes ``[start, start + size)`` of an index: its first part read at once (``head``), the
+    rest read from the source only where asked (a dictionary's keys: a lookup needs one chunk)."""
+
+    def __init__(self, source, start: int, size: int, head: int):
+        self.source, self.start, self.size = source, start, size
+        self.head = np.frombuffer(source.read_at(start, min(head, size), "range bitmap dictionary"), np.uint8)
+
+    def get(self, lo: int, hi: int):
+        """Bytes ``[lo, hi)`` of the region (bounds checked against the source)."""
+        if hi <= len(self.head):
+            return self.head[lo:hi]
+        if lo < 0 or hi > self.size or hi < lo:
+            raise IndexFormatError(f"range bitmap dictionary range [{lo}, {hi}) outside its {self.size} bytes", lo)
+        return np.frombuffer(self.source.read_at(self.start + lo, hi - lo, "range bitmap dictionary keys"), np.uint8)
+
+
 class _FixedDictionary:
     """Chunked dictionary of fixed-length keys.  Opening reads only the chunks'
     first keys; a chunk's header is validated and its keys decoded when a
     lookup needs it (codes stay within [0, cardinality] whatever the bytes)."""
 
-    def __init__(self, codec, data, base, nchunks, chunks_at, keys_at, keys_end, card):
+    def __init__(self, codec, data, base, nchunks, chunks_at, keys_at, keys_end, card, region=None):
         self.codec = codec
         self.data = data
+        self.region = region  # the keys, read per chunk (None: they are in data)
         self.base = base
         self.chunks_at = chunks_at
         self.keys_at = keys_at
@@ -84,7 +102,12 @@ class _FixedDictionary:
         c = self._cache.get(i)
         if c is None:
             _, n, o = self.meta(i)
-            c = self._cache[i] = self.codec.sort_from_file(self.data[o : o + n * self.codec.size])
+            raw = (
+                self.data[o : o + n * self.codec.size]
+                if self.region is None
+                else self.region.get(o, o + n * self.codec.size)
+            )
+            c = self._cache[i] = self.codec.sort_from_file(raw)
         return c
 
     def find(self, key):
@@ -120,8 +143,10 @@ class _FixedDictionary:
 class _StringDictionary:
     """Chunked dictionary of variable-length (string) keys."""
 
-    def __init__(self, data, base, nchunks, offsets, chunks_at, chunks_len, keys_at, keys_end, card):
+    def __init__(self, data, base, nchunks, offsets, chunks_at, chunks_len, keys_at, keys_end, card, region=None):
         self.data = data
+        self.region = region  # the keys, read per chunk (None: they are in data)
+        self._keys = {}
         self.base = base
         self.keys_at = keys_at
         self.keys_end = keys_end
@@ -153,16 +178,27 @@ class _StringDictionary:
         if total != card:
             raise IndexFormatError("range bitmap dictionary codes do not cover the cardinality", base + chunks_at)
 
+    def _chunk_bytes(self, i):
+        """``(bytes, origin)``: chunk i's key offsets and keys, and where they start in data."""
+        o = self.off[i]
+        if self.region is None:
+            return self.data, 0
+        got = self._keys.get(i)
+        if got is None:
+            got = self._keys[i] = (self.region.get(o, o + self.olen[i] + self.klen[i]), o)
+        return got
+
     def _key(self, i, j):
         o = self.off[i]
-        (rel,) = struct.unpack_from(">i", self.data, o + 4 * j)
+        buf, at = self._chunk_bytes(i)
+        (rel,) = struct.unpack_from(">i", buf, o + 4 * j - at)
         p = o + self.olen[i] + rel
         if rel < 0 or p + 4 > o + self.olen[i] + self.klen[i]:
             raise IndexFormatError("range bitmap dictionary key offset out of bounds", self.base + o + 4 * j)
-        (ln,) = struct.unpack_from(">i", self.data, p)
+        (ln,) = struct.unpack_from(">i", buf, p - at)
         if ln < 0 or p + 4 + ln > o + self.olen[i] + self.klen[i]:
             raise IndexFormatError("range bitmap dictionary key length out of bounds", self.base + p)
-        return bytes(self.data[p + 4 : p + 4 + ln])
+        return bytes(buf[p - at + 4 : p - at + 4 + ln])
 
     def find(self, key):
         i = bisect.bisect_right(self.first, key) - 1
@@ -243,7 +279,6 @@ class RangeBitmapReader(FileIndexReader):
         self._dictionary = None
         self._ebm = None
         self._slices = None
-        self._data = None
         self._summary = None
 
     def answers_exactly(self, leaf) -> bool:
@@ -292,50 +327,57 @@ class RangeBitmapReader(FileIndexReader):
 
     # --- lazy parts
     @property
-    def data(self):
-        if self._data is None:
-            self._data = np.frombuffer(self.source.read_at(0, self.source.size, "range bitmap"), dtype=np.uint8)
-        return self._data
-
-    @property
     def dictionary(self):
         if self._dictionary is None:
             self._dictionary = self._load_dictionary()
         return self._dictionary
 
     def _load_dictionary(self):
-        d = self.data
-        base = self._base
-        p = self._dict_at
-        end = self._bsi_at
-        if end - p < 4:
-            raise IndexFormatError("range bitmap dictionary truncated", base + p)
-        (hl,) = struct.unpack_from(">i", d, p)
+        # the dictionary's header and chunk table are read now, its keys a chunk at a time
+        base = self._base + self._dict_at
+        end = self._bsi_at - self._dict_at
+        if end < 4:
+            raise IndexFormatError("range bitmap dictionary truncated", base)
+        (hl,) = struct.unpack(">i", bytes(self.source.read_at(self._dict_at, 4, "range bitmap dictionary")))
+        if hl < 13 or 4 + hl > end:
+            raise IndexFormatError(f"range bitmap dictionary header length {hl} out of bounds", base)
+        (nc,) = struct.unpack(">i", bytes(self.source.read_at(self._dict_at + 5, 4, "range bitmap dictionary")))
+        (cl,) = struct.unpack(">i", bytes(self.source.read_at(self._dict_at + 13, 4, "range bitmap dictionary")))
+        head = 4 + hl + 4 * max(nc, 0) + max(cl, 0)  # the header, chunk offsets and chunk headers
+        region = _Region(self.source, self._dict_at, end, min(end, head))
+        d = region.head
+        p = 0
+        if len(d) < min(end, head):
+            raise IndexFormatError("range bitmap dictionary truncated", base)
         if hl < 13 or p + 4 + hl > end:
             raise IndexFormatError(f"range bitmap dictionary header length {hl} out of bounds", base + p)
         if d[p + 4] > 1:
             raise IndexFormatError("range bitmap dictionary version > 1", base + p + 4)
         nchunks, olen, clen = struct.unpack_from(">iii", d, p + 5)
         body = p + 4 + hl
-        if nchunks < 0 or olen != 4 * nchunks or clen < 0 or body + olen + clen > end:
+        if nchunks < 0 or olen != 4 * nchunks or clen < 0 or body + olen + clen > min(end, len(d)):
             raise IndexFormatError("range bitmap dictionary chunk table out of bounds", base + p + 5)
         chunks_at = body + olen
         keys_at = chunks_at + clen
         card = max(self.cardinality, 0)
         if self.codec.is_string:
             offsets = np.frombuffer(d, dtype=">i4", count=nchunks, offset=body).astype(np.int64)
-            return _StringDictionary(d, base, nchunks, offsets, chunks_at, clen, keys_at, end, card)
+            return _StringDictionary(d, base, nchunks, offsets, chunks_at, clen, keys_at, end, card, region)
         hs = 1 + self.codec.size + 20
         if clen != nchunks * hs or d[body : body + olen].tobytes() != _consecutive_offsets(nchunks, hs):
             raise IndexFormatError("range bitmap dictionary chunk offsets are not consecutive", base + body)
-        return _FixedDictionary(self.codec, d, base, nchunks, chunks_at, keys_at, end, card)
+        return _FixedDictionary(self.codec, d, base, nchunks, chunks_at, keys_at, end, card, region)
 
     def _load_bsi(self):
         if self._ebm is not None:
             return
-        d = self.data
-        base = self._base
-        p = self._bsi_at
+        # the slices' part of the index, read whole (a comparison reads every slice)
+        d = np.frombuffer(
+            self.source.read_at(self._bsi_at, self.source.size - self._bsi_at, "range bitmap slices"), np.uint8
+        )
+        base = self._base + self._bsi_at
+        self._bsi_bytes = d  # (the slices read in place are views of it)
+        p = 0
         if d.size - p < 4:
             raise IndexFormatError("range bitmap slices truncated", base + p)
         (hl,) = struct.unpack_from(">i", d, p)
