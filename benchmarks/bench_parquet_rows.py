@@ -1,4 +1,4 @@
-"""Rows of a Parquet file at known positions: page reads against the row-group read.
+"""Rows of a Parquet file at known positions: the native reader against the row-group read.
 
     pytest benchmarks/bench_parquet_rows.py --benchmark-only --benchmark-columns=min,median,rounds
 
@@ -9,16 +9,13 @@ layouts: pyarrow's default 1 MB pages (``pages1m``) and 64 KB pages (``pages64k`
 about what parquet-mr / parquet-rs write with their 20,000-row page limit).
 Positions: 1, 10, 1,000, 100,000 rows drawn uniformly (sorted).
 
-* ``kernel``: :func:`paimon_fast.parquet.rows.read_rows` (the cost rule decides);
-* ``pages``: the same with every column forced through the page path
-  (``page_fraction=1``), to show where the cost rule should switch;
-* ``rowgroup``: what the readers did before, pyarrow's ``read_row_group`` of the
-  row group holding the rows, then ``take``.
+* ``kernel``: :func:`paimon_fast.parquet.rows.read_rows` (the native reader, every thread);
+* ``kernel_1t``: the same on one thread;
+* ``rowgroup``: pyarrow's ``read_row_group`` of the row group holding the rows, then ``take``.
 
-``test_page_decoder`` (group ``page_decoder[...]``) reads every column by page and
-compares who decodes the pages: ``kernel`` (the page decoder, only the wanted values),
-``twin`` (its pure-Python twin, up to 10 rows) and ``pyarrow`` (whole pages in a small
-file, ``page_decoder=None``).
+``test_page_decoder`` (group ``page_decoder[...]``) compares who decodes: ``kernel`` (the
+native reader, only the wanted values), ``twin`` (its pure-Python twin, up to 10 rows) and
+``pyarrow`` (``page_decoder=None``: the row groups holding the rows, whole).
 
 Footers are parsed once per file and cached (as they are for a table's files
 between queries); ``cold`` variants clear the cache every round.
@@ -68,7 +65,7 @@ def _positions(k):
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("k", [1, 10, 1000, 100_000])
-@pytest.mark.parametrize("impl", ["kernel", "pages", "rowgroup", "kernel_cold"])
+@pytest.mark.parametrize("impl", ["kernel", "kernel_1t", "rowgroup", "kernel_cold"])
 def test_read_rows(benchmark, files, layout, k, impl):
     path = files[layout]
     pos = _positions(k)
@@ -84,15 +81,15 @@ def test_read_rows(benchmark, files, layout, k, impl):
             pr.clear_cache()
             return pr.read_rows(path, pos)
     else:
-        frac = 1.0 if impl == "pages" else None
+        threads = 1 if impl == "kernel_1t" else None
 
         def run():
-            return pr.read_rows(path, pos, page_fraction=frac)
+            return pr.read_rows(path, pos, threads=threads)
 
     got = benchmark.pedantic(run, rounds=7, iterations=1, warmup_rounds=1)
     assert got.equals(pq.read_table(path).take(pa.array(pos)))
     st = pr.PageReadStats()
-    pr.read_rows(path, pos, stats=st, page_fraction=1.0 if impl == "pages" else None)
+    pr.read_rows(path, pos, stats=st, page_decoder=None if impl == "rowgroup" else "kernel")
     benchmark.extra_info.update(
         rows_decoded=st.rows_decoded,
         pages_read=st.pages_read,
@@ -108,9 +105,8 @@ def test_read_rows(benchmark, files, layout, k, impl):
 @pytest.mark.parametrize("k", [1, 10, 1000, 100_000])
 @pytest.mark.parametrize("impl", ["kernel", "twin", "pyarrow"])
 def test_page_decoder(benchmark, files, layout, k, impl):
-    """Who decodes the selected pages (every column by page, ``page_fraction=1``): the page
-    decoder's kernels (only the wanted values), their pure-Python twin, or pyarrow (whole
-    pages copied into a small file, what read_rows did before the page decoder)."""
+    """Who decodes: the native reader (only the wanted values), its pure-Python twin, or
+    pyarrow's row-group read."""
     if impl == "twin" and k > 10:
         pytest.skip("the twin walks every value in Python: minutes per round at this size")
     path = files[layout]
@@ -120,7 +116,7 @@ def test_page_decoder(benchmark, files, layout, k, impl):
     dec = None if impl == "pyarrow" else impl
 
     def run():
-        return pr.read_rows(path, pos, page_fraction=1.0, page_decoder=dec)
+        return pr.read_rows(path, pos, page_decoder=dec)
 
     got = benchmark.pedantic(run, rounds=3 if impl == "twin" else 7, iterations=1, warmup_rounds=1)
     assert got.equals(pq.read_table(path).take(pa.array(pos)))

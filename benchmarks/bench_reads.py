@@ -133,7 +133,7 @@ import duckdb, pyarrow as pa, pyarrow.compute, pyarrow.dataset
 import paimon_fast as pf
 # the modules a read imports on first use, imported before the baseline (code, not the read's memory)
 import paimon_fast.lazyread, paimon_fast.parquet.rows, paimon_fast.tables.arrow_filter
-from paimon_fast.parquet.pages import kernels
+from paimon_fast.parquet.native import kernels
 kernels(False)
 if kind == "dataset":
     import paimon_fast.tables.stream, paimon_fast.tables.deletes, paimon_fast.fileindex.range_bitmap

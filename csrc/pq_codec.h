@@ -270,6 +270,25 @@ static int pq_lz4_to(const uint8_t *src, size_t srclen, size_t *ipos, uint8_t *d
     return PQ_OK;
 }
 
+/* ------------------------------------------------------------------ sizes a page may claim */
+/* Can csize bytes of this codec decompress to usize bytes?  Checked before a buffer of usize bytes
+ * is allocated: a damaged page header must not make the reader allocate what it claims.  The
+ * bounds are the codecs' largest expansion (Snappy: 64 bytes from a 3-byte copy; LZ4: 255 from a
+ * length byte; deflate: about 1032; ZSTD and BROTLI: far more for runs of one byte, bounded here
+ * at 32768 a byte, beyond anything a Parquet writer emits). */
+static int pq_usize_plausible(int codec, const uint8_t *src, size_t csize, size_t usize) {
+    switch (codec) {
+    case PQ_UNCOMPRESSED: return usize == csize;
+    case PQ_SNAPPY: {
+        size_t len, start;
+        return pq_snappy_head(src, csize, &len, &start) == PQ_OK && len == usize && usize / 22 <= csize + 64;
+    }
+    case PQ_LZ4_RAW: return usize / 256 <= csize + 64;
+    case PQ_GZIP: return usize / 1100 <= csize + 1024;
+    default: return usize / 32768 <= csize + 64;
+    }
+}
+
 /* ------------------------------------------------------------------ a page body, decompressed on demand */
 typedef struct {
     int codec;

@@ -123,6 +123,7 @@ typedef struct {
     int64_t left;                 /* pages not yet decoded: the last one frees the dictionary */
     int64_t dict_off, dict_size;  /* the dictionary page, or -1 */
     pq_dict dict;
+    pthread_mutex_t fail_lock;
 } pq_chunk;
 
 typedef struct {
@@ -130,7 +131,8 @@ typedef struct {
     uint8_t *out; size_t outcap;
     int64_t *vidx; size_t vcap;
     uint32_t *idx; size_t icap;
-    void *zstd;
+    void *zstd;       /* ZSTD_DCtx of the data page being decoded */
+    void *zstd_dict;  /* and of a dictionary page decoded meanwhile (the page's stream stays open) */
 } pq_scratch;
 
 typedef struct {
@@ -148,11 +150,13 @@ typedef struct {
 } pq_job;
 
 static void pq_fail(pq_chunk *c, int status, int64_t at, const char *what) {
-    if (c->status != PQ_OK && c->status != PQ_UNSUPPORTED) return; /* the first corruption is reported */
-    if (c->status == PQ_UNSUPPORTED && status == PQ_UNSUPPORTED) return;
-    c->status = status;
-    c->err_at = at;
-    snprintf(c->err, sizeof(c->err), "%s", what);
+    pthread_mutex_lock(&c->fail_lock); /* pages of one chunk fail on several threads */
+    if (c->status == PQ_OK) { /* the first failure is reported */
+        __atomic_store_n(&c->status, status, __ATOMIC_RELAXED);
+        c->err_at = at;
+        snprintf(c->err, sizeof(c->err), "%s", what);
+    }
+    pthread_mutex_unlock(&c->fail_lock);
 }
 
 static int pq_bgrow(uint8_t **p, size_t *cap, size_t need, size_t len);
@@ -486,7 +490,8 @@ static int pq_page_header(const uint8_t *p, const uint8_t *end, pq_ph *h) {
         if (h->nvalues < 0 || h->encoding < 0) return PQ_CORRUPT;
     } else if (h->type == PG_DATA_V2) {
         if (h->nvalues < 0 || h->nrows < 0 || h->encoding < 0 || h->def_len < 0 || h->rep_len < 0 ||
-            h->def_len + h->rep_len > h->csize || h->def_len + h->rep_len > h->usize)
+            h->def_len > h->csize || h->rep_len > h->csize - h->def_len || h->def_len > h->usize ||
+            h->rep_len > h->usize - h->def_len)
             return PQ_CORRUPT;
     }
     return PQ_OK;
@@ -562,6 +567,7 @@ static int hyb_run(pq_hyb *h, int64_t *count, int *packed, uint64_t *value, size
         *count = (int64_t)(v >> 1);
         *value = 0;
         for (k = 0; k < vb; k++) *value |= (uint64_t)o[h->pos + k] << (8 * k);
+        if (h->bw < 64 && (*value >> h->bw)) return PQ_CORRUPT; /* a value wider than the bit width */
         h->pos += vb;
     }
     return PQ_OK;
@@ -716,7 +722,8 @@ static inline void pq_emit(int conv, uint8_t *dst, const uint8_t *src, int pw, i
         uint32_t day;
         memcpy(&nanos, src, 8);
         memcpy(&day, src + 8, 4);
-        int64_t v = ((int64_t)day - 2440588) * 86400000000000LL + (int64_t)nanos;
+        /* wrapping arithmetic, as pyarrow's conversion (a day far from the epoch overflows) */
+        int64_t v = (int64_t)((uint64_t)((int64_t)day - 2440588) * 86400000000000ULL + nanos);
         memcpy(dst, &v, 8);
         return;
     }
@@ -837,6 +844,25 @@ static void pq_chunk_pages(pq_job *job, pq_chunk *c, pq_scratch *s) {
         pq_fail(c, PQ_UNSUPPORTED, start, "output type does not fit the physical type");
         return;
     }
+    {
+        int pw0 = pq_phys_width(physical, (int)c->f[CK_TYPE_LEN]), ow = col->width, ok = 1;
+        switch (conv) {
+        case CV_I32_1: ok = physical == PT_INT32 && ow == 1; break;
+        case CV_I32_2: ok = physical == PT_INT32 && ow == 2; break;
+        case CV_INT96_NS: ok = physical == PT_INT96 && ow == 8; break;
+        case CV_DEC_I32: ok = physical == PT_INT32 && ow == 16; break;
+        case CV_DEC_I64: ok = physical == PT_INT64 && ow == 16; break;
+        case CV_DEC_BE: ok = physical == PT_FLBA && ow >= pw0 && (ow == 16 || ow == 32); break;
+        case CV_I32_I64: case CV_U32_I64: ok = physical == PT_INT32 && ow == 8; break;
+        case CV_F32_F64: ok = physical == PT_FLOAT && ow == 8; break;
+        case CV_COPY: break;
+        default: ok = 0;
+        }
+        if (!ok || (c->f[CK_ALL] && c->f[CK_NSEL] != rg_rows)) {
+            pq_fail(c, PQ_UNSUPPORTED, start, "conversion does not fit the column");
+            return;
+        }
+    }
     if (!pq_codec_available((int)c->f[CK_CODEC])) {
         pq_fail(c, PQ_UNSUPPORTED, start, "codec not available to the native reader");
         return;
@@ -900,7 +926,8 @@ static void pq_chunk_pages(pq_job *job, pq_chunk *c, pq_scratch *s) {
         for (i = 0; ok && i < c->npages; i++) {
             pq_page *p = &c->pages[i];
             int64_t next = i + 1 < c->npages ? c->pages[i + 1].first_row : rg_rows;
-            if (next <= p->first_row || p->off + p->size > end || (i + 1 < c->npages && c->pages[i + 1].off < p->off + p->size))
+            if (next <= p->first_row || p->off > end || p->size > end - p->off ||
+                (i + 1 < c->npages && (c->pages[i + 1].off < p->off || c->pages[i + 1].off - p->off < p->size)))
                 ok = 0;
             else p->nrows = next - p->first_row;
         }
@@ -974,9 +1001,9 @@ static int pq_dict_load(pq_job *job, pq_chunk *c, pq_scratch *s) {
     int rc = PQ_OK;
     uint8_t *tmp = NULL; /* not the scratch's: the page that asks holds it */
     size_t tcap = 0;
+    if (c->dict_off < 0) return PQ_UNSUPPORTED;
     tmp = (uint8_t *)pq_balloc(65536, &tcap);
     if (!tmp) return PQ_NOMEM;
-    if (c->dict_off < 0) return PQ_UNSUPPORTED;
     int64_t pos = c->dict_off, end = c->dict_off + c->dict_size;
     pq_ph h;
     for (;;) { /* an index page may come first */
@@ -991,13 +1018,18 @@ static int pq_dict_load(pq_job *job, pq_chunk *c, pq_scratch *s) {
     if (h.hlen + h.csize > end - pos) rc = PQ_CORRUPT;
     else if (h.encoding != EN_PLAIN && h.encoding != EN_PLAIN_DICT) rc = PQ_UNSUPPORTED;
     const uint8_t *p = rc == PQ_OK ? pq_fetch(f, pos + h.hlen, h.csize, &tmp, &tcap, &rc) : NULL;
+    if (p && !pq_usize_plausible((int)c->f[CK_CODEC], p, (size_t)h.csize, (size_t)h.usize)) {
+        p = NULL;
+        rc = PQ_CORRUPT;
+    }
     if (p) {
         d->buf = (uint8_t *)pq_balloc((size_t)h.usize, &d->buf_cap);
         if (!d->buf) rc = PQ_NOMEM;
     }
     if (p && rc == PQ_OK) {
         pq_body b;
-        rc = pq_body_init(&b, (int)c->f[CK_CODEC], p, (size_t)h.csize, d->buf, (size_t)h.usize, s->zstd);
+        __atomic_fetch_add(&c->bytes_read, h.hlen + h.csize, __ATOMIC_RELAXED);
+        rc = pq_body_init(&b, (int)c->f[CK_CODEC], p, (size_t)h.csize, d->buf, (size_t)h.usize, s->zstd_dict);
         if (rc == PQ_OK) rc = pq_body_need(&b, (size_t)h.usize);
         if (rc == PQ_OK && b.out != d->buf) memcpy(d->buf, b.out, (size_t)h.usize); /* it was not compressed */
     }
@@ -1110,7 +1142,12 @@ static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
     int64_t n = pg->k1 - pg->k0;                         /* wanted rows of the page */
     int64_t slot0 = c->f[CK_OUT_AT] + pg->k0;            /* the output slot of the first */
     const int64_t *rows = c->f[CK_ALL] ? NULL : job->rows + c->f[CK_ROWS_OFF] + pg->k0;
-    int dense = rows == NULL || n == pg->nrows;          /* every row of the page */
+    /* every row of the page, once each (repeated positions can number as many as the page's rows) */
+    int dense = rows == NULL || n == pg->nrows;
+    if (rows && dense) {
+        int64_t k;
+        for (k = 0; k < n && dense; k++) dense = rows[k] == pg->first_row + k;
+    }
     pq_ph h;
 
     const uint8_t *raw = pq_fetch(f, pg->off, pg->size, &s->in, &s->incap, &rc);
@@ -1123,6 +1160,14 @@ static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
         (h.type == PG_DATA ? h.nvalues : h.nrows) != pg->nrows) {
         pq_fail(c, PQ_CORRUPT, pg->off, "data page disagrees with its column chunk's page locations");
         return;
+    }
+    {
+        size_t lv = h.type == PG_DATA_V2 ? (size_t)(h.rep_len + h.def_len) : 0;
+        int codec = h.type == PG_DATA_V2 && !h.is_compressed ? PQ_UNCOMPRESSED : (int)c->f[CK_CODEC];
+        if (!pq_usize_plausible(codec, raw + h.hlen + lv, (size_t)h.csize - lv, (size_t)h.usize - lv)) {
+            pq_fail(c, PQ_CORRUPT, pg->off, "data page claims more bytes than its body can hold");
+            return;
+        }
     }
     if (pq_scratch_need(s, n > pg->nrows ? n : pg->nrows, h.usize) != PQ_OK) {
         pq_fail(c, PQ_NOMEM, pg->off, "out of memory");
@@ -1443,6 +1488,7 @@ static void pq_scratch_free(pq_scratch *s) {
     free(s->vidx);
     free(s->idx);
     if (s->zstd) pq_libs.zstd_free(s->zstd);
+    if (s->zstd_dict) pq_libs.zstd_free(s->zstd_dict);
     memset(s, 0, sizeof(*s));
 }
 
@@ -1452,6 +1498,7 @@ static void pq_scratch_take(pq_scratch *s) {
     else memset(s, 0, sizeof(*s));
     pthread_mutex_unlock(&pq_keep_lock);
     if (!s->zstd && pq_libs.zstd_create) s->zstd = pq_libs.zstd_create();
+    if (!s->zstd_dict && pq_libs.zstd_create) s->zstd_dict = pq_libs.zstd_create();
 }
 
 static void pq_scratch_give(pq_scratch *s) {
@@ -1498,6 +1545,7 @@ static int pq_run(pq_job *job) {
         c->pages_total = c->pages_read = c->bytes_read = 0;
         memset(&c->dict, 0, sizeof(c->dict));
         pthread_mutex_init(&c->dict.lock, NULL);
+        pthread_mutex_init(&c->fail_lock, NULL);
     }
     /* A: pages */
     job->phase = 0;
@@ -1609,6 +1657,7 @@ done:
         c->pages = NULL;
         pq_dict_free(&c->dict);
         pthread_mutex_destroy(&c->dict.lock);
+        pthread_mutex_destroy(&c->fail_lock);
     }
     free(job->units);
     job->units = NULL;

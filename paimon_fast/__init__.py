@@ -26,6 +26,7 @@ from .errors import (
     UnsupportedTypeError,
 )
 from .fileindex import FileIndexFormat
+from .pool import set_threads, threads
 from .predicate import And, Field, Leaf, Or, Predicate, TopN, field
 from .result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
 from .types import DataType
@@ -45,6 +46,8 @@ def __getattr__(name):
 
 
 __all__ = [
+    "threads",
+    "set_threads",
     "fileindex",
     "FileIndexFormat",
     "field",

@@ -350,7 +350,11 @@ class LazyRead:
 
     # ------------------------------------------------------------ hand-offs
     def _batches(self) -> Iterator[pa.RecordBatch]:
+        from .pool import threads
+
         schema, limit, source = self.schema, self._limit, self._source
+        if threads() == 1:  # one thread asked for: no read ahead on a second one
+            return _record_batches(source.batches(limit), schema, limit)
         return _prefetched(lambda: _record_batches(source.batches(limit), schema, limit))
 
     def to_arrow_batch_reader(self) -> pa.RecordBatchReader:

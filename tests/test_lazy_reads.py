@@ -361,7 +361,12 @@ def test_limit_reads_only_the_first_pages(tmp_path):
     assert 0 < first.num_rows < n
 
 
-def test_report_fills_as_the_read_proceeds(datasets):
+def test_report_fills_as_the_read_proceeds(datasets, monkeypatch):
+    import paimon_fast.tables.stream as stream
+
+    # batches of a few hundred selected rows: the 6 small files take several
+    monkeypatch.setattr(stream, "FIRST_RANGE_ROWS", 300)
+    monkeypatch.setattr(stream, "MAX_RANGE_ROWS", 300)
     root, _ = datasets["indexed"]
     r = ParquetDataset(root).read("score > 10")
     rep = r.report

@@ -1159,41 +1159,32 @@ def test_stale_runs_of_a_killed_split_build_are_removed(tmp_path, local):
 
 
 def test_reads_at_known_rows_use_at_most_max_workers_threads(tmp_path, monkeypatch):
-    """The files a global index leaves are read on the shared threads, never more than
-    ``max_workers`` of them (1: in the calling thread), with the same rows."""
-    import threading
-
+    """The files a global index leaves are read by the native reader on at most ``max_workers``
+    threads (and never more than paimon_fast.threads()), with the same rows."""
     from paimon_fast import pool
     from paimon_fast.paimon import fastpath
 
     cat, name = _table(tmp_path, DATA_EVOLUTION)
     create_global_index(cat.get_table(f"db.{name}"), "color")
     rows = _rows(cat, name)
-    pools, ran_on = [], set()
-    real_pool, real_read = pool.shared_pool, fastpath._read_rows
-
-    def counting(n):
-        pools.append(n)
-        return real_pool(n)
+    asked = []
+    real_read = fastpath.read_files
 
     def reading(*a, **k):
-        ran_on.add(threading.current_thread().name)
+        asked.append(k.get("threads"))
         return real_read(*a, **k)
 
-    monkeypatch.setattr(pool, "shared_pool", counting)
-    monkeypatch.setattr(fastpath, "_read_rows", reading)
-    monkeypatch.setattr(fastpath, "_READ_THREADS", 4)
-    for workers, most in ((1, 0), (2, 2), (8, 4)):
-        pools.clear()
-        ran_on.clear()
-        got, rep_ = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "blue", max_workers=workers)
-        assert rep_.fast_path and rep_.global_indexes
-        assert _ids(got) == _expect(rows, lambda r: r["color"] == "blue")
-        assert (max(pools) if pools else 0) == most, (workers, pools)
-        if most:
-            assert len(ran_on) <= most and all(t.startswith("paimon-fast-pool") for t in ran_on), ran_on
-        else:
-            assert ran_on == {threading.current_thread().name}
+    monkeypatch.setattr(fastpath, "read_files", reading)
+    pool.set_threads(4)
+    try:
+        for workers, most in ((1, 1), (2, 2), (8, 4)):
+            asked.clear()
+            got, rep_ = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "blue", max_workers=workers)
+            assert rep_.fast_path and rep_.global_indexes
+            assert _ids(got) == _expect(rows, lambda r: r["color"] == "blue")
+            assert asked and set(asked) == {most}, (workers, asked)
+    finally:
+        pool.set_threads(None)
 
 
 def test_index_manifests_are_read_once_per_file(tmp_path, monkeypatch):

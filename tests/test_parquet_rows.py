@@ -22,6 +22,8 @@ from pyroaring import BitMap
 
 from paimon_fast.parquet import rows as pr
 from paimon_fast.errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
+from paimon_fast.parquet.footer import _pages, _read_footer
+from paimon_fast.source import BytesSource, FileSource
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CODECS = ["snappy", "zstd", "gzip", "lz4", "none"]
@@ -154,7 +156,7 @@ def test_read_rows_equals_take_of_a_full_read(tmp_path_factory, case):
     pos = _positions(how, n, k, rng)
     cols = [kinds[i] for i in sorted(set(rng.integers(0, len(kinds), 2).tolist()))] if len(kinds) > 1 else None
     s = _check(path, pos, cols, page_fraction=frac)
-    if frac == 1.0 and len(pos):  # forced: every flat column is read by page, nothing else falls back
+    if len(pos):  # every flat column is read by the native reader, the nested ones by pyarrow
         assert set(s.fallbacks) <= {"nested column"}, s
         assert s.columns_by_page >= 1 or all(k == "list" for k in (cols or kinds)), s
 
@@ -178,15 +180,15 @@ def test_pages_are_read_not_row_groups(tmp_path, codec, version, page_index):
         row_group_size=2500,
     )
     pos = np.array([3, 4, 4, 2700, 5999], dtype=np.int64)
-    _check(path, pos)  # the cost rule's choice
-    s = _check(path, pos, page_fraction=1.0)  # pages wherever they can be read
+    _check(path, pos, page_decoder=None)  # pyarrow's row-group read gives the same
+    s = _check(path, pos)
     assert s.columns_whole == 0 and s.columns_by_page == 3 * len(FLAT), s  # 3 row groups
     assert s.pages_read < s.pages_total / 10, s
     assert s.rows_decoded < n / 3 and s.bytes_read < 0.8 * s.bytes_total, s  # dictionary pages are read
     # the same rows given as a BitMap, from bytes, a pyarrow file and a Python file object
     data = open(path, "rb").read()
     exp = _expect(path, pos[[0, 1, 3, 4]])
-    for src in (data, pa.BufferReader(data), io.BytesIO(data), pr.BytesSource(data)):
+    for src in (data, pa.BufferReader(data), io.BytesIO(data), BytesSource(data)):
         assert pr.read_rows(src, BitMap(pos.tolist())).equals(exp)
 
 
@@ -218,17 +220,17 @@ def test_nested_columns_read_whole_flat_ones_by_page(tmp_path):
     assert s.columns_by_page == 1 and s.columns_whole == 2 and s.fallbacks == {"nested column": 2}, s
 
 
-def test_cost_rule(tmp_path):
+def test_rows_in_every_page(tmp_path):
+    """A row in every page: still only the wanted values decoded, every page read once;
+    ``page_fraction=0`` (or ``page_decoder=None``) has pyarrow decode the row groups whole."""
     n = 10_000
     t = pa.table({"a": np.arange(n), "b": np.arange(n) * 2.0})
     path = _write(str(tmp_path / "f.parquet"), t, data_page_size=1024, write_page_index=True)
-    every = _check(path, np.arange(0, n, 50))  # a row in every page: the row groups are decoded whole
-    assert every.columns_whole == 2 and every.fallbacks == {"cost rule": 2} and every.columns_by_page == 0
-    assert every.pages_total == 0  # decided from the encoding stats: the page index was not read
-    forced = _check(path, np.arange(0, n, 50), page_fraction=1.0)
-    assert forced.columns_by_page == 2 and forced.pages_read == forced.pages_total
+    every = _check(path, np.arange(0, n, 50))
+    assert every.columns_by_page == 2 and every.columns_whole == 0 and every.pages_read == every.pages_total
+    assert every.rows_decoded == n // 50
     never = _check(path, [1], page_fraction=0.0)
-    assert never.columns_whole == 2 and never.rows_decoded == n
+    assert never.columns_whole == 2 and never.rows_decoded == n and never.pages_read == 0
 
 
 def test_one_row_pages_without_page_index(tmp_path):
@@ -256,8 +258,8 @@ def test_schema_metadata_and_types_kept(tmp_path):
     )
     t = t.replace_schema_metadata({"k": "v"})
     path = _write(str(tmp_path / "f.parquet"), t, data_page_size=512, write_page_index=True)
-    s = _check(path, [1, 2500], page_fraction=1.0)
-    assert s.columns_by_page == 4
+    s = _check(path, [1, 2500])
+    assert s.columns_by_page == 3 and s.columns_whole == 1  # "d", a dictionary in the stored schema: pyarrow
     got = pr.read_rows(path, [1], ["d", "t"])
     assert got.schema.field("d").type == pa.dictionary(pa.int32(), pa.string())
     assert got.schema.metadata[b"k"] == b"v"
@@ -291,11 +293,12 @@ def test_java_paimon_files():
             full = pq.read_table(pa.BufferReader(data))
             for pos in (np.sort(rng.integers(0, full.num_rows, 7)), [], [full.num_rows - 1]):
                 pos = np.asarray(pos, dtype=np.int64)
-                for frac in (None, 1.0):
-                    got = pr.read_rows(data, pos, page_fraction=frac)
+                for dec in ("kernel", None):
+                    got = pr.read_rows(data, pos, page_decoder=dec)
                     assert got.equals(full.take(pa.array(pos))), m.name
     dv = os.path.join(HERE, "data", "paimon_append_dv", "data-b648e695-0aa3-40fa-99cd-385d9eed838e-0.parquet")
-    _check(dv, [0, 10, 999], ["id", "category"], page_fraction=1.0)
+    s = _check(dv, [0, 10, 999], ["id", "category"])
+    assert s.columns_by_page == 2 and not s.fallbacks, s
 
 
 @settings(max_examples=200, deadline=None)
@@ -341,22 +344,26 @@ def test_corrupt_files(tmp_path):
     ):
         with pytest.raises(IndexFormatError):
             pr.read_rows(bad, [0])
-    # a page index pointing outside the file: pyarrow ignores page indexes, so the row groups answer
-    fo = pr._read_footer(pr.BytesSource(bytes(data)))
+    # a page index that is not one: the reader walks the page headers instead (pyarrow ignores it)
+    fo = _read_footer(BytesSource(bytes(data)))
     off = fo.row_groups[0][1][0][4]
     broken = bytes(data[:off]) + b"\xff" * 40 + bytes(data[off + 40 :])
     st_ = pr.PageReadStats()
     got = pr.read_rows(broken, [1, 4000], stats=st_)
-    assert got.equals(t.take([1, 4000])) and st_.columns_whole >= 1 and st_.fallbacks, st_
+    assert got.equals(t.take([1, 4000])) and st_.columns_by_page == 2 and not st_.fallbacks, st_
 
 
-def test_whole_row_group_read_stops_at_the_last_row(tmp_path):
+def test_pyarrow_row_group_reads_count_their_rows(tmp_path):
     n = 200_000
-    path = _write(str(tmp_path / "f.parquet"), pa.table({"a": np.arange(n), "s": [str(i % 97) for i in range(n)]}))
+    path = _write(
+        str(tmp_path / "f.parquet"),
+        pa.table({"a": np.arange(n), "s": [str(i % 97) for i in range(n)]}),
+        row_group_size=n // 4,
+    )
     s = _check(path, [5, 70_000], page_fraction=0.0)
-    assert s.columns_whole == 2 and s.rows_decoded == 2 * (1 << 16), s  # two batches of 65,536 rows
-    s = _check(path, [5, n - 1], page_fraction=0.0)
-    assert s.rows_decoded == n, s
+    assert s.columns_whole == 2 and s.rows_decoded == 2 * (n // 4), s  # the two row groups holding them
+    s = _check(path, [5, 70_000])
+    assert s.columns_whole == 0 and s.rows_decoded == 2, s
 
 
 def test_dictionary_columns_and_file_shape(tmp_path):
@@ -382,9 +389,9 @@ def test_columns_sharing_row_ranges_under_other_page_numbers(tmp_path):
     )
     path = _write(str(tmp_path / "f.parquet"), t, data_page_size=64, write_batch_size=1, use_dictionary=False)
     pos = np.array([400, 401, 500], dtype=np.int64)
-    src = pr.FileSource(path)
-    fo = pr._read_footer(src)
-    pa_, pb = (pr._pages(src, fo, 0, i) for i in (0, 1))
+    src = FileSource(path)
+    fo = _read_footer(src)
+    pa_, pb = (_pages(src, fo, 0, i) for i in (0, 1))
     ia = np.searchsorted(pa_.first_row, pos, "right") - 1
     ib = np.searchsorted(pb.first_row, pos, "right") - 1
     assert (
@@ -392,12 +399,12 @@ def test_columns_sharing_row_ranges_under_other_page_numbers(tmp_path):
         and np.array_equal(pa_.first_row[ia], pb.first_row[ib])
         and np.array_equal(pa_.rows[ia], pb.rows[ib])
     )  # the layout this test is about
-    s = _check(path, pos, page_fraction=1.0)
+    s = _check(path, pos)
     assert s.columns_by_page == 2
 
 
 def test_old_import_paths_are_the_same_modules():
-    """The four modules that became paimon_fast.parquet keep their old import paths, as the very
+    """Three modules that became paimon_fast.parquet keep their old import paths, as the very
     same module objects: setting an attribute through the old name sets it where the code reads it."""
     import importlib
 
@@ -406,16 +413,15 @@ def test_old_import_paths_are_the_same_modules():
     for old, new in (
         ("parquet_rows", "rows"),
         ("parquet_footer", "footer"),
-        ("parquet_pages", "pages"),
         ("thrift_compact", "thrift"),
     ):
         assert importlib.import_module(f"paimon_fast.{old}") is getattr(parquet, new)
     from paimon_fast import parquet_rows
 
-    before = pr.PAGE_FRACTION
+    before = pr.PAGE_DECODER
     try:
-        parquet_rows.PAGE_FRACTION = 0.25
-        assert pr.PAGE_FRACTION == 0.25
+        parquet_rows.PAGE_DECODER = None
+        assert pr.PAGE_DECODER is None
     finally:
-        parquet_rows.PAGE_FRACTION = before
+        parquet_rows.PAGE_DECODER = before
     assert parquet.read_rows is pr.read_rows

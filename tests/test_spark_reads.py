@@ -167,14 +167,14 @@ def test_projection_and_count_read_only_what_they_need(spark, dataset):
     ds = ParquetDataset(root)
     plan = ds.plan(q)
     seen = []
-    real = ParquetDataset.read_kept
+    real = ParquetDataset.read_kept_many
 
-    def spy(self, p, columns, predicate=None, schema=None, positions=False, stats=None):
+    def spy(self, parts, columns, predicate=None, schema=None, positions=False, stats=None, threads=None):
         seen.append(list(columns))
-        return real(self, p, columns, predicate, schema, positions, stats)
+        return real(self, parts, columns, predicate, schema, positions, stats, threads)
 
     try:
-        ParquetDataset.read_kept = spy
+        ParquetDataset.read_kept_many = spy
         df = pfs.read(spark, root, q)
         assert df.report.read_on == "driver" and not seen  # nothing read before Spark needs it
         # every leaf answered exactly (a bitmap, a range bitmap with no NaN): counted, nothing read
@@ -186,7 +186,7 @@ def test_projection_and_count_read_only_what_they_need(spark, dataset):
         df = pfs.read(spark, root, inexact)
         assert df.count() == len(oracle(rows, inexact)) and seen and all(c == [] for c in seen)
     finally:
-        ParquetDataset.read_kept = real
+        ParquetDataset.read_kept_many = real
     st = PageReadStats()
     n = sum(ds.read_kept(p, [], plan.predicate, stats=st).num_rows for p in plan.kept)
     assert n == len(oracle(rows, q)) and st.rows < sum(p.rows for p in plan.kept)

@@ -402,11 +402,11 @@ def group_column_parallel(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, 
     :func:`merge_groups`: the same :class:`Groups`.  Only when the row ids strictly ascend (the
     slices are then disjoint, ascending row-id intervals) and the column has at least
     :data:`PARALLEL_GROUP_ROWS` rows; else one :func:`group_column`."""
-    import os
-
     n = len(arr)
     if threads is None:
-        threads = min(2, os.cpu_count() or 1)
+        from ..pool import threads as _threads
+
+        threads = min(2, _threads())
     rids = np.ascontiguousarray(rids, dtype=np.uint64)
     if threads < 2 or n < max(PARALLEL_GROUP_ROWS, 2) or not bool((rids[1:] > rids[:-1]).all()) or _nearly_unique(arr):
         return group_column(key_codec, arr, rids)

@@ -17,7 +17,6 @@ import pyarrow as pa
 
 from ..fs import IOCounter
 from ..lazyread import LazyRead, LegacyTupleRead, ReadSource
-from ..parquet.pages import scanning
 from .prune import _IO, as_predicate, prune
 from .slices import _report, _run_task, _tasks, iter_slice, task_slice
 from .table import table_state
@@ -105,12 +104,10 @@ class HudiSource(ReadSource):
         for task in tasks:
             ref, pos = task_slice(task)
             it = iter_slice(state.path, ref, schema, pos, pred, decoded)
-            held = {}  # the slice's dictionaries, for its next ranges (not in the shared cache)
             while True:
                 token = _IO.set(io)  # set and reset around each range: the consumer may be another thread
                 try:
-                    with scanning(held):
-                        t = next(it, None)
+                    t = next(it, None)
                 finally:
                     _IO.reset(token)
                 rep["bytes_read"] = io.bytes

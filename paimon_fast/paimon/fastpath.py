@@ -56,7 +56,6 @@ pays, imports aside.
 
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Tuple
@@ -64,13 +63,13 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 from pyroaring import BitMap
 
-from ..errors import IndexFormatError, PaimonFastError
+from ..errors import PaimonFastError
 from ..errors import UnknownIndexTypeError, UnsupportedTypeError
 from ..fileindex import EmptyFileIndexReader, evaluate_tree, get_factory
 from ..fileindex.format import EMPTY_INDEX_FLAG as _EMPTY_INDEX, MAGIC as _CONTAINER_MAGIC, FileIndexFile
 from ..fileindex.options import Options
-from ..parquet.rows import PageReadStats, clear_cache as _clear_row_cache, read_rows
-from ..pool import map_on_pool
+from ..parquet.native import read_files
+from ..parquet.rows import PageReadStats, clear_cache as _clear_row_cache
 from ..predicate import Leaf
 from ..types import DataType
 from ..result import REMAIN, BitmapResult
@@ -83,12 +82,6 @@ from .deletion import read_deletion_vector
 from .plan import _PLAN_CACHE, _PLAN_LOCK, _File, _is_local, _is_true, _options, _Plan, _split, check_table, get_plan
 from .predicates import for_planning, to_pypaimon
 from .pruning import Fallback, PruneReport, _CountingSource, _result_of, index_applicability
-
-
-# decode Parquet with Arrow's thread pool (_read_files, _read_rows); on two cores or fewer the
-# hand-offs cost more than they gain (measured: same CPU, slower under load)
-SCAN_THREADS = (os.cpu_count() or 1) > 2
-_READ_THREADS = min(4, os.cpu_count() or 1)  # files read at known rows at once (decompression frees the GIL)
 
 
 # ---------------------------------------------------------------- caches
@@ -233,35 +226,45 @@ def _open_stream(file_io, fspath):
     return file_io.filesystem.open_input_file(fspath)
 
 
-def _read_files(file_io, files, columns: List[str], phys_schema) -> list:
-    """One ``pyarrow.Table`` per file (in order) of the physical ``columns``.
+def _physical_schema(schema_obj):
+    """The Arrow schema of a Paimon schema's columns as its data files hold them."""
+    from pypaimon.schema.data_types import PyarrowFieldParser
 
-    All files are scanned as one pyarrow dataset, outside the GIL (with
-    Arrow's thread pool when ``SCAN_THREADS``).  Each file's row count is checked
-    against its manifest entry."""
+    return PyarrowFieldParser.from_paimon_schema(list(schema_obj.fields))
+
+
+def _read_native(table, items, columns: List[str], phys, stats, threads: Optional[int] = None):
+    """``columns`` (physical names) of data files at their rows, one after another: ``items`` are
+    ``(file, positions or None for every row)``, read in one call of the native Parquet reader
+    (:func:`paimon_fast.parquet.native.read_files`: every file, column chunk and page on all
+    threads, at most ``threads``).  Each file's row count is checked against its manifest entry.
+    ``(table, rows of each file)``."""
     import pyarrow as pa
-    import pyarrow.dataset as ds
 
-    paths = [f"{f.fsdir}/{f.name}" for f in files]
-    schema = pa.schema([phys_schema.field(c) for c in columns])
-    dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
-    fmt = (
-        ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=dict_cols))
-        if dict_cols
-        else ds.ParquetFileFormat()
-    )
-    dset = ds.FileSystemDataset.from_paths(paths, schema=schema, format=fmt, filesystem=file_io.filesystem)
-    scanner = ds.Scanner.from_dataset(dset, columns=list(columns), use_threads=SCAN_THREADS)
-    batches = {p: [] for p in paths}
-    for tagged in scanner.scan_batches():
-        batches[tagged.fragment.path].append(tagged.record_batch)
-    out = []
-    for f, p in zip(files, paths):
-        t = pa.Table.from_batches(batches[p], schema=schema)
-        if t.num_rows != f.rows:
-            raise IndexFormatError(f"{f.name}: {t.num_rows} rows, the manifest says {f.rows}", 0)
-        out.append(t)
-    return out
+    schema = pa.schema([phys.field(c) for c in columns])
+    local = _is_local(table.file_io)
+    opened = []
+    try:
+        srcs = []
+        for f, _ in items:
+            path = f"{f.fsdir}/{f.name}"
+            if local:  # by path: footers are cached per file
+                srcs.append(path)
+            else:
+                h = table.file_io.filesystem.open_input_file(path)
+                opened.append(h)
+                srcs.append(h)
+        return read_files(
+            [(src, pos) for src, (_, pos) in zip(srcs, items)],
+            columns,
+            schema=schema,
+            stats=stats,
+            expect_rows=[f.rows for f, _ in items],
+            threads=threads,
+        )
+    finally:
+        for h in opened:
+            h.close()
 
 
 def _current_columns(tbl, names: List[str], mapping, schema, n_rows: int):
@@ -282,45 +285,26 @@ def _current_columns(tbl, names: List[str], mapping, schema, n_rows: int):
 
 def _read_rows(table, f: _File, positions, columns: List[str], phys, stats):
     """Columns of data file ``f`` at sorted ``positions``: only the pages holding them are
-    decoded (:func:`paimon_fast.parquet.rows.read_rows`; ``phys``'s dictionary columns as
-    dictionaries); the file's row count is checked against its manifest entry."""
-    import pyarrow as pa
-
-    dict_cols = [c for c in columns if pa.types.is_dictionary(phys.field(c).type)]
-    path = f"{f.fsdir}/{f.name}"
-    kw = dict(rows=f.rows, dictionary_columns=dict_cols, stats=stats, use_threads=SCAN_THREADS)
-    if _is_local(table.file_io):  # by path: footers and page locations are cached per file
-        return read_rows(path, positions, columns, **kw)
-    with table.file_io.filesystem.open_input_file(path) as stream:
-        return read_rows(stream, positions, columns, **kw)
+    decoded (the native reader); the file's row count is checked against its manifest entry."""
+    t, _ = _read_native(table, [(f, positions)], columns, phys, stats)
+    return t
 
 
-def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols, read_schema, stats, threads: int = 1):
+def _read_group(
+    table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols, read_schema, stats, threads: Optional[int] = None
+):
     """Matching rows of files of one schema id: ``[(arrow table or None, rows decoded)]``.
 
-    Files with candidate rows from an index (or a deletion vector) are read at
-    those rows only (the pages holding them, :func:`_read_rows`), then filtered.
-    Files without (an index that could only say "maybe") are read
-    late-materialised: the predicate's columns first, the other columns only
-    for files with a match, at the matching rows.  The predicate runs once per
-    kind over the files' rows together.  ``stats`` (a ``PageReadStats``) counts
-    what the reads at known rows decoded; ``threads``: files read at known rows at once."""
+    Files with candidate rows from an index (or a deletion vector) are read at those rows only,
+    then filtered.  Files without (an index that could only say "maybe") are read
+    late-materialised: the predicate's columns first, the other columns only for files with a
+    match, at the matching rows.  Each step is one call of the native reader over every file
+    concerned (all threads); the predicate runs once per kind over the files' rows together.
+    ``stats`` (a ``PageReadStats``) counts what the reads decoded; ``threads``: at most this many
+    of the reader's threads (None: :func:`paimon_fast.threads`)."""
     import pyarrow as pa
-    from pypaimon.schema.data_types import PyarrowFieldParser
 
-    phys = PyarrowFieldParser.from_paimon_schema(list(schema_obj.fields))
-    # columns with a bitmap index are low-cardinality by design: decode them as
-    # dictionaries (indices only; several times cheaper), values are taken later
-    bitmap_cols = {c.strip() for c in str((schema_obj.options or {}).get("file-index.bitmap.columns", "")).split(",")}
-    phys = pa.schema(
-        [
-            pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
-            if f.name in bitmap_cols
-            and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_binary(f.type))
-            else f
-            for f in phys
-        ]
-    )
+    phys = _physical_schema(schema_obj)
     all_cols = list(dict.fromkeys(list(pred_cols) + list(out_cols)))
     out_schema = pa.schema([read_schema.field(n) for n in out_cols])
     out = []
@@ -334,48 +318,36 @@ def _read_group(table, jobs, schema_obj, mapping, pred_expr, pred_cols, out_cols
             schema=pa.schema([read_schema.field(c) for c in names]),
         )
 
-    whole = [j for j in jobs if j[1] is not None]
-    late = [j for j in jobs if j[1] is None]
+    whole = [(f, np.asarray(cand.to_array(), dtype=np.int64)) for f, cand in jobs if cand is not None]
+    late = [f for f, cand in jobs if cand is None]
     if whole:
         before = stats.rows_decoded
-        cols = physical(all_cols)
-
-        def one(job):
-            f, cand = job
-            st = PageReadStats()
-            return _read_rows(table, f, np.asarray(cand.to_array(), dtype=np.int64), cols, phys, st), st
-
-        got = map_on_pool(one, whole, threads)
-        parts = []
-        for t, st in got:
-            stats.add(st)
-            parts.append(current(t, all_cols))
-        hit = pa.concat_tables(parts).filter(pred_expr)
+        t, _ = _read_native(table, whole, physical(all_cols), phys, stats, threads)
+        hit = current(t, all_cols).filter(pred_expr)
         out.append((hit.select(list(out_cols)) if hit.num_rows else None, stats.rows_decoded - before))
     if late:
-        files = [f for f, _ in late]
-        tables = _read_files(table.file_io, files, physical(pred_cols), phys)
-        parts = []
-        for k, t in enumerate(tables):
-            ct = current(t, list(pred_cols))
-            ct = ct.append_column("__pf_file", pa.array(np.full(t.num_rows, k, dtype=np.int32)))
-            parts.append(ct.append_column("__pf_pos", pa.array(np.arange(t.num_rows, dtype=np.int64))))
-        hit = pa.concat_tables(parts).filter(pred_expr)
-        decoded = sum(f.rows for f in files)
+        # (whole files: counted in the rows decoded below, not in stats, which counts reads at known rows)
+        t, n = _read_native(table, [(f, None) for f in late], physical(pred_cols), phys, None, threads)
+        ct = current(t, list(pred_cols))
+        ct = ct.append_column("__pf_file", pa.array(np.repeat(np.arange(len(late), dtype=np.int32), n)))
+        pos = np.concatenate([np.arange(k, dtype=np.int64) for k in n.tolist()]) if len(n) else np.zeros(0, np.int64)
+        hit = ct.append_column("__pf_pos", pa.array(pos)).filter(pred_expr)
+        decoded = sum(f.rows for f in late)
         if hit.num_rows:
             fidx = hit.column("__pf_file").to_numpy()
             pos = hit.column("__pf_pos").to_numpy()
-            with_hits = sorted(set(fidx.tolist()))
+            cols = {c: hit.column(c) for c in pred_cols}
             rest = [c for c in out_cols if c not in pred_cols]
             rest_phys = physical(rest)
-            for k in with_hits:
-                m = fidx == k
-                sub = hit.filter(pa.array(m))
-                cols = {c: sub.column(c) for c in pred_cols}
-                if rest:  # the other columns at the matching rows only
-                    rt = _read_rows(table, files[k], pos[m], rest_phys, phys, stats) if rest_phys else None
-                    cols.update(zip(rest, _current_columns(rt, rest, mapping, read_schema, int(m.sum()))))
-                out.append((pa.Table.from_arrays([cols[c] for c in out_cols], schema=out_schema), 0))
+            if rest:  # the other columns at the matching rows only, every file with a match in one read
+                with_hits = np.flatnonzero(np.bincount(fidx, minlength=len(late)))
+                rt = None
+                if rest_phys:
+                    rt, _ = _read_native(
+                        table, [(late[k], pos[fidx == k]) for k in with_hits], rest_phys, phys, stats, threads
+                    )
+                cols.update(zip(rest, _current_columns(rt, rest, mapping, read_schema, hit.num_rows)))
+            out.append((pa.Table.from_arrays([cols[c] for c in out_cols], schema=out_schema), 0))
         out.append((None, decoded))
     return out
 
@@ -513,6 +485,8 @@ def read_planned(fp: FastPlan):
     """``(arrow table, report)``: every file of the plan read (files of one schema id together)."""
     import pyarrow as pa
 
+    from ..pool import threads
+
     table, rep, jobs, schemas, workers = fp.table, fp.report, fp.jobs, fp.schemas, fp.workers
     pred_expr, pred_cols, read_cols, read_schema = fp.pred_expr, fp.pred_cols, fp.read_cols, fp.read_schema
     out_cols, out_schema, t2 = fp.out_cols, fp.out_schema, fp.t_read
@@ -533,7 +507,7 @@ def read_planned(fp: FastPlan):
                 read_cols,
                 read_schema,
                 rep.decoded,
-                min(_READ_THREADS, workers),
+                max(1, min(workers, threads())),
             )
         )
     parts = []

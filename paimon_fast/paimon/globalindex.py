@@ -631,7 +631,9 @@ def read_ranges_direct(table, splits, columns: List[str], stats=None):
     if len(jobs) > 1:
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(min(len(jobs), os.cpu_count() or 2)) as ex:
+        from ..pool import threads
+
+        with ThreadPoolExecutor(min(len(jobs), threads())) as ex:
             parts = list(ex.map(take, range(len(jobs))))
     else:
         parts = [take(k) for k in range(len(jobs))]

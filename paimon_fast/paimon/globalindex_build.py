@@ -173,7 +173,9 @@ def _each_file(todo, fn) -> list:
     and the grouping kernels release the GIL)."""
     from ..pool import map_on_pool
 
-    return map_on_pool(fn, todo, os.cpu_count() or 2)
+    from ..pool import threads
+
+    return map_on_pool(fn, todo, threads())
 
 
 UNIQUE_CHECK_ROWS = 1 << 16  # files of fewer rows are always grouped alone (read_groups_direct)

@@ -547,17 +547,13 @@ class PaimonSource(ReadSource):
 
 
 def _stream(reader: SplitReader, splits, rep, limit) -> Iterator[pa.Table]:
-    from ..parquet.pages import scanning
-
     size = _first_size(limit)
     out = 0
     for s in splits:
         it = reader.read(s, rep, size, limit)
-        held = {}  # the split's dictionaries, for its next ranges (not in the shared cache)
         while True:
             t0 = time.perf_counter()
-            with scanning(held):
-                t = next(it, None)
+            t = next(it, None)
             if rep is not None:
                 rep.read_seconds = (rep.read_seconds or 0.0) + time.perf_counter() - t0
             if t is None:

@@ -6,14 +6,16 @@ at known positions decoded from only the pages that hold them.
   :class:`PageReadStats` (what a read decoded), :func:`ranges_to_positions`, :func:`clear_cache`;
 * :mod:`.footer`: a file's footer and its column chunks' page locations (page index or page
   headers), kept in a small cache of parsed footers;
-* :mod:`.pages`: the page decoder (only the wanted values of flat columns' data pages; kernels in
-  ``_kernels/pagedecode.pyx``, twin ``reference/pagedecode.py``);
+* :mod:`.native`: the native reader (:func:`~.native.read_files`: rows of many files in one call,
+  decoded on every thread without the GIL; C in ``csrc/pq_read.h`` and ``csrc/pq_codec.h``,
+  Cython in ``_kernels/pqread.pyx``, twin ``reference/pqread.py``);
 * :mod:`.thrift`: the Thrift compact codec the footer and page headers are written in.
 
-The modules' old paths (``paimon_fast.parquet_rows``, ``parquet_footer``, ``parquet_pages``,
-``thrift_compact``) are the same module objects under another name.
+The modules' old paths (``paimon_fast.parquet_rows``, ``parquet_footer``, ``thrift_compact``) are
+the same module objects under another name.
 """
 
+from .native import read_files
 from .rows import (
     ColumnSizes,
     FileShape,
@@ -28,6 +30,7 @@ from .rows import (
 
 __all__ = [
     "read_rows",
+    "read_files",
     "file_shape",
     "FileShape",
     "column_sizes",

@@ -20,6 +20,7 @@ not valid Parquet raises :class:`~paimon_fast.errors.IndexFormatError` (what and
 
 from __future__ import annotations
 
+import os
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -27,8 +28,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
-from ..source import BytesSource, FileSource, Source
-from .footer import _MAX_METADATA, _Footer, _Unsupported, _footer
+from ..source import BytesSource, FileObjSource, FileSource, Source, as_source
+from .footer import _MAX_METADATA, _Footer, _Unsupported, _footer, _footer_bytes, _schemas
 
 # parquet.thrift Type and Encoding
 _BOOLEAN, _INT32, _INT64, _INT96, _FLOAT, _DOUBLE, _BYTE_ARRAY, _FLBA = range(8)
@@ -178,8 +179,6 @@ class _Layout:
     the chunk is read by pyarrow, ``chunk_why`` says why)."""
 
     def __init__(self, fo: _Footer):
-        from .rows import _footer_bytes, _schemas
-
         try:
             origin = fo.origin_schema()
         except _Unsupported:
@@ -227,6 +226,8 @@ class _Layout:
                     )
             if f.name in self.columns:  # a name two fields share: pyarrow decides
                 col = col._replace(mapping=None, why="duplicate column names", leaf=-1)
+            elif not self.origin_ok:  # a stored Arrow schema we cannot read: pyarrow may (its types decide)
+                col = col._replace(mapping=None, why="ARROW:schema not readable here")
             self.columns[f.name] = col
         del flat
         nrg, nleaf = len(fo.row_groups), fo.leaf_count
@@ -283,34 +284,67 @@ def _layout(fo: _Footer) -> _Layout:
 class _File:
     """One file of a read: its source, footer and layout (or why pyarrow reads it), rows."""
 
-    __slots__ = ("src", "key", "pa_source", "owned", "fo", "lay", "why", "pos", "all", "nrows", "n", "out_at")
+    __slots__ = ("src", "key", "pa_source", "owned", "fo", "lay", "why", "pos", "all", "span", "nrows", "n", "out_at")
 
     def close(self):
         if self.owned:
             self.src.close()
 
 
-def _open_item(source):
-    from .rows import _open
+def _open(source):
+    """``(Source, cache key or None, what pyarrow opens for a row-group read, close it?)``."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        src = FileSource(path)
+        st = os.fstat(src._fd)
+        return src, (path, st.st_size, st.st_mtime_ns), path, True
+    if isinstance(source, Source):
+        if isinstance(source, FileSource):
+            return source, None, source.path, False
+        if isinstance(source, FileObjSource):
+            return source, None, source._f, False
+        return source, None, None, False
+    if isinstance(source, pa.NativeFile):
+        return FileObjSource(source), None, source, False
+    src = as_source(source)
+    if isinstance(src, BytesSource):
+        return src, None, pa.BufferReader(src._mv), False
+    return src, None, source, False
 
-    return _open(source)
+
+def _as_positions(positions) -> np.ndarray:
+    if hasattr(positions, "to_array") and not isinstance(positions, np.ndarray):  # pyroaring BitMap(64)
+        return np.asarray(positions.to_array(), dtype=np.int64)
+    try:
+        pos = np.asarray(positions)
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(f"row positions must be integers: {e}") from None
+    if pos.size and pos.dtype.kind not in "iu":
+        raise InvalidArgumentError(f"row positions must be integers, got {pos.dtype}")
+    if pos.ndim != 1:
+        raise InvalidArgumentError(f"row positions must be one-dimensional, got shape {pos.shape}")
+    return pos.astype(np.int64, copy=False)
+
+
+def no_columns(n: int) -> pa.Table:
+    """A table of ``n`` rows and no column: what a read of no column gives (a count), which
+    ``pa.Table.from_arrays([])`` cannot (it has no row)."""
+    return pa.table({"": pa.nulls(n)}).select([])
 
 
 def _as_sorted_positions(positions) -> np.ndarray:
-    from .rows import _as_positions
-
     pos = _as_positions(positions)
     if len(pos) > 1 and np.any(pos[1:] < pos[:-1]):
         raise InvalidArgumentError("row positions must be sorted (non-decreasing)")
     return pos
 
 
-def _pyarrow_file(fl: _File):
+def _pyarrow_file(fl: _File, dictionary: Sequence[str] = ()):
     source = fl.pa_source
     if source is None:
         source = pa.BufferReader(bytes(fl.src.read_all()))
     try:
-        return pq.ParquetFile(source)
+        return pq.ParquetFile(source, read_dictionary=list(dictionary) or None)
     except (pa.ArrowException, OSError, ValueError) as e:
         raise IndexFormatError(f"Parquet file not readable: {type(e).__name__}: {e}", None) from None
 
@@ -323,24 +357,39 @@ def _row_group_starts(pf) -> np.ndarray:
     return starts
 
 
-def _pyarrow_rows(fl: _File, names: List[str], pf=None) -> pa.Table:
+def _row_group_rows(pf, fl: _File) -> int:
+    """Rows of the row groups holding the file's wanted rows (what pyarrow's read decodes)."""
+    starts = _row_group_starts(pf)
+    if fl.all:
+        return int(starts[-1])
+    if fl.span is not None:
+        lo, hi = fl.span.start, fl.span.stop
+        g0, g1 = int(np.searchsorted(starts, lo, side="right")) - 1, int(np.searchsorted(starts, hi, side="left"))
+        return int(starts[g1] - starts[max(g0, 0)]) if hi > lo else 0
+    cuts = np.searchsorted(fl.pos, starts)
+    groups = np.flatnonzero(cuts[1:] > cuts[:-1])
+    return int((starts[groups + 1] - starts[groups]).sum())
+
+
+def _pyarrow_rows(fl: _File, names: List[str], pf=None, use_threads: bool = False) -> pa.Table:
     """``names`` of the file at its rows, by pyarrow's row-group reads (what the native reader
     does not decode)."""
     pf = pf or _pyarrow_file(fl)
     starts = _row_group_starts(pf)
     try:
         if fl.all:
-            return pf.read(columns=names, use_threads=False)
-        cuts = np.searchsorted(fl.pos, starts)
+            return pf.read(columns=names, use_threads=use_threads)
+        pos = fl.pos if fl.span is None else np.arange(fl.span.start, fl.span.stop, dtype=np.int64)
+        cuts = np.searchsorted(pos, starts)
         groups = np.flatnonzero(cuts[1:] > cuts[:-1]).tolist()
         if not groups:
             return pf.schema_arrow.empty_table().select(names)
-        t = pf.read_row_groups(groups, columns=names, use_threads=False)
+        t = pf.read_row_groups(groups, columns=names, use_threads=use_threads)
         base = np.repeat(
             np.cumsum([0] + [int(starts[g + 1] - starts[g]) for g in groups[:-1]]),
             [cuts[g + 1] - cuts[g] for g in groups],
         )
-        local = fl.pos - np.repeat(starts[groups], [cuts[g + 1] - cuts[g] for g in groups]) + base
+        local = pos - np.repeat(starts[groups], [cuts[g + 1] - cuts[g] for g in groups]) + base
         return t.take(pa.array(local))
     except (pa.ArrowException, OSError, ValueError) as e:
         raise IndexFormatError(f"Parquet file not readable: {type(e).__name__}: {e}", None) from None
@@ -354,10 +403,15 @@ def read_files(
     threads: Optional[int] = None,
     stats=None,
     twin: bool = False,
+    pyarrow_only: bool = False,
+    dictionary_columns: Sequence[str] = (),
+    use_threads: bool = False,
+    expect_rows: Optional[Sequence[Optional[int]]] = None,
 ) -> Tuple[pa.Table, np.ndarray]:
     """The rows of Parquet files, as one table: ``items`` are ``(source, positions)`` with a
     source as :func:`~paimon_fast.parquet.read_rows` takes it (a local path is read with pread,
-    other sources through their reads) and sorted row positions (None: every row).
+    other sources through their reads) and sorted row positions (a ``range`` of rows, or None:
+    every row).
 
     ``columns``: top-level names (default: the first file's).  ``schema``: the Arrow field of
     each column (a dataset's schema); a file without a column gives nulls, a file whose type
@@ -366,19 +420,25 @@ def read_files(
     columns (:class:`ColumnNotFoundError`) and the first file's types are the table's.
     ``threads``: the reader's threads (default :func:`paimon_fast.threads`).  ``stats``: a
     :class:`~paimon_fast.parquet.rows.PageReadStats` to add to.  ``twin``: decode with the
-    pure-Python twin (tests).  Returns ``(table, rows of each item)``."""
+    pure-Python twin (tests); ``pyarrow_only``: read everything with pyarrow's row-group reads
+    (comparisons); ``dictionary_columns`` come back dictionary-encoded (pyarrow reads them, with
+    ``use_threads``).  ``expect_rows``: each file's row count as the caller knows it (a
+    manifest; None skips one): a file that disagrees is an :class:`IndexFormatError`.  Returns
+    ``(table, rows of each item)``."""
     from ..pool import threads as default_threads
-    from .rows import PageReadStats
 
-    st = PageReadStats()
+    st = stats if stats is not None else _NoStats()
     files: List[_File] = []
     try:
         for source, positions in items:
             fl = _File()
-            fl.src, fl.key, fl.pa_source, fl.owned = _open_item(source)
+            fl.src, fl.key, fl.pa_source, fl.owned = _open(source)
             files.append(fl)
             fl.all = positions is None
-            fl.pos = None if fl.all else _as_sorted_positions(positions)
+            fl.span = positions if isinstance(positions, range) else None
+            if fl.span is not None and fl.span.step != 1:
+                raise InvalidArgumentError(f"a row range must have step 1, got {positions!r}")
+            fl.pos = None if fl.all or fl.span is not None else _as_sorted_positions(positions)
             fl.why = ""
             try:
                 fl.fo = _footer(fl.src, fl.key)
@@ -391,21 +451,47 @@ def read_files(
             if fl.fo is None:
                 pf = _pyarrow_file(fl)
                 fl.nrows = int(pf.metadata.num_rows)
-            if not fl.all and len(fl.pos) and (fl.pos[0] < 0 or fl.pos[-1] >= fl.nrows):
+            want = expect_rows[len(files) - 1] if expect_rows is not None else None
+            if want is not None and want != fl.nrows:
+                raise IndexFormatError(f"Parquet file {_name(fl)} holds {fl.nrows} rows, {want} expected", None)
+            if fl.span is not None:
+                lo, hi = max(0, fl.span.start), min(fl.nrows, fl.span.stop)
+                fl.span = range(lo, max(lo, hi))
+                if fl.span.start == 0 and fl.span.stop == fl.nrows:
+                    fl.all, fl.span = True, None
+                elif fl.fo is None:  # pyarrow reads it: as positions
+                    fl.pos, fl.span = np.arange(fl.span.start, fl.span.stop, dtype=np.int64), None
+            if fl.pos is not None and len(fl.pos) and (fl.pos[0] < 0 or fl.pos[-1] >= fl.nrows):
                 raise InvalidArgumentError(
                     f"row positions {int(fl.pos[0])}..{int(fl.pos[-1])} outside a file of {fl.nrows} rows"
                 )
-            fl.n = fl.nrows if fl.all else len(fl.pos)
-        table, counts = _read(files, columns, schema, threads or default_threads(), st, twin)
+            fl.n = fl.nrows if fl.all else len(fl.span) if fl.span is not None else len(fl.pos)
+        opts = _Opts(twin, pyarrow_only, frozenset(dictionary_columns), use_threads)
+        table, counts = _read(files, columns, schema, threads or default_threads(), st, opts)
     finally:
         for fl in files:
             fl.close()
-    if stats is not None:
-        stats.add(st)
     return table, counts
 
 
-def _names_and_fields(files: List[_File], columns, schema) -> Tuple[List[str], List[pa.Field]]:
+class _Opts(NamedTuple):
+    twin: bool
+    pyarrow_only: bool
+    dictionary: frozenset
+    use_threads: bool
+
+
+class _NoStats:
+    """Where a read without ``stats`` counts (nowhere)."""
+
+    rows = rows_decoded = pages_read = pages_total = pages_direct = bytes_read = bytes_total = 0
+    columns_by_page = columns_whole = 0
+
+    def _fallback(self, why: str, n: int = 1) -> None:
+        pass
+
+
+def _names_and_fields(files: List[_File], columns, schema, dictionary=frozenset()) -> Tuple[List[str], List[pa.Field]]:
     first = files[0] if files else None
 
     def file_names(fl):
@@ -435,26 +521,26 @@ def _names_and_fields(files: List[_File], columns, schema) -> Tuple[List[str], L
             if n not in have:
                 raise ColumnNotFoundError(n, have)
             if fld is None:
-                if fl.lay is not None and fl.lay.columns[n].field is not None:
+                if fl.lay is not None and fl.lay.origin_ok and fl.lay.columns[n].field is not None:
                     fld = fl.lay.columns[n].field
                 else:
                     fld = _pyarrow_file(fl).schema_arrow.field(n)
         if fld is None:
             raise ColumnNotFoundError(n, [])
+        if n in dictionary and not pa.types.is_dictionary(fld.type):
+            fld = fld.with_type(pa.dictionary(pa.int32(), fld.type))
         fields.append(fld)
     return names, fields
 
 
-def _read(files: List[_File], columns, schema, threads: int, st, twin: bool) -> Tuple[pa.Table, np.ndarray]:
-    K = kernels(twin)
-    names, fields = _names_and_fields(files, columns, schema)
+def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) -> Tuple[pa.Table, np.ndarray]:
+    K = kernels(opts.twin)
+    names, fields = _names_and_fields(files, columns, schema, opts.dictionary)
     counts = np.array([fl.n for fl in files], dtype=np.int64)
     total = int(counts.sum())
     st.rows += total
     ncol = len(names)
     if not ncol:
-        from .rows import no_columns
-
         return no_columns(total), counts
     out_at = np.zeros(len(files) + 1, dtype=np.int64)
     np.cumsum(counts, out=out_at[1:])
@@ -468,9 +554,9 @@ def _read(files: List[_File], columns, schema, threads: int, st, twin: bool) -> 
     for fi, fl in enumerate(files):
         if fl.n == 0:
             continue
-        if fl.lay is None:
-            for ci in range(ncol):
-                fallback.append((fi, ci, fl.why or "file not read natively"))
+        if fl.lay is None or opts.pyarrow_only:
+            why = fl.why or ("pyarrow asked for" if opts.pyarrow_only else "file not read natively")
+            fallback.extend((fi, ci, why) for ci in range(ncol))
             continue
         lay, fo = fl.lay, fl.fo
         # the row groups holding wanted rows, each one's rows and output slot
@@ -479,6 +565,22 @@ def _read(files: List[_File], columns, schema, threads: int, st, twin: bool) -> 
             nsel = fo.rg_rows[groups]
             rows_off = np.zeros(len(groups), dtype=np.int64)
             allflag = 1
+        elif fl.span is not None:  # a range of rows: whole row groups read as such, the ends as rows
+            lo, hi = fl.span.start, fl.span.stop
+            g0 = int(np.searchsorted(fo.starts, lo, side="right")) - 1
+            g1 = int(np.searchsorted(fo.starts, hi, side="left"))
+            groups = np.arange(max(g0, 0), g1)
+            groups = groups[fo.rg_rows[groups] > 0]
+            a = np.maximum(fo.starts[groups], lo)
+            b = np.minimum(fo.starts[groups + 1], hi)
+            nsel = b - a
+            allflag = ((a == fo.starts[groups]) & (b == fo.starts[groups + 1])).astype(np.int64)
+            rows_off = np.zeros(len(groups), dtype=np.int64)
+            for k in np.flatnonzero(allflag == 0).tolist():
+                local = np.arange(a[k] - fo.starts[groups[k]], b[k] - fo.starts[groups[k]], dtype=np.int64)
+                rows_off[k] = rows_len
+                row_parts.append(local)
+                rows_len += len(local)
         else:
             cuts = np.searchsorted(fl.pos, fo.starts)
             groups = np.flatnonzero(cuts[1:] > cuts[:-1])
@@ -491,6 +593,9 @@ def _read(files: List[_File], columns, schema, threads: int, st, twin: bool) -> 
         slots = out_at[fi] + np.concatenate(([0], np.cumsum(nsel)[:-1])).astype(np.int64)
         for ci, (name, want) in enumerate(zip(names, fields)):
             col = lay.columns.get(name)
+            if name in opts.dictionary:
+                fallback.append((fi, ci, "dictionary column"))
+                continue
             if col is None:
                 if schema is None:
                     raise ColumnNotFoundError(name, lay.names)
@@ -550,9 +655,13 @@ def _read(files: List[_File], columns, schema, threads: int, st, twin: bool) -> 
             t[:, 16] = slots
             chunk_rows.append(t)
     # columns no file reads natively still need an output (every file falls back)
+    pyarrow_cols = set()  # columns every file of which pyarrow reads: no output of the reader
     for ci in range(ncol):
         if col_map[ci] is None:
-            col_map[ci] = _null_mapping(fields[ci].type) or Mapping(K.OUT_FIXED, 1, K.CV_NULL)
+            col_map[ci] = _null_mapping(fields[ci].type)
+            if col_map[ci] is None:
+                col_map[ci] = Mapping(K.OUT_FIXED, 1, K.CV_NULL)
+                pyarrow_cols.add(ci)
         if col_map[ci].conv == K.CV_NULL:
             needs_valid[ci] = True
     fb_cols = {ci for _, ci, _ in fallback}
@@ -569,9 +678,7 @@ def _read(files: List[_File], columns, schema, threads: int, st, twin: bool) -> 
             cols.append((m.kind, 0, total, None, valid, np.zeros(total + 1, dtype=dt)))
     chunks = np.concatenate(chunk_rows) if chunk_rows else np.zeros((0, 17), dtype=np.int64)
     rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
-    kfiles = []
-    for fl in files:
-        kfiles.append(_kernel_file(fl, chunks))
+    kfiles = [_kernel_file(fl, fi, chunks) for fi, fl in enumerate(files)]
     status, err_at, errors, kstats, data, overflow = K.read(kfiles, chunks, rows, cols, max(1, int(threads)))
     # what did not decode natively: pyarrow reads it
     for k in np.flatnonzero(status != K.OK).tolist():
@@ -598,11 +705,13 @@ def _read(files: List[_File], columns, schema, threads: int, st, twin: bool) -> 
         if overflow[ci]:  # more than 2 GiB of values for int32 offsets: pyarrow reads it file by file
             arrays.append(pa.nulls(total, fields[ci].type))
             fallback.extend((fi, ci, "values over 2 GiB") for fi in range(len(files)))
+        elif ci in pyarrow_cols:
+            arrays.append(pa.nulls(total, fields[ci].type))
         else:
             arrays.append(_arrow(K, cols[ci], data[ci], fields[ci].type))
     # splice pyarrow's reads of the (file, column)s the reader left
     if fallback:
-        arrays = _splice(files, names, fields, arrays, fallback, out_at, st)
+        arrays = _splice(files, names, fields, arrays, fallback, out_at, st, opts)
     table = pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=_metadata(files, schema)))
     return table, counts
 
@@ -640,7 +749,7 @@ def _null_mapping(t: pa.DataType) -> Optional[Mapping]:
     return Mapping(K.OUT_FIXED, w // 8, K.CV_NULL)
 
 
-def _kernel_file(fl: _File, chunks: np.ndarray):
+def _kernel_file(fl: _File, fi: int, chunks: np.ndarray):
     """``(fd, size, segments)`` of a file for the reader: a local file by its descriptor, bytes
     in memory as they are, any other source as the byte ranges its chunks need, read now."""
     src = fl.src
@@ -648,24 +757,16 @@ def _kernel_file(fl: _File, chunks: np.ndarray):
         return (src._fd, src.size, None)
     if isinstance(src, BytesSource):
         return (-1, src.size, [(0, src._mv)])
-    if fl.fo is None:
-        return (-1, src.size, [])
-    return (-1, src.size, _segments(src, fl, chunks))
+    return (-1, src.size, _segments(src, chunks[chunks[:, 0] == fi]))
 
 
-def _segments(src: Source, fl: _File, chunks: np.ndarray) -> list:
-    """The byte ranges the reader needs of a file it cannot read itself (its chunks and their
-    offset indexes), merged where they touch, read with the source's reads."""
-    ranges = []
-    lay = fl.lay
-    if lay is None:
-        return []
-    ok = lay.chunks[..., 0] >= 0
-    for g, leaf in zip(*np.nonzero(ok)):
-        start, n, _, _, oi_off, oi_len = lay.chunks[g, leaf].tolist()
-        ranges.append((start, start + n))
-        if oi_off >= 0:
-            ranges.append((oi_off, oi_off + oi_len))
+def _segments(src: Source, mine: np.ndarray) -> list:
+    """The byte ranges the reader needs of a file it cannot read itself (its chunks in the job
+    and their offset indexes), merged where they touch, read with the source's reads."""
+    K = _kernel()
+    mine = mine[mine[:, 6] != K.CV_NULL]
+    ranges = [(int(a), int(a + n)) for a, n in zip(mine[:, 7], mine[:, 8])]
+    ranges += [(int(a), int(a + n)) for a, n in zip(mine[:, 9], mine[:, 10]) if a >= 0]
     ranges.sort()
     merged = []
     for a, b in ranges:
@@ -676,8 +777,31 @@ def _segments(src: Source, fl: _File, chunks: np.ndarray) -> list:
     return [(a, src.read_at(a, b - a, "Parquet column chunk")) for a, b in merged]
 
 
+def _fits(K, kind: int, width: int, t: pa.DataType) -> bool:
+    """Whether buffers of this kind are an Arrow array of type ``t`` (checked before
+    ``from_buffers``, which aborts the process on a mismatch)."""
+    if isinstance(t, pa.ExtensionType) or pa.types.is_dictionary(t) or pa.types.is_nested(t):
+        return False
+    if kind == K.OUT_BOOL:
+        return pa.types.is_boolean(t)
+    if kind == K.OUT_BYTES:
+        return pa.types.is_string(t) or pa.types.is_binary(t)
+    if kind == K.OUT_LBYTES:
+        return pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    if pa.types.is_boolean(t) or pa.types.is_string(t) or pa.types.is_binary(t):
+        return False
+    if pa.types.is_large_string(t) or pa.types.is_large_binary(t) or pa.types.is_null(t):
+        return False
+    try:
+        return t.bit_width == 8 * width
+    except ValueError:
+        return False
+
+
 def _arrow(K, col, data, t: pa.DataType) -> pa.Array:
     kind, width, n, values, valid, offsets = col
+    if not _fits(K, kind, width, t):
+        raise AssertionError(f"native reader: output of kind {kind} / width {width} is not an Arrow {t}")
     nulls = 0
     vbuf = None
     if valid is not None:
@@ -694,7 +818,7 @@ def _arrow(K, col, data, t: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(t, n, [vbuf, pa.py_buffer(offsets), dbuf], null_count=nulls)
 
 
-def _splice(files, names, fields, arrays, fallback, out_at, st) -> list:
+def _splice(files, names, fields, arrays, fallback, out_at, st, opts) -> list:
     """The columns with pyarrow's reads of the (file, column)s in ``fallback`` put in their
     slots (the reader's output around them is kept: slices, no copy)."""
     by_file: Dict[int, Dict[int, str]] = {}
@@ -705,10 +829,14 @@ def _splice(files, names, fields, arrays, fallback, out_at, st) -> list:
         fl = files[fi]
         if fl.n == 0:
             continue
-        pf = _pyarrow_file(fl)
+        read_names = [names[ci] for ci in cols]
+        dc = sorted(opts.dictionary & set(read_names))
+        pf = _pyarrow_file(fl, dc)
         have = pf.schema_arrow.names
-        read_names = [names[ci] for ci in cols if names[ci] in have]
-        t = _pyarrow_rows(fl, read_names, pf) if read_names else None
+        read_names = [n for n in read_names if n in have]
+        t = _pyarrow_rows(fl, read_names, pf, opts.use_threads) if read_names else None
+        if read_names:  # the row groups pyarrow decoded, past the rows the reader counted
+            st.rows_decoded += max(0, _row_group_rows(pf, fl) - fl.n)
         for ci, why in cols.items():
             st._fallback(why)
             st.columns_whole += 1

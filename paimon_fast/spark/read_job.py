@@ -91,34 +91,34 @@ def _struct(schema, names):
 
 
 def _read_on_driver(ds: ParquetDataset, plan: ScanPlan, columns: List[str], limit: int):
-    """The plan's answer read here (files in parallel on the shared threads), or None when the
-    rows read pass ``limit`` bytes after all (the estimate was low, or left out what the
-    predicate keeps of files kept whole): the caller reads on the executors instead.  What is
-    held never passes ``limit`` by more than the files being read at that moment."""
+    """The plan's answer read here (by the native reader, several files a call on every thread),
+    or None when the rows read pass ``limit`` bytes after all (the estimate was low, or left out
+    what the predicate keeps of files kept whole): the caller reads on the executors instead.
+    What is held never passes ``limit`` by more than one batch of files."""
     import pyarrow as pa
 
-    from ..pool import map_on_pool
-
     schema = ds.schema()
-    held = [0]
-    lock = threading.Lock()
-    over = threading.Event()
-
-    def one(p):
-        if over.is_set():
-            return None
-        t = ds.read_kept(p, columns, plan.predicate, schema)
-        with lock:
-            held[0] += t.nbytes
-            if held[0] > limit:
-                over.set()
-                return None  # given up: the tables read so far go with the frame
-        return t
-
-    parts = map_on_pool(one, plan.kept, 4)
-    if over.is_set():
-        return None
+    held, parts = 0, []
+    for batch in _driver_batches(plan.kept):
+        t, _ = ds.read_kept_many([(p, None) for p in batch], columns, plan.predicate, schema)
+        held += t.nbytes
+        if held > limit:
+            return None  # given up: the tables read so far go with the frame
+        parts.append(t)
     return pa.concat_tables(parts) if parts else schema.empty_table().select(columns)
+
+
+def _driver_batches(kept, rows: int = 1 << 18):
+    """The kept files in order, in lists of about ``rows`` selected rows (at least one file)."""
+    batch, n = [], 0
+    for p in kept:
+        batch.append(p)
+        n += p.rows_to_read
+        if n >= rows:
+            yield batch
+            batch, n = [], 0
+    if batch:
+        yield batch
 
 
 def planned_read(
@@ -204,14 +204,16 @@ def _count_on_driver(ds: ParquetDataset, plan: ScanPlan) -> int:
     """Rows of the plan's answer, reading only the predicate's columns at the selected rows (none
     without a predicate, or where the plan is exact: it knows how many rows each such file
     selects)."""
-    from ..pool import map_on_pool
-
     if plan.predicate is None:
         return sum(p.rows_to_read for p in plan.kept)
     schema = ds.schema()
     exact = sum(p.rows_to_read for p in plan.kept if p.exact)
     todo = [p for p in plan.kept if not p.exact]
-    return exact + sum(map_on_pool(lambda p: ds.read_kept(p, [], plan.predicate, schema).num_rows, todo, 4))
+    n = 0
+    for batch in _driver_batches(todo):
+        t, _ = ds.read_kept_many([(p, None) for p in batch], [], plan.predicate, schema)
+        n += t.num_rows
+    return exact + n
 
 
 # On the executors a file an index answered with rows is read by Spark's reader anyway (the

@@ -185,14 +185,23 @@ class FileIndexBuilder:
     :meth:`ParquetDataset.build`; columns missing from a file are left out.
     """
 
-    def __init__(self, row_type: Mapping[str, str], columns: Mapping[str, Mapping[str, Mapping[str, str]]]):
+    def __init__(
+        self,
+        row_type: Mapping[str, str],
+        columns: Mapping[str, Mapping[str, Mapping[str, str]]],
+        rows: Optional[int] = None,
+    ):
+        """``rows``: the file's row count, when known: a bloom filter without an ``items`` option
+        is sized for it (:func:`sized_options`) instead of Paimon's default of 1,000,000."""
         from .. import fileindex
 
         self.writers: Dict[str, Dict[str, object]] = {}
         for col, per in columns.items():
             if col not in row_type:
                 continue
-            self.writers[col] = {t: fileindex.writer(t, row_type[col], o) for t, o in per.items()}
+            self.writers[col] = {
+                t: fileindex.writer(t, row_type[col], sized_options(t, o, rows)) for t, o in per.items()
+            }
         # the types the indexes are built for: recorded in the catalog, checked when opening
         self.types = {col: str(row_type[col]) for col in self.writers}
         self.rows = 0
@@ -213,6 +222,17 @@ class FileIndexBuilder:
         if not self.writers:
             return None
         return FileIndexFormat.write({c: {t: w.finish() for t, w in ws.items()} for c, ws in self.writers.items()})
+
+
+def sized_options(index_type: str, options: Mapping[str, str], rows: Optional[int]) -> Mapping[str, str]:
+    """The options a dataset's file of ``rows`` rows builds an index with: a bloom filter whose
+    ``items`` is not set expects as many items as the file has rows (a file cannot hold more
+    distinct values), where Paimon's writer assumes 1,000,000 whatever the file (a 599 KB filter
+    on a 20,000-row file).  ``items`` set keeps its meaning (Java's bytes for the same options);
+    Paimon tables keep Java's default (their indexes are rewritten by Java too)."""
+    if index_type != "bloom-filter" or rows is None or "items" in options:
+        return options
+    return {**options, "items": str(max(1, int(rows)))}
 
 
 def store_index(
@@ -261,7 +281,7 @@ def build_file_index(
     build and of the Spark build's executor tasks (:func:`paimon_fast.spark.build`)."""
     pf = pq.ParquetFile(store.open_input(store.join(root, *rel.split("/")), counter))
     present = set(pf.schema_arrow.names)
-    b = FileIndexBuilder(row_type, {c: per for c, per in columns.items() if c in present})
+    b = FileIndexBuilder(row_type, {c: per for c, per in columns.items() if c in present}, pf.metadata.num_rows)
     if b.writers:
         for batch in pf.iter_batches(batch_size=batch_rows, columns=list(b.writers)):
             b.add(batch)
@@ -605,18 +625,32 @@ class ParquetDataset:
         else:
             return None
         row_type = self.row_type()
-        for col, built in (fi.get("types") or {}).items():
-            # the index formats do not record the type: an index built for another type of the
-            # column (the dataset's schema changed) would be read wrongly, so it is refused
-            now = row_type.get(col)
-            if now is not None and replace(DataType.parse(now), nullable=True) != replace(
-                DataType.parse(built), nullable=True
-            ):
-                raise IndexFormatError(
-                    f"the index of {f.path} on column {col!r} was built for type {built}, "
-                    f"the column is {now} now: rebuild the index (ParquetDataset.build)"
-                )
+        why = self._types_mismatch(fi.get("types") or {}, row_type)
+        if why is not None:
+            col, built, now = why
+            raise IndexFormatError(
+                f"the index of {f.path} on column {col!r} was built for type {built}, "
+                f"the column is {now} now: rebuild the index (ParquetDataset.build)"
+            )
         return FileIndexFormat.open(data, row_type)
+
+    def _types_mismatch(self, built: Mapping[str, str], row_type: Mapping[str, str]):
+        """``(column, built for, now)`` of the first column an index was built for another type of
+        (the index formats do not record the type: such an index would be read wrongly), or None;
+        decided once per set of types (the files of a dataset mostly share theirs)."""
+        key = (tuple(sorted(built.items())), tuple(sorted(row_type.items())))
+        memo = self.__dict__.setdefault("_types_memo", {})
+        if key not in memo:
+            got = None
+            for col, b in built.items():
+                now = row_type.get(col)
+                if now is not None and replace(DataType.parse(now), nullable=True) != replace(
+                    DataType.parse(b), nullable=True
+                ):
+                    got = (col, b, now)
+                    break
+            memo[key] = got
+        return memo[key]
 
     def plan(self, predicate: Optional[Predicate], threads: Optional[int] = None) -> ScanPlan:
         """Evaluate every file's index (and partition values) against ``predicate``.
@@ -708,8 +742,12 @@ class ParquetDataset:
             return FilePlan(f, res, rows, indexed, err, exact=exact[0] and err is None)
 
         n = len(files)
-        workers = threads or min(16, (os.cpu_count() or 2) * 2)
-        if (n > 8 or n > 1 and not self.store.local) and workers > 1:  # remote reads overlap their latency
+        from ..pool import threads as cores
+
+        # locally the per-file work holds the GIL (threads only add hand-offs: one thread); on object
+        # stores reads wait on the network, so up to 4 per core overlap their latency
+        workers = threads or min(16, 4 * cores())
+        if n > 1 and not self.store.local and workers > 1:
             from ..pool import map_on_pool
 
             plans = map_on_pool(one, files, workers)  # the process's threads: none started per plan
@@ -840,78 +878,162 @@ class ParquetDataset:
     ) -> pa.Table:
         """The rows of the kept file ``p`` where ``predicate`` holds, with ``columns`` (data or
         partition columns of ``schema``, default :meth:`schema`) and, with ``positions``, a
-        ``__pf_pos`` column of each row's position in the file.
+        ``__pf_pos`` column of each row's position in the file: :meth:`read_kept_many` of one
+        file (the one read of a planned file that every reader of a dataset shares, in this
+        process and on Spark's executors).  ``rows=(start, stop)`` reads only the file's rows
+        in that range of positions."""
+        t, _ = self.read_kept_many([(p, rows)], columns, predicate, schema, positions=positions, stats=stats)
+        return t
 
-        Reads the predicate's columns at the rows the plan selects (a file with a row bitmap
-        only at its positions: the pages holding them, :func:`paimon_fast.parquet.read_rows`,
-        which adds to ``stats``; never a row its deletion vector deletes), applies the
-        predicate, then reads the other ``columns`` only at the rows that hold it.  Where the
-        plan is exact (:attr:`FilePlan.exact`) the predicate is not evaluated: ``columns`` are
-        read at the selected rows, and none at all when no column is asked for (a count).  The one read
-        of a planned file that every reader of a dataset shares (in this process and on Spark's
-        executors).  ``rows=(start, stop)`` reads only the file's rows in that range of positions
-        (what :meth:`read` streams range by range): a range of whole row groups of a file kept whole
-        is read as those row groups, any other only at its positions (the pages holding them)."""
-        from ..parquet.rows import file_shape, no_columns
+    def read_kept_many(
+        self,
+        parts: Sequence[Tuple[FilePlan, Optional[Tuple[int, int]]]],
+        columns: Sequence[str],
+        predicate: Optional[Predicate] = None,
+        schema: Optional[pa.Schema] = None,
+        positions: bool = False,
+        stats=None,
+        threads: Optional[int] = None,
+    ) -> Tuple[pa.Table, np.ndarray]:
+        """The rows of kept files where ``predicate`` holds, one file after another, as one table
+        (and the rows each part gave): ``parts`` are ``(FilePlan, (start, stop) or None)``, a
+        file or a range of its row positions.
+
+        Every file is read at the rows its plan selects (a row bitmap's positions, or every row
+        not deleted), in one call of the native Parquet reader
+        (:func:`paimon_fast.parquet.native.read_files`) across files, column chunks and pages
+        on all threads: only the pages holding those rows are read and decoded, and each file
+        only at its selected rows (``stats``, a ``PageReadStats``, is added to).  Where a file's
+        plan is exact (:attr:`FilePlan.exact`) the predicate is not evaluated and its columns are
+        not read unless asked for (none at all for a count); elsewhere the predicate's columns
+        are read at the selected rows, the predicate applied, and the other ``columns`` read only
+        at the rows that hold it.  Deleted rows are never read."""
+        from ..parquet.native import read_files
+        from ..parquet.rows import no_columns
         from .topn import POS
 
         schema = schema or self.schema()
         columns = list(columns)
-        if p.exact:
-            predicate = None  # the selected rows are the rows where it holds
+        data_schema = self.data_schema()
+        data_names = set(data_schema.names)
+        items = []  # per part: (input, positions: ndarray / range / None)
+        for p, rows in parts:
+            items.append((self._input(p.file), self._kept_positions(p, rows)))
+        counts = np.zeros(len(parts), dtype=np.int64)
+        if not parts:
+            return self._assemble([], [], [], columns, schema, positions), counts
+        exact = [predicate is None or p.exact for p, _ in parts]
         pred_cols = predicate.fields() if predicate is not None else set()
-        src = self._input(p.file)
-        names, nrows = file_shape(src)
-        data_names = set(names)
-        dv = p.deletion_vector
-        pos = None  # the rows read so far (None: all of them, in order)
-        if p.bitmap is not None:
-            pos = np.asarray(p.bitmap.to_array(), dtype=np.int64)
-            pos = pos[pos < nrows]
-        elif dv is not None:
-            pos = np.arange(nrows, dtype=np.int64)
-        whole = p.bitmap is None and dv is None
-        if rows is not None:  # one range of the file's rows
-            lo, hi = max(0, int(rows[0])), min(nrows, int(rows[1]))
-            hi = max(lo, hi)
-            if pos is None:
-                whole = _whole_groups(src, lo, hi)  # the row groups the range is, or False
-                pos = np.arange(lo, hi, dtype=np.int64)
+        out_tables: List[Optional[pa.Table]] = [None] * len(parts)
+
+        def read(idx, want, pos_list):
+            """``want`` columns (data or partition) of parts ``idx`` at ``pos_list``: a table with
+            the part's rows in order, and the rows of each part."""
+            data = [c for c in want if c in data_names]
+            its = [(items[i][0], pos_list[k]) for k, i in enumerate(idx)]
+            if data:
+                t, n = read_files(
+                    its, data, schema=pa.schema([data_schema.field(c) for c in data]), stats=stats, threads=threads
+                )
             else:
-                pos = pos[np.searchsorted(pos, lo) : np.searchsorted(pos, hi)]
-        if dv is not None:
-            pos = pos[~dv.is_deleted_batch(pos)]
-        if predicate is None and not columns:  # a count (or positions): nothing to read
-            n = nrows if pos is None else len(pos)
-            t = no_columns(n)
+                n = np.array([_count(x, parts[i][0]) for x, i in zip(pos_list, idx)], dtype=np.int64)
+                t = no_columns(int(n.sum()))
+            if not want:  # rows without columns (a count, positions)
+                return no_columns(t.num_rows), n
+            arrays = []
+            for c in want:
+                fld = schema.field(c)
+                if c in data_names:
+                    col = t.column(c)
+                    arrays.append(col if col.type == fld.type else col.cast(fld.type))
+                else:
+                    arrays.append(_partition_column(fld, [parts[i][0].file for i in idx], n))
+            return pa.Table.from_arrays(arrays, schema=pa.schema([schema.field(c) for c in want])), n
+
+        def positions_of(idx, pos_list, n):
+            """Each row's position in its file, for parts ``idx`` read at ``pos_list``."""
+            out = []
+            for x, i, k in zip(pos_list, idx, n):
+                if x is None:
+                    out.append(np.arange(int(k), dtype=np.int64))
+                elif isinstance(x, range):
+                    out.append(np.arange(x.start, x.start + int(k), dtype=np.int64))
+                else:
+                    out.append(np.asarray(x, dtype=np.int64))
+            return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+        # parts whose plan is exact: the columns asked for, at the selected rows
+        ex = [i for i in range(len(parts)) if exact[i]]
+        if ex:
+            t, n = read(ex, columns, [items[i][1] for i in ex])
             if positions:
-                t = t.append_column(POS, pa.array(np.arange(n, dtype=np.int64) if pos is None else pos, pa.int64()))
-            return t
-        # first the predicate's columns (all of them when there is no predicate), then the rest
-        first = (
-            [fl for fl in schema if fl.name in pred_cols]
-            if predicate is not None
-            else [fl for fl in schema if fl.name in columns]
-        )
-        t = self._read_at(p.file, src, pos, first, data_names, stats, whole=whole)
-        if pos is None and (positions or predicate is not None):
-            pos = np.arange(t.num_rows, dtype=np.int64)
-        if predicate is not None:
-            t = t.append_column(POS, pa.array(pos, pa.int64()))
+                t = t.append_column(POS, pa.array(positions_of(ex, [items[i][1] for i in ex], n), pa.int64()))
+            _split_into(out_tables, ex, t, n, counts)
+        # the others: the predicate's columns at the selected rows, the predicate, then the rest
+        inexact = [i for i in range(len(parts)) if not exact[i]]
+        if inexact:
+            first = [fl.name for fl in schema if fl.name in pred_cols]
+            pos_list = [items[i][1] for i in inexact]
+            t, n = read(inexact, first, pos_list)
+            pos = positions_of(inexact, pos_list, n)
+            part_of = np.repeat(np.arange(len(inexact), dtype=np.int64), n)
+            t = t.append_column(POS, pa.array(pos, pa.int64())).append_column("__pf_part", pa.array(part_of))
             t = filter_table(t, predicate)
             pos = t.column(POS).to_numpy()
-            rest = [fl for fl in schema if fl.name in columns and fl.name not in pred_cols]
-            if rest and t.num_rows:
-                more = self._read_at(p.file, src, pos, rest, data_names, stats, whole=False)
+            part_of = t.column("__pf_part").to_numpy()
+            t = t.drop_columns(["__pf_part"])
+            n = np.bincount(part_of, minlength=len(inexact)).astype(np.int64)
+            rest = [fl.name for fl in schema if fl.name in columns and fl.name not in pred_cols]
+            if rest:
+                cuts = np.concatenate(([0], np.cumsum(n)))
+                kept = [pos[cuts[k] : cuts[k + 1]] for k in range(len(inexact))]
+                more, _ = read(inexact, rest, kept)
                 for fl in rest:
-                    t = t.append_column(fl, more.column(fl.name))
-            elif rest:
-                t = pa.Table.from_arrays(
-                    [*t.columns, *(pa.nulls(0, fl.type) for fl in rest)], schema=pa.schema([*t.schema, *rest])
-                )
-        elif positions:
-            t = t.append_column(POS, pa.array(pos, pa.int64()))
-        return t.select([*columns, POS] if positions else columns)
+                    t = t.append_column(schema.field(fl), more.column(fl))
+            names = [*columns, POS] if positions else columns
+            t = t.select(names) if names else no_columns(t.num_rows)  # (select([]) keeps no rows)
+            _split_into(out_tables, inexact, t, n, counts)
+        return self._assemble(out_tables, parts, counts, columns, schema, positions), counts
+
+    def _kept_positions(self, p: FilePlan, rows: Optional[Tuple[int, int]]):
+        """The positions of file ``p`` to read: a sorted array, a ``range``, or None (every row)."""
+        nrows = p.rows
+        dv = p.deletion_vector
+        bm = p.bitmap
+        if bm is not None:
+            pos = np.asarray(bm.to_array(), dtype=np.int64)
+            pos = pos[pos < nrows]
+            if rows is not None:
+                pos = pos[np.searchsorted(pos, max(0, int(rows[0]))) : np.searchsorted(pos, int(rows[1]))]
+        elif rows is not None:
+            lo, hi = max(0, int(rows[0])), min(nrows, int(rows[1]))
+            pos = range(lo, max(lo, hi))
+        else:
+            pos = None
+        if dv is not None:
+            if pos is None:
+                pos = np.arange(nrows, dtype=np.int64)
+            elif isinstance(pos, range):
+                pos = np.arange(pos.start, pos.stop, dtype=np.int64)
+            pos = pos[~dv.is_deleted_batch(pos)]
+        return pos
+
+    @staticmethod
+    def _assemble(tables, parts, counts, columns, schema, positions) -> pa.Table:
+        from .topn import POS
+
+        names = [*columns, POS] if positions else list(columns)
+        fields = [schema.field(c) if c != POS else pa.field(POS, pa.int64()) for c in names]
+        got = [t for t in tables if t is not None and t.num_rows]
+        if not names:  # a count: rows without columns
+            from ..parquet.rows import no_columns
+
+            return no_columns(sum(t.num_rows for t in got))
+        if not got:
+            return pa.Table.from_arrays([pa.array([], f.type) for f in fields], schema=pa.schema(fields))
+        if len(got) == 1:
+            return got[0]
+        return pa.concat_tables(got)
 
     def _read_at(self, f: DataFile, src, pos: Optional[np.ndarray], fields, data_names, stats, whole) -> pa.Table:
         """``fields`` of file ``f`` at the sorted positions ``pos`` (None: every row), conformed to
@@ -1225,3 +1347,27 @@ def _partition_leaf(leaf: Leaf, raw: Optional[str], t: pa.DataType) -> Tuple[Fil
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError):
         return REMAIN, False
     return (REMAIN if keep else SKIP), True
+
+
+def _count(x, p: FilePlan) -> int:
+    """Rows a part reads: its positions' count, its range's length, or the file's rows."""
+    if x is None:
+        return p.rows
+    return len(x)
+
+
+def _split_into(out: list, idx: List[int], t: pa.Table, n: np.ndarray, counts: np.ndarray) -> None:
+    """``t`` (parts ``idx`` one after another, ``n`` rows each) cut into the parts' slots of ``out``."""
+    at = 0
+    for i, k in zip(idx, n.tolist()):
+        out[i] = t.slice(at, k)
+        counts[i] = k
+        at += k
+
+
+def _partition_column(fld: pa.Field, files: List[DataFile], n: np.ndarray) -> pa.Array:
+    """A partition column of parts read from ``files`` (``n`` rows each): each file's value from
+    its path, repeated."""
+    values = [dict(f.partition).get(fld.name) for f in files]
+    one = pa.array(values, pa.string()).cast(fld.type)
+    return one.take(pa.array(np.repeat(np.arange(len(files), dtype=np.int64), n)))

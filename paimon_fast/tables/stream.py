@@ -1,18 +1,17 @@
 """A Parquet dataset's rows as a stream: the source of batches behind :meth:`ParquetDataset.read`.
 
 The plan (:meth:`ParquetDataset.plan`: per file REMAIN, SKIP or a row bitmap, deletion vectors) is
-made on first need and kept by the read object; each kept file is then read range by range with
-:meth:`ParquetDataset.read_kept` (the predicate's columns at the selected rows, the other columns
-only where the predicate holds):
+made on first need and kept by the read object; the kept files are then read in batches with
+:meth:`ParquetDataset.read_kept_many` (the predicate's columns at the selected rows, the other
+columns only where the predicate holds), each batch one call of the native Parquet reader over
+several files (or a range of one large file) on all threads:
 
-* the first range is small (:data:`FIRST_RANGE_ROWS`, fewer with a small ``limit``: only the pages
-  holding its rows are decoded), and ranges double up to a whole row group (at most
-  :data:`MAX_RANGE_ROWS` rows), so the first batch comes early and a ``limit`` met in the first
-  rows reads nothing more;
-* a range of whole row groups of a file kept whole is read by pyarrow as those row groups;
-* a file with a row bitmap is read in ranges of about as many selected rows.
+* the first batch is small (:data:`FIRST_RANGE_ROWS` selected rows, fewer with a small
+  ``limit``), and batches double up to :data:`MAX_RANGE_ROWS` selected rows, so the first batch
+  comes early and a ``limit`` met in the first rows reads nothing more;
+* a file with more selected rows than a batch holds is read in ranges of about as many.
 
-Memory is held by one range at a time (and the plan's bitmaps).  :class:`ScanResult` is what the
+Memory is held by one batch at a time (and the plan's bitmaps).  :class:`ScanResult` is what the
 old ``ParquetDataset.scan`` returns now: the same object, whose ``(table, report)`` unpacking runs
 the former eager read.
 """
@@ -21,6 +20,7 @@ from __future__ import annotations
 
 from typing import Iterator, List, Optional
 
+import numpy as np
 import pyarrow as pa
 
 from ..lazyread import LegacyTupleRead, ReadSource
@@ -107,44 +107,49 @@ class DatasetSource(ReadSource):
         where = self._shared.where
         return f"{self.kind} {self.ds.uri}" + (f" where {where!r}" if where is not None else "")
 
-    # ------------------------------------------------------------ ranges
-    def _ranges(self, p, size: list):
-        """``(start, stop)`` row ranges of the kept file ``p`` (``size[0]``: rows of the next range,
-        doubled after each, up to :data:`MAX_RANGE_ROWS`)."""
-        from ..parquet.rows import row_group_starts
-
-        ds = self.ds
-        bm = p.bitmap
-        if bm is not None and len(bm) and bm.max() - bm.min() < size[0]:
-            yield int(bm.min()), int(bm.max()) + 1  # the selected rows in one range (a point lookup ...)
-            size[0] = min(size[0] * 2, MAX_RANGE_ROWS)
+    # ------------------------------------------------------------ batches
+    def _ranges(self, p, size: int):
+        """``(start, stop)`` row ranges of the kept file ``p``, each holding about ``size`` of its
+        selected rows (None: the whole file in one)."""
+        n = p.rows_to_read
+        if n <= size:
+            yield None
             return
-        starts = [int(x) for x in row_group_starts(ds._input(p.file))]
-        for lo, hi in self._row_ranges(starts, size):
-            if bm is None or bm.range_cardinality(lo, hi):  # ranges without a selected row are not read
-                yield lo, hi
+        bm = p.bitmap
+        if bm is not None:  # cut at every size-th selected position
+            pos = np.asarray(bm.to_array(), dtype=np.int64)
+            pos = pos[pos < p.rows]
+            cuts = pos[size::size].tolist()
+            lo = 0
+            for c in cuts:
+                yield lo, c
+                lo = c
+            yield lo, p.rows
+            return
+        lo = 0
+        while lo < p.rows:
+            hi = min(p.rows, lo + size)
+            if p.rows - hi < size // 4:
+                hi = p.rows  # no sliver left for a range of its own
+            yield lo, hi
+            lo = hi
 
-    @staticmethod
-    def _row_ranges(starts, size: list):
-        """Ranges of a file's rows (``starts``: its row groups' first rows and its row count)."""
-        g, last = 0, len(starts) - 1
-        while g < last:
-            lo, end = starts[g], starts[g + 1]
-            if end - lo <= size[0]:  # whole row groups, as many as fit in the range
-                while g + 1 < last and starts[g + 2] - lo <= size[0]:
-                    g += 1
-                end = starts[g + 1]
-                yield lo, end
-            else:  # a large row group in ranges of about size[0] rows
-                while lo < end:
-                    hi = min(end, lo + size[0])
-                    if end - hi < size[0] // 4:
-                        hi = end  # no sliver of a row group left for a range of its own
-                    yield lo, hi
-                    lo = hi
-                    size[0] = min(size[0] * 2, MAX_RANGE_ROWS)
-            g += 1
-            size[0] = min(size[0] * 2, MAX_RANGE_ROWS)
+    def _batches_of(self, plan, limit: Optional[int]):
+        """Lists of ``(FilePlan, range or None)`` of the kept files, in order, each holding about
+        as many selected rows as the batch's size: the first small (:data:`FIRST_RANGE_ROWS`,
+        fewer with a small ``limit``), then doubling up to :data:`MAX_RANGE_ROWS`."""
+        size = self._first_size(limit)[0]
+        batch, held = [], 0
+        for p in plan.kept:
+            for r in self._ranges(p, size):
+                batch.append((p, r))
+                held += p.rows_to_read if r is None else _selected(p, r)
+                if held >= size:
+                    yield batch
+                    batch, held = [], 0
+                    size = min(size * 2, MAX_RANGE_ROWS)
+        if batch:
+            yield batch
 
     def _first_size(self, limit: Optional[int]) -> list:
         if limit is None:
@@ -152,27 +157,21 @@ class DatasetSource(ReadSource):
         return [max(256, min(FIRST_RANGE_ROWS, 4 * limit))]
 
     def _read_ranges(self, columns: List[str], limit: Optional[int]) -> Iterator[pa.Table]:
-        from ..parquet.pages import scanning
-
         plan = self.plan()
         rep = plan.report
         ds = self.ds
         full = self._shared.full_schema()
-        size = self._first_size(limit)
         out = 0
-        for p in plan.kept:
-            held = {}  # the file's dictionaries, for its next ranges (not in the shared cache)
-            for lo, hi in self._ranges(p, size):
-                b0 = ds.io.snapshot()[0]
-                with scanning(held):
-                    t = ds.read_kept(p, columns, plan.predicate, full, stats=rep.decoded, rows=(lo, hi))
-                rep.bytes_read += ds.io.snapshot()[0] - b0
-                if limit is not None and out + t.num_rows > limit:
-                    t = t.slice(0, limit - out)
-                out += t.num_rows
-                yield t
-                if limit is not None and out >= limit:
-                    return
+        for batch in self._batches_of(plan, limit):
+            b0 = ds.io.snapshot()[0]
+            t, _ = ds.read_kept_many(batch, columns, plan.predicate, full, stats=rep.decoded)
+            rep.bytes_read += ds.io.snapshot()[0] - b0
+            if limit is not None and out + t.num_rows > limit:
+                t = t.slice(0, limit - out)
+            out += t.num_rows
+            yield t
+            if limit is not None and out >= limit:
+                return
 
     # ------------------------------------------------------------ reading
     def batches(self, limit: Optional[int] = None) -> Iterator[pa.Table]:
@@ -228,15 +227,19 @@ class _FilePart:
         self.ds, self.shipped, self.columns, self.predicate, self.schema = ds, shipped, columns, predicate, schema
 
     def __call__(self) -> Iterator[pa.Table]:
-        from ..parquet.pages import scanning
-
         p = unship(self.shipped)
-        src = DatasetSource(self.ds)
-        held = {}
-        for lo, hi in src._ranges(p, [MAX_RANGE_ROWS]):
-            with scanning(held):
-                t = self.ds.read_kept(p, self.columns, self.predicate, self.schema, rows=(lo, hi))
+        for r in DatasetSource(self.ds)._ranges(p, MAX_RANGE_ROWS):
+            t, _ = self.ds.read_kept_many([(p, r)], self.columns, self.predicate, self.schema)
             yield t
+
+
+def _selected(p, r) -> int:
+    """Selected rows of the kept file ``p`` in the row range ``r``."""
+    bm = p.bitmap
+    lo, hi = r
+    if bm is not None:
+        return int(bm.range_cardinality(lo, hi))
+    return hi - lo
 
 
 class ScanResult(LegacyTupleRead):

@@ -28,7 +28,6 @@ merge.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence
 
@@ -246,7 +245,9 @@ def project(
     if len(ids) > 1:  # Parquet decoding releases the GIL: the winners' files are read side by side
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(min(len(ids), os.cpu_count() or 2, 8)) as ex:
+        from ..pool import threads
+
+        with ThreadPoolExecutor(min(len(ids), threads(), 8)) as ex:
             out = list(ex.map(one, ids))
     else:
         out = [one(i) for i in ids]

@@ -1,0 +1,1281 @@
+"""The native Parquet reader (csrc/pq_read.h through paimon_fast._kernels.pqread, driven by
+paimon_fast.parquet.native.read_files) and its pure-Python twin (paimon_fast.reference.pqread).
+
+Every read is compared with pyarrow's (``pq.read_table(path, columns).take(positions)``): every
+flat Arrow type pyarrow writes, nulls and REQUIRED columns, every codec, data pages V1 and V2,
+dictionary on, off and falling back, many pages with and without the page index, several row
+groups, any positions, many files under one schema, one thread or four; the types the reader
+hands to pyarrow come back the same and are counted in ``stats.fallbacks``.  The twin gives the
+kernel's statuses and buffers for the same jobs (valid files, mutated files and crafted column
+chunks); its Snappy / LZ4_RAW decoders give the kernel's bytes.  Truncated and mutated files
+never crash or hang a read: it raises IndexFormatError or returns a table."""
+
+from __future__ import annotations
+
+import decimal
+import faulthandler
+import io
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from paimon_fast.errors import IndexFormatError, InvalidArgumentError
+from paimon_fast.parquet import native
+from paimon_fast.parquet.rows import PageReadStats
+from paimon_fast.parquet.thrift import _T_I32, _T_I64, _T_STRUCT, _Encoder
+
+KERNEL = native.kernels()
+TWIN = native.kernels(twin=True)
+
+CODECS = ["NONE", "SNAPPY", "GZIP", "BROTLI", "ZSTD", "LZ4"]  # pyarrow's "lz4" writes LZ4_RAW
+_PQ_CODEC = {"NONE": 0, "SNAPPY": 1, "GZIP": 2, "BROTLI": 4, "ZSTD": 6, "LZ4": 7}
+
+
+# ---------------------------------------------------------------- tables and oracles
+def _wide(rng, n: int, null_frac: float = 0.2) -> pa.Table:
+    """A table of every flat type the reader decodes: nullable columns with some nulls, one all
+    null, one nullable without nulls, and REQUIRED (non-nullable) columns."""
+
+    def mask():
+        return rng.random(n) < null_frac
+
+    big = rng.integers(-(1 << 62), 1 << 62, n)
+    few = rng.integers(-50, 50, n)
+    ints = np.where(rng.random(n) < 0.5, few, big)  # dictionary pages, and some PLAIN
+    words = np.array([f"w{v}" * int(1 + v % 5) for v in range(80)])
+    strs = [str(s) for s in words[rng.integers(0, 80, n)]]
+    hstrs = [f"h{x}-{x * 7919 % 1000003}" for x in rng.integers(0, 1 << 40, n)]
+    dec = [decimal.Decimal(int(x)) for x in ints]
+    f64 = rng.normal(size=n) * 1e6
+    f64[rng.random(n) < 0.02] = np.inf  # (NaN: test_nan_and_signed_zero, equals() takes NaN != NaN)
+    f64[rng.random(n) < 0.02] = -0.0
+    cols = [
+        ("bool", pa.array(rng.random(n) < 0.5, mask=mask())),
+        ("i8", pa.array(rng.integers(-128, 128, n), pa.int8(), mask=mask())),
+        ("i16", pa.array(rng.integers(-(1 << 15), 1 << 15, n), pa.int16(), mask=mask())),
+        ("i32", pa.array(ints % (1 << 31), pa.int32(), mask=mask())),
+        ("i64", pa.array(ints, pa.int64(), mask=mask())),
+        ("u8", pa.array(rng.integers(0, 256, n), pa.uint8(), mask=mask())),
+        ("u16", pa.array(rng.integers(0, 1 << 16, n), pa.uint16(), mask=mask())),
+        ("u32", pa.array(rng.integers(0, 1 << 32, n, dtype=np.uint64), pa.uint32(), mask=mask())),
+        ("u64", pa.array(rng.integers(0, (1 << 64) - 1, n, dtype=np.uint64), pa.uint64(), mask=mask())),
+        ("f16", pa.array(rng.normal(size=n).astype(np.float16), pa.float16(), mask=mask())),
+        ("f32", pa.array(rng.normal(size=n).astype(np.float32), mask=mask())),
+        ("f64", pa.array(f64, mask=mask())),
+        ("date", pa.array(rng.integers(-20000, 40000, n).astype(np.int32), pa.date32(), mask=mask())),
+        ("t32", pa.array(rng.integers(0, 86400000, n).astype(np.int32), pa.time32("ms"), mask=mask())),
+        ("t64us", pa.array(rng.integers(0, 86400 * 10**6, n), pa.time64("us"), mask=mask())),
+        ("t64ns", pa.array(rng.integers(0, 86400 * 10**9, n), pa.time64("ns"), mask=mask())),
+        ("ts_s", pa.array(rng.integers(-(1 << 33), 1 << 33, n), pa.timestamp("s"), mask=mask())),
+        ("ts_ms", pa.array(rng.integers(-(1 << 43), 1 << 43, n), pa.timestamp("ms"), mask=mask())),
+        ("ts_us", pa.array(big >> 10, pa.timestamp("us"), mask=mask())),
+        ("ts_ns", pa.array(big, pa.timestamp("ns"), mask=mask())),
+        ("ts_ms_tz", pa.array(rng.integers(0, 1 << 43, n), pa.timestamp("ms", "UTC"), mask=mask())),
+        ("ts_ns_tz", pa.array(big, pa.timestamp("ns", "Asia/Tokyo"), mask=mask())),
+        ("dur", pa.array(ints, pa.duration("us"), mask=mask())),
+        ("dec_s", pa.array([d % 10**9 / 100 for d in dec], pa.decimal128(9, 2), mask=mask())),
+        ("dec_m", pa.array([d % 10**18 / 10**4 for d in dec], pa.decimal128(18, 4), mask=mask())),
+        ("dec_l", pa.array([d * 10**15 / 10**6 for d in dec], pa.decimal128(38, 6), mask=mask())),
+        ("dec256", pa.array([d * 10**30 / 1000 for d in dec], pa.decimal256(60, 3), mask=mask())),
+        ("str", pa.array(strs, pa.string(), mask=mask())),
+        ("lstr", pa.array(hstrs, pa.large_string(), mask=mask())),
+        ("bin", pa.array([s.encode() for s in hstrs], pa.binary(), mask=mask())),
+        ("lbin", pa.array([s.encode() * 2 for s in strs], pa.large_binary(), mask=mask())),
+        ("empty_str", pa.array([""] * n, pa.string(), mask=mask())),
+        ("fsb", pa.array([int(x).to_bytes(8, "little", signed=True)[:6] for x in ints], pa.binary(6), mask=mask())),
+        ("all_null", pa.nulls(n, pa.int32())),
+        ("no_null", pa.array(ints, pa.int64())),
+    ]
+    required = [
+        ("req_i32", pa.array(ints % 1000, pa.int32())),
+        ("req_i64", pa.array(big, pa.int64())),
+        ("req_bool", pa.array(rng.random(n) < 0.3)),
+        ("req_f64", pa.array(rng.normal(size=n))),
+        ("req_str", pa.array(strs)),
+        ("req_dec", pa.array([d % 10**9 / 10 for d in dec], pa.decimal128(9, 1))),
+        ("req_fsb", pa.array([int(x).to_bytes(8, "little", signed=True)[:3] for x in ints], pa.binary(3))),
+    ]
+    fields = [pa.field(k, v.type) for k, v in cols] + [pa.field(k, v.type, nullable=False) for k, v in required]
+    return pa.Table.from_arrays([v for _, v in cols + required], schema=pa.schema(fields))
+
+
+def _write(path, table, **opts):
+    opts.setdefault("row_group_size", 700)
+    opts.setdefault("data_page_size", 1024)
+    opts.setdefault("write_batch_size", 128)  # pages end at batch ends: small pages need small batches
+    opts.setdefault("write_page_index", True)
+    pq.write_table(table, str(path), **opts)
+    return str(path)
+
+
+def _read(items, columns=None, **kw):
+    st = PageReadStats()
+    got, counts = native.read_files(items, columns, stats=st, **kw)
+    return got, counts, st
+
+
+def _oracle(path, positions, columns=None) -> pa.Table:
+    t = pq.read_table(path, columns=columns)
+    return t if positions is None else t.take(pa.array(np.asarray(positions, dtype=np.int64)))
+
+
+def _assert_same(got: pa.Table, exp: pa.Table):
+    """``got`` equals pyarrow's ``exp``: schema and values (which columns differ, if not)."""
+    assert got.schema == exp.schema, f"schemas differ:\n{got.schema}\n---\n{exp.schema}"
+    assert got.num_rows == exp.num_rows
+    if not got.equals(exp):
+        bad = [n for n in exp.column_names if not got.column(n).equals(exp.column(n))]
+        detail = {n: (got.column(n).to_pylist()[:8], exp.column(n).to_pylist()[:8]) for n in bad[:3]}
+        raise AssertionError(f"columns {bad} differ from pyarrow's: {detail}")
+
+
+def _check(path, positions, columns=None, **kw):
+    got, counts, st = _read([(path, positions)], columns, **kw)
+    _assert_same(got, _oracle(path, positions, columns))
+    assert list(counts) == [got.num_rows]
+    return st
+
+
+def _positions(rng, n, frac=0.2):
+    return np.sort(rng.choice(n, int(n * frac), replace=False))
+
+
+# ---------------------------------------------------------------- types, nulls, codecs, pages
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("codec", CODECS)
+def test_every_type_codec_and_page_version(tmp_path, codec, version):
+    rng = np.random.default_rng(_PQ_CODEC[codec] * 10 + int(version[0]))
+    n = 1800
+    t = _wide(rng, n)
+    pos = _positions(rng, n)
+    # dictionary on with the page index, as integers for small decimals; dictionary off without
+    a = _write(tmp_path / "a.parquet", t, compression=codec, data_page_version=version, store_decimal_as_integer=True)
+    b = _write(
+        tmp_path / "b.parquet",
+        t,
+        compression=codec,
+        data_page_version=version,
+        use_dictionary=False,
+        write_page_index=False,
+        row_group_size=1000,
+    )
+    # the Parquet format 1.0: PLAIN_DICTIONARY pages, fewer logical types (some columns then go
+    # to pyarrow: the result is the same)
+    c = _write(
+        tmp_path / "c.parquet",
+        t,
+        compression=codec,
+        data_page_version=version,
+        version="1.0",
+        coerce_timestamps="us",
+        allow_truncated_timestamps=True,
+    )
+    _check(c, pos)
+    for path in (a, b):
+        st = _check(path, pos)
+        assert not st.fallbacks, st.fallbacks
+        md = pq.ParquetFile(path).metadata
+        starts = np.cumsum([0] + [md.row_group(g).num_rows for g in range(md.num_row_groups)])
+        groups = len(set(np.searchsorted(starts, pos, side="right").tolist()))
+        assert st.columns_by_page == t.num_columns * groups
+        assert 0 < st.pages_read <= st.pages_total
+
+
+def test_decimal_physical_types(tmp_path):
+    """Decimals stored as INT32, INT64 and FIXED_LEN_BYTE_ARRAY, and decimal256."""
+    rng = np.random.default_rng(5)
+    n = 500
+    v = [decimal.Decimal(int(x)) for x in rng.integers(-(10**9) + 1, 10**9, n)]
+    t = pa.table(
+        {
+            "d32": pa.array([x / 100 for x in v], pa.decimal128(9, 2)),
+            "d64": pa.array([x * 10**8 / 10**5 for x in v], pa.decimal128(18, 5)),
+            "d128": pa.array([x * 10**25 / 10**3 for x in v], pa.decimal128(38, 3)),
+            "d256": pa.array([-x * 10**60 / 10**7 for x in v], pa.decimal256(76, 7)),
+            "dneg": pa.array([-abs(x) / 10 for x in v], pa.decimal128(12, 1)),
+        }
+    )
+    for as_int in (True, False):
+        path = _write(tmp_path / f"d{as_int}.parquet", t, store_decimal_as_integer=as_int)
+        physical = {pq.ParquetFile(path).schema.column(i).physical_type for i in range(5)}
+        assert physical == ({"INT32", "INT64", "FIXED_LEN_BYTE_ARRAY"} if as_int else {"FIXED_LEN_BYTE_ARRAY"})
+        st = _check(path, _positions(rng, n, 0.3))
+        assert not st.fallbacks
+
+
+def test_nan_and_signed_zero(tmp_path):
+    """Floats come back bit for bit (NaN payloads, -0.0), as pyarrow reads them."""
+    n = 300
+    f64 = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, 1.5] * 50)
+    f64[::7] = np.frombuffer(np.uint64(0x7FF8_0000_DEAD_BEEF).tobytes() * 1, "<f8")[0]
+    t = pa.table({"d": pa.array(f64), "f": pa.array(f64.astype(np.float32), mask=np.arange(n) % 5 == 0)})
+    for dictionary in (True, False):
+        path = _write(tmp_path / f"nan{dictionary}.parquet", t, use_dictionary=dictionary)
+        pos = np.arange(0, n, 3)
+        got, _, st = _read([(path, pos)])
+        exp = _oracle(path, pos)
+        assert not st.fallbacks and got.schema == exp.schema
+        for name, bits in (("d", np.uint64), ("f", np.uint32)):
+            a, b = got.column(name).combine_chunks(), exp.column(name).combine_chunks()
+            assert a.is_null().equals(b.is_null())
+            va = np.frombuffer(a.buffers()[1], bits)[a.offset : a.offset + len(a)]
+            vb = np.frombuffer(b.buffers()[1], bits)[b.offset : b.offset + len(b)]
+            ok = ~np.asarray(a.is_null())
+            assert np.array_equal(va[ok], vb[ok])
+
+
+def test_int96_timestamps(tmp_path):
+    rng = np.random.default_rng(6)
+    n = 700
+    big = rng.integers(-(1 << 61), 1 << 61, n)
+    t = pa.table(
+        {
+            "ns": pa.array(big, pa.timestamp("ns"), mask=rng.random(n) < 0.1),
+            "us_tz": pa.array(big // 1000, pa.timestamp("us", "UTC")),
+            "ms": pa.array(big // 10**6, pa.timestamp("ms"), mask=rng.random(n) < 0.5),
+        }
+    )
+    for dictionary in (True, False):
+        path = _write(tmp_path / f"i96{dictionary}.parquet", t, use_deprecated_int96_timestamps=True)
+        assert pq.ParquetFile(path).schema.column(0).physical_type == "INT96"
+        st = _check(path, _positions(rng, n, 0.3))
+        assert not st.fallbacks
+        _check(path, None)
+
+
+def test_nulls_none_some_all(tmp_path):
+    rng = np.random.default_rng(7)
+    n = 900
+    for frac in (0.0, 0.5, 0.97, 1.0):
+        m = rng.random(n) < frac
+        t = pa.table(
+            {
+                "i": pa.array(rng.integers(0, 5, n), pa.int64(), mask=m),
+                "s": pa.array([f"s{x}" for x in rng.integers(0, 1000, n)], pa.string(), mask=m),
+                "b": pa.array(rng.random(n) < 0.5, mask=m),
+                "f": pa.array(rng.random(n), mask=m),
+            }
+        )
+        for version in ("1.0", "2.0"):
+            path = _write(tmp_path / f"n{frac}{version}.parquet", t, data_page_version=version, data_page_size=300)
+            for pos in (_positions(rng, n, 0.1), None):
+                st = _check(path, pos)
+                assert not st.fallbacks
+
+
+def test_dictionary_fallback_to_plain(tmp_path):
+    """High-cardinality columns overflow a small dictionary page: the chunk has dictionary-encoded
+    pages and then PLAIN ones."""
+    rng = np.random.default_rng(8)
+    n = 4000
+    t = pa.table(
+        {
+            "s": pa.array([f"value-{x}" for x in rng.integers(0, 1 << 30, n)], pa.string(), mask=rng.random(n) < 0.1),
+            "i": pa.array(rng.integers(0, 1 << 60, n)),
+            "f": pa.array(rng.random(n).astype(np.float32)),
+        }
+    )
+    for codec in ("SNAPPY", "NONE"):
+        path = _write(
+            tmp_path / f"fb{codec}.parquet",
+            t,
+            compression=codec,
+            dictionary_pagesize_limit=2048,
+            row_group_size=2500,
+        )
+        encodings = pq.ParquetFile(path).metadata.row_group(0).column(0).encodings
+        assert "PLAIN" in encodings and ("RLE_DICTIONARY" in encodings or "PLAIN_DICTIONARY" in encodings)
+        for pos in (_positions(rng, n, 0.05), None, [0, 1, n - 2, n - 1]):
+            st = _check(path, pos)
+            assert not st.fallbacks
+
+
+def test_many_pages_page_index_and_row_groups(tmp_path):
+    """Small pages: a few wanted rows read a few pages only, with the page index or by walking
+    the page headers."""
+    rng = np.random.default_rng(9)
+    n = 6000
+    t = pa.table(
+        {
+            "i": pa.array(np.arange(n), pa.int64()),
+            "s": pa.array([f"r{x}" for x in range(n)], pa.string(), mask=rng.random(n) < 0.3),
+            "req": pa.array(np.arange(n) * 3, pa.int32()),
+        },
+        schema=pa.schema([("i", pa.int64()), ("s", pa.string()), pa.field("req", pa.int32(), nullable=False)]),
+    )
+    for index in (True, False):
+        path = _write(
+            tmp_path / f"p{index}.parquet", t, data_page_size=256, write_page_index=index, row_group_size=2000
+        )
+        assert pq.ParquetFile(path).metadata.num_row_groups == 3
+        pos = np.array([5, 6, 2100, 5999])
+        st = _check(path, pos)
+        assert st.pages_total > 40
+        assert 3 * 2 <= st.pages_read <= 3 * 4 + 3, (st.pages_read, st.pages_total)
+        st = _check(path, None)
+        assert st.pages_read == st.pages_total
+
+
+# ---------------------------------------------------------------- types pyarrow reads
+def _nested_table(n: int) -> pa.Table:
+    return pa.table(
+        {
+            "i": pa.array(np.arange(n), pa.int64()),
+            "lst": pa.array([[x, x + 1] if x % 3 else None for x in range(n)], pa.list_(pa.int32())),
+            "st": pa.array([{"a": x, "b": f"b{x}"} for x in range(n)]),
+            "mp": pa.array([[(f"k{x}", x)] for x in range(n)], pa.map_(pa.string(), pa.int64())),
+            "s": pa.array([f"s{x}" for x in range(n)]),
+        }
+    )
+
+
+@pytest.mark.parametrize("column", ["lst", "st", "mp"])
+def test_nested_columns_read_by_pyarrow(tmp_path, column):
+    n = 500
+    path = _write(tmp_path / "nested.parquet", _nested_table(n), data_page_size=512)
+    for pos in ([0, 7, 250, 499], None):
+        st = _check(path, pos, ["i", column, "s"])
+        assert sum(st.fallbacks.values()) == 1, st.fallbacks
+        assert st.columns_whole == 1
+        assert any("nested" in why or column in why for why in st.fallbacks), st.fallbacks
+
+
+def test_dictionary_typed_column_read_by_pyarrow(tmp_path):
+    """A column pyarrow reads as dictionary<...> (its stored Arrow schema says so).  Run in a
+    child process: a wrong Array.from_buffers aborts the process."""
+    n = 400
+    t = pa.table(
+        {
+            "d": pa.array([f"x{x % 7}" for x in range(n)]).dictionary_encode(),
+            "i": pa.array(np.arange(n), pa.int32()),
+        }
+    )
+    path = _write(tmp_path / "dict.parquet", t)
+    code = f"""
+        import pyarrow as pa, pyarrow.parquet as pq
+        from paimon_fast.parquet import native
+        from paimon_fast.parquet.rows import PageReadStats
+        for pos in ([1, 2, 399], None):
+            st = PageReadStats()
+            got, _ = native.read_files([({path!r}, pos)], stats=st)
+            exp = pq.read_table({path!r})
+            exp = exp if pos is None else exp.take(pos)
+            assert got.schema == exp.schema, (got.schema, exp.schema)
+            assert got.equals(exp)
+            assert sum(st.fallbacks.values()) == 1 and any("dictionary" in k for k in st.fallbacks), st.fallbacks
+    """
+    _run_child(code)
+
+
+def test_encodings_read_by_pyarrow(tmp_path):
+    """DELTA_* and BYTE_STREAM_SPLIT chunks: pyarrow reads them, the other columns natively."""
+    rng = np.random.default_rng(10)
+    n = 700
+    t = pa.table(
+        {
+            "delta": pa.array(rng.integers(0, 1 << 40, n)),
+            "bss": pa.array(rng.random(n)),
+            "dstr": pa.array([f"d{x}" for x in rng.integers(0, 1 << 30, n)], pa.string(), mask=rng.random(n) < 0.2),
+            "plain": pa.array(rng.integers(0, 100, n), pa.int32()),
+        }
+    )
+    path = _write(
+        tmp_path / "enc.parquet",
+        t,
+        use_dictionary=False,
+        column_encoding={"delta": "DELTA_BINARY_PACKED", "bss": "BYTE_STREAM_SPLIT", "dstr": "DELTA_BYTE_ARRAY"},
+    )
+    st = _check(path, _positions(rng, n, 0.3))
+    assert sum(st.fallbacks.values()) == 3, st.fallbacks
+    assert all("encoding" in k for k in st.fallbacks), st.fallbacks
+
+
+def _run_child(code: str, timeout: float = 120):
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, f"child exited with {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    return r.stdout
+
+
+# ---------------------------------------------------------------- positions
+@pytest.fixture(scope="module")
+def positions_file(tmp_path_factory):
+    rng = np.random.default_rng(11)
+    n = 3000
+    t = _wide(rng, n)
+    path = _write(tmp_path_factory.mktemp("pos") / "pos.parquet", t, row_group_size=1100, data_page_size=512)
+    return path, n
+
+
+@pytest.mark.parametrize(
+    "case", ["random", "empty", "every", "first", "last", "first_last", "none", "one_page", "repeated"]
+)
+def test_positions(positions_file, case):
+    path, n = positions_file
+    rng = np.random.default_rng(12)
+    pos = {
+        "random": _positions(rng, n, 0.05),
+        "empty": np.zeros(0, dtype=np.int64),
+        "every": np.arange(n),
+        "first": [0],
+        "last": [n - 1],
+        "first_last": [0, n - 1],
+        "none": None,
+        "one_page": np.arange(1100, 1110),
+        # every row of some pages twice, others once or three times
+        "repeated": np.sort(np.concatenate([np.arange(n), np.arange(0, n, 2), np.arange(100, 200), [n - 1] * 5])),
+    }[case]
+    st = _check(path, pos)
+    assert not st.fallbacks
+    if case == "empty":
+        assert st.pages_read == 0
+
+
+def test_repeated_positions_as_many_as_page_rows(tmp_path):
+    sch = pa.schema([pa.field("a", pa.int64(), nullable=False), pa.field("s", pa.string(), nullable=False)])
+    t = pa.table({"a": np.arange(10), "s": [f"v{i}" for i in range(10)]}, schema=sch)
+    for dictionary in (True, False):
+        path = _write(tmp_path / f"r{dictionary}.parquet", t, use_dictionary=dictionary)
+        _check(path, [0] * 10)
+        _check(path, [0, 0, 1, 2, 3, 4, 5, 6, 7, 9])
+
+
+# ---------------------------------------------------------------- many files, one schema
+def test_files_under_a_schema(tmp_path):
+    rng = np.random.default_rng(13)
+    n1, n2, n3 = 800, 500, 650
+
+    def f1(n):
+        return pa.table(
+            {
+                "a": pa.array(rng.integers(-1000, 1000, n), pa.int32(), mask=rng.random(n) < 0.1),
+                "b": pa.array(rng.random(n).astype(np.float32)),
+                "s": pa.array([f"s{x}" for x in rng.integers(0, 50, n)], pa.string(), mask=rng.random(n) < 0.2),
+                "x": pa.array(rng.integers(-(1 << 40), 1 << 40, n)),
+                "u": pa.array(rng.integers(0, 1 << 32, n, dtype=np.uint64), pa.uint32()),
+                "ts": pa.array(rng.integers(0, 1 << 50, n), pa.timestamp("us")),
+            }
+        )
+
+    t1 = f1(n1)
+    t2 = f1(n2).drop_columns(["b"])  # a file without b: nulls
+    t3 = f1(n3)
+    t3 = t3.set_column(0, "a", t3.column("a").cast(pa.int64()))  # already the schema's type
+    t4 = f1(0)  # a file of no rows
+    paths = [_write(tmp_path / f"f{i}.parquet", t) for i, t in enumerate((t1, t2, t3, t4))]
+    schema = pa.schema(
+        [
+            ("a", pa.int64()),  # int32 -> int64
+            ("b", pa.float64()),  # float -> double
+            ("s", pa.large_string()),  # string -> large_string
+            ("x", pa.float64()),  # int64 -> double: pyarrow's cast
+            ("u", pa.int64()),  # uint32 -> int64
+            ("ts", pa.timestamp("us", "UTC")),  # the zone is the schema's
+            ("missing", pa.string()),  # no file has it
+            ("missing_list", pa.list_(pa.int32())),
+        ]
+    )
+    pos = [_positions(rng, n1, 0.2), None, np.array([0, 1, n3 - 1]), None]
+    items = list(zip(paths, pos))
+
+    def oracle():
+        parts = []
+        for path, p in items:
+            t = _oracle(path, p)
+            cols = []
+            for f in schema:
+                if f.name in t.column_names:
+                    cols.append(t.column(f.name).cast(f.type))
+                else:
+                    cols.append(pa.nulls(t.num_rows, f.type))
+            parts.append(pa.Table.from_arrays(cols, schema=schema))
+        return pa.concat_tables(parts)
+
+    exp = oracle()
+    for threads in (1, 3):
+        got, counts, st = _read(items, schema=schema, threads=threads)
+        assert list(counts) == [len(pos[0]), n2, 3, 0]
+        assert got.schema == schema
+        _assert_same(got.replace_schema_metadata(None), exp)
+        # x (int64 -> double) is pyarrow's cast, file by file; missing_list pyarrow's nulls; the rest native
+        assert sum(st.fallbacks.values()) == 6, st.fallbacks
+    got, _, _ = _read(items, ["s", "a"], schema=schema)
+    _assert_same(got.replace_schema_metadata(None), exp.select(["s", "a"]))
+
+
+def test_files_without_a_schema(tmp_path):
+    rng = np.random.default_rng(14)
+    t = _wide(rng, 900)
+    paths = [_write(tmp_path / f"w{i}.parquet", t.slice(i * 100, 300), compression=c) for i, c in enumerate(CODECS)]
+    items = [(p, _positions(rng, 300, 0.3) if i % 2 else None) for i, p in enumerate(paths)]
+    got, counts, st = _read(items)
+    exp = pa.concat_tables([_oracle(p, pos) for p, pos in items])
+    _assert_same(got, exp)
+    assert list(counts) == [300 if pos is None else len(pos) for _, pos in items]
+    assert not st.fallbacks
+
+
+def test_sources_in_memory_and_file_objects(tmp_path):
+    """Bytes (the reader reads them in place) and file objects (the chunks' byte ranges read
+    first): the same rows as a path."""
+    rng = np.random.default_rng(15)
+    t = _wide(rng, 600)
+    path = _write(tmp_path / "m.parquet", t, compression="SNAPPY")
+    data = open(path, "rb").read()
+    pos = _positions(rng, 600, 0.2)
+    exp = _oracle(path, pos)
+    for src in (data, memoryview(data), io.BytesIO(data), pa.BufferReader(data)):
+        got, _, st = _read([(src, pos)])
+        _assert_same(got, exp)
+        assert not st.fallbacks
+
+
+# ---------------------------------------------------------------- threads
+def test_threads_give_identical_tables(tmp_path):
+    rng = np.random.default_rng(16)
+    paths = []
+    for i, codec in enumerate(("SNAPPY", "ZSTD", "LZ4")):
+        t = _wide(rng, 2500)
+        paths.append(_write(tmp_path / f"t{i}.parquet", t, compression=codec, row_group_size=600))
+    items = [(p, _positions(rng, 2500, 0.3)) for p in paths]
+    one, _, st1 = _read(items, threads=1)
+    four, _, st4 = _read(items, threads=4)
+    assert one.equals(four)
+    assert st1.as_dict() == st4.as_dict()
+    _assert_same(one, pa.concat_tables([_oracle(p, pos) for p, pos in items]))
+
+
+def test_zstd_dictionary_after_levels_of_a_large_page(tmp_path):
+    """A V1 page's ZSTD stream is left open after its levels while the dictionary page is
+    decompressed (a ZSTD context of its own: one shared context failed the page as corrupt)."""
+    rng = np.random.default_rng(17)
+    n = 200000
+    v = rng.integers(0, 5000, n)
+    t = pa.table({"s": pa.array([f"value-{x}" for x in v], pa.string(), mask=rng.random(n) < 0.1)})
+    path = _write(tmp_path / "z.parquet", t, compression="ZSTD", data_page_size=1 << 20, row_group_size=n)
+    st = _check(path, np.arange(0, n, 97))
+    assert not st.fallbacks, st.fallbacks
+
+
+# ---------------------------------------------------------------- the twin
+class _Both:
+    """The kernel module, but ``read`` runs the job on the kernel and on the twin (copies of the
+    same output buffers) and asserts the same statuses, errors, stats and buffers."""
+
+    def __init__(self):
+        self.jobs = 0
+
+    def __getattr__(self, name):
+        return getattr(KERNEL, name)
+
+    def read(self, files, chunks, rows, cols, threads):
+        def copy(cols):
+            return [
+                (
+                    k,
+                    w,
+                    n,
+                    None if v is None else v.copy(),
+                    None if m is None else m.copy(),
+                    None if o is None else o.copy(),
+                )
+                for k, w, n, v, m, o in cols
+            ]
+
+        twin_cols = copy(cols)
+        got = KERNEL.read(files, chunks, rows, cols, 1)
+        exp = TWIN.read(files, chunks, rows, twin_cols, 1)
+        _assert_same_job(got, exp, cols, twin_cols)
+        self.jobs += 1
+        return got
+
+
+def _assert_same_job(got, exp, cols, twin_cols):
+    status, err_at, errors, stats, data, overflow = got
+    assert status.tolist() == exp[0].tolist(), (status.tolist(), exp[0].tolist(), errors, exp[2])
+    assert err_at.tolist() == exp[1].tolist()
+    assert errors == exp[2]
+    assert stats.tolist() == exp[3].tolist()
+    assert [None if d is None else bytes(d) for d in data] == [None if d is None else bytes(d) for d in exp[4]]
+    assert overflow == exp[5]
+    for i, (a, b) in enumerate(zip(cols, twin_cols)):
+        for k in (3, 4, 5):
+            if a[k] is not None:
+                assert np.array_equal(a[k], b[k]), f"output column {i}, buffer {k}"
+
+
+@pytest.fixture
+def both(monkeypatch):
+    b = _Both()
+    monkeypatch.setattr(native, "kernels", lambda twin=False: b)
+    return b
+
+
+@pytest.mark.parametrize(
+    "codec,version,dictionary,index",
+    [
+        ("SNAPPY", "1.0", True, True),
+        ("NONE", "2.0", False, False),
+        ("LZ4", "1.0", False, True),
+        ("GZIP", "2.0", True, False),
+    ],
+)
+def test_twin_reads_like_the_kernel(tmp_path, codec, version, dictionary, index):
+    rng = np.random.default_rng(18)
+    n = 500
+    t = _wide(rng, n)
+    path = _write(
+        tmp_path / "tw.parquet",
+        t,
+        compression=codec,
+        data_page_version=version,
+        use_dictionary=dictionary,
+        write_page_index=index,
+        row_group_size=300,
+        data_page_size=700,
+    )
+    pos = _positions(rng, n, 0.15)
+    kernel, _, st_k = _read([(path, pos)])
+    twin, _, st_t = _read([(path, pos)], twin=True)
+    assert twin.equals(kernel)
+    assert st_t.as_dict() == st_k.as_dict()
+    _assert_same(twin, _oracle(path, pos))
+
+
+def test_twin_jobs_match_the_kernel(tmp_path, both):
+    """The job level: statuses, stats and every output buffer, on files and under a schema."""
+    rng = np.random.default_rng(19)
+    t = _wide(rng, 400)
+    a = _write(tmp_path / "ja.parquet", t, compression="SNAPPY", row_group_size=150, data_page_size=400)
+    b = _write(tmp_path / "jb.parquet", t.slice(0, 250), data_page_version="2.0", write_page_index=False)
+    _read([(a, _positions(rng, 400, 0.1)), (b, None)])
+    _read([(a, [0, 0, 399]), (b, [3])])
+    schema = pa.schema([("i32", pa.int64()), ("f32", pa.float64()), ("str", pa.large_string()), ("nope", pa.bool_())])
+    _read([(a, [1, 2, 3]), (b, [4, 5])], schema=schema)
+    assert both.jobs == 3
+
+
+def _snappy_streams(rng):
+    """Byte strings of many shapes: runs, repeats at every distance, random bytes, empty."""
+    out = [b"", b"a", bytes(100), bytes(range(256)) * 40]
+    for _ in range(25):
+        parts = []
+        for _ in range(rng.integers(1, 30)):
+            kind = rng.integers(0, 4)
+            if kind == 0:
+                parts.append(rng.bytes(int(rng.integers(1, 300))))
+            elif kind == 1:
+                parts.append(bytes([int(rng.integers(0, 256))]) * int(rng.integers(1, 5000)))
+            elif kind == 2 and parts:
+                p = parts[int(rng.integers(0, len(parts)))]
+                parts.append(p * int(rng.integers(1, 4)))
+            else:
+                parts.append(b"".join(int(x).to_bytes(4, "little") for x in rng.integers(0, 16, 200)))
+        out.append(b"".join(parts))
+    return out
+
+
+@pytest.mark.parametrize("codec,name", [(1, "snappy"), (7, "lz4_raw"), (0, None)])
+def test_decompress_twin_matches_the_kernel(codec, name):
+    rng = np.random.default_rng(20 + codec)
+    if name is not None and not pa.Codec.is_available(name):
+        pytest.skip(f"pyarrow without {name}")
+    for raw in _snappy_streams(rng):
+        comp = raw if name is None else pa.Codec(name).compress(raw, asbytes=True)
+        for upto in (-1, 0, 1, len(raw) // 3, len(raw) - 1, len(raw), int(rng.integers(0, len(raw) + 1))):
+            k = KERNEL.decompress(codec, comp, len(raw), upto)
+            w = TWIN.decompress(codec, comp, len(raw), upto)
+            assert k == w
+            want = len(raw) if upto < 0 else min(upto, len(raw))
+            assert len(k) >= want and k == raw[: len(k)]
+        # corrupt streams: both refuse them, or both give the same bytes
+        for _ in range(6):
+            bad = bytearray(comp)
+            if bad:
+                for _ in range(int(rng.integers(1, 4))):
+                    bad[int(rng.integers(0, len(bad)))] ^= int(rng.integers(1, 256))
+            else:
+                bad = bytearray(rng.bytes(3))
+            if rng.random() < 0.3:
+                bad = bad[: int(rng.integers(0, len(bad) + 1))]
+            usize = len(raw) + int(rng.integers(-2, 3)) * int(rng.random() < 0.3)
+            upto = int(rng.integers(-1, max(usize, 0) + 1))
+            outcomes = []
+            for impl in (KERNEL, TWIN):
+                try:
+                    outcomes.append(impl.decompress(codec, bytes(bad), usize, upto))
+                except ValueError:
+                    outcomes.append("ValueError")
+            assert outcomes[0] == outcomes[1], (codec, usize, upto)
+    assert TWIN.codec_available(1) and TWIN.codec_available(7) and TWIN.codec_available(0)
+    assert not TWIN.codec_available(3) and not TWIN.codec_available(5)
+    for c, name in ((2, "gzip"), (4, "brotli"), (6, "zstd")):
+        assert TWIN.codec_available(c) == pa.Codec.is_available(name)
+
+
+def test_job_checks():
+    """A job the reader cannot run is refused before it runs (ValueError), by both."""
+    blob = b"PAR1" + bytes(20)
+    files = [(-1, len(blob), [(0, blob)])]
+
+    def job(**change):
+        f = dict(zip(KERNEL.FIELDS, [0, 0, 1, 0, 0, 0, 0, 4, 20, -1, 0, 4, 4, 0, 4, 0, 0]))
+        f.update(change)
+        return np.array([[f[k] for k in KERNEL.FIELDS]], dtype=np.int64)
+
+    def cols(n=4, width=4, values=True):
+        return [(0, width, n, np.zeros(n * width, np.uint8) if values else None, np.ones(n, np.uint8), None)]
+
+    rows = np.arange(4)
+    bad = [
+        (job()[:, :16], rows, cols()),
+        (job(file=1), rows, cols()),
+        (job(col=2), rows, cols()),
+        (job(rows_off=2), rows, cols()),
+        (job(nsel=-1), rows, cols()),
+        (job(out_at=1), rows, cols()),
+        (job(), rows, cols(values=False)),
+        (job(), rows, [(0, 4, 4, np.zeros(15, np.uint8), None, None)]),
+        (job(), rows, [(2, 0, 4, None, None, np.zeros(4, np.int32))]),
+    ]
+    for chunks, r, c in bad:
+        for impl in (KERNEL, TWIN):
+            with pytest.raises(ValueError):
+                impl.read(files, chunks, r, c, 1)
+    # nothing to do: no chunk
+    for impl in (KERNEL, TWIN):
+        status, err_at, errors, stats, data, overflow = impl.read(files, job()[:0], rows, cols(), 1)
+        assert len(status) == 0 and errors == {} and stats.shape == (0, 3) and data == [None] and overflow == [False]
+
+
+def test_twin_names():
+    public = [n for n in dir(KERNEL) if n.isupper() or n in ("read", "decompress", "codec_available", "release_memory")]
+    for name in public:
+        assert hasattr(TWIN, name), name
+        if name.isupper():
+            assert getattr(TWIN, name) == getattr(KERNEL, name), name
+    TWIN.release_memory()
+    KERNEL.release_memory()
+
+
+# ---------------------------------------------------------------- corrupt files
+def _fuzz_base(tmp_path, rng, codec, version, index, dictionary=True):
+    n = 600
+    t = _wide(rng, n).select(["i64", "req_i32", "str", "lstr", "bool", "req_bool", "dec_l", "f64", "fsb", "ts_ns"])
+    path = _write(
+        tmp_path / f"fz{codec}{version}{index}.parquet",
+        t,
+        compression=codec,
+        data_page_version=version,
+        write_page_index=index,
+        use_dictionary=dictionary,
+        row_group_size=250,
+        data_page_size=400,
+    )
+    data = open(path, "rb").read()
+    md = pq.ParquetFile(path).metadata
+    chunks = []
+    for g in range(md.num_row_groups):
+        for c in range(md.num_columns):
+            cc = md.row_group(g).column(c)
+            start = cc.dictionary_page_offset if cc.has_dictionary_page else cc.data_page_offset
+            chunks.append((start, start + cc.total_compressed_size))
+    headers, bodies = [], []
+    for start, end in chunks:  # the pages: their headers and bodies
+        pos = start
+        while pos < end:
+            rc, h = TWIN._page_header(data, pos, end)
+            assert rc == TWIN.OK
+            headers.append((pos, pos + h.hlen))
+            bodies.append((pos + h.hlen, pos + h.hlen + h.csize))
+            pos += h.hlen + h.csize
+    footer_len = int.from_bytes(data[-8:-4], "little")
+    footer_start = len(data) - 8 - footer_len
+    index_region = (max(e for _, e in chunks), footer_start)  # column and offset indexes
+    return (
+        data,
+        n,
+        {"header": headers, "body": bodies, "index": [index_region], "footer": [(footer_start, len(data) - 8)]},
+    )
+
+
+def _mutate(rng, data, regions):
+    bad = bytearray(data)
+    kind = rng.choice(["header", "header", "header", "body", "body", "index", "index", "any", "footer"])
+    spans = [r for r in regions[kind] if r[1] > r[0]] if kind != "any" else [(4, len(data) - 8)]
+    if not spans:
+        spans = [(4, len(data) - 8)]
+    a, b = spans[int(rng.integers(0, len(spans)))]
+    for _ in range(int(rng.integers(1, 4))):
+        at = int(rng.integers(a, b))
+        if rng.random() < 0.5:
+            bad[at] ^= 1 << int(rng.integers(0, 8))
+        else:
+            bad[at] = int(rng.integers(0, 256))
+    return bytes(bad), kind
+
+
+def _read_or_refuse(src, pos, **kw):
+    """A read of a damaged file: a table, or IndexFormatError (or InvalidArgumentError for
+    positions past the rows the damaged footer states, as pyarrow reads it); anything else fails
+    the test."""
+    try:
+        got, counts, _ = _read([(src, pos)], **kw)
+    except IndexFormatError:
+        return None
+    except InvalidArgumentError as e:
+        try:
+            stated = pq.ParquetFile(src if isinstance(src, str) else pa.BufferReader(src)).metadata.num_rows
+        except (pa.ArrowException, OSError) as why:
+            raise AssertionError(f"{e} for a file pyarrow refuses ({why}): see test_footer_without_row_groups")
+        assert pos is not None and len(pos) and pos[-1] >= stated
+        return None
+    assert list(counts) == [got.num_rows]
+    return got
+
+
+def test_truncated_files(tmp_path):
+    rng = np.random.default_rng(21)
+    for codec, version, index in (("SNAPPY", "1.0", True), ("NONE", "2.0", False)):
+        data, n, regions = _fuzz_base(tmp_path, rng, codec, version, index)
+        cuts = sorted({0, 3, 4, 5, 20, 100, len(data) // 2, len(data) - 9, len(data) - 8, len(data) - 1})
+        cuts += [int(x) for x in rng.integers(4, len(data), 20)]
+        for cut in cuts:
+            for src in (data[:cut], _tmp_file(tmp_path, data[:cut])):
+                try:
+                    got, _, _ = _read([(src, [0, 5, n - 1])])
+                except IndexFormatError:
+                    continue
+                raise AssertionError(f"a file cut at {cut} of {len(data)} bytes was read: {got.num_rows} rows")
+
+
+def _footer_of(data):
+    n = int.from_bytes(data[-8:-4], "little")
+    return len(data) - 8 - n
+
+
+@pytest.mark.parametrize("positions", [None, [0]])
+def test_footer_without_row_groups(positions):
+    from paimon_fast.parquet.thrift import _Decoder
+
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"i": pa.array([1, 2, 3])}), buf)
+    data = buf.getvalue()
+    fs = _footer_of(data)
+    d = _Decoder(data, fs, len(data) - 8)
+    for _ in range(2):  # version and schema, then the end of the struct
+        h = d.byte()
+        d.value(h & 15, 0, True)
+    footer = data[fs : d.pos] + b"\x00"
+    bad = data[:fs] + footer + len(footer).to_bytes(4, "little") + b"PAR1"
+    with pytest.raises(Exception):
+        pq.read_table(pa.BufferReader(bad))
+    with pytest.raises(IndexFormatError):
+        _read([(bad, positions)])
+
+
+def test_arrow_schema_pyarrow_decodes_leniently():
+    t = pa.table({"s": pa.array(["a", "b", "c"], pa.large_string()), "i": pa.array([1, 2, 3])})
+    for pad in range(12):  # a stored schema whose base64 ends with "=="
+        buf = io.BytesIO()
+        pq.write_table(t.replace_schema_metadata({"pad": "x" * pad}), buf)
+        data = buf.getvalue()
+        j = data.find(b"==", data.rindex(b"ARROW:schema"))
+        if j > 0:
+            break
+    bad = data[: j + 1] + b"5" + data[j + 2 :]  # "==" -> "=5": Arrow reads it, Python's base64 not
+    exp = pq.read_table(pa.BufferReader(bad))
+    assert exp.schema.field("s").type == pa.large_string()
+    got, _, _ = _read([(bad, None)])
+    _assert_same(got, exp)
+
+
+def test_boolean_rle_run_value_over_one():
+    t = pa.table({"b": pa.array([True] * 100)}, schema=pa.schema([pa.field("b", pa.bool_(), nullable=False)]))
+    buf = io.BytesIO()
+    pq.write_table(t, buf, compression="NONE", data_page_version="2.0", use_dictionary=False)
+    data = buf.getvalue()
+    off = pq.ParquetFile(pa.BufferReader(data)).metadata.row_group(0).column(0).data_page_offset
+    rc, h = TWIN._page_header(data, off, len(data))
+    assert h.encoding == 3  # RLE: 4-byte length, one run of 100 values of 1
+    for value in (2, 4, 3):
+        bad = bytearray(data)
+        bad[off + h.hlen + h.csize - 1] = value  # the run's value
+        got = _read_or_refuse(bytes(bad), None)
+        assert got is None or got.equals(pq.read_table(pa.BufferReader(bytes(bad)))), value
+
+
+def _tmp_file(tmp_path, data, name="cut.parquet"):
+    p = tmp_path / name
+    p.write_bytes(data)
+    return str(p)
+
+
+def test_fuzz_byte_flips(tmp_path):
+    """A few hundred seeded mutations of page headers, page bodies, the page index and the footer
+    of files with and without a page index: a read never crashes or hangs; it raises
+    IndexFormatError or returns a table.  Where the reader and pyarrow both read a mutated file,
+    they agree."""
+    rng = np.random.default_rng(22)
+    bases = [
+        _fuzz_base(tmp_path, rng, "SNAPPY", "1.0", True),
+        _fuzz_base(tmp_path, rng, "NONE", "2.0", False),
+        _fuzz_base(tmp_path, rng, "LZ4", "1.0", False, dictionary=False),
+        _fuzz_base(tmp_path, rng, "ZSTD", "2.0", True),
+    ]
+    faulthandler.dump_traceback_later(120, exit=True, file=sys.__stderr__)  # a hang fails the run
+    try:
+        refused = agreed = 0
+        disagreements = []
+        for i in range(320):
+            data, n, regions = bases[i % len(bases)]
+            bad, kind = _mutate(rng, data, regions)
+            pos = None if i % 7 == 0 else _positions(rng, n, 0.1)
+            src = _tmp_file(tmp_path, bad) if i % 5 == 0 else bad
+            got = _read_or_refuse(src, pos, threads=1 + 3 * (i % 2))
+            if got is None:
+                refused += 1
+                continue
+            try:
+                exp = _oracle(pa.BufferReader(bad), pos)
+                if not pq.ParquetFile(pa.BufferReader(bad)).read().equals(_oracle(pa.BufferReader(bad), None)):
+                    continue  # pyarrow's two reads of the damaged file differ: no oracle
+                same = got.equals(exp)
+            except (pa.ArrowException, OSError, ValueError):  # (a damaged name: not UTF-8)
+                continue
+            if same:
+                agreed += 1
+            else:
+                disagreements.append((i, kind))
+        assert refused > 30 and agreed > 30, (refused, agreed)
+        assert not disagreements, disagreements
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def test_fuzz_twin_statuses(tmp_path, both):
+    """Mutated files give the same per-chunk statuses, errors and buffers in the kernel and the
+    twin (Snappy, LZ4_RAW and uncompressed pages: decoded as far as needed in both)."""
+    rng = np.random.default_rng(23)
+    bases = [
+        _fuzz_base(tmp_path, rng, "SNAPPY", "1.0", True),
+        _fuzz_base(tmp_path, rng, "NONE", "2.0", False),
+        _fuzz_base(tmp_path, rng, "LZ4", "2.0", True, dictionary=False),
+    ]
+    for i in range(36):
+        data, n, regions = bases[i % len(bases)]
+        bad, _ = _mutate(rng, data, {**regions, "footer": regions["header"]})
+        _read_or_refuse(bad, _positions(rng, n, 0.1))
+    assert both.jobs > 20
+
+
+# ---------------------------------------------------------------- crafted column chunks
+def _page_header(ptype, usize, csize, *, nvalues=0, encoding=0, def_enc=3, v2=None, raw=b""):
+    """A PageHeader: data page V1 (ptype 0), dictionary (2) or V2 (3, ``v2`` = (nulls, rows,
+    def_len, rep_len))."""
+    e = _Encoder()
+    e.int(1, ptype, _T_I32)
+    e.int(2, usize, _T_I32)
+    e.int(3, csize, _T_I32)
+    if ptype == 0:
+        e.struct_begin(5)
+        e.int(1, nvalues, _T_I32)
+        e.int(2, encoding, _T_I32)
+        e.int(3, def_enc, _T_I32)
+        e.int(4, 3, _T_I32)
+        e.struct_end()
+    elif ptype == 2:
+        e.struct_begin(7)
+        e.int(1, nvalues, _T_I32)
+        e.int(2, encoding, _T_I32)
+        e.struct_end()
+    elif ptype == 3:
+        nulls, rows, def_len, rep_len = v2
+        e.struct_begin(8)
+        e.int(1, nvalues, _T_I32)
+        e.int(2, nulls, _T_I32)
+        e.int(3, rows, _T_I32)
+        e.int(4, encoding, _T_I32)
+        e.int(5, def_len, _T_I32)
+        e.int(6, rep_len, _T_I32)
+        e.struct_end()
+    return bytes(e.out) + raw + b"\x00"
+
+
+def _page(ptype, body, **kw):
+    return _page_header(ptype, len(body), len(body), **kw) + body
+
+
+def _uvarint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _rle(count, value, bw=1):
+    return _uvarint(count << 1) + value.to_bytes((bw + 7) // 8, "little")
+
+
+def _levels_v1(runs: bytes):
+    return len(runs).to_bytes(4, "little") + runs
+
+
+def _i32s(vals):
+    return np.asarray(vals, dtype="<i4").tobytes()
+
+
+def _offset_index(locs):
+    e = _Encoder()
+    e.list_begin(1, _T_STRUCT, len(locs))
+    for off, size, first in locs:
+        e.struct_begin(None)
+        e.int(1, off, _T_I64)
+        e.int(2, size, _T_I32)
+        e.int(3, first, _T_I64)
+        e.struct_end()
+    return bytes(e.out) + b"\x00"
+
+
+def _job(pages: bytes, rg_rows, *, rows=None, max_def=1, oi=None, physical=1, kind=0, width=4, conv=0, codec=0):
+    """Run one chunk (an INT32 column by default) of a file made of ``PAR1`` and ``pages`` (and
+    an OffsetIndex) on the kernel and the twin; both must agree.  Returns the kernel's result
+    and its output column."""
+    blob = b"PAR1" + pages + (oi or b"")
+    files = [(-1, len(blob), [(0, blob)])]
+    sel = np.arange(rg_rows) if rows is None else np.asarray(rows, dtype=np.int64)
+    nsel = len(sel)
+    chunk = np.array(
+        [[0, 0, physical, 0, codec, max_def, conv, 4, len(pages), 4 + len(pages) if oi else -1, len(oi or b""),
+          rg_rows, rg_rows, 0, nsel, 0, 0]],
+        dtype=np.int64,
+    )  # fmt: skip
+
+    def cols():
+        if kind >= 2:
+            return [
+                (kind, 0, nsel, None, np.ones(nsel, np.uint8), np.zeros(nsel + 1, np.int32 if kind == 2 else np.int64))
+            ]
+        return [(kind, width, nsel, np.zeros(nsel * width, np.uint8), np.ones(nsel, np.uint8), None)]
+
+    kc, tc = cols(), cols()
+    got = KERNEL.read(files, chunk, sel, kc, 1)
+    exp = TWIN.read(files, chunk, sel, tc, 1)
+    _assert_same_job(got, exp, kc, tc)
+    return got, kc[0]
+
+
+def _values(col):
+    kind, width, n, values, valid, _ = col
+    v = np.frombuffer(values.tobytes(), dtype="<i4").tolist()
+    return [x if ok else None for x, ok in zip(v, valid)]
+
+
+def _status(res):
+    return int(res[0][0]), res[2].get(0, "")
+
+
+def test_crafted_valid_chunk():
+    """The builder's baseline: a dictionary page, a dictionary-encoded page, a PLAIN one."""
+    dict_page = _page(2, _i32s([10, 20, 30]), nvalues=3)
+    idx = bytes([2]) + _rle(4, 2, 2) + _uvarint(1 << 1 | 1) + bytes([0b0100, 0])  # 2 2 2 2, then 0 1 (packed)
+    p1 = _page(0, _levels_v1(_rle(6, 1)) + idx, nvalues=6, encoding=8)
+    p2 = _page(0, _levels_v1(_uvarint(1 << 1 | 1) + bytes([0b101])) + _i32s([7, 8]), nvalues=3, encoding=0)
+    res, col = _job(dict_page + p1 + p2, 9)
+    assert _status(res) == (KERNEL.OK, "")
+    assert _values(col) == [30, 30, 30, 30, 10, 20, 7, None, 8]
+    res, col = _job(dict_page + p1 + p2, 9, rows=[1, 5, 6, 7, 8])
+    assert _values(col) == [30, 20, 7, None, 8]
+    assert res[3].tolist() == [[2, 2, len(dict_page) + len(p1) + len(p2)]]  # pages, read, bytes read
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "huge_csize",
+        "huge_usize",
+        "usize_over_2g",
+        "rle_levels_past_end",
+        "packed_levels_past_end",
+        "level_of_two",
+        "dict_index_out_of_range",
+        "dict_bit_width_33",
+        "dict_run_past_end",
+        "no_dictionary_page",
+        "more_rows_than_row_group",
+        "fewer_rows_than_row_group",
+        "truncated_header",
+        "deep_header",
+        "unknown_page_type",
+        "v2_repetition_levels",
+        "v2_levels_past_page",
+        "v2_level_lengths_overflow",
+        "byte_array_past_page",
+        "snappy_copy_before_start",
+        "unknown_encoding",
+    ],
+)
+def test_crafted_corrupt_chunk(case):
+    plain = _levels_v1(_rle(4, 1)) + _i32s([1, 2, 3, 4])
+    good = _page(0, plain, nvalues=4)
+    kw = {}
+    expect = KERNEL.CORRUPT
+    if case == "huge_csize":
+        pages = _page_header(0, len(plain), (1 << 31) - 1, nvalues=4) + plain
+    elif case == "huge_usize":
+        pages = _page_header(0, (1 << 31) - 1, len(plain), nvalues=4) + plain
+    elif case == "usize_over_2g":
+        pages = _page_header(0, 1 << 31, len(plain), nvalues=4) + plain
+    elif case == "rle_levels_past_end":
+        pages = _page(0, _levels_v1(_rle(2, 1)) + _i32s([1, 2, 3, 4]), nvalues=4)
+    elif case == "packed_levels_past_end":
+        pages = _page(0, _levels_v1(_uvarint(100 << 1 | 1) + b"\xff") + _i32s([1, 2, 3, 4]), nvalues=4)
+    elif case == "level_of_two":
+        pages = _page(0, _levels_v1(_rle(4, 2)) + _i32s([1, 2, 3, 4]), nvalues=4)
+    elif case.startswith("dict") or case == "no_dictionary_page":
+        dict_page = _page(2, _i32s([10, 20, 30]), nvalues=3)
+        idx = {
+            "dict_index_out_of_range": bytes([3]) + _rle(4, 5, 3),
+            "dict_bit_width_33": bytes([33]) + _rle(4, 1, 33),
+            "dict_run_past_end": bytes([2]) + _uvarint(9 << 1 | 1) + b"\x00",
+            "no_dictionary_page": bytes([2]) + _rle(4, 1, 2),
+        }[case]
+        pages = _page(0, _levels_v1(_rle(4, 1)) + idx, nvalues=4, encoding=8)
+        if case == "no_dictionary_page":
+            expect = KERNEL.UNSUPPORTED
+        else:
+            pages = dict_page + pages
+    elif case == "more_rows_than_row_group":
+        pages = good + good
+    elif case == "fewer_rows_than_row_group":
+        pages = good
+        kw["rg"] = 6
+    elif case == "truncated_header":
+        pages = good + _page_header(0, 10, 10, nvalues=2)[:6]
+        kw["rg"] = 6
+    elif case == "deep_header":
+        e = _Encoder()
+        for _ in range(40):
+            e.struct_begin(9)
+        for _ in range(40):
+            e.struct_end()
+        pages = _page_header(0, len(plain), len(plain), nvalues=4, raw=bytes(e.out)) + plain
+    elif case == "unknown_page_type":
+        pages = _page_header(9, len(plain), len(plain), nvalues=4) + plain
+    elif case == "v2_repetition_levels":
+        lv = _rle(4, 1)
+        body = lv + _i32s([1, 2, 3, 4])
+        pages = _page_header(3, len(body), len(body), nvalues=4, v2=(0, 4, 0, len(lv))) + body
+    elif case == "v2_levels_past_page":
+        body = _rle(4, 1) + _i32s([1, 2, 3, 4])
+        pages = _page_header(3, len(body), len(body), nvalues=4, v2=(0, 4, len(body) + 5, 0)) + body
+    elif case == "v2_level_lengths_overflow":  # def_len + rep_len past int64
+        body = _rle(4, 1) + _i32s([1, 2, 3, 4])
+        pages = _page_header(3, len(body), len(body), nvalues=4, v2=(0, 4, 1 << 62, 1 << 62)) + body
+    elif case == "byte_array_past_page":
+        body = _levels_v1(_rle(4, 1)) + (2).to_bytes(4, "little") + b"ab" + (1000).to_bytes(4, "little") + b"cd"
+        pages = _page(0, body, nvalues=4)
+        kw.update(physical=6, kind=2, width=0)
+    elif case == "snappy_copy_before_start":
+        raw = _levels_v1(_rle(4, 1)) + _i32s([1, 2, 3, 4])
+        comp = _uvarint(len(raw)) + bytes([(4 - 1) << 2]) + raw[:4] + bytes([((8 - 4) << 2) | 1, 50])
+        comp += bytes([(len(raw) - 12 - 1) << 2]) + raw[12:]
+        pages = _page_header(0, len(raw), len(comp), nvalues=4) + comp
+        kw["codec"] = 1
+    elif case == "unknown_encoding":
+        pages = _page(0, plain, nvalues=4, encoding=5)  # DELTA_BINARY_PACKED
+        expect = KERNEL.UNSUPPORTED
+    else:
+        raise AssertionError(case)
+    rg = kw.pop("rg", 4)
+    res, _ = _job(pages, rg, **kw)
+    assert _status(res)[0] == expect, _status(res)
+    res, _ = _job(pages, rg, rows=[0, rg - 1], **kw)  # the same chunk, two rows
+    assert _status(res)[0] in (KERNEL.OK, expect), _status(res)
+
+
+def test_crafted_huge_usize_under_a_memory_limit():
+    code = """
+        import resource, sys
+        sys.path.insert(0, %r)
+        import numpy as np
+        import test_native_reader as T
+        resource.setrlimit(resource.RLIMIT_AS, (1500 << 20, 1500 << 20))
+        plain = T._levels_v1(T._rle(4, 1)) + T._i32s([1, 2, 3, 4])
+        res, _ = T._job(T._page_header(0, (1 << 31) - 1, len(plain), nvalues=4) + plain, 4)
+        assert T._status(res)[0] == T.KERNEL.CORRUPT, T._status(res)
+    """ % (str(__import__("pathlib").Path(__file__).parent),)
+    _run_child(code)
+
+
+def test_crafted_int96_far_days():
+    """INT96 values whose day is far from the epoch (nanoseconds past int64): read, not refused,
+    the same in both (the int64 wraps)."""
+    vals = b"".join(
+        n.to_bytes(8, "little") + d.to_bytes(4, "little") for n, d in ((5, 0xFFFFFFFF), (7, 0), (9, 2440588))
+    )
+    pages = _page(0, _levels_v1(_rle(3, 1)) + vals, nvalues=3)
+    res, col = _job(pages, 3, physical=3, width=8, conv=KERNEL.CV_INT96_NS)
+    assert _status(res) == (KERNEL.OK, "")
+    assert np.frombuffer(col[3].tobytes(), "<i8").tolist()[2] == 9
+
+
+def test_crafted_snappy_body_read_as_far_as_needed():
+    """A Snappy body that is corrupt past the wanted values: the first rows read, the last not."""
+    vals = np.repeat(np.arange(300), 10)  # runs: many Snappy elements
+    raw = _i32s(vals)
+    comp = pa.Codec("snappy").compress(raw, asbytes=True)[:-40]  # the stream ends early
+    pages = _page_header(0, len(raw), len(comp), nvalues=3000, encoding=0) + comp
+    res, col = _job(pages, 3000, rows=[0, 1, 2], max_def=0, codec=1)
+    assert _status(res)[0] == KERNEL.OK
+    assert np.frombuffer(col[3].tobytes(), "<i4").tolist() == [0, 0, 0]
+    res, _ = _job(pages, 3000, rows=[0, 2999], max_def=0, codec=1)
+    assert _status(res)[0] == KERNEL.CORRUPT
+
+
+def _oi_pages():
+    p1 = _page(0, _levels_v1(_rle(4, 1)) + _i32s([1, 2, 3, 4]), nvalues=4)
+    p2 = _page(0, _levels_v1(_rle(3, 1)) + _i32s([5, 6, 7]), nvalues=3)
+    return p1, p2
+
+
+@pytest.mark.parametrize(
+    "case", ["good", "overlap", "past_chunk", "first_row_not_zero", "rows_not_increasing", "garbage", "mid_page"]
+)
+def test_crafted_offset_index(case):
+    """An OffsetIndex the reader cannot use is ignored (the page headers are walked, as pyarrow
+    does); one whose pages are not where it says marks the chunk corrupt."""
+    p1, p2 = _oi_pages()
+    a, b = 4, 4 + len(p1)
+    locs = {
+        "good": [(a, len(p1), 0), (b, len(p2), 4)],
+        "overlap": [(a, len(p1) + 3, 0), (b, len(p2), 4)],
+        "past_chunk": [(a, len(p1), 0), (b, len(p2) + 50, 4)],
+        "first_row_not_zero": [(a, len(p1), 1), (b, len(p2), 4)],
+        "rows_not_increasing": [(a, len(p1), 0), (b, len(p2), 0)],
+        "garbage": None,
+        "mid_page": [(a, 3, 0), (a + 3, len(p1) + len(p2) - 3, 4)],
+    }[case]
+    oi = b"\x19\xfc\x01\x02" if locs is None else _offset_index(locs)
+    res, col = _job(p1 + p2, 7, oi=oi, rows=[0, 3, 4, 6])
+    if case == "mid_page":
+        assert _status(res)[0] == KERNEL.CORRUPT
+    else:
+        assert _status(res) == (KERNEL.OK, "")
+        assert _values(col) == [1, 4, 5, 7]
+        # the pages read: one OffsetIndex says, both when walking
+        assert res[3].tolist()[0][:2] == [2, 2]
+
+
+def test_crafted_offset_index_overflowing_offsets():
+    p1, p2 = _oi_pages()
+    big = (1 << 62) + (1 << 61)
+    oi = _offset_index([(4, len(p1), 0), (big, big, 4)])
+    res, col = _job(p1 + p2, 7, oi=oi, rows=[0, 3, 4, 6])
+    assert _status(res) == (KERNEL.OK, "")
