@@ -170,6 +170,12 @@ class ReadSource:
         """Rows of the answer (the default reads every output column; sources read less)."""
         return sum(b.num_rows for b in self.batches())
 
+    def whole(self, limit: Optional[int] = None) -> Iterator:
+        """The answer for a consumer that holds all of it (:meth:`LazyRead.to_arrow`): by default
+        :meth:`batches`; sources that read faster in larger steps (the native reader spreads one
+        call's files over every thread) read in those."""
+        return self.batches(limit)
+
     def explain(self) -> Explain:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -368,8 +374,10 @@ class LazyRead:
         return self.to_arrow_batch_reader().__arrow_c_stream__(requested_schema)
 
     def to_arrow(self) -> pa.Table:
-        """Every row as one ``pyarrow.Table`` (holds the whole answer)."""
-        return pa.Table.from_batches(list(self._batches()), schema=self.schema)
+        """Every row as one ``pyarrow.Table`` (holds the whole answer, read in the source's
+        largest steps: :meth:`ReadSource.whole`)."""
+        schema, limit, source = self.schema, self._limit, self._source
+        return pa.Table.from_batches(list(_record_batches(source.whole(limit), schema, limit)), schema=schema)
 
     def to_pandas(self, **kwargs):
         """A pandas ``DataFrame`` (``kwargs`` go to ``pyarrow.Table.to_pandas``)."""

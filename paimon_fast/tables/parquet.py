@@ -975,14 +975,29 @@ class ParquetDataset:
             first = [fl.name for fl in schema if fl.name in pred_cols]
             pos_list = [items[i][1] for i in inexact]
             t, n = read(inexact, first, pos_list)
-            pos = positions_of(inexact, pos_list, n)
-            part_of = np.repeat(np.arange(len(inexact), dtype=np.int64), n)
-            t = t.append_column(POS, pa.array(pos, pa.int64())).append_column("__pf_part", pa.array(part_of))
+            # each row's number in the read, filtered with the rows: the kept rows' parts and positions
+            total = t.num_rows
+            t = t.append_column("__pf_i", pa.array(np.arange(total, dtype=np.int32 if total < 1 << 31 else np.int64)))
             t = filter_table(t, predicate)
-            pos = t.column(POS).to_numpy()
-            part_of = t.column("__pf_part").to_numpy()
-            t = t.drop_columns(["__pf_part"])
+            idx = t.column("__pf_i").to_numpy().astype(np.int64)
+            t = t.drop_columns(["__pf_i"])
+            starts = np.concatenate(([0], np.cumsum(n)))
+            part_of = np.searchsorted(starts, idx, side="right") - 1
+            local = idx - starts[part_of]
+            pos = np.empty(len(idx), dtype=np.int64)
+            for k, x in enumerate(pos_list):  # local row numbers -> positions in the file
+                sel = part_of == k
+                if not sel.any():
+                    continue
+                if x is None:
+                    pos[sel] = local[sel]
+                elif isinstance(x, range):
+                    pos[sel] = x.start + local[sel]
+                else:
+                    pos[sel] = np.asarray(x, dtype=np.int64)[local[sel]]
             n = np.bincount(part_of, minlength=len(inexact)).astype(np.int64)
+            if positions:
+                t = t.append_column(POS, pa.array(pos, pa.int64()))
             rest = [fl.name for fl in schema if fl.name in columns and fl.name not in pred_cols]
             if rest:
                 cuts = np.concatenate(([0], np.cumsum(n)))

@@ -27,6 +27,9 @@ from ..lazyread import LegacyTupleRead, ReadSource
 
 FIRST_RANGE_ROWS = 1 << 16  # rows of the first range read (a first batch soon after planning)
 MAX_RANGE_ROWS = 1 << 18  # ranges double up to this many rows (whole row groups when they are as small)
+# a read that holds the whole answer (to_arrow) reads in batches of this many selected rows: one call of
+# the native reader spreads a batch's files over every thread, so larger batches keep them busier
+WHOLE_BATCH_ROWS = 1 << 22
 
 
 class _Shared:
@@ -134,10 +137,24 @@ class DatasetSource(ReadSource):
             yield lo, hi
             lo = hi
 
-    def _batches_of(self, plan, limit: Optional[int]):
+    def _batches_of(self, plan, limit: Optional[int], whole: bool = False):
         """Lists of ``(FilePlan, range or None)`` of the kept files, in order, each holding about
         as many selected rows as the batch's size: the first small (:data:`FIRST_RANGE_ROWS`,
-        fewer with a small ``limit``), then doubling up to :data:`MAX_RANGE_ROWS`."""
+        fewer with a small ``limit``), then doubling up to :data:`MAX_RANGE_ROWS`; ``whole``:
+        batches of :data:`WHOLE_BATCH_ROWS` (a reader that holds the whole answer)."""
+        if whole:
+            size = WHOLE_BATCH_ROWS if limit is None else max(256, min(WHOLE_BATCH_ROWS, 4 * limit))
+            batch, held = [], 0
+            for p in plan.kept:
+                for r in self._ranges(p, size):
+                    batch.append((p, r))
+                    held += p.rows_to_read if r is None else _selected(p, r)
+                    if held >= size:
+                        yield batch
+                        batch, held = [], 0
+            if batch:
+                yield batch
+            return
         size = self._first_size(limit)[0]
         batch, held = [], 0
         for p in plan.kept:
@@ -156,13 +173,13 @@ class DatasetSource(ReadSource):
             return [FIRST_RANGE_ROWS]
         return [max(256, min(FIRST_RANGE_ROWS, 4 * limit))]
 
-    def _read_ranges(self, columns: List[str], limit: Optional[int]) -> Iterator[pa.Table]:
+    def _read_ranges(self, columns: List[str], limit: Optional[int], whole: bool = False) -> Iterator[pa.Table]:
         plan = self.plan()
         rep = plan.report
         ds = self.ds
         full = self._shared.full_schema()
         out = 0
-        for batch in self._batches_of(plan, limit):
+        for batch in self._batches_of(plan, limit, whole):
             b0 = ds.io.snapshot()[0]
             t, _ = ds.read_kept_many(batch, columns, plan.predicate, full, stats=rep.decoded)
             rep.bytes_read += ds.io.snapshot()[0] - b0
@@ -177,13 +194,17 @@ class DatasetSource(ReadSource):
     def batches(self, limit: Optional[int] = None) -> Iterator[pa.Table]:
         return self._read_ranges(self.schema().names, limit)
 
+    def whole(self, limit: Optional[int] = None) -> Iterator[pa.Table]:
+        """The answer in batches of :data:`WHOLE_BATCH_ROWS` selected rows (``to_arrow``)."""
+        return self._read_ranges(self.schema().names, limit, whole=True)
+
     def count(self) -> int:
         """Rows where the predicate holds: the plan's selected rows without a predicate (nothing
-        read), else the predicate's columns read at the selected rows, range by range."""
+        read), else the predicate's columns read at the selected rows, in large batches."""
         plan = self.plan()
         if plan.predicate is None:
             return sum(p.rows_to_read for p in plan.kept)
-        return sum(t.num_rows for t in self._read_ranges([], None))
+        return sum(t.num_rows for t in self._read_ranges([], None, whole=True))
 
     def explain(self):
         from .explain import explain_dataset

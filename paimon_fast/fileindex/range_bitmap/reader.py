@@ -413,13 +413,18 @@ class RangeBitmapReader(FileIndexReader):
         W = nwords(n)
         slices = []
         # one kernel call reads and bounds-checks the slice table
-        for at, ln, view in _k.slice_layout(d, p + 14, S, body + ebm_len, W, base).tolist():
+        layout = _k.slice_layout(d, p + 14, S, body + ebm_len, W, base).tolist()
+        # the slices that are decoded share one allocation (one page-fault run, not one per slice)
+        rows = np.zeros((sum(1 for _, _, view in layout if view < 0), W), dtype=np.uint64)
+        k = 0
+        for at, ln, view in layout:
             if view >= 0:
                 # dense slice: read the container words in place (every answer is
                 # masked by the existence bitmap, so nothing beyond it leaks)
                 slices.append(d[view : view + 8 * W])
             else:
-                row = np.zeros(W, dtype=np.uint64)
+                row = rows[k]
+                k += 1
                 _k.decode_fast(d, at, at + ln, row, n, base)
                 slices.append(row)
         self._ebm = ebm
