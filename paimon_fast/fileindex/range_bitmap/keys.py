@@ -75,6 +75,7 @@ class KeyCodec:
         self.default_chunk = "0b" if self.root in ("BOOLEAN", "TINYINT", "SMALLINT") else "16kb"
         if not self.is_string:
             self.be = np.dtype(">u1") if self.root == "BOOLEAN" else np.dtype(f">i{self.size}")
+        self._literals = {}  # literal -> sort key (a plan asks every file's index for the same ones)
 
     # --- columns
     def column(self, values):
@@ -167,4 +168,13 @@ class KeyCodec:
             and not isinstance(v, bool)
         ):
             return int(v)
-        return int(self.sort_keys_of(to_arrow_array([v], self.dtype))[0])
+        try:
+            memo = (type(v), v.hex() if isinstance(v, float) else v)  # (-0.0 == 0.0: keyed by its bits)
+            got = self._literals.get(memo)
+        except TypeError:  # an unhashable literal
+            memo = got = None
+        if got is None:
+            got = int(self.sort_keys_of(to_arrow_array([v], self.dtype))[0])
+            if memo is not None and len(self._literals) < 256:
+                self._literals[memo] = got
+        return got

@@ -28,6 +28,20 @@ from .._bitslice import (
 from .keys import INDEX_TYPE, VERSION, KeyCodec
 
 
+_CODECS: dict = {}
+
+
+def _codec(dtype) -> KeyCodec:
+    """The key codec of a type, shared by the readers of every file (and its literal memo)."""
+    key = str(dtype)
+    c = _CODECS.get(key)
+    if c is None:
+        c = KeyCodec(dtype)
+        if len(_CODECS) < 256:
+            _CODECS[key] = c
+    return c
+
+
 @functools.lru_cache(maxsize=64)
 def _consecutive_offsets(nchunks: int, hs: int) -> bytes:
     """The chunk offset table of a fixed-length dictionary (big-endian i32 k*hs)."""
@@ -243,7 +257,7 @@ class RangeBitmapReader(FileIndexReader):
 
     def __init__(self, dtype, source, options):
         super().__init__(dtype, source, options)
-        self.codec = KeyCodec(dtype)
+        self.codec = _codec(dtype)
         base = getattr(source, "base", 0)
         self._base = base
         (hl,) = struct.unpack(">i", bytes(source.read_at(0, 4, "range bitmap header length")))
