@@ -700,6 +700,17 @@ static int pq_levels(pq_hyb *h, int64_t nrows, const int64_t *lr, int64_t shift,
     return PQ_OK;
 }
 
+/* Do the levels start with one run of ones covering the page's rows (no null in it)? */
+static int pq_levels_all_one(const pq_hyb *h, int64_t nrows) {
+    pq_hyb peek = *h;
+    int64_t c;
+    int packed;
+    uint64_t value = 0;
+    size_t data = 0;
+    if (hyb_run(&peek, &c, &packed, &value, &data) != PQ_OK) return 0; /* pq_levels reports it */
+    return !packed && value == 1 && c >= nrows;
+}
+
 /* ------------------------------------------------------------------ values */
 static inline int pq_phys_width(int physical, int type_len) {
     switch (physical) {
@@ -1213,20 +1224,19 @@ static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
         if (max_def == 0 && h.def_len != 0) goto corrupt;
     }
     /* value numbers of the wanted rows */
-    int64_t *vidx = s->vidx, nvals, i;
+    int64_t *vidx = s->vidx, nvals = 0, i;
     int identity = 0;  /* vidx[i] == i for every wanted row */
+    if (has_levels && pq_levels_all_one(&lh, pg->nrows))
+        has_levels = 0; /* no null in the page (one run of ones): as if it had no levels */
     if (has_levels) {
         rc = pq_levels(&lh, pg->nrows, rows, pg->first_row, n, vidx, &nvals);
         if (rc != PQ_OK) goto corrupt;
+    } else if (rows && !dense) {
+        for (i = 0; i < n; i++) vidx[i] = rows[i] - pg->first_row;
+        nvals = n ? vidx[n - 1] + 1 : 0;
     } else {
-        if (rows) {
-            for (i = 0; i < n; i++) vidx[i] = rows[i] - pg->first_row;
-            nvals = n ? vidx[n - 1] + 1 : 0;
-            identity = dense;
-        } else {
-            nvals = n;
-            identity = 1;
-        }
+        nvals = n;
+        identity = 1;
     }
     if (nvals > h.nvalues) goto corrupt;
     if (col->valid) {
@@ -1290,6 +1300,8 @@ static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
     }
     if (enc == EN_PLAIN && physical == PT_BYTE_ARRAY) {
         size_t at = vat;
+        if (identity && body.usize > vat && pq_bgrow(&pg->data, &pg->data_cap, body.usize - vat, 0) != PQ_OK)
+            goto nomem; /* every value of the page: at most its bytes */
         int64_t k = 0, want_i = 0;
         /* the first value each wanted row needs */
         for (want_i = 0; want_i < n; want_i++) {
@@ -1342,6 +1354,9 @@ static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
         const uint8_t *valid = has_levels ? col->valid + slot0 : NULL;
         int64_t q = 0;
         if (physical == PT_BYTE_ARRAY) {
+            size_t bytes = 0; /* the page's values in one allocation */
+            for (i = 0; i < m; i++) bytes += d->offs[ix[i] + 1] - d->offs[ix[i]] - 4;
+            if (bytes && pq_bgrow(&pg->data, &pg->data_cap, bytes, 0) != PQ_OK) goto nomem;
             for (i = 0; i < n; i++) {
                 if (valid && !valid[i]) {
                     pq_set_len(col, slot0 + i, 0);
