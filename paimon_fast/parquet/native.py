@@ -593,6 +593,8 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
         slots = out_at[fi] + np.concatenate(([0], np.cumsum(nsel)[:-1])).astype(np.int64)
         for ci, (name, want) in enumerate(zip(names, fields)):
             col = lay.columns.get(name)
+            if pa.types.is_null(want.type):  # a column of nulls by its type: nothing to read
+                continue
             if name in opts.dictionary:
                 fallback.append((fi, ci, "dictionary column"))
                 continue
@@ -705,7 +707,7 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
         if overflow[ci]:  # more than 2 GiB of values for int32 offsets: pyarrow reads it file by file
             arrays.append(pa.nulls(total, fields[ci].type))
             fallback.extend((fi, ci, "values over 2 GiB") for fi in range(len(files)))
-        elif ci in pyarrow_cols:
+        elif ci in pyarrow_cols or pa.types.is_null(fields[ci].type):
             arrays.append(pa.nulls(total, fields[ci].type))
         else:
             arrays.append(_arrow(K, cols[ci], data[ci], fields[ci].type))
