@@ -91,7 +91,7 @@ from pyroaring import BitMap
 
 from ..errors import IndexFormatError, OptionError, PaimonFastError, UnsupportedTypeError
 from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
-from ..fileindex._bitslice import NullLiteralError
+from ..fileindex._bitslice import NullLiteralError, range_bitmap
 from ..fileindex.options import (
     DEFAULT_IN_MANIFEST_THRESHOLD,
     IN_MANIFEST_THRESHOLD,
@@ -117,6 +117,7 @@ from .layout import (
     parse_partition,
 )
 from .globalindex import GlobalAnswers
+from .stats import leaf_answer
 from .plan import FilePlan, ScanPlan, ScanReport  # noqa: F401 (the plan types, handed on)
 
 CATALOG_FORMAT = "paimon-fast-dataset"
@@ -609,6 +610,25 @@ class ParquetDataset:
         return out
 
     # ------------------------------------------------------------ evaluation
+    def _file_stats(self, f: DataFile, column: str):
+        """The statistics of ``column`` in data file ``f``'s footer (None: none usable, or the
+        footer not readable here)."""
+        from ..parquet.footer import _footer
+        from ..parquet.native import _open
+        from .stats import file_stats
+
+        try:
+            src, key, _, owned = _open(f.abs_path)
+        except OSError:
+            return None
+        try:
+            return file_stats(_footer(src, key), column)
+        except Exception:  # noqa: BLE001 - statistics only ever help: the index or the filter decides
+            return None
+        finally:
+            if owned:
+                src.close()
+
     def open_index(self, f: DataFile, entry: Optional[dict] = None):
         """The file's index container (FileIndexFile) if it is current, else None."""
         if entry is None:
@@ -675,6 +695,9 @@ class ParquetDataset:
 
         vectors = load_vectors(self, cat)
         gi = GlobalAnswers(self, pred, counts, part_types) if pred is not None else None
+        # the files' own statistics answer leaves first (local files: their footers are cached)
+        use_stats = self.store.local and pred is not None
+        data_types = {fl.name: fl.type for fl in self.data_schema()} if use_stats else {}
 
         def one(f: DataFile) -> FilePlan:
             p = evaluate(f)
@@ -696,14 +719,21 @@ class ParquetDataset:
             if pred is None:
                 return FilePlan(f, REMAIN, rows, indexed, exact=True)
             err = None
-            idx = None
+            opened = [False, None]  # the index, opened when a leaf first needs it
             exact = [True]  # every leaf visited was answered exactly
-            if indexed:
-                try:
-                    idx = self.open_index(f, entry)
-                except Exception as e:  # a broken index never fails a query: read the file
-                    err = f"{type(e).__name__}: {e}"
             part = dict(f.partition)
+            stats = {}  # column -> the file's statistics of it (read on first need)
+
+            def index():
+                nonlocal err
+                if not opened[0]:
+                    opened[0] = True
+                    if indexed:
+                        try:
+                            opened[1] = self.open_index(f, entry)
+                        except Exception as e:  # a broken index never fails a query: read the file
+                            err = f"{type(e).__name__}: {e}"
+                return opened[1]
 
             def answered(res, is_exact):
                 if not is_exact:
@@ -713,9 +743,23 @@ class ParquetDataset:
             def visit(leaf: Leaf):
                 if leaf.name in part_types:
                     return answered(*_partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name]))
+                if use_stats and leaf.name in data_types:
+                    if leaf.name not in stats:
+                        stats[leaf.name] = self._file_stats(f, leaf.name)
+                    said = leaf_answer(leaf, stats[leaf.name], data_types[leaf.name])
+                    if said == "skip":
+                        return answered(SKIP, True)
+                    if said == "all":
+                        return answered(BitmapResult(range_bitmap(0, rows)), True)
+                    if isinstance(said, list):  # row groups wholly in, the others wholly out
+                        bm = BitMap()
+                        for a, b in said:
+                            bm.add_range(a, b)
+                        return answered(BitmapResult(bm), True)
                 g = gi.result(leaf, f.path)
                 if g is not None:
                     return answered(g, gi.exact(leaf))
+                idx = index()
                 if idx is None:
                     return answered(REMAIN, False)
                 try:
@@ -730,6 +774,7 @@ class ParquetDataset:
                     return answered(REMAIN, False)
 
             res = evaluate_tree(pred, visit)
+            idx = opened[1]
             if idx is not None:
                 if isinstance(res, BitmapResult):
                     try:  # a lazy result (bitmap index) reads the index: materialise it before closing

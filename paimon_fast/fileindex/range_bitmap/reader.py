@@ -382,7 +382,10 @@ class RangeBitmapReader(FileIndexReader):
             raise IndexFormatError("range bitmap dictionary chunk offsets are not consecutive", base + body)
         return _FixedDictionary(self.codec, d, base, nchunks, chunks_at, keys_at, end, card, region)
 
-    def _load_bsi(self):
+    def _load_ebm(self):
+        """The slices' header and the existence bitmap (the rows with a value); the slices are
+        decoded only when a comparison needs them (:meth:`_load_bsi`): a key past the index's
+        min / max is answered by the existence bitmap alone."""
         if self._ebm is not None:
             return
         # the slices' part of the index, read whole (a comparison reads every slice)
@@ -424,10 +427,19 @@ class RangeBitmapReader(FileIndexReader):
         self._nbits = n
         ebm = np.zeros(nwords(n), dtype=np.uint64)
         _k.decode_fast(d, body, body + ebm_len, ebm, n, base)
+        self._slice_table = (p + 14, S, body + ebm_len, base)
+        self._ebm = ebm
+
+    def _load_bsi(self):
+        self._load_ebm()
+        if self._slices is not None:
+            return
+        d, n = self._bsi_bytes, self._nbits
+        at0, S, sbase, base = self._slice_table
         W = nwords(n)
         slices = []
         # one kernel call reads and bounds-checks the slice table
-        layout = _k.slice_layout(d, p + 14, S, body + ebm_len, W, base).tolist()
+        layout = _k.slice_layout(d, at0, S, sbase, W, base).tolist()
         # the slices that are decoded share one allocation (one page-fault run, not one per slice)
         rows = np.zeros((sum(1 for _, _, view in layout if view < 0), W), dtype=np.uint64)
         k = 0
@@ -441,13 +453,12 @@ class RangeBitmapReader(FileIndexReader):
                 k += 1
                 _k.decode_fast(d, at, at + ln, row, n, base)
                 slices.append(row)
-        self._ebm = ebm
         self._slices = slices
 
     @property
     def ebm(self) -> np.ndarray:
         """Dense words of the non-null rows."""
-        self._load_bsi()
+        self._load_ebm()
         return self._ebm
 
     @property
@@ -467,7 +478,7 @@ class RangeBitmapReader(FileIndexReader):
 
     # --- dense answers (words over row_count rows)
     def _empty(self):
-        self._load_bsi()
+        self._load_ebm()
         return np.zeros(nwords(self._nbits), np.uint64)
 
     def _cmp(self, op, code):
@@ -721,7 +732,7 @@ class RangeBitmapReader(FileIndexReader):
         return self._summary
 
     def _nbits_loaded(self):
-        self._load_bsi()
+        self._load_ebm()
         return self._nbits
 
     def top_k(self, k: int, nulls_first: bool = False, found_set: BitMap | None = None, strict: bool = True) -> BitMap:
