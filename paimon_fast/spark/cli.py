@@ -573,8 +573,6 @@ def _table(head, rows):
     "pruned with and without the indexes",
 )
 def demo_main(args):
-    import warnings
-
     import pyarrow.parquet as pq
 
     try:
@@ -588,8 +586,6 @@ def demo_main(args):
     from . import build, build_global_index
     from .env import check_spark_environment
 
-    # pyspark 4.3 warns about pandas 3 on every Arrow UDF; the demo's UDFs use Arrow only
-    warnings.filterwarnings("ignore", message=".*does not yet fully support pandas", category=FutureWarning)
     check_spark_environment()  # before writing anything: Java 17+, pandas, pyarrow
     t_start = time.perf_counter()
     out = _jvm_path(args.dir) if args.dir else tempfile.mkdtemp(prefix="paimon-fast-demo-")

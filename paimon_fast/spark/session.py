@@ -19,7 +19,7 @@ def session(master: Optional[str] = None, app_name: str = "paimon-fast", conf: O
     ``$SPARK_MASTER`` or ``local[*]`` (every core of this machine).  Without pyspark,
     Java 17+, or the pandas / pyarrow pyspark's Arrow UDFs need, raises
     :class:`~paimon_fast.errors.MissingDependencyError` naming what to install."""
-    from .env import check_spark_environment
+    from .env import arrow_only, check_spark_environment
 
     check_spark_environment()  # Java, pandas, pyarrow: one clear error instead of a py4j traceback
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -36,9 +36,10 @@ def session(master: Optional[str] = None, app_name: str = "paimon-fast", conf: O
     )
     for k, v in dict(conf or {}).items():
         b = b.config(k, str(v))
-    spark = b.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    with arrow_only():
+        spark = b.getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+        register(spark)
     return spark
 
 
