@@ -443,3 +443,24 @@ def test_global_index_keys_of_a_paimon_table_are_typed(tmp_path, capsys):
     assert cli.main(["inspect", str(path), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert (d["type"], d["first_key"], d["last_key"]) == ("DOUBLE", -1.0, 7.25) and "'price'" in d["type_from"]
+
+
+@pytest.mark.parametrize("width", [60, 80, 120, 250])
+def test_demo_results_fit_the_terminal(width):
+    """The demo's result table at a terminal's width: every line fits, every predicate and its
+    speed-ups are there; a wide terminal gets one table with the predicates in it."""
+    from paimon_fast.spark.cli import results_text
+
+    pred = "region = 'us' AND id IN (5, 500000, 999999)"
+    rows = [
+        (pred if i % 2 else f"id = {i}", "partition + bloom-filter", "19/20", "1,990,000", "16,691", "0.04 / 0.96",
+         f"{i + 2}.5x", "0.05 / 0.90", f"{i + 3}.5x", "executors", "yes")
+        for i in range(8)
+    ]  # fmt: skip
+    text = results_text(rows, width)
+    assert max(len(ln) for ln in text.splitlines()) <= width
+    for i in range(8):
+        assert f"{i + 2}.5x" in text and f"{i + 3}.5x" in text
+    assert text.count(pred) == 4
+    one_table = text.splitlines()[1].startswith("predicate")
+    assert one_table == (width == 250)
