@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "paimon_fast.hudi.cli",
     "paimon_fast.paimon.cli",
     "paimon_fast.bench",
+    "paimon_fast.samples",
 ]
 
 
@@ -423,7 +424,7 @@ paimon-fast demo --rows 200000 --files 10
 """
 
 
-COMMAND_ORDER = ("inspect", "demo", "build", "query", "delete", "gc", "hudi", "paimon", "bench")
+COMMAND_ORDER = ("inspect", "demo", "sample", "build", "query", "delete", "gc", "hudi", "paimon", "bench")
 
 
 def build_parser():
@@ -480,6 +481,7 @@ def user_errors() -> tuple:
         InvalidArgumentError,
         MissingDependencyError,
         FileNotFoundError,
+        FileExistsError,
         NotADirectoryError,
         IsADirectoryError,
     )

@@ -464,3 +464,18 @@ def test_demo_results_fit_the_terminal(width):
     assert text.count(pred) == 4
     one_table = text.splitlines()[1].startswith("predicate")
     assert one_table == (width == 250)
+
+
+def test_sample_writes_the_examples_tables(tmp_path, capsys):
+    from paimon_fast.tables import ParquetDataset
+
+    d = str(tmp_path / "events")
+    assert cli.main(["sample", "parquet", d, "--rows", "2000", "--files", "2", "--indexed"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{d}: a Parquet dataset: 2,000 rows in 2 files") and "bloom-filter on user_id" in out
+    ds = ParquetDataset(d)
+    assert sum(ParquetDataset(d).row_counts().values()) == 2000
+    assert ds.read("status = 'returned'").explain().index("bitmap", "status").used
+    # a new table only: a directory with something in it is refused before anything is written
+    mistake(["sample", "hudi", d], capsys, ["not an empty directory", d])
+    mistake(["sample", "parquet", str(tmp_path / "x"), "--rows", "1", "--files", "3"], capsys, ["--files"])
