@@ -194,7 +194,7 @@ def build_main(args):
         listing = build_global_index(spark, args.path, col, gopts)
         size = sum(f["size"] for f in listing["files"])
         print(
-            f"global index on {col}: {len(listing['files'])} files, {listing['total_row_count']:,} rows, "
+            f"global index on {col}: {_plural(len(listing['files']), 'file')}, {listing['total_row_count']:,} rows, "
             f"{size:,} bytes, {time.perf_counter() - t0:.2f}s"
         )
 
