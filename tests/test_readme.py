@@ -67,6 +67,9 @@ def _run_shell(lines, env, cwd):
         if line.startswith("paimon-fast ") and shutil.which("paimon-fast", path=env["PATH"]) is None:
             line = f"{sys.executable} -m paimon_fast.cli " + line[len("paimon-fast ") :]
         r = subprocess.run(["bash", "-e", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+        if r.returncode == 2 and 'pip install "paimon-fast[' in r.stderr:
+            # an extra this environment lacks (CI's oldest job): the command says which, in one line
+            pytest.skip(f"README: `{line}` needs what is not installed here: {r.stderr.strip()}")
         assert r.returncode == 0, f"README: `{line}` exited {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
 
 
