@@ -685,7 +685,7 @@ def demo_main(args):
         _say(f"using the {len(existing)} data files already in {out}", first="[1/4] ")
         paths = existing
     else:
-        _say(f"writing {args.rows:,} rows in {args.files} Parquet files under {out} ...", first="[1/4] ")
+        _say(f"writing {args.rows:,} rows in {_plural(args.files, 'Parquet file')} under {out} ...", first="[1/4] ")
         paths = generate_sample(out, args.rows, args.files, progress=_progress_printer("      writing"))
         print(f"      done in {time.perf_counter() - t0:.1f}s")
     _say(f"starting {describe_master(master)} ...", first="[2/4] ")
