@@ -199,18 +199,23 @@ def test_peak_rss(benchmark, index):
     benchmark.group = "peak RSS of one build"
     benchmark.extra_info["impl"] = "kernel"
     here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(here), os.environ.get("PYTHONPATH", "")]))
+    # the child imports the paimon_fast this process runs (installed, or the checkout's when
+    # installed in editable mode), never the checkout's sources in its place
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_parent, os.environ.get("PYTHONPATH", "")]))
     res = benchmark.pedantic(
         lambda: subprocess.run(
             [sys.executable, "-c", _PEAK_CHILD, index, str(PEAK_ROWS), here],
             capture_output=True,
             text=True,
-            check=True,
             env=env,
         ),
         rounds=1,
         iterations=1,
     )
+    if res.returncode:
+        last = (res.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the measuring process failed: {last}")
     info = json.loads(res.stdout.strip().splitlines()[-1])
     info["rows"] = PEAK_ROWS
     benchmark.extra_info.update(info)

@@ -1,9 +1,15 @@
-"""Run the benchmark suite (or named parts) and write one report: docs/benchmarks.md + PNG plots.
+"""Run the benchmark suite (or named parts) and write one report: Markdown + PNG plots.
 
     python -m benchmarks.report                 # every part (tens of minutes; some need tables / Spark)
     python -m benchmarks.report --quick         # a subset that runs in under 3 minutes on 2 cores
     python -m benchmarks.report bloom scaling   # named parts
+    python -m benchmarks.report --quick --output docs/benchmarks.md   # the committed report
     paimon-fast bench --quick                   # the same, from the CLI
+
+The report goes where ``--output`` says, else to a new directory of the temporary directory
+(the checkout is written to only when asked).  The parts run against the ``paimon_fast`` this
+process imports (an installed one, or the checkout's with an editable install), in a working
+directory of their own, without bytecode or pytest caches.
 
 Each part is one ``benchmarks/bench_*.py`` file run by pytest-benchmark in a child process
 (``--benchmark-json``); every implementation of an operation (our kernel, the pure-Python
@@ -101,9 +107,21 @@ STANDING_NOTES = {
 }
 
 
+def _package_parent() -> str:
+    """The directory the ``paimon_fast`` this process runs is imported from (site-packages for an
+    installed one, the checkout for an editable install)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("paimon_fast")
+    if spec is None or not spec.origin:
+        return ROOT
+    return os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
+
+
 def _env(extra):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_parent(), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # nothing written into the checkout's benchmarks/
     env.update(extra)
     return env
 
@@ -155,7 +173,9 @@ def run_part(name, quick, workdir, log):
     load0 = _load()
     t0 = time.perf_counter()
     log(f"[{name}] {' '.join(cmd[3:5])}{' -k ' + repr(quick_k) if quick and quick_k else ''}")
-    r = subprocess.run(cmd, cwd=ROOT, env=_env(quick_env if quick else {}), capture_output=True, text=True)
+    # a working directory of its own: ``python -m pytest`` puts it first on sys.path, so the
+    # checkout's sources never shadow the installed package
+    r = subprocess.run(cmd, cwd=workdir, env=_env(quick_env if quick else {}), capture_output=True, text=True)
     wall = time.perf_counter() - t0
     load1 = _load()
     res = {
@@ -182,7 +202,19 @@ def run_part(name, quick, workdir, log):
         f"[{name}] {len(res['benchmarks'])} benchmarks, {len(res['skipped'])} skipped, {len(res['failed'])} "
         f"failed, {wall:.0f} s, load {load0[0]:.1f} -> {load1[0]:.1f}"
     )
+    for test, msg in res["failed"][:3]:  # why, here and not only in the report
+        log(f"[{name}]   FAILED {test}: {first_line(msg)}")
     return res
+
+
+def first_line(msg: str) -> str:
+    """The telling line of a failure message: the last ``E   ...`` / error line, else the first."""
+    lines = [ln.strip() for ln in (msg or "").splitlines() if ln.strip()]
+    errs = [ln[1:].strip() for ln in lines if ln.startswith("E ")] or [
+        ln for ln in lines if "Error" in ln or "error:" in ln
+    ]
+    text = (errs[-1] if errs else lines[0]) if lines else "(no message)"
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def rows_of(part):
@@ -427,8 +459,8 @@ def plot(parts, out_dir, rel_dir):
         return [], "not drawn: matplotlib is not installed (pip install 'paimon-fast[bench]')."
     os.makedirs(out_dir, exist_ok=True)
     files = []
-    # ratios per operation
-    bars = []
+    # ratios per operation: one group of bars per operation (named once), one bar per anchor
+    groups = []
     for part in parts:
         if part["name"] == "scaling":
             continue
@@ -436,44 +468,57 @@ def plot(parts, out_dir, rel_dir):
             ours = impls.get("kernel", {}).get("median")
             if not ours:
                 continue
-            for a, st in impls.items():
-                if a != "kernel" and st.get("median"):
-                    bars.append((f"{op} {case}".strip(), a, st["median"] / ours))
-    if bars:
-        anchors = sorted({a for _, a, _ in bars})
+            ratios = {a: st["median"] / ours for a, st in impls.items() if a != "kernel" and st.get("median")}
+            if ratios:
+                groups.append((f"{op} {case}".strip(), ratios))
+    if groups:
+        anchors = sorted(
+            {a for _, r in groups for a in r},
+            key=lambda a: list(ANCHOR_NAMES).index(a) if a in ANCHOR_NAMES else 99,
+        )
         colors = dict(zip(anchors, plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3))
-        fig, ax = plt.subplots(figsize=(10, max(3, 0.22 * len(bars) + 1)))
-        ys = range(len(bars))
-        ax.barh(list(ys), [r for _, _, r in bars], color=[colors[a] for _, a, _ in bars])
-        ax.set_yticks(list(ys))
-        ax.set_yticklabels([lbl for lbl, _, _ in bars], fontsize=6)
+        height = 0.8 / max(1, max(len(r) for _, r in groups))
+        n_bars = sum(len(r) for _, r in groups)
+        fig, ax = plt.subplots(figsize=(11, max(3.0, 0.16 * n_bars + 0.12 * len(groups) + 1.2)))
+        for g, (_, ratios) in enumerate(groups):
+            present = [a for a in anchors if a in ratios]
+            for k, a in enumerate(present):
+                y = g + (k - (len(present) - 1) / 2) * height
+                ax.barh(y, ratios[a], height=height * 0.92, color=colors[a])
+        ax.set_yticks(range(len(groups)))
+        ax.set_yticklabels([label for label, _ in groups], fontsize=7)
+        ax.set_ylim(len(groups) - 0.5, -0.5)
         ax.set_xscale("log")
         ax.axvline(1, color="black", lw=0.8)
-        ax.invert_yaxis()
+        ax.grid(True, axis="x", which="both", lw=0.3)
         ax.set_xlabel("anchor median / our median (log scale; > 1: ours is faster)")
-        from matplotlib.patches import Patch  # an empty barh gives its legend entry the default colour
+        from matplotlib.patches import Patch
 
         ax.legend(
             handles=[Patch(color=colors[a], label=ANCHOR_NAMES.get(a, a)) for a in anchors],
-            loc="lower right",
-            fontsize=7,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            fontsize=8,
+            title="anchor",
         )
         ax.set_title("Speed-up over each anchor, per operation (same run)")
-        fig.tight_layout()
         p = os.path.join(out_dir, "ratios.png")
-        fig.savefig(p, dpi=110)
+        fig.savefig(p, dpi=110, bbox_inches="tight")  # the figure grows to hold every label
         plt.close(fig)
         files.append(("ratios per operation", f"{rel_dir}/ratios.png"))
-    # time vs N
+    # time vs N: one colour per operation (named once in the legend), the line style says who
     sc = next((p for p in parts if p["name"] == "scaling"), None)
     if sc:
+        from matplotlib.lines import Line2D
+
         rows = rows_of(sc)
         for kind in ("build", "query"):
             ops = sorted({op for op, _ in rows if op.startswith(f"scaling {kind}")})
             if not ops:
                 continue
-            fig, ax = plt.subplots(figsize=(7, 4.5))
+            fig, ax = plt.subplots(figsize=(7.5, 4.5))
             cyc = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+            others = set()
             for i, op in enumerate(ops):
                 series = {}
                 for (o, c), impls in rows.items():
@@ -484,27 +529,31 @@ def plot(parts, out_dir, rel_dir):
                         series.setdefault(impl, []).append((n, st["median"]))
                 for impl, pts in sorted(series.items()):
                     pts.sort()
-                    name = op.replace(f"scaling {kind} ", "")
+                    if impl != "kernel":
+                        others.add(impl)
                     ax.plot(
                         [p[0] for p in pts],
                         [p[1] for p in pts],
                         marker="o",
                         color=cyc[i % len(cyc)],
                         ls="-" if impl == "kernel" else "--",
-                        label=name if impl == "kernel" else f"{name}: {ANCHOR_NAMES.get(impl, impl)}",
                     )
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("rows N")
             ax.set_ylabel("median time (s)")
-            ax.set_title(
-                f"{kind} time against N" + (" (dashed: scanning the column instead)" if kind == "query" else "")
-            )
-            ax.legend(fontsize=6)
+            ax.set_title(f"{kind} time against N")
+            names = [Line2D([], [], color=cyc[i % len(cyc)], marker="o", label=op.replace(f"scaling {kind} ", ""))
+                     for i, op in enumerate(ops)]  # fmt: skip
+            first = ax.legend(handles=names, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="index")
+            ax.add_artist(first)
+            styles = [Line2D([], [], color="black", ls="-", label="paimon-fast")] + [
+                Line2D([], [], color="black", ls="--", label=ANCHOR_NAMES.get(a, a)) for a in sorted(others)
+            ]
+            ax.legend(handles=styles, loc="lower left", bbox_to_anchor=(1.01, 0.0), fontsize=8, title="line")
             ax.grid(True, which="both", lw=0.3)
-            fig.tight_layout()
             p = os.path.join(out_dir, f"scaling_{kind}.png")
-            fig.savefig(p, dpi=110)
+            fig.savefig(p, dpi=110, bbox_inches="tight")
             plt.close(fig)
             files.append((f"{kind} time against N", f"{rel_dir}/scaling_{kind}.png"))
     return files, None
@@ -523,7 +572,14 @@ def main(argv=None):
         action="store_true",
         help=f"the quick subset ({', '.join(QUICK)}, reduced cases): under 3 minutes on 2 cores",
     )
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"), help="report path (Markdown)")
+    ap.add_argument(
+        "--output",
+        "--out",
+        dest="out",
+        default=None,
+        help="report path (Markdown; its plots go in a directory named like it); default: a new directory "
+        "of the temporary directory (docs/benchmarks.md: the checkout's committed report)",
+    )
     ap.add_argument("--json", help="also write the raw results (pytest-benchmark JSON per part) here")
     args = ap.parse_args(argv)
     unknown = [p for p in args.parts if p not in PARTS]
@@ -535,7 +591,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="pf-bench-report-") as work:
         for n in names:
             parts.append(run_part(n, args.quick, work, lambda s: print(s, flush=True)))
-    out_md = os.path.abspath(args.out)
+    out_md = os.path.abspath(args.out or os.path.join(tempfile.mkdtemp(prefix="paimon-fast-bench-"), "benchmarks.md"))
     os.makedirs(os.path.dirname(out_md), exist_ok=True)
     img_dir = os.path.splitext(out_md)[0]
     files, note = plot(parts, img_dir, os.path.basename(img_dir))

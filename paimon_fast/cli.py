@@ -30,11 +30,13 @@ COMMAND_MODULES = [
     "paimon_fast.fileindex.bitmap",
     "paimon_fast.spark.cli",
     "paimon_fast.tables.gc",
+    "paimon_fast.tables.summary",
     "paimon_fast.globalindex.cli",
     "paimon_fast.tableindex.cli",
     "paimon_fast.hudi.cli",
     "paimon_fast.paimon.cli",
     "paimon_fast.bench",
+    "paimon_fast.samples",
 ]
 
 
@@ -47,6 +49,7 @@ EXAMPLES = """\
 examples:
   paimon-fast demo                                     # the whole pipeline on a sample dataset
   paimon-fast query events --where "country = 'DE'"    # a pruned query over a Parquet dataset
+  paimon-fast inspect events                           # a dataset: files, indexes per column, staleness
   paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.index  # what an index file holds
   paimon-fast COMMAND --help                           # a command's options and examples"""
 
@@ -101,11 +104,8 @@ def _load_command_modules():
                 raise
 
 
-def _parse_row_type(text):
-    """``"a=INT,b=STRING"`` -> dict (types may contain commas inside parentheses)."""
-    out = {}
-    if not text:
-        return out
+def _split_top_level(text: str) -> list:
+    """``text`` split at the commas outside parentheses and angle brackets."""
     depth, cur, parts = 0, "", []
     for ch in text:
         if ch in "(<":
@@ -118,11 +118,46 @@ def _parse_row_type(text):
         else:
             cur += ch
     parts.append(cur)
-    for p in parts:
+    return parts
+
+
+def check_type(text: str) -> None:
+    """Raise :class:`~paimon_fast.errors.UnsupportedTypeError` unless ``text`` is a Paimon type
+    this package reads: a scalar type (:meth:`~paimon_fast.types.DataType.parse`), ``ARRAY<T>``
+    or ``MAP<K, V>`` of such types."""
+    import re
+
+    from .errors import UnsupportedTypeError
+    from .types import DataType
+
+    m = re.match(r"^\s*(ARRAY|MAP)\s*<(.*)>\s*(NOT\s+NULL)?\s*$", text, re.IGNORECASE | re.S)
+    if m is None:
+        DataType.parse(text)
+        return
+    inner = _split_top_level(m.group(2))
+    if len(inner) != (1 if m.group(1).upper() == "ARRAY" else 2):
+        raise UnsupportedTypeError(f"cannot parse Paimon type {text!r}")
+    for t in inner:
+        check_type(t.strip())
+
+
+def _parse_row_type(text):
+    """``"a=INT,b=STRING"`` -> dict (types may contain commas inside parentheses).  A mistake
+    (an entry without ``=``, a type that is not Paimon's) ends the command naming it."""
+    out = {}
+    if not text:
+        return out
+    for p in _split_top_level(text):
         if "=" not in p:
-            raise SystemExit(f"--row-type entries are name=TYPE, got {p!r}")
-        k, v = p.split("=", 1)
-        out[k.strip()] = v.strip()
+            raise SystemExit(f"--row-type takes name=TYPE entries separated by commas, got {p.strip()!r}")
+        k, v = (x.strip() for x in p.split("=", 1))
+        if not k:
+            raise SystemExit(f"--row-type: no column name before '=' in {p.strip()!r}")
+        try:
+            check_type(v)
+        except Exception as e:  # noqa: BLE001 - whatever the parser says, as one line
+            raise SystemExit(f"--row-type: {k}={v!r} is not a Paimon type ({e})") from None
+        out[k] = v
     return out
 
 
@@ -137,7 +172,8 @@ def inspect_setup(p):
     p.add_argument(
         "file",
         help="an index file: a file index container (<data file>.index), a global "
-        "index file, a deletion file, a Puffin file, a hash index file or an index manifest",
+        "index file, a deletion file, a Puffin file, a hash index file or an index manifest; "
+        "or a Parquet dataset's directory (its files, indexes per column, sizes, staleness)",
     )
     p.add_argument(
         "--row-type",
@@ -149,19 +185,24 @@ def inspect_setup(p):
     p.add_argument("--json", action="store_true", help="print everything as JSON instead of the summary")
 
 
-@command("inspect", "show what an index file holds: a summary table, or everything with --json")
+@command("inspect", "show what an index file or a dataset holds: a summary table, or everything with --json")
 def inspect_main(args):
     from .fileindex import FileIndexFormat
 
     path = args.file
     if not os.path.exists(path):
         raise FileNotFoundError(2, "No such file or directory", path)
-    if os.path.isdir(path):
-        raise IsADirectoryError(21, "Is a directory (inspect takes one index file)", path)
+    _parse_row_type(args.row_type)  # a mistake in it is named whichever format the file has
     for entry in INSPECTORS:
         if entry["detect"](path):
             _show(entry["name"], path, entry["describe"](path, args), args.json)
             return
+    if os.path.isdir(path):
+        if os.path.isdir(os.path.join(path, ".hoodie")):
+            raise IsADirectoryError(21, "Is a Hudi table (paimon-fast hudi inspect shows its index)", path)
+        raise IsADirectoryError(
+            21, "Is a directory without a Parquet dataset (inspect takes one index file or a dataset)", path
+        )
     row_type = _parse_row_type(args.row_type)
     with FileIndexFormat.open(path, row_type) as f:
         if row_type:
@@ -181,10 +222,13 @@ def inspect_main(args):
 inspect_main.setup = inspect_setup
 inspect_main.description = """\
 Shows what an index file holds, recognising its format by its bytes: a Paimon file index
-container (the indexes of one data file, by column), a bitmap or multivalue global index
-file, a deletion file, an Iceberg Puffin file of deletion vectors, a dynamic-bucket hash
-index file or a Paimon index manifest.  Prints a summary table; --json prints every detail."""
+container (the indexes of one data file, by column), a bitmap, BTree or multivalue global
+index file, a deletion file, an Iceberg Puffin file of deletion vectors, a dynamic-bucket hash
+index file or a Paimon index manifest.  Given a Parquet dataset's directory, summarises the
+dataset: data files and rows, its file indexes per column and index type (files, bytes, stale
+files), its global indexes, deletion vectors.  Prints a summary; --json prints every detail."""
 inspect_main.examples = """
+paimon-fast inspect events
 paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.index
 paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.index --json
 paimon-fast inspect data-0.orc.index --row-type "id=BIGINT,name=STRING"
@@ -290,6 +334,8 @@ def summary_text(kind: str, path: str, d: dict) -> str:
             tables.append((_words(k), [dict({key: name}, **e) for name, es in v.items() for e in es]))
         elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
             tables.append((_words(k), v))
+        elif isinstance(v, list) and not v:
+            pairs.append((_words(k), "none"))
         else:
             pairs.append((_words(k), _fmt(v)))
     if pairs:
@@ -378,18 +424,21 @@ paimon-fast demo --rows 200000 --files 10
 """
 
 
-COMMAND_ORDER = ("inspect", "demo", "build", "query", "delete", "gc", "hudi", "paimon", "bench")
+COMMAND_ORDER = ("inspect", "demo", "sample", "build", "query", "delete", "gc", "hudi", "paimon", "bench")
 
 
 def build_parser():
     _load_command_modules()
+    from . import __version__
+
     ap = argparse.ArgumentParser(
         prog="paimon-fast",
         description=DESCRIPTION,
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND", title="commands")
+    ap.add_argument("--version", action="version", version=f"paimon-fast {__version__}")
+    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND", title="commands")
     # a fixed order, whatever order the modules registering the commands were imported in
     known = {n: i for i, n in enumerate(COMMAND_ORDER)}
     for name, (fn, help) in sorted(COMMANDS.items(), key=lambda kv: (known.get(kv[0], len(known)), kv[0])):
@@ -432,6 +481,7 @@ def user_errors() -> tuple:
         InvalidArgumentError,
         MissingDependencyError,
         FileNotFoundError,
+        FileExistsError,
         NotADirectoryError,
         IsADirectoryError,
     )
@@ -459,7 +509,11 @@ def main(argv=None):
     ``PAIMON_FAST_TRACEBACK=1`` shows the traceback too."""
     from .errors import PaimonFastError
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.cmd is None:  # a bare ``paimon-fast``: what it can do
+        parser.print_help()
+        return 0
     try:
         return args.func(args) or 0
     except BrokenPipeError:

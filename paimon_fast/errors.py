@@ -75,6 +75,9 @@ OPTIONAL = {
     "duckdb": ("duckdb", "frames"),
     "polars": ("polars", "frames"),
     "ray": ("ray[data]", "ray"),
+    "pytest": ("pytest", "bench"),
+    "pytest_benchmark": ("pytest-benchmark", "bench"),
+    "matplotlib": ("matplotlib", "bench"),
 }
 
 

@@ -75,8 +75,11 @@ class Explain:
     ``files_total`` / ``rows_total``: the files and rows the read starts from (after partition
     and statistics pruning where the table kind does that first); ``files_read`` /
     ``rows_to_read``: what every index together leaves to read (rows: before the exact filter);
-    ``indexes``: one :class:`IndexUse` per index on a predicate column; ``notes``: how the read
-    runs (the path taken, search modes, fallbacks)."""
+    ``indexes``: one :class:`IndexUse` per index on a predicate column (what each does alone);
+    ``notes``: how the read runs (the path taken, search modes, fallbacks).  ``str()`` ends the
+    table with a ``together`` row: :attr:`files_removed` and :attr:`rows_removed`, everything
+    together, the figures of the read's report (under an OR over several columns, the only row
+    that removes anything)."""
 
     kind: str
     target: str
@@ -87,6 +90,16 @@ class Explain:
     rows_to_read: Optional[int] = None
     indexes: List[IndexUse] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+
+    @property
+    def files_removed(self) -> int:
+        """Files the read skips, every index (and partition value) together: the report's figure."""
+        return self.files_total - self.files_read
+
+    @property
+    def rows_removed(self) -> Optional[int]:
+        """Rows the read skips, everything together (None when not known before reading)."""
+        return None if self.rows_to_read is None else self.rows_total - self.rows_to_read
 
     @property
     def used(self) -> List[IndexUse]:
@@ -131,6 +144,11 @@ class Explain:
                 ]
                 for x in self.indexes
             ]
+            # each row is one index alone; this one is the read's (an OR needs both sides together)
+            rows = "?" if self.rows_removed is None else f"{self.rows_removed:,}"
+            body.append(
+                ["together", "", "", "", "", f"{self.files_removed:,}", rows, "every index: what the read skips"]
+            )
             width = [max(len(r[i]) for r in [cols] + body) for i in range(len(cols))]
             fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, width)).rstrip()  # noqa: E731
             lines += [fmt(cols)] + [fmt(r) for r in body]

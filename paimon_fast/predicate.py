@@ -6,9 +6,9 @@
 Leaves carry an ``op`` from :data:`OPS` and literals as plain Python values;
 index readers convert literals to their own key encoding.  A None literal is
 SQL's NULL: ``field("a") == None`` (and ``!=``, ``<``..., ``IN``/``NOT IN`` with a
-NULL, ``BETWEEN`` with a NULL bound) is never true, as in Java Paimon, SQL,
-PySpark and pyarrow; ``.is_null()`` / ``.is_not_null()`` ask for (non-)null rows.  ``~p`` negates a
-predicate where Paimon has the negated leaf (``=``/``!=``, ``<``/``>=``,
+NULL, ``BETWEEN`` with a NULL bound, a NULL ``LIKE`` / ``startswith`` pattern) is never true,
+as in Java Paimon, SQL, PySpark and pyarrow; ``.is_null()`` / ``.is_not_null()`` ask for
+(non-)null rows.  ``~p`` negates a predicate where Paimon has the negated leaf (``=``/``!=``, ``<``/``>=``,
 ``IN``/``NOT IN``, ``IS NULL``/``IS NOT NULL``, AND/OR by De Morgan); string
 predicates have no negation and raise ``TypeError``.
 """
@@ -42,6 +42,8 @@ OPS = {
 }
 
 ARRAY_OPS = frozenset({"array_contains", "arrays_overlap", "array_contains_all"})
+#: the string predicates: one pattern, a ``str`` (``bytes`` taken as UTF-8) or None (SQL's NULL)
+STRING_OPS = frozenset({"starts_with", "ends_with", "contains", "like"})
 
 _NEGATION = {
     "equal": "not_equal",
@@ -108,9 +110,8 @@ class Leaf(Predicate):
         n = OPS[self.op]
         if n is not None and len(self.literals) != n:
             raise ValueError(f"{self.op} takes {n} literal(s), got {len(self.literals)}")
-        if self.op in ("starts_with", "ends_with", "contains", "like") and not isinstance(
-            self.literals[0], (str, bytes)
-        ):
+        if self.op in STRING_OPS and not isinstance(self.literals[0], (str, bytes, type(None))):
+            # None is SQL's NULL pattern: true for no row, and no index answers it (as Java)
             raise TypeError(f"{self.op} needs a string literal, got {type(self.literals[0]).__name__}")
 
     @property

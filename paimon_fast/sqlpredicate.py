@@ -291,6 +291,8 @@ class _Parser:
             if negated:
                 self.fail("NOT LIKE has no Paimon predicate", tok)
             pat = self.literal()
+            if pat is None:
+                return Leaf("like", name, (None,))  # LIKE NULL: no row
             if not isinstance(pat, str):
                 self.fail("LIKE needs a string pattern", tok)
             return like_leaf(name, pat)

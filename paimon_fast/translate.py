@@ -4,7 +4,8 @@ A back end (the exact Arrow filter, Spark columns, pypaimon's predicates) subcla
 :class:`Translator` and says how its engine spells each piece; the walk over AND / OR, the
 dispatch on the leaf's op and the SQL rules every back end shares live here once:
 
-* a comparison with a NULL literal is true for no row (:meth:`Translator.never`);
+* a comparison with a NULL literal, and a string predicate (``LIKE``, ``startswith``...) with a
+  NULL pattern, is true for no row (:meth:`Translator.never`);
 * ``IN`` ignores NULL literals, ``NOT IN`` with a NULL literal is true for no row, and
   ``NOT IN`` is never true for a NULL value (``NOT IN ()`` is true for every row);
 * ``BETWEEN lo AND hi`` is ``>= lo AND <= hi`` (never true with a NULL bound), ``NOT BETWEEN``
@@ -20,7 +21,7 @@ from __future__ import annotations
 import operator
 from typing import Any, List
 
-from .predicate import And, Leaf, Or, Predicate
+from .predicate import STRING_OPS, And, Leaf, Or, Predicate
 
 #: the comparison leaves, each with the Python operator that spells it on Arrow and Spark expressions
 COMPARISONS = {
@@ -56,6 +57,8 @@ class Translator:
         """One leaf: a comparison, or the ``op_<op>`` method of its op."""
         if p.op in COMPARISONS:
             return self.never(p) if p.literal is None else self.compare(p.op, p, p.literal)
+        if p.op in STRING_OPS and p.literal is None:
+            return self.never(p)  # x LIKE NULL is NULL: no row
         method = getattr(self, "op_" + p.op, None)
         if method is None:
             raise TypeError(f"{type(self).__name__} cannot translate the {p.op} predicate {p!r}")

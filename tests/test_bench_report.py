@@ -159,7 +159,56 @@ def test_cli_registers_bench(capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["bench", "--help"])
     assert e.value.code == 0
-    assert "--quick" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "--quick" in out and "--output" in out
+
+
+def test_bench_names_what_it_lacks_in_one_line(monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "pytest_benchmark" else real(n, *a))
+    assert cli.main(["bench", "--quick"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert "pytest-benchmark" in err and 'pip install "paimon-fast[bench]"' in err
+
+
+def test_bench_finds_the_suite_and_writes_outside_the_checkout(tmp_path, monkeypatch):
+    """The suite of the checkout (here: the package's own), and the report by default in a new
+    temporary directory; with an installed package and no checkout, one line saying so."""
+    bench = pytest.importorskip("paimon_fast.bench")
+    assert bench.find_suite() == ROOT
+    out = bench.default_output()
+    assert out.endswith("benchmarks.md") and not out.startswith(ROOT) and os.path.isdir(os.path.dirname(out))
+    os.rmdir(os.path.dirname(out))
+    # an installed package: no suite beside it; found from a checkout's directory or below it only
+    monkeypatch.setattr(bench, "__file__", str(tmp_path / "site-packages" / "paimon_fast" / "bench.py"))
+    assert bench.find_suite(str(tmp_path)) is None
+    assert bench.find_suite(os.path.join(ROOT, "docs")) == ROOT
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(bench, "find_suite", lambda cwd=None: None)
+    with pytest.raises(FileNotFoundError, match="No benchmark suite here"):
+        bench.bench_main(type("A", (), {"parts": [], "quick": True, "output": None, "json": None})())
+
+
+def test_a_part_runs_in_its_own_directory_against_this_package(tmp_path, monkeypatch):
+    """run_part: the child runs in the work directory (not the checkout), with this process's
+    paimon_fast first on its path and no bytecode written; a failure's cause is printed."""
+    import paimon_fast
+
+    calls = []
+
+    class Done:
+        returncode, stdout, stderr = 1, "", "E   ModuleNotFoundError: No module named 'pytest_benchmark'\n"
+
+    monkeypatch.setattr(report.subprocess, "run", lambda cmd, cwd, env, **kw: calls.append((cmd, cwd, env)) or Done)
+    logged = []
+    res = report.run_part("bloom", True, str(tmp_path), logged.append)
+    ((cmd, cwd, env),) = calls
+    assert cwd == str(tmp_path) and env["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == os.path.dirname(os.path.dirname(paimon_fast.__file__))
+    assert res["failed"] and any("No module named 'pytest_benchmark'" in line for line in logged)
 
 
 def test_speed_probe_and_its_line_in_the_report(tmp_path):
@@ -187,3 +236,24 @@ def test_speed_probe_and_its_line_in_the_report(tmp_path):
     assert "speed probe 60 us (p10-p90 50-60 us), 0% of samples in a slow spell" in text
     assert "speed probe 110 us (p10-p90 110-110 us), 100% of samples in a slow spell" in text
     assert report.rows_of(fast)[("bloom add", "")]["kernel"]["median"] == 0.010  # the probe is no figure
+
+
+def test_plots_name_each_operation_once_and_hold_their_labels(tmp_path, monkeypatch):
+    plt = pytest.importorskip("matplotlib.pyplot")
+    part = _part()
+    part["benchmarks"].append(_bench("test_probe_pypaimon", "bloom add", None, None, 0.5, {"impl": "pypaimon"}))
+    long = "a very long operation name that a fixed left margin would clip " * 2
+    part["benchmarks"].append(_bench("test_x_kernel", long, None, None, 0.001))
+    part["benchmarks"].append(_bench("test_x_twin", long, None, None, 0.1))
+    axes = []
+    subplots = plt.subplots
+    monkeypatch.setattr(plt, "subplots", lambda *a, **k: (lambda f_ax: axes.append(f_ax[1]) or f_ax)(subplots(*a, **k)))
+    saved = []
+    savefig = plt.Figure.savefig
+    monkeypatch.setattr(plt.Figure, "savefig", lambda self, p, **k: saved.append(k) or savefig(self, p, **k))
+    files, _ = report.plot([part], str(tmp_path / "img"), "img")
+    assert [os.path.basename(f) for _, f in files] == ["ratios.png"]
+    labels = [t.get_text() for t in axes[0].get_yticklabels()]
+    assert sorted(labels) == sorted({"bloom add", long.strip()})  # each operation once, with all its anchors
+    assert len(axes[0].patches) == 4  # bloom add: twin, Java, pypaimon; the long one: twin
+    assert all(k.get("bbox_inches") == "tight" for k in saved)  # the image grows to hold every label

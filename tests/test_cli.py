@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import shlex
+import struct
 import subprocess
 import sys
 
@@ -345,3 +346,136 @@ def test_rows_are_printed_by_value(dataset, capsys):
     assert cli.main(["query", str(dataset), "--top", "ts:2", "--show", "2"]) == 0
     out = capsys.readouterr().out
     assert "1970-01-01 00:00:00.000099099" in out and "1970-01-01 00:00:00.000098098" in out
+
+
+# ---------------------------------------------------------------- the command itself
+
+
+def test_version_and_a_bare_command(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"paimon-fast {pf.__version__}"
+    assert cli.main([]) == 0  # the help, not an error
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: paimon-fast") and "commands:" in out and "examples:" in out and err == ""
+
+
+def test_row_type_is_checked(dataset, capsys):
+    path = str(dataset / "_file_index" / "region=eu" / "part-0.parquet.index")
+    mistake(["inspect", path, "--row-type", "garbage"], capsys, ["--row-type", "name=TYPE", "'garbage'"])
+    mistake(["inspect", path, "--row-type", "id=BIGINTT"], capsys, ["--row-type", "id='BIGINTT'", "not a Paimon type"])
+    mistake(["inspect", path, "--row-type", "m=MAP<INT>"], capsys, ["m='MAP<INT>'"])
+    mistake(["inspect", path, "--row-type", "=INT"], capsys, ["no column name"])
+    assert cli.main(["inspect", path, "--row-type", "id=BIGINT,a=ARRAY<STRING>,m=MAP<STRING, DECIMAL(10, 2)>"]) == 0
+
+
+def test_inspect_a_dataset_directory(dataset, capsys):
+    import shutil
+
+    from paimon_fast.tables.globalindex import build_global_index_local
+
+    build_global_index_local(str(dataset), "country")
+    assert cli.main(["inspect", str(dataset), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["data_files"], d["rows"], d["file_index_files"]) == (1, 100, "1 current")
+    assert {(r["column"], r["index_type"]): (r["files"], r["stale"], r["missing"]) for r in d["file_indexes"]} == {
+        ("id", "bloom-filter"): (1, 0, 0),
+        ("amount", "range-bitmap"): (1, 0, 0),
+        ("country", "bitmap"): (1, 0, 0),
+    }
+    idx = dataset / "_file_index" / "region=eu" / "part-0.parquet.index"
+    assert d["file_index_bytes"] == idx.stat().st_size
+    assert sum(r["bytes"] for r in d["file_indexes"]) < idx.stat().st_size  # the indexes, without the header
+    (g,) = d["global_indexes"]
+    want = ("country", "bitmap", "STRING", 100, "current")
+    assert (g["column"], g["index_type"], g["type"], g["rows"], g["state"]) == want
+    # a second data file: the first is still current, the new one has no index, the global index is stale
+    shutil.copy(dataset / "region=eu" / "part-0.parquet", dataset / "region=eu" / "part-1.parquet")
+    assert cli.main(["inspect", str(dataset)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"Parquet dataset: {dataset}\n")
+    assert "file index files: 1 current, 1 without an index" in text
+    assert "stale (data files changed: rebuild it)" in text
+    rows = {ln.split()[0]: ln.split() for ln in text.split("file indexes:\n")[1].split("\n\n")[0].splitlines()[2:]}
+    assert rows["id"][-2:] == ["0", "1"]  # stale, missing
+
+
+def test_global_index_keys_are_typed(dataset, tmp_path, capsys):
+    from paimon_fast.tables.globalindex import build_global_index_local, read_listing
+
+    build_global_index_local(str(dataset), "amount", {"sorted-index.records-per-range": "1000"})
+    (f,) = read_listing(str(dataset), "amount")["files"]
+    path = str(dataset / "_global_index" / "amount" / f["file"])
+    assert cli.main(["inspect", path, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["type"], d["first_key"], d["last_key"]) == ("DOUBLE", 0.0, 148.5)
+    assert "amount" in d["type_from"]
+    # the same file elsewhere: nothing says its type, the keys are hex (--row-type decodes them)
+    lone = tmp_path / "lone.index"
+    lone.write_bytes(open(path, "rb").read())
+    assert cli.main(["inspect", str(lone), "--json"]) == 0
+    assert (
+        json.loads(capsys.readouterr().out)["last_key"] == struct.pack("<d", 148.5).hex()
+    )  # Java's key bytes, little-endian
+    assert cli.main(["inspect", str(lone), "--json", "--row-type", "amount=DOUBLE"]) == 0
+    assert json.loads(capsys.readouterr().out)["last_key"] == 148.5
+
+
+def test_global_index_keys_of_a_paimon_table_are_typed(tmp_path, capsys):
+    pytest.importorskip("pypaimon", reason="Paimon tables are written with pypaimon (the tables extra)")
+    from pypaimon import CatalogFactory, Schema
+
+    from paimon_fast.paimon import create_global_index
+
+    catalog = CatalogFactory.create({"warehouse": str(tmp_path / "wh")})
+    catalog.create_database("db", True)
+    schema = pa.schema([("id", pa.int64()), ("price", pa.float64())])
+    opts = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
+    catalog.create_table("db.t", Schema.from_pyarrow_schema(schema, options=opts), True)
+    t = catalog.get_table("db.t")
+    wb = t.new_batch_write_builder()
+    w = wb.new_write()
+    w.write_arrow(pa.table({"id": [1, 2, 3], "price": [2.5, -1.0, 7.25]}, schema=schema))
+    wb.new_commit().commit(w.prepare_commit())
+    w.close()
+    create_global_index(catalog.get_table("db.t"), "price", "btree")
+    (path,) = (tmp_path / "wh" / "db.db" / "t" / "index").iterdir()
+    assert cli.main(["inspect", str(path), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["type"], d["first_key"], d["last_key"]) == ("DOUBLE", -1.0, 7.25) and "'price'" in d["type_from"]
+
+
+@pytest.mark.parametrize("width", [60, 80, 120, 250])
+def test_demo_results_fit_the_terminal(width):
+    """The demo's result table at a terminal's width: every line fits, every predicate and its
+    speed-ups are there; a wide terminal gets one table with the predicates in it."""
+    from paimon_fast.spark.cli import results_text
+
+    pred = "region = 'us' AND id IN (5, 500000, 999999)"
+    rows = [
+        (pred if i % 2 else f"id = {i}", "partition + bloom-filter", "19/20", "1,990,000", "16,691", "0.04 / 0.96",
+         f"{i + 2}.5x", "0.05 / 0.90", f"{i + 3}.5x", "executors", "yes")
+        for i in range(8)
+    ]  # fmt: skip
+    text = results_text(rows, width)
+    assert max(len(ln) for ln in text.splitlines()) <= width
+    for i in range(8):
+        assert f"{i + 2}.5x" in text and f"{i + 3}.5x" in text
+    assert text.count(pred) == 4
+    one_table = text.splitlines()[1].startswith("predicate")
+    assert one_table == (width == 250)
+
+
+def test_sample_writes_the_examples_tables(tmp_path, capsys):
+    from paimon_fast.tables import ParquetDataset
+
+    d = str(tmp_path / "events")
+    assert cli.main(["sample", "parquet", d, "--rows", "2000", "--files", "2", "--indexed"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{d}: a Parquet dataset: 2,000 rows in 2 files") and "bloom-filter on user_id" in out
+    ds = ParquetDataset(d)
+    assert sum(ParquetDataset(d).row_counts().values()) == 2000
+    assert ds.read("status = 'returned'").explain().index("bitmap", "status").used
+    # a new table only: a directory with something in it is refused before anything is written
+    mistake(["sample", "hudi", d], capsys, ["not an empty directory", d])
+    mistake(["sample", "parquet", str(tmp_path / "x"), "--rows", "1", "--files", "3"], capsys, ["--files"])

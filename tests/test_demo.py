@@ -22,17 +22,25 @@ def test_demo_help_says_what_it_does_and_how_long(capsys):
 
 
 @pytest.mark.spark
-def test_demo_small_run(tmp_path, capsys):
+def test_demo_small_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")  # the terminal's width: the demo's lines fit it
     out_dir = tmp_path / "demo"
     assert cli.main(["demo", "--rows", "20000", "--files", "4", "--dir", str(out_dir), "--master", "local[2]"]) == 0
-    out = capsys.readouterr().out
-    table = out[out.index("\npredicate ") + 1 : out.index("where the files went")]
+    out, err = capsys.readouterr()
+    assert max(len(ln) for ln in out.splitlines()) <= 100
+    assert "WARN" not in out + err and "Warning" not in out + err  # Spark's start-up lines went to its log
+    assert "starting local Spark (local[2], 2 cores)" in out
+    # the predicates numbered, then their results by number
+    listing = [ln for ln in out.splitlines() if re.match(r"^ [1-8]  \S", ln)]
+    assert len(listing) == 8
+    table = out[out.index("\n#  ") + 1 : out.index("where the files went")]
     lines = [ln for ln in table.splitlines()[2:] if ln.strip()]
     assert len(lines) == 8
     assert all(ln.rstrip().endswith("yes") for ln in lines)  # every indexed answer equals the plain scan
     # 'XX' is never generated: every file is skipped
-    xx = next(ln for ln in lines if "'XX'" in ln)
-    assert " 4/4 " in xx
+    n = next(ln.split()[0] for ln in listing if "'XX'" in ln)
+    xx = next(ln for ln in lines if ln.split()[0] == n)
+    assert xx.split()[1] == "4/4"
     # every file index kind was written, in a file index container of each of the 4 data files,
     # all under _file_index/ (where no Parquet reader looks)
     kinds, n = {}, 0

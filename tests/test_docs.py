@@ -1,4 +1,5 @@
-"""Every code block of README.md and docs/*.md runs here, so the documentation cannot rot.
+"""Every code block of docs/*.md runs here, so the documentation cannot rot (README.md's run in
+``tests/test_readme.py``: each alone, in a fresh interpreter, as a reader runs them).
 
 A page's blocks run in order, in one fresh working directory per page: ``python`` blocks in one
 namespace (a block may use what an earlier block of its page defined), ``bash`` blocks line by
@@ -39,7 +40,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md"] + sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "benchmarks.md")
+PAGES = sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "benchmarks.md")
 _FENCE = re.compile(
     r"(?:<!--\s*docs-test:\s*(?P<directive>[^>]*?)\s*-->\s*\n)?^```(?P<lang>[\w-]*)[^\n]*\n(?P<code>.*?)^```",
     re.S | re.M,
@@ -79,75 +80,26 @@ def _params():
 
 
 def setup_events(cwd: Path, request=None):
-    """``events/``: a small partitioned Parquet dataset (what ``paimon-fast demo`` writes, smaller)."""
-    from paimon_fast.spark.cli import generate_sample
+    """``events/``: a small partitioned Parquet dataset (``paimon-fast sample parquet events``)."""
+    from paimon_fast.samples import generate_sample
 
     generate_sample(str(cwd / "events"), 20_000, 4)
 
 
 def setup_warehouse(cwd: Path, request=None):
-    """``warehouse/`` with an append table ``db.orders`` written by pypaimon (4 commits), and
-    ``db.items``: a row-tracking, data-evolution table for global indexes."""
+    """``warehouse/`` with ``db.orders`` and ``db.items`` (``paimon-fast sample paimon warehouse``)."""
     pytest.importorskip("pypaimon")
-    import pyarrow as pa
-    from pypaimon import CatalogFactory, Schema
+    from paimon_fast.samples import sample_paimon
 
-    catalog = CatalogFactory.create({"warehouse": str(cwd / "warehouse")})
-    catalog.create_database("db", True)
-    tables = {
-        "orders": (
-            [],
-            {
-                "file-index.bloom-filter.columns": "id",
-                "file-index.bloom-filter.id.items": "1000",
-                "file-index.range-bitmap.columns": "price",
-            },
-        ),
-        "items": (
-            [("tags", pa.list_(pa.string()))],
-            {"row-tracking.enabled": "true", "data-evolution.enabled": "true"},
-        ),
-    }
-    for name, (extra, options) in tables.items():
-        schema = pa.schema([("id", pa.int64()), ("category", pa.string()), ("price", pa.float64()), *extra])
-        catalog.create_table(f"db.{name}", Schema.from_pyarrow_schema(schema, options=options), True)
-        table = catalog.get_table(f"db.{name}")
-        for c in range(4):
-            ids = list(range(c * 250, (c + 1) * 250))
-            columns = {
-                "id": ids,
-                "category": [["red", "green", "blue", "black"][i % 4] for i in ids],
-                "price": [float(i % 97) for i in ids],
-            }
-            if extra:
-                columns["tags"] = [["new", "sale"] if i % 10 == 0 else ["new"] for i in ids]
-            wb = table.new_batch_write_builder()
-            w = wb.new_write()
-            w.write_arrow(pa.table(columns, schema=schema))
-            wb.new_commit().commit(w.prepare_commit())
-            w.close()
+    sample_paimon(str(cwd / "warehouse"))
 
 
 def setup_trips(cwd: Path, request=None):
-    """``trips/``: a copy-on-write Hudi table (two commits, partitioned by city)."""
+    """``trips/``: a copy-on-write Hudi table (``paimon-fast sample hudi trips``)."""
     pytest.importorskip("hudi")
-    import pyarrow as pa
+    from paimon_fast.samples import sample_hudi
 
-    from hudi_writer import CowTable
-
-    schema = pa.schema([("id", pa.int64()), ("city", pa.string()), ("rider", pa.string()), ("fare", pa.float64())])
-    t = CowTable(str(cwd / "trips"), schema, partition_field="city", name="trips")
-    cities = ["chennai", "san_francisco", "sao_paulo"]
-    rows = pa.table(
-        {
-            "id": list(range(300)),
-            "city": [cities[i % 3] for i in range(300)],
-            "rider": [f"rider-{i % 17}" for i in range(300)],
-            "fare": [float(i) for i in range(300)],
-        },
-        schema=schema,
-    )
-    t.insert(rows, groups=2)
+    sample_hudi(str(cwd / "trips"))
 
 
 def setup_s3(cwd: Path, request):
@@ -171,19 +123,13 @@ def setup_s3(cwd: Path, request):
 
 
 def setup_indexed(cwd: Path, request=None):
-    """``events/`` with file indexes, built in-process (``ParquetDataset.build``: the bytes
-    ``paimon-fast build`` writes on Spark)."""
+    """``events/`` with file indexes, built in-process (``paimon-fast sample parquet events
+    --indexed``: the bytes ``paimon-fast build`` writes on Spark)."""
+    from paimon_fast.samples import SAMPLE_INDEXES
     from paimon_fast.tables import ParquetDataset
 
     setup_events(cwd)
-    ParquetDataset(str(cwd / "events")).build(
-        {
-            "file-index.bloom-filter.columns": "user_id",
-            "file-index.bloom-filter.user_id.items": "5000",
-            "file-index.range-bitmap.columns": "amount",
-            "file-index.bitmap.columns": "status",
-        }
-    )
+    ParquetDataset(str(cwd / "events")).build(SAMPLE_INDEXES)
 
 
 SETUPS = {

@@ -18,19 +18,14 @@ pytestmark = pytest.mark.spark
 def gi_spark():
     import sys
 
-    from pyspark.sql import SparkSession
-
     # Python workers must run this interpreter and find this checkout of paimon_fast
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("paimon-fast-globalindex-tests")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
+    from paimon_fast.spark import session
+
+    # the package's session (the tests share one JVM: started as the package starts it)
+    spark = session("local[2]", "paimon-fast-globalindex-tests", conf={"spark.sql.shuffle.partitions": "4"})
     yield spark
 
 

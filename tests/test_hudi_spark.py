@@ -24,18 +24,12 @@ pytestmark = pytest.mark.spark
 def spark():
     import sys
 
-    from pyspark.sql import SparkSession
-
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this interpreter's packages
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    s = (
-        SparkSession.builder.master("local[2]")
-        .appName("paimon-fast-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
+    from paimon_fast.spark import session
+
+    # the package's session (the tests share one JVM: started as the package starts it)
+    s = session("local[2]", conf={"spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC"})
     yield s
 
 

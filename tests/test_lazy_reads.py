@@ -476,6 +476,27 @@ def test_explain_dataset_every_index_kind(tmp_path):
     assert "no" in str(ex).splitlines()[3]
 
 
+def test_explain_agrees_with_the_report_under_or(tmp_path):
+    """Under an OR of two columns no index removes anything alone; the explain's last row, every
+    index together, is the report's figures (files and rows skipped)."""
+    root = write_dataset(str(tmp_path / "ds"), rows=200)
+    ds = ParquetDataset(root)
+    ds.build(DS_OPTIONS)
+    for where in ("name = 'eu1-3' OR score > 95", "name = 'eu1-3' AND score > 50"):
+        r = ParquetDataset(root).read(where)
+        ex, rep = r.explain(), r.report
+        skipped = rep.rows_skipped_by_file + rep.rows_skipped_by_bitmap + rep.rows_skipped_by_deletion
+        assert (ex.files_removed, ex.rows_removed) == (rep.files_skipped, skipped) and skipped > 0, where
+        last = str(ex).splitlines()[-1].split()
+        assert last[:3] == ["together", f"{rep.files_skipped:,}", f"{skipped:,}"]
+        used = [x for x in ex.indexes if x.used]
+        assert {x.column for x in used} == {"name", "score"}
+        if "OR" in where:
+            assert all(x.files_removed == x.rows_removed == 0 and "under OR" in x.why for x in used)
+        else:
+            assert all(x.rows_removed > 0 and not x.why for x in used)
+
+
 def test_explain_dataset_stale_and_type_mismatch(tmp_path):
     from paimon_fast.tables.globalindex import build_global_index_local
 
@@ -832,6 +853,23 @@ def test_hudi_rows_through_every_handoff(hudi_table):
     r = ph.read(hudi_table.path, "kind = 'y'", columns=cols)
     r.to_arrow()
     assert r.report["slices_pruned"] > 0 and r.report["rows_returned"] == len(oracle(rows, "kind = 'y'"))
+
+
+def test_hudi_report_prints_as_text(hudi_table):
+    import json
+
+    import paimon_fast.hudi as ph
+
+    r = ph.read(hudi_table.path, "kind = 'y'")
+    r.to_arrow()
+    rep = r.report
+    text = str(rep)
+    assert "{" not in text and "\n" not in text  # a line of text, as the other kinds' reports
+    assert f"file slices {rep['slices_candidate']}/{rep['slices_total']} to read" in text
+    assert f"({rep['slices_pruned']} pruned by the index" in text and f"{rep['rows_returned']:,} rows returned" in text
+    assert f"index at {rep['index_instant']} (current)" in text
+    assert json.loads(json.dumps(rep)) == dict(rep)  # still the dict it was
+    assert str(ph.prune(hudi_table.path, "kind = 'y'").report).startswith("file slices ")
 
 
 def test_hudi_explain_and_old_paths(hudi_table, tmp_path):

@@ -581,18 +581,14 @@ def gi_spark():
     import sys
 
     pytest.importorskip("pyspark")
-    from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    return (
-        SparkSession.builder.master("local[2]")
-        .appName("paimon-fast-paimon-gi-tests")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
+    from paimon_fast.spark import session
+
+    # the package's session (the tests share one JVM: started as the package starts it)
+    return session("local[2]", "paimon-fast-paimon-gi-tests", conf={"spark.sql.shuffle.partitions": "4"})
 
 
 @pytest.mark.spark

@@ -230,15 +230,11 @@ def paimon_spark():
     root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [root, os.environ.get("PYTHONPATH")] if p)
-    from pyspark.sql import SparkSession
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("paimon-fast-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )
+    from paimon_fast.spark import session
+
+    # the package's session (the tests share one JVM: started as the package starts it)
+    spark = session("local[2]", conf={"spark.sql.shuffle.partitions": "4"})
     yield spark
 
 

@@ -304,6 +304,26 @@ def test_data_source_reader_prunes_pushed_filters(dataset):
     assert [x["id"] for x in rows] == [4321] or rows == []
 
 
+def test_data_source_resolves_a_relative_path_on_the_driver(dataset, tmp_path, monkeypatch):
+    """A relative path is made absolute where Spark plans the read (the driver), so executors in
+    other working directories (a cluster's workers) read the same dataset; then read from
+    elsewhere, as an executor would."""
+    import pickle
+
+    from paimon_fast.spark.datasource import PaimonFastDataSource
+
+    monkeypatch.chdir(os.path.dirname(dataset))
+    src = PaimonFastDataSource({"path": os.path.basename(dataset), "where": "id = 4321"})
+    r = src.reader(src.schema())
+    assert r.path == dataset and os.path.isabs(r.path)
+    parts = r.partitions()
+    shipped = pickle.loads(pickle.dumps(r))  # what an executor receives
+    monkeypatch.chdir(tmp_path)  # an executor's own working directory
+    rows = [row for p in parts for b in shipped.read(p) for row in b.to_pylist()]
+    assert [x["id"] for x in rows] == [4321]
+    assert PaimonFastDataSource({"path": "s3://bucket/events"})._path() == "s3://bucket/events"
+
+
 def test_cli_build_and_query(spark, tmp_path):
     from paimon_fast.cli import main
 

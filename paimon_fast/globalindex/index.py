@@ -174,17 +174,40 @@ class GlobalIndex:
             out = out | p
         return out
 
-    def _fallback(self, selected, fn):
-        if not selected:
-            return BitMap64()
+    def _fallback(self, pred, fn):
+        """A scan limited by the fallback size (Java's order): the files are selected by their
+        metadata with ``pred`` first, an empty selection is no row, and only then is the selected
+        files' total size held against ``*-index.fallback-scan-max-size`` (over it: UNSUPPORTED).
+        A file given without metadata is selected by the metadata it holds itself
+        (:meth:`_own_meta`) before it can push the total over the limit."""
         if self.fallback_max <= 0:
             return UNSUPPORTED
-        total = 0
-        for f in selected:
-            total += f.size
-            if total > self.fallback_max:
+        selected = self._select(pred)
+        if not selected:
+            return BitMap64()
+        if self._total_size(selected) > self.fallback_max:
+            unknown = [f for f in selected if f.meta is None]
+            for f in unknown:
+                f.meta = self._own_meta(f)
+            if unknown:
+                selected = self._select(pred)
+                if not selected:
+                    return BitMap64()
+            if self._total_size(selected) > self.fallback_max:
                 return UNSUPPORTED
         return self._run(selected, fn)
+
+    def _total_size(self, files) -> int:
+        total = 0
+        for f in files:
+            total += f.size
+            if total > self.fallback_max:
+                break
+        return total
+
+    def _own_meta(self, f: _File):
+        """The metadata a file without any holds itself, or None where its kind cannot say."""
+        return None
 
     def _universe(self):
         if self.total_row_count is not None:
@@ -338,7 +361,7 @@ class GlobalIndex:
         if v is None or self.fallback_max <= 0:
             return UNSUPPORTED
         key = self._key(v)
-        return self._fallback(self._select(lambda m: sel(m, key)), lambda r: r.compare_scan(key, ops))
+        return self._fallback(lambda m: sel(m, key), lambda r: r.compare_scan(key, ops))
 
     def _v_less_than(self, v):
         return self._range(v, lambda m, k: not m.only_nulls and self._first_cmp(m, k) < 0, lambda c: c < 0)
@@ -369,13 +392,13 @@ class GlobalIndex:
                 )
             )
 
-        return self._fallback(self._select(lambda m: self._overlaps(m, ka, kb)), scan)
+        return self._fallback(lambda m: self._overlaps(m, ka, kb), scan)
 
     def _v_not_between(self, a, b):
         if a is None or self.fallback_max <= 0 or b is None:
             return UNSUPPORTED
         ka, kb = self._key(a), self._key(b)
-        sel = self._select(lambda m: not m.only_nulls and (self._first_cmp(m, ka) < 0 or self._last_cmp(m, kb) > 0))
+        sel = lambda m: not m.only_nulls and (self._first_cmp(m, ka) < 0 or self._last_cmp(m, kb) > 0)  # noqa: E731
         return self._fallback(sel, lambda r: r.compare_scan(ka, lambda c: c < 0) | r.compare_scan(kb, lambda c: c > 0))
 
     # string predicates --------------------------------------------------------
@@ -396,7 +419,7 @@ class GlobalIndex:
     def _string_fallback(self, v, fn):
         if self.fallback_max <= 0 or not self.codec.is_string or v is None:
             return UNSUPPORTED
-        return self._fallback(self._select(self._not_only_nulls), fn)
+        return self._fallback(self._not_only_nulls, fn)
 
     def _v_ends_with(self, v):
         pat = self._key(v) if v is not None else None
@@ -494,13 +517,20 @@ class BTreeGlobalIndex(GlobalIndex):
             f._reader = _bt.BTreeIndexFile(self.codec, f.where)
         return f._reader
 
+    def _own_meta(self, f: _File):
+        # what Java's writer returns for the file (SortedIndexFileMeta): its first and last
+        # non-null keys and whether it holds a null, read from the index block, the first data
+        # block and the footer
+        r = self._open(f)
+        return SortedIndexFileMeta(r.first_key(), r.last_key(), r.footer.has_nulls)
+
     def _scan(self, v, sel, bounds):
         """A range scan: ``bounds(key) -> (lo, hi, flags)`` over the files ``sel(meta, key)`` keeps."""
         if v is None or self.fallback_max <= 0:
             return UNSUPPORTED
         key = self._key(v)
         lo, hi, flags = bounds(key)
-        return self._fallback(self._select(lambda m: sel(m, key)), lambda r: r.range_rows(lo, hi, flags))
+        return self._fallback(lambda m: sel(m, key), lambda r: r.range_rows(lo, hi, flags))
 
     def _v_less_than(self, v):
         return self._scan(v, lambda m, k: not m.only_nulls and self._first_cmp(m, k) < 0, lambda k: (None, k, 0))
@@ -525,13 +555,13 @@ class BTreeGlobalIndex(GlobalIndex):
         if self._cmp(ka, kb) > 0:
             return BitMap64()
         both = _bt.LO_INCLUSIVE | _bt.HI_INCLUSIVE
-        return self._fallback(self._select(lambda m: self._overlaps(m, ka, kb)), lambda r: r.range_rows(ka, kb, both))
+        return self._fallback(lambda m: self._overlaps(m, ka, kb), lambda r: r.range_rows(ka, kb, both))
 
     def _v_not_between(self, a, b):
         if a is None or self.fallback_max <= 0 or b is None:
             return UNSUPPORTED
         ka, kb = self._key(a), self._key(b)
-        sel = self._select(lambda m: not m.only_nulls and (self._first_cmp(m, ka) < 0 or self._last_cmp(m, kb) > 0))
+        sel = lambda m: not m.only_nulls and (self._first_cmp(m, ka) < 0 or self._last_cmp(m, kb) > 0)  # noqa: E731
         return self._fallback(sel, lambda r: r.range_rows(None, ka, 0) | r.range_rows(kb, None, 0))
 
     def _v_starts_with(self, v):
@@ -623,7 +653,11 @@ def merge_top_n(groups, codec: KeyCodec, limit: int, desc: bool, nulls_first: bo
 
 
 class BTreeGlobalIndexReader(_OneFile, BTreeGlobalIndex):
-    """A :class:`BTreeGlobalIndex` over one file (no metadata: never pruned)."""
+    """A :class:`BTreeGlobalIndex` over one file given without its metadata: it answers as Java's
+    public reader does with the metadata Java's writer stores for the file.  A range or
+    ``LIKE`` scan over a file larger than ``btree-index.fallback-scan-max-size`` first selects
+    the file by the first and last keys and nulls it holds (an empty selection is no row) and only
+    then refuses the scan."""
 
 
 class MultiValueGlobalIndex(GlobalIndex):

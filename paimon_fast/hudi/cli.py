@@ -13,20 +13,10 @@ from ..cli import _print_json, command, display_rows, examples_epilog
 
 
 def _spark_session():
-    import sys
+    from ..spark.session import cli_session
 
-    from ..spark.env import check_spark_environment
-
-    check_spark_environment()
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return (
-        SparkSession.builder.master(os.environ.get("PAIMON_FAST_SPARK_MASTER", "local[*]"))
-        .appName("paimon-fast hudi")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
+    # quiet, and a failing start in one line, as the other commands' sessions
+    return cli_session(os.environ.get("PAIMON_FAST_SPARK_MASTER") or "local[*]", "paimon-fast hudi")
 
 
 def _typed(value: str, t):

@@ -77,6 +77,47 @@ class Candidate:
         return self.row_count
 
 
+class HudiReport(dict):
+    """What a Hudi read or prune did: a dict (its keys as before: ``slices_total``,
+    ``slices_pruned``, ``rows_skipped``, ``read_on``...; JSON as it is) that prints as one line
+    of text, as the other table kinds' reports do."""
+
+    def __str__(self):
+        g = self.get
+        parts = []
+        if "slices_total" in self:
+            parts.append(
+                f"file slices {g('slices_candidate', 0):,}/{g('slices_total', 0):,} to read "
+                f"({g('slices_pruned', 0):,} pruned by the index, {g('slices_not_indexed', 0):,} not indexed)"
+            )
+        if "rows_indexed" in self:
+            parts.append(
+                f"rows {g('rows_candidate_indexed', 0):,}/{g('rows_indexed', 0):,} of the indexed slices kept "
+                f"({g('rows_skipped', 0):,} skipped by the index)"
+            )
+        if g("index_instant") is not None or "stale" in self:
+            state = "stale: the table has newer commits or unindexed slices" if g("stale") else "current"
+            parts.append(f"index at {g('index_instant')} ({state})")
+        if "ms_prune" in self:
+            parts.append(f"index evaluation {g('ms_prune', 0.0):.1f} ms")
+        if "bytes_read" in self:
+            parts.append(f"{g('bytes_read', 0):,} bytes read")
+        if "rows_returned" in self:
+            parts.append(f"{g('rows_returned'):,} rows returned")
+        if "read_on" in self:
+            parts.append(f"read on the {g('read_on')}" + (f" ({g('why')})" if g("why") else ""))
+        text = ", ".join(parts)
+        decoded = g("decoded")
+        if isinstance(decoded, dict) and decoded.get("rows"):
+            from ..parquet.rows import PageReadStats
+
+            try:
+                text += f"; decoded {PageReadStats(**decoded)}"
+            except TypeError:  # fields of another version: as they are
+                text += f"; decoded {decoded}"
+        return text or dict.__repr__(self)
+
+
 class PruneResult:
     """``candidates`` (list of :class:`Candidate`), ``pruned`` ((SliceRef, row count)
     of every covered slice the index skipped, built on first access) and ``report``."""
@@ -85,7 +126,7 @@ class PruneResult:
         self.candidates = candidates
         self._pruned = pruned
         self._lazy = _lazy
-        self.report = report or {}
+        self.report = HudiReport(report or {})
 
     @property
     def pruned(self):
@@ -621,24 +662,26 @@ def _prune(table_path, where, state, manifest, use_index, t0):
     t1 = time.perf_counter()
     manifest = view.manifest if view is not None else None
     n_uncovered = len(uncovered)
-    report = {
-        "predicate": repr(pred),
-        "index_instant": None if manifest is None else manifest["instant"],
-        "table_instant": latest,
-        "stale": manifest is None or manifest["instant"] != latest or bool(n_uncovered),
-        "indexed_columns": list(col_types),
-        "listing": how,
-        "slices_total": total,
-        "slices_covered": int(cov.size),
-        "slices_not_indexed": n_uncovered,
-        "slices_pruned": int(pruned_idx.size),
-        "slices_candidate": len(candidates),
-        "rows_indexed": rows_total,
-        "rows_skipped": rows_skipped,
-        "rows_candidate_indexed": rows_total - rows_skipped,
-        "row_level": sum(1 for c in candidates if c.positions is not None),
-        "ms_list": round((t_list - t0) * 1000, 2),
-        "ms_prune": round((t1 - t_list) * 1000, 2),
-        "bytes_read": _IO.get().bytes,  # index segments (and, in read_arrow, base files) read so far
-    }
+    report = HudiReport(
+        {
+            "predicate": repr(pred),
+            "index_instant": None if manifest is None else manifest["instant"],
+            "table_instant": latest,
+            "stale": manifest is None or manifest["instant"] != latest or bool(n_uncovered),
+            "indexed_columns": list(col_types),
+            "listing": how,
+            "slices_total": total,
+            "slices_covered": int(cov.size),
+            "slices_not_indexed": n_uncovered,
+            "slices_pruned": int(pruned_idx.size),
+            "slices_candidate": len(candidates),
+            "rows_indexed": rows_total,
+            "rows_skipped": rows_skipped,
+            "rows_candidate_indexed": rows_total - rows_skipped,
+            "row_level": sum(1 for c in candidates if c.positions is not None),
+            "ms_list": round((t_list - t0) * 1000, 2),
+            "ms_prune": round((t1 - t_list) * 1000, 2),
+            "bytes_read": _IO.get().bytes,  # index segments (and, in read_arrow, base files) read so far
+        }
+    )
     return PruneResult(candidates, report=report, _lazy=(refs, pruned_idx.tolist(), counts))

@@ -97,6 +97,7 @@ def read_spark(
     executors (the same pipeline as a full snapshot read, for comparison).
     """
     from ..spark.frames import driver_max_bytes as _limit
+    from ..spark.env import arrow_only
     from ..spark.frames import lazy, local_frame, planned
 
     pred = as_predicate(where)
@@ -161,5 +162,6 @@ def read_spark(
     else:
         # task i = row i of a range (no shuffle); the task list travels in the closure
         n = parallelism or max(1, min(len(tasks), spark.sparkContext.defaultParallelism * 2))
-        df = spark.range(0, len(tasks), 1, n).mapInArrow(run, sp_schema)
+        with arrow_only():
+            df = spark.range(0, len(tasks), 1, n).mapInArrow(run, sp_schema)
     return HudiRead(planned(df, report), report)

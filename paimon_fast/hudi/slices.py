@@ -22,7 +22,7 @@ from pyroaring import BitMap
 from ..errors import ColumnNotFoundError
 from ..parquet.rows import no_columns, read_rows
 from ..tables.arrow_filter import coerce_literals, filter_table
-from .prune import _counter
+from .prune import HudiReport, _counter
 from .table import SliceRef, open_table, table_root
 
 SLICE_RANGE_ROWS = 1 << 20  # candidate positions of a base file read at once by iter_slice
@@ -100,7 +100,7 @@ def _run_task(table_path, task, schema, pred, stats=None):
 
 
 def _report(pr, extra=None):
-    r = dict(pr.report)
+    r = HudiReport(pr.report)
     if extra:
         r.update(extra)
     return r

@@ -19,7 +19,7 @@ from typing import Dict, Tuple
 from ..lazyread import Explain, IndexUse
 from ..predicate import Leaf
 from ..result import REMAIN
-from ..tables.explain import FALLBACK_OPS, _alone, _leaves, _Tally, can_answer
+from ..tables.explain import FALLBACK_OPS, _alone, _leaves, _Tally, can_answer, note_or
 from .pruning import INDEX_SUFFIX, _bool_opt, _SchemaResolver, index_applicability
 
 
@@ -149,6 +149,7 @@ def explain_paimon(table, pred, splits, rep, fast: bool) -> Explain:
             u.why = (u.why + "; " if u.why else "") + f"not read: {why_not}"
         ex.indexes.append(u)
     ex.indexes.extend(_global_rows(table, pred, cols, rep, ex))
+    note_or(ex, pred)
     return ex
 
 

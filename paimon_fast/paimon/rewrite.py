@@ -332,6 +332,13 @@ def _spark_build(iterator):
 
 
 def _run_spark(spark, tasks, parallelism=None):
+    from ..spark.env import arrow_only
+
+    with arrow_only():
+        return _run_spark_tasks(spark, tasks, parallelism)
+
+
+def _run_spark_tasks(spark, tasks, parallelism):
     rows = [(i, bytearray(pickle.dumps(t))) for i, t in enumerate(tasks)]
     try:
         sc = spark.sparkContext

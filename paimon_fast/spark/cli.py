@@ -79,10 +79,10 @@ def _jvm_path(path: str) -> str:
 
 
 def _session(args):
-    from . import session
+    from .session import cli_session
 
     _check_before_spark(getattr(args, "path", None), getattr(args, "where", None))
-    return session(args.master)
+    return cli_session(args.master)
 
 
 def _check_before_spark(path, where):
@@ -194,7 +194,7 @@ def build_main(args):
         listing = build_global_index(spark, args.path, col, gopts)
         size = sum(f["size"] for f in listing["files"])
         print(
-            f"global index on {col}: {len(listing['files'])} files, {listing['total_row_count']:,} rows, "
+            f"global index on {col}: {_plural(len(listing['files']), 'file')}, {listing['total_row_count']:,} rows, "
             f"{size:,} bytes, {time.perf_counter() - t0:.2f}s"
         )
 
@@ -436,50 +436,8 @@ paimon-fast delete events --where "status = 'returned' AND id < 1000"
 
 # ---------------------------------------------------------------- demo
 
-COUNTRIES = {
-    "eu": ["DE", "FR", "IT", "ES", "NL", "PL", "SE", "NO"],
-    "us": ["US", "CA", "MX", "BR", "AR", "CL", "CO", "PE"],
-    "asia": ["JP", "CN", "IN", "KR", "SG", "TH", "VN", "ID"],
-}
-STATUSES = ["new", "paid", "shipped", "returned"]
-
-
-def generate_sample(out: str, rows: int, files: int, seed: int = 42) -> list:
-    """A realistic sample dataset: ``region=`` partitions, ``files`` Parquet files,
-    ``id`` (BIGINT, unique), ``user_id`` (STRING, ~rows/4 distinct), ``country``
-    (STRING, 3 of 8 per file), ``status`` (STRING, 4 values), ``amount`` (DOUBLE),
-    ``qty`` (INT, 1..50).  Returns the written paths."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rng = np.random.default_rng(seed)
-    regions = list(COUNTRIES)
-    per_file = max(1, rows // files)
-    users = max(1, rows // 4)
-    paths = []
-    for i in range(files):
-        region = regions[i % len(regions)]
-        d = os.path.join(out, f"region={region}")
-        os.makedirs(d, exist_ok=True)
-        own = np.array(COUNTRIES[region])[rng.choice(8, 3, replace=False)]
-        n = per_file if i < files - 1 else rows - per_file * (files - 1)
-        ids = np.arange(i * per_file, i * per_file + n, dtype=np.int64)
-        uid = rng.integers(0, users, n)
-        t = pa.table(
-            {
-                "id": ids,
-                "user_id": pa.array(np.char.add("u", np.char.zfill(uid.astype(str), 8))),
-                "country": pa.array(own[rng.integers(0, 3, n)]),
-                "status": pa.array(np.array(STATUSES)[rng.integers(0, 4, n)]),
-                "amount": np.round(rng.gamma(2.0, 30.0, n), 2),
-                "qty": pa.array(rng.integers(1, 51, n).astype(np.int32)),
-            }
-        )
-        p = os.path.join(d, f"part-{i:05d}.parquet")
-        pq.write_table(t, p, row_group_size=1 << 20)
-        paths.append(p)
-    return paths
+# the demo's sample dataset is written by paimon_fast.samples (also ``paimon-fast sample parquet``)
+from ..samples import COUNTRIES, STATUSES, generate_sample  # noqa: E402,F401  (handed on)
 
 
 def demo_options(rows: int, files: int) -> dict:
@@ -535,7 +493,7 @@ def demo_setup(p):
 
 
 def _dir_summary(out: str) -> list:
-    """(what, where, files, bytes) of everything the demo wrote under ``out``."""
+    """(what, where under ``out``, files, bytes) of everything the demo wrote under ``out``."""
     from ..tables.parquet import CATALOG_NAME, FILE_INDEX_DIR, INDEX_SUFFIX
 
     groups = {}
@@ -544,27 +502,156 @@ def _dir_summary(out: str) -> list:
             p = os.path.join(dp, f)
             rel = os.path.relpath(p, out)
             if rel.startswith("_global_index" + os.sep):
-                key = ("bitmap global index", os.path.join(out, "_global_index", rel.split(os.sep)[1], ""))
+                key = ("bitmap global index", os.path.join("_global_index", rel.split(os.sep)[1], ""))
             elif rel.startswith(FILE_INDEX_DIR + os.sep) and f.endswith(INDEX_SUFFIX):
-                key = ("file indexes", os.path.join(out, FILE_INDEX_DIR, f"<data file>{INDEX_SUFFIX}"))
+                key = ("file indexes", os.path.join(FILE_INDEX_DIR, f"<data file>{INDEX_SUFFIX}"))
             elif f.endswith(".parquet"):
-                key = ("data", os.path.join(out, "region=*", "part-*.parquet"))
+                key = ("data", os.path.join("region=*", "part-*.parquet"))
             elif f == CATALOG_NAME:
-                key = ("dataset catalog", p)
+                key = ("dataset catalog", rel)
             else:
-                key = ("other", os.path.join(os.path.dirname(p), ""))
+                key = ("other", os.path.join(os.path.dirname(rel), ""))
             n, size = groups.get(key, (0, 0))
             groups[key] = (n + 1, size + os.path.getsize(p))
     return [(k[0], k[1], n, size) for k, (n, size) in groups.items()]
 
 
-def _table(head, rows):
-    widths = [max(len(str(x[i])) for x in rows + [head]) for i in range(len(head))]
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _table(head, rows, right=None):
+    """Rows as aligned text under a header (a heading may hold a line break: two header lines)
+    and a rule; the first column left-aligned, the others right-aligned unless ``right`` says."""
+    heads = [str(h).split("\n") for h in head]
+    depth = max(len(h) for h in heads)
+    heads = [[""] * (depth - len(h)) + h for h in heads]
+    widths = [max([len(x) for x in heads[i]] + [len(str(r[i])) for r in rows]) for i in range(len(head))]
+    right = right if right is not None else [i > 0 for i in range(len(head))]
 
     def fmt(r):
-        return "  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
+        return "  ".join(str(v).rjust(w) if rt else str(v).ljust(w) for v, w, rt in zip(r, widths, right)).rstrip()
 
-    return "\n".join([fmt(head), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows])
+    lines = [fmt([h[d] for h in heads]) for d in range(depth)]
+    return "\n".join(lines + ["  ".join("-" * w for w in widths)] + [fmt(r) for r in rows])
+
+
+def _table_width(head, rows) -> int:
+    widths = [max([len(x) for x in str(h).split("\n")] + [len(str(r[i])) for r in rows]) for i, h in enumerate(head)]
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def terminal_width() -> int:
+    """Columns of the terminal the output goes to: ``$COLUMNS``, else the terminal of stdout,
+    stderr or stdin (``paimon-fast demo | tee log`` still ends on one), else 120."""
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) > 0:
+        return max(60, int(cols))
+    for stream in (sys.__stdout__, sys.__stderr__, sys.__stdin__):
+        try:
+            return max(60, os.get_terminal_size(stream.fileno()).columns)
+        except (AttributeError, ValueError, OSError):
+            continue
+    return 120
+
+
+def _say(text: str, indent: str = "      ", first: str = "") -> None:
+    """Print ``text`` wrapped to the terminal's width (the first line after ``first``)."""
+    import textwrap
+
+    print(
+        textwrap.fill(
+            text,
+            width=terminal_width() - 1,
+            initial_indent=first or indent,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+            break_long_words=False,
+        ),
+        flush=True,
+    )
+
+
+class _Ticker:
+    """A step that may take a while: on a terminal, ``label`` and the seconds spent are redrawn on
+    stderr every half second once the step has run 2 s, and erased when it ends; in a log,
+    nothing (the step's own lines say when it started and ended)."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.t0 = time.perf_counter()
+        self._stop = None
+        self._shown = False
+
+    def __enter__(self):
+        import threading
+
+        if sys.stderr.isatty():
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self):
+        while not self._stop.wait(0.5):
+            s = time.perf_counter() - self.t0
+            if s >= 2:
+                sys.stderr.write(f"\r{self.label} {s:.0f}s ")
+                sys.stderr.flush()
+                self._shown = True
+
+    def set(self, label: str) -> None:
+        self.label = label
+
+    def __exit__(self, *exc):
+        if self._stop is not None:
+            self._stop.set()
+            self._thread.join()
+            if self._shown:
+                sys.stderr.write("\r" + " " * (len(self.label) + 8) + "\r")
+                sys.stderr.flush()
+        return False
+
+
+# the demo's result columns: (heading, priority) - the lowest priorities are left out first when
+# the terminal is narrow; the predicate and the index used go in the table only when all fit
+_RESULT_COLUMNS = [
+    ("files\nskipped", 9),
+    ("rows\nskipped", 4),
+    ("matches", 8),
+    ("count s\nindex / plain", 1),
+    ("count\nfaster", 7),
+    ("collect s\nindex / plain", 1),
+    ("collect\nfaster", 6),
+    ("read on", 3),
+    ("same\nrows", 5),
+]
+
+
+def results_text(results, width: int) -> str:
+    """The demo's results as text at most ``width`` columns wide.  ``results``: one tuple per
+    predicate, ``(predicate, index used, *cells of _RESULT_COLUMNS)``.  One table with the
+    predicates when it fits; else the predicates numbered above a table keyed by their numbers,
+    left without its least telling columns (the seconds first) until it fits."""
+    head = ["predicate", "index used"] + [h for h, _ in _RESULT_COLUMNS]
+    if _table_width(head, results) <= width:
+        return _table(head, results, right=[False, False] + [True] * len(_RESULT_COLUMNS))
+    numbered = [f"{i + 1:>2}  {r[0]}" for i, r in enumerate(results)]
+    pw = max(len(x) for x in numbered)
+    listing = "\n".join(
+        f"{x:<{pw}}  ({r[1]})" if pw + len(r[1]) + 4 <= width else f"{x}\n      ({r[1]})"
+        for x, r in zip(numbered, results)
+    )
+    keep = list(range(len(_RESULT_COLUMNS)))
+    levels = sorted({p for _, p in _RESULT_COLUMNS})
+    while True:
+        head = ["#"] + [_RESULT_COLUMNS[i][0] for i in keep]
+        rows = [[str(n + 1)] + [r[2 + i] for i in keep] for n, r in enumerate(results)]
+        if _table_width(head, rows) <= width or len(levels) <= 4:
+            break
+        drop = levels.pop(0)  # the columns of the lowest priority left, together
+        keep = [i for i in keep if _RESULT_COLUMNS[i][1] != drop]
+    return listing + "\n\n" + _table(head, rows, right=[True] * len(head))
 
 
 @command(
@@ -573,8 +660,6 @@ def _table(head, rows):
     "pruned with and without the indexes",
 )
 def demo_main(args):
-    import warnings
-
     import pyarrow.parquet as pq
 
     try:
@@ -587,38 +672,42 @@ def demo_main(args):
 
     from . import build, build_global_index
     from .env import check_spark_environment
+    from .session import check_master, default_master, describe_master
 
-    # pyspark 4.3 warns about pandas 3 on every Arrow UDF; the demo's UDFs use Arrow only
-    warnings.filterwarnings("ignore", message=".*does not yet fully support pandas", category=FutureWarning)
     check_spark_environment()  # before writing anything: Java 17+, pandas, pyarrow
+    master = check_master(args.master or default_master())
     t_start = time.perf_counter()
     out = _jvm_path(args.dir) if args.dir else tempfile.mkdtemp(prefix="paimon-fast-demo-")
     os.makedirs(out, exist_ok=True)
     t0 = time.perf_counter()
     existing = [os.path.join(dp, f) for dp, _, fs in os.walk(out) for f in fs if f.endswith(".parquet")]
     if existing:
-        print(f"[1/4] using the {len(existing)} data files already in {out}")
+        _say(f"using the {len(existing)} data files already in {out}", first="[1/4] ")
         paths = existing
     else:
-        print(f"[1/4] writing {args.rows:,} rows in {args.files} Parquet files under {out} ...", flush=True)
-        paths = generate_sample(out, args.rows, args.files)
+        _say(f"writing {args.rows:,} rows in {_plural(args.files, 'Parquet file')} under {out} ...", first="[1/4] ")
+        paths = generate_sample(out, args.rows, args.files, progress=_progress_printer("      writing"))
         print(f"      done in {time.perf_counter() - t0:.1f}s")
-    print("[2/4] starting local Spark ...", flush=True)
+    _say(f"starting {describe_master(master)} ...", first="[2/4] ")
     t0 = time.perf_counter()
-    spark = _session(args)
-    print(
-        f"      Spark {spark.version} on {spark.sparkContext.master} "
-        f"({spark.sparkContext.defaultParallelism} cores), started in {time.perf_counter() - t0:.1f}s"
-    )
+    with _Ticker("      starting Spark"):
+        spark = _session(args)
+    sc = spark.sparkContext
+    took = time.perf_counter() - t0
+    _say(f"Spark {spark.version} on {sc.master} ({sc.defaultParallelism} cores), started in {took:.1f}s")
     opts = demo_options(args.rows, len(paths))
     kinds = sorted({k.split(".")[1] for k in opts if k.endswith(".columns")})
-    print(f"[3/4] building file indexes ({', '.join(kinds)}) on Spark executors", flush=True)
+    _say(f"building file indexes ({', '.join(kinds)}) on Spark executors", first="[3/4] ")
     rep = build(spark, out, opts, progress=_progress_printer("      indexing"))
-    print(f"      {rep}")
-    print("      building the bitmap global index of country ...", end="", flush=True)
+    _say(str(rep))
     t0 = time.perf_counter()
-    listing = build_global_index(spark, out, "country")
-    print(f" {len(listing['files'])} files over {listing['total_row_count']:,} rows in {time.perf_counter() - t0:.1f}s")
+    with _Ticker("      building the bitmap global index of country"):
+        listing = build_global_index(spark, out, "country")
+    _say(
+        f"bitmap global index of country: {_plural(len(listing['files']), 'file')} over "
+        f"{listing['total_row_count']:,} rows "
+        f"in {time.perf_counter() - t0:.1f}s"
+    )
 
     # pick values that exist: a user of the last file, an id in the middle
     last = pq.read_table(sorted(paths)[-1], columns=["user_id"]).column(0)
@@ -637,14 +726,18 @@ def demo_main(args):
         ("amount > 450", "range-bitmap"),
         ("qty = 7 AND country IN ('JP', 'KR')", "bsi + bloom-filter"),
     ]
-    print(
-        f"[4/4] answering {len(queries)} predicates with the indexes and with a plain Spark scan "
+    _say(
+        f"answering {len(queries)} predicates with the indexes and with a plain Spark scan "
         f"(spark.read.parquet): count() and collect(), warm, {RACE_ROUNDS} alternating rounds, medians",
-        flush=True,
+        first="[4/4] ",
     )
     rows = []
-    for q, used in queries:
-        r = race(spark, out, q)
+    for i, (q, used) in enumerate(queries):
+        label = f"      {i + 1}/{len(queries)} {q}"
+        if not sys.stderr.isatty():
+            print(label, flush=True)
+        with _Ticker(label):
+            r = race(spark, out, q)
         rep = r.report
         rows.append(
             (
@@ -657,35 +750,26 @@ def demo_main(args):
                 _speedup(*r.count),
                 f"{r.collect[0]:.2f} / {r.collect[1]:.2f}",
                 _speedup(*r.collect),
-                rep.read_on,
+                "nothing" if rep.read_on.startswith("nothing") else rep.read_on,
                 "yes" if r.same else "NO",
             )
         )
+    width = terminal_width()
     print()
+    print(results_text(rows, width))
+    print(f"\nwhere the files went, under {out}:")
     print(
         _table(
-            (
-                "predicate",
-                "index used",
-                "files skipped",
-                "rows skipped",
-                "matches",
-                "count s (index / plain)",
-                "faster",
-                "collect s (index / plain)",
-                "faster",
-                "read on",
-                "same rows",
-            ),
-            rows,
+            ("what", "where", "files", "bytes"),
+            [(w, p, n, f"{b:,}") for w, p, n, b in _dir_summary(out)],
+            right=[False, False, True, True],
         )
     )
-    print("\nwhere the files went:")
-    print(_table(("what", "where", "files", "bytes"), [(w, p, n, f"{b:,}") for w, p, n, b in _dir_summary(out)]))
-    print(
-        f"\ndone in {time.perf_counter() - t_start:.0f}s.  try: paimon-fast query {out} "
-        f'--where "{queries[1][0]}" --compare'
-    )
+    print(f"\ndone in {time.perf_counter() - t_start:.0f}s.  try:")
+    query = f"  paimon-fast query {out}"
+    where = f'--where "{queries[1][0]}" --compare'
+    print(f"{query} {where}" if len(query) + len(where) < width else f"{query} \\\n      {where}")
+    print(f"  paimon-fast inspect {out}")
     if any(x[-1] != "yes" for x in rows):
         return 1
 

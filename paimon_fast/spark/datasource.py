@@ -4,6 +4,9 @@
     df = spark.read.format("paimon-fast").load("/data/events").where("user_id = 42 AND country = 'DE'")
     df = spark.read.format("paimon-fast").option("where", "a = 1 OR b = 2").load("/data/events")
 
+A relative path is resolved on the driver (against the directory it started in, as Spark's own
+readers resolve one) and the absolute path travels to the executors.
+
 **What is pushed.**  Spark hands a Python Data Source only an AND-list of
 simple filters: ``=``, ``<``, ``<=``, ``>``, ``>=``, ``IN``, ``IS [NOT] NULL``,
 ``NOT (=)`` / ``NOT IN``, and LIKE shapes as string prefix / suffix / contains,
@@ -36,6 +39,7 @@ vector deletes (the plan travels with the partition).
 
 from __future__ import annotations
 
+import os
 from typing import List, Optional
 
 from ..errors import require
@@ -62,10 +66,15 @@ class PaimonFastDataSource(DataSource):
         return "paimon-fast"
 
     def _path(self):
+        """The dataset's path as the executors must see it: a relative local path made absolute
+        here, on the driver (Spark plans a Python Data Source there: against the driver's working
+        directory, as ``spark.read.parquet`` resolves one), not left to each executor's own."""
         p = self.options.get("path")
         if not p:
             raise ValueError('paimon-fast needs a path: spark.read.format("paimon-fast").load(PATH)')
-        return p
+        from ..fs import _is_uri
+
+        return p if _is_uri(p) else os.path.abspath(p)
 
     def schema(self):
         from pyspark.sql.pandas.types import from_arrow_schema

@@ -8,6 +8,7 @@ from typing import Optional
 
 from ..tables.parquet import ParquetDataset, local_path
 from .columns import to_spark_column
+from .env import arrow_only
 from .frames import driver_max_bytes as _limit
 from .frames import task_frame, task_numbers
 from .read_job import ship, spark_schema, split_kept, unship
@@ -125,7 +126,8 @@ def _positions_frame(spark, ds: ParquetDataset, plan):
             .select("*", *meta)
         )
         d = d.where(to_spark_column(pred, schema)).select("__pf_file", "__pf_row")
-        parts.append(d.mapInArrow(_positions_udf(), "path string, positions binary"))
+        with arrow_only():
+            parts.append(d.mapInArrow(_positions_udf(), "path string, positions binary"))
     if tasks:
 
         def run(batches):

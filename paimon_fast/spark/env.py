@@ -10,10 +10,12 @@ that names the missing piece and the command that installs it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
+import warnings
 from typing import Optional, Tuple
 
 from ..errors import MissingDependencyError, install_hint, require
@@ -27,6 +29,22 @@ JAVA_INSTALL = (
 )
 
 _CHECKED = []
+
+# pyspark 4.3 (``require_minimum_pandas_version``) warns on every Arrow UDF it plans, every Arrow
+# hand-off and on its own imports once pandas is 3.x
+PANDAS3_WARNING = r"PySpark does not yet fully support pandas >= 3"
+
+
+@contextlib.contextmanager
+def arrow_only():
+    """Run pyspark calls of ours without pyspark's pandas 3 FutureWarning.
+
+    Our Spark jobs hand Spark Arrow batches only (``mapInArrow``, ``createDataFrame`` of an Arrow
+    table): pandas' version does not matter to them, so the warning would only be noise.  It is
+    silenced around those calls, and only there: a user's own pandas UDF still gets it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=PANDAS3_WARNING, category=FutureWarning)
+        yield
 
 
 def java_executable() -> Optional[str]:
@@ -104,7 +122,8 @@ def check_python_packages() -> None:
         if check is None:  # pragma: no cover
             continue
         try:
-            check()
+            with arrow_only():
+                check()
         except ImportError as e:
             raise MissingDependencyError(
                 f"pyspark {_spark_version()}'s Arrow UDFs (the index build) cannot run: {e}: {install_hint('pyspark')}",

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from ..fileindex.options import parse_memory_size
+from .env import arrow_only
 
 DRIVER_MAX_BYTES = "paimon-fast.read.driver-max-bytes"
 DEFAULT_DRIVER_MAX_BYTES = 32 << 20
@@ -73,7 +74,8 @@ def local_frame(spark, table, schema):
     batches = [b for b in table.to_batches() if b.num_rows]
     if len(batches) != len(table.to_batches()):
         table = pa.Table.from_batches(batches, schema=table.schema)
-    return spark.createDataFrame(table, schema=schema)
+    with arrow_only():
+        return spark.createDataFrame(table, schema=schema)
 
 
 def task_frame(spark, n_tasks: int, run: Callable, schema, parallelism: Optional[int] = None):
@@ -82,7 +84,8 @@ def task_frame(spark, n_tasks: int, run: Callable, schema, parallelism: Optional
     (default: one per task number, at most twice the default parallelism)."""
     sc = spark.sparkContext
     parts = max(1, min(n_tasks, parallelism or max(1, sc.defaultParallelism) * 2))
-    return spark.range(0, n_tasks, 1, parts).mapInArrow(run, schema)
+    with arrow_only():
+        return spark.range(0, n_tasks, 1, parts).mapInArrow(run, schema)
 
 
 def task_numbers(batches):

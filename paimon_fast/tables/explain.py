@@ -2,8 +2,10 @@
 columns, which answered, what each removed on its own, and why the others did not answer.
 
 Each index is evaluated alone (the predicate's leaves on other columns answer REMAIN), file by
-file, so its row says what it removes by itself; the header's totals are the plan's, every index
-together.  Reasons an index does not answer: its file is stale (the data file changed since the
+file, so its row says what it removes by itself; the header's totals and the table's last row
+(``together``) are the plan's, every index together, the report's figures.  Under an OR of
+leaves on several columns an index removes nothing alone (the other side keeps every row), and
+its row says so.  Reasons an index does not answer: its file is stale (the data file changed since the
 build), it was built for another type of the column (type mismatch), it cannot answer the
 predicate's operators on its column (unsupported predicate), a global index's range or LIKE scan
 would pass ``bitmap-index.fallback-scan-max-size`` (fallback budget), or it could not be read.
@@ -97,6 +99,28 @@ def _leaves(pred):
 def _alone(pred, column: str, answer):
     """The predicate answered by one index: ``answer(leaf)`` for its column's leaves, REMAIN elsewhere."""
     return evaluate_tree(pred, lambda leaf: answer(leaf) if leaf.name == column else REMAIN)
+
+
+def note_or(ex: Explain, pred) -> None:
+    """Say why an index that answered removes nothing alone: the predicate joins its column's
+    leaves by OR to other columns' leaves, so it removes files and rows only together with the
+    indexes of the other side (the table's last row)."""
+    from ..predicate import Or
+
+    def or_columns(p, out):
+        if isinstance(p, Or):
+            cols = [{x.name for x in _leaves(c)} for c in p.children]
+            for i, c in enumerate(cols):
+                if any(c - other for j, other in enumerate(cols) if j != i):
+                    out |= c
+        for c in getattr(p, "children", ()):
+            or_columns(c, out)
+        return out
+
+    joined = or_columns(pred, set()) if pred is not None else set()
+    for u in ex.indexes:
+        if u.used and not u.files_removed and not u.rows_removed and u.column in joined and not u.why:
+            u.why = "under OR with other columns: removes rows only together with their indexes"
 
 
 def explain_dataset(ds, plan) -> Explain:
@@ -194,6 +218,7 @@ def explain_dataset(ds, plan) -> Explain:
             idx.close()
     ex.indexes.extend(t.finish() for _, t in sorted(tallies.items(), key=lambda kv: (kv[0][1], kv[0][0])))
     ex.indexes.extend(_global_rows(ds, pred, cols, counts, part_types, ops))
+    note_or(ex, pred)
     return ex
 
 
