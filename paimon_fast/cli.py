@@ -410,9 +410,13 @@ def build_parser():
 
 def user_errors() -> tuple:
     """The exception classes that are a user's mistake (a name, a path, a predicate, an option,
-    a missing package): :func:`main` prints one line naming it and exits 2."""
+    a missing package) or that name a file the user must look at (a damaged catalog, listing or
+    deletion file; a data file that is not Parquet): :func:`main` prints one line naming it and
+    exits 2."""
     from .errors import (
         ColumnNotFoundError,
+        DamagedFileError,
+        DataFileError,
         InvalidArgumentError,
         MissingDependencyError,
         NotFoundError,
@@ -434,6 +438,8 @@ def user_errors() -> tuple:
         FileNotFoundError,
         NotADirectoryError,
         IsADirectoryError,
+        DamagedFileError,
+        DataFileError,
     )
 
 

@@ -253,7 +253,14 @@ def test_top_level_help_describes_the_tool(capsys, monkeypatch):
 
 
 def test_inspect_prints_a_summary_and_json_on_request(dataset, capsys):
-    path = str(dataset / "_file_index" / "region=eu" / "part-0.parquet.index")
+    from paimon_fast.tables import ParquetDataset
+
+    (path,) = [
+        str(dataset / "_file_index" / "region=eu" / n) for n in os.listdir(dataset / "_file_index" / "region=eu")
+    ]
+    assert path.endswith(".index") and ParquetDataset(str(dataset)).read_catalog()["files"]["region=eu/part-0.parquet"][
+        "file_index"
+    ]["path"] == os.path.relpath(path, dataset)
     assert cli.main(["inspect", path]) == 0
     text = capsys.readouterr().out
     with pytest.raises(json.JSONDecodeError):
