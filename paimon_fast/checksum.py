@@ -1,15 +1,16 @@
 """Checksums of the files a table's metadata names, checked on the bytes a reader reads anyway.
 
 * **Index files read in ranges** (file index containers, global index files): the file is cut into
-  blocks of equal size (16 KiB, doubled until there are at most 64 blocks) and the CRC-32 of each
-  block is recorded beside the file's size (:func:`block_checksums`:
-  ``{"crc32": "<base64 of big-endian uint32s>", "block": 16384}``).  :class:`ChecksummedSource`
-  reads whole blocks, checks each one it touches (once) and hands the ranges asked for on, so a
-  reader that reads a container's header and one index body checks those blocks only.
-* **Files read whole** (deletion files): the CRC-32 of the whole file (:func:`crc32`).
-* **Commit objects** (a dataset's catalog, a global index listing): JSON whose last member is
-  ``"checksum": "crc32:<8 hex digits>"``, the CRC-32 of the file's bytes before that member
-  (:func:`seal_json`, :func:`open_json`).
+  blocks of equal size (16 KiB, doubled until there are at most 64 blocks) and a 32-bit checksum of
+  each block (the low half of its XXH3-64: about 10 GB/s, five times zlib's CRC-32) is recorded
+  beside the file's size (:func:`block_checksums`: ``{"xxh3": "<base64 of big-endian uint32s>",
+  "block": 16384}``).  :class:`ChecksummedSource` reads whole blocks, checks each one it touches
+  (once) and hands the ranges asked for on, so a reader that reads a container's header and one
+  index body checks those blocks only.
+* **Files read whole** (deletion files): the same checksum of the whole file (:func:`digest32`).
+* **Commit objects** (a dataset's catalog, a global index listing, a Hudi sidecar manifest): JSON
+  whose last member is ``"checksum": "xxh3:<8 hex digits>"``, the checksum of the file's bytes
+  before that member (:func:`seal_json`, :func:`open_json`).
 
 A mismatch raises :class:`ChecksumMismatchError` (an :class:`~paimon_fast.errors.IndexFormatError`)
 naming the file and where; a damaged commit object :class:`~paimon_fast.errors.DamagedFileError`.
@@ -37,6 +38,18 @@ class ChecksumMismatchError(IndexFormatError):
     """Bytes read from an index file do not have the checksum its catalog recorded."""
 
 
+def _xxh3(data) -> int:
+    import xxhash
+
+    return xxhash.xxh3_64_intdigest(data) & 0xFFFFFFFF
+
+
+def digest32(data) -> int:
+    """The 32-bit checksum of a whole file (the low half of its XXH3-64): bytes or
+    :class:`paimon_fast.fsutil.Chunks`."""
+    return _xxh3(bytes(data) if hasattr(data, "parts") else data)
+
+
 def crc32(data) -> int:
     """CRC-32 (zlib's) of bytes or of :class:`paimon_fast.fsutil.Chunks`."""
     parts = getattr(data, "parts", None)
@@ -60,14 +73,14 @@ def block_checksums(data) -> dict:
     beside the file (see the module docstring)."""
     mv = memoryview(bytes(data) if hasattr(data, "parts") else data).cast("B")
     b = block_size_for(len(mv))
-    crcs = [zlib.crc32(mv[i : i + b]) & 0xFFFFFFFF for i in range(0, len(mv), b)]
-    return {"crc32": base64.b64encode(struct.pack(f">{len(crcs)}I", *crcs)).decode("ascii"), "block": b}
+    sums = [_xxh3(mv[i : i + b]) for i in range(0, len(mv), b)]
+    return {"xxh3": base64.b64encode(struct.pack(f">{len(sums)}I", *sums)).decode("ascii"), "block": b}
 
 
 def _parse(spec: Mapping, size: int, what: str) -> Tuple[int, Tuple[int, ...]]:
     try:
         b = int(spec["block"])
-        raw = base64.b64decode(spec["crc32"], validate=True)
+        raw = base64.b64decode(spec["xxh3"], validate=True)
         crcs = struct.unpack(f">{len(raw) // 4}I", raw)
     except (KeyError, TypeError, ValueError, struct.error) as e:
         raise ChecksumMismatchError(f"{what}: the recorded checksum is unreadable ({e})") from None
@@ -99,7 +112,7 @@ class ChecksummedSource(Source):
             return got
         lo = n * self.block
         data = bytes(self.inner.read_at(lo, min(self.block, self.size - lo), self.what))
-        if zlib.crc32(data) & 0xFFFFFFFF != self.crcs[n]:
+        if _xxh3(data) != self.crcs[n]:
             raise ChecksumMismatchError(
                 f"{self.what}: checksum mismatch in bytes [{lo}, {lo + len(data)}) (the file is damaged or "
                 "not the one the catalog names)",
@@ -130,8 +143,8 @@ class ChecksummedSource(Source):
 
 
 def verify_whole(data, expected: Optional[int], what: str) -> None:
-    """Check a file read whole against its recorded CRC-32 (None: nothing recorded)."""
-    if expected is not None and crc32(data) != int(expected):
+    """Check a file read whole against its recorded :func:`digest32` (None: nothing recorded)."""
+    if expected is not None and digest32(data) != int(expected):
         raise ChecksumMismatchError(f"{what}: checksum mismatch (the file is damaged or not the one the catalog names)")
 
 
@@ -141,9 +154,9 @@ def seal_json(obj: Mapping, compact: bool = False) -> bytes:
     rest = {k: v for k, v in obj.items() if k != "checksum"} or {"empty": True}
     if compact:
         head = json.dumps(rest, separators=(",", ":")).encode("utf-8")[:-1]
-        return head + _SEAL_COMPACT + b"crc32:%08x" % crc32(head) + b'"}'
+        return head + _SEAL_COMPACT + b"xxh3:%08x" % _xxh3(head) + b'"}'
     head = json.dumps(rest, indent=1).encode("utf-8")[:-2]
-    return head + _SEAL + b"crc32:%08x" % crc32(head) + b'"\n}\n'
+    return head + _SEAL + b"xxh3:%08x" % _xxh3(head) + b'"\n}\n'
 
 
 def open_json(data, what: str, required: bool = False) -> Tuple[dict, bool]:
@@ -163,7 +176,7 @@ def open_json(data, what: str, required: bool = False) -> Tuple[dict, bool]:
             raise DamagedFileError(f"{what} is damaged: its checksum is missing")
         return obj, False
     i = max(raw.rfind(_SEAL), raw.rfind(_SEAL_COMPACT))
-    if i < 0 or cs != "crc32:%08x" % crc32(raw[:i]):
+    if i < 0 or cs != "xxh3:%08x" % _xxh3(raw[:i]):
         raise DamagedFileError(f"{what} is damaged: checksum mismatch")
     del obj["checksum"]
     return obj, True

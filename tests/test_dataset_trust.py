@@ -152,7 +152,7 @@ def test_legacy_catalog_without_identity_is_not_trusted_then_rebuilt(local):
     from paimon_fast.tables import CATALOG_NAME
 
     deleted = ready(local)
-    strong = ("ctime_ns", "ino", "file_crc32", "file_size")
+    strong = ("ctime_ns", "ino", "file_xxh3", "file_size")
     cat = dict(ParquetDataset(local.uri).read_catalog())
     files = {}
     for rel, e in cat["files"].items():
@@ -180,7 +180,7 @@ def test_legacy_catalog_without_identity_is_not_trusted_then_rebuilt(local):
 @pytest.mark.parametrize("keep_times", [True, False], ids=["cp -a", "cp -r"])
 def test_a_copied_dataset_keeps_its_deletes_and_is_filtered_until_rebuilt(tmp_path, keep_times):
     """A copy has new inodes and change times (and, without -a, new mtimes): its bytes are the same,
-    which the recorded witness (the CRC-32 of each file's tail) tells.  Its deletion vectors apply,
+    which the recorded witness (a checksum of each file's tail) tells.  Its deletion vectors apply,
     its indexes answer but never as exact, and the next build makes them exact again."""
     import shutil
 

@@ -341,7 +341,7 @@ def write_manifest(table_path: str, manifest: dict, base=None) -> str:
     :class:`~paimon_fast.fs.CommitConflictError` when another run created it first."""
     store, d = _manifest_dir(table_path)
     store.makedirs(d)
-    data = seal_json(manifest, compact=True)  # its last member: a CRC-32 of the rest
+    data = seal_json(manifest, compact=True)  # its last member: a checksum of the rest
     inst = manifest["instant"]
     if store.local:
         final = store.join(d, f"manifest-{inst}.json")

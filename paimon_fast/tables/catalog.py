@@ -4,7 +4,7 @@
 ``<root>/_commits/_paimon_fast_catalog.json.<10-digit version>`` (:class:`paimon_fast.fs.CommitFile`),
 each created exclusively: locally a hard link that fails onto an existing name, on S3 a conditional
 PUT (``If-None-Match: *``), on HDFS a rename that fails onto an existing file.  Each version is sealed
-JSON (its last member is a CRC-32 of the rest: :func:`paimon_fast.checksum.seal_json`); one that does
+JSON (its last member is a checksum of the rest: :func:`paimon_fast.checksum.seal_json`); one that does
 not parse or fails its checksum raises :class:`~paimon_fast.errors.DamagedFileError` naming the file
 and how to go back to the previous version.  Datasets indexed before versions existed have the plain
 file ``<root>/_paimon_fast_catalog.json``: it is read as version 0 and, once version 1 exists,

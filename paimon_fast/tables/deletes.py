@@ -12,13 +12,13 @@ beside the file index::
                                    "cardinality": 7, "bitmap64": false,
                                    "size": 123, "mtime_ns": 1700000000000000000,
                                    "ctime_ns": ..., "ino": ... (or "etag": ...),
-                                   "file_crc32": 3735928559, "file_size": 1234}}}
+                                   "file_xxh3": 3735928559, "file_size": 1234}}}
 
 ``offset`` / ``length`` / ``cardinality`` are what Paimon's index metadata
 records for the vector.  The identity keys (:mod:`paimon_fast.tables.identity`)
 are the data file's as the delete read it: a data file rewritten since then no
 longer matches its positions, so its vector is ignored rather than deleting the
-wrong rows.  ``file_crc32`` / ``file_size`` are the deletion file's: it is read
+wrong rows.  ``file_xxh3`` / ``file_size`` are the deletion file's (:func:`paimon_fast.checksum.digest32`): it is read
 whole and checked; a deletion file that is missing or fails its checksum raises
 :class:`~paimon_fast.errors.DamagedFileError` (rows deleted must never come back
 silently).
@@ -46,7 +46,7 @@ from typing import Dict, List, Mapping, Optional
 
 import numpy as np
 
-from ..checksum import ChecksumMismatchError, crc32, verify_whole
+from ..checksum import ChecksumMismatchError, digest32, verify_whole
 from ..errors import DamagedFileError, IndexFormatError
 from ..fs import CommitConflictError
 from ..tableindex import DeletionVector, read_deletion_vector, serialize_deletion_files
@@ -131,7 +131,7 @@ def _deletion_file(ds, path: str, entry: dict, blobs: Dict[str, bytes]) -> bytes
                 f"deletion file {shown} has {len(blob)} bytes, the catalog recorded {entry['file_size']}"
             )
         try:
-            verify_whole(blob, entry.get("file_crc32"), f"deletion file {shown}")
+            verify_whole(blob, entry.get("file_xxh3"), f"deletion file {shown}")
         except ChecksumMismatchError as e:
             raise DamagedFileError(f"{e}: the rows it deletes cannot be known (restore it)") from None
         blobs[path] = blob
@@ -243,7 +243,7 @@ def commit_deletions(
         name = f"index-{uuid.uuid4()}-0"
         store.write_atomic(store.join(d, name), data)
         written.append(name)
-        return name, {p: m[1:] for p, m in zip(vectors, metas)}, crc32(data), len(data)
+        return name, {p: m[1:] for p, m in zip(vectors, metas)}, digest32(data), len(data)
 
     first = write({p: dv for p, (dv, _) in merged.items()})
     step("delete.file_written", file=first[0])
@@ -295,7 +295,7 @@ def commit_deletions(
                 "cardinality": card,
                 "bitmap64": bool(dv.bitmap64),
                 **ident,
-                "file_crc32": file_crc,
+                "file_xxh3": file_crc,
                 "file_size": file_size,
             }
             entries[path] = e

@@ -27,7 +27,7 @@ identity while the store gives one: written by an earlier version, not trusted u
 
 **Copies.**  A dataset copied or restored (``cp -a``, ``rsync``, a backup) has new inodes and change
 times: its files are other files to the identity, although their bytes are the same.  The catalog
-also records a *witness* of each version, the CRC-32 of its last 64 KiB (the Parquet footer: row
+also records a *witness* of each version, a checksum of its last 64 KiB (the Parquet footer: row
 groups, column chunk offsets, sizes and statistics).  A file whose identity differs but whose size
 and witness are the recorded ones is :data:`COPIED`: its deletion vector applies (ignoring it would
 bring deleted rows back) and its index answers, but never as exact (the rows are filtered again), and
@@ -155,9 +155,9 @@ def usable(verdict: str) -> bool:
 
 def witness_of(tail) -> str:
     """The witness of a file whose last bytes (at most :data:`WITNESS_BYTES`) are ``tail``."""
-    import zlib
+    from ..checksum import digest32
 
-    return f"crc32:{zlib.crc32(tail) & 0xFFFFFFFF:08x}:{len(tail)}"
+    return f"xxh3:{digest32(tail):08x}:{len(tail)}"
 
 
 def read_witness(store, path: str, ident: Identity, counter=None) -> Optional[str]:

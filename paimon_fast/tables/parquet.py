@@ -38,13 +38,13 @@ file listing away from it)::
                                  "etag": "\"9b2cf535f27731c974343645a3985328\"",   (S3)
                                  "rows": 1000,
                                  "file_index": {"digest": "...", "path": "_file_index/k=v/a.parquet.<hash>.index",
-                                                "size": 456, "checksum": {"crc32": "...", "block": 16384}}
+                                                "size": 456, "checksum": {"xxh3": "...", "block": 16384}}
                                             or {"digest": "...", "inline": "<base64>", "size": 80}
                                             or (old layout) {"digest": "...", "file": "a.parquet.index", ...},
                                  "deletion_vector": {"file": "index-<uuid>-0", "offset": 1, ...}},
                ...},
      ...,
-     "checksum": "crc32:..."}
+     "checksum": "xxh3:..."}
 
 The identity keys (``size``, ``mtime_ns``, ``ctime_ns`` / ``ino`` or ``etag``:
 :mod:`paimon_fast.tables.identity`) are those of the data file the index was built from: an index
@@ -53,7 +53,7 @@ options digest differs from the current options is rebuilt by the next build, bu
 for its file).  Indexes smaller than or equal to ``file-index.in-manifest-threshold`` (default 500
 bytes) are kept inline (base64) instead of in a ``.index`` file, as Paimon embeds them in its
 manifest.  A ``path`` is relative to the root; an old-layout ``file`` is a name in the data file's
-directory; ``checksum`` holds the CRC-32s of the index file's blocks
+directory; ``checksum`` holds the checksums of the index file's blocks
 (:mod:`paimon_fast.checksum`), checked on every block a reader reads.  Keys this module does not
 know, at the top level or in a file's entry, are preserved on rewrite, so other features (global
 indexes, deletion vectors) add their own keys next to ``file_index``.  Deleted rows are Paimon
@@ -245,7 +245,7 @@ def store_index(
 
     The file is ``_file_index/<rel>.<content hash>.index``: a new name for new bytes, visible only
     once a catalog version names it (a reader of an older version keeps reading the bytes it names).
-    The entry records the CRC-32s of its blocks (:func:`paimon_fast.checksum.block_checksums`)."""
+    The entry records the checksums of its blocks (:func:`paimon_fast.checksum.block_checksums`)."""
     if blob is None:
         return {"digest": digest, "none": True}
     typed = {"types": dict(types)} if types else {}
@@ -292,7 +292,8 @@ def build_file_index(
         witness = None
         if identity is not None:
             witness = _identity.read_witness(store, path, identity, counter)
-            now = _identity.current(store, path)
+            pinned = identity.etag is not None and store.type_name == "s3" and store._boto_client() is not None
+            now = identity if pinned else _identity.current(store, path)  # pinned reads fail when it changed
             if now is None or not now.same(identity):
                 return 0, None
     except _identity.DataFileChangedError:
