@@ -47,7 +47,7 @@ EXAMPLES = """\
 examples:
   paimon-fast demo                                     # the whole pipeline on a sample dataset
   paimon-fast query events --where "country = 'DE'"    # a pruned query over a Parquet dataset
-  paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.index  # what an index file holds
+  paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.d3a835bbee1d4c73.index  # what an index file holds
   paimon-fast COMMAND --help                           # a command's options and examples"""
 
 
@@ -185,8 +185,8 @@ container (the indexes of one data file, by column), a bitmap or multivalue glob
 file, a deletion file, an Iceberg Puffin file of deletion vectors, a dynamic-bucket hash
 index file or a Paimon index manifest.  Prints a summary table; --json prints every detail."""
 inspect_main.examples = """
-paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.index
-paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.index --json
+paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.d3a835bbee1d4c73.index
+paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.d3a835bbee1d4c73.index --json
 paimon-fast inspect data-0.orc.index --row-type "id=BIGINT,name=STRING"
 """
 
