@@ -549,11 +549,11 @@ def _dir_summary(out: str) -> list:
             if rel.startswith("_global_index" + os.sep):
                 key = ("bitmap global index", os.path.join(out, "_global_index", rel.split(os.sep)[1], ""))
             elif rel.startswith(FILE_INDEX_DIR + os.sep) and f.endswith(INDEX_SUFFIX):
-                key = ("file indexes", os.path.join(out, FILE_INDEX_DIR, f"<data file>{INDEX_SUFFIX}"))
+                key = ("file indexes", os.path.join(out, FILE_INDEX_DIR, f"<data file>.<hash>{INDEX_SUFFIX}"))
             elif f.endswith(".parquet"):
                 key = ("data", os.path.join(out, "region=*", "part-*.parquet"))
-            elif f == CATALOG_NAME:
-                key = ("dataset catalog", p)
+            elif f == CATALOG_NAME or f.startswith(CATALOG_NAME + "."):  # its versions, and the stub
+                key = ("dataset catalog", os.path.join(out, "_commits", f"{CATALOG_NAME}.<version>"))
             else:
                 key = ("other", os.path.join(os.path.dirname(p), ""))
             n, size = groups.get(key, (0, 0))
