@@ -10,7 +10,8 @@ trust_support.py (the rows read with pyarrow, the queries as Python functions):
 * no committed delete is lost: the final read misses exactly the ids of all committed deletes;
 * the dataset stays readable (no process failed) and a final gc leaves it so.
 
-About 10 s on an idle 2-core machine (the processes mostly wait for one another's commits).
+About 7 s on the shared 2-core machine (6.5 s measured, under load; the processes mostly wait for one
+another's commits), so it runs with the suite (not marked slow).
 """
 
 import json
