@@ -50,7 +50,7 @@ examples:
   paimon-fast demo                                     # the whole pipeline on a sample dataset
   paimon-fast query events --where "country = 'DE'"    # a pruned query over a Parquet dataset
   paimon-fast inspect events                           # a dataset: files, indexes per column, staleness
-  paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.index  # what an index file holds
+  paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.<hash>.index  # what an index file holds
   paimon-fast COMMAND --help                           # a command's options and examples"""
 
 
@@ -229,8 +229,8 @@ dataset: data files and rows, its file indexes per column and index type (files,
 files), its global indexes, deletion vectors.  Prints a summary; --json prints every detail."""
 inspect_main.examples = """
 paimon-fast inspect events
-paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.index
-paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.index --json
+paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.<hash>.index
+paimon-fast inspect events/_file_index/region=eu/part-00000.parquet.<hash>.index --json
 paimon-fast inspect data-0.orc.index --row-type "id=BIGINT,name=STRING"
 """
 
@@ -459,9 +459,13 @@ def build_parser():
 
 def user_errors() -> tuple:
     """The exception classes that are a user's mistake (a name, a path, a predicate, an option,
-    a missing package): :func:`main` prints one line naming it and exits 2."""
+    a missing package) or that name a file the user must look at (a damaged catalog, listing or
+    deletion file; a data file that is not Parquet): :func:`main` prints one line naming it and
+    exits 2."""
     from .errors import (
         ColumnNotFoundError,
+        DamagedFileError,
+        DataFileError,
         InvalidArgumentError,
         MissingDependencyError,
         NotFoundError,
@@ -484,6 +488,8 @@ def user_errors() -> tuple:
         FileExistsError,
         NotADirectoryError,
         IsADirectoryError,
+        DamagedFileError,
+        DataFileError,
     )
 
 

@@ -24,6 +24,23 @@ class IndexFormatError(PaimonFastError, ValueError):
         super().__init__(msg)
 
 
+class DamagedFileError(IndexFormatError):
+    """A file a table's metadata depends on is damaged (a dataset catalog or global index listing
+    that is not valid JSON or fails its checksum, a deletion file that fails its checksum).  The
+    message names the file and what to do; the command line prints it as one line, exit code 2."""
+
+
+class DataFileError(PaimonFastError, ValueError):
+    """A data file of a table cannot be read as what it claims to be (a ``.parquet`` file that is
+    not Parquet); the message names it."""
+
+
+class DataFileChangedError(PaimonFastError):
+    """A data file changed (or went) after an operation's snapshot was taken, while the operation
+    read it: what was read is not the snapshot's file.  Nothing was returned from it; run the
+    operation again (it starts from a new snapshot)."""
+
+
 class IndexTooLargeError(PaimonFastError, ValueError):
     """An index would exceed a size Java cannot handle (e.g. a serialized
     deletion vector > 2 GB, Java's array limit)."""

@@ -106,12 +106,17 @@ class IOCounter:
 @dataclass(frozen=True)
 class FileEntry:
     """One file found by :meth:`Store.list_files`: path relative to the listed root (POSIX),
-    full path in the store, size, modification time (ns)."""
+    full path in the store, size, modification time (ns), and what tells one version of the file
+    from another beyond those: locally its change time (ns) and inode, on S3 (listed through
+    boto3) its ETag; None where the store does not say."""
 
     rel: str
     path: str
     size: int
     mtime_ns: int
+    ctime_ns: Optional[int] = None
+    ino: Optional[int] = None
+    etag: Optional[str] = None
 
 
 def display_uri(uri: str) -> str:
@@ -258,7 +263,7 @@ class Store:
                         for e in it:
                             if e.is_file() and (keep is None or keep(e.name)):
                                 st = e.stat()
-                                out.append(FileEntry(e.name, e.path, st.st_size, st.st_mtime_ns))
+                                out.append(_local_entry(e.name, e.path, st))
                 except (FileNotFoundError, NotADirectoryError):
                     pass
                 return sorted(out, key=lambda e: e.rel)
@@ -273,8 +278,10 @@ class Store:
                         st = os.stat(p)
                     except FileNotFoundError:
                         continue
-                    out.append(FileEntry(os.path.relpath(p, root).replace(os.sep, "/"), p, st.st_size, st.st_mtime_ns))
+                    out.append(_local_entry(os.path.relpath(p, root).replace(os.sep, "/"), p, st))
             return sorted(out, key=lambda e: e.rel)
+        if self.type_name == "s3" and self._boto_client() is not None:
+            return self._list_s3(root, recursive, skip_dir, keep)
         import pyarrow.fs as pafs
 
         try:
@@ -293,6 +300,54 @@ class Store:
                 continue
             out.append(FileEntry(rel, i.path, i.size, _mtime_ns(i)))
         return sorted(out, key=lambda e: e.rel)
+
+    def _list_s3(self, root, recursive, skip_dir, keep) -> List[FileEntry]:
+        """:meth:`list_files` through boto3: the same requests as pyarrow's listing (1,000 keys
+        each), and each object's ETag with it."""
+        client = self._boto_client()
+        bucket, _, prefix = root.rstrip("/").partition("/")
+        pre = prefix + "/" if prefix else ""
+        kw = {"Bucket": bucket, "Prefix": pre}
+        if not recursive:
+            kw["Delimiter"] = "/"
+        out = []
+        for page in client.get_paginator("list_objects_v2").paginate(**kw):
+            for o in page.get("Contents", ()):
+                key = o["Key"]
+                if key.endswith("/"):
+                    continue  # a directory marker
+                rel = key[len(pre) :]
+                parts = rel.split("/")
+                if skip_dir is not None and any(skip_dir(d) for d in parts[:-1]):
+                    continue
+                if keep is not None and not keep(parts[-1]):
+                    continue
+                out.append(
+                    FileEntry(rel, f"{bucket}/{key}", int(o["Size"]), boto_mtime_ns(o["LastModified"]), etag=o["ETag"])
+                )
+        return sorted(out, key=lambda e: e.rel)
+
+    def head(self, path: str) -> Optional[FileEntry]:
+        """The file at ``path`` as :meth:`list_files` would give it (one stat or HEAD request), None
+        when it does not exist."""
+        name = self.basename(path)
+        if self.local:
+            try:
+                return _local_entry(name, path, os.stat(path))
+            except FileNotFoundError:
+                return None
+        if self.type_name == "s3" and self._boto_client() is not None:
+            bucket, _, key = path.partition("/")
+            try:
+                r = self._boto_client().head_object(Bucket=bucket, Key=key)
+            except Exception as e:  # botocore.exceptions.ClientError
+                code = str(getattr(e, "response", {}).get("Error", {}).get("Code", ""))
+                if code in ("404", "NoSuchKey", "NotFound"):
+                    return None
+                raise
+            return FileEntry(name, path, int(r["ContentLength"]), boto_mtime_ns(r["LastModified"]), etag=r["ETag"])
+        st = self.stat(path)
+        return None if st is None else FileEntry(name, path, st[0], st[1])
 
     # ------------------------------------------------------------ reads
     def open_source(self, path: str, counter: Optional[IOCounter] = None, head: int = 0) -> Source:
@@ -474,6 +529,17 @@ def _mtime_ns(info) -> int:
     return int(m) if m is not None else 0
 
 
+def _local_entry(rel: str, path: str, st) -> FileEntry:
+    return FileEntry(rel, path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def boto_mtime_ns(dt) -> int:
+    """A boto3 ``LastModified`` (an aware datetime) in ns since the epoch, exactly."""
+    import calendar
+
+    return calendar.timegm(dt.utctimetuple()) * 1_000_000_000 + dt.microsecond * 1000
+
+
 class ArrowFileSource(Source):
     """A pyarrow random-access file: each ``read_at`` is one ranged read (thread-safe), counted."""
 
@@ -624,56 +690,69 @@ _RESOLVED: dict = {}
 
 
 class CommitFile:
-    """The one object a commit writes last (a catalog, a listing), read and written whole.
+    """The one object a commit writes last (a catalog, a listing), read and written whole, as
+    immutable versions ``<dir>/_commits/<name>.<10-digit version>``.
 
-    Local (and wherever renames replace atomically): the file ``<dir>/<name>``,
-    replaced by :meth:`Store.write_atomic` (readers see the old or the new one).
-    Object stores, HDFS and other filesystems: immutable versions
-    ``<dir>/_commits/<name>.<10-digit version>``, each created with
-    :meth:`Store.create_exclusive`; the highest version is current.  A reader
-    lists the versions and then probes the following numbers (a listing may lag
-    a fresh object; a GET of a new key does not), so it never misses a commit
-    that finished before it started.  A writer names the version it read
-    (:meth:`write` ``base``); if another writer created the next version first,
-    :class:`CommitConflictError` is raised and nothing is overwritten.
+    Each version is created with :meth:`Store.create_exclusive` (locally a hard link, which fails
+    onto an existing name; on S3 a conditional PUT; on HDFS a rename, which fails onto an existing
+    file), so of two writers that both read version ``n`` only one creates ``n + 1``; the other gets
+    :class:`CommitConflictError` and nothing of its commit is visible.  The highest version is
+    current.  A reader lists the versions and then probes the following numbers (a listing may lag
+    a fresh object; a GET of a new key does not), so it never misses a commit that finished before
+    it started.  Superseded versions stay until ``paimon-fast gc`` removes them (after a grace
+    period: a reader may still be using one).
+
+    Before versions existed locally the commit object was the plain file ``<dir>/<name>``, replaced
+    in place; when no version exists it is read as version 0, and the first commit creates version 1.
     """
 
     def __init__(self, store: Store, directory: str, name: str):
         self.store = store
         self.dir = directory
         self.name = name
-        self.versioned = not store.local
+        self.versioned = True
 
     @property
     def path(self) -> str:
-        """The local commit file (for messages on object stores: the versions' directory)."""
-        return (
-            self.store.join(self.dir, self.name)
-            if not self.versioned
-            else self.store.join(self.dir, VERSION_DIR, self.name)
-        )
+        """The versions' directory and name (for messages)."""
+        return self.store.join(self.dir, VERSION_DIR, self.name)
+
+    @property
+    def legacy_path(self) -> str:
+        """Where the plain (unversioned) commit file of earlier versions is."""
+        return self.store.join(self.dir, self.name)
 
     def _vpath(self, v: int) -> str:
         return self.store.join(self.dir, VERSION_DIR, f"{self.name}.{v:010d}")
 
-    def versions(self) -> List[int]:
-        """Committed versions in the listing, ascending (object stores)."""
+    def version_path(self, v: Optional[int]) -> str:
+        """The file holding version ``v`` (0: the plain file of earlier versions)."""
+        return self.legacy_path if not v else self._vpath(v)
+
+    def version_entries(self) -> List[Tuple[int, FileEntry]]:
+        """``[(version, FileEntry)]`` of the committed versions in the listing, ascending."""
         pre = self.name + "."
         out = []
         for e in self.store.list_files(self.store.join(self.dir, VERSION_DIR), recursive=False):
             n = e.rel.rsplit("/", 1)[-1]
             if n.startswith(pre) and n[len(pre) :].isdigit() and TMP_MARK not in n:
-                out.append(int(n[len(pre) :]))
-        return sorted(out)
+                out.append((int(n[len(pre) :]), e))
+        return sorted(out, key=lambda x: x[0])
+
+    def versions(self) -> List[int]:
+        """Committed versions in the listing, ascending."""
+        if self.store.local:  # names only: no stat per version
+            pre = self.name + "."
+            try:
+                names = os.listdir(self.store.join(self.dir, VERSION_DIR))
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+            return sorted(int(n[len(pre) :]) for n in names if n.startswith(pre) and n[len(pre) :].isdigit())
+        return [v for v, _ in self.version_entries()]
 
     def read(self, counter: Optional[IOCounter] = None) -> Tuple[Optional[int], Optional[bytes]]:
-        """``(version, bytes)`` of the current commit; ``(None, None)`` when none exists
-        (locally the version is always None: the file is replaced in place)."""
-        if not self.versioned:
-            try:
-                return None, self.store.read_bytes(self.path, counter)
-            except FileNotFoundError:
-                return None, None
+        """``(version, bytes)`` of the current commit; ``(None, None)`` when none exists; version 0
+        is the plain file of earlier versions."""
         vs = self.versions()
         v = vs[-1] if vs else 0
         data = None
@@ -688,15 +767,16 @@ class CommitFile:
             except (FileNotFoundError, OSError):
                 break
             v, data = v + 1, nxt
-        return (v if data is not None else None), data
+        if data is None:
+            try:
+                return 0, self.store.read_bytes(self.legacy_path, counter)
+            except (FileNotFoundError, IsADirectoryError, OSError):
+                return None, None
+        return v, data
 
-    def write(self, data: bytes, base: Optional[int], _fault: Optional[str] = None) -> Optional[int]:
+    def write(self, data: bytes, base: Optional[int], _fault: Optional[str] = None) -> int:
         """Publish ``data`` as the commit following version ``base`` (what :meth:`read`
-        returned).  Returns the new version (None locally)."""
-        if not self.versioned:
-            self.store.makedirs(self.dir)
-            self.store.write_atomic(self.path, data, _fault)
-            return None
+        returned).  Returns the new version."""
         if _fault:
             if _fault == "exit":
                 os._exit(17)
@@ -713,8 +793,6 @@ class CommitFile:
         return v
 
     def stale_versions(self, keep: int = 1) -> List[str]:
-        """Paths of versions older than the newest ``keep`` (what gc may remove)."""
-        if not self.versioned:
-            return []
+        """Paths of versions older than the newest ``keep``."""
         vs = self.versions()
         return [self._vpath(v) for v in (vs[:-keep] if keep else vs)]

@@ -3,17 +3,17 @@ delete then read equals a full scan minus the deleted rows, repeated deletes
 merge, rebuilt indexes keep deletions, exact index bitmaps never return deleted
 rows, and a crash before the catalog rename leaves the previous state readable."""
 
-import json
 import os
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pyarrow.compute as pc
 import pytest
 
 import toy_index  # noqa: F401  (registers the test-only "test-positions" index type)
 from paimon_fast import tableindex as ti
 from paimon_fast.sqlpredicate import parse_predicate
-from paimon_fast.tables import CATALOG_NAME, ParquetDataset
+from paimon_fast.tables import ParquetDataset
 from sql_oracle import holds
 from paimon_fast.tables.deletes import DV_DIR, DV_KEY
 from test_parquet_dataset import BLOOM, make_dataset
@@ -31,8 +31,14 @@ def deletion_files(root):
 
 
 def catalog(root):
-    with open(os.path.join(root, CATALOG_NAME)) as fh:
-        return json.load(fh)
+    return ParquetDataset(root).read_catalog()
+
+
+def gc_now(root):
+    """Remove what no catalog version names any more (no grace period: nothing else runs)."""
+    from paimon_fast.tables.gc import collect
+
+    return collect(root, delete=True, min_age=0)
 
 
 def expected(full, deleted_ids, where=None):
@@ -80,7 +86,9 @@ def test_delete_then_read_equals_full_scan_minus_deleted(tmp_path):
         if DV_KEY in e:
             d = e[DV_KEY]
             by_file.setdefault(d["file"], []).append((path, d["offset"], d["length"], d["cardinality"]))
-    assert sorted(by_file) == deletion_files(ds.root)  # replaced deletion files were removed
+    assert set(by_file) < set(deletion_files(ds.root))  # replaced deletion files stay for older versions' readers
+    gc_now(ds.root)
+    assert sorted(by_file) == deletion_files(ds.root)  # until gc removes them
     total = 0
     for name, metas in by_file.items():
         for entry in ti.read_deletion_file(os.path.join(ds.root, DV_DIR, name), metas):
@@ -101,7 +109,9 @@ def test_repeated_deletes_merge(tmp_path):
     assert dvs["p=a/f0.parquet"].cardinality == 25
     assert list(dvs["p=a/f0.parquet"].positions()) == list(range(25))
     assert list(dvs["p=a/f2.parquet"].positions()) == [200]  # id 1000 is row 200 of the third file
-    assert deletion_files(ds.root) == [rep.deletion_file] and first != [rep.deletion_file]
+    assert deletion_files(ds.root) == sorted(first + [rep.deletion_file]) and first != [rep.deletion_file]
+    gc_now(ds.root)
+    assert deletion_files(ds.root) == [rep.deletion_file]
     again = ds.delete("id < 25")  # nothing new: no commit, no new file
     assert again.rows_deleted == 0 and again.deletion_file is None
     assert deletion_files(ds.root) == [rep.deletion_file]
@@ -142,12 +152,13 @@ def test_crash_before_catalog_rename_leaves_previous_state(tmp_path, fault):
     ds = make_dataset(tmp_path)
     ds.build(BLOOM)
     ds.delete("id < 50 OR id >= 2350")
-    cat_bytes = open(os.path.join(ds.root, CATALOG_NAME), "rb").read()
+    cat = catalog(ds.root)
     old_files = {n: open(os.path.join(ds.root, DV_DIR, n), "rb").read() for n in deletion_files(ds.root)}
     state = ids(ds.scan(None)[0])
     with pytest.raises(RuntimeError, match="injected"):
         ds.delete("id < 100 OR id = 1200", _fault=fault)
-    assert open(os.path.join(ds.root, CATALOG_NAME), "rb").read() == cat_bytes
+    now = catalog(ds.root)
+    assert now.commit_version == cat.commit_version and now == cat
     for n, data in old_files.items():  # old deletion files intact
         assert open(os.path.join(ds.root, DV_DIR, n), "rb").read() == data
     fresh = ParquetDataset(ds.root)
@@ -159,8 +170,7 @@ def test_crash_before_catalog_rename_leaves_previous_state(tmp_path, fault):
     refs = {e[DV_KEY]["file"] for e in catalog(ds.root)["files"].values() if DV_KEY in e}
     (old,) = old_files
     assert refs == {old, rep.deletion_file}  # p=b/f2's vector still lives in the old file
-    orphans = set(deletion_files(ds.root)) - refs  # a killed writer's unreferenced file, never read
-    assert len(orphans) == 1
+    assert set(deletion_files(ds.root)) == refs  # the failed delete removed the file it wrote
 
 
 def test_64bit_vectors_and_stale_vectors(tmp_path):
@@ -175,10 +185,15 @@ def test_64bit_vectors_and_stale_vectors(tmp_path):
     ds.delete("id = 21")
     assert isinstance(ds.deletion_vectors()["p=a/f0.parquet"], ti.Bitmap64DeletionVector)
     assert ids(ds.scan("id < 25")[0]) == [i for i in range(25) if i not in (0, 7, 14, 21)]
-    # a data file rewritten after the delete no longer matches its positions: the vector is ignored
+    # a data file only touched (or copied) keeps its bytes: its vector still applies (its witness says so)
     f = ds.files()[0]
     st = os.stat(f.abs_path)
     os.utime(f.abs_path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert "p=a/f0.parquet" in ParquetDataset(ds.root).deletion_vectors()
+    assert ids(ParquetDataset(ds.root).scan("id < 3")[0]) == [1, 2]
+    # a data file rewritten after the delete no longer matches its positions: the vector is ignored
+    t = pq.read_table(f.abs_path)
+    pq.write_table(t.set_column(2, "score", pa.array([1.5] * t.num_rows)), f.abs_path, row_group_size=100)
     fresh = ParquetDataset(ds.root)
     assert "p=a/f0.parquet" not in fresh.deletion_vectors()
     assert ids(fresh.scan("id < 3")[0]) == [0, 1, 2]
@@ -186,7 +201,10 @@ def test_64bit_vectors_and_stale_vectors(tmp_path):
         fresh.delete(None)
 
 
-def test_concurrent_commit_is_detected(tmp_path, monkeypatch):
+def test_concurrent_delete_is_merged(tmp_path, monkeypatch):
+    """Another delete of the same file commits while this one writes its deletion file: this one's
+    commit is rebased (both deletes' rows end up deleted), nothing is lost, and the file this one
+    wrote before the rebase is removed by it."""
     from paimon_fast.tables import deletes
 
     ds = make_dataset(tmp_path, files_per_part=1)
@@ -202,8 +220,10 @@ def test_concurrent_commit_is_detected(tmp_path, monkeypatch):
         return out
 
     monkeypatch.setattr(deletes, "serialize_deletion_files", racing)
-    with pytest.raises(deletes.DeleteConflictError):
-        ds.delete("id = 5")
-    assert list(ParquetDataset(ds.root).deletion_vectors()["p=a/f0.parquet"].positions()) == [3, 4]
+    rep = ds.delete("id = 5")
+    assert rep.rows_deleted == 1 and rep.rebased == 1
+    assert list(ParquetDataset(ds.root).deletion_vectors()["p=a/f0.parquet"].positions()) == [3, 4, 5]
     refs = {e[DV_KEY]["file"] for e in catalog(ds.root)["files"].values() if DV_KEY in e}
-    assert set(deletion_files(ds.root)) == refs  # the losing writer removed its file
+    assert refs == {rep.deletion_file}
+    gc_now(ds.root)
+    assert set(deletion_files(ds.root)) == refs

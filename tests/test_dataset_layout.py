@@ -6,8 +6,8 @@ The plain readers are pyarrow's (``pq.read_table(dir)``, ``pyarrow.dataset``) an
 is checked in ``test_spark_reads.py``.  Each must return the same rows after every kind of
 index build (file indexes, inline ones, a global index, deletion vectors) as before it."""
 
-import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -81,7 +81,7 @@ def test_plain_readers_read_the_same_rows_after_every_build(tmp_path):
     build_global_index_local(str(tmp_path), "status")
     ds.delete("id = 5")
     names = sorted(os.listdir(tmp_path))
-    assert names == ["_deletion_vectors", "_file_index", "_global_index", CATALOG_NAME, "p=a", "p=b"], names
+    assert names == ["_commits", "_deletion_vectors", "_file_index", "_global_index", CATALOG_NAME, "p=a", "p=b"], names
     for d in ("p=a", "p=b"):  # nothing of ours beside the data files
         assert sorted(os.listdir(tmp_path / d)) == ["f0.parquet", "f1.parquet"]
     assert plain_readers(tmp_path) == before
@@ -92,14 +92,20 @@ def test_plain_readers_read_the_same_rows_after_every_build(tmp_path):
 
 def to_old_layout(root):
     """Rewrite a dataset the way versions before ``_file_index/`` left it: each container beside
-    its data file as ``<name>.parquet.index``, named by ``file`` in the catalog entry."""
-    cat = json.loads((root / CATALOG_NAME).read_text())
+    its data file as ``<name>.parquet.index``, named by ``file`` in the catalog entry (committed as
+    a new catalog version: the entries keep their identities, so the containers stay usable)."""
+    ds = ParquetDataset(str(root))
+    cat = ds.read_catalog()
+    new = dict(cat)
+    new["files"] = {}
     for rel, e in cat["files"].items():
-        fi = e.get("file_index") or {}
+        fi = dict(e.get("file_index") or {})
         if "path" in fi:
             os.replace(root / fi.pop("path"), root / (rel + ".index"))
+            fi.pop("checksum", None)
             fi["file"] = rel.rsplit("/", 1)[-1] + ".index"
-    (root / CATALOG_NAME).write_text(json.dumps(cat))
+        new["files"][rel] = dict(e, file_index=fi)
+    ds.write_catalog(type(cat)(new, cat.commit_version))
     shutil.rmtree(root / "_file_index")
 
 
@@ -114,11 +120,15 @@ def test_old_layout_is_read_then_moved_by_the_next_build(tmp_path):
     assert [list(p.bitmap) for p in old_plan.kept] == [list(p.bitmap) for p in new_plan.kept]
     got, _ = ds.scan("status = 'paid' AND qty = 3")
     assert sorted(got.column("id").to_pylist()) == [i for i in range(1200) if i % 3 == 1 and i % 17 == 3]
+
     # gc knows the old names: nothing of the old layout is an orphan while the catalog names it
-    assert collect(str(tmp_path), min_age=0).orphans == []
+    def orphans():  # superseded catalog versions aside
+        return [o.path for o in collect(str(tmp_path), min_age=0).orphans if "catalog version" not in o.reason]
+
+    assert orphans() == []
     stray = tmp_path / "p=a" / "gone.parquet.index"
     stray.write_bytes(b"x")
-    assert [o.path for o in collect(str(tmp_path), min_age=0).orphans] == [str(stray)]
+    assert orphans() == [str(stray)]
     stray.unlink()
     # the next build moves the containers (same bytes, no rebuild) and removes the old files
     before = {rel: (tmp_path / (rel + ".index")).read_bytes() for rel in ds.read_catalog()["files"]}
@@ -128,9 +138,9 @@ def test_old_layout_is_read_then_moved_by_the_next_build(tmp_path):
         assert sorted(os.listdir(tmp_path / d)) == ["f0.parquet", "f1.parquet"]
     cat = ds.read_catalog()["files"]
     for rel, blob in before.items():
-        assert cat[rel]["file_index"]["path"] == f"_file_index/{rel}.index"
-        assert "file" not in cat[rel]["file_index"]
-        assert (tmp_path / "_file_index" / (rel + ".index")).read_bytes() == blob
+        assert re.fullmatch(rf"_file_index/{re.escape(rel)}\.[0-9a-f]{{16}}\.index", cat[rel]["file_index"]["path"])
+        assert "file" not in cat[rel]["file_index"] and cat[rel]["file_index"]["checksum"]
+        assert (tmp_path / cat[rel]["file_index"]["path"]).read_bytes() == blob
     again = ds.plan("status = 'paid' AND qty = 3")
     assert [list(p.bitmap) for p in again.kept] == [list(p.bitmap) for p in new_plan.kept]
 
@@ -155,9 +165,11 @@ def test_old_layout_stale_entry_is_rebuilt_in_the_new_layout(tmp_path):
     assert rep.built == ["p=a/f1.parquet"]
     assert sorted(os.listdir(tmp_path / "p=a")) == ["f0.parquet", "f1.parquet"]
     cat = ds.read_catalog()["files"]
-    assert cat["p=a/f0.parquet"]["file_index"]["path"] == "_file_index/p=a/f0.parquet.index"
+    assert cat["p=a/f0.parquet"]["file_index"]["path"].startswith("_file_index/p=a/f0.parquet.")
     assert "inline" in cat["p=a/f1.parquet"]["file_index"]  # 300 equal rows: a small index
-    assert sorted(os.listdir(tmp_path / "_file_index" / "p=a")) == ["f0.parquet.index"]
+    assert sorted(os.listdir(tmp_path / "_file_index" / "p=a")) == [
+        cat["p=a/f0.parquet"]["file_index"]["path"].rsplit("/", 1)[1]
+    ]
     got, rep = ds.scan("id = 10003 OR qty = 16")
     assert rep.files_without_index == 0 and rep.index_errors == 0
     assert sorted(got.column("id").to_pylist()) == [i for i in range(300) if i % 17 == 16] + [10003]
@@ -178,7 +190,10 @@ def test_gc_finds_orphans_under_the_index_directory(tmp_path):
     }
     assert ds.temp_files() == [str(tmp)]
     collect(str(tmp_path), min_age=0, delete=True)
-    assert sorted(os.listdir(tmp_path / "_file_index" / "p=a")) == ["f0.parquet.index", "f1.parquet.index"]
+    cat = ds.read_catalog()["files"]
+    assert sorted(os.listdir(tmp_path / "_file_index" / "p=a")) == sorted(
+        cat[f"p=a/f{k}.parquet"]["file_index"]["path"].rsplit("/", 1)[1] for k in (0, 1)
+    )
 
 
 # ---------------------------------------------------------------- exact plans

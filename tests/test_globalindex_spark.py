@@ -63,7 +63,7 @@ def test_build_global_index_on_spark(gi_spark, tmp_path, column):
     assert listing["ranges"] == 4 and 1 <= len(listing["files"]) <= 4
     assert sum(f["row_count"] for f in listing["files"]) == len(values)
     d = sb.index_dir(str(tmp_path), column)
-    assert sorted(os.listdir(d)) == sorted([f["file"] for f in listing["files"]] + ["index.json"])
+    assert sorted(os.listdir(d)) == sorted([f["file"] for f in listing["files"]] + ["_commits"])
     idx = sb.load_global_index(str(tmp_path), column)
     f = pf.field("x")
     probe = "t07" if column == "tag" else 17
@@ -87,10 +87,13 @@ def test_build_global_index_on_spark(gi_spark, tmp_path, column):
     assert got == [probe] * len(want)
     if column != "tag":
         return
-    # a rebuild replaces the files of the earlier build
+    # a rebuild replaces the files of the earlier build (gc removes them once no live listing names them)
     listing2 = sb.build_global_index(gi_spark, str(tmp_path), column, {"sorted-index.records-per-range": "5000"})
     assert len(listing2["files"]) == 1
-    assert sorted(os.listdir(d)) == sorted([listing2["files"][0]["file"], "index.json"])
+    from paimon_fast.tables.gc import collect
+
+    collect(str(tmp_path), delete=True, min_age=0)
+    assert sorted(os.listdir(d)) == sorted([listing2["files"][0]["file"], "_commits"])
     assert sb.load_global_index(str(tmp_path), column).evaluate(f == probe) == want
 
 
@@ -156,7 +159,8 @@ def test_spark_build_row_ids_with_awkward_file_names(gi_spark, tmp_path):
 
 def test_spark_build_mostly_nulls_a_file_without_the_column_and_leftovers(gi_spark, tmp_path):
     """Nulls sort first and may fill whole ranges; a file written before the column existed
-    counts as all nulls; an exchange directory left by an interrupted build is removed."""
+    counts as all nulls; an exchange directory left by an interrupted build is gc's (once it is older than
+    the grace period: a young one may be a running build's)."""
     from paimon_fast.globalindex import spark_build as sb
 
     rng = np.random.default_rng(5)
@@ -172,7 +176,14 @@ def test_spark_build_mostly_nulls_a_file_without_the_column_and_leftovers(gi_spa
     listing = sb.build_global_index(gi_spark, str(tmp_path), "v", {"sorted-index.records-per-range": "300"})
     assert listing["ranges"] == 6 and len(listing["files"]) >= 2
     assert sorted(os.listdir(sb.index_dir(str(tmp_path), "v"))) == sorted(
-        [f["file"] for f in listing["files"]] + ["index.json"]
+        [f["file"] for f in listing["files"]] + ["_commits", ".runs-0123456789ab"]
+    )
+    from paimon_fast.tables.gc import collect
+
+    assert collect(str(tmp_path), delete=True).too_young == 1  # left to its builder, if alive
+    collect(str(tmp_path), delete=True, min_age=0)
+    assert sorted(os.listdir(sb.index_dir(str(tmp_path), "v"))) == sorted(
+        [f["file"] for f in listing["files"]] + ["_commits"]
     )
     idx = sb.load_global_index(str(tmp_path), "v")
     f = pf.field("v")

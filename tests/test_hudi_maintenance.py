@@ -311,3 +311,49 @@ def test_index_outside_a_read_only_table(table, tmp_path, monkeypatch):
     monkeypatch.setattr(storage, "_VERIFIED", {})
     with pytest.raises(pf.IndexFormatError, match="belongs to table"):
         storage.read_manifest(other.path)
+
+
+def test_damage_and_same_size_rewrites_in_the_sidecar_are_caught(table):
+    """The review of docs/hudi.md "What can go stale": a timeline file rewritten with the same
+    size and mtime changes the fingerprint (its ctime does); a damaged segment page or manifest
+    fails the read naming the file, never answering from other bytes."""
+    import pyarrow.parquet as pq
+
+    from paimon_fast.errors import DamagedFileError, IndexFormatError
+    from paimon_fast.hudi.table import timeline_fingerprint
+
+    path = table.path
+    ph.build_index(None, path, ["city", "kind"])
+    want = sorted(ph.read(path, "kind = 'x'").to_arrow().column("id").to_pylist())
+    fp = timeline_fingerprint(path).digest
+    hoodie = os.path.join(path, ".hoodie")
+    inst = sorted(n for n in os.listdir(hoodie) if n.endswith(".commit"))[-1]
+    p = os.path.join(hoodie, inst)
+    st = os.stat(p)
+    data = open(p, "rb").read()
+    with open(p, "wb") as fh:  # the same bytes, the same time: only the ctime tells
+        fh.write(data)
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert timeline_fingerprint(path).digest != fp
+    assert sorted(ph.read(path, "kind = 'x'").to_arrow().column("id").to_pylist()) == want
+
+    key, manifest = storage.latest_manifest(path)
+    seg = storage.segment_path(path, manifest["slices"][0]["segment"])
+    original = open(seg, "rb").read()
+    md = pq.ParquetFile(seg).metadata
+    chunk = md.row_group(0).column(md.schema.names.index("key"))
+    at = chunk.data_page_offset + chunk.total_compressed_size - 8  # inside the key column's page data
+    damaged = bytearray(original)
+    damaged[at] ^= 0x04
+    open(seg, "wb").write(bytes(damaged))  # a new ctime: the parsed-footer cache does not answer for it
+    with pytest.raises(IndexFormatError, match="segment"):
+        ph.read(path, "kind = 'x'").to_arrow()
+    open(seg, "wb").write(original)
+    assert sorted(ph.read(path, "kind = 'x'").to_arrow().column("id").to_pylist()) == want
+
+    mp = storage.manifest_path(path, key)
+    raw = bytearray(open(mp, "rb").read())
+    raw[len(raw) // 2] ^= 0x01
+    open(mp, "wb").write(bytes(raw))
+    with pytest.raises(DamagedFileError, match="manifest"):
+        storage.read_manifest(path, key)

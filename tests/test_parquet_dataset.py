@@ -3,6 +3,7 @@
 import base64
 import json
 import os
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -12,7 +13,7 @@ import pytest
 import paimon_fast as pf
 import toy_index  # noqa: F401  (registers the test-only "test-positions" index type)
 from paimon_fast.sqlpredicate import parse_predicate
-from paimon_fast.tables import CATALOG_NAME, ParquetDataset
+from paimon_fast.tables import ParquetDataset
 from paimon_fast.tables.arrow_filter import to_arrow_expression
 from paimon_fast.tables.parquet import write_atomic
 
@@ -51,8 +52,9 @@ def make_dataset(root, files_per_part=3, rows=400, seed=0):
 
 
 def index_file(root, rel):
-    """Where a dataset keeps the file index container of its data file ``rel``."""
-    return root / "_file_index" / (rel + ".index")
+    """Where a dataset keeps the file index container of its data file ``rel`` (the current
+    catalog names it: ``_file_index/<rel>.<content hash>.index``)."""
+    return root / ParquetDataset(str(root)).read_catalog()["files"][rel]["file_index"]["path"]
 
 
 def full_table(ds):
@@ -77,10 +79,20 @@ def test_build_catalog_and_idempotence(tmp_path):
     ds = make_dataset(tmp_path)
     rep = ds.build(BLOOM)
     assert rep.files_built == 6 and rep.files_current == 0
-    cat = json.loads((tmp_path / CATALOG_NAME).read_text())
-    assert cat["format"] == "paimon-fast-dataset" and cat["version"] == 1
+    cat = ds.read_catalog()
+    assert cat["format"] == "paimon-fast-dataset" and cat["version"] == 2 and cat.commit_version == 1
     e = cat["files"]["p=a/f1.parquet"]
-    assert e["rows"] == 400 and e["file_index"]["path"] == "_file_index/p=a/f1.parquet.index"
+    assert e["rows"] == 400 and re.fullmatch(
+        r"_file_index/p=a/f1\.parquet\.[0-9a-f]{16}\.index", e["file_index"]["path"]
+    )
+    st = os.stat(tmp_path / "p=a" / "f1.parquet")  # the data file's identity, as the build read it
+    assert (e["size"], e["mtime_ns"], e["ctime_ns"], e["ino"]) == (
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+        st.st_ino,
+    )
+    assert e["file_index"]["checksum"]["block"] == 16384
     idx = pf.FileIndexFormat.open(str(index_file(tmp_path, "p=a/f1.parquet")), ds.row_type())
     assert set(idx.columns()) == {"id", "name"}
     assert e["file_index"]["size"] == os.path.getsize(index_file(tmp_path, "p=a/f1.parquet"))
@@ -89,9 +101,11 @@ def test_build_catalog_and_idempotence(tmp_path):
     assert ds.build(BLOOM).files_built == 0
     assert mtimes == {p: os.stat(index_file(tmp_path, p)).st_mtime_ns for p in cat["files"]}
     # other features' keys survive a rebuild
-    cat["global_index"] = {"kept": True}
-    cat["files"]["p=a/f0.parquet"]["deletion_vector"] = {"kept": 1}
-    (tmp_path / CATALOG_NAME).write_text(json.dumps(cat))
+    cat = ds.read_catalog()
+    changed = dict(cat, global_index={"kept": True})
+    changed["files"] = dict(cat["files"])
+    changed["files"]["p=a/f0.parquet"] = dict(cat["files"]["p=a/f0.parquet"], deletion_vector={"kept": 1})
+    ds.write_catalog(type(cat)(changed, cat.commit_version))
     # a rewritten data file is stale: only it is rebuilt
     pq.write_table(
         pa.table(
@@ -101,7 +115,7 @@ def test_build_catalog_and_idempotence(tmp_path):
     )
     rep = ds.build(BLOOM)
     assert rep.built == ["p=b/f2.parquet"]
-    cat = json.loads((tmp_path / CATALOG_NAME).read_text())
+    cat = ds.read_catalog()
     assert cat["global_index"] == {"kept": True}
     assert cat["files"]["p=a/f0.parquet"]["deletion_vector"] == {"kept": 1}
     assert cat["files"]["p=b/f2.parquet"]["rows"] == 10

@@ -3,8 +3,6 @@ executors, then every read path (pfs.read, the Data Source, ParquetDataset)
 equals a plain Spark scan minus the deleted rows."""
 
 import io
-import json
-import os
 import shutil
 from contextlib import redirect_stdout
 
@@ -12,7 +10,7 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
-from paimon_fast.tables import CATALOG_NAME, ParquetDataset  # noqa: E402
+from paimon_fast.tables import ParquetDataset  # noqa: E402
 from paimon_fast.tables.deletes import DV_KEY  # noqa: E402
 from test_spark_pipeline import (
     COLS,
@@ -101,16 +99,17 @@ def test_crash_before_catalog_rename_and_cli(spark, tmp_path):
     root = write_dataset(tmp_path / "c", rows=200)
     rep = pfs.delete(spark, root, "id < 10")
     assert rep.rows_deleted == 10 and rep.files_touched == 1
-    cat = open(os.path.join(root, CATALOG_NAME), "rb").read()
+    cat = ParquetDataset(root).read_catalog()
     with pytest.raises(RuntimeError, match="injected"):
         pfs.delete(spark, root, "id < 20 OR id = 700", _fault="before_catalog")
-    assert open(os.path.join(root, CATALOG_NAME), "rb").read() == cat
+    now = ParquetDataset(root).read_catalog()
+    assert now.commit_version == cat.commit_version and now == cat
     assert pfs.read(spark, root, "id < 30").count() == 20  # the previous state
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["delete", root, "--where", "id < 20 OR id = 700"]) == 0
     assert "11 rows deleted in 2 files" in out.getvalue()
-    entries = json.load(open(os.path.join(root, CATALOG_NAME)))["files"]
+    entries = ParquetDataset(root).read_catalog()["files"]
     assert sorted(p for p, e in entries.items() if DV_KEY in e) == [
         "region=eu/part-0.parquet",
         "region=us/part-0.parquet",
@@ -118,3 +117,53 @@ def test_crash_before_catalog_rename_and_cli(spark, tmp_path):
     assert sorted(r["id"] for r in pfs.read(spark, root, "id < 30 OR id BETWEEN 699 AND 701").collect()) == list(
         range(20, 30)
     ) + [699, 701]
+
+
+def test_spark_build_and_delete_while_files_change_under_them(spark, tmp_path):
+    """pfs.build and pfs.delete with a data file rewritten (same size, same mtime) and another
+    delete committed while they run: the executors read against the driver's snapshot (a file
+    changed since is not indexed), the delete's commit merges, the answers are an oracle's."""
+    from paimon_fast import spark as pfs
+    from paimon_fast.tables import steps
+    from trust_support import DELETE, OPTIONS as TRUST_OPTIONS, Where, deleted_by, expected, make, rewrite
+
+    where = Where(str(tmp_path / "t"))
+    make(where)
+    ParquetDataset(where.uri).build(TRUST_OPTIONS)
+    deleted = set()
+
+    def at(step, action):
+        fired = []
+
+        def hook(name, ctx):
+            if name == step and not fired:
+                fired.append(name)
+                action()
+
+        return steps.hook(hook), fired
+
+    def spark_answers():
+        out = {}
+        for q in expected(where, set()):
+            df = pfs.read(spark, where.uri, q, columns=["id"], driver_max_bytes=0)
+            out[q] = sorted(r["id"] for r in df.collect())
+        return out
+
+    h, fired = at("build.snapshot", lambda: rewrite(where, "p=a/f1.parquet"))
+    with h:
+        rep = pfs.build(spark, where.uri, TRUST_OPTIONS, force=True)
+    assert fired and rep.changed == ["p=a/f1.parquet"] and rep.files_built == 2
+    assert ParquetDataset(where.uri).read("country = 'NO'").report.unindexed == {
+        "p=a/f1.parquet": "changed since the build"
+    }
+    assert spark_answers() == expected(where, deleted)
+    assert pfs.build(spark, where.uri, TRUST_OPTIONS).built == ["p=a/f1.parquet"]
+
+    other = deleted_by(where, deleted, lambda r: r["id"] in (17, 418))
+    mine = deleted_by(where, deleted | other)
+    h, fired = at("delete.commit", lambda: ParquetDataset(where.uri).delete("id IN (17, 418)"))
+    with h:
+        rep = pfs.delete(spark, where.uri, DELETE, driver_max_bytes=0)
+    assert fired and rep.rows_deleted == len(mine) and rep.rebased == 1
+    deleted |= other | mine
+    assert spark_answers() == expected(where, deleted)

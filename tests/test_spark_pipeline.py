@@ -3,7 +3,6 @@ builds, idempotent re-runs, killed tasks, pruned reads equal to full scans,
 and the paimon-fast Data Source."""
 
 import io
-import json
 import os
 from contextlib import redirect_stdout
 
@@ -116,19 +115,21 @@ def full_scan_answers(spark, root, predicates):
 
 
 def index_of(root, rel):
-    """Where the dataset at ``root`` keeps the file index container of its data file ``rel``."""
-    return os.path.join(str(root), "_file_index", rel + ".index")
+    """Where the dataset at ``root`` keeps the file index container of its data file ``rel`` (the
+    current catalog names it: ``_file_index/<rel>.<content hash>.index``)."""
+    fi = ParquetDataset(str(root)).read_catalog()["files"][rel]["file_index"]
+    return os.path.join(str(root), *fi["path"].split("/"))
 
 
 def test_build_on_executors_matches_in_process_build(spark, dataset, tmp_path):
     ds = ParquetDataset(dataset)
-    cat = json.loads(open(os.path.join(dataset, CATALOG_NAME)).read())
+    cat = ds.read_catalog()
     assert sorted(cat["files"]) == [f.path for f in ds.files()]
     # the same dataset indexed in-process gives byte-identical containers
     import shutil
 
     copy = tmp_path / "copy"
-    shutil.copytree(dataset, copy, ignore=shutil.ignore_patterns("_file_index", CATALOG_NAME))
+    shutil.copytree(dataset, copy, ignore=shutil.ignore_patterns("_file_index", "_commits", CATALOG_NAME))
     ParquetDataset(str(copy)).build(OPTIONS)
     for f in ds.files():
         assert open(index_of(dataset, f.path), "rb").read() == open(index_of(copy, f.path), "rb").read(), f.path
@@ -143,12 +144,18 @@ def test_rerun_is_idempotent_and_rebuilds_stale_files(spark, dataset, tmp_path):
     rep = pfs.build(spark, dataset, OPTIONS)
     assert rep.files_built == 0 and rep.files_current == 6
     assert before == {f.path: os.stat(index_of(dataset, f.path)).st_mtime_ns for f in ds.files(refresh=True)}
-    # a data file touched after the build is stale: only it is rebuilt, to the same bytes
+    # a data file touched after the build has another identity: its index still answers (its bytes
+    # are the same, its witness says so) but not as exact, and only it is rebuilt, to the same bytes
     stale = ds.files()[4]
     old_bytes = open(index_of(dataset, stale.path), "rb").read()
     st = os.stat(stale.abs_path)
     os.utime(stale.abs_path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
-    assert ParquetDataset(dataset).plan("id = 1").report.files_without_index == 1
+    view = ParquetDataset(dataset).snapshot()
+    entries = view.read_catalog()["files"]
+    assert {f.path: view.trust(f, entries[f.path]) for f in view.files()} == {
+        f.path: "copied" if f.path == stale.path else "verified" for f in view.files()
+    }
+    assert view.plan("id = 1").report.files_without_index == 0
     rep = pfs.build(spark, dataset, OPTIONS)
     assert rep.built == [stale.path] and rep.files_current == 5
     assert open(index_of(dataset, stale.path), "rb").read() == old_bytes
@@ -161,13 +168,18 @@ def test_killed_task_leaves_no_index_and_retry_completes(spark, tmp_path):
     victim = "region=us/part-1.parquet"
     with pytest.raises(Exception):
         pfs.build(spark, root, OPTIONS, _fault={"file": victim, "mode": "exit"})  # worker dies mid-write
-    assert not os.path.exists(index_of(root, victim))
-    assert not os.path.exists(os.path.join(root, CATALOG_NAME))  # nothing committed
+    victims = os.path.join(root, "_file_index", "region=us")
+    assert not [n for n in os.listdir(victims) if n.startswith("part-1.parquet") and n.endswith(".index")]
+    assert ParquetDataset(root).read_catalog().commit_version is None  # nothing committed
     ds = ParquetDataset(root)
     assert ds.temp_files(), "a killed writer leaves its temporary file (never the .index)"
     rep = pfs.build(spark, root, OPTIONS)  # the retry
     assert rep.files_built == 6
     assert os.path.exists(index_of(root, victim))
+    assert ds.temp_files(), "young: the retry cannot tell a dead writer's file from a running one's"
+    from paimon_fast.tables.gc import collect
+
+    collect(root, delete=True, min_age=0)
     assert ds.temp_files() == []
     assert pfs.read(spark, root, "id = 1000").count() == 1
 

@@ -225,6 +225,7 @@ def test_plain_spark_reader_still_reads_the_directory(spark, dataset):
     root, rows = dataset
     assert spark.read.parquet(root).count() == 9000
     assert sorted(os.listdir(root)) == [
+        "_commits",
         "_deletion_vectors",
         "_file_index",
         "_global_index",

@@ -44,7 +44,16 @@ def _element(t: str) -> str:
 
 
 def _dataset_listing_type(path: str):
-    listing = os.path.join(os.path.dirname(os.path.abspath(path)), "index.json")
+    """The key type in the dataset's listing beside the file: its newest version
+    (``_commits/index.json.<version>``), or the single ``index.json`` of older datasets."""
+    here = os.path.dirname(os.path.abspath(path))
+    versions = os.path.join(here, "_commits")
+    listing = None
+    if os.path.isdir(versions):
+        found = sorted(n for n in os.listdir(versions) if n.startswith("index.json.") and n[11:].isdigit())
+        listing = os.path.join(versions, found[-1]) if found else None
+    if listing is None:
+        listing = os.path.join(here, "index.json")
     if not os.path.isfile(listing):
         return None
     with open(listing, encoding="utf-8") as f:

@@ -195,12 +195,13 @@ def _manifest_view(table_path):
         return None
     p = storage.manifest_path(table_path, ms[-1])
     store = storage.index_location(table_path)[0]
-    # locally a manifest is replaced in place (its size and time tell); elsewhere a name is never reused
-    st = store.stat(p) if store.local else (0, 0)
-    if st is None:  # replaced by a concurrent run: the next listing finds the new one
+    # locally a manifest is replaced in place (its identity tells); elsewhere a name is never reused
+    e = store.head(p) if store.local else None
+    st = (e.size, e.mtime_ns, e.ctime_ns, e.ino) if e is not None else None
+    if store.local and st is None:  # replaced by a concurrent run: the next listing finds the new one
         ms2 = storage.list_manifests(table_path)
         return _manifest_view(table_path) if ms2 and ms2 != ms else None
-    key = (p, st[1], st[0])
+    key = (p, st)
     hit = _MANIFEST_CACHE.get(table_path)
     if hit is not None and hit[0] == key:
         return hit[1]
@@ -225,11 +226,13 @@ def _segment_meta(table_path, seg):
     try:
         # segments are immutable under unique names; locally a changed file is still noticed
         st = os.stat(path) if store.local else None
-        key = (path, st.st_mtime_ns, st.st_size) if st is not None else (store.uri(path),)
+        key = (path, st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino) if st is not None else (store.uri(path),)
         hit = _SEGMENT_CACHE.get(path)
         if hit is not None and hit[0] == key:
-            return (pq.ParquetFile(store.open_input(path, _counter()), metadata=hit[1][0]),) + hit[1][1:]
-        pf = pq.ParquetFile(store.open_input(path, _counter()))
+            return (
+                pq.ParquetFile(store.open_input(path, _counter()), metadata=hit[1][0], page_checksum_verification=True),
+            ) + hit[1][1:]
+        pf = pq.ParquetFile(store.open_input(path, _counter()), page_checksum_verification=True)
     except (OSError, pa.ArrowInvalid) as e:
         raise IndexFormatError(f"bitmap index segment {seg} unreadable: {e}") from None
     md = pf.metadata

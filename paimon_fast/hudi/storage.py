@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..checksum import open_json, seal_json
 from ..errors import IndexFormatError
 from ..fs import TMP_MARK, display_uri, resolve
 from ..fsutil import write_atomic
@@ -170,6 +171,7 @@ def write_segment(table_path: str, name: str, records: pa.Table) -> int:
         compression="zstd",
         write_statistics=True,
         use_dictionary=["column", "partition", "file_id"],
+        write_page_checksum=True,  # a damaged page fails its read (never a different bitmap)
     ) as w:
         for a, b in _row_group_bounds(records):
             w.write_table(records.slice(a, b - a), row_group_size=b - a)
@@ -236,6 +238,7 @@ def segment_path(table_path: str, name: str) -> str:
 def open_segment(table_path: str, name: str, counter=None, **kw) -> pq.ParquetFile:
     """A segment as a ``ParquetFile`` (ranged reads; counted in ``counter`` when given)."""
     store, d = _segment_dir(table_path)
+    kw.setdefault("page_checksum_verification", True)
     return pq.ParquetFile(store.open_input(store.join(d, name), counter), **kw)
 
 
@@ -323,11 +326,9 @@ def read_manifest(table_path: str, instant=None):
     store, _ = _manifest_dir(table_path)
     p = manifest_path(table_path, instant)
     try:
-        m = json.loads(store.read_bytes(p))
+        m = open_json(store.read_bytes(p), f"bitmap index manifest {p}")[0]  # its checksum checked, if sealed
     except FileNotFoundError:
         return None
-    except ValueError as e:
-        raise IndexFormatError(f"bitmap index manifest {p} is not valid JSON: {e}") from None
     if not isinstance(m, dict) or m.get("format") != FORMAT_VERSION or "slices" not in m:
         raise IndexFormatError(f"bitmap index manifest {p} has an unknown format")
     return m
@@ -340,7 +341,7 @@ def write_manifest(table_path: str, manifest: dict, base=None) -> str:
     :class:`~paimon_fast.fs.CommitConflictError` when another run created it first."""
     store, d = _manifest_dir(table_path)
     store.makedirs(d)
-    data = json.dumps(manifest, separators=(",", ":")).encode("utf-8")
+    data = seal_json(manifest, compact=True)  # its last member: a checksum of the rest
     inst = manifest["instant"]
     if store.local:
         final = store.join(d, f"manifest-{inst}.json")

@@ -251,8 +251,9 @@ def timeline_fingerprint(table_path: str) -> TimelineFingerprint:
     """Fingerprint of ``<table>/.hoodie``'s timeline files (see the comment above).
 
     Regular files directly under ``.hoodie``, ``.hoodie/timeline``, ``.hoodie/.schema``
-    and the metadata table's timeline directories enter the digest with their size
-    and modification time; ``pending`` lists instants with a requested/inflight
+    and the metadata table's timeline directories enter the digest with their size,
+    modification time and what tells a rewrite keeping both (locally the change time
+    and inode, on S3 the ETag); ``pending`` lists instants with a requested/inflight
     file and no completed one."""
     store, root = table_root(table_path)
     hd = store.join(root, ".hoodie")
@@ -271,10 +272,10 @@ def timeline_fingerprint(table_path: str) -> TimelineFingerprint:
                 found = []
                 for e in it:
                     if e.is_file(follow_symlinks=False):
-                        st = e.stat(follow_symlinks=False)
-                        found.append((e.name, st.st_size, st.st_mtime_ns))
+                        st = e.stat(follow_symlinks=False)  # a rewrite keeping size and mtime: ctime, inode
+                        found.append((e.name, st.st_size, f"{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}"))
         else:  # object stores have no empty directories: an absent prefix lists nothing
-            found = [(e.rel, e.size, e.mtime_ns) for e in store.list_files(d, recursive=False)]
+            found = [(e.rel, e.size, f"{e.mtime_ns}\0{e.etag or ''}") for e in store.list_files(d, recursive=False)]
             if not found:
                 h.update(f"-{sub}\n".encode())
                 continue

@@ -296,8 +296,8 @@ def _open(source):
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         src = FileSource(path)
-        st = os.fstat(src._fd)
-        return src, (path, st.st_size, st.st_mtime_ns), path, True
+        st = os.fstat(src._fd)  # a file's version: a rewrite keeping size and mtime has another ctime or inode
+        return src, (path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino), path, True
     if isinstance(source, Source):
         if isinstance(source, FileSource):
             return source, None, source.path, False

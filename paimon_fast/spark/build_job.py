@@ -8,6 +8,7 @@ import time
 from typing import Callable, Mapping, Optional
 
 from ..tables.parquet import BuildReport, ParquetDataset
+from ..tables.steps import step
 
 
 def _progress_thread(spark, total: int, report: Callable[[int, int], None], stop: threading.Event):
@@ -47,12 +48,19 @@ def build(
     skipped (``force=True`` rebuilds all).  ``progress(done_files, total_files)``
     is called about twice a second while the job runs.  Returns a
     :class:`~paimon_fast.tables.parquet.BuildReport`.
+
+    The driver takes a settled snapshot (each file's identity); an executor reads its file as that
+    version and checks its identity again after the read, so a file changed while the job ran is
+    not indexed (``report.changed``); the commit rebases onto concurrent commits
+    (:meth:`ParquetDataset.commit_build <paimon_fast.tables.parquet.ParquetDataset.commit_build>`).
     """
     t0 = time.perf_counter()
     ds = ParquetDataset(path, filesystem)
+    ds.clean_temp_files()  # only those older than gc's grace period: a younger one may be a running writer's
+    ds.snapshot(settle=True).migrate_layout()  # containers of datasets indexed before the _file_index/ layout
+    ds = ds.snapshot(settle=True)  # the files' identities the executors read against
+    step("build.snapshot", version=ds.snapshot_version)
     spec = ds.index_spec(options)
-    ds.clean_temp_files()
-    ds.migrate_layout()  # containers of datasets indexed before the _file_index/ layout
     todo, current = ds.files_to_build(spec, force)
     rep = BuildReport(files_total=len(todo) + len(current), files_current=len(current))
     results = []
@@ -87,7 +95,10 @@ def build(
         missing = {f.path for f in todo} - {r["path"] for r in results}
         if missing:
             raise RuntimeError(f"the build job returned no index for {sorted(missing)[:5]}")
+    rep.changed = sorted(r["path"] for r in results if r["file_index"] is None)
+    results = [r for r in results if r["file_index"] is not None]
     rep.index_bytes = ds.commit_build(spec, results)
+    rep.catalog_version = ds._last_commit
     rep.files_built = len(results)
     rep.rows = sum(int(r["rows"]) for r in results)
     rep.inline = sum("inline" in r["file_index"] for r in results)

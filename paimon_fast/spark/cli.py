@@ -113,13 +113,16 @@ def _check_before_spark(path, where):
 
 
 def _data_file_of_index(path: str):
-    """The data file of a dataset's file index container: ``<root>/_file_index/<rel>.index`` ->
-    ``<root>/<rel>``; the old layout's ``<file>.parquet.index`` -> the file beside it; or None."""
+    """The data file of a dataset's file index container: ``<root>/_file_index/<rel>[.<hash>].index``
+    -> ``<root>/<rel>``; the old layout's ``<file>.parquet.index`` -> the file beside it; or None."""
+    import re
+
     from ..tables.layout import FILE_INDEX_DIR, INDEX_SUFFIX
 
-    if not path.endswith(".parquet" + INDEX_SUFFIX):
+    m = re.fullmatch(r"(.*\.parquet)(\.[0-9a-f]{16})?" + re.escape(INDEX_SUFFIX), path, re.S)
+    if m is None:
         return None
-    data = path[: -len(INDEX_SUFFIX)]
+    data = m.group(1)
     parts = data.split(os.sep)
     if FILE_INDEX_DIR in parts:
         i = len(parts) - 1 - parts[::-1].index(FILE_INDEX_DIR)
@@ -504,11 +507,11 @@ def _dir_summary(out: str) -> list:
             if rel.startswith("_global_index" + os.sep):
                 key = ("bitmap global index", os.path.join("_global_index", rel.split(os.sep)[1], ""))
             elif rel.startswith(FILE_INDEX_DIR + os.sep) and f.endswith(INDEX_SUFFIX):
-                key = ("file indexes", os.path.join(FILE_INDEX_DIR, f"<data file>{INDEX_SUFFIX}"))
+                key = ("file indexes", os.path.join(FILE_INDEX_DIR, f"<data file>.<hash>{INDEX_SUFFIX}"))
             elif f.endswith(".parquet"):
                 key = ("data", os.path.join("region=*", "part-*.parquet"))
-            elif f == CATALOG_NAME:
-                key = ("dataset catalog", rel)
+            elif f == CATALOG_NAME or f.startswith(CATALOG_NAME + "."):  # its versions, and the stub
+                key = ("dataset catalog", os.path.join("_commits", f"{CATALOG_NAME}.<version>"))
             else:
                 key = ("other", os.path.join(os.path.dirname(rel), ""))
             n, size = groups.get(key, (0, 0))

@@ -125,7 +125,7 @@ class PaimonFastReader(DataSourceReader):
         from .read_job import ship
 
         full, _ = self._predicates()
-        ds = ParquetDataset(self.path)
+        ds = ParquetDataset(self.path).snapshot()  # the plan and its cost from one listing and catalog version
         plan = ds.plan(full)
         shipped = [ship(p) for p in plan.kept]
         if not shipped:

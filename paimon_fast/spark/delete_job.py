@@ -63,8 +63,9 @@ def delete(
     ``(_metadata.file_path, _metadata.row_index)``, grouped per file by a ``mapInArrow`` UDF.
     Either way only the predicate's columns are read.  The new positions are merged with each
     file's deletion vector, ONE new Paimon deletion file is written (temporary name + atomic
-    rename) and the catalog is rewritten atomically; deletion files the new catalog no longer
-    references are removed after that (see :mod:`paimon_fast.tables.deletes`).  Every read
+    rename) and the next catalog version is committed, merged with deletes committed meanwhile (see
+    :mod:`paimon_fast.tables.deletes`).  The delete works on a settled snapshot; a file that changed
+    while it was read starts it over from a new snapshot.  Every read
     (:func:`read`, the Data Source, :class:`~paimon_fast.tables.ParquetDataset`) honours the
     vectors.  Returns a :class:`~paimon_fast.tables.deletes.DeleteReport` (rows deleted, files
     touched, the deletion file).
@@ -77,27 +78,45 @@ def delete(
 
     if where is None:
         raise ValueError("delete needs a predicate")
+    from ..tables import catalog as _catalog
+    from ..tables.deletes import DeleteConflictError
+    from ..tables.identity import DataFileChangedError
+    from ..tables.parquet import WRITE_ATTEMPTS
+    from ..tables.steps import step
+
     t0 = time.perf_counter()
-    ds = ParquetDataset(path, filesystem)
-    plan = ds.plan(parse_predicate(where))
-    rep = DeleteReport(
-        files_scanned=len(plan.kept), files_skipped=plan.report.files_skipped, predicate=plan.report.predicate
-    )
-    positions = {}
-    limit = _limit(spark, driver_max_bytes)
-    if plan.kept and limit > 0 and ds.read_cost(plan, []) <= limit:
-        schema = ds.schema()
-        for p in plan.kept:
-            pos = ds.read_kept(p, [], plan.predicate, schema, positions=True).column(POS).to_numpy()
-            if len(pos):
-                positions[p.file.path] = pos
-    elif plan.kept:
-        for r in _positions_frame(spark, ds, plan).collect():
-            rel = os.path.relpath(r["path"], ds.root).replace(os.sep, "/") if ds.store.local else r["path"]
-            positions.setdefault(rel, []).append(np.frombuffer(r["positions"], "<i8"))
-        positions = {k: np.concatenate(v) for k, v in positions.items()}
-    rep.seconds = time.perf_counter() - t0
-    return commit_deletions(ds, positions, bitmap64=bitmap64, report=rep, _fault=_fault)
+    unpinned = ParquetDataset(path, filesystem)
+    last = None
+    for _ in range(WRITE_ATTEMPTS):
+        ds = unpinned.snapshot(settle=True)
+        step("delete.snapshot", version=ds.snapshot_version)
+        plan = ds.plan(parse_predicate(where))
+        step("delete.planned")
+        rep = DeleteReport(
+            files_scanned=len(plan.kept), files_skipped=plan.report.files_skipped, predicate=plan.report.predicate
+        )
+        try:
+            positions = {}
+            limit = _limit(spark, driver_max_bytes)
+            if plan.kept and limit > 0 and ds.read_cost(plan, []) <= limit:
+                schema = ds.schema()
+                for p in plan.kept:
+                    pos = ds.read_kept(p, [], plan.predicate, schema, positions=True).column(POS).to_numpy()
+                    if len(pos):
+                        positions[p.file.path] = pos
+            elif plan.kept:
+                for r in _positions_frame(spark, ds, plan).collect():
+                    rel = os.path.relpath(r["path"], ds.root).replace(os.sep, "/") if ds.store.local else r["path"]
+                    positions.setdefault(rel, []).append(np.frombuffer(r["positions"], "<i8"))
+                positions = {k: np.concatenate(v) for k, v in positions.items()}
+                for p in split_kept(ds, plan)[0]:  # read by Spark's reader: was it the listed version?
+                    ds._read_done(p.file)
+            step("delete.positions")
+            rep.seconds = time.perf_counter() - t0
+            return commit_deletions(ds, positions, bitmap64=bitmap64, report=rep, _fault=_fault)
+        except (DataFileChangedError, _catalog.Rebase) as e:
+            last = e  # a file changed under the delete: start over from a new snapshot
+    raise DeleteConflictError(f"the delete could not complete: data files kept changing under it ({last})")
 
 
 def _positions_frame(spark, ds: ParquetDataset, plan):

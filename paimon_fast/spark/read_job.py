@@ -63,8 +63,8 @@ _SCHEMAS: dict = {}
 
 def spark_schema(spark, ds: ParquetDataset):
     """The dataset's Spark schema as Spark infers it (data columns, then partition columns);
-    cached while the dataset's file listing is unchanged."""
-    key = (id(spark), ds.uri, tuple((f.path, f.size, f.mtime_ns) for f in ds.files()))
+    cached while the dataset's files are the same versions."""
+    key = (id(spark), ds.uri, tuple((f.path, f.identity or (f.size, f.mtime_ns)) for f in ds.files()))
     s = _SCHEMAS.get(key)
     if s is None and not ds.store.local:
         from .remote import spark_schema as remote_schema
@@ -350,7 +350,7 @@ def read(spark, path: str, where=None, columns=None, use_index: bool = True, fil
     """
     from ..sqlpredicate import parse_predicate
 
-    ds = ParquetDataset(path, filesystem)
+    ds = ParquetDataset(path, filesystem).snapshot()  # one listing and catalog version for the whole read
     pred = None if where is None else parse_predicate(where)
     plan = ds.plan(pred if use_index else None)
     if pred is not None and not use_index:

@@ -39,28 +39,40 @@ def build_files(
     parallelism: Optional[int] = None,
 ) -> List[dict]:
     """Build each file's index on the executors (pyarrow reads, the in-process build's
-    per-file step); the catalog results.  ``parallelism``: Spark tasks (see
+    per-file step, each file read as the version ``files`` lists and checked after the read); the
+    catalog results (``file_index`` None for a file that changed meanwhile).  ``parallelism``: Spark tasks (see
     :func:`paimon_fast.spark.frames.task_frame`)."""
     import pyarrow as pa
 
     from ..tables.parquet import build_file_index, ensure_index_types
 
     store, root = ds.store, ds.root
-    todo = [f.path for f in files]
+    todo = [(f.path, f.identity) for f in files]
 
     def run(batches):
         ensure_index_types(types)
         schema = pa.schema([("path", pa.string()), ("rows", pa.int64()), ("file_index", pa.string())])
         for i in task_numbers(batches):
-            rel = todo[i]
+            rel, ident = todo[i]
             mode = fault.get("mode") if fault and fault.get("file") in (rel, rel.rsplit("/", 1)[-1]) else None
-            rows, entry = build_file_index(store, root, rel, row_type, columns, threshold, digest, _fault=mode)
+            rows, entry = build_file_index(
+                store, root, rel, row_type, columns, threshold, digest, _fault=mode, identity=ident
+            )
             yield pa.RecordBatch.from_pydict(
                 {"path": [rel], "rows": [rows], "file_index": [json.dumps(entry)]}, schema=schema
             )
 
     out = task_frame(spark, len(todo), run, "path string, rows long, file_index string", parallelism).collect()
-    return [{"path": r["path"], "rows": r["rows"], "file_index": json.loads(r["file_index"])} for r in out]
+    idents = {rel: ident for rel, ident in todo}
+    return [
+        {
+            "path": r["path"],
+            "rows": r["rows"],
+            "file_index": json.loads(r["file_index"]),  # None: the file changed while the task read it
+            "identity": idents[r["path"]].to_json() if idents.get(r["path"]) is not None else None,
+        }
+        for r in out
+    ]
 
 
 def spark_schema(ds):

@@ -65,7 +65,7 @@ def top_n(
     from .frames import driver_max_bytes as _limit
 
     check_k(k)
-    ds = ParquetDataset(local_path(path))
+    ds = ParquetDataset(local_path(path)).snapshot()  # one listing and catalog version throughout
     rep = report if report is not None else TopNReport()
     schema, columns, pred, files = ds._top_n_plan(column, columns, where)
     limit = _limit(spark, driver_max_bytes)

@@ -5,8 +5,10 @@ question, "which files and rows may match this predicate" (:meth:`plan`), so
 the command line and the Spark read are written once for all kinds.
 
 * :class:`ParquetDataset` (``tables/parquet.py``): a directory of Parquet files,
-  partitioned or not, with a Paimon file index container ``<file>.index`` next
-  to each data file and a small JSON catalog.
+  partitioned or not, with a Paimon file index container per data file in
+  ``_file_index/`` and a versioned JSON catalog (``tables/catalog.py``); every
+  operation works on one snapshot, and an index is used only for the version of
+  the file it was built from (``tables/identity.py``).
 """
 
 from .arrow_filter import coerce_literals, to_arrow_expression

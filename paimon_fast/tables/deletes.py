@@ -10,23 +10,31 @@ beside the file index::
     "files": {"k=v/a.parquet": {..., "file_index": {...},
                "deletion_vector": {"file": "index-<uuid>-0", "offset": 1, "length": 42,
                                    "cardinality": 7, "bitmap64": false,
-                                   "size": 123, "mtime_ns": 1700000000000000000}}}
+                                   "size": 123, "mtime_ns": 1700000000000000000,
+                                   "ctime_ns": ..., "ino": ... (or "etag": ...),
+                                   "file_xxh3": 3735928559, "file_size": 1234}}}
 
 ``offset`` / ``length`` / ``cardinality`` are what Paimon's index metadata
-records for the vector.  ``size`` / ``mtime_ns`` are the data file's when the
-vector was written: a data file rewritten since then no longer matches its
-positions, so its vector is ignored (and reported as stale) rather than
-deleting the wrong rows.
+records for the vector.  The identity keys (:mod:`paimon_fast.tables.identity`)
+are the data file's as the delete read it: a data file rewritten since then no
+longer matches its positions, so its vector is ignored rather than deleting the
+wrong rows.  ``file_xxh3`` / ``file_size`` are the deletion file's (:func:`paimon_fast.checksum.digest32`): it is read
+whole and checked; a deletion file that is missing or fails its checksum raises
+:class:`~paimon_fast.errors.DamagedFileError` (rows deleted must never come back
+silently).
 
 **Commit protocol** (:func:`commit_deletions`): the new positions of every
-touched file are merged with its current vector, all merged vectors go into
-ONE new deletion file (temporary name + atomic rename), then the catalog is
-rewritten (temporary name + atomic rename).  Until that rename the previous
-catalog and the deletion files it references are untouched, so a crash leaves
-the previous state readable (and at most an unreferenced deletion file).
-After the rename, deletion files no entry references any more are removed.
-A concurrent commit that changed a touched file's vector in between is
-detected and raises :class:`DeleteConflictError` (nothing is committed).
+touched file are merged with its vector in the delete's snapshot, all merged
+vectors go into ONE new deletion file (a new name), then the catalog version
+after the snapshot's is created (:func:`paimon_fast.tables.catalog.commit`).  If
+another commit created it first, the change is rebased onto the newest version:
+a file whose vector another delete changed meanwhile gets the union of both
+(deletes commute), written to a new deletion file; a file whose vector is now
+for another version of the file makes the delete start over from a new snapshot.
+Until the version exists nothing of the delete is visible; a killed delete
+leaves at most a deletion file no version names.  Deletion files are never
+removed by a commit (readers of older versions still read them); ``gc``
+removes those no live version names.
 """
 
 from __future__ import annotations
@@ -38,31 +46,39 @@ from typing import Dict, List, Mapping, Optional
 
 import numpy as np
 
+from ..checksum import ChecksumMismatchError, digest32, verify_whole
+from ..errors import DamagedFileError, IndexFormatError
 from ..fs import CommitConflictError
-from ..fsutil import TMP_MARK
 from ..tableindex import DeletionVector, read_deletion_vector, serialize_deletion_files
+from . import catalog as _catalog
+from . import identity as _identity
+from .steps import step
 
 DV_DIR = "_deletion_vectors"
 DV_KEY = "deletion_vector"
 
 
 class DeleteConflictError(CommitConflictError):
-    """Another commit changed the deletion vector of a file this delete touches."""
+    """A delete could not be committed: other commits kept winning, or the files it deletes from
+    kept changing under it.  Nothing of it is visible; run it again."""
 
 
 @dataclass
 class DeleteReport:
-    """What a delete did: rows newly deleted, files touched, the deletion file written."""
+    """What a delete did: rows newly deleted, files touched, the deletion file written, the catalog
+    version committed."""
 
     rows_deleted: int = 0
     files_touched: int = 0
     files_scanned: int = 0
     files_skipped: int = 0
     deletion_file: Optional[str] = None
-    removed_deletion_files: List[str] = field(default_factory=list)
+    removed_deletion_files: List[str] = field(default_factory=list)  # always empty: gc removes superseded files
     seconds: float = 0.0
     predicate: str = ""
     touched: List[str] = field(default_factory=list)
+    catalog_version: Optional[int] = None
+    rebased: int = 0  # times the commit was applied again onto a newer catalog version
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -80,9 +96,18 @@ def dv_dir(ds) -> str:
     return ds.store.join(ds.root, DV_DIR)
 
 
-def dv_entry_current(f, entry: Optional[dict]) -> bool:
-    """The vector of ``entry`` was written for the data file's current bytes."""
-    return bool(entry) and entry.get("size") == f.size and entry.get("mtime_ns") == f.mtime_ns
+def dv_applies(f, entry: Optional[dict], ds=None) -> bool:
+    """The vector of ``entry`` was written for the listed version of the data file ``f`` (or for a
+    copy of it: :data:`~paimon_fast.tables.identity.COPIED`, told by the witness ``ds`` reads)."""
+    if not entry or f.identity is None:
+        return bool(entry) and entry.get("size") == f.size and entry.get("mtime_ns") == f.mtime_ns
+    verdict = ds.trust(f, entry) if ds is not None else _identity.judge(f.identity, entry)
+    # an entry of an earlier version (no strong identity recorded) is applied when size and time
+    # match: ignoring it would bring deleted rows back
+    return verdict in (_identity.VERIFIED, _identity.WEAK, _identity.COPIED, _identity.UNVERIFIED)
+
+
+dv_entry_current = dv_applies  # the former name
 
 
 def dv_location(ds, entry: dict):
@@ -90,36 +115,59 @@ def dv_location(ds, entry: dict):
     return ds.store.join(dv_dir(ds), entry["file"]), int(entry["offset"]), int(entry["length"])
 
 
+def _deletion_file(ds, path: str, entry: dict, blobs: Dict[str, bytes]) -> bytes:
+    blob = blobs.get(path)
+    if blob is None:
+        shown = ds.store.uri(path)
+        try:
+            blob = ds.store.read_bytes(path, ds.io)
+        except FileNotFoundError:
+            raise DamagedFileError(
+                f"deletion file {shown} named by the catalog is missing: the rows it deletes cannot be known "
+                "(restore it; reads refuse to return rows that may have been deleted)"
+            ) from None
+        if entry.get("file_size") is not None and len(blob) != int(entry["file_size"]):
+            raise DamagedFileError(
+                f"deletion file {shown} has {len(blob)} bytes, the catalog recorded {entry['file_size']}"
+            )
+        try:
+            verify_whole(blob, entry.get("file_xxh3"), f"deletion file {shown}")
+        except ChecksumMismatchError as e:
+            raise DamagedFileError(f"{e}: the rows it deletes cannot be known (restore it)") from None
+        blobs[path] = blob
+    return blob
+
+
+def read_vector(ds, data_path: str, entry: dict, blobs: Optional[Dict[str, bytes]] = None) -> DeletionVector:
+    """The deletion vector a catalog entry names (its file checked; see the module docstring)."""
+    path, off, length = dv_location(ds, entry)
+    blob = _deletion_file(ds, path, entry, {} if blobs is None else blobs)
+    try:
+        dv = read_deletion_vector(blob, off, length, data_path)
+    except IndexFormatError as e:
+        raise DamagedFileError(f"deletion file {ds.store.uri(path)}: {e}") from None
+    if int(entry.get("cardinality", dv.cardinality)) != dv.cardinality:
+        raise DamagedFileError(
+            f"deletion vector of {data_path!r} in {ds.store.uri(path)}: cardinality {dv.cardinality}, "
+            f"catalog says {entry.get('cardinality')}"
+        )
+    return dv
+
+
 def load_vectors(ds, catalog: Optional[dict] = None) -> Dict[str, DeletionVector]:
-    """``{relative data file path: DeletionVector}`` of every file with a current vector
-    (each deletion file is read once; CRC, size and cardinality checked)."""
+    """``{relative data file path: DeletionVector}`` of every listed file with a vector written for
+    its listed version (each deletion file is read once; size, checksum, CRC and cardinality
+    checked)."""
     cat = catalog if catalog is not None else ds.read_catalog()
     entries = cat.get("files", {})
     blobs: Dict[str, bytes] = {}
     out = {}
     for f in ds.files():
         e = (entries.get(f.path) or {}).get(DV_KEY)
-        if not dv_entry_current(f, e):
+        if not dv_applies(f, e, ds):
             continue
-        path, off, length = dv_location(ds, e)
-        if path not in blobs:
-            blobs[path] = ds.store.read_bytes(path, ds.io)
-        dv = read_deletion_vector(blobs[path], off, length, f.path)
-        if int(e.get("cardinality", dv.cardinality)) != dv.cardinality:
-            from ..errors import IndexFormatError
-
-            raise IndexFormatError(
-                f"deletion vector of {f.path!r}: cardinality {dv.cardinality}, catalog says {e.get('cardinality')}", off
-            )
-        out[f.path] = dv
+        out[f.path] = read_vector(ds, f.path, e, blobs)
     return out
-
-
-def _clean_temp(store, d: str) -> None:
-    if store.object_store:
-        return  # a PUT is never partly visible: no temporary files
-    for e in store.list_files(d, recursive=False, keep=lambda n: n.startswith(".") and TMP_MARK in n):
-        store.delete(e.path)
 
 
 def commit_deletions(
@@ -130,24 +178,26 @@ def commit_deletions(
     report: Optional[DeleteReport] = None,
     _fault: Optional[str] = None,
 ) -> DeleteReport:
-    """Mark ``positions`` (``{relative data file path: row positions}``) deleted.
+    """Mark ``positions`` (``{relative data file path: row positions}``, found in the snapshot
+    ``ds``: a :meth:`~paimon_fast.tables.ParquetDataset.snapshot`) deleted.
 
-    Merges with each file's current vector, writes ONE new deletion file and
-    atomically rewrites the catalog (see the module docstring).  ``bitmap64``
-    picks the kind of new vectors (default: 64-bit only for files with more
-    than 2^31-1 rows); an existing vector keeps its kind.  ``_fault`` (tests):
-    ``"before_catalog"`` fails after the deletion file is written, ``"catalog"``
-    fails half-way through writing the catalog's temporary file.
-    """
+    Merges with each file's vector, writes ONE new deletion file and commits the next catalog
+    version, rebased onto commits made meanwhile (see the module docstring).  ``bitmap64`` picks
+    the kind of new vectors (default: 64-bit only for files with more than 2^31-1 rows); an
+    existing vector keeps its kind.  ``_fault`` (tests): ``"before_catalog"`` fails after the
+    deletion file is written, ``"catalog"`` fails right before the catalog version is created.
+    Raises :class:`paimon_fast.tables.catalog.Rebase` when a touched file's vector is now for
+    another version of the file (the caller starts over from a new snapshot)."""
     rep = report or DeleteReport()
     t0 = time.perf_counter()
-    files = {f.path: f for f in ds.files(refresh=True)}
-    cat = ds.read_catalog()
-    entries = cat["files"]
-    current = load_vectors(ds, cat)
+    if getattr(ds, "_snap", None) is None:
+        ds = ds.snapshot(settle=True)
+    files = {f.path: f for f in ds.files()}
+    base = ds.read_catalog()
+    current = load_vectors(ds, base)
     counts = ds.row_counts()
-    merged = []
-    base = {}
+    merged = {}
+    base_dv = {}
     for path in sorted(positions):
         pos = np.unique(np.asarray(positions[path], dtype=np.int64))
         if pos.size == 0:
@@ -164,65 +214,124 @@ def commit_deletions(
         else:
             wide = bitmap64 if bitmap64 is not None else rows - 1 > 2**31 - 1
             dv = DeletionVector.from_positions(pos, bitmap64=wide)
-        added = dv.cardinality - (old.cardinality if old is not None else 0)
-        if added == 0:
+        if dv.cardinality == (old.cardinality if old is not None else 0):
             continue
-        rep.rows_deleted += added
-        merged.append((path, dv))
-        base[path] = (entries.get(path) or {}).get(DV_KEY)
-    rep.touched = [p for p, _ in merged]
+        merged[path] = (dv, pos)
+        base_dv[path] = (base["files"].get(path) or {}).get(DV_KEY)
+    rep.touched = list(merged)
     rep.files_touched = len(merged)
     if not merged:
         rep.seconds += time.perf_counter() - t0
         return rep
 
-    d = dv_dir(ds)
     store = ds.store
-    store.makedirs(d)
-    _clean_temp(store, d)
-    ((data, metas),) = serialize_deletion_files(merged, target_size=1 << 62)  # ONE file per commit
-    name = f"index-{uuid.uuid4()}-0"
-    store.write_atomic(store.join(d, name), data)
-    if _fault == "before_catalog":
-        raise RuntimeError("injected failure before the catalog rename")
-
-    # re-read the catalog: a commit that happened meanwhile must not be lost silently
-    cat = ds.read_catalog()
-    entries = cat["files"]
-    for path, _ in merged:
-        if (entries.get(path) or {}).get(DV_KEY) != base[path]:
-            store.delete(store.join(d, name))
-            raise DeleteConflictError(f"the deletion vector of {path!r} changed during this delete; retry")
-    before = {e[DV_KEY]["file"] for e in entries.values() if isinstance(e, dict) and e.get(DV_KEY)}
-    for (path, dv), (_, off, length, card) in zip(merged, metas):
+    idents = {}  # the identity (and witness) of the version of each touched file the positions are of
+    for path in merged:
         f = files[path]
-        e = dict(entries.get(path) or {})
-        if not (e.get("size") == f.size and e.get("mtime_ns") == f.mtime_ns):
-            e = {k: v for k, v in e.items() if k not in ("file_index",)}  # a stale index stays unused
-            e.update(size=f.size, mtime_ns=f.mtime_ns, rows=int(counts[path]))
-        e[DV_KEY] = {
-            "file": name,
-            "offset": off,
-            "length": length,
-            "cardinality": card,
-            "bitmap64": bool(dv.bitmap64),
-            "size": f.size,
-            "mtime_ns": f.mtime_ns,
-        }
-        entries[path] = e
-    try:
-        ds.write_catalog(cat, _fault="raise" if _fault == "catalog" else None)
-    except CommitConflictError as e:  # another commit won the race: this delete is not visible
-        store.delete(store.join(d, name))
-        raise DeleteConflictError(f"another commit changed the catalog during this delete; retry ({e})") from None
+        if f.identity is None:
+            idents[path] = {"size": f.size, "mtime_ns": f.mtime_ns}
+            continue
+        w = _identity.read_witness(store, f.abs_path, f.identity, None if store.local else ds.io)
+        _identity.check_unchanged(store, f.abs_path, f.identity, path)  # the witness is of that version
+        idents[path] = dict(f.identity.to_json(), **({"witness": w} if w else {}))
+    d = dv_dir(ds)
+    store.makedirs(d)
+    written: List[str] = []  # our deletion files: each one no commit named is removed by us
 
-    after = {e[DV_KEY]["file"] for e in entries.values() if isinstance(e, dict) and e.get(DV_KEY)}
-    for old in sorted(before - after):  # the new catalog is in place: unreferenced files may go
-        if store.delete(store.join(d, old)):
-            rep.removed_deletion_files.append(old)
-    rep.deletion_file = name
+    def write(vectors: Dict[str, DeletionVector]):
+        ((data, metas),) = serialize_deletion_files(list(vectors.items()), target_size=1 << 62)  # ONE file
+        name = f"index-{uuid.uuid4()}-0"
+        store.write_atomic(store.join(d, name), data)
+        written.append(name)
+        return name, {p: m[1:] for p, m in zip(vectors, metas)}, digest32(data), len(data)
+
+    first = write({p: dv for p, (dv, _) in merged.items()})
+    step("delete.file_written", file=first[0])
+    if _fault == "before_catalog":
+        _drop(store, d, written)
+        raise RuntimeError("injected failure before the catalog commit")
+    state = {"file": first, "added": 0}
+
+    def change(cat, attempt):
+        entries = dict(cat["files"])
+        vectors, redo, added = {}, False, 0
+        for path, (dv, pos) in merged.items():
+            now = (entries.get(path) or {}).get(DV_KEY)
+            if now == base_dv[path]:
+                vectors[path] = dv
+                added += dv.cardinality - (current[path].cardinality if path in current else 0)
+                continue
+            # another commit changed this file's vector since the snapshot: deletes commute, so ours
+            # is merged into it, if it is for the same version of the file
+            redo = True
+            if now is None:
+                other = None
+            elif dv_applies(files[path], now, ds):
+                other = read_vector(ds, path, now)
+            else:
+                raise _catalog.Rebase(f"the deletion vector of {path!r} is for another version of the file now")
+            vectors[path] = (
+                other.with_deleted(pos)
+                if other is not None
+                else DeletionVector.from_positions(pos, bitmap64=dv.bitmap64)
+            )
+            added += vectors[path].cardinality - (other.cardinality if other is not None else 0)
+        if redo:
+            state["file"] = write(vectors)
+            rep.rebased += 1
+        name, metas, file_crc, file_size = state["file"]
+        state["added"] = added
+        for path, dv in vectors.items():
+            e = dict(entries.get(path) or {})
+            ident = idents[path]
+            if _identity.recorded(e) is None:  # a file no build indexed yet: its rows are known now
+                e.update(ident)
+                e["rows"] = int(counts[path])
+            off, length, card = metas[path]
+            e[DV_KEY] = {
+                "file": name,
+                "offset": off,
+                "length": length,
+                "cardinality": card,
+                "bitmap64": bool(dv.bitmap64),
+                **ident,
+                "file_xxh3": file_crc,
+                "file_size": file_size,
+            }
+            entries[path] = e
+        new = dict(cat)
+        new["files"] = entries
+        return new
+
+    step("delete.commit")
+    try:
+        out = _catalog.commit(
+            ds.catalog,
+            base,
+            change,
+            counter=ds.io,
+            what="the delete's commit",
+            _fault="raise" if _fault == "catalog" else None,
+        )
+    except CommitConflictError as e:  # other commits kept winning: nothing of this delete is visible
+        _drop(store, d, written)
+        raise DeleteConflictError(f"another commit changed the catalog during this delete; retry ({e})") from None
+    except BaseException:
+        _drop(store, d, written)
+        raise
+    step("delete.committed", version=out.commit_version)
+    _drop(store, d, [n for n in written if n != state["file"][0]])
+    rep.rows_deleted = state["added"]
+    rep.deletion_file = state["file"][0]
+    rep.catalog_version = out.commit_version
     rep.seconds += time.perf_counter() - t0
     return rep
+
+
+def _drop(store, d: str, names) -> None:
+    """Remove deletion files this delete wrote that no catalog version names."""
+    for n in names:
+        store.delete(store.join(d, n))
 
 
 def matching_positions(ds, plan, schema=None) -> Dict[str, np.ndarray]:

@@ -17,6 +17,7 @@ from typing import Dict, List, Tuple
 
 from dataclasses import replace
 
+from ..checksum import ChecksumMismatchError
 from ..errors import IndexFormatError
 from ..fileindex import evaluate_tree
 from ..fileindex.base import FileIndexReader
@@ -54,6 +55,7 @@ class _Tally:
         self.use = use
         self.answered = 0
         self.stale = 0
+        self.other: Dict[str, int] = {}  # why else the index was not used for files: reason -> files
         self.mismatch: List[str] = []
         self.errors: List[str] = []
         self.unsupported_ops: List[str] = []
@@ -74,6 +76,8 @@ class _Tally:
             why.append(f"type mismatch ({self.mismatch[0]})")
         if self.stale:
             why.append(f"stale file: {self.stale} data file{'s' if self.stale > 1 else ''} changed since the build")
+        for reason, n in sorted(self.other.items()):
+            why.append(f"{reason} ({n} data file{'s' if n > 1 else ''})")
         if self.unsupported_ops and not u.used:
             why.append(f"unsupported predicate: {u.index} cannot answer {', '.join(sorted(set(self.unsupported_ops)))}")
         if self.errors:
@@ -138,6 +142,19 @@ def explain_dataset(ds, plan) -> Explain:
     )
     if rep.rows_deleted_total:
         ex.notes.append(f"deletion vectors remove {rep.rows_deleted_total:,} rows")
+    if rep.catalog_version is not None:
+        ex.notes.append(f"snapshot: catalog version {rep.catalog_version}, {rep.files_total} data files listed")
+    copied = [f for f in ds.files() if ds.trust(f, ds.read_catalog()["files"].get(f.path)) == "copied"]
+    if copied:
+        from .identity import COPIED_NOTE
+
+        ex.notes.append(f"{len(copied)} file{'s' if len(copied) > 1 else ''} {COPIED_NOTE}")
+    if rep.unindexed:
+        by: Dict[str, int] = {}
+        for why in rep.unindexed.values():
+            by[why] = by.get(why, 0) + 1
+        for why, n in sorted(by.items()):
+            ex.notes.append(f"{n} file{'s' if n > 1 else ''} read without {'their' if n > 1 else 'its'} index: {why}")
     if pred is None:
         return ex
     part_types = {f.name: f.type for f in ds.partition_schema()}
@@ -165,15 +182,27 @@ def explain_dataset(ds, plan) -> Explain:
         if not fi or fi.get("none"):
             continue
         rows = counts[f.path]
-        if not ds._index_current(f, e, None):
+        reason = ds.why_unindexed(f, e)
+        if reason is not None:
             for c in cols:
                 for itype in spec.get(c, {}):
-                    tally(itype, c).stale += 1
+                    t = tally(itype, c)
+                    if reason == "changed since the build":
+                        t.stale += 1
+                    else:
+                        t.other[reason] = t.other.get(reason, 0) + 1
             continue
         built = fi.get("types") or {}
         try:
             idx = ds.open_index(f, e)
         except IndexFormatError as err:
+            if isinstance(err, ChecksumMismatchError):
+                for c in cols:
+                    for itype in spec.get(c, {}):
+                        t = tally(itype, c)
+                        t.other["checksum mismatch"] = t.other.get("checksum mismatch", 0) + 1
+                        t.errors.append(f"{type(err).__name__}: {err}")
+                continue
             # an index built for another type of a column: the whole container is refused
             for c in cols:
                 for itype in spec.get(c, {}):
@@ -226,7 +255,7 @@ def _global_rows(ds, pred, cols, counts, part_types, ops) -> List[IndexUse]:
     from . import globalindex as gi
     from .globalindex import GlobalAnswers
 
-    have = [c for c in cols if gi.has_global_index(ds.root, c, ds.store)]
+    have = [c for c in cols if gi.has_listing(ds, c)]
     if not have:
         return []
     answers = GlobalAnswers(ds, pred, counts, part_types)
@@ -273,10 +302,10 @@ def _global_rows(ds, pred, cols, counts, part_types, ops) -> List[IndexUse]:
 
 
 def _fallback_limit(ds, column: str) -> str:
-    from .globalindex import load_global_index
+    from .globalindex import listing_of, load_global_index
 
     try:
-        g = load_global_index(ds.root, column, filesystem=ds.store)
+        g = load_global_index(ds.root, column, filesystem=ds.store, _listing=listing_of(ds, column))
     except Exception:  # noqa: BLE001
         return "?"
     try:

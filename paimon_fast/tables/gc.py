@@ -7,32 +7,39 @@ killed before that commit leaves files nothing references; superseded commit
 versions stay behind too.  :func:`collect` finds them:
 
 * in a Parquet dataset: file index containers (``_file_index/**.index``, and the old
-  layout's ``*.index`` beside the data files) that the current catalog does not name, deletion files in
-  ``_deletion_vectors/`` no entry points
-  at, ``_global_index/<column>/*.index`` files the column's current listing does
-  not list, the exchange files (``_global_index/<column>/.runs-*/``) of a Spark
-  build that died, commit versions older than the newest ``keep_versions``, and
-  temporary files (``.<name>.tmp-*``) of interrupted local / HDFS writes;
+  layout's ``*.index`` beside the data files) that no live catalog version names, deletion files in
+  ``_deletion_vectors/`` no live version points at, ``_global_index/<column>/*.index`` files no
+  live listing of the column lists, the exchange files (``_global_index/<column>/.runs-*/``) of a
+  Spark build that died, expired commit versions, and temporary files (``.<name>.tmp-*``) of
+  interrupted local / HDFS writes;
 * in a Hudi table's sidecar index (:mod:`paimon_fast.hudi.storage`): segments no
   manifest references and temporary files.
 
-Data files and files of unknown kinds are never touched.  Files younger than
-``min_age`` seconds are left alone (a run in progress writes its files before
-its commit); the default is one hour.  ``delete=False`` (the default, and the
-CLI's unless ``--delete``) only lists.
+**Live versions.**  A catalog (or listing) version is live while it is one of the newest
+``keep_versions`` or was superseded less than ``min_age`` seconds ago: an operation that took its
+snapshot at that version may still be reading the files it names, so those files stay; an expired
+version goes with the files only it named.  Data files and files of unknown kinds are never
+touched.  Files younger than ``min_age`` seconds are left alone too (a run in progress writes its
+files before its commit, and its temporary files belong to it); the default is one hour.  An
+operation that runs longer than ``min_age`` may find files of its snapshot gone: it fails with a
+clear error, never with a wrong answer.  ``delete=False`` (the default, and the CLI's unless
+``--delete``) only lists.  A live version that is damaged stops gc before it removes anything.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from typing import List
 
 from ..cli import command
 from ..fs import TMP_MARK, VERSION_DIR, CommitFile, resolve
+from .catalog import GRACE_SECONDS
+from .steps import step
 
-DEFAULT_MIN_AGE = 3600.0
+DEFAULT_MIN_AGE = GRACE_SECONDS
 
 
 @dataclass
@@ -81,6 +88,7 @@ def collect(
 ) -> GcReport:
     """Orphans of the dataset or Hudi table at ``path`` (a path or URI); removed when
     ``delete``.  See the module docstring."""
+    now_ns = time.time_ns()
     store, root = resolve(path, filesystem)
     if store.is_dir(store.join(root, ".hoodie")):
         # upward import: one gc command serves both table kinds; the Hudi sidecar's orphan rule
@@ -89,9 +97,9 @@ def collect(
 
         kind, found = "hudi table", orphan_files(path if filesystem is None else root, store)
     else:
-        kind, found = "dataset", _dataset_orphans(store, root, keep_versions)
+        kind, found = "dataset", _dataset_orphans(store, root, keep_versions, min_age, now_ns)
+    step("gc.collected")
     rep = GcReport(root=store.uri(root), kind=kind, deleted=delete)
-    now_ns = time.time_ns()
     for e, reason in found:
         if min_age > 0 and e.mtime_ns and (now_ns - e.mtime_ns) < min_age * 1e9:
             rep.too_young += 1
@@ -100,32 +108,70 @@ def collect(
         if delete and store.delete(e.path):
             rep.removed += 1
             rep.bytes_removed += e.size
+            parent = store.dirname(e.path)
+            if store.local and store.basename(parent).startswith(".runs-"):
+                try:  # an interrupted global index build's exchange directory, once empty
+                    os.rmdir(parent)
+                except OSError:
+                    pass
     return rep
 
 
-def _dataset_orphans(store, root, keep_versions: int):
+def _live_versions(cf, keep: int, min_age: float, now_ns: int):
+    """``(live versions, expired [(version, FileEntry)])`` of a commit file (module docstring)."""
+    entries = cf.version_entries()
+    keep = max(1, keep)
+    live, expired = [], []
+    for i, (v, e) in enumerate(entries):
+        if i >= len(entries) - keep:
+            live.append(v)
+            continue
+        successor = entries[i + 1][1]
+        if min_age > 0 and (not successor.mtime_ns or now_ns - successor.mtime_ns < min_age * 1e9):
+            live.append(v)  # superseded moments ago: a reader may still be at this version
+        else:
+            expired.append((v, e))
+    if not entries and cf.store.exists(cf.legacy_path):
+        live.append(0)  # the plain catalog file of earlier versions is the current one
+    return live, expired
+
+
+def _read_version(cf, v: int) -> dict:
+    from ..checksum import open_json
+
+    path = cf.version_path(v)
+    try:
+        data = cf.store.read_bytes(path)
+    except FileNotFoundError:
+        return {}
+    return open_json(data, f"{cf.store.uri(path)} (a live version: gc removes nothing)")[0]
+
+
+def _dataset_orphans(store, root, keep_versions: int, min_age: float = 0.0, now_ns: int = 0):
     from .deletes import DV_DIR, DV_KEY
     from .globalindex import INDEX_DIR, LISTING, RUNS_PREFIX
     from .layout import FILE_INDEX_DIR, data_rel_of_index
     from .parquet import CATALOG_NAME, INDEX_SUFFIX, ParquetDataset, is_data_file_name
 
+    now_ns = now_ns or time.time_ns()
     ds = ParquetDataset(root, store)
-    cat = ds.read_catalog()
     files = {f.path: f for f in ds.files()}
+    live, expired = _live_versions(ds.catalog, keep_versions, min_age, now_ns)
     live_index, live_dv = set(), set()
-    for rel, e in cat["files"].items():
-        if not isinstance(e, dict):
-            continue
-        fi = e.get("file_index") or {}
-        if "path" in fi:
-            live_index.add(fi["path"])
-        elif "file" in fi:  # the old layout: beside the data file
-            d = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
-            live_index.add(d + fi["file"])
-        dv = e.get(DV_KEY)
-        if dv:
-            live_dv.add(dv["file"])
-    stale_versions = set(ds.catalog.stale_versions(keep_versions))
+    for v in live:
+        for rel, e in (_read_version(ds.catalog, v).get("files") or {}).items():
+            if not isinstance(e, dict):
+                continue
+            fi = e.get("file_index") or {}
+            if "path" in fi:
+                live_index.add(fi["path"])
+            elif "file" in fi:  # the old layout: beside the data file
+                d = rel.rsplit("/", 1)[0] + "/" if "/" in rel else ""
+                live_index.add(d + fi["file"])
+            dv = e.get(DV_KEY)
+            if dv:
+                live_dv.add(dv["file"])
+    stale_versions = {e.path for _, e in expired}
     listings = {}
     out = []
     for e in store.list_files(root):
@@ -141,12 +187,14 @@ def _dataset_orphans(store, root, keep_versions: int):
             col = parts[1]
             if col not in listings:
                 cf = CommitFile(store, store.join(root, INDEX_DIR, col), LISTING)
-                data = cf.read()[1]
-                listed = {f["file"] for f in json.loads(data.decode("utf-8")).get("files", [])} if data else set()
-                listings[col] = (listed, set(cf.stale_versions(keep_versions)))
+                col_live, col_expired = _live_versions(cf, keep_versions, min_age, now_ns)
+                listed = set()
+                for v in col_live:
+                    listed |= {f["file"] for f in _read_version(cf, v).get("files", [])}
+                listings[col] = (listed, {x.path for _, x in col_expired})
             listed, stale = listings[col]
             if len(parts) == 3 and name.endswith(INDEX_SUFFIX) and name not in listed:
-                out.append((e, f"global index file of column {col!r} not in its current listing"))
+                out.append((e, f"global index file of column {col!r} no live listing lists"))
             elif len(parts) == 4 and parts[2].startswith(RUNS_PREFIX):
                 out.append((e, f"exchange file of an interrupted global index build of column {col!r}"))
             elif e.path in stale:
@@ -158,7 +206,7 @@ def _dataset_orphans(store, root, keep_versions: int):
             continue
         if parts[0] == DV_DIR and len(parts) == 2:
             if name.startswith("index-") and name not in live_dv:
-                out.append((e, "deletion file no catalog entry references"))
+                out.append((e, "deletion file no live catalog version references"))
             continue
         if any(p.startswith(("_", ".")) for p in parts[:-1]) or name == CATALOG_NAME or parts[0] == VERSION_DIR:
             continue
@@ -184,7 +232,12 @@ def gc_setup(p):
         default=DEFAULT_MIN_AGE,
         help="leave files younger than this many seconds (a run may still be writing; default 3600)",
     )
-    p.add_argument("--keep-versions", type=int, default=1, help="commit versions to keep (default 1)")
+    p.add_argument(
+        "--keep-versions",
+        type=int,
+        default=1,
+        help="commit versions to keep besides those superseded within --min-age (default 1)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 

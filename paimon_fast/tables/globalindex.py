@@ -6,16 +6,19 @@ relative POSIX paths of the data files; a row's global id is the row count of th
 earlier files plus its index within its file (Spark's ``_metadata.row_index``).
 
 A column's index is a set of index files in ``<dataset>/_global_index/<column>/``
-and the listing ``index.json`` beside them: every index file's
-``SortedIndexFileMeta``, and the data files (path, rows, size, modification time)
-the index was built over.  :func:`build_global_index_local` builds it in this
+and the listing ``index.json`` beside them (as versions
+``_global_index/<column>/_commits/index.json.<version>``, each created exclusively and sealed
+with a checksum, like the dataset's catalog): every index file's ``SortedIndexFileMeta``, size
+and block checksums (:mod:`paimon_fast.checksum`, checked on every block read), and the data
+files (path, rows and identity: :mod:`paimon_fast.tables.identity`) the index was built over.
+:func:`build_global_index_local` builds it in this
 process (one index file); the sorted build on Spark is
 :func:`paimon_fast.tables.globalindex_spark.build_global_index`; both commit the
-listing with :func:`_commit_listing`.  Datasets on object stores or HDFS
-(``s3://...`` or a ``filesystem``; :mod:`paimon_fast.fs`): the index files are
-uniquely named; the listing is the commit object, a new immutable version created
-with a conditional PUT (:class:`paimon_fast.fs.CommitFile`), so a killed build
-leaves the previous listing and orphans ``paimon-fast gc`` removes.
+listing with :func:`_commit_listing`.  The index files are uniquely named; the
+listing is the commit object, a new immutable version created exclusively (a
+conditional PUT on S3: :class:`paimon_fast.fs.CommitFile`), so a killed build leaves
+the previous listing and orphans ``paimon-fast gc`` removes; files of superseded
+listings stay for their readers until ``gc`` removes them after its grace period.
 :func:`load_global_index` reads it back as a
 :class:`~paimon_fast.globalindex.GlobalIndex`, and :func:`row_ids_to_file_rows`
 maps answered row ids to (data file, row indexes).
@@ -23,17 +26,17 @@ maps answered row ids to (data file, row indexes).
 
 from __future__ import annotations
 
-import json
-import os
 import uuid
 
 from typing import Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from ..checksum import ChecksummedSource, block_checksums, open_json, seal_json
 from ..fs import CommitFile, LazySource, resolve
 from ..predicate import Leaf, Predicate
 from ..result import SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
+from . import identity as _identity
 from .layout import is_data_file_name
 
 INDEX_DIR = "_global_index"
@@ -54,14 +57,27 @@ def data_files(path, filesystem=None):
 
 
 def _file_states(store, root, files) -> list:
-    """``[(size, mtime_ns)]`` of the data files: recorded so a reader can tell a stale index."""
-    out = []
-    for rel, _ in files:
-        st = store.stat(store.join(root, *rel.split("/")))
-        if st is None:
-            raise FileNotFoundError(store.uri(store.join(root, rel)))
-        out.append(st)
-    return out
+    """The data files' identities (:class:`~paimon_fast.tables.identity.Identity`), settled, taken
+    before they are read: recorded so a reader can tell a stale index (a file changed while the
+    build read it has another identity afterwards, so the index is never used for it)."""
+    import time
+
+    waited = 0.0
+    while True:
+        t0 = time.time_ns()
+        out = []
+        for rel, _ in files:
+            ident = _identity.current(store, store.join(root, *rel.split("/")))
+            if ident is None:
+                raise FileNotFoundError(store.uri(store.join(root, rel)))
+            out.append(ident)
+        late = _identity.unsettled(out, t0)
+        if not late:
+            return out
+        w0 = time.monotonic()
+        if not _identity.wait_settled(late, waited):
+            return out
+        waited += time.monotonic() - w0
 
 
 def index_dir(path, column, filesystem=None) -> str:
@@ -90,28 +106,26 @@ def _commit_listing(
         "options": options,
         "ranges": ranges,
         "data_files": [
-            {"path": rel, "row_count": n, "first_row_id": b, "size": st[0], "mtime_ns": st[1]}
+            dict({"path": rel, "row_count": n, "first_row_id": b}, **_state_json(st))
             for (rel, n), b, st in zip(files, bases, states)
         ],
         "files": [
-            {"file": r["file"], "row_count": r["row_count"], "meta": bytes(r["meta"]).hex(), "size": r["size"]}
+            dict(
+                {"file": r["file"], "row_count": r["row_count"], "meta": bytes(r["meta"]).hex(), "size": r["size"]},
+                **({"checksum": r["checksum"]} if r.get("checksum") else {}),
+            )
             for r in rows
         ],
     }
-    lf = _listing_file(root, column, store)
-    prev = lf.read()[1] if not store.local else None
-    lf.write(json.dumps(listing, indent=1).encode(), base_version)
-    # files of earlier builds are no longer listed: remove them (on versioned stores the previous
-    # listing's files only: files of a concurrent or killed build are left to paimon-fast gc)
-    keep = {f["file"] for f in listing["files"]} | {LISTING}
-    if store.local:
-        gone = [e.rel for e in store.list_files(out_dir, recursive=False) if e.rel.endswith(".index")]
-    else:
-        gone = [f["file"] for f in json.loads(prev.decode("utf-8")).get("files", [])] if prev else []
-    for name in gone:
-        if name not in keep:
-            store.delete(store.join(out_dir, name))
+    del out_dir  # files of earlier builds stay for readers of earlier listings until gc removes them
+    _listing_file(root, column, store).write(seal_json(listing), base_version)
     return listing
+
+
+def _state_json(st) -> dict:
+    if isinstance(st, _identity.Identity):
+        return st.to_json()
+    return {"size": st[0], "mtime_ns": st[1]}
 
 
 def build_global_index_local(path, column, options=None, dtype=None, batch_rows=1 << 17, filesystem=None):
@@ -150,56 +164,90 @@ def build_global_index_local(path, column, options=None, dtype=None, batch_rows=
     data, meta = w.finish()
     if data is not None:
         store.write_atomic(store.join(out_dir, name), data)
-    rows = [] if data is None else [{"file": name, "row_count": w.row_count, "meta": meta, "size": len(data)}]
+    rows = (
+        []
+        if data is None
+        else [
+            {"file": name, "row_count": w.row_count, "meta": meta, "size": len(data), "checksum": block_checksums(data)}
+        ]
+    )
     return _commit_listing(
         store, root, column, dtype, build_id, bases[-1], options, 1, files, bases, states, rows, base_version
     )
 
 
 def read_listing(path, column, filesystem=None) -> dict:
-    data = _listing_file(path, column, filesystem).read()[1]
+    """The current listing of ``column``'s global index (a damaged one raises
+    :class:`~paimon_fast.errors.DamagedFileError` naming it)."""
+    lf = _listing_file(path, column, filesystem)
+    v, data = lf.read()
     if data is None:
         store, root = resolve(path, filesystem)
         raise FileNotFoundError(f"no global index listing for {column!r} in {store.uri(root)}")
-    return json.loads(data.decode("utf-8"))
+    obj, _ = open_json(data, f"global index listing {lf.store.uri(lf.version_path(v))}")
+    return obj
 
 
 def has_global_index(path, column, filesystem=None) -> bool:
     store, root = resolve(path, filesystem)
-    if store.local:
-        return os.path.exists(os.path.join(root, INDEX_DIR, column, LISTING))
-    return bool(_listing_file(root, column, store).versions())
+    lf = _listing_file(root, column, store)
+    if lf.versions():
+        return True
+    return store.exists(lf.legacy_path)
+
+
+def listing_trust(listing, files) -> Optional[str]:
+    """How ``listing`` compares with ``files`` (``DataFile`` objects in the stable order, listed
+    with their identities): :data:`~paimon_fast.tables.identity.VERIFIED` when it was built over
+    exactly these versions of these files, :data:`~paimon_fast.tables.identity.WEAK` when only
+    sizes and times could be compared, None when it is stale."""
+    recorded = listing.get("data_files") or []
+    if len(recorded) != len(files):
+        return None
+    worst = _identity.VERIFIED
+    for r, f in zip(recorded, files):
+        if r.get("path") != f.path or "size" not in r or "mtime_ns" not in r:
+            return None
+        ident = f.identity if f.identity is not None else _identity.Identity(f.size, f.mtime_ns)
+        verdict = _identity.judge(ident, r)
+        if not _identity.usable(verdict):
+            return None
+        if verdict == _identity.WEAK:
+            worst = _identity.WEAK
+    return worst
 
 
 def listing_is_current(listing, files) -> bool:
     """Whether ``listing`` was built over exactly ``files`` (``DataFile`` objects in the stable
-    order, or ``(path, size, mtime_ns)`` tuples): same paths, sizes and modification times.
-    A listing without recorded sizes / times is never current."""
-    recorded = listing.get("data_files") or []
-    if len(recorded) != len(files):
-        return False
-    for r, f in zip(recorded, files):
-        cur = (f.path, f.size, f.mtime_ns) if hasattr(f, "path") else tuple(f)
-        if "size" not in r or "mtime_ns" not in r or (r["path"], r["size"], r["mtime_ns"]) != cur:
-            return False
-    return True
+    order, or ``(path, size, mtime_ns)`` tuples): the same versions of the same files
+    (:func:`listing_trust`).  A listing without recorded sizes / times is never current."""
+    if files and not hasattr(files[0], "path"):
+        from .layout import DataFile
+
+        files = [DataFile(p, p, size, mtime) for p, size, mtime in files]
+    return listing_trust(listing, files) is not None
 
 
-def load_global_index(path, column, options=None, filesystem=None, counter=None):
+def load_global_index(path, column, options=None, filesystem=None, counter=None, _listing=None):
     """The :class:`~paimon_fast.globalindex.GlobalIndex` of a built column (files pruned by meta;
     a file is opened, with ranged reads counted in ``counter``, only when a query needs it)."""
     from ..globalindex import GlobalIndex
 
     store, root = resolve(path, filesystem)
-    listing = read_listing(root, column, store)
+    listing = _listing if _listing is not None else read_listing(root, column, store)
     d = index_dir(root, column, store)
-    if store.local and counter is None:
-        files = [(os.path.join(d, f["file"]), bytes.fromhex(f["meta"])) for f in listing["files"]]
-    else:
-        files = [
-            (LazySource(store, store.join(d, f["file"]), f.get("size"), counter), bytes.fromhex(f["meta"]))
-            for f in listing["files"]
-        ]
+
+    def source(f):
+        p = store.join(d, f["file"])
+        if f.get("checksum") is not None:  # every block read is checked
+            return ChecksummedSource(
+                LazySource(store, p, f.get("size"), counter), f["checksum"], int(f["size"]), f"global index file {p}"
+            )
+        if store.local and counter is None:
+            return p
+        return LazySource(store, p, f.get("size"), counter)
+
+    files = [(source(f), bytes.fromhex(f["meta"])) for f in listing["files"]]
     return GlobalIndex(
         files, listing["type"], options or listing.get("options") or {}, total_row_count=listing["total_row_count"]
     )
@@ -232,6 +280,34 @@ def row_ids_to_file_rows(row_ids, listing) -> dict:
 # ---------------------------------------------------------------- answers for a dataset read
 
 
+def listing_of(ds, column: str) -> dict:
+    """``column``'s global index listing, read once per snapshot of ``ds`` (every step of an
+    operation sees the same listing)."""
+    snap = getattr(ds, "_snap", None)
+    if snap is None:
+        return read_listing(ds.root, column, ds.store)
+    key = ("global index listing", column)
+    if key not in snap.derived:
+        try:
+            snap.derived[key] = read_listing(ds.root, column, ds.store)
+        except Exception as e:  # kept too: the same answer for every step
+            snap.derived[key] = e
+    got = snap.derived[key]
+    if isinstance(got, Exception):
+        raise got
+    return got
+
+
+def has_listing(ds, column: str) -> bool:
+    snap = getattr(ds, "_snap", None)
+    if snap is None:
+        return has_global_index(ds.root, column, ds.store)
+    key = ("has global index", column)
+    if key not in snap.derived:
+        snap.derived[key] = has_global_index(ds.root, column, ds.store)
+    return snap.derived[key]
+
+
 def _leaves(pred) -> List[Leaf]:
     if isinstance(pred, Leaf):
         return [pred]
@@ -243,8 +319,9 @@ class GlobalAnswers:
 
     A column's global index (``<root>/_global_index/<column>/index.json``, see
     :mod:`paimon_fast.tables.globalindex`) is used only when its listing
-    records exactly the dataset's current files (paths, sizes, modification
-    times, row counts); otherwise it is stale and ignored.  Each leaf on such a
+    records exactly the files of the dataset's snapshot (paths, identities, row
+    counts); otherwise it is stale and ignored.  Its answers are exact only where
+    every file's identity is strong and verified (and its bytes pass their checksums).  Each leaf on such a
     column is evaluated once over the whole dataset; its global row ids are
     split by the files' row offsets: a file with none is SKIP, the others get a
     BitmapResult of row positions.  UNSUPPORTED or an error -> None (the file
@@ -257,7 +334,7 @@ class GlobalAnswers:
         self._exact: Dict[int, bool] = {}
         self._offsets: Dict[str, Tuple[int, int]] = {}
         leaves = [x for x in _leaves(pred) if x.name not in part_types]
-        cols = sorted({x.name for x in leaves if has_global_index(ds.root, x.name, ds.store)})
+        cols = sorted({x.name for x in leaves if has_listing(ds, x.name)})
         if not cols:
             return
 
@@ -266,16 +343,16 @@ class GlobalAnswers:
         for f in files:
             self._offsets[f.path] = (acc, counts[f.path])
             acc += counts[f.path]
-        indexes = {}
+        indexes, verified = {}, {}
         for c in cols:
             try:
-                listing = read_listing(ds.root, c, ds.store)
-                if not listing_is_current(listing, files) or [d["row_count"] for d in listing["data_files"]] != [
-                    counts[f.path] for f in files
-                ]:
+                listing = listing_of(ds, c)
+                trust = listing_trust(listing, files)
+                if trust is None or [d["row_count"] for d in listing["data_files"]] != [counts[f.path] for f in files]:
                     self.stale.add(c)
                     continue
-                indexes[c] = load_global_index(ds.root, c, filesystem=ds.store, counter=ds.io)
+                verified[c] = trust == _identity.VERIFIED and all(f.get("checksum") for f in listing["files"])
+                indexes[c] = load_global_index(ds.root, c, filesystem=ds.store, counter=ds.io, _listing=listing)
             except Exception as e:  # an unreadable listing never fails a query
                 self.errors.append(f"{c}: {type(e).__name__}: {e}")
         try:
@@ -291,7 +368,7 @@ class GlobalAnswers:
                 if r is UNSUPPORTED:
                     continue
                 self._ids[id(leaf)] = np.frombuffer(r.to_array(), dtype=np.uint64) if len(r) else np.zeros(0, np.uint64)
-                self._exact[id(leaf)] = g.answers_exactly(leaf)
+                self._exact[id(leaf)] = g.answers_exactly(leaf) and verified[leaf.name]
                 self.used.add(leaf.name)
         finally:
             for g in indexes.values():

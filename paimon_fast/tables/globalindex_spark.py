@@ -19,8 +19,8 @@ jobs of Python tasks (RDDs), each data file read with pyarrow on the executors:
    them by key and row id with its kernel and the index file is written.  With one
    range, its task reads the data files directly.
 
-The exchange directory is removed at the end (and by the next build after a
-crash); like the index files, it must be on storage every executor reaches.
+The exchange directory is removed at the end (after a crash, by ``paimon-fast gc``
+once it is older than the grace period); like the index files, it must be on storage every executor reaches.
 Exchanging arrays through files costs far less than Spark's shuffle of rows,
 which converts every row from Parquet to Spark's format and then to Arrow (see
 ``benchmarks/bench_globalindex.py``).  The driver collects each file's
@@ -86,14 +86,13 @@ def build_global_index(spark, path, column, options=None, dtype=None, filesystem
     max_par = max(1, _opt(options, OPT_MAX_PARALLELISM, LEGACY_MAX_PARALLELISM, 4096))
     ranges = max(1, min(max_par, math.ceil(total / per_range)))
     out_dir = index_dir(root, column, store)
-    store.makedirs(out_dir)
-    _drop_runs(store, out_dir)  # exchange files of an interrupted build
+    store.makedirs(out_dir)  # exchange files of an interrupted build are gc's (a young one may be a running build's)
     build_id = uuid.uuid4().hex[:12]
     index_options = {k: v for k, v in options.items() if k.startswith("bitmap-index.")}
     # (file number, path, first row id, rows), packed into read tasks of similar sizes
     jobs = [(i, store.join(root, rel), int(b), int(n)) for i, ((rel, n), b) in enumerate(zip(files, bases))]
     sc = spark.sparkContext
-    groups = _pack(jobs, [st[0] for st in states], sc.defaultParallelism)
+    groups = _pack(jobs, [st.size for st in states], sc.defaultParallelism)
     src = (store, column, arrow_type, dtype)
 
     bounds = []
@@ -326,4 +325,6 @@ def _merge_range(src, index_options, files, runs, r, path):
     if data is None:
         return None
     store.write_atomic(path, data)
-    return {"row_count": w.row_count, "meta": meta, "size": len(data)}
+    from ..checksum import block_checksums
+
+    return {"row_count": w.row_count, "meta": meta, "size": len(data), "checksum": block_checksums(data)}

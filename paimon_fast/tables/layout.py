@@ -77,13 +77,16 @@ def parse_partition(rel_path: str) -> Dict[str, Optional[str]]:
 
 @dataclass(frozen=True)
 class DataFile:
-    """One data file: relative POSIX path (the catalog key), absolute path, size, mtime, partition values."""
+    """One data file: relative POSIX path (the catalog key), absolute path, size, mtime, partition
+    values, and the identity it had when listed (a :class:`paimon_fast.tables.identity.Identity`:
+    what its indexes and deletion vector must have been recorded for; None when not listed)."""
 
     path: str
     abs_path: str
     size: int
     mtime_ns: int
     partition: Tuple[Tuple[str, Optional[str]], ...] = ()
+    identity: Optional[object] = None
 
     @property
     def legacy_index_path(self) -> str:

@@ -3,8 +3,8 @@
 Layout::
 
     <root>/[k=v/...]<name>.parquet                      data files (hive-style partitions optional)
-    <root>/_file_index/[k=v/...]<name>.parquet.index    Paimon FileIndexFormat container of that file
-    <root>/_paimon_fast_catalog.json                    the dataset catalog (versioned JSON)
+    <root>/_file_index/[k=v/...]<name>.parquet.<hash>.index   Paimon FileIndexFormat container of that file
+    <root>/_commits/_paimon_fast_catalog.json.<version> the dataset catalog's versions (sealed JSON)
     <root>/_global_index/<column>/...                   global indexes (:mod:`.globalindex`)
     <root>/_deletion_vectors/...                        deleted rows (:mod:`.deletes`)
 
@@ -27,55 +27,65 @@ Row positions in a file index are positions in the data file, so a
 ``BitmapResult`` from a file's index maps to global ids by adding the file's
 offset.
 
-**Catalog** (``_paimon_fast_catalog.json``; a leading underscore keeps Spark's
+**Catalog** (versions ``_commits/_paimon_fast_catalog.json.<version>``, each created exclusively
+and sealed with a checksum: :mod:`paimon_fast.tables.catalog`; a leading underscore keeps Spark's
 file listing away from it)::
 
-    {"format": "paimon-fast-dataset", "version": 1,
+    {"format": "paimon-fast-dataset", "version": 2,
      "file_order": "...", "file_index": {"options": {...}, "digest": "...", "types": {...}},
-     "files": {"k=v/a.parquet": {"size": 123, "mtime_ns": 1700000000000000000, "rows": 1000,
-                                 "file_index": {"digest": "...", "path": "_file_index/k=v/a.parquet.index",
-                                                "size": 456}
+     "files": {"k=v/a.parquet": {"size": 123, "mtime_ns": 1700000000000000000,
+                                 "ctime_ns": 1700000000000000000, "ino": 42,     (local files)
+                                 "etag": "\"9b2cf535f27731c974343645a3985328\"",   (S3)
+                                 "rows": 1000,
+                                 "file_index": {"digest": "...", "path": "_file_index/k=v/a.parquet.<hash>.index",
+                                                "size": 456, "checksum": {"xxh3": "...", "block": 16384}}
                                             or {"digest": "...", "inline": "<base64>", "size": 80}
                                             or (old layout) {"digest": "...", "file": "a.parquet.index", ...},
                                  "deletion_vector": {"file": "index-<uuid>-0", "offset": 1, ...}},
                ...},
-     ...}
+     ...,
+     "checksum": "xxh3:..."}
 
-``size`` / ``mtime_ns`` of the data file decide staleness: an index whose data
-file changed, or whose options digest differs from the current options, is
-rebuilt and never used for pruning.  Indexes smaller than or equal to
-``file-index.in-manifest-threshold`` (default 500 bytes) are kept inline
-(base64) instead of in a ``.index`` file, as Paimon embeds them in its
-manifest.  A ``path`` is relative to the root; an old-layout ``file`` is a name
-in the data file's directory.  Keys this module does not know, at the top level or in a file's
-entry, are preserved on rewrite, so other features (global indexes, deletion
-vectors) add their own keys next to ``file_index``.  Deleted rows are Paimon
+The identity keys (``size``, ``mtime_ns``, ``ctime_ns`` / ``ino`` or ``etag``:
+:mod:`paimon_fast.tables.identity`) are those of the data file the index was built from: an index
+is used only for a file whose identity in the operation's listing is the same (an index whose
+options digest differs from the current options is rebuilt by the next build, but still answers
+for its file).  Indexes smaller than or equal to ``file-index.in-manifest-threshold`` (default 500
+bytes) are kept inline (base64) instead of in a ``.index`` file, as Paimon embeds them in its
+manifest.  A ``path`` is relative to the root; an old-layout ``file`` is a name in the data file's
+directory; ``checksum`` holds the checksums of the index file's blocks
+(:mod:`paimon_fast.checksum`), checked on every block a reader reads.  Keys this module does not
+know, at the top level or in a file's entry, are preserved on rewrite, so other features (global
+indexes, deletion vectors) add their own keys next to ``file_index``.  Deleted rows are Paimon
 deletion vectors in ``_deletion_vectors/`` (:mod:`paimon_fast.tables.deletes`):
-:meth:`ParquetDataset.plan` loads them, removes deleted rows from exact index
-bitmaps, skips files whose rows are all deleted, and :meth:`ParquetDataset.scan`
-/ :meth:`ParquetDataset.read_file` drop the deleted rows.
+:meth:`ParquetDataset.plan` loads them, removes deleted rows from exact index bitmaps, skips files
+whose rows are all deleted, and the reads drop the deleted rows.
 
-Index files and the catalog are written to a hidden temporary name and
-renamed into place; a killed writer leaves at most a ``.<name>.tmp-*`` file
-that the next build removes, never a partial ``.index``.
+**Snapshots.**  Every operation (plan, read, count, top-N, explain, delete, build, gc) works on one
+listing of the data files and one catalog version taken when it starts
+(:meth:`ParquetDataset.snapshot`); a read object keeps the snapshot of its plan.  Nothing is kept
+between calls on the dataset itself, so a long-lived :class:`ParquetDataset` sees files added,
+changed and removed since the last call.
 
-**Object stores and HDFS** (``ParquetDataset("s3://bucket/events")`` or any
-``filesystem=``, see :mod:`paimon_fast.fs`): there is no atomic rename, so index
-files get unique names (``_file_index/<data file>.<content hash>.index``, recorded in
-the entry's ``path``) and become visible only through the catalog, which is
-committed last as a new immutable version
-(``_commits/_paimon_fast_catalog.json.<version>``) created with a conditional PUT
-where the store offers one: a commit that lost a race raises
-:class:`~paimon_fast.fs.CommitConflictError` instead of overwriting.  A killed
-build leaves the previous catalog and unreferenced files that ``paimon-fast gc``
-lists and removes (:mod:`paimon_fast.tables.gc`).  Reads are ranged (index
-headers and blocks, Parquet footers and the column chunks needed), and
+**Writes.**  Index files get a new name for new bytes (``_file_index/<data file>.<content
+hash>.index``), deletion files a UUID, and both become visible only through the catalog version
+committed last, with optimistic concurrency (:func:`paimon_fast.tables.catalog.commit`).  No commit
+removes a file: superseded ones stay for readers of older versions until ``paimon-fast gc`` removes
+what no live version names, after a grace period (:mod:`paimon_fast.tables.gc`).  A killed writer
+leaves the previous version current and at most files no version names.  Locally files are written
+to a hidden temporary name and renamed into place (``.<name>.tmp-*``: only their writer or ``gc``,
+after the grace period, removes them).
+
+**Object stores and HDFS** (``ParquetDataset("s3://bucket/events")`` or any ``filesystem=``, see
+:mod:`paimon_fast.fs`): the same layout and commits (a conditional PUT creates each version).
+Reads are ranged (index headers and blocks, Parquet footers and the column chunks needed), and
 :attr:`ParquetDataset.io` counts the bytes read (``bytes_read`` in reports).
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import importlib
 import json
@@ -89,7 +99,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from ..errors import IndexFormatError, OptionError, PaimonFastError, UnsupportedTypeError
+from ..checksum import ChecksummedSource, block_checksums
+from ..errors import DataFileError, IndexFormatError, OptionError, PaimonFastError, UnsupportedTypeError
 from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
 from ..fileindex._bitslice import NullLiteralError, range_bitmap
 from ..fileindex.options import (
@@ -103,7 +114,10 @@ from ..fsutil import TMP_MARK, write_atomic  # noqa: F401  (re-exported for call
 from ..predicate import Leaf, Predicate
 from ..result import REMAIN, SKIP, BitmapResult, FileIndexResult
 from ..types import DataType
+from . import catalog as _catalog
+from . import identity as _identity
 from .arrow_filter import coerce_literals, filter_table, to_arrow_expression
+from .catalog import CATALOG_FORMAT, CATALOG_VERSION, FILE_ORDER_DOC, Catalog  # noqa: F401 (handed on)
 from .layout import (
     CATALOG_NAME,
     DATA_SUFFIXES,  # noqa: F401 (handed on)
@@ -112,18 +126,17 @@ from .layout import (
     INDEX_SUFFIX,  # noqa: F401 (handed on)
     DataFile,  # noqa: F401
     index_rel_path,
-    is_data_file_name,
+    is_data_file_name,  # noqa: F401 (handed on)
     local_path,  # noqa: F401 (handed on)
-    parse_partition,
+    parse_partition,  # noqa: F401 (handed on)
 )
 from .globalindex import GlobalAnswers
 from .stats import leaf_answer
 from .plan import FilePlan, ScanPlan, ScanReport  # noqa: F401 (the plan types, handed on)
+from .steps import step
 
-CATALOG_FORMAT = "paimon-fast-dataset"
-CATALOG_VERSION = 1
 HEAD_PREFETCH = 16384  # first bytes of a remote index container fetched with its header
-FILE_ORDER_DOC = "files sorted by relative POSIX path; global row id = rows of earlier files + row position in the file"
+WRITE_ATTEMPTS = 5  # a build or delete that cannot be rebased starts over from a new snapshot this often
 
 
 # ---------------------------------------------------------------- index options
@@ -251,17 +264,17 @@ def store_index(
     (atomically); the catalog entry (with ``types``, the column types the indexes were built
     for: :attr:`FileIndexBuilder.types`).
 
-    On a non-local ``store`` the file is ``_file_index/<rel>.<content hash>.index``: a new
-    name for new bytes, visible only once the catalog names it."""
+    The file is ``_file_index/<rel>.<content hash>.index``: a new name for new bytes, visible only
+    once a catalog version names it (a reader of an older version keeps reading the bytes it names).
+    The entry records the checksums of its blocks (:func:`paimon_fast.checksum.block_checksums`)."""
     if blob is None:
         return {"digest": digest, "none": True}
     typed = {"types": dict(types)} if types else {}
     if len(blob) <= threshold:
         return {"digest": digest, "inline": base64.b64encode(blob).decode("ascii"), "size": len(blob), **typed}
-    tag = None if store.local else hashlib.sha256(blob).hexdigest()[:16]
-    rel_index = index_rel_path(rel, tag)
+    rel_index = index_rel_path(rel, hashlib.sha256(blob).hexdigest()[:16])
     store.write_atomic(store.join(root, *rel_index.split("/")), blob, _fault)
-    return {"digest": digest, "path": rel_index, "size": len(blob), **typed}
+    return {"digest": digest, "path": rel_index, "size": len(blob), "checksum": block_checksums(blob), **typed}
 
 
 def build_file_index(
@@ -275,18 +288,48 @@ def build_file_index(
     batch_rows: int = 1 << 17,
     _fault: Optional[str] = None,
     counter=None,
-) -> Tuple[int, dict]:
+    identity=None,
+) -> Tuple[int, Optional[dict]]:
     """Index the data file ``rel`` (relative path under ``root``), read with pyarrow in row
     order, and store the index (:func:`store_index`): ``(rows, catalog entry)``.  Indexed
     columns the file lacks are left out of its index.  The per-file step of the in-process
-    build and of the Spark build's executor tasks (:func:`paimon_fast.spark.build`)."""
-    pf = pq.ParquetFile(store.open_input(store.join(root, *rel.split("/")), counter))
-    present = set(pf.schema_arrow.names)
-    b = FileIndexBuilder(row_type, {c: per for c, per in columns.items() if c in present}, pf.metadata.num_rows)
-    if b.writers:
-        for batch in pf.iter_batches(batch_size=batch_rows, columns=list(b.writers)):
-            b.add(batch)
-    return pf.metadata.num_rows, store_index(store, root, rel, b.finish(), threshold, digest, _fault, types=b.types)
+    build and of the Spark build's executor tasks (:func:`paimon_fast.spark.build`).
+
+    ``identity`` (:class:`paimon_fast.tables.identity.Identity`): the file's identity in the
+    build's snapshot.  The file is read as that version (on S3 every read is conditional on its
+    ETag) and its identity is checked again after the read; a file that changed meanwhile gives
+    ``(0, None)``: it is not indexed (its index would describe other bytes)."""
+    path = store.join(root, *rel.split("/"))
+    step("build.file.read", path=rel)
+    try:
+        with pq.ParquetFile(_identity.open_data_file(store, path, identity, counter)) as pf:
+            present = set(pf.schema_arrow.names)
+            b = FileIndexBuilder(row_type, {c: per for c, per in columns.items() if c in present}, pf.metadata.num_rows)
+            if b.writers:
+                for batch in pf.iter_batches(batch_size=batch_rows, columns=list(b.writers)):
+                    b.add(batch)
+            rows = pf.metadata.num_rows
+        step("build.file.indexed", path=rel)
+        witness = None
+        if identity is not None:
+            witness = _identity.read_witness(store, path, identity, counter)
+            pinned = identity.etag is not None and store.type_name == "s3" and store._boto_client() is not None
+            now = identity if pinned else _identity.current(store, path)  # pinned reads fail when it changed
+            if now is None or not now.same(identity):
+                return 0, None
+    except _identity.DataFileChangedError:
+        return 0, None
+    except FileNotFoundError:
+        if identity is None:
+            raise
+        return 0, None
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataFileError(f"{store.uri(path)} is not a readable Parquet file: {e}") from None
+    entry = store_index(store, root, rel, b.finish(), threshold, digest, _fault, types=b.types)
+    if witness is not None:  # of the data file version indexed (moved beside its identity on commit)
+        entry["witness"] = witness
+    step("build.file.stored", path=rel)
+    return rows, entry
 
 
 # ---------------------------------------------------------------- build reports
@@ -302,11 +345,19 @@ class BuildReport:
     rows: int = 0
     seconds: float = 0.0
     built: List[str] = field(default_factory=list)
+    changed: List[str] = field(default_factory=list)  # changed (or removed) while the build read them: not indexed
+    catalog_version: Optional[int] = None  # the catalog version the build committed
 
     def __str__(self):
+        ch = (
+            f"; {len(self.changed)} changed while being read, not indexed ({', '.join(self.changed[:3])}"
+            f"{', ...' if len(self.changed) > 3 else ''}: build again)"
+            if self.changed
+            else ""
+        )
         return (
             f"{self.files_built} of {self.files_total} files indexed ({self.files_current} already current, "
-            f"{self.inline} inline), {self.rows:,} rows, {self.index_bytes:,} index bytes, {self.seconds:.2f}s"
+            f"{self.inline} inline), {self.rows:,} rows, {self.index_bytes:,} index bytes, {self.seconds:.2f}s" + ch
         )
 
 
@@ -325,7 +376,10 @@ def _infer_partition_type(values: Iterable[Optional[str]]) -> pa.DataType:
 
 
 class ParquetDataset:
-    """A directory of Parquet files with per-file Paimon indexes (see the module docstring)."""
+    """A directory of Parquet files with per-file Paimon indexes (see the module docstring).
+
+    Every call works on a snapshot taken when it starts (one listing, one catalog version); a
+    :meth:`snapshot` holds one for several calls."""
 
     def __init__(self, root: str, filesystem=None):
         """``root``: a path or URI (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``, ``file://``);
@@ -336,18 +390,51 @@ class ParquetDataset:
         self.catalog = CommitFile(self.store, self.root, CATALOG_NAME)
         self.catalog_path = self.catalog.path
         self.io = IOCounter()  # bytes read through this dataset (reports show the part of each call)
-        self._files: Optional[List[DataFile]] = None
-        self._schema: Optional[pa.Schema] = None
-        self._row_type: Optional[Dict[str, str]] = None
+        self._snap: Optional[_catalog.Snapshot] = None
+        self._schemas: Dict[tuple, pa.Schema] = {}  # a data file version's schema (shared by snapshots)
+        self._last_commit: Optional[int] = None  # the catalog version this object's last commit created
+
+    def __getstate__(self):  # shipped to executors without its snapshot: a plan ships what they need
+        d = dict(self.__dict__)
+        d["_snap"] = None
+        d["_schemas"] = {}
+        return d
 
     @property
     def uri(self) -> str:
         """The dataset's root as a path or ``scheme://`` URI (never with credentials)."""
         return self.store.uri(self.root)
 
+    # ------------------------------------------------------------ snapshots
+    def snapshot(self, settle: bool = False) -> "ParquetDataset":
+        """The dataset as of now: a dataset object pinned to one listing of the data files (each with
+        its identity) and one catalog version, which every call on it uses (plans, reads, counts,
+        top-N, explain, row counts).  Calls on an unpinned dataset take a snapshot each when they
+        start; nothing is kept between calls.  ``settle`` (writers): files changed in the last few
+        milliseconds are waited for, so every identity taken changes with any later change of its file
+        (:mod:`paimon_fast.tables.identity`)."""
+        view = copy.copy(self)
+        view._snap = _catalog.take(self.store, self.root, self.catalog, self.io, settle)
+        return view
+
+    @property
+    def snapshot_version(self) -> Optional[int]:
+        """The catalog version a snapshot holds (None: not a snapshot, or no catalog yet)."""
+        return None if self._snap is None else self._snap.version
+
+    def _at(self) -> "ParquetDataset":
+        return self if self._snap is not None else self.snapshot()
+
     def _input(self, f: "DataFile"):
-        """What pyarrow.parquet opens for a data file (ranged reads, counted in :attr:`io`)."""
-        return self.store.open_input(f.abs_path, None if self.store.local else self.io)
+        """What pyarrow.parquet opens for a data file (ranged reads, counted in :attr:`io`; on S3
+        conditional on the listed ETag: :func:`paimon_fast.tables.identity.open_data_file`)."""
+        return _identity.open_data_file(
+            self.store, f.abs_path, f.identity, None if self.store.local else self.io, self.store.uri(f.abs_path)
+        )
+
+    def _read_done(self, f: "DataFile") -> None:
+        """After reading ``f``: what was read is the listed version (else DataFileChangedError)."""
+        _identity.check_unchanged(self.store, f.abs_path, f.identity, f.path)
 
     def index_file_path(self, f: "DataFile", fi: Mapping) -> Optional[str]:
         """Where the index file named by a catalog ``file_index`` entry lives: its ``path`` under
@@ -360,48 +447,75 @@ class ParquetDataset:
 
     # ------------------------------------------------------------ listing
     def files(self, refresh: bool = False) -> List[DataFile]:
-        """Data files in the dataset's stable order (sorted relative POSIX paths)."""
-        if self._files is None or refresh:
-            out = [
-                DataFile(e.rel, e.path, e.size, e.mtime_ns, tuple(parse_partition(e.rel).items()))
-                for e in self.store.list_files(self.root, skip_dir=_hidden, keep=is_data_file_name)
-            ]
-            out.sort(key=lambda f: f.path)
-            self._files = out
-        return self._files
+        """Data files in the dataset's stable order (sorted relative POSIX paths), each with its
+        identity: the snapshot's listing on a :meth:`snapshot`, else listed now (``refresh``: list
+        now on a snapshot too)."""
+        if self._snap is not None and not refresh:
+            return self._snap.files
+        return _catalog.list_data_files(self.store, self.root)
 
-    def temp_files(self) -> List[str]:
-        """Leftover temporary files of interrupted writes (beside the data files: the old layout's
-        index files; and under ``_file_index/``)."""
+    def temp_files(self, min_age: float = 0.0) -> List[str]:
+        """Temporary files of interrupted writes older than ``min_age`` seconds (beside the data
+        files: the old layout's index files; and under ``_file_index/``)."""
         if self.store.object_store:
             return []  # a PUT is never partly visible: no temporary files
         keep = lambda n: n.startswith(".") and TMP_MARK in n  # noqa: E731
-        out = [e.path for e in self.store.list_files(self.root, skip_dir=_hidden, keep=keep)]
+        found = self.store.list_files(self.root, skip_dir=_hidden, keep=keep)
         index_dir = self.store.join(self.root, FILE_INDEX_DIR)
         if self.store.is_dir(index_dir):
-            out += [e.path for e in self.store.list_files(index_dir, keep=keep)]
-        return out
+            found += self.store.list_files(index_dir, keep=keep)
+        now = time.time_ns()
+        return [e.path for e in found if now - e.mtime_ns >= min_age * 1e9]
 
-    def clean_temp_files(self) -> int:
-        return sum(self.store.delete(p) for p in self.temp_files())
+    def clean_temp_files(self, min_age: Optional[float] = None) -> int:
+        """Remove temporary files of interrupted writes older than ``min_age`` seconds (default: gc's
+        grace period, one hour): a younger one may belong to a writer still running."""
+        grace = _catalog.GRACE_SECONDS if min_age is None else min_age
+        return sum(self.store.delete(p) for p in self.temp_files(grace))
 
     # ------------------------------------------------------------ schema
+    def _derived(self, key, make):
+        if self._snap is None:
+            return make()
+        d = self._snap.derived
+        if key not in d:
+            d[key] = make()
+        return d[key]
+
     def data_schema(self) -> pa.Schema:
         """Arrow schema of the data columns (from the first file's footer)."""
-        if self._schema is None:
+
+        def make():
             files = self.files()
             if not files:
                 raise FileNotFoundError(f"no Parquet data files under {self.root!r}")
-            self._schema = pq.read_schema(self._input(files[0]))
-        return self._schema
+            f = files[0]
+            key = (f.path, f.identity)
+            s = self._schemas.get(key)
+            if s is None:
+                try:
+                    s = pq.read_schema(self._input(f))
+                except (pa.ArrowInvalid, OSError) as e:
+                    if isinstance(e, FileNotFoundError):
+                        raise
+                    raise DataFileError(f"{self.store.uri(f.abs_path)} is not a readable Parquet file: {e}") from None
+                if len(self._schemas) > 64:
+                    self._schemas.clear()
+                self._schemas[key] = s
+            return s
+
+        return self._derived("data_schema", make)
 
     def partition_schema(self) -> pa.Schema:
-        cols: Dict[str, list] = {}
-        for f in self.files():
-            for k, v in f.partition:
-                cols.setdefault(k, []).append(v)
-        data_names = set(self.data_schema().names)
-        return pa.schema([pa.field(k, _infer_partition_type(v)) for k, v in cols.items() if k not in data_names])
+        def make():
+            cols: Dict[str, list] = {}
+            for f in self.files():
+                for k, v in f.partition:
+                    cols.setdefault(k, []).append(v)
+            data_names = set(self.data_schema().names)
+            return pa.schema([pa.field(k, _infer_partition_type(v)) for k, v in cols.items() if k not in data_names])
+
+        return self._derived("partition_schema", make)
 
     def schema(self) -> pa.Schema:
         """Data columns followed by partition columns (as Spark orders them)."""
@@ -412,9 +526,7 @@ class ParquetDataset:
 
     def row_type(self) -> Dict[str, str]:
         """``{column: Paimon type}`` of the data columns an index can be built on (a copy)."""
-        if self._row_type is None:
-            self._row_type = self.row_type_of_schema(self.data_schema())
-        return dict(self._row_type)
+        return dict(self._derived("row_type", lambda: self.row_type_of_schema(self.data_schema())))
 
     @staticmethod
     def row_type_of_schema(schema: pa.Schema) -> Dict[str, str]:
@@ -433,43 +545,47 @@ class ParquetDataset:
 
     # ------------------------------------------------------------ catalog
     def read_catalog(self) -> dict:
-        """The current catalog (a dict; on versioned stores it remembers the version it was read
-        at, so :meth:`write_catalog` of it fails if another commit came in between)."""
-        version, data = self.catalog.read(self.io)
-        if data is None:
-            return _Catalog(
-                {"format": CATALOG_FORMAT, "version": CATALOG_VERSION, "file_order": FILE_ORDER_DOC, "files": {}},
-                version,
-            )
-        cat = _Catalog(json.loads(data.decode("utf-8")), version)
-        if cat.get("format") != CATALOG_FORMAT:
-            raise ValueError(f"{self.catalog_path} is not a paimon-fast dataset catalog")
-        if int(cat.get("version", 0)) > CATALOG_VERSION:
-            raise ValueError(
-                f"{self.catalog_path} has catalog version {cat.get('version')}; "
-                f"this paimon-fast reads up to {CATALOG_VERSION}"
-            )
-        cat.setdefault("files", {})
-        return cat
+        """The catalog: the snapshot's version on a :meth:`snapshot` (do not modify it), else the
+        current version (a :class:`~paimon_fast.tables.catalog.Catalog`: it remembers the version it
+        is, so :meth:`write_catalog` of it fails if another commit came in between).  A damaged
+        version raises :class:`~paimon_fast.errors.DamagedFileError` naming it."""
+        if self._snap is not None:
+            return self._snap.catalog
+        return _catalog.read(self.catalog, self.io)
 
     def write_catalog(self, catalog: dict, _fault: Optional[str] = None) -> None:
-        """Commit ``catalog`` (atomically; on versioned stores as the version after the one
-        it was read at: :class:`~paimon_fast.fs.CommitConflictError` if another commit won)."""
-        base = catalog.commit_version if isinstance(catalog, _Catalog) else self.catalog.read()[0]
-        catalog = dict(catalog)
-        catalog["format"] = CATALOG_FORMAT
-        catalog["version"] = CATALOG_VERSION
-        catalog["file_order"] = FILE_ORDER_DOC
-        catalog["files"] = {k: catalog["files"][k] for k in sorted(catalog.get("files", {}))}
-        self.catalog.write(json.dumps(catalog, indent=1, sort_keys=False).encode("utf-8"), base, _fault)
+        """Commit ``catalog`` as the version after the one it was read at
+        (:class:`~paimon_fast.fs.CommitConflictError` if another commit won; nothing is rebased:
+        the builds and deletes of this class rebase their own changes)."""
+        base = catalog if isinstance(catalog, Catalog) else _catalog.read(self.catalog, self.io)
 
-    @staticmethod
-    def _entry_matches(f: DataFile, entry: Optional[dict]) -> bool:
-        return bool(entry) and entry.get("size") == f.size and entry.get("mtime_ns") == f.mtime_ns
+        def change(cat, attempt):
+            return dict(catalog)
+
+        _catalog.commit(self.catalog, base, change, counter=self.io, retries=0, what="write_catalog", _fault=_fault)
+
+    def trust(self, f: DataFile, entry: Optional[dict]) -> str:
+        """How ``f`` (as listed) compares with the identity ``entry`` recorded: one of the verdicts of
+        :func:`paimon_fast.tables.identity.judge` (a file's witness is read once per snapshot, and only
+        when its identity differs but its size does not)."""
+        if f.identity is None:
+            return _identity.UNKNOWN
+        return _identity.judge(f.identity, entry, lambda: self._witness(f))
+
+    def _witness(self, f: DataFile) -> Optional[str]:
+        return self._derived(
+            ("witness", f.path),
+            lambda: _identity.read_witness(self.store, f.abs_path, f.identity, None if self.store.local else self.io),
+        )
+
+    def _entry_matches(self, f: DataFile, entry: Optional[dict]) -> bool:
+        return _identity.usable(self.trust(f, entry))
 
     def _index_current(self, f: DataFile, entry: Optional[dict], digest: Optional[str]) -> bool:
         if not self._entry_matches(f, entry):
             return False
+        if digest is not None and self.trust(f, entry) == _identity.COPIED:
+            return False  # a build makes a copy's index exact again
         fi = entry.get("file_index")
         if not fi or (digest is not None and fi.get("digest") != digest):
             return False
@@ -481,89 +597,164 @@ class ParquetDataset:
                 return False
         return True
 
+    def why_unindexed(self, f: DataFile, entry: Optional[dict]) -> Optional[str]:
+        """Why ``f``'s index cannot answer for it (None: it can, or there is none to use)."""
+        verdict = self.trust(f, entry)
+        if not _identity.usable(verdict):
+            return _identity.REASONS.get(verdict, verdict)
+        fi = (entry or {}).get("file_index")
+        if not fi:
+            return "not indexed"
+        if fi.get("none"):
+            return None
+        if not self._index_current(f, entry, None):
+            return "index file missing"
+        return None
+
     def index_spec(self, options: Mapping) -> IndexSpec:
         return IndexSpec.from_options(options, self.row_type())
 
     def files_to_build(self, spec: IndexSpec, force: bool = False) -> Tuple[List[DataFile], List[DataFile]]:
-        """``(to_build, current)``: files whose index is missing or stale, and the others."""
+        """``(to_build, current)``: files whose index is missing or stale, and the others (in this
+        dataset's snapshot: a builder takes a settled one, :meth:`snapshot` ``settle=True``)."""
         entries = self.read_catalog()["files"]
         todo, current = [], []
-        for f in self.files(refresh=True):
+        for f in self.files():
             if not force and self._index_current(f, entries.get(f.path), spec.digest):
                 current.append(f)
             else:
                 todo.append(f)
         return todo, current
 
-    def commit_build(self, spec: IndexSpec, results: Iterable[Mapping]) -> int:
+    def commit_build(self, spec: IndexSpec, results: Iterable[Mapping], _fault: Optional[str] = None) -> int:
         """Record built indexes in the catalog: ``results`` rows have ``path`` (relative), ``rows``,
-        ``file_index`` (the entry from :func:`store_index`).  Returns index bytes recorded."""
-        cat = self.read_catalog()
-        cat["file_index"] = spec.to_json()
-        files = {f.path: f for f in self.files(refresh=True)}
-        entries = cat["files"]
-        for stale in [p for p in entries if p not in files]:
-            del entries[stale]
-        nbytes = 0
-        replaced = []
+        ``file_index`` (the entry from :func:`store_index`) and ``identity`` (the data file's identity
+        the index was built from; without it, the file's in this dataset's snapshot).  Rows with a
+        ``file_index`` of None (the file changed during the build) are left out.  Returns index bytes
+        recorded.
+
+        The commit starts from this dataset's snapshot (on an unpinned dataset: the current version)
+        and rebases onto newer versions (:func:`paimon_fast.tables.catalog.commit`): an entry a
+        concurrent commit gave a deletion vector keeps it; a file another build indexed as a newer
+        version than this build read keeps that index; entries of files this snapshot no longer lists
+        are dropped unless another commit touched them since."""
+        view = self._at()
+        base = view.read_catalog()
+        listed = {f.path: f for f in view.files()}
+        done = []
         for r in results:
-            f = files.get(r["path"])
-            if f is None:
+            if r.get("file_index") is None:
                 continue
-            e = dict(entries.get(f.path) or {})
-            old = e.get("file_index") or {}
-            e.update(size=f.size, mtime_ns=f.mtime_ns, rows=int(r["rows"]), file_index=r["file_index"])
-            entries[f.path] = e
-            nbytes += int(r["file_index"].get("size", 0))
-            was, now = self.index_file_path(f, old), self.index_file_path(f, r["file_index"])
-            if was is not None and was != now:
-                replaced.append(was)  # an old-layout file, a superseded unique name, or replaced by inline
-        self.write_catalog(cat)
-        for p in replaced:  # an old index goes only once the new catalog is in place
-            self.store.delete(p)
-        return nbytes
+            f = listed.get(r["path"])
+            ident = r.get("identity")
+            if ident is None:
+                if f is None or f.identity is None:
+                    continue
+                ident = f.identity.to_json()
+            fi = dict(r["file_index"])
+            ident = dict(ident)
+            if fi.get("witness"):
+                ident["witness"] = fi.pop("witness")
+            done.append((r["path"], ident, int(r["rows"]), fi))
+        before = base["files"]
+        gone = [p for p in before if p not in listed]
+
+        def change(cat, attempt):
+            new = dict(cat)
+            new["file_index"] = spec.to_json()
+            files = dict(cat["files"])
+            for p in gone:  # dropped only if no commit touched the entry since this snapshot
+                if p in files and files[p] == before.get(p):
+                    del files[p]
+            for path, ident, rows, fi in done:
+                cur = files.get(path)
+                if cur is not None and cur != before.get(path):
+                    had = _identity.recorded(cur)
+                    if had is not None and had != ident and had != _identity.recorded(before.get(path)):
+                        continue  # another build recorded a newer version of the file meanwhile
+                e = dict(cur or {})
+                for k in _identity.IDENTITY_KEYS:
+                    e.pop(k, None)
+                e.update(ident)
+                e.update(rows=rows, file_index=fi)
+                files[path] = e
+            new["files"] = files
+            return new
+
+        step("build.commit")
+        if not done and not gone and base.get("file_index") == spec.to_json():
+            return 0  # nothing to record: no new version
+        out = _catalog.commit(self.catalog, base, change, counter=self.io, what="the build's commit", _fault=_fault)
+        self._last_commit = out.commit_version
+        step("build.committed", version=out.commit_version)
+        self._drop_old_layout(
+            [(listed[p], (before.get(p) or {}).get("file_index") or {}) for p, _, _, _ in done if p in listed]
+        )
+        return sum(int(fi.get("size", 0)) for _, _, _, fi in done)
+
+    def _drop_old_layout(self, replaced) -> None:
+        """Remove old-layout containers (``<data file>.index`` beside the data file) a committed
+        version no longer names.  The one exception to "commits remove nothing": beside the data
+        files they keep Spark and pyarrow from reading the directory; a reader still at an older
+        version reads those files without their index."""
+        for f, fi in replaced:
+            if "file" in fi:
+                self.store.delete(self.index_file_path(f, fi))
 
     def migrate_layout(self) -> int:
         """Move the containers of current old-layout entries (``<data file>.index`` beside the data
         file, written before the ``_file_index/`` layout) to ``_file_index/``: the same bytes under
-        the new name, one catalog commit, then the old files removed.  Stale entries are left to
-        the build, which rewrites them in the new layout.  Returns the files moved; run by every
-        build."""
-        cat = self.read_catalog()
-        moved, old_paths = 0, []
-        for f in self.files():
+        the new name, one catalog commit, then the old files removed.  Stale entries (and entries
+        without a strong identity) are left to the build, which rewrites them in the new layout.
+        Returns the files moved; run by every build."""
+        view = self._at()
+        cat = view.read_catalog()
+        moved = {}
+        for f in view.files():
             e = cat["files"].get(f.path)
             fi = (e or {}).get("file_index") or {}
-            if "file" not in fi or not self._index_current(f, e, None):
+            if "file" not in fi or not view._index_current(f, e, None):
                 continue
-            old = self.index_file_path(f, fi)
-            blob = self.store.read_bytes(old, self.io)
+            blob = self.store.read_bytes(view.index_file_path(f, fi), self.io)
             if len(blob) != fi.get("size"):
                 continue  # changed under us: the build's staleness check decides
             entry = {k: v for k, v in fi.items() if k != "file"}
-            tag = None if self.store.local else hashlib.sha256(blob).hexdigest()[:16]
-            entry["path"] = index_rel_path(f.path, tag)
+            entry["path"] = index_rel_path(f.path, hashlib.sha256(blob).hexdigest()[:16])
+            entry["checksum"] = block_checksums(blob)
             self.store.write_atomic(self.store.join(self.root, *entry["path"].split("/")), blob)
-            e = dict(e)
-            e["file_index"] = entry
-            cat["files"][f.path] = e
-            old_paths.append(old)
-            moved += 1
+            moved[f.path] = (fi, entry)
         if moved:
-            self.write_catalog(cat)
-            for p in old_paths:
-                self.store.delete(p)
-        return moved
+
+            def change(c, attempt):
+                new = dict(c)
+                files = new["files"] = dict(c["files"])
+                for p, (old, entry) in moved.items():
+                    e = files.get(p)
+                    if e is not None and e.get("file_index") == old:
+                        files[p] = dict(e, file_index=entry)
+                return new
+
+            _catalog.commit(self.catalog, cat, change, counter=self.io, what="the layout migration")
+            listed = {f.path: f for f in view.files()}
+            self._drop_old_layout([(listed[p], old) for p, (old, _) in moved.items()])
+        return len(moved)
 
     # ------------------------------------------------------------ in-process build
     def build(self, options: Mapping, force: bool = False, batch_rows: int = 1 << 17) -> BuildReport:
-        """Build missing / stale indexes in this process with pyarrow (Spark: ``paimon_fast.spark.build``)."""
+        """Build missing / stale indexes in this process with pyarrow (Spark: ``paimon_fast.spark.build``).
+
+        Works on a settled snapshot taken when it starts; each file is read as the version listed
+        and its identity checked again after the read: a file that changed meanwhile is not indexed
+        (``report.changed``); the commit rebases onto concurrent commits
+        (:meth:`commit_build`)."""
         t0 = time.perf_counter()
-        spec = self.index_spec(options)
         self.clean_temp_files()
-        self.migrate_layout()
-        todo, current = self.files_to_build(spec, force)
-        row_type = self.row_type()
+        self.snapshot(settle=True).migrate_layout()
+        view = self.snapshot(settle=True)
+        step("build.snapshot", version=view.snapshot_version)
+        spec = view.index_spec(options)
+        todo, current = view.files_to_build(spec, force)
+        row_type = view.row_type()
         results = []
         rep = BuildReport(files_total=len(todo) + len(current), files_current=len(current))
         for f in todo:
@@ -577,34 +768,57 @@ class ParquetDataset:
                 spec.digest,
                 batch_rows,
                 counter=None if self.store.local else self.io,
+                identity=f.identity,
             )
-            results.append({"path": f.path, "rows": rows, "file_index": entry})
+            if entry is None:
+                rep.changed.append(f.path)
+                continue
+            results.append({"path": f.path, "rows": rows, "file_index": entry, "identity": f.identity.to_json()})
             rep.rows += rows
             rep.inline += "inline" in entry
             rep.built.append(f.path)
-        rep.index_bytes = self.commit_build(spec, results)
-        rep.files_built = len(todo)
+        rep.index_bytes = view.commit_build(spec, results)
+        rep.catalog_version = view._last_commit
+        rep.files_built = len(results)
         rep.seconds = time.perf_counter() - t0
         return rep
 
     # ------------------------------------------------------------ rows
     def row_counts(self, catalog: Optional[dict] = None) -> Dict[str, int]:
-        """Rows per file (from the catalog where current, else the Parquet footer)."""
-        entries = (catalog if catalog is not None else self.read_catalog())["files"]
-        out = {}
-        for f in self.files():
-            e = entries.get(f.path)
-            if self._entry_matches(f, e) and "rows" in e:
-                out[f.path] = int(e["rows"])
-            else:
-                out[f.path] = pq.ParquetFile(self._input(f)).metadata.num_rows
-        return out
+        """Rows per file (from the catalog where it describes the listed version, else the Parquet
+        footer)."""
+        if self._snap is None:
+            return self.snapshot().row_counts(catalog)
+
+        def make():
+            entries = (catalog if catalog is not None else self.read_catalog())["files"]
+            out = {}
+            for f in self.files():
+                e = entries.get(f.path)
+                if self._entry_matches(f, e) and "rows" in e:
+                    out[f.path] = int(e["rows"])
+                else:
+                    out[f.path] = self._footer_rows(f)
+            return out
+
+        return make() if catalog is not None else self._derived("row_counts", make)
+
+    def _footer_rows(self, f: DataFile) -> int:
+        try:
+            return pq.ParquetFile(self._input(f)).metadata.num_rows
+        except FileNotFoundError:
+            raise _identity.DataFileChangedError(
+                f"data file {f.path} was removed after this operation's snapshot was taken; run it again"
+            ) from None
+        except (pa.ArrowInvalid, OSError) as e:
+            raise DataFileError(f"{self.store.uri(f.abs_path)} is not a readable Parquet file: {e}") from None
 
     def row_offsets(self) -> Dict[str, int]:
         """Global row id of each file's first row, in the stable file order."""
-        counts = self.row_counts()
+        view = self._at()
+        counts = view.row_counts()
         out, acc = {}, 0
-        for f in self.files():
+        for f in view.files():
             out[f.path] = acc
             acc += counts[f.path]
         return out
@@ -630,9 +844,11 @@ class ParquetDataset:
                 src.close()
 
     def open_index(self, f: DataFile, entry: Optional[dict] = None):
-        """The file's index container (FileIndexFile) if it is current, else None."""
+        """The file's index container (FileIndexFile) if it describes the listed version of ``f``,
+        else None.  Every block read from an index file is checked against the checksums the
+        catalog recorded (:class:`~paimon_fast.checksum.ChecksumMismatchError` on a mismatch)."""
         if entry is None:
-            entry = self.read_catalog()["files"].get(f.path)
+            entry = self._at().read_catalog()["files"].get(f.path)
         if not self._index_current(f, entry, None):
             return None
         fi = entry["file_index"]
@@ -642,6 +858,8 @@ class ParquetDataset:
         elif path is not None:
             # the container header (and small indexes whole) in one ranged read
             data = self.store.open_source(path, self.io, head=HEAD_PREFETCH)
+            if fi.get("checksum") is not None:
+                data = ChecksummedSource(data, fi["checksum"], int(fi.get("size", -1)), f"index file {path}")
         else:
             return None
         row_type = self.row_type()
@@ -672,12 +890,26 @@ class ParquetDataset:
             memo[key] = got
         return memo[key]
 
+    def verified(self, f: DataFile, entry: Optional[dict]) -> bool:
+        """May the index answers for ``f`` be taken as exact: its identity is strong and the same as
+        recorded, and its index bytes are checksummed (an inline index is, by the catalog's seal)."""
+        if self.trust(f, entry) != _identity.VERIFIED:
+            return False
+        fi = (entry or {}).get("file_index") or {}
+        return "inline" in fi and self.read_catalog().sealed or fi.get("checksum") is not None
+
     def plan(self, predicate: Optional[Predicate], threads: Optional[int] = None) -> ScanPlan:
         """Evaluate every file's index (and partition values) against ``predicate``.
 
-        Index evaluation runs in a thread pool; a file whose index is missing,
-        stale or unreadable is kept (REMAIN) and counted in the report.
-        """
+        Works on this dataset's snapshot (an unpinned dataset takes one now).  Index evaluation
+        runs in a thread pool; a file whose index is missing, describes another version of the
+        file (:mod:`paimon_fast.tables.identity`), fails its checksum or is unreadable is kept
+        (REMAIN) and counted in the report, which says why (``report.unindexed``).  A file's plan
+        is exact (its rows are not filtered again) only where every index that answered for it
+        was verified: the file's strong identity is the one recorded and the index bytes read
+        passed their checksums."""
+        if self._snap is None:
+            return self.snapshot().plan(predicate, threads)
         from ..sqlpredicate import parse_predicate
 
         t0 = time.perf_counter()
@@ -689,7 +921,7 @@ class ParquetDataset:
         pred = None if predicate is None else parse_predicate(predicate)
         if pred is not None:
             pred = coerce_literals(pred, {f.name: f.type for f in self.schema()})
-        counts = self.row_counts(cat)
+        counts = self.row_counts()
         part_types = {f.name: f.type for f in self.partition_schema()}
         from .deletes import load_vectors
 
@@ -716,8 +948,10 @@ class ParquetDataset:
             entry = entries.get(f.path)
             # an index over the file's current bytes answers correctly whatever options built it
             indexed = self._index_current(f, entry, None)
+            why = None if indexed else self.why_unindexed(f, entry)
             if pred is None:
-                return FilePlan(f, REMAIN, rows, indexed, exact=True)
+                return FilePlan(f, REMAIN, rows, indexed, exact=True, why=why)
+            sure = indexed and self.verified(f, entry)  # its index answers may be taken as exact
             err = None
             opened = [False, None]  # the index, opened when a leaf first needs it
             exact = [True]  # every leaf visited was answered exactly
@@ -763,7 +997,8 @@ class ParquetDataset:
                 if idx is None:
                     return answered(REMAIN, False)
                 try:
-                    return answered(*idx.visit_leaf_exact(leaf))
+                    res, is_exact = idx.visit_leaf_exact(leaf)
+                    return answered(res, is_exact and sure)
                 except NullLiteralError:
                     # a NULL literal in a BSI / range-bitmap comparison (Java: NullPointerException):
                     # not a broken index; the file is read and the exact filter answers (no rows)
@@ -784,7 +1019,18 @@ class ParquetDataset:
                         res = REMAIN
                         exact[0] = False
                 idx.close()
-            return FilePlan(f, res, rows, indexed, err, exact=exact[0] and err is None)
+            if err is not None and "ChecksumMismatchError" in err:
+                # damaged or foreign index bytes: nothing this index said is used for the file
+                res, why = REMAIN, f"index checksum mismatch: {err.split(': ', 1)[-1]}"
+                if gi.used:  # the global indexes' answers stand on their own
+                    res = evaluate_tree(pred, lambda leaf: visit_without_file_index(leaf, f, part))
+            return FilePlan(f, res, rows, indexed, err, exact=exact[0] and err is None, why=why)
+
+        def visit_without_file_index(leaf: Leaf, f: DataFile, part):
+            if leaf.name in part_types:
+                return _partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name])[0]
+            g = gi.result(leaf, f.path)
+            return REMAIN if g is None else g
 
         n = len(files)
         from ..pool import threads as cores
@@ -799,6 +1045,7 @@ class ParquetDataset:
         else:
             plans = [one(f) for f in files]
         rep = ScanReport(files_total=n, predicate="" if pred is None else repr(pred))
+        rep.catalog_version = self.snapshot_version
         if gi is not None:
             rep.global_index_used = sorted(gi.used)
             rep.global_index_stale = sorted(gi.stale)
@@ -812,6 +1059,8 @@ class ParquetDataset:
                 if not p.skipped and p.bitmap is None:
                     rep.rows_skipped_by_deletion += dv.cardinality
             rep.files_without_index += not p.indexed
+            if p.why is not None:
+                rep.unindexed[p.file.path] = p.why
             rep.index_errors += p.error is not None
             if p.skipped:
                 rep.files_skipped += 1
@@ -821,7 +1070,9 @@ class ParquetDataset:
                 rep.rows_skipped_by_bitmap += p.rows - p.rows_to_read
         rep.eval_seconds = time.perf_counter() - t0
         rep.bytes_read = self.io.snapshot()[0] - b0
-        return ScanPlan(plans, rep, pred)
+        plan = ScanPlan(plans, rep, pred)
+        plan.dataset = self
+        return plan
 
     # ------------------------------------------------------------ reading without Spark
     def read_file(
@@ -850,12 +1101,13 @@ class ParquetDataset:
             pos = pos[pos < nrows]
             if deletion_vector is not None:
                 pos = pos[~deletion_vector.is_deleted_batch(pos)]
-            return filter_table(
-                self._conform(f, read_rows(src, pos, read_cols, stats=stats), schema, set(names)), predicate
-            )
+            t = read_rows(src, pos, read_cols, stats=stats)
+            self._read_done(f)
+            return filter_table(self._conform(f, t, schema, set(names)), predicate)
         data_names = set(pq.read_schema(self._input(f)).names)
         read_cols = [c for c in schema.names if c in data_names]
         t = pq.read_table(self._input(f), columns=read_cols)
+        self._read_done(f)
         if deletion_vector is not None:
             from ..tableindex import apply_deletion_vector
 
@@ -909,6 +1161,7 @@ class ParquetDataset:
         t = read_rows(src, positions, [c for c in schema.names if c in need and c in data_names], stats=stats)
         keep = [fl for fl in schema if fl.name in need]
         out = self._conform(f, t, pa.schema(keep), data_names).append_column(POS, pa.array(positions))
+        self._read_done(f)
         return filter_table(out, predicate).select([*columns, POS])
 
     def read_kept(
@@ -1053,6 +1306,8 @@ class ParquetDataset:
             names = [*columns, POS] if positions else columns
             t = t.select(names) if names else no_columns(t.num_rows)  # (select([]) keeps no rows)
             _split_into(out_tables, inexact, t, n, counts)
+        for f in {id(p.file): p.file for p, _ in parts}.values():
+            self._read_done(f)  # what was read is the snapshot's version of each file
         return self._assemble(out_tables, parts, counts, columns, schema, positions), counts
 
     def _kept_positions(self, p: FilePlan, rows: Optional[Tuple[int, int]]):
@@ -1094,26 +1349,6 @@ class ParquetDataset:
         if len(got) == 1:
             return got[0]
         return pa.concat_tables(got)
-
-    def _read_at(self, f: DataFile, src, pos: Optional[np.ndarray], fields, data_names, stats, whole) -> pa.Table:
-        """``fields`` of file ``f`` at the sorted positions ``pos`` (None: every row), conformed to
-        the dataset's types (partition columns from the path, absent columns as nulls).
-        ``whole``: True reads the whole file with pyarrow, a list of row groups those row groups
-        (``pos`` is then their rows), False only the pages holding ``pos``."""
-        from ..parquet.rows import file_shape, no_columns, read_rows
-
-        read_cols = [fl.name for fl in fields if fl.name in data_names]
-        if not read_cols:  # partition (or absent) columns only: nothing to read but the row count
-            n = len(pos) if pos is not None and whole is not True else file_shape(src).rows
-            t = no_columns(n)
-        elif (isinstance(whole, list) and whole) or pos is None or whole is True:
-            # one file, no discovery: pq.read_table(path) would take its hive directories for a
-            # partitioning (and fail on a __HIVE_DEFAULT_PARTITION__ segment)
-            with pq.ParquetFile(src if self.store.local else self._input(f)) as pf:
-                t = pf.read_row_groups(whole, columns=read_cols) if isinstance(whole, list) else pf.read(read_cols)
-        else:
-            t = read_rows(src, pos, read_cols, stats=stats)
-        return self._conform(f, t, pa.schema(fields), data_names)
 
     def read_cost(
         self,
@@ -1195,6 +1430,10 @@ class ParquetDataset:
         """
         from .topn import TopNReport, top_n
 
+        if self._snap is None and _plan is None:
+            return self.snapshot().top_n(
+                column, k, desc=desc, where=where, columns=columns, nulls_first=nulls_first, report=report
+            )
         rep = report if report is not None else TopNReport()
         schema, columns, pred, files = _plan or self._top_n_plan(column, columns, where)
         opened = []
@@ -1293,7 +1532,7 @@ class ParquetDataset:
         from ..lazyread import LazyRead
         from .stream import DatasetSource
 
-        return LazyRead(DatasetSource(self, where, columns).check(), limit)
+        return LazyRead(DatasetSource(self._at(), where, columns).check(), limit)
 
     def scan(self, predicate=None, columns: Optional[List[str]] = None):
         """Exact answer without Spark, as :meth:`read` (``read(predicate, columns)``, the same
@@ -1302,7 +1541,7 @@ class ParquetDataset:
         bitmap rows are read and filtered."""
         from .stream import DatasetSource, ScanResult
 
-        return ScanResult(DatasetSource(self, predicate, columns).check())
+        return ScanResult(DatasetSource(self._at(), predicate, columns).check())
 
     def _scan_table(self, plan: ScanPlan, columns: Optional[List[str]] = None) -> pa.Table:
         """The former eager read of :meth:`scan`: every kept file (its bitmap rows only, without
@@ -1334,33 +1573,39 @@ class ParquetDataset:
         """``{relative path: DeletionVector}`` of the files with deleted rows."""
         from .deletes import load_vectors
 
-        return load_vectors(self)
+        return load_vectors(self._at())
 
     def delete(self, predicate, *, bitmap64: Optional[bool] = None, _fault: Optional[str] = None):
         """Mark the rows where ``predicate`` holds deleted, in this process (Spark:
-        ``paimon_fast.spark.delete``): the plan prunes files, the exact filter finds
-        row positions, :func:`paimon_fast.tables.deletes.commit_deletions` writes one
-        deletion file and the catalog.  Returns a :class:`~paimon_fast.tables.deletes.DeleteReport`."""
-        from .deletes import DeleteReport, commit_deletions, matching_positions
+        ``paimon_fast.spark.delete``): on a settled snapshot the plan prunes files, the exact filter
+        finds row positions (each file read as the version listed), and
+        :func:`paimon_fast.tables.deletes.commit_deletions` writes one deletion file and commits the
+        catalog, merging with deletes committed meanwhile.  A file changed while it was read, or a
+        change that cannot be merged, starts the delete over from a new snapshot (a few times, then
+        :class:`~paimon_fast.tables.deletes.DeleteConflictError`).  Returns a
+        :class:`~paimon_fast.tables.deletes.DeleteReport`."""
+        from .deletes import DeleteConflictError, DeleteReport, commit_deletions, matching_positions
 
         if predicate is None:
             raise ValueError("delete needs a predicate (use a predicate that is always true to delete all rows)")
         t0 = time.perf_counter()
-        plan = self.plan(predicate)
-        rep = DeleteReport(
-            files_scanned=len(plan.kept), files_skipped=plan.report.files_skipped, predicate=plan.report.predicate
-        )
-        positions = matching_positions(self, plan)
-        rep.seconds = time.perf_counter() - t0
-        return commit_deletions(self, positions, bitmap64=bitmap64, report=rep, _fault=_fault)
-
-
-class _Catalog(dict):
-    """A catalog dict that remembers the commit version it was read at (versioned stores)."""
-
-    def __init__(self, data, commit_version=None):
-        super().__init__(data)
-        self.commit_version = commit_version
+        last = None
+        for _ in range(WRITE_ATTEMPTS):
+            view = self.snapshot(settle=True)
+            step("delete.snapshot", version=view.snapshot_version)
+            plan = view.plan(predicate)
+            step("delete.planned")
+            rep = DeleteReport(
+                files_scanned=len(plan.kept), files_skipped=plan.report.files_skipped, predicate=plan.report.predicate
+            )
+            try:
+                positions = matching_positions(view, plan)
+                step("delete.positions")
+                rep.seconds = time.perf_counter() - t0
+                return commit_deletions(view, positions, bitmap64=bitmap64, report=rep, _fault=_fault)
+            except (_identity.DataFileChangedError, _catalog.Rebase) as e:
+                last = e  # a file changed under the delete: start over from a new snapshot
+        raise DeleteConflictError(f"the delete could not complete: data files kept changing under it ({last})")
 
 
 def _hidden(name: str) -> bool:
@@ -1374,19 +1619,6 @@ def _fixed_width(t: pa.DataType) -> int:
     except ValueError:
         return 0
     return max(1, bits // 8)
-
-
-def _whole_groups(src, lo: int, hi: int):
-    """The row groups ``[lo, hi)`` is exactly (a non-empty list), else False."""
-    from ..parquet.rows import row_group_starts
-
-    if hi <= lo:
-        return False
-    starts = row_group_starts(src)
-    g0, g1 = int(np.searchsorted(starts, lo)), int(np.searchsorted(starts, hi))
-    if g1 >= len(starts) or starts[g0] != lo or starts[g1] != hi:
-        return False
-    return list(range(g0, g1))
 
 
 def _with_offsets(batches):

@@ -6,7 +6,7 @@ process, on Spark's executors and by the streamed read (:mod:`paimon_fast.tables
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from pyroaring import BitMap
 
@@ -23,8 +23,11 @@ class FilePlan:
     rows); a BitmapResult never holds deleted positions.  ``exact``: the selected rows (the
     bitmap's, or every row not deleted) are exactly the rows where the predicate holds, because
     every leaf was answered exactly (a partition value, an index that keeps a bitmap per value
-    or slice: :meth:`~paimon_fast.fileindex.base.FileIndexReader.answers_exactly`), so readers
-    take them without evaluating the predicate; otherwise they are a superset.
+    or slice: :meth:`~paimon_fast.fileindex.base.FileIndexReader.answers_exactly`) by an index
+    verified for this version of the file (its strong identity as recorded, its bytes as
+    checksummed), so readers take them without evaluating the predicate; otherwise they are a
+    superset.  ``why``: why the file's index did not answer (``changed since the build``, ``not in
+    the catalog ...``, ``index checksum mismatch: ...``); None when it did or there is none.
     """
 
     file: DataFile
@@ -34,6 +37,7 @@ class FilePlan:
     error: Optional[str] = None
     deletion_vector: Optional[object] = None
     exact: bool = False
+    why: Optional[str] = None  # why the file's index did not answer for it (None: it did, or it has none)
 
     @property
     def skipped(self) -> bool:
@@ -75,6 +79,8 @@ class ScanReport:
     global_index_stale: List[str] = field(default_factory=list)
     bytes_read: int = 0  # read from the store by this call (catalog, indexes; data files on remote stores)
     decoded: Optional[object] = None  # scan(): what the reads of files with row bitmaps decoded (PageReadStats)
+    catalog_version: Optional[int] = None  # the catalog version of the snapshot planned (None: no catalog yet)
+    unindexed: Dict[str, str] = field(default_factory=dict)  # file -> why its index did not answer
 
     @property
     def files_read(self) -> int:
@@ -91,10 +97,20 @@ class ScanReport:
             d["decoded"] = self.decoded.as_dict()
         return d
 
+    def _why(self) -> str:
+        if not self.unindexed:
+            return ""
+        by: Dict[str, int] = {}
+        for w in self.unindexed.values():
+            k = w.split(":", 1)[0]
+            by[k] = by.get(k, 0) + 1
+        return ": " + ", ".join(f"{n} {k}" for k, n in sorted(by.items()))
+
     def __str__(self):
         return (
             f"files {self.files_read}/{self.files_total} read ({self.files_skipped} skipped, "
-            f"{self.files_without_index} without a current index), rows {self.rows_read:,}/{self.rows_total:,} "
+            f"{self.files_without_index} without a current index{self._why()}), "
+            f"rows {self.rows_read:,}/{self.rows_total:,} "
             f"read ({self.rows_skipped_by_file:,} skipped with files, {self.rows_skipped_by_bitmap:,} by bitmaps, "
             f"{self.rows_skipped_by_deletion:,} by deletion vectors), "
             f"index evaluation {self.eval_seconds * 1000:.1f} ms, {self.bytes_read:,} bytes read"
@@ -113,6 +129,7 @@ class ScanPlan:
     files: List[FilePlan]
     report: ScanReport
     predicate: Optional[Predicate] = None
+    dataset: Optional[object] = field(default=None, repr=False, compare=False)  # the snapshot planned on
 
     @property
     def kept(self) -> List[FilePlan]:

@@ -1,0 +1,222 @@
+"""A dataset's catalog: versions, snapshots and commits with optimistic concurrency.
+
+**Versions.**  The catalog is a sequence of immutable versions
+``<root>/_commits/_paimon_fast_catalog.json.<10-digit version>`` (:class:`paimon_fast.fs.CommitFile`),
+each created exclusively: locally a hard link that fails onto an existing name, on S3 a conditional
+PUT (``If-None-Match: *``), on HDFS a rename that fails onto an existing file.  Each version is sealed
+JSON (its last member is a checksum of the rest: :func:`paimon_fast.checksum.seal_json`); one that does
+not parse or fails its checksum raises :class:`~paimon_fast.errors.DamagedFileError` naming the file
+and how to go back to the previous version.  Datasets indexed before versions existed have the plain
+file ``<root>/_paimon_fast_catalog.json``: it is read as version 0 and, once version 1 exists,
+replaced by a stub that earlier paimon-fast versions refuse (it says catalog version 2) instead of
+reading the dataset without its deletion vectors.
+
+**Snapshots.**  :func:`take` lists the data files (each with its identity:
+:mod:`paimon_fast.tables.identity`) and reads the current catalog version, once; an operation works
+on that and nothing else (:meth:`paimon_fast.tables.ParquetDataset.snapshot`).
+
+**Commits** (:func:`commit`): a writer computes its change against the version of its snapshot and
+creates the next version.  When another writer created it first, the change is applied again to the
+newest version (a *rebase*: builds set the index entries of the files they indexed, deletes merge
+their positions into the files' vectors, each keeping what the other commits put there) and the
+commit is tried again, at most :data:`COMMIT_RETRIES` times; a change that cannot be rebased raises,
+and so does the last failed try (:class:`~paimon_fast.fs.CommitConflictError`).  Commits never remove
+files: superseded index, deletion and catalog files stay for readers of older versions until ``gc``
+removes the ones no live version names (:mod:`paimon_fast.tables.gc`).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+from ..checksum import open_json, seal_json
+from ..errors import DamagedFileError, IndexFormatError
+from ..fs import CommitConflictError, CommitFile
+from .identity import Identity, unsettled, wait_settled
+from .layout import DataFile, is_data_file_name, parse_partition
+from .steps import step
+
+CATALOG_FORMAT = "paimon-fast-dataset"
+CATALOG_VERSION = 2  # written; 1 (before versions and checksums) is still read
+FILE_ORDER_DOC = "files sorted by relative POSIX path; global row id = rows of earlier files + row position in the file"
+COMMIT_RETRIES = 16
+# gc's grace period (seconds): a superseded version stays live, and a file nothing names yet stays, this long
+GRACE_SECONDS = 3600.0
+STUB_NOTE = (
+    "the catalog's versions are _commits/_paimon_fast_catalog.json.<version>, "
+    "written by a later paimon-fast than the one reading this file"
+)
+
+
+class Catalog(dict):
+    """One catalog version: the JSON object, the version it is (``commit_version``: None when the
+    dataset has no catalog yet, 0 for the plain file of earlier versions) and the file it was read
+    from (``where``, for messages)."""
+
+    def __init__(self, data, commit_version=None, where: str = "", sealed: bool = False):
+        super().__init__(data)
+        self.commit_version = commit_version
+        self.where = where
+        self.sealed = sealed
+
+
+def empty() -> dict:
+    return {"format": CATALOG_FORMAT, "version": CATALOG_VERSION, "file_order": FILE_ORDER_DOC, "files": {}}
+
+
+def read(cf: CommitFile, counter=None) -> Catalog:
+    """The current catalog version (see the module docstring)."""
+    store = cf.store
+    v, data = cf.read(counter)
+    if data is None:
+        return Catalog(empty(), None, store.uri(cf.path))
+    where = store.uri(cf.version_path(v))
+    back = (
+        f"; restore it, or remove it to go back to version {v - 1} (the commits after that version are lost)"
+        if v and v > 1
+        else ""
+    )
+    try:
+        obj, sealed = open_json(data, f"dataset catalog {where}")
+    except DamagedFileError as e:
+        raise DamagedFileError(f"{e}{back}") from None
+    if obj.get("format") != CATALOG_FORMAT:
+        raise DamagedFileError(f"{where} is not a paimon-fast dataset catalog{back}")
+    try:
+        fmt = int(obj.get("version", 0))
+    except (TypeError, ValueError):
+        raise DamagedFileError(f"dataset catalog {where} is damaged: version {obj.get('version')!r}{back}") from None
+    if fmt > CATALOG_VERSION:
+        raise IndexFormatError(
+            f"{where} has catalog version {fmt}; this paimon-fast reads up to {CATALOG_VERSION} (upgrade paimon-fast)"
+        )
+    if v == 0 and "stub" in obj:
+        raise DamagedFileError(
+            f"the catalog versions of {store.uri(cf.dir)} are missing ({cf.path}.*): restore them, or remove "
+            f"{where} to start without a catalog (indexes are rebuilt, deleted rows come back)"
+        )
+    if fmt >= 2 and not sealed:
+        raise DamagedFileError(f"dataset catalog {where} is damaged: its checksum is missing{back}")
+    if not isinstance(obj.setdefault("files", {}), dict):
+        raise DamagedFileError(f"dataset catalog {where} is damaged: 'files' is not an object{back}")
+    return Catalog(obj, v, where, sealed)
+
+
+def encode(cat: dict) -> bytes:
+    out = dict(cat)
+    out["format"] = CATALOG_FORMAT
+    out["version"] = CATALOG_VERSION
+    out["file_order"] = FILE_ORDER_DOC
+    out["files"] = {k: cat.get("files", {})[k] for k in sorted(cat.get("files", {}))}
+    return seal_json(out)
+
+
+class Rebase(Exception):
+    """Raised by a change that cannot be applied to the newest version: the operation starts over
+    from a new snapshot (the caller's loop)."""
+
+
+def commit(
+    cf: CommitFile,
+    base: Catalog,
+    change: Callable[[Catalog, int], dict],
+    *,
+    counter=None,
+    retries: int = COMMIT_RETRIES,
+    what: str = "commit",
+    _fault: Optional[str] = None,
+) -> Catalog:
+    """Create the catalog version after ``base`` holding ``change(base, 0)``; when another writer
+    created it first, ``change(newest, attempt)`` is committed after the newest version instead, at
+    most ``retries`` more times (see the module docstring).  ``change`` must not modify its argument.
+    Returns the committed version."""
+    cat = base
+    for attempt in range(retries + 1):
+        new = change(cat, attempt)
+        data = encode(new)
+        step("catalog.commit", version=(cat.commit_version or 0) + 1, attempt=attempt, what=what)
+        try:
+            v = cf.write(data, cat.commit_version, _fault)
+        except CommitConflictError as e:
+            if attempt == retries:
+                raise CommitConflictError(
+                    f"{what} gave up after {retries + 1} attempts: other writers committed each time ({e})"
+                ) from None
+            time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+            cat = read(cf, counter)
+            continue
+        _stub(cf)
+        return Catalog(new, v, cf.store.uri(cf.version_path(v)), True)
+    raise AssertionError("unreachable")
+
+
+def _stub(cf: CommitFile) -> None:
+    """Locally: make the plain catalog file of earlier versions a stub they refuse (module docstring)."""
+    store = cf.store
+    if not store.local:
+        return
+    path = cf.legacy_path
+    try:
+        with open(path, "rb") as fh:
+            if b'"stub"' in fh.read(4096):
+                return
+    except FileNotFoundError:
+        pass
+    store.write_atomic(
+        path, seal_json({"format": CATALOG_FORMAT, "version": CATALOG_VERSION, "stub": STUB_NOTE, "files": {}})
+    )
+
+
+# ---------------------------------------------------------------- snapshots
+
+
+@dataclass
+class Snapshot:
+    """What one operation works on: the data files listed once (with their identities) and one
+    catalog version, taken at ``taken_ns``; ``settled``: every identity was settled when listed
+    (:func:`paimon_fast.tables.identity.unsettled`).  ``derived`` holds what is computed from them
+    (schemas, row counts, global index listings) for the operation's other steps."""
+
+    files: List[DataFile]
+    catalog: Catalog
+    taken_ns: int
+    settled: bool = False
+    derived: Dict = field(default_factory=dict)
+
+    @property
+    def version(self) -> Optional[int]:
+        return self.catalog.commit_version
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith(("_", "."))
+
+
+def list_data_files(store, root: str) -> List[DataFile]:
+    """The dataset's data files now, in the stable order, each with its identity."""
+    out = [
+        DataFile(e.rel, e.path, e.size, e.mtime_ns, tuple(parse_partition(e.rel).items()), Identity.of_entry(e))
+        for e in store.list_files(root, skip_dir=_hidden, keep=is_data_file_name)
+    ]
+    out.sort(key=lambda f: f.path)
+    return out
+
+
+def take(store, root: str, cf: CommitFile, counter=None, settle: bool = False) -> Snapshot:
+    """List the data files, then read the catalog.  ``settle`` (writers): files changed within the
+    last moments are waited for and listed again, so every identity taken would change with any
+    later change of its file."""
+    waited = 0.0
+    while True:
+        t0 = time.time_ns()
+        files = list_data_files(store, root)
+        late = unsettled((f.identity for f in files), t0) if settle else 0
+        if late:
+            w0 = time.monotonic()
+            if wait_settled(late, waited):
+                waited += time.monotonic() - w0
+                continue
+        return Snapshot(files, read(cf, counter), t0, settled=settle and not late)
