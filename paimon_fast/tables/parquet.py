@@ -116,6 +116,7 @@ from ..result import REMAIN, SKIP, BitmapResult, FileIndexResult
 from ..types import DataType
 from . import catalog as _catalog
 from . import identity as _identity
+from . import replaced as _replaced
 from .arrow_filter import coerce_literals, filter_table, to_arrow_expression
 from .catalog import CATALOG_FORMAT, CATALOG_VERSION, FILE_ORDER_DOC, Catalog  # noqa: F401 (handed on)
 from .layout import (
@@ -132,6 +133,7 @@ from .layout import (
 )
 from .globalindex import GlobalAnswers
 from .stats import leaf_answer
+from .writer import entry_stats
 from .plan import FilePlan, ScanPlan, ScanReport  # noqa: F401 (the plan types, handed on)
 from .steps import step
 
@@ -429,12 +431,16 @@ class ParquetDataset:
         """What pyarrow.parquet opens for a data file (ranged reads, counted in :attr:`io`; on S3
         conditional on the listed ETag: :func:`paimon_fast.tables.identity.open_data_file`)."""
         return _identity.open_data_file(
-            self.store, f.abs_path, f.identity, None if self.store.local else self.io, self.store.uri(f.abs_path)
+            self.store,
+            _replaced.locate(self.store, self.root, f),  # (an optimize may have moved it away since)
+            f.identity,
+            None if self.store.local else self.io,
+            self.store.uri(f.abs_path),
         )
 
     def _read_done(self, f: "DataFile") -> None:
         """After reading ``f``: what was read is the listed version (else DataFileChangedError)."""
-        _identity.check_unchanged(self.store, f.abs_path, f.identity, f.path)
+        _replaced.check_read(self.store, self.root, f, f.path)
 
     def index_file_path(self, f: "DataFile", fi: Mapping) -> Optional[str]:
         """Where the index file named by a catalog ``file_index`` entry lives: its ``path`` under
@@ -494,7 +500,10 @@ class ParquetDataset:
             s = self._schemas.get(key)
             if s is None:
                 try:
-                    s = pq.read_schema(self._input(f))
+                    try:
+                        s = pq.read_schema(self._input(f))
+                    except FileNotFoundError:  # moved away by an optimize after it was located
+                        s = pq.read_schema(self._input(f))
                 except (pa.ArrowInvalid, OSError) as e:
                     if isinstance(e, FileNotFoundError):
                         raise
@@ -575,7 +584,12 @@ class ParquetDataset:
     def _witness(self, f: DataFile) -> Optional[str]:
         return self._derived(
             ("witness", f.path),
-            lambda: _identity.read_witness(self.store, f.abs_path, f.identity, None if self.store.local else self.io),
+            lambda: _identity.read_witness(
+                self.store,
+                _replaced.locate(self.store, self.root, f),
+                f.identity,
+                None if self.store.local else self.io,
+            ),
         )
 
     def _entry_matches(self, f: DataFile, entry: Optional[dict]) -> bool:
@@ -832,7 +846,7 @@ class ParquetDataset:
         from .stats import file_stats
 
         try:
-            src, key, _, owned = _open(f.abs_path)
+            src, key, _, owned = _open(_replaced.locate(self.store, self.root, f))
         except OSError:
             return None
         try:
@@ -842,6 +856,15 @@ class ParquetDataset:
         finally:
             if owned:
                 src.close()
+
+    def _page_answer(self, f: DataFile, leaf: Leaf, t: pa.DataType):
+        """The row ranges of ``f`` its page index keeps for ``leaf`` (None: no answer)."""
+        from .pagestats import page_answer
+
+        try:
+            return page_answer(_replaced.locate(self.store, self.root, f), leaf.name, leaf, t)
+        except Exception:  # noqa: BLE001 - statistics only ever help: the filter decides
+            return None
 
     def open_index(self, f: DataFile, entry: Optional[dict] = None):
         """The file's index container (FileIndexFile) if it describes the listed version of ``f``,
@@ -927,9 +950,10 @@ class ParquetDataset:
 
         vectors = load_vectors(self, cat)
         gi = GlobalAnswers(self, pred, counts, part_types) if pred is not None else None
-        # the files' own statistics answer leaves first (local files: their footers are cached)
+        # the files' own statistics answer leaves first: the catalog's (no file opened), then the
+        # footers' row groups and the page indexes' pages (local files: parsed once, cached)
         use_stats = self.store.local and pred is not None
-        data_types = {fl.name: fl.type for fl in self.data_schema()} if use_stats else {}
+        data_types = {fl.name: fl.type for fl in self.data_schema()} if pred is not None else {}
 
         def one(f: DataFile) -> FilePlan:
             p = evaluate(f)
@@ -957,6 +981,9 @@ class ParquetDataset:
             exact = [True]  # every leaf visited was answered exactly
             part = dict(f.partition)
             stats = {}  # column -> the file's statistics of it (read on first need)
+            # the catalog's statistics of the file, if they describe its listed version
+            cstats = entry_stats(entry, rows) if entry and "stats" in entry and self._entry_matches(f, entry) else {}
+            file_indexed = ((entry or {}).get("file_index") or {}).get("types") or {} if indexed else {}
 
             def index():
                 nonlocal err
@@ -977,6 +1004,13 @@ class ParquetDataset:
             def visit(leaf: Leaf):
                 if leaf.name in part_types:
                     return answered(*_partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name]))
+                said = None
+                if leaf.name in cstats:
+                    said = leaf_answer(leaf, [cstats[leaf.name]], data_types[leaf.name])
+                    if said == "skip":
+                        return answered(SKIP, True)
+                    if said == "all":
+                        return answered(BitmapResult(range_bitmap(0, rows)), True)
                 if use_stats and leaf.name in data_types:
                     if leaf.name not in stats:
                         stats[leaf.name] = self._file_stats(f, leaf.name)
@@ -993,6 +1027,17 @@ class ParquetDataset:
                 g = gi.result(leaf, f.path)
                 if g is not None:
                     return answered(g, gi.exact(leaf))
+                if use_stats and leaf.name in data_types and leaf.name not in file_indexed:
+                    pages = self._page_answer(f, leaf, data_types[leaf.name])
+                    if pages is not None:  # the pages that may hold the leaf (no index on the column)
+                        sure_pages = all(x for _, _, x in pages)
+                        if not pages:
+                            return answered(SKIP, True)
+                        if sure_pages or sum(b - a for a, b, _ in pages) < rows:
+                            bm = BitMap()
+                            for a, b, _ in pages:
+                                bm.add_range(a, b)
+                            return answered(BitmapResult(bm), sure_pages)
                 idx = index()
                 if idx is None:
                     return answered(REMAIN, False)
@@ -1230,9 +1275,12 @@ class ParquetDataset:
             data = [c for c in want if c in data_names]
             its = [(items[i][0], pos_list[k]) for k, i in enumerate(idx)]
             if data:
-                t, n = read_files(
-                    its, data, schema=pa.schema([data_schema.field(c) for c in data]), stats=stats, threads=threads
-                )
+                sch = pa.schema([data_schema.field(c) for c in data])
+                try:
+                    t, n = read_files(its, data, schema=sch, stats=stats, threads=threads)
+                except FileNotFoundError:  # an optimize moved a file away after it was located: again
+                    its = [(self._input(parts[i][0].file), pos_list[k]) for k, i in enumerate(idx)]
+                    t, n = read_files(its, data, schema=sch, stats=stats, threads=threads)
             else:
                 n = np.array([_count(x, parts[i][0]) for x, i in zip(pos_list, idx)], dtype=np.int64)
                 t = no_columns(int(n.sum()))
@@ -1567,6 +1615,25 @@ class ParquetDataset:
             t = t.select(columns)
         plan.report.bytes_read += self.io.snapshot()[0] - b0
         return t
+
+    # ------------------------------------------------------------ layout
+    def optimize(self, cluster_by, strategy: str = "order", **options):
+        """Rewrite the dataset's files clustered by ``cluster_by`` (a column or a list), in one
+        catalog commit: ``strategy`` ``"order"`` (sorted), ``"zorder"`` or ``"hilbert"`` (as
+        Paimon's sort compaction names them).  Each partition's rows are ordered across its files
+        (deleted rows dropped), written with a page index, small row-capped pages and
+        ``sorting_columns``, their file indexes, global indexes and per-file statistics rebuilt;
+        the old files leave every reader's listing after the commit and are removed by ``gc``
+        after its grace period.  ``options``: ``full`` (rewrite files clustered already too),
+        ``partitions`` (a function of a partition's ``{column: value}``), ``target_file_size``
+        (bytes, 128 MiB), ``row_group_rows`` (1,048,576), ``page_rows`` (4,096), ``compression``
+        (``"snappy"`` or ``"zstd"``), ``compression_level``, ``progress(phase, done, total)``,
+        ``recover_after`` (seconds).  Returns an :class:`~paimon_fast.tables.optimize.OptimizeReport`
+        (files and bytes before and after, time); see :mod:`paimon_fast.tables.optimize`."""
+        from .optimize import optimize
+
+        tools = {"builder": FileIndexBuilder, "store_index": store_index, "ensure_types": ensure_index_types}
+        return optimize(self, cluster_by, strategy, index_tools=tools, **options)
 
     # ------------------------------------------------------------ deletes
     def deletion_vectors(self) -> Dict[str, object]:
