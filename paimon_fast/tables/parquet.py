@@ -1276,11 +1276,17 @@ class ParquetDataset:
             its = [(items[i][0], pos_list[k]) for k, i in enumerate(idx)]
             if data:
                 sch = pa.schema([data_schema.field(c) for c in data])
-                try:
-                    t, n = read_files(its, data, schema=sch, stats=stats, threads=threads)
-                except FileNotFoundError:  # an optimize moved a file away after it was located: again
-                    its = [(self._input(parts[i][0].file), pos_list[k]) for k, i in enumerate(idx)]
-                    t, n = read_files(its, data, schema=sch, stats=stats, threads=threads)
+                # an optimize moves the files it replaced away one after another: a file located
+                # before its move is not found after it, and is located again (each file moves
+                # once, so this ends)
+                for attempt in range(len(idx) + 1):
+                    try:
+                        t, n = read_files(its, data, schema=sch, stats=stats, threads=threads)
+                        break
+                    except FileNotFoundError:
+                        if attempt == len(idx):
+                            raise
+                        its = [(self._input(parts[i][0].file), pos_list[k]) for k, i in enumerate(idx)]
             else:
                 n = np.array([_count(x, parts[i][0]) for x, i in zip(pos_list, idx)], dtype=np.int64)
                 t = no_columns(int(n.sum()))
