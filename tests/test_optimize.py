@@ -83,9 +83,11 @@ def test_optimize_clusters_and_keeps_every_row(local, strategy, by):
     assert pq.read_table(local.path).num_rows == rep.rows
     files = local.data_files()
     assert all("/part-" in f for f in files) and {f.split("/")[0] for f in files} == {"p=a", "p=b"}
+    entries = ParquetDataset(local.uri).read_catalog()["files"]
     for rel in files:
         assert pq.read_schema(local.join(rel)).equals(old_schema, check_metadata=True)
         md = local.metadata(rel)
+        assert entries[rel]["row_groups"] == md.num_row_groups and entries[rel]["rows"] == md.num_rows
         rg = md.row_group(0)
         assert rg.column(0).compression == "ZSTD"
         assert all(rg.column(i).has_offset_index and rg.column(i).has_column_index for i in range(md.num_columns))
@@ -195,6 +197,57 @@ def test_plan_skips_files_by_the_catalogs_statistics(local, monkeypatch):
     assert set(opened) <= overlap  # no footer, no index of a file the statistics exclude
     assert {p.file.path for p in plan.kept} <= overlap
     assert plan.report.files_skipped >= len(entries) - len(overlap)
+
+
+def test_pages_answer_a_clustered_column_before_its_index(local, monkeypatch):
+    """After an optimize by ``x``, a narrow range of ``x`` is answered by the page index (a few
+    pages of each file read and filtered), even where ``x`` has a file index; a column the files
+    are not clustered by is left to its index (its pages span every file's range)."""
+    from optimize_support import make
+
+    make(local)
+    ParquetDataset(local.uri).build({**OPTIONS, "file-index.range-bitmap.columns": "x,y"})
+    # files of about 1,200 rows (one a partition), pages of 64 rows: the range keeps one or two pages
+    ParquetDataset(local.uri).optimize("x", target_file_size=1 << 20, page_rows=64)
+    ds = ParquetDataset(local.uri)
+    opened, paged = [], []
+    real_index, real_pages = ParquetDataset.open_index, ParquetDataset._page_answer
+    monkeypatch.setattr(
+        ParquetDataset, "open_index", lambda self, f, e=None: opened.append(f.path) or real_index(self, f, e)
+    )
+
+    def pages(self, f, leaf, t, sorted_only=False):
+        got = real_pages(self, f, leaf, t, sorted_only)
+        paged.append((leaf.name, got))
+        return got
+
+    monkeypatch.setattr(ParquetDataset, "_page_answer", pages)
+    plan = ds.plan("x BETWEEN 500 AND 505")
+    assert len(plan.kept) == 2 and opened == [] and len(paged) == 2
+    assert all(n == "x" and p is not None for n, p in paged)
+    assert all(0 < len(p.bitmap) <= 128 for p in plan.kept)  # one or two pages of each file
+    want = sorted(r["id"] for r in rows_now(local) if r["x"] is not None and 500 <= r["x"] <= 505)
+    assert sorted(ds.read("x BETWEEN 500 AND 505").to_arrow().column("id").to_pylist()) == want
+    opened.clear(), paged.clear()
+    ds.plan("y > 0.9")
+    assert paged == [] and opened  # y: the index, no page index asked
+
+
+def test_page_answer_sorted_only(tmp_path):
+    import pyarrow as pa
+
+    from paimon_fast.predicate import Leaf
+    from paimon_fast.tables.pagestats import page_answer
+
+    t = pa.table({"k": pa.array(range(4000), pa.int64())})
+    leaf = Leaf("less_than", "k", (100,))
+    plain, labelled = str(tmp_path / "plain.parquet"), str(tmp_path / "sorted.parquet")
+    kw = dict(write_page_index=True, data_page_size=1, write_batch_size=500)
+    pq.write_table(t, plain, **kw)
+    pq.write_table(t, labelled, sorting_columns=[pq.SortingColumn(0)], **kw)
+    assert page_answer(plain, "k", leaf, pa.int64()) == [(0, 500, False)]  # the first page
+    assert page_answer(plain, "k", leaf, pa.int64(), sorted_only=True) is None  # the footer names no order
+    assert page_answer(labelled, "k", leaf, pa.int64(), sorted_only=True) == [(0, 500, False)]
 
 
 def test_incremental_runs_rewrite_only_new_files(local):

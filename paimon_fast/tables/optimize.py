@@ -661,6 +661,7 @@ def write_rows(store, root: str, rel: str, part: pa.Table, plan: dict) -> _NewFi
     tail = memoryview(buf)[max(0, buf.size - _identity.WITNESS_BYTES) :]
     entry = {
         "rows": part.num_rows,
+        "row_groups": math.ceil(part.num_rows / plan["opts"].row_group_rows),
         "clustered": {"by": list(plan["cluster_by"]), "strategy": plan["strategy"]},
         "stats": table_stats(part, plan["stat_cols"]),
         "witness": _identity.witness_of(tail),

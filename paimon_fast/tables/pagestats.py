@@ -57,10 +57,22 @@ def _add(out: list, s: int, e: int, exact: bool) -> None:
         out.append((s, e, exact))
 
 
-def page_answer(source, column: str, leaf: Leaf, arrow_type) -> Optional[List[Tuple[int, int, bool]]]:
+def _sorted_by(fo, leaf_index: int) -> bool:
+    """Does every row group's ``sorting_columns`` start with the column (leaf) ``leaf_index``?"""
+    for rg in fo.row_groups:
+        sc = rg.get(4)
+        if not isinstance(sc, list) or not sc or not isinstance(sc[0], dict) or sc[0].get(1) != leaf_index:
+            return False
+    return bool(fo.row_groups)
+
+
+def page_answer(
+    source, column: str, leaf: Leaf, arrow_type, sorted_only: bool = False
+) -> Optional[List[Tuple[int, int, bool]]]:
     """``[(start, stop, exact)]`` row ranges of the file where ``leaf`` may hold, from its row
     groups' statistics and, where those cannot decide, its pages' (None: the file has no page
-    index for the column, or the leaf's kind is not answered).  ``source``: a path (local files:
+    index for the column, or the leaf's kind is not answered, or, with ``sorted_only``, the
+    footer's ``sorting_columns`` do not start with the column).  ``source``: a path (local files:
     the footer and column indexes are cached) or a :class:`~paimon_fast.source.Source`."""
     from ..parquet.footer import _Unsupported, _footer, _pages
     from ..parquet.native import _open
@@ -85,6 +97,8 @@ def page_answer(source, column: str, leaf: Leaf, arrow_type) -> Optional[List[Tu
         if physical in (_INT32, _INT64) and _unsigned(el):
             return None
         lf = f.leaves.start
+        if sorted_only and not _sorted_by(fo, lf):
+            return None
         groups = file_stats(fo, column) or [None] * len(fo.row_groups)
         out: List[Tuple[int, int, bool]] = []
         used_pages = False

@@ -133,11 +133,14 @@ from .layout import (
 )
 from .globalindex import GlobalAnswers
 from .stats import leaf_answer
-from .writer import entry_stats
+from .writer import clustered_columns, entry_stats
 from .plan import FilePlan, ScanPlan, ScanReport  # noqa: F401 (the plan types, handed on)
 from .steps import step
 
 HEAD_PREFETCH = 16384  # first bytes of a remote index container fetched with its header
+# a leaf whose page index keeps at most 1/8 of a file's rows is answered by those pages (read and
+# filtered) without opening the file's index of the column
+PAGES_BEFORE_INDEX = 8
 WRITE_ATTEMPTS = 5  # a build or delete that cannot be rebased starts over from a new snapshot this often
 
 
@@ -416,6 +419,7 @@ class ParquetDataset:
         milliseconds are waited for, so every identity taken changes with any later change of its file
         (:mod:`paimon_fast.tables.identity`)."""
         view = copy.copy(self)
+        view._schemas = self._schemas  # (copy.copy goes through __getstate__, which leaves it out)
         view._snap = _catalog.take(self.store, self.root, self.catalog, self.io, settle)
         return view
 
@@ -857,12 +861,13 @@ class ParquetDataset:
             if owned:
                 src.close()
 
-    def _page_answer(self, f: DataFile, leaf: Leaf, t: pa.DataType):
-        """The row ranges of ``f`` its page index keeps for ``leaf`` (None: no answer)."""
+    def _page_answer(self, f: DataFile, leaf: Leaf, t: pa.DataType, sorted_only: bool = False):
+        """The row ranges of ``f`` its page index keeps for ``leaf`` (None: no answer; with
+        ``sorted_only``, none unless the file's footer says it is sorted by the column)."""
         from .pagestats import page_answer
 
         try:
-            return page_answer(_replaced.locate(self.store, self.root, f), leaf.name, leaf, t)
+            return page_answer(_replaced.locate(self.store, self.root, f), leaf.name, leaf, t, sorted_only)
         except Exception:  # noqa: BLE001 - statistics only ever help: the filter decides
             return None
 
@@ -982,8 +987,10 @@ class ParquetDataset:
             part = dict(f.partition)
             stats = {}  # column -> the file's statistics of it (read on first need)
             # the catalog's statistics of the file, if they describe its listed version
-            cstats = entry_stats(entry, rows) if entry and "stats" in entry and self._entry_matches(f, entry) else {}
+            trusted = bool(entry) and "stats" in entry and self._entry_matches(f, entry)
             file_indexed = ((entry or {}).get("file_index") or {}).get("types") or {} if indexed else {}
+            clustered = clustered_columns(entry) if trusted else ()
+            one_group = trusted and entry.get("row_groups") == 1
 
             def index():
                 nonlocal err
@@ -1004,14 +1011,15 @@ class ParquetDataset:
             def visit(leaf: Leaf):
                 if leaf.name in part_types:
                     return answered(*_partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name]))
-                said = None
-                if leaf.name in cstats:
-                    said = leaf_answer(leaf, [cstats[leaf.name]], data_types[leaf.name])
+                cs = entry_stats(entry, leaf.name, rows) if trusted else None
+                if cs is not None:
+                    said = leaf_answer(leaf, [cs], data_types[leaf.name])
                     if said == "skip":
                         return answered(SKIP, True)
                     if said == "all":
                         return answered(BitmapResult(range_bitmap(0, rows)), True)
-                if use_stats and leaf.name in data_types:
+                # (a file of one row group: its footer's statistics are the catalog's)
+                if use_stats and leaf.name in data_types and not (cs is not None and one_group):
                     if leaf.name not in stats:
                         stats[leaf.name] = self._file_stats(f, leaf.name)
                     said = leaf_answer(leaf, stats[leaf.name], data_types[leaf.name])
@@ -1027,13 +1035,23 @@ class ParquetDataset:
                 g = gi.result(leaf, f.path)
                 if g is not None:
                     return answered(g, gi.exact(leaf))
-                if use_stats and leaf.name in data_types and leaf.name not in file_indexed:
-                    pages = self._page_answer(f, leaf, data_types[leaf.name])
-                    if pages is not None:  # the pages that may hold the leaf (no index on the column)
+                if use_stats and leaf.name in data_types and (leaf.name in clustered or not trusted):
+                    # pages narrow a column the file is clustered by (an optimize wrote it: the
+                    # catalog says so) and one it is sorted by (the footer says so); of the others
+                    # every page spans about the file's range.  A file no optimize wrote has its
+                    # pages asked for a column without a file index (nothing else narrows it), for an
+                    # indexed column only when the footer says the file is sorted by it.
+                    sorted_only = leaf.name not in clustered and leaf.name in file_indexed
+                    pages = self._page_answer(f, leaf, data_types[leaf.name], sorted_only)
+                    if pages is not None:  # the pages that may hold the leaf
                         sure_pages = all(x for _, _, x in pages)
+                        kept = sum(b - a for a, b, _ in pages)
                         if not pages:
                             return answered(SKIP, True)
-                        if sure_pages or sum(b - a for a, b, _ in pages) < rows:
+                        # a few pages (a clustered column): read and filter them rather than load
+                        # the column's index; else the index, if any, may answer exactly
+                        few = kept * PAGES_BEFORE_INDEX <= rows if leaf.name in file_indexed else kept < rows
+                        if sure_pages or few:
                             bm = BitMap()
                             for a, b, _ in pages:
                                 bm.add_range(a, b)

@@ -180,25 +180,30 @@ def table_stats(table: pa.Table, columns: Iterable[str]) -> Dict[str, dict]:
     return out
 
 
-def entry_stats(entry: Optional[Mapping], rows: int) -> Dict[str, ChunkStats]:
-    """The statistics a catalog entry keeps, as :class:`~paimon_fast.tables.stats.ChunkStats` of
-    the whole file (bounds in the domain :func:`~paimon_fast.tables.stats.leaf_answer` compares:
-    strings as UTF-8 bytes)."""
+def entry_stats(entry: Optional[Mapping], column: str, rows: int) -> Optional[ChunkStats]:
+    """The statistics a catalog entry keeps of ``column``, as the
+    :class:`~paimon_fast.tables.stats.ChunkStats` of the whole file (bounds in the domain
+    :func:`~paimon_fast.tables.stats.leaf_answer` compares: strings as UTF-8 bytes); None: none."""
     raw = (entry or {}).get("stats")
-    if not isinstance(raw, dict):
-        return {}
-    out = {}
-    for c, s in raw.items():
-        if not isinstance(s, dict):
-            continue
-        nulls = s.get("nulls")
-        nulls = int(nulls) if isinstance(nulls, int) and not isinstance(nulls, bool) and nulls >= 0 else None
-        lo, hi = s.get("min"), s.get("max")
-        if isinstance(lo, str) and isinstance(hi, str):
-            lo, hi = lo.encode("utf-8"), hi.encode("utf-8")
-        elif not (
-            isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and not isinstance(lo, bool)
-        ) or isinstance(hi, bool):
-            lo = hi = None
-        out[c] = ChunkStats(int(rows), nulls, lo, hi)
-    return out
+    s = raw.get(column) if isinstance(raw, dict) else None
+    if not isinstance(s, dict):
+        return None
+    nulls = s.get("nulls")
+    nulls = int(nulls) if isinstance(nulls, int) and not isinstance(nulls, bool) and nulls >= 0 else None
+    lo, hi = s.get("min"), s.get("max")
+    if isinstance(lo, str) and isinstance(hi, str):
+        lo, hi = lo.encode("utf-8"), hi.encode("utf-8")
+    elif (
+        not (isinstance(lo, (int, float)) and isinstance(hi, (int, float)))
+        or isinstance(lo, bool)
+        or isinstance(hi, bool)
+    ):
+        lo = hi = None
+    return ChunkStats(int(rows), nulls, lo, hi)
+
+
+def clustered_columns(entry: Optional[Mapping]) -> tuple:
+    """The columns a catalog entry says its file is clustered by (written by an optimize)."""
+    c = (entry or {}).get("clustered")
+    by = c.get("by") if isinstance(c, dict) else None
+    return tuple(by) if isinstance(by, list) else ()
