@@ -172,6 +172,54 @@ def test_options_are_checked(local):
 
     with pytest.raises(ColumnNotFoundError):
         ds.optimize("p")  # a partition column: constant in each partition
+    with pytest.raises(OptionError, match="target_file_size"):
+        ds.optimize("x", target_file_size=-1)
+    # the defaults: files of the size of those rewritten, at least 8 MiB: each partition's three
+    # small files become one, of one row group
+    rep = ds.optimize("x")
+    assert (rep.files_before, rep.files_after) == (6, 2)
+    entries = ParquetDataset(local.uri).read_catalog()["files"]
+    for rel in local.data_files():
+        md = local.metadata(rel)
+        assert md.num_row_groups == 1 and entries[rel]["row_groups"] == 1 and entries[rel]["rows"] == md.num_rows
+
+
+def test_write_options_defaults():
+    import io
+
+    import numpy as np
+    import pyarrow as pa
+
+    from paimon_fast.tables.writer import WriteOptions, write_file
+
+    mib = 1 << 20
+    o = WriteOptions()
+    assert o.target_for([1 * mib] * 3) == 8 * mib  # small files are merged
+    assert o.target_for([20 * mib, 40 * mib]) == 30 * mib  # the mean of the files rewritten
+    assert o.target_for([300 * mib]) == 128 * mib  # large ones split
+    assert WriteOptions(target_file_size=5000).target_for([300 * mib]) == 5000
+    # a dictionary page holds at most dictionary_bytes: past it the column falls back to plain pages
+    rng = np.random.default_rng(5)
+    t = pa.table(
+        {"s": [f"{v:016x}" for v in rng.integers(0, 1 << 62, 30_000)], "c": [f"c{i % 5}" for i in range(30_000)]}
+    )
+
+    def dictionary_pages(opts):
+        buf = io.BytesIO()
+        write_file(buf, t, opts)
+        buf.seek(0)
+        rg = pq.ParquetFile(buf).metadata.row_group(0)
+        return [
+            rg.column(i).data_page_offset - rg.column(i).dictionary_page_offset
+            if rg.column(i).has_dictionary_page
+            else 0
+            for i in range(2)
+        ]
+
+    s_small, c_small = dictionary_pages(WriteOptions())
+    s_big, _ = dictionary_pages(WriteOptions(dictionary_bytes=1 << 20))
+    assert 0 < s_small < 80_000 < 300_000 < s_big  # (the limit is checked after each write batch)
+    assert 0 < c_small < 1000  # a column of few values keeps its dictionary
 
 
 # ---------------------------------------------------------------- plans and incremental runs

@@ -200,7 +200,12 @@ def optimize_setup(p):
     p.add_argument("--cluster-by", required=True, help="the columns to cluster by, comma-separated: a,b")
     p.add_argument("--strategy", default="order", choices=["order", "zorder", "hilbert"], help="default: order")
     p.add_argument("--full", action="store_true", help="rewrite files clustered this way already too")
-    p.add_argument("--target-file-size", type=_size, default=None, help="e.g. 128mb (the default)")
+    p.add_argument(
+        "--target-file-size",
+        type=_size,
+        default=None,
+        help="e.g. 64mb (default: the mean size of the files rewritten, within 8mb and 128mb)",
+    )
     p.add_argument("--row-group-rows", type=int, default=None, help="rows a row group (default 1048576)")
     p.add_argument("--page-rows", type=int, default=None, help="rows a page at most (default 4096)")
     p.add_argument("--compression", default="snappy", choices=["snappy", "zstd"], help="default: snappy")

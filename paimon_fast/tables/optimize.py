@@ -339,9 +339,10 @@ def optimize(
     :class:`OptimizeReport`.
 
     ``partitions(values) -> bool`` picks the partitions (``{column: raw value}``) to optimize
-    (default: all); ``target_file_size`` (bytes, default 128 MiB), ``row_group_rows`` (default
-    1,048,576), ``page_rows`` (default 4,096) and ``compression`` (``"snappy"`` or ``"zstd"``,
-    ``compression_level``) say how files are written (:class:`~paimon_fast.tables.writer.WriteOptions`);
+    (default: all); ``target_file_size`` (bytes; default the mean size of the files rewritten,
+    within 8 and 128 MiB), ``row_group_rows`` (default 1,048,576), ``page_rows`` (default 4,096)
+    and ``compression`` (``"snappy"`` or ``"zstd"``, ``compression_level``) say how files are
+    written (:class:`~paimon_fast.tables.writer.WriteOptions`);
     ``progress(phase, done, total)`` is called as partitions are read and files written;
     ``recover_after``: pending runs of other processes older than this many seconds are undone
     first (default: gc's grace period; runs of dead processes on this host at once).
@@ -442,6 +443,7 @@ def optimize(
     rep.bytes_before = sum(f.size for f in old)
     rep.rows_before = sum(counts[f.path] for f in old)
     rep.rows_deleted_dropped = sum(vectors[f.path].cardinality for f in old if f.path in vectors)
+    opts.target_file_size = opts.target_for([f.size for f in old])
     staging = _rel_join(store, root, f"{OPT_DIR}/{oid}")
     new: List[_NewFile] = []
     intended = committed = False

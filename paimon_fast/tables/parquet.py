@@ -1650,9 +1650,10 @@ class ParquetDataset:
         the old files leave every reader's listing after the commit and are removed by ``gc``
         after its grace period.  ``options``: ``full`` (rewrite files clustered already too),
         ``partitions`` (a function of a partition's ``{column: value}``), ``target_file_size``
-        (bytes, 128 MiB), ``row_group_rows`` (1,048,576), ``page_rows`` (4,096), ``compression``
-        (``"snappy"`` or ``"zstd"``), ``compression_level``, ``progress(phase, done, total)``,
-        ``recover_after`` (seconds).  Returns an :class:`~paimon_fast.tables.optimize.OptimizeReport`
+        (bytes; default the mean size of the files rewritten, within 8 and 128 MiB),
+        ``row_group_rows`` (1,048,576), ``page_rows`` (4,096), ``compression`` (``"snappy"`` or
+        ``"zstd"``), ``compression_level``, ``progress(phase, done, total)``, ``recover_after``
+        (seconds).  Returns an :class:`~paimon_fast.tables.optimize.OptimizeReport`
         (files and bytes before and after, time); see :mod:`paimon_fast.tables.optimize`."""
         from .optimize import optimize
 

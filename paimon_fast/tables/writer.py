@@ -9,9 +9,14 @@ pyarrow's 1 MB pages and the same to scan, and read scattered rows 2.8x and a co
 6x faster) and, for wide columns, by bytes (:attr:`WriteOptions.page_bytes`): the rows of a page
 are ``min(page_rows, page_bytes / the widest column's bytes a value)``.  pyarrow has no row cap
 of its own here: a page is closed after every ``write_batch_size`` rows by asking for pages of
-one byte.  Row groups hold :attr:`WriteOptions.row_group_rows` rows (1,048,576 by default,
-pyarrow's), files about :attr:`WriteOptions.target_file_size` bytes (128 MiB), compressed with
-Snappy (default) or ZSTD.  Sorted files name their order in the footer (``sorting_columns``).
+one byte.  A column's dictionary page holds at most :attr:`WriteOptions.dictionary_bytes` (64 KiB;
+pyarrow's 1 MB) before the column falls back to plain pages: a dictionary is read whole before any
+page it encodes, and a few rows should not cost a million values.  Row groups hold
+:attr:`WriteOptions.row_group_rows` rows (1,048,576 by default, pyarrow's); files are about
+:attr:`WriteOptions.target_file_size` bytes, by default the mean size of the files they replace
+bounded by 8 and 128 MiB (a file index, a bloom filter per file above all, was sized for files of
+that size: keeping it keeps what a point lookup reads; smaller files are merged, larger ones
+split); Snappy (default) or ZSTD.  Sorted files name their order in the footer (``sorting_columns``).
 The schema is the dataset's (with its metadata), and the Parquet physical types follow the files
 rewritten: INT96 timestamps stay INT96, decimals stored as integers stay integers.
 
@@ -27,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Mapping, Optional
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -38,30 +43,46 @@ from .stats import ChunkStats
 
 MAX_STAT_BYTES = 64
 COMPRESSIONS = ("snappy", "zstd")
-DEFAULT_TARGET_FILE_SIZE = 128 << 20
+# files keep the size of the files they replace (their file indexes, a bloom filter per file, were
+# sized for that), within these bounds: smaller files are merged, larger ones split
+MIN_TARGET_FILE_SIZE = 8 << 20
+MAX_TARGET_FILE_SIZE = 128 << 20
 DEFAULT_ROW_GROUP_ROWS = 1 << 20  # pyarrow's default: no reader's row-group statistics get coarser
 DEFAULT_PAGE_ROWS = 4096
 DEFAULT_PAGE_BYTES = 1 << 20  # pyarrow's data page size: a page of wide values is capped by it
+# a dictionary page is read whole before any page it encodes: past this size a column falls back to
+# plain pages, so reading a few rows never reads a dictionary of a million values (pyarrow: 1 MB)
+DEFAULT_DICTIONARY_BYTES = 64 << 10
 
 
 @dataclass
 class WriteOptions:
     """How :meth:`ParquetDataset.optimize` writes files (module docstring)."""
 
-    target_file_size: int = DEFAULT_TARGET_FILE_SIZE
+    target_file_size: Optional[int] = None  # None: the mean size of the files rewritten, bounded
     row_group_rows: int = DEFAULT_ROW_GROUP_ROWS
     page_rows: int = DEFAULT_PAGE_ROWS
     page_bytes: int = DEFAULT_PAGE_BYTES
+    dictionary_bytes: int = DEFAULT_DICTIONARY_BYTES
     compression: str = "snappy"
     compression_level: Optional[int] = None
+
+    def target_for(self, sizes: Sequence[int]) -> int:
+        """The target file size for rewriting files of these sizes (module docstring)."""
+        if self.target_file_size is not None:
+            return self.target_file_size
+        mean = sum(sizes) / max(1, len(sizes))
+        return int(min(MAX_TARGET_FILE_SIZE, max(MIN_TARGET_FILE_SIZE, mean)))
 
     def check(self) -> "WriteOptions":
         c = str(self.compression).lower()
         if c not in COMPRESSIONS:
             raise OptionError(f"compression {self.compression!r}: one of {', '.join(COMPRESSIONS)}")
         self.compression = c
-        for name in ("target_file_size", "row_group_rows", "page_rows", "page_bytes"):
+        for name in ("target_file_size", "row_group_rows", "page_rows", "page_bytes", "dictionary_bytes"):
             v = getattr(self, name)
+            if v is None and name == "target_file_size":
+                continue
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                 raise OptionError(f"{name} must be a positive integer, got {v!r}")
         return self
@@ -118,6 +139,7 @@ def write_file(
         write_page_index=True,
         data_page_size=1,  # a page closes after every write batch: pages of write_batch_size rows
         write_batch_size=page_rows_for(table, opts),
+        dictionary_pagesize_limit=opts.dictionary_bytes,
         **kw,
     )
     try:
