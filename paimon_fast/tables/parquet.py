@@ -135,6 +135,9 @@ from .stats import leaf_answer
 from .plan import FilePlan, ScanPlan, ScanReport  # noqa: F401 (the plan types, handed on)
 from .steps import step
 
+# Whether plans answer leaves from the files' Parquet statistics when a dataset does not say
+# (ParquetDataset(statistics=...)): None, on local files only
+STATISTICS: Optional[bool] = None
 HEAD_PREFETCH = 16384  # first bytes of a remote index container fetched with its header
 WRITE_ATTEMPTS = 5  # a build or delete that cannot be rebased starts over from a new snapshot this often
 
@@ -381,10 +384,14 @@ class ParquetDataset:
     Every call works on a snapshot taken when it starts (one listing, one catalog version); a
     :meth:`snapshot` holds one for several calls."""
 
-    def __init__(self, root: str, filesystem=None):
+    def __init__(self, root: str, filesystem=None, statistics: Optional[bool] = None):
         """``root``: a path or URI (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``, ``file://``);
-        ``filesystem``: a ``pyarrow.fs.FileSystem`` (or fsspec filesystem) ``root`` is a path in."""
+        ``filesystem``: a ``pyarrow.fs.FileSystem`` (or fsspec filesystem) ``root`` is a path in.
+        ``statistics``: whether a plan answers leaves from the files' Parquet statistics before
+        their indexes (:mod:`paimon_fast.tables.stats`); None: on local files (their footers are
+        parsed once and cached; on an object store each would cost a request per file)."""
         self.store, self.root = resolve(root, filesystem)
+        self.statistics = statistics
         if not self.store.is_dir(self.root):
             raise FileNotFoundError(f"dataset directory {self.store.uri(self.root)!r} does not exist")
         self.catalog = CommitFile(self.store, self.root, CATALOG_NAME)
@@ -928,7 +935,11 @@ class ParquetDataset:
         vectors = load_vectors(self, cat)
         gi = GlobalAnswers(self, pred, counts, part_types) if pred is not None else None
         # the files' own statistics answer leaves first (local files: their footers are cached)
-        use_stats = self.store.local and pred is not None
+        if self.statistics is not None:
+            use_stats = self.statistics
+        else:
+            use_stats = self.store.local if STATISTICS is None else STATISTICS
+        use_stats = use_stats and pred is not None
         data_types = {fl.name: fl.type for fl in self.data_schema()} if use_stats else {}
 
         def one(f: DataFile) -> FilePlan:
