@@ -102,6 +102,8 @@ from pyroaring import BitMap
 from ..checksum import ChecksummedSource, block_checksums
 from ..errors import DataFileError, IndexFormatError, OptionError, PaimonFastError, UnsupportedTypeError
 from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
+from ..fileindex.format import FileIndexFile
+from ..source import as_source
 from ..fileindex._bitslice import NullLiteralError, range_bitmap
 from ..fileindex.options import (
     DEFAULT_IN_MANIFEST_THRESHOLD,
@@ -135,6 +137,9 @@ from .stats import leaf_answer
 from .plan import FilePlan, ScanPlan, ScanReport  # noqa: F401 (the plan types, handed on)
 from .steps import step
 
+# the parsed headers of index containers, by (path, size, checksum): a plan opens each file's again
+_LAYOUTS: Dict[tuple, tuple] = {}
+_LAYOUTS_MAX = 4096
 # Whether plans answer leaves from the files' Parquet statistics when a dataset does not say
 # (ParquetDataset(statistics=...)): None, on local files only
 STATISTICS: Optional[bool] = None
@@ -834,10 +839,19 @@ class ParquetDataset:
     def _file_stats(self, f: DataFile, column: str):
         """The statistics of ``column`` in data file ``f``'s footer (None: none usable, or the
         footer not readable here)."""
-        from ..parquet.footer import _footer
+        from ..parquet.footer import _footer, cached
         from ..parquet.native import _open
         from .stats import file_stats
 
+        ident = getattr(f, "identity", None)
+        if ident is not None and ident.ctime_ns is not None and ident.ino is not None:
+            # the listing's version of the file: its footer, parsed before, found without opening it
+            fo = cached((f.abs_path, ident.size, ident.mtime_ns, ident.ctime_ns, ident.ino))
+            if fo is not None:
+                try:
+                    return file_stats(fo, column)
+                except Exception:  # noqa: BLE001 - statistics only ever help
+                    return None
         try:
             src, key, _, owned = _open(f.abs_path)
         except OSError:
@@ -877,7 +891,17 @@ class ParquetDataset:
                 f"the index of {f.path} on column {col!r} was built for type {built}, "
                 f"the column is {now} now: rebuild the index (ParquetDataset.build)"
             )
-        return FileIndexFormat.open(data, row_type)
+        # an index file's bytes never change under its name and checksum: its header, parsed once
+        key = None
+        if path is not None and fi.get("checksum") is not None:
+            key = (path, fi.get("size"), json.dumps(fi["checksum"], sort_keys=True))
+        layout = _LAYOUTS.get(key) if key is not None else None
+        idx = FileIndexFile(as_source(data), row_type, {}, layout=layout)
+        if key is not None and layout is None:
+            if len(_LAYOUTS) >= _LAYOUTS_MAX:
+                _LAYOUTS.pop(next(iter(_LAYOUTS)))
+            _LAYOUTS[key] = idx.layout()
+        return idx
 
     def _types_mismatch(self, built: Mapping[str, str], row_type: Mapping[str, str]):
         """``(column, built for, now)`` of the first column an index was built for another type of
