@@ -253,8 +253,9 @@ def explain_dataset(ds, plan) -> Explain:
 
 
 def _statistics_rows(ds, pred, cols, counts) -> List[IndexUse]:
-    """A row per predicate column whose files' Parquet statistics the plan consults (before any
-    index: :mod:`paimon_fast.tables.stats`), with what they alone remove."""
+    """A row per predicate column whose files' Parquet statistics settled a leaf for some file
+    (the plan consults them before any index: :mod:`paimon_fast.tables.stats`), with what they
+    alone remove."""
     from pyroaring import BitMap
 
     from ..result import SKIP
@@ -291,11 +292,8 @@ def _statistics_rows(ds, pred, cols, counts) -> List[IndexUse]:
                 return BitmapResult(bm)
 
             t.removed(_alone(pred, c, answer), rows)
-        if not u.files:
-            continue
-        if not u.used:
-            u.why = "the files' min / max and null counts do not settle the predicate's leaves"
-        out.append(u)
+        if u.used:  # (a column whose statistics settle nothing is left out: they were only a try)
+            out.append(u)
     return out
 
 
