@@ -59,7 +59,13 @@ def _check_sources():
 
 
 class CheckedBuildExt(build_ext):
-    """build_ext that first checks for a C compiler and Python.h and names the fix when one is missing."""
+    """build_ext that first checks for a C compiler and Python.h and names the fix when one is missing,
+    and compiles the extensions in parallel on every core (unless ``--parallel`` / ``-j`` says otherwise)."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
 
     def build_extensions(self):
         cmd = getattr(self.compiler, "compiler_so", None) or getattr(self.compiler, "compiler", None)
@@ -100,6 +106,7 @@ def _extensions():
         )
     return cythonize(
         exts,
+        nthreads=os.cpu_count() or 1,
         language_level=3,
         compiler_directives={
             "boundscheck": False,

@@ -75,8 +75,9 @@ typedef struct {
     uint8_t *values;   /* OUT_FIXED: n * width bytes; OUT_BOOL: n bytes */
     uint8_t *valid;    /* n bytes, or NULL */
     void *offsets;     /* byte arrays: n + 1 (int32 or int64), zeroed by the caller */
-    uint8_t *data;     /* byte arrays: the reader's malloc (the caller frees it) */
+    uint8_t *data;     /* byte arrays: the reader's (the caller frees it with pq_bfree(data, data_cap)) */
     int64_t data_len;
+    size_t data_cap;
     int32_t overflow;  /* int32 offsets would overflow */
 } pq_col;
 
@@ -223,7 +224,7 @@ static int pq_grow(void **p, size_t *cap, size_t need, size_t elem) {
 #define PQ_CLASS_MIN 16
 #define PQ_CLASSES 12 /* 64 KiB .. 128 MiB */
 #define PQ_CLASS_KEEP 8
-#define PQ_CACHE_BYTES ((size_t)96 << 20)
+#define PQ_CACHE_BYTES ((size_t)128 << 20)
 static pthread_mutex_t pq_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *pq_cache_list[PQ_CLASSES][PQ_CLASS_KEEP];
 static int pq_cache_n[PQ_CLASSES];
@@ -1653,7 +1654,7 @@ static int pq_run(pq_job *job) {
             if (col->kind < OUT_BYTES) continue;
             col->data_len = total[t];
             if (col->kind == OUT_BYTES && total[t] > 0x7FFFFFFF) col->overflow = 1;
-            col->data = (uint8_t *)malloc((size_t)total[t] + 1);
+            col->data = (uint8_t *)pq_balloc((size_t)total[t] + 1, &col->data_cap);
             if (!col->data) {
                 free(total);
                 rc = PQ_NOMEM;

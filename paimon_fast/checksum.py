@@ -133,9 +133,20 @@ class ChecksummedSource(Source):
         if first == last:
             lo = first * self.block
             return memoryview(self._block(first))[offset - lo : offset - lo + length]
-        parts = b"".join(self._block(n) for n in range(first, last + 1))
+        # several blocks: read in one request and checked in place, block by block (no copies)
         lo = first * self.block
-        return memoryview(parts)[offset - lo : offset - lo + length]
+        hi = min((last + 1) * self.block, self.size)
+        data = memoryview(bytes(self.inner.read_at(lo, hi - lo, self.what)))
+        for n in range(first, last + 1):
+            a = (n - first) * self.block
+            piece = data[a : min(a + self.block, hi - lo)]
+            if n not in self._blocks and _xxh3(piece) != self.crcs[n]:
+                raise ChecksumMismatchError(
+                    f"{self.what}: checksum mismatch in bytes [{lo + a}, {lo + a + len(piece)}) (the file is "
+                    "damaged or not the one the catalog names)",
+                    lo + a,
+                )
+        return data[offset - lo : offset - lo + length]
 
     def close(self):
         self._blocks.clear()

@@ -183,9 +183,21 @@ def test_bench_finds_the_suite_and_writes_outside_the_checkout(tmp_path, monkeyp
     assert out.endswith("benchmarks.md") and not out.startswith(ROOT) and os.path.isdir(os.path.dirname(out))
     os.rmdir(os.path.dirname(out))
     # an installed package: no suite beside it; found from a checkout's directory or below it only
+    # (tmp_path itself may lie inside a checkout: CI puts TMPDIR in the clone; so the "no checkout"
+    # case is the filesystem root, and "below only" is a checkout made here, looked for from beside it)
     monkeypatch.setattr(bench, "__file__", str(tmp_path / "site-packages" / "paimon_fast" / "bench.py"))
-    assert bench.find_suite(str(tmp_path)) is None
+    assert bench.find_suite(os.sep) is None
     assert bench.find_suite(os.path.join(ROOT, "docs")) == ROOT
+    made = tmp_path / "made"
+    (made / "benchmarks").mkdir(parents=True)
+    (made / "docs").mkdir()
+    (made / "benchmarks" / "report.py").write_text("")
+    (made / "pyproject.toml").write_text('[project]\nname = "paimon-fast"\n')
+    assert bench.find_suite(str(made / "docs")) == str(made)
+    (tmp_path / "beside").mkdir()
+    assert bench.find_suite(str(tmp_path / "beside")) != str(made)
+    (made / "pyproject.toml").write_text('[project]\nname = "other"\n')
+    assert bench.find_suite(str(made / "docs")) != str(made)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(bench, "find_suite", lambda cwd=None: None)
     with pytest.raises(FileNotFoundError, match="No benchmark suite here"):

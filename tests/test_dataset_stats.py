@@ -155,3 +155,18 @@ def test_unsigned_and_nested_columns_have_no_statistics(tmp_path):
     fo = _read_footer(FileSource(str(tmp_path / "f.parquet")))
     assert file_stats(fo, "u") is None and file_stats(fo, "l") is None
     assert file_stats(fo, "i") == [ChunkStats(2, 0, 1, 2)]
+
+
+def test_explain_names_what_the_statistics_removed(tmp_path):
+    ds, rows = _dataset(tmp_path)
+    ex = ds.read("k BETWEEN 1100 AND 2300").explain()
+    st = [u for u in ex.indexes if u.index == "parquet statistics" and u.column == "k"]
+    assert len(st) == 1 and st[0].used and st[0].files == 6
+    assert st[0].files_removed == 4 and st[0].rows_removed == 1600  # four files and 2 row groups outside
+    assert "parquet statistics" in str(ex)
+    # a leaf they cannot settle (no row: they were only a try), and a dataset that does not use them
+    ex = ds.read("d >= 0").explain()
+    assert not [u for u in ex.indexes if u.index == "parquet statistics"]
+    off = ParquetDataset(str(tmp_path), statistics=False)
+    assert not [u for u in off.read("k < 10").explain().indexes if u.index == "parquet statistics"]
+    assert off.read("k < 10").count() == ds.read("k < 10").count() == 10

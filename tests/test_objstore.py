@@ -14,6 +14,15 @@ from paimon_fast.fs import CommitConflictError, CommitFile, IOCounter
 from paimon_fast.fsutil import Chunks
 
 
+@pytest.fixture(autouse=True)
+def _no_statistics(monkeypatch):
+    """Local and S3 plans compared here prune alike: by the indexes, without the Parquet statistics
+    a local plan also reads (their footers cost a request per file on S3, where plans skip them)."""
+    import paimon_fast.tables.parquet as dataset
+
+    monkeypatch.setattr(dataset, "STATISTICS", False)
+
+
 @pytest.fixture
 def s3(s3_server):
     b = s3_server.new_bucket()

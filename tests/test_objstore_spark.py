@@ -12,6 +12,15 @@ from test_objstore import OPTIONS, PREDICATES, oracle, write_dataset  # noqa: E4
 pytestmark = pytest.mark.spark
 
 
+@pytest.fixture(autouse=True)
+def _no_statistics(monkeypatch):
+    """Local and S3 plans compared here prune alike: by the indexes, without the Parquet statistics
+    a local plan also reads (their footers cost a request per file on S3, where plans skip them)."""
+    import paimon_fast.tables.parquet as dataset
+
+    monkeypatch.setattr(dataset, "STATISTICS", False)
+
+
 @pytest.fixture(scope="module")
 def spark():
     from paimon_fast import spark as pfs

@@ -31,6 +31,7 @@ cdef extern from "pq_read.h" nogil:
         void *offsets
         uint8_t *data
         int64_t data_len
+        size_t data_cap
         int32_t overflow
 
     ctypedef struct pq_chunk:
@@ -52,6 +53,7 @@ cdef extern from "pq_read.h" nogil:
 
     int pq_run(pq_job *job)
     void pq_release()
+    void pq_bfree(void *p, size_t cap)
     int pq_codec_available(int codec)
     int c_PQ_OK "PQ_OK"
     int c_PQ_NOMEM "PQ_NOMEM"
@@ -81,13 +83,15 @@ def codec_available(int codec):
 
 
 cdef class DataBuffer:
-    """Bytes the reader allocated (a byte-array column's values), freed with this object;
-    exposes the buffer protocol, so ``pyarrow.py_buffer(obj)`` wraps it without a copy."""
+    """Bytes the reader allocated (a byte-array column's values), given back to the reader's
+    buffers with this object (the next read reuses them); exposes the buffer protocol, so
+    ``pyarrow.py_buffer(obj)`` wraps it without a copy."""
     cdef uint8_t *ptr
     cdef Py_ssize_t size
+    cdef size_t cap
 
     def __dealloc__(self):
-        free(self.ptr)
+        pq_bfree(self.ptr, self.cap)
         self.ptr = NULL
 
     def __len__(self):
@@ -100,10 +104,11 @@ cdef class DataBuffer:
         pass
 
 
-cdef DataBuffer _own(uint8_t *p, int64_t n):
+cdef DataBuffer _own(uint8_t *p, int64_t n, size_t cap):
     cdef DataBuffer d = DataBuffer.__new__(DataBuffer)
     d.ptr = p
     d.size = n
+    d.cap = cap
     return d
 
 
@@ -217,7 +222,7 @@ def read(list files, const int64_t[:, ::1] chunks, const int64_t[::1] rows, list
             rc = pq_run(&job)
         if rc != c_PQ_OK:
             for i in range(nc):
-                free(pc[i].data)
+                pq_bfree(pc[i].data, pc[i].data_cap)
                 pc[i].data = NULL
             raise MemoryError("the Parquet reader ran out of memory")
         status = np.empty(nk, dtype=np.int32)
@@ -236,7 +241,7 @@ def read(list files, const int64_t[:, ::1] chunks, const int64_t[::1] rows, list
         overflow = []
         for i in range(nc):
             if pc[i].data != NULL:
-                data.append(_own(pc[i].data, pc[i].data_len))
+                data.append(_own(pc[i].data, pc[i].data_len, pc[i].data_cap))
                 pc[i].data = NULL
             else:
                 data.append(None)

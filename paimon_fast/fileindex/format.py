@@ -206,8 +206,8 @@ class FileIndexFile:
                     rd = get_factory(itype).reader(
                         dtype, self.source.slice(start, length, f"{itype} of {column}"), opts
                     )
-                except IndexFormatError as e:
-                    raise IndexFormatError(f"column {column!r}: {e.what}", e.offset) from None
+                except IndexFormatError as e:  # (its kind kept: a checksum mismatch stays one)
+                    raise type(e)(f"column {column!r}: {e.what}", e.offset) from None
             self._readers[key] = rd
         return rd
 

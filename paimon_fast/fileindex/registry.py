@@ -44,6 +44,8 @@ class IndexFactory:
         try:
             return self.reader_class(dtype, source, options)
         except IndexFormatError as e:
+            if type(e) is not IndexFormatError:  # a kind of its own (a checksum mismatch): not the type's doing
+                raise
             # the formats do not record the column type: bytes written for another type read as corrupt
             raise IndexFormatError(
                 f"{e.what} (reading {self.name} index bytes as a {dtype} column: is that the "

@@ -448,6 +448,16 @@ def _read_footer(src: Source) -> _Footer:
     return _Footer(src.read_at(base, n, "Parquet footer"), base, size)
 
 
+def cached(key) -> Optional[_Footer]:
+    """The parsed footer kept for ``key`` (path, size, mtime_ns, ctime_ns, inode), or None: a
+    caller that knows a local file's version (a listing's) finds its footer without opening it."""
+    with _FOOTERS_LOCK:
+        fo = _FOOTERS.get(key)
+        if fo is not None:
+            _FOOTERS.move_to_end(key)
+        return fo
+
+
 def _footer(src: Source, key) -> _Footer:
     if key is None:
         return _read_footer(src)

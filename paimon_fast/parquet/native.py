@@ -670,14 +670,14 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
     cols = []
     for ci in range(ncol):
         m = col_map[ci]
-        valid = np.ones(total, dtype=np.uint8) if (needs_valid[ci] or ci in fb_cols) else None
+        valid = _buffer(total, fill=1) if (needs_valid[ci] or ci in fb_cols) else None
         if m.kind == K.OUT_FIXED:
-            cols.append((m.kind, m.width, total, np.empty(total * m.width, dtype=np.uint8), valid, None))
+            cols.append((m.kind, m.width, total, _buffer(total * m.width), valid, None))
         elif m.kind == K.OUT_BOOL:
-            cols.append((m.kind, 1, total, np.empty(total, dtype=np.uint8), valid, None))
+            cols.append((m.kind, 1, total, _buffer(total), valid, None))
         else:
             dt = np.int64 if m.kind == K.OUT_LBYTES else np.int32
-            cols.append((m.kind, 0, total, None, valid, np.zeros(total + 1, dtype=dt)))
+            cols.append((m.kind, 0, total, None, valid, _buffer(total + 1, dt, fill=0)))
     chunks = np.concatenate(chunk_rows) if chunk_rows else np.zeros((0, 17), dtype=np.int64)
     rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
     kfiles = [_kernel_file(fl, fi, chunks) for fi, fl in enumerate(files)]
@@ -716,6 +716,16 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
         arrays = _splice(files, names, fields, arrays, fallback, out_at, st, opts)
     table = pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=_metadata(files, schema)))
     return table, counts
+
+
+def _buffer(n: int, dtype=np.uint8, fill=None) -> np.ndarray:
+    """A writable array of ``n`` values over memory of pyarrow's pool (which keeps freed memory for
+    the next read: a fresh allocation's pages cost a fault and a clearing each on first touch)."""
+    size = n * np.dtype(dtype).itemsize
+    arr = np.frombuffer(pa.allocate_buffer(size), dtype=dtype) if size else np.zeros(n, dtype=dtype)
+    if fill is not None:
+        arr.fill(fill)
+    return arr
 
 
 def _metadata(files, schema):

@@ -246,9 +246,55 @@ def explain_dataset(ds, plan) -> Explain:
         finally:
             idx.close()
     ex.indexes.extend(t.finish() for _, t in sorted(tallies.items(), key=lambda kv: (kv[0][1], kv[0][0])))
+    ex.indexes.extend(_statistics_rows(ds, pred, cols, counts))
     ex.indexes.extend(_global_rows(ds, pred, cols, counts, part_types, ops))
     note_or(ex, pred)
     return ex
+
+
+def _statistics_rows(ds, pred, cols, counts) -> List[IndexUse]:
+    """A row per predicate column whose files' Parquet statistics settled a leaf for some file
+    (the plan consults them before any index: :mod:`paimon_fast.tables.stats`), with what they
+    alone remove."""
+    from pyroaring import BitMap
+
+    from ..result import SKIP
+    from . import parquet as _parquet
+    from .stats import leaf_answer
+
+    on = ds.statistics if ds.statistics is not None else _parquet.STATISTICS
+    if on is None:
+        on = ds.store.local
+    if not on:
+        return []
+    types = {fl.name: fl.type for fl in ds.data_schema()}
+    out = []
+    for c in [c for c in cols if c in types]:
+        u = IndexUse("parquet statistics", c, "file")
+        t = _Tally(u)
+        for f in ds.files():
+            st = ds._file_stats(f, c)
+            if st is None:
+                continue
+            u.files += 1
+            rows = counts[f.path]
+
+            def answer(leaf, st=st, rows=rows):
+                said = leaf_answer(leaf, st, types[c])
+                if said is None:
+                    return REMAIN
+                u.used = True  # a leaf settled by the statistics in this file
+                if said == "skip":
+                    return SKIP
+                bm = BitMap()
+                for a, b in [(0, rows)] if said == "all" else said:
+                    bm.add_range(a, b)
+                return BitmapResult(bm)
+
+            t.removed(_alone(pred, c, answer), rows)
+        if u.used:  # (a column whose statistics settle nothing is left out: they were only a try)
+            out.append(u)
+    return out
 
 
 def _global_rows(ds, pred, cols, counts, part_types, ops) -> List[IndexUse]:

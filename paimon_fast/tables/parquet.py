@@ -102,6 +102,8 @@ from pyroaring import BitMap
 from ..checksum import ChecksummedSource, block_checksums
 from ..errors import DataFileError, IndexFormatError, OptionError, PaimonFastError, UnsupportedTypeError
 from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
+from ..fileindex.format import FileIndexFile
+from ..source import as_source
 from ..fileindex._bitslice import NullLiteralError, range_bitmap
 from ..fileindex.options import (
     DEFAULT_IN_MANIFEST_THRESHOLD,
@@ -137,6 +139,12 @@ from .writer import clustered_columns, entry_stats
 from .plan import FilePlan, ScanPlan, ScanReport  # noqa: F401 (the plan types, handed on)
 from .steps import step
 
+# the parsed headers of index containers, by (path, size, checksum): a plan opens each file's again
+_LAYOUTS: Dict[tuple, tuple] = {}
+_LAYOUTS_MAX = 4096
+# Whether plans answer leaves from the files' Parquet statistics when a dataset does not say
+# (ParquetDataset(statistics=...)): None, on local files only
+STATISTICS: Optional[bool] = None
 HEAD_PREFETCH = 16384  # first bytes of a remote index container fetched with its header
 # a leaf whose page index keeps at most 1/8 of a file's rows is answered by those pages (read and
 # filtered) without opening the file's index of the column
@@ -386,10 +394,14 @@ class ParquetDataset:
     Every call works on a snapshot taken when it starts (one listing, one catalog version); a
     :meth:`snapshot` holds one for several calls."""
 
-    def __init__(self, root: str, filesystem=None):
+    def __init__(self, root: str, filesystem=None, statistics: Optional[bool] = None):
         """``root``: a path or URI (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``, ``file://``);
-        ``filesystem``: a ``pyarrow.fs.FileSystem`` (or fsspec filesystem) ``root`` is a path in."""
+        ``filesystem``: a ``pyarrow.fs.FileSystem`` (or fsspec filesystem) ``root`` is a path in.
+        ``statistics``: whether a plan answers leaves from the files' Parquet statistics before
+        their indexes (:mod:`paimon_fast.tables.stats`); None: on local files (their footers are
+        parsed once and cached; on an object store each would cost a request per file)."""
         self.store, self.root = resolve(root, filesystem)
+        self.statistics = statistics
         if not self.store.is_dir(self.root):
             raise FileNotFoundError(f"dataset directory {self.store.uri(self.root)!r} does not exist")
         self.catalog = CommitFile(self.store, self.root, CATALOG_NAME)
@@ -845,10 +857,19 @@ class ParquetDataset:
     def _file_stats(self, f: DataFile, column: str):
         """The statistics of ``column`` in data file ``f``'s footer (None: none usable, or the
         footer not readable here)."""
-        from ..parquet.footer import _footer
+        from ..parquet.footer import _footer, cached
         from ..parquet.native import _open
         from .stats import file_stats
 
+        ident = getattr(f, "identity", None)
+        if ident is not None and ident.ctime_ns is not None and ident.ino is not None:
+            # the listing's version of the file: its footer, parsed before, found without opening it
+            fo = cached((f.abs_path, ident.size, ident.mtime_ns, ident.ctime_ns, ident.ino))
+            if fo is not None:
+                try:
+                    return file_stats(fo, column)
+                except Exception:  # noqa: BLE001 - statistics only ever help
+                    return None
         try:
             src, key, _, owned = _open(_replaced.locate(self.store, self.root, f))
         except OSError:
@@ -898,7 +919,17 @@ class ParquetDataset:
                 f"the index of {f.path} on column {col!r} was built for type {built}, "
                 f"the column is {now} now: rebuild the index (ParquetDataset.build)"
             )
-        return FileIndexFormat.open(data, row_type)
+        # an index file's bytes never change under its name and checksum: its header, parsed once
+        key = None
+        if path is not None and fi.get("checksum") is not None:
+            key = (path, fi.get("size"), json.dumps(fi["checksum"], sort_keys=True))
+        layout = _LAYOUTS.get(key) if key is not None else None
+        idx = FileIndexFile(as_source(data), row_type, {}, layout=layout)
+        if key is not None and layout is None:
+            if len(_LAYOUTS) >= _LAYOUTS_MAX:
+                _LAYOUTS.pop(next(iter(_LAYOUTS)))
+            _LAYOUTS[key] = idx.layout()
+        return idx
 
     def _types_mismatch(self, built: Mapping[str, str], row_type: Mapping[str, str]):
         """``(column, built for, now)`` of the first column an index was built for another type of
@@ -955,9 +986,14 @@ class ParquetDataset:
 
         vectors = load_vectors(self, cat)
         gi = GlobalAnswers(self, pred, counts, part_types) if pred is not None else None
-        # the files' own statistics answer leaves first: the catalog's (no file opened), then the
-        # footers' row groups and the page indexes' pages (local files: parsed once, cached)
-        use_stats = self.store.local and pred is not None
+        # the files' own statistics answer leaves first: the catalog's (no file opened: on every
+        # store, whatever ``statistics`` says), then the footers' row groups and the page indexes'
+        # pages (``statistics``; by default local files only: their footers are parsed once, cached)
+        if self.statistics is not None:
+            use_stats = self.statistics
+        else:
+            use_stats = self.store.local if STATISTICS is None else STATISTICS
+        use_stats = use_stats and pred is not None
         data_types = {fl.name: fl.type for fl in self.data_schema()} if pred is not None else {}
 
         def one(f: DataFile) -> FilePlan:
@@ -1011,7 +1047,7 @@ class ParquetDataset:
             def visit(leaf: Leaf):
                 if leaf.name in part_types:
                     return answered(*_partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name]))
-                cs = entry_stats(entry, leaf.name, rows) if trusted else None
+                cs = entry_stats(entry, leaf.name, rows) if trusted and leaf.name in data_types else None
                 if cs is not None:
                     said = leaf_answer(leaf, [cs], data_types[leaf.name])
                     if said == "skip":
