@@ -370,7 +370,14 @@ def _killed(place, at):
     assert r.files_without_index == 0 and r.global_index_used == ["c"]
 
 
-@pytest.mark.parametrize("at", OPT_STEPS)
+# a kill at these leaves the same files and catalog as one at the step after it (nothing is
+# written between them): they run with the slow tests, their twins with every run
+SAME_STATE_AS_NEXT = {"optimize.snapshot", "optimize.intent", "optimize.global_index"}
+
+
+@pytest.mark.parametrize(
+    "at", [pytest.param(a, marks=pytest.mark.slow) if a in SAME_STATE_AS_NEXT else a for a in OPT_STEPS]
+)
 def test_optimize_killed(local, at):
     _killed(local, at)
 
@@ -531,8 +538,7 @@ def test_on_s3(s3_server):
     rep = ParquetDataset(place.uri).optimize("x", **WRITE)
     assert "undid the optimize" in " ".join(rep.recovered)
     assert rep.files_before == 6 and rep.global_indexes == ["c"]
-    assert answers(place.uri) == before
-    assert plain_ids(place) == kept
+    assert plain_ids(place) == kept  # (our readers' answers: after gc, below)
     keys = s3_server.keys(b, "ds/_optimize/retired/")
     assert len([k for k in keys if not k.endswith("/")]) == 6  # out of the listing, kept for older readers
     collect(place.uri, delete=True, min_age=0)
