@@ -836,6 +836,13 @@ class ParquetDataset:
         return out
 
     # ------------------------------------------------------------ evaluation
+    def _uses_statistics(self) -> bool:
+        """Do plans answer leaves from the files' Parquet statistics (``statistics``, else the
+        module's :data:`STATISTICS`, else: on local files)?"""
+        if self.statistics is not None:
+            return bool(self.statistics)
+        return bool(self.store.local if STATISTICS is None else STATISTICS)
+
     def _file_stats(self, f: DataFile, column: str):
         """The statistics of ``column`` in data file ``f``'s footer (None: none usable, or the
         footer not readable here)."""
@@ -959,11 +966,7 @@ class ParquetDataset:
         vectors = load_vectors(self, cat)
         gi = GlobalAnswers(self, pred, counts, part_types) if pred is not None else None
         # the files' own statistics answer leaves first (local files: their footers are cached)
-        if self.statistics is not None:
-            use_stats = self.statistics
-        else:
-            use_stats = self.store.local if STATISTICS is None else STATISTICS
-        use_stats = use_stats and pred is not None
+        use_stats = self._uses_statistics() and pred is not None
         data_types = {fl.name: fl.type for fl in self.data_schema()} if use_stats else {}
 
         def one(f: DataFile) -> FilePlan:
