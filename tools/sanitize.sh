@@ -22,7 +22,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # allocator, so it is left to the ordinary run).  --capture=sys: pytest's default fd capture
 # would swallow an ASan / UBSan report written to fd 2 before the abort.
 # (test_crafted_huge_usize_under_a_memory_limit sets RLIMIT_AS, which ASan's reservations cannot live under)
-python -m pytest -q -p no:cacheprovider --capture=sys -x \
+python -m pytest -q -p no:cacheprovider --capture=sys -x -n auto --dist worksteal \
   -k "not test_writer_reader_against_brute_force and not test_crafted_huge_usize_under_a_memory_limit" \
   tests/test_bitmap_vectors.py tests/test_bloom_vectors.py tests/test_bsi_vectors.py tests/test_range_bitmap_vectors.py \
   tests/test_globalindex_vectors.py tests/test_tableindex_vectors.py tests/test_container_vectors.py \

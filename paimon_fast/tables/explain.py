@@ -259,13 +259,9 @@ def _statistics_rows(ds, pred, cols, counts) -> List[IndexUse]:
     from pyroaring import BitMap
 
     from ..result import SKIP
-    from . import parquet as _parquet
     from .stats import leaf_answer
 
-    on = ds.statistics if ds.statistics is not None else _parquet.STATISTICS
-    if on is None:
-        on = ds.store.local
-    if not on:
+    if not ds._uses_statistics():
         return []
     types = {fl.name: fl.type for fl in ds.data_schema()}
     out = []

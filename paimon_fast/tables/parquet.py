@@ -854,6 +854,13 @@ class ParquetDataset:
         return out
 
     # ------------------------------------------------------------ evaluation
+    def _uses_statistics(self) -> bool:
+        """Do plans answer leaves from the files' Parquet statistics (``statistics``, else the
+        module's :data:`STATISTICS`, else: on local files)?"""
+        if self.statistics is not None:
+            return bool(self.statistics)
+        return bool(self.store.local if STATISTICS is None else STATISTICS)
+
     def _file_stats(self, f: DataFile, column: str):
         """The statistics of ``column`` in data file ``f``'s footer (None: none usable, or the
         footer not readable here)."""
@@ -989,11 +996,7 @@ class ParquetDataset:
         # the files' own statistics answer leaves first: the catalog's (no file opened: on every
         # store, whatever ``statistics`` says), then the footers' row groups and the page indexes'
         # pages (``statistics``; by default local files only: their footers are parsed once, cached)
-        if self.statistics is not None:
-            use_stats = self.statistics
-        else:
-            use_stats = self.store.local if STATISTICS is None else STATISTICS
-        use_stats = use_stats and pred is not None
+        use_stats = self._uses_statistics() and pred is not None
         data_types = {fl.name: fl.type for fl in self.data_schema()} if pred is not None else {}
 
         def one(f: DataFile) -> FilePlan:
