@@ -270,6 +270,10 @@ class Store:
             for dirpath, dirnames, filenames in os.walk(root):
                 if skip_dir is not None:
                     dirnames[:] = [d for d in dirnames if not skip_dir(d)]
+                # the directory relative to the root, once (os.path.relpath per file costs more
+                # than the file's stat)
+                rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+                rel_dir = "" if rel_dir == "." else rel_dir + "/"
                 for n in filenames:
                     if keep is not None and not keep(n):
                         continue
@@ -278,7 +282,7 @@ class Store:
                         st = os.stat(p)
                     except FileNotFoundError:
                         continue
-                    out.append(_local_entry(os.path.relpath(p, root).replace(os.sep, "/"), p, st))
+                    out.append(_local_entry(rel_dir + n, p, st))
             return sorted(out, key=lambda e: e.rel)
         if self.type_name == "s3" and self._boto_client() is not None:
             return self._list_s3(root, recursive, skip_dir, keep)

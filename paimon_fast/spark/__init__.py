@@ -43,6 +43,10 @@ Paimon deletion vectors (one new deletion file per commit, then an atomic
 catalog rewrite; :mod:`paimon_fast.tables.deletes`); :func:`read` and the Data
 Source never return deleted rows.
 
+**Optimize** (:func:`optimize`): the dataset's rows clustered by columns (order, z-order,
+Hilbert) across its files, read, ordered and written on the executors, committed by the driver
+in one catalog commit (:mod:`paimon_fast.spark.optimize_job`, :mod:`paimon_fast.tables.optimize`).
+
 **Data Source** (:mod:`paimon_fast.spark.datasource`, Spark 4.1+):
 ``spark.read.format("paimon-fast").load(path)``.  Spark pushes only an AND-list
 of simple filters (``=``, ``<``..., ``IN``, ``IS [NOT] NULL``, ``<>``, ``NOT IN``,
@@ -54,6 +58,7 @@ disjunction (``a = 1 OR b = 2``) is not pushed and prunes nothing.  Use
 from .build_job import build, build_global_index
 from .columns import filter_to_predicate, to_spark_column
 from .delete_job import delete
+from .optimize_job import optimize
 from .read_job import ReadReport, read, spark_schema, top_n
 from .session import DATA_SOURCE_NAME, default_master, register, session
 
@@ -64,6 +69,7 @@ __all__ = [
     "build_global_index",
     "read",
     "delete",
+    "optimize",
     "top_n",
     "to_spark_column",
     "filter_to_predicate",

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..literals import normalize
-from ..predicate import Leaf, Predicate
+from ..predicate import And, Leaf, Predicate
 from ..translate import COMPARISONS, Translator
 from ..types import list_elements
 
@@ -268,10 +268,53 @@ def _array_expression(f, p: Leaf, t):
     )
 
 
+_SIMPLE = {
+    "equal": pc.equal,
+    "less_than": pc.less,
+    "less_or_equal": pc.less_equal,
+    "greater_than": pc.greater,
+    "greater_or_equal": pc.greater_equal,
+}
+
+
+def _simple_mask(predicate: Predicate, table: pa.Table):
+    """The mask of a comparison of a flat numeric or string column with a literal (or an AND of
+    them), computed with compute functions: the same rows as the expression, without starting an
+    Acero plan (a large part of filtering a few thousand rows).  None: not such a predicate."""
+    leaves = predicate.children if isinstance(predicate, And) else (predicate,)
+    mask = None
+    for leaf in leaves:
+        if not isinstance(leaf, Leaf) or leaf.name not in table.schema.names:
+            return None
+        col = table.column(leaf.name)
+        t = col.type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)):
+            return None
+        try:
+            lits = [pa.scalar(v, type=t) for v in leaf.literals]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+            return None
+        # (a literal the column's type does not hold exactly, a float32's 0.1 say, is left to the
+        # expression's own coercion)
+        if any(not v.is_valid or v.as_py() != lit for v, lit in zip(lits, leaf.literals)):
+            return None
+        if leaf.op in _SIMPLE and len(lits) == 1:
+            m = _SIMPLE[leaf.op](col, lits[0])
+        elif leaf.op == "between" and len(lits) == 2:
+            m = pc.and_(pc.greater_equal(col, lits[0]), pc.less_equal(col, lits[1]))
+        else:
+            return None
+        mask = m if mask is None else pc.and_(mask, m)
+    return mask
+
+
 def filter_table(table: pa.Table, predicate: Optional[Predicate]) -> pa.Table:
     """Rows of ``table`` where ``predicate`` is true (all rows when it is None)."""
     if predicate is None:
         return table
     predicate = normalize(predicate, table.schema, missing="error")
+    mask = _simple_mask(predicate, table)
+    if mask is not None:
+        return table.filter(mask)  # (nulls: not selected, as the expression's)
     expr = to_arrow_expression(predicate, table.schema)
     return table.filter(expr)

@@ -37,10 +37,14 @@ from ..errors import DamagedFileError, IndexFormatError
 from ..fs import CommitConflictError, CommitFile
 from .identity import Identity, unsettled, wait_settled
 from .layout import DataFile, is_data_file_name, parse_partition
+from .replaced import hidden_filter
 from .steps import step
 
 CATALOG_FORMAT = "paimon-fast-dataset"
-CATALOG_VERSION = 2  # written; 1 (before versions and checksums) is still read
+CATALOG_VERSION = 3  # read up to; 1 (before versions and checksums) is still read
+# written: 2, or 3 while an optimize is pending or its replaced files are recorded (earlier versions
+# of paimon-fast, which would read those files as the dataset's, refuse it)
+CATALOG_VERSION_PLAIN = 2
 FILE_ORDER_DOC = "files sorted by relative POSIX path; global row id = rows of earlier files + row position in the file"
 COMMIT_RETRIES = 16
 # gc's grace period (seconds): a superseded version stays live, and a file nothing names yet stays, this long
@@ -64,7 +68,7 @@ class Catalog(dict):
 
 
 def empty() -> dict:
-    return {"format": CATALOG_FORMAT, "version": CATALOG_VERSION, "file_order": FILE_ORDER_DOC, "files": {}}
+    return {"format": CATALOG_FORMAT, "version": CATALOG_VERSION_PLAIN, "file_order": FILE_ORDER_DOC, "files": {}}
 
 
 def read(cf: CommitFile, counter=None) -> Catalog:
@@ -108,7 +112,7 @@ def read(cf: CommitFile, counter=None) -> Catalog:
 def encode(cat: dict) -> bytes:
     out = dict(cat)
     out["format"] = CATALOG_FORMAT
-    out["version"] = CATALOG_VERSION
+    out["version"] = CATALOG_VERSION if hidden_filter(cat) is not None else CATALOG_VERSION_PLAIN
     out["file_order"] = FILE_ORDER_DOC
     out["files"] = {k: cat.get("files", {})[k] for k in sorted(cat.get("files", {}))}
     return seal_json(out)
@@ -166,7 +170,7 @@ def _stub(cf: CommitFile) -> None:
     except FileNotFoundError:
         pass
     store.write_atomic(
-        path, seal_json({"format": CATALOG_FORMAT, "version": CATALOG_VERSION, "stub": STUB_NOTE, "files": {}})
+        path, seal_json({"format": CATALOG_FORMAT, "version": CATALOG_VERSION_PLAIN, "stub": STUB_NOTE, "files": {}})
     )
 
 
@@ -208,7 +212,8 @@ def list_data_files(store, root: str) -> List[DataFile]:
 def take(store, root: str, cf: CommitFile, counter=None, settle: bool = False) -> Snapshot:
     """List the data files, then read the catalog.  ``settle`` (writers): files changed within the
     last moments are waited for and listed again, so every identity taken would change with any
-    later change of its file."""
+    later change of its file.  Files the catalog says an optimize is putting in place or has
+    replaced are left out (:mod:`paimon_fast.tables.replaced`)."""
     waited = 0.0
     while True:
         t0 = time.time_ns()
@@ -219,4 +224,8 @@ def take(store, root: str, cf: CommitFile, counter=None, settle: bool = False) -
             if wait_settled(late, waited):
                 waited += time.monotonic() - w0
                 continue
-        return Snapshot(files, read(cf, counter), t0, settled=settle and not late)
+        cat = read(cf, counter)
+        hide = hidden_filter(cat)
+        if hide is not None:
+            files = [f for f in files if not hide(f)]
+        return Snapshot(files, cat, t0, settled=settle and not late)

@@ -7,7 +7,9 @@ killed before that commit leaves files nothing references; superseded commit
 versions stay behind too.  :func:`collect` finds them:
 
 * in a Parquet dataset: file index containers (``_file_index/**.index``, and the old
-  layout's ``*.index`` beside the data files) that no live catalog version names, deletion files in
+  layout's ``*.index`` beside the data files) that no live catalog version names, data files an
+  optimize replaced (``_optimize/retired/``) once no live catalog version names them, files of an
+  optimize that never committed (``_optimize/<run>/``), deletion files in
   ``_deletion_vectors/`` no live version points at, ``_global_index/<column>/*.index`` files no
   live listing of the column lists, the exchange files (``_global_index/<column>/.runs-*/``) of a
   Spark build that died, expired commit versions, and temporary files (``.<name>.tmp-*``) of
@@ -152,16 +154,26 @@ def _dataset_orphans(store, root, keep_versions: int, min_age: float = 0.0, now_
     from .globalindex import INDEX_DIR, LISTING, RUNS_PREFIX
     from .layout import FILE_INDEX_DIR, data_rel_of_index
     from .parquet import CATALOG_NAME, INDEX_SUFFIX, ParquetDataset, is_data_file_name
+    from .replaced import OPT_DIR, OPT_KEY, RETIRED_DIR, token
 
     now_ns = now_ns or time.time_ns()
     ds = ParquetDataset(root, store)
     files = {f.path: f for f in ds.files()}
     live, expired = _live_versions(ds.catalog, keep_versions, min_age, now_ns)
     live_index, live_dv = set(), set()
+    live_retired, live_runs = set(), set()  # (data file, identity token) an optimize moved away; runs pending
     for v in live:
-        for rel, e in (_read_version(ds.catalog, v).get("files") or {}).items():
+        version = _read_version(ds.catalog, v)
+        opt = version.get(OPT_KEY) or {}
+        live_runs.update((opt.get("pending") or {}).keys())
+        for rel, ident in (opt.get("replaced") or {}).items():
+            if isinstance(ident, dict):
+                live_retired.add((rel, token(ident)))
+        for rel, e in (version.get("files") or {}).items():
             if not isinstance(e, dict):
                 continue
+            if "size" in e:
+                live_retired.add((rel, token(e)))
             fi = e.get("file_index") or {}
             if "path" in fi:
                 live_index.add(fi["path"])
@@ -203,6 +215,14 @@ def _dataset_orphans(store, root, keep_versions: int, min_age: float = 0.0, now_
         if parts[0] == FILE_INDEX_DIR:
             if name.endswith(INDEX_SUFFIX) and e.rel not in live_index:
                 out.append((e, _index_orphan_reason(data_rel_of_index(e.rel), files)))
+            continue
+        if parts[0] == OPT_DIR:
+            if len(parts) >= 3 and parts[1] == RETIRED_DIR:
+                data_rel, _, tok = "/".join(parts[2:]).rpartition(".")
+                if (data_rel, tok) not in live_retired:
+                    out.append((e, "data file an optimize replaced that no live catalog version names"))
+            elif len(parts) >= 3 and parts[1] not in live_runs:
+                out.append((e, "file of an optimize that never committed"))
             continue
         if parts[0] == DV_DIR and len(parts) == 2:
             if name.startswith("index-") and name not in live_dv:

@@ -280,16 +280,39 @@ def row_ids_to_file_rows(row_ids, listing) -> dict:
 # ---------------------------------------------------------------- answers for a dataset read
 
 
+LOOK_BACK = 8  # older listing versions tried for one built over the snapshot's files
+
+
+def _listing_for(ds, column: str) -> dict:
+    """The newest listing of ``column``, or, when it was not built over the snapshot's files, the
+    newest of the :data:`LOOK_BACK` before it that was: an optimize commits the listing of its new
+    files before the catalog commit that puts them in place, so a reader of either catalog version
+    finds the listing of its files (and a killed optimize leaves the previous one in use)."""
+    newest = read_listing(ds.root, column, ds.store)
+    files = ds.files()
+    if listing_trust(newest, files) is not None:
+        return newest
+    lf = _listing_file(ds.root, column, ds.store)
+    for v in reversed(lf.versions()[-1 - LOOK_BACK : -1]):
+        try:
+            obj, _ = open_json(ds.store.read_bytes(lf.version_path(v), ds.io), "global index listing")
+        except Exception:  # noqa: BLE001 - gone (gc) or damaged: only the newest is judged for damage
+            continue
+        if listing_trust(obj, files) is not None:
+            return obj
+    return newest
+
+
 def listing_of(ds, column: str) -> dict:
     """``column``'s global index listing, read once per snapshot of ``ds`` (every step of an
-    operation sees the same listing)."""
+    operation sees the same listing): the one built over the snapshot's files (:func:`_listing_for`)."""
     snap = getattr(ds, "_snap", None)
     if snap is None:
         return read_listing(ds.root, column, ds.store)
     key = ("global index listing", column)
     if key not in snap.derived:
         try:
-            snap.derived[key] = read_listing(ds.root, column, ds.store)
+            snap.derived[key] = _listing_for(ds, column)
         except Exception as e:  # kept too: the same answer for every step
             snap.derived[key] = e
     got = snap.derived[key]

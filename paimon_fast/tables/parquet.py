@@ -118,6 +118,7 @@ from ..result import REMAIN, SKIP, BitmapResult, FileIndexResult
 from ..types import DataType
 from . import catalog as _catalog
 from . import identity as _identity
+from . import replaced as _replaced
 from .arrow_filter import coerce_literals, filter_table, to_arrow_expression
 from .catalog import CATALOG_FORMAT, CATALOG_VERSION, FILE_ORDER_DOC, Catalog  # noqa: F401 (handed on)
 from .layout import (
@@ -134,6 +135,7 @@ from .layout import (
 )
 from .globalindex import GlobalAnswers
 from .stats import leaf_answer
+from .writer import clustered_columns, entry_stats
 from .plan import FilePlan, ScanPlan, ScanReport  # noqa: F401 (the plan types, handed on)
 from .steps import step
 
@@ -144,6 +146,9 @@ _LAYOUTS_MAX = 4096
 # (ParquetDataset(statistics=...)): None, on local files only
 STATISTICS: Optional[bool] = None
 HEAD_PREFETCH = 16384  # first bytes of a remote index container fetched with its header
+# a leaf whose page index keeps at most 1/8 of a file's rows is answered by those pages (read and
+# filtered) without opening the file's index of the column
+PAGES_BEFORE_INDEX = 8
 WRITE_ATTEMPTS = 5  # a build or delete that cannot be rebased starts over from a new snapshot this often
 
 
@@ -426,6 +431,7 @@ class ParquetDataset:
         milliseconds are waited for, so every identity taken changes with any later change of its file
         (:mod:`paimon_fast.tables.identity`)."""
         view = copy.copy(self)
+        view._schemas = self._schemas  # (copy.copy goes through __getstate__, which leaves it out)
         view._snap = _catalog.take(self.store, self.root, self.catalog, self.io, settle)
         return view
 
@@ -441,12 +447,16 @@ class ParquetDataset:
         """What pyarrow.parquet opens for a data file (ranged reads, counted in :attr:`io`; on S3
         conditional on the listed ETag: :func:`paimon_fast.tables.identity.open_data_file`)."""
         return _identity.open_data_file(
-            self.store, f.abs_path, f.identity, None if self.store.local else self.io, self.store.uri(f.abs_path)
+            self.store,
+            _replaced.locate(self.store, self.root, f),  # (an optimize may have moved it away since)
+            f.identity,
+            None if self.store.local else self.io,
+            self.store.uri(f.abs_path),
         )
 
     def _read_done(self, f: "DataFile") -> None:
         """After reading ``f``: what was read is the listed version (else DataFileChangedError)."""
-        _identity.check_unchanged(self.store, f.abs_path, f.identity, f.path)
+        _replaced.check_read(self.store, self.root, f, f.path)
 
     def index_file_path(self, f: "DataFile", fi: Mapping) -> Optional[str]:
         """Where the index file named by a catalog ``file_index`` entry lives: its ``path`` under
@@ -506,7 +516,10 @@ class ParquetDataset:
             s = self._schemas.get(key)
             if s is None:
                 try:
-                    s = pq.read_schema(self._input(f))
+                    try:
+                        s = pq.read_schema(self._input(f))
+                    except FileNotFoundError:  # moved away by an optimize after it was located
+                        s = pq.read_schema(self._input(f))
                 except (pa.ArrowInvalid, OSError) as e:
                     if isinstance(e, FileNotFoundError):
                         raise
@@ -587,7 +600,12 @@ class ParquetDataset:
     def _witness(self, f: DataFile) -> Optional[str]:
         return self._derived(
             ("witness", f.path),
-            lambda: _identity.read_witness(self.store, f.abs_path, f.identity, None if self.store.local else self.io),
+            lambda: _identity.read_witness(
+                self.store,
+                _replaced.locate(self.store, self.root, f),
+                f.identity,
+                None if self.store.local else self.io,
+            ),
         )
 
     def _entry_matches(self, f: DataFile, entry: Optional[dict]) -> bool:
@@ -860,7 +878,7 @@ class ParquetDataset:
                 except Exception:  # noqa: BLE001 - statistics only ever help
                     return None
         try:
-            src, key, _, owned = _open(f.abs_path)
+            src, key, _, owned = _open(_replaced.locate(self.store, self.root, f))
         except OSError:
             return None
         try:
@@ -870,6 +888,16 @@ class ParquetDataset:
         finally:
             if owned:
                 src.close()
+
+    def _page_answer(self, f: DataFile, leaf: Leaf, t: pa.DataType, sorted_only: bool = False):
+        """The row ranges of ``f`` its page index keeps for ``leaf`` (None: no answer; with
+        ``sorted_only``, none unless the file's footer says it is sorted by the column)."""
+        from .pagestats import page_answer
+
+        try:
+            return page_answer(_replaced.locate(self.store, self.root, f), leaf.name, leaf, t, sorted_only)
+        except Exception:  # noqa: BLE001 - statistics only ever help: the filter decides
+            return None
 
     def open_index(self, f: DataFile, entry: Optional[dict] = None):
         """The file's index container (FileIndexFile) if it describes the listed version of ``f``,
@@ -965,9 +993,11 @@ class ParquetDataset:
 
         vectors = load_vectors(self, cat)
         gi = GlobalAnswers(self, pred, counts, part_types) if pred is not None else None
-        # the files' own statistics answer leaves first (local files: their footers are cached)
+        # the files' own statistics answer leaves first: the catalog's (no file opened: on every
+        # store, whatever ``statistics`` says), then the footers' row groups and the page indexes'
+        # pages (``statistics``; by default local files only: their footers are parsed once, cached)
         use_stats = self._uses_statistics() and pred is not None
-        data_types = {fl.name: fl.type for fl in self.data_schema()} if use_stats else {}
+        data_types = {fl.name: fl.type for fl in self.data_schema()} if pred is not None else {}
 
         def one(f: DataFile) -> FilePlan:
             p = evaluate(f)
@@ -995,6 +1025,11 @@ class ParquetDataset:
             exact = [True]  # every leaf visited was answered exactly
             part = dict(f.partition)
             stats = {}  # column -> the file's statistics of it (read on first need)
+            # the catalog's statistics of the file, if they describe its listed version
+            trusted = bool(entry) and "stats" in entry and self._entry_matches(f, entry)
+            file_indexed = ((entry or {}).get("file_index") or {}).get("types") or {} if indexed else {}
+            clustered = clustered_columns(entry) if trusted else ()
+            one_group = trusted and entry.get("row_groups") == 1
 
             def index():
                 nonlocal err
@@ -1015,7 +1050,15 @@ class ParquetDataset:
             def visit(leaf: Leaf):
                 if leaf.name in part_types:
                     return answered(*_partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name]))
-                if use_stats and leaf.name in data_types:
+                cs = entry_stats(entry, leaf.name, rows) if trusted and leaf.name in data_types else None
+                if cs is not None:
+                    said = leaf_answer(leaf, [cs], data_types[leaf.name])
+                    if said == "skip":
+                        return answered(SKIP, True)
+                    if said == "all":
+                        return answered(BitmapResult(range_bitmap(0, rows)), True)
+                # (a file of one row group: its footer's statistics are the catalog's)
+                if use_stats and leaf.name in data_types and not (cs is not None and one_group):
                     if leaf.name not in stats:
                         stats[leaf.name] = self._file_stats(f, leaf.name)
                     said = leaf_answer(leaf, stats[leaf.name], data_types[leaf.name])
@@ -1031,6 +1074,27 @@ class ParquetDataset:
                 g = gi.result(leaf, f.path)
                 if g is not None:
                     return answered(g, gi.exact(leaf))
+                if use_stats and leaf.name in data_types and (leaf.name in clustered or not trusted):
+                    # pages narrow a column the file is clustered by (an optimize wrote it: the
+                    # catalog says so) and one it is sorted by (the footer says so); of the others
+                    # every page spans about the file's range.  A file no optimize wrote has its
+                    # pages asked for a column without a file index (nothing else narrows it), for an
+                    # indexed column only when the footer says the file is sorted by it.
+                    sorted_only = leaf.name not in clustered and leaf.name in file_indexed
+                    pages = self._page_answer(f, leaf, data_types[leaf.name], sorted_only)
+                    if pages is not None:  # the pages that may hold the leaf
+                        sure_pages = all(x for _, _, x in pages)
+                        kept = sum(b - a for a, b, _ in pages)
+                        if not pages:
+                            return answered(SKIP, True)
+                        # a few pages (a clustered column): read and filter them rather than load
+                        # the column's index; else the index, if any, may answer exactly
+                        few = kept * PAGES_BEFORE_INDEX <= rows if leaf.name in file_indexed else kept < rows
+                        if sure_pages or few:
+                            bm = BitMap()
+                            for a, b, _ in pages:
+                                bm.add_range(a, b)
+                            return answered(BitmapResult(bm), sure_pages)
                 idx = index()
                 if idx is None:
                     return answered(REMAIN, False)
@@ -1268,9 +1332,18 @@ class ParquetDataset:
             data = [c for c in want if c in data_names]
             its = [(items[i][0], pos_list[k]) for k, i in enumerate(idx)]
             if data:
-                t, n = read_files(
-                    its, data, schema=pa.schema([data_schema.field(c) for c in data]), stats=stats, threads=threads
-                )
+                sch = pa.schema([data_schema.field(c) for c in data])
+                # an optimize moves the files it replaced away one after another: a file located
+                # before its move is not found after it, and is located again (each file moves
+                # once, so this ends)
+                for attempt in range(len(idx) + 1):
+                    try:
+                        t, n = read_files(its, data, schema=sch, stats=stats, threads=threads)
+                        break
+                    except FileNotFoundError:
+                        if attempt == len(idx):
+                            raise
+                        its = [(self._input(parts[i][0].file), pos_list[k]) for k, i in enumerate(idx)]
             else:
                 n = np.array([_count(x, parts[i][0]) for x, i in zip(pos_list, idx)], dtype=np.int64)
                 t = no_columns(int(n.sum()))
@@ -1605,6 +1678,26 @@ class ParquetDataset:
             t = t.select(columns)
         plan.report.bytes_read += self.io.snapshot()[0] - b0
         return t
+
+    # ------------------------------------------------------------ layout
+    def optimize(self, cluster_by, strategy: str = "order", **options):
+        """Rewrite the dataset's files clustered by ``cluster_by`` (a column or a list), in one
+        catalog commit: ``strategy`` ``"order"`` (sorted), ``"zorder"`` or ``"hilbert"`` (as
+        Paimon's sort compaction names them).  Each partition's rows are ordered across its files
+        (deleted rows dropped), written with a page index, small row-capped pages and
+        ``sorting_columns``, their file indexes, global indexes and per-file statistics rebuilt;
+        the old files leave every reader's listing after the commit and are removed by ``gc``
+        after its grace period.  ``options``: ``full`` (rewrite files clustered already too),
+        ``partitions`` (a function of a partition's ``{column: value}``), ``target_file_size``
+        (bytes; default the mean size of the files rewritten, within 8 and 128 MiB),
+        ``row_group_rows`` (1,048,576), ``page_rows`` (4,096), ``compression`` (``"snappy"`` or
+        ``"zstd"``), ``compression_level``, ``progress(phase, done, total)``, ``recover_after``
+        (seconds).  Returns an :class:`~paimon_fast.tables.optimize.OptimizeReport`
+        (files and bytes before and after, time); see :mod:`paimon_fast.tables.optimize`."""
+        from .optimize import optimize
+
+        tools = {"builder": FileIndexBuilder, "store_index": store_index, "ensure_types": ensure_index_types}
+        return optimize(self, cluster_by, strategy, index_tools=tools, **options)
 
     # ------------------------------------------------------------ deletes
     def deletion_vectors(self) -> Dict[str, object]:

@@ -1,6 +1,6 @@
 """Named steps of the dataset's writers, where tests stop, interleave or kill them.
 
-Builds, deletes, catalog commits and ``gc`` call :func:`step` between their steps (``build.snapshot``,
+Builds, deletes, optimizes, catalog commits and ``gc`` call :func:`step` between their steps (``build.snapshot``,
 ``build.file.read``, ..., ``catalog.commit``; :data:`STEPS` lists them).  Nothing happens there unless
 a test installed a hook (:func:`hook`): it may run another operation to completion at that point (a
 forced interleaving, deterministic without threads), raise, or kill the process.  The steps are
@@ -25,6 +25,16 @@ STEPS = (
     "delete.file_written",  # the new deletion file is written (not yet named by any catalog)
     "delete.commit",
     "delete.committed",
+    "optimize.snapshot",
+    "optimize.partition",  # before a partition's rows are read (ctx: partition)
+    "optimize.file.written",  # a new file and its index are written, staged (ctx: path)
+    "optimize.intent",  # every file is written, before the catalog records the run as pending
+    "optimize.intended",
+    "optimize.published",  # the new files are in place (hidden from our readers by the pending run)
+    "optimize.global_index",  # a global index's listing over the new files is committed (ctx: column)
+    "optimize.commit",
+    "optimize.committed",  # the catalog names the new files, the old ones are replaced
+    "optimize.retired",  # the old files are moved out of the directory's listing
     "catalog.commit",  # right before a catalog version is created (ctx: version, attempt)
     "gc.collected",  # gc decided what to remove, before removing it
 )

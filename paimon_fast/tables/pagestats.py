@@ -1,0 +1,154 @@
+"""What a Parquet file's page index says about a predicate leaf: the pages whose rows may hold it.
+
+A file written with a page index (``write_page_index``; every file :meth:`ParquetDataset.optimize`
+writes) has per column chunk a ColumnIndex (each page's min, max, null count, and whether it
+holds only nulls) beside the OffsetIndex (where each page starts and its first row).  Where a
+row group's statistics cannot decide a leaf (:mod:`paimon_fast.tables.stats`), the pages can: in
+a file sorted or clustered by the column, a range predicate keeps a few pages of each row group
+and every other page is skipped.  :func:`page_answer` gives the rows to read as ranges, each
+marked exact (every row of the page holds the leaf: signed integers and strings without nulls
+only, as the statistics' ALL) or not (the rows are read and filtered).
+
+The ColumnIndex of a column chunk is read once (one ranged read) and kept with the file's parsed
+footer (:mod:`paimon_fast.parquet.footer`'s cache, keyed by the file's version).
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from ..errors import IndexFormatError
+from ..predicate import Leaf
+from .stats import _INT32, _INT64, ChunkStats, _chunk, _decode, _kind, _lit, _unsigned, file_stats
+
+_OPS = ("equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal", "between", "in")
+_MAX_COLUMN_INDEX = 16 << 20
+
+
+def _column_index(src, fo, rg: int, leaf: int):
+    """The parsed ColumnIndex of a column chunk (``{1: null_pages, 2: mins, 3: maxes, 5: null
+    counts}``), None when the chunk has none or it cannot be read."""
+    from ..parquet.footer import _Decoder
+
+    key = ("column index", rg, leaf)
+    if key in fo.pages:
+        return fo.pages[key]
+    got = None
+    cc = fo.row_groups[rg][1][leaf]
+    off, length = cc.get(6), cc.get(7)
+    if isinstance(off, int) and isinstance(length, int) and 0 < length <= _MAX_COLUMN_INDEX:
+        if 4 <= off and off + length <= fo.file_size:
+            try:
+                raw = src.read_at(off, length, "Parquet column index")
+                ci = _Decoder(raw, base=off, what="Parquet column index").struct(1)
+                if isinstance(ci.get(2), list) and isinstance(ci.get(3), list) and isinstance(ci.get(1), list):
+                    got = ci
+            except (IndexFormatError, OSError):
+                got = None
+    with fo.lock:
+        fo.pages[key] = got
+    return got
+
+
+def _add(out: list, s: int, e: int, exact: bool) -> None:
+    if out and out[-1][1] == s and out[-1][2] == exact:
+        out[-1] = (out[-1][0], e, exact)
+    else:
+        out.append((s, e, exact))
+
+
+def _sorted_by(fo, leaf_index: int) -> bool:
+    """Does every row group's ``sorting_columns`` start with the column (leaf) ``leaf_index``?"""
+    for rg in fo.row_groups:
+        sc = rg.get(4)
+        if not isinstance(sc, list) or not sc or not isinstance(sc[0], dict) or sc[0].get(1) != leaf_index:
+            return False
+    return bool(fo.row_groups)
+
+
+def page_answer(
+    source, column: str, leaf: Leaf, arrow_type, sorted_only: bool = False
+) -> Optional[List[Tuple[int, int, bool]]]:
+    """``[(start, stop, exact)]`` row ranges of the file where ``leaf`` may hold, from its row
+    groups' statistics and, where those cannot decide, its pages' (None: the file has no page
+    index for the column, or the leaf's kind is not answered, or, with ``sorted_only``, the
+    footer's ``sorting_columns`` do not start with the column).  ``source``: a path (local files:
+    the footer and column indexes are cached) or a :class:`~paimon_fast.source.Source`."""
+    from ..parquet.footer import _Unsupported, _footer, _pages
+    from ..parquet.native import _open
+
+    kind = _kind(arrow_type)
+    if kind is None or leaf.op not in (*_OPS, "is_null", "is_not_null"):
+        return None
+    if leaf.op in _OPS:
+        lits = [_lit(kind, v) for v in leaf.literals]
+        if not lits or any(v is None for v in lits):
+            return None
+    else:
+        lits = ()
+    src, key, _, owned = _open(source)
+    try:
+        fo = _footer(src, key)
+        f = fo.by_name.get(column)
+        if f is None or not f.flat:
+            return None
+        el = fo.elements[1 + sum(x.elements for x in fo.fields[: f.index])]
+        physical = el.get(1)
+        if physical in (_INT32, _INT64) and _unsigned(el):
+            return None
+        lf = f.leaves.start
+        if sorted_only and not _sorted_by(fo, lf):
+            return None
+        groups = file_stats(fo, column) or [None] * len(fo.row_groups)
+        out: List[Tuple[int, int, bool]] = []
+        used_pages = False
+        for g in range(len(fo.row_groups)):
+            at, n = int(fo.starts[g]), int(fo.rg_rows[g])
+            if n == 0:
+                continue
+            said = None
+            if groups[g] is not None:
+                try:
+                    said = _chunk(leaf.op, lits, groups[g], kind)
+                except Exception:  # noqa: BLE001 - the pages decide
+                    said = None
+            if said == "skip":
+                continue
+            if said == "all":
+                _add(out, at, at + n, True)
+                continue
+            ci = _column_index(src, fo, g, lf)
+            if ci is None:
+                return None
+            try:
+                pages = _pages(src, fo, g, lf)
+            except (_Unsupported, IndexFormatError):
+                return None
+            mins, maxs, nullp = ci[2], ci[3], ci[1]
+            counts = ci.get(5) if isinstance(ci.get(5), list) else None
+            if not (len(mins) == len(maxs) == len(nullp) == len(pages.first_row)):
+                return None
+            used_pages = True
+            for p in range(len(pages.first_row)):
+                rows = int(pages.rows[p])
+                nulls = rows if nullp[p] is True else None
+                if counts is not None and p < len(counts) and isinstance(counts[p], int) and counts[p] >= 0:
+                    nulls = int(counts[p])
+                if nullp[p] is True:
+                    cs = ChunkStats(rows, rows, None, None)
+                else:
+                    cs = ChunkStats(rows, nulls, _decode(physical, mins[p]), _decode(physical, maxs[p]))
+                try:
+                    said = _chunk(leaf.op, lits, cs, kind)
+                except Exception:  # noqa: BLE001 - a bound of another type: the rows are read
+                    said = None
+                if said == "skip":
+                    continue
+                s = at + int(pages.first_row[p])
+                _add(out, s, s + rows, said == "all")
+        return out if used_pages else None
+    except _Unsupported:
+        return None
+    finally:
+        if owned:
+            src.close()

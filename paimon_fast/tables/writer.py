@@ -1,0 +1,231 @@
+"""Data files written for reads at known rows (what :meth:`ParquetDataset.optimize` writes), and the
+per-file statistics the catalog keeps.
+
+**The files.**  Every file carries a Parquet page index (OffsetIndex and ColumnIndex), so a reader
+finds the pages holding chosen rows and the pages a predicate cannot match without reading them.
+Pages are capped by rows (:attr:`WriteOptions.page_rows`, 4,096 by default: measured in
+``benchmarks/bench_optimize.py --pages``, where 4,096-row pages cost about 1% more bytes than
+pyarrow's 1 MB pages and the same to scan, and read scattered rows 2.8x and a contiguous range
+6x faster) and, for wide columns, by bytes (:attr:`WriteOptions.page_bytes`): the rows of a page
+are ``min(page_rows, page_bytes / the widest column's bytes a value)``.  pyarrow has no row cap
+of its own here: a page is closed after every ``write_batch_size`` rows by asking for pages of
+one byte.  A column's dictionary page holds at most :attr:`WriteOptions.dictionary_bytes` (64 KiB;
+pyarrow's 1 MB) before the column falls back to plain pages: a dictionary is read whole before any
+page it encodes, and a few rows should not cost a million values.  Row groups hold
+:attr:`WriteOptions.row_group_rows` rows (1,048,576 by default, pyarrow's); files are about
+:attr:`WriteOptions.target_file_size` bytes, by default the mean size of the files they replace
+bounded by 8 and 128 MiB (a file index, a bloom filter per file above all, was sized for files of
+that size: keeping it keeps what a point lookup reads; smaller files are merged, larger ones
+split); Snappy (default) or ZSTD.  Sorted files name their order in the footer (``sorting_columns``).
+The schema is the dataset's (with its metadata), and the Parquet physical types follow the files
+rewritten: INT96 timestamps stay INT96, decimals stored as integers stay integers.
+
+**Statistics** (:func:`column_stats`, :func:`entry_stats`): per file and column the minimum, the
+maximum and the null count, kept in the catalog entry (``"stats": {column: {"min", "max",
+"nulls"}}``) for signed integer, floating point and string columns (strings only when both bounds
+are at most :data:`MAX_STAT_BYTES` bytes; floating point bounds leave NaN out, as Parquet's
+do).  A plan answers leaves from them before opening a file's footer or index
+(:func:`paimon_fast.tables.stats.leaf_answer`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..errors import OptionError
+from .stats import ChunkStats
+
+MAX_STAT_BYTES = 64
+COMPRESSIONS = ("snappy", "zstd")
+# files keep the size of the files they replace (their file indexes, a bloom filter per file, were
+# sized for that), within these bounds: smaller files are merged, larger ones split
+MIN_TARGET_FILE_SIZE = 8 << 20
+MAX_TARGET_FILE_SIZE = 128 << 20
+DEFAULT_ROW_GROUP_ROWS = 1 << 20  # pyarrow's default: no reader's row-group statistics get coarser
+DEFAULT_PAGE_ROWS = 4096
+DEFAULT_PAGE_BYTES = 1 << 20  # pyarrow's data page size: a page of wide values is capped by it
+# a dictionary page is read whole before any page it encodes: past this size a column falls back to
+# plain pages, so reading a few rows never reads a dictionary of a million values (pyarrow: 1 MB)
+DEFAULT_DICTIONARY_BYTES = 64 << 10
+
+
+@dataclass
+class WriteOptions:
+    """How :meth:`ParquetDataset.optimize` writes files (module docstring)."""
+
+    target_file_size: Optional[int] = None  # None: the mean size of the files rewritten, bounded
+    row_group_rows: int = DEFAULT_ROW_GROUP_ROWS
+    page_rows: int = DEFAULT_PAGE_ROWS
+    page_bytes: int = DEFAULT_PAGE_BYTES
+    dictionary_bytes: int = DEFAULT_DICTIONARY_BYTES
+    compression: str = "snappy"
+    compression_level: Optional[int] = None
+
+    def target_for(self, sizes: Sequence[int]) -> int:
+        """The target file size for rewriting files of these sizes (module docstring)."""
+        if self.target_file_size is not None:
+            return self.target_file_size
+        mean = sum(sizes) / max(1, len(sizes))
+        return int(min(MAX_TARGET_FILE_SIZE, max(MIN_TARGET_FILE_SIZE, mean)))
+
+    def check(self) -> "WriteOptions":
+        c = str(self.compression).lower()
+        if c not in COMPRESSIONS:
+            raise OptionError(f"compression {self.compression!r}: one of {', '.join(COMPRESSIONS)}")
+        self.compression = c
+        for name in ("target_file_size", "row_group_rows", "page_rows", "page_bytes", "dictionary_bytes"):
+            v = getattr(self, name)
+            if v is None and name == "target_file_size":
+                continue
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise OptionError(f"{name} must be a positive integer, got {v!r}")
+        return self
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def page_rows_for(table: pa.Table, opts: WriteOptions) -> int:
+    """Rows a page holds in ``table``'s file: :attr:`WriteOptions.page_rows`, fewer when the widest
+    column's values would make a page larger than :attr:`WriteOptions.page_bytes`."""
+    n = max(1, table.num_rows)
+    widest = max((col.nbytes / n for col in table.columns), default=1.0)
+    return int(max(64, min(opts.page_rows, opts.page_bytes // max(1.0, widest))))
+
+
+def parquet_flavour(files_schema: Iterable["pq.ParquetSchema"]) -> dict:
+    """The writer arguments that keep the physical types of the files being rewritten: INT96
+    timestamps, decimals stored as INT32 / INT64."""
+    out = {}
+    for s in files_schema:
+        for i in range(len(s)):
+            col = s.column(i)
+            if col.physical_type == "INT96":
+                out["use_deprecated_int96_timestamps"] = True
+            if col.logical_type.type == "DECIMAL" and col.physical_type in ("INT32", "INT64"):
+                out["store_decimal_as_integer"] = True
+    return out
+
+
+def write_file(
+    sink,
+    table: pa.Table,
+    opts: WriteOptions,
+    schema: Optional[pa.Schema] = None,
+    sorting: Optional[List[str]] = None,
+    flavour: Optional[Mapping] = None,
+) -> None:
+    """Write ``table`` to ``sink`` (a path or a writable file) as :mod:`this module
+    <paimon_fast.tables.writer>` describes; ``sorting``: the columns it is sorted by (ascending,
+    nulls first), named in the footer."""
+    schema = schema or table.schema
+    if table.schema != schema:
+        table = table.cast(schema) if table.schema.names == schema.names else table.select(schema.names).cast(schema)
+    kw = dict(flavour or {})
+    if opts.compression_level is not None:
+        kw["compression_level"] = opts.compression_level
+    if sorting:
+        kw["sorting_columns"] = [pq.SortingColumn(schema.get_field_index(c), False, True) for c in sorting]
+    w = pq.ParquetWriter(
+        sink,
+        schema,
+        compression=opts.compression,
+        write_page_index=True,
+        data_page_size=1,  # a page closes after every write batch: pages of write_batch_size rows
+        write_batch_size=page_rows_for(table, opts),
+        dictionary_pagesize_limit=opts.dictionary_bytes,
+        **kw,
+    )
+    try:
+        w.write_table(table, row_group_size=opts.row_group_rows)
+    finally:
+        w.close()
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def _stat_kind(t: pa.DataType) -> Optional[str]:
+    if pa.types.is_dictionary(t):
+        return _stat_kind(t.value_type)
+    if pa.types.is_integer(t) and pa.types.is_signed_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "str"
+    return None
+
+
+def column_stats(col) -> Optional[dict]:
+    """``{"min", "max", "nulls"}`` of a column (a bound left out where it cannot be recorded), or
+    None for a type whose statistics are not kept."""
+    kind = _stat_kind(col.type)
+    if kind is None:
+        return None
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    out = {"nulls": int(col.null_count)}
+    if col.null_count == len(col):
+        return out
+    mm = pc.min_max(col)
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    if lo is None or hi is None:
+        return out
+    if kind == "float":
+        lo, hi = float(lo), float(hi)
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return out  # (JSON has no NaN or infinity)
+    elif kind == "str":
+        if len(lo.encode("utf-8")) > MAX_STAT_BYTES or len(hi.encode("utf-8")) > MAX_STAT_BYTES:
+            return out
+    else:
+        lo, hi = int(lo), int(hi)
+    out["min"], out["max"] = lo, hi
+    return out
+
+
+def table_stats(table: pa.Table, columns: Iterable[str]) -> Dict[str, dict]:
+    """:func:`column_stats` of the ``columns`` ``table`` has (those whose statistics are kept)."""
+    out = {}
+    for c in columns:
+        if c in table.schema.names:
+            s = column_stats(table.column(c))
+            if s is not None:
+                out[c] = s
+    return out
+
+
+def entry_stats(entry: Optional[Mapping], column: str, rows: int) -> Optional[ChunkStats]:
+    """The statistics a catalog entry keeps of ``column``, as the
+    :class:`~paimon_fast.tables.stats.ChunkStats` of the whole file (bounds in the domain
+    :func:`~paimon_fast.tables.stats.leaf_answer` compares: strings as UTF-8 bytes); None: none."""
+    raw = (entry or {}).get("stats")
+    s = raw.get(column) if isinstance(raw, dict) else None
+    if not isinstance(s, dict):
+        return None
+    nulls = s.get("nulls")
+    nulls = int(nulls) if isinstance(nulls, int) and not isinstance(nulls, bool) and nulls >= 0 else None
+    lo, hi = s.get("min"), s.get("max")
+    if isinstance(lo, str) and isinstance(hi, str):
+        lo, hi = lo.encode("utf-8"), hi.encode("utf-8")
+    elif (
+        not (isinstance(lo, (int, float)) and isinstance(hi, (int, float)))
+        or isinstance(lo, bool)
+        or isinstance(hi, bool)
+    ):
+        lo = hi = None
+    return ChunkStats(int(rows), nulls, lo, hi)
+
+
+def clustered_columns(entry: Optional[Mapping]) -> tuple:
+    """The columns a catalog entry says its file is clustered by (written by an optimize)."""
+    c = (entry or {}).get("clustered")
+    by = c.get("by") if isinstance(c, dict) else None
+    return tuple(by) if isinstance(by, list) else ()

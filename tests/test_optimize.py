@@ -1,0 +1,548 @@
+"""ParquetDataset.optimize (paimon_fast/tables/optimize.py; docs/datasets.md, "Optimize"): the rows
+clustered across each partition's files, written with a page index, row-capped pages and
+sorting_columns, the indexes rebuilt in the same commit, plain readers reading the same rows,
+plans answering from the catalog's statistics, incremental runs; and the commit's guarantees:
+SIGKILL at each step, forced interleavings, readers during an optimize and on an older snapshot,
+gc, on local disk and on S3 (moto).
+
+Every answer is compared with the oracle of optimize_support.py (pyarrow reads of the files as a
+plain reader lists them), never with the product."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import traceback
+
+import pyarrow.parquet as pq
+import pytest
+
+from paimon_fast.errors import DamagedFileError, DataFileChangedError, OptionError
+from paimon_fast.tables import ParquetDataset, steps
+from paimon_fast.tables.gc import collect
+from paimon_fast.tables.optimize import OptimizeConflictError
+from optimize_support import (
+    OPTIONS,
+    WRITE,
+    Place,
+    answers,
+    content,
+    expected,
+    plain_ids,
+    ready,
+    rows_now,
+)
+
+OPT_STEPS = [
+    "optimize.snapshot",
+    "optimize.partition",
+    "optimize.file.written",
+    "optimize.intent",
+    "catalog.commit",  # the intent's commit (the first one the run makes)
+    "optimize.intended",
+    "optimize.published",
+    "optimize.global_index",
+    "optimize.commit",
+    "optimize.committed",
+    "optimize.retired",
+]
+
+
+@pytest.fixture
+def local(tmp_path):
+    return Place(str(tmp_path / "ds"))
+
+
+def _footer_pages(path):
+    """Per row group and column: the rows of each data page (the page index's OffsetIndex)."""
+    from paimon_fast.parquet.footer import _pages, _read_footer
+    from paimon_fast.source import FileSource
+
+    src = FileSource(path)
+    fo = _read_footer(src)
+    return [[_pages(src, fo, g, c).rows.tolist() for c in range(fo.leaf_count)] for g in range(len(fo.row_groups))]
+
+
+# ---------------------------------------------------------------- what is written
+
+
+@pytest.mark.parametrize("strategy,by", [("order", ["x"]), ("zorder", ["x", "y"]), ("hilbert", ["x", "s"])])
+def test_optimize_clusters_and_keeps_every_row(local, strategy, by):
+    deleted = ready(local)
+    want = expected(local, deleted)
+    before_plain = rows_now(local)
+    old_schema = pq.read_schema(local.join(local.data_files()[0]))
+    ds = ParquetDataset(local.uri)
+    rep = ds.optimize(by, strategy, compression="zstd", **WRITE)
+    assert (rep.files_before, rep.partitions, rep.rows_deleted_dropped) == (6, 2, len(deleted))
+    assert rep.rows == len(before_plain) - len(deleted) and rep.files_after > 2 and rep.bytes_after > 0
+    assert rep.global_indexes == ["c"] and rep.catalog_version is not None
+    # plain readers: the rows ours read before (deleted rows are not rewritten), the same schema
+    assert plain_ids(local) == sorted(r["id"] for r in before_plain if r["id"] not in deleted)
+    assert pq.read_table(local.path).num_rows == rep.rows
+    files = local.data_files()
+    assert all("/part-" in f for f in files) and {f.split("/")[0] for f in files} == {"p=a", "p=b"}
+    entries = ParquetDataset(local.uri).read_catalog()["files"]
+    for rel in files:
+        assert pq.read_schema(local.join(rel)).equals(old_schema, check_metadata=True)
+        md = local.metadata(rel)
+        assert entries[rel]["row_groups"] == md.num_row_groups and entries[rel]["rows"] == md.num_rows
+        rg = md.row_group(0)
+        assert rg.column(0).compression == "ZSTD"
+        assert all(rg.column(i).has_offset_index and rg.column(i).has_column_index for i in range(md.num_columns))
+        assert md.num_rows <= 1024 and all(md.row_group(g).num_rows <= 256 for g in range(md.num_row_groups))
+        assert all(max(col) <= 64 for grp in _footer_pages(local.join(rel)) for col in grp)  # row-capped pages
+        if strategy == "order":
+            assert rg.sorting_columns[0].column_index == old_schema.get_field_index("x")
+            assert rg.sorting_columns[0].nulls_first and not rg.sorting_columns[0].descending
+        else:
+            assert not rg.sorting_columns  # a z-order or Hilbert order sorts by no column
+    if strategy == "order":  # across each partition's files: sorted, nulls first
+        for p in ("a", "b"):
+            xs = []
+            for rel in [f for f in files if f.startswith(f"p={p}/")]:
+                xs += local.read(rel).column("x").to_pylist()
+            nulls = sum(v is None for v in xs)
+            assert xs[:nulls] == [None] * nulls and xs[nulls:] == sorted(xs[nulls:])
+    got = answers(local.uri)
+    assert got == want
+    rep2 = ParquetDataset(local.uri).read("c = 'c3'").report
+    assert rep2.files_without_index == 0 and rep2.index_errors == 0 and rep2.global_index_used == ["c"]
+
+
+def test_duckdb_reads_the_same_rows(local):
+    duckdb = pytest.importorskip("duckdb", reason="DuckDB is a plain reader of this test (frames extra)")
+    from optimize_support import make
+
+    make(local)
+    ParquetDataset(local.uri).build(OPTIONS)
+    q = f"SELECT count(*), sum(id), sum(x), sum(y), count(DISTINCT s) FROM read_parquet('{local.path}/**/*.parquet')"
+    before = duckdb.connect().sql(q).fetchall()
+    ParquetDataset(local.uri).optimize(["x", "c"], "zorder", **WRITE)
+    after = duckdb.connect().sql(q).fetchall()
+    assert after[0][:3] == before[0][:3] and after[0][4] == before[0][4]
+    assert after[0][3] == pytest.approx(before[0][3], rel=1e-12)  # (a float sum in another order)
+
+
+def test_a_dataset_without_deletes_reads_the_same_multiset_everywhere(local):
+    from optimize_support import make
+
+    make(local)
+    ParquetDataset(local.uri).build(OPTIONS)
+    before = plain_ids(local)
+    ParquetDataset(local.uri).optimize(["x", "y"], "zorder", **WRITE)
+    assert plain_ids(local) == before
+    assert sorted(pq.read_table(local.path).column("id").to_pylist()) == before
+
+
+def test_int96_and_decimal_types_are_kept(local):
+    import decimal
+
+    import pyarrow as pa
+
+    t = pa.table(
+        {
+            "id": pa.array(range(300), pa.int64()),
+            "ts": pa.array([1_700_000_000_000_000 + i * 1000 for i in range(300)], pa.timestamp("us")),
+            "d": pa.array([decimal.Decimal(i) / 100 for i in range(300)], pa.decimal128(9, 2)),
+        }
+    )
+    os.makedirs(local.path)
+    pq.write_table(t, local.join("a.parquet"), use_deprecated_int96_timestamps=True, store_decimal_as_integer=True)
+    before = pq.ParquetFile(local.join("a.parquet")).schema
+    ParquetDataset(local.uri).optimize("id")
+    (rel,) = local.data_files()
+    after = pq.ParquetFile(local.join(rel)).schema
+    assert [after.column(i).physical_type for i in range(3)] == [before.column(i).physical_type for i in range(3)]
+    assert after.column(1).physical_type == "INT96" and after.column(2).physical_type == "INT32"
+    assert local.read(rel).equals(pq.read_table(local.join(rel)))
+
+
+def test_options_are_checked(local):
+    ready(local, global_index=False)
+    ds = ParquetDataset(local.uri)
+    with pytest.raises(OptionError, match="compression"):
+        ds.optimize("x", compression="lz4")
+    with pytest.raises(OptionError, match="page_rows"):
+        ds.optimize("x", page_rows=0)
+    with pytest.raises(OptionError, match="two columns"):
+        ds.optimize("x", "hilbert")
+    from paimon_fast.errors import ColumnNotFoundError
+
+    with pytest.raises(ColumnNotFoundError):
+        ds.optimize("p")  # a partition column: constant in each partition
+    with pytest.raises(OptionError, match="target_file_size"):
+        ds.optimize("x", target_file_size=-1)
+    # the defaults: files of the size of those rewritten, at least 8 MiB: each partition's three
+    # small files become one, of one row group
+    rep = ds.optimize("x")
+    assert (rep.files_before, rep.files_after) == (6, 2)
+    entries = ParquetDataset(local.uri).read_catalog()["files"]
+    for rel in local.data_files():
+        md = local.metadata(rel)
+        assert md.num_row_groups == 1 and entries[rel]["row_groups"] == 1 and entries[rel]["rows"] == md.num_rows
+
+
+def test_write_options_defaults():
+    import io
+
+    import numpy as np
+    import pyarrow as pa
+
+    from paimon_fast.tables.writer import WriteOptions, write_file
+
+    mib = 1 << 20
+    o = WriteOptions()
+    assert o.target_for([1 * mib] * 3) == 8 * mib  # small files are merged
+    assert o.target_for([20 * mib, 40 * mib]) == 30 * mib  # the mean of the files rewritten
+    assert o.target_for([300 * mib]) == 128 * mib  # large ones split
+    assert WriteOptions(target_file_size=5000).target_for([300 * mib]) == 5000
+    # a dictionary page holds at most dictionary_bytes: past it the column falls back to plain pages
+    rng = np.random.default_rng(5)
+    t = pa.table(
+        {"s": [f"{v:016x}" for v in rng.integers(0, 1 << 62, 30_000)], "c": [f"c{i % 5}" for i in range(30_000)]}
+    )
+
+    def dictionary_pages(opts):
+        buf = io.BytesIO()
+        write_file(buf, t, opts)
+        buf.seek(0)
+        rg = pq.ParquetFile(buf).metadata.row_group(0)
+        return [
+            rg.column(i).data_page_offset - rg.column(i).dictionary_page_offset
+            if rg.column(i).has_dictionary_page
+            else 0
+            for i in range(2)
+        ]
+
+    s_small, c_small = dictionary_pages(WriteOptions())
+    s_big, _ = dictionary_pages(WriteOptions(dictionary_bytes=1 << 20))
+    assert 0 < s_small < 80_000 < 300_000 < s_big  # (the limit is checked after each write batch)
+    assert 0 < c_small < 1000  # a column of few values keeps its dictionary
+
+
+# ---------------------------------------------------------------- plans and incremental runs
+
+
+def test_plan_skips_files_by_the_catalogs_statistics(local, monkeypatch):
+    ready(local, global_index=False)
+    ParquetDataset(local.uri).optimize("x", **WRITE)
+    ds = ParquetDataset(local.uri)
+    entries = ds.read_catalog()["files"]
+    assert all({"x", "id", "c", "y"} <= set(e["stats"]) for e in entries.values())
+    opened = []
+    real_stats, real_index = ParquetDataset._file_stats, ParquetDataset.open_index
+    monkeypatch.setattr(
+        ParquetDataset, "_file_stats", lambda self, f, c: opened.append(f.path) or real_stats(self, f, c)
+    )
+    monkeypatch.setattr(
+        ParquetDataset, "open_index", lambda self, f, e=None: opened.append(f.path) or real_index(self, f, e)
+    )
+    plan = ds.plan("x < 40")
+    overlap = {p for p, e in entries.items() if e["stats"]["x"].get("min", 10**9) < 40}
+    assert 0 < len(overlap) < len(entries)
+    assert set(opened) <= overlap  # no footer, no index of a file the statistics exclude
+    assert {p.file.path for p in plan.kept} <= overlap
+    assert plan.report.files_skipped >= len(entries) - len(overlap)
+
+
+def test_pages_answer_a_clustered_column_before_its_index(local, monkeypatch):
+    """After an optimize by ``x``, a narrow range of ``x`` is answered by the page index (a few
+    pages of each file read and filtered), even where ``x`` has a file index; a column the files
+    are not clustered by is left to its index (its pages span every file's range)."""
+    from optimize_support import make
+
+    make(local)
+    ParquetDataset(local.uri).build({**OPTIONS, "file-index.range-bitmap.columns": "x,y"})
+    # files of about 1,200 rows (one a partition), pages of 64 rows: the range keeps one or two pages
+    ParquetDataset(local.uri).optimize("x", target_file_size=1 << 20, page_rows=64)
+    ds = ParquetDataset(local.uri)
+    opened, paged = [], []
+    real_index, real_pages = ParquetDataset.open_index, ParquetDataset._page_answer
+    monkeypatch.setattr(
+        ParquetDataset, "open_index", lambda self, f, e=None: opened.append(f.path) or real_index(self, f, e)
+    )
+
+    def pages(self, f, leaf, t, sorted_only=False):
+        got = real_pages(self, f, leaf, t, sorted_only)
+        paged.append((leaf.name, got))
+        return got
+
+    monkeypatch.setattr(ParquetDataset, "_page_answer", pages)
+    plan = ds.plan("x BETWEEN 500 AND 505")
+    assert len(plan.kept) == 2 and opened == [] and len(paged) == 2
+    assert all(n == "x" and p is not None for n, p in paged)
+    assert all(0 < len(p.bitmap) <= 128 for p in plan.kept)  # one or two pages of each file
+    want = sorted(r["id"] for r in rows_now(local) if r["x"] is not None and 500 <= r["x"] <= 505)
+    assert sorted(ds.read("x BETWEEN 500 AND 505").to_arrow().column("id").to_pylist()) == want
+    opened.clear(), paged.clear()
+    ds.plan("y > 0.9")
+    assert paged == [] and opened  # y: the index, no page index asked
+
+
+def test_page_answer_sorted_only(tmp_path):
+    import pyarrow as pa
+
+    from paimon_fast.predicate import Leaf
+    from paimon_fast.tables.pagestats import page_answer
+
+    t = pa.table({"k": pa.array(range(4000), pa.int64())})
+    leaf = Leaf("less_than", "k", (100,))
+    plain, labelled = str(tmp_path / "plain.parquet"), str(tmp_path / "sorted.parquet")
+    kw = dict(write_page_index=True, data_page_size=1, write_batch_size=500)
+    pq.write_table(t, plain, **kw)
+    pq.write_table(t, labelled, sorting_columns=[pq.SortingColumn(0)], **kw)
+    assert page_answer(plain, "k", leaf, pa.int64()) == [(0, 500, False)]  # the first page
+    assert page_answer(plain, "k", leaf, pa.int64(), sorted_only=True) is None  # the footer names no order
+    assert page_answer(labelled, "k", leaf, pa.int64(), sorted_only=True) == [(0, 500, False)]
+
+
+def test_incremental_runs_rewrite_only_new_files(local):
+    deleted = ready(local)
+    ParquetDataset(local.uri).optimize("x", **WRITE)
+    after_first = set(local.data_files())
+    assert ParquetDataset(local.uri).optimize("x", **WRITE).files_before == 0  # clustered already
+    local.write("p=a/new.parquet", content(50))
+    rep = ParquetDataset(local.uri).optimize("x", **WRITE)
+    assert rep.files_before == 1 and rep.partitions == 1 and rep.files_kept == len(after_first)
+    assert after_first <= set(local.data_files())
+    assert answers(local.uri) == expected(local, deleted)
+    rep = ParquetDataset(local.uri).optimize("x", full=True, partitions=lambda v: v["p"] == "b", **WRITE)
+    assert rep.partitions == 1 and all(f.startswith("p=a/") for f in after_first & set(local.data_files()))
+    rep = ParquetDataset(local.uri).optimize(["x", "y"], "zorder", **WRITE)  # another clustering: all again
+    assert rep.files_kept == 0
+    assert answers(local.uri) == expected(local, deleted)
+
+
+# ---------------------------------------------------------------- the commit's guarantees
+
+KILL = r"""
+import os, signal, sys
+sys.path.insert(0, sys.argv[4])
+from paimon_fast.tables import ParquetDataset, steps
+from optimize_support import WRITE
+uri, at, nth = sys.argv[1], sys.argv[2], int(sys.argv[3])
+seen = []
+
+def hook(name, ctx):
+    if name == at:
+        seen.append(name)
+        if len(seen) == nth:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+with steps.hook(hook):
+    ParquetDataset(uri).optimize("x", **WRITE)
+sys.exit(3)
+"""
+
+
+def _run_killed(place, at, nth=1):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    tests = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run(
+        [sys.executable, "-c", KILL, place.uri, at, str(nth), tests], env=env, capture_output=True, timeout=300
+    )
+    assert r.returncode == -signal.SIGKILL, r.stderr.decode()[-2000:]
+
+
+def _killed(place, at):
+    deleted = ready(place)
+    want = expected(place, deleted)
+    kept = sorted(ParquetDataset(place.uri).read(None).to_arrow().column("id").to_pylist())
+    _run_killed(place, at)
+    # our readers: the old state or the new one (the same rows), never both, nothing lost
+    assert answers(place.uri) == want
+    committed = at in ("optimize.committed", "optimize.retired")
+    ds = ParquetDataset(place.uri)
+    rep = ds.optimize("x", **WRITE)  # undoes (or finishes) the killed run, then does its work
+    assert (rep.files_before == 0) == committed
+    undone = at in ("optimize.intended", "optimize.published", "optimize.global_index", "optimize.commit")
+    said = " ".join(rep.recovered)
+    assert ("undid the optimize" in said) == undone
+    assert ("moved away 6 file(s)" in said) == (at == "optimize.committed")
+    assert answers(place.uri) == want
+    assert plain_ids(place) == kept  # plain readers: every row once, the deleted ones gone
+    collect(place.uri, delete=True, min_age=0)
+    assert answers(place.uri) == want and plain_ids(place) == kept
+    assert not collect(place.uri, min_age=0).orphans
+    r = ParquetDataset(place.uri).read("c = 'c3'").report
+    assert r.files_without_index == 0 and r.global_index_used == ["c"]
+
+
+# a kill at these leaves the same files and catalog as one at the step after it (nothing is
+# written between them): they run with the slow tests, their twins with every run
+SAME_STATE_AS_NEXT = {"optimize.snapshot", "optimize.intent", "optimize.global_index"}
+
+
+@pytest.mark.parametrize(
+    "at", [pytest.param(a, marks=pytest.mark.slow) if a in SAME_STATE_AS_NEXT else a for a in OPT_STEPS]
+)
+def test_optimize_killed(local, at):
+    _killed(local, at)
+
+
+@pytest.mark.slow  # test_on_s3 kills a run on S3 too (at optimize.published); the local kills cover every step
+@pytest.mark.parametrize("at", ["optimize.file.written", "optimize.committed"])
+def test_optimize_killed_on_s3(s3_server, at):
+    b = s3_server.new_bucket()
+    _killed(Place(s3_server.uri(b, "ds"), s3_server.filesystem(), f"{b}/ds"), at)
+
+
+def _interleave(place, at, what):
+    """Run an optimize and, when it reaches ``at``, ``what`` to completion."""
+    deleted = ready(place)
+    before = expected(place, deleted)
+    state = {}
+    fired = []
+
+    def hook(name, ctx):
+        if name != at or fired:
+            return
+        fired.append(name)
+        if what == "read":  # a reader of ours in the middle: the old rows or the new, the same answers
+            state["read"] = answers(place.uri)
+            if place.fs is None:
+                state["plain"] = plain_ids(place)
+        elif what == "delete":
+            state["deleted"] = {r["id"] for r in rows_now(place) if r["id"] not in deleted and r["c"] == "c2"}
+            ParquetDataset(place.uri).delete("c = 'c2'")
+        elif what == "optimize":
+            with pytest.raises(OptimizeConflictError):
+                ParquetDataset(place.uri).optimize("x", **WRITE)
+        elif what == "gc":
+            collect(place.uri, delete=True)
+
+    with steps.hook(hook):
+        try:
+            ParquetDataset(place.uri).optimize("x", **WRITE)
+            state["ok"] = True
+        except OptimizeConflictError as e:
+            state["conflict"] = str(e)
+    assert fired, f"step {at} was not reached"
+    return deleted, before, state
+
+
+READ_AT = ["optimize.partition", "optimize.intended", "optimize.published", "optimize.commit", "optimize.committed"]
+
+
+@pytest.mark.parametrize("at", READ_AT)
+def test_reads_during_an_optimize(local, at):
+    deleted, before, state = _interleave(local, at, "read")
+    assert state["read"] == before and state["ok"]
+    assert answers(local.uri) == before
+    if at in ("optimize.published", "optimize.commit", "optimize.committed"):
+        # the window the docs name: plain readers listing the directory see the old and the new files
+        assert len(state["plain"]) > len(plain_ids(local))
+
+
+@pytest.mark.parametrize("at", ["optimize.partition", "optimize.intended", "optimize.published"])
+def test_a_delete_during_an_optimize_is_never_lost(local, at):
+    deleted, before, state = _interleave(local, at, "delete")
+    assert "deleted" in state["conflict"] and "ok" not in state
+    assert answers(local.uri) == expected(local, deleted | state["deleted"])
+    rep = ParquetDataset(local.uri).optimize("x", **WRITE)  # run again: it completes
+    assert rep.rows_deleted_dropped == len(deleted | state["deleted"])
+    assert answers(local.uri) == expected(local, deleted | state["deleted"])
+
+
+@pytest.mark.parametrize("at", ["optimize.intended", "optimize.published"])
+def test_two_optimizes_of_the_same_files(local, at):
+    deleted, before, state = _interleave(local, at, "optimize")
+    assert state["ok"] and answers(local.uri) == before
+
+
+def test_gc_during_an_optimize_removes_nothing_it_needs(local):
+    deleted, before, state = _interleave(local, "optimize.published", "gc")
+    assert state["ok"] and answers(local.uri) == before
+
+
+def test_the_catalog_is_refused_by_earlier_versions_while_a_run_is_pending(local):
+    import json
+
+    ready(local, global_index=False)
+    seen = {}
+
+    def hook(name, ctx):
+        if name == "optimize.published":
+            cf = ParquetDataset(local.uri).catalog
+            v, data = cf.read()
+            seen["version"] = json.loads(data)["version"]
+
+    with steps.hook(hook):
+        ParquetDataset(local.uri).optimize("x", **WRITE)
+    assert seen["version"] == 3  # earlier paimon-fast versions would read the pending files as data
+    v, data = ParquetDataset(local.uri).catalog.read()
+    cat = json.loads(data)
+    assert cat["version"] == 2 and "optimize" not in cat  # done: plain again
+
+
+def test_a_reader_on_an_older_snapshot_reads_the_files_it_listed(local):
+    deleted = ready(local)
+    before = expected(local, deleted)
+    snap = ParquetDataset(local.uri).snapshot()
+    r = snap.read("x < 40")
+    plan_first = snap.read("c = 'c3'")
+    plan_first.report  # planned now, read after the optimize
+    ParquetDataset(local.uri).optimize("x", **WRITE)
+    assert sorted(r.to_arrow().column("id").to_pylist()) == before["x < 40"]
+    assert sorted(plan_first.to_arrow().column("id").to_pylist()) == before["c = 'c3'"]
+    # gc keeps the old files while the version that named them is live, then removes them
+    assert not [o for o in collect(local.uri, delete=True).orphans if "retired" in o.path]
+    assert os.listdir(os.path.join(local.path, "_optimize", "retired"))
+    removed = collect(local.uri, delete=True, min_age=0)
+    assert sum("retired" in o.path for o in removed.orphans) == 6
+    with pytest.raises((DataFileChangedError, DamagedFileError)):
+        snap.read("x < 40").to_arrow()  # its files are gone now: it says so, never a wrong answer
+    assert answers(local.uri) == before
+
+
+def test_reads_in_another_thread_while_optimizing(local):
+    deleted = ready(local)
+    want = expected(local, deleted, ["x < 40", "c = 'c3'"])
+    stop, errors, done = threading.Event(), [], []
+
+    def reader():
+        while not stop.is_set():
+            try:
+                got = answers(local.uri, ["x < 40", "c = 'c3'"])
+                if got != want:
+                    errors.append(got)
+                done.append(1)
+            except Exception:  # noqa: BLE001 - every failure is reported, with where it came from
+                errors.append(traceback.format_exc())
+
+    th = threading.Thread(target=reader)
+    th.start()
+    try:
+        for by, strategy in ((["x"], "order"), (["x", "y"], "zorder"), (["x"], "order")):
+            ParquetDataset(local.uri).optimize(by, strategy, **WRITE)
+    finally:
+        stop.set()
+        th.join()
+    assert not errors, "\n".join(map(str, errors))
+    assert len(done) >= 2
+
+
+def test_on_s3(s3_server):
+    """Killed after publishing its copies, then run again: the old state, then the new one; the
+    old files moved out of the listing, kept until gc; plans skip files by the statistics."""
+    b = s3_server.new_bucket()
+    place = Place(s3_server.uri(b, "ds"), s3_server.filesystem(), f"{b}/ds")
+    deleted = ready(place)
+    before = expected(place, deleted)
+    kept = sorted(ParquetDataset(place.uri).read(None).to_arrow().column("id").to_pylist())
+    _run_killed(place, "optimize.published")
+    assert answers(place.uri) == before
+    assert len(plain_ids(place)) > len(kept)  # the published copies: a plain reader sees both until undone
+    rep = ParquetDataset(place.uri).optimize("x", **WRITE)
+    assert "undid the optimize" in " ".join(rep.recovered)
+    assert rep.files_before == 6 and rep.global_indexes == ["c"]
+    assert plain_ids(place) == kept  # (our readers' answers: after gc, below)
+    keys = s3_server.keys(b, "ds/_optimize/retired/")
+    assert len([k for k in keys if not k.endswith("/")]) == 6  # out of the listing, kept for older readers
+    collect(place.uri, delete=True, min_age=0)
+    assert not [k for k in s3_server.keys(b, "ds/_optimize/") if not k.endswith("/")]  # (pyarrow's directory markers)
+    assert answers(place.uri) == before
+    plan = ParquetDataset(place.uri).plan("x < 40")
+    assert plan.report.files_skipped > 0

@@ -1,0 +1,173 @@
+"""The clustering kernels (paimon_fast/_kernels/order.pyx) agree with their twins
+(paimon_fast/reference/order.py) on random inputs (hypothesis): the stable radix argsort of
+multi-word keys, bit interleaving, the Hilbert index, the first bytes of strings; and the keys of
+paimon_fast.tables.order are Paimon's (values worked out by hand from ZOrderByteUtils,
+HilbertIndexer and ConvertBinaryUtil's rules)."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from paimon_fast._kernels import load
+from paimon_fast.errors import OptionError, UnsupportedTypeError
+from paimon_fast.reference import order as twin
+from paimon_fast.tables import order
+
+k = load("order")
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+U64 = st.integers(0, (1 << 64) - 1)
+
+
+@st.composite
+def key_words(draw, max_rows=200, max_words=4):
+    nw = draw(st.integers(1, max_words))
+    n = draw(st.integers(0, max_rows))
+    kind = draw(st.sampled_from(["wide", "few", "top", "equal"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    if kind == "wide":
+        w = rng.integers(0, 1 << 64, (nw, n), dtype=np.uint64, endpoint=False)
+    elif kind == "few":  # many ties: stability decides
+        w = rng.integers(0, 3, (nw, n)).astype(np.uint64)
+    elif kind == "top":  # only the high digits differ
+        w = rng.integers(0, 4, (nw, n)).astype(np.uint64) << np.uint64(61)
+    else:
+        w = np.full((nw, n), rng.integers(0, 1 << 63), dtype=np.uint64)
+    return w
+
+
+@SETTINGS
+@given(key_words())
+def test_radix_argsort_is_the_stable_sort(w):
+    got = k.radix_argsort(w)
+    assert got.tolist() == twin.radix_argsort(w.tolist())
+
+
+@SETTINGS
+@given(key_words(max_words=5))
+def test_interleave(w):
+    got = k.interleave(w)
+    assert got.tolist() == twin.interleave(w.tolist())
+
+
+@SETTINGS
+@given(key_words(max_rows=60, max_words=4))
+def test_hilbert(w):
+    got = k.hilbert(w)
+    assert got.tolist() == twin.hilbert(w.tolist())
+
+
+def test_hilbert_is_a_curve():
+    """Consecutive positions on the curve are neighbouring cells (2 and 3 dimensions, small
+    coordinates in the curve's last bits): the index is a Hilbert curve, not only a bijection."""
+    for d, side in ((2, 16), (3, 6)):
+        grid = np.stack(np.meshgrid(*[np.arange(side)] * d, indexing="ij")).reshape(d, -1).astype(np.uint64)
+        idx = k.hilbert(grid)
+        order_ = k.radix_argsort(idx)
+        pts = grid[:, order_].astype(np.int64)
+        steps = np.abs(np.diff(pts, axis=1)).sum(axis=0)
+        # within one 2^k sub-cube every step moves by one cell; the side is not a power of two
+        # for d = 3, so jumps happen only where the curve leaves the sampled cube
+        if d == 2:
+            assert (steps == 1).all()
+        else:
+            assert (steps == 1).mean() > 0.9
+        assert len(np.unique(idx, axis=1)[0]) == grid.shape[1]
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=12)), max_size=80), st.integers(0, 8), st.booleans())
+def test_first_bytes(values, width, right):
+    arr = pa.array(values, pa.binary())
+    offsets = np.frombuffer(arr.buffers()[1], np.int32)[: len(arr) + 1].astype(np.int64)
+    data = arr.buffers()[2] if arr.buffers()[2] is not None else b""
+    valid = None if arr.null_count == 0 else np.asarray(arr.is_valid()).astype(np.uint8)
+    got = k.first_bytes(offsets, data if len(data) else b"\0", valid, len(arr), width, right, np.uint64(7))
+    assert got.tolist() == twin.first_bytes(values, width, right, 7)
+
+
+def test_first_bytes_refuses_offsets_outside_the_data():
+    with pytest.raises(ValueError):
+        k.first_bytes(np.array([0, 9], np.int64), b"abc", None, 1, 8, False, np.uint64(0))
+    with pytest.raises(ValueError):
+        k.first_bytes(np.array([2, 1], np.int64), b"abc", None, 1, 8, False, np.uint64(0))
+
+
+def test_empty_and_one_row():
+    assert k.radix_argsort(np.zeros((1, 0), np.uint64)).tolist() == []
+    assert k.radix_argsort(np.array([[5]], np.uint64)).tolist() == [0]
+    assert k.interleave(np.zeros((2, 0), np.uint64)).shape == (2, 0)
+    assert k.hilbert(np.array([[1], [2]], np.uint64)).tolist() == twin.hilbert([[1], [2]])
+
+
+# ---------------------------------------------------------------- Paimon's keys
+
+
+def _be(word) -> bytes:
+    return int(word).to_bytes(8, "big")
+
+
+def test_z_words_are_paimons_ordered_bytes():
+    # ints: the sign bit of the 64-bit value flipped (intToOrderedBytes / longToOrderedBytes)
+    assert _be(order.z_word(pa.array([-1, 0, 5, None], pa.int32()))[0]) == bytes.fromhex("7fffffffffffffff")
+    assert order.z_word(pa.array([-1, 0, 5, None], pa.int32())).tolist() == [
+        (1 << 63) - 1,
+        1 << 63,
+        (1 << 63) + 5,
+        0,  # a null: NULL_BYTES
+    ]
+    # doubles: bits ^ ((bits >> 31) | MIN_VALUE), with Java's arithmetic shift by 31 of the long
+    bits = np.array([1.5], np.float64).view(np.int64)[0]
+    want = np.int64(bits ^ ((bits >> 31) | np.int64(-(1 << 63)))).view(np.uint64)
+    assert order.z_word(pa.array([1.5]))[0] == want
+    neg = np.array([-2.0], np.float64).view(np.int64)[0]
+    assert order.z_word(pa.array([-2.0]))[0] == np.int64(neg ^ ((neg >> 31) | np.int64(-(1 << 63)))).view(np.uint64)
+    # strings: the first 8 bytes, zero-filled; booleans 0x81 / 0
+    assert _be(order.z_word(pa.array(["ab", "abcdefghij"]))[0]) == b"ab" + b"\0" * 6
+    assert _be(order.z_word(pa.array(["ab", "abcdefghij"]))[1]) == b"abcdefgh"
+    assert order.z_word(pa.array([True, False])).tolist() == [0x81 << 56, 0]
+    # decimals: the unscaled value's shortest two's complement, left-aligned
+    import decimal
+
+    d = pa.array([decimal.Decimal("1.23"), decimal.Decimal("-1.00")], pa.decimal128(5, 2))
+    assert _be(order.z_word(d)[0]) == bytes([123]) + b"\0" * 7
+    assert _be(order.z_word(d)[1]) == (-100).to_bytes(1, "big", signed=True) + b"\0" * 7
+
+
+def test_h_words_are_paimons_longs():
+    assert order.h_word(pa.array([-1, 7, None], pa.int64())).tolist() == [(1 << 64) - 1, 7, (1 << 63) - 1]
+    assert order.h_word(pa.array([-1], pa.int8())).tolist() == [255]  # convertBytesToLong of one byte
+    assert order.h_word(pa.array(["ab"])).tolist() == [0x6162]  # shorter strings right-aligned
+    assert order.h_word(pa.array(["abcdefghij"])).tolist() == [int.from_bytes(b"abcdefgh", "big")]
+    assert order.h_word(pa.array([float("nan")])).tolist() == [0x7FF8000000000000]
+    import decimal
+
+    assert order.h_word(pa.array([decimal.Decimal("-7.9")], pa.decimal128(3, 1))).tolist() == [(1 << 64) - 7]
+
+
+def test_zorder_key_of_two_columns_interleaves_their_bytes():
+    t = pa.table({"a": pa.array([3], pa.int64()), "b": pa.array([-3], pa.int64())})
+    words = order.cluster_keys(t, ["a", "b"], "zorder")
+    a = (3 ^ (1 << 63)) & ((1 << 64) - 1)
+    b = (-3 & ((1 << 64) - 1)) ^ (1 << 63)
+    assert [int(w[0]) for w in words] == twin.interleave_row([a, b])
+
+
+def test_sort_permutation_orders():
+    t = pa.table({"x": pa.array([3, None, 1, 2, 1]), "s": pa.array(["b", "a", None, "c", "a"])})
+    assert order.sort_permutation(t, ["x"], "order").tolist() == [1, 2, 4, 3, 0]  # nulls first, stable
+    assert order.sort_permutation(t, ["s", "x"], "order").tolist() == [2, 1, 4, 0, 3]  # ("a", None) first
+    f = pa.table({"y": pa.array([0.5, -1.0, float("nan"), -0.0, 2.0])})
+    assert order.sort_permutation(f, ["y"], "order").tolist() == [1, 3, 0, 4, 2]  # NaN last
+    z = order.sort_permutation(t.drop_null(), ["x", "s"], "zorder")
+    assert sorted(z.tolist()) == list(range(3))
+
+
+def test_strategy_errors():
+    t = pa.table({"x": [1, 2], "m": pa.array([{"a": 1}, {"a": 2}])})
+    with pytest.raises(OptionError, match="one of"):
+        order.sort_permutation(t, ["x"], "spiral")
+    with pytest.raises(OptionError, match="two columns"):
+        order.sort_permutation(t, ["x"], "hilbert")
+    with pytest.raises(UnsupportedTypeError, match="'m'"):
+        order.sort_permutation(t, ["m"], "zorder")
