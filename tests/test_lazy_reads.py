@@ -974,3 +974,31 @@ def test_to_ray_reads_on_ray_workers(datasets, native_table):
             assert read(native_table, "price > 100", limit=5).to_ray().count() == 5
     finally:
         ray.shutdown()
+
+
+@pytest.mark.parametrize("kind", ["indexed", "deletes"])
+def test_count_of_exact_files_reads_no_data(datasets, kind, monkeypatch):
+    """count(): a file whose plan is exact and has no deleted rows is counted from its bitmap,
+    without a read; the others (inexact, or exact with deleted rows) through the reader; the
+    total is the oracle's either way."""
+    root, deleted = datasets[kind]
+    rows = plain_rows(root)
+    ds = ParquetDataset(root)
+    real = ParquetDataset.read_kept_many
+    read_files = []
+
+    def spy(self, parts, *a, **k):
+        read_files.extend(p.file.path for p, _ in parts)
+        return real(self, parts, *a, **k)
+
+    monkeypatch.setattr(ParquetDataset, "read_kept_many", spy)
+    for where in ("status = 'paid'", "score > 90.5", "status = 'paid' AND tag = 't3'", "name = 'eu1-3'"):
+        read_files.clear()
+        r = ds.read(where)
+        plan = r._source.plan()
+        assert r.count() == len(oracle(rows, where, deleted)), where
+        counted = {p.file.path for p in plan.kept if p.exact and p.deletion_vector is None}
+        assert not counted & set(read_files), where  # nothing read of the files counted
+        assert set(read_files) == {p.file.path for p in plan.kept} - counted, where
+        if kind == "indexed" and where == "status = 'paid'":
+            assert counted and not read_files  # a bitmap index answers it exactly everywhere

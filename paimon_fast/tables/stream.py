@@ -18,6 +18,8 @@ the former eager read.
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Iterator, List, Optional
 
 import numpy as np
@@ -173,8 +175,14 @@ class DatasetSource(ReadSource):
             return [FIRST_RANGE_ROWS]
         return [max(256, min(FIRST_RANGE_ROWS, 4 * limit))]
 
-    def _read_ranges(self, columns: List[str], limit: Optional[int], whole: bool = False) -> Iterator[pa.Table]:
+    def _read_ranges(
+        self, columns: List[str], limit: Optional[int], whole: bool = False, files: Optional[list] = None
+    ) -> Iterator[pa.Table]:
+        """The answer's ``columns`` in batches (:meth:`_batches_of`); ``files``: only these of the
+        plan's kept files."""
         plan = self.plan()
+        if files is not None:
+            plan = dataclasses.replace(plan, files=files)
         rep = plan.report
         ds = self.ds
         full = self._shared.full_schema()
@@ -204,7 +212,19 @@ class DatasetSource(ReadSource):
         plan = self.plan()
         if plan.predicate is None:
             return sum(p.rows_to_read for p in plan.kept)
-        return sum(t.num_rows for t in self._read_ranges([], None, whole=True))
+        # an exact file's selected rows are its answer: counted from its bitmap, nothing read
+        # (a file with a bitmap and deleted rows as well goes through the reader, as the others)
+        counted = 0
+        rest = []
+        for p in plan.kept:
+            if p.exact and p.deletion_vector is None:
+                b = p.bitmap
+                counted += p.rows if b is None else (b.rank(p.rows - 1) if p.rows > 0 else 0)
+            else:
+                rest.append(p)
+        if not rest:
+            return counted
+        return counted + sum(t.num_rows for t in self._read_ranges([], None, whole=True, files=rest))
 
     def explain(self):
         from .explain import explain_dataset
