@@ -497,6 +497,33 @@ def test_a_reader_on_an_older_snapshot_reads_the_files_it_listed(local):
     assert answers(local.uri) == before
 
 
+def test_a_file_moved_away_while_its_read_is_checked(local, monkeypatch):
+    """The check after a read looks at the file's place once: an optimize moving the file away
+    between two looks (as it did under load) is no error; a file gone for good still is."""
+    from paimon_fast.tables import identity, replaced
+
+    ready(local, global_index=False)
+    snap = ParquetDataset(local.uri).snapshot()
+    f = snap.files()[0]
+    real = identity.current
+    moved = []
+
+    def move_first(store, path):  # the optimize's move lands just before the look
+        if not moved and path == f.abs_path:
+            dst = os.path.join(local.path, *replaced.retired_rel(f.path, f.identity).split("/"))
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            os.replace(f.abs_path, dst)
+            moved.append(dst)
+        return real(store, path)
+
+    monkeypatch.setattr(identity, "current", move_first)
+    snap._read_done(f)  # the listed version, moved away unchanged: no error
+    assert moved and not os.path.exists(f.abs_path)
+    os.unlink(moved[0])
+    with pytest.raises(DataFileChangedError, match="was removed"):
+        snap._read_done(f)
+
+
 def test_reads_in_another_thread_while_optimizing(local):
     deleted = ready(local)
     want = expected(local, deleted, ["x < 40", "c = 'c3'"])

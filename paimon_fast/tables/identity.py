@@ -209,13 +209,19 @@ def current(store, path: str) -> Optional[Identity]:
     return None if head is None else Identity.of_entry(head)
 
 
-def check_unchanged(store, path: str, ident: Optional[Identity], shown: str = "") -> None:
+def check_unchanged(
+    store, path: str, ident: Optional[Identity], shown: str = "", if_gone: Optional[Callable[[], bool]] = None
+) -> None:
     """Raise :class:`DataFileChangedError` when the file at ``path`` is no longer ``ident`` (after a
     read: what was read was that version).  Local files only: reads of object stores are
-    conditional on the ETag instead, and weak stores cannot tell (their answers are re-filtered)."""
+    conditional on the ETag instead, and weak stores cannot tell (their answers are re-filtered).
+    ``if_gone``: asked when no file is at ``path``; True means the version read is still known
+    elsewhere (moved away unchanged), so no error."""
     if ident is None or not store.local or ident.ctime_ns is None:
         return
     now = current(store, path)
+    if now is None and if_gone is not None and if_gone():
+        return
     if now is None or not now.same(ident):
         what = "was removed" if now is None else "changed"
         raise DataFileChangedError(

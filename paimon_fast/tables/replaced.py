@@ -92,8 +92,9 @@ def _same_file(path: str, ident) -> bool:
 def check_read(store, root: str, f, shown: str = "") -> None:
     """After a read of ``f``: what was read is the listed version (moved away by an optimize, it
     is still that version), else :class:`~paimon_fast.errors.DataFileChangedError`."""
-    if store.local and f.identity is not None and not os.path.exists(f.abs_path):
-        moved = store.join(root, *retired_rel(f.path, f.identity).split("/"))
-        if _same_file(moved, f.identity):
-            return
-    _identity.check_unchanged(store, f.abs_path, f.identity, shown or f.path)
+
+    def moved_away() -> bool:  # gone from its place: is the listed version where an optimize moves it?
+        return _same_file(store.join(root, *retired_rel(f.path, f.identity).split("/")), f.identity)
+
+    # one look at its place: an optimize may move it away between any two
+    _identity.check_unchanged(store, f.abs_path, f.identity, shown or f.path, if_gone=moved_away)
