@@ -524,6 +524,46 @@ def test_a_file_moved_away_while_its_read_is_checked(local, monkeypatch):
         snap._read_done(f)
 
 
+@pytest.mark.parametrize("how", ["bitmap", "whole", "positions"])
+def test_a_file_moved_away_between_its_opens_is_located_again(local, monkeypatch, how):
+    """A read that opens a data file by name more than once finds it again when an optimize moves
+    it away in between (once: a file moves once); gone for good, DataFileChangedError."""
+    from pyroaring import BitMap
+
+    from paimon_fast.tables import replaced
+
+    ready(local, global_index=False)
+    snap = ParquetDataset(local.uri).snapshot()
+    f = snap.files()[0]
+    want = pq.read_table(f.abs_path).column("id").to_pylist()
+    real = replaced.locate
+    moved = []
+
+    def stale_once(store, root, g):  # located, then moved away before it is opened
+        if g.path == f.path and not moved:
+            dst = os.path.join(local.path, *replaced.retired_rel(f.path, f.identity).split("/"))
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            os.replace(f.abs_path, dst)
+            moved.append(dst)
+            return f.abs_path
+        return real(store, root, g)
+
+    def read():
+        if how == "bitmap":
+            return snap.read_file(f, bitmap=BitMap([0, 3, 5])).column("id").to_pylist()
+        if how == "whole":
+            return snap.read_file(f).column("id").to_pylist()
+        return snap.read_rows(f, [1, 2], ["id"]).column("id").to_pylist()
+
+    monkeypatch.setattr(replaced, "locate", stale_once)
+    got = read()
+    assert moved
+    assert got == {"bitmap": [want[0], want[3], want[5]], "whole": want, "positions": want[1:3]}[how]
+    os.unlink(moved[0])  # gone for good
+    with pytest.raises(DataFileChangedError):
+        read()
+
+
 def test_reads_in_another_thread_while_optimizing(local):
     deleted = ready(local)
     want = expected(local, deleted, ["x < 40", "c = 'c3'"])

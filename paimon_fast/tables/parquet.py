@@ -454,6 +454,22 @@ class ParquetDataset:
             self.store.uri(f.abs_path),
         )
 
+    def _on_input(self, f: "DataFile", read):
+        """``read(input)`` of data file ``f`` (:meth:`_input`).  ``read`` may open the file by name
+        more than once; an optimize moving it away between two opens makes it located again and
+        ``read`` run again, once (a file moves once, then stays until gc): a file gone for good
+        raises :class:`~paimon_fast.errors.DataFileChangedError`."""
+        try:
+            return read(self._input(f))
+        except FileNotFoundError:
+            pass
+        try:
+            return read(self._input(f))
+        except FileNotFoundError:
+            raise _identity.DataFileChangedError(
+                f"data file {f.path} was removed after this operation's snapshot was taken; run it again"
+            ) from None
+
     def _read_done(self, f: "DataFile") -> None:
         """After reading ``f``: what was read is the listed version (else DataFileChangedError)."""
         _replaced.check_read(self.store, self.root, f, f.path)
@@ -835,11 +851,7 @@ class ParquetDataset:
 
     def _footer_rows(self, f: DataFile) -> int:
         try:
-            return pq.ParquetFile(self._input(f)).metadata.num_rows
-        except FileNotFoundError:
-            raise _identity.DataFileChangedError(
-                f"data file {f.path} was removed after this operation's snapshot was taken; run it again"
-            ) from None
+            return self._on_input(f, lambda src: pq.ParquetFile(src).metadata.num_rows)
         except (pa.ArrowInvalid, OSError) as e:
             raise DataFileError(f"{self.store.uri(f.abs_path)} is not a readable Parquet file: {e}") from None
 
@@ -1196,19 +1208,25 @@ class ParquetDataset:
 
         schema = schema or self.schema()
         if bitmap is not None:
-            src = self._input(f)
-            names, nrows = file_shape(src)
-            read_cols = [c for c in schema.names if c in names]
-            pos = np.asarray(bitmap.to_array(), dtype=np.int64)
-            pos = pos[pos < nrows]
-            if deletion_vector is not None:
-                pos = pos[~deletion_vector.is_deleted_batch(pos)]
-            t = read_rows(src, pos, read_cols, stats=stats)
+
+            def at_bitmap(src):
+                names, nrows = file_shape(src)
+                read_cols = [c for c in schema.names if c in names]
+                pos = np.asarray(bitmap.to_array(), dtype=np.int64)
+                pos = pos[pos < nrows]
+                if deletion_vector is not None:
+                    pos = pos[~deletion_vector.is_deleted_batch(pos)]
+                return read_rows(src, pos, read_cols, stats=stats), names
+
+            t, names = self._on_input(f, at_bitmap)
             self._read_done(f)
             return filter_table(self._conform(f, t, schema, set(names)), predicate)
-        data_names = set(pq.read_schema(self._input(f)).names)
-        read_cols = [c for c in schema.names if c in data_names]
-        t = pq.read_table(self._input(f), columns=read_cols)
+
+        def whole(src):
+            names = set(pq.read_schema(src).names)
+            return pq.read_table(src, columns=[c for c in schema.names if c in names]), names
+
+        t, data_names = self._on_input(f, whole)
         self._read_done(f)
         if deletion_vector is not None:
             from ..tableindex import apply_deletion_vector
@@ -1258,9 +1276,12 @@ class ParquetDataset:
         schema = schema or self.schema()
         positions = np.asarray(positions, dtype=np.int64)
         need = set(columns) | (predicate.fields() if predicate is not None else set())
-        src = self._input(f)
-        data_names = set(file_shape(src).columns)
-        t = read_rows(src, positions, [c for c in schema.names if c in need and c in data_names], stats=stats)
+
+        def at_positions(src):
+            names = set(file_shape(src).columns)
+            return read_rows(src, positions, [c for c in schema.names if c in need and c in names], stats=stats), names
+
+        t, data_names = self._on_input(f, at_positions)
         keep = [fl for fl in schema if fl.name in need]
         out = self._conform(f, t, pa.schema(keep), data_names).append_column(POS, pa.array(positions))
         self._read_done(f)
@@ -1506,7 +1527,7 @@ class ParquetDataset:
                         out += rows * width + rows // 8
                     else:
                         if not sizes:
-                            sizes.append(column_sizes(self._input(p.file)))
+                            sizes.append(self._on_input(p.file, column_sizes))
                         raw = sizes[0].uncompressed.get(fl.name, 0) * rows // max(1, sizes[0].rows)
                         out += rows * 4 + max(raw, 8 * rows)
                 return out
