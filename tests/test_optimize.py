@@ -497,6 +497,46 @@ def test_a_reader_on_an_older_snapshot_reads_the_files_it_listed(local):
     assert answers(local.uri) == before
 
 
+def test_explain_names_what_the_page_indexes_removed(local):
+    """After an optimize by x, explain has a row for the pages that narrowed x: the rows of the
+    pages (and row groups) whose min / max miss the range, in the files whose row groups alone
+    could not decide; counted here from the rows pyarrow reads, pages of WRITE's page_rows."""
+    ready(local)
+    q, lo, hi = "x BETWEEN 500 AND 520", 500, 520
+
+    def page_rows(ex):
+        return [u for u in ex.indexes if u.index == "parquet page index" and u.column == "x"]
+
+    assert not page_rows(ParquetDataset(local.uri).read(q).explain())  # not clustered: not asked
+    ParquetDataset(local.uri).optimize("x", **WRITE)
+    ds = ParquetDataset(local.uri)
+    files = removed = gone = 0
+    for f in ds.files():
+        pf = pq.ParquetFile(f.abs_path)
+        xs = pf.read(columns=["x"]).column("x").to_pylist()
+        at, out, paged = 0, 0, False
+        for g in range(pf.metadata.num_row_groups):
+            n = pf.metadata.row_group(g).num_rows
+            vals = [v for v in xs[at : at + n] if v is not None]
+            if not vals or max(vals) < lo or min(vals) > hi:
+                out += n  # the row group's statistics skip it
+            elif not (lo <= min(vals) and max(vals) <= hi):  # undecided: its pages decide
+                paged = True
+                for p in range(at, at + n, WRITE["page_rows"]):
+                    page = [v for v in xs[p : min(p + WRITE["page_rows"], at + n)] if v is not None]
+                    if not page or max(page) < lo or min(page) > hi:
+                        out += min(WRITE["page_rows"], at + n - p)
+            at += n
+        if paged:
+            files, removed, gone = files + 1, removed + out, gone + (out == len(xs))
+    (u,) = page_rows(ds.read(q).explain())
+    assert files > 0 and removed > 0
+    assert (u.used, u.files, u.files_removed, u.rows_removed) == (True, files, gone, removed)
+    assert "parquet page index" in str(ds.read(q).explain())
+    off = ParquetDataset(local.uri, statistics=False)
+    assert not page_rows(off.read(q).explain())
+
+
 def test_a_file_moved_away_while_its_read_is_checked(local, monkeypatch):
     """The check after a read looks at the file's place once: an optimize moving the file away
     between two looks (as it did under load) is no error; a file gone for good still is."""

@@ -247,6 +247,7 @@ def explain_dataset(ds, plan) -> Explain:
             idx.close()
     ex.indexes.extend(t.finish() for _, t in sorted(tallies.items(), key=lambda kv: (kv[0][1], kv[0][0])))
     ex.indexes.extend(_statistics_rows(ds, pred, cols, counts))
+    ex.indexes.extend(_page_rows(ds, pred, cols, counts))
     ex.indexes.extend(_global_rows(ds, pred, cols, counts, part_types, ops))
     note_or(ex, pred)
     return ex
@@ -289,6 +290,52 @@ def _statistics_rows(ds, pred, cols, counts) -> List[IndexUse]:
 
             t.removed(_alone(pred, c, answer), rows)
         if u.used:  # (a column whose statistics settle nothing is left out: they were only a try)
+            out.append(u)
+    return out
+
+
+def _page_rows(ds, pred, cols, counts) -> List[IndexUse]:
+    """A row per predicate column whose files' Parquet page indexes narrowed a leaf to some pages
+    in some file, where the plan asks them (a column an optimize clustered the file by, or one the
+    footer says it is sorted by: :meth:`ParquetDataset._pages_asked_for`), with what they alone
+    remove (the rows of the other pages)."""
+    from pyroaring import BitMap
+
+    from ..result import SKIP
+
+    if not ds._uses_statistics():
+        return []
+    types = {fl.name: fl.type for fl in ds.data_schema()}
+    entries = ds.read_catalog()["files"]
+    out = []
+    for c in [c for c in cols if c in types]:
+        u = IndexUse("parquet page index", c, "file")
+        t = _Tally(u)
+        for f in ds.files():
+            sorted_only = ds._pages_asked_for(f, entries.get(f.path), c)
+            if sorted_only is None:
+                continue
+            rows = counts[f.path]
+            answered = []
+
+            def answer(leaf, f=f, rows=rows, sorted_only=sorted_only, answered=answered):
+                pages = ds._page_answer(f, leaf, types[c], sorted_only)
+                if pages is None:
+                    return REMAIN
+                answered.append(1)
+                if not pages:
+                    return SKIP
+                bm = BitMap()
+                for a, b, _ in pages:
+                    bm.add_range(a, b)
+                return BitmapResult(bm)
+
+            res = _alone(pred, c, answer)
+            if answered:
+                u.files += 1
+                t.removed(res, rows)
+        u.used = u.rows_removed > 0
+        if u.used:  # (pages that narrow nothing were only a try)
             out.append(u)
     return out
 

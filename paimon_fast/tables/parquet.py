@@ -901,6 +901,13 @@ class ParquetDataset:
             if owned:
                 src.close()
 
+    def _pages_asked_for(self, f: DataFile, entry: Optional[dict], column: str) -> Optional[bool]:
+        """:func:`_pages_asked` for ``f`` (its catalog ``entry``) as :meth:`plan` decides it."""
+        trusted = bool(entry) and "stats" in entry and self._entry_matches(f, entry)
+        indexed = self._index_current(f, entry, None)
+        file_indexed = ((entry or {}).get("file_index") or {}).get("types") or {} if indexed else {}
+        return _pages_asked(column, trusted, clustered_columns(entry) if trusted else (), file_indexed)
+
     def _page_answer(self, f: DataFile, leaf: Leaf, t: pa.DataType, sorted_only: bool = False):
         """The row ranges of ``f`` its page index keeps for ``leaf`` (None: no answer; with
         ``sorted_only``, none unless the file's footer says it is sorted by the column)."""
@@ -1086,13 +1093,8 @@ class ParquetDataset:
                 g = gi.result(leaf, f.path)
                 if g is not None:
                     return answered(g, gi.exact(leaf))
-                if use_stats and leaf.name in data_types and (leaf.name in clustered or not trusted):
-                    # pages narrow a column the file is clustered by (an optimize wrote it: the
-                    # catalog says so) and one it is sorted by (the footer says so); of the others
-                    # every page spans about the file's range.  A file no optimize wrote has its
-                    # pages asked for a column without a file index (nothing else narrows it), for an
-                    # indexed column only when the footer says the file is sorted by it.
-                    sorted_only = leaf.name not in clustered and leaf.name in file_indexed
+                sorted_only = _pages_asked(leaf.name, trusted, clustered, file_indexed) if use_stats else None
+                if sorted_only is not None and leaf.name in data_types:
                     pages = self._page_answer(f, leaf, data_types[leaf.name], sorted_only)
                     if pages is not None:  # the pages that may hold the leaf
                         sure_pages = all(x for _, _, x in pages)
@@ -1791,6 +1793,20 @@ def _partition_leaf(leaf: Leaf, raw: Optional[str], t: pa.DataType) -> Tuple[Fil
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError):
         return REMAIN, False
     return (REMAIN if keep else SKIP), True
+
+
+def _pages_asked(column: str, trusted: bool, clustered, file_indexed) -> Optional[bool]:
+    """Whether a plan asks a file's page index about ``column``: None (it does not), else its
+    ``sorted_only`` (the pages answer only when the footer says the file is sorted by the column).
+
+    Pages narrow a column the file is clustered by (an optimize wrote it: the catalog says so,
+    ``trusted`` and ``clustered``) and one it is sorted by (the footer says so); of the others every
+    page spans about the file's range.  A file no optimize wrote (no trusted catalog statistics)
+    has its pages asked for a column without a file index (``file_indexed``: nothing else narrows
+    it), for an indexed column only when the footer says the file is sorted by it."""
+    if trusted and column not in clustered:
+        return None
+    return column not in clustered and column in file_indexed
 
 
 def _count(x, p: FilePlan) -> int:
