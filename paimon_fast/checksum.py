@@ -26,7 +26,7 @@ import zlib
 from typing import Mapping, Optional, Tuple
 
 from .errors import DamagedFileError, IndexFormatError
-from .source import Source
+from .source import FileSource, Source
 
 MIN_BLOCK = 16384
 MAX_BLOCKS = 64
@@ -106,12 +106,19 @@ class ChecksummedSource(Source):
         self._held = 0
         self._lock = threading.Lock()
 
+    def _own(self, data):
+        """Bytes read, as this source keeps them once checked: a copy unless nothing else can
+        write them (bytes; a local file's read into memory of its own)."""
+        if isinstance(data, bytes) or isinstance(self.inner, FileSource):
+            return data
+        return bytes(data)
+
     def _block(self, n: int):
         got = self._blocks.get(n)
         if got is not None:
             return got
         lo = n * self.block
-        data = bytes(self.inner.read_at(lo, min(self.block, self.size - lo), self.what))
+        data = self._own(self.inner.read_at(lo, min(self.block, self.size - lo), self.what))
         if _xxh3(data) != self.crcs[n]:
             raise ChecksumMismatchError(
                 f"{self.what}: checksum mismatch in bytes [{lo}, {lo + len(data)}) (the file is damaged or "
@@ -136,7 +143,7 @@ class ChecksummedSource(Source):
         # several blocks: read in one request and checked in place, block by block (no copies)
         lo = first * self.block
         hi = min((last + 1) * self.block, self.size)
-        data = memoryview(bytes(self.inner.read_at(lo, hi - lo, self.what)))
+        data = memoryview(self._own(self.inner.read_at(lo, hi - lo, self.what)))
         for n in range(first, last + 1):
             a = (n - first) * self.block
             piece = data[a : min(a + self.block, hi - lo)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 
+from . import memory as _memory
 from .errors import IndexFormatError
 
 
@@ -78,7 +79,9 @@ def checked_read(data, length: int, offset: int, path: str, counter=None):
 
 
 class FileSource(Source):
-    """A local file read with ``os.pread`` (thread-safe, no shared position)."""
+    """A local file read with ``os.pread`` (thread-safe, no shared position).  A large read comes
+    back as a ``memoryview`` over pyarrow's pool (:mod:`paimon_fast.memory`), a small one as
+    ``bytes``; the memory is the reader's own either way (nothing else writes it)."""
 
     def __init__(self, path, counter=None):
         self.path = os.fspath(path)
@@ -97,14 +100,19 @@ class FileSource(Source):
         return self
 
     def _read(self, offset, length):
-        return checked_read(os.pread(self._fd, length, offset), length, offset, self.path, self.counter)
+        data = _memory.pread(self._fd, length, offset)
+        if data is None:
+            data = os.pread(self._fd, length, offset)
+        return checked_read(data, length, offset, self.path, self.counter)
 
     def read_at(self, offset: int, length: int, what: str = "bytes"):
         # Source.read_at and _read in one call (cold index lookups make a few small reads);
         # subclasses that read their own way (their _read) and bad ranges take Source's path
         if type(self) is not FileSource or offset < 0 or length < 0 or offset + length > self.size:
             return Source.read_at(self, offset, length, what)
-        data = os.pread(self._fd, length, offset)
+        data = _memory.pread(self._fd, length, offset)
+        if data is None:
+            data = os.pread(self._fd, length, offset)
         if self.counter is not None or len(data) != length:
             return checked_read(data, length, offset, self.path, self.counter)
         return data

@@ -24,6 +24,7 @@ import struct
 
 import numpy as np
 
+from .. import memory as _memory
 from ..errors import IndexFormatError, UnsupportedTypeError
 from ..types import DataType, decimal_unscaled, long_keys, to_arrow_array, validity_mask
 from .base import COMPARISON_OPS, FileIndexReader, FileIndexWriter
@@ -236,7 +237,7 @@ class BsiReader(FileIndexReader):
                 continue
             mn, mx, ebm_at, at = lay
             ebm, _, _ = read_roaring_dense(d, ebm_at, -1, n, base, f"bsi {which} existence bitmap")
-            slices = np.zeros((len(at), nwords(n)), np.uint64)
+            slices = _memory.zeros((len(at), nwords(n)), np.uint64)
             for i, q in enumerate(at):
                 _k.decode_fast(d, q, -1, slices[i], n, base)
             parts.append(_Part(n, mn, mx, ebm, slices))

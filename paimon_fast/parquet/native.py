@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .. import memory as _memory
 from ..errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
 from ..source import BytesSource, FileObjSource, FileSource, Source, as_source
 from .footer import _MAX_METADATA, _Footer, _Unsupported, _footer, _footer_bytes, _schemas
@@ -719,13 +720,8 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
 
 
 def _buffer(n: int, dtype=np.uint8, fill=None) -> np.ndarray:
-    """A writable array of ``n`` values over memory of pyarrow's pool (which keeps freed memory for
-    the next read: a fresh allocation's pages cost a fault and a clearing each on first touch)."""
-    size = n * np.dtype(dtype).itemsize
-    arr = np.frombuffer(pa.allocate_buffer(size), dtype=dtype) if size else np.zeros(n, dtype=dtype)
-    if fill is not None:
-        arr.fill(fill)
-    return arr
+    """A writable array of ``n`` values over memory of pyarrow's pool (:mod:`paimon_fast.memory`)."""
+    return _memory.array(n, dtype, fill)
 
 
 def _metadata(files, schema):

@@ -11,6 +11,7 @@ import struct
 import numpy as np
 from pyroaring import BitMap
 
+from ... import memory as _memory
 from ...errors import IndexFormatError
 from ...predicate import TopN
 from ...result import BitmapResult
@@ -425,7 +426,7 @@ class RangeBitmapReader(FileIndexReader):
             )
         n = last + 1
         self._nbits = n
-        ebm = np.zeros(nwords(n), dtype=np.uint64)
+        ebm = _memory.zeros(nwords(n), np.uint64)
         _k.decode_fast(d, body, body + ebm_len, ebm, n, base)
         self._slice_table = (p + 14, S, body + ebm_len, base)
         self._ebm = ebm
@@ -441,7 +442,7 @@ class RangeBitmapReader(FileIndexReader):
         # one kernel call reads and bounds-checks the slice table
         layout = _k.slice_layout(d, at0, S, sbase, W, base).tolist()
         # the slices that are decoded share one allocation (one page-fault run, not one per slice)
-        rows = np.zeros((sum(1 for _, _, view in layout if view < 0), W), dtype=np.uint64)
+        rows = _memory.zeros((sum(1 for _, _, view in layout if view < 0), W), np.uint64)
         k = 0
         for at, ln, view in layout:
             if view >= 0:
