@@ -75,6 +75,25 @@ def test_listing_order_partitions_and_row_ids(tmp_path):
     assert list(offs.values()) == [0, 400, 800, 1200, 1600, 2000]
 
 
+def test_a_schema_is_read_once_per_file_version(tmp_path, monkeypatch):
+    """Every dataset object of the process takes the schema of a file version it knows without
+    opening the file; a rewritten first file (another version) is read again."""
+    make_dataset(tmp_path)
+    assert ParquetDataset(str(tmp_path)).schema().names == ["id", "name", "score", "status", "p"]
+    opened = []
+    real = pq.read_schema
+    monkeypatch.setattr(pq, "read_schema", lambda src, *a, **k: opened.append(src) or real(src, *a, **k))
+    assert ParquetDataset(str(tmp_path)).schema().names == ["id", "name", "score", "status", "p"]
+    assert not opened
+    first = tmp_path / "p=a" / "f0.parquet"
+    t = pq.read_table(first)
+    sink = pa.BufferOutputStream()
+    pq.write_table(t.append_column("extra", pa.array([1] * len(t))), sink)
+    write_atomic(str(first), sink.getvalue().to_pybytes())
+    assert "extra" in ParquetDataset(str(tmp_path)).schema().names
+    assert len(opened) == 1
+
+
 def test_build_catalog_and_idempotence(tmp_path):
     ds = make_dataset(tmp_path)
     rep = ds.build(BLOOM)

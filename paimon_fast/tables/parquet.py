@@ -149,6 +149,9 @@ HEAD_PREFETCH = 16384  # first bytes of a remote index container fetched with it
 # a leaf whose page index keeps at most 1/8 of a file's rows is answered by those pages (read and
 # filtered) without opening the file's index of the column
 PAGES_BEFORE_INDEX = 8
+# the Arrow schema of a data file version, by (its URI, its strong identity): every dataset object
+# of the process takes a snapshot's schema from its first file without opening it again
+_SCHEMAS: Dict[tuple, pa.Schema] = {}
 WRITE_ATTEMPTS = 5  # a build or delete that cannot be rebased starts over from a new snapshot this often
 
 
@@ -529,7 +532,9 @@ class ParquetDataset:
                 raise FileNotFoundError(f"no Parquet data files under {self.root!r}")
             f = files[0]
             key = (f.path, f.identity)
-            s = self._schemas.get(key)
+            # a version every rewrite changes is known process-wide; another only to this object
+            shared = (self.store.uri(f.abs_path), f.identity) if f.identity is not None and f.identity.strong else None
+            s = self._schemas.get(key) or (_SCHEMAS.get(shared) if shared is not None else None)
             if s is None:
                 try:
                     try:
@@ -543,6 +548,10 @@ class ParquetDataset:
                 if len(self._schemas) > 64:
                     self._schemas.clear()
                 self._schemas[key] = s
+                if shared is not None:
+                    if len(_SCHEMAS) > 256:
+                        _SCHEMAS.clear()
+                    _SCHEMAS[shared] = s
             return s
 
         return self._derived("data_schema", make)
