@@ -7,12 +7,9 @@ function of the row and removes the ids the test deleted."""
 
 from __future__ import annotations
 
-import os
-import posixpath
-
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+from trust_support import Where
 
 ROWS = 400  # a file
 FILES = 3  # a partition
@@ -57,47 +54,11 @@ def content(k: int, rows: int = ROWS, seed: int = 0) -> pa.Table:
     )
 
 
-class Place:
-    """A dataset's directory: locally (``fs`` None) or in a bucket (a pyarrow filesystem)."""
+class Place(Where):
+    """A dataset's directory (:class:`trust_support.Where`), its files written as pyarrow writes
+    them by default."""
 
-    def __init__(self, uri: str, fs=None, path: str = ""):
-        self.uri, self.fs, self.path = uri, fs, path or uri
-
-    def join(self, rel: str) -> str:
-        return os.path.join(self.path, rel) if self.fs is None else posixpath.join(self.path, rel)
-
-    def write(self, rel: str, table: pa.Table) -> None:
-        if self.fs is None:
-            os.makedirs(os.path.dirname(self.join(rel)), exist_ok=True)
-            pq.write_table(table, self.join(rel))
-        else:
-            with self.fs.open_output_stream(self.join(rel)) as out:
-                pq.write_table(table, out)
-
-    def data_files(self) -> list:
-        if self.fs is None:
-            out = []
-            for d, dirs, files in os.walk(self.path):
-                dirs[:] = [x for x in dirs if not x.startswith(("_", "."))]
-                out += [os.path.relpath(os.path.join(d, f), self.path) for f in files if f.endswith(".parquet")]
-            return sorted(x.replace(os.sep, "/") for x in out if not os.path.basename(x).startswith((".", "_")))
-        import pyarrow.fs as pafs
-
-        infos = self.fs.get_file_info(pafs.FileSelector(self.path, recursive=True))
-        rels = [i.path[len(self.path) + 1 :] for i in infos if i.type == pafs.FileType.File]
-        return sorted(r for r in rels if r.endswith(".parquet") and not any(p[:1] in "_." for p in r.split("/")))
-
-    def read(self, rel: str) -> pa.Table:
-        if self.fs is None:
-            return pq.read_table(self.join(rel))
-        with self.fs.open_input_file(self.join(rel)) as f:
-            return pq.read_table(f)
-
-    def metadata(self, rel: str):
-        if self.fs is None:
-            return pq.ParquetFile(self.join(rel)).metadata
-        with self.fs.open_input_file(self.join(rel)) as f:
-            return pq.ParquetFile(f).metadata
+    write_options: dict = {}
 
 
 def make(place: Place, parts=PARTS, files: int = FILES) -> None:

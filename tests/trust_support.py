@@ -55,7 +55,10 @@ def content(k: int, base: int = 0, rows: int = ROWS) -> pa.Table:
 
 
 class Where:
-    """A dataset's directory: locally (``fs`` None) or in a bucket (a pyarrow filesystem)."""
+    """A dataset's directory: locally (``fs`` None) or in a bucket (a pyarrow filesystem); data
+    files written with :attr:`write_options`."""
+
+    write_options = WRITE
 
     def __init__(self, uri: str, fs=None, path: str = ""):
         self.uri, self.fs, self.path = uri, fs, path or uri
@@ -66,18 +69,19 @@ class Where:
     def write(self, rel: str, table: pa.Table) -> None:
         if self.fs is None:
             os.makedirs(os.path.dirname(self.join(rel)), exist_ok=True)
-            pq.write_table(table, self.join(rel), **WRITE)
+            pq.write_table(table, self.join(rel), **self.write_options)
         else:
             with self.fs.open_output_stream(self.join(rel)) as out:
-                pq.write_table(table, out, **WRITE)
+                pq.write_table(table, out, **self.write_options)
 
     def data_files(self) -> list:
+        """The data files a plain reader lists (hidden names skipped as Spark skips them)."""
         if self.fs is None:
             out = []
             for d, dirs, files in os.walk(self.path):
                 dirs[:] = [x for x in dirs if not x.startswith(("_", "."))]
                 out += [os.path.relpath(os.path.join(d, f), self.path) for f in files if f.endswith(".parquet")]
-            return sorted(x.replace(os.sep, "/") for x in out if not x.startswith((".", "_")))
+            return sorted(x.replace(os.sep, "/") for x in out if not os.path.basename(x).startswith((".", "_")))
         import pyarrow.fs as pafs
 
         infos = self.fs.get_file_info(pafs.FileSelector(self.path, recursive=True))
@@ -89,6 +93,12 @@ class Where:
             return pq.read_table(self.join(rel))
         with self.fs.open_input_file(self.join(rel)) as f:
             return pq.read_table(f)
+
+    def metadata(self, rel: str):
+        if self.fs is None:
+            return pq.ParquetFile(self.join(rel)).metadata
+        with self.fs.open_input_file(self.join(rel)) as f:
+            return pq.ParquetFile(f).metadata
 
     def size(self, rel: str) -> int:
         if self.fs is None:

@@ -19,7 +19,7 @@ from typing import List, Optional, Tuple
 
 from ..errors import IndexFormatError
 from ..predicate import Leaf
-from .stats import _INT32, _INT64, ChunkStats, _chunk, _decode, _kind, _lit, _unsigned, file_stats
+from .stats import _INT32, _INT64, ChunkStats, _chunk, _decode, _lit, _unsigned, file_stats, stat_kind
 
 _OPS = ("equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal", "between", "in")
 _MAX_COLUMN_INDEX = 16 << 20
@@ -77,7 +77,7 @@ def page_answer(
     from ..parquet.footer import _Unsupported, _footer, _pages
     from ..parquet.native import _open
 
-    kind = _kind(arrow_type)
+    kind = stat_kind(arrow_type)
     if kind is None or leaf.op not in (*_OPS, "is_null", "is_not_null"):
         return None
     if leaf.op in _OPS:

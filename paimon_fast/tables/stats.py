@@ -105,7 +105,9 @@ def _decode(physical: int, raw):
     return None
 
 
-def _kind(t: pa.DataType) -> Optional[str]:
+def stat_kind(t: pa.DataType) -> Optional[str]:
+    """How statistics of a column of Arrow type ``t`` compare: ``"int"``, ``"float"``, ``"str"``,
+    ``"bytes"``, or None (not compared)."""
     if pa.types.is_integer(t) and pa.types.is_signed_integer(t):
         return "int"
     if pa.types.is_floating(t):
@@ -191,7 +193,7 @@ def leaf_answer(leaf: Leaf, stats: Optional[List[ChunkStats]], t: pa.DataType):
     its Arrow type)."""
     if stats is None or not stats:
         return None
-    kind = _kind(t)
+    kind = stat_kind(t)
     if kind is None:
         return None
     op = leaf.op

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import OptionError
-from .stats import ChunkStats
+from .stats import ChunkStats, stat_kind
 
 MAX_STAT_BYTES = 64
 COMPRESSIONS = ("snappy", "zstd")
@@ -152,15 +152,10 @@ def write_file(
 
 
 def _stat_kind(t: pa.DataType) -> Optional[str]:
-    if pa.types.is_dictionary(t):
-        return _stat_kind(t.value_type)
-    if pa.types.is_integer(t) and pa.types.is_signed_integer(t):
-        return "int"
-    if pa.types.is_floating(t):
-        return "float"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "str"
-    return None
+    """The kind of statistics the catalog records of a column of type ``t`` (None: none): as the
+    files' own (:func:`paimon_fast.tables.stats.stat_kind`), but no binary bounds (JSON holds text)."""
+    kind = stat_kind(t.value_type if pa.types.is_dictionary(t) else t)
+    return None if kind == "bytes" else kind
 
 
 def column_stats(col) -> Optional[dict]:
