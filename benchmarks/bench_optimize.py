@@ -34,7 +34,6 @@ the generator's own random streams), never from an engine.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -392,12 +391,7 @@ def main(argv=None):
     md = table(res)
     md += f"\nload average before / after: {res['load_before']} / {res['load_after']}\n"
     print(md)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(md)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=1, default=str)
+    bench_peers.write_outputs(md, res, args.out, args.json)
     return 0
 
 

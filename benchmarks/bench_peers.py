@@ -312,13 +312,18 @@ def main(argv=None):
             os.remove(res_path)
     md = table(results)
     print(md)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(md)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+    write_outputs(md, results, args.out, args.json)
     return 0
+
+
+def write_outputs(md: str, results, out=None, json_path=None) -> None:
+    """The markdown tables to ``out`` and the raw results to ``json_path`` (each when given)."""
+    if out:
+        with open(out, "w") as f:
+            f.write(md)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(results, f, indent=1, default=str)
 
 
 # ---------------------------------------------------------------- the pytest-benchmark part
