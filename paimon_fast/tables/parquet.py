@@ -636,10 +636,15 @@ class ParquetDataset:
     def _entry_matches(self, f: DataFile, entry: Optional[dict]) -> bool:
         return _identity.usable(self.trust(f, entry))
 
-    def _index_current(self, f: DataFile, entry: Optional[dict], digest: Optional[str]) -> bool:
-        if not self._entry_matches(f, entry):
+    def _index_current(
+        self, f: DataFile, entry: Optional[dict], digest: Optional[str], verdict: Optional[str] = None
+    ) -> bool:
+        """Does ``entry``'s file index describe ``f`` as listed (and, with ``digest``, was it built
+        with those options)?  ``verdict``: :meth:`trust` of the two, when the caller has it."""
+        verdict = self.trust(f, entry) if verdict is None else verdict
+        if not _identity.usable(verdict):
             return False
-        if digest is not None and self.trust(f, entry) == _identity.COPIED:
+        if digest is not None and verdict == _identity.COPIED:
             return False  # a build makes a copy's index exact again
         fi = entry.get("file_index")
         if not fi or (digest is not None and fi.get("digest") != digest):
@@ -984,10 +989,11 @@ class ParquetDataset:
             memo[key] = got
         return memo[key]
 
-    def verified(self, f: DataFile, entry: Optional[dict]) -> bool:
+    def verified(self, f: DataFile, entry: Optional[dict], verdict: Optional[str] = None) -> bool:
         """May the index answers for ``f`` be taken as exact: its identity is strong and the same as
-        recorded, and its index bytes are checksummed (an inline index is, by the catalog's seal)."""
-        if self.trust(f, entry) != _identity.VERIFIED:
+        recorded, and its index bytes are checksummed (an inline index is, by the catalog's seal).
+        ``verdict``: :meth:`trust` of the two, when the caller has it."""
+        if (self.trust(f, entry) if verdict is None else verdict) != _identity.VERIFIED:
             return False
         fi = (entry or {}).get("file_index") or {}
         return "inline" in fi and self.read_catalog().sealed or fi.get("checksum") is not None
@@ -1042,19 +1048,20 @@ class ParquetDataset:
         def evaluate(f: DataFile) -> FilePlan:
             rows = counts[f.path]
             entry = entries.get(f.path)
+            verdict = self.trust(f, entry)  # (judged once: every check below asks it)
             # an index over the file's current bytes answers correctly whatever options built it
-            indexed = self._index_current(f, entry, None)
+            indexed = self._index_current(f, entry, None, verdict)
             why = None if indexed else self.why_unindexed(f, entry)
             if pred is None:
                 return FilePlan(f, REMAIN, rows, indexed, exact=True, why=why)
-            sure = indexed and self.verified(f, entry)  # its index answers may be taken as exact
+            sure = indexed and self.verified(f, entry, verdict)  # its index answers may be taken as exact
             err = None
             opened = [False, None]  # the index, opened when a leaf first needs it
             exact = [True]  # every leaf visited was answered exactly
             part = dict(f.partition)
             stats = {}  # column -> the file's statistics of it (read on first need)
             # the catalog's statistics of the file, if they describe its listed version
-            trusted = bool(entry) and "stats" in entry and self._entry_matches(f, entry)
+            trusted = bool(entry) and "stats" in entry and _identity.usable(verdict)
             file_indexed = ((entry or {}).get("file_index") or {}).get("types") or {} if indexed else {}
             clustered = clustered_columns(entry) if trusted else ()
             one_group = trusted and entry.get("row_groups") == 1
