@@ -110,6 +110,14 @@ class BitmapResult(FileIndexResult):
         self._bitmap = bitmap
         self._thunk = thunk
 
+    @classmethod
+    def of_ranges(cls, ranges) -> "BitmapResult":
+        """The rows of ``ranges``: ``(start, stop, ...)`` tuples (what follows stop is ignored)."""
+        bm = BitMap()
+        for r in ranges:
+            bm.add_range(r[0], r[1])
+        return cls(bm)
+
     @property
     def bitmap(self) -> BitMap:
         if self._bitmap is None:

@@ -99,20 +99,20 @@ class FileSource(Source):
         self.path, self._fd, self.size, self.counter = path, fd, size, None
         return self
 
-    def _read(self, offset, length):
+    def _pread(self, offset, length):
+        """The bytes at ``offset``: large reads into pool memory, small ones as ``bytes``."""
         data = _memory.pread(self._fd, length, offset)
-        if data is None:
-            data = os.pread(self._fd, length, offset)
-        return checked_read(data, length, offset, self.path, self.counter)
+        return os.pread(self._fd, length, offset) if data is None else data
+
+    def _read(self, offset, length):
+        return checked_read(self._pread(offset, length), length, offset, self.path, self.counter)
 
     def read_at(self, offset: int, length: int, what: str = "bytes"):
         # Source.read_at and _read in one call (cold index lookups make a few small reads);
         # subclasses that read their own way (their _read) and bad ranges take Source's path
         if type(self) is not FileSource or offset < 0 or length < 0 or offset + length > self.size:
             return Source.read_at(self, offset, length, what)
-        data = _memory.pread(self._fd, length, offset)
-        if data is None:
-            data = os.pread(self._fd, length, offset)
+        data = self._pread(offset, length)
         if self.counter is not None or len(data) != length:
             return checked_read(data, length, offset, self.path, self.counter)
         return data

@@ -257,7 +257,6 @@ def _statistics_rows(ds, pred, cols, counts) -> List[IndexUse]:
     """A row per predicate column whose files' Parquet statistics settled a leaf for some file
     (the plan consults them before any index: :mod:`paimon_fast.tables.stats`), with what they
     alone remove."""
-    from pyroaring import BitMap
 
     from ..result import SKIP
     from .stats import leaf_answer
@@ -283,10 +282,7 @@ def _statistics_rows(ds, pred, cols, counts) -> List[IndexUse]:
                 u.used = True  # a leaf settled by the statistics in this file
                 if said == "skip":
                     return SKIP
-                bm = BitMap()
-                for a, b in [(0, rows)] if said == "all" else said:
-                    bm.add_range(a, b)
-                return BitmapResult(bm)
+                return BitmapResult.of_ranges([(0, rows)] if said == "all" else said)
 
             t.removed(_alone(pred, c, answer), rows)
         if u.used:  # (a column whose statistics settle nothing is left out: they were only a try)
@@ -299,7 +295,6 @@ def _page_rows(ds, pred, cols, counts) -> List[IndexUse]:
     in some file, where the plan asks them (a column an optimize clustered the file by, or one the
     footer says it is sorted by: :meth:`ParquetDataset._pages_asked_for`), with what they alone
     remove (the rows of the other pages)."""
-    from pyroaring import BitMap
 
     from ..result import SKIP
 
@@ -325,10 +320,7 @@ def _page_rows(ds, pred, cols, counts) -> List[IndexUse]:
                 answered.append(1)
                 if not pages:
                     return SKIP
-                bm = BitMap()
-                for a, b, _ in pages:
-                    bm.add_range(a, b)
-                return BitmapResult(bm)
+                return BitmapResult.of_ranges(pages)
 
             res = _alone(pred, c, answer)
             if answered:

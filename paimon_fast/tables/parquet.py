@@ -1102,10 +1102,7 @@ class ParquetDataset:
                     if said == "all":
                         return answered(BitmapResult(range_bitmap(0, rows)), True)
                     if isinstance(said, list):  # row groups wholly in, the others wholly out
-                        bm = BitMap()
-                        for a, b in said:
-                            bm.add_range(a, b)
-                        return answered(BitmapResult(bm), True)
+                        return answered(BitmapResult.of_ranges(said), True)
                 g = gi.result(leaf, f.path)
                 if g is not None:
                     return answered(g, gi.exact(leaf))
@@ -1121,10 +1118,7 @@ class ParquetDataset:
                         # the column's index; else the index, if any, may answer exactly
                         few = kept * PAGES_BEFORE_INDEX <= rows if leaf.name in file_indexed else kept < rows
                         if sure_pages or few:
-                            bm = BitMap()
-                            for a, b, _ in pages:
-                                bm.add_range(a, b)
-                            return answered(BitmapResult(bm), sure_pages)
+                            return answered(BitmapResult.of_ranges(pages), sure_pages)
                 idx = index()
                 if idx is None:
                     return answered(REMAIN, False)
