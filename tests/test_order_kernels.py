@@ -171,3 +171,57 @@ def test_strategy_errors():
         order.sort_permutation(t, ["x"], "hilbert")
     with pytest.raises(UnsupportedTypeError, match="'m'"):
         order.sort_permutation(t, ["m"], "zorder")
+
+
+def _mixed_table(rows: int, seed: int) -> pa.Table:
+    import decimal
+
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, 10, rows)
+    specials = [float("nan"), -0.0, 0.0, float("inf"), -float("inf"), -1.5]
+    return pa.table(
+        {
+            # strings sharing 8-byte prefixes (the key keeps only those), with NULs and nulls
+            "s": [None if p == 0 else "prefix\0" + "ab"[p % 2] * int(rng.integers(0, 4)) for p in pick],
+            "x": [None if p == 1 else specials[p % 6] if p < 5 else float(rng.uniform(-5, 5)) for p in pick],
+            "i": rng.integers(-3, 4, rows).tolist(),
+            "d": pa.array(
+                [None if p == 2 else decimal.Decimal(int(rng.integers(-999, 999))) / 100 for p in pick],
+                pa.decimal128(6, 2),
+            ),
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "by,strategy",
+    [
+        (["s", "x"], "order"),
+        (["x", "i"], "order"),
+        (["i", "x"], "order"),
+        (["d", "i"], "order"),
+        (["x", "i"], "zorder"),
+        (["s", "i"], "hilbert"),
+    ],
+)
+def test_range_keys_never_decrease_along_the_order(by, strategy):
+    # the Spark optimize cuts the order by these keys: every range must be contiguous in it
+    t = _mixed_table(3000, 5)
+    keys = order.range_keys(t, by, strategy)
+    ordered = keys[order.sort_permutation(t, by, strategy)]
+    assert (ordered[1:] >= ordered[:-1]).all()
+    samples = [(order.quantile_sample(keys[a : a + 1000], 60), 1000) for a in (0, 1000, 2000)]
+    bounds = order.range_bounds(samples, 6)
+    assert 1 <= len(bounds) <= 5 and (bounds[1:] > bounds[:-1]).all()
+    dest = np.searchsorted(bounds, ordered, side="right")
+    assert (np.diff(dest) >= 0).all()
+
+
+def test_range_bounds_cut_equal_rows():
+    keys = order.range_keys(pa.table({"v": np.arange(100_000)[::-1].copy()}), ["v"])
+    samples = [(order.quantile_sample(keys[a : a + 25_000], 200), 25_000) for a in range(0, 100_000, 25_000)]
+    dest = np.searchsorted(order.range_bounds(samples, 8), keys, side="right")
+    sizes = np.bincount(dest)
+    assert len(sizes) == 8 and sizes.min() > 0.95 * 12_500 and sizes.max() < 1.05 * 12_500
+    assert len(order.range_bounds([(keys[:1].repeat(5), 5)], 4)) == 0  # one key: nothing to cut
+    assert len(order.range_bounds([], 4)) == 0 and len(order.quantile_sample(keys[:0], 3)) == 0

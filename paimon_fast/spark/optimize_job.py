@@ -1,24 +1,31 @@
 """``optimize`` on Spark's executors, and the ``paimon-fast optimize`` command.
 
 :func:`optimize` runs :func:`paimon_fast.tables.optimize.optimize` with its step 2 (read, order,
-write) on Spark: the driver takes the snapshot and makes every commit as the in-process run does;
-the executors
+write) on Spark: the driver takes the snapshot and makes every commit as the in-process run does.
+The rows never pass through Spark: they are shuffled through the run's staging directory
+(``_optimize/<run id>/shuffle/``, hidden from every reader and removed with the run), and only
+small results travel back to the driver.  Three ``mapInArrow`` jobs over ``spark.range``:
 
-1. read the files to rewrite (``mapInArrow`` tasks over ``spark.range``, one file a task, the
-   native Parquet reader, deletion vectors applied, each file checked to be the version listed),
-   adding the partition's number and, for ``zorder`` / ``hilbert``, the key (Paimon's bytes, the
-   kernels of :mod:`paimon_fast.tables.order`);
-2. cluster them as Paimon's Spark sorters do: ``repartitionByRange`` then ``sortWithinPartitions``
-   by the partition and the columns (``order``) or the key;
-3. write each Spark partition's rows of each dataset partition as one new file (``mapInArrow``:
-   the in-process run's per-file step, :func:`paimon_fast.tables.optimize.write_rows`: page index,
-   row-capped pages, file index, statistics), staged under the run's directory; only the catalog
-   entries travel back.
+1. **sample**: one task a file to rewrite reads its cluster columns (the native Parquet reader,
+   deletion vectors applied, the file checked to be the version listed) and returns evenly spaced
+   keys of its rows in the cluster order (:func:`paimon_fast.tables.order.range_keys`, bytes that
+   never decrease along the order).  The driver cuts each dataset partition's keys into as many
+   ranges as new files it wants (its bytes over the target file size), about equal in rows, as
+   Spark's ``RangePartitioner`` does with its sample, and as Paimon's Spark sorters cluster
+   (``repartitionByRange`` then ``sortWithinPartitions``);
+2. **cut**: one task a file reads all its columns, gives each row the range its key falls in and
+   writes the rows as one Arrow IPC file of one record batch a range;
+3. **write**: one task a range reads its batch of every IPC file, orders the rows
+   (:func:`paimon_fast.tables.order.sort_permutation`) and writes them as a new file (cut in
+   several if the range came out much larger than planned) with the in-process run's per-file
+   step, :func:`paimon_fast.tables.optimize.write_rows` (page index, row-capped pages, file
+   index, statistics), staged under the run's directory; the catalog entries travel back.
 
-Types Spark cannot carry unchanged (unsigned integers, nanosecond timestamps, time of day) are
-refused with a clear error: the in-process run takes them.  A local dataset path must be one every
-executor sees at the same path; datasets on object stores are read and written through pyarrow's
-filesystems as the other jobs do (:mod:`paimon_fast.spark.remote`).
+Every Arrow type the in-process run takes passes unchanged (no conversion to Spark rows).  The
+staging directory holds the rows once more, uncompressed on local disk (LZ4 frames on remote
+stores), until the write job ends.  A local dataset path must be one every executor sees at the
+same path; datasets on object stores are read and written through pyarrow's filesystems as the
+other jobs do (:mod:`paimon_fast.spark.remote`).
 """
 
 from __future__ import annotations
@@ -30,134 +37,177 @@ import time
 from typing import Callable, Optional
 
 from ..cli import command
-from ..errors import UnsupportedTypeError
 
-PART = "__pf_part"
-KEY = "__pf_key"
+SAMPLE_PER_FILE = 20  # sampled keys a new file of the partition, as Spark's RangePartitioner (x3 over files)
+SAMPLE_MAX = 1_000_000  # sampled keys a partition at most
 
 
-def _check_spark_types(schema) -> None:
+def _shuffle_path(store, root: str, oid: str, i: int) -> str:
+    from ..tables.optimize import OPT_DIR, _rel_join
+
+    return _rel_join(store, root, f"{OPT_DIR}/{oid}/shuffle/{i:06d}.arrow")
+
+
+def _open_ipc(store, path: str):
     import pyarrow as pa
 
-    for f in schema:
-        t = f.type
-        bad = (
-            pa.types.is_unsigned_integer(t)
-            or (pa.types.is_timestamp(t) and t.unit == "ns")
-            or pa.types.is_time(t)
-            or pa.types.is_dictionary(t)
-        )
-        if bad:
-            raise UnsupportedTypeError(
-                f"column {f.name!r} of type {t} does not pass through Spark unchanged: optimize it in-process "
-                "(ParquetDataset.optimize, or paimon-fast optimize without --spark)"
-            )
+    return pa.memory_map(path) if store.local else store.fs.open_input_file(path)
 
 
 def _rewrite_on_spark(spark, parallelism: Optional[int] = None):
     """The ``rewrite`` hook of :func:`paimon_fast.tables.optimize.optimize`: step 2 on Spark."""
 
     def rewrite(view, todo, plan):
+        import numpy as np
         import pyarrow as pa
 
         from ..tables.optimize import _NewFile
-        from .frames import arrow_schema, task_frame, task_numbers
-        from .remote import spark_schema
+        from ..tables.order import range_bounds
+        from .frames import task_frame, task_numbers
 
         schema = plan["schema"]
-        _check_spark_types(schema)
         parts = list(todo)
         files = [(pi, f) for pi, part in enumerate(parts) for f in todo[part]]
         names = schema.names
-        by = plan["cluster_by"]
-        strategy = plan["strategy"]
+        by, strategy = plan["cluster_by"], plan["strategy"]
         counts, vectors = plan["counts"], plan["vectors"]
-        store, root = view.store, view.root
-        data_spark = spark_schema(view)
-        from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
-
-        fields = [f for f in data_spark.fields if f.name in names]
-        read_schema = StructType(
-            fields
-            + [StructField(PART, IntegerType(), False)]
-            + ([StructField(KEY, BinaryType())] if strategy != "order" else [])
-        )
-        read_arrow = arrow_schema(read_schema)
+        store, root, oid = view.store, view.root, plan["oid"]
         shipped = {k: v for k, v in plan.items() if k not in ("progress", "phases", "vectors", "counts")}
+        target = max(1, plan["opts"].target_file_size)
+        rows_of = [counts[f.path] - (vectors[f.path].cardinality if f.path in vectors else 0) for _, f in files]
+        part_rows = [0] * len(parts)
+        part_bytes = [0] * len(parts)
+        for (pi, f), n in zip(files, rows_of):
+            part_rows[pi] += n
+            part_bytes[pi] += f.size
+        pieces = [max(1, math.ceil(b / target)) for b in part_bytes]
+        sample = [
+            min(n, max(1, math.ceil(min(SAMPLE_MAX, 3 * SAMPLE_PER_FILE * pieces[pi]) * n / max(1, part_rows[pi]))))
+            for (pi, _), n in zip(files, rows_of)
+        ]
+        phases = plan["phases"]
+        sample_schema = pa.schema(
+            [("task", pa.int32()), ("rows", pa.int64()), ("width", pa.int32()), ("keys", pa.binary())]
+        )
+        cut_schema = pa.schema(
+            [("task", pa.int32()), ("dest", pa.int32()), ("batch", pa.int32()), ("rows", pa.int64())]
+        )
 
-        def read(batches):
+        def read(i, columns):
             from ..parquet.native import read_files
             from ..result import REMAIN
-            from ..tables.order import cluster_keys
             from ..tables.plan import FilePlan
 
+            _, f = files[i]
+            p = FilePlan(f, REMAIN, counts[f.path], False, deletion_vector=vectors.get(f.path))
+            t, _ = read_files([(view._input(f), view._kept_positions(p, None))], columns, schema=schema)
+            view._read_done(f)
+            return t
+
+        def sample_task(batches):
+            from ..tables.order import quantile_sample, range_keys
+
             for i in task_numbers(batches):
-                pi, f = files[i]
-                p = FilePlan(f, REMAIN, counts[f.path], False, deletion_vector=vectors.get(f.path))
-                t, _ = read_files([(view._input(f), view._kept_positions(p, None))], names, schema=schema)
-                view._read_done(f)
-                cols = [t.column(c) for c in names] + [pa.array([pi] * t.num_rows, pa.int32())]
-                if strategy != "order":
-                    words = cluster_keys(t, by, strategy)
-                    be = words.T.astype(">u8").copy().view(f"S{8 * words.shape[0]}").ravel()
-                    cols.append(pa.array(be.tolist() if t.num_rows else [], pa.binary()))
-                out = pa.Table.from_arrays(cols, schema=read_arrow)
-                for b in out.to_batches(max_chunksize=1 << 16):
-                    yield b
-
-        t0 = time.perf_counter()
-        src_bytes = sum(f.size for _, f in files)
-        n_out = max(1, math.ceil(src_bytes / max(1, plan["opts"].target_file_size)))
-        df = task_frame(spark, len(files), read, read_schema, parallelism or len(files))
-        order_cols = [PART, *(by if strategy == "order" else [KEY])]
-        df = df.repartitionByRange(n_out, *order_cols).sortWithinPartitions(*order_cols)
-        rels_dir = {pi: "/".join(todo[part][0].path.split("/")[:-1]) for pi, part in enumerate(parts)}
-        out_schema = "rel string, staged string, rows long, size long, entry string"
-
-        def write(batches):
-            from pyspark import TaskContext
-
-            from ..tables.optimize import write_rows
-
-            task = TaskContext.get().partitionId()
-            cur, held = None, []
-
-            def flush(pi, held):
-                t = pa.Table.from_batches(held).select(names).cast(schema)
-                d = rels_dir[pi]
-                rel = f"{d + '/' if d else ''}part-{shipped['oid']}-{task:05d}-{pi:04d}.parquet"
-                nf = write_rows(store, root, rel, t, dict(shipped, gi_cols=[]))
-                return pa.RecordBatch.from_pydict(
-                    {
-                        "rel": [nf.rel],
-                        "staged": [nf.staged],
-                        "rows": [nf.rows],
-                        "size": [nf.size],
-                        "entry": [json.dumps(nf.entry)],
-                    }
+                keys = range_keys(read(i, by), by, strategy)
+                s = quantile_sample(keys, sample[i])
+                yield pa.RecordBatch.from_pydict(
+                    {"task": [i], "rows": [len(keys)], "width": [s.dtype.itemsize], "keys": [s.tobytes()]},
+                    schema=sample_schema,
                 )
 
-            for b in batches:
-                if b.num_rows == 0:
-                    continue
-                pcol = b.column(b.schema.get_field_index(PART)).to_numpy()
-                # a Spark partition holds one dataset partition's rows after another
-                starts = [0] + [k for k in range(1, len(pcol)) if pcol[k] != pcol[k - 1]] + [len(pcol)]
-                for a, z in zip(starts, starts[1:]):
-                    pi = int(pcol[a])
-                    if cur is not None and pi != cur:
-                        yield flush(cur, held)
-                        held = []
-                    cur = pi
-                    held.append(b.slice(a, z - a))
-            if held:
-                yield flush(cur, held)
+        def cut_task(batches):
+            from ..tables.order import range_keys
+
+            for i in task_numbers(batches):
+                pi = files[i][0]
+                t = read(i, names)
+                d = np.searchsorted(bounds[pi], range_keys(t, by, strategy), side="right")
+                order = np.argsort(d, kind="stable")
+                sizes = np.bincount(d, minlength=len(bounds[pi]) + 1)
+                t = t.take(pa.array(order, pa.int64())).combine_chunks()
+                sink = pa.BufferOutputStream()
+                opts = pa.ipc.IpcWriteOptions(compression=None if store.local else "lz4")
+                out = {"task": [], "dest": [], "batch": [], "rows": []}
+                with pa.ipc.new_file(sink, t.schema, options=opts) as w:
+                    at = 0
+                    for dest, n in enumerate(sizes.tolist()):
+                        if n:
+                            for b in t.slice(at, n).to_batches(max_chunksize=n):
+                                w.write_batch(b)
+                            out["task"].append(i)
+                            out["dest"].append(dest)
+                            out["batch"].append(len(out["batch"]))
+                            out["rows"].append(n)
+                        at += n
+                path = _shuffle_path(store, root, oid, i)
+                store.makedirs(store.dirname(path))
+                store.write_atomic(path, memoryview(sink.getvalue()))
+                yield pa.RecordBatch.from_pydict(out, schema=cut_schema)
+
+        def write_task(batches):
+            from ..tables.optimize import write_rows
+            from ..tables.order import sort_permutation
+
+            for k in task_numbers(batches):
+                pi, dest, held = outputs[k]
+                got = []
+                for i, b in held:
+                    f = _open_ipc(store, _shuffle_path(store, root, oid, i))
+                    try:
+                        got.append(pa.ipc.open_file(f).get_batch(b))
+                    finally:
+                        f.close()
+                t = pa.Table.from_batches(got, schema=got[0].schema)
+                t = t.take(pa.array(sort_permutation(t, by, strategy), pa.int64()))
+                per = max(1, math.ceil(part_rows[pi] / pieces[pi]))
+                n_files = max(1, round(t.num_rows / per))
+                cuts = [t.num_rows * j // n_files for j in range(n_files + 1)]
+                for j, (a, z) in enumerate(zip(cuts, cuts[1:])):
+                    d = rels_dir[pi]
+                    rel = f"{d + '/' if d else ''}part-{oid}-{dest:05d}-{j:03d}.parquet"
+                    nf = write_rows(store, root, rel, t.slice(a, z - a), dict(shipped, gi_cols=[]))
+                    yield pa.RecordBatch.from_pydict(
+                        {
+                            "rel": [nf.rel],
+                            "staged": [nf.staged],
+                            "rows": [nf.rows],
+                            "size": [nf.size],
+                            "entry": [json.dumps(nf.entry)],
+                        }
+                    )
 
         from .env import arrow_only
 
+        t0 = time.perf_counter()
         with arrow_only():
-            rows = df.mapInArrow(write, out_schema).collect()
-        plan["phases"]["spark"] = time.perf_counter() - t0
+            got = task_frame(spark, len(files), sample_task, "task int, rows long, width int, keys binary", parallelism)
+            got = got.collect()
+        t1 = time.perf_counter()
+        phases["spark.sample"] = t1 - t0
+        samples = [[] for _ in parts]
+        for r in got:
+            keys = np.frombuffer(r["keys"], dtype=f"S{r['width']}") if r["rows"] else np.empty(0, "S8")
+            samples[files[r["task"]][0]].append((keys, r["rows"]))
+        bounds = [range_bounds(samples[pi], pieces[pi]) for pi in range(len(parts))]
+        with arrow_only():
+            got = task_frame(
+                spark, len(files), cut_task, "task int, dest int, batch int, rows long", parallelism
+            ).collect()
+        t2 = time.perf_counter()
+        phases["spark.cut"] = t2 - t1
+        by_dest = {}
+        for r in got:
+            by_dest.setdefault((files[r["task"]][0], r["dest"]), []).append((r["task"], r["batch"]))
+        outputs = [(pi, dest, sorted(held)) for (pi, dest), held in sorted(by_dest.items())]
+        rels_dir = {pi: "/".join(todo[part][0].path.split("/")[:-1]) for pi, part in enumerate(parts)}
+        out_schema = "rel string, staged string, rows long, size long, entry string"
+        with arrow_only():
+            rows = task_frame(spark, len(outputs), write_task, out_schema, parallelism).collect()
+        phases["spark.write"] = time.perf_counter() - t2
+        from ..tables.optimize import OPT_DIR, _rel_join, _remove_tree
+
+        _remove_tree(store, _rel_join(store, root, f"{OPT_DIR}/{oid}/shuffle"))
+        phases["spark"] = time.perf_counter() - t0
         out = [_NewFile(r["rel"], r["staged"], r["rows"], r["size"], json.loads(r["entry"]), {}) for r in rows]
         return sorted(out, key=lambda n: n.rel)
 
@@ -177,7 +227,9 @@ def optimize(
     """:meth:`ParquetDataset.optimize <paimon_fast.tables.ParquetDataset.optimize>` of the dataset at
     ``path`` with the rows read, ordered and written on Spark's executors (module docstring): the
     same options, the same commit and the same report (``report.phases["spark"]``: the Spark jobs'
-    time).  ``parallelism``: the read job's tasks (default: one a file)."""
+    time, and ``spark.sample`` / ``spark.cut`` / ``spark.write``: its three jobs).  ``parallelism``:
+    the Spark tasks of each job (default: twice Spark's default parallelism; each task takes its
+    share of the files, then of the new files)."""
     from ..tables.parquet import FileIndexBuilder, ParquetDataset, ensure_index_types, store_index
     from ..tables.optimize import optimize as run
 

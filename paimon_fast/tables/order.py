@@ -297,3 +297,67 @@ def sort_permutation(table: pa.Table, columns: Sequence[str], strategy: str = "o
         )
         return idx.to_numpy().astype(np.int64)
     return _k().radix_argsort(keys)
+
+
+def range_keys(table: pa.Table, columns: Sequence[str], strategy: str = "order") -> np.ndarray:
+    """A fixed-width byte key a row (a numpy ``S`` array, compared as bytes) that never
+    decreases along :func:`sort_permutation`'s order, for cutting that order into ranges without
+    sorting everything in one place (the Spark optimize: rows whose keys fall between the same
+    two bounds are contiguous in the order).
+
+    The key words of ``zorder`` / ``hilbert`` and of ``order`` by fixed-width columns are the
+    sort's own (exact).  ``order`` by a string or binary column keeps its first 8 bytes
+    (zero-filled: a shorter string never sorts after a longer one with its bytes), by a decimal
+    its double value; both can tie where the order does not, so the key ends after such a column
+    (a later column would break the monotony among ties).  Every ``order`` column carries its
+    validity word first (nulls first), so keys of a column with and without nulls compare."""
+    strategy = check_strategy(strategy, columns)
+    n = table.num_rows
+    if strategy != "order":
+        words = cluster_keys(table, columns, strategy)
+    else:
+        parts = []
+        for c in columns:
+            arr = _plain(table.column(c))
+            valid = _valid(arr)
+            parts.append(np.ones(n, np.uint64) if valid is None else valid.astype(np.uint64))
+            fam = _family(arr.type)
+            if fam == "bytes":
+                parts.append(_bytes_words(arr, right=False, null_word=0))
+                break
+            if fam == "decimal":
+                parts.append(_order_words(arr.cast(pa.float64()))[-1])
+                break
+            parts.append(_order_words(arr)[-1])
+        words = np.stack(parts)
+    width = 8 * words.shape[0]
+    be = np.ascontiguousarray(words.T, dtype=">u8")
+    return be.view(f"S{width}").reshape(n)
+
+
+def quantile_sample(keys: np.ndarray, size: int) -> np.ndarray:
+    """``size`` keys evenly spaced through ``keys`` sorted (all of them when there are fewer): a
+    sample each of whose keys stands for ``len(keys) / len(sample)`` rows."""
+    n = len(keys)
+    s = np.sort(keys, kind="stable")
+    if n <= size:
+        return s
+    at = ((np.arange(size) + 0.5) * (n / size)).astype(np.int64)
+    return s[np.minimum(at, n - 1)]
+
+
+def range_bounds(samples: Sequence[tuple], pieces: int) -> np.ndarray:
+    """At most ``pieces - 1`` ascending distinct keys cutting the rows the ``samples`` stand for
+    (``[(keys, rows they stand for)]``, as :func:`quantile_sample` draws them) into ``pieces``
+    ranges of about equal rows; a row goes to range ``searchsorted(bounds, key, "right")``."""
+    samples = [(k, r) for k, r in samples if len(k)]
+    if pieces <= 1 or not samples:
+        return np.empty(0, dtype=samples[0][0].dtype if samples else "S8")
+    keys = np.concatenate([k for k, _ in samples])
+    weight = np.concatenate([np.full(len(k), r / len(k)) for k, r in samples])
+    order = np.argsort(keys, kind="stable")
+    keys, cum = keys[order], np.cumsum(weight[order])
+    at = np.searchsorted(cum, cum[-1] * np.arange(1, pieces) / pieces, side="left")
+    bounds = keys[np.minimum(at, len(keys) - 1)]
+    bounds = np.unique(bounds)
+    return bounds[bounds > keys[0]] if len(bounds) else bounds
