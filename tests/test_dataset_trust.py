@@ -233,6 +233,26 @@ def test_a_long_lived_dataset_object_sees_every_change(where):
     assert top.column("amount").to_pylist() == [r["amount"] for r in want[:3]]
 
 
+def test_a_long_lived_dataset_object_reuses_only_what_is_unchanged(where):
+    """Snapshots of one object reuse the parsed listing and catalog only while their bytes and
+    entries are the same: a flipped bit in the catalog is still found, a commit is still seen."""
+    deleted = ready(where)
+    ds = ParquetDataset(where.uri)
+    a, b = ds.snapshot(), ds.snapshot()
+    assert b.read_catalog() is a.read_catalog() and b.files() == a.files()
+    assert b.files() is not a.files()  # (each snapshot its own list)
+    rep = ds.delete(OTHER_DELETE)
+    assert rep.rows_deleted == 2
+    c = ds.snapshot()
+    assert c.snapshot_version == a.snapshot_version + 1 and c.read_catalog() is not a.read_catalog()
+    assert sorted(ds.read("id IN (233, 434)").to_arrow().column("id").to_pylist()) == []
+    v = c.snapshot_version
+    _flip(where, f"_commits/_paimon_fast_catalog.json.{v:010d}", 200)  # same size, other bytes
+    with pytest.raises(DamagedFileError, match=f"{v:010d}"):
+        ds.read("country = 'NO'").to_arrow()
+    assert len(deleted) >= 1
+
+
 def test_a_read_object_answers_for_its_snapshot_or_says_it_cannot(where):
     """A read planned before a data file changed never mixes the two versions: it fails clearly
     (locally the file's identity is checked after each read; on S3 each GET is conditional)."""

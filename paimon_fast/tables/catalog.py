@@ -71,10 +71,23 @@ def empty() -> dict:
     return {"format": CATALOG_FORMAT, "version": CATALOG_VERSION_PLAIN, "file_order": FILE_ORDER_DOC, "files": {}}
 
 
-def read(cf: CommitFile, counter=None) -> Catalog:
-    """The current catalog version (see the module docstring)."""
-    store = cf.store
+def read(cf: CommitFile, counter=None, memo: Optional[dict] = None) -> Catalog:
+    """The current catalog version (see the module docstring).  ``memo`` (a dict the caller
+    keeps; snapshots, which never modify what they read): the version parsed last time is
+    returned again when the current version is the same one with the same bytes."""
     v, data = cf.read(counter)
+    if memo is not None:
+        seen = memo.get("catalog")
+        if seen is not None and seen[0] == v and seen[1] == data and data is not None:
+            return seen[2]
+        cat = _parse(cf, v, data)
+        memo["catalog"] = (v, data, cat)
+        return cat
+    return _parse(cf, v, data)
+
+
+def _parse(cf: CommitFile, v: Optional[int], data: Optional[bytes]) -> Catalog:
+    store = cf.store
     if data is None:
         return Catalog(empty(), None, store.uri(cf.path))
     where = store.uri(cf.version_path(v))
@@ -199,32 +212,49 @@ def _hidden(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
-def list_data_files(store, root: str) -> List[DataFile]:
-    """The dataset's data files now, in the stable order, each with its identity."""
+def list_data_files(store, root: str, memo: Optional[dict] = None) -> List[DataFile]:
+    """The dataset's data files now, in the stable order, each with its identity.  ``memo`` (a
+    dict the caller keeps): when the listing finds the very entries of last time (names, sizes,
+    times, inodes or ETags), last time's list is returned again."""
+    entries = store.list_files(root, skip_dir=_hidden, keep=is_data_file_name)
+    if memo is not None:
+        seen = memo.get("listing")
+        if seen is not None and seen[0] == entries:
+            return list(seen[1])
     out = [
         DataFile(e.rel, e.path, e.size, e.mtime_ns, tuple(parse_partition(e.rel).items()), Identity.of_entry(e))
-        for e in store.list_files(root, skip_dir=_hidden, keep=is_data_file_name)
+        for e in entries
     ]
     out.sort(key=lambda f: f.path)
+    if memo is not None:
+        memo["listing"] = (entries, out)
     return out
 
 
-def take(store, root: str, cf: CommitFile, counter=None, settle: bool = False) -> Snapshot:
+def take(store, root: str, cf: CommitFile, counter=None, settle: bool = False, memo: Optional[dict] = None) -> Snapshot:
     """List the data files, then read the catalog.  ``settle`` (writers): files changed within the
     last moments are waited for and listed again, so every identity taken would change with any
     later change of its file.  Files the catalog says an optimize is putting in place or has
-    replaced are left out (:mod:`paimon_fast.tables.replaced`)."""
+    replaced are left out (:mod:`paimon_fast.tables.replaced`).
+
+    ``memo`` (a dict kept by the caller between snapshots): what is built from the listing and
+    the catalog's bytes is reused when both are found unchanged, so a snapshot of an unchanged
+    dataset costs a listing and a read of the catalog, not their parsing.  The snapshot is the
+    one a fresh take would give: the same entries, the same catalog version and bytes (its
+    ``derived`` starts empty: global index listings are read again)."""
     waited = 0.0
+    if settle:
+        memo = None
     while True:
         t0 = time.time_ns()
-        files = list_data_files(store, root)
+        files = list_data_files(store, root, memo)
         late = unsettled((f.identity for f in files), t0) if settle else 0
         if late:
             w0 = time.monotonic()
             if wait_settled(late, waited):
                 waited += time.monotonic() - w0
                 continue
-        cat = read(cf, counter)
+        cat = read(cf, counter, memo)
         hide = hidden_filter(cat)
         if hide is not None:
             files = [f for f in files if not hide(f)]

@@ -412,12 +412,14 @@ class ParquetDataset:
         self.io = IOCounter()  # bytes read through this dataset (reports show the part of each call)
         self._snap: Optional[_catalog.Snapshot] = None
         self._schemas: Dict[tuple, pa.Schema] = {}  # a data file version's schema (shared by snapshots)
+        self._memo: dict = {}  # the last listing and catalog a snapshot parsed (catalog.take)
         self._last_commit: Optional[int] = None  # the catalog version this object's last commit created
 
     def __getstate__(self):  # shipped to executors without its snapshot: a plan ships what they need
         d = dict(self.__dict__)
         d["_snap"] = None
         d["_schemas"] = {}
+        d["_memo"] = {}
         return d
 
     @property
@@ -430,12 +432,14 @@ class ParquetDataset:
         """The dataset as of now: a dataset object pinned to one listing of the data files (each with
         its identity) and one catalog version, which every call on it uses (plans, reads, counts,
         top-N, explain, row counts).  Calls on an unpinned dataset take a snapshot each when they
-        start; nothing is kept between calls.  ``settle`` (writers): files changed in the last few
+        start (what was parsed from an unchanged listing and catalog is reused:
+        :func:`paimon_fast.tables.catalog.take`).  ``settle`` (writers): files changed in the last few
         milliseconds are waited for, so every identity taken changes with any later change of its file
         (:mod:`paimon_fast.tables.identity`)."""
         view = copy.copy(self)
-        view._schemas = self._schemas  # (copy.copy goes through __getstate__, which leaves it out)
-        view._snap = _catalog.take(self.store, self.root, self.catalog, self.io, settle)
+        view._schemas = self._schemas  # (copy.copy goes through __getstate__, which leaves them out)
+        view._memo = self._memo
+        view._snap = _catalog.take(self.store, self.root, self.catalog, self.io, settle, self._memo)
         return view
 
     @property
