@@ -247,6 +247,29 @@ def test_plan_skips_files_by_the_catalogs_statistics(local, monkeypatch):
     assert plan.report.files_skipped >= len(entries) - len(overlap)
 
 
+def test_a_file_rewritten_after_the_optimize_loses_its_statistics_when_indexed_again(local):
+    # the catalog's statistics of a file describe the version it recorded: a build that records
+    # a new version of the file (rewritten in place) must not keep them, else a plan would skip
+    # the new rows by the old bounds
+    import pyarrow as pa
+
+    ready(local, global_index=False)
+    ParquetDataset(local.uri).optimize("x", **WRITE)
+    ds = ParquetDataset(local.uri)
+    rel, e = sorted(ds.read_catalog()["files"].items())[0]
+    assert e["stats"]["x"]["max"] < 10**6 and e["clustered"]["by"] == ["x"]
+    schema = pq.read_schema(local.join(rel))
+    row = {n: [None] for n in schema.names}
+    row.update(id=[10**7], x=[10**6])
+    local.write(rel, pa.table(row, schema=schema))  # the same name, other rows
+    ds.build(OPTIONS)
+    assert ds.read(f"x = {10**6}").to_arrow().column("id").to_pylist() == [10**7]
+    assert ds.read(f"x = {10**6}").count() == 1
+    e = ds.read_catalog()["files"][rel]
+    assert "clustered" not in e and e["rows"] == 1
+    assert "x" not in e.get("stats", {}) or e["stats"]["x"]["max"] == 10**6
+
+
 def test_pages_answer_a_clustered_column_before_its_index(local, monkeypatch):
     """After an optimize by ``x``, a narrow range of ``x`` is answered by the page index (a few
     pages of each file read and filtered), even where ``x`` has a file index; a column the files

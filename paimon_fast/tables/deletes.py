@@ -53,6 +53,7 @@ from ..tableindex import DeletionVector, read_deletion_vector, serialize_deletio
 from . import catalog as _catalog
 from . import identity as _identity
 from .steps import step
+from .writer import VERSION_FACTS
 
 DV_DIR = "_deletion_vectors"
 DV_KEY = "deletion_vector"
@@ -285,6 +286,8 @@ def commit_deletions(
             e = dict(entries.get(path) or {})
             ident = idents[path]
             if _identity.recorded(e) is None:  # a file no build indexed yet: its rows are known now
+                for k in VERSION_FACTS:  # (nothing said of an unrecorded version is kept)
+                    e.pop(k, None)
                 e.update(ident)
                 e["rows"] = int(counts[path])
             off, length, card = metas[path]

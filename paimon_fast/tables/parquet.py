@@ -135,7 +135,7 @@ from .layout import (
 )
 from .globalindex import GlobalAnswers
 from .stats import leaf_answer
-from .writer import clustered_columns, entry_stats
+from .writer import VERSION_FACTS, clustered_columns, entry_stats
 from .plan import FilePlan, ScanPlan, ScanReport  # noqa: F401 (the plan types, handed on)
 from .steps import step
 
@@ -737,6 +737,9 @@ class ParquetDataset:
                     if had is not None and had != ident and had != _identity.recorded(before.get(path)):
                         continue  # another build recorded a newer version of the file meanwhile
                 e = dict(cur or {})
+                if _identity.recorded(e) != ident:  # what the entry said of another version goes with it
+                    for k in VERSION_FACTS:
+                        e.pop(k, None)
                 for k in _identity.IDENTITY_KEYS:
                     e.pop(k, None)
                 e.update(ident)

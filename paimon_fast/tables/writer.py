@@ -197,6 +197,11 @@ def table_stats(table: pa.Table, columns: Iterable[str]) -> Dict[str, dict]:
     return out
 
 
+# what a catalog entry says of the one version of its data file it records (beside its identity,
+# rows and file index): a commit that records another version of the file drops them
+VERSION_FACTS = ("stats", "clustered", "row_groups")
+
+
 def entry_stats(entry: Optional[Mapping], column: str, rows: int) -> Optional[ChunkStats]:
     """The statistics a catalog entry keeps of ``column``, as the
     :class:`~paimon_fast.tables.stats.ChunkStats` of the whole file (bounds in the domain
