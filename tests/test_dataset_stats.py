@@ -116,6 +116,27 @@ def test_files_outside_a_range_never_open_their_index(tmp_path, monkeypatch):
     assert opened == ["part-1.parquet"] and len(plan.kept) == 1
 
 
+def test_a_build_records_the_indexed_columns_statistics(tmp_path, monkeypatch):
+    # the catalog keeps each indexed column's bounds and null count and the row groups: plans skip
+    # files by them on every store, without the footers (statistics=False, as on object stores)
+    ds, rows = _dataset(tmp_path)
+    entries = ds.read_catalog()["files"]
+    for i in range(6):
+        e = entries[f"part-{i}.parquet"]
+        mine = [r for r in rows if r["k"] // 1000 == i]
+        assert e["row_groups"] == 3 and set(e["stats"]) == {"k", "s"}
+        assert e["stats"]["k"] == {"nulls": 0, "min": min(r["k"] for r in mine), "max": max(r["k"] for r in mine)}
+        assert e["stats"]["s"] == {"nulls": 0, "min": min(r["s"] for r in mine), "max": max(r["s"] for r in mine)}
+    opened = []
+    real = ParquetDataset.open_index
+    monkeypatch.setattr(ParquetDataset, "open_index", lambda self, f, e=None: opened.append(f.path) or real(self, f, e))
+    no_footers = ParquetDataset(str(tmp_path), statistics=False)
+    plan = no_footers.plan(parse_predicate("k BETWEEN 1100 AND 2300"))
+    assert sorted(opened) == ["part-1.parquet", "part-2.parquet"]
+    assert sorted(p.file.path for p in plan.kept) == ["part-1.parquet", "part-2.parquet"]
+    assert no_footers.read("k BETWEEN 1100 AND 2300").count() == sum(1100 <= r["k"] <= 2300 for r in rows)
+
+
 def test_leaf_answers_claim_only_what_statistics_prove():
     ints = [ChunkStats(100, 0, 10, 20), ChunkStats(50, 0, 21, 30)]
     t = pa.int64()

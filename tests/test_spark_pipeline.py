@@ -131,9 +131,17 @@ def test_build_on_executors_matches_in_process_build(spark, dataset, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(dataset, copy, ignore=shutil.ignore_patterns("_file_index", "_commits", CATALOG_NAME))
     ParquetDataset(str(copy)).build(OPTIONS)
+    here = ParquetDataset(str(copy)).read_catalog()["files"]
     for f in ds.files():
         assert open(index_of(dataset, f.path), "rb").read() == open(index_of(copy, f.path), "rb").read(), f.path
         assert cat["files"][f.path]["rows"] == 1500
+        # the indexed columns' statistics travel back from the executors as they are kept here
+        assert cat["files"][f.path]["stats"] == here[f.path]["stats"] and cat["files"][f.path]["stats"]
+        assert (
+            cat["files"][f.path]["row_groups"]
+            == here[f.path]["row_groups"]
+            == pq.ParquetFile(os.path.join(dataset, f.path)).metadata.num_row_groups
+        )
 
 
 def test_rerun_is_idempotent_and_rebuilds_stale_files(spark, dataset, tmp_path):

@@ -36,7 +36,8 @@ file listing away from it)::
      "files": {"k=v/a.parquet": {"size": 123, "mtime_ns": 1700000000000000000,
                                  "ctime_ns": 1700000000000000000, "ino": 42,     (local files)
                                  "etag": "\"9b2cf535f27731c974343645a3985328\"",   (S3)
-                                 "rows": 1000,
+                                 "rows": 1000, "row_groups": 1,
+                                 "stats": {"x": {"min": 0.5, "max": 99.5, "nulls": 0}, ...},
                                  "file_index": {"digest": "...", "path": "_file_index/k=v/a.parquet.<hash>.index",
                                                 "size": 456, "checksum": {"xxh3": "...", "block": 16384}}
                                             or {"digest": "...", "inline": "<base64>", "size": 80}
@@ -49,17 +50,21 @@ file listing away from it)::
 The identity keys (``size``, ``mtime_ns``, ``ctime_ns`` / ``ino`` or ``etag``:
 :mod:`paimon_fast.tables.identity`) are those of the data file the index was built from: an index
 is used only for a file whose identity in the operation's listing is the same (an index whose
-options digest differs from the current options is rebuilt by the next build, but still answers
-for its file).  Indexes smaller than or equal to ``file-index.in-manifest-threshold`` (default 500
-bytes) are kept inline (base64) instead of in a ``.index`` file, as Paimon embeds them in its
-manifest.  A ``path`` is relative to the root; an old-layout ``file`` is a name in the data file's
-directory; ``checksum`` holds the checksums of the index file's blocks
-(:mod:`paimon_fast.checksum`), checked on every block a reader reads.  Keys this module does not
-know, at the top level or in a file's entry, are preserved on rewrite, so other features (global
-indexes, deletion vectors) add their own keys next to ``file_index``.  Deleted rows are Paimon
-deletion vectors in ``_deletion_vectors/`` (:mod:`paimon_fast.tables.deletes`):
-:meth:`ParquetDataset.plan` loads them, removes deleted rows from exact index bitmaps, skips files
-whose rows are all deleted, and the reads drop the deleted rows.
+options digest differs from the current options is rebuilt by the next build, but still answers for
+its file).  ``stats`` (the indexed columns' bounds and null counts, read by the build with the
+index; an optimize adds its cluster columns' and marks ``clustered``) and ``row_groups`` describe
+that version too: a commit recording another version of the file drops them
+(:data:`paimon_fast.tables.writer.VERSION_FACTS`).  Indexes smaller than or equal to
+``file-index.in-manifest-threshold`` (default 500 bytes) are kept inline (base64) instead of in a
+``.index`` file, as Paimon embeds them in its manifest.  A ``path`` is relative to the root; an
+old-layout ``file`` is a name in the data file's directory; ``checksum`` holds the checksums of the
+index file's blocks (:mod:`paimon_fast.checksum`), checked on every block a reader reads.  Keys
+this module does not know, at the top level or in a file's entry, are preserved on rewrite, so
+other features (global indexes, deletion vectors) add their own keys next to ``file_index``.
+Deleted rows are Paimon deletion vectors in ``_deletion_vectors/``
+(:mod:`paimon_fast.tables.deletes`): :meth:`ParquetDataset.plan` loads them, removes deleted rows
+from exact index bitmaps, skips files whose rows are all deleted, and the reads drop the deleted
+rows.
 
 **Snapshots.**  Every operation (plan, read, count, top-N, explain, delete, build, gc) works on one
 listing of the data files and one catalog version taken when it starts
@@ -135,7 +140,7 @@ from .layout import (
 )
 from .globalindex import GlobalAnswers
 from .stats import leaf_answer
-from .writer import VERSION_FACTS, clustered_columns, entry_stats
+from .writer import VERSION_FACTS, StatsAccumulator, clustered_columns, entry_stats
 from .plan import FilePlan, ScanPlan, ScanReport  # noqa: F401 (the plan types, handed on)
 from .steps import step
 
@@ -321,10 +326,14 @@ def build_file_index(
         with pq.ParquetFile(_identity.open_data_file(store, path, identity, counter)) as pf:
             present = set(pf.schema_arrow.names)
             b = FileIndexBuilder(row_type, {c: per for c, per in columns.items() if c in present}, pf.metadata.num_rows)
+            stats = {c: StatsAccumulator() for c in b.writers}
             if b.writers:
                 for batch in pf.iter_batches(batch_size=batch_rows, columns=list(b.writers)):
                     b.add(batch)
+                    for c, acc in stats.items():
+                        acc.add(batch.column(c))
             rows = pf.metadata.num_rows
+            row_groups = pf.metadata.num_row_groups
         step("build.file.indexed", path=rel)
         witness = None
         if identity is not None:
@@ -344,6 +353,9 @@ def build_file_index(
     entry = store_index(store, root, rel, b.finish(), threshold, digest, _fault, types=b.types)
     if witness is not None:  # of the data file version indexed (moved beside its identity on commit)
         entry["witness"] = witness
+    # the indexed columns' statistics and the row groups (moved into the file's entry on commit)
+    entry["stats"] = {c: r for c, acc in stats.items() if (r := acc.result()) is not None}
+    entry["row_groups"] = row_groups
     step("build.file.stored", path=rel)
     return rows, entry
 
@@ -719,7 +731,8 @@ class ParquetDataset:
             ident = dict(ident)
             if fi.get("witness"):
                 ident["witness"] = fi.pop("witness")
-            done.append((r["path"], ident, int(r["rows"]), fi))
+            facts = {k: fi.pop(k) for k in ("stats", "row_groups") if k in fi}
+            done.append((r["path"], ident, int(r["rows"]), fi, facts))
         before = base["files"]
         gone = [p for p in before if p not in listed]
 
@@ -730,7 +743,7 @@ class ParquetDataset:
             for p in gone:  # dropped only if no commit touched the entry since this snapshot
                 if p in files and files[p] == before.get(p):
                     del files[p]
-            for path, ident, rows, fi in done:
+            for path, ident, rows, fi, facts in done:
                 cur = files.get(path)
                 if cur is not None and cur != before.get(path):
                     had = _identity.recorded(cur)
@@ -744,6 +757,10 @@ class ParquetDataset:
                     e.pop(k, None)
                 e.update(ident)
                 e.update(rows=rows, file_index=fi)
+                if "stats" in facts:  # (of this version: an optimize's of other columns stay)
+                    e["stats"] = {**(e.get("stats") or {}), **facts["stats"]}
+                if "row_groups" in facts:
+                    e["row_groups"] = facts["row_groups"]
                 files[path] = e
             new["files"] = files
             return new
@@ -755,9 +772,9 @@ class ParquetDataset:
         self._last_commit = out.commit_version
         step("build.committed", version=out.commit_version)
         self._drop_old_layout(
-            [(listed[p], (before.get(p) or {}).get("file_index") or {}) for p, _, _, _ in done if p in listed]
+            [(listed[p], (before.get(p) or {}).get("file_index") or {}) for p, _, _, _, _ in done if p in listed]
         )
-        return sum(int(fi.get("size", 0)) for _, _, _, fi in done)
+        return sum(int(fi.get("size", 0)) for _, _, _, fi, _ in done)
 
     def _drop_old_layout(self, replaced) -> None:
         """Remove old-layout containers (``<data file>.index`` beside the data file) a committed

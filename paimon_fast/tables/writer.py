@@ -24,7 +24,9 @@ rewritten: INT96 timestamps stay INT96, decimals stored as integers stay integer
 maximum and the null count, kept in the catalog entry (``"stats": {column: {"min", "max",
 "nulls"}}``) for signed integer, floating point and string columns (strings only when both bounds
 are at most :data:`MAX_STAT_BYTES` bytes; floating point bounds leave NaN out, as Parquet's
-do).  A plan answers leaves from them before opening a file's footer or index
+do).  A build records them for the indexed columns (:class:`StatsAccumulator`, over the batches
+it indexes), an optimize for the indexed and cluster columns of the files it writes.  A plan
+answers leaves from them before opening a file's footer or index, on every store
 (:func:`paimon_fast.tables.stats.leaf_answer`).
 """
 
@@ -195,6 +197,38 @@ def table_stats(table: pa.Table, columns: Iterable[str]) -> Dict[str, dict]:
             if s is not None:
                 out[c] = s
     return out
+
+
+class StatsAccumulator:
+    """:func:`column_stats` of a column read in batches (a build streams each file)."""
+
+    def __init__(self):
+        self.kept = True  # the type's statistics are kept
+        self.nulls = 0
+        self.lo = self.hi = None
+        self.bounded = True  # every batch with values gave its bounds
+
+    def add(self, col) -> None:
+        s = column_stats(col)
+        if s is None:
+            self.kept = False
+            return
+        self.nulls += s["nulls"]
+        if s["nulls"] == len(col):
+            return
+        if "min" not in s:
+            self.bounded = False
+            return
+        self.lo = s["min"] if self.lo is None else min(self.lo, s["min"])
+        self.hi = s["max"] if self.hi is None else max(self.hi, s["max"])
+
+    def result(self) -> Optional[dict]:
+        if not self.kept:
+            return None
+        out = {"nulls": self.nulls}
+        if self.bounded and self.lo is not None:
+            out["min"], out["max"] = self.lo, self.hi
+        return out
 
 
 # what a catalog entry says of the one version of its data file it records (beside its identity,
