@@ -51,6 +51,40 @@ def test_spark_optimize(spark, tmp_path, strategy, by):
     assert pfs.optimize(spark, place.uri, by, strategy, **WRITE).files_before == 0  # clustered already
 
 
+def test_a_failed_spark_job_leaves_nothing(spark, tmp_path, monkeypatch):
+    # the write job fails after the cut job shuffled every row through the staging directory:
+    # nothing of the run is visible, its directory is gone, and the next run does the work
+    import os
+
+    from paimon_fast.spark import frames
+
+    place = Place(str(tmp_path / "ds"))
+    deleted = ready(place)
+    want = expected(place, deleted)
+    files_before, plain_before = sorted(place.data_files()), plain_ids(place)
+    catalog_before = ParquetDataset(place.uri).read_catalog()
+    real, calls = frames.task_frame, []
+
+    def failing(spark_, n, fn, schema, parallelism=None):
+        calls.append(fn.__name__)
+        if fn.__name__ == "write_task":
+            assert os.listdir(os.path.join(place.path, "_optimize"))  # (the shuffle is staged)
+            raise RuntimeError("a lost executor")
+        return real(spark_, n, fn, schema, parallelism)
+
+    monkeypatch.setattr(frames, "task_frame", failing)
+    with pytest.raises(RuntimeError, match="lost executor"):
+        pfs.optimize(spark, place.uri, "x", **WRITE)
+    assert calls == ["sample_task", "cut_task", "write_task"]
+    assert sorted(place.data_files()) == files_before and plain_ids(place) == plain_before
+    assert ParquetDataset(place.uri).read_catalog() == catalog_before
+    assert [n for n in os.listdir(os.path.join(place.path, "_optimize")) if n != "retired"] == []
+    assert answers(place.uri) == want
+    monkeypatch.setattr(frames, "task_frame", real)
+    assert pfs.optimize(spark, place.uri, "x", **WRITE).files_before == 6
+    assert answers(place.uri) == want
+
+
 def test_spark_optimize_on_s3(spark, s3_server):
     # the executors shuffle through the run's directory on the object store (LZ4 IPC files),
     # which is gone after the commit; the answers are the oracle's
