@@ -12,7 +12,7 @@ pyarrow's 1 MB pages, no page index; bloom filters on ``id`` and ``key``, a bitm
 range bitmap on ``x``, a BSI on ``q``), copied, and the copy optimized by ``x``
 (``ParquetDataset.optimize(["x"])``, defaults: files of the mean size of those rewritten, row
 groups of 1,048,576 rows, pages of 4,096 rows, Snappy).  Measured, each the median of ``--rounds``
-after an untimed warm-up:
+after an untimed warm-up, the engines in a shuffled order each round:
 
 * **cost**: our optimize in this process against DuckDB's ``COPY (SELECT * FROM read_parquet(...)
   ORDER BY x) TO ...`` of the same files in this process; on local Spark (``--spark``) our
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import shutil
 import statistics
 import sys
@@ -196,9 +197,10 @@ def measure_reads(orig: str, opt: str, rows: int, want: dict, rounds: int) -> li
                     _check(e, name, *fn(), want[name])
                 row = {"group": group, "query": name, "where": w, "action": action}
                 times = {e: [] for e in engines}
+                shuffle = random.Random(f"{name}/{action}").shuffle  # (the same order each run)
                 order = list(engines)
                 for r in range(rounds):
-                    order = order[1:] + order[:1]
+                    shuffle(order)  # (a fixed cyclic order always ran each engine after the same one)
                     for e in order:
                         t0 = time.perf_counter()
                         engines[e]()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -201,7 +202,7 @@ def _check(engine, name, action, got, want):
 
 def measure(root: str, oracle: dict, rows: int, threads: int, rounds: int, names=None) -> list:
     """Every (query, action): per engine the median wall seconds and CPU / wall, rounds
-    alternating the engines' order, one untimed warm-up each."""
+    the engines in a shuffled order each round, one untimed warm-up each."""
     eng = engines(root, threads)
     out = []
     for name, where in queries(rows):
@@ -212,9 +213,10 @@ def measure(root: str, oracle: dict, rows: int, threads: int, rounds: int, names
             times = {e: [] for e in eng}
             for e, fns in eng.items():  # warm-up, checked
                 _check(e, name, action, fns[k](where), oracle[name])
+            shuffle = random.Random(f"{name}/{action}").shuffle  # (the same order each run)
             order = list(eng)
             for r in range(rounds):
-                order = order[1:] + order[:1]
+                shuffle(order)  # (a fixed cyclic order always ran each engine after the same one)
                 for e in order:
                     c0, t0 = time.process_time(), time.perf_counter()
                     got = eng[e][k](where)
