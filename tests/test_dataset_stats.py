@@ -127,12 +127,17 @@ def test_a_build_records_the_indexed_columns_statistics(tmp_path, monkeypatch):
         assert e["row_groups"] == 3 and set(e["stats"]) == {"k", "s"}
         assert e["stats"]["k"] == {"nulls": 0, "min": min(r["k"] for r in mine), "max": max(r["k"] for r in mine)}
         assert e["stats"]["s"] == {"nulls": 0, "min": min(r["s"] for r in mine), "max": max(r["s"] for r in mine)}
-    opened = []
-    real = ParquetDataset.open_index
+    opened, looked = [], []
+    real, real_current = ParquetDataset.open_index, ParquetDataset._index_current
     monkeypatch.setattr(ParquetDataset, "open_index", lambda self, f, e=None: opened.append(f.path) or real(self, f, e))
+    monkeypatch.setattr(
+        ParquetDataset, "_index_current", lambda self, f, *a: looked.append(f.path) or real_current(self, f, *a)
+    )
     no_footers = ParquetDataset(str(tmp_path), statistics=False)
     plan = no_footers.plan(parse_predicate("k BETWEEN 1100 AND 2300"))
     assert sorted(opened) == ["part-1.parquet", "part-2.parquet"]
+    assert set(looked) == {"part-1.parquet", "part-2.parquet"}  # the others settled before their index is looked for
+    assert plan.report.files_skipped == 4 and plan.report.files_without_index == 0
     assert sorted(p.file.path for p in plan.kept) == ["part-1.parquet", "part-2.parquet"]
     assert no_footers.read("k BETWEEN 1100 AND 2300").count() == sum(1100 <= r["k"] <= 2300 for r in rows)
 

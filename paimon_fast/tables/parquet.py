@@ -1031,7 +1031,9 @@ class ParquetDataset:
         (REMAIN) and counted in the report, which says why (``report.unindexed``).  A file's plan
         is exact (its rows are not filtered again) only where every index that answered for it
         was verified: the file's strong identity is the one recorded and the index bytes read
-        passed their checksums."""
+        passed their checksums.  A file the catalog's statistics of its listed version exclude
+        is settled first, before its index file is looked for (it counts as indexed if its entry
+        names an index)."""
         if self._snap is None:
             return self.snapshot().plan(predicate, threads)
         from ..sqlpredicate import parse_predicate
@@ -1069,10 +1071,31 @@ class ParquetDataset:
                 p.result = BitmapResult(kept) if len(kept) else SKIP
             return p
 
+        def by_catalog(leaf: Leaf, entry: dict, rows: int, part: Mapping):
+            """A leaf answered by partition values and the catalog's statistics alone (REMAIN:
+            they cannot tell)."""
+            if leaf.name in part_types:
+                return _partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name])[0]
+            cs = entry_stats(entry, leaf.name, rows) if leaf.name in data_types else None
+            if cs is not None:
+                said = leaf_answer(leaf, [cs], data_types[leaf.name])
+                if said == "skip":
+                    return SKIP
+                if said == "all":
+                    return BitmapResult(range_bitmap(0, rows))
+            return REMAIN
+
         def evaluate(f: DataFile) -> FilePlan:
             rows = counts[f.path]
             entry = entries.get(f.path)
             verdict = self.trust(f, entry)  # (judged once: every check below asks it)
+            if pred is not None and entry and "stats" in entry and _identity.usable(verdict):
+                # a file the catalog's statistics exclude is settled before anything else is
+                # looked at (AND / OR only refine: a SKIP from fewer answers stays one)
+                part = dict(f.partition)
+                if evaluate_tree(pred, lambda leaf: by_catalog(leaf, entry, rows, part)) is SKIP:
+                    fi = entry.get("file_index")
+                    return FilePlan(f, SKIP, rows, bool(fi), exact=True, why=None if fi else "not indexed")
             # an index over the file's current bytes answers correctly whatever options built it
             indexed = self._index_current(f, entry, None, verdict)
             why = None if indexed else self.why_unindexed(f, entry)
