@@ -76,7 +76,8 @@ def unescape(part: str) -> str:
 
 
 def partition_token(partition: str) -> str:
-    """The key's partition part: ``.`` for an unpartitioned table."""
+    """The key's partition part: ``.`` for an unpartitioned table (a partition path ``.``, the
+    table's root, is the same: it reads back as ``""``)."""
     return escape(partition) if partition else UNPARTITIONED
 
 
