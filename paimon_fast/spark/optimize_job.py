@@ -23,7 +23,9 @@ small results travel back to the driver.  Three ``mapInArrow`` jobs over ``spark
 
 Every Arrow type the in-process run takes passes unchanged (no conversion to Spark rows).  The
 staging directory holds the rows once more, uncompressed on local disk (LZ4 frames on remote
-stores), until the write job ends.  A local dataset path must be one every executor sees at the
+stores), until the write job ends.  The driver collects one small row per input file and range
+that got rows (where each range's batch is): fine for thousands of files, a limit for datasets of
+tens of thousands of files each spread over as many ranges.  A local dataset path must be one every executor sees at the
 same path; datasets on object stores are read and written through pyarrow's filesystems as the
 other jobs do (:mod:`paimon_fast.spark.remote`).
 """
