@@ -1071,19 +1071,21 @@ class ParquetDataset:
                 p.result = BitmapResult(kept) if len(kept) else SKIP
             return p
 
-        def by_catalog(leaf: Leaf, entry: dict, rows: int, part: Mapping):
-            """A leaf answered by partition values and the catalog's statistics alone (REMAIN:
-            they cannot tell)."""
+        def by_catalog(leaf: Leaf, entry: Optional[dict], rows: int, part: Mapping, trusted: bool):
+            """``(answer or None, exact, the catalog's statistics of the leaf's column or None)``
+            of a leaf from the file's partition values and (``trusted``: they describe its listed
+            version) the catalog's statistics alone."""
             if leaf.name in part_types:
-                return _partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name])[0]
-            cs = entry_stats(entry, leaf.name, rows) if leaf.name in data_types else None
+                res, is_exact = _partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name])
+                return res, is_exact, None
+            cs = entry_stats(entry, leaf.name, rows) if trusted and leaf.name in data_types else None
             if cs is not None:
                 said = leaf_answer(leaf, [cs], data_types[leaf.name])
                 if said == "skip":
-                    return SKIP
+                    return SKIP, True, cs
                 if said == "all":
-                    return BitmapResult(range_bitmap(0, rows))
-            return REMAIN
+                    return BitmapResult(range_bitmap(0, rows)), True, cs
+            return None, True, cs
 
         def evaluate(f: DataFile) -> FilePlan:
             rows = counts[f.path]
@@ -1093,7 +1095,12 @@ class ParquetDataset:
                 # a file the catalog's statistics exclude is settled before anything else is
                 # looked at (AND / OR only refine: a SKIP from fewer answers stays one)
                 part = dict(f.partition)
-                if evaluate_tree(pred, lambda leaf: by_catalog(leaf, entry, rows, part)) is SKIP:
+
+                def catalog_only(leaf: Leaf):
+                    res = by_catalog(leaf, entry, rows, part, True)[0]
+                    return REMAIN if res is None else res
+
+                if evaluate_tree(pred, catalog_only) is SKIP:
                     fi = entry.get("file_index")
                     return FilePlan(f, SKIP, rows, bool(fi), exact=True, why=None if fi else "not indexed")
             # an index over the file's current bytes answers correctly whatever options built it
@@ -1130,15 +1137,9 @@ class ParquetDataset:
                 return res
 
             def visit(leaf: Leaf):
-                if leaf.name in part_types:
-                    return answered(*_partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name]))
-                cs = entry_stats(entry, leaf.name, rows) if trusted and leaf.name in data_types else None
-                if cs is not None:
-                    said = leaf_answer(leaf, [cs], data_types[leaf.name])
-                    if said == "skip":
-                        return answered(SKIP, True)
-                    if said == "all":
-                        return answered(BitmapResult(range_bitmap(0, rows)), True)
+                res, is_exact, cs = by_catalog(leaf, entry, rows, part, trusted)
+                if res is not None:
+                    return answered(res, is_exact)
                 # (a file of one row group: its footer's statistics are the catalog's)
                 if use_stats and leaf.name in data_types and not (cs is not None and one_group):
                     if leaf.name not in stats:
