@@ -5,7 +5,7 @@ dictionary codes.  Includes empty, all-null, one distinct value and extremes."""
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from paimon_fast import roaring
 from paimon_fast._kernels import load
@@ -375,6 +375,105 @@ def test_slice_layout_agrees(n, bound, pnull, seed, flips):
     assert np.array_equal(got, want)
     for at, ln, view in want.tolist():
         assert k.bitmap_view(buf, at, at + ln, nw) == twin.bitmap_view(buf, at, at + ln, nw) == view
+    # the slices not read in place, decoded in one call = one decode_fast each (and the twin);
+    # a changed table may point a slice at bytes that are no bitmap: the same error then
+    ndec = int((want[:, 2] < 0).sum())
+    one = np.zeros((ndec, nw), np.uint64)
+    rows, trows = np.zeros((ndec, nw), np.uint64), np.zeros((ndec, nw), np.uint64)
+    try:
+        j = 0
+        for at, ln, view in want.tolist():
+            if view < 0:
+                if ln < 4:
+                    raise IndexFormatError("roaring bitmap truncated (cookie)", at)
+                k.decode_fast(buf, at, at + ln, one[j], n)
+                j += 1
+    except IndexFormatError as e:
+        with pytest.raises(IndexFormatError) as got_e:
+            k.decode_slices(buf, got, rows, n)
+        assert (got_e.value.what, got_e.value.offset) == (e.what, e.offset)
+        return  # (the twin is an oracle of values: it accepts some damage the kernel refuses)
+    k.decode_slices(buf, got, rows, n)
+    twin.decode_slices(buf, want, trows, n)
+    assert np.array_equal(rows, one) and np.array_equal(trows, one)
+    with pytest.raises(ValueError):
+        k.decode_slices(buf, got, np.zeros((ndec + 1, nw), np.uint64), n)  # a row too many
+
+
+@SETTINGS
+@given(st.integers(1, 3000), st.integers(0, 2**32 - 1), st.integers(0, 5000), st.integers(0, 255))
+@example(387, 266, 95, 95)  # adjacent runs: refused by the kernel, accepted by the twin
+def test_decode_slices_damaged(n, seed, at, val):
+    """A slice's bytes changed (or cut short): decode_slices raises the IndexFormatError the
+    slice-by-slice decoder raises (same what, same offset), or decodes the same words."""
+    import pyarrow as pa
+    import paimon_fast as pf
+    from paimon_fast.errors import IndexFormatError
+
+    rng = np.random.default_rng(seed)
+    w = pf.fileindex.writer("range-bitmap", "BIGINT", {})
+    w.write_batch(pa.array(rng.integers(0, 1 << 20, n)))
+    d = bytearray(w.finish())
+    r = pf.fileindex.reader("range-bitmap", "BIGINT", bytes(d))
+    p = r._bsi_at
+    S = d[p + 5]
+    hl, ebm_len = int.from_bytes(d[p : p + 4], "big"), int.from_bytes(d[p + 6 : p + 10], "big", signed=True)
+    sbase = p + 4 + hl + ebm_len
+    nw = (n + 63) // 64
+    lay = k.slice_layout(np.frombuffer(bytes(d), np.uint8), p + 14, S, sbase, nw)
+    lay[:, 2] = -1  # decode every slice
+    lo = int(lay[0, 0])
+    d[lo + at % (len(d) - lo)] = val
+    buf = np.frombuffer(bytes(d), np.uint8)
+    if seed % 3 == 0:  # the last slice cut short
+        lay[-1, 1] = max(0, int(lay[-1, 1]) - 1 - at % 16)
+    want = np.zeros((S, nw), np.uint64)
+    err = None
+    try:
+        for i, (a, ln, _) in enumerate(lay.tolist()):
+            if ln < 4:
+                raise IndexFormatError("roaring bitmap truncated (cookie)", a)
+            k.decode_fast(buf, a, a + ln, want[i], n)
+    except IndexFormatError as e:
+        err = e
+    got = np.zeros((S, nw), np.uint64)
+    tgot = np.zeros((S, nw), np.uint64)
+    if err is None:
+        k.decode_slices(buf, lay, got, n)
+        twin.decode_slices(buf, lay, tgot, n)
+        assert np.array_equal(got, want) and np.array_equal(tgot, want)
+        return
+    with pytest.raises(IndexFormatError) as e:
+        k.decode_slices(buf, lay, got, n)
+    assert (e.value.what, e.value.offset) == (err.what, err.offset)
+    # (the twin is an oracle of values, not of refusals: it accepts some damage the kernel refuses,
+    # e.g. adjacent runs)
+
+
+@SETTINGS
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=40), st.sampled_from([4, 8]))
+def test_float_sort_keys_agree(bits, width):
+    """Big-endian float keys -> sort keys: the kernel = the twin = Java's order (Double.compare /
+    Float.compare on the decoded values: NaNs equal and above +inf, -0.0 below 0.0)."""
+    import struct
+
+    bits = [b & ((1 << (8 * width)) - 1) for b in bits]
+    specials = [0, 1 << (8 * width - 1), 1, (0x7FF8 << 48) if width == 8 else 0x7FC00000]
+    bits = bits + specials
+    buf = b"".join(b.to_bytes(width, "big") for b in bits)
+    got = k.float_sort_keys(np.frombuffer(buf, np.uint8), width)
+    assert got.tolist() == twin.float_sort_keys(buf, width).tolist()
+    vals = [struct.unpack(">d" if width == 8 else ">f", b.to_bytes(width, "big"))[0] for b in bits]
+
+    def java_key(v):  # (NaN first flag, value, -0.0 before 0.0)
+        return (1, 0.0, 0) if v != v else (0, v, 0 if str(v).startswith("-") else 1)
+
+    for i in range(len(bits)):
+        for j in range(len(bits)):
+            a, b = java_key(vals[i]), java_key(vals[j])
+            assert (got[i] < got[j]) == (a < b) and (got[i] == got[j]) == (a == b)
+    with pytest.raises(ValueError):
+        k.float_sort_keys(np.zeros(8, np.uint8), 2)
 
 
 @pytest.fixture(params=["simd", "portable"])

@@ -938,3 +938,71 @@ def encode_sliced(const uint64_t[::1] ebm, const uint64_t[:, ::1] slices):
         free(nruns)
         free(sizes)
     return out
+
+
+def decode_slices(const uint8_t[::1] buf, const int64_t[:, ::1] layout, uint64_t[:, ::1] rows,
+                  int64_t nbits, Py_ssize_t base=0):
+    """Decode, in one call, every slice of :func:`slice_layout`'s ``layout`` that cannot be read
+    in place (view column -1) into the next row of ``rows`` (zeroed; one row per such slice, in
+    slice order), as :func:`decode_fast` would one by one."""
+    cdef Py_ssize_t n = buf.shape[0], S = layout.shape[0], i, k = 0, K = rows.shape[0]
+    cdef int64_t nw = rows.shape[1]
+    cdef int64_t at, ln, size = 0, bad
+    cdef const char *err = NULL
+    cdef size_t err_at = 0
+    if layout.shape[1] != 3:
+        raise ValueError("layout must have 3 columns")
+    if nbits > nw * 64:
+        raise ValueError("rows too short for nbits")
+    for i in range(S):
+        if layout[i, 2] < 0:
+            at, ln = layout[i, 0], layout[i, 1]
+            if at < 0 or ln < 0 or at + ln > n:
+                raise IndexFormatError("roaring bitmap offset outside the data", base + at)
+            if ln < 4:
+                raise IndexFormatError("roaring bitmap truncated (cookie)", base + at)
+            k += 1
+    if k != K:
+        raise ValueError(f"rows has {K} rows, the layout decodes {k} slices")
+    k = 0
+    with nogil:
+        for i in range(S):
+            if layout[i, 2] >= 0:
+                continue
+            at = layout[i, 0]
+            size = pf_roaring_decode(&buf[0] + at, <size_t>layout[i, 1], &rows[k, 0] if nw else NULL, nbits,
+                                     PF_DEC_FILL, &err, &err_at, &bad)
+            if size < 0:
+                break
+            k += 1
+    if size < 0:
+        raise IndexFormatError(err.decode(), base + at + <Py_ssize_t>err_at)
+
+
+def float_sort_keys(const uint8_t[::1] buf, int width):
+    """Big-endian IEEE floats (``width`` 4 or 8 bytes each) -> int64 keys ordered as Java's
+    Float.compare / Double.compare (NaNs made canonical), in one pass."""
+    if width != 4 and width != 8:
+        raise ValueError("width must be 4 or 8")
+    cdef Py_ssize_t n = buf.shape[0] // width, i, j
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    cdef uint64_t u
+    cdef int64_t s
+    cdef int32_t s32
+    with nogil:
+        for i in range(n):
+            u = 0
+            for j in range(width):
+                u = (u << 8) | buf[i * width + j]
+            if width == 8:
+                if (u & 0x7FF0000000000000ULL) == 0x7FF0000000000000ULL and (u & 0x000FFFFFFFFFFFFFULL):
+                    u = 0x7FF8000000000000ULL
+                s = <int64_t>u
+                o[i] = s ^ ((s >> 63) & 0x7FFFFFFFFFFFFFFFLL)
+            else:
+                if (u & 0x7F800000) == 0x7F800000 and (u & 0x007FFFFF):
+                    u = 0x7FC00000
+                s32 = <int32_t><uint32_t>u
+                o[i] = <int64_t>(s32 ^ ((s32 >> 31) & 0x7FFFFFFF))
+    return out

@@ -441,3 +441,36 @@ def encode_sliced(ebm, slices):
         off += len(p)
     header = struct.pack(">BBii", 1, len(parts), len(ebm_b), 8 * len(parts)) + idx
     return struct.pack(">i", len(header)) + header + ebm_b + b"".join(parts)
+
+
+def decode_slices(buf, layout, rows, nbits, base=0):
+    """Twin: each slice of ``layout`` not read in place, decoded into the next row of ``rows``."""
+    k = 0
+    for at, ln, view in np.asarray(layout).tolist():
+        if view >= 0:
+            continue
+        if k >= len(rows):
+            raise ValueError("rows has too few rows for the layout")
+        if ln < 4:
+            raise IndexFormatError("roaring bitmap truncated (cookie)", base + at)
+        decode_fast(buf, at, at + ln, rows[k], nbits, base)
+        k += 1
+    if k != len(rows):
+        raise ValueError(f"rows has {len(rows)} rows, the layout decodes {k} slices")
+
+
+def float_sort_keys(buf, width):
+    """Twin: big-endian IEEE floats -> int64 keys in Java's Float / Double.compare order."""
+    out = []
+    for (u,) in struct.iter_unpack(">Q" if width == 8 else ">I", bytes(buf)[: len(buf) // width * width]):
+        if width == 8:
+            if (u & 0x7FF0000000000000) == 0x7FF0000000000000 and u & 0x000FFFFFFFFFFFFF:
+                u = 0x7FF8000000000000
+            s = u - (1 << 64) if u >> 63 else u
+            out.append(s ^ ((s >> 63) & 0x7FFFFFFFFFFFFFFF))
+        else:
+            if (u & 0x7F800000) == 0x7F800000 and u & 0x007FFFFF:
+                u = 0x7FC00000
+            s = u - (1 << 32) if u >> 31 else u
+            out.append(s ^ ((s >> 31) & 0x7FFFFFFF))
+    return np.array(out, dtype=np.int64)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import UnsupportedTypeError
 from ...types import DataType, decimal_unscaled, fixed_values, long_keys, to_arrow_array, validity_mask
-from .._bitslice import NullLiteralError
+from .._bitslice import NullLiteralError, _k
 
 INDEX_TYPE = "range-bitmap"
 CHUNK_SIZE = "chunk-size"
@@ -126,12 +126,10 @@ class KeyCodec:
 
     def sort_from_file(self, buf) -> np.ndarray:
         """Big-endian file keys -> sort keys."""
-        raw = np.frombuffer(buf, dtype=self.be)
-        if self.root == "FLOAT":
-            return _float_sort32(raw.astype(np.int32))
-        if self.root == "DOUBLE":
-            return _float_sort64(raw.astype(np.int64))
-        return raw.astype(np.int64)
+        if self.root in ("FLOAT", "DOUBLE"):
+            # one kernel pass (numpy's five: about 25 us for a dictionary chunk, twice a file)
+            return _k.float_sort_keys(np.frombuffer(buf, np.uint8), self.size)
+        return np.frombuffer(buf, dtype=self.be).astype(np.int64)
 
     def to_file(self, keys: np.ndarray) -> bytes:
         return self.raw_from_sort(keys).astype(self.be).tobytes()

@@ -439,21 +439,21 @@ class RangeBitmapReader(FileIndexReader):
         at0, S, sbase, base = self._slice_table
         W = nwords(n)
         slices = []
-        # one kernel call reads and bounds-checks the slice table
-        layout = _k.slice_layout(d, at0, S, sbase, W, base).tolist()
-        # the slices that are decoded share one allocation (one page-fault run, not one per slice)
-        rows = _memory.zeros((sum(1 for _, _, view in layout if view < 0), W), np.uint64)
+        # one kernel call reads and bounds-checks the slice table, one decodes the slices that
+        # cannot be read in place, into one allocation (one page-fault run, not one per slice)
+        layout = _k.slice_layout(d, at0, S, sbase, W, base)
+        views = layout[:, 2].tolist()
+        rows = _memory.zeros((sum(1 for view in views if view < 0), W), np.uint64)
+        _k.decode_slices(d, layout, rows, n, base)
         k = 0
-        for at, ln, view in layout:
+        for view in views:
             if view >= 0:
                 # dense slice: read the container words in place (every answer is
                 # masked by the existence bitmap, so nothing beyond it leaks)
                 slices.append(d[view : view + 8 * W])
             else:
-                row = rows[k]
+                slices.append(rows[k])
                 k += 1
-                _k.decode_fast(d, at, at + ln, row, n, base)
-                slices.append(row)
         self._slices = slices
 
     @property
