@@ -79,6 +79,26 @@ def block_checksums(data) -> dict:
 
 def _parse(spec: Mapping, size: int, what: str) -> Tuple[int, Tuple[int, ...]]:
     try:
+        key = (spec["xxh3"], spec["block"], size)
+        got = _PARSED.get(key)
+    except (KeyError, TypeError):
+        key = got = None
+    if got is not None:
+        return got
+    got = _parse_now(spec, size, what)
+    if key is not None:
+        if len(_PARSED) >= 4096:
+            _PARSED.clear()
+        _PARSED[key] = got
+    return got
+
+
+# recorded checksums -> their parse: a plan opens the same index files query after query
+_PARSED: dict = {}
+
+
+def _parse_now(spec: Mapping, size: int, what: str) -> Tuple[int, Tuple[int, ...]]:
+    try:
         b = int(spec["block"])
         raw = base64.b64decode(spec["xxh3"], validate=True)
         crcs = struct.unpack(f">{len(raw) // 4}I", raw)

@@ -92,9 +92,9 @@ def test_files_outside_a_range_never_open_their_index(tmp_path, monkeypatch):
     opened = []
     real = ParquetDataset.open_index
 
-    def spy(self, f, entry=None):
+    def spy(self, f, entry=None, **kw):
         opened.append(f.path)
-        return real(self, f, entry)
+        return real(self, f, entry, **kw)
 
     monkeypatch.setattr(ParquetDataset, "open_index", spy)
     plan = ds.plan(parse_predicate("k BETWEEN 1100 AND 2300"))
@@ -129,7 +129,9 @@ def test_a_build_records_the_indexed_columns_statistics(tmp_path, monkeypatch):
         assert e["stats"]["s"] == {"nulls": 0, "min": min(r["s"] for r in mine), "max": max(r["s"] for r in mine)}
     opened, looked = [], []
     real, real_current = ParquetDataset.open_index, ParquetDataset._index_current
-    monkeypatch.setattr(ParquetDataset, "open_index", lambda self, f, e=None: opened.append(f.path) or real(self, f, e))
+    monkeypatch.setattr(
+        ParquetDataset, "open_index", lambda self, f, e=None, **kw: opened.append(f.path) or real(self, f, e, **kw)
+    )
     monkeypatch.setattr(
         ParquetDataset, "_index_current", lambda self, f, *a: looked.append(f.path) or real_current(self, f, *a)
     )

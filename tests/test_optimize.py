@@ -237,7 +237,9 @@ def test_plan_skips_files_by_the_catalogs_statistics(local, monkeypatch):
         ParquetDataset, "_file_stats", lambda self, f, c: opened.append(f.path) or real_stats(self, f, c)
     )
     monkeypatch.setattr(
-        ParquetDataset, "open_index", lambda self, f, e=None: opened.append(f.path) or real_index(self, f, e)
+        ParquetDataset,
+        "open_index",
+        lambda self, f, e=None, **kw: opened.append(f.path) or real_index(self, f, e, **kw),
     )
     plan = ds.plan("x < 40")
     overlap = {p for p, e in entries.items() if e["stats"]["x"].get("min", 10**9) < 40}
@@ -284,7 +286,9 @@ def test_pages_answer_a_clustered_column_before_its_index(local, monkeypatch):
     opened, paged = [], []
     real_index, real_pages = ParquetDataset.open_index, ParquetDataset._page_answer
     monkeypatch.setattr(
-        ParquetDataset, "open_index", lambda self, f, e=None: opened.append(f.path) or real_index(self, f, e)
+        ParquetDataset,
+        "open_index",
+        lambda self, f, e=None, **kw: opened.append(f.path) or real_index(self, f, e, **kw),
     )
 
     def pages(self, f, leaf, t, sorted_only=False):

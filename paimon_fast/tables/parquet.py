@@ -956,13 +956,14 @@ class ParquetDataset:
         except Exception:  # noqa: BLE001 - statistics only ever help: the filter decides
             return None
 
-    def open_index(self, f: DataFile, entry: Optional[dict] = None):
+    def open_index(self, f: DataFile, entry: Optional[dict] = None, current: bool = False):
         """The file's index container (FileIndexFile) if it describes the listed version of ``f``,
         else None.  Every block read from an index file is checked against the checksums the
-        catalog recorded (:class:`~paimon_fast.checksum.ChecksumMismatchError` on a mismatch)."""
+        catalog recorded (:class:`~paimon_fast.checksum.ChecksumMismatchError` on a mismatch).
+        ``current``: the caller has just found :meth:`_index_current` of ``entry`` true."""
         if entry is None:
             entry = self._at().read_catalog()["files"].get(f.path)
-        if not self._index_current(f, entry, None):
+        if not current and not self._index_current(f, entry, None):
             return None
         fi = entry["file_index"]
         path = self.index_file_path(f, fi)
@@ -986,7 +987,8 @@ class ParquetDataset:
         # an index file's bytes never change under its name and checksum: its header, parsed once
         key = None
         if path is not None and fi.get("checksum") is not None:
-            key = (path, fi.get("size"), json.dumps(fi["checksum"], sort_keys=True))
+            ck = fi["checksum"]
+            key = (path, fi.get("size"), str(sorted(ck.items())) if isinstance(ck, dict) else repr(ck))
         layout = _LAYOUTS.get(key) if key is not None else None
         idx = FileIndexFile(as_source(data), row_type, {}, layout=layout)
         if key is not None and layout is None:
@@ -1126,7 +1128,7 @@ class ParquetDataset:
                     opened[0] = True
                     if indexed:
                         try:
-                            opened[1] = self.open_index(f, entry)
+                            opened[1] = self.open_index(f, entry, current=True)
                         except Exception as e:  # a broken index never fails a query: read the file
                             err = f"{type(e).__name__}: {e}"
                 return opened[1]
