@@ -337,3 +337,40 @@ def test_cli_inspect_reads_types_from_the_data_file(tmp_path, capsys):
     assert bloom["index_type"] == "bloom-filter" and bloom["type"] == "BIGINT"
     assert bloom["num_bits"] > 0 and 0 < bloom["fill_ratio"] < 1
     assert out["data_file"] == str(tmp_path / "p=a" / "f0.parquet")
+
+
+@pytest.mark.parametrize("one_pass", [True, False], ids=["one pass", "predicate columns first"])
+def test_inexact_reads_in_one_pass_or_two(tmp_path, monkeypatch, one_pass):
+    """Files whose plan is inexact (a bloom filter) give the same rows whether every asked column
+    is read at the candidate rows and then filtered (few candidates) or the predicate's columns
+    are read first and the others at the rows that hold it: subsets of columns, a partition
+    column, positions, counts, deleted rows; checked against pyarrow's filter of the files."""
+    import paimon_fast.tables.parquet as parquet_mod
+
+    ds = make_dataset(tmp_path)
+    ds.build(BLOOM)
+    ds.delete("status = 'sent'")
+    monkeypatch.setattr(parquet_mod, "ONE_PASS_ROWS", 1 << 40 if one_pass else -1)
+    where = "name = 'n3' AND score > 45"
+    parts = []
+    for f in ds.files():
+        t = pq.ParquetFile(tmp_path / f.path).read()  # (the file alone: no partition from its path)
+        parts.append(t.append_column("p", pa.array([dict(f.partition)["p"]] * t.num_rows)))
+    full = pa.concat_tables(parts)
+    full = full.filter(pa.compute.not_equal(full.column("status"), "sent"))
+    want = full.filter(to_arrow_expression(parse_predicate(where)))
+    assert 0 < want.num_rows < full.num_rows
+    plan = ds.plan(where)
+    assert any(not p.exact for p in plan.files if not p.skipped)  # the case under test
+    for cols in (["id", "score"], ["status", "p"], ["name"], None):
+        got = ds.read(where, columns=cols).to_arrow()
+        names = cols or full.schema.names
+        assert sorted(got.select(names).to_pylist(), key=str) == sorted(want.select(names).to_pylist(), key=str)
+    assert ds.read(where).count() == want.num_rows
+    # positions: each row's place in its file, as the file's own row number says
+    for p in plan.files:
+        if p.skipped:
+            continue
+        t = ds.read_kept(p, ["id"], plan.predicate, positions=True)
+        ids = pq.read_table(tmp_path / p.file.path, columns=["id"]).column("id").to_numpy()
+        assert ids[t.column("__pf_pos").to_numpy()].tolist() == t.column("id").to_pylist()

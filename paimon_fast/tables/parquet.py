@@ -150,6 +150,9 @@ _LAYOUTS_MAX = 4096
 # Whether plans answer leaves from the files' Parquet statistics when a dataset does not say
 # (ParquetDataset(statistics=...)): None, on local files only
 STATISTICS: Optional[bool] = None
+# an inexact read testing at most this many rows reads every asked column with the predicate's
+# (one pass), not the predicate's columns first and the others at the rows that hold it
+ONE_PASS_ROWS = 1 << 15
 HEAD_PREFETCH = 16384  # first bytes of a remote index container fetched with its header
 # a leaf whose page index keeps at most 1/8 of a file's rows is answered by those pages (read and
 # filtered) without opening the file's index of the column
@@ -1390,7 +1393,8 @@ class ParquetDataset:
         plan is exact (:attr:`FilePlan.exact`) the predicate is not evaluated and its columns are
         not read unless asked for (none at all for a count); elsewhere the predicate's columns
         are read at the selected rows, the predicate applied, and the other ``columns`` read only
-        at the rows that hold it.  Deleted rows are never read."""
+        at the rows that hold it (or, at most ``ONE_PASS_ROWS`` rows to test, every column read at
+        them in one pass and then filtered).  Deleted rows are never read."""
         from ..parquet.native import read_files
         from ..parquet.rows import no_columns
         from .topn import POS
@@ -1463,7 +1467,22 @@ class ParquetDataset:
             _split_into(out_tables, ex, t, n, counts)
         # the others: the predicate's columns at the selected rows, the predicate, then the rest
         inexact = [i for i in range(len(parts)) if not exact[i]]
-        if inexact:
+        candidates = sum(_count(items[i][1], parts[i][0]) for i in inexact)
+        if inexact and candidates <= ONE_PASS_ROWS:
+            # few rows to test (a clustered column's boundary pages): every column read at them in
+            # one call, then filtered (the rows that fail cost less than a second read would)
+            pos_list = [items[i][1] for i in inexact]
+            want = [fl.name for fl in schema if fl.name in pred_cols or fl.name in columns]
+            t, n = read(inexact, want, pos_list)
+            if positions:
+                t = t.append_column(POS, pa.array(positions_of(inexact, pos_list, n), pa.int64()))
+            t = t.append_column("__pf_part", pa.array(np.repeat(np.arange(len(inexact), dtype=np.int32), n)))
+            t = filter_table(t, predicate)
+            n = np.bincount(t.column("__pf_part").to_numpy(), minlength=len(inexact)).astype(np.int64)
+            names = [*columns, POS] if positions else columns
+            t = t.select(names) if names else no_columns(t.num_rows)  # (select([]) keeps no rows)
+            _split_into(out_tables, inexact, t, n, counts)
+        elif inexact:
             first = [fl.name for fl in schema if fl.name in pred_cols]
             pos_list = [items[i][1] for i in inexact]
             t, n = read(inexact, first, pos_list)
