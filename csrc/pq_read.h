@@ -1460,9 +1460,17 @@ static void *pq_worker_main(void *arg) {
     return NULL;
 }
 
-/* Run the current phase's items on up to job->nthreads threads (this one included). */
-static void pq_parallel(pq_job *job, int64_t nitems) {
+/* A phase with less work than this (bytes to read, decompress or copy, about) runs on the calling
+ * thread alone: starting and joining a thread costs 20-80 us, more than a small read's decoding
+ * (a clustered column's few pages).  Tests lower it to 0 (pq_set_parallel_min). */
+static int64_t pq_parallel_min = (int64_t)256 << 10;
+static void pq_set_parallel_min(int64_t v) { pq_parallel_min = v; }
+
+/* Run the current phase's items on up to job->nthreads threads (this one included); one thread
+ * when the phase's work (about ``work`` bytes) is below pq_parallel_min. */
+static void pq_parallel(pq_job *job, int64_t nitems, int64_t work) {
     int nt = job->nthreads;
+    if (work < pq_parallel_min) nt = 1;
     if (nt > nitems) nt = (int)nitems;
     if (nt < 1) nt = 1;
     job->next = 0;
@@ -1563,9 +1571,15 @@ static int pq_run(pq_job *job) {
         pthread_mutex_init(&c->dict.lock, NULL);
         pthread_mutex_init(&c->fail_lock, NULL);
     }
-    /* A: pages */
+    /* A: pages (from the OffsetIndex, else a walk over the page headers: a header every 16 KB
+     * of the chunk, about, costs what a read of those bytes would) */
+    int64_t work = 0;
+    for (i = 0; i < job->nchunks; i++) {
+        const int64_t *f = job->chunks[i].f;
+        work += f[CK_OI_OFF] >= 0 ? f[CK_OI_LEN] : f[CK_LEN] / 16;
+    }
     job->phase = 0;
-    pq_parallel(job, job->nchunks);
+    pq_parallel(job, job->nchunks, work);
     /* the units of B: every selected page, and one unit for each chunk of nulls */
     int64_t nu = 0;
     for (i = 0; i < job->nchunks; i++) {
@@ -1605,8 +1619,10 @@ static int pq_run(pq_job *job) {
         }
     }
     /* B: pages */
+    work = 0;
+    for (i = 0; i < job->nunits; i++) work += job->units[i]->size;
     job->phase = 1;
-    pq_parallel(job, job->nunits);
+    pq_parallel(job, job->nunits, work);
     /* C: byte arrays: each unit's place in its column's data */
     int any = 0;
     for (i = 0; i < job->nunits; i++) {
@@ -1662,8 +1678,10 @@ static int pq_run(pq_job *job) {
             }
         }
         free(total);
+        work = 0;
+        for (i = 0; i < m; i++) work += job->units[i]->data_len + 4 * (job->units[i]->k1 - job->units[i]->k0);
         job->phase = 2;
-        pq_parallel(job, job->nunits);
+        pq_parallel(job, job->nunits, work);
     }
 done:
     for (i = 0; i < job->nchunks; i++) {

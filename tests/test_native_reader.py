@@ -535,7 +535,20 @@ def test_sources_in_memory_and_file_objects(tmp_path):
 
 
 # ---------------------------------------------------------------- threads
-def test_threads_give_identical_tables(tmp_path):
+@pytest.fixture(params=["small phases on one thread", "every phase on the threads"])
+def parallel_min(request):
+    """The reader's default (a phase with little work runs on the calling thread), or 0 (every
+    phase of two items or more spreads over the threads asked for, as large reads do)."""
+    from paimon_fast._kernels import load
+
+    k = load("pqread")
+    old = k._set_parallel_min(0) if request.param.startswith("every") else None
+    yield request.param
+    if old is not None:
+        k._set_parallel_min(old)
+
+
+def test_threads_give_identical_tables(tmp_path, parallel_min):
     rng = np.random.default_rng(16)
     paths = []
     for i, codec in enumerate(("SNAPPY", "ZSTD", "LZ4")):
@@ -920,6 +933,9 @@ def test_fuzz_byte_flips(tmp_path):
     of files with and without a page index: a read never crashes or hangs; it raises
     IndexFormatError or returns a table.  Where the reader and pyarrow both read a mutated file,
     they agree."""
+    from paimon_fast._kernels import load
+
+    pqk = load("pqread")
     rng = np.random.default_rng(22)
     bases = [
         _fuzz_base(tmp_path, rng, "SNAPPY", "1.0", True),
@@ -936,7 +952,13 @@ def test_fuzz_byte_flips(tmp_path):
             bad, kind = _mutate(rng, data, regions)
             pos = None if i % 7 == 0 else _positions(rng, n, 0.1)
             src = _tmp_file(tmp_path, bad) if i % 5 == 0 else bad
-            got = _read_or_refuse(src, pos, threads=1 + 3 * (i % 2))
+            # every other read on 4 threads, every phase spread over them (however small)
+            old = pqk._set_parallel_min(0) if i % 2 else None
+            try:
+                got = _read_or_refuse(src, pos, threads=1 + 3 * (i % 2))
+            finally:
+                if old is not None:
+                    pqk._set_parallel_min(old)
             if got is None:
                 refused += 1
                 continue

@@ -53,6 +53,8 @@ cdef extern from "pq_read.h" nogil:
 
     int pq_run(pq_job *job)
     void pq_release()
+    int64_t pq_parallel_min
+    void pq_set_parallel_min(int64_t v)
     void pq_bfree(void *p, size_t cap)
     int pq_codec_available(int codec)
     int c_PQ_OK "PQ_OK"
@@ -74,6 +76,14 @@ def release_memory():
     """Free the buffers the reader keeps between reads (decompression scratch, dictionary pages)."""
     with nogil:
         pq_release()
+
+
+def _set_parallel_min(int64_t v):
+    """Tests: the work (bytes, about) below which a phase of a read runs on one thread; returns
+    the value before (0: every phase with two items or more uses the threads asked for)."""
+    cdef int64_t old = pq_parallel_min
+    pq_set_parallel_min(v)
+    return old
 
 
 def codec_available(int codec):
