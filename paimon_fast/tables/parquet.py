@@ -139,7 +139,7 @@ from .layout import (
     parse_partition,  # noqa: F401 (handed on)
 )
 from .globalindex import GlobalAnswers
-from .stats import leaf_answer
+from .stats import leaf_answer, leaf_prepared
 from .writer import VERSION_FACTS, StatsAccumulator, clustered_columns, entry_stats
 from .plan import FilePlan, ScanPlan, ScanReport  # noqa: F401 (the plan types, handed on)
 from .steps import step
@@ -1076,6 +1076,14 @@ class ParquetDataset:
                 p.result = BitmapResult(kept) if len(kept) else SKIP
             return p
 
+        preps: dict = {}  # id(leaf) -> leaf_prepared of it (the predicate's leaves live as long)
+
+        def prepared(leaf: Leaf):
+            got = preps.get(id(leaf), preps)
+            if got is preps:
+                got = preps[id(leaf)] = leaf_prepared(leaf, data_types[leaf.name])
+            return got
+
         def by_catalog(leaf: Leaf, entry: Optional[dict], rows: int, part: Mapping, trusted: bool):
             """``(answer or None, exact, the catalog's statistics of the leaf's column or None)``
             of a leaf from the file's partition values and (``trusted``: they describe its listed
@@ -1085,7 +1093,7 @@ class ParquetDataset:
                 return res, is_exact, None
             cs = entry_stats(entry, leaf.name, rows) if trusted and leaf.name in data_types else None
             if cs is not None:
-                said = leaf_answer(leaf, [cs], data_types[leaf.name])
+                said = leaf_answer(leaf, [cs], data_types[leaf.name], prepared(leaf))
                 if said == "skip":
                     return SKIP, True, cs
                 if said == "all":
@@ -1149,7 +1157,7 @@ class ParquetDataset:
                 if use_stats and leaf.name in data_types and not (cs is not None and one_group):
                     if leaf.name not in stats:
                         stats[leaf.name] = self._file_stats(f, leaf.name)
-                    said = leaf_answer(leaf, stats[leaf.name], data_types[leaf.name])
+                    said = leaf_answer(leaf, stats[leaf.name], data_types[leaf.name], prepared(leaf))
                     if said == "skip":
                         return answered(SKIP, True)
                     if said == "all":

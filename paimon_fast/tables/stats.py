@@ -186,13 +186,10 @@ def _chunk(op: str, lits, c: ChunkStats, kind: str) -> Optional[str]:
     return None
 
 
-def leaf_answer(leaf: Leaf, stats: Optional[List[ChunkStats]], t: pa.DataType):
-    """``"skip"`` (no row of the file holds ``leaf``), ``"all"`` (every row does), a list of
-    ``(start, stop)`` row ranges (every row group decided, some wholly in, the others wholly
-    out: the rows of those in) or None, from the file's statistics of the leaf's column (``t``:
-    its Arrow type)."""
-    if stats is None or not stats:
-        return None
+def leaf_prepared(leaf: Leaf, t: pa.DataType) -> Optional[tuple]:
+    """What :func:`leaf_answer` compares for ``leaf`` on a column of Arrow type ``t``: ``(op,
+    literals as the statistics' values are, kind)``, or None when statistics cannot answer it.
+    The same for every file: a plan prepares a leaf once."""
     kind = stat_kind(t)
     if kind is None:
         return None
@@ -205,6 +202,26 @@ def leaf_answer(leaf: Leaf, stats: Optional[List[ChunkStats]], t: pa.DataType):
             return None
     else:
         return None
+    return op, lits, kind
+
+
+_UNPREPARED = object()
+
+
+def leaf_answer(leaf: Leaf, stats: Optional[List[ChunkStats]], t: pa.DataType, prepared=_UNPREPARED):
+    """``"skip"`` (no row of the file holds ``leaf``), ``"all"`` (every row does), a list of
+    ``(start, stop)`` row ranges (every row group decided, some wholly in, the others wholly
+    out: the rows of those in) or None, from the file's statistics of the leaf's column (``t``:
+    its Arrow type).  ``prepared``: :func:`leaf_prepared` of the two, when the caller has it."""
+    if stats is None or not stats:
+        return None
+    prep = leaf_prepared(leaf, t) if prepared is _UNPREPARED else prepared
+    if prep is None:
+        return None
+    op, lits, kind = prep
+    if len(stats) == 1:  # (one row group, or a whole file's statistics)
+        c = stats[0]
+        return _chunk(op, lits, c, kind) if c.rows > 0 else "skip"
     each = [_chunk(op, lits, c, kind) if c.rows > 0 else "skip" for c in stats]
     got = set(each)
     if got <= {"skip"}:
