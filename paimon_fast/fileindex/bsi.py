@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+from pyroaring import BitMap
 
 from .. import memory as _memory
 from ..errors import IndexFormatError, UnsupportedTypeError
@@ -367,7 +368,22 @@ class BsiReader(FileIndexReader):
 
     def visit_between(self, leaf):
         lo, hi = self._lit(leaf.literals[0]), self._lit(leaf.literals[1])
-        return self._result(lambda: self.gte_words(lo) & self.lte_words(hi))
+
+        def answer():
+            if 0 <= lo <= hi:  # only the positive part holds such values: one pass, straight to a bitmap
+                return self._positive_between(lo, hi)
+            return to_bitmap(self.gte_words(lo) & self.lte_words(hi))
+
+        return BitmapResult(thunk=answer)
+
+    def _positive_between(self, lo: int, hi: int) -> BitMap:
+        """Rows with ``lo <= value <= hi``, ``0 <= lo <= hi`` (Java: gte(lo) AND lte(hi)), by one
+        pass over the positive part's slices into roaring bytes."""
+        pos = self.positive
+        if hi < pos.min or lo > pos.max:
+            return BitMap()
+        plo, phi = max(lo, pos.min) - pos.min, min(hi, pos.max) - pos.min
+        return BitMap.deserialize(_k.compare_bytes(pos.slices, pos.ebm, "gte", plo, phi))
 
     def describe(self):
         d = super().describe()
