@@ -248,6 +248,9 @@ static inline uint64_t pf_get64le(const uint8_t *p) {
                               * are copied (implies PF_DEC_NO_RECOUNT) */
 
 #define PF_WALK_EXTENTS 4    /* check the header and container extents only (no content) */
+#define PF_DEC_CLEAR 8       /* with PF_DEC_FILL: words need not be zero beforehand; every word
+                              * in [0, ceil(nbits / 64)) is written (a gap between containers and
+                              * an array or run container's words are cleared first) */
 
 /* The one walk over portable bytes buf[0..len) that validates them without
  * trusting any count: header, container extents and (unless PF_WALK_EXTENTS)
@@ -274,6 +277,7 @@ pf_roaring_walk(const uint8_t *buf, size_t len, uint64_t *words, int64_t nbits, 
     int32_t prev_key = -1;
     uint32_t max_key = h.size ? pf_get16(h.desc + 4 * (h.size - 1)) : 0;
     uint64_t total = 0;
+    int64_t cleared = 0; /* PF_DEC_CLEAR: words [0, cleared) are written or cleared */
     for (uint32_t c = 0; c < h.size; c++) {
         uint32_t key = pf_get16(h.desc + 4 * c);
         uint32_t card = (uint32_t)pf_get16(h.desc + 4 * c + 2) + 1;
@@ -282,6 +286,15 @@ pf_roaring_walk(const uint8_t *buf, size_t len, uint64_t *words, int64_t nbits, 
         }
         prev_key = (int32_t)key;
         int64_t base = (int64_t)key << 16;
+        if (words && content && (flags & PF_DEC_CLEAR)) {
+            int64_t w0 = base >> 6, w1 = w0 + 1024;
+            if (w0 > nwb) w0 = nwb;
+            if (w1 > nwb) w1 = nwb;
+            if (w0 > cleared) memset(words + cleared, 0, 8 * (size_t)(w0 - cleared));
+            /* a bitmap container copies all its words in; the others set bits in cleared ones */
+            if ((pf_is_run(&h, c) || card <= PF_ARRAY_MAX) && w1 > w0) memset(words + w0, 0, 8 * (size_t)(w1 - w0));
+            if (w1 > cleared) cleared = w1;
+        }
         if (pf_is_run(&h, c)) {
             if (len - p < 2) { *err = "roaring run container truncated"; *err_at = p; return -1; }
             uint32_t nruns = pf_get16(buf + p);
@@ -372,6 +385,7 @@ pf_roaring_walk(const uint8_t *buf, size_t len, uint64_t *words, int64_t nbits, 
         }
         total += card;
     }
+    if (words && content && (flags & PF_DEC_CLEAR) && nwb > cleared) memset(words + cleared, 0, 8 * (size_t)(nwb - cleared));
     if (h.size) *last_key = (int32_t)max_key;
     *card_out = total;
     return (int64_t)p;

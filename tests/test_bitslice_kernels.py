@@ -379,7 +379,9 @@ def test_slice_layout_agrees(n, bound, pnull, seed, flips):
     # a changed table may point a slice at bytes that are no bitmap: the same error then
     ndec = int((want[:, 2] < 0).sum())
     one = np.zeros((ndec, nw), np.uint64)
-    rows, trows = np.zeros((ndec, nw), np.uint64), np.zeros((ndec, nw), np.uint64)
+    # rows not zeroed, one word wider than the bits: every word is written (the extra one cleared)
+    rows = np.full((ndec, nw + 1), 0xA5A5A5A5A5A5A5A5, np.uint64)
+    trows = np.full((ndec, nw), 0xA5A5A5A5A5A5A5A5, np.uint64)
     try:
         j = 0
         for at, ln, view in want.tolist():
@@ -395,7 +397,7 @@ def test_slice_layout_agrees(n, bound, pnull, seed, flips):
         return  # (the twin is an oracle of values: it accepts some damage the kernel refuses)
     k.decode_slices(buf, got, rows, n)
     twin.decode_slices(buf, want, trows, n)
-    assert np.array_equal(rows, one) and np.array_equal(trows, one)
+    assert np.array_equal(rows[:, :nw], one) and not rows[:, nw].any() and np.array_equal(trows, one)
     with pytest.raises(ValueError):
         k.decode_slices(buf, got, np.zeros((ndec + 1, nw), np.uint64), n)  # a row too many
 
@@ -436,8 +438,8 @@ def test_decode_slices_damaged(n, seed, at, val):
             k.decode_fast(buf, a, a + ln, want[i], n)
     except IndexFormatError as e:
         err = e
-    got = np.zeros((S, nw), np.uint64)
-    tgot = np.zeros((S, nw), np.uint64)
+    got = np.full((S, nw), 0xFFFFFFFFFFFFFFFF, np.uint64)  # (not zeroed: every word is written)
+    tgot = np.full((S, nw), 0xFFFFFFFFFFFFFFFF, np.uint64)
     if err is None:
         k.decode_slices(buf, lay, got, n)
         twin.decode_slices(buf, lay, tgot, n)
@@ -526,3 +528,44 @@ def test_encode_sliced_agrees(col):
     assert got == twin.encode_sliced(ebm, sl)
     parts = [k.encode(s) for s in sl]
     assert got.endswith(k.encode(ebm) + b"".join(parts))
+
+
+@SETTINGS
+@given(st.integers(1, 300_000), st.integers(0, 2**32 - 1), st.integers(0, 2))
+def test_decode_slices_clears_every_word(nbits, seed, extra):
+    """Bitmaps with gaps between containers, arrays, runs and full bitmap containers, decoded by
+    decode_slices into rows full of ones (and ``extra`` words wider): each row equals the bitmap's
+    bits, nothing of the ones left over."""
+    from pyroaring import BitMap
+
+    rng = np.random.default_rng(seed)
+    nw = (nbits + 63) // 64
+    bms = []
+    for kind in ("sparse", "dense", "runs", "empty", "one chunk"):
+        if kind == "sparse":
+            vals = rng.choice(nbits, size=min(nbits, int(rng.integers(1, 3000))), replace=False)
+        elif kind == "dense":
+            vals = np.flatnonzero(rng.random(nbits) < 0.6)
+        elif kind == "runs":
+            starts = rng.integers(0, nbits, 5)
+            vals = np.unique(np.concatenate([np.arange(a, min(nbits, a + int(rng.integers(1, 5000)))) for a in starts]))
+        elif kind == "empty":
+            vals = np.zeros(0, np.int64)
+        else:  # one container far from the first: a gap before it and after it
+            lo = int(rng.integers(0, nbits))
+            vals = np.arange(lo, min(nbits, lo + 100))
+        bm = BitMap(vals.astype(np.uint32).tolist())
+        if kind == "runs":
+            bm.run_optimize()
+        bms.append(bm)
+    parts = [bm.serialize() for bm in bms]
+    buf = np.frombuffer(b"".join(parts), np.uint8)
+    at = np.cumsum([0] + [len(p) for p in parts[:-1]])
+    layout = np.array([[a, len(p), -1] for a, p in zip(at.tolist(), parts)], np.int64)
+    rows = np.full((len(bms), nw + extra), 0xFFFFFFFFFFFFFFFF, np.uint64)
+    k.decode_slices(buf, layout, rows, nbits)
+    for bm, row in zip(bms, rows):
+        want = np.zeros(nw + extra, np.uint64)
+        for v in bm:
+            want[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+        assert np.array_equal(row, want)

@@ -7,6 +7,7 @@ uint64 array; slice i holds the rows whose value has bit i set.
 """
 from libc.stdint cimport uint8_t, uint32_t, int8_t, int16_t, int32_t, int64_t, uint64_t
 from libc.stdlib cimport malloc, free
+from libc.string cimport memset
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 import numpy as np
 
@@ -19,6 +20,7 @@ cdef extern from "bitslice.h":
                               const char **err, size_t *err_at, int64_t *bad) nogil
     int PF_DEC_NO_RECOUNT
     int PF_DEC_FILL
+    int PF_DEC_CLEAR
     int64_t pf_words_size(const uint64_t *words, int64_t nwords, int plain, uint32_t *card, uint32_t *nruns) nogil
     size_t pf_words_write(const uint64_t *words, int64_t nwords, int plain, const uint32_t *card,
                           const uint32_t *nruns, uint8_t *out) nogil
@@ -943,10 +945,11 @@ def encode_sliced(const uint64_t[::1] ebm, const uint64_t[:, ::1] slices):
 def decode_slices(const uint8_t[::1] buf, const int64_t[:, ::1] layout, uint64_t[:, ::1] rows,
                   int64_t nbits, Py_ssize_t base=0):
     """Decode, in one call, every slice of :func:`slice_layout`'s ``layout`` that cannot be read
-    in place (view column -1) into the next row of ``rows`` (zeroed; one row per such slice, in
-    slice order), as :func:`decode_fast` would one by one."""
+    in place (view column -1) into the next row of ``rows`` (one row per such slice, in slice
+    order), as :func:`decode_fast` would one by one into zeroed rows.  ``rows`` need not be
+    zeroed: every word of a decoded row is written."""
     cdef Py_ssize_t n = buf.shape[0], S = layout.shape[0], i, k = 0, K = rows.shape[0]
-    cdef int64_t nw = rows.shape[1]
+    cdef int64_t nw = rows.shape[1], nwb = (nbits + 63) >> 6
     cdef int64_t at, ln, size = 0, bad
     cdef const char *err = NULL
     cdef size_t err_at = 0
@@ -971,9 +974,11 @@ def decode_slices(const uint8_t[::1] buf, const int64_t[:, ::1] layout, uint64_t
                 continue
             at = layout[i, 0]
             size = pf_roaring_decode(&buf[0] + at, <size_t>layout[i, 1], &rows[k, 0] if nw else NULL, nbits,
-                                     PF_DEC_FILL, &err, &err_at, &bad)
+                                     PF_DEC_FILL | PF_DEC_CLEAR, &err, &err_at, &bad)
             if size < 0:
                 break
+            if nwb < nw:  # (words past the rows' bits)
+                memset(&rows[k, nwb], 0, 8 * <size_t>(nw - nwb))
             k += 1
     if size < 0:
         raise IndexFormatError(err.decode(), base + at + <Py_ssize_t>err_at)

@@ -196,6 +196,7 @@ class BsiReader(FileIndexReader):
         # dense arrays never follow an unchecked row count
         p = 5
         layout = []
+        ends_at = {}  # part -> where its last slice ends
         last = -1
         for which in ("positive", "negative"):
             if p + 1 > d.size:
@@ -226,6 +227,7 @@ class BsiReader(FileIndexReader):
                 size, _, _ = _k.check_last(d, p, -1, base)
                 at.append(p)
                 p += size
+            ends_at[which] = p
             layout.append((mn, mx, ebm_at, at))
         if last >= self.row_count:
             raise IndexFormatError(f"bsi existence bitmap holds row {last} beyond its {self.row_count} rows", base)
@@ -238,9 +240,11 @@ class BsiReader(FileIndexReader):
                 continue
             mn, mx, ebm_at, at = lay
             ebm, _, _ = read_roaring_dense(d, ebm_at, -1, n, base, f"bsi {which} existence bitmap")
-            slices = _memory.zeros((len(at), nwords(n)), np.uint64)
-            for i, q in enumerate(at):
-                _k.decode_fast(d, q, -1, slices[i], n, base)
+            # the slices, checked above, decoded in one kernel call into memory it writes whole
+            slices = _memory.array((len(at), nwords(n)), np.uint64)
+            ends = at[1:] + [ends_at[which]]
+            layout = np.array([[q, e - q, -1] for q, e in zip(at, ends)], np.int64).reshape(-1, 3)
+            _k.decode_slices(d, layout, slices, n, base)
             parts.append(_Part(n, mn, mx, ebm, slices))
         self._pos, self._neg = parts
 

@@ -444,7 +444,8 @@ def encode_sliced(ebm, slices):
 
 
 def decode_slices(buf, layout, rows, nbits, base=0):
-    """Twin: each slice of ``layout`` not read in place, decoded into the next row of ``rows``."""
+    """Twin: each slice of ``layout`` not read in place, decoded into the next row of ``rows``
+    (cleared first)."""
     k = 0
     for at, ln, view in np.asarray(layout).tolist():
         if view >= 0:
@@ -453,6 +454,7 @@ def decode_slices(buf, layout, rows, nbits, base=0):
             raise ValueError("rows has too few rows for the layout")
         if ln < 4:
             raise IndexFormatError("roaring bitmap truncated (cookie)", base + at)
+        rows[k][:] = 0
         decode_fast(buf, at, at + ln, rows[k], nbits, base)
         k += 1
     if k != len(rows):

@@ -443,7 +443,7 @@ class RangeBitmapReader(FileIndexReader):
         # cannot be read in place, into one allocation (one page-fault run, not one per slice)
         layout = _k.slice_layout(d, at0, S, sbase, W, base)
         views = layout[:, 2].tolist()
-        rows = _memory.zeros((sum(1 for view in views if view < 0), W), np.uint64)
+        rows = _memory.array((sum(1 for view in views if view < 0), W), np.uint64)  # (every word is written)
         _k.decode_slices(d, layout, rows, n, base)
         k = 0
         for view in views:
