@@ -24,7 +24,7 @@ def array(shape, dtype=np.uint8, fill=None) -> np.ndarray:
     """A writable array over pool memory (its contents undefined unless ``fill`` is given)."""
     dt = np.dtype(dtype)
     n = 1
-    for d in (shape,) if isinstance(shape, int) else shape:
+    for d in (shape,) if isinstance(shape, (int, np.integer)) else shape:
         n *= int(d)  # (not np.prod: a plan asks twice a file, and numpy's costs 10 us)
     size = n * dt.itemsize
     if size < POOLED_BYTES:

@@ -59,7 +59,7 @@ def test_checked_reads_keep_the_pool_bytes_and_still_check_them(blob, tmp_path):
         src.read_at(0, 2 * memory.POOLED_BYTES)
 
 
-@pytest.mark.parametrize("shape", [7, (3, 5), (40, 1000), 200_000])
+@pytest.mark.parametrize("shape", [7, (3, 5), (40, 1000), 200_000, np.int64(200_000), (np.int32(3), 70_000)])
 def test_arrays(shape):
     z = memory.zeros(shape, np.uint64)
     assert z.shape == np.zeros(shape).shape and z.dtype == np.uint64 and z.flags.writeable and not z.any()
