@@ -405,6 +405,7 @@ def test_slice_layout_agrees(n, bound, pnull, seed, flips):
 @SETTINGS
 @given(st.integers(1, 3000), st.integers(0, 2**32 - 1), st.integers(0, 5000), st.integers(0, 255))
 @example(387, 266, 95, 95)  # adjacent runs: refused by the kernel, accepted by the twin
+@example(129, 0, 30, 0)  # a damaged first slice and a cut last one: the first is refused first
 def test_decode_slices_damaged(n, seed, at, val):
     """A slice's bytes changed (or cut short): decode_slices raises the IndexFormatError the
     slice-by-slice decoder raises (same what, same offset), or decodes the same words."""
