@@ -225,3 +225,30 @@ def test_range_bounds_cut_equal_rows():
     assert len(sizes) == 8 and sizes.min() > 0.95 * 12_500 and sizes.max() < 1.05 * 12_500
     assert len(order.range_bounds([(keys[:1].repeat(5), 5)], 4)) == 0  # one key: nothing to cut
     assert len(order.range_bounds([], 4)) == 0 and len(order.quantile_sample(keys[:0], 3)) == 0
+
+
+@pytest.mark.parametrize("typ", [pa.float64(), pa.float32()])
+def test_float_order_words_sort_as_spark_orders(typ):
+    """Float words: ascending words = the numbers ascending, -0.0 before 0.0, every NaN (any
+    payload, either sign) after +inf and equal to one another; a null's word is 0.0's."""
+    import math
+
+    rng = np.random.default_rng(7)
+    nans = np.array([0x7FF8000000000000, 0xFFF8000000000000, 0x7FF0000000000001, 0xFFF0000000000123], np.uint64)
+    specials = [-0.0, 0.0, math.inf, -math.inf, 5e-324, -5e-324, 1.5, -1.5, 1e300, -1e300]
+    vals = np.concatenate([nans.view(np.float64), specials, rng.normal(size=300), rng.integers(-3, 3, 50)])
+    mask = rng.random(len(vals)) < 0.1
+    arr = pa.array(vals, pa.float64(), mask=mask).cast(typ)
+    words = order._order_words(arr)
+    assert len(words) == 2 and np.array_equal(words[0], (~mask).astype(np.uint64))  # nulls first
+    w = order._float_words(arr)
+    py = arr.to_pylist()
+
+    def rank(v):
+        v = 0.0 if v is None else v
+        return (1, 0.0, 0) if math.isnan(v) else (0, v, math.copysign(1.0, v) > 0)
+
+    for i in range(len(py)):
+        for j in (0, 7, 11, 13, 200, len(py) - 1):
+            assert (w[i] < w[j]) == (rank(py[i]) < rank(py[j])), (py[i], py[j])
+            assert (w[i] == w[j]) == (rank(py[i]) == rank(py[j])), (py[i], py[j])

