@@ -252,3 +252,61 @@ def test_float_order_words_sort_as_spark_orders(typ):
         for j in (0, 7, 11, 13, 200, len(py) - 1):
             assert (w[i] < w[j]) == (rank(py[i]) < rank(py[j])), (py[i], py[j])
             assert (w[i] == w[j]) == (rank(py[i]) == rank(py[j])), (py[i], py[j])
+
+
+@SETTINGS
+@given(
+    st.lists(st.one_of(st.none(), st.binary(max_size=40)), max_size=60),
+    st.lists(st.integers(0, 10**6), max_size=80),
+    st.integers(0, 5),
+    st.booleans(),
+)
+def test_take_bytes_kernel_equals_twin(values, picks, cut, large):
+    arr = pa.array(values, pa.large_binary() if large else pa.binary()).slice(min(cut, len(values)))
+    n = len(arr)
+    idx = np.array([p % n for p in picks] if n else [], np.int64)
+    b = arr.buffers()
+    offsets = np.frombuffer(b[1], np.int64 if large else np.int32)[arr.offset : arr.offset + n + 1]
+    data = np.frombuffer(b[2], np.uint8) if b[2] is not None else np.zeros(0, np.uint8)
+    new_off, new_data = k.take_bytes(offsets, data, idx)
+    assert new_off.dtype == offsets.dtype and new_off[0] == 0 and len(new_off) == len(idx) + 1
+    got = [bytes(new_data[new_off[i] : new_off[i + 1]]) for i in range(len(idx))]
+    plain = [v or b"" for v in arr.to_pylist()]  # (a null's bytes: its slot's, empty here)
+    assert got == twin.take_bytes(plain, idx.tolist())
+
+
+def test_take_bytes_refuses_bad_positions_and_offsets():
+    offsets = np.array([0, 2, 5], np.int32)
+    data = np.frombuffer(b"abcde", np.uint8)
+    for bad in (2, -1, 99):
+        with pytest.raises(IndexError, match="outside 2 values"):
+            k.take_bytes(offsets, data, np.array([0, bad], np.int64))
+    with pytest.raises(ValueError, match="leave the data"):
+        k.take_bytes(np.array([0, 2, 9], np.int32), data, np.array([1], np.int64))
+    with pytest.raises(ValueError, match="leave the data"):
+        k.take_bytes(np.array([0, 3, 2], np.int32), data, np.array([1], np.int64))
+    off, got = k.take_bytes(offsets, data, np.zeros(0, np.int64))
+    assert off.tolist() == [0] and len(got) == 0
+
+
+def test_table_take_equals_arrow_take():
+    rng = np.random.default_rng(3)
+    n = 5000
+    words = ["", "a", "bb", "ccc" * 7, "δδ", None]
+    t = pa.table(
+        {
+            "s": pa.array([words[i] for i in rng.integers(0, 6, n)]),
+            "ls": pa.array([words[i] for i in rng.integers(0, 5, n)], pa.large_string()),
+            "b": pa.array([None if i % 7 == 0 else bytes([i % 251]) * (i % 9) for i in range(n)], pa.binary()),
+            "x": pa.array(rng.normal(size=n)),
+            "d": pa.array([words[i] for i in rng.integers(0, 5, n)]).dictionary_encode(),
+        }
+    ).slice(17, n - 40)  # sliced columns: offsets and validity start mid-buffer
+    for order_ in (rng.permutation(t.num_rows), rng.integers(0, t.num_rows, 300), np.zeros(0, np.int64)):
+        got = order.take(t, order_)
+        want = t.take(pa.array(order_, pa.int64()))
+        assert got.schema == want.schema and got.equals(want)
+        for c in ("s", "ls", "b"):
+            assert got.column(c).null_count == want.column(c).null_count
+    chunked = pa.Table.from_batches(t.to_batches(max_chunksize=1000))
+    assert order.take(chunked, [5, 1, 4000]).equals(t.take([5, 1, 4000]))

@@ -1,12 +1,14 @@
 # cython: language_level=3
 """Clustering kernels (csrc/order.h): the stable radix argsort of multi-word keys, bit interleaving
-(z-order), the Hilbert index, and the first bytes of strings as words.
+(z-order), the Hilbert index, the first bytes of strings as words, and the gather of
+variable-width values into a new file's order.
 
 Keys are C-contiguous ``uint64`` arrays of shape ``(words, rows)``, word 0 the most significant.
 Every function releases the GIL; the twins are in :mod:`paimon_fast.reference.order`.
 """
-from libc.stdint cimport uint8_t, int64_t, uint64_t
+from libc.stdint cimport uint8_t, int32_t, int64_t, uint64_t
 from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
 import numpy as np
 
 cdef extern from "order.h":
@@ -133,3 +135,71 @@ def first_bytes(offsets, data, valid, Py_ssize_t n, int width, bint right, uint6
     with nogil:
         pf_first_bytes(&off[0], &d[0], vp, n, width, right, null_word, &o[0])
     return out
+
+
+cdef extern from *:
+    void __builtin_prefetch(const void *addr) nogil
+
+# how far ahead the gather asks for the cache lines it will read (rows)
+cdef enum:
+    PREFETCH = 16
+
+
+ctypedef fused offset_t:
+    int32_t
+    int64_t
+
+
+def take_bytes(const offset_t[::1] offsets, const uint8_t[::1] data, const int64_t[::1] idx):
+    """Variable-width values gathered: ``(new offsets, new data)`` of the values ``idx`` picks
+    (repeats allowed) from the ``len(offsets) - 1`` values that ``offsets`` (int32 or int64, as
+    Arrow's) delimit in ``data``.  The new offsets have the old ones' type and start at 0; None
+    when int32 offsets cannot hold the new data (over 2 GiB: the caller takes the large type).
+    IndexError for a position outside the values, ValueError for offsets that decrease or leave
+    the data.  Arrow's ``take`` of a string column costs ~115 ns a row on this layout, most of it
+    in two passes of per-value calls; this is one pass over the offsets, one copy a value."""
+    cdef Py_ssize_t n = offsets.shape[0] - 1, m = idx.shape[0], i, dlen = data.shape[0]
+    cdef int64_t k, a, b, total = 0
+    cdef int bad = 0
+    if n < 0:
+        raise ValueError("offsets must hold at least one entry")
+    starts = np.empty(m, dtype=np.int64)
+    at = np.empty(m + 1, dtype=np.int64)  # each value's new offset
+    cdef int64_t[::1] st = starts, nw = at
+    with nogil:
+        for i in range(m):
+            if i + PREFETCH < m and 0 <= idx[i + PREFETCH] < n:
+                __builtin_prefetch(&offsets[idx[i + PREFETCH]])
+            k = idx[i]
+            if k < 0 or k >= n:
+                bad = 1
+                break
+            a = offsets[k]
+            b = offsets[k + 1]
+            if a < 0 or b < a or b > dlen:
+                bad = 2
+                break
+            st[i] = a
+            nw[i] = total
+            total += b - a
+        nw[m] = total
+    if bad == 1:
+        raise IndexError(f"position {idx[i]} outside {n} values")
+    if bad == 2:
+        raise ValueError(f"offsets of value {idx[i]} ({offsets[idx[i]]}, {offsets[idx[i] + 1]}) leave the data")
+    if offset_t is int32_t:
+        if total > 0x7FFFFFFF:
+            return None
+        new_off = at.astype(np.int32)
+    else:
+        new_off = at
+    out = np.empty(total, dtype=np.uint8)
+    cdef uint8_t[::1] o = out
+    if total:
+        with nogil:
+            for i in range(m):
+                if i + PREFETCH < m:
+                    __builtin_prefetch(&data[st[i + PREFETCH]])
+                if nw[i + 1] > nw[i]:
+                    memcpy(&o[nw[i]], &data[st[i]], <size_t>(nw[i + 1] - nw[i]))
+    return new_off, out

@@ -96,3 +96,14 @@ def first_bytes(values, width: int, right: bool, null_word: int) -> List[int]:
         w = int.from_bytes(b, "big") if b else 0
         out.append(w if right else w << (8 * (8 - len(b))) if b else 0)
     return out
+
+
+def take_bytes(values: Sequence[bytes], idx: Sequence[int]) -> List[bytes]:
+    """The values at ``idx`` (repeats allowed), in that order."""
+    n = len(values)
+    out = []
+    for k in idx:
+        if not 0 <= k < n:
+            raise IndexError(f"position {k} outside {n} values")
+        out.append(values[k])
+    return out

@@ -73,7 +73,7 @@ from ..fs import CommitConflictError
 from ..result import REMAIN
 from . import catalog as _catalog
 from . import identity as _identity
-from .order import check_strategy, check_types, sort_permutation
+from .order import check_strategy, check_types, sort_permutation, take
 from .plan import FilePlan
 from .replaced import OPT_DIR, OPT_KEY, retired_rel
 from .steps import step
@@ -641,8 +641,7 @@ def write_one(view, rel: str, table: pa.Table, order: np.ndarray, plan: dict) ->
     """Write the rows ``table[order]`` as the new file ``rel`` (staged under the run's directory),
     with its file index and statistics; the file's :class:`_NewFile`."""
     store, root = view.store, view.root
-    part = table.take(pa.array(order, pa.int64()))
-    return write_rows(store, root, rel, part, plan)
+    return write_rows(store, root, rel, take(table, order), plan)
 
 
 def write_rows(store, root: str, rel: str, part: pa.Table, plan: dict) -> _NewFile:

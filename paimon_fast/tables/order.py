@@ -378,3 +378,50 @@ def range_bounds(samples: Sequence[tuple], pieces: int) -> np.ndarray:
     bounds = keys[np.minimum(at, len(keys) - 1)]
     bounds = np.unique(bounds)
     return bounds[bounds > keys[0]] if len(bounds) else bounds
+
+
+def take(table: pa.Table, order) -> pa.Table:
+    """``table.take(order)``, with its string and binary columns gathered by the
+    :func:`~paimon_fast._kernels.order.take_bytes` kernel (a new file's rows from a sorted
+    partition: Arrow's take of a string column cost 20-25 ms a 200,000-row file, the kernel 5-7).
+    Other columns, chunked ones and strings past int32 offsets go through Arrow's take."""
+    idx = np.ascontiguousarray(order, dtype=np.int64)
+    ia = None
+    cols = []
+    for col in table.columns:
+        arr = col.chunk(0) if isinstance(col, pa.ChunkedArray) and col.num_chunks == 1 else col
+        got = _take_bytes(arr, idx) if isinstance(arr, pa.Array) else None
+        if got is None:
+            if ia is None:
+                ia = pa.array(idx, pa.int64())
+            got = arr.take(ia)
+        cols.append(got)
+    return pa.Table.from_arrays(cols, schema=table.schema)
+
+
+def _take_bytes(arr: pa.Array, idx: np.ndarray):
+    t = arr.type
+    if pa.types.is_string(t) or pa.types.is_binary(t):
+        dt = np.int32
+    elif pa.types.is_large_string(t) or pa.types.is_large_binary(t):
+        dt = np.int64
+    else:
+        return None
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dt)[arr.offset : arr.offset + len(arr) + 1]
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    got = _k().take_bytes(offsets, data, idx)
+    if got is None:  # over 2 GiB for int32 offsets: Arrow's take says so
+        return None
+    new_off, new_data = got
+    validity, nulls = None, 0
+    if arr.null_count:
+        valid = arr.is_valid().take(pa.array(idx, pa.int64()))
+        nulls = len(idx) - pc.sum(valid).as_py() if len(idx) else 0
+        if nulls:
+            if valid.offset:  # (a fresh take starts at bit 0)
+                return None
+            validity = valid.buffers()[1]
+    return pa.Array.from_buffers(
+        t, len(idx), [validity, pa.py_buffer(new_off), pa.py_buffer(new_data)], null_count=nulls
+    )
