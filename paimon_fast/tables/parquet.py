@@ -139,7 +139,7 @@ from .layout import (
     parse_partition,  # noqa: F401 (handed on)
 )
 from .globalindex import GlobalAnswers
-from .stats import leaf_answer, leaf_prepared
+from .stats import catalog_column, leaf_answer, leaf_prepared, leaf_skips, stat_kind, tree_skips
 from .writer import VERSION_FACTS, StatsAccumulator, clustered_columns, entry_stats
 from .plan import FilePlan, ScanPlan, ScanReport  # noqa: F401 (the plan types, handed on)
 from .steps import step
@@ -153,6 +153,9 @@ STATISTICS: Optional[bool] = None
 # an inexact read testing at most this many rows reads every asked column with the predicate's
 # (one pass), not the predicate's columns first and the others at the rows that hold it
 ONE_PASS_ROWS = 1 << 15
+# plans settle the files the catalog's statistics exclude with arrays, all files at once (tests turn
+# it off to compare with the file-by-file answers)
+_CATALOG_VECTORS = True
 HEAD_PREFETCH = 16384  # first bytes of a remote index container fetched with its header
 # a leaf whose page index keeps at most 1/8 of a file's rows is answered by those pages (read and
 # filtered) without opening the file's index of the column
@@ -1027,6 +1030,38 @@ class ParquetDataset:
         fi = (entry or {}).get("file_index") or {}
         return "inline" in fi and self.read_catalog().sealed or fi.get("checksum") is not None
 
+    def _catalog_excluded(self, pred, files, entries, counts, part_types, data_types, prepared) -> frozenset:
+        """The paths of ``files`` whose catalog statistics exclude ``pred`` (what the per-file
+        ``evaluate_tree`` over the catalog's statistics says SKIP to), found with arrays of every
+        file's statistics per column (kept while the listing and the catalog stay the same).  Only
+        leaves on numeric columns are answered here; the plan still checks each file's identity
+        before it takes the answer."""
+        if pred is None or not files or _CATALOG_VECTORS is False:
+            return frozenset()
+        memo = self._memo.get("catalog-columns")
+        if (
+            memo is None
+            or memo[0] is not entries
+            or len(memo[1]) != len(files)
+            or any(a is not b for a, b in zip(memo[1], files))
+        ):
+            memo = self._memo["catalog-columns"] = (entries, list(files), {})
+        cols = memo[2]
+
+        def leaf(lf: Leaf):
+            t = data_types.get(lf.name)
+            if t is None or lf.name in part_types:
+                return None
+            col = cols.get(lf.name)
+            if col is None:
+                col = cols[lf.name] = catalog_column(
+                    [entry_stats(entries.get(f.path), lf.name, counts[f.path]) for f in files], stat_kind(t)
+                )
+            return leaf_skips(prepared(lf), col)
+
+        mask = tree_skips(pred, leaf, len(files))
+        return frozenset(files[i].path for i in np.flatnonzero(mask).tolist())
+
     def plan(self, predicate: Optional[Predicate], threads: Optional[int] = None) -> ScanPlan:
         """Evaluate every file's index (and partition values) against ``predicate``.
 
@@ -1100,6 +1135,10 @@ class ParquetDataset:
                     return BitmapResult(range_bitmap(0, rows)), True, cs
             return None, True, cs
 
+        # the files the catalog's statistics exclude for sure, found for all files at once (numeric
+        # leaves; a file left out here is asked one by one below, as before)
+        excluded = self._catalog_excluded(pred, files, entries, counts, part_types, data_types, prepared)
+
         def evaluate(f: DataFile) -> FilePlan:
             rows = counts[f.path]
             entry = entries.get(f.path)
@@ -1107,6 +1146,9 @@ class ParquetDataset:
             if pred is not None and entry and "stats" in entry and _identity.usable(verdict):
                 # a file the catalog's statistics exclude is settled before anything else is
                 # looked at (AND / OR only refine: a SKIP from fewer answers stays one)
+                if f.path in excluded:
+                    fi = entry.get("file_index")
+                    return FilePlan(f, SKIP, rows, bool(fi), exact=True, why=None if fi else "not indexed")
                 part = dict(f.partition)
 
                 def catalog_only(leaf: Leaf):

@@ -24,11 +24,12 @@ unsigned integers was ill-defined) are used for signed integers alone.
 from __future__ import annotations
 
 import struct
-from typing import List, NamedTuple, Optional
+from typing import Callable, List, NamedTuple, Optional, Sequence
 
+import numpy as np
 import pyarrow as pa
 
-from ..predicate import Leaf
+from ..predicate import And, Leaf, Or, Predicate
 
 # parquet.thrift Type
 _INT32, _INT64, _FLOAT, _DOUBLE, _BYTE_ARRAY = 1, 2, 4, 5, 6
@@ -236,3 +237,120 @@ def leaf_answer(leaf: Leaf, stats: Optional[List[ChunkStats]], t: pa.DataType, p
             ranges.append((at, at + c.rows))
         at += c.rows
     return ranges
+
+
+# ---------------------------------------------------------------- many files at once
+# A plan asks every file's catalog statistics whether the predicate can hold there; on a clustered
+# dataset nearly every file answers "skip".  The same answers for all files in a few numpy
+# operations: a file is marked only where leaf_answer would say "skip" for it (never where it
+# might not), so a plan may settle the marked files without asking them one by one.
+
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_EXACT_FLOAT = 1 << 53  # integers up to this compare as floats exactly
+
+
+def _fits(kind: str, v) -> bool:
+    """Whether ``v`` compares in an array of ``kind`` exactly as the Python value does."""
+    if isinstance(v, bool):
+        return False
+    if kind == "int":
+        return isinstance(v, int) and _I64_MIN <= v <= _I64_MAX
+    if kind == "float":
+        if isinstance(v, float):
+            return v == v  # (a NaN bound decides nothing)
+        return isinstance(v, int) and -_EXACT_FLOAT <= v <= _EXACT_FLOAT
+    return False
+
+
+class CatalogColumn(NamedTuple):
+    """One column's statistics of many files, as arrays (one entry a file)."""
+
+    has: np.ndarray  # bool: the file has statistics of the column
+    rows: np.ndarray  # int64
+    nulls: np.ndarray  # int64, -1: not known
+    lo: np.ndarray  # int64 or float64 (where ``bounded``)
+    hi: np.ndarray
+    bounded: np.ndarray  # bool: lo and hi hold the file's bounds, comparable exactly
+
+
+def catalog_column(stats: Sequence[Optional[ChunkStats]], kind: Optional[str]) -> CatalogColumn:
+    """The :class:`CatalogColumn` of a column whose statistics per file are ``stats`` (a file's
+    :class:`ChunkStats`, or None: none); ``kind``: :func:`stat_kind` of its type (bounds are kept for
+    "int" and "float" only)."""
+    n = len(stats)
+    has = np.zeros(n, bool)
+    rows = np.zeros(n, np.int64)
+    nulls = np.full(n, -1, np.int64)
+    lo = np.zeros(n, np.int64 if kind == "int" else np.float64)
+    hi = np.zeros_like(lo)
+    bounded = np.zeros(n, bool)
+    for i, c in enumerate(stats):
+        if c is None:
+            continue
+        has[i] = True
+        rows[i] = c.rows
+        if c.nulls is not None:
+            nulls[i] = c.nulls
+        if kind in ("int", "float") and _fits(kind, c.min) and _fits(kind, c.max):
+            lo[i], hi[i], bounded[i] = c.min, c.max, True
+    return CatalogColumn(has, rows, nulls, lo, hi, bounded)
+
+
+def leaf_skips(prepared: Optional[tuple], col: CatalogColumn) -> np.ndarray:
+    """Per file: True where :func:`leaf_answer` of the file's one :class:`ChunkStats` is
+    ``"skip"`` for the leaf :func:`leaf_prepared` gave ``prepared`` (False where it might not be)."""
+    n = len(col.has)
+    if prepared is None:
+        return np.zeros(n, bool)
+    op, lits, kind = prepared
+    known = col.nulls >= 0
+    if op == "is_null":
+        m = known & (col.nulls == 0)
+    elif op == "is_not_null":
+        m = known & (col.nulls == col.rows)
+    else:
+        m = known & (col.nulls == col.rows)  # only nulls: no comparison holds
+        if kind in ("int", "float") and all(_fits(kind, v) for v in lits):
+            lo, hi = col.lo, col.hi
+            if op == "equal":
+                (v,) = lits
+                out = (lo > v) | (hi < v)
+            elif op == "less_than":
+                out = ~(lo < lits[0])
+            elif op == "less_or_equal":
+                out = ~(lo <= lits[0])
+            elif op == "greater_than":
+                out = ~(hi > lits[0])
+            elif op == "greater_or_equal":
+                out = ~(hi >= lits[0])
+            elif op == "between":
+                a, b = lits
+                out = (lo > b) | (hi < a) if a <= b else np.ones(n, bool)
+            elif op == "in":
+                out = np.ones(n, bool)
+                for v in lits:
+                    out &= (lo > v) | (hi < v)
+            else:
+                out = np.zeros(n, bool)
+            m = m | (col.bounded & out)
+    return col.has & ((col.rows <= 0) | m)
+
+
+def tree_skips(pred: Predicate, leaf: Callable[[Leaf], Optional[np.ndarray]], n: int) -> np.ndarray:
+    """Per file: True where the predicate is SKIP as :func:`~paimon_fast.fileindex.base.evaluate_tree`
+    combines leaf answers (AND: a SKIP child; OR: every child SKIP), given ``leaf(l)``: the files
+    where leaf ``l`` is SKIP (None: none known)."""
+    if isinstance(pred, Leaf):
+        got = leaf(pred)
+        return np.zeros(n, bool) if got is None else got
+    if isinstance(pred, And) and pred.children:
+        out = np.zeros(n, bool)
+        for c in pred.children:
+            out |= tree_skips(c, leaf, n)
+        return out
+    if isinstance(pred, Or) and pred.children:
+        out = np.ones(n, bool)
+        for c in pred.children:
+            out &= tree_skips(c, leaf, n)
+        return out
+    return np.zeros(n, bool)
