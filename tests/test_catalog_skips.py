@@ -209,3 +209,37 @@ def test_a_file_rewritten_after_its_statistics_is_not_settled_by_them(clustered)
     )
     assert ParquetDataset(clustered).read("x > 4000").to_arrow().column("id").to_pylist() == [10**7]
     assert ParquetDataset(clustered).read("x > 4000").count() == 1
+
+
+def test_page_answers_are_the_same_with_and_without_the_arrays(clustered, monkeypatch):
+    # a clustered file's pages are asked with arrays (pagestats._page_stats); the page-by-page
+    # answer is the reference: the same row ranges, exact or not
+    import paimon_fast.tables.pagestats as PS
+
+    def one_by_one(fo, g, lf, ci, pages, physical, kind, prepared):
+        stats, _ = real(fo, g, lf, ci, pages, physical, kind, prepared)
+        return stats, None
+
+    real = PS._page_stats
+    ds = ParquetDataset(clustered)
+    paths = [f"{clustered}/{f.path}" for f in ds.files()]
+    types = {"x": pa.float64(), "q": pa.int32(), "id": pa.int64()}
+    leaves = [
+        Leaf("less_than", "x", (40.0,)),
+        Leaf("between", "x", (500.0, 520.0)),
+        Leaf("greater_or_equal", "x", (990.5,)),
+        Leaf("equal", "q", (3,)),
+        Leaf("in", "id", (5, 1200, 2399)),
+        Leaf("is_null", "x", ()),
+        Leaf("is_not_null", "x", ()),
+    ]
+    answered = 0
+    for path in paths:
+        for lf in leaves:
+            monkeypatch.setattr(PS, "_page_stats", one_by_one)
+            want = PS.page_answer(path, lf.name, lf, types[lf.name])
+            monkeypatch.setattr(PS, "_page_stats", real)
+            got = PS.page_answer(path, lf.name, lf, types[lf.name])
+            assert got == want, (path, lf)
+            answered += want is not None
+    assert answered > len(paths)  # (the files have page indexes: the pages answered)

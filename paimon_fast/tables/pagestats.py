@@ -17,9 +17,23 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+import numpy as np
+
 from ..errors import IndexFormatError
 from ..predicate import Leaf
-from .stats import _INT32, _INT64, ChunkStats, _chunk, _decode, _lit, _unsigned, file_stats, stat_kind
+from .stats import (
+    _INT32,
+    _INT64,
+    ChunkStats,
+    _chunk,
+    _decode,
+    _lit,
+    _unsigned,
+    catalog_column,
+    file_stats,
+    leaf_skips,
+    stat_kind,
+)
 
 _OPS = ("equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal", "between", "in")
 _MAX_COLUMN_INDEX = 16 << 20
@@ -64,6 +78,34 @@ def _sorted_by(fo, leaf_index: int) -> bool:
         if not isinstance(sc, list) or not sc or not isinstance(sc[0], dict) or sc[0].get(1) != leaf_index:
             return False
     return bool(fo.row_groups)
+
+
+def _page_stats(fo, g: int, lf: int, ci: dict, pages, physical, kind: str, prepared: tuple):
+    """A column chunk's pages as :class:`ChunkStats` (from its ColumnIndex ``ci`` and OffsetIndex
+    ``pages``) and the pages they exclude for the leaf ``prepared`` (the
+    :func:`~paimon_fast.tables.stats.leaf_prepared` form; None: not known), both kept with the
+    parsed footer: a clustered file's 50-odd pages are asked with arrays, and only the pages left
+    one by one."""
+    key = ("page stats", g, lf, kind)
+    got = fo.pages.get(key)
+    if got is None:
+        mins, maxs, nullp = ci[2], ci[3], ci[1]
+        counts = ci.get(5) if isinstance(ci.get(5), list) else None
+        stats = []
+        for p in range(len(pages.first_row)):
+            rows = int(pages.rows[p])
+            nulls = rows if nullp[p] is True else None
+            if counts is not None and p < len(counts) and isinstance(counts[p], int) and counts[p] >= 0:
+                nulls = int(counts[p])
+            if nullp[p] is True:
+                stats.append(ChunkStats(rows, rows, None, None))
+            else:
+                stats.append(ChunkStats(rows, nulls, _decode(physical, mins[p]), _decode(physical, maxs[p])))
+        got = (stats, catalog_column(stats, kind) if kind in ("int", "float") else None)
+        with fo.lock:
+            fo.pages[key] = got
+    stats, col = got
+    return stats, None if col is None else leaf_skips(prepared, col)
 
 
 def page_answer(
@@ -124,20 +166,13 @@ def page_answer(
                 pages = _pages(src, fo, g, lf)
             except (_Unsupported, IndexFormatError):
                 return None
-            mins, maxs, nullp = ci[2], ci[3], ci[1]
-            counts = ci.get(5) if isinstance(ci.get(5), list) else None
-            if not (len(mins) == len(maxs) == len(nullp) == len(pages.first_row)):
+            if not (len(ci[2]) == len(ci[3]) == len(ci[1]) == len(pages.first_row)):
                 return None
             used_pages = True
-            for p in range(len(pages.first_row)):
-                rows = int(pages.rows[p])
-                nulls = rows if nullp[p] is True else None
-                if counts is not None and p < len(counts) and isinstance(counts[p], int) and counts[p] >= 0:
-                    nulls = int(counts[p])
-                if nullp[p] is True:
-                    cs = ChunkStats(rows, rows, None, None)
-                else:
-                    cs = ChunkStats(rows, nulls, _decode(physical, mins[p]), _decode(physical, maxs[p]))
+            stats, skipped = _page_stats(fo, g, lf, ci, pages, physical, kind, (leaf.op, lits, kind))
+            for p in range(len(stats)) if skipped is None else np.flatnonzero(~skipped).tolist():
+                cs = stats[p]
+                rows = cs.rows
                 try:
                     said = _chunk(leaf.op, lits, cs, kind)
                 except Exception:  # noqa: BLE001 - a bound of another type: the rows are read
