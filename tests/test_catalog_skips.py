@@ -1,5 +1,5 @@
 """Plans settle the files the catalog's statistics exclude with arrays, all files at once
-(paimon_fast.tables.stats.catalog_column / leaf_skips / tree_skips): a file is marked only where
+(paimon_fast.tables.stats.stats_arrays / leaf_skips / tree_skips): a file is marked only where
 the file-by-file answer (leaf_answer of its one ChunkStats, combined as evaluate_tree combines) is
 SKIP; and a dataset's plans and rows are the same with the arrays and without them."""
 
@@ -21,7 +21,7 @@ from paimon_fast.tables import ParquetDataset
 from paimon_fast.tables import parquet as P
 from paimon_fast.tables.stats import (
     ChunkStats,
-    catalog_column,
+    stats_arrays,
     leaf_answer,
     leaf_prepared,
     leaf_skips,
@@ -89,7 +89,7 @@ EDGES = [ChunkStats(3, 0, 2, 4), ChunkStats(3, 1, 2.0, 4.0), ChunkStats(2, 2, 2,
 @example(EDGES, Leaf("is_not_null", "c", ()), pa.float64())
 def test_a_file_is_marked_only_where_its_own_answer_is_skip(stats, lf, t):
     prep = leaf_prepared(lf, t)
-    mask = leaf_skips(prep, catalog_column(stats, stat_kind(t)))
+    mask = leaf_skips(prep, stats_arrays(stats, stat_kind(t)))
     for c, m in zip(stats, mask.tolist()):
         said = None if c is None else leaf_answer(lf, [c], t, prep)
         assert not m or said == "skip", (c, lf, said)

@@ -386,20 +386,22 @@ def take(table: pa.Table, order) -> pa.Table:
     partition: Arrow's take of a string column cost 20-25 ms a 200,000-row file, the kernel 5-7).
     Other columns, chunked ones and strings past int32 offsets go through Arrow's take."""
     idx = np.ascontiguousarray(order, dtype=np.int64)
-    ia = None
+    held: list = []
+
+    def positions() -> pa.Array:  # (as an Arrow array, made once, when a column needs it)
+        if not held:
+            held.append(pa.array(idx, pa.int64()))
+        return held[0]
+
     cols = []
     for col in table.columns:
         arr = col.chunk(0) if isinstance(col, pa.ChunkedArray) and col.num_chunks == 1 else col
-        got = _take_bytes(arr, idx) if isinstance(arr, pa.Array) else None
-        if got is None:
-            if ia is None:
-                ia = pa.array(idx, pa.int64())
-            got = arr.take(ia)
-        cols.append(got)
+        got = _take_bytes(arr, idx, positions) if isinstance(arr, pa.Array) else None
+        cols.append(arr.take(positions()) if got is None else got)
     return pa.Table.from_arrays(cols, schema=table.schema)
 
 
-def _take_bytes(arr: pa.Array, idx: np.ndarray):
+def _take_bytes(arr: pa.Array, idx: np.ndarray, positions):
     t = arr.type
     if pa.types.is_string(t) or pa.types.is_binary(t):
         dt = np.int32
@@ -416,7 +418,7 @@ def _take_bytes(arr: pa.Array, idx: np.ndarray):
     new_off, new_data = got
     validity, nulls = None, 0
     if arr.null_count:
-        valid = arr.is_valid().take(pa.array(idx, pa.int64()))
+        valid = arr.is_valid().take(positions())
         nulls = len(idx) - pc.sum(valid).as_py() if len(idx) else 0
         if nulls:
             if valid.offset:  # (a fresh take starts at bit 0)

@@ -29,7 +29,7 @@ from .stats import (
     _decode,
     _lit,
     _unsigned,
-    catalog_column,
+    stats_arrays,
     file_stats,
     leaf_skips,
     stat_kind,
@@ -101,7 +101,7 @@ def _page_stats(fo, g: int, lf: int, ci: dict, pages, physical, kind: str, prepa
                 stats.append(ChunkStats(rows, rows, None, None))
             else:
                 stats.append(ChunkStats(rows, nulls, _decode(physical, mins[p]), _decode(physical, maxs[p])))
-        got = (stats, catalog_column(stats, kind) if kind in ("int", "float") else None)
+        got = (stats, stats_arrays(stats, kind) if kind in ("int", "float") else None)
         with fo.lock:
             fo.pages[key] = got
     stats, col = got

@@ -139,7 +139,7 @@ from .layout import (
     parse_partition,  # noqa: F401 (handed on)
 )
 from .globalindex import GlobalAnswers
-from .stats import catalog_column, leaf_answer, leaf_prepared, leaf_skips, stat_kind, tree_skips
+from .stats import stats_arrays, leaf_answer, leaf_prepared, leaf_skips, stat_kind, tree_skips
 from .writer import VERSION_FACTS, StatsAccumulator, clustered_columns, entry_stats
 from .plan import FilePlan, ScanPlan, ScanReport  # noqa: F401 (the plan types, handed on)
 from .steps import step
@@ -1054,7 +1054,7 @@ class ParquetDataset:
                 return None
             col = cols.get(lf.name)
             if col is None:
-                col = cols[lf.name] = catalog_column(
+                col = cols[lf.name] = stats_arrays(
                     [entry_stats(entries.get(f.path), lf.name, counts[f.path]) for f in files], stat_kind(t)
                 )
             return leaf_skips(prepared(lf), col)

@@ -262,8 +262,9 @@ def _fits(kind: str, v) -> bool:
     return False
 
 
-class CatalogColumn(NamedTuple):
-    """One column's statistics of many files, as arrays (one entry a file)."""
+class StatsArrays(NamedTuple):
+    """One column's statistics of many units (the files of a catalog, or the pages of a column
+    chunk), as arrays: one entry a unit."""
 
     has: np.ndarray  # bool: the file has statistics of the column
     rows: np.ndarray  # int64
@@ -273,10 +274,10 @@ class CatalogColumn(NamedTuple):
     bounded: np.ndarray  # bool: lo and hi hold the file's bounds, comparable exactly
 
 
-def catalog_column(stats: Sequence[Optional[ChunkStats]], kind: Optional[str]) -> CatalogColumn:
-    """The :class:`CatalogColumn` of a column whose statistics per file are ``stats`` (a file's
-    :class:`ChunkStats`, or None: none); ``kind``: :func:`stat_kind` of its type (bounds are kept for
-    "int" and "float" only)."""
+def stats_arrays(stats: Sequence[Optional[ChunkStats]], kind: Optional[str]) -> StatsArrays:
+    """The :class:`StatsArrays` of a column whose statistics per unit are ``stats`` (a file's or a
+    page's :class:`ChunkStats`, or None: none); ``kind``: :func:`stat_kind` of its type (bounds are
+    kept for "int" and "float" only)."""
     n = len(stats)
     has = np.zeros(n, bool)
     rows = np.zeros(n, np.int64)
@@ -293,10 +294,10 @@ def catalog_column(stats: Sequence[Optional[ChunkStats]], kind: Optional[str]) -
             nulls[i] = c.nulls
         if kind in ("int", "float") and _fits(kind, c.min) and _fits(kind, c.max):
             lo[i], hi[i], bounded[i] = c.min, c.max, True
-    return CatalogColumn(has, rows, nulls, lo, hi, bounded)
+    return StatsArrays(has, rows, nulls, lo, hi, bounded)
 
 
-def leaf_skips(prepared: Optional[tuple], col: CatalogColumn) -> np.ndarray:
+def leaf_skips(prepared: Optional[tuple], col: StatsArrays) -> np.ndarray:
     """Per file: True where :func:`leaf_answer` of the file's one :class:`ChunkStats` is
     ``"skip"`` for the leaf :func:`leaf_prepared` gave ``prepared`` (False where it might not be)."""
     n = len(col.has)
