@@ -15,6 +15,10 @@
  *      validity as bytes; byte arrays into a buffer of the page's own); a chunk's dictionary page
  *      is decoded once, by the first page that needs it;
  *   C  per byte-array column: the pages' bytes copied into one data buffer, lengths made offsets.
+ *      A page whose values all go out keeps its decompressed body from B, and a page of a
+ *      dictionary-encoded chunk keeps the dictionary indexes of its values (the chunk keeps its
+ *      dictionary until C): their bytes are copied once, in C, not into a buffer of the page's own
+ *      first.
  *
  * Handled: data pages V1 and V2; PLAIN, PLAIN_DICTIONARY / RLE_DICTIONARY and RLE (booleans);
  * REQUIRED and OPTIONAL flat columns (max definition level 0 or 1); every physical type, with
@@ -89,11 +93,27 @@ typedef struct {
     int64_t k0, k1;     /* its wanted rows: chunk rows [k0, k1) */
     int32_t chunk;
     int32_t zero;       /* a unit of a chunk that failed: its byte arrays are empty */
-    uint8_t *data;      /* byte arrays: the wanted values' bytes */
+    int32_t mode;       /* byte arrays: what data holds (PM_*) */
+    uint8_t *data;      /* byte arrays: see mode; owned (or NULL) */
     size_t data_cap;
-    int64_t data_len;
+    int64_t data_len;   /* the bytes of its values in the column's data */
     int64_t data_off;   /* where they go in the column's data */
+    const uint8_t *src, *src_end; /* PM_BODY: the first value's length prefix, the body's end */
+    int64_t nsrc;       /* PM_BODY: its values; PM_DICT: its indexes */
 } pq_page;
+
+/* what a byte-array page holds between phases B and C */
+enum { PM_BYTES = 0, /* data: the wanted values' bytes, in order */
+       PM_BODY = 1,  /* every value of the page: nsrc PLAIN values from src (in data, or in the file's memory) */
+       PM_DICT = 2   /* data: nsrc uint32 indexes into the chunk's dictionary (kept until C) */
+};
+/* a chunk keeps a dictionary of byte arrays up to this size from B to C (larger ones: PM_BYTES);
+ * tests set it (pq_set_keep_dict_max) to read both ways */
+static int64_t pq_keep_dict_max = (int64_t)16 << 20;
+static void pq_set_keep_dict_max(int64_t v) { pq_keep_dict_max = v; }
+/* whether a page whose values all go out keeps its body until C (PM_BODY); tests clear it */
+static int pq_keep_bodies = 1;
+static void pq_set_keep_bodies(int v) { pq_keep_bodies = v; }
 
 typedef struct {
     int64_t n;
@@ -124,6 +144,7 @@ typedef struct {
     int64_t left;                 /* pages not yet decoded: the last one frees the dictionary */
     int64_t dict_off, dict_size;  /* the dictionary page, or -1 */
     pq_dict dict;
+    int32_t keep_dict;            /* byte arrays: the dictionary stays until phase C (PM_DICT pages) */
     pthread_mutex_t fail_lock;
 } pq_chunk;
 
@@ -1094,6 +1115,8 @@ static int pq_dict_get(pq_job *job, pq_chunk *c, pq_scratch *s) {
     if (d->state == 0) {
         int rc = pq_dict_load(job, c, s);
         d->state = rc == PQ_OK ? 1 : 2;
+        /* pages of byte arrays leave their bytes in the dictionary until phase C (read under d->lock) */
+        if (rc == PQ_OK && c->f[CK_PHYSICAL] == PT_BYTE_ARRAY && (int64_t)d->buf_cap <= pq_keep_dict_max) c->keep_dict = 1;
         if (rc != PQ_OK) {
             pthread_mutex_unlock(&d->lock);
             return rc;
@@ -1299,10 +1322,42 @@ static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
         for (i = 0; i < n; i++) out[i] = (valid && !valid[i]) ? 0 : (uint8_t)s->idx[q++];
         return;
     }
+    if (enc == EN_PLAIN && physical == PT_BYTE_ARRAY && identity && pq_keep_bodies) {
+        /* every value of the page, in order: the lengths now, the bytes in phase C from the body */
+        size_t at = vat;
+        int64_t total = 0;
+        if (pq_body_need(&body, body.usize) != PQ_OK) goto corrupt;
+        const uint8_t *bo = body.out;
+        for (i = 0; i < n; i++) {
+            if (body.usize - at < 4) goto corrupt;
+            uint32_t l = pq_le32(bo + at);
+            if ((size_t)l > body.usize - at - 4) goto corrupt;
+            pq_set_len(col, slot0 + i, l);
+            total += l;
+            at += 4 + (size_t)l;
+        }
+        pg->mode = PM_BODY;
+        pg->src = bo + vat;
+        pg->src_end = bo + at;
+        pg->nsrc = n;
+        pg->data_len = total;
+        if (bo == s->out) { /* the page takes the decompressed body; the next page grows a new one */
+            pg->data = s->out;
+            pg->data_cap = s->outcap;
+            s->out = NULL;
+            s->outcap = 0;
+        } else if (f->fd >= 0) { /* uncompressed: the body is in the read buffer */
+            pg->data = s->in;
+            pg->data_cap = s->incap;
+            s->in = NULL;
+            s->incap = 0;
+        } /* else uncompressed in the file's memory, which outlives the job */
+        return;
+    }
     if (enc == EN_PLAIN && physical == PT_BYTE_ARRAY) {
         size_t at = vat;
         if (identity && body.usize > vat && pq_bgrow(&pg->data, &pg->data_cap, body.usize - vat, 0) != PQ_OK)
-            goto nomem; /* every value of the page: at most its bytes */
+            goto nomem; /* every value of the page (bodies not kept): at most its bytes */
         int64_t k = 0, want_i = 0;
         /* the first value each wanted row needs */
         for (want_i = 0; want_i < n; want_i++) {
@@ -1354,7 +1409,25 @@ static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
         /* ix holds the m non-null values in order; nulls are where valid is 0 */
         const uint8_t *valid = has_levels ? col->valid + slot0 : NULL;
         int64_t q = 0;
-        if (physical == PT_BYTE_ARRAY) {
+        if (physical == PT_BYTE_ARRAY && c->keep_dict) {
+            /* the indexes now, the bytes in phase C from the dictionary */
+            int64_t total = 0;
+            if (m && pq_bgrow(&pg->data, &pg->data_cap, (size_t)m * sizeof(uint32_t), 0) != PQ_OK) goto nomem;
+            if (m) memcpy(pg->data, ix, (size_t)m * sizeof(uint32_t));
+            for (i = 0; i < n; i++) {
+                if (valid && !valid[i]) {
+                    pq_set_len(col, slot0 + i, 0);
+                    continue;
+                }
+                uint32_t v = ix[q++];
+                uint32_t l = d->offs[v + 1] - d->offs[v] - 4;
+                pq_set_len(col, slot0 + i, l);
+                total += l;
+            }
+            pg->mode = PM_DICT;
+            pg->nsrc = m;
+            pg->data_len = total;
+        } else if (physical == PT_BYTE_ARRAY) {
             size_t bytes = 0; /* the page's values in one allocation */
             for (i = 0; i < m; i++) bytes += d->offs[ix[i] + 1] - d->offs[ix[i]] - 4;
             if (bytes && pq_bgrow(&pg->data, &pg->data_cap, bytes, 0) != PQ_OK) goto nomem;
@@ -1411,6 +1484,48 @@ static int pq_cmp_units(const void *a, const void *b) {
     return x->data_off < y->data_off ? -1 : x->data_off > y->data_off;
 }
 
+/* n bytes from src to dst, where dst may take bytes up to dend and src may give them up to send:
+ * a short value is one or two 16-byte moves (other threads write past dend) */
+static inline void pq_copy_value(uint8_t *dst, const uint8_t *src, size_t n, const uint8_t *dend,
+                                 const uint8_t *send) {
+    if (n <= 16 && dst + 16 <= dend && src + 16 <= send) {
+        memcpy(dst, src, 16);
+    } else if (n <= 32 && dst + 32 <= dend && src + 32 <= send) {
+        memcpy(dst, src, 16);
+        memcpy(dst + 16, src + 16, 16);
+    } else {
+        memcpy(dst, src, n);
+    }
+}
+
+/* Phase C: a unit's data_len bytes into its place in the column's data (checked in phase B). */
+static void pq_unit_bytes(pq_chunk *c, pq_page *u, uint8_t *dst) {
+    uint8_t *dend = dst + u->data_len;
+    int64_t k;
+    if (u->mode == PM_BYTES) {
+        memcpy(dst, u->data, (size_t)u->data_len);
+    } else if (u->mode == PM_BODY) {
+        const uint8_t *p = u->src, *send = u->src_end;
+        for (k = 0; k < u->nsrc; k++) {
+            uint32_t l = pq_le32(p);
+            if ((size_t)(dend - dst) < l) break; /* not after phase B's checks */
+            pq_copy_value(dst, p + 4, l, dend, send);
+            dst += l;
+            p += 4 + (size_t)l;
+        }
+    } else {
+        const pq_dict *d = &c->dict;
+        const uint32_t *ix = (const uint32_t *)u->data;
+        const uint8_t *send = d->buf + d->offs[d->n];
+        for (k = 0; k < u->nsrc; k++) {
+            uint32_t at = d->offs[ix[k]] + 4, l = d->offs[ix[k] + 1] - at;
+            if ((size_t)(dend - dst) < l) break; /* not after phase B's checks */
+            pq_copy_value(dst, d->buf + at, l, dend, send);
+            dst += l;
+        }
+    }
+}
+
 static void pq_phase_item(pq_job *job, int tid, int64_t i) {
     pq_scratch *s = &job->scratch[tid];
     if (job->phase == 0) {
@@ -1419,14 +1534,15 @@ static void pq_phase_item(pq_job *job, int tid, int64_t i) {
         pq_page *u = job->units[i];
         pq_chunk *c = &job->chunks[u->chunk];
         pq_page_run(job, u, s);
-        if (__atomic_sub_fetch(&c->left, 1, __ATOMIC_ACQ_REL) == 0) pq_dict_free(&c->dict); /* its last page */
+        if (__atomic_sub_fetch(&c->left, 1, __ATOMIC_ACQ_REL) == 0 && !c->keep_dict)
+            pq_dict_free(&c->dict); /* its last page */
     } else { /* phase 2: copy a page's bytes into its column's data, lengths -> offsets */
         pq_page *u = job->units[i];
         pq_chunk *c = &job->chunks[u->chunk];
         pq_col *col = &job->cols[c->f[CK_COL]];
         int64_t a = c->f[CK_OUT_AT] + u->k0, m = u->k1 - u->k0, k;
         int64_t run = u->data_off;
-        if (u->data_len && col->data) memcpy(col->data + u->data_off, u->data, (size_t)u->data_len);
+        if (u->data_len && col->data) pq_unit_bytes(c, u, col->data + u->data_off);
         if (u->zero) {
             if (col->kind == OUT_LBYTES)
                 for (k = 0; k < m; k++) ((int64_t *)col->offsets)[a + k + 1] = run;
@@ -1568,6 +1684,7 @@ static int pq_run(pq_job *job) {
         c->npages = 0;
         c->pages_total = c->pages_read = c->bytes_read = 0;
         memset(&c->dict, 0, sizeof(c->dict));
+        c->keep_dict = 0;
         pthread_mutex_init(&c->dict.lock, NULL);
         pthread_mutex_init(&c->fail_lock, NULL);
     }

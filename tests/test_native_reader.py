@@ -562,6 +562,59 @@ def test_threads_give_identical_tables(tmp_path, parallel_min):
     _assert_same(one, pa.concat_tables([_oracle(p, pos) for p, pos in items]))
 
 
+def _strings_table(rng, n: int) -> pa.Table:
+    """Byte arrays of every length class phase C copies differently: empty, up to 16 bytes (one
+    16-byte move) and longer; dictionary-encoded and PLAIN; with nulls and without."""
+    lengths = rng.choice([0, 1, 7, 15, 16, 17, 31, 90], n)
+    vals = [("abcdefghij" * 9)[: int(k)] + ("" if k < 2 else chr(65 + i % 26)) for i, k in enumerate(lengths)]
+    few = [vals[int(i)] for i in rng.integers(0, 40, n)]
+    return pa.table(
+        {
+            "plain": pa.array(vals, pa.string()),
+            "plain_nulls": pa.array(vals, pa.string(), mask=rng.random(n) < 0.2),
+            "dict": pa.array(few, pa.string()),
+            "dict_nulls": pa.array(few, pa.string(), mask=rng.random(n) < 0.2),
+            "large": pa.array(few, pa.large_binary()),
+        }
+    )
+
+
+@pytest.fixture(params=["bodies and dictionaries kept", "nothing kept"])
+def copy_once(request):
+    """The reader's default (a page read whole keeps its body, and a chunk its dictionary of byte
+    arrays, until their bytes are copied out), or nothing kept (each page copies its values into a
+    buffer of its own first)."""
+    from paimon_fast._kernels import load
+
+    k = load("pqread")
+    if request.param == "nothing kept":
+        old = (k._set_keep_dict_max(-1), k._set_keep_bodies(False))
+        yield request.param
+        k._set_keep_dict_max(old[0])
+        k._set_keep_bodies(old[1])
+    else:
+        yield request.param
+
+
+@pytest.mark.parametrize("codec", ["SNAPPY", "NONE"])
+def test_byte_arrays_from_bodies_and_dictionaries(tmp_path, codec, parallel_min, copy_once):
+    """Byte arrays whose pages are read whole (bytes copied from the kept page body, or from the
+    kept dictionary) and in part, from a file and from memory, on one thread and four: pyarrow's
+    table, with and without kept bodies and dictionaries."""
+    rng = np.random.default_rng(30)
+    n = 3000
+    t = _strings_table(rng, n)
+    plain = _write(tmp_path / "p.parquet", t, compression=codec, use_dictionary=["dict", "dict_nulls", "large"])
+    data = open(plain, "rb").read()
+    dense = np.arange(700, 2100)  # whole pages and a row group's end
+    for positions in (None, dense, _positions(rng, n, 0.3)):
+        for src in (plain, data):
+            for threads in (1, 4):
+                got, _, st = _read([(src, positions)], threads=threads)
+                _assert_same(got, _oracle(plain, positions))
+                assert not st.fallbacks, st.fallbacks
+
+
 def test_zstd_dictionary_after_levels_of_a_large_page(tmp_path):
     """A V1 page's ZSTD stream is left open after its levels while the dictionary page is
     decompressed (a ZSTD context of its own: one shared context failed the page as corrupt)."""

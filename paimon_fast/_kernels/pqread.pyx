@@ -55,6 +55,10 @@ cdef extern from "pq_read.h" nogil:
     void pq_release()
     int64_t pq_parallel_min
     void pq_set_parallel_min(int64_t v)
+    int64_t pq_keep_dict_max
+    void pq_set_keep_dict_max(int64_t v)
+    int pq_keep_bodies
+    void pq_set_keep_bodies(int v)
     void pq_bfree(void *p, size_t cap)
     int pq_codec_available(int codec)
     int c_PQ_OK "PQ_OK"
@@ -83,6 +87,23 @@ def _set_parallel_min(int64_t v):
     the value before (0: every phase with two items or more uses the threads asked for)."""
     cdef int64_t old = pq_parallel_min
     pq_set_parallel_min(v)
+    return old
+
+
+def _set_keep_dict_max(int64_t v):
+    """Tests: the largest dictionary of byte arrays (bytes) a column chunk keeps until its pages'
+    bytes are copied out, so that they are copied once; returns the value before (-1: none kept,
+    every page copies its values into a buffer of its own first)."""
+    cdef int64_t old = pq_keep_dict_max
+    pq_set_keep_dict_max(v)
+    return old
+
+
+def _set_keep_bodies(bint v):
+    """Tests: whether a page whose values are all read keeps its decompressed body until its bytes
+    are copied out (so that they are copied once); returns the value before."""
+    cdef bint old = pq_keep_bodies
+    pq_set_keep_bodies(v)
     return old
 
 
