@@ -371,9 +371,8 @@ static int pq_inflate_all(pq_body *b) {
     return rc;
 }
 
-/* Make at least the first n bytes of the body ready (all of them when n >= usize). */
-static int pq_body_need(pq_body *b, size_t n) {
-    if (n <= b->done) return PQ_OK;
+/* pq_body_need past what is ready: decompress further. */
+static int pq_body_more(pq_body *b, size_t n) {
     if (n > b->usize) return PQ_CORRUPT; /* past the page's stated size */
     int rc = PQ_OK;
     size_t want;
@@ -423,6 +422,12 @@ static int pq_body_need(pq_body *b, size_t n) {
     }
     if (rc == PQ_OK && b->done < n) rc = PQ_CORRUPT;
     return rc;
+}
+
+/* Make at least the first n bytes of the body ready (all of them when n >= usize).  The test is
+ * inline: the value loops ask once a value, and mostly for bytes already there. */
+static inline int pq_body_need(pq_body *b, size_t n) {
+    return n <= b->done ? PQ_OK : pq_body_more(b, n);
 }
 
 #endif
