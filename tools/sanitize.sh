@@ -14,7 +14,8 @@ trap 'rm -rf "$work"' EXIT
 (cd "$root" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work" 2>/dev/null || true)
 cd "$work"
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
-CFLAGS="$san" LDFLAGS="$san" python setup.py -q build_ext --inplace >/dev/null
+# -O1 (PAIMON_FAST_OPT, setup.py): the build takes a third of -O3's time, the tests run as fast
+PAIMON_FAST_OPT=-O1 CFLAGS="$san" LDFLAGS="$san" python setup.py -q build_ext --inplace >/dev/null
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
