@@ -68,6 +68,35 @@ class BytesSource(Source):
         return self._mv[offset : offset + length]
 
 
+class ReopeningSource(Source):
+    """A source read through ``inner`` until it is closed and then, read by read, through a new
+    source from ``opener()`` (closed after each read): for index readers held beyond the life
+    of the container that opened them (:class:`~paimon_fast.fileindex.format.HeldReaders`)."""
+
+    def __init__(self, inner: Source, opener):
+        import threading
+
+        self._inner, self._opener = inner, opener
+        self.size = inner.size
+        self._lock = threading.Lock()  # a held reader may read on another thread while this closes
+
+    def _read(self, offset, length):
+        with self._lock:
+            inner = self._inner
+            if inner is not None:
+                return inner._read(offset, length)
+        with self._opener() as src:
+            if src.size != self.size:
+                raise IndexFormatError(f"the index file is {src.size} bytes now, not {self.size}", 0)
+            return bytes(src.read_at(offset, length))  # (a copy: the source closes)
+
+    def close(self):
+        with self._lock:
+            inner, self._inner = self._inner, None
+        if inner is not None:
+            inner.close()
+
+
 def checked_read(data, length: int, offset: int, path: str, counter=None):
     """``data`` read from ``path`` at ``offset``: counted in ``counter`` (a
     :class:`paimon_fast.fs.IOCounter`), refused with IndexFormatError when short."""

@@ -101,13 +101,77 @@ def _map_value_type(text: str) -> str:
     raise UnsupportedTypeError(f"cannot parse map type {text!r}")
 
 
+class HeldReaders:
+    """Index readers kept between openings of containers whose bytes cannot change under their
+    key (the caller's: a path, a size and the checksums the bytes are verified against).
+
+    A held reader keeps what it decoded (dictionaries, slices, the bitmaps it located), so the
+    next plan of the same file reads and decodes none of that again; what it has not read yet it
+    reads through its container's source, which must stay readable after the container is
+    closed (:class:`~paimon_fast.source.ReopeningSource`).  Indexes whose payload is over
+    ``max_payload`` bytes are not held; the oldest go first once the held payloads' sizes pass
+    ``max_bytes``.  Shared by threads: a reader's lazy loads only ever set fields that a second
+    load would set to equal values."""
+
+    def __init__(self, max_bytes: int = 256 << 20, max_payload: int = 4 << 20):
+        import threading
+        from collections import OrderedDict
+
+        self.max_bytes, self.max_payload = max_bytes, max_payload
+        self._held: "OrderedDict[tuple, tuple]" = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple):
+        with self._lock:
+            got = self._held.get(key)
+            if got is not None:
+                self._held.move_to_end(key)
+                return got[0]
+        return None
+
+    def put(self, key: tuple, reader, payload: int) -> None:
+        cost = payload + 1024
+        with self._lock:
+            if key in self._held or cost > self.max_bytes:
+                return
+            self._held[key] = (reader, cost)
+            self._bytes += cost
+            while self._bytes > self.max_bytes:
+                _, (_, c) = self._held.popitem(last=False)
+                self._bytes -= c
+
+    def clear(self) -> None:
+        with self._lock:
+            self._held.clear()
+            self._bytes = 0
+
+    @property
+    def held_bytes(self) -> int:
+        """The held readers' payload sizes (a bound on what they read), in bytes."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+
 class FileIndexFile:
     """An opened container: header parsed, readers created and cached on demand."""
 
-    def __init__(self, source: Source, row_type: Mapping[str, object], options: Mapping, layout=None):
+    def __init__(
+        self,
+        source: Source,
+        row_type: Mapping[str, object],
+        options: Mapping,
+        layout=None,
+        held: Optional[Tuple[HeldReaders, tuple]] = None,
+    ):
         self.source = source
         self.row_type = dict(row_type)
         self.options = options
+        # (readers kept between openings, this container's key there): only for bytes that
+        # cannot change under the key, opened with the same options every time
+        self._held = held
         self._entries: Dict[str, List[Tuple[str, int, int]]] = {}
         self._readers: Dict[Tuple[str, str], object] = {}
         if layout is not None and layout[2] == source.size:
@@ -199,8 +263,11 @@ class FileIndexFile:
         if rd is None:
             dtype = self.column_type(column)
             opts = Options(self.options.get(itype, {}) if isinstance(self.options, Mapping) else {})
+            held, hkey = self._held if self._held is not None else (None, None)
             if start == EMPTY_INDEX_FLAG:
                 rd = EmptyFileIndexReader(dtype, self.source.slice(0, 0), opts)
+            elif held is not None and (rd := held.get(hkey + (column, itype, str(dtype), start, length))) is not None:
+                pass
             else:
                 try:
                     rd = get_factory(itype).reader(
@@ -208,6 +275,8 @@ class FileIndexFile:
                     )
                 except IndexFormatError as e:  # (its kind kept: a checksum mismatch stays one)
                     raise type(e)(f"column {column!r}: {e.what}", e.offset) from None
+                if held is not None and length <= held.max_payload:
+                    held.put(hkey + (column, itype, str(dtype), start, length), rd, length)
             self._readers[key] = rd
         return rd
 

@@ -107,8 +107,8 @@ from pyroaring import BitMap
 from ..checksum import ChecksummedSource, block_checksums
 from ..errors import DataFileError, IndexFormatError, OptionError, PaimonFastError, UnsupportedTypeError
 from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
-from ..fileindex.format import FileIndexFile
-from ..source import as_source
+from ..fileindex.format import FileIndexFile, HeldReaders
+from ..source import ReopeningSource, as_source
 from ..fileindex._bitslice import NullLiteralError, range_bitmap
 from ..fileindex.options import (
     DEFAULT_IN_MANIFEST_THRESHOLD,
@@ -147,6 +147,9 @@ from .steps import step
 # the parsed headers of index containers, by (path, size, checksum): a plan opens each file's again
 _LAYOUTS: Dict[tuple, tuple] = {}
 _LAYOUTS_MAX = 4096
+# the readers of those containers' indexes, with what they decoded, by the same key (and column):
+# a plan of the same file reads and decodes none of its index bytes again (bounded in bytes)
+HELD_READERS = HeldReaders()
 # Whether plans answer leaves from the files' Parquet statistics when a dataset does not say
 # (ParquetDataset(statistics=...)): None, on local files only
 STATISTICS: Optional[bool] = None
@@ -996,7 +999,16 @@ class ParquetDataset:
             ck = fi["checksum"]
             key = (path, fi.get("size"), str(sorted(ck.items())) if isinstance(ck, dict) else repr(ck))
         layout = _LAYOUTS.get(key) if key is not None else None
-        idx = FileIndexFile(as_source(data), row_type, {}, layout=layout)
+        held, src = None, as_source(data)
+        if key is not None:  # its readers may be held
+            held = (HELD_READERS, key)
+        if key is not None and "inline" not in fi:  # reading what they need later through a new source
+            spec, size = fi["checksum"], int(fi.get("size", -1))
+            store, io = self.store, self.io
+            src = ReopeningSource(
+                src, lambda: ChecksummedSource(store.open_source(path, io), spec, size, f"index file {path}")
+            )
+        idx = FileIndexFile(src, row_type, {}, layout=layout, held=held)
         if key is not None and layout is None:
             if len(_LAYOUTS) >= _LAYOUTS_MAX:
                 _LAYOUTS.pop(next(iter(_LAYOUTS)))
