@@ -181,3 +181,17 @@ def test_reopening_source_reads_through_a_new_source_once_closed():
 
     with pytest.raises(IndexFormatError, match="1023 bytes now, not 1024"):
         gone.read_at(0, 4)
+
+
+def test_a_held_bitmap_reader_keeps_a_bounded_number_of_located_keys(tmp_path, monkeypatch):
+    from paimon_fast.fileindex import bitmap
+
+    monkeypatch.setattr(bitmap, "LOCATED_MAX", 10)
+    root = _make(tmp_path)
+    keys = list(range(0, ROWS * FILES, 97))  # 93 keys, all over every file
+    for k in keys[:40]:
+        assert _answer(root, f"k = {k}") == [k]
+    assert _answer(root, f"k IN ({', '.join(map(str, keys))})") == keys
+    readers = [rd for (rd, _) in P.HELD_READERS._held.values() if isinstance(rd, bitmap.BitmapReader)]
+    assert len(readers) == FILES
+    assert all(0 < len(rd._cache) <= 10 for rd in readers)

@@ -183,6 +183,10 @@ class KeyCodec:
         return key
 
 
+# the looked-up keys a reader keeps the location (and bytes) of
+LOCATED_MAX = 4096
+
+
 @functools.lru_cache(maxsize=256)
 def codec_for(dtype: DataType) -> KeyCodec:
     """The (immutable, shared) :class:`KeyCodec` of a type."""
@@ -671,11 +675,19 @@ class BitmapReader(FileIndexReader):
             key = self.codec.literal_key(value)
             if key is None:
                 return BitMap()
+        return self._materialize(self._located(key))
+
+    def _located(self, key):
+        """:meth:`_locate`, cached per key; at most :data:`LOCATED_MAX` keys (a reader held between
+        plans may be asked for many: the cache starts again rather than grow with them)."""
         try:
-            loc = self._cache[key]
+            return self._cache[key]
         except KeyError:
-            loc = self._cache[key] = self._locate(key)
-        return self._materialize(loc)
+            pass
+        if len(self._cache) >= LOCATED_MAX:
+            self._cache.clear()
+        loc = self._cache[key] = self._locate(key)
+        return loc
 
     def _locate(self, key):
         if key is None:
@@ -702,10 +714,7 @@ class BitmapReader(FileIndexReader):
             if key in seen:
                 continue
             seen.add(key)
-            try:
-                loc = self._cache[key]
-            except KeyError:
-                loc = self._cache[key] = self._locate(key)
+            loc = self._located(key)
             if loc is not None:
                 locs.append(loc)
         if not locs:
