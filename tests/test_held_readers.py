@@ -195,3 +195,12 @@ def test_a_held_bitmap_reader_keeps_a_bounded_number_of_located_keys(tmp_path, m
     readers = [rd for (rd, _) in P.HELD_READERS._held.values() if isinstance(rd, bitmap.BitmapReader)]
     assert len(readers) == FILES
     assert all(0 < len(rd._cache) <= 10 for rd in readers)
+
+
+def test_max_bytes_zero_holds_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(P.HELD_READERS, "max_bytes", 0)
+    root = _make(tmp_path)
+    for where, fn in QUERIES.items():
+        assert _answer(root, where) == _oracle(root, fn)
+    assert len(P.HELD_READERS) == 0
+    assert ParquetDataset(root).plan("amount < 40").report.bytes_read > 0
