@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+from typing import Optional
 
 from . import memory as _memory
 from .errors import IndexFormatError
@@ -71,28 +72,38 @@ class BytesSource(Source):
 class ReopeningSource(Source):
     """A source read through ``inner`` until it is closed and then, read by read, through a new
     source from ``opener()`` (closed after each read): for index readers held beyond the life
-    of the container that opened them (:class:`~paimon_fast.fileindex.format.HeldReaders`)."""
+    of the container that opened them (:class:`~paimon_fast.fileindex.format.HeldReaders`).
+    ``inner`` None: ``first()`` (default ``opener``) opens it at the first read, if any, and
+    ``size`` is the size the caller knows the input has (checked when it is opened)."""
 
-    def __init__(self, inner: Source, opener):
+    def __init__(self, inner: Optional[Source], opener, size: Optional[int] = None, first=None):
         import threading
 
-        self._inner, self._opener = inner, opener
-        self.size = inner.size
+        if inner is None and size is None:
+            raise ValueError("ReopeningSource without an inner source needs its size")
+        self._inner, self._opener, self._first = inner, opener, first or opener
+        self.size = inner.size if inner is not None else size
+        self._closed = False
         self._lock = threading.Lock()  # a held reader may read on another thread while this closes
+
+    def _opened(self, src: Source) -> Source:
+        if src.size != self.size:
+            src.close()
+            raise IndexFormatError(f"the index file is {src.size} bytes now, not {self.size}", 0)
+        return src
 
     def _read(self, offset, length):
         with self._lock:
-            inner = self._inner
-            if inner is not None:
-                return inner._read(offset, length)
-        with self._opener() as src:
-            if src.size != self.size:
-                raise IndexFormatError(f"the index file is {src.size} bytes now, not {self.size}", 0)
+            if not self._closed:
+                if self._inner is None:
+                    self._inner = self._opened(self._first())
+                return self._inner._read(offset, length)
+        with self._opened(self._opener()) as src:
             return bytes(src.read_at(offset, length))  # (a copy: the source closes)
 
     def close(self):
         with self._lock:
-            inner, self._inner = self._inner, None
+            inner, self._inner, self._closed = self._inner, None, True
         if inner is not None:
             inner.close()
 

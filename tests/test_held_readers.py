@@ -88,12 +88,12 @@ def test_a_held_reader_reads_what_it_lacks_through_a_new_source(tmp_path, monkey
     reopened = []
     init = ReopeningSource.__init__
 
-    def counting(self, inner, opener):
+    def counting(self, inner, opener, **kw):
         def counted():
             reopened.append(1)
             return opener()
 
-        init(self, inner, counted)
+        init(self, inner, counted, **kw)
 
     monkeypatch.setattr(ReopeningSource, "__init__", counting)
     assert _answer(root, "k = 7") == [7]

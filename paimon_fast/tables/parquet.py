@@ -976,14 +976,8 @@ class ParquetDataset:
             return None
         fi = entry["file_index"]
         path = self.index_file_path(f, fi)
-        if "inline" in fi:
-            data = base64.b64decode(fi["inline"])
-        elif path is not None:
-            # the container header (and small indexes whole) in one ranged read
-            data = self.store.open_source(path, self.io, head=HEAD_PREFETCH)
-            if fi.get("checksum") is not None:
-                data = ChecksummedSource(data, fi["checksum"], int(fi.get("size", -1)), f"index file {path}")
-        else:
+        inline = "inline" in fi
+        if not inline and path is None:
             return None
         row_type = self.row_type()
         why = self._types_mismatch(fi.get("types") or {}, row_type)
@@ -995,19 +989,29 @@ class ParquetDataset:
             )
         # an index file's bytes never change under its name and checksum: its header, parsed once
         key = None
-        if path is not None and fi.get("checksum") is not None:
-            ck = fi["checksum"]
+        ck = fi.get("checksum")
+        if path is not None and ck is not None:
             key = (path, fi.get("size"), str(sorted(ck.items())) if isinstance(ck, dict) else repr(ck))
         layout = _LAYOUTS.get(key) if key is not None else None
-        held, src = None, as_source(data)
-        if key is not None:  # its readers may be held
-            held = (HELD_READERS, key)
-        if key is not None and "inline" not in fi:  # reading what they need later through a new source
-            spec, size = fi["checksum"], int(fi.get("size", -1))
-            store, io = self.store, self.io
-            src = ReopeningSource(
-                src, lambda: ChecksummedSource(store.open_source(path, io), spec, size, f"index file {path}")
-            )
+        held = (HELD_READERS, key) if key is not None else None  # its readers may be held
+        if inline:
+            src = as_source(base64.b64decode(fi["inline"]))
+        else:
+            store, io, size = self.store, self.io, int(fi.get("size", -1))
+
+            def opener(head: int = 0):
+                # the container header (and small indexes whole) in one ranged read
+                d = store.open_source(path, io, head=head)
+                return d if ck is None else ChecksummedSource(d, ck, size, f"index file {path}")
+
+            if key is None:
+                src = opener(HEAD_PREFETCH)
+            elif layout is not None and size >= 0:
+                # the header is known: the file is opened when a reader first needs bytes of it (the
+                # held readers may need none), then, once closed, through a new source per read
+                src = ReopeningSource(None, opener, size=size, first=lambda: opener(HEAD_PREFETCH))
+            else:
+                src = ReopeningSource(opener(HEAD_PREFETCH), opener)
         idx = FileIndexFile(src, row_type, {}, layout=layout, held=held)
         if key is not None and layout is None:
             if len(_LAYOUTS) >= _LAYOUTS_MAX:
