@@ -204,3 +204,33 @@ def test_max_bytes_zero_holds_nothing(tmp_path, monkeypatch):
         assert _answer(root, where) == _oracle(root, fn)
     assert len(P.HELD_READERS) == 0
     assert ParquetDataset(root).plan("amount < 40").report.bytes_read > 0
+
+
+def test_reopening_source_without_an_inner_source_opens_at_its_first_read():
+    data = bytes(range(256)) * 4
+    firsts, opened = [], []
+
+    def first():
+        firsts.append(1)
+        return BytesSource(data)
+
+    def opener():
+        opened.append(1)
+        return BytesSource(data)
+
+    src = ReopeningSource(None, opener, size=len(data), first=first)
+    assert src.size == len(data) and not firsts  # nothing opened yet
+    assert bytes(src.read_at(0, 3)) == data[:3] and bytes(src.read_at(500, 2)) == data[500:502]
+    assert firsts == [1] and not opened  # opened once, kept while not closed
+    src.close()
+    assert bytes(src.read_at(7, 1)) == data[7:8] and opened == [1]
+    never = ReopeningSource(None, opener, size=len(data), first=first)
+    never.close()  # closed unread: nothing was opened
+    assert firsts == [1]
+    from paimon_fast.errors import IndexFormatError
+
+    wrong = ReopeningSource(None, opener, size=len(data) + 5)
+    with pytest.raises(IndexFormatError, match="1024 bytes now, not 1029"):
+        wrong.read_at(0, 1)
+    with pytest.raises(ValueError, match="needs its size"):
+        ReopeningSource(None, opener)
