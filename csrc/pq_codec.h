@@ -126,14 +126,74 @@ static int pq_codec_available(int codec) {
 }
 
 /* ------------------------------------------------------------------ Snappy */
+/* Per tag byte: the element's length (literals: up to 60; longer ones have their length after the
+ * tag) and, for a 1-byte-offset copy, the offset's high bits (<< 16). */
+static uint32_t pq_snappy_tags[256];
+static pthread_once_t pq_snappy_once = PTHREAD_ONCE_INIT;
+static void pq_snappy_init(void) {
+    for (uint32_t t = 0; t < 256; t++)
+        pq_snappy_tags[t] = (t & 3) == 1 ? ((t >> 2) & 7) + 4 + ((t >> 5) << 24) : (t >> 2) + 1;
+}
+
 /* Decode elements until at least `target` bytes are out (or the whole output).  Returns PQ_OK or
- * PQ_CORRUPT.  dst holds dstlen + PQ_SLACK bytes. */
+ * PQ_CORRUPT.  dst holds dstlen + PQ_SLACK bytes.
+ *
+ * Pages of short values are mostly elements of 2 to 8 bytes, so the time goes per element, not per
+ * byte.  While 69 input bytes are left (a tag, 4 offset bytes, a 64-byte literal), an element is
+ * decoded without a branch on its kind: the tag table gives its length, the next tag's position
+ * is computed, and its first 16 bytes are copied from the literal or the earlier output alike.
+ * Longer elements and copies from under 16 bytes back take a branch.  The last bytes of the
+ * input go through the checked loop below it.  Every element's length is checked against the
+ * output left and every copy's offset against the output written, in both loops. */
 static int pq_snappy_to(const uint8_t *src, size_t srclen, size_t *ipos, uint8_t *dst, size_t dstlen, size_t *opos,
                         size_t target) {
     const uint8_t *ip = src + *ipos, *const ie = src + srclen;
     uint8_t *op = dst + *opos, *const oe = dst + dstlen;
     uint8_t *const ot = dst + (target < dstlen ? target : dstlen);
     uint8_t *const wide = oe + PQ_SLACK - 80; /* below this, 80 bytes may be written past op */
+    static const uint32_t mask[4] = {0, 0xFFu, 0xFFFFu, 0xFFFFFFFFu};
+    pthread_once(&pq_snappy_once, pq_snappy_init);
+    if (srclen >= 69) {
+        const uint8_t *const ifast = ie - 69;
+        /* op < oe here, so the copies of up to 64 + 8 bytes stay inside dst's PQ_SLACK */
+        while (op < ot && ip <= ifast) {
+            uint32_t tag = ip[0], type = tag & 3, e = pq_snappy_tags[tag];
+            size_t len = e & 0xFF, adv = type == 0 ? (tag >> 2) + 2 : type + 1 + (type == 3);
+            size_t off = (pq_le32(ip + 1) & mask[type]) + (e >> 16);
+            int lit = type == 0;
+            const uint8_t *from = lit ? ip + 1 : op - off;
+            if (__builtin_expect(lit && len > 60, 0)) { /* its length is in the next 1-4 bytes */
+                size_t nb = len - 60;
+                len = (size_t)(pq_le32(ip + 1) & mask[nb]) + 1;
+                ip += 1 + nb;
+                if (len > (size_t)(ie - ip) || len > (size_t)(oe - op)) return PQ_CORRUPT;
+                memcpy(op, ip, len);
+                op += len;
+                ip += len;
+                continue;
+            }
+            if (__builtin_expect(len > (size_t)(oe - op) || (!lit && off - 1 >= (size_t)(op - dst)), 0))
+                return PQ_CORRUPT;
+            if (__builtin_expect(len <= 16 && (lit || off >= 16), 1)) {
+                pq_copy16(op, from);
+            } else if (lit || off >= 16) {
+                pq_copy16(op, from);
+                pq_copy16(op + 16, from + 16);
+                pq_copy16(op + 32, from + 32);
+                pq_copy16(op + 48, from + 48);
+            } else { /* a repeat of a pattern under 16 bytes: widen it to 8+ bytes, then 8 at a time */
+                uint8_t *d = op;
+                while ((size_t)(d - from) < 8) {
+                    pq_copy8(d, from);
+                    d += d - from;
+                }
+                const size_t step = (size_t)(d - from);
+                for (; d < op + len; d += 8) pq_copy8(d, d - step);
+            }
+            op += len;
+            ip += adv;
+        }
+    }
     while (op < ot) {
         if (ip >= ie) return PQ_CORRUPT;
         uint32_t tag = *ip++;

@@ -783,6 +783,70 @@ def test_decompress_twin_matches_the_kernel(codec, name):
         assert TWIN.codec_available(c) == pa.Codec.is_available(name)
 
 
+def _value_streams(rng):
+    """Page bodies the Snappy kernel's fast loop decodes element by element: PLAIN strings and
+    int64s (short literals and copies one after another), repeats of every period under 16 bytes
+    up to 200 bytes long, and literals around 60 bytes (the tag's own limit) and longer."""
+    keys = [f"k{(int(i) * 2654435761) % (1 << 32):010d}".encode() for i in rng.integers(0, 1 << 40, 3000)]
+    strings = b"".join(len(k).to_bytes(4, "little") + k for k in keys)
+    ints = np.cumsum(rng.integers(0, 1000, 4000)).astype("<i8").tobytes()
+    parts = []
+    for _ in range(400):
+        kind = rng.integers(0, 3)
+        if kind == 0:
+            period = int(rng.integers(1, 16))
+            parts.append(rng.bytes(period) * (int(rng.integers(1, 200)) // period + 1))
+        elif kind == 1:
+            parts.append(rng.bytes(int(rng.choice([15, 16, 17, 55, 59, 60, 61, 62, 64, 65, 70, 300]))))
+        else:
+            parts.append(keys[int(rng.integers(0, len(keys)))] * int(rng.integers(1, 4)))
+    return [strings, ints, b"".join(parts)]
+
+
+def test_snappy_fast_loop_matches_the_twin():
+    """The kernel's Snappy fast loop (elements decoded while 69 input bytes are left) against the
+    Python twin: whole, stopped at many points (the loop hands over to the checked tail), and
+    with bytes flipped or cut where the fast loop reads them."""
+    rng = np.random.default_rng(42)
+    for raw in _value_streams(rng):
+        comp = pa.Codec("snappy").compress(raw, asbytes=True)
+        assert KERNEL.decompress(1, comp, len(raw)) == raw
+        for upto in list(rng.integers(0, len(raw) + 1, 40)) + [1, 16, 17, len(raw) - 1]:
+            k = KERNEL.decompress(1, comp, len(raw), int(upto))
+            assert k == TWIN.decompress(1, comp, len(raw), int(upto))
+            assert len(k) >= upto and k == raw[: len(k)]
+        for _ in range(60):
+            bad = bytearray(comp)
+            for _ in range(int(rng.integers(1, 3))):
+                bad[int(rng.integers(0, len(bad)))] ^= int(rng.integers(1, 256))
+            if rng.random() < 0.3:
+                bad = bad[: int(rng.integers(len(bad) // 2, len(bad) + 1))]
+            outcomes = []
+            for impl in (KERNEL, TWIN):
+                try:
+                    outcomes.append(impl.decompress(1, bytes(bad), len(raw), -1))
+                except ValueError:
+                    outcomes.append("ValueError")
+            assert outcomes[0] == outcomes[1]
+    # copies from before the output's start, or from offset 0, with the rest of the stream long
+    # enough that the fast loop decodes them: a literal of 8 bytes, the copy, a literal of 100
+    lit8 = bytes([7 << 2]) + b"abcdefgh"
+    tail = bytes([60 << 2, 99]) + bytes(100)
+    for copy in (
+        bytes([(3 << 2) | 1, 9]),
+        bytes([(3 << 2) | 2, 9, 0]),
+        bytes([(3 << 2) | 1, 0]),
+        bytes([(3 << 2) | 3, 0, 0, 0, 0]),
+    ):
+        stream = bytes([112]) + lit8 + copy + tail  # 112 = 8 + 4 + 100 bytes out
+        assert len(stream) >= 69
+        for impl in (KERNEL, TWIN):
+            with pytest.raises(ValueError):
+                impl.decompress(1, stream, 112)
+    good = bytes([112]) + lit8 + bytes([1, 8]) + tail  # 4 bytes from offset 8: from the start
+    assert KERNEL.decompress(1, good, 112) == b"abcdefghabcd" + bytes(100) == TWIN.decompress(1, good, 112)
+
+
 def test_job_checks():
     """A job the reader cannot run is refused before it runs (ValueError), by both."""
     blob = b"PAR1" + bytes(20)
