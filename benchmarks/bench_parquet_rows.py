@@ -13,6 +13,9 @@ Positions: 1, 10, 1,000, 100,000 rows drawn uniformly (sorted).
 * ``kernel_1t``: the same on one thread;
 * ``rowgroup``: pyarrow's ``read_row_group`` of the row group holding the rows, then ``take``.
 
+``test_snappy_page`` (group ``snappy_page[...]``) times one 64 KiB Snappy page body of PLAIN strings or
+int64s: the kernel, its twin and pyarrow's bundled Snappy.
+
 ``test_page_decoder`` (group ``page_decoder[...]``) compares who decodes: ``kernel`` (the
 native reader, only the wanted values), ``twin`` (its pure-Python twin, up to 10 rows) and
 ``pyarrow`` (``page_decoder=None``: the row groups holding the rows, whole).
@@ -120,3 +123,42 @@ def test_page_decoder(benchmark, files, layout, k, impl):
 
     got = benchmark.pedantic(run, rounds=3 if impl == "twin" else 7, iterations=1, warmup_rounds=1)
     assert got.equals(pq.read_table(path).take(pa.array(pos)))
+
+
+def _value_page(kind: str, size: int) -> bytes:
+    """A PLAIN page body of ``size`` bytes as pyarrow writes a high-cardinality column: 11-byte
+    keys with their 4-byte lengths (``strings``), or increasing int64s (``ints``)."""
+    rng = np.random.default_rng(7)
+    if kind == "strings":
+        keys = [f"k{(int(i) * 2654435761) % (1 << 32):010d}".encode() for i in rng.integers(0, 1 << 40, size // 15 + 1)]
+        return b"".join(len(k).to_bytes(4, "little") + k for k in keys)[:size]
+    return np.cumsum(rng.integers(0, 1000, size // 8 + 1)).astype("<i8").tobytes()[:size]
+
+
+@pytest.mark.parametrize("kind", ["strings", "ints"])
+@pytest.mark.parametrize("impl", ["kernel", "twin", "pyarrow"])
+def test_snappy_page(benchmark, kind, impl):
+    """A Snappy page body decompressed whole (the reader's page-level cost on such columns):
+    ``kernel`` (csrc/pq_codec.h), ``twin`` (its pure-Python twin), ``pyarrow`` (the Snappy library
+    pyarrow bundles).  64 KiB of output, so the twin's rounds take seconds, not minutes."""
+    from paimon_fast.parquet import native
+
+    raw = _value_page(kind, 64 << 10)
+    body = pa.Codec("snappy").compress(raw, asbytes=True)
+    benchmark.group = f"snappy_page[{kind}]"
+    benchmark.extra_info["impl"] = impl
+    benchmark.extra_info["ratio"] = round(len(raw) / len(body), 2)
+    if impl == "pyarrow":
+        codec = pa.Codec("snappy")
+
+        def run():
+            return codec.decompress(body, decompressed_size=len(raw), asbytes=True)
+
+    else:
+        K = native.kernels(twin=impl == "twin")
+
+        def run():
+            return K.decompress(1, body, len(raw))
+
+    got = benchmark.pedantic(run, rounds=3 if impl == "twin" else 200, iterations=1, warmup_rounds=1)
+    assert bytes(got) == raw
