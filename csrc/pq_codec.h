@@ -151,7 +151,8 @@ static int pq_snappy_to(const uint8_t *src, size_t srclen, size_t *ipos, uint8_t
     uint8_t *op = dst + *opos, *const oe = dst + dstlen;
     uint8_t *const ot = dst + (target < dstlen ? target : dstlen);
     uint8_t *const wide = oe + PQ_SLACK - 80; /* below this, 80 bytes may be written past op */
-    static const uint32_t mask[4] = {0, 0xFFu, 0xFFFFu, 0xFFFFFFFFu};
+    static const uint32_t mask[4] = {0, 0xFFu, 0xFFFFu, 0xFFFFFFFFu};  /* a copy's offset, by its kind */
+    static const uint32_t lmask[5] = {0, 0xFFu, 0xFFFFu, 0xFFFFFFu, 0xFFFFFFFFu}; /* a literal's length bytes */
     pthread_once(&pq_snappy_once, pq_snappy_init);
     if (srclen >= 69) {
         const uint8_t *const ifast = ie - 69;
@@ -161,10 +162,9 @@ static int pq_snappy_to(const uint8_t *src, size_t srclen, size_t *ipos, uint8_t
             size_t len = e & 0xFF, adv = type == 0 ? (tag >> 2) + 2 : type + 1 + (type == 3);
             size_t off = (pq_le32(ip + 1) & mask[type]) + (e >> 16);
             int lit = type == 0;
-            const uint8_t *from = lit ? ip + 1 : op - off;
             if (__builtin_expect(lit && len > 60, 0)) { /* its length is in the next 1-4 bytes */
                 size_t nb = len - 60;
-                len = (size_t)(pq_le32(ip + 1) & mask[nb]) + 1;
+                len = (size_t)(pq_le32(ip + 1) & lmask[nb]) + 1;
                 ip += 1 + nb;
                 if (len > (size_t)(ie - ip) || len > (size_t)(oe - op)) return PQ_CORRUPT;
                 memcpy(op, ip, len);
@@ -174,6 +174,7 @@ static int pq_snappy_to(const uint8_t *src, size_t srclen, size_t *ipos, uint8_t
             }
             if (__builtin_expect(len > (size_t)(oe - op) || (!lit && off - 1 >= (size_t)(op - dst)), 0))
                 return PQ_CORRUPT;
+            const uint8_t *from = lit ? ip + 1 : op - off; /* (off checked above) */
             if (__builtin_expect(len <= 16 && (lit || off >= 16), 1)) {
                 pq_copy16(op, from);
             } else if (lit || off >= 16) {

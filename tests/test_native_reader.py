@@ -803,6 +803,14 @@ def _value_streams(rng):
     return [strings, ints, b"".join(parts)]
 
 
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while v >= 0x80:
+        out.append(v & 0x7F | 0x80)
+        v >>= 7
+    return bytes(out + bytes([v]))
+
+
 def test_snappy_fast_loop_matches_the_twin():
     """The kernel's Snappy fast loop (elements decoded while 69 input bytes are left) against the
     Python twin: whole, stopped at many points (the loop hands over to the checked tail), and
@@ -843,6 +851,14 @@ def test_snappy_fast_loop_matches_the_twin():
         for impl in (KERNEL, TWIN):
             with pytest.raises(ValueError):
                 impl.decompress(1, stream, 112)
+    # literals whose length takes 1, 2, 3 or 4 bytes after the tag (valid for any length; Snappy's
+    # own compressor needs 3 or 4 only past 64 KiB), then a copy: the fast loop reads each length
+    payload = rng.bytes(200)
+    for nb in (1, 2, 3, 4):
+        lit = bytes([(59 + nb) << 2]) + (len(payload) - 1).to_bytes(nb, "little") + payload
+        stream = _varint(len(payload) + 4) + lit + bytes([1, 16])
+        assert KERNEL.decompress(1, stream, len(payload) + 4) == payload + payload[-16:-12]
+        assert TWIN.decompress(1, stream, len(payload) + 4) == payload + payload[-16:-12]
     good = bytes([112]) + lit8 + bytes([1, 8]) + tail  # 4 bytes from offset 8: from the start
     assert KERNEL.decompress(1, good, 112) == b"abcdefghabcd" + bytes(100) == TWIN.decompress(1, good, 112)
 
