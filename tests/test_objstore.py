@@ -149,6 +149,39 @@ def test_fsspec_filesystem(tmp_path):
     assert [e.rel for e in store.list_files(root)] == ["x.json", "y"]
 
 
+def test_local_listing_walks_like_os_walk(tmp_path):
+    """A local store's recursive listing: every file under the root with its stat, directories
+    ``skip_dir`` names left out with all under them, links to directories listed nowhere and not
+    entered, broken links and refused names left out; the oracle is os.walk + os.stat."""
+    root = tmp_path / "d"
+    for rel in ("a.parquet", "b/c.parquet", "b/e/f.parquet", "_hidden/g.parquet", "b/_x/h.parquet", "n.txt"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(b"x" * len(rel))
+    os.symlink(root / "b", root / "link_dir")
+    os.symlink(root / "a.parquet", root / "b" / "link.parquet")
+    os.symlink(root / "gone.parquet", root / "broken.parquet")
+    store, r = fs.resolve(str(root))
+
+    def skip(d):
+        return d.startswith("_")
+
+    def keep(n):
+        return n.endswith(".parquet")
+
+    want = []
+    for dirpath, dirnames, filenames in os.walk(r):
+        dirnames[:] = [d for d in dirnames if not skip(d)]
+        for n in filenames:
+            p = os.path.join(dirpath, n)
+            if keep(n) and os.path.exists(p):
+                st = os.stat(p)
+                want.append((os.path.relpath(p, r), p, st.st_size, st.st_mtime_ns, st.st_ino))
+    got = [(e.rel, e.path, e.size, e.mtime_ns, e.ino) for e in store.list_files(r, skip_dir=skip, keep=keep)]
+    assert got == sorted(want)
+    assert [g[0] for g in got] == ["a.parquet", "b/c.parquet", "b/e/f.parquet", "b/link.parquet"]
+    assert store.list_files(str(tmp_path / "nope")) == []
+
+
 # ---------------------------------------------------------------- Parquet datasets on S3
 
 import subprocess  # noqa: E402
