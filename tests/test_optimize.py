@@ -273,9 +273,11 @@ def test_a_file_rewritten_after_the_optimize_loses_its_statistics_when_indexed_a
 
 
 def test_pages_answer_a_clustered_column_before_its_index(local, monkeypatch):
-    """After an optimize by ``x``, a narrow range of ``x`` is answered by the page index (a few
-    pages of each file read and filtered), even where ``x`` has a file index; a column the files
-    are not clustered by is left to its index (its pages span every file's range)."""
+    """After an optimize by ``x``, a narrow range of ``x`` is narrowed by the page index to a few
+    pages of each file; where ``x`` has an index that answers exactly (a range bitmap), that file's
+    index gives the exact rows of those boundary pages, else (a bloom filter) the pages are read
+    and filtered.  A column the files are not clustered by is left to its index (its pages span
+    every file's range)."""
     from optimize_support import make
 
     make(local)
@@ -298,14 +300,24 @@ def test_pages_answer_a_clustered_column_before_its_index(local, monkeypatch):
 
     monkeypatch.setattr(ParquetDataset, "_page_answer", pages)
     plan = ds.plan("x BETWEEN 500 AND 505")
-    assert len(plan.kept) == 2 and opened == [] and len(paged) == 2
-    assert all(n == "x" and p is not None for n, p in paged)
-    assert all(0 < len(p.bitmap) <= 128 for p in plan.kept)  # one or two pages of each file
     want = sorted(r["id"] for r in rows_now(local) if r["x"] is not None and 500 <= r["x"] <= 505)
+    assert len(plan.kept) == 2 and len(paged) == 2
+    assert all(n == "x" and p is not None for n, p in paged)
+    # the boundary pages' files, and only they, had their index opened: exact rows, no filter
+    assert sorted(opened) == sorted(p.file.path for p in plan.kept)
+    assert all(p.exact for p in plan.kept) and sum(len(p.bitmap) for p in plan.kept) == len(want)
     assert sorted(ds.read("x BETWEEN 500 AND 505").to_arrow().column("id").to_pylist()) == want
     opened.clear(), paged.clear()
     ds.plan("y > 0.9")
     assert paged == [] and opened  # y: the index, no page index asked
+    # x with a bloom filter only (no exact answer for a range): the pages, read and filtered
+    ParquetDataset(local.uri).build({**OPTIONS, "file-index.bloom-filter.columns": "id,x"})
+    ds = ParquetDataset(local.uri)
+    opened.clear(), paged.clear()
+    plan = ds.plan("x BETWEEN 500 AND 505")
+    assert len(plan.kept) == 2 and len(paged) == 2 and not any(p.exact for p in plan.kept)
+    assert all(0 < len(p.bitmap) <= 128 for p in plan.kept)  # one or two pages of each file
+    assert sorted(ds.read("x BETWEEN 500 AND 505").to_arrow().column("id").to_pylist()) == want
 
 
 def test_page_answer_sorted_only(tmp_path):

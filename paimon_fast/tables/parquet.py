@@ -160,8 +160,9 @@ ONE_PASS_ROWS = 1 << 15
 # it off to compare with the file-by-file answers)
 _CATALOG_VECTORS = True
 HEAD_PREFETCH = 16384  # first bytes of a remote index container fetched with its header
-# a leaf whose page index keeps at most 1/8 of a file's rows is answered by those pages (read and
-# filtered) without opening the file's index of the column
+# a leaf whose page index keeps at most 1/8 of a file's rows is answered from those pages: the rows
+# of the column's index where it answers exactly, else the pages read and filtered; a leaf that
+# keeps more is asked of the index first
 PAGES_BEFORE_INDEX = 8
 # the Arrow schema of a data file version, by (its URI, its strong identity): every dataset object
 # of the process takes a snapshot's schema from its first file without opening it again
@@ -1207,6 +1208,23 @@ class ParquetDataset:
                     exact[0] = False
                 return res
 
+            def exact_from_index(leaf: Leaf):
+                """The index's exact answer for ``leaf``, or None: no index, an answer that is not
+                exact, or a failure (reported as the index's other failures are).  The caller
+                answers from the pages then."""
+                idx = index()
+                if idx is None:
+                    return None
+                try:
+                    res, is_exact = idx.visit_leaf_exact(leaf)
+                except NullLiteralError:  # (no rows: the filter of the pages says so)
+                    return None
+                except Exception as e:  # reported as below; a checksum mismatch sets the file aside
+                    nonlocal err
+                    err = f"{type(e).__name__}: {e}"
+                    return None
+                return res if is_exact else None
+
             def visit(leaf: Leaf):
                 res, is_exact, cs = by_catalog(leaf, entry, rows, part, trusted)
                 if res is not None:
@@ -1233,11 +1251,19 @@ class ParquetDataset:
                         kept = sum(b - a for a, b, _ in pages)
                         if not pages:
                             return answered(SKIP, True)
-                        # a few pages (a clustered column): read and filter them rather than load
-                        # the column's index; else the index, if any, may answer exactly
+                        # pages wholly in (or out): their rows are the answer.  A few pages that
+                        # may hold the leaf (a clustered column's boundary): the column's index
+                        # answers exactly if it can (one file's index, held between plans, costs less
+                        # than reading and filtering the pages), else they are read and filtered;
+                        # many pages: the index, if any, may answer exactly
                         few = kept * PAGES_BEFORE_INDEX <= rows if leaf.name in file_indexed else kept < rows
-                        if sure_pages or few:
-                            return answered(BitmapResult.of_ranges(pages), sure_pages)
+                        if sure_pages:
+                            return answered(BitmapResult.of_ranges(pages), True)
+                        if few:
+                            said = exact_from_index(leaf) if leaf.name in file_indexed else None
+                            if said is not None:  # (exact as the index's answers below: if verified)
+                                return answered(said, sure)
+                            return answered(BitmapResult.of_ranges(pages), False)
                 idx = index()
                 if idx is None:
                     return answered(REMAIN, False)
