@@ -284,7 +284,11 @@ class Store:
                         except OSError:
                             is_dir = False
                         if is_dir:
-                            if not e.is_symlink() and (skip_dir is None or not skip_dir(e.name)):
+                            try:
+                                link = e.is_symlink()
+                            except OSError:
+                                link = False
+                            if not link and (skip_dir is None or not skip_dir(e.name)):
                                 todo.append((e.path, rel_dir + e.name + "/"))
                             continue
                         if keep is not None and not keep(e.name):
