@@ -126,8 +126,9 @@ static int pq_codec_available(int codec) {
 }
 
 /* ------------------------------------------------------------------ Snappy */
-/* Per tag byte: the element's length (literals: up to 60; longer ones have their length after the
- * tag) and, for a 1-byte-offset copy, the offset's high bits (<< 16). */
+/* Per tag byte: the element's length in the low 8 bits (literals: up to 60; longer ones have their
+ * length after the tag) and, for a 1-byte-offset copy, its offset's bits 8-10 in bits 24-26 (so that
+ * `entry >> 16` adds them to the offset byte). */
 static uint32_t pq_snappy_tags[256];
 static pthread_once_t pq_snappy_once = PTHREAD_ONCE_INIT;
 static void pq_snappy_init(void) {

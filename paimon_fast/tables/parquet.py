@@ -1208,22 +1208,22 @@ class ParquetDataset:
                     exact[0] = False
                 return res
 
-            def exact_from_index(leaf: Leaf):
-                """The index's exact answer for ``leaf``, or None: no index, an answer that is not
-                exact, or a failure (reported as the index's other failures are).  The caller
-                answers from the pages then."""
+            def ask_index(leaf: Leaf):
+                """``(answer, exact)`` of the file's index for ``leaf``, or None: no index, a NULL
+                literal in a BSI / range-bitmap comparison (Java: NullPointerException; not a broken
+                index: the file is read and the filter answers, no rows), or a failure (``err``: a
+                broken index never fails a query)."""
                 idx = index()
                 if idx is None:
                     return None
                 try:
-                    res, is_exact = idx.visit_leaf_exact(leaf)
-                except NullLiteralError:  # (no rows: the filter of the pages says so)
+                    return idx.visit_leaf_exact(leaf)
+                except NullLiteralError:
                     return None
-                except Exception as e:  # reported as below; a checksum mismatch sets the file aside
+                except Exception as e:
                     nonlocal err
                     err = f"{type(e).__name__}: {e}"
                     return None
-                return res if is_exact else None
 
             def visit(leaf: Leaf):
                 res, is_exact, cs = by_catalog(leaf, entry, rows, part, trusted)
@@ -1260,24 +1260,14 @@ class ParquetDataset:
                         if sure_pages:
                             return answered(BitmapResult.of_ranges(pages), True)
                         if few:
-                            said = exact_from_index(leaf) if leaf.name in file_indexed else None
-                            if said is not None:  # (exact as the index's answers below: if verified)
-                                return answered(said, sure)
+                            said = ask_index(leaf) if leaf.name in file_indexed else None
+                            if said is not None and said[1]:  # (exact as below: if verified)
+                                return answered(said[0], sure)
                             return answered(BitmapResult.of_ranges(pages), False)
-                idx = index()
-                if idx is None:
+                said = ask_index(leaf)
+                if said is None:
                     return answered(REMAIN, False)
-                try:
-                    res, is_exact = idx.visit_leaf_exact(leaf)
-                    return answered(res, is_exact and sure)
-                except NullLiteralError:
-                    # a NULL literal in a BSI / range-bitmap comparison (Java: NullPointerException):
-                    # not a broken index; the file is read and the exact filter answers (no rows)
-                    return answered(REMAIN, False)
-                except Exception as e:
-                    nonlocal err
-                    err = f"{type(e).__name__}: {e}"
-                    return answered(REMAIN, False)
+                return answered(said[0], said[1] and sure)
 
             res = evaluate_tree(pred, visit)
             idx = opened[1]
