@@ -395,6 +395,37 @@ def test_encodings_read_by_pyarrow(tmp_path):
     assert all("encoding" in k for k in st.fallbacks), st.fallbacks
 
 
+def test_validity_of_every_slot_written_over_dirty_memory(tmp_path):
+    """Validity buffers are not cleared before a read: every slot of a chunk the reader decodes
+    gets its byte, and the slots of chunks pyarrow reads (an encoding found in the pages, known
+    only once they are read) are replaced.  The pool memory under the read is dirtied with zeros
+    (all null) and with 0xFF first, so a slot left unwritten would show."""
+    rng = np.random.default_rng(23)
+    n = 1500
+    mask = rng.random(n) < 0.25
+    t = pa.table(
+        {
+            "i": pa.array(rng.integers(0, 1 << 40, n), mask=mask),
+            "s": pa.array([f"v{x}" for x in rng.integers(0, 1 << 20, n)], pa.string(), mask=~mask),
+            "full": pa.array(rng.integers(0, 100, n), pa.int32()),  # optional, no null
+        }
+    )
+    a = _write(tmp_path / "a.parquet", t)
+    b = _write(tmp_path / "b.parquet", t, use_dictionary=False, column_encoding={"i": "DELTA_BINARY_PACKED"})
+    c = _write(tmp_path / "c.parquet", t.slice(0, 0))
+    pos = _positions(rng, n, 0.4)
+    items = [(a, pos), (b, None), (c, None), (a, None), (b, pos)]
+    exp = pa.concat_tables([_oracle(a, pos), _oracle(b, None), _oracle(a, None), _oracle(b, pos)])
+    for dirt in (0x00, 0xFF):
+        for _ in range(4):  # freed pool memory of about the validity buffers' size, dirtied
+            junk = np.frombuffer(pa.allocate_buffer(exp.num_rows), dtype=np.uint8)
+            junk.fill(dirt)
+            del junk
+        got, _, st = _read(items, threads=2)
+        _assert_same(got, exp)
+        assert any("encoding" in k for k in st.fallbacks), st.fallbacks  # the DELTA chunks went to pyarrow
+
+
 def _run_child(code: str, timeout: float = 120):
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, f"child exited with {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"

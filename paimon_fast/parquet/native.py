@@ -408,6 +408,7 @@ def read_files(
     dictionary_columns: Sequence[str] = (),
     use_threads: bool = False,
     expect_rows: Optional[Sequence[Optional[int]]] = None,
+    sorted_positions: bool = False,
 ) -> Tuple[pa.Table, np.ndarray]:
     """The rows of Parquet files, as one table: ``items`` are ``(source, positions)`` with a
     source as :func:`~paimon_fast.parquet.read_rows` takes it (a local path is read with pread,
@@ -424,8 +425,10 @@ def read_files(
     pure-Python twin (tests); ``pyarrow_only``: read everything with pyarrow's row-group reads
     (comparisons); ``dictionary_columns`` come back dictionary-encoded (pyarrow reads them, with
     ``use_threads``).  ``expect_rows``: each file's row count as the caller knows it (a
-    manifest; None skips one): a file that disagrees is an :class:`IndexFormatError`.  Returns
-    ``(table, rows of each item)``."""
+    manifest; None skips one): a file that disagrees is an :class:`IndexFormatError`.
+    ``sorted_positions``: the caller vouches that every positions array is sorted (a bitmap's),
+    so it is not checked again (a pass over every position).  Returns ``(table, rows of each
+    item)``."""
     from ..pool import threads as default_threads
 
     st = stats if stats is not None else _NoStats()
@@ -439,7 +442,13 @@ def read_files(
             fl.span = positions if isinstance(positions, range) else None
             if fl.span is not None and fl.span.step != 1:
                 raise InvalidArgumentError(f"a row range must have step 1, got {positions!r}")
-            fl.pos = None if fl.all or fl.span is not None else _as_sorted_positions(positions)
+            fl.pos = (
+                None
+                if fl.all or fl.span is not None
+                else _as_positions(positions)
+                if sorted_positions
+                else _as_sorted_positions(positions)
+            )
             fl.why = ""
             try:
                 fl.fo = _footer(fl.src, fl.key)
@@ -586,7 +595,10 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             cuts = np.searchsorted(fl.pos, fo.starts)
             groups = np.flatnonzero(cuts[1:] > cuts[:-1])
             nsel = (cuts[1:] - cuts[:-1])[groups]
-            local = fl.pos - np.repeat(fo.starts[groups], nsel)
+            if len(groups) == 1:  # (one row group: no per-row repeat of its start)
+                local = fl.pos - fo.starts[groups[0]] if fo.starts[groups[0]] else fl.pos
+            else:
+                local = fl.pos - np.repeat(fo.starts[groups], nsel)
             rows_off = rows_len + np.concatenate(([0], np.cumsum(nsel)[:-1])).astype(np.int64)
             row_parts.append(local)
             rows_len += len(local)
@@ -667,11 +679,12 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
                 pyarrow_cols.add(ci)
         if col_map[ci].conv == K.CV_NULL:
             needs_valid[ci] = True
-    fb_cols = {ci for _, ci, _ in fallback}
     cols = []
     for ci in range(ncol):
         m = col_map[ci]
-        valid = _buffer(total, fill=1) if (needs_valid[ci] or ci in fb_cols) else None
+        # not cleared: every slot of a chunk the reader decodes gets its byte (a unit of nulls:
+        # 0), and the slots of the chunks pyarrow reads are replaced by its reads (_splice)
+        valid = _buffer(total) if needs_valid[ci] else None
         if m.kind == K.OUT_FIXED:
             cols.append((m.kind, m.width, total, _buffer(total * m.width), valid, None))
         elif m.kind == K.OUT_BOOL:

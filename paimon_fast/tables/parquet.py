@@ -1507,7 +1507,7 @@ class ParquetDataset:
                 # once, so this ends)
                 for attempt in range(len(idx) + 1):
                     try:
-                        t, n = read_files(its, data, schema=sch, stats=stats, threads=threads)
+                        t, n = read_files(its, data, schema=sch, stats=stats, threads=threads, sorted_positions=True)
                         break
                     except FileNotFoundError:
                         if attempt == len(idx):
@@ -1611,8 +1611,9 @@ class ParquetDataset:
         dv = p.deletion_vector
         bm = p.bitmap
         if bm is not None:
-            pos = np.asarray(bm.to_array(), dtype=np.int64)
-            pos = pos[pos < nrows]
+            pos = np.asarray(bm.to_array(), dtype=np.int64)  # sorted: a bitmap's
+            if len(pos) and pos[-1] >= nrows:
+                pos = pos[: np.searchsorted(pos, nrows)]
             if rows is not None:
                 pos = pos[np.searchsorted(pos, max(0, int(rows[0]))) : np.searchsorted(pos, int(rows[1]))]
         elif rows is not None:
