@@ -695,7 +695,12 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
     chunks = np.concatenate(chunk_rows) if chunk_rows else np.zeros((0, 17), dtype=np.int64)
     rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
     kfiles = [_kernel_file(fl, fi, chunks) for fi, fl in enumerate(files)]
+    gaps = {ci for _, ci, _ in fallback}  # columns with slots the reader is not given
     status, err_at, errors, kstats, data, overflow = K.read(kfiles, chunks, rows, cols, max(1, int(threads)))
+    for ci in gaps:
+        off = cols[ci][5]
+        if off is not None:  # their offsets are still 0: each takes its predecessor's end, so
+            np.maximum.accumulate(off, out=off)  # the values after them start where they should
     # what did not decode natively: pyarrow reads it
     for k in np.flatnonzero(status != K.OK).tolist():
         fi, ci = int(chunks[k, 0]), int(chunks[k, 1])
