@@ -453,6 +453,80 @@ def test_strings_after_a_file_pyarrow_reads(tmp_path, large):
     assert st.fallbacks == {"encoding not decoded natively": 3}, st.fallbacks
 
 
+_MIX_WRITES = [
+    {},
+    {"use_dictionary": False},
+    {"use_dictionary": False, "column_encoding": {"s": "DELTA_BYTE_ARRAY"}},
+    {"use_dictionary": False, "column_encoding": {"i": "DELTA_BINARY_PACKED", "bin": "DELTA_LENGTH_BYTE_ARRAY"}},
+    {"use_dictionary": False, "column_encoding": {"f": "BYTE_STREAM_SPLIT"}},
+    {"compression": "zstd", "data_page_version": "2.0"},
+    {"compression": "lz4", "write_page_index": False},
+]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mixed_files_as_pyarrow_reads_them(tmp_path, seed):
+    """Seeded reads of 1-5 files at once, each written its own way (chunks read natively or by
+    pyarrow, with or without a page index, empty files), with every row, positions or a range of
+    each, some columns or all, on one thread and two: the table is pyarrow's reads of the same
+    rows, concatenated.  Slots of one file sit next to another's, so what one file's read leaves
+    in the output shows in the next's."""
+    rng = np.random.default_rng(100 + seed)
+
+    def table(n):
+        return pa.table(
+            {
+                "s": pa.array(
+                    [f"v{x}" * int(x % 3) for x in rng.integers(0, 1 << 20, n)],
+                    pa.string(),
+                    mask=rng.random(n) < rng.choice([0, 0.1, 0.5, 1.0]),
+                ),
+                "i": pa.array(rng.integers(-50, 100, n), pa.int64(), mask=rng.random(n) < 0.2),
+                "f": pa.array(rng.random(n), pa.float64()),
+                "b": pa.array(rng.random(n) < 0.5, pa.bool_(), mask=rng.random(n) < 0.1),
+                "bin": pa.array([bytes([x % 256]) * int(x % 5) for x in rng.integers(0, 1000, n)], pa.binary()),
+            }
+        )
+
+    for trial in range(20):
+        files = []
+        for k in range(int(rng.integers(1, 6))):
+            n = int(rng.integers(0, 700))
+            t = table(n)
+            opts = {
+                "row_group_size": int(rng.integers(50, 400)),
+                "data_page_size": int(rng.choice([256, 1024, 1 << 20])),
+            }
+            opts.update(_MIX_WRITES[int(rng.integers(0, len(_MIX_WRITES)))])
+            path = _write(tmp_path / f"m{trial}_{k}.parquet", t, **opts)
+            mode = int(rng.integers(0, 3))
+            if mode == 0 or n == 0:
+                pos = None
+            elif mode == 1:
+                pos = np.sort(rng.choice(n, int(rng.integers(0, n + 1)), replace=False))
+            else:
+                pos = range(int(rng.integers(0, n)), n)
+            files.append((path, pos, t))
+        cols = (
+            None
+            if rng.random() < 0.5
+            else [str(c) for c in rng.permutation(["s", "i", "f", "b", "bin"])[: int(rng.integers(1, 5))]]
+        )
+        parts = []
+        for _, pos, t in files:
+            t = t if cols is None else t.select(cols)
+            if isinstance(pos, range):
+                t = t.slice(pos.start, len(pos))
+            elif pos is not None:
+                t = t.take(pa.array(pos))
+            parts.append(t)
+        exp = pa.concat_tables(parts)
+        for threads in (1, 2):
+            got, counts, _ = _read([(p, q) for p, q, _ in files], cols, threads=threads)
+            _assert_same(got, exp)
+            assert list(counts) == [len(t) for t in parts]
+
+
 def _run_child(code: str, timeout: float = 120):
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, f"child exited with {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
