@@ -5,6 +5,7 @@ import os
 import struct
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from paimon_fast import memory
@@ -59,7 +60,9 @@ def test_checked_reads_keep_the_pool_bytes_and_still_check_them(blob, tmp_path):
         src.read_at(0, 2 * memory.POOLED_BYTES)
 
 
-@pytest.mark.parametrize("shape", [7, (3, 5), (40, 1000), 200_000, np.int64(200_000), (np.int32(3), 70_000)])
+@pytest.mark.parametrize(
+    "shape", [7, (3, 5), (40, 1000), 200_000, np.int64(200_000), (np.int32(3), 70_000), (2, memory.NUMPY_BYTES // 16)]
+)
 def test_arrays(shape):
     z = memory.zeros(shape, np.uint64)
     assert z.shape == np.zeros(shape).shape and z.dtype == np.uint64 and z.flags.writeable and not z.any()
@@ -67,3 +70,12 @@ def test_arrays(shape):
     assert not memory.zeros(shape, np.uint64).any()
     ones = memory.array(shape, np.uint8, fill=1)
     assert ones.dtype == np.uint8 and (ones == 1).all()
+
+
+def test_arrays_from_numpy_past_its_size():
+    """Arrays from NUMPY_BYTES on are numpy's own (huge pages); smaller pooled ones view a pyarrow
+    buffer."""
+    big = memory.array(memory.NUMPY_BYTES, np.uint8)
+    small = memory.array(memory.NUMPY_BYTES - 1, np.uint8)
+    assert big.base is None and big.flags.owndata
+    assert not small.flags.owndata and isinstance(small.base.base, pa.Buffer)
