@@ -567,6 +567,30 @@ def test_positions(positions_file, case):
         assert st.pages_read == 0
 
 
+@pytest.mark.parametrize("kind", ["uint32", "int32", "uint64", "list", "bitmap"])
+def test_positions_of_every_integer_kind(positions_file, kind):
+    """Positions as a bitmap gives them (a uint32 view, widened by the read), other integer
+    arrays, strided views and a list read the same rows; with ``sorted_positions`` the order is
+    not checked again, and a negative int32 position is refused either way."""
+    from pyroaring import BitMap
+
+    path, n = positions_file
+    pos = _positions(np.random.default_rng(13), n, 0.1)
+    given = {
+        "uint32": pos.astype(np.uint32),
+        "int32": pos.astype(np.int32),
+        "uint64": pos.astype(np.uint64),
+        "list": pos.tolist(),
+        "bitmap": np.asarray(BitMap(pos.tolist()).to_array()),
+    }[kind]
+    strided = np.repeat(given, 2)[::2] if isinstance(given, np.ndarray) else given  # (not contiguous)
+    for vouched in (False, True):
+        got, _, _ = _read([(path, given), (path, strided)], sorted_positions=vouched)
+        _assert_same(got, pa.concat_tables([_oracle(path, pos)] * 2))
+    with pytest.raises(InvalidArgumentError):
+        native.read_files([(path, np.array([-1, 3], dtype=np.int32))], sorted_positions=True)
+
+
 def test_repeated_positions_as_many_as_page_rows(tmp_path):
     sch = pa.schema([pa.field("a", pa.int64(), nullable=False), pa.field("s", pa.string(), nullable=False)])
     t = pa.table({"a": np.arange(10), "s": [f"v{i}" for i in range(10)]}, schema=sch)

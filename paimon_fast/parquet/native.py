@@ -324,6 +324,8 @@ def _as_positions(positions) -> np.ndarray:
         raise InvalidArgumentError(f"row positions must be integers, got {pos.dtype}")
     if pos.ndim != 1:
         raise InvalidArgumentError(f"row positions must be one-dimensional, got shape {pos.shape}")
+    if pos.dtype in (np.uint32, np.int32):  # (a bitmap's: the rows of the read widen them in one pass)
+        return pos
     return pos.astype(np.int64, copy=False)
 
 
@@ -693,7 +695,7 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             dt = np.int64 if m.kind == K.OUT_LBYTES else np.int32
             cols.append((m.kind, 0, total, None, valid, _buffer(total + 1, dt, fill=0)))
     chunks = np.concatenate(chunk_rows) if chunk_rows else np.zeros((0, 17), dtype=np.int64)
-    rows = np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)
+    rows = np.concatenate(row_parts, out=_buffer(rows_len, np.int64)) if row_parts else np.zeros(0, dtype=np.int64)
     kfiles = [_kernel_file(fl, fi, chunks) for fi, fl in enumerate(files)]
     gaps = {ci for _, ci, _ in fallback}  # columns with slots the reader is not given
     status, err_at, errors, kstats, data, overflow = K.read(kfiles, chunks, rows, cols, max(1, int(threads)))

@@ -1611,7 +1611,7 @@ class ParquetDataset:
         dv = p.deletion_vector
         bm = p.bitmap
         if bm is not None:
-            pos = np.asarray(bm.to_array(), dtype=np.int64)  # sorted: a bitmap's
+            pos = np.asarray(bm.to_array())  # sorted (a bitmap's); a view, uint32: the reader widens it
             if len(pos) and pos[-1] >= nrows:
                 pos = pos[: np.searchsorted(pos, nrows)]
             if rows is not None:
@@ -1626,6 +1626,8 @@ class ParquetDataset:
                 pos = np.arange(nrows, dtype=np.int64)
             elif isinstance(pos, range):
                 pos = np.arange(pos.start, pos.stop, dtype=np.int64)
+            else:
+                pos = pos.astype(np.int64)
             pos = pos[~dv.is_deleted_batch(pos)]
         return pos
 
