@@ -377,3 +377,34 @@ def test_inexact_reads_in_one_pass_or_two(tmp_path, monkeypatch, one_pass):
         t = ds.read_kept(p, ["id"], plan.predicate, positions=True)
         ids = pq.read_table(tmp_path / p.file.path, columns=["id"]).column("id").to_numpy()
         assert ids[t.column("__pf_pos").to_numpy()].tolist() == t.column("id").to_pylist()
+
+
+def test_one_run_of_rows_is_read_as_a_range(tmp_path):
+    """An index answer that is one run of rows (a clustered column's) goes to the reader as a
+    range (pages and row groups read whole, no per-row positions), every row as None; scattered
+    answers stay positions, a stream's window cuts the run, and deleted rows leave positions."""
+    n = 1000
+    t = pa.table({"x": np.arange(n), "s": [f"v{i % 37}" for i in range(n)]})
+    pq.write_table(t, str(tmp_path / "a.parquet"), row_group_size=300, data_page_size=512, write_page_index=True)
+    ds = ParquetDataset(str(tmp_path))
+    ds.build({"file-index.range-bitmap.columns": "x"})
+    s = ds.snapshot()
+
+    def kept(snap, where, rows=None):
+        (p,) = snap.plan(where).kept
+        return snap._kept_positions(p, rows)
+
+    assert kept(s, "x < 400") == range(0, 400)
+    assert kept(s, "x >= 250 AND x < 700") == range(250, 700)
+    assert kept(s, "x >= 0") is None
+    assert kept(s, "x >= 250 AND x < 700", (300, 500)) == range(300, 500)
+    assert len(kept(s, "x >= 250 AND x < 700", (0, 100))) == 0
+    scattered = kept(s, "x < 10 OR x > 990")
+    assert isinstance(scattered, np.ndarray) and scattered.tolist() == [*range(10), *range(991, n)]
+    for where, want in (("x >= 250 AND x < 700", list(range(250, 700))), ("x < 10 OR x > 990", scattered.tolist())):
+        assert ds.read(where).to_arrow().equals(t.take(pa.array(want))), where
+    ds.delete("x = 300")
+    s2 = ds.snapshot()
+    pos = kept(s2, "x >= 250 AND x < 700")
+    assert pos.tolist() == [i for i in range(250, 700) if i != 300]
+    assert ds.read("x >= 250 AND x < 700").to_arrow().column("x").to_pylist() == pos.tolist()
