@@ -1610,24 +1610,19 @@ class ParquetDataset:
         nrows = p.rows
         dv = p.deletion_vector
         bm = p.bitmap
-        if bm is not None and len(bm) and bm.max() - bm.min() + 1 == len(bm):
-            # one run of rows (a clustered column's answer, or every row): a range, which the
-            # reader reads by whole pages and row groups, not row by row
-            lo, hi = int(bm.min()), min(nrows, int(bm.max()) + 1)
-            if rows is not None:
-                lo, hi = max(lo, int(rows[0])), min(hi, int(rows[1]))
-            pos = range(lo, max(lo, hi)) if (lo, hi) != (0, nrows) else None
-        elif bm is not None:
+        if bm is not None and not (len(bm) and bm.max() - bm.min() + 1 == len(bm)):
             pos = np.asarray(bm.to_array())  # sorted (a bitmap's); a view, uint32: the reader widens it
             if len(pos) and pos[-1] >= nrows:
                 pos = pos[: np.searchsorted(pos, nrows)]
             if rows is not None:
                 pos = pos[np.searchsorted(pos, max(0, int(rows[0]))) : np.searchsorted(pos, int(rows[1]))]
-        elif rows is not None:
-            lo, hi = max(0, int(rows[0])), min(nrows, int(rows[1]))
-            pos = range(lo, max(lo, hi))
         else:
-            pos = None
+            # every row, or one run of them (a clustered column's answer), within the window: a
+            # range, which the reader reads by whole pages and row groups, not row by row
+            lo, hi = (0, nrows) if bm is None else (int(bm.min()), min(nrows, int(bm.max()) + 1))
+            if rows is not None:
+                lo, hi = max(lo, int(rows[0])), min(hi, int(rows[1]))
+            pos = None if (lo, hi) == (0, nrows) else range(lo, max(lo, hi))
         if dv is not None:
             if pos is None:
                 pos = np.arange(nrows, dtype=np.int64)
