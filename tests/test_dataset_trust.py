@@ -253,6 +253,49 @@ def test_a_long_lived_dataset_object_reuses_only_what_is_unchanged(where):
     assert len(deleted) >= 1
 
 
+def test_snapshots_of_the_same_files_and_catalog_share_what_those_alone_give(where):
+    """Row counts, schemas and identity verdicts are computed once for every snapshot that lists the
+    very same files and catalog version, and again after either changes."""
+    deleted = ready(where)
+    ds = ParquetDataset(where.uri)
+    a = ds.snapshot()
+    counts = a.row_counts()
+    b = ds.snapshot()
+    assert b._snap.stable is a._snap.stable and b.row_counts() is a.row_counts()
+    assert b._snap.derived is not a._snap.derived  # (global index listings: read again)
+    where.write("p=b/f7.parquet", __import__("trust_support").content(7))  # a file added
+    c = ds.snapshot()
+    assert c._snap.stable is not a._snap.stable
+    assert c.row_counts() == {**counts, "p=b/f7.parquet": c.row_counts()["p=b/f7.parquet"]}
+    c.row_counts()
+    assert ds.snapshot()._snap.stable is c._snap.stable
+    # a commit through another object: the same files listed, another catalog version
+    assert ParquetDataset(where.uri).delete("id = 7").rows_deleted == 1
+    d = ds.snapshot()
+    assert d.files() == c.files() and d.files()[0] is c.files()[0]
+    assert d._snap.stable is not c._snap.stable and d.snapshot_version == c.snapshot_version + 1
+    assert answers(where.uri) == expected(where, deleted | {7})
+
+
+def test_a_verdict_that_read_the_witness_is_not_shared(tmp_path):
+    """A copied file's verdict rests on its tail's bytes (the witness), which a weak identity
+    would not see change: it is judged again by every snapshot."""
+    import shutil
+
+    src = Where(str(tmp_path / "ds"))
+    ready(src)
+    dst = str(tmp_path / "copy")
+    shutil.copytree(src.path, dst)
+    ds = ParquetDataset(dst)
+    a = ds.snapshot()
+    entries = a.read_catalog()["files"]
+    assert {a.trust(f, entries[f.path]) for f in a.files()} == {"copied"}
+    assert not a._snap.stable.get("trust")
+    b = ds.snapshot()
+    assert b._snap.stable is a._snap.stable
+    assert {b.trust(f, entries[f.path]) for f in b.files()} == {"copied"}
+
+
 def test_a_read_object_answers_for_its_snapshot_or_says_it_cannot(where):
     """A read planned before a data file changed never mixes the two versions: it fails clearly
     (locally the file's identity is checked after each read; on S3 each GET is conditional)."""

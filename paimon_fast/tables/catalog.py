@@ -195,13 +195,18 @@ class Snapshot:
     """What one operation works on: the data files listed once (with their identities) and one
     catalog version, taken at ``taken_ns``; ``settled``: every identity was settled when listed
     (:func:`paimon_fast.tables.identity.unsettled`).  ``derived`` holds what is computed from them
-    (schemas, row counts, global index listings) for the operation's other steps."""
+    (schemas, row counts, global index listings) for the operation's other steps.  ``stable`` holds
+    what is computed from the listed files and the catalog alone (schemas, row counts, identity
+    verdicts): a later snapshot that finds the very same files and catalog version shares it
+    (:meth:`paimon_fast.tables.parquet.ParquetDataset.snapshot`), while ``derived`` (global index
+    listings: files the catalog does not name) starts empty in every snapshot."""
 
     files: List[DataFile]
     catalog: Catalog
     taken_ns: int
     settled: bool = False
     derived: Dict = field(default_factory=dict)
+    stable: Dict = field(default_factory=dict)
 
     @property
     def version(self) -> Optional[int]:

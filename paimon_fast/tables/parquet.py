@@ -461,7 +461,19 @@ class ParquetDataset:
         view = copy.copy(self)
         view._schemas = self._schemas  # (copy.copy goes through __getstate__, which leaves them out)
         view._memo = self._memo
-        view._snap = _catalog.take(self.store, self.root, self.catalog, self.io, settle, self._memo)
+        snap = view._snap = _catalog.take(self.store, self.root, self.catalog, self.io, settle, self._memo)
+        # what the last snapshot computed from the same listed files and catalog version is valid
+        # for this one (take() hands back the very objects it parsed when it finds them unchanged)
+        last = self._memo.get("stable")
+        if (
+            last is not None
+            and last[0] is snap.catalog
+            and len(last[1]) == len(snap.files)
+            and all(a is b for a, b in zip(last[1], snap.files))
+        ):
+            snap.stable = last[2]
+        else:
+            self._memo["stable"] = (snap.catalog, list(snap.files), snap.stable)
         return view
 
     @property
@@ -541,10 +553,12 @@ class ParquetDataset:
         return sum(self.store.delete(p) for p in self.temp_files(grace))
 
     # ------------------------------------------------------------ schema
-    def _derived(self, key, make):
+    def _derived(self, key, make, stable: bool = False):
+        """``make()``, computed once per snapshot (``stable``: it depends on the listed files and the
+        catalog alone, so it is computed once for every snapshot of the same ones: Snapshot.stable)."""
         if self._snap is None:
             return make()
-        d = self._snap.derived
+        d = self._snap.stable if stable else self._snap.derived
         if key not in d:
             d[key] = make()
         return d[key]
@@ -580,7 +594,7 @@ class ParquetDataset:
                     _SCHEMAS[shared] = s
             return s
 
-        return self._derived("data_schema", make)
+        return self._derived("data_schema", make, stable=True)
 
     def partition_schema(self) -> pa.Schema:
         def make():
@@ -591,7 +605,7 @@ class ParquetDataset:
             data_names = set(self.data_schema().names)
             return pa.schema([pa.field(k, _infer_partition_type(v)) for k, v in cols.items() if k not in data_names])
 
-        return self._derived("partition_schema", make)
+        return self._derived("partition_schema", make, stable=True)
 
     def schema(self) -> pa.Schema:
         """Data columns followed by partition columns (as Spark orders them)."""
@@ -602,7 +616,7 @@ class ParquetDataset:
 
     def row_type(self) -> Dict[str, str]:
         """``{column: Paimon type}`` of the data columns an index can be built on (a copy)."""
-        return dict(self._derived("row_type", lambda: self.row_type_of_schema(self.data_schema())))
+        return dict(self._derived("row_type", lambda: self.row_type_of_schema(self.data_schema()), stable=True))
 
     @staticmethod
     def row_type_of_schema(schema: pa.Schema) -> Dict[str, str]:
@@ -646,7 +660,25 @@ class ParquetDataset:
         when its identity differs but its size does not)."""
         if f.identity is None:
             return _identity.UNKNOWN
-        return _identity.judge(f.identity, entry, lambda: self._witness(f))
+        snap = self._snap
+        if snap is None or entry is None or snap.catalog["files"].get(f.path) is not entry:
+            return _identity.judge(f.identity, entry, lambda: self._witness(f))
+        # the snapshot's own entry: judged once for every snapshot of the same listing and catalog,
+        # except a verdict that read the file's witness (its bytes may change under a weak identity)
+        verdicts = snap.stable.setdefault("trust", {})
+        got = verdicts.get(f.path)
+        if got is None or got[0] is not f:
+            asked = []
+
+            def witness():
+                asked.append(True)
+                return self._witness(f)
+
+            v = _identity.judge(f.identity, entry, witness)
+            if asked:
+                return v
+            got = verdicts[f.path] = (f, v)
+        return got[1]
 
     def _witness(self, f: DataFile) -> Optional[str]:
         return self._derived(
@@ -895,7 +927,7 @@ class ParquetDataset:
                     out[f.path] = self._footer_rows(f)
             return out
 
-        return make() if catalog is not None else self._derived("row_counts", make)
+        return make() if catalog is not None else self._derived("row_counts", make, stable=True)
 
     def _footer_rows(self, f: DataFile) -> int:
         try:
@@ -1025,7 +1057,7 @@ class ParquetDataset:
         (the index formats do not record the type: such an index would be read wrongly), or None;
         decided once per set of types (the files of a dataset mostly share theirs)."""
         key = (tuple(sorted(built.items())), tuple(sorted(row_type.items())))
-        memo = self.__dict__.setdefault("_types_memo", {})
+        memo = self._memo.setdefault("types", {})
         if key not in memo:
             got = None
             for col, b in built.items():
