@@ -217,9 +217,58 @@ def test_write_options_defaults():
         ]
 
     s_small, c_small = dictionary_pages(WriteOptions())
+    s_mid, _ = dictionary_pages(WriteOptions(dictionary_bytes=400_000))
     s_big, _ = dictionary_pages(WriteOptions(dictionary_bytes=1 << 20))
-    assert 0 < s_small < 80_000 < 300_000 < s_big  # (the limit is checked after each write batch)
+    assert s_small == 0  # its first 16,384 rows hold 320 KB of distinct values: no dictionary at all
+    assert 0 < s_mid < 500_000 < s_big  # they fit: a dictionary up to the limit (checked after each write batch)
     assert 0 < c_small < 1000  # a column of few values keeps its dictionary
+
+
+@pytest.mark.parametrize("limit", [64 << 10, 1 << 20])
+def test_dictionaries_only_where_the_first_rows_fit_one(limit):
+    """A column gets no dictionary when its first rows already hold more distinct values than a
+    dictionary page takes; every other column (and every column of a nested schema) keeps
+    pyarrow's; the rows read back the same."""
+    import io
+
+    import numpy as np
+    import pyarrow as pa
+
+    from paimon_fast.tables.writer import DICTIONARY_PROBE_ROWS, WriteOptions, dictionary_columns, write_file
+
+    n = 3 * DICTIONARY_PROBE_ROWS
+    rng = np.random.default_rng(11)
+    late = np.zeros(n, np.int64)
+    late[DICTIONARY_PROBE_ROWS:] = rng.integers(0, 1 << 40, n - DICTIONARY_PROBE_ROWS)  # distinct only later
+    t = pa.table(
+        {
+            "id": np.arange(n),
+            "x": rng.random(n),
+            "s": [f"{v:016x}" for v in rng.integers(0, 1 << 62, n)],
+            "c": [f"c{i % 5}" for i in range(n)],
+            "q": rng.integers(0, 100, n).astype(np.int32),
+            "late": late,
+            "b": rng.random(n) > 0.5,
+            "d": pa.array([f"d{i % 3}" for i in range(n)]).dictionary_encode(),
+            "ts": pa.array(rng.integers(0, 1 << 50, n), pa.timestamp("us")),
+            "dec": pa.array([i % 7 for i in range(n)], pa.decimal128(10, 2)),
+        }
+    )
+    opts = WriteOptions(dictionary_bytes=limit)
+    many = {"id", "x", "s", "ts"} if limit < (1 << 20) else set()  # (1 MiB: 16,384 of each fit)
+    assert dictionary_columns(t, opts) == ([c for c in t.column_names if c not in many] if many else True)
+    buf = io.BytesIO()
+    write_file(buf, t, opts)
+    buf.seek(0)
+    f = pq.ParquetFile(buf)
+    rg = f.metadata.row_group(0)
+    has = {rg.column(i).path_in_schema: rg.column(i).has_dictionary_page for i in range(rg.num_columns)}
+    assert {c for c, d in has.items() if not d} == many | {"b"}  # (booleans never have one)
+    assert f.read().equals(t)
+    nested = t.append_column("l", pa.array([[i] for i in range(n)]))
+    assert dictionary_columns(nested, opts) is True
+    small = t.slice(0, 100)
+    assert dictionary_columns(small, opts) is True
 
 
 # ---------------------------------------------------------------- plans and incremental runs
