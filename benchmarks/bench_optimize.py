@@ -392,6 +392,7 @@ def main(argv=None):
     res["load_after"] = os.getloadavg()
     md = table(res)
     md += f"\nload average before / after: {res['load_before']} / {res['load_after']}\n"
+    md += f"\n{bench_peers.machine_note()}\n"
     print(md)
     bench_peers.write_outputs(md, res, args.out, args.json)
     return 0

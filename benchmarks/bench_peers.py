@@ -325,10 +325,37 @@ def main(argv=None):
             subprocess.run(cmd, env=env, check=True)
             results.setdefault(name, []).extend(json.load(open(res_path)))
             os.remove(res_path)
-    md = table(results)
+    md = table(results) + f"\n{machine_note()}\n"
     print(md)
     write_outputs(md, results, args.out, args.json)
     return 0
+
+
+def first_touch_us(pause: float = 1.0, mib: int = 64) -> tuple:
+    """``(warm, after pause)``: microseconds a 4 KiB page costs to read once more, while it is warm
+    and after ``pause`` seconds.  On some virtual machines memory not touched for about a second
+    costs several microseconds a page on its next touch (the host tracks the guest's accesses),
+    which every engine's query in the shuffled rounds pays: a few milliseconds added to each,
+    which decides the ratios of queries that take a few milliseconds."""
+    a = np.ones(mib << 20, np.uint8)
+    pages = len(a) // 4096
+
+    def once():
+        t0 = time.perf_counter()
+        int(a[::4096].sum())
+        return (time.perf_counter() - t0) * 1e6 / pages
+
+    once()
+    warm = once()
+    time.sleep(pause)
+    return round(warm, 3), round(once(), 3)
+
+
+def machine_note() -> str:
+    """One line on the machine for the tables: load average and :func:`first_touch_us`."""
+    warm, cold = first_touch_us()
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"load average {load}; a 4 KiB page read again costs {warm} us warm, {cold} us after 1 s untouched"
 
 
 def write_outputs(md: str, results, out=None, json_path=None) -> None:
