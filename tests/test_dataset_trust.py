@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from paimon_fast.errors import DamagedFileError, DataFileChangedError, DataFileError
+from paimon_fast.errors import ColumnNotFoundError, DamagedFileError, DataFileChangedError, DataFileError
 from paimon_fast.tables import ParquetDataset, steps
 from paimon_fast.tables.gc import collect
 from trust_support import (
@@ -275,6 +275,30 @@ def test_snapshots_of_the_same_files_and_catalog_share_what_those_alone_give(whe
     assert d.files() == c.files() and d.files()[0] is c.files()[0]
     assert d._snap.stable is not c._snap.stable and d.snapshot_version == c.snapshot_version + 1
     assert answers(where.uri) == expected(where, deleted | {7})
+
+
+def test_a_where_text_is_bound_once_for_the_same_files_and_catalog(where, monkeypatch):
+    """SQL text is parsed and bound to the schema once for every read of an unchanged dataset (the
+    read's early check and its plan alike), again after a commit; a text that does not bind raises
+    on every read."""
+    import paimon_fast.sqlpredicate as sp
+
+    deleted = ready(where)
+    parsed = []
+    real = sp.parse_predicate
+    monkeypatch.setattr(sp, "parse_predicate", lambda p, *a, **k: (parsed.append(p), real(p, *a, **k))[1])
+    ds = ParquetDataset(where.uri)
+    q = "country = 'NO'"
+    first = sorted(ds.read(q).to_arrow().column("id").to_pylist())
+    assert sorted(ds.read(q).to_arrow().column("id").to_pylist()) == first and ds.read(q).count() == len(first)
+    assert parsed.count(q) == 1
+    assert ParquetDataset(where.uri).delete("id = 7").rows_deleted == 1
+    assert sorted(ds.read(q).to_arrow().column("id").to_pylist()) == expected(where, deleted | {7})[q]
+    assert parsed.count(q) == 2
+    for _ in range(2):
+        with pytest.raises(ColumnNotFoundError):
+            ds.read("nope = 1")
+    assert parsed.count("nope = 1") == 2
 
 
 def test_a_verdict_that_read_the_witness_is_not_shared(tmp_path):

@@ -1111,6 +1111,28 @@ class ParquetDataset:
         mask = tree_skips(pred, leaf, len(files))
         return frozenset(files[i].path for i in np.flatnonzero(mask).tolist())
 
+    def _bound(self, predicate) -> Optional[Predicate]:
+        """``predicate`` (a :class:`~paimon_fast.predicate.Predicate`, SQL text or None) parsed and
+        bound to this dataset's schema: its literals made exact values of their columns' types
+        (:func:`~paimon_fast.tables.arrow_filter.coerce_literals`; a column the dataset lacks
+        raises).  SQL text is bound once for every snapshot of the same files and catalog."""
+        if predicate is None:
+            return None
+        from ..sqlpredicate import parse_predicate
+
+        def make():
+            return coerce_literals(parse_predicate(predicate), {f.name: f.type for f in self.schema()})
+
+        if not isinstance(predicate, str) or self._snap is None:
+            return make()
+        known = self._snap.stable.setdefault("bound", {})
+        got = known.get(predicate)
+        if got is None:
+            if len(known) >= 256:
+                known.clear()
+            got = known[predicate] = make()
+        return got
+
     def plan(self, predicate: Optional[Predicate], threads: Optional[int] = None) -> ScanPlan:
         """Evaluate every file's index (and partition values) against ``predicate``.
 
@@ -1125,17 +1147,13 @@ class ParquetDataset:
         names an index)."""
         if self._snap is None:
             return self.snapshot().plan(predicate, threads)
-        from ..sqlpredicate import parse_predicate
-
         t0 = time.perf_counter()
         b0 = self.io.snapshot()[0]
         cat = self.read_catalog()
         ensure_index_types(cat.get("file_index", {}).get("types", {}))
         entries = cat["files"]
         files = self.files()
-        pred = None if predicate is None else parse_predicate(predicate)
-        if pred is not None:
-            pred = coerce_literals(pred, {f.name: f.type for f in self.schema()})
+        pred = self._bound(predicate)
         counts = self.row_counts()
         part_types = {f.name: f.type for f in self.partition_schema()}
         from .deletes import load_vectors

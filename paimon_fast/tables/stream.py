@@ -85,13 +85,7 @@ class DatasetSource(ReadSource):
         """Raise now what the read would raise first: a predicate that does not parse, names a
         column the dataset lacks or compares one with a literal of another type, an unknown
         projected column (the dataset's schema is read; nothing is planned)."""
-        from ..sqlpredicate import parse_predicate
-        from .arrow_filter import coerce_literals
-
-        where = self._shared.where
-        full = self._shared.full_schema()
-        if where is not None:
-            coerce_literals(parse_predicate(where), {f.name: f.type for f in full})
+        self.ds._bound(self._shared.where)  # (SQL text: kept for the plan of the same snapshot)
         self.schema()
         return self
 
