@@ -12,7 +12,10 @@ pyarrow's 1 MB pages, no page index; bloom filters on ``id`` and ``key``, a bitm
 range bitmap on ``x``, a BSI on ``q``), copied, and the copy optimized by ``x``
 (``ParquetDataset.optimize(["x"])``, defaults: files of the mean size of those rewritten, row
 groups of 1,048,576 rows, pages of 4,096 rows, Snappy).  Measured, each the median of ``--rounds``
-after an untimed warm-up, the engines in a shuffled order each round:
+after an untimed warm-up, the engines in a shuffled order each round (``--order back-to-back``:
+each engine's rounds in a row, which on a machine that makes memory left untouched for a second
+slow to touch again measures the engines rather than the machine; the tables' last line says
+what a page costs there):
 
 * **cost**: our optimize in this process against DuckDB's ``COPY (SELECT * FROM read_parquet(...)
   ORDER BY x) TO ...`` of the same files in this process; on local Spark (``--spark``) our
@@ -150,7 +153,10 @@ def cost_on_spark(orig: str, work: str) -> dict:
 # ---------------------------------------------------------------- reads
 
 
-def measure_reads(orig: str, opt: str, rows: int, want: dict, rounds: int) -> list:
+def measure_reads(orig: str, opt: str, rows: int, want: dict, rounds: int, order: str = "shuffled") -> list:
+    """Every engine's median time of every query; ``order``: ``shuffled`` (each round runs the
+    engines in a new order) or ``back-to-back`` (each engine's rounds in a row: an engine measured
+    with its own memory warm, apart from what the machine does to memory left untouched)."""
     import duckdb
 
     from paimon_fast.tables import ParquetDataset
@@ -198,10 +204,17 @@ def measure_reads(orig: str, opt: str, rows: int, want: dict, rounds: int) -> li
                 row = {"group": group, "query": name, "where": w, "action": action}
                 times = {e: [] for e in engines}
                 shuffle = random.Random(f"{name}/{action}").shuffle  # (the same order each run)
-                order = list(engines)
-                for r in range(rounds):
-                    shuffle(order)  # (a fixed cyclic order always ran each engine after the same one)
-                    for e in order:
+                names = list(engines)
+                if order == "back-to-back":
+                    shuffle(names)
+                    for e in names:
+                        for r in range(rounds):
+                            t0 = time.perf_counter()
+                            engines[e]()
+                            times[e].append(time.perf_counter() - t0)
+                for r in range(rounds if order == "shuffled" else 0):
+                    shuffle(names)  # (a fixed cyclic order always ran each engine after the same one)
+                    for e in names:
                         t0 = time.perf_counter()
                         engines[e]()
                         times[e].append(time.perf_counter() - t0)
@@ -312,7 +325,9 @@ def table(res: dict) -> str:
         )
     lines += [
         "",
-        "Times in ms (median); ratios are the other's time / ours on the optimized copy (above 1: ours "
+        f"Times in ms (median; engines {res.get('order', 'shuffled')}"
+        + (" each round" if res.get("order", "shuffled") == "shuffled" else ", each engine's rounds in a row")
+        + "); ratios are the other's time / ours on the optimized copy (above 1: ours "
         "is faster). Targets: cluster-column queries >= 10x DuckDB on the original and >= 3x DuckDB on "
         "the optimized copy; other queries: ours after / ours before >= 0.9x.",
         "",
@@ -352,6 +367,12 @@ def main(argv=None):
     ap.add_argument("--spark", action="store_true", help="also the Spark cost and Spark as a plain reader")
     ap.add_argument("--pages", action="store_true", help="only the page-size measurement")
     ap.add_argument("--data", default=os.environ.get("PF_BENCH_DATA", "/tmp/paimon-fast-optimize"))
+    ap.add_argument(
+        "--order",
+        choices=("shuffled", "back-to-back"),
+        default="shuffled",
+        help="the engines in a new order each round (default), or each engine's rounds in a row",
+    )
     ap.add_argument("--out", help="write the markdown tables here")
     ap.add_argument("--json", help="write the raw results here")
     args = ap.parse_args(argv)
@@ -387,7 +408,8 @@ def main(argv=None):
         res["spark"] = cost_on_spark(orig, work)
         print(f"  {res['spark']['report']}\n  Spark sortWithinPartitions: {res['spark']['spark']:.1f} s", flush=True)
     print("reads:", flush=True)
-    res["reads"] = measure_reads(orig, opt, rows, want, args.rounds)
+    res["order"] = args.order
+    res["reads"] = measure_reads(orig, opt, rows, want, args.rounds, args.order)
     res["plans"] = plan_times(opt, rows, args.rounds)
     res["load_after"] = os.getloadavg()
     md = table(res)
