@@ -267,6 +267,7 @@ def test_dictionaries_only_where_the_first_rows_fit_one(limit):
     assert f.read().equals(t)
     nested = t.append_column("l", pa.array([[i] for i in range(n)]))
     assert dictionary_columns(nested, opts) is True
+    assert dictionary_columns(t.rename_columns([*t.column_names[:-1], "a.b"]), opts) is True
     small = t.slice(0, 100)
     assert dictionary_columns(small, opts) is True
 

@@ -111,9 +111,10 @@ def dictionary_columns(table: pa.Table, opts: WriteOptions):
     """pyarrow's ``use_dictionary`` for ``table``'s file: the names of the columns worth a
     dictionary (every column but those whose first :data:`DICTIONARY_PROBE_ROWS` rows already hold
     more distinct values than a dictionary page of :attr:`WriteOptions.dictionary_bytes` takes),
-    or True (every column: pyarrow's default) when no column is left out or the schema has nested
-    columns (their dictionaries are named by leaf paths: left as pyarrow writes them)."""
-    if any(pa.types.is_nested(f.type) for f in table.schema):
+    or True (every column: pyarrow's default) when no column is left out, or when a column is
+    nested or has a dot in its name (pyarrow names a column's dictionary by its leaf path, dotted:
+    those are left as pyarrow writes them)."""
+    if any(pa.types.is_nested(f.type) or "." in f.name for f in table.schema):
         return True
     keep = []
     for name, col in zip(table.column_names, table.columns):
