@@ -334,9 +334,10 @@ def main(argv=None):
 def first_touch_us(pause: float = 1.0, mib: int = 64) -> tuple:
     """``(warm, after pause)``: microseconds a 4 KiB page costs to read once more, while it is warm
     and after ``pause`` seconds.  On some virtual machines memory not touched for about a second
-    costs several microseconds a page on its next touch (the host tracks the guest's accesses),
-    which every engine's query in the shuffled rounds pays: a few milliseconds added to each,
-    which decides the ratios of queries that take a few milliseconds."""
+    costs microseconds a page on its next touch (on the project's VM: reads and writes alike, so
+    presumably the host reclaiming or tracking the guest's memory), which every engine's query in
+    shuffled rounds pays: milliseconds added to each, which decide the ratios of queries that take
+    a few milliseconds."""
     a = np.ones(mib << 20, np.uint8)
     pages = len(a) // 4096
 
