@@ -207,17 +207,16 @@ def measure_reads(orig: str, opt: str, rows: int, want: dict, rounds: int, order
                 names = list(engines)
                 if order == "back-to-back":
                     shuffle(names)
-                    for e in names:
-                        for r in range(rounds):
-                            t0 = time.perf_counter()
-                            engines[e]()
-                            times[e].append(time.perf_counter() - t0)
-                for r in range(rounds if order == "shuffled" else 0):
-                    shuffle(names)  # (a fixed cyclic order always ran each engine after the same one)
-                    for e in names:
-                        t0 = time.perf_counter()
-                        engines[e]()
-                        times[e].append(time.perf_counter() - t0)
+                    runs = [e for e in names for _ in range(rounds)]
+                else:
+                    runs = []
+                    for _ in range(rounds):
+                        shuffle(names)  # (a fixed cyclic order always ran each engine after the same one)
+                        runs += names
+                for e in runs:
+                    t0 = time.perf_counter()
+                    engines[e]()
+                    times[e].append(time.perf_counter() - t0)
                 for e, ts in times.items():
                     row[e] = statistics.median(ts)
                 print(
