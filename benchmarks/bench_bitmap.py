@@ -36,8 +36,8 @@ import paimon_fast as pf
 from paimon_fast.fileindex.bitmap import BitmapReader, BitmapWriter
 from paimon_fast.fileindex.options import Options
 from paimon_fast.reference import bitmap as twin
-from paimon_fast.source import as_source
-from paimon_fast.types import DataType
+from paimon_fast.io.source import as_source
+from paimon_fast.core.types import DataType
 
 N = 1_000_000
 DISTINCT = [10, 1000, 100_000]

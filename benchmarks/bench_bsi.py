@@ -15,7 +15,7 @@ import pytest
 
 import paimon_fast as pf
 from paimon_fast._kernels import load
-from paimon_fast.predicate import Leaf
+from paimon_fast.core.predicate import Leaf
 from paimon_fast.reference import bitslice as twin
 
 k = load("bitslice")

@@ -80,7 +80,7 @@ def _lookup(uri, use_index=True):
         return t, rep.bytes_read, rep
     b0 = ds.io.bytes
     plan = ds.plan(None)
-    from paimon_fast.sqlpredicate import parse_predicate
+    from paimon_fast.core.sqlpredicate import parse_predicate
 
     pred = parse_predicate(WHERE)
     schema = ds.schema()

@@ -266,7 +266,7 @@ def pages(orig: str, work: str, rows: int = 2_000_000) -> str:
     file size, a full scan, 200 scattered rows, 1,000 contiguous rows (the native reader, best of 5)."""
     import pyarrow.parquet as pq
 
-    from paimon_fast.parquet.native import read_files
+    from paimon_fast.io.parquet.native import read_files
 
     src = pq.read_table(orig).slice(0, rows)
     src = src.take(np.argsort(src.column("x").to_numpy(), kind="stable"))

@@ -9,7 +9,7 @@ layouts: pyarrow's default 1 MB pages (``pages1m``) and 64 KB pages (``pages64k`
 about what parquet-mr / parquet-rs write with their 20,000-row page limit).
 Positions: 1, 10, 1,000, 100,000 rows drawn uniformly (sorted).
 
-* ``kernel``: :func:`paimon_fast.parquet.rows.read_rows` (the native reader, every thread);
+* ``kernel``: :func:`paimon_fast.io.parquet.rows.read_rows` (the native reader, every thread);
 * ``kernel_1t``: the same on one thread;
 * ``rowgroup``: pyarrow's ``read_row_group`` of the row group holding the rows, then ``take``.
 
@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_fast.parquet import rows as pr
+from paimon_fast.io.parquet import rows as pr
 
 N = int(float(os.environ.get("PF_ROWS_N", "1e6")))
 LAYOUTS = {"pages1m": 1 << 20, "pages64k": 64 << 10}
@@ -141,7 +141,7 @@ def test_snappy_page(benchmark, kind, impl):
     """A Snappy page body decompressed whole (the reader's page-level cost on such columns):
     ``kernel`` (csrc/pq_codec.h), ``twin`` (its pure-Python twin), ``pyarrow`` (the Snappy library
     pyarrow bundles).  64 KiB of output, so the twin's rounds take seconds, not minutes."""
-    from paimon_fast.parquet import native
+    from paimon_fast.io.parquet import native
 
     raw = _value_page(kind, 64 << 10)
     body = pa.Codec("snappy").compress(raw, asbytes=True)

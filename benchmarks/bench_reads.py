@@ -1,4 +1,4 @@
-"""The read object (``paimon_fast.lazyread.LazyRead``): bounded memory, time to the first batch,
+"""The read object (``paimon_fast.read.lazy.LazyRead``): bounded memory, time to the first batch,
 ``limit``, against ``to_arrow()`` and pypaimon 2.1's ``to_duckdb``.
 
     pytest benchmarks/bench_reads.py --benchmark-only --benchmark-columns=median,rounds -s
@@ -132,8 +132,8 @@ def status(key):
 import duckdb, pyarrow as pa, pyarrow.compute, pyarrow.dataset
 import paimon_fast as pf
 # the modules a read imports on first use, imported before the baseline (code, not the read's memory)
-import paimon_fast.lazyread, paimon_fast.parquet.rows, paimon_fast.tables.arrow_filter
-from paimon_fast.parquet.native import kernels
+import paimon_fast.read.lazy, paimon_fast.io.parquet.rows, paimon_fast.tables.arrow_filter
+from paimon_fast.io.parquet.native import kernels
 kernels(False)
 if kind == "dataset":
     import paimon_fast.tables.stream, paimon_fast.tables.deletes, paimon_fast.fileindex.range_bitmap

@@ -29,7 +29,7 @@ import pytest
 
 import paimon_fast as pf
 from paimon_fast import globalindex as gi
-from paimon_fast.predicate import Leaf
+from paimon_fast.core.predicate import Leaf
 
 NS = [int(float(x)) for x in os.environ.get("PF_BENCH_SCALING_NS", "100000,1000000,10000000").split(",") if x]
 PEAK_ROWS = int(float(os.environ.get("PF_BENCH_PEAK_ROWS", "10000000")))

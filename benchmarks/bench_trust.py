@@ -134,7 +134,7 @@ def accounted():
     import types
     import zlib
 
-    import paimon_fast.checksum as checksum
+    import paimon_fast.io.checksum as checksum
     import paimon_fast.tables.identity as identity
     import paimon_fast.tables.parquet as parquet
 

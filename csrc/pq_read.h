@@ -1,6 +1,6 @@
 /* The native Parquet reader: chosen rows of flat columns of many files, in parallel, straight
  * into Arrow buffers.  Driven by paimon_fast/_kernels/pqread.pyx; the Python side
- * (paimon_fast/parquet/native.py) reads the footers, decides the Arrow type of each column and
+ * (paimon_fast/io/parquet/native.py) reads the footers, decides the Arrow type of each column and
  * allocates the output buffers.
  *
  * A job is a set of column chunks (one row group's column of one file) with, per chunk, the rows

@@ -10,6 +10,7 @@ compiled kernels and a PySpark pipeline.
     pf.FileIndexFormat.open(blob, {"x": "BIGINT"}).evaluate(pf.field("x") == 5)
 """
 
+from . import compat as _compat
 from . import fileindex
 from .errors import (
     ColumnNotFoundError,
@@ -26,19 +27,28 @@ from .errors import (
     UnsupportedTypeError,
 )
 from .fileindex import FileIndexFormat
-from .pool import set_threads, threads
-from .predicate import And, Field, Leaf, Or, Predicate, TopN, field
-from .result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
-from .types import DataType
+from .core.predicate import And, Field, Leaf, Or, Predicate, TopN, field
+from .core.result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
+from .core.types import DataType
+from .io.pool import set_threads, threads
 
 __version__ = "0.1.0"
 
-_SUBPACKAGES = {"globalindex", "tableindex", "hudi", "paimon", "spark", "roaring", "reference", "cli"}
+_compat.install()  # old import paths (paimon_fast.fs, paimon_fast.parquet, ...) until 0.2.0
+
+# attribute -> module, loaded on first use (and Spark only when asked for)
+_SUBPACKAGES = {
+    n: n for n in ("globalindex", "tableindex", "hudi", "paimon", "spark", "reference", "cli", "tables", "read")
+}
+_SUBPACKAGES["roaring"] = "core.roaring"
 
 
 def __getattr__(name):
-    # pf.globalindex, pf.tableindex, ... load on first use (and Spark only when asked for)
     if name in _SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{_SUBPACKAGES[name]}")
+    if f"{__name__}.{name}" in _compat.MOVED:  # pf.predicate, pf.fs, ...: old names, with a warning
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

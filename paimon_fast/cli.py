@@ -124,12 +124,12 @@ def _split_top_level(text: str) -> list:
 
 def check_type(text: str) -> None:
     """Raise :class:`~paimon_fast.errors.UnsupportedTypeError` unless ``text`` is a Paimon type
-    this package reads: a scalar type (:meth:`~paimon_fast.types.DataType.parse`), ``ARRAY<T>``
+    this package reads: a scalar type (:meth:`~paimon_fast.core.types.DataType.parse`), ``ARRAY<T>``
     or ``MAP<K, V>`` of such types."""
     import re
 
     from .errors import UnsupportedTypeError
-    from .types import DataType
+    from .core.types import DataType
 
     m = re.match(r"^\s*(ARRAY|MAP)\s*<(.*)>\s*(NOT\s+NULL)?\s*$", text, re.IGNORECASE | re.S)
     if m is None:
@@ -376,7 +376,7 @@ def demo_main(args):
 
     from . import fileindex
     from .fileindex import FileIndexFormat
-    from .predicate import field
+    from .core.predicate import field
 
     out = args.dir or tempfile.mkdtemp(prefix="paimon-fast-demo-")
     os.makedirs(out, exist_ok=True)

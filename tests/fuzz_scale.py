@@ -57,7 +57,7 @@ def _file_index(itype, fmt, names=None, limit=12):
 def _exercise_file_index(itype):
     def run(meta, data):
         import paimon_fast as pf
-        from paimon_fast.types import DataType
+        from paimon_fast.core.types import DataType
         from vectorlib import decode_literal
 
         dtype, options, values = meta
@@ -392,7 +392,7 @@ def _exercise_parquet(_, data):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from paimon_fast.parquet import rows as pr
+    from paimon_fast.io.parquet import rows as pr
 
     cols, rows = pr.file_shape(data)
     try:

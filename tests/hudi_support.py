@@ -9,7 +9,7 @@ import zipfile
 import pyarrow as pa
 import pytest
 
-from paimon_fast.predicate import And, Leaf, Or, field
+from paimon_fast.core.predicate import And, Leaf, Or, field
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from paimon_fast.predicate import And, Leaf, Or
+from paimon_fast.core.predicate import And, Leaf, Or
 
 _EPOCH = dt.datetime(1970, 1, 1)
 NAN = "nan"

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import paimon_fast as pf
-from paimon_fast.predicate import Leaf
-from paimon_fast.sqlpredicate import parse_predicate
+from paimon_fast.core.predicate import Leaf
+from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables.arrow_filter import filter_table, to_arrow_expression
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 def truth(p, row):
     """True / False / None for one leaf or an AND / OR of leaves (plain Python)."""
-    from paimon_fast.predicate import And, Or
+    from paimon_fast.core.predicate import And, Or
 
     if isinstance(p, And):
         vs = [truth(c, row) for c in p.children]
@@ -126,7 +126,7 @@ def test_sql_text():
     ):
         p = parse_predicate(text)
         assert filter_table(t, p).column("id").to_pylist() == oracle_ids(rows, p), text
-    from paimon_fast.sqlpredicate import PredicateSyntaxError
+    from paimon_fast.core.sqlpredicate import PredicateSyntaxError
 
     with pytest.raises(PredicateSyntaxError, match="array"):
         parse_predicate("arrays_overlap(tags, 3)")

@@ -18,9 +18,9 @@ from paimon_fast.errors import IndexFormatError, OptionError
 from paimon_fast.fileindex.bitmap import BitmapReader, BitmapWriter, KeyCodec
 from paimon_fast.fileindex.options import Options
 from paimon_fast.reference import bitmap as twin
-from paimon_fast.roaring import deserialize32
-from paimon_fast.source import BytesSource
-from paimon_fast.types import DataType
+from paimon_fast.core.roaring import deserialize32
+from paimon_fast.io.source import BytesSource
+from paimon_fast.core.types import DataType
 
 K = load("bitmap")
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -117,7 +117,7 @@ _strings = st.lists(
 @given(_strings)
 def test_group_binary_and_order_match_twin(vals):
     arr = pa.array([None if v is None else v.encode("utf-8", "surrogatepass") for v in vals], type=pa.binary())
-    from paimon_fast.types import binary_buffers, validity_mask
+    from paimon_fast.core.types import binary_buffers, validity_mask
 
     off, data = binary_buffers(arr)
     m = validity_mask(arr)
@@ -510,7 +510,7 @@ def test_fuzz_corrupt_and_truncated():
             r = pf.fileindex.reader("bitmap", t, b)
             for p in c["predicates"][::7]:
                 lits = p.get("literals", [p.get("literal")]) if p["op"] not in ("is_null", "is_not_null") else []
-                leaf = pf.predicate.Leaf(
+                leaf = pf.core.predicate.Leaf(
                     p["op"],
                     "x",
                     tuple(decode_literal(v, r.dtype) for v in lits)
@@ -637,7 +637,7 @@ def test_sort_fixed_matches_twin(mk):
 def test_dense_serialize_matches_positions_path(seed, k, shape, n):
     """The bit-set path gives the bytes of scatter_positions + the Java-exact roaring writer
     (array, bitmap and run containers, a partial last container)."""
-    from paimon_fast.roaring import serialize_groups32
+    from paimon_fast.core.roaring import serialize_groups32
 
     rng = np.random.default_rng(seed)
     if shape == "random":

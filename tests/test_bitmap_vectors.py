@@ -11,7 +11,7 @@ import paimon_fast as pf
 from paimon_fast.errors import UnsupportedTypeError
 from paimon_fast.fileindex.bitmap import BitmapWriter
 from paimon_fast.fileindex.options import Options
-from paimon_fast.predicate import Leaf
+from paimon_fast.core.predicate import Leaf
 from paimon_fast.reference import bitmap as twin
 from vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
 
@@ -161,7 +161,7 @@ def test_unsupported_types(entry):
 )
 def test_twin_reader_answers_like_java(fmt, name):
     from paimon_fast.fileindex.bitmap import BitmapReader
-    from paimon_fast.source import as_source
+    from paimon_fast.io.source import as_source
 
     c = load_case(fmt, name)
     r = BitmapReader(

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
-from paimon_fast import roaring
+from paimon_fast.core import roaring
 from paimon_fast._kernels import load
 from paimon_fast.reference import bitslice as twin
 

@@ -6,7 +6,7 @@ import pytest
 import paimon_fast as pf
 from paimon_fast.errors import UnsupportedTypeError
 from paimon_fast.fileindex import bloom
-from paimon_fast.predicate import Leaf
+from paimon_fast.core.predicate import Leaf
 from vectorlib import arrow_values, case_names, decode_literal, load_bin, load_case, manifest
 
 FMT = "bloom_filter"

@@ -5,7 +5,7 @@ import pytest
 import paimon_fast as pf
 from paimon_fast.errors import UnsupportedTypeError
 from paimon_fast.fileindex.bsi import NullLiteralError
-from paimon_fast.result import BitmapResult
+from paimon_fast.core.result import BitmapResult
 from test_range_bitmap_vectors import _leaf
 from vectorlib import arrow_values, case_names, decode_rows, load_bin, load_case, manifest
 

@@ -20,7 +20,7 @@ import pytest
 import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast.globalindex import sst
-from paimon_fast.serde import encode_varint
+from paimon_fast.io.serde import encode_varint
 
 FOOTER = struct.Struct("<qiqqiqiii")
 MAGIC = 0x50425449

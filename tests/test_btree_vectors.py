@@ -27,9 +27,9 @@ from paimon_fast import globalindex as gi
 from paimon_fast.globalindex import sst
 from paimon_fast.globalindex.btree import BTreeIndexFile
 from paimon_fast.globalindex.keys import KeyCodec
-from paimon_fast.predicate import STRING_OPS, Leaf
+from paimon_fast.core.predicate import STRING_OPS, Leaf
 from paimon_fast.tables.arrow_filter import to_arrow_expression
-from paimon_fast.types import DataType
+from paimon_fast.core.types import DataType
 from vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
 
 FMT = "global_btree"

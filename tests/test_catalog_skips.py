@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from paimon_fast.fileindex.base import evaluate_tree
-from paimon_fast.predicate import And, Leaf, Or
-from paimon_fast.result import REMAIN, SKIP, BitmapResult
+from paimon_fast.core.predicate import And, Leaf, Or
+from paimon_fast.core.result import REMAIN, SKIP, BitmapResult
 from paimon_fast.tables import ParquetDataset
 from paimon_fast.tables import parquet as P
 from paimon_fast.tables.stats import (

@@ -9,13 +9,13 @@ import pyarrow as pa
 import pytest
 
 import paimon_fast as pf
-from paimon_fast import serde
+from paimon_fast.io import serde
 from paimon_fast.errors import IndexFormatError, OptionError, UnsupportedTypeError
 from paimon_fast.fileindex.options import Options, indexes_from_table_options, parse_memory_size
-from paimon_fast.predicate import Leaf
-from paimon_fast.result import REMAIN, SKIP, BitmapResult
-from paimon_fast.source import as_source
-from paimon_fast.types import DataType, binary_buffers, long_keys, to_arrow_array, validity_mask
+from paimon_fast.core.predicate import Leaf
+from paimon_fast.core.result import REMAIN, SKIP, BitmapResult
+from paimon_fast.io.source import as_source
+from paimon_fast.core.types import DataType, binary_buffers, long_keys, to_arrow_array, validity_mask
 from pyroaring import BitMap
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import toy_index  # noqa: F401  (registers the test-only "test-positions" index type)
 from paimon_fast import tableindex as ti
-from paimon_fast.sqlpredicate import parse_predicate
+from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
 from sql_oracle import holds
 from paimon_fast.tables.deletes import DV_DIR, DV_KEY

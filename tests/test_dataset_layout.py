@@ -295,7 +295,7 @@ def test_exact_plans_select_exactly_the_matching_rows(tmp_path):
     -0.0."""
     import sql_oracle
 
-    from paimon_fast.sqlpredicate import parse_predicate
+    from paimon_fast.core.sqlpredicate import parse_predicate
     from paimon_fast.tables.globalindex import build_global_index_local
 
     ds = _typed_dataset(tmp_path)

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_fast.predicate import Leaf
-from paimon_fast.sqlpredicate import parse_predicate
+from paimon_fast.core.predicate import Leaf
+from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
 from paimon_fast.tables.stats import ChunkStats, file_stats, leaf_answer
 from sql_oracle import holds
@@ -177,8 +177,8 @@ def test_leaf_answers_claim_only_what_statistics_prove():
 def test_unsigned_and_nested_columns_have_no_statistics(tmp_path):
     t = pa.table({"u": pa.array([1, 2**63 + 5], pa.uint64()), "l": pa.array([[1], [2]]), "i": [1, 2]})
     pq.write_table(t, tmp_path / "f.parquet")
-    from paimon_fast.parquet.footer import _read_footer
-    from paimon_fast.source import FileSource
+    from paimon_fast.io.parquet.footer import _read_footer
+    from paimon_fast.io.source import FileSource
 
     fo = _read_footer(FileSource(str(tmp_path / "f.parquet")))
     assert file_stats(fo, "u") is None and file_stats(fo, "l") is None

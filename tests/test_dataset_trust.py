@@ -281,7 +281,7 @@ def test_a_where_text_is_bound_once_for_the_same_files_and_catalog(where, monkey
     """SQL text is parsed and bound to the schema once for every read of an unchanged dataset (the
     read's early check and its plan alike), again after a commit; a text that does not bind raises
     on every read."""
-    import paimon_fast.sqlpredicate as sp
+    import paimon_fast.core.sqlpredicate as sp
 
     deleted = ready(where)
     parsed = []

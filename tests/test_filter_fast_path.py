@@ -7,8 +7,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from paimon_fast.literals import normalize
-from paimon_fast.sqlpredicate import parse_predicate
+from paimon_fast.core.literals import normalize
+from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables.arrow_filter import _simple_mask, filter_table, to_arrow_expression
 
 

@@ -23,7 +23,7 @@ from paimon_fast._kernels import load
 from paimon_fast.errors import IndexFormatError
 from paimon_fast.globalindex import codec, format as gformat
 from paimon_fast.reference import globalindex as twin
-from paimon_fast.serde import encode_varint
+from paimon_fast.io.serde import encode_varint
 
 K = load("globalindex")
 

@@ -169,7 +169,7 @@ def test_truncated_and_foreign_files():
 def test_fuzz_large_bitmaps():
     """Bitmaps above 4 KB are validated by pyroaring's safe deserialization alone: mutations
     must give IndexFormatError or a bitmap, never a crash."""
-    import paimon_fast.roaring as R
+    import paimon_fast.core.roaring as R
     from paimon_fast.globalindex.format import _deserialize64
 
     rng = np.random.default_rng(0)

@@ -486,7 +486,7 @@ def test_files_as_chunks_are_the_same_bytes(comp, rows, max_records):
     # a build's files as buffers never joined (the bitmaps of a file of 2^20 rows or more are
     # serialized in two slices; files cut by records, nulls first) are byte for byte the files
     # built as one buffer each
-    from paimon_fast.fsutil import Chunks
+    from paimon_fast.io.fsutil import Chunks
 
     rng = np.random.default_rng(rows)
     codes = rng.integers(0, 5000, rows)

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from paimon_fast.fileindex.format import HeldReaders
-from paimon_fast.source import BytesSource, ReopeningSource
+from paimon_fast.io.source import BytesSource, ReopeningSource
 from paimon_fast.tables import ParquetDataset
 from paimon_fast.tables import parquet as P
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from pyroaring import BitMap
 
-from paimon_fast import roaring
+from paimon_fast.core import roaring
 from paimon_fast.errors import IndexFormatError, UnsupportedTypeError
 from paimon_fast.hudi import model
 from paimon_fast.hudi.build import _parse_type

@@ -97,7 +97,7 @@ def cycles(g: dict) -> list:
 def test_the_graph_is_read():
     g = graph()
     # imports at the top of a module and inside functions
-    assert "paimon_fast.lazyread" in g["paimon_fast.tables.stream"]
+    assert "paimon_fast.read.lazy" in g["paimon_fast.tables.stream"]
     assert "paimon_fast.tables.plan" in g["paimon_fast.tables.stream"]
     assert "paimon_fast.tables.globalindex" in g["paimon_fast.tables.explain"]
     assert "paimon_fast.paimon.scan" in g["paimon_fast.paimon.stream"]

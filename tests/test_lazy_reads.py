@@ -1,4 +1,4 @@
-"""The one read object (paimon_fast.lazyread.LazyRead) of every table kind, through every hand-off.
+"""The one read object (paimon_fast.read.lazy.LazyRead) of every table kind, through every hand-off.
 
 Every path (a Parquet dataset with file and global indexes, with and without deletion vectors,
 local and on S3; a Paimon table on the fast path, on pypaimon's path, with a deletion vector, with a
@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import paimon_fast as pf
-from paimon_fast.lazyread import LazyRead
-from paimon_fast.sqlpredicate import parse_predicate
+from paimon_fast.read.lazy import LazyRead
+from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
 from sql_oracle import holds
 
@@ -384,7 +384,7 @@ class _Counting:
     """A source of 100 one-row batches that counts what it produced (and can fail at batch 5)."""
 
     def __init__(self, fail=False):
-        from paimon_fast.lazyread import ReadSource
+        from paimon_fast.read.lazy import ReadSource
 
         outer = self
 

@@ -33,12 +33,12 @@ from paimon_fast import globalindex as gi
 from blocked_imports import json_of
 from paimon_fast.errors import UnsupportedTypeError
 from paimon_fast.fileindex._bitslice import NullLiteralError
-from paimon_fast.literals import normalize
-from paimon_fast.predicate import Leaf
-from paimon_fast.result import REMAIN, BitmapResult
-from paimon_fast.sqlpredicate import parse_predicate
+from paimon_fast.core.literals import normalize
+from paimon_fast.core.predicate import Leaf
+from paimon_fast.core.result import REMAIN, BitmapResult
+from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables.arrow_filter import filter_table
-from paimon_fast.types import DataType
+from paimon_fast.core.types import DataType
 
 EPOCH = dt.datetime(1970, 1, 1)
 UTC3 = dt.timezone(dt.timedelta(hours=3))
@@ -663,7 +663,7 @@ _ISSUE_CHECK = """
     import json, sys
     import numpy as np, pyarrow as pa
     from paimon_fast import globalindex as gi
-    from paimon_fast.predicate import Leaf
+    from paimon_fast.core.predicate import Leaf
     ns = %d
     t = pa.timestamp("ns", tz="UTC")
     vals = pa.array([ns, ns + 1, ns - 1, None], t)

@@ -24,11 +24,11 @@ from hypothesis import strategies as st
 import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast.errors import ColumnNotFoundError, LiteralTypeError, PaimonFastError
-from paimon_fast.literals import normalize
-from paimon_fast.predicate import Leaf
-from paimon_fast.result import BitmapResult
+from paimon_fast.core.literals import normalize
+from paimon_fast.core.predicate import Leaf
+from paimon_fast.core.result import BitmapResult
 from paimon_fast.tables.arrow_filter import filter_table
-from paimon_fast.types import DataType
+from paimon_fast.core.types import DataType
 from sql_oracle import holds, matching_rows
 
 # (Paimon type, Arrow type, value strategy)

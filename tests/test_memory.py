@@ -1,4 +1,4 @@
-"""Large working buffers from pyarrow's pool (paimon_fast.memory): what FileSource and the index
+"""Large working buffers from pyarrow's pool (paimon_fast.io.memory): what FileSource and the index
 readers hold is the file's bytes, in a form every reader takes."""
 
 import os
@@ -7,10 +7,10 @@ import struct
 import numpy as np
 import pytest
 
-from paimon_fast import memory
-from paimon_fast.checksum import ChecksummedSource, ChecksumMismatchError, block_checksums
+from paimon_fast.io import memory
+from paimon_fast.io.checksum import ChecksummedSource, ChecksumMismatchError, block_checksums
 from paimon_fast.errors import IndexFormatError
-from paimon_fast.source import FileSource
+from paimon_fast.io.source import FileSource
 
 
 @pytest.fixture

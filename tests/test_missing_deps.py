@@ -185,7 +185,7 @@ _NO_PANDAS_ANSWERS = """
     from paimon_fast.spark.cli import format_rows
     from paimon_fast.tables import ParquetDataset
     from paimon_fast.tables.arrow_filter import filter_table
-    from paimon_fast.predicate import field
+    from paimon_fast.core.predicate import field
 
     out = {"pandas loaded": "pandas" in sys.modules}
     ns = [3_739_558_079_750_704_648, 5, 3, 1_000_000_001, None, -1_500]

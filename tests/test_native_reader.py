@@ -1,5 +1,5 @@
 """The native Parquet reader (csrc/pq_read.h through paimon_fast._kernels.pqread, driven by
-paimon_fast.parquet.native.read_files) and its pure-Python twin (paimon_fast.reference.pqread).
+paimon_fast.io.parquet.native.read_files) and its pure-Python twin (paimon_fast.reference.pqread).
 
 Every read is compared with pyarrow's (``pq.read_table(path, columns).take(positions)``): every
 flat Arrow type pyarrow writes, nulls and REQUIRED columns, every codec, data pages V1 and V2,
@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from paimon_fast.errors import IndexFormatError, InvalidArgumentError
-from paimon_fast.parquet import native
-from paimon_fast.parquet.rows import PageReadStats
-from paimon_fast.parquet.thrift import _T_I32, _T_I64, _T_STRUCT, _Encoder
+from paimon_fast.io.parquet import native
+from paimon_fast.io.parquet.rows import PageReadStats
+from paimon_fast.io.parquet.thrift import _T_I32, _T_I64, _T_STRUCT, _Encoder
 
 KERNEL = native.kernels()
 TWIN = native.kernels(twin=True)
@@ -358,8 +358,8 @@ def test_dictionary_typed_column_read_by_pyarrow(tmp_path):
     path = _write(tmp_path / "dict.parquet", t)
     code = f"""
         import pyarrow as pa, pyarrow.parquet as pq
-        from paimon_fast.parquet import native
-        from paimon_fast.parquet.rows import PageReadStats
+        from paimon_fast.io.parquet import native
+        from paimon_fast.io.parquet.rows import PageReadStats
         for pos in ([1, 2, 399], None):
             st = PageReadStats()
             got, _ = native.read_files([({path!r}, pos)], stats=st)
@@ -1162,7 +1162,7 @@ def _footer_of(data):
 
 @pytest.mark.parametrize("positions", [None, [0]])
 def test_footer_without_row_groups(positions):
-    from paimon_fast.parquet.thrift import _Decoder
+    from paimon_fast.io.parquet.thrift import _Decoder
 
     buf = io.BytesIO()
     pq.write_table(pa.table({"i": pa.array([1, 2, 3])}), buf)

@@ -1,4 +1,4 @@
-"""Tables on object stores: the filesystem layer (paimon_fast.fs) against a local S3
+"""Tables on object stores: the filesystem layer (paimon_fast.io.fs) against a local S3
 server (moto, 127.0.0.1) and the local filesystem: atomic writes, conditional
 creates that refuse a second writer, versioned commit objects found even when a
 listing lags, counted ranged reads."""
@@ -9,9 +9,9 @@ import pickle
 
 import pytest
 
-from paimon_fast import fs
-from paimon_fast.fs import CommitConflictError, CommitFile, IOCounter
-from paimon_fast.fsutil import Chunks
+from paimon_fast.io import fs
+from paimon_fast.io.fs import CommitConflictError, CommitFile, IOCounter
+from paimon_fast.io.fsutil import Chunks
 
 
 @pytest.fixture(autouse=True)
@@ -340,7 +340,7 @@ def test_deletes_and_global_index_on_s3_equal_local(local_and_s3):
 
 
 def test_catalog_commit_race_is_refused_on_s3(local_and_s3):
-    from paimon_fast.fs import CommitConflictError
+    from paimon_fast.io.fs import CommitConflictError
 
     _, uri, _ = local_and_s3
     ParquetDataset(uri).build(OPTIONS)
@@ -362,11 +362,11 @@ from paimon_fast.tables import ParquetDataset
 from paimon_fast.globalindex import spark_build as sb
 uri, what = sys.argv[1], sys.argv[2]
 if what == "build":
-    from paimon_fast.fs import CommitFile
+    from paimon_fast.io.fs import CommitFile
     CommitFile.write = lambda *a, **k: os._exit(17)   # killed after the index files, before the commit
     ParquetDataset(uri).build({"file-index.bitmap.columns": "name,status", "file-index.in-manifest-threshold": "64"})
 else:
-    from paimon_fast.fs import CommitFile
+    from paimon_fast.io.fs import CommitFile
     CommitFile.write = lambda *a, **k: os._exit(17)
     sb.build_global_index_local(uri, "name", {"bitmap-index.compression": "zstd"})
 """

@@ -56,8 +56,8 @@ def local(tmp_path):
 
 def _footer_pages(path):
     """Per row group and column: the rows of each data page (the page index's OffsetIndex)."""
-    from paimon_fast.parquet.footer import _pages, _read_footer
-    from paimon_fast.source import FileSource
+    from paimon_fast.io.parquet.footer import _pages, _read_footer
+    from paimon_fast.io.source import FileSource
 
     src = FileSource(path)
     fo = _read_footer(src)
@@ -373,7 +373,7 @@ def test_pages_answer_a_clustered_column_before_its_index(local, monkeypatch):
 def test_page_answer_sorted_only(tmp_path):
     import pyarrow as pa
 
-    from paimon_fast.predicate import Leaf
+    from paimon_fast.core.predicate import Leaf
     from paimon_fast.tables.pagestats import page_answer
 
     t = pa.table({"k": pa.array(range(4000), pa.int64())})

@@ -1,5 +1,5 @@
 """The readers of known row positions decode only the pages holding them
-(:mod:`paimon_fast.parquet.rows`): Paimon's fast path and top-N, ``ParquetDataset.scan``
+(:mod:`paimon_fast.io.parquet.rows`): Paimon's fast path and top-N, ``ParquetDataset.scan``
 and ``top_n``, Hudi base files.  Files with several pages per column chunk; each answer
 is checked against an oracle that is not the product's filter (pyarrow over a full read)
 and the reports say what was decoded."""

@@ -10,7 +10,7 @@ import struct
 import zlib
 
 import pytest
-from paimon_fast import roaring
+from paimon_fast.core import roaring
 from paimon_fast.errors import IndexFormatError
 from paimon_fast.paimon.deletion import MAGIC_64, parse_deletion_blob
 

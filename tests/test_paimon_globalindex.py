@@ -269,9 +269,9 @@ def _with_options(cat, name, opts):
 
 def _answered(pred):
     """Does the color index answer this predicate tree (AND: any child; OR: every child)?"""
-    if isinstance(pred, pf.predicate.Leaf):
+    if isinstance(pred, pf.core.predicate.Leaf):
         return pred.name == "color"
-    if isinstance(pred, pf.predicate.And):
+    if isinstance(pred, pf.core.predicate.And):
         return any(_answered(c) for c in pred.children)
     return all(_answered(c) for c in pred.children)
 
@@ -1035,7 +1035,7 @@ def test_split_plan_groups_consecutive_files():
 @pytest.mark.parametrize("rids", [[0, 1, 2, 3, 4], [4, 1, 2, 0, 3]], ids=["ascending", "shuffled"])
 def test_split_runs_round_trip(tmp_path, dtype, values, rids):
     """A piece's grouping survives its Arrow IPC run (the non-null row ids only when known)."""
-    from paimon_fast.fs import Store
+    from paimon_fast.io.fs import Store
     from paimon_fast.paimon.globalindex_spark import _read_run, _write_run
 
     arr = pa.array(values, pa.string() if dtype == "STRING" else pa.int32())
@@ -1118,7 +1118,7 @@ def test_stale_runs_of_a_killed_split_build_are_removed(tmp_path, local):
 
     import pyarrow.fs as pafs
 
-    from paimon_fast.fs import Store
+    from paimon_fast.io.fs import Store
     from paimon_fast.paimon.globalindex_spark import STALE_RUNS_SECONDS, drop_stale_runs
 
     root = tmp_path / "index"
@@ -1157,7 +1157,7 @@ def test_stale_runs_of_a_killed_split_build_are_removed(tmp_path, local):
 def test_reads_at_known_rows_use_at_most_max_workers_threads(tmp_path, monkeypatch):
     """The files a global index leaves are read by the native reader on at most ``max_workers``
     threads (and never more than paimon_fast.threads()), with the same rows."""
-    from paimon_fast import pool
+    from paimon_fast.io import pool
     from paimon_fast.paimon import fastpath
 
     cat, name = _table(tmp_path, DATA_EVOLUTION)

@@ -28,7 +28,7 @@ pytest.importorskip("pypaimon")
 import paimon_fast as pf
 from paimon_fast.paimon import read_with_index, rewrite_file_index
 from paimon_fast.paimon.compat import legacy_manifest_table
-from paimon_fast.predicate import Leaf
+from paimon_fast.core.predicate import Leaf
 from paimon_helpers import catalog, commit_arrow, unpack_java09
 from sql_oracle import holds
 
@@ -286,8 +286,8 @@ def predicates(cols):
     def extend(children):
         pairs = st.lists(children, min_size=2, max_size=3)
         return st.one_of(
-            pairs.map(lambda ps: pf.predicate.And.of(*ps)),
-            pairs.map(lambda ps: pf.predicate.Or.of(*ps)),
+            pairs.map(lambda ps: pf.core.predicate.And.of(*ps)),
+            pairs.map(lambda ps: pf.core.predicate.Or.of(*ps)),
             children.filter(_negatable).map(lambda p: ~p),
         )
 

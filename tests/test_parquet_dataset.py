@@ -12,7 +12,7 @@ import pytest
 
 import paimon_fast as pf
 import toy_index  # noqa: F401  (registers the test-only "test-positions" index type)
-from paimon_fast.sqlpredicate import parse_predicate
+from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
 from paimon_fast.tables.arrow_filter import to_arrow_expression
 from paimon_fast.tables.parquet import write_atomic
@@ -263,7 +263,7 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
 
 def _py_eval(pred, row):
     """Plain-Python SQL semantics (None = unknown) as the oracle for the Arrow filter."""
-    from paimon_fast.predicate import And, Or
+    from paimon_fast.core.predicate import And, Or
 
     if isinstance(pred, And):
         vals = [_py_eval(c, row) for c in pred.children]

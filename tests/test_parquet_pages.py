@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_fast.parquet import rows as pr
+from paimon_fast.io.parquet import rows as pr
 from paimon_fast.errors import InvalidArgumentError
 
 DECODERS = ("kernel",)  # TODO twin

@@ -1,4 +1,4 @@
-"""paimon_fast.parquet.rows.read_rows: chosen rows of a Parquet file from the pages holding them.
+"""paimon_fast.io.parquet.rows.read_rows: chosen rows of a Parquet file from the pages holding them.
 
 The oracle is pyarrow's own full read of the file, taken at the same positions
 (``pq.read_table(path, columns).take(positions)``): same values, types, field and
@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from pyroaring import BitMap
 
-from paimon_fast.parquet import rows as pr
+from paimon_fast.io.parquet import rows as pr
 from paimon_fast.errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
-from paimon_fast.parquet.footer import _pages, _read_footer
-from paimon_fast.source import BytesSource, FileSource
+from paimon_fast.io.parquet.footer import _pages, _read_footer
+from paimon_fast.io.source import BytesSource, FileSource
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CODECS = ["snappy", "zstd", "gzip", "lz4", "none"]
@@ -406,19 +406,36 @@ def test_columns_sharing_row_ranges_under_other_page_numbers(tmp_path):
 
 
 def test_old_import_paths_are_the_same_modules():
-    """Three modules that became paimon_fast.parquet keep their old import paths, as the very
-    same module objects: setting an attribute through the old name sets it where the code reads it."""
+    """Modules that moved keep their old import paths until compat.REMOVED_IN, as the very same
+    module objects, with a DeprecationWarning naming the new path: setting an attribute through
+    the old name sets it where the code reads it."""
     import importlib
+    import sys
 
-    from paimon_fast import parquet
+    from paimon_fast import compat
+    from paimon_fast.io import parquet
 
     for old, new in (
         ("parquet_rows", "rows"),
         ("parquet_footer", "footer"),
         ("thrift_compact", "thrift"),
+        ("parquet.native", "native"),
     ):
-        assert importlib.import_module(f"paimon_fast.{old}") is getattr(parquet, new)
-    from paimon_fast import parquet_rows
+        sys.modules.pop(f"paimon_fast.{old}", None)
+        with pytest.warns(DeprecationWarning, match=f"paimon_fast.io.parquet.{new}.*{compat.REMOVED_IN}"):
+            assert importlib.import_module(f"paimon_fast.{old}") is getattr(parquet, new)
+    for old, new in compat.MOVED.items():
+        sys.modules.pop(old, None)
+        with pytest.warns(DeprecationWarning, match=new):
+            assert importlib.import_module(old) is importlib.import_module(new)
+        assert sys.modules[old].__spec__.name == new  # still its own spec after the alias
+    import paimon_fast as pf
+
+    sys.modules.pop("paimon_fast.fs", None)
+    pf.__dict__.pop("fs", None)
+    with pytest.warns(DeprecationWarning, match="paimon_fast.io.fs"):
+        assert pf.fs is importlib.import_module("paimon_fast.io.fs")  # old attribute names too
+    parquet_rows = sys.modules["paimon_fast.parquet_rows"]
 
     before = pr.PAGE_DECODER
     try:

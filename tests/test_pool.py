@@ -1,11 +1,11 @@
-"""paimon_fast.pool: the process-wide worker threads the fast path's reads run on."""
+"""paimon_fast.io.pool: the process-wide worker threads the fast path's reads run on."""
 
 import os
 import threading
 
 import pytest
 
-from paimon_fast import pool
+from paimon_fast.io import pool
 
 
 def test_results_in_order_on_at_most_workers_threads():

@@ -6,8 +6,8 @@ import pytest
 import paimon_fast as pf
 from paimon_fast.errors import UnsupportedTypeError
 from paimon_fast.fileindex.range_bitmap import NullLiteralError
-from paimon_fast.predicate import Leaf, TopN
-from paimon_fast.result import BitmapResult
+from paimon_fast.core.predicate import Leaf, TopN
+from paimon_fast.core.result import BitmapResult
 from vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
 
 FMT = "range_bitmap"

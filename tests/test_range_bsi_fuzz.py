@@ -8,7 +8,7 @@ import pytest
 
 import paimon_fast as pf
 from paimon_fast.errors import IndexFormatError
-from paimon_fast.predicate import Leaf
+from paimon_fast.core.predicate import Leaf
 from vectorlib import decode_literal, load_bin, load_case
 
 CASES = {
@@ -68,7 +68,7 @@ def test_fuzz(fmt):
         c = load_case(fmt, name)
         data = load_bin(fmt, c["file"])
         vals = [v for v in c["values"] if v is not None] or [1]
-        lits = [decode_literal(vals[i % len(vals)], pf.types.DataType.parse(c["type"])) for i in (0, 3, 7)]
+        lits = [decode_literal(vals[i % len(vals)], pf.core.types.DataType.parse(c["type"])) for i in (0, 3, 7)]
         exercise(ITYPE[fmt], c["type"], data, lits)  # the original is fine
         for _ in range(250):
             m = mutate(data, rng)

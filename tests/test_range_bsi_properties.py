@@ -13,7 +13,7 @@ from pyroaring import BitMap
 
 import paimon_fast as pf
 from paimon_fast.fileindex.range_bitmap import NullLiteralError
-from paimon_fast.predicate import Leaf
+from paimon_fast.core.predicate import Leaf
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -53,7 +53,7 @@ def rows(vals, pred):
 
 def build(itype, t, vals, options=None):
     w = pf.fileindex.writer(itype, t, options or {})
-    w.write_batch(pa.array(vals, type=pf.types.DataType.parse(t).to_arrow()))
+    w.write_batch(pa.array(vals, type=pf.core.types.DataType.parse(t).to_arrow()))
     return pf.fileindex.reader(itype, t, w.finish(), options or {})
 
 

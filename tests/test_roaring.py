@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from pyroaring import BitMap, BitMap64
 
-from paimon_fast import roaring
+from paimon_fast.core import roaring
 from paimon_fast.errors import IndexFormatError
 from paimon_fast.reference import roaring as twin
 

@@ -14,7 +14,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 import sql_oracle  # noqa: E402
-from paimon_fast.sqlpredicate import parse_predicate  # noqa: E402
+from paimon_fast.core.sqlpredicate import parse_predicate  # noqa: E402
 from paimon_fast.tables import ParquetDataset  # noqa: E402
 from test_spark_pipeline import COLS, answers_in_one_job, spark, write_dataset  # noqa: E402,F401
 
@@ -154,7 +154,7 @@ def test_every_way_gives_the_oracle_rows_and_counts(spark, dataset, way, monkeyp
 
 def test_projection_and_count_read_only_what_they_need(spark, dataset):
     from paimon_fast import spark as pfs
-    from paimon_fast.parquet import PageReadStats
+    from paimon_fast.io.parquet import PageReadStats
 
     root, rows = dataset
     q = "status = 'paid' AND score > 60"

@@ -3,8 +3,8 @@ import datetime
 import pytest
 
 from paimon_fast import field
-from paimon_fast.predicate import Leaf
-from paimon_fast.sqlpredicate import PredicateSyntaxError, parse_predicate
+from paimon_fast.core.predicate import Leaf
+from paimon_fast.core.sqlpredicate import PredicateSyntaxError, parse_predicate
 
 
 @pytest.mark.parametrize(

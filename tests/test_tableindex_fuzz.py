@@ -195,7 +195,7 @@ def test_sparse_64bit_vector_writes_back_in_javas_layout_without_runaway_allocat
 
 
 def ti_check32(buf, at):
-    from paimon_fast.roaring import check32
+    from paimon_fast.core.roaring import check32
 
     return check32(buf, at, -1, 0)
 
@@ -258,7 +258,7 @@ def test_runs_of_empty_64bit_records_read_in_bulk_answer_as_the_record_loop(monk
 
 def _records(data: bytes):
     """The serialized bitmaps of a 64-bit vector's records, in order (read with the reference scanner)."""
-    from paimon_fast.roaring import check32
+    from paimon_fast.core.roaring import check32
 
     (count,) = struct.unpack_from("<Q", data, 4)
     p, out = 12, []

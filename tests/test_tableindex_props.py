@@ -222,7 +222,7 @@ def _value(t, draw):
 
 
 def _arrow_col(t, vals):
-    from paimon_fast.types import DataType
+    from paimon_fast.core.types import DataType
 
     dt = DataType.parse(t)
     at = dt.to_arrow()

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from paimon_fast import roaring
+from paimon_fast.core import roaring
 from paimon_fast import tableindex as ti
 from paimon_fast.errors import IndexFormatError
 from paimon_fast.reference import tableindex as ref

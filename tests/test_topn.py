@@ -74,10 +74,10 @@ def _sql_key(v, desc, nulls_first):
 
 def _eval(p, row):
     """SQL three-valued logic: True, False or None (unknown)."""
-    if isinstance(p, pf.predicate.And):
+    if isinstance(p, pf.core.predicate.And):
         vals = [_eval(c, row) for c in p.children]
         return False if False in vals else (None if None in vals else True)
-    if isinstance(p, pf.predicate.Or):
+    if isinstance(p, pf.core.predicate.Or):
         vals = [_eval(c, row) for c in p.children]
         return True if True in vals else (None if None in vals else False)
     x = row[p.name]

@@ -1,4 +1,4 @@
-"""The one predicate translator (``paimon_fast/translate.py``) and its back ends, checked against
+"""The one predicate translator (``paimon_fast/core/translate.py``) and its back ends, checked against
 the independent SQL oracle (``tests/sql_oracle.py``) on a table with nulls, NaN and -0.0: the exact
 Arrow filter and Spark columns (given the schema, so NaN compares as IEEE there too);
 pypaimon's predicates by structure."""
@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 import paimon_fast as pf
-from paimon_fast.predicate import Leaf
+from paimon_fast.core.predicate import Leaf
 from paimon_fast.tables.arrow_filter import to_arrow_expression
-from paimon_fast.translate import Translator
+from paimon_fast.core.translate import Translator
 from sql_oracle import matching_rows
 
 X = [None, -3, 0, 1, 2, 5, 7, 7, 10, None, 4]

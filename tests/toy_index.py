@@ -9,8 +9,8 @@ import json
 from pyroaring import BitMap
 
 from paimon_fast.fileindex import FileIndexReader, FileIndexWriter, IndexFactory, register
-from paimon_fast.result import BitmapResult
-from paimon_fast.types import to_arrow_array
+from paimon_fast.core.result import BitmapResult
+from paimon_fast.core.types import to_arrow_array
 
 NAME = "test-positions"
 

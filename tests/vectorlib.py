@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap, BitMap64
 
-from paimon_fast.types import DataType
+from paimon_fast.core.types import DataType
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 

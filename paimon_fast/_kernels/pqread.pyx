@@ -4,7 +4,7 @@ decoded in parallel without the GIL straight into the output buffers.
 
 :func:`read` takes the job as arrays (one row of :data:`FIELDS` per column chunk, the wanted
 rows of each row group, the output buffers numpy allocated) and returns each chunk's status;
-:mod:`paimon_fast.parquet.native` builds the job from the files' footers and makes Arrow arrays
+:mod:`paimon_fast.io.parquet.native` builds the job from the files' footers and makes Arrow arrays
 of the buffers.  The pure-Python twin is :mod:`paimon_fast.reference.pqread`.
 """
 from libc.stdint cimport uint8_t, int32_t, int64_t

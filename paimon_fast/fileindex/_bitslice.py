@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from pyroaring import BitMap
 
-from .. import roaring as _roaring
+from ..core import roaring as _roaring
 from .._kernels import load as _load
 from ..errors import IndexFormatError, PaimonFastError
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..literals import is_never, normalize_leaf, widen_to_keys
-from ..predicate import And, Leaf, Or, Predicate
-from ..result import REMAIN, SKIP, FileIndexResult
-from ..source import Source
-from ..types import DataType
+from ..core.literals import is_never, normalize_leaf, widen_to_keys
+from ..core.predicate import And, Leaf, Or, Predicate
+from ..core.result import REMAIN, SKIP, FileIndexResult
+from ..io.source import Source
+from ..core.types import DataType
 from .options import Options
 
 
@@ -69,7 +69,7 @@ class FileIndexReader:
 
     def visit(self, leaf: Leaf) -> FileIndexResult:
         """Answer one leaf; its literals are first normalised to this index's
-        column type (:func:`paimon_fast.literals.normalize_leaf`), so ``x < 5.5``
+        column type (:func:`paimon_fast.core.literals.normalize_leaf`), so ``x < 5.5``
         on an INT index is asked as ``x <= 5`` and ``x = 5.5`` as no row."""
         norm = normalize_leaf(leaf, self._arrow_type(), ieee=False)
         grid = self._coarse_keys()
@@ -109,7 +109,7 @@ class FileIndexReader:
         return REMAIN if fn is None else fn(leaf)
 
     #: TIMESTAMP(7..9) columns are keyed by microseconds, TIME(4..9) by milliseconds: widen leaves
-    #: so that no row whose value matches is skipped (:func:`paimon_fast.literals.widen_to_keys`);
+    #: so that no row whose value matches is skipped (:func:`paimon_fast.core.literals.widen_to_keys`);
     #: False gives Java's own answers over the keys (e.g. ``!=`` drops rows in the literal's microsecond)
     widen_coarse_keys = True
 

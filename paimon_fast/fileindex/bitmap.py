@@ -36,7 +36,7 @@ and parses it from its offset with a count-prefixed loop, so it reads the
 file correctly (``tests/test_bitmap.py`` replays that algorithm).  For every
 input Java accepts, the output is unchanged (byte-identical).
 
-Answers are exact row sets (:class:`~paimon_fast.result.BitmapResult`):
+Answers are exact row sets (:class:`~paimon_fast.core.result.BitmapResult`):
 ``=``, ``IN`` (a null literal adds the null rows), ``IS NULL``, and their
 complements over ``[0, row count)`` for ``!=``, ``NOT IN``, ``IS NOT NULL``
 (so null rows count as "not equal", as in Java).
@@ -54,9 +54,9 @@ from pyroaring import BitMap
 
 from .._kernels import load as _load
 from ..errors import IndexFormatError, OptionError, UnsupportedTypeError
-from ..roaring import check32, serialize_groups32, serialize_sorted32
-from ..result import BitmapResult
-from ..types import DataType, binary_buffers, fixed_values, float_bits, long_keys, to_arrow_array, validity_mask
+from ..core.roaring import check32, serialize_groups32, serialize_sorted32
+from ..core.result import BitmapResult
+from ..core.types import DataType, binary_buffers, fixed_values, float_bits, long_keys, to_arrow_array, validity_mask
 from .base import FileIndexReader, FileIndexWriter
 from .registry import IndexFactory, register
 
@@ -392,7 +392,7 @@ def _sorted_ids(uniq, codec: KeyCodec, keys, first, k=None) -> np.ndarray:
 
 
 class BitmapReader(FileIndexReader):
-    """Reads a V1 or V2 bitmap index lazily from a :class:`~paimon_fast.source.Source`.
+    """Reads a V1 or V2 bitmap index lazily from a :class:`~paimon_fast.io.source.Source`.
 
     Construction parses the header (V2: including the block directory);
     a V2 lookup binary-searches the directory, reads one index block and the

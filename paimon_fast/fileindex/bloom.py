@@ -21,8 +21,8 @@ import numpy as np
 
 from .._kernels import load as _load
 from ..errors import IndexFormatError, OptionError, UnsupportedTypeError
-from ..result import REMAIN, SKIP
-from ..types import DataType, binary_buffers, float_bits, long_keys, to_arrow_array, validity_mask
+from ..core.result import REMAIN, SKIP
+from ..core.types import DataType, binary_buffers, float_bits, long_keys, to_arrow_array, validity_mask
 from .base import FileIndexReader, FileIndexWriter
 from .registry import IndexFactory, register
 

@@ -25,13 +25,13 @@ import struct
 import numpy as np
 from pyroaring import BitMap
 
-from .. import memory as _memory
+from ..io import memory as _memory
 from ..errors import IndexFormatError, UnsupportedTypeError
-from ..types import DataType, decimal_unscaled, long_keys, to_arrow_array, validity_mask
+from ..core.types import DataType, decimal_unscaled, long_keys, to_arrow_array, validity_mask
 from .base import COMPARISON_OPS, FileIndexReader, FileIndexWriter
 from .registry import IndexFactory, register
 from ._bitslice import NullLiteralError, _k, nwords, range_bitmap, read_roaring_dense, to_bitmap
-from ..result import BitmapResult
+from ..core.result import BitmapResult
 
 INDEX_TYPE = "bsi"
 VERSION = 1

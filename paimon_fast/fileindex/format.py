@@ -18,11 +18,11 @@ import struct
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..errors import IndexFormatError, UnsupportedTypeError
-from ..predicate import Leaf, Predicate
-from ..result import REMAIN, BitmapResult, FileIndexResult
-from ..serde import BoundedReader, write_utf
-from ..source import Source, as_source
-from ..types import DataType
+from ..core.predicate import Leaf, Predicate
+from ..core.result import REMAIN, BitmapResult, FileIndexResult
+from ..io.serde import BoundedReader, write_utf
+from ..io.source import Source, as_source
+from ..core.types import DataType
 from .base import EmptyFileIndexReader, evaluate_tree
 from .options import Options
 from .registry import get_factory
@@ -108,7 +108,7 @@ class HeldReaders:
     A held reader keeps what it decoded (dictionaries, slices, the bitmaps it located), so the
     next plan of the same file reads and decodes none of that again; what it has not read yet it
     reads through its container's source, which must stay readable after the container is
-    closed (:class:`~paimon_fast.source.ReopeningSource`).  Indexes whose payload is over
+    closed (:class:`~paimon_fast.io.source.ReopeningSource`).  Indexes whose payload is over
     ``max_payload`` bytes are not held; the oldest go first once the held payloads' sizes pass
     ``max_bytes``.  Shared by threads: a reader's lazy loads only ever set fields that a second
     load would set to equal values."""

@@ -8,8 +8,8 @@ import importlib
 from typing import Dict
 
 from ..errors import IndexFormatError, UnknownIndexTypeError
-from ..source import Source, as_source
-from ..types import DataType
+from ..io.source import Source, as_source
+from ..core.types import DataType
 from .base import FileIndexReader, FileIndexWriter
 from .options import Options
 

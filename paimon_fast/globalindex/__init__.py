@@ -34,7 +34,7 @@ rows the files index, i.e. each file's own non-null rows minus its matches;
 either way a query over several files unions correctly.
 """
 
-from ..result import UNSUPPORTED
+from ..core.result import UNSUPPORTED
 from .btree import BTreeGlobalIndexWriter, BTreeIndexFile, is_btree_index
 from .factory import BTREE, INDEX_TYPE, INDEX_TYPES, MULTIVALUE, is_global_index, reader, writer
 from .format import (

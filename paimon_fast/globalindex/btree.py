@@ -33,7 +33,7 @@ from pyroaring import BitMap64
 from .._kernels import load as _load
 from ..errors import IndexFormatError
 from ..fileindex.options import Options
-from ..source import FileSource
+from ..io.source import FileSource
 from . import sst as _sst
 from .format import (
     SMALL_BITMAP,
@@ -119,7 +119,7 @@ class BTreeGlobalIndexWriter(_FileWriter):
 
 def file_from_groups(groups: Groups, block_size: int, encoder, chunks: bool = False):
     """``(file, meta bytes)`` of the rows of a :class:`~paimon_fast.globalindex.format.Groups`
-    (the file as bytes, or as :class:`~paimon_fast.fsutil.Chunks` with ``chunks``)."""
+    (the file as bytes, or as :class:`~paimon_fast.io.fsutil.Chunks` with ``chunks``)."""
     return _assemble(
         groups.nulls, groups.rids, groups.bounds, groups.key_off, groups.key_data, block_size, encoder, chunks
     )
@@ -136,7 +136,7 @@ def files_from_groups(groups: Groups, block_size: int, encoder, max_records: int
 
 
 def _assemble(nulls, rids, bounds, key_off, key_data, block_size, encoder, chunks):
-    from ..fsutil import Chunks
+    from ..io.fsutil import Chunks
 
     key_off = np.ascontiguousarray(key_off, dtype=np.int64)
     key_data = np.ascontiguousarray(key_data, dtype=np.uint8)

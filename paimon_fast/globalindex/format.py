@@ -25,10 +25,10 @@ from pyroaring import BitMap64
 from .._kernels import load as _load
 from ..errors import IndexFormatError, InvalidArgumentError, OptionError, UnsupportedTypeError
 from ..fileindex.options import Options
-from ..fsutil import Chunks, write_atomic  # noqa: F401  (part of this package's API)
-from ..serde import encode_varint
-from ..source import FileSource, as_source
-from ..types import binary_buffers, list_elements
+from ..io.fsutil import Chunks, write_atomic  # noqa: F401  (part of this package's API)
+from ..io.serde import encode_varint
+from ..io.source import FileSource, as_source
+from ..core.types import binary_buffers, list_elements
 from . import sst as _codec
 from .keys import _KEY_LENGTHS, KINDS, KeyCodec
 from .meta import SortedIndexFileMeta
@@ -359,7 +359,7 @@ def group_column(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray) -> Groups
     """Sort ``arr``'s rows by (key, row id) with the kernels and group them (:class:`Groups`)."""
     valid = None
     if arr.null_count:
-        from ..types import validity_mask
+        from ..core.types import validity_mask
 
         valid = validity_mask(arr)
     if valid is None:
@@ -404,7 +404,7 @@ def group_column_parallel(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, 
     :data:`PARALLEL_GROUP_ROWS` rows; else one :func:`group_column`."""
     n = len(arr)
     if threads is None:
-        from ..pool import threads as _threads
+        from ..io.pool import threads as _threads
 
         threads = min(2, _threads())
     rids = np.ascontiguousarray(rids, dtype=np.uint64)
@@ -572,7 +572,7 @@ def build_files(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, block_size
 
 def files_from_groups(groups: Groups, block_size: int, encoder, max_records: int, chunks: bool = False):
     """:func:`build_files` from the column's :class:`Groups`; with ``chunks`` each file's bytes
-    are :class:`~paimon_fast.fsutil.Chunks` (its bitmaps never copied into one buffer)."""
+    are :class:`~paimon_fast.io.fsutil.Chunks` (its bitmaps never copied into one buffer)."""
     out = []
     for nulls, sub_rids, sub_bounds, sub_off, sub_data, records, whole in group_chunks(groups, max_records):
         if chunks:
@@ -656,7 +656,7 @@ def serialize64_sorted_unique(values: np.ndarray) -> bytes:
 def assemble(body, key_off, key_data, first_idx, boffs, blens, null_rids, nn_rids, value_count, encoder):
     """Null / non-null bitmaps, index block, footer after the packed body; plus the meta.
     ``body`` is bytes (the file is then bytes) or a list of buffers (:func:`body_parts`: the
-    file is then :class:`~paimon_fast.fsutil.Chunks`)."""
+    file is then :class:`~paimon_fast.io.fsutil.Chunks`)."""
     chunked = isinstance(body, list)
     parts = list(body) if chunked else [body]
     pos = sum(len(p) for p in parts) if chunked else len(body)

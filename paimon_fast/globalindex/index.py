@@ -17,9 +17,9 @@ import pyarrow as pa
 from pyroaring import BitMap64
 
 from ..fileindex.options import Options
-from ..literals import is_never, normalize_leaf, widen_to_keys
-from ..predicate import ARRAY_OPS, And, Leaf, Or, Predicate
-from ..result import UNSUPPORTED
+from ..core.literals import is_never, normalize_leaf, widen_to_keys
+from ..core.predicate import ARRAY_OPS, And, Leaf, Or, Predicate
+from ..core.result import UNSUPPORTED
 from . import btree as _bt
 from .format import DEFAULT_FALLBACK, OPT_FALLBACK, BitmapIndexFile, element_type
 from .keys import KeyCodec
@@ -304,7 +304,7 @@ class GlobalIndex:
 
     def visit(self, leaf: Leaf):
         """Row ids for one leaf; literals are first normalised to the column type
-        (:func:`paimon_fast.literals.normalize_leaf`: ``x = 5.5`` on INT is no row)."""
+        (:func:`paimon_fast.core.literals.normalize_leaf`: ``x = 5.5`` on INT is no row)."""
         at = self._arrow_t
         if at is False:
             at = self._arrow_t = _arrow_type(self.codec)

@@ -35,9 +35,9 @@ import pyarrow as pa
 
 from .._kernels import load as _load
 from ..errors import IndexFormatError, UnsupportedTypeError
-from ..literals import epoch_seconds, seconds_of_day
-from ..serde import encode_varint
-from ..types import DataType, _rescale, to_arrow_array, validity_mask
+from ..core.literals import epoch_seconds, seconds_of_day
+from ..io.serde import encode_varint
+from ..core.types import DataType, _rescale, to_arrow_array, validity_mask
 
 _k = _load("globalindex")
 KINDS = _k.KINDS
@@ -216,7 +216,7 @@ class KeyCodec:
 
         Integers are in the unit of the type's Arrow form (ms for p<=3, us for
         p<=6, ns above); also accepts ``(millis, nanos)`` tuples and every form
-        :func:`paimon_fast.literals.epoch_seconds` reads by value (datetimes, numpy
+        :func:`paimon_fast.core.literals.epoch_seconds` reads by value (datetimes, numpy
         datetime64 of any unit, pyarrow timestamp scalars of any unit and zone)."""
         if isinstance(v, tuple):
             return int(v[0]), int(v[1])

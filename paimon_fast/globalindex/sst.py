@@ -28,7 +28,7 @@ import struct
 
 from .._kernels import load as _load
 from ..errors import IndexFormatError, MissingCodecError, OptionError, missing, require
-from ..serde import encode_varint
+from ..io.serde import encode_varint
 
 _kg = _load("globalindex")
 kernels = _load("sst")  # SST block kernels (see the module docstring)
@@ -201,7 +201,7 @@ def decode(stored_and_trailer, length: int, offset: int) -> tuple:
 
 
 def read_block(source, offset: int, length: int, what: str):
-    """Read a stored block and its trailer from ``source`` (a :class:`~paimon_fast.source.Source`),
+    """Read a stored block and its trailer from ``source`` (a :class:`~paimon_fast.io.source.Source`),
     check it and decompress it: ``(raw bytes, compression type)``."""
     if offset < 0 or length < 0:
         raise IndexFormatError(f"{what} has a negative offset or length", offset)

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import ColumnNotFoundError, IndexFormatError, UnsupportedTypeError
-from ..fs import display_uri
+from ..io.fs import display_uri
 from . import model, storage
 from .table import SliceRef, canonical, open_table, table_root, table_state, timeline_fingerprint
 

@@ -32,7 +32,7 @@ def _typed(value: str, t):
 
 
 def _predicate(args, schema):
-    from .. import predicate as P
+    from ..core import predicate as P
     from .prune import as_predicate
 
     parts = []
@@ -132,7 +132,7 @@ def hudi_main(args):
     from .build import build_index
     from .prune import prune
     from .stream import read_arrow
-    from ..fs import display_uri
+    from ..io.fs import display_uri
     from .table import canonical, table_state
 
     path = canonical(args.table)

@@ -2,21 +2,21 @@
 which answered, what each removed on its own (file slices and rows), and why the others did not.
 
 Each column's index is asked alone (the predicate with every leaf on another column taken as TRUE,
-:func:`paimon_fast.predicate.relax`), through the same pruning the read uses.  The index answers
+:func:`paimon_fast.core.predicate.relax`), through the same pruning the read uses.  The index answers
 ``=``, ``!=``, ``IN``, ``NOT IN``, ``IS [NOT] NULL`` (any other leaf keeps every row: unsupported
 predicate); file slices written since the last index run are read whole (stale).
 """
 
 from __future__ import annotations
 
-from ..lazyread import Explain, IndexUse
-from ..predicate import relax
+from ..read.lazy import Explain, IndexUse
+from ..core.predicate import relax
 from ..tables.explain import _leaves
 from .prune import INDEXED_OPS, prune
 
 
 def explain_hudi(state, pred, pr) -> Explain:
-    """The :class:`~paimon_fast.lazyread.Explain` of a pruned read (``pr``: its :class:`.prune.PruneResult`)."""
+    """The :class:`~paimon_fast.read.lazy.Explain` of a pruned read (``pr``: its :class:`.prune.PruneResult`)."""
     rep = pr.report
     to_read = [c.rows_to_read for c in pr.candidates]
     ex = Explain(

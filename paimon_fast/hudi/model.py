@@ -53,9 +53,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from .. import roaring as _roaring
+from ..core import roaring as _roaring
 from ..errors import IndexFormatError, UnsupportedTypeError
-from ..literals import epoch_seconds
+from ..core.literals import epoch_seconds
 
 SEP = "$"
 NULL_TOKEN = "%00"
@@ -234,7 +234,7 @@ def canonical_array(arr) -> pa.Array:
 def _parse_ts_literal(v, t: pa.TimestampType):
     """A literal as integer ticks of the column's unit, or None if no column value can equal it.
 
-    Every form is read by its value (:func:`paimon_fast.literals.epoch_seconds`: datetimes,
+    Every form is read by its value (:func:`paimon_fast.core.literals.epoch_seconds`: datetimes,
     ``pandas.Timestamp``, numpy ``datetime64`` and pyarrow timestamp scalars of any unit, ISO text
     with every fraction digit); a naive literal on a UTC-adjusted column means UTC."""
     if isinstance(v, (bool, int, float, np.number)):

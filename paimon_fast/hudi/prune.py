@@ -34,9 +34,9 @@ import pyarrow.parquet as pq
 from pyroaring import BitMap
 
 from ..errors import ColumnNotFoundError, IndexFormatError
-from ..fs import IOCounter
-from ..literals import normalize
-from ..predicate import And, Leaf, Or, Predicate
+from ..io.fs import IOCounter
+from ..core.literals import normalize
+from ..core.predicate import And, Leaf, Or, Predicate
 from . import model, storage
 from .build import logs_changed, logs_untrusted
 from .table import SliceRef, canonical, listing_is_current, table_state
@@ -45,16 +45,16 @@ INDEXED_OPS = {"equal", "not_equal", "in", "not_in", "is_null", "is_not_null"}
 
 
 def as_predicate(where):
-    """A Predicate from a Predicate, None, or SQL-like text (needs ``paimon_fast.sqlpredicate``)."""
+    """A Predicate from a Predicate, None, or SQL-like text (needs ``paimon_fast.core.sqlpredicate``)."""
     if where is None or isinstance(where, Predicate):
         return where
     if isinstance(where, str):
         try:
-            from ..sqlpredicate import parse_predicate  # another module of the project, when present
+            from ..core.sqlpredicate import parse_predicate  # another module of the project, when present
         except ImportError:
             raise TypeError(
-                "predicate strings need paimon_fast.sqlpredicate.parse_predicate, which is not "
-                "available; pass a paimon_fast.predicate tree (pf.field('a') == 1)"
+                "predicate strings need paimon_fast.core.sqlpredicate.parse_predicate, which is not "
+                "available; pass a paimon_fast.core.predicate tree (pf.field('a') == 1)"
             ) from None
         return parse_predicate(where)
     raise TypeError(f"where must be a Predicate, a string or None, not {type(where).__name__}")
@@ -109,7 +109,7 @@ class HudiReport(dict):
         text = ", ".join(parts)
         decoded = g("decoded")
         if isinstance(decoded, dict) and decoded.get("rows"):
-            from ..parquet.rows import PageReadStats
+            from ..io.parquet.rows import PageReadStats
 
             try:
                 text += f"; decoded {PageReadStats(**decoded)}"
@@ -579,8 +579,8 @@ def _check_columns(pred, col_types, state, table_path):
 def prune(table_path: str, where=None, *, state=None, manifest=None, use_index: bool = True) -> PruneResult:
     """Candidate file slices (and exact row positions of base-only slices) for ``where``.
 
-    ``where``: a :mod:`paimon_fast.predicate` tree, SQL-like text (when
-    ``paimon_fast.sqlpredicate`` is installed) or None.  The result lists every
+    ``where``: a :mod:`paimon_fast.core.predicate` tree, SQL-like text (when
+    ``paimon_fast.core.sqlpredicate`` is installed) or None.  The result lists every
     current slice that may hold a matching row; slices the index does not cover
     are always candidates.  ``report`` counts slices and rows skipped.
 

@@ -28,7 +28,7 @@ def read(*args, **kwargs):
     """A Hudi table's rows where ``where`` holds, pruned by its bitmap index.
 
     * ``read(path, where=None, columns=None, limit=None)``: the lazy read object
-      (:class:`~paimon_fast.lazyread.LazyRead`: Arrow, the batch reader, pandas, Polars, DuckDB,
+      (:class:`~paimon_fast.read.lazy.LazyRead`: Arrow, the batch reader, pandas, Polars, DuckDB,
       ``count()``, ``explain()``, ``report``), read in this process (:func:`.stream.read_table`);
     * ``read(spark, path, where, ...)`` with a SparkSession first: the Spark read,
       :func:`read_spark` (``HudiRead(df, report)``), as before.
@@ -121,7 +121,7 @@ def read_spark(
         rows = []
 
         def table():
-            from ..pool import map_on_pool
+            from ..io.pool import map_on_pool
 
             parts = map_on_pool(lambda t: _run_task(path, t, schema, pred_blob), tasks, 4)
             t = pa.concat_tables(parts) if parts else schema.empty_table()

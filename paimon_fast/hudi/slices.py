@@ -2,7 +2,7 @@
 (in this process, as a stream, and in Spark's tasks).
 
 Base-only slices are read from their Parquet base file, only the pages that hold candidate
-positions (:func:`paimon_fast.parquet.rows.read_rows`), then only those rows (row-level
+positions (:func:`paimon_fast.io.parquet.rows.read_rows`), then only those rows (row-level
 skipping); slices with log files go through the ``hudi`` file-group reader (merged records).
 Every row read is then filtered by the full predicate, so the answer equals a snapshot read
 filtered by the predicate whatever the index could or could not prune.  :func:`iter_slice` reads a
@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from pyroaring import BitMap
 
 from ..errors import ColumnNotFoundError
-from ..parquet.rows import no_columns, read_rows
+from ..io.parquet.rows import no_columns, read_rows
 from ..tables.arrow_filter import coerce_literals, filter_table
 from .prune import HudiReport, _counter
 from .table import SliceRef, open_table, table_root
@@ -47,9 +47,9 @@ def _conform(tbl: pa.Table, schema: pa.Schema):
 
 def read_base_rows(path: str, schema: pa.Schema, positions=None, store=None, counter=None, stats=None):
     """Rows of a base Parquet file (only ``positions`` when given: only the pages holding
-    them are decoded, :func:`paimon_fast.parquet.rows.read_rows`, which adds to ``stats``),
+    them are decoded, :func:`paimon_fast.io.parquet.rows.read_rows`, which adds to ``stats``),
     conformed to ``schema``; None if the file cannot be conformed (caller falls back).
-    ``store``: the table's :class:`~paimon_fast.fs.Store` (default local); reads are ranged,
+    ``store``: the table's :class:`~paimon_fast.io.fs.Store` (default local); reads are ranged,
     counted in ``counter``."""
     src = path if store is None else store.open_input(path, counter)
     if positions is None:

@@ -25,11 +25,11 @@ name and renamed into place, so a reader sees the previous or the new state and 
 run that dies before the rename leaves only unreferenced segment files.
 
 On object stores and HDFS (a table at ``s3://...``, or an index root there; see
-:mod:`paimon_fast.fs`) nothing is renamed: segments are written under their
+:mod:`paimon_fast.io.fs`) nothing is renamed: segments are written under their
 unique names, and the manifest is created with a conditional PUT
 (``If-None-Match``) under a name no earlier run used (``manifest-<instant>.json``,
 then ``manifest-<instant>-0001.json``... for later runs at the same instant); a run
-that lost a race to another one raises :class:`~paimon_fast.fs.CommitConflictError`
+that lost a race to another one raises :class:`~paimon_fast.io.fs.CommitConflictError`
 and publishes nothing.  Manifests are found by listing (S3, GCS and Azure list
 consistently).  Segments of killed runs are what ``paimon-fast gc`` removes
 (:func:`orphan_files`).
@@ -46,10 +46,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..checksum import open_json, seal_json
+from ..io.checksum import open_json, seal_json
 from ..errors import IndexFormatError
-from ..fs import TMP_MARK, display_uri, resolve
-from ..fsutil import write_atomic
+from ..io.fs import TMP_MARK, display_uri, resolve
+from ..io.fsutil import write_atomic
 
 INDEX_DIR = os.path.join(".hoodie", ".aux", "bitmap_index")
 _INDEX_PARTS = (".hoodie", ".aux", "bitmap_index")
@@ -338,7 +338,7 @@ def write_manifest(table_path: str, manifest: dict, base=None) -> str:
     """Atomically publish a manifest; returns its path.  Locally: temporary file + rename
     onto ``manifest-<instant>.json``.  Versioned stores: a conditional create of a name
     after ``base`` (the key of the manifest this run started from), refused with
-    :class:`~paimon_fast.fs.CommitConflictError` when another run created it first."""
+    :class:`~paimon_fast.io.fs.CommitConflictError` when another run created it first."""
     store, d = _manifest_dir(table_path)
     store.makedirs(d)
     data = seal_json(manifest, compact=True)  # its last member: a checksum of the rest

@@ -15,8 +15,8 @@ from typing import Iterator, List, Optional
 
 import pyarrow as pa
 
-from ..fs import IOCounter
-from ..lazyread import LazyRead, LegacyTupleRead, ReadSource
+from ..io.fs import IOCounter
+from ..read.lazy import LazyRead, LegacyTupleRead, ReadSource
 from .prune import _IO, as_predicate, prune
 from .slices import _report, _run_task, _tasks, iter_slice, task_slice
 from .table import table_state
@@ -38,7 +38,7 @@ class _Shared:
 
     def planned(self):
         if self.pruned is None:
-            from ..parquet.rows import PageReadStats
+            from ..io.parquet.rows import PageReadStats
 
             io = IOCounter()  # report["bytes_read"]: index segments and base files read
             token = _IO.set(io)
@@ -165,7 +165,7 @@ def read_table(
     path: str, where=None, columns: Optional[List[str]] = None, limit: Optional[int] = None, *, state=None
 ) -> LazyRead:
     """The rows of the Hudi table at ``path`` where ``where`` (a predicate or SQL text) holds, with
-    ``columns``: a :class:`~paimon_fast.lazyread.LazyRead` (pruned on first need, streamed slice by
+    ``columns``: a :class:`~paimon_fast.read.lazy.LazyRead` (pruned on first need, streamed slice by
     slice); ``limit`` stops reading once that many rows are out.  ``state``: a
     :func:`.table.table_state` to reuse."""
     return LazyRead(HudiSource(path, where, columns, state=state), limit)

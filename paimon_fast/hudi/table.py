@@ -10,20 +10,20 @@ from typing import Tuple
 
 import pyarrow as pa
 
-from ..fs import resolve
+from ..io.fs import resolve
 
 _TABLES = {}
 
 
 def table_root(table_path: str):
-    """``(Store, root)`` of a table path or URI (``s3://...``; see :mod:`paimon_fast.fs`)."""
+    """``(Store, root)`` of a table path or URI (``s3://...``; see :mod:`paimon_fast.io.fs`)."""
     return resolve(table_path)
 
 
 def canonical(table_path: str) -> str:
     """The table's path as every function here takes it: absolute when local, the URI as given
     otherwise (its query may carry the store's options: shown and recorded only through
-    :func:`paimon_fast.fs.display_uri`)."""
+    :func:`paimon_fast.io.fs.display_uri`)."""
     store, root = resolve(table_path)
     return root if store.local else str(table_path)
 

@@ -47,11 +47,11 @@ create_global_index = _needs_pypaimon(create_global_index)
 @_needs_pypaimon
 def read(table, where=None, columns=None, limit=None, **options):
     """The rows of the pypaimon table ``table`` where ``where`` (a predicate, a pypaimon
-    ``Predicate`` or SQL text) holds, with ``columns``: a :class:`~paimon_fast.lazyread.LazyRead`
+    ``Predicate`` or SQL text) holds, with ``columns``: a :class:`~paimon_fast.read.lazy.LazyRead`
     planned on first need and streamed split by split (:mod:`.stream`); ``limit`` stops reading
     once that many rows are out.  ``options``: ``max_workers``, ``fast`` (False: pypaimon's
     planner and reader), ``use_cache`` (the fast path's plan cache)."""
-    from ..lazyread import LazyRead
+    from ..read.lazy import LazyRead
     from .stream import PaimonSource
 
     src = PaimonSource(table, where, None if columns is None else list(columns), **options)

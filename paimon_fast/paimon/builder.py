@@ -55,7 +55,7 @@ class ReadBuilder:
     def with_limit(self, limit: Optional[int]) -> "ReadBuilder":
         """Stop reading once ``limit`` rows are out (a split plan is not cut: every split may
         hold the first rows)."""
-        from ..lazyread import _check_limit
+        from ..read.lazy import _check_limit
 
         self._limit = _check_limit(limit)
         return self
@@ -81,12 +81,12 @@ class ReadBuilder:
 
     def explain(self):
         """Which indexes the table holds for the filter's columns, which were used, why not
-        (:class:`~paimon_fast.lazyread.Explain`; ``str()`` gives a short table)."""
+        (:class:`~paimon_fast.read.lazy.Explain`; ``str()`` gives a short table)."""
         return self._source().explain()
 
     def read(self):
-        """The whole read as one :class:`~paimon_fast.lazyread.LazyRead` (plan and read)."""
-        from ..lazyread import LazyRead
+        """The whole read as one :class:`~paimon_fast.read.lazy.LazyRead` (plan and read)."""
+        from ..read.lazy import LazyRead
 
         return LazyRead(self._source(), self._limit)
 
@@ -128,15 +128,15 @@ class TableRead:
         self.report.rows_returned, self.report.read_seconds, self.report.rows_decoded = 0, 0.0, 0
 
     def _read(self, splits):
-        from ..lazyread import LazyRead
-        from ..parquet.rows import PageReadStats
+        from ..read.lazy import LazyRead
+        from ..io.parquet.rows import PageReadStats
 
         if self.report.decoded is None:
             self.report.decoded = PageReadStats()
         return LazyRead(SplitsSource(self._reader, splits, self.report, self._explain), self._limit)
 
     def read(self, splits):
-        """The splits' rows as one :class:`~paimon_fast.lazyread.LazyRead`."""
+        """The splits' rows as one :class:`~paimon_fast.read.lazy.LazyRead`."""
         return self._read(splits)
 
     def to_arrow(self, splits):

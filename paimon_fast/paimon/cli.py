@@ -7,7 +7,7 @@
         [--partition p=x ...] [--option sorted-index.records-per-range=1000000] [--spark]
 
 All print a report (``--json`` for machine-readable output).  ``--where`` is
-parsed with :func:`paimon_fast.sqlpredicate.parse_predicate`.  A table or
+parsed with :func:`paimon_fast.core.sqlpredicate.parse_predicate`.  A table or
 database that does not exist is a :class:`~paimon_fast.errors.NotFoundError`.
 """
 
@@ -25,7 +25,7 @@ def parse_where(text: str, table=None):
     """Our predicate for a SQL-like WHERE string (None for an empty one)."""
     if not text or not text.strip():
         return None
-    from ..sqlpredicate import parse_predicate
+    from ..core.sqlpredicate import parse_predicate
 
     return parse_predicate(text)
 

@@ -23,7 +23,7 @@ import struct
 from pyroaring import BitMap
 
 from ..errors import IndexFormatError
-from ..roaring import bitmap_of
+from ..core.roaring import bitmap_of
 from ..tableindex.deletion import MAGIC64 as MAGIC_64
 from ..tableindex.deletion import DeletionVector
 

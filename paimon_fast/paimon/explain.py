@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from ..lazyread import Explain, IndexUse
-from ..predicate import Leaf
-from ..result import REMAIN
+from ..read.lazy import Explain, IndexUse
+from ..core.predicate import Leaf
+from ..core.result import REMAIN
 from ..tables.explain import FALLBACK_OPS, _alone, _leaves, _Tally, can_answer, note_or
 from .pruning import INDEX_SUFFIX, _bool_opt, _SchemaResolver, index_applicability
 
@@ -46,7 +46,7 @@ def _planned_files(table, pred):
 
 def _container(table, f):
     """The file's index container source (embedded bytes or the sidecar's), or None."""
-    from ..source import BytesSource
+    from ..io.source import BytesSource
 
     if f.embedded_index:
         return BytesSource(bytes(f.embedded_index))
@@ -58,7 +58,7 @@ def _container(table, f):
 
 
 def explain_paimon(table, pred, splits, rep, fast: bool) -> Explain:
-    """The :class:`~paimon_fast.lazyread.Explain` of a planned read (its splits and report)."""
+    """The :class:`~paimon_fast.read.lazy.Explain` of a planned read (its splits and report)."""
     from ..fileindex.format import FileIndexFormat
 
     rows_to_read = sum(s.row_count for s in splits)

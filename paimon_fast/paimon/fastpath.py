@@ -68,13 +68,13 @@ from ..errors import UnknownIndexTypeError, UnsupportedTypeError
 from ..fileindex import EmptyFileIndexReader, evaluate_tree, get_factory
 from ..fileindex.format import EMPTY_INDEX_FLAG as _EMPTY_INDEX, MAGIC as _CONTAINER_MAGIC, FileIndexFile
 from ..fileindex.options import Options
-from ..parquet.native import read_files
-from ..parquet.rows import PageReadStats, clear_cache as _clear_row_cache
-from ..predicate import Leaf
-from ..types import DataType
-from ..result import REMAIN, BitmapResult
-from ..roaring import bitmap_of
-from ..source import BytesSource, FileSource
+from ..io.parquet.native import read_files
+from ..io.parquet.rows import PageReadStats, clear_cache as _clear_row_cache
+from ..core.predicate import Leaf
+from ..core.types import DataType
+from ..core.result import REMAIN, BitmapResult
+from ..core.roaring import bitmap_of
+from ..io.source import BytesSource, FileSource
 from ..tables.arrow_filter import to_arrow_expression
 from .avro import _HEADER_CACHE, _SCHEMA_CACHE, _SCHEMA_LOCK
 from .avro import read_avro  # noqa: F401  (handed on at this path)
@@ -236,7 +236,7 @@ def _physical_schema(schema_obj):
 def _read_native(table, items, columns: List[str], phys, stats, threads: Optional[int] = None):
     """``columns`` (physical names) of data files at their rows, one after another: ``items`` are
     ``(file, positions or None for every row)``, read in one call of the native Parquet reader
-    (:func:`paimon_fast.parquet.native.read_files`: every file, column chunk and page on all
+    (:func:`paimon_fast.io.parquet.native.read_files`: every file, column chunk and page on all
     threads, at most ``threads``).  Each file's row count is checked against its manifest entry.
     ``(table, rows of each file)``."""
     import pyarrow as pa
@@ -485,7 +485,7 @@ def read_planned(fp: FastPlan):
     """``(arrow table, report)``: every file of the plan read (files of one schema id together)."""
     import pyarrow as pa
 
-    from ..pool import threads
+    from ..io.pool import threads
 
     table, rep, jobs, schemas, workers = fp.table, fp.report, fp.jobs, fp.schemas, fp.workers
     pred_expr, pred_cols, read_cols, read_schema = fp.pred_expr, fp.pred_cols, fp.read_cols, fp.read_schema

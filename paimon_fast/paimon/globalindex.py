@@ -45,9 +45,9 @@ import numpy as np
 from pyroaring import BitMap64
 
 from ..errors import ColumnNotFoundError, InvalidArgumentError, OptionError, PaimonFastError, UnsupportedTypeError
-from ..predicate import And, Leaf, Or, Predicate
-from ..result import UNSUPPORTED
-from ..roaring import bitmap_of
+from ..core.predicate import And, Leaf, Or, Predicate
+from ..core.result import UNSUPPORTED
+from ..core.roaring import bitmap_of
 
 from .globalindex_build import (
     DEFAULT_RECORDS_PER_RANGE,  # noqa: F401 (handed on)
@@ -355,7 +355,7 @@ class GlobalIndexAnswer:
         self.foreign_types: List[str] = []
         self._used: Dict[Tuple[str, str], BitMap64] = {}  # (field, index type) -> rows it selected
         self._index_bytes_read = 0  # whole files read through pypaimon's streams
-        self._io = None  # ranged reads of remote files (paimon_fast.fs.IOCounter)
+        self._io = None  # ranged reads of remote files (paimon_fast.io.fs.IOCounter)
         self.seconds = 0.0
         self._leaf_parts: Dict[int, _Part] = {}
         self._stored: Dict[str, bool] = {}
@@ -421,7 +421,7 @@ class GlobalIndexAnswer:
 
         store = table_store(self.table)
         if store is not None and not store.local:  # ranged reads: footer, then the blocks a leaf needs
-            from ..fs import IOCounter
+            from ..io.fs import IOCounter
 
             if self._io is None:
                 self._io = IOCounter()
@@ -551,7 +551,7 @@ class GlobalIndexAnswer:
     def file_leaf_result(self, leaf: Leaf, first_row_id: int, row_count: int):
         """A leaf's answer inside one data file (positions relative to the file), or None
         when the file's rows are not all covered by the leaf's index."""
-        from ..result import BitmapResult
+        from ..core.result import BitmapResult
 
         if leaf.name not in self.fields:
             return None
@@ -579,14 +579,14 @@ def bitmap_ranges(bm: BitMap64) -> List[Tuple[int, int]]:
 
 def read_ranges_direct(table, splits, columns: List[str], stats=None):
     """Read the row ranges of pypaimon ``IndexedSplit`` s straight from local Parquet files:
-    only the pages holding selected rows (:func:`paimon_fast.parquet.rows.read_rows`, which
+    only the pages holding selected rows (:func:`paimon_fast.io.parquet.rows.read_rows`, which
     adds to ``stats``), then only those rows.  Returns a ``pyarrow.Table`` with ``columns``
     typed as pypaimon types them, or None when a file needs pypaimon's reader (deletion
     vectors, column groups, stored row ids, another schema, remote files, blob columns)."""
     import pyarrow as pa
     from pypaimon.schema.data_types import PyarrowFieldParser
 
-    from ..parquet.rows import PageReadStats, file_shape, ranges_to_positions, read_rows
+    from ..io.parquet.rows import PageReadStats, file_shape, ranges_to_positions, read_rows
 
     by_name = {f.name: f for f in table.fields}
     if any(c not in by_name for c in columns):
@@ -631,7 +631,7 @@ def read_ranges_direct(table, splits, columns: List[str], stats=None):
     if len(jobs) > 1:
         from concurrent.futures import ThreadPoolExecutor
 
-        from ..pool import threads
+        from ..io.pool import threads
 
         with ThreadPoolExecutor(min(len(jobs), threads())) as ex:
             parts = list(ex.map(take, range(len(jobs))))

@@ -16,7 +16,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from ..fsutil import write_all
+from ..io.fsutil import write_all
 
 RECORDS_PER_RANGE = "sorted-index.records-per-range"
 RECORDS_PER_RANGE_LEGACY = "btree-index.records-per-range"
@@ -83,10 +83,10 @@ def _local_path(path):
 
 
 def table_store(table):
-    """The table's files as a :class:`paimon_fast.fs.Store` (pypaimon's pyarrow filesystem), or None."""
+    """The table's files as a :class:`paimon_fast.io.fs.Store` (pypaimon's pyarrow filesystem), or None."""
     import pyarrow.fs as pafs
 
-    from ..fs import Store
+    from ..io.fs import Store
 
     fs = getattr(getattr(table, "file_io", None), "filesystem", None)
     return Store(fs) if isinstance(fs, pafs.FileSystem) else None
@@ -171,9 +171,9 @@ def _file_column(job, store=None):
 def _each_file(todo, fn) -> list:
     """``[fn(job) for job in todo]``, files side by side on the shared threads (pyarrow's reads
     and the grouping kernels release the GIL)."""
-    from ..pool import map_on_pool
+    from ..io.pool import map_on_pool
 
-    from ..pool import threads
+    from ..io.pool import threads
 
     return map_on_pool(fn, todo, threads())
 
@@ -208,7 +208,7 @@ def read_groups_direct(files, start: int, end: int, dtype: str, store=None):
         _, first, n, _ = job
         a, b = max(start - first, 0), min(end + 1 - first, n)
         if col.type == pa.null():
-            from ..types import DataType
+            from ..core.types import DataType
 
             col = pa.nulls(n, DataType.parse(dtype).to_arrow())
         arr, _ = codec.column(col.slice(a, b - a))
@@ -350,7 +350,7 @@ def build_range_files(
 ):
     """The index files of the build range ``start..end`` (``local_rids`` relative to ``start``):
     ``[(range start, range end, file bytes, meta bytes, row count)]``; a ``bitmap`` file's
-    bytes are :class:`~paimon_fast.fsutil.Chunks` (write them with :func:`~paimon_fast.fsutil.write_all`).
+    bytes are :class:`~paimon_fast.io.fsutil.Chunks` (write them with :func:`~paimon_fast.io.fsutil.write_all`).
 
     ``bitmap`` and ``btree`` (Java's identity-key sorted build): one range, a new file every
     ``per_range`` x 1.2 records of the (nulls, key, row id) order, row count = records.
@@ -389,7 +389,7 @@ def _new_file_name(index_type: str) -> str:
 
 
 def _write_index_file(table, name: str, data) -> str:
-    """Write one index file (bytes or :class:`~paimon_fast.fsutil.Chunks`) under the table's
+    """Write one index file (bytes or :class:`~paimon_fast.io.fsutil.Chunks`) under the table's
     global index directory through its file IO; returns its path."""
     pf = table.path_factory().global_index_path_factory()
     path = pf.to_path(name)

@@ -29,7 +29,7 @@ import os
 
 import numpy as np
 
-from ..fsutil import write_all
+from ..io.fsutil import write_all
 from .globalindex_build import (
     SORTED_TYPES,
     build_range_files,
@@ -125,7 +125,7 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
     task's build.  Other ranges are one task each."""
     import uuid
 
-    from ..fs import Store
+    from ..io.fs import Store
     from ..tables.globalindex import RUNS_PREFIX
     from ..tables.globalindex_spark import _drop_runs
 
@@ -346,7 +346,7 @@ def _typed(col, dtype):
 
     if col.type != pa.null():
         return col
-    from ..types import DataType
+    from ..core.types import DataType
 
     return pa.nulls(len(col), DataType.parse(dtype).to_arrow())
 

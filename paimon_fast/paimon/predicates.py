@@ -1,4 +1,4 @@
-"""Translate predicates between :mod:`paimon_fast.predicate` trees and
+"""Translate predicates between :mod:`paimon_fast.core.predicate` trees and
 pypaimon's ``Predicate`` objects (both directions)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from typing import List, Optional
 
 import pyarrow as pa
 
-from ..predicate import ARRAY_OPS, And, Leaf, Or, Predicate, relax
-from ..translate import Translator
+from ..core.predicate import ARRAY_OPS, And, Leaf, Or, Predicate, relax
+from ..core.translate import Translator
 
 # our op -> pypaimon method
 TO_PYPAIMON = {

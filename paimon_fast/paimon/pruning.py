@@ -14,11 +14,11 @@ from dataclasses import asdict, dataclass, field as dc_field
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import UnknownIndexTypeError, UnsupportedTypeError
-from ..parquet.rows import PageReadStats
+from ..io.parquet.rows import PageReadStats
 from ..fileindex import evaluate_tree
-from ..predicate import Leaf, Predicate
-from ..result import REMAIN, FileIndexResult
-from ..source import FileObjSource
+from ..core.predicate import Leaf, Predicate
+from ..core.result import REMAIN, FileIndexResult
+from ..io.source import FileObjSource
 
 INDEX_SUFFIX = ".index"
 

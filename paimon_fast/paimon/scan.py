@@ -33,9 +33,9 @@ from pyroaring import BitMap
 
 from ..errors import PaimonFastError
 from ..fileindex.format import FileIndexFormat
-from ..literals import normalize
-from ..result import REMAIN, BitmapResult, FileIndexResult
-from ..source import BytesSource
+from ..core.literals import normalize
+from ..core.result import REMAIN, BitmapResult, FileIndexResult
+from ..io.source import BytesSource
 from ..tables.arrow_filter import filter_table
 from .compat import legacy_manifest_table
 from .deletion import is_64bit, read_deletion_vector
@@ -420,7 +420,7 @@ def _global_index_answer(table, pred, max_workers):
 
 def _normalized(table, pred):
     """``pred`` with literals made exact values of the table's column types
-    (:func:`paimon_fast.literals.normalize`); a missing column raises ColumnNotFoundError."""
+    (:func:`paimon_fast.core.literals.normalize`); a missing column raises ColumnNotFoundError."""
     if pred is None:
         return None
     tbl = getattr(table, "table", None) if not hasattr(table, "fields") else table
@@ -530,7 +530,7 @@ def _read_all(
     range) and filtered once at the end, after any merge, by the exact filter
     (:func:`paimon_fast.tables.arrow_filter.filter_table`): every row returned
     satisfies the predicate.  Literals are first normalised to the columns'
-    types (:mod:`paimon_fast.literals`); a predicate column the table lacks
+    types (:mod:`paimon_fast.core.literals`); a predicate column the table lacks
     raises :class:`~paimon_fast.errors.ColumnNotFoundError`.
     """
     import pyarrow as pa
@@ -538,7 +538,7 @@ def _read_all(
 
     fallback_reason = "fast=False"
     if isinstance(predicate, str):
-        from ..sqlpredicate import parse_predicate
+        from ..core.sqlpredicate import parse_predicate
 
         predicate = parse_predicate(predicate)
     predicate = _normalized(table, as_predicate(predicate))
@@ -580,7 +580,7 @@ def _read_all(
         if indexed:
             got = None
             if _bool_opt(tbl, "row-tracking.enabled", False):
-                from ..parquet.rows import PageReadStats
+                from ..io.parquet.rows import PageReadStats
                 from .globalindex import read_ranges_direct  # row ranges of local Parquet files, without pypaimon
 
                 report.decoded = report.decoded or PageReadStats()

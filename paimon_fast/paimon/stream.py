@@ -29,7 +29,7 @@ from typing import Iterator, List, Optional
 import numpy as np
 import pyarrow as pa
 
-from ..lazyread import LegacyTupleRead, ReadSource
+from ..read.lazy import LegacyTupleRead, ReadSource
 from .scan import DEFAULT_COALESCE_GAP
 
 FIRST_RANGE_ROWS = 1 << 16  # rows of the first range of a file read under a limit
@@ -39,7 +39,7 @@ MAX_RANGE_ROWS = 1 << 18  # rows of a file read at once (ranges double up to thi
 def where_predicate(table, where):
     """``where`` (ours, a pypaimon ``Predicate``, SQL text or None) as our predicate, its literals
     exact values of the table's column types."""
-    from ..sqlpredicate import parse_predicate
+    from ..core.sqlpredicate import parse_predicate
     from .predicates import as_predicate
     from .scan import _normalized
 
@@ -237,8 +237,8 @@ class SplitReader:
         columns: Optional[List[str]] = None,
     ) -> Iterator[pa.Table]:
         """The matching rows of one :class:`FastSplit` (see the module docstring)."""
-        from ..parquet.rows import PageReadStats
-        from ..roaring import bitmap_of
+        from ..io.parquet.rows import PageReadStats
+        from ..core.roaring import bitmap_of
 
         out_cols = self.columns if columns is None else columns
         stats = report.decoded if report is not None and report.decoded is not None else PageReadStats()
@@ -321,7 +321,7 @@ class SplitReader:
         if list(out_cols) + extra != names:
             rb = rb.with_projection(list(out_cols) + extra)
         if pred is not None and split.indexed and _bool_opt(tbl, "row-tracking.enabled", False):
-            from ..parquet.rows import PageReadStats
+            from ..io.parquet.rows import PageReadStats
             from .globalindex import read_ranges_direct  # row ranges of local Parquet files, without pypaimon
 
             stats = report.decoded if report is not None and report.decoded is not None else PageReadStats()
@@ -489,7 +489,7 @@ class PaimonSource(ReadSource):
                 except Fallback as e:
                     reason = str(e)
                 else:
-                    from ..parquet.rows import PageReadStats
+                    from ..io.parquet.rows import PageReadStats
 
                     rep = fp.report
                     rep.rows_selected = rep.rows_index_selected
@@ -497,7 +497,7 @@ class PaimonSource(ReadSource):
                     rep.decoded, rep.rows_decoded, rep.rows_returned, rep.read_seconds = PageReadStats(), 0, 0, 0.0
                     self._plan = ([FastSplit.of(f, c) for f, c in fp.jobs], rep, True)
                     return self._plan
-            from ..parquet.rows import PageReadStats
+            from ..io.parquet.rows import PageReadStats
 
             _, splits, rep = plan_with_index(
                 self._arg if self.builder is not None else self.table,
@@ -641,7 +641,7 @@ def read_with_index(
     use_cache: bool = True,
 ):
     """Plan, prune with file indexes and read: the read object of :func:`paimon_fast.paimon.read`
-    (a :class:`~paimon_fast.lazyread.LazyRead`: ``to_arrow()``, the batch reader, pandas, Polars,
+    (a :class:`~paimon_fast.read.lazy.LazyRead`: ``to_arrow()``, the batch reader, pandas, Polars,
     DuckDB, ``count()``, ``explain()``, ``report``).  ``predicate`` may also be SQL text.
 
     Unpacking it as the former ``(arrow table, PruneReport)`` tuple still works, warned

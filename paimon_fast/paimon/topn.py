@@ -29,10 +29,10 @@ import pyarrow as pa
 
 from ..errors import ColumnNotFoundError, PaimonFastError
 from ..fileindex.format import FileIndexFile
-from ..result import REMAIN
-from ..source import BytesSource, FileSource
+from ..core.result import REMAIN
+from ..io.source import BytesSource, FileSource
 from ..tables.arrow_filter import filter_table
-from ..parquet.rows import PageReadStats, read_rows
+from ..io.parquet.rows import PageReadStats, read_rows
 from ..tables.topn import FILE, POS, TopNReport, TopNSource, check_k, check_orderable, order
 from ..tables.topn import top_n as _merge
 from .compat import legacy_manifest_table
@@ -71,7 +71,7 @@ def top_n(
             raise ColumnNotFoundError(c, names)
     check_orderable(column, _empty(table, [column]).schema.field(column).type)
     if isinstance(predicate, str):
-        from ..sqlpredicate import parse_predicate
+        from ..core.sqlpredicate import parse_predicate
 
         predicate = parse_predicate(predicate)
     pred = as_predicate(predicate)

@@ -162,7 +162,7 @@ def scatter_positions(codes, order, counts):
 def dense_serialize(codes, order, counts):
     """Twin of the kernel's ``dense_serialize``: positions per value, then one
     bitmap at a time with the (Java-exact) roaring serializer."""
-    from ..roaring import serialize32
+    from ..core.roaring import serialize32
 
     pos, bounds, multi = scatter_positions(codes, order, counts)
     blobs = [serialize32(pos[bounds[g] : bounds[g + 1]]) for g in range(len(multi))]
@@ -185,7 +185,7 @@ def group_dense_fixed(keys, valid=None, hash_mode=HASH_INT, max_values=16):
 
 def dense_from_bits(bits, order, counts):
     """Twin of the kernel's ``dense_from_bits``."""
-    from ..roaring import serialize32
+    from ..core.roaring import serialize32
 
     blobs, multi = [], []
     for id_ in order:

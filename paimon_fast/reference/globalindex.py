@@ -426,7 +426,7 @@ def _build(codec, arr, rids, valid, options, names, multivalue):
     from ..globalindex.sst import BlockEncoder, compression_type
     from ..globalindex.format import _FOOTER, MAGIC, VERSION
     from ..globalindex.meta import SortedIndexFileMeta
-    from ..types import binary_buffers
+    from ..core.types import binary_buffers
 
     opt_block, opt_comp, opt_level, default_block = names
     opts = Options(options)

@@ -123,7 +123,7 @@ def binary_row_bytes(row, types) -> bytes:
     str; bytes; ``decimal.Decimal`` or str for DECIMAL; ``(millis,
     nano_of_milli)`` for timestamps; None for null.
     """
-    from paimon_fast.types import DataType
+    from paimon_fast.core.types import DataType
 
     dts = [DataType.parse(t) for t in types]
     nf = len(dts)

@@ -34,8 +34,8 @@ outside an index's row bitmap where one answers with exact positions (bitmap
 / BSI / range-bitmap indexes, and a current bitmap global index built with
 :func:`build_global_index`, whose row ids are mapped back to files and rows), then applies the whole
 predicate so the answer
-equals a plain scan.  Predicates are :mod:`paimon_fast.predicate` objects or
-SQL-like text (:func:`paimon_fast.sqlpredicate.parse_predicate`), OR and NOT
+equals a plain scan.  Predicates are :mod:`paimon_fast.core.predicate` objects or
+SQL-like text (:func:`paimon_fast.core.sqlpredicate.parse_predicate`), OR and NOT
 included.
 
 **Delete** (:func:`delete`): rows matching a predicate are marked deleted with

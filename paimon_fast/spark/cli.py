@@ -73,7 +73,7 @@ def _jvm_path(path: str) -> str:
     """A path given on the command line, as Spark must see it: a relative local path made absolute
     against this process's working directory (a JVM started earlier in the same process, e.g. by a
     notebook or a test, resolves relative paths against its own start directory)."""
-    from ..fs import _is_uri
+    from ..io.fs import _is_uri
 
     return path if _is_uri(path) else os.path.abspath(path)
 
@@ -88,7 +88,7 @@ def _session(args):
 def _check_before_spark(path, where):
     """A user's mistake is named before Spark starts (and logs): a local dataset directory that is
     not there, a predicate that does not parse or names a column the dataset lacks."""
-    from ..fs import _is_uri
+    from ..io.fs import _is_uri
 
     local = path is not None and not _is_uri(path)
     if local and not os.path.isdir(path):
@@ -96,8 +96,8 @@ def _check_before_spark(path, where):
             raise NotADirectoryError(20, "Not a dataset directory", path)
         raise FileNotFoundError(2, "No such dataset directory", path)
     if where:
-        from ..literals import normalize
-        from ..sqlpredicate import parse_predicate
+        from ..core.literals import normalize
+        from ..core.sqlpredicate import parse_predicate
         from ..tables.parquet import ParquetDataset
 
         pred = parse_predicate(where)

@@ -8,8 +8,8 @@ from typing import Optional
 
 import pyarrow as pa
 
-from ..predicate import Leaf, Predicate
-from ..translate import COMPARISONS, Translator
+from ..core.predicate import Leaf, Predicate
+from ..core.translate import COMPARISONS, Translator
 
 
 def _col(name: str):
@@ -26,7 +26,7 @@ class SparkTranslator(Translator):
     column types known, ``>`` and ``>=`` on FLOAT / DOUBLE columns exclude NaN rows, which makes
     the answers the IEEE ones (Spark's ``<``, ``<=``, ``=``, ``!=`` and ``IN`` already agree;
     ``NOT BETWEEN`` is a negation, so a NaN is NOT BETWEEN any bounds; NaN literals are rewritten
-    by :func:`paimon_fast.literals.normalize` beforehand)."""
+    by :func:`paimon_fast.core.literals.normalize` beforehand)."""
 
     def __init__(self, types=None):
         self.types = dict(types or {})
@@ -109,13 +109,13 @@ def to_spark_column(predicate: Predicate, schema=None):
 
     ``schema`` (a pyarrow Schema or ``{column: Arrow or Paimon type}``) first
     makes NaN compare as IEEE (see :class:`SparkTranslator`) and normalises the literals to the column types
-    (:func:`paimon_fast.literals.normalize`:
+    (:func:`paimon_fast.core.literals.normalize`:
     ``x < 5.5`` on INT is ``x <= 5``, ``x < 2**70`` on BIGINT every non-null row, a
     string against a number a clear error), as every other consumer does.
     """
     types = {}
     if schema is not None:
-        from ..literals import normalize
+        from ..core.literals import normalize
 
         predicate = normalize(predicate, schema, missing="error")
         types = {f.name: f.type for f in schema} if isinstance(schema, pa.Schema) else dict(schema)

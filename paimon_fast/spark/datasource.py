@@ -12,7 +12,7 @@ simple filters: ``=``, ``<``, ``<=``, ``>``, ``>=``, ``IN``, ``IS [NOT] NULL``,
 ``NOT (=)`` / ``NOT IN``, and LIKE shapes as string prefix / suffix / contains,
 each on one top-level column.  A disjunction such as ``a = 1 OR b = 2`` is not
 pushed at all, so it prunes nothing here: pass it in the ``where`` option
-(SQL-like text, any shape :func:`paimon_fast.sqlpredicate.parse_predicate`
+(SQL-like text, any shape :func:`paimon_fast.core.sqlpredicate.parse_predicate`
 reads) or use :func:`paimon_fast.spark.read`.  Pushdown needs
 ``spark.sql.python.filterPushdown.enabled=true`` (``register`` sets it).
 
@@ -47,7 +47,7 @@ from ..errors import require
 require("pyspark", "the paimon-fast Spark Data Source")  # MissingDependencyError naming the extra
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition  # noqa: E402
 
-from ..predicate import And  # noqa: E402
+from ..core.predicate import And  # noqa: E402
 
 
 class _FilePartition(InputPartition):
@@ -72,7 +72,7 @@ class PaimonFastDataSource(DataSource):
         p = self.options.get("path")
         if not p:
             raise ValueError('paimon-fast needs a path: spark.read.format("paimon-fast").load(PATH)')
-        from ..fs import _is_uri
+        from ..io.fs import _is_uri
 
         return p if _is_uri(p) else os.path.abspath(p)
 
@@ -111,7 +111,7 @@ class PaimonFastReader(DataSourceReader):
             yield f  # Spark re-checks every filter (see the module docstring)
 
     def _predicates(self):
-        from ..sqlpredicate import parse_predicate
+        from ..core.sqlpredicate import parse_predicate
 
         where = parse_predicate(self.where) if self.where else None
         pushed = And.of(*self.pushed) if self.pushed else None

@@ -72,7 +72,7 @@ def delete(
     """
     import numpy as np
 
-    from ..sqlpredicate import parse_predicate
+    from ..core.sqlpredicate import parse_predicate
     from ..tables.deletes import DeleteReport, commit_deletions
     from ..tables.topn import POS
 

@@ -3,7 +3,7 @@ local relation, or read on the executors, one task per group of files.
 
 A plan that selects few rows (an index answered with exact rows, or pruned to a file or two) is
 cheaper to read in this process than to schedule: a Spark job costs 0.1-0.2 s before it reads a
-byte, while the page-level reader (:mod:`paimon_fast.parquet`) reads a few thousand rows in a few
+byte, while the page-level reader (:mod:`paimon_fast.io.parquet`) reads a few thousand rows in a few
 milliseconds.  :func:`driver_max_bytes` says how much a driver-local read may hold (the option
 ``paimon-fast.read.driver-max-bytes``, default 32 MB); :func:`local_frame` turns the Arrow table
 into a DataFrame without a job and without pandas (Spark keeps Arrow input up to

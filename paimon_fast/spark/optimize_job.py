@@ -96,8 +96,8 @@ def _rewrite_on_spark(spark, parallelism: Optional[int] = None):
         )
 
         def read(i, columns):
-            from ..parquet.native import read_files
-            from ..result import REMAIN
+            from ..io.parquet.native import read_files
+            from ..core.result import REMAIN
             from ..tables.plan import FilePlan
 
             _, f = files[i]

@@ -239,7 +239,7 @@ def unship(t: tuple) -> FilePlan:
     """The :class:`FilePlan` :func:`ship` sent."""
     from pyroaring import BitMap
 
-    from ..result import REMAIN, BitmapResult
+    from ..core.result import REMAIN, BitmapResult
     from ..tableindex import DeletionVector
 
     f, rows, bm, dv, exact = t
@@ -348,7 +348,7 @@ def read(spark, path: str, where=None, columns=None, use_index: bool = True, fil
     :func:`delete` never come back (the dataset's deletion vectors apply with or without the
     index).
     """
-    from ..sqlpredicate import parse_predicate
+    from ..core.sqlpredicate import parse_predicate
 
     ds = ParquetDataset(path, filesystem).snapshot()  # one listing and catalog version for the whole read
     pred = None if where is None else parse_predicate(where)

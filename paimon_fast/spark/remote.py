@@ -5,7 +5,7 @@ Spark's own Parquet reader needs a Hadoop filesystem for ``s3a://``, ``gs://``,
 datasets that are not on the local filesystem the driver instead hands out
 *paths*: a job of ``spark.range(n)`` rows (one per task) runs a ``mapInArrow``
 function that opens its files through the dataset's pickled
-:class:`~paimon_fast.fs.Store` (pyarrow's filesystems: the credentials come from
+:class:`~paimon_fast.io.fs.Store` (pyarrow's filesystems: the credentials come from
 the executor's environment or from options the driver's filesystem carries),
 reads them with ranged reads, and yields Arrow batches.  A plain ``pip install
 pyspark`` cluster runs them.  The file-index build reads every dataset this way (it is

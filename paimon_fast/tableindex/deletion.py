@@ -28,13 +28,13 @@ from typing import Iterable, NamedTuple
 
 import numpy as np
 
-from ..fsutil import write_atomic
-from ..roaring import check32 as _check32
+from ..io.fsutil import write_atomic
+from ..core.roaring import check32 as _check32
 
-from .. import roaring
+from ..core import roaring
 from .._kernels import load as _load
 from ..errors import IndexFormatError, IndexTooLargeError, InvalidArgumentError
-from ..source import as_source
+from ..io.source import as_source
 
 _k = _load("dv")
 

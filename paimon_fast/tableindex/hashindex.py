@@ -18,8 +18,8 @@ import pyarrow as pa
 
 from .._kernels import load as _load
 from ..errors import IndexFormatError, UnsupportedTypeError
-from ..source import as_source
-from ..types import DataType, binary_buffers, fixed_values, to_arrow_array, validity_mask
+from ..io.source import as_source
+from ..core.types import DataType, binary_buffers, fixed_values, to_arrow_array, validity_mask
 
 _k = _load("hashindex")
 

@@ -14,8 +14,8 @@ import json
 import struct
 
 from ..errors import IndexFormatError
-from ..fsutil import write_atomic
-from ..source import as_source
+from ..io.fsutil import write_atomic
+from ..io.source import as_source
 from .deletion import Bitmap64DeletionVector, BitmapDeletionVector, DeletionVector
 
 MAGIC = b"PFA1"

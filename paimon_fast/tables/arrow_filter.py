@@ -18,10 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..literals import normalize
-from ..predicate import And, Leaf, Predicate
-from ..translate import COMPARISONS, Translator
-from ..types import list_elements
+from ..core.literals import normalize
+from ..core.predicate import And, Leaf, Predicate
+from ..core.translate import COMPARISONS, Translator
+from ..core.types import list_elements
 
 
 def coerce_literal(value, arrow_type: Optional[pa.DataType]):
@@ -50,7 +50,7 @@ def coerce_literals(
 ) -> Predicate:
     """The predicate with every leaf's literals made exact values of its column's
     Arrow type, answering numerically what the type cannot hold
-    (:func:`paimon_fast.literals.normalize`: ``x < 5.5`` on INT is ``x <= 5``).
+    (:func:`paimon_fast.core.literals.normalize`: ``x < 5.5`` on INT is ``x <= 5``).
 
     A leaf on a column ``schema`` lacks raises
     :class:`~paimon_fast.errors.ColumnNotFoundError` (``missing="keep"`` keeps it).

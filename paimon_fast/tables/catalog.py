@@ -1,10 +1,10 @@
 """A dataset's catalog: versions, snapshots and commits with optimistic concurrency.
 
 **Versions.**  The catalog is a sequence of immutable versions
-``<root>/_commits/_paimon_fast_catalog.json.<10-digit version>`` (:class:`paimon_fast.fs.CommitFile`),
+``<root>/_commits/_paimon_fast_catalog.json.<10-digit version>`` (:class:`paimon_fast.io.fs.CommitFile`),
 each created exclusively: locally a hard link that fails onto an existing name, on S3 a conditional
 PUT (``If-None-Match: *``), on HDFS a rename that fails onto an existing file.  Each version is sealed
-JSON (its last member is a checksum of the rest: :func:`paimon_fast.checksum.seal_json`); one that does
+JSON (its last member is a checksum of the rest: :func:`paimon_fast.io.checksum.seal_json`); one that does
 not parse or fails its checksum raises :class:`~paimon_fast.errors.DamagedFileError` naming the file
 and how to go back to the previous version.  Datasets indexed before versions existed have the plain
 file ``<root>/_paimon_fast_catalog.json``: it is read as version 0 and, once version 1 exists,
@@ -20,7 +20,7 @@ creates the next version.  When another writer created it first, the change is a
 newest version (a *rebase*: builds set the index entries of the files they indexed, deletes merge
 their positions into the files' vectors, each keeping what the other commits put there) and the
 commit is tried again, at most :data:`COMMIT_RETRIES` times; a change that cannot be rebased raises,
-and so does the last failed try (:class:`~paimon_fast.fs.CommitConflictError`).  Commits never remove
+and so does the last failed try (:class:`~paimon_fast.io.fs.CommitConflictError`).  Commits never remove
 files: superseded index, deletion and catalog files stay for readers of older versions until ``gc``
 removes the ones no live version names (:mod:`paimon_fast.tables.gc`).
 """
@@ -32,9 +32,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
-from ..checksum import open_json, seal_json
+from ..io.checksum import open_json, seal_json
 from ..errors import DamagedFileError, IndexFormatError
-from ..fs import CommitConflictError, CommitFile
+from ..io.fs import CommitConflictError, CommitFile
 from .identity import Identity, unsettled, wait_settled
 from .layout import DataFile, is_data_file_name, parse_partition
 from .replaced import hidden_filter

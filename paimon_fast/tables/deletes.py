@@ -18,8 +18,9 @@ beside the file index::
 records for the vector.  The identity keys (:mod:`paimon_fast.tables.identity`)
 are the data file's as the delete read it: a data file rewritten since then no
 longer matches its positions, so its vector is ignored rather than deleting the
-wrong rows.  ``file_xxh3`` / ``file_size`` are the deletion file's (:func:`paimon_fast.checksum.digest32`): it is read
-whole and checked; a deletion file that is missing or fails its checksum raises
+wrong rows.  ``file_xxh3`` / ``file_size`` are the deletion file's
+(:func:`paimon_fast.io.checksum.digest32`): it is read whole and checked; a
+deletion file that is missing or fails its checksum raises
 :class:`~paimon_fast.errors.DamagedFileError` (rows deleted must never come back
 silently).
 
@@ -46,9 +47,9 @@ from typing import Dict, List, Mapping, Optional
 
 import numpy as np
 
-from ..checksum import ChecksumMismatchError, digest32, verify_whole
+from ..io.checksum import ChecksumMismatchError, digest32, verify_whole
 from ..errors import DamagedFileError, IndexFormatError
-from ..fs import CommitConflictError
+from ..io.fs import CommitConflictError
 from ..tableindex import DeletionVector, read_deletion_vector, serialize_deletion_files
 from . import catalog as _catalog
 from . import identity as _identity

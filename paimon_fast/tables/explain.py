@@ -17,13 +17,13 @@ from typing import Dict, List, Tuple
 
 from dataclasses import replace
 
-from ..checksum import ChecksumMismatchError
+from ..io.checksum import ChecksumMismatchError
 from ..errors import IndexFormatError
 from ..fileindex import evaluate_tree
 from ..fileindex.base import FileIndexReader
 from ..fileindex.options import indexes_from_table_options
-from ..lazyread import Explain, IndexUse
-from ..result import REMAIN, UNSUPPORTED, BitmapResult
+from ..read.lazy import Explain, IndexUse
+from ..core.result import REMAIN, UNSUPPORTED, BitmapResult
 
 # global bitmap index leaves answered by scanning the dictionary (within the fallback budget)
 FALLBACK_OPS = frozenset(
@@ -87,13 +87,13 @@ class _Tally:
 
 
 def _bare(type_text: str):
-    from ..types import DataType
+    from ..core.types import DataType
 
     return replace(DataType.parse(type_text), nullable=True)
 
 
 def _leaves(pred):
-    from ..predicate import Leaf
+    from ..core.predicate import Leaf
 
     if isinstance(pred, Leaf):
         return [pred]
@@ -109,7 +109,7 @@ def note_or(ex: Explain, pred) -> None:
     """Say why an index that answered removes nothing alone: the predicate joins its column's
     leaves by OR to other columns' leaves, so it removes files and rows only together with the
     indexes of the other side (the table's last row)."""
-    from ..predicate import Or
+    from ..core.predicate import Or
 
     def or_columns(p, out):
         if isinstance(p, Or):
@@ -128,7 +128,7 @@ def note_or(ex: Explain, pred) -> None:
 
 
 def explain_dataset(ds, plan) -> Explain:
-    """The :class:`~paimon_fast.lazyread.Explain` of ``plan`` (a :meth:`ParquetDataset.plan`)."""
+    """The :class:`~paimon_fast.read.lazy.Explain` of ``plan`` (a :meth:`ParquetDataset.plan`)."""
     pred = plan.predicate
     rep = plan.report
     ex = Explain(
@@ -258,7 +258,7 @@ def _statistics_rows(ds, pred, cols, counts) -> List[IndexUse]:
     (the plan consults them before any index: :mod:`paimon_fast.tables.stats`), with what they
     alone remove."""
 
-    from ..result import SKIP
+    from ..core.result import SKIP
     from .stats import leaf_answer
 
     if not ds._uses_statistics():
@@ -296,7 +296,7 @@ def _page_rows(ds, pred, cols, counts) -> List[IndexUse]:
     footer says it is sorted by: :meth:`ParquetDataset._pages_asked_for`), with what they alone
     remove (the rows of the other pages)."""
 
-    from ..result import SKIP
+    from ..core.result import SKIP
 
     if not ds._uses_statistics():
         return []

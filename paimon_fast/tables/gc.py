@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import List
 
 from ..cli import command
-from ..fs import TMP_MARK, VERSION_DIR, CommitFile, resolve
+from ..io.fs import TMP_MARK, VERSION_DIR, CommitFile, resolve
 from .catalog import GRACE_SECONDS
 from .steps import step
 
@@ -139,7 +139,7 @@ def _live_versions(cf, keep: int, min_age: float, now_ns: int):
 
 
 def _read_version(cf, v: int) -> dict:
-    from ..checksum import open_json
+    from ..io.checksum import open_json
 
     path = cf.version_path(v)
     try:

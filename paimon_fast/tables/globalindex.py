@@ -9,14 +9,14 @@ A column's index is a set of index files in ``<dataset>/_global_index/<column>/`
 and the listing ``index.json`` beside them (as versions
 ``_global_index/<column>/_commits/index.json.<version>``, each created exclusively and sealed
 with a checksum, like the dataset's catalog): every index file's ``SortedIndexFileMeta``, size
-and block checksums (:mod:`paimon_fast.checksum`, checked on every block read), and the data
+and block checksums (:mod:`paimon_fast.io.checksum`, checked on every block read), and the data
 files (path, rows and identity: :mod:`paimon_fast.tables.identity`) the index was built over.
 :func:`build_global_index_local` builds it in this
 process (one index file); the sorted build on Spark is
 :func:`paimon_fast.tables.globalindex_spark.build_global_index`; both commit the
 listing with :func:`_commit_listing`.  The index files are uniquely named; the
 listing is the commit object, a new immutable version created exclusively (a
-conditional PUT on S3: :class:`paimon_fast.fs.CommitFile`), so a killed build leaves
+conditional PUT on S3: :class:`paimon_fast.io.fs.CommitFile`), so a killed build leaves
 the previous listing and orphans ``paimon-fast gc`` removes; files of superseded
 listings stay for their readers until ``gc`` removes them after its grace period.
 :func:`load_global_index` reads it back as a
@@ -32,10 +32,10 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ..checksum import ChecksummedSource, block_checksums, open_json, seal_json
-from ..fs import CommitFile, LazySource, resolve
-from ..predicate import Leaf, Predicate
-from ..result import SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
+from ..io.checksum import ChecksummedSource, block_checksums, open_json, seal_json
+from ..io.fs import CommitFile, LazySource, resolve
+from ..core.predicate import Leaf, Predicate
+from ..core.result import SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
 from . import identity as _identity
 from .layout import is_data_file_name
 
@@ -134,7 +134,7 @@ def build_global_index_local(path, column, options=None, dtype=None, batch_rows=
     import pyarrow.parquet as pq
 
     from ..globalindex import writer as gi_writer
-    from ..types import DataType
+    from ..core.types import DataType
 
     options = {str(k): str(v) for k, v in dict(options or {}).items()}
     store, root = resolve(path, filesystem)
@@ -405,7 +405,7 @@ class GlobalAnswers:
         ids = self._ids.get(id(leaf))
         if ids is None:
             return None
-        from ..roaring import bitmap_of
+        from ..core.roaring import bitmap_of
 
         first, n = self._offsets[path]
         # the bounds as uint64: Python ints would make numpy compare every id as a float

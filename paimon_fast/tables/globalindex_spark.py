@@ -37,7 +37,7 @@ import uuid
 
 import numpy as np
 
-from ..fs import resolve
+from ..io.fs import resolve
 from .globalindex import RUNS_PREFIX, _commit_listing, _file_states, _listing_file, data_files, index_dir
 
 OPT_RECORDS_PER_RANGE = "sorted-index.records-per-range"
@@ -56,7 +56,7 @@ def _opt(options, key, legacy, default) -> int:
 
 def build_global_index(spark, path, column, options=None, dtype=None, filesystem=None):
     """Build the bitmap global index of ``column`` over the Parquet dataset at ``path``
-    (a path or URI; ``filesystem``: see :func:`paimon_fast.fs.resolve`).
+    (a path or URI; ``filesystem``: see :func:`paimon_fast.io.fs.resolve`).
 
     ``options``: Paimon's names (``bitmap-index.*`` for the files,
     ``sorted-index.records-per-range`` and ``sorted-index.build.max-parallelism`` for
@@ -65,7 +65,7 @@ def build_global_index(spark, path, column, options=None, dtype=None, filesystem
     """
     import pyarrow.parquet as pq
 
-    from ..types import DataType
+    from ..core.types import DataType
 
     options = {str(k): str(v) for k, v in dict(options or {}).items()}
     store, root = resolve(path, filesystem)
@@ -231,7 +231,7 @@ def _range_ids(codec, arr, bounds) -> np.ndarray:
     import bisect
 
     from ..globalindex.format import _k
-    from ..types import binary_buffers
+    from ..core.types import binary_buffers
 
     lead = 1 if bounds and bounds[0] is None else 0
     real = bounds[lead:]
@@ -325,6 +325,6 @@ def _merge_range(src, index_options, files, runs, r, path):
     if data is None:
         return None
     store.write_atomic(path, data)
-    from ..checksum import block_checksums
+    from ..io.checksum import block_checksums
 
     return {"row_count": w.row_count, "meta": meta, "size": len(data), "checksum": block_checksums(data)}

@@ -95,7 +95,7 @@ class Identity:
 
     @staticmethod
     def of_entry(e) -> "Identity":
-        """The identity of a :class:`paimon_fast.fs.FileEntry` (or ``os.stat_result``)."""
+        """The identity of a :class:`paimon_fast.io.fs.FileEntry` (or ``os.stat_result``)."""
         if isinstance(e, os.stat_result):
             return Identity(e.st_size, e.st_mtime_ns, e.st_ctime_ns, e.st_ino)
         return Identity(e.size, e.mtime_ns, e.ctime_ns, e.ino, e.etag)
@@ -155,7 +155,7 @@ def usable(verdict: str) -> bool:
 
 def witness_of(tail) -> str:
     """The witness of a file whose last bytes (at most :data:`WITNESS_BYTES`) are ``tail``."""
-    from ..checksum import digest32
+    from ..io.checksum import digest32
 
     return f"xxh3:{digest32(tail):08x}:{len(tail)}"
 
@@ -233,7 +233,7 @@ def check_unchanged(
 def open_data_file(store, path: str, ident: Optional[Identity], counter=None, shown: str = ""):
     """What ``pyarrow.parquet`` opens for a data file: on S3 with an ETag, a file whose every ranged
     read is conditional on it (a replaced object fails with :class:`DataFileChangedError`); else
-    :meth:`paimon_fast.fs.Store.open_input`."""
+    :meth:`paimon_fast.io.fs.Store.open_input`."""
     if ident is not None and ident.etag is not None and store.type_name == "s3":
         client = store._boto_client()
         if client is not None:

@@ -69,8 +69,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import OptionError, PaimonFastError
-from ..fs import CommitConflictError
-from ..result import REMAIN
+from ..io.fs import CommitConflictError
+from ..core.result import REMAIN
 from . import catalog as _catalog
 from . import identity as _identity
 from .order import check_strategy, check_types, sort_permutation, take
@@ -568,7 +568,7 @@ def _global_index_columns(view) -> List[str]:
 
 
 def _rewrite_in_process(view, todo: Dict[tuple, list], plan: dict) -> List[_NewFile]:
-    from ..pool import threads
+    from ..io.pool import threads
 
     out: List[_NewFile] = []
     phases = plan["phases"]
@@ -791,7 +791,7 @@ def _rebuild_global_index(ds, view, column: str, after: list, new_by_rel: Mappin
     file, built in this process as ``build_global_index_local`` does)."""
     import pyarrow.parquet as pq
 
-    from ..checksum import block_checksums
+    from ..io.checksum import block_checksums
     from ..globalindex import writer as gi_writer
     from .globalindex import _commit_listing, _listing_file, index_dir, listing_of
 

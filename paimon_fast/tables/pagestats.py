@@ -10,7 +10,7 @@ marked exact (every row of the page holds the leaf: signed integers and strings 
 only, as the statistics' ALL) or not (the rows are read and filtered).
 
 The ColumnIndex of a column chunk is read once (one ranged read) and kept with the file's parsed
-footer (:mod:`paimon_fast.parquet.footer`'s cache, keyed by the file's version).
+footer (:mod:`paimon_fast.io.parquet.footer`'s cache, keyed by the file's version).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from ..errors import IndexFormatError
-from ..predicate import Leaf
+from ..core.predicate import Leaf
 from .stats import (
     _INT32,
     _INT64,
@@ -42,7 +42,7 @@ _MAX_COLUMN_INDEX = 16 << 20
 def _column_index(src, fo, rg: int, leaf: int):
     """The parsed ColumnIndex of a column chunk (``{1: null_pages, 2: mins, 3: maxes, 5: null
     counts}``), None when the chunk has none or it cannot be read."""
-    from ..parquet.footer import _Decoder
+    from ..io.parquet.footer import _Decoder
 
     key = ("column index", rg, leaf)
     if key in fo.pages:
@@ -115,9 +115,9 @@ def page_answer(
     groups' statistics and, where those cannot decide, its pages' (None: the file has no page
     index for the column, or the leaf's kind is not answered, or, with ``sorted_only``, the
     footer's ``sorting_columns`` do not start with the column).  ``source``: a path (local files:
-    the footer and column indexes are cached) or a :class:`~paimon_fast.source.Source`."""
-    from ..parquet.footer import _Unsupported, _footer, _pages
-    from ..parquet.native import _open
+    the footer and column indexes are cached) or a :class:`~paimon_fast.io.source.Source`."""
+    from ..io.parquet.footer import _Unsupported, _footer, _pages
+    from ..io.parquet.native import _open
 
     kind = stat_kind(arrow_type)
     if kind is None or leaf.op not in (*_OPS, "is_null", "is_not_null"):

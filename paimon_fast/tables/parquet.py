@@ -58,7 +58,7 @@ that version too: a commit recording another version of the file drops them
 ``file-index.in-manifest-threshold`` (default 500 bytes) are kept inline (base64) instead of in a
 ``.index`` file, as Paimon embeds them in its manifest.  A ``path`` is relative to the root; an
 old-layout ``file`` is a name in the data file's directory; ``checksum`` holds the checksums of the
-index file's blocks (:mod:`paimon_fast.checksum`), checked on every block a reader reads.  Keys
+index file's blocks (:mod:`paimon_fast.io.checksum`), checked on every block a reader reads.  Keys
 this module does not know, at the top level or in a file's entry, are preserved on rewrite, so
 other features (global indexes, deletion vectors) add their own keys next to ``file_index``.
 Deleted rows are Paimon deletion vectors in ``_deletion_vectors/``
@@ -82,7 +82,7 @@ to a hidden temporary name and renamed into place (``.<name>.tmp-*``: only their
 after the grace period, removes them).
 
 **Object stores and HDFS** (``ParquetDataset("s3://bucket/events")`` or any ``filesystem=``, see
-:mod:`paimon_fast.fs`): the same layout and commits (a conditional PUT creates each version).
+:mod:`paimon_fast.io.fs`): the same layout and commits (a conditional PUT creates each version).
 Reads are ranged (index headers and blocks, Parquet footers and the column chunks needed), and
 :attr:`ParquetDataset.io` counts the bytes read (``bytes_read`` in reports).
 """
@@ -104,11 +104,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from ..checksum import ChecksummedSource, block_checksums
+from ..io.checksum import ChecksummedSource, block_checksums
 from ..errors import DataFileError, IndexFormatError, OptionError, PaimonFastError, UnsupportedTypeError
 from ..fileindex import FileIndexFormat, evaluate_tree, get_factory
 from ..fileindex.format import FileIndexFile, HeldReaders
-from ..source import ReopeningSource, as_source
+from ..io.source import ReopeningSource, as_source
 from ..fileindex._bitslice import NullLiteralError, range_bitmap
 from ..fileindex.options import (
     DEFAULT_IN_MANIFEST_THRESHOLD,
@@ -116,11 +116,11 @@ from ..fileindex.options import (
     indexes_from_table_options,
     parse_memory_size,
 )
-from ..fs import CommitFile, IOCounter, Store, resolve
-from ..fsutil import TMP_MARK, write_atomic  # noqa: F401  (re-exported for callers)
-from ..predicate import Leaf, Predicate
-from ..result import REMAIN, SKIP, BitmapResult, FileIndexResult
-from ..types import DataType
+from ..io.fs import CommitFile, IOCounter, Store, resolve
+from ..io.fsutil import TMP_MARK, write_atomic  # noqa: F401  (re-exported for callers)
+from ..core.predicate import Leaf, Predicate
+from ..core.result import REMAIN, SKIP, BitmapResult, FileIndexResult
+from ..core.types import DataType
 from . import catalog as _catalog
 from . import identity as _identity
 from . import replaced as _replaced
@@ -297,7 +297,7 @@ def store_index(
 
     The file is ``_file_index/<rel>.<content hash>.index``: a new name for new bytes, visible only
     once a catalog version names it (a reader of an older version keeps reading the bytes it names).
-    The entry records the checksums of its blocks (:func:`paimon_fast.checksum.block_checksums`)."""
+    The entry records the checksums of its blocks (:func:`paimon_fast.io.checksum.block_checksums`)."""
     if blob is None:
         return {"digest": digest, "none": True}
     typed = {"types": dict(types)} if types else {}
@@ -645,7 +645,7 @@ class ParquetDataset:
 
     def write_catalog(self, catalog: dict, _fault: Optional[str] = None) -> None:
         """Commit ``catalog`` as the version after the one it was read at
-        (:class:`~paimon_fast.fs.CommitConflictError` if another commit won; nothing is rebased:
+        (:class:`~paimon_fast.io.fs.CommitConflictError` if another commit won; nothing is rebased:
         the builds and deletes of this class rebase their own changes)."""
         base = catalog if isinstance(catalog, Catalog) else _catalog.read(self.catalog, self.io)
 
@@ -956,8 +956,8 @@ class ParquetDataset:
     def _file_stats(self, f: DataFile, column: str):
         """The statistics of ``column`` in data file ``f``'s footer (None: none usable, or the
         footer not readable here)."""
-        from ..parquet.footer import _footer, cached
-        from ..parquet.native import _open
+        from ..io.parquet.footer import _footer, cached
+        from ..io.parquet.native import _open
         from .stats import file_stats
 
         ident = getattr(f, "identity", None)
@@ -1001,7 +1001,7 @@ class ParquetDataset:
     def open_index(self, f: DataFile, entry: Optional[dict] = None, current: bool = False):
         """The file's index container (FileIndexFile) if it describes the listed version of ``f``,
         else None.  Every block read from an index file is checked against the checksums the
-        catalog recorded (:class:`~paimon_fast.checksum.ChecksumMismatchError` on a mismatch).
+        catalog recorded (:class:`~paimon_fast.io.checksum.ChecksumMismatchError` on a mismatch).
         ``current``: the caller has just found :meth:`_index_current` of ``entry`` true."""
         if entry is None:
             entry = self._at().read_catalog()["files"].get(f.path)
@@ -1112,13 +1112,13 @@ class ParquetDataset:
         return frozenset(files[i].path for i in np.flatnonzero(mask).tolist())
 
     def _bound(self, predicate) -> Optional[Predicate]:
-        """``predicate`` (a :class:`~paimon_fast.predicate.Predicate`, SQL text or None) parsed and
+        """``predicate`` (a :class:`~paimon_fast.core.predicate.Predicate`, SQL text or None) parsed and
         bound to this dataset's schema: its literals made exact values of their columns' types
         (:func:`~paimon_fast.tables.arrow_filter.coerce_literals`; a column the dataset lacks
         raises).  SQL text is bound once for every snapshot of the same files and catalog."""
         if predicate is None:
             return None
-        from ..sqlpredicate import parse_predicate
+        from ..core.sqlpredicate import parse_predicate
 
         def make():
             return coerce_literals(parse_predicate(predicate), {f.name: f.type for f in self.schema()})
@@ -1344,13 +1344,13 @@ class ParquetDataset:
             return REMAIN if g is None else g
 
         n = len(files)
-        from ..pool import threads as cores
+        from ..io.pool import threads as cores
 
         # locally the per-file work holds the GIL (threads only add hand-offs: one thread); on object
         # stores reads wait on the network, so up to 4 per core overlap their latency
         workers = threads or min(16, 4 * cores())
         if n > 1 and not self.store.local and workers > 1:
-            from ..pool import map_on_pool
+            from ..io.pool import map_on_pool
 
             plans = map_on_pool(one, files, workers)  # the process's threads: none started per plan
         else:
@@ -1400,8 +1400,8 @@ class ParquetDataset:
         when given, without the rows ``deletion_vector`` deletes, filtered by
         ``predicate``; columns in ``schema`` (default: :meth:`schema`).  With a
         bitmap only the pages holding its rows are decoded
-        (:func:`paimon_fast.parquet.rows.read_rows`, which adds to ``stats``)."""
-        from ..parquet.rows import file_shape, read_rows
+        (:func:`paimon_fast.io.parquet.rows.read_rows`, which adds to ``stats``)."""
+        from ..io.parquet.rows import file_shape, read_rows
 
         schema = schema or self.schema()
         if bitmap is not None:
@@ -1465,9 +1465,9 @@ class ParquetDataset:
         ``__pf_pos`` column holding each row's position, filtered by ``predicate``.
 
         Decodes only the pages holding those positions
-        (:func:`paimon_fast.parquet.rows.read_rows`, which adds to ``stats``) and
+        (:func:`paimon_fast.io.parquet.rows.read_rows`, which adds to ``stats``) and
         only the columns asked for plus those ``predicate`` needs."""
-        from ..parquet.rows import file_shape, read_rows
+        from ..io.parquet.rows import file_shape, read_rows
         from .topn import POS
 
         schema = schema or self.schema()
@@ -1519,7 +1519,7 @@ class ParquetDataset:
 
         Every file is read at the rows its plan selects (a row bitmap's positions, or every row
         not deleted), in one call of the native Parquet reader
-        (:func:`paimon_fast.parquet.native.read_files`) across files, column chunks and pages
+        (:func:`paimon_fast.io.parquet.native.read_files`) across files, column chunks and pages
         on all threads: only the pages holding those rows are read and decoded, and each file
         only at its selected rows (``stats``, a ``PageReadStats``, is added to).  Where a file's
         plan is exact (:attr:`FilePlan.exact`) the predicate is not evaluated and its columns are
@@ -1527,8 +1527,8 @@ class ParquetDataset:
         are read at the selected rows, the predicate applied, and the other ``columns`` read only
         at the rows that hold it (or, at most ``ONE_PASS_ROWS`` rows to test, every column read at
         them in one pass and then filtered).  Deleted rows are never read."""
-        from ..parquet.native import read_files
-        from ..parquet.rows import no_columns
+        from ..io.parquet.native import read_files
+        from ..io.parquet.rows import no_columns
         from .topn import POS
 
         schema = schema or self.schema()
@@ -1691,7 +1691,7 @@ class ParquetDataset:
         fields = [schema.field(c) if c != POS else pa.field(POS, pa.int64()) for c in names]
         got = [t for t in tables if t is not None and t.num_rows]
         if not names:  # a count: rows without columns
-            from ..parquet.rows import no_columns
+            from ..io.parquet.rows import no_columns
 
             return no_columns(sum(t.num_rows for t in got))
         if not got:
@@ -1717,7 +1717,7 @@ class ParquetDataset:
         uncompressed column size (at least 12 bytes a value); a file whose plan is exact counts
         only the columns asked for at its selected rows.  Reads the kept files' footers (cached
         for local files)."""
-        from ..parquet.rows import column_sizes
+        from ..io.parquet.rows import column_sizes
 
         schema = schema or self.schema()
         pred = plan.predicate if predicate is None else predicate
@@ -1847,7 +1847,7 @@ class ParquetDataset:
     def _top_n_source(
         self, f: DataFile, rows: int, eligible: Optional[BitMap], reader, pred, schema, column: Optional[str] = None
     ):
-        from ..parquet.rows import PageReadStats
+        from ..io.parquet.rows import PageReadStats
         from .topn import TopNSource
 
         decoded = PageReadStats()
@@ -1873,20 +1873,20 @@ class ParquetDataset:
 
     def read(self, where=None, columns: Optional[List[str]] = None, limit: Optional[int] = None):
         """The rows where ``where`` (a predicate or SQL text) holds, with ``columns``: a
-        :class:`~paimon_fast.lazyread.LazyRead`, lazy until asked (``to_arrow()``,
+        :class:`~paimon_fast.read.lazy.LazyRead`, lazy until asked (``to_arrow()``,
         ``to_arrow_batch_reader()``, ``to_pandas()``, ``to_polars()``, ``to_duckdb(name)``,
         ``count()``, ``explain()``, ``report``).  The indexes prune files and rows once, on first
         need; the kept files stream range by range (:mod:`paimon_fast.tables.stream`); ``limit``
         stops reading once that many rows are out.  A predicate naming a column the dataset lacks
         (or comparing one with a literal of another type) raises here."""
-        from ..lazyread import LazyRead
+        from ..read.lazy import LazyRead
         from .stream import DatasetSource
 
         return LazyRead(DatasetSource(self._at(), where, columns).check(), limit)
 
     def scan(self, predicate=None, columns: Optional[List[str]] = None):
         """Exact answer without Spark, as :meth:`read` (``read(predicate, columns)``, the same
-        :class:`~paimon_fast.lazyread.LazyRead`).  Unpacking it as the former ``(table, report)``
+        :class:`~paimon_fast.read.lazy.LazyRead`).  Unpacking it as the former ``(table, report)``
         tuple still works, warned (DeprecationWarning): the indexes prune, whole files or their
         bitmap rows are read and filtered."""
         from .stream import DatasetSource, ScanResult
@@ -1896,7 +1896,7 @@ class ParquetDataset:
     def _scan_table(self, plan: ScanPlan, columns: Optional[List[str]] = None) -> pa.Table:
         """The former eager read of :meth:`scan`: every kept file (its bitmap rows only, without
         deleted rows) filtered and concatenated; fills ``plan.report`` (bytes read, decoded)."""
-        from ..parquet.rows import PageReadStats
+        from ..io.parquet.rows import PageReadStats
 
         b0 = self.io.snapshot()[0]
         schema = self.schema()

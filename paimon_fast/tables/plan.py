@@ -10,8 +10,8 @@ from typing import Dict, List, Optional
 
 from pyroaring import BitMap
 
-from ..predicate import Predicate
-from ..result import BitmapResult, FileIndexResult
+from ..core.predicate import Predicate
+from ..core.result import BitmapResult, FileIndexResult
 from .layout import DataFile
 
 

@@ -2,7 +2,7 @@
 
 A row group's column chunk carries its min / max (``min_value`` / ``max_value``, in the column's
 sort order) and its null count.  :func:`file_stats` reads them from the file's footer (parsed
-once and cached, :mod:`paimon_fast.parquet.footer`); :func:`leaf_answer` answers a leaf from
+once and cached, :mod:`paimon_fast.io.parquet.footer`); :func:`leaf_answer` answers a leaf from
 them: SKIP where no row of the file can hold it, ALL where every row does, None where the
 statistics cannot tell.  A plan uses the answer in place of the file's index for that leaf
 (:meth:`ParquetDataset.plan`): clustered data is pruned without opening the index of a file
@@ -29,7 +29,7 @@ from typing import Callable, List, NamedTuple, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..predicate import And, Leaf, Or, Predicate
+from ..core.predicate import And, Leaf, Or, Predicate
 
 # parquet.thrift Type
 _INT32, _INT64, _FLOAT, _DOUBLE, _BYTE_ARRAY = 1, 2, 4, 5, 6

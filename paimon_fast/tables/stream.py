@@ -25,7 +25,7 @@ from typing import Iterator, List, Optional
 import numpy as np
 import pyarrow as pa
 
-from ..lazyread import LegacyTupleRead, ReadSource
+from ..read.lazy import LegacyTupleRead, ReadSource
 
 FIRST_RANGE_ROWS = 1 << 16  # rows of the first range read (a first batch soon after planning)
 MAX_RANGE_ROWS = 1 << 18  # ranges double up to this many rows (whole row groups when they are as small)
@@ -45,7 +45,7 @@ class _Shared:
 
     def planned(self):
         if self.plan is None:
-            from ..parquet.rows import PageReadStats
+            from ..io.parquet.rows import PageReadStats
 
             plan = self.ds.plan(self.where)
             plan.report.decoded = PageReadStats()
@@ -246,7 +246,7 @@ def unship(t: tuple):
     """The :class:`~paimon_fast.tables.plan.FilePlan` :func:`ship` gave."""
     from pyroaring import BitMap
 
-    from ..result import REMAIN, BitmapResult
+    from ..core.result import REMAIN, BitmapResult
     from ..tableindex import DeletionVector
     from .plan import FilePlan
 
@@ -278,7 +278,7 @@ def _selected(p, r) -> int:
 
 
 class ScanResult(LegacyTupleRead):
-    """What :meth:`ParquetDataset.scan` returns: the :class:`~paimon_fast.lazyread.LazyRead` of
+    """What :meth:`ParquetDataset.scan` returns: the :class:`~paimon_fast.read.lazy.LazyRead` of
     :meth:`ParquetDataset.read`; unpacking it as the former ``(table, report)`` runs the former
     eager read (whole files or their bitmap rows, then the filter) and warns."""
 

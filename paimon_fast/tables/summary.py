@@ -28,7 +28,7 @@ def dataset_summary(ds) -> dict:
     current or stale), its deletion vectors and leftover temporary files."""
     from dataclasses import replace
 
-    from ..types import DataType
+    from ..core.types import DataType
     from .deletes import DV_KEY, dv_entry_current
     from .globalindex import INDEX_DIR, has_global_index, listing_is_current, read_listing
 

@@ -13,7 +13,7 @@ Per file the work is bounded by its index:
 * otherwise the index's top-k restricted to the file's eligible rows (the
   ``where`` plan's bitmap minus deleted rows) names at most k candidate rows
   plus ties; only those rows of the sort and ``where`` columns are read (the
-  pages that hold them: :func:`paimon_fast.parquet.rows.read_rows`) and
+  pages that hold them: :func:`paimon_fast.io.parquet.rows.read_rows`) and
   filtered exactly.  When the ``where`` plan is
   not exact and fewer than k candidates survive, the request widens (x4) until
   k survive or the file's eligible rows are exhausted, so the answer never
@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from ..parquet.rows import PageReadStats
+from ..io.parquet.rows import PageReadStats
 
 POS = "__pf_pos"
 FILE = "__pf_file"
@@ -54,7 +54,7 @@ class TopNSource:
     positions, numpy int64) with the given columns, exactly filtered by the
     ``where`` predicate, and a ``__pf_pos`` column; ``read_all(columns)``: the
     same for every non-deleted row (files without an index); ``decoded``: the
-    :class:`~paimon_fast.parquet.rows.PageReadStats` ``read`` adds to.  With ``exact``
+    :class:`~paimon_fast.io.parquet.rows.PageReadStats` ``read`` adds to.  With ``exact``
     (no ``where`` to check) and ``arrow_type`` of a plain type, the candidates'
     values are decoded from the index instead of read from the file.
     """
@@ -198,7 +198,7 @@ def _plain(t: pa.DataType) -> bool:
 
 
 def _zero_rows(reader) -> BitMap:
-    from ..predicate import Leaf
+    from ..core.predicate import Leaf
 
     res = reader.visit(Leaf("between", "_", (-0.0, 0.0)))
     bm = getattr(res, "bitmap", None)
@@ -261,7 +261,7 @@ def project(
     if len(ids) > 1:  # Parquet decoding releases the GIL: the winners' files are read side by side
         from concurrent.futures import ThreadPoolExecutor
 
-        from ..pool import threads
+        from ..io.pool import threads
 
         with ThreadPoolExecutor(min(len(ids), threads(), 8)) as ex:
             out = list(ex.map(one, ids))

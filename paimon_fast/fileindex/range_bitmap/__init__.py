@@ -17,7 +17,7 @@ unscaled), FLOAT / DOUBLE raw IEEE bits (NaN canonicalised), BOOLEAN 1,
 CHAR / VARCHAR / STRING ``i32 length + UTF-8``.  Order: signed numbers,
 ``Float.compare`` for floats (-0.0 < 0.0 < ... < +Inf < NaN), bytes for strings.
 
-Reader answers are exact row bitmaps (:class:`~paimon_fast.result.BitmapResult`)
+Reader answers are exact row bitmaps (:class:`~paimon_fast.core.result.BitmapResult`)
 computed over dense 64-bit words by Cython kernels (O'Neil-Quass slice
 comparisons, slice-by-slice top-k).  As Java, comparisons return only non-null
 rows (``!=`` / ``NOT IN`` exclude nulls), and a null literal in a value

@@ -8,7 +8,7 @@ import struct
 import numpy as np
 
 from ...errors import UnsupportedTypeError
-from ...types import DataType, decimal_unscaled, fixed_values, long_keys, to_arrow_array, validity_mask
+from ...core.types import DataType, decimal_unscaled, fixed_values, long_keys, to_arrow_array, validity_mask
 from .._bitslice import NullLiteralError, _k
 
 INDEX_TYPE = "range-bitmap"

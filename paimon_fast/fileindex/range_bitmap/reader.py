@@ -11,10 +11,10 @@ import struct
 import numpy as np
 from pyroaring import BitMap
 
-from ... import memory as _memory
+from ...io import memory as _memory
 from ...errors import IndexFormatError
-from ...predicate import TopN
-from ...result import BitmapResult
+from ...core.predicate import TopN
+from ...core.result import BitmapResult
 from ..base import COMPARISON_OPS, FileIndexReader
 from .._bitslice import (
     BLOCK_WORDS,

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...types import validity_mask
+from ...core.types import validity_mask
 from ..base import FileIndexWriter
 from .._bitslice import _k
 from .keys import CHUNK_SIZE, INDEX_TYPE, VERSION, KeyCodec

@@ -13,7 +13,7 @@ import os
 from typing import Optional
 
 from . import memory as _memory
-from .errors import IndexFormatError
+from ..errors import IndexFormatError
 
 
 class Source:
@@ -110,7 +110,7 @@ class ReopeningSource(Source):
 
 def checked_read(data, length: int, offset: int, path: str, counter=None):
     """``data`` read from ``path`` at ``offset``: counted in ``counter`` (a
-    :class:`paimon_fast.fs.IOCounter`), refused with IndexFormatError when short."""
+    :class:`paimon_fast.io.fs.IOCounter`), refused with IndexFormatError when short."""
     if counter is not None:
         counter.add(len(data))
     if len(data) != length:
@@ -120,7 +120,7 @@ def checked_read(data, length: int, offset: int, path: str, counter=None):
 
 class FileSource(Source):
     """A local file read with ``os.pread`` (thread-safe, no shared position).  A large read comes
-    back as a ``memoryview`` over pyarrow's pool (:mod:`paimon_fast.memory`), a small one as
+    back as a ``memoryview`` over pyarrow's pool (:mod:`paimon_fast.io.memory`), a small one as
     ``bytes``; the memory is the reader's own either way (nothing else writes it)."""
 
     def __init__(self, path, counter=None):
@@ -130,7 +130,7 @@ class FileSource(Source):
             self.size = os.lseek(self._fd, 0, os.SEEK_END)
         except OSError:
             self.size = os.fstat(self._fd).st_size
-        self.counter = counter  # a paimon_fast.fs.IOCounter: bytes read are added to it
+        self.counter = counter  # a paimon_fast.io.fs.IOCounter: bytes read are added to it
 
     @classmethod
     def adopt(cls, path, fd: int, size: int) -> "FileSource":

@@ -44,7 +44,7 @@ def set_threads(n: "int | None") -> None:
     global _THREADS
     if n is not None:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            from .errors import InvalidArgumentError
+            from ..errors import InvalidArgumentError
 
             raise InvalidArgumentError(f"threads must be a positive integer or None, got {n!r}")
     _THREADS = n

@@ -1,6 +1,6 @@
 """Predicate literals normalised to their column's type, with SQL's numeric answers.
 
-Every consumer of a :class:`~paimon_fast.predicate.Predicate` that knows the
+Every consumer of a :class:`~paimon_fast.core.predicate.Predicate` that knows the
 column types (the exact Arrow filter, :meth:`ParquetDataset.scan`, every file
 index reader, the global index reader, the Paimon read paths) passes it
 through :func:`normalize` first, so that a literal the column cannot hold is
@@ -57,7 +57,7 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 
-from .errors import ColumnNotFoundError, LiteralTypeError
+from ..errors import ColumnNotFoundError, LiteralTypeError
 from .predicate import ARRAY_OPS, And, Leaf, Or, Predicate
 
 __all__ = [

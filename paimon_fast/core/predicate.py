@@ -233,7 +233,7 @@ class Field:
 
     def __init__(self, name: str):
         if not isinstance(name, str) or not name:
-            from .errors import InvalidArgumentError
+            from ..errors import InvalidArgumentError
 
             raise InvalidArgumentError(f"a column name must be a non-empty string, got {name!r}")
         self.name = name

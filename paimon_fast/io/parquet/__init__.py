@@ -11,7 +11,7 @@ at known positions decoded from only the pages that hold them.
   Cython in ``_kernels/pqread.pyx``, twin ``reference/pqread.py``);
 * :mod:`.thrift`: the Thrift compact codec the footer and page headers are written in.
 
-The modules' old paths (``paimon_fast.parquet_rows``, ``parquet_footer``, ``thrift_compact``) are
+The modules' old paths (``paimon_fast.io.parquet.rows``, ``parquet_footer``, ``thrift_compact``) are
 the same module objects under another name.
 """
 

@@ -18,7 +18,7 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 
-from .errors import UnsupportedTypeError
+from ..errors import UnsupportedTypeError
 
 INTEGER_ROOTS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
 STRING_ROOTS = ("CHAR", "VARCHAR", "STRING")

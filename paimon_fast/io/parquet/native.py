@@ -14,7 +14,7 @@ What the native reader does not decode (nested columns, DELTA_* and BYTE_STREAM_
 encodings, dictionary-typed or extension-typed reads, codecs whose library is missing: LZO,
 Hadoop LZ4, and ZSTD / GZIP / BROTLI without the system's libzstd / libz / libbrotlidec) is
 read by pyarrow's row-group read for that file and column, taken at the rows and spliced in;
-:class:`~paimon_fast.parquet.rows.PageReadStats` counts why (``fallbacks``).  A data file that is
+:class:`~paimon_fast.io.parquet.rows.PageReadStats` counts why (``fallbacks``).  A data file that is
 not valid Parquet raises :class:`~paimon_fast.errors.IndexFormatError` (what and where).
 """
 
@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import memory as _memory
-from ..errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
+from ...errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
 from ..source import BytesSource, FileObjSource, FileSource, Source, as_source
 from .footer import _MAX_METADATA, _Footer, _Unsupported, _footer, _footer_bytes, _schemas
 
@@ -43,7 +43,7 @@ _K = None
 def _kernel():
     global _K
     if _K is None:
-        from .._kernels import load
+        from ..._kernels import load
 
         _K = load("pqread")
     return _K
@@ -52,7 +52,7 @@ def _kernel():
 def kernels(twin: bool = False):
     """The compiled reader, or its pure-Python twin (:mod:`paimon_fast.reference.pqread`)."""
     if twin:
-        from ..reference import pqread
+        from ...reference import pqread
 
         return pqread
     return _kernel()
@@ -413,7 +413,7 @@ def read_files(
     sorted_positions: bool = False,
 ) -> Tuple[pa.Table, np.ndarray]:
     """The rows of Parquet files, as one table: ``items`` are ``(source, positions)`` with a
-    source as :func:`~paimon_fast.parquet.read_rows` takes it (a local path is read with pread,
+    source as :func:`~paimon_fast.io.parquet.read_rows` takes it (a local path is read with pread,
     other sources through their reads) and sorted row positions (a ``range`` of rows, or None:
     every row).
 
@@ -423,7 +423,7 @@ def read_files(
     -> large_string; by pyarrow's cast otherwise).  Without ``schema`` every file must have the
     columns (:class:`ColumnNotFoundError`) and the first file's types are the table's.
     ``threads``: the reader's threads (default :func:`paimon_fast.threads`).  ``stats``: a
-    :class:`~paimon_fast.parquet.rows.PageReadStats` to add to.  ``twin``: decode with the
+    :class:`~paimon_fast.io.parquet.rows.PageReadStats` to add to.  ``twin``: decode with the
     pure-Python twin (tests); ``pyarrow_only``: read everything with pyarrow's row-group reads
     (comparisons); ``dictionary_columns`` come back dictionary-encoded (pyarrow reads them, with
     ``use_threads``).  ``expect_rows``: each file's row count as the caller knows it (a
@@ -740,7 +740,7 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
 
 
 def _buffer(n: int, dtype=np.uint8, fill=None) -> np.ndarray:
-    """A writable array of ``n`` values over memory of pyarrow's pool (:mod:`paimon_fast.memory`)."""
+    """A writable array of ``n`` values over memory of pyarrow's pool (:mod:`paimon_fast.io.memory`)."""
     return _memory.array(n, dtype, fill)
 
 

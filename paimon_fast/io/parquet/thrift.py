@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 from typing import Optional
 
-from ..errors import IndexFormatError
+from ...errors import IndexFormatError
 
 _MAX_DEPTH = 24  # Thrift nesting of Parquet metadata is at most ~7
 

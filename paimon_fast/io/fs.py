@@ -1,7 +1,7 @@
 """Where tables live: plain paths, ``file://``, ``s3://``, ``gs://``, ``abfs://``, ``hdfs://``
 URIs or any ``pyarrow.fs.FileSystem``, behind one small layer.
 
-    from paimon_fast import fs
+    from paimon_fast.io import fs
     store, root = fs.resolve("s3://bucket/events")            # or a path, or filesystem=...
     store.write_atomic(store.join(root, "a.json"), b"...")     # visible whole or not at all
     store.create_exclusive(path, data)                         # CommitConflictError if it exists
@@ -26,7 +26,7 @@ environment are resolved on each executor.
 **Writes.**  Stores differ in what is atomic:
 
 * local: :meth:`Store.write_atomic` writes a hidden temporary file, fsyncs it
-  and renames it over the target (:func:`paimon_fast.fsutil.write_atomic`, as
+  and renames it over the target (:func:`paimon_fast.io.fsutil.write_atomic`, as
   always); :meth:`Store.create_exclusive` hard-links the temporary file to the
   target, which fails if the target exists.
 * object stores (S3, GCS, Azure): one PUT makes an object visible whole or not at
@@ -46,7 +46,7 @@ environment are resolved on each executor.
   :meth:`Store.create_exclusive` relies on).
 
 **Reads** are ranged: :meth:`Store.open_source` gives a
-:class:`~paimon_fast.source.Source` whose ``read_at`` is one ranged read of the
+:class:`~paimon_fast.io.source.Source` whose ``read_at`` is one ranged read of the
 file, and :meth:`Store.open_input` a seekable file for ``pyarrow.parquet``
 (footer first, then only the column chunks asked for).  Every byte read through
 a store with an :class:`IOCounter` is counted (reports say ``bytes_read``).
@@ -63,7 +63,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
 
-from .errors import PaimonFastError
+from ..errors import PaimonFastError
 from .fsutil import TMP_MARK, write_all, write_atomic as _local_write_atomic, write_or_fault
 from .source import Source, checked_read
 
@@ -151,7 +151,7 @@ class Store:
             if hasattr(filesystem, "protocol") and hasattr(filesystem, "open"):  # an fsspec filesystem
                 filesystem = pafs.PyFileSystem(pafs.FSSpecHandler(filesystem))
             else:
-                from .errors import InvalidArgumentError
+                from ..errors import InvalidArgumentError
 
                 raise InvalidArgumentError(
                     f"filesystem must be a pyarrow.fs.FileSystem or an fsspec filesystem, "
@@ -370,7 +370,7 @@ class Store:
 
     # ------------------------------------------------------------ reads
     def open_source(self, path: str, counter: Optional[IOCounter] = None, head: int = 0) -> Source:
-        """A ranged-read :class:`~paimon_fast.source.Source` over the file (one read per range).
+        """A ranged-read :class:`~paimon_fast.io.source.Source` over the file (one read per range).
         ``head`` (remote stores): reads inside the first ``head`` bytes are served from one
         read of them (a header parsed in small steps costs one request, not one per step)."""
         if self.local:
@@ -406,7 +406,7 @@ class Store:
             self.fs.create_dir(path, recursive=True)
 
     def write_atomic(self, path: str, data, _fault: Optional[str] = None) -> None:
-        """Write ``data`` (bytes or :class:`paimon_fast.fsutil.Chunks`) so that ``path`` holds
+        """Write ``data`` (bytes or :class:`paimon_fast.io.fsutil.Chunks`) so that ``path`` holds
         the old bytes or all the new ones, never part.
 
         ``_fault`` (tests): ``"raise"`` fails half-way, ``"exit"`` kills the process

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from .errors import IndexFormatError
+from ..errors import IndexFormatError
 
 _I8 = struct.Struct(">b")
 _U8 = struct.Struct(">B")

@@ -25,7 +25,7 @@ import threading
 import zlib
 from typing import Mapping, Optional, Tuple
 
-from .errors import DamagedFileError, IndexFormatError
+from ..errors import DamagedFileError, IndexFormatError
 from .source import FileSource, Source
 
 MIN_BLOCK = 16384
@@ -46,12 +46,12 @@ def _xxh3(data) -> int:
 
 def digest32(data) -> int:
     """The 32-bit checksum of a whole file (the low half of its XXH3-64): bytes or
-    :class:`paimon_fast.fsutil.Chunks`."""
+    :class:`paimon_fast.io.fsutil.Chunks`."""
     return _xxh3(bytes(data) if hasattr(data, "parts") else data)
 
 
 def crc32(data) -> int:
-    """CRC-32 (zlib's) of bytes or of :class:`paimon_fast.fsutil.Chunks`."""
+    """CRC-32 (zlib's) of bytes or of :class:`paimon_fast.io.fsutil.Chunks`."""
     parts = getattr(data, "parts", None)
     if parts is None:
         return zlib.crc32(data) & 0xFFFFFFFF
@@ -69,7 +69,7 @@ def block_size_for(size: int) -> int:
 
 
 def block_checksums(data) -> dict:
-    """The per-block CRC-32s of ``data`` (bytes or :class:`~paimon_fast.fsutil.Chunks`) to record
+    """The per-block CRC-32s of ``data`` (bytes or :class:`~paimon_fast.io.fsutil.Chunks`) to record
     beside the file (see the module docstring)."""
     mv = memoryview(bytes(data) if hasattr(data, "parts") else data).cast("B")
     b = block_size_for(len(mv))
@@ -110,7 +110,7 @@ def _parse_now(spec: Mapping, size: int, what: str) -> Tuple[int, Tuple[int, ...
 
 
 class ChecksummedSource(Source):
-    """A :class:`~paimon_fast.source.Source` whose reads are checked against recorded block
+    """A :class:`~paimon_fast.io.source.Source` whose reads are checked against recorded block
     checksums (:func:`block_checksums`): each block a read touches is read whole and checked once;
     a mismatch raises :class:`ChecksumMismatchError`.  ``size`` (recorded with the checksums) must
     be the file's size."""

@@ -2,7 +2,7 @@
 
 :func:`read_rows` returns the rows of a Parquet file at given positions (sorted row numbers in
 the file), exactly what ``pq.read_table(path, columns).take(positions)`` returns, decoding only
-the pages that hold them: it is the native reader (:mod:`paimon_fast.parquet.native`, one file)
+the pages that hold them: it is the native reader (:mod:`paimon_fast.io.parquet.native`, one file)
 with the argument checks of this API.  Where the pages are: the column chunk's OffsetIndex when
 the file has a page index (``write_page_index`` in pyarrow, the default of parquet-mr / Java
 Paimon and pypaimon), otherwise the page headers walked from the chunk's first page.  What the
@@ -13,7 +13,7 @@ checked: corrupt metadata raises :class:`~paimon_fast.errors.IndexFormatError`, 
 a hang or an allocation a length field asks for.
 
 Also here: :func:`file_shape`, :func:`row_group_starts` and :func:`column_sizes` (from the
-footers :mod:`paimon_fast.parquet.footer` parses and caches per local file),
+footers :mod:`paimon_fast.io.parquet.footer` parses and caches per local file),
 :func:`ranges_to_positions`, :func:`no_columns` and :func:`clear_cache`.
 """
 
@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import IndexFormatError, InvalidArgumentError
+from ...errors import IndexFormatError, InvalidArgumentError
 from .footer import _footer, _Unsupported, _schemas
 from .footer import _read_footer  # noqa: F401  (handed on at this path)
 from .footer import clear_cache as _clear_footers
@@ -46,7 +46,7 @@ class PageReadStats:
     its columns decoded (whole row groups count all their rows; the page decoder counts
     only the rows it returns); ``pages_read`` / ``pages_total``: data pages decoded / in
     the column chunks read page by page; ``pages_direct``: of ``pages_read``, those the
-    page decoder (:mod:`paimon_fast.parquet.pages`) read value by value, the others
+    page decoder (:mod:`paimon_fast.io.parquet.pages`) read value by value, the others
     pyarrow decoded whole;
     ``bytes_read`` / ``bytes_total``: compressed bytes decoded / in the column chunks of
     the row groups holding the rows; ``columns_by_page`` / ``columns_whole``: column chunks
@@ -150,7 +150,7 @@ def read_rows(
     names, default all): what ``pq.read_table(source, columns=columns).take(positions)`` returns,
     same types and schema metadata, decoding only the pages that hold those rows.
 
-    ``source``: a path, bytes, a :class:`~paimon_fast.source.Source`, a pyarrow ``NativeFile``
+    ``source``: a path, bytes, a :class:`~paimon_fast.io.source.Source`, a pyarrow ``NativeFile``
     or a seekable binary file.  ``positions``: non-decreasing row numbers of the file (numpy
     integers, a sequence, a pyroaring ``BitMap``; :func:`ranges_to_positions` turns row
     ranges into positions); repeated positions repeat rows.  ``rows``: the file's row count

@@ -19,8 +19,8 @@ import struct
 import numpy as np
 from pyroaring import BitMap, BitMap64
 
-from ._kernels import load as _load
-from .errors import IndexFormatError
+from .._kernels import load as _load
+from ..errors import IndexFormatError
 
 _k = _load("roaring")
 

@@ -306,7 +306,7 @@ def _check_limit(limit):
     if limit is None:
         return None
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        from .errors import InvalidArgumentError
+        from ..errors import InvalidArgumentError
 
         raise InvalidArgumentError(f"limit must be a non-negative integer or None, got {limit!r}")
     return limit
@@ -360,7 +360,7 @@ class LazyRead:
 
     def select(self, columns: List[str]) -> "LazyRead":
         """The same read with only ``columns`` (a subset of :attr:`columns`)."""
-        from .errors import ColumnNotFoundError
+        from ..errors import ColumnNotFoundError
 
         names = self.columns
         for c in columns:
@@ -374,7 +374,7 @@ class LazyRead:
 
     # ------------------------------------------------------------ hand-offs
     def _batches(self) -> Iterator[pa.RecordBatch]:
-        from .pool import threads
+        from ..io.pool import threads
 
         schema, limit, source = self.schema, self._limit, self._source
         if threads() == 1:  # one thread asked for: no read ahead on a second one
@@ -399,7 +399,7 @@ class LazyRead:
 
     def to_pandas(self, **kwargs):
         """A pandas ``DataFrame`` (``kwargs`` go to ``pyarrow.Table.to_pandas``)."""
-        from .errors import require
+        from ..errors import require
 
         require("pandas", "LazyRead.to_pandas")
         return self.to_arrow().to_pandas(**kwargs)
@@ -408,7 +408,7 @@ class LazyRead:
         """A Polars ``DataFrame``; with ``lazy=True`` a ``LazyFrame`` over the stream: its
         projection and row limit are pushed into the read, its filters run on the batches as
         they arrive, and each ``collect()`` reads again."""
-        from .errors import require
+        from ..errors import require
 
         pl = require("polars", "LazyRead.to_polars")
         if not lazy:
@@ -438,7 +438,7 @@ class LazyRead:
         """Register the rows as ``name`` in DuckDB (a new in-memory connection unless
         ``connection`` is given) and return the connection.  DuckDB pulls batches from the
         stream as its queries scan ``name`` (each query reads again; nothing is materialised)."""
-        from .errors import require
+        from ..errors import require
 
         duckdb = require("duckdb", "LazyRead.to_duckdb")
         con = connection if connection is not None else duckdb.connect()
@@ -449,7 +449,7 @@ class LazyRead:
         """A Ray ``Dataset`` whose blocks are read by Ray's workers, one task per unit of the
         answer (a kept file, a split, a file slice); ``limit`` is applied on top.  ``read_args``
         go to ``Dataset.map_batches`` (``concurrency``, ``num_cpus`` ...)."""
-        from .errors import require
+        from ..errors import require
 
         ray = require("ray", "LazyRead.to_ray")
         parts = self._source.parts()

@@ -1,4 +1,4 @@
-"""A SQL-like ``WHERE`` text -> :class:`paimon_fast.predicate.Predicate`.
+"""A SQL-like ``WHERE`` text -> :class:`paimon_fast.core.predicate.Predicate`.
 
     parse_predicate("country = 'DE' AND (score > 90 OR id IN (1, 2))")
 
@@ -28,7 +28,7 @@ Paimon's Spark connector pushes them; other patterns stay ``like``.
 ``x NOT IN (1, NULL)`` and ``BETWEEN`` with a NULL bound are never true (no rows);
 ``x IN (1, NULL)`` is ``x IN (1)``.  ``x IS [NOT] NULL`` asks for (non-)null rows.
 Numbers read as Spark SQL reads them: ``5`` an integer, ``1.255`` a decimal (exact on DECIMAL
-columns, the nearest DOUBLE on FLOAT / DOUBLE ones: :class:`paimon_fast.literals.DecimalLiteral`),
+columns, the nearest DOUBLE on FLOAT / DOUBLE ones: :class:`paimon_fast.core.literals.DecimalLiteral`),
 ``1e3`` a DOUBLE.  ``TIMESTAMP '...'`` keeps every fraction digit: a ``datetime`` up to the
 microsecond, a nanosecond pyarrow timestamp scalar past it (UTC when the text has an offset).
 """
@@ -39,7 +39,7 @@ import datetime as _dt
 import re
 from typing import List, Tuple
 
-from .errors import PredicateError
+from ..errors import PredicateError
 from .literals import DecimalLiteral, parse_timestamp
 from .predicate import And, Leaf, Or, Predicate
 

@@ -1,5 +1,5 @@
 """A Parquet file's footer and the pages of its column chunks, as
-:func:`paimon_fast.parquet.rows.read_rows` needs them: :class:`_Footer` (schema fields, row
+:func:`paimon_fast.io.parquet.rows.read_rows` needs them: :class:`_Footer` (schema fields, row
 groups, column chunk metadata, the ``ARROW:schema``), :func:`_pages` (where a chunk's data
 pages and dictionary page are, from the page index or by walking the page headers), and a
 cache of parsed footers per local file.  Everything read is bounded by the file and checked:
@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..errors import IndexFormatError
+from ...errors import IndexFormatError
 from ..source import Source
 from .thrift import _T_I32, _T_LIST, _T_STOP, _T_STRUCT, _Decoder, _Encoder, _Truncated
 import pyarrow.parquet as pq

@@ -1,8 +1,0 @@
-"""Old import path of :mod:`paimon_fast.parquet.rows`: this name is that module itself (setting an
-attribute here sets it there)."""
-
-import sys
-
-from .parquet import rows as _module
-
-sys.modules[__name__] = _module
