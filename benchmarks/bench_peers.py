@@ -155,7 +155,7 @@ def engines(root: str, threads: int):
 
     from paimon_fast.core.sqlpredicate import parse_predicate
     from paimon_fast.tables import ParquetDataset
-    from paimon_fast.tables.arrow_filter import to_arrow_expression
+    from paimon_fast.read.arrow_filter import to_arrow_expression
     from paimon_fast.tables.parquet import HELD_READERS
 
     if threads:

@@ -132,7 +132,7 @@ def status(key):
 import duckdb, pyarrow as pa, pyarrow.compute, pyarrow.dataset
 import paimon_fast as pf
 # the modules a read imports on first use, imported before the baseline (code, not the read's memory)
-import paimon_fast.read.lazy, paimon_fast.io.parquet.rows, paimon_fast.tables.arrow_filter
+import paimon_fast.read.lazy, paimon_fast.io.parquet.rows, paimon_fast.read.arrow_filter
 from paimon_fast.io.parquet.native import kernels
 kernels(False)
 if kind == "dataset":

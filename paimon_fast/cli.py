@@ -142,7 +142,7 @@ def check_type(text: str) -> None:
         check_type(t.strip())
 
 
-def _parse_row_type(text):
+def parse_row_type(text):
     """``"a=INT,b=STRING"`` -> dict (types may contain commas inside parentheses).  A mistake
     (an entry without ``=``, a type that is not Paimon's) ends the command naming it."""
     out = {}
@@ -162,7 +162,7 @@ def _parse_row_type(text):
     return out
 
 
-def _print_json(obj):
+def print_json(obj):
     print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
 
 
@@ -193,7 +193,7 @@ def inspect_main(args):
     path = args.file
     if not os.path.exists(path):
         raise FileNotFoundError(2, "No such file or directory", path)
-    _parse_row_type(args.row_type)  # a mistake in it is named whichever format the file has
+    parse_row_type(args.row_type)  # a mistake in it is named whichever format the file has
     for entry in INSPECTORS:
         if entry["detect"](path):
             _show(entry["name"], path, entry["describe"](path, args), args.json)
@@ -204,7 +204,7 @@ def inspect_main(args):
         raise IsADirectoryError(
             21, "Is a directory without a Parquet dataset (inspect takes one index file or a dataset)", path
         )
-    row_type = _parse_row_type(args.row_type)
+    row_type = parse_row_type(args.row_type)
     with FileIndexFormat.open(path, row_type) as f:
         if row_type:
             out = f.describe()
@@ -238,7 +238,7 @@ paimon-fast inspect data-0.orc.index --row-type "id=BIGINT,name=STRING"
 
 def _show(kind, path, out: dict, as_json: bool):
     if as_json:
-        _print_json(out)
+        print_json(out)
     else:
         print(summary_text(kind, path, out))
 

@@ -41,6 +41,8 @@ MOVED = {
     "paimon_fast.parquet_footer": "paimon_fast.io.parquet.footer",
     "paimon_fast.parquet_rows": "paimon_fast.io.parquet.rows",
     "paimon_fast.thrift_compact": "paimon_fast.io.parquet.thrift",
+    "paimon_fast.tables.topn": "paimon_fast.read.topn",
+    "paimon_fast.tables.arrow_filter": "paimon_fast.read.arrow_filter",
 }
 
 

@@ -12,7 +12,7 @@ import pytest
 import paimon_fast as pf
 from paimon_fast.core.predicate import Leaf
 from paimon_fast.core.sqlpredicate import parse_predicate
-from paimon_fast.tables.arrow_filter import filter_table, to_arrow_expression
+from paimon_fast.read.arrow_filter import filter_table, to_arrow_expression
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -215,7 +215,7 @@ def test_literals_no_element_can_equal(make):
     import numpy as np
 
     from paimon_fast import globalindex as gi
-    from paimon_fast.tables.arrow_filter import filter_table
+    from paimon_fast.read.arrow_filter import filter_table
 
     rows = [[5, 6], [7], None, [5], [], [6, None]]
     arr = pa.array(rows, pa.list_(pa.int32()))

@@ -28,7 +28,7 @@ from paimon_fast.globalindex import sst
 from paimon_fast.globalindex.btree import BTreeIndexFile
 from paimon_fast.globalindex.keys import KeyCodec
 from paimon_fast.core.predicate import STRING_OPS, Leaf
-from paimon_fast.tables.arrow_filter import to_arrow_expression
+from paimon_fast.read.arrow_filter import to_arrow_expression
 from paimon_fast.core.types import DataType
 from vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
 

@@ -1,4 +1,4 @@
-"""filter_table's fast path (paimon_fast/tables/arrow_filter.py, ``_simple_mask``): comparisons of a
+"""filter_table's fast path (paimon_fast/read/arrow_filter.py, ``_simple_mask``): comparisons of a
 flat numeric or string column with literals, and ANDs of them, are computed with compute functions
 instead of an Acero expression.  The rows kept must be the expression's, nulls and NaNs included;
 other predicates take the expression."""
@@ -9,7 +9,7 @@ import pytest
 
 from paimon_fast.core.literals import normalize
 from paimon_fast.core.sqlpredicate import parse_predicate
-from paimon_fast.tables.arrow_filter import _simple_mask, filter_table, to_arrow_expression
+from paimon_fast.read.arrow_filter import _simple_mask, filter_table, to_arrow_expression
 
 
 def _table(n=500):

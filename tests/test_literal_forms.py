@@ -37,7 +37,7 @@ from paimon_fast.core.literals import normalize
 from paimon_fast.core.predicate import Leaf
 from paimon_fast.core.result import REMAIN, BitmapResult
 from paimon_fast.core.sqlpredicate import parse_predicate
-from paimon_fast.tables.arrow_filter import filter_table
+from paimon_fast.read.arrow_filter import filter_table
 from paimon_fast.core.types import DataType
 
 EPOCH = dt.datetime(1970, 1, 1)

@@ -27,7 +27,7 @@ from paimon_fast.errors import ColumnNotFoundError, LiteralTypeError, PaimonFast
 from paimon_fast.core.literals import normalize
 from paimon_fast.core.predicate import Leaf
 from paimon_fast.core.result import BitmapResult
-from paimon_fast.tables.arrow_filter import filter_table
+from paimon_fast.read.arrow_filter import filter_table
 from paimon_fast.core.types import DataType
 from sql_oracle import holds, matching_rows
 

@@ -184,7 +184,7 @@ _NO_PANDAS_ANSWERS = """
     from paimon_fast.cli import display_rows
     from paimon_fast.spark.cli import format_rows
     from paimon_fast.tables import ParquetDataset
-    from paimon_fast.tables.arrow_filter import filter_table
+    from paimon_fast.read.arrow_filter import filter_table
     from paimon_fast.core.predicate import field
 
     out = {"pandas loaded": "pandas" in sys.modules}

@@ -1162,13 +1162,13 @@ def _footer_of(data):
 
 @pytest.mark.parametrize("positions", [None, [0]])
 def test_footer_without_row_groups(positions):
-    from paimon_fast.io.parquet.thrift import _Decoder
+    from paimon_fast.io.parquet.thrift import Decoder
 
     buf = io.BytesIO()
     pq.write_table(pa.table({"i": pa.array([1, 2, 3])}), buf)
     data = buf.getvalue()
     fs = _footer_of(data)
-    d = _Decoder(data, fs, len(data) - 8)
+    d = Decoder(data, fs, len(data) - 8)
     for _ in range(2):  # version and schema, then the end of the struct
         h = d.byte()
         d.value(h & 15, 0, True)

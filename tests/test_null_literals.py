@@ -17,7 +17,7 @@ import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast.core.predicate import STRING_OPS, And, Leaf, Or
 from paimon_fast.core.sqlpredicate import parse_predicate
-from paimon_fast.tables.arrow_filter import to_arrow_expression
+from paimon_fast.read.arrow_filter import to_arrow_expression
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

@@ -56,12 +56,12 @@ def local(tmp_path):
 
 def _footer_pages(path):
     """Per row group and column: the rows of each data page (the page index's OffsetIndex)."""
-    from paimon_fast.io.parquet.footer import _pages, _read_footer
+    from paimon_fast.io.parquet.footer import chunk_pages, _read_footer
     from paimon_fast.io.source import FileSource
 
     src = FileSource(path)
     fo = _read_footer(src)
-    return [[_pages(src, fo, g, c).rows.tolist() for c in range(fo.leaf_count)] for g in range(len(fo.row_groups))]
+    return [[chunk_pages(src, fo, g, c).rows.tolist() for c in range(fo.leaf_count)] for g in range(len(fo.row_groups))]
 
 
 # ---------------------------------------------------------------- what is written

@@ -16,7 +16,7 @@ import pytest
 
 import paimon_fast as pf
 from paimon_fast.tables.parquet import ParquetDataset
-from paimon_fast.tables.topn import TopNReport
+from paimon_fast.read.topn import TopNReport
 
 
 def _dataset(root, files=3, n=20_000):

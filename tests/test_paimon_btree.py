@@ -23,7 +23,7 @@ from paimon_fast.globalindex.format import group_column  # noqa: E402
 from paimon_fast.paimon import globalindex as pgi  # noqa: E402
 from paimon_fast.paimon import read_with_index, top_n  # noqa: E402
 from paimon_fast.paimon.globalindex import create_global_index  # noqa: E402
-from paimon_fast.tables.topn import TopNReport  # noqa: E402
+from paimon_fast.read.topn import TopNReport  # noqa: E402
 
 from test_paimon_globalindex import (
     CASES,
@@ -161,7 +161,7 @@ def test_nearly_unique_files_are_grouped_together_with_the_same_bytes(tmp_path, 
     from paimon_fast.paimon import globalindex_build as pgb
 
     calls = []
-    real = gformat._nearly_unique
+    real = gformat.nearly_unique
 
     def spy(arr, *a):
         calls.append(len(arr))
@@ -171,7 +171,7 @@ def test_nearly_unique_files_are_grouped_together_with_the_same_bytes(tmp_path, 
     for itype in ("btree", "bitmap"):
         out = []
         for name, fn in (("a", spy), ("b", lambda *a: False)):
-            monkeypatch.setattr(gformat, "_nearly_unique", fn)
+            monkeypatch.setattr(gformat, "nearly_unique", fn)
             cat, t = _table(tmp_path / f"{itype}{name}", DATA_EVOLUTION, commits=3, partitioned=False)
             assert create_global_index(cat.get_table(f"db.{t}"), "id", itype, options=RPR) > 0
             out.append(_range_files(cat, t, str(tmp_path / f"{itype}{name}" / "wh")))

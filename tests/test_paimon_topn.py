@@ -17,7 +17,7 @@ pytest.importorskip("pypaimon")
 import paimon_fast as pf  # noqa: E402
 from paimon_fast.paimon import legacy_manifest_table, rewrite_file_index  # noqa: E402
 from paimon_fast.paimon.topn import top_n  # noqa: E402
-from paimon_fast.tables.topn import TopNReport  # noqa: E402
+from paimon_fast.read.topn import TopNReport  # noqa: E402
 
 from paimon_helpers import catalog, copy_table, create_sample_table, unpack_java09  # noqa: E402
 from test_topn import _eval, _sql_key  # noqa: E402

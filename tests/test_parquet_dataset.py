@@ -14,7 +14,7 @@ import paimon_fast as pf
 import toy_index  # noqa: F401  (registers the test-only "test-positions" index type)
 from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
-from paimon_fast.tables.arrow_filter import to_arrow_expression
+from paimon_fast.read.arrow_filter import to_arrow_expression
 from paimon_fast.tables.parquet import write_atomic
 
 BLOOM = {

@@ -22,7 +22,7 @@ from pyroaring import BitMap
 
 from paimon_fast.io.parquet import rows as pr
 from paimon_fast.errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
-from paimon_fast.io.parquet.footer import _pages, _read_footer
+from paimon_fast.io.parquet.footer import chunk_pages, _read_footer
 from paimon_fast.io.source import BytesSource, FileSource
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -393,7 +393,7 @@ def test_columns_sharing_row_ranges_under_other_page_numbers(tmp_path):
     pos = np.array([400, 401, 500], dtype=np.int64)
     src = FileSource(path)
     fo = _read_footer(src)
-    pa_, pb = (_pages(src, fo, 0, i) for i in (0, 1))
+    pa_, pb = (chunk_pages(src, fo, 0, i) for i in (0, 1))
     ia = np.searchsorted(pa_.first_row, pos, "right") - 1
     ib = np.searchsorted(pb.first_row, pos, "right") - 1
     assert (

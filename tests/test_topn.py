@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import paimon_fast as pf
 from paimon_fast.tables.parquet import ParquetDataset
-from paimon_fast.tables.topn import TopNReport
+from paimon_fast.read.topn import TopNReport
 
 RANGE = {"file-index.range-bitmap.columns": "v,d,s"}
 

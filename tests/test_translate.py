@@ -10,7 +10,7 @@ import pytest
 
 import paimon_fast as pf
 from paimon_fast.core.predicate import Leaf
-from paimon_fast.tables.arrow_filter import to_arrow_expression
+from paimon_fast.read.arrow_filter import to_arrow_expression
 from paimon_fast.core.translate import Translator
 from sql_oracle import matching_rows
 

@@ -363,10 +363,10 @@ def long_keys(arr: pa.Array, dtype: DataType) -> np.ndarray:
         return fixed_values(arr)
     if r == "TIME":
         v = fixed_values(arr).astype(np.int64, copy=False)
-        return _rescale(v, t.unit, "ms")
+        return rescale(v, t.unit, "ms")
     if r in ("TIMESTAMP", "TIMESTAMP_LTZ"):
         v = fixed_values(arr)
-        return _rescale(v, t.unit, dtype.timestamp_unit)
+        return rescale(v, t.unit, dtype.timestamp_unit)
     if r == "BOOLEAN":
         return fixed_values(arr)
     raise UnsupportedTypeError(f"{dtype} has no long key")
@@ -375,7 +375,7 @@ def long_keys(arr: pa.Array, dtype: DataType) -> np.ndarray:
 _UNIT_NS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 
 
-def _rescale(v: np.ndarray, unit: str, target: str) -> np.ndarray:
+def rescale(v: np.ndarray, unit: str, target: str) -> np.ndarray:
     src, dst = _UNIT_NS[unit], _UNIT_NS[target]
     if src == dst:
         return v

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-_M32 = 0xFFFFFFFF
+M32 = 0xFFFFFFFF
 
 
-def _s32(x: int) -> int:
-    x &= _M32
+def s32(x: int) -> int:
+    x &= M32
     return x - (1 << 32) if x >> 31 else x
 
 
@@ -86,8 +86,8 @@ class JavaHashMap:
 
     @staticmethod
     def spread(h):
-        u = h & _M32
-        return _s32(u ^ (u >> 16))
+        u = h & M32
+        return s32(u ^ (u >> 16))
 
     # ------------------------------------------------------------ plumbing
     def _resize(self):

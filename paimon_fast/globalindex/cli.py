@@ -17,14 +17,14 @@ import os
 import re
 from typing import Optional, Tuple
 
-from ..cli import _parse_row_type, inspector
+from ..cli import parse_row_type, inspector
 from . import BitmapIndexFile, KeyCodec, is_btree_index, is_global_index
 
 
 def _key_type(path: str, args) -> Tuple[Optional[str], str]:
     """``(type, where it came from)`` of a global index file's keys: ``--row-type``'s first
     entry, else the dataset listing or the Paimon table beside the file, else ``(None, "")``."""
-    row_type = _parse_row_type(getattr(args, "row_type", "") or "")
+    row_type = parse_row_type(getattr(args, "row_type", "") or "")
     if row_type:
         return next(iter(row_type.values())), "--row-type"
     for find in (_dataset_listing_type, _paimon_table_type):

@@ -66,7 +66,7 @@ VERSION = 1
 FOOTER_LENGTH = 48
 TAIL_READ = 16384  # bytes read at open: footer and what Java writes before it
 SMALL_BITMAP = 4096  # bitmaps up to this size get our structural check before pyroaring's
-_FOOTER = struct.Struct(">qiqiqiiii")
+FOOTER_STRUCT = struct.Struct(">qiqiqiiii")
 
 OPT_BLOCK_SIZE = "bitmap-index.dictionary-block-size"
 OPT_COMPRESSION = "bitmap-index.compression"
@@ -408,7 +408,7 @@ def group_column_parallel(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, 
 
         threads = min(2, _threads())
     rids = np.ascontiguousarray(rids, dtype=np.uint64)
-    if threads < 2 or n < max(PARALLEL_GROUP_ROWS, 2) or not bool((rids[1:] > rids[:-1]).all()) or _nearly_unique(arr):
+    if threads < 2 or n < max(PARALLEL_GROUP_ROWS, 2) or not bool((rids[1:] > rids[:-1]).all()) or nearly_unique(arr):
         return group_column(key_codec, arr, rids)
     cuts = np.linspace(0, n, threads + 1).astype(np.int64).tolist()
     from concurrent.futures import ThreadPoolExecutor
@@ -423,7 +423,7 @@ def group_column_parallel(key_codec: KeyCodec, arr: pa.Array, rids: np.ndarray, 
     return merge_groups(parts, nonnull=rids if arr.null_count == 0 else None)
 
 
-def _nearly_unique(arr: pa.Array, sample: int = 1 << 16) -> bool:
+def nearly_unique(arr: pa.Array, sample: int = 1 << 16) -> bool:
     """Are nine in ten of a sample of ``arr``'s values distinct?  Then the slices' groupings
     hold about as many keys as rows and merging them costs what the slices saved."""
     import pyarrow.compute as pc
@@ -674,7 +674,9 @@ def assemble(body, key_off, key_data, first_idx, boffs, blens, null_rids, nn_rid
     index_off, index_len = pos, len(stored) - _codec.TRAILER
     parts.append(stored)
     parts.append(
-        _FOOTER.pack(null_off, len(null_bm), nn_off, len(nn_bm), index_off, index_len, value_count, VERSION, MAGIC)
+        FOOTER_STRUCT.pack(
+            null_off, len(null_bm), nn_off, len(nn_bm), index_off, index_len, value_count, VERSION, MAGIC
+        )
     )
     if value_count:
         first = kd[key_off[0] : key_off[1]]
@@ -702,7 +704,7 @@ class Footer:
 
     def __init__(self, raw, file_size: int, pos: int = 0):
         """The footer at ``raw[pos:pos + 48]`` of a file of ``file_size`` bytes, checked."""
-        (no, nl, nno, nnl, io, il, vc, self.version, magic) = _FOOTER.unpack_from(raw, pos)
+        (no, nl, nno, nnl, io, il, vc, self.version, magic) = FOOTER_STRUCT.unpack_from(raw, pos)
         self.null_offset, self.null_length, self.nonnull_offset, self.nonnull_length = no, nl, nno, nnl
         self.index_offset, self.index_length, self.value_count = io, il, vc
         at = file_size - FOOTER_LENGTH

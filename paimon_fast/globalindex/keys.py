@@ -37,7 +37,7 @@ from .._kernels import load as _load
 from ..errors import IndexFormatError, UnsupportedTypeError
 from ..core.literals import epoch_seconds, seconds_of_day
 from ..io.serde import encode_varint
-from ..core.types import DataType, _rescale, to_arrow_array, validity_mask
+from ..core.types import DataType, rescale, to_arrow_array, validity_mask
 
 _k = _load("globalindex")
 KINDS = _k.KINDS
@@ -129,7 +129,7 @@ class KeyCodec:
             return np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.int64), lo
         if r == "TIME":
             v = _values(arr).astype(np.int64)
-            return _rescale(v, arr.type.unit, "ms"), lo
+            return rescale(v, arr.type.unit, "ms"), lo
         if r in ("FLOAT", "DOUBLE"):
             v = _values(arr)
             if v.dtype == np.float32:
@@ -143,10 +143,10 @@ class KeyCodec:
             v = _values(arr).astype(np.int64)
             unit = arr.type.unit
             if d.precision <= 3:
-                return _rescale(v, unit, "ms"), lo
+                return rescale(v, unit, "ms"), lo
             per_ms = _UNIT_NS["ms"] // _UNIT_NS[unit] if _UNIT_NS[unit] < _UNIT_NS["ms"] else None
             if per_ms is None:  # seconds or millis: no sub-millisecond part
-                return _rescale(v, unit, "ms"), lo
+                return rescale(v, unit, "ms"), lo
             millis = np.floor_divide(v, per_ms)
             nanos = (v - millis * per_ms) * _UNIT_NS[unit]
             return millis, nanos.astype(np.uint64)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from ..cli import _print_json, command, display_rows, examples_epilog
+from ..cli import print_json, command, display_rows, examples_epilog
 
 
 def _spark_session():
@@ -139,7 +139,7 @@ def hudi_main(args):
     if args.hudi_cmd == "build":
         cols = args.columns.split(",") if args.columns else None
         spark = _spark_session() if args.spark else None
-        _print_json(build_index(spark, path, cols, as_of=args.as_of))
+        print_json(build_index(spark, path, cols, as_of=args.as_of))
     elif args.hudi_cmd == "query":
         state = table_state(path, listing=False)
         pred = _predicate(args, state.schema)
@@ -162,18 +162,18 @@ def hudi_main(args):
             out["rows_returned"] = tbl.num_rows
             if args.show:
                 out["rows"] = display_rows(tbl.slice(0, args.show))
-        _print_json(out)
+        print_json(out)
     else:
         table_state(path, listing=False)  # no table there: the one-line mistake, exit 2
         m = storage.read_manifest(path)
         if m is None:  # a table without an index: said in the JSON, exit 1
-            _print_json({"table": display_uri(path), "index": None})
+            print_json({"table": display_uri(path), "index": None})
             return 1
         state = table_state(path)
         covered = {(e["partition"], e["file_id"], e["base_file"], tuple(e["log_files"])) for e in m["slices"]}
         store = storage.index_location(path)[0]
         seg_sizes = {s: store.size(storage.segment_path(path, s)) for s in m["segments"]}
-        _print_json(
+        print_json(
             {
                 "table": display_uri(path),
                 "index_dir": storage.index_dir(path),

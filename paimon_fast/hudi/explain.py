@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..read.lazy import Explain, IndexUse
 from ..core.predicate import relax
-from ..tables.explain import _leaves
+from ..read.explain import leaves_of
 from .prune import INDEXED_OPS, prune
 
 
@@ -38,7 +38,7 @@ def explain_hudi(state, pred, pr) -> Explain:
         if c not in indexed:
             continue
         u = IndexUse("bitmap (RFC-92)", c, "sidecar", files=rep.get("slices_covered", 0))
-        ops = [x.op for x in _leaves(pred) if x.name == c]
+        ops = [x.op for x in leaves_of(pred) if x.name == c]
         answering = [op for op in ops if op in INDEXED_OPS]
         u.used = bool(answering)
         why = []

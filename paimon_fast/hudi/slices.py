@@ -21,7 +21,7 @@ from pyroaring import BitMap
 
 from ..errors import ColumnNotFoundError
 from ..io.parquet.rows import no_columns, read_rows
-from ..tables.arrow_filter import coerce_literals, filter_table
+from ..read.arrow_filter import coerce_literals, filter_table
 from .prune import HudiReport, _counter
 from .table import SliceRef, open_table, table_root
 

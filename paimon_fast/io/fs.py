@@ -131,7 +131,7 @@ def display_uri(uri: str) -> str:
     return f"{scheme}://{netloc}{sep}{path}"
 
 
-def _is_uri(s: str) -> bool:
+def is_uri(s: str) -> bool:
     head = s.split("/", 1)[0]
     return head.endswith(":") and len(head) > 2 and "://" in s  # "s3://...", not "C:\\" nor "a:b"
 
@@ -675,7 +675,7 @@ def resolve(path, filesystem=None) -> Tuple[Store, str]:
     else:
         store = None
     if store is not None:
-        if _is_uri(s):
+        if is_uri(s):
             scheme, rest = s.split("://", 1)
             if store.local:
                 from urllib.parse import unquote
@@ -689,7 +689,7 @@ def resolve(path, filesystem=None) -> Tuple[Store, str]:
         from urllib.parse import unquote, urlparse
 
         return Store(), os.path.abspath(unquote(urlparse(s).path))
-    if not _is_uri(s):
+    if not is_uri(s):
         return Store(), os.path.abspath(s)
     hit = _RESOLVED.get(s)
     if hit is None:  # one filesystem per URI: creating one (credential chain, region lookup) costs

@@ -55,9 +55,9 @@ class ReadBuilder:
     def with_limit(self, limit: Optional[int]) -> "ReadBuilder":
         """Stop reading once ``limit`` rows are out (a split plan is not cut: every split may
         hold the first rows)."""
-        from ..read.lazy import _check_limit
+        from ..read.lazy import check_limit
 
-        self._limit = _check_limit(limit)
+        self._limit = check_limit(limit)
         return self
 
     def new_predicate_builder(self):

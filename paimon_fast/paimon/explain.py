@@ -19,7 +19,7 @@ from typing import Dict, Tuple
 from ..read.lazy import Explain, IndexUse
 from ..core.predicate import Leaf
 from ..core.result import REMAIN
-from ..tables.explain import FALLBACK_OPS, _alone, _leaves, _Tally, can_answer, note_or
+from ..read.explain import FALLBACK_OPS, Tally, alone, can_answer, leaves_of, note_or
 from .pruning import INDEX_SUFFIX, _bool_opt, _SchemaResolver, index_applicability
 
 
@@ -82,15 +82,15 @@ def explain_paimon(table, pred, splits, rep, fast: bool) -> Explain:
         return ex
     applicable, why_not = index_applicability(table)
     cols = sorted(pred.fields())
-    ops = {c: [x.op for x in _leaves(pred) if x.name == c] for c in cols}
+    ops = {c: [x.op for x in leaves_of(pred) if x.name == c] for c in cols}
     resolver = _SchemaResolver(table)
-    tallies: Dict[Tuple[str, str], _Tally] = {}
+    tallies: Dict[Tuple[str, str], Tally] = {}
     mismatched: Dict[str, str] = {}
 
     def tally(itype, col):
         t = tallies.get((itype, col))
         if t is None:
-            t = tallies[(itype, col)] = _Tally(IndexUse(itype, col, "file"))
+            t = tallies[(itype, col)] = Tally(IndexUse(itype, col, "file"))
         return t
 
     for f in _planned_files(table, pred):
@@ -141,7 +141,7 @@ def explain_paimon(table, pred, splits, rep, fast: bool) -> Explain:
                     except Exception:  # noqa: BLE001 - the read keeps such a file too
                         return REMAIN
 
-                t.removed(_alone(pred, c, answer), f.row_count)
+                t.removed(alone(pred, c, answer), f.row_count)
     for (_, col), t in sorted(tallies.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         u = t.finish()
         if not applicable:
@@ -200,7 +200,7 @@ def _global_rows(table, pred, cols, rep, ex):
             continue
         u = IndexUse(fi.index_type, c, "global")
         out.append(u)
-        leaves = [x for x in _leaves(pred) if x.name == c]
+        leaves = [x for x in leaves_of(pred) if x.name == c]
         answered, unanswered = [], []
         for x in leaves:
             part = gi.leaf_part(x)
@@ -227,10 +227,8 @@ def _global_rows(table, pred, cols, rep, ex):
                 uncovered += 1
                 continue
             u.files += 1
-            res = _alone(
-                pred, c, lambda leaf, first=first, n=f.row_count: gi.file_leaf_result(leaf, first, n) or REMAIN
-            )
-            _Tally(u).removed(res, f.row_count)
+            res = alone(pred, c, lambda leaf, first=first, n=f.row_count: gi.file_leaf_result(leaf, first, n) or REMAIN)
+            Tally(u).removed(res, f.row_count)
         if uncovered:
             why.append(
                 f"stale: {uncovered} data file{'s' if uncovered > 1 else ''} written after the build (not covered)"

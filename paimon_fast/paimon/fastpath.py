@@ -75,7 +75,7 @@ from ..core.types import DataType
 from ..core.result import REMAIN, BitmapResult
 from ..core.roaring import bitmap_of
 from ..io.source import BytesSource, FileSource
-from ..tables.arrow_filter import to_arrow_expression
+from ..read.arrow_filter import to_arrow_expression
 from .avro import _HEADER_CACHE, _SCHEMA_CACHE, _SCHEMA_LOCK
 from .avro import read_avro  # noqa: F401  (handed on at this path)
 from .deletion import read_deletion_vector

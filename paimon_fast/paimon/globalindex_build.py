@@ -193,7 +193,7 @@ def read_groups_direct(files, start: int, end: int, dtype: str, store=None):
     ``(Groups, rows)``; ``(None, 0)`` for no rows; None where :func:`read_direct` gives None."""
     import pyarrow as pa
 
-    from ..globalindex.format import _nearly_unique, group_column, group_column_parallel, merge_groups
+    from ..globalindex.format import nearly_unique, group_column, group_column_parallel, merge_groups
 
     codec = _writer(dtype, {}, "bitmap").codec
     # in row-id order: the groupings merge as disjoint, ascending row-id intervals (a split may
@@ -213,7 +213,7 @@ def read_groups_direct(files, start: int, end: int, dtype: str, store=None):
             col = pa.nulls(n, DataType.parse(dtype).to_arrow())
         arr, _ = codec.column(col.slice(a, b - a))
         rid = np.arange(a + first - start, b + first - start, dtype=np.int64).view(np.uint64)
-        if not codec.is_string and len(todo) > 1 and b - a >= UNIQUE_CHECK_ROWS and _nearly_unique(arr):
+        if not codec.is_string and len(todo) > 1 and b - a >= UNIQUE_CHECK_ROWS and nearly_unique(arr):
             return (arr, rid), b - a  # grouped with the other files' rows below
         # a file of half the rows or more (one file, or a big one among small ones) would group
         # alone at the end: its rows are grouped in slices side by side instead

@@ -127,7 +127,7 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
 
     from ..io.fs import Store
     from ..tables.globalindex import RUNS_PREFIX
-    from ..tables.globalindex_spark import _drop_runs
+    from ..tables.globalindex_spark import drop_runs
 
     runs_store = store if store is not None else Store()
     runs_store.makedirs(root)
@@ -219,7 +219,7 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
             rows += sc.parallelize(todo, len(todo)).mapPartitions(merge).collect()
     finally:
         if split:
-            _drop_runs(runs_store, root, runs)
+            drop_runs(runs_store, root, runs)
     for i, row in rows:
         results[i].append(row)
 

@@ -36,7 +36,7 @@ from ..fileindex.format import FileIndexFormat
 from ..core.literals import normalize
 from ..core.result import REMAIN, BitmapResult, FileIndexResult
 from ..io.source import BytesSource
-from ..tables.arrow_filter import filter_table
+from ..read.arrow_filter import filter_table
 from .compat import legacy_manifest_table
 from .deletion import is_64bit, read_deletion_vector
 from .predicates import as_predicate, for_planning, to_pypaimon
@@ -528,7 +528,7 @@ def _read_all(
     (it leaves partition keys out, so an OR / NOT over a partition column
     returned whole partitions; on row ranges it costs a dataset scan per
     range) and filtered once at the end, after any merge, by the exact filter
-    (:func:`paimon_fast.tables.arrow_filter.filter_table`): every row returned
+    (:func:`paimon_fast.read.arrow_filter.filter_table`): every row returned
     satisfies the predicate.  Literals are first normalised to the columns'
     types (:mod:`paimon_fast.core.literals`); a predicate column the table lacks
     raises :class:`~paimon_fast.errors.ColumnNotFoundError`.

@@ -193,7 +193,7 @@ class SplitReader:
         if self._fast is None:
             from pypaimon.schema.data_types import PyarrowFieldParser
 
-            from ..tables.arrow_filter import to_arrow_expression
+            from ..read.arrow_filter import to_arrow_expression
             from .fastpath import _Schemas
             from .plan import _Plan
 
@@ -299,7 +299,7 @@ class SplitReader:
     def read_pypaimon(self, split: PypaimonSplit, report=None, columns: Optional[List[str]] = None):
         """The matching rows of one :class:`PypaimonSplit`, batch by batch from pypaimon's reader
         (row ranges of local files of row-tracking tables read at their pages directly)."""
-        from ..tables.arrow_filter import filter_table
+        from ..read.arrow_filter import filter_table
         from .pruning import _bool_opt
 
         out_cols = self.columns if columns is None else columns

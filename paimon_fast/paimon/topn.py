@@ -3,7 +3,7 @@
 Append tables the fast path covers (:mod:`.fastpath`: Parquet, main branch,
 latest snapshot, no row tracking) are answered file by file from their
 ``range-bitmap`` file indexes (embedded or ``.index`` sidecars) with the merge
-of :mod:`paimon_fast.tables.topn`: files that cannot beat the current k-th row
+of :mod:`paimon_fast.read.topn`: files that cannot beat the current k-th row
 are not read, the others only at their candidate rows; files without such an
 index read the column.  Deletion vectors remove rows before anything is
 ranked.  Every other table (primary keys, ORC, time travel...) is read with
@@ -31,10 +31,10 @@ from ..errors import ColumnNotFoundError, PaimonFastError
 from ..fileindex.format import FileIndexFile
 from ..core.result import REMAIN
 from ..io.source import BytesSource, FileSource
-from ..tables.arrow_filter import filter_table
+from ..read.arrow_filter import filter_table
 from ..io.parquet.rows import PageReadStats, read_rows
-from ..tables.topn import FILE, POS, TopNReport, TopNSource, check_k, check_orderable, order
-from ..tables.topn import top_n as _merge
+from ..read.topn import FILE, POS, TopNReport, TopNSource, check_k, check_orderable, order
+from ..read.topn import top_n as _merge
 from .compat import legacy_manifest_table
 from .predicates import as_predicate
 
@@ -57,7 +57,7 @@ def top_n(
     ``nulls_first``; NaN above every other float; ``columns`` the output
     columns (default: all).  ``predicate`` is a paimon_fast predicate, SQL
     text or a pypaimon predicate.  ``report`` (a
-    :class:`~paimon_fast.tables.topn.TopNReport`) is filled in when given;
+    :class:`~paimon_fast.read.topn.TopNReport`) is filled in when given;
     ``report.fallback_reason`` says why a table was read without its indexes.
     """
     from .plan import check_table, get_plan

@@ -302,7 +302,7 @@ def _prefetched(make_items: Callable[[], Iterator]) -> Iterator:
             pass
 
 
-def _check_limit(limit):
+def check_limit(limit):
     if limit is None:
         return None
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
@@ -321,7 +321,7 @@ class LazyRead:
 
     def __init__(self, source: ReadSource, limit: Optional[int] = None):
         self._source = source
-        self._limit = _check_limit(limit)
+        self._limit = check_limit(limit)
 
     # ------------------------------------------------------------ what it reads
     @property

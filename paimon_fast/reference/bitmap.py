@@ -15,14 +15,14 @@ import struct
 import numpy as np
 
 # the HashMap model lives beside the bitmap writer that needs it; the twin hands it on
-from ..fileindex.java_hashmap import _M32, JavaHashMap, _s32, java_order_exact, java_order_local  # noqa: F401
+from ..fileindex.java_hashmap import M32, JavaHashMap, s32, java_order_exact, java_order_local  # noqa: F401
 
 HASH_INT, HASH_LONG, HASH_BOOL = 0, 1, 2
 CMP_SIGNED, CMP_FLOAT, CMP_DOUBLE, CMP_BOOL = 0, 1, 2, 3
 
 
 def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _M32
+    return ((x << r) | (x >> (32 - r))) & M32
 
 
 def java_string_hash(b: bytes) -> int:
@@ -32,33 +32,33 @@ def java_string_hash(b: bytes) -> int:
     aligned = n - n % 4
 
     def mix(h1, k1):
-        k1 = (k1 * 0xCC9E2D51) & _M32
+        k1 = (k1 * 0xCC9E2D51) & M32
         k1 = _rotl(k1, 15)
-        k1 = (k1 * 0x1B873593) & _M32
+        k1 = (k1 * 0x1B873593) & M32
         h1 ^= k1
         h1 = _rotl(h1, 13)
-        return (h1 * 5 + 0xE6546B64) & _M32
+        return (h1 * 5 + 0xE6546B64) & M32
 
     for i in range(0, aligned, 4):
         h1 = mix(h1, int.from_bytes(b[i : i + 4], "little"))
     for i in range(aligned, n):
-        h1 = mix(h1, (b[i] - 256 if b[i] >= 128 else b[i]) & _M32)
+        h1 = mix(h1, (b[i] - 256 if b[i] >= 128 else b[i]) & M32)
     h1 ^= n
     h1 ^= h1 >> 16
-    h1 = (h1 * 0x85EBCA6B) & _M32
+    h1 = (h1 * 0x85EBCA6B) & M32
     h1 ^= h1 >> 13
-    h1 = (h1 * 0xC2B2AE35) & _M32
+    h1 = (h1 * 0xC2B2AE35) & M32
     h1 ^= h1 >> 16
-    return _s32(h1)
+    return s32(h1)
 
 
 def java_hash(v: int, mode: int) -> int:
     """``hashCode()`` of a boxed Byte/Short/Integer/Float-bits (0), Long/Double-bits (1), Boolean (2)."""
     if mode == HASH_INT:
-        return _s32(v)
+        return s32(v)
     if mode == HASH_LONG:
         u = v & 0xFFFFFFFFFFFFFFFF
-        return _s32(u ^ (u >> 32))
+        return s32(u ^ (u >> 32))
     return 1231 if v else 1237
 
 
@@ -106,7 +106,7 @@ def group_binary(offsets, data, valid=None):
 
 
 def _bucket(h: int, table: int) -> int:
-    u = h & _M32
+    u = h & M32
     return (u ^ (u >> 16)) & (table - 1)
 
 
@@ -271,7 +271,7 @@ def pack_binary(offsets, data, rows, a, b=None, blocks=None):
 def order_key(v: int, mode: int) -> int:
     """Twin of the kernel's ``order_key``."""
     if mode == CMP_FLOAT:
-        f = _s32(v)
+        f = s32(v)
         if (f & 0x7F800000) == 0x7F800000 and (f & 0x007FFFFF):
             f = 0x7FC00000
         return f ^ 0x7FFFFFFF if f < 0 else f

@@ -424,7 +424,7 @@ def build_multivalue_file(array_dtype, values, rids, options=None):
 def _build(codec, arr, rids, valid, options, names, multivalue):
     from ..fileindex.options import Options
     from ..globalindex.sst import BlockEncoder, compression_type
-    from ..globalindex.format import _FOOTER, MAGIC, VERSION
+    from ..globalindex.format import FOOTER_STRUCT, MAGIC, VERSION
     from ..globalindex.meta import SortedIndexFileMeta
     from ..core.types import binary_buffers
 
@@ -459,7 +459,7 @@ def _build(codec, arr, rids, valid, options, names, multivalue):
     )
     stored = enc(idx)
     pos = len(body)
-    footer = _FOOTER.pack(
+    footer = FOOTER_STRUCT.pack(
         pos,
         len(null_bm),
         pos + len(null_bm),

@@ -73,9 +73,9 @@ def _jvm_path(path: str) -> str:
     """A path given on the command line, as Spark must see it: a relative local path made absolute
     against this process's working directory (a JVM started earlier in the same process, e.g. by a
     notebook or a test, resolves relative paths against its own start directory)."""
-    from ..io.fs import _is_uri
+    from ..io.fs import is_uri
 
-    return path if _is_uri(path) else os.path.abspath(path)
+    return path if is_uri(path) else os.path.abspath(path)
 
 
 def _session(args):
@@ -88,9 +88,9 @@ def _session(args):
 def _check_before_spark(path, where):
     """A user's mistake is named before Spark starts (and logs): a local dataset directory that is
     not there, a predicate that does not parse or names a column the dataset lacks."""
-    from ..io.fs import _is_uri
+    from ..io.fs import is_uri
 
-    local = path is not None and not _is_uri(path)
+    local = path is not None and not is_uri(path)
     if local and not os.path.isdir(path):
         if os.path.exists(path):
             raise NotADirectoryError(20, "Not a dataset directory", path)
@@ -367,7 +367,7 @@ def _old_layout(path: str) -> bool:
 
 def _top_main(args):
     from ..tables.parquet import ParquetDataset
-    from ..tables.topn import TopNReport
+    from ..read.topn import TopNReport
 
     spec = args.top or args.bottom
     col, sep, k = spec.rpartition(":")

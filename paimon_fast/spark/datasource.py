@@ -72,9 +72,9 @@ class PaimonFastDataSource(DataSource):
         p = self.options.get("path")
         if not p:
             raise ValueError('paimon-fast needs a path: spark.read.format("paimon-fast").load(PATH)')
-        from ..io.fs import _is_uri
+        from ..io.fs import is_uri
 
-        return p if _is_uri(p) else os.path.abspath(p)
+        return p if is_uri(p) else os.path.abspath(p)
 
     def schema(self):
         from pyspark.sql.pandas.types import from_arrow_schema

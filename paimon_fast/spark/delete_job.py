@@ -74,7 +74,7 @@ def delete(
 
     from ..core.sqlpredicate import parse_predicate
     from ..tables.deletes import DeleteReport, commit_deletions
-    from ..tables.topn import POS
+    from ..read.topn import POS
 
     if where is None:
         raise ValueError("delete needs a predicate")
@@ -127,7 +127,7 @@ def _positions_frame(spark, ds: ParquetDataset, plan):
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    from ..tables.topn import POS
+    from ..read.topn import POS
 
     pred = plan.predicate
     local = ds.store.local

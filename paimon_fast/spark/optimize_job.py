@@ -45,9 +45,9 @@ SAMPLE_MAX = 1_000_000  # sampled keys a partition at most
 
 
 def _shuffle_path(store, root: str, oid: str, i: int) -> str:
-    from ..tables.optimize import OPT_DIR, _rel_join
+    from ..tables.optimize import OPT_DIR, rel_join
 
-    return _rel_join(store, root, f"{OPT_DIR}/{oid}/shuffle/{i:06d}.arrow")
+    return rel_join(store, root, f"{OPT_DIR}/{oid}/shuffle/{i:06d}.arrow")
 
 
 def _open_ipc(store, path: str):
@@ -63,7 +63,7 @@ def _rewrite_on_spark(spark, parallelism: Optional[int] = None):
         import numpy as np
         import pyarrow as pa
 
-        from ..tables.optimize import _NewFile
+        from ..tables.optimize import NewFile
         from ..tables.order import range_bounds
         from .frames import task_frame, task_numbers
 
@@ -206,11 +206,11 @@ def _rewrite_on_spark(spark, parallelism: Optional[int] = None):
         with arrow_only():
             rows = task_frame(spark, len(outputs), write_task, out_schema, parallelism).collect()
         phases["spark.write"] = time.perf_counter() - t2
-        from ..tables.optimize import OPT_DIR, _rel_join, _remove_tree
+        from ..tables.optimize import OPT_DIR, rel_join, remove_tree
 
-        _remove_tree(store, _rel_join(store, root, f"{OPT_DIR}/{oid}/shuffle"))
+        remove_tree(store, rel_join(store, root, f"{OPT_DIR}/{oid}/shuffle"))
         phases["spark"] = time.perf_counter() - t0
-        out = [_NewFile(r["rel"], r["staged"], r["rows"], r["size"], json.loads(r["entry"]), {}) for r in rows]
+        out = [NewFile(r["rel"], r["staged"], r["rows"], r["size"], json.loads(r["entry"]), {}) for r in rows]
         return sorted(out, key=lambda n: n.rel)
 
     return rewrite

@@ -11,7 +11,7 @@ sends one task per remaining file.  An
 executor answers its file from the file's ``range-bitmap`` index (only the
 candidate rows of the sort and ``where`` columns are read) or, without one,
 from the column, and returns at most k rows of ``(value, position)``.  The
-driver merges them (:func:`paimon_fast.tables.topn.merge`) and reads the
+driver merges them (:func:`paimon_fast.read.topn.merge`) and reads the
 projected columns of the k winners.  Same answer as
 :meth:`paimon_fast.tables.parquet.ParquetDataset.top_n`.
 """
@@ -23,7 +23,7 @@ from typing import List, Optional
 import pyarrow as pa
 
 from ..tables.parquet import ParquetDataset, local_path
-from ..tables.topn import TopNReport, check_k, file_top_k, merge, project
+from ..read.topn import TopNReport, check_k, file_top_k, merge, project
 
 
 def _unindexed_cost(ds: ParquetDataset, column: str, pred, files) -> int:

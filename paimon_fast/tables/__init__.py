@@ -11,7 +11,7 @@ the command line and the Spark read are written once for all kinds.
   the file it was built from (``tables/identity.py``).
 """
 
-from .arrow_filter import coerce_literals, to_arrow_expression
+from ..read.arrow_filter import coerce_literals, to_arrow_expression
 from .parquet import CATALOG_NAME, BuildReport, DataFile, FilePlan, IndexSpec, ParquetDataset, ScanPlan, ScanReport
 
 __all__ = [

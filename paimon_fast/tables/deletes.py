@@ -343,7 +343,7 @@ def matching_positions(ds, plan, schema=None) -> Dict[str, np.ndarray]:
     files where its predicate holds (index bitmaps and deletion vectors honoured)."""
     import pyarrow as pa
 
-    from .arrow_filter import filter_table
+    from ..read.arrow_filter import filter_table
 
     schema = schema or ds.schema()
     out = {}

@@ -19,112 +19,16 @@ from dataclasses import replace
 
 from ..io.checksum import ChecksumMismatchError
 from ..errors import IndexFormatError
-from ..fileindex import evaluate_tree
-from ..fileindex.base import FileIndexReader
 from ..fileindex.options import indexes_from_table_options
+from ..read.explain import FALLBACK_OPS, Tally, alone, can_answer, leaves_of, note_or
 from ..read.lazy import Explain, IndexUse
 from ..core.result import REMAIN, UNSUPPORTED, BitmapResult
-
-# global bitmap index leaves answered by scanning the dictionary (within the fallback budget)
-FALLBACK_OPS = frozenset(
-    {
-        "less_than",
-        "less_or_equal",
-        "greater_than",
-        "greater_or_equal",
-        "between",
-        "not_between",
-        "ends_with",
-        "contains",
-        "like",
-    }
-)
-
-
-def can_answer(reader, op: str) -> bool:
-    """Whether a file index reader answers leaves of ``op`` (others answer REMAIN)."""
-    if type(reader).visit is not FileIndexReader.visit:
-        return True  # a reader that answers every leaf itself (the empty index)
-    return callable(getattr(reader, "visit_" + op, None))
-
-
-class _Tally:
-    """What one index did over the files, and what stopped it."""
-
-    def __init__(self, use: IndexUse):
-        self.use = use
-        self.answered = 0
-        self.stale = 0
-        self.other: Dict[str, int] = {}  # why else the index was not used for files: reason -> files
-        self.mismatch: List[str] = []
-        self.errors: List[str] = []
-        self.unsupported_ops: List[str] = []
-
-    def removed(self, res, rows: int) -> None:
-        if not res.remain:
-            self.use.files_removed += 1
-            self.use.rows_removed += rows
-        elif isinstance(res, BitmapResult):
-            bm = res.bitmap
-            self.use.rows_removed += rows - (bm.range_cardinality(0, rows) if rows else 0)
-
-    def finish(self) -> IndexUse:
-        u = self.use
-        u.used = self.answered > 0
-        why = []
-        if self.mismatch:
-            why.append(f"type mismatch ({self.mismatch[0]})")
-        if self.stale:
-            why.append(f"stale file: {self.stale} data file{'s' if self.stale > 1 else ''} changed since the build")
-        for reason, n in sorted(self.other.items()):
-            why.append(f"{reason} ({n} data file{'s' if n > 1 else ''})")
-        if self.unsupported_ops and not u.used:
-            why.append(f"unsupported predicate: {u.index} cannot answer {', '.join(sorted(set(self.unsupported_ops)))}")
-        if self.errors:
-            why.append(f"unreadable: {self.errors[0]}")
-        u.why = "; ".join(why)
-        return u
 
 
 def _bare(type_text: str):
     from ..core.types import DataType
 
     return replace(DataType.parse(type_text), nullable=True)
-
-
-def _leaves(pred):
-    from ..core.predicate import Leaf
-
-    if isinstance(pred, Leaf):
-        return [pred]
-    return [x for c in getattr(pred, "children", ()) for x in _leaves(c)]
-
-
-def _alone(pred, column: str, answer):
-    """The predicate answered by one index: ``answer(leaf)`` for its column's leaves, REMAIN elsewhere."""
-    return evaluate_tree(pred, lambda leaf: answer(leaf) if leaf.name == column else REMAIN)
-
-
-def note_or(ex: Explain, pred) -> None:
-    """Say why an index that answered removes nothing alone: the predicate joins its column's
-    leaves by OR to other columns' leaves, so it removes files and rows only together with the
-    indexes of the other side (the table's last row)."""
-    from ..core.predicate import Or
-
-    def or_columns(p, out):
-        if isinstance(p, Or):
-            cols = [{x.name for x in _leaves(c)} for c in p.children]
-            for i, c in enumerate(cols):
-                if any(c - other for j, other in enumerate(cols) if j != i):
-                    out |= c
-        for c in getattr(p, "children", ()):
-            or_columns(c, out)
-        return out
-
-    joined = or_columns(pred, set()) if pred is not None else set()
-    for u in ex.indexes:
-        if u.used and not u.files_removed and not u.rows_removed and u.column in joined and not u.why:
-            u.why = "under OR with other columns: removes rows only together with their indexes"
 
 
 def explain_dataset(ds, plan) -> Explain:
@@ -158,7 +62,7 @@ def explain_dataset(ds, plan) -> Explain:
     if pred is None:
         return ex
     part_types = {f.name: f.type for f in ds.partition_schema()}
-    leaves = _leaves(pred)
+    leaves = leaves_of(pred)
     cols = sorted({x.name for x in leaves if x.name not in part_types})
     if any(x.name in part_types for x in leaves):
         ex.notes.append("partition columns are answered from the file paths")
@@ -168,12 +72,12 @@ def explain_dataset(ds, plan) -> Explain:
     row_type = ds.row_type()
     counts = ds.row_counts(cat)
     spec = indexes_from_table_options((cat.get("file_index") or {}).get("options") or {})
-    tallies: Dict[Tuple[str, str], _Tally] = {}
+    tallies: Dict[Tuple[str, str], Tally] = {}
 
-    def tally(itype: str, col: str) -> _Tally:
+    def tally(itype: str, col: str) -> Tally:
         t = tallies.get((itype, col))
         if t is None:
-            t = tallies[(itype, col)] = _Tally(IndexUse(itype, col, "file"))
+            t = tallies[(itype, col)] = Tally(IndexUse(itype, col, "file"))
         return t
 
     for f in ds.files():
@@ -242,7 +146,7 @@ def explain_dataset(ds, plan) -> Explain:
                         except Exception:  # noqa: BLE001 - the plan keeps such a file too
                             return REMAIN
 
-                    t.removed(_alone(pred, c, answer), rows)
+                    t.removed(alone(pred, c, answer), rows)
         finally:
             idx.close()
     ex.indexes.extend(t.finish() for _, t in sorted(tallies.items(), key=lambda kv: (kv[0][1], kv[0][0])))
@@ -267,7 +171,7 @@ def _statistics_rows(ds, pred, cols, counts) -> List[IndexUse]:
     out = []
     for c in [c for c in cols if c in types]:
         u = IndexUse("parquet statistics", c, "file")
-        t = _Tally(u)
+        t = Tally(u)
         for f in ds.files():
             st = ds._file_stats(f, c)
             if st is None:
@@ -284,7 +188,7 @@ def _statistics_rows(ds, pred, cols, counts) -> List[IndexUse]:
                     return SKIP
                 return BitmapResult.of_ranges([(0, rows)] if said == "all" else said)
 
-            t.removed(_alone(pred, c, answer), rows)
+            t.removed(alone(pred, c, answer), rows)
         if u.used:  # (a column whose statistics settle nothing is left out: they were only a try)
             out.append(u)
     return out
@@ -305,7 +209,7 @@ def _page_rows(ds, pred, cols, counts) -> List[IndexUse]:
     out = []
     for c in [c for c in cols if c in types]:
         u = IndexUse("parquet page index", c, "file")
-        t = _Tally(u)
+        t = Tally(u)
         for f in ds.files():
             sorted_only = ds._pages_asked_for(f, entries.get(f.path), c)
             if sorted_only is None:
@@ -322,7 +226,7 @@ def _page_rows(ds, pred, cols, counts) -> List[IndexUse]:
                     return SKIP
                 return BitmapResult.of_ranges(pages)
 
-            res = _alone(pred, c, answer)
+            res = alone(pred, c, answer)
             if answered:
                 u.files += 1
                 t.removed(res, rows)
@@ -353,7 +257,7 @@ def _global_rows(ds, pred, cols, counts, part_types, ops) -> List[IndexUse]:
             u.why = f"unreadable: {errs[0]}"
             continue
         u.files = len(files)
-        leaves = [x for x in _leaves(pred) if x.name == c]
+        leaves = [x for x in leaves_of(pred) if x.name == c]
         answered = [x for x in leaves if id(x) in answers._ids]
         unanswered = [x for x in leaves if id(x) not in answers._ids]
         u.used = bool(answered)
@@ -375,10 +279,10 @@ def _global_rows(ds, pred, cols, counts, part_types, ops) -> List[IndexUse]:
         if not answered:
             continue
         for f in files:
-            res = _alone(pred, c, lambda leaf, path=f.path: answers.result(leaf, path) or REMAIN)
+            res = alone(pred, c, lambda leaf, path=f.path: answers.result(leaf, path) or REMAIN)
             if res is UNSUPPORTED:
                 continue
-            _Tally(u).removed(res, counts[f.path])
+            Tally(u).removed(res, counts[f.path])
     return out
 
 

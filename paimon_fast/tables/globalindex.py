@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import uuid
 
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from ..io.checksum import ChecksummedSource, block_checksums, open_json, seal_js
 from ..io.fs import CommitFile, LazySource, resolve
 from ..core.predicate import Leaf, Predicate
 from ..core.result import SKIP, UNSUPPORTED, BitmapResult, FileIndexResult
+from ..read.explain import leaves_of
 from . import identity as _identity
 from .layout import is_data_file_name
 
@@ -331,12 +332,6 @@ def has_listing(ds, column: str) -> bool:
     return snap.derived[key]
 
 
-def _leaves(pred) -> List[Leaf]:
-    if isinstance(pred, Leaf):
-        return [pred]
-    return [x for c in getattr(pred, "children", ()) for x in _leaves(c)]
-
-
 class GlobalAnswers:
     """Leaf answers of the dataset's bitmap global indexes, per file.
 
@@ -356,7 +351,7 @@ class GlobalAnswers:
         self._ids: Dict[int, np.ndarray] = {}
         self._exact: Dict[int, bool] = {}
         self._offsets: Dict[str, Tuple[int, int]] = {}
-        leaves = [x for x in _leaves(pred) if x.name not in part_types]
+        leaves = [x for x in leaves_of(pred) if x.name not in part_types]
         cols = sorted({x.name for x in leaves if has_listing(ds, x.name)})
         if not cols:
             return

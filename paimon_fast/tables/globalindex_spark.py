@@ -122,14 +122,14 @@ def build_global_index(spark, path, column, options=None, dtype=None, filesystem
             ).collect()
         rows = sc.parallelize(range(nr), nr).mapPartitions(merge).collect()
     finally:
-        _drop_runs(store, out_dir, runs)
+        drop_runs(store, out_dir, runs)
     rows = sorted(rows, key=lambda r: r["range"])
     return _commit_listing(
         store, root, column, dtype, build_id, total, options, ranges, files, bases, states, rows, base_version
     )
 
 
-def _drop_runs(store, out_dir, runs=None) -> None:
+def drop_runs(store, out_dir, runs=None) -> None:
     """Remove the exchange directory ``runs`` (default: every one under ``out_dir``)."""
     if store.local:
         import shutil
@@ -230,7 +230,9 @@ def _range_ids(codec, arr, bounds) -> np.ndarray:
     bound falls in the range that bound ends; nulls in range 0)."""
     import bisect
 
-    from ..globalindex.format import _k
+    from .._kernels import load
+
+    _k = load("globalindex")
     from ..core.types import binary_buffers
 
     lead = 1 if bounds and bounds[0] is None else 0

@@ -161,7 +161,7 @@ def clustered_as(entry: Optional[Mapping], cluster_by: Sequence[str], strategy: 
     return isinstance(c, dict) and c.get("by") == list(cluster_by) and c.get("strategy") == strategy
 
 
-def _rel_join(store, root: str, rel: str) -> str:
+def rel_join(store, root: str, rel: str) -> str:
     return store.join(root, *rel.split("/"))
 
 
@@ -175,7 +175,7 @@ def _move(store, src: str, dst: str) -> None:
         store.fs.move(src, dst)
 
 
-def _remove_tree(store, path: str) -> None:
+def remove_tree(store, path: str) -> None:
     """Remove what is left of a run's directory (empty directories locally)."""
     if store.local:
         for d, dirs, files in os.walk(path, topdown=False):
@@ -236,8 +236,8 @@ def _roll_back(ds, oid: str, run: Mapping) -> None:
         if str(e) == "gone":
             return  # committed or undone by another run meanwhile
     for rel in run.get("new") or ():
-        store.delete(_rel_join(store, root, rel))
-    _remove_tree(store, _rel_join(store, root, f"{OPT_DIR}/{oid}"))
+        store.delete(rel_join(store, root, rel))
+    remove_tree(store, rel_join(store, root, f"{OPT_DIR}/{oid}"))
 
     def drop(c, attempt):
         pend = dict((c.get(OPT_KEY) or {}).get(PENDING) or {})
@@ -256,7 +256,7 @@ def _retire(ds, replaced: Mapping) -> int:
     store, root = ds.store, ds.root
     n = 0
     for rel, ident in sorted(replaced.items()):
-        path = _rel_join(store, root, rel)
+        path = rel_join(store, root, rel)
         now = _identity.current(store, path)
         if now is None or _identity.judge(now, ident) not in (_identity.VERIFIED, _identity.WEAK):
             continue
@@ -264,7 +264,7 @@ def _retire(ds, replaced: Mapping) -> int:
             int(ident["size"]), int(ident["mtime_ns"]), ident.get("ctime_ns"), ident.get("ino"), ident.get("etag")
         )
         try:
-            _move(store, path, _rel_join(store, root, retired_rel(rel, listed)))
+            _move(store, path, rel_join(store, root, retired_rel(rel, listed)))
             n += 1
         except FileNotFoundError:
             pass  # moved by another run meanwhile
@@ -277,7 +277,7 @@ def _forget_replaced(ds) -> None:
     store, root = ds.store, ds.root
 
     def gone(rel, ident) -> bool:
-        now = _identity.current(store, _rel_join(store, root, rel))
+        now = _identity.current(store, rel_join(store, root, rel))
         return now is None or _identity.judge(now, ident) not in (_identity.VERIFIED, _identity.WEAK)
 
     base = _catalog.read(ds.catalog, ds.io)
@@ -308,7 +308,7 @@ def _forget_replaced(ds) -> None:
 
 
 @dataclass
-class _NewFile:
+class NewFile:
     rel: str
     staged: str
     rows: int
@@ -349,7 +349,7 @@ def optimize(
     ``index_tools``: ``{"builder", "store_index", "ensure_types"}``, the file index writers of
     :mod:`paimon_fast.tables.parquet` (which imports this module: :meth:`ParquetDataset.optimize`
     hands them in).  ``rewrite``: a function that does step 2 on
-    another engine (``rewrite(view, todo, plan) -> [_NewFile]``, the Spark job)."""
+    another engine (``rewrite(view, todo, plan) -> [NewFile]``, the Spark job)."""
     t_start = time.perf_counter()
     cluster_by = [cluster_by] if isinstance(cluster_by, str) else list(cluster_by)
     strategy = check_strategy(strategy, cluster_by)
@@ -444,8 +444,8 @@ def optimize(
     rep.rows_before = sum(counts[f.path] for f in old)
     rep.rows_deleted_dropped = sum(vectors[f.path].cardinality for f in old if f.path in vectors)
     opts.target_file_size = opts.target_for([f.size for f in old])
-    staging = _rel_join(store, root, f"{OPT_DIR}/{oid}")
-    new: List[_NewFile] = []
+    staging = rel_join(store, root, f"{OPT_DIR}/{oid}")
+    new: List[NewFile] = []
     intended = committed = False
     try:
         new = (rewrite or _rewrite_in_process)(view, todo, plan)
@@ -463,7 +463,7 @@ def optimize(
         intended = True
         step("optimize.intended")
         for n in new:
-            _move(store, n.staged, _rel_join(store, root, n.rel))
+            _move(store, n.staged, rel_join(store, root, n.rel))
         idents = _settled_identities(store, root, [n.rel for n in new])
         step("optimize.published")
         for f in old:  # the versions read must still be there: else their change would be lost
@@ -490,7 +490,7 @@ def optimize(
     t0 = time.perf_counter()
     _retire(ds, {f.path: f.identity.to_json() for f in old})
     step("optimize.retired")
-    _remove_tree(store, staging)
+    remove_tree(store, staging)
     _forget_replaced(ds)
     phases["retire"] = time.perf_counter() - t0
     rep.seconds = time.perf_counter() - t_start
@@ -510,8 +510,8 @@ def _undo(ds, oid, new, intended, staging) -> None:
             store.delete(n.staged)
             fi = n.entry.get("file_index") or {}
             if "path" in fi:
-                store.delete(_rel_join(store, root, fi["path"]))
-        _remove_tree(store, staging)
+                store.delete(rel_join(store, root, fi["path"]))
+        remove_tree(store, staging)
     except Exception:  # noqa: BLE001 - the first error is the one to report; recover() finishes this
         pass
 
@@ -567,10 +567,10 @@ def _global_index_columns(view) -> List[str]:
 # ---------------------------------------------------------------- step 2 in this process
 
 
-def _rewrite_in_process(view, todo: Dict[tuple, list], plan: dict) -> List[_NewFile]:
+def _rewrite_in_process(view, todo: Dict[tuple, list], plan: dict) -> List[NewFile]:
     from ..io.pool import threads
 
-    out: List[_NewFile] = []
+    out: List[NewFile] = []
     phases = plan["phases"]
     progress = plan["progress"]
     names = plan["schema"].names
@@ -637,16 +637,16 @@ def file_cuts(rows: int, source_bytes: int, opts: WriteOptions) -> List[tuple]:
     return [(a, min(rows, a + per)) for a in range(0, rows, per)]
 
 
-def write_one(view, rel: str, table: pa.Table, order: np.ndarray, plan: dict) -> _NewFile:
+def write_one(view, rel: str, table: pa.Table, order: np.ndarray, plan: dict) -> NewFile:
     """Write the rows ``table[order]`` as the new file ``rel`` (staged under the run's directory),
-    with its file index and statistics; the file's :class:`_NewFile`."""
+    with its file index and statistics; the file's :class:`NewFile`."""
     store, root = view.store, view.root
     return write_rows(store, root, rel, take(table, order), plan)
 
 
-def write_rows(store, root: str, rel: str, part: pa.Table, plan: dict) -> _NewFile:
+def write_rows(store, root: str, rel: str, part: pa.Table, plan: dict) -> NewFile:
     """The per-file step of the in-process run and of the Spark job's tasks."""
-    staged = _rel_join(store, root, f"{OPT_DIR}/{plan['oid']}/{rel}")
+    staged = rel_join(store, root, f"{OPT_DIR}/{plan['oid']}/{rel}")
     sink = pa.BufferOutputStream()
     write_file(
         sink,
@@ -676,7 +676,7 @@ def write_rows(store, root: str, rel: str, part: pa.Table, plan: dict) -> _NewFi
         blob = b.finish()
         entry["file_index"] = tools["store_index"](store, root, rel, blob, spec.threshold, spec.digest, types=b.types)
     step("optimize.file.written", path=rel)
-    return _NewFile(
+    return NewFile(
         rel,
         staged,
         part.num_rows,
@@ -724,7 +724,7 @@ def _settled_identities(store, root, rels) -> Dict[str, _identity.Identity]:
         time.sleep(_identity.SETTLE_NS / 1e9 + 0.002)
     out = {}
     for rel in rels:
-        ident = _identity.current(store, _rel_join(store, root, rel))
+        ident = _identity.current(store, rel_join(store, root, rel))
         if ident is None:
             raise OptimizeConflictError(f"new data file {rel} disappeared before the commit")
         out[rel] = ident
@@ -775,7 +775,7 @@ def _commit_swap(ds, view, oid, new, idents, old, base_entries, _fault):
             opt.pop(PENDING, None)
         rep = dict(opt.get(REPLACED) or {})
         for p in list(rep):  # earlier runs' replaced files already moved away are forgotten
-            if p not in replaced_now and _identity.current(ds.store, _rel_join(ds.store, ds.root, p)) is None:
+            if p not in replaced_now and _identity.current(ds.store, rel_join(ds.store, ds.root, p)) is None:
                 del rep[p]
         rep.update(replaced_now)
         opt[REPLACED] = rep
@@ -786,7 +786,7 @@ def _commit_swap(ds, view, oid, new, idents, old, base_entries, _fault):
     )
 
 
-def _rebuild_global_index(ds, view, column: str, after: list, new_by_rel: Mapping[str, _NewFile]) -> None:
+def _rebuild_global_index(ds, view, column: str, after: list, new_by_rel: Mapping[str, NewFile]) -> None:
     """A new listing of ``column``'s global index over the files ``after`` the commit (one index
     file, built in this process as ``build_global_index_local`` does)."""
     import pyarrow.parquet as pq
@@ -812,7 +812,7 @@ def _rebuild_global_index(ds, view, column: str, after: list, new_by_rel: Mappin
         if nf is not None and column in nf.columns:  # (the in-process run keeps them)
             batches = nf.columns[column].chunks
         else:
-            path = _rel_join(store, root, rel)
+            path = rel_join(store, root, rel)
             batches = (b.column(0) for b in pq.ParquetFile(store.open_input(path)).iter_batches(columns=[column]))
         for arr in batches:
             w.write_batch(arr, np.arange(pos, pos + len(arr), dtype=np.uint64))

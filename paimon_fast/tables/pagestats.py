@@ -42,7 +42,7 @@ _MAX_COLUMN_INDEX = 16 << 20
 def _column_index(src, fo, rg: int, leaf: int):
     """The parsed ColumnIndex of a column chunk (``{1: null_pages, 2: mins, 3: maxes, 5: null
     counts}``), None when the chunk has none or it cannot be read."""
-    from ..io.parquet.footer import _Decoder
+    from ..io.parquet.footer import Decoder
 
     key = ("column index", rg, leaf)
     if key in fo.pages:
@@ -54,7 +54,7 @@ def _column_index(src, fo, rg: int, leaf: int):
         if 4 <= off and off + length <= fo.file_size:
             try:
                 raw = src.read_at(off, length, "Parquet column index")
-                ci = _Decoder(raw, base=off, what="Parquet column index").struct(1)
+                ci = Decoder(raw, base=off, what="Parquet column index").struct(1)
                 if isinstance(ci.get(2), list) and isinstance(ci.get(3), list) and isinstance(ci.get(1), list):
                     got = ci
             except (IndexFormatError, OSError):
@@ -116,8 +116,8 @@ def page_answer(
     index for the column, or the leaf's kind is not answered, or, with ``sorted_only``, the
     footer's ``sorting_columns`` do not start with the column).  ``source``: a path (local files:
     the footer and column indexes are cached) or a :class:`~paimon_fast.io.source.Source`."""
-    from ..io.parquet.footer import _Unsupported, _footer, _pages
-    from ..io.parquet.native import _open
+    from ..io.parquet.footer import UnsupportedChunk, footer_for, chunk_pages
+    from ..io.parquet.native import open_source
 
     kind = stat_kind(arrow_type)
     if kind is None or leaf.op not in (*_OPS, "is_null", "is_not_null"):
@@ -128,9 +128,9 @@ def page_answer(
             return None
     else:
         lits = ()
-    src, key, _, owned = _open(source)
+    src, key, _, owned = open_source(source)
     try:
-        fo = _footer(src, key)
+        fo = footer_for(src, key)
         f = fo.by_name.get(column)
         if f is None or not f.flat:
             return None
@@ -163,8 +163,8 @@ def page_answer(
             if ci is None:
                 return None
             try:
-                pages = _pages(src, fo, g, lf)
-            except (_Unsupported, IndexFormatError):
+                pages = chunk_pages(src, fo, g, lf)
+            except (UnsupportedChunk, IndexFormatError):
                 return None
             if not (len(ci[2]) == len(ci[3]) == len(ci[1]) == len(pages.first_row)):
                 return None
@@ -182,7 +182,7 @@ def page_answer(
                 s = at + int(pages.first_row[p])
                 _add(out, s, s + rows, said == "all")
         return out if used_pages else None
-    except _Unsupported:
+    except UnsupportedChunk:
         return None
     finally:
         if owned:

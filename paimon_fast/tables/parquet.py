@@ -124,7 +124,7 @@ from ..core.types import DataType
 from . import catalog as _catalog
 from . import identity as _identity
 from . import replaced as _replaced
-from .arrow_filter import coerce_literals, filter_table, to_arrow_expression
+from ..read.arrow_filter import coerce_literals, filter_table, to_arrow_expression
 from .catalog import CATALOG_FORMAT, CATALOG_VERSION, FILE_ORDER_DOC, Catalog  # noqa: F401 (handed on)
 from .layout import (
     CATALOG_NAME,
@@ -956,8 +956,8 @@ class ParquetDataset:
     def _file_stats(self, f: DataFile, column: str):
         """The statistics of ``column`` in data file ``f``'s footer (None: none usable, or the
         footer not readable here)."""
-        from ..io.parquet.footer import _footer, cached
-        from ..io.parquet.native import _open
+        from ..io.parquet.footer import footer_for, cached
+        from ..io.parquet.native import open_source
         from .stats import file_stats
 
         ident = getattr(f, "identity", None)
@@ -970,11 +970,11 @@ class ParquetDataset:
                 except Exception:  # noqa: BLE001 - statistics only ever help
                     return None
         try:
-            src, key, _, owned = _open(_replaced.locate(self.store, self.root, f))
+            src, key, _, owned = open_source(_replaced.locate(self.store, self.root, f))
         except OSError:
             return None
         try:
-            return file_stats(_footer(src, key), column)
+            return file_stats(footer_for(src, key), column)
         except Exception:  # noqa: BLE001 - statistics only ever help: the index or the filter decides
             return None
         finally:
@@ -1114,7 +1114,7 @@ class ParquetDataset:
     def _bound(self, predicate) -> Optional[Predicate]:
         """``predicate`` (a :class:`~paimon_fast.core.predicate.Predicate`, SQL text or None) parsed and
         bound to this dataset's schema: its literals made exact values of their columns' types
-        (:func:`~paimon_fast.tables.arrow_filter.coerce_literals`; a column the dataset lacks
+        (:func:`~paimon_fast.read.arrow_filter.coerce_literals`; a column the dataset lacks
         raises).  SQL text is bound once for every snapshot of the same files and catalog."""
         if predicate is None:
             return None
@@ -1468,7 +1468,7 @@ class ParquetDataset:
         (:func:`paimon_fast.io.parquet.rows.read_rows`, which adds to ``stats``) and
         only the columns asked for plus those ``predicate`` needs."""
         from ..io.parquet.rows import file_shape, read_rows
-        from .topn import POS
+        from ..read.topn import POS
 
         schema = schema or self.schema()
         positions = np.asarray(positions, dtype=np.int64)
@@ -1529,7 +1529,7 @@ class ParquetDataset:
         them in one pass and then filtered).  Deleted rows are never read."""
         from ..io.parquet.native import read_files
         from ..io.parquet.rows import no_columns
-        from .topn import POS
+        from ..read.topn import POS
 
         schema = schema or self.schema()
         columns = list(columns)
@@ -1685,7 +1685,7 @@ class ParquetDataset:
 
     @staticmethod
     def _assemble(tables, parts, counts, columns, schema, positions) -> pa.Table:
-        from .topn import POS
+        from ..read.topn import POS
 
         names = [*columns, POS] if positions else list(columns)
         fields = [schema.field(c) if c != POS else pa.field(POS, pa.int64()) for c in names]
@@ -1776,9 +1776,9 @@ class ParquetDataset:
         are answered from it (files that cannot beat the current k-th row are
         not read, others only at their candidate rows); the rest read the
         column.  ``where`` is a predicate or SQL text; ``report`` (a
-        :class:`~paimon_fast.tables.topn.TopNReport`) is filled in when given.
+        :class:`~paimon_fast.read.topn.TopNReport`) is filled in when given.
         """
-        from .topn import TopNReport, top_n
+        from ..read.topn import TopNReport, top_n
 
         if self._snap is None and _plan is None:
             return self.snapshot().top_n(
@@ -1815,7 +1815,7 @@ class ParquetDataset:
         """``(schema, output columns, predicate, [(FilePlan, eligible rows or None)])`` of a top-N:
         the columns checked, the ``where`` planned with the indexes, deleted rows removed."""
         from ..errors import ColumnNotFoundError
-        from .topn import check_orderable
+        from ..read.topn import check_orderable
 
         schema = self.schema()
         columns = list(schema.names) if columns is None else list(columns)
@@ -1848,7 +1848,7 @@ class ParquetDataset:
         self, f: DataFile, rows: int, eligible: Optional[BitMap], reader, pred, schema, column: Optional[str] = None
     ):
         from ..io.parquet.rows import PageReadStats
-        from .topn import TopNSource
+        from ..read.topn import TopNSource
 
         decoded = PageReadStats()
 

@@ -1,10 +1,10 @@
 """A Parquet file's footer and the pages of its column chunks, as
 :func:`paimon_fast.io.parquet.rows.read_rows` needs them: :class:`_Footer` (schema fields, row
-groups, column chunk metadata, the ``ARROW:schema``), :func:`_pages` (where a chunk's data
+groups, column chunk metadata, the ``ARROW:schema``), :func:`chunk_pages` (where a chunk's data
 pages and dictionary page are, from the page index or by walking the page headers), and a
 cache of parsed footers per local file.  Everything read is bounded by the file and checked:
 corrupt metadata raises :class:`~paimon_fast.errors.IndexFormatError`; what is not handled
-raises :class:`_Unsupported` (the caller reads the row group with pyarrow instead)."""
+raises :class:`UnsupportedChunk` (the caller reads the row group with pyarrow instead)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ...errors import IndexFormatError
 from ..source import Source
-from .thrift import _T_I32, _T_LIST, _T_STOP, _T_STRUCT, _Decoder, _Encoder, _Truncated
+from .thrift import _T_I32, _T_LIST, _T_STOP, _T_STRUCT, Decoder, _Encoder, _Truncated
 import pyarrow.parquet as pq
 
 _MAGIC = b"PAR1"
@@ -46,7 +46,7 @@ _DATA_PAGE, _INDEX_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 1, 2, 3
 _DICT_ENCODINGS = (2, 8)  # PLAIN_DICTIONARY, RLE_DICTIONARY
 
 
-class _Unsupported(Exception):
+class UnsupportedChunk(Exception):
     """This column or file is read by pyarrow's row-group read instead (the message says why)."""
 
 
@@ -67,7 +67,7 @@ class _Footer:
     """What :func:`read_rows` needs of a file's FileMetaData."""
 
     def __init__(self, data, base: int, file_size: int):
-        dec = _Decoder(data, base=base, what="Parquet footer")
+        dec = Decoder(data, base=base, what="Parquet footer")
         self.version = 1
         self.elements: List[dict] = []
         raws: List[bytes] = []
@@ -109,7 +109,7 @@ class _Footer:
                     if isinstance(kv, dict) and isinstance(kv.get(1), bytes):
                         self.kv[kv[1]] = kv.get(2) if isinstance(kv.get(2), bytes) else None
             elif fid == 8:
-                raise _Unsupported("encrypted file")
+                raise UnsupportedChunk("encrypted file")
         if not seen_schema or not self.elements:
             raise IndexFormatError("Parquet footer without a schema", base)
         if not isinstance(num_rows, int) or not isinstance(self.row_groups, list) or rgs_seen is False:
@@ -135,7 +135,7 @@ class _Footer:
         for f in self.fields:
             self.by_name[f.name] = None if f.name in self.by_name else f  # None: the name is not unique
         self.arrow_schema = _UNREAD  # the ARROW:schema (pyarrow's stored schema) or None, parsed on first use
-        self.pages: Dict[tuple, object] = {}  # (row group, leaf) -> _Pages or _Unsupported
+        self.pages: Dict[tuple, object] = {}  # (row group, leaf) -> _Pages or UnsupportedChunk
         self.plans = None  # field index -> pages.Plan of the flat columns it decodes (made on first use)
         self.lock = threading.Lock()
 
@@ -187,7 +187,7 @@ class _Footer:
         return out
 
     def origin_schema(self):
-        """pyarrow's stored schema (``ARROW:schema``), or None; _Unsupported when it does not
+        """pyarrow's stored schema (``ARROW:schema``), or None; UnsupportedChunk when it does not
         match the file's fields (pyarrow applies it field by field)."""
         if self.arrow_schema is _UNREAD:
             raw = self.kv.get(b"ARROW:schema")
@@ -201,7 +201,7 @@ class _Footer:
                     s = _BAD
             self.arrow_schema = s
         if self.arrow_schema is _BAD:
-            raise _Unsupported("ARROW:schema does not match the file")
+            raise UnsupportedChunk("ARROW:schema does not match the file")
         return self.arrow_schema
 
 
@@ -242,7 +242,7 @@ def _page_header(buf, pos: int, end: int, base: int) -> tuple:
     """``(type, header length, compressed size, uncompressed size, values, rows or -1, encoding)``
     of the page header at ``buf[pos:]`` (rows: -1 for V1 data pages, whose values are rows
     only for flat columns)."""
-    dec = _Decoder(buf, pos, end, base, "Parquet page header")
+    dec = Decoder(buf, pos, end, base, "Parquet page header")
     h = dec.struct(1)
     hlen = dec.pos - pos
     ptype, usize, csize = h.get(1), h.get(2), h.get(3)
@@ -273,12 +273,12 @@ def _chunk_meta(fo: _Footer, rg: int, leaf: int) -> tuple:
     """``(ColumnChunk, ColumnMetaData, chunk start, chunk end)``, checked against the file."""
     cc = fo.row_groups[rg][1][leaf]
     if cc.get(1) is not None:
-        raise _Unsupported("column chunk in another file")
+        raise UnsupportedChunk("column chunk in another file")
     if cc.get(8) is not None or cc.get(9) is not None:
-        raise _Unsupported("encrypted column")
+        raise UnsupportedChunk("encrypted column")
     meta = cc.get(3)
     if not isinstance(meta, dict):
-        raise _Unsupported("column chunk without metadata")
+        raise UnsupportedChunk("column chunk without metadata")
     need = (1, 4, 5, 7, 9)
     if (
         not all(isinstance(meta.get(k), int) for k in need)
@@ -305,9 +305,9 @@ def _pages_from_index(src: Source, fo: _Footer, rg: int, cc: dict, meta: dict, s
     if not isinstance(off, int) or not isinstance(length, int) or length <= 0 or off < 4 or off + length > fo.file_size:
         raise IndexFormatError(f"Parquet offset index at {off!r} ({length!r} bytes) outside the file", off)
     if length > _MAX_METADATA:
-        raise _Unsupported(f"offset index larger than {_MAX_METADATA >> 20} MB")
+        raise UnsupportedChunk(f"offset index larger than {_MAX_METADATA >> 20} MB")
     raw = src.read_at(off, length, "Parquet offset index")
-    oi = _Decoder(raw, base=off, what="Parquet offset index").struct(1)
+    oi = Decoder(raw, base=off, what="Parquet offset index").struct(1)
     locs = oi.get(1)
     if not isinstance(locs, list) or not locs:
         raise IndexFormatError("Parquet offset index without page locations", off)
@@ -362,7 +362,7 @@ def _pages_by_walking(src: Source, fo: _Footer, rg: int, meta: dict, start: int,
             raise IndexFormatError(f"Parquet page of {size} bytes runs past its column chunk's end {end}", pos)
         if ptype == _DICTIONARY_PAGE:
             if offs or dict_range is not None:
-                raise _Unsupported("dictionary page after data pages")
+                raise UnsupportedChunk("dictionary page after data pages")
             dict_range = (start, pos + size - start)
         elif ptype in (_DATA_PAGE, _DATA_PAGE_V2):
             r = rows if ptype == _DATA_PAGE_V2 else values
@@ -377,7 +377,7 @@ def _pages_by_walking(src: Source, fo: _Footer, rg: int, meta: dict, start: int,
         elif ptype != _INDEX_PAGE:
             raise IndexFormatError(f"Parquet page of unknown type {ptype}", pos)
         elif offs:
-            raise _Unsupported("index page after data pages")
+            raise UnsupportedChunk("index page after data pages")
         else:
             dict_range = (start, pos + size - start)
         pos += size
@@ -396,7 +396,7 @@ def _pages_by_walking(src: Source, fo: _Footer, rg: int, meta: dict, start: int,
     )
 
 
-def _pages(src: Source, fo: _Footer, rg: int, leaf: int) -> _Pages:
+def chunk_pages(src: Source, fo: _Footer, rg: int, leaf: int) -> _Pages:
     key = (rg, leaf)
     got = fo.pages.get(key)
     if got is None:
@@ -406,13 +406,13 @@ def _pages(src: Source, fo: _Footer, rg: int, leaf: int) -> _Pages:
                 got = _pages_from_index(src, fo, rg, cc, meta, start, end)
             else:
                 got = _pages_by_walking(src, fo, rg, meta, start, end)
-        except _Unsupported as e:
+        except UnsupportedChunk as e:
             got = e
         except IndexFormatError as e:  # pyarrow ignores the page index: its row-group read decides
-            got = _Unsupported(f"page locations not readable ({e.what})")
+            got = UnsupportedChunk(f"page locations not readable ({e.what})")
         with fo.lock:
             fo.pages[key] = got
-    if isinstance(got, _Unsupported):
+    if isinstance(got, UnsupportedChunk):
         raise got
     return got
 
@@ -436,14 +436,14 @@ def _read_footer(src: Source) -> _Footer:
         raise IndexFormatError(f"Parquet file of {size} bytes is too short", 0)
     tail = bytes(src.read_at(size - 8, 8, "Parquet footer length"))
     if tail[4:] == b"PARE":
-        raise _Unsupported("encrypted file")
+        raise UnsupportedChunk("encrypted file")
     if tail[4:] != _MAGIC:
         raise IndexFormatError("not a Parquet file (no PAR1 at its end)", size - 4)
     n = int.from_bytes(tail[:4], "little")
     if n <= 0 or n > size - 12:
         raise IndexFormatError(f"Parquet footer of {n} bytes does not fit the {size}-byte file", size - 8)
     if n > _MAX_METADATA:  # a Python object per value: pyarrow's reader takes such files
-        raise _Unsupported(f"footer larger than {_MAX_METADATA >> 20} MB")
+        raise UnsupportedChunk(f"footer larger than {_MAX_METADATA >> 20} MB")
     base = size - 8 - n
     return _Footer(src.read_at(base, n, "Parquet footer"), base, size)
 
@@ -458,7 +458,7 @@ def cached(key) -> Optional[_Footer]:
         return fo
 
 
-def _footer(src: Source, key) -> _Footer:
+def footer_for(src: Source, key) -> _Footer:
     if key is None:
         return _read_footer(src)
     with _FOOTERS_LOCK:

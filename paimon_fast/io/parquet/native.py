@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from .. import memory as _memory
 from ...errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
 from ..source import BytesSource, FileObjSource, FileSource, Source, as_source
-from .footer import _MAX_METADATA, _Footer, _Unsupported, _footer, _footer_bytes, _schemas
+from .footer import _MAX_METADATA, _Footer, UnsupportedChunk, footer_for, _footer_bytes, _schemas
 
 # parquet.thrift Type and Encoding
 _BOOLEAN, _INT32, _INT64, _INT96, _FLOAT, _DOUBLE, _BYTE_ARRAY, _FLBA = range(8)
@@ -182,7 +182,7 @@ class _Layout:
     def __init__(self, fo: _Footer):
         try:
             origin = fo.origin_schema()
-        except _Unsupported:
+        except UnsupportedChunk:
             origin = None
             self.origin_ok = False
         else:
@@ -292,7 +292,7 @@ class _File:
             self.src.close()
 
 
-def _open(source):
+def open_source(source):
     """``(Source, cache key or None, what pyarrow opens for a row-group read, close it?)``."""
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
@@ -438,7 +438,7 @@ def read_files(
     try:
         for source, positions in items:
             fl = _File()
-            fl.src, fl.key, fl.pa_source, fl.owned = _open(source)
+            fl.src, fl.key, fl.pa_source, fl.owned = open_source(source)
             files.append(fl)
             fl.all = positions is None
             fl.span = positions if isinstance(positions, range) else None
@@ -453,10 +453,10 @@ def read_files(
             )
             fl.why = ""
             try:
-                fl.fo = _footer(fl.src, fl.key)
+                fl.fo = footer_for(fl.src, fl.key)
                 fl.lay = _layout(fl.fo)
                 fl.nrows = int(fl.fo.starts[-1])
-            except _Unsupported as e:
+            except UnsupportedChunk as e:
                 fl.fo, fl.lay, fl.why = None, None, str(e)
             except IndexFormatError:
                 fl.fo, fl.lay, fl.why = None, None, "footer not readable natively"

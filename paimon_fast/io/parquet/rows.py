@@ -27,10 +27,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...errors import IndexFormatError, InvalidArgumentError
-from .footer import _footer, _Unsupported, _schemas
+from .footer import footer_for, UnsupportedChunk, _schemas
 from .footer import _read_footer  # noqa: F401  (handed on at this path)
 from .footer import clear_cache as _clear_footers
-from .native import _as_positions, _open, no_columns, read_files
+from .native import _as_positions, open_source, no_columns, read_files
 
 # Who decodes the rows when read_rows is not told (its page_decoder): "kernel", the native reader;
 # "twin", its pure-Python twin (tests); None, pyarrow's row-group read taken at the rows.
@@ -213,12 +213,12 @@ class FileShape(NamedTuple):
 def file_shape(source) -> FileShape:
     """The top-level column names and row count of a Parquet file (from the footer
     :func:`read_rows` caches for local paths)."""
-    src, key, pa_source, owned = _open(source)
+    src, key, pa_source, owned = open_source(source)
     try:
         try:
-            fo = _footer(src, key)
+            fo = footer_for(src, key)
             return FileShape([f.name for f in fo.fields], int(fo.starts[-1]))
-        except (_Unsupported, IndexFormatError):
+        except (UnsupportedChunk, IndexFormatError):
             pf = _pyarrow_file(src, pa_source)
             return FileShape(pf.schema_arrow.names, int(_row_group_starts(pf)[-1]))
     finally:
@@ -230,11 +230,11 @@ def row_group_starts(source) -> np.ndarray:
     """The first row of each row group of a Parquet file, and its row count last (int64; from
     the footer :func:`read_rows` caches for local paths): where a read can be cut into ranges
     that pyarrow reads as whole row groups."""
-    src, key, pa_source, owned = _open(source)
+    src, key, pa_source, owned = open_source(source)
     try:
         try:
-            return np.array(_footer(src, key).starts, dtype=np.int64)
-        except (_Unsupported, IndexFormatError):
+            return np.array(footer_for(src, key).starts, dtype=np.int64)
+        except (UnsupportedChunk, IndexFormatError):
             return _row_group_starts(_pyarrow_file(src, pa_source))
     finally:
         if owned:
@@ -253,11 +253,11 @@ _BYTE_ARRAY = 6  # parquet.thrift Type
 def column_sizes(source) -> ColumnSizes:
     """Each top-level column's uncompressed bytes in a Parquet file (from the footer
     :func:`read_rows` caches for local paths), to estimate what reading it costs."""
-    src, key, pa_source, owned = _open(source)
+    src, key, pa_source, owned = open_source(source)
     try:
         try:
-            fo = _footer(src, key)
-        except (_Unsupported, IndexFormatError):
+            fo = footer_for(src, key)
+        except (UnsupportedChunk, IndexFormatError):
             md = _pyarrow_file(src, pa_source).metadata
             size, var = {}, {}
             for g in range(md.num_row_groups):

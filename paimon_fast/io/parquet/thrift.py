@@ -1,5 +1,5 @@
 """The Thrift compact protocol, only as much of it as a Parquet footer, page headers and
-page index need: :class:`_Decoder` reads structs into ``{field id: value}`` dicts with every
+page index need: :class:`Decoder` reads structs into ``{field id: value}`` dicts with every
 length and offset checked against its buffer (:class:`_Truncated` when input ends inside a
 value), :class:`_Encoder` writes them."""
 
@@ -35,7 +35,7 @@ class _Truncated(IndexFormatError):
 ) = range(14)
 
 
-class _Decoder:
+class Decoder:
     """Reads Thrift compact structs from ``buf[pos:end]`` into ``{field id: value}`` dicts
     (lists as lists, binaries as bytes, bools, ints, floats).  ``base`` is ``buf``'s offset
     in the file, for error messages."""
