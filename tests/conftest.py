@@ -33,6 +33,50 @@ def pytest_collection_modifyitems(config, items):
         fn._hypothesis_internal_use_settings = settings(s, max_examples=max(5, int(s.max_examples * f)))
 
 
+#: the settings of the tests' one SparkSession; a test that changes a runtime setting sets it back
+SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.files.openCostInBytes": "8192",  # small test files: a scan packs several into a task
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one SparkSession of the tests (per xdist worker): local[2] with :data:`SPARK_CONF`,
+    started as the package starts it (``paimon_fast.spark.session``).  Its Python workers run
+    this interpreter and import this checkout; they can load ``tests/toy_index.py`` by name.
+    Skips where pyspark or Java is missing."""
+    pytest.importorskip("pyspark")
+    import shutil
+
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java for a local SparkSession")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(here)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    from paimon_fast.spark import session
+
+    s = session("local[2]", "paimon-fast-tests", conf=SPARK_CONF)
+    s.sparkContext.addPyFile(os.path.join(here, "toy_index.py"))  # workers load the plug-in by name
+    yield s
+
+
+@pytest.fixture(autouse=True)
+def _spark_settings_kept(request):
+    """A test that takes ``spark`` leaves its runtime settings as it found them (the next test
+    on the worker's session must see :data:`SPARK_CONF`, whatever the order)."""
+    if "spark" not in request.fixturenames:
+        yield
+        return
+    s = request.getfixturevalue("spark")
+    yield
+    changed = {k: s.conf.get(k, None) for k, v in SPARK_CONF.items() if s.conf.get(k, None) != v}
+    assert not changed, f"the test changed the shared SparkSession's settings: {changed}"
+
+
 @pytest.fixture(scope="session")
 def s3_server():
     """A moto S3 server on 127.0.0.1 (a free port) for the whole session (tests/s3_support.py)."""

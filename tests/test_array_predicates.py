@@ -181,12 +181,10 @@ def test_paimon_table(tmp_path):
 
 
 @pytest.mark.spark
-def test_spark_columns():
+def test_spark_columns(spark):
     pytest.importorskip("pyspark")
-    from paimon_fast import spark as pfs
     from paimon_fast.spark.columns import to_spark_column
 
-    spark = pfs.session("local[1]", conf={"spark.sql.shuffle.partitions": "1"})
     t = make_table(n=120, kind="string")
     rows = t.to_pylist()
     df = spark.createDataFrame([(r["id"], r["tags"]) for r in rows], "id long, tags array<string>")

@@ -14,21 +14,6 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark (the 'spark' extra) is 
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="session")
-def gi_spark():
-    import sys
-
-    # Python workers must run this interpreter and find this checkout of paimon_fast
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    from paimon_fast.spark import session
-
-    # the package's session (the tests share one JVM: started as the package starts it)
-    spark = session("local[2]", "paimon-fast-globalindex-tests", conf={"spark.sql.shuffle.partitions": "4"})
-    yield spark
-
-
 def _dataset(tmp_path):
     rng = np.random.default_rng(11)
     frames = []
@@ -48,13 +33,13 @@ def _dataset(tmp_path):
 
 
 @pytest.mark.parametrize("column", ["tag", "num"])
-def test_build_global_index_on_spark(gi_spark, tmp_path, column):
+def test_build_global_index_on_spark(spark, tmp_path, column):
     from paimon_fast.globalindex import spark_build as sb
 
     tags, nums = _dataset(tmp_path)
     values = tags if column == "tag" else nums
     listing = sb.build_global_index(
-        gi_spark,
+        spark,
         str(tmp_path),
         column,
         {"sorted-index.records-per-range": "600", "bitmap-index.dictionary-block-size": "64b"},
@@ -88,7 +73,7 @@ def test_build_global_index_on_spark(gi_spark, tmp_path, column):
     if column != "tag":
         return
     # a rebuild replaces the files of the earlier build (gc removes them once no live listing names them)
-    listing2 = sb.build_global_index(gi_spark, str(tmp_path), column, {"sorted-index.records-per-range": "5000"})
+    listing2 = sb.build_global_index(spark, str(tmp_path), column, {"sorted-index.records-per-range": "5000"})
     assert len(listing2["files"]) == 1
     from paimon_fast.tables.gc import collect
 
@@ -97,7 +82,7 @@ def test_build_global_index_on_spark(gi_spark, tmp_path, column):
     assert sb.load_global_index(str(tmp_path), column).evaluate(f == probe) == want
 
 
-def test_spark_range_files_are_the_writers_bytes_for_their_rows(gi_spark, tmp_path):
+def test_spark_range_files_are_the_writers_bytes_for_their_rows(spark, tmp_path):
     """Each file of the Spark build covers one key range, the files partition the row ids, and
     each file's bytes and meta are what the in-process writer makes of exactly its rows (Spark
     does not sort: the writer's kernel orders every range by key and row id)."""
@@ -108,7 +93,7 @@ def test_spark_range_files_are_the_writers_bytes_for_their_rows(gi_spark, tmp_pa
 
     tags, _ = _dataset(tmp_path)
     opts = {"bitmap-index.dictionary-block-size": "64b"}
-    listing = sb.build_global_index(gi_spark, str(tmp_path), "tag", {"sorted-index.records-per-range": "600", **opts})
+    listing = sb.build_global_index(spark, str(tmp_path), "tag", {"sorted-index.records-per-range": "600", **opts})
     assert len(listing["files"]) >= 2
     d = sb.index_dir(str(tmp_path), "tag")
     seen = BitMap64()
@@ -130,7 +115,7 @@ def test_spark_range_files_are_the_writers_bytes_for_their_rows(gi_spark, tmp_pa
     assert all(a[2] < b[1] for a, b in zip(spans, spans[1:])), "key ranges ascend without overlap"
 
 
-def test_spark_build_row_ids_with_awkward_file_names(gi_spark, tmp_path):
+def test_spark_build_row_ids_with_awkward_file_names(spark, tmp_path):
     """Row ids map back to the right files and rows whatever the names: directories and
     names with spaces, percent signs, '#', '+', '=' and non-ASCII letters."""
     from paimon_fast.globalindex import spark_build as sb
@@ -143,7 +128,7 @@ def test_spark_build_row_ids_with_awkward_file_names(gi_spark, tmp_path):
         vals = [f"v{(i * 7 + j) % 5}" for j in range(40 + i)]
         pq.write_table(pa.table({"s": pa.array(vals, pa.string())}), str(p))
         values[rel] = vals
-    listing = sb.build_global_index(gi_spark, str(tmp_path), "s")
+    listing = sb.build_global_index(spark, str(tmp_path), "s")
     order = [f["path"] for f in listing["data_files"]]
     assert sorted(order) == sorted(layout)
     flat = sum((values[rel] for rel in order), [])
@@ -157,7 +142,7 @@ def test_spark_build_row_ids_with_awkward_file_names(gi_spark, tmp_path):
             assert [values[rel][i] for i in ix.tolist()] == [v] * len(ix)
 
 
-def test_spark_build_mostly_nulls_a_file_without_the_column_and_leftovers(gi_spark, tmp_path):
+def test_spark_build_mostly_nulls_a_file_without_the_column_and_leftovers(spark, tmp_path):
     """Nulls sort first and may fill whole ranges; a file written before the column existed
     counts as all nulls; an exchange directory left by an interrupted build is gc's (once it is older than
     the grace period: a young one may be a running build's)."""
@@ -173,7 +158,7 @@ def test_spark_build_mostly_nulls_a_file_without_the_column_and_leftovers(gi_spa
     stale = os.path.join(sb.index_dir(str(tmp_path), "v"), ".runs-0123456789ab")
     os.makedirs(stale)
     open(os.path.join(stale, "00000000.arrow"), "wb").close()
-    listing = sb.build_global_index(gi_spark, str(tmp_path), "v", {"sorted-index.records-per-range": "300"})
+    listing = sb.build_global_index(spark, str(tmp_path), "v", {"sorted-index.records-per-range": "300"})
     assert listing["ranges"] == 6 and len(listing["files"]) >= 2
     assert sorted(os.listdir(sb.index_dir(str(tmp_path), "v"))) == sorted(
         [f["file"] for f in listing["files"]] + ["_commits", ".runs-0123456789ab"]

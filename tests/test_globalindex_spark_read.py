@@ -14,7 +14,6 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark (the 'spark' extra) is not installed")
 
-import paimon_fast as pf  # noqa: E402
 from test_globalindex_pruning import FILE_OPTIONS, write_dataset  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -34,24 +33,15 @@ PREDICATES = [
 ]
 
 
-@pytest.fixture(scope="session")
-def gi_read_spark():
-    from paimon_fast import spark as pfs
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    yield pfs.session("local[2]", conf={"spark.sql.shuffle.partitions": "2", "spark.sql.files.openCostInBytes": "8192"})
-
-
 @pytest.fixture(scope="module")
-def gi_dataset(gi_read_spark, tmp_path_factory):
+def gi_dataset(spark, tmp_path_factory):
     from paimon_fast import spark as pfs
     from paimon_fast.tables import ParquetDataset
 
     root = write_dataset(tmp_path_factory.mktemp("gis"))
     ParquetDataset(root).build(FILE_OPTIONS)  # file indexes in-process (their Spark build is tested elsewhere)
     listing = pfs.build_global_index(
-        gi_read_spark, root, "tag", {"sorted-index.records-per-range": "800", "bitmap-index.compression": "lz4"}
+        spark, root, "tag", {"sorted-index.records-per-range": "800", "bitmap-index.compression": "lz4"}
     )
     assert len(listing["files"]) >= 2 and listing["total_row_count"] == 2400
     return root
@@ -86,10 +76,10 @@ def answers(dfs):
     return [sorted(x, key=repr) for x in out]
 
 
-def test_pruned_read_with_global_index_equals_full_scan(gi_read_spark, gi_dataset):
+def test_pruned_read_with_global_index_equals_full_scan(spark, gi_dataset):
     from paimon_fast import spark as pfs
 
-    spark = gi_read_spark
+    spark = spark
     assert len(plain(spark, gi_dataset).inputFiles()) == 4
     pruned = [pfs.read(spark, gi_dataset, t) for t in PREDICATES]
     # the Data Source plans with the same dataset plan (Spark pushes the AND-list; `where` carries OR)
@@ -112,10 +102,10 @@ def test_pruned_read_with_global_index_equals_full_scan(gi_read_spark, gi_datase
     assert pruned[0].report.rows_read == len(got[n])
 
 
-def test_stale_global_index_is_ignored_by_read(gi_read_spark, gi_dataset, tmp_path):
+def test_stale_global_index_is_ignored_by_read(spark, gi_dataset, tmp_path):
     from paimon_fast import spark as pfs
 
-    spark = gi_read_spark
+    spark = spark
     root = str(tmp_path / "copy")
     shutil.copytree(gi_dataset, root)
     # a new file after the build: row ids of the listing no longer describe the dataset
@@ -130,7 +120,7 @@ def test_stale_global_index_is_ignored_by_read(gi_read_spark, gi_dataset, tmp_pa
     assert got == want and len(got) > t.num_rows
 
 
-def test_cli_build_global_index(gi_read_spark, tmp_path):
+def test_cli_build_global_index(spark, tmp_path):
     from paimon_fast.cli import main
     from paimon_fast.tables import ParquetDataset
 

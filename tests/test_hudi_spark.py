@@ -20,19 +20,6 @@ pyspark = pytest.importorskip("pyspark")
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def spark():
-    import sys
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this interpreter's packages
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from paimon_fast.spark import session
-
-    # the package's session (the tests share one JVM: started as the package starts it)
-    s = session("local[2]", conf={"spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC"})
-    yield s
-
-
 def _java_portable64(spark, positions):
     jvm = spark.sparkContext._jvm
     gw = spark.sparkContext._gateway

@@ -340,12 +340,10 @@ def test_hudi_null_literals(tmp_path):
 
 
 @pytest.mark.spark
-def test_spark_column_null_literals():
+def test_spark_column_null_literals(spark):
     pytest.importorskip("pyspark")
-    from paimon_fast import spark as pfs
     from paimon_fast.spark.columns import to_spark_column
 
-    spark = pfs.session("local[1]", conf={"spark.sql.shuffle.partitions": "1"})
     rows = TABLE.to_pylist()
     df = spark.createDataFrame([(i, r["x"], r["s"]) for i, r in enumerate(rows)], "i long, x long, s string")
     for col, lit in (("x", 3), ("s", "a")):

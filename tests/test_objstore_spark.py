@@ -21,13 +21,6 @@ def _no_statistics(monkeypatch):
     monkeypatch.setattr(dataset, "STATISTICS", False)
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from paimon_fast import spark as pfs
-
-    yield pfs.session("local[2]", conf={"spark.sql.shuffle.partitions": "2"})
-
-
 def _ids(df):
     return sorted(r["id"] for r in df.select("id").collect())
 

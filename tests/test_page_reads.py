@@ -72,12 +72,11 @@ def test_dataset_top_n_projects_pages(tmp_path):
 
 
 @pytest.mark.spark
-def test_spark_top_n_counts_pages(tmp_path):
+def test_spark_top_n_counts_pages(spark, tmp_path):
     from paimon_fast import spark as pfs
 
     ds = _dataset(str(tmp_path / "ds"))
     full = _full(ds)
-    spark = pfs.session("local[2]")
     rep = TopNReport()
     got = pfs.top_n(spark, ds.root, "score", 5, columns=["tag", "score"], report=rep, driver_max_bytes=0)
     idx = pc.sort_indices(full, [("score", "descending")])[:5]

@@ -41,7 +41,6 @@ from test_paimon_globalindex import (
     _rows,
     _table,
     _with_options,
-    gi_spark,  # noqa: F401  (a fixture)
 )
 
 RPR = {"sorted-index.records-per-range": "60"}
@@ -392,13 +391,13 @@ def test_pypaimon_bloom_filter_files_are_read(tmp_path):
 
 
 @pytest.mark.spark
-def test_spark_build_equals_in_process_build(tmp_path, gi_spark):
+def test_spark_build_equals_in_process_build(tmp_path, spark):
     cat_a, name = _table(tmp_path / "a", DATA_EVOLUTION, commits=3)
     cat_b, _ = _table(tmp_path / "b", DATA_EVOLUTION, commits=3)
     opts = {"sorted-index.records-per-range": "70", "btree-index.compression": "zstd"}
     snap = cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id
     na = create_global_index(cat_a.get_table(f"db.{name}"), "color", "btree", options=opts)
-    nb = create_global_index(cat_b.get_table(f"db.{name}"), "color", "btree", options=opts, spark=gi_spark)
+    nb = create_global_index(cat_b.get_table(f"db.{name}"), "color", "btree", options=opts, spark=spark)
     assert na == nb > 0
     assert cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id == snap + 1  # one commit
     assert _range_files(cat_a, name, str(tmp_path / "a" / "wh")) == _range_files(
@@ -407,7 +406,7 @@ def test_spark_build_equals_in_process_build(tmp_path, gi_spark):
     rows = _rows(cat_b, name)
     got, report = read_with_index(cat_b.get_table(f"db.{name}"), pf.field("color") > "m")
     assert _ids(got) == _expect(rows, lambda r: r["color"] is not None and r["color"] > "m") and report.global_indexes
-    assert create_global_index(cat_b.get_table(f"db.{name}"), "color", "btree", spark=gi_spark) == 0
+    assert create_global_index(cat_b.get_table(f"db.{name}"), "color", "btree", spark=spark) == 0
 
 
 def test_pypaimon_btree_writer_differs_where_the_docs_say(tmp_path):

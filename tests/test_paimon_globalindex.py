@@ -576,23 +576,8 @@ def _range_files(cat, name, root):
     return {k: sorted(v) for k, v in out.items()}
 
 
-@pytest.fixture(scope="module")
-def gi_spark():
-    import sys
-
-    pytest.importorskip("pyspark")
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    from paimon_fast.spark import session
-
-    # the package's session (the tests share one JVM: started as the package starts it)
-    return session("local[2]", "paimon-fast-paimon-gi-tests", conf={"spark.sql.shuffle.partitions": "4"})
-
-
 @pytest.mark.spark
-def test_spark_build_equals_in_process_build(tmp_path, gi_spark):
+def test_spark_build_equals_in_process_build(tmp_path, spark):
     """Executors read, sort and write each row range; the driver commits once: the same
     files (bytes, metas, record counts, row ranges) as the in-process build."""
     cat_a, name = _table(tmp_path / "a", DATA_EVOLUTION, commits=4)
@@ -602,7 +587,7 @@ def test_spark_build_equals_in_process_build(tmp_path, gi_spark):
     seen = []
     na = create_global_index(cat_a.get_table(f"db.{name}"), "color", options=opts)
     nb = create_global_index(
-        cat_b.get_table(f"db.{name}"), "color", options=opts, spark=gi_spark, progress=lambda *a: seen.append(a)
+        cat_b.get_table(f"db.{name}"), "color", options=opts, spark=spark, progress=lambda *a: seen.append(a)
     )
     assert na == nb > 0 and seen
     assert cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id == snap + 1  # one commit
@@ -612,7 +597,7 @@ def test_spark_build_equals_in_process_build(tmp_path, gi_spark):
     rows = _rows(cat_b, name)
     got, report = read_with_index(cat_b.get_table(f"db.{name}"), pf.field("color") == "red")
     assert _ids(got) == _expect(rows, lambda r: r["color"] == "red") and report.global_indexes
-    assert create_global_index(cat_b.get_table(f"db.{name}"), "color", spark=gi_spark) == 0
+    assert create_global_index(cat_b.get_table(f"db.{name}"), "color", spark=spark) == 0
 
 
 _HEAP_SCRIPT = r"""
@@ -849,12 +834,12 @@ def test_multivalue_search_modes_after_append(tmp_path):
 
 
 @pytest.mark.spark
-def test_multivalue_spark_build_equals_in_process(tmp_path, gi_spark):
+def test_multivalue_spark_build_equals_in_process(tmp_path, spark):
     cat_a = _array_table(tmp_path / "a")
     cat_b = _array_table(tmp_path / "b")
     opts = {"sorted-index.records-per-range": "40"}
     na = create_global_index(cat_a.get_table("db.a"), "nums", "multivalue", options=opts)
-    nb = create_global_index(cat_b.get_table("db.a"), "nums", "multivalue", options=opts, spark=gi_spark)
+    nb = create_global_index(cat_b.get_table("db.a"), "nums", "multivalue", options=opts, spark=spark)
     assert na == nb > 0
     assert _range_files(cat_a, "a", str(tmp_path / "a" / "wh")) == _range_files(cat_b, "a", str(tmp_path / "b" / "wh"))
 
@@ -966,7 +951,7 @@ def _jobs_run(spark, fn):
         ("nums", "multivalue", "1000"),
     ],
 )
-def test_spark_split_range_equals_in_process_build(tmp_path, gi_spark, column, index_type, per_range):
+def test_spark_split_range_equals_in_process_build(tmp_path, spark, column, index_type, per_range):
     """Ranges of several data files read and sorted by several tasks and merged by one: the
     same files (bytes, metas, record counts, row ranges) as the in-process build; a build
     killed before its commit leaves no entries and no exchange files, and running it again
@@ -988,14 +973,14 @@ def test_spark_split_range_equals_in_process_build(tmp_path, gi_spark, column, i
     pgi._commit = boom
     try:
         with pytest.raises(KeyboardInterrupt):
-            create_global_index(cat_b.get_table(f"db.{name}"), column, index_type, options=split, spark=gi_spark)
+            create_global_index(cat_b.get_table(f"db.{name}"), column, index_type, options=split, spark=spark)
     finally:
         pgi._commit = pgi_commit
     assert _index_entries(cat_b, name) == []
     assert not os.path.isdir(index_dir) or os.listdir(index_dir) == []
     nb, jobs = _jobs_run(
-        gi_spark,
-        lambda: create_global_index(cat_b.get_table(f"db.{name}"), column, index_type, options=split, spark=gi_spark),
+        spark,
+        lambda: create_global_index(cat_b.get_table(f"db.{name}"), column, index_type, options=split, spark=spark),
     )
     assert jobs == 2  # read + sort pieces, then merge: the split happened
     assert na == nb > 0
@@ -1003,7 +988,7 @@ def test_spark_split_range_equals_in_process_build(tmp_path, gi_spark, column, i
         cat_b, name, str(tmp_path / "b" / "wh")
     )
     assert len(_index_entries(cat_b, name)) == nb and len(os.listdir(index_dir)) == nb  # no exchange files left
-    assert create_global_index(cat_b.get_table(f"db.{name}"), column, index_type, options=split, spark=gi_spark) == 0
+    assert create_global_index(cat_b.get_table(f"db.{name}"), column, index_type, options=split, spark=spark) == 0
     rows = _rows(cat_b, name)
     v = {"color": "red", "n": 3, "tags": "b", "nums": 2}[column]
     if arrays:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pytest
 
@@ -220,31 +219,13 @@ def test_cli_query_and_rewrite(tmp_path, capsys):
 # ---------------------------------------------------------------- Spark
 
 
-@pytest.fixture(scope="session")
-def paimon_spark():
-    pytest.importorskip("pyspark")
-    import shutil
-
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("no Java for a local SparkSession")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(pf.__file__)))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [root, os.environ.get("PYTHONPATH")] if p)
-
-    from paimon_fast.spark import session
-
-    # the package's session (the tests share one JVM: started as the package starts it)
-    spark = session("local[2]", conf={"spark.sql.shuffle.partitions": "4"})
-    yield spark
-
-
 @pytest.mark.spark
-def test_rewrite_on_spark_matches_local(tmp_path, paimon_spark):
+def test_rewrite_on_spark_matches_local(tmp_path, spark):
     local_wh, spark_wh = tmp_path / "local", tmp_path / "spark"
     create_sample_table(local_wh, options=BLOOM, files=3)
     create_sample_table(spark_wh, options=BLOOM, files=3)
     rl = rewrite_file_index(None, catalog(local_wh).get_table("db.t"))
-    rs = rewrite_file_index(paimon_spark, catalog(spark_wh).get_table("db.t"), mode="spark", spark_parallelism=2)
+    rs = rewrite_file_index(spark, catalog(spark_wh).get_table("db.t"), mode="spark", spark_parallelism=2)
     assert rs.mode == "spark" and rs.committed and rs.files_rewritten == rl.files_rewritten == 3
 
     def payloads(wh):

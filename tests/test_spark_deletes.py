@@ -17,7 +17,6 @@ from test_spark_pipeline import (
     OPTIONS,
     answers_in_one_job,
     full_scan_answers,
-    spark,  # noqa: E402,F401
     write_dataset,
 )
 

@@ -30,16 +30,6 @@ OPTIONS = {
 }
 
 
-@pytest.fixture(scope="session")
-def spark():
-    from paimon_fast import spark as pfs
-
-    # small test files: let a scan pack several into one task (fewer, cheaper tasks)
-    s = pfs.session("local[2]", conf={"spark.sql.shuffle.partitions": "2", "spark.sql.files.openCostInBytes": "8192"})
-    s.sparkContext.addPyFile(os.path.join(HERE, "toy_index.py"))  # workers load the plug-in by name
-    yield s
-
-
 def write_dataset(root, rows=1500, seed=3):
     rng = np.random.default_rng(seed)
     i = 0

@@ -95,11 +95,29 @@ def test_a_user_log4j_configuration_is_kept(monkeypatch, tmp_path):
 
 
 @pytest.mark.spark
-def test_the_session_starts_with_the_quiet_configuration():
+def test_the_session_starts_with_the_quiet_configuration(spark):
     pytest.importorskip("pyspark")
-    from paimon_fast import spark as pfs
 
-    spark = pfs.session("local[2]", conf={"spark.sql.shuffle.partitions": "2"})
     ctx = spark._jvm.org.apache.logging.log4j.LogManager.getContext(False)
     assert str(ctx.getConfiguration().getConfigurationSource().getLocation()).endswith("log4j2.properties")
     assert ss.LOG4J_CONFIG in spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
+
+
+@pytest.mark.spark
+def test_a_running_session_keeps_the_settings_its_owner_chose(spark):
+    """session() on a running session applies only what it is asked to: its defaults (8 shuffle
+    partitions, no UI) are for a session it starts."""
+    from conftest import SPARK_CONF
+
+    from paimon_fast import spark as pfs
+
+    key = "spark.sql.shuffle.partitions"
+    spark.conf.set(key, "3")
+    try:
+        assert pfs.session() is spark or pfs.session().sparkContext is spark.sparkContext
+        assert spark.conf.get(key) == "3"
+        pfs.session(conf={key: "5"})
+        assert spark.conf.get(key) == "5"
+        assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
+    finally:
+        spark.conf.set(key, SPARK_CONF[key])

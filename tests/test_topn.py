@@ -279,10 +279,9 @@ def test_cli_top_and_bottom(tmp_path, capsys):
 
 
 @pytest.mark.spark
-def test_spark_top_n_same_answer(tmp_path):
+def test_spark_top_n_same_answer(spark, tmp_path):
     from paimon_fast import spark as pfs
 
-    spark = pfs.session("local[2]", conf={"spark.sql.shuffle.partitions": "2"})
     rng = np.random.default_rng(11)
     d = write_files(tmp_path, random_tables(rng, 5, 200), part=True)
     d.build(RANGE)

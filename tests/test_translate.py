@@ -106,12 +106,10 @@ def test_arrow_back_end_equals_oracle(pred):
 
 
 @pytest.mark.spark
-def test_spark_back_end_equals_oracle():
-    from paimon_fast import spark as pfs
+def test_spark_back_end_equals_oracle(spark):
     from paimon_fast.spark.columns import to_spark_column
 
     t = _table().append_column("__i", pa.array(range(len(X))))
-    spark = pfs.session()
     df = spark.createDataFrame(t)  # from Arrow: NaN stays NaN (through pandas it would become NULL)
     rows = t.to_pylist()
     for pred in PREDICATES:

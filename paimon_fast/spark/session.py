@@ -97,23 +97,28 @@ def session(
     :class:`~paimon_fast.errors.MissingDependencyError` naming what to install.
 
     ``log_file``: where the JVM's own stdout and stderr go when this call starts it (the
-    command line's choice; by default they are this process's).  Reuses a running session."""
+    command line's choice; by default they are this process's).  Reuses a running session:
+    then only ``conf`` (and the Data Source's filter pushdown) is applied to it: the defaults
+    (no UI, 8 shuffle partitions) are for a session this call starts, so they never undo
+    settings its owner chose."""
     from .env import arrow_only, check_spark_environment
 
     check_spark_environment()  # Java, pandas, pyarrow: one clear error instead of a py4j traceback
     master = master or default_master()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    settings = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "8",
-        "spark.sql.python.filterPushdown.enabled": "true",
-    }
+    running = SparkContext._active_spark_context is not None
+    # what the Data Source needs, always; the rest only for a session this call starts
+    settings = {"spark.sql.python.filterPushdown.enabled": "true"}
+    if not running:
+        settings.update({"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"})
+        settings["spark.sql.shuffle.partitions"] = "8"
     settings.update({k: str(v) for k, v in dict(conf or {}).items()})
-    _java_options(settings)
+    if not running:
+        _java_options(settings)
     if log_file is not None:
         _launch_jvm(master, app_name, settings, log_file)
     b = SparkSession.builder.master(master).appName(app_name)
