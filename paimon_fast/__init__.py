@@ -12,20 +12,9 @@ compiled kernels and a PySpark pipeline.
 
 from . import compat as _compat
 from . import fileindex
-from .errors import (
-    ColumnNotFoundError,
-    IndexFormatError,
-    IndexTooLargeError,
-    InvalidArgumentError,
-    LiteralTypeError,
-    MissingDependencyError,
-    NotFoundError,
-    OptionError,
-    PaimonFastError,
-    PredicateError,
-    UnknownIndexTypeError,
-    UnsupportedTypeError,
-)
+from .errors import ColumnNotFoundError, IndexFormatError, IndexTooLargeError, InvalidArgumentError
+from .errors import LiteralTypeError, MissingDependencyError, NotFoundError, OptionError, PaimonFastError
+from .errors import PredicateError, UnknownIndexTypeError, UnsupportedTypeError
 from .fileindex import FileIndexFormat
 from .core.predicate import And, Field, Leaf, Or, Predicate, TopN, field
 from .core.result import REMAIN, SKIP, UNSUPPORTED, BitmapResult, FileIndexResult

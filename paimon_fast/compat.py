@@ -16,11 +16,13 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+import types
 import warnings
 
 REMOVED_IN = "0.2.0"
 
-#: old module name -> its new name (a package's old name also stands for its submodules)
+#: old module name -> its new name (a package's old name also stands for its submodules), or the
+#: names of the modules whose names it handed on
 MOVED = {
     "paimon_fast.predicate": "paimon_fast.core.predicate",
     "paimon_fast.sqlpredicate": "paimon_fast.core.sqlpredicate",
@@ -43,6 +45,9 @@ MOVED = {
     "paimon_fast.thrift_compact": "paimon_fast.io.parquet.thrift",
     "paimon_fast.tables.topn": "paimon_fast.read.topn",
     "paimon_fast.tables.arrow_filter": "paimon_fast.read.arrow_filter",
+    "paimon_fast.globalindex.codec": "paimon_fast.globalindex.sst",
+    # an old path that handed on the names of two modules: a module of their public names
+    "paimon_fast.globalindex.spark_build": ("paimon_fast.tables.globalindex", "paimon_fast.tables.globalindex_spark"),
 }
 
 
@@ -53,7 +58,7 @@ def new_name(old: str):
     head, _, tail = old.rpartition(".")
     while head:
         if head in MOVED:
-            return MOVED[head] + old[len(head) :]
+            return MOVED[head] + old[len(head) :] if isinstance(MOVED[head], str) else None
         head, _, _ = head.rpartition(".")
     return None
 
@@ -70,10 +75,17 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec):
         new = new_name(spec.name)
         warnings.warn(
-            f"{spec.name} is now {new}; the old name is removed in paimon-fast {REMOVED_IN}",
+            f"{spec.name} is now {' and '.join(new) if isinstance(new, tuple) else new}; "
+            f"the old name is removed in paimon-fast {REMOVED_IN}",
             DeprecationWarning,
             stacklevel=2,
         )
+        if isinstance(new, tuple):  # a new module of their public names (the first one's first)
+            module = types.ModuleType(spec.name, f"The old path of {', '.join(new)}: their public names.")
+            for m in reversed([importlib.import_module(n) for n in new]):
+                module.__dict__.update({k: v for k, v in vars(m).items() if not k.startswith("_")})
+            spec.moved_from = None
+            return module
         module = importlib.import_module(new)
         spec.moved_from = module.__spec__  # the import system sets __spec__ to ours next
         return module
@@ -81,7 +93,8 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module):
         # the module itself: its own name, spec and attributes stay as they were (a relative
         # import in it resolves against its own package)
-        module.__spec__ = module.__spec__.moved_from
+        if module.__spec__.moved_from is not None:
+            module.__spec__ = module.__spec__.moved_from
 
 
 _FINDER = _Alias()

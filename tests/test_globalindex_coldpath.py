@@ -21,7 +21,8 @@ import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast._kernels import load
 from paimon_fast.errors import IndexFormatError
-from paimon_fast.globalindex import codec, format as gformat
+from paimon_fast.globalindex import format as gformat
+from paimon_fast.globalindex import sst as codec
 from paimon_fast.reference import globalindex as twin
 from paimon_fast.io.serde import encode_varint
 

@@ -15,7 +15,7 @@ from pyroaring import BitMap64
 
 import paimon_fast as pf
 from paimon_fast import globalindex as gi
-from paimon_fast.globalindex import codec
+from paimon_fast.globalindex import sst as codec
 from vectorlib import load_bin, load_case
 
 FMT = "global_bitmap"

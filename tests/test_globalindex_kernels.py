@@ -13,7 +13,7 @@ from pyroaring import BitMap64
 import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast._kernels import load
-from paimon_fast.globalindex import codec
+from paimon_fast.globalindex import sst as codec
 from paimon_fast.globalindex import format as gformat
 from paimon_fast.reference import globalindex as ref
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paimon_fast.globalindex import spark_build as sb
+from paimon_fast.tables import globalindex as sb
 from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
 from sql_oracle import holds

@@ -34,11 +34,12 @@ def _dataset(tmp_path):
 
 @pytest.mark.parametrize("column", ["tag", "num"])
 def test_build_global_index_on_spark(spark, tmp_path, column):
-    from paimon_fast.globalindex import spark_build as sb
+    from paimon_fast.tables import globalindex as sb
+    from paimon_fast.tables import globalindex_spark as sbs
 
     tags, nums = _dataset(tmp_path)
     values = tags if column == "tag" else nums
-    listing = sb.build_global_index(
+    listing = sbs.build_global_index(
         spark,
         str(tmp_path),
         column,
@@ -73,7 +74,7 @@ def test_build_global_index_on_spark(spark, tmp_path, column):
     if column != "tag":
         return
     # a rebuild replaces the files of the earlier build (gc removes them once no live listing names them)
-    listing2 = sb.build_global_index(spark, str(tmp_path), column, {"sorted-index.records-per-range": "5000"})
+    listing2 = sbs.build_global_index(spark, str(tmp_path), column, {"sorted-index.records-per-range": "5000"})
     assert len(listing2["files"]) == 1
     from paimon_fast.tables.gc import collect
 
@@ -87,13 +88,14 @@ def test_spark_range_files_are_the_writers_bytes_for_their_rows(spark, tmp_path)
     each file's bytes and meta are what the in-process writer makes of exactly its rows (Spark
     does not sort: the writer's kernel orders every range by key and row id)."""
     from paimon_fast.globalindex import format as gformat
-    from paimon_fast.globalindex import spark_build as sb
+    from paimon_fast.tables import globalindex as sb
+    from paimon_fast.tables import globalindex_spark as sbs
     from paimon_fast.globalindex import writer
     from paimon_fast.globalindex.keys import KeyCodec
 
     tags, _ = _dataset(tmp_path)
     opts = {"bitmap-index.dictionary-block-size": "64b"}
-    listing = sb.build_global_index(spark, str(tmp_path), "tag", {"sorted-index.records-per-range": "600", **opts})
+    listing = sbs.build_global_index(spark, str(tmp_path), "tag", {"sorted-index.records-per-range": "600", **opts})
     assert len(listing["files"]) >= 2
     d = sb.index_dir(str(tmp_path), "tag")
     seen = BitMap64()
@@ -118,7 +120,8 @@ def test_spark_range_files_are_the_writers_bytes_for_their_rows(spark, tmp_path)
 def test_spark_build_row_ids_with_awkward_file_names(spark, tmp_path):
     """Row ids map back to the right files and rows whatever the names: directories and
     names with spaces, percent signs, '#', '+', '=' and non-ASCII letters."""
-    from paimon_fast.globalindex import spark_build as sb
+    from paimon_fast.tables import globalindex as sb
+    from paimon_fast.tables import globalindex_spark as sbs
 
     layout = ["a b/p%20q.parquet", "é#x/b;c=d.parquet", "k=v/x+y.parquet", "plain.parquet"]
     values = {}
@@ -128,7 +131,7 @@ def test_spark_build_row_ids_with_awkward_file_names(spark, tmp_path):
         vals = [f"v{(i * 7 + j) % 5}" for j in range(40 + i)]
         pq.write_table(pa.table({"s": pa.array(vals, pa.string())}), str(p))
         values[rel] = vals
-    listing = sb.build_global_index(spark, str(tmp_path), "s")
+    listing = sbs.build_global_index(spark, str(tmp_path), "s")
     order = [f["path"] for f in listing["data_files"]]
     assert sorted(order) == sorted(layout)
     flat = sum((values[rel] for rel in order), [])
@@ -146,7 +149,8 @@ def test_spark_build_mostly_nulls_a_file_without_the_column_and_leftovers(spark,
     """Nulls sort first and may fill whole ranges; a file written before the column existed
     counts as all nulls; an exchange directory left by an interrupted build is gc's (once it is older than
     the grace period: a young one may be a running build's)."""
-    from paimon_fast.globalindex import spark_build as sb
+    from paimon_fast.tables import globalindex as sb
+    from paimon_fast.tables import globalindex_spark as sbs
 
     rng = np.random.default_rng(5)
     a = [None if rng.random() < 0.8 else int(rng.integers(-20, 20)) for _ in range(900)]
@@ -158,7 +162,7 @@ def test_spark_build_mostly_nulls_a_file_without_the_column_and_leftovers(spark,
     stale = os.path.join(sb.index_dir(str(tmp_path), "v"), ".runs-0123456789ab")
     os.makedirs(stale)
     open(os.path.join(stale, "00000000.arrow"), "wb").close()
-    listing = sb.build_global_index(spark, str(tmp_path), "v", {"sorted-index.records-per-range": "300"})
+    listing = sbs.build_global_index(spark, str(tmp_path), "v", {"sorted-index.records-per-range": "300"})
     assert listing["ranges"] == 6 and len(listing["files"]) >= 2
     assert sorted(os.listdir(sb.index_dir(str(tmp_path), "v"))) == sorted(
         [f["file"] for f in listing["files"]] + ["_commits", ".runs-0123456789ab"]

@@ -16,7 +16,7 @@ from pyroaring import BitMap64
 
 import paimon_fast as pf
 from paimon_fast import globalindex as gi
-from paimon_fast.globalindex import codec
+from paimon_fast.globalindex import sst as codec
 from paimon_fast.core.predicate import Leaf
 from vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
 

@@ -1,6 +1,8 @@
-"""No module of the package imports one that imports it back, at the top or inside a function
-(docs/ARCHITECTURE.md: shared code moves down into a module both import).  Package
-``__init__`` modules, which hand names on, are not nodes of the graph."""
+"""The package's imports, at the top of a module or inside a function (docs/ARCHITECTURE.md):
+no module imports one that imports it back (shared code moves down into a module both import);
+imports point down the layers, but for the few named in :data:`UPWARD`; and no module imports
+a private name (``_x``) of another subpackage.  Package ``__init__`` modules, which hand names
+on, are not nodes of the graph."""
 
 from __future__ import annotations
 
@@ -54,6 +56,77 @@ def graph() -> dict:
     return g
 
 
+# the layers, bottom first: (name, module prefixes); a module's layer is its longest prefix's
+LAYERS = [
+    ("errors", ["paimon_fast.errors", "paimon_fast.compat"]),
+    ("kernels", ["paimon_fast._kernels"]),
+    ("core", ["paimon_fast.core"]),
+    ("io", ["paimon_fast.io"]),
+    ("file indexes", ["paimon_fast.fileindex"]),
+    ("command registry", ["paimon_fast.cli"]),
+    ("global and table indexes", ["paimon_fast.globalindex", "paimon_fast.tableindex"]),
+    ("read", ["paimon_fast.read"]),
+    ("Parquet datasets", ["paimon_fast.tables"]),
+    ("Paimon and Hudi tables", ["paimon_fast.paimon", "paimon_fast.hudi"]),
+    ("Spark", ["paimon_fast.spark"]),
+    ("entry points", ["paimon_fast.samples", "paimon_fast.bench"]),
+]
+# modules that are entry points wherever they sit: the feature commands and the Spark jobs
+ENTRY_SUFFIXES = (".cli",)
+SPARK_SUFFIXES = ("_job",)
+#: the imports allowed to point up: (importer, imported) -> why (each also commented at the import)
+UPWARD = {
+    ("paimon_fast.tables.gc", "paimon_fast.hudi.storage"): "one `gc` command serves both table kinds; "
+    "the Hudi sidecar's orphan rule lives with its layout",
+    ("paimon_fast.paimon.rewrite", "paimon_fast.spark.env"): "the rewrite's Spark build checks the "
+    "Spark environment it runs in",
+}
+
+
+def layer_of(name: str, g: dict) -> float:
+    """The layer (index in LAYERS) of a module.  A twin (``paimon_fast.reference``) sits on the
+    lowest layer its own imports allow: beside its kernel."""
+    if name.startswith("paimon_fast.reference."):
+        return max([layer_of(t, g) for t in g.get(name, ())] + [1])
+    if name.endswith(ENTRY_SUFFIXES) and name != "paimon_fast.cli":
+        return len(LAYERS) - 1
+    if name.endswith(SPARK_SUFFIXES):
+        return len(LAYERS) - 2
+    best, at = -1, len(LAYERS) - 1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for pre in prefixes:
+            if (name == pre or name.startswith(pre + ".")) and len(pre) > best:
+                best, at = len(pre), i
+    return at
+
+
+def upward(g: dict) -> list:
+    """Every import of a module on a higher layer: ``(importer, imported)``."""
+    return sorted((a, b) for a, es in g.items() for b in es if layer_of(b, g) > layer_of(a, g))
+
+
+def private_imports() -> list:
+    """``(importer, module, name)`` for every private name imported from another subpackage."""
+    mods = modules()
+    out = []
+
+    def sub(m):
+        parts = m.split(".")
+        return parts[1] if len(parts) > 1 else ""
+
+    for name, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            target = imported(name, path, node, mods)
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    for t in target:
+                        if t in mods and f"{t}.{a.name}" not in mods and sub(t) != sub(name):
+                            out.append((name, t, a.name))
+    return sorted(set(out))
+
+
 def cycles(g: dict) -> list:
     """The strongly connected components of more than one module (Tarjan, iterative)."""
     index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
@@ -105,6 +178,28 @@ def test_the_graph_is_read():
 
 def test_no_import_cycles():
     assert cycles(graph()) == []
+
+
+def test_imports_point_down_the_layers():
+    g = graph()
+    assert upward(g) == sorted(UPWARD)
+    assert len(UPWARD) <= 2
+
+
+def test_the_layers_are_read():
+    g = graph()
+    assert layer_of("paimon_fast.core.predicate", g) < layer_of("paimon_fast.io.fs", g)
+    assert layer_of("paimon_fast.hudi.cli", g) == len(LAYERS) - 1  # a command: an entry point
+    assert layer_of("paimon_fast.hudi.read_job", g) == len(LAYERS) - 2  # a Spark job
+    assert layer_of("paimon_fast.reference.pqread", g) == 1  # a twin beside its kernel
+    # an import from a lower layer to a higher one is found
+    assert upward({"paimon_fast.core.types": {"paimon_fast.tables.parquet"}, "paimon_fast.tables.parquet": set()}) == [
+        ("paimon_fast.core.types", "paimon_fast.tables.parquet")
+    ]
+
+
+def test_no_private_names_across_subpackages():
+    assert private_imports() == []
 
 
 def test_a_cycle_is_found():

@@ -72,7 +72,7 @@ def test_data_source_module_without_pyspark(hide, monkeypatch):
 
 @pytest.mark.parametrize("module,call", [("zstandard", "_zstd"), ("lz4", "_lz4"), ("lzo", "lzo_module")])
 def test_codec_without_its_package(hide, module, call):
-    from paimon_fast.globalindex import codec
+    from paimon_fast.globalindex import sst as codec
 
     hide(module)
     extra = "lzo" if module == "lzo" else "codecs"
@@ -87,7 +87,7 @@ def test_lzo_without_its_shared_library(monkeypatch):
     """python-lzo installed, liblzo2 gone: the message names the C library, not the extra."""
     import builtins
 
-    from paimon_fast.globalindex import codec
+    from paimon_fast.globalindex import sst as codec
 
     real = builtins.__import__
 

@@ -425,10 +425,21 @@ def test_old_import_paths_are_the_same_modules():
         with pytest.warns(DeprecationWarning, match=f"paimon_fast.io.parquet.{new}.*{compat.REMOVED_IN}"):
             assert importlib.import_module(f"paimon_fast.{old}") is getattr(parquet, new)
     for old, new in compat.MOVED.items():
+        if isinstance(new, tuple):
+            continue
         sys.modules.pop(old, None)
         with pytest.warns(DeprecationWarning, match=new):
             assert importlib.import_module(old) is importlib.import_module(new)
         assert sys.modules[old].__spec__.name == new  # still its own spec after the alias
+    # an old path that handed on two modules' names: a module of their public names
+    sys.modules.pop("paimon_fast.globalindex.spark_build", None)
+    with pytest.warns(DeprecationWarning, match="tables.globalindex and paimon_fast.tables.globalindex_spark"):
+        sb = importlib.import_module("paimon_fast.globalindex.spark_build")
+    from paimon_fast.tables import globalindex as tgi
+    from paimon_fast.tables import globalindex_spark as tgs
+
+    assert sb.load_global_index is tgi.load_global_index and sb.build_global_index is tgs.build_global_index
+    assert not hasattr(sb, "_drop_runs") and sb.__name__ == "paimon_fast.globalindex.spark_build"
     import paimon_fast as pf
 
     sys.modules.pop("paimon_fast.fs", None)

@@ -332,6 +332,8 @@ def _spark_build(iterator):
 
 
 def _run_spark(spark, tasks, parallelism=None):
+    # upward import (docs/ARCHITECTURE.md): the rewrite's Spark build runs with Arrow as the only
+    # transfer format, as every Spark job does
     from ..spark.env import arrow_only
 
     with arrow_only():
