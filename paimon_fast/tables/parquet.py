@@ -85,6 +85,16 @@ after the grace period, removes them).
 :mod:`paimon_fast.fs`): the same layout and commits (a conditional PUT creates each version).
 Reads are ranged (index headers and blocks, Parquet footers and the column chunks needed), and
 :attr:`ParquetDataset.io` counts the bytes read (``bytes_read`` in reports).
+
+**Where the code is.**  This module defines :class:`ParquetDataset` with its constructor, snapshots,
+data file inputs and index containers (:meth:`ParquetDataset.open_index`, the module's caches of
+them and :data:`STATISTICS`); the rest of the class comes from mixins, one module each (none
+imports this one): :mod:`.dataset_catalog` (listing, schema, catalog versions, trust in catalog
+entries, row counts), :mod:`.dataset_build` (:class:`IndexSpec`, :class:`FileIndexBuilder`,
+:func:`build_file_index`, :class:`BuildReport`; the build, its commit, the layout migration,
+optimize), :mod:`.dataset_plan` (:meth:`ParquetDataset.plan`), :mod:`.dataset_read` (the reads),
+:mod:`.dataset_topn` (top-N) and :mod:`.dataset_delete` (deletes).  The names other modules import
+from here are handed on.
 """
 
 from __future__ import annotations
@@ -262,12 +272,13 @@ class ParquetDataset(_CatalogMixin, _BuildMixin, _PlanMixin, _ReadMixin, _TopNMi
             return self.store.join(self.store.dirname(f.abs_path), fi["file"])
         return None
 
+    # ------------------------------------------------------------ schema
     @staticmethod
     def row_type_of(data_file: str) -> Dict[str, str]:
         """``{column: Paimon type}`` of one Parquet file."""
         return ParquetDataset.row_type_of_schema(pq.read_schema(data_file))
 
-    # ------------------------------------------------------------ evaluation
+    # ------------------------------------------------------------ statistics and index containers
     def _uses_statistics(self) -> bool:
         """Do plans answer leaves from the files' Parquet statistics (``statistics``, else the
         module's :data:`STATISTICS`, else: on local files)?"""
