@@ -18,7 +18,7 @@ from paimon_fast.fileindex.base import evaluate_tree
 from paimon_fast.core.predicate import And, Leaf, Or
 from paimon_fast.core.result import REMAIN, SKIP, BitmapResult
 from paimon_fast.tables import ParquetDataset
-from paimon_fast.tables import parquet as P
+from paimon_fast.tables import dataset_plan
 from paimon_fast.tables.stats import (
     ChunkStats,
     stats_arrays,
@@ -181,7 +181,7 @@ def test_plans_and_rows_are_the_same_with_and_without_the_arrays(clustered, monk
     assert len(ds.files()) >= 8 and all("stats" in e for e in ds.read_catalog()["files"].values())
     plans = {}
     for on in (False, True):
-        monkeypatch.setattr(P, "_CATALOG_VECTORS", on)
+        monkeypatch.setattr(dataset_plan, "_CATALOG_VECTORS", on)
         p = ds.plan(query)
         plans[on] = (
             sorted((k.file.path, len(k.bitmap) if k.bitmap is not None else -1) for k in p.kept),

@@ -347,12 +347,12 @@ def test_inexact_reads_in_one_pass_or_two(tmp_path, monkeypatch, one_pass):
     column, positions, counts, deleted rows; checked against pyarrow's filter of the files."""
     import pyarrow.compute as pc
 
-    import paimon_fast.tables.parquet as parquet_mod
+    from paimon_fast.tables import dataset_read
 
     ds = make_dataset(tmp_path)
     ds.build(BLOOM)
     ds.delete("status = 'sent'")
-    monkeypatch.setattr(parquet_mod, "ONE_PASS_ROWS", 1 << 40 if one_pass else -1)
+    monkeypatch.setattr(dataset_read, "ONE_PASS_ROWS", 1 << 40 if one_pass else -1)
     where = "name = 'n3' AND score > 45"
     parts = []
     for f in ds.files():

@@ -81,7 +81,7 @@ def delete(
     from ..tables import catalog as _catalog
     from ..tables.deletes import DeleteConflictError
     from ..tables.identity import DataFileChangedError
-    from ..tables.parquet import WRITE_ATTEMPTS
+    from ..tables.dataset_delete import WRITE_ATTEMPTS
     from ..tables.steps import step
 
     t0 = time.perf_counter()

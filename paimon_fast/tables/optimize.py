@@ -347,7 +347,7 @@ def optimize(
     ``recover_after``: pending runs of other processes older than this many seconds are undone
     first (default: gc's grace period; runs of dead processes on this host at once).
     ``index_tools``: ``{"builder", "store_index", "ensure_types"}``, the file index writers of
-    :mod:`paimon_fast.tables.parquet` (which imports this module: :meth:`ParquetDataset.optimize`
+    :mod:`paimon_fast.tables.dataset_build` (which imports this module: :meth:`ParquetDataset.optimize`
     hands them in).  ``rewrite``: a function that does step 2 on
     another engine (``rewrite(view, todo, plan) -> [NewFile]``, the Spark job)."""
     t_start = time.perf_counter()

@@ -1,0 +1,420 @@
+"""Planning a read of a :class:`~paimon_fast.tables.parquet.ParquetDataset` (a mixin).
+
+:meth:`_PlanMixin.plan` answers a predicate for every data file from its partition values, the
+catalog's statistics, the footer's row groups and page index, the global indexes and the file's
+index, and removes deleted rows; the helpers it asks (a file's footer statistics and pages, the
+files the catalog's statistics exclude, the predicate bound to the schema) sit beside it.
+:class:`_PlanMixin` is one of the bases of ``ParquetDataset``; it imports nothing of
+:mod:`paimon_fast.tables.parquet`."""
+
+from __future__ import annotations
+
+import time
+from typing import Mapping, Optional, Tuple
+
+import numpy as np
+import pyarrow as pa
+
+from ..fileindex import evaluate_tree
+from ..fileindex._bitslice import NullLiteralError, range_bitmap
+from ..core.predicate import Leaf, Predicate
+from ..core.result import REMAIN, SKIP, BitmapResult, FileIndexResult
+from . import identity as _identity
+from . import replaced as _replaced
+from ..read.arrow_filter import coerce_literals, to_arrow_expression
+from .dataset_build import ensure_index_types
+from .layout import DataFile
+from .globalindex import GlobalAnswers
+from .stats import stats_arrays, leaf_answer, leaf_prepared, leaf_skips, stat_kind, tree_skips
+from .writer import clustered_columns, entry_stats
+from .plan import FilePlan, ScanPlan, ScanReport
+
+# plans settle the files the catalog's statistics exclude with arrays, all files at once (tests turn
+# it off to compare with the file-by-file answers)
+_CATALOG_VECTORS = True
+# a leaf whose page index keeps at most 1/8 of a file's rows is answered from those pages: the rows
+# of the column's index where it answers exactly, else the pages read and filtered; a leaf that
+# keeps more is asked of the index first
+PAGES_BEFORE_INDEX = 8
+
+
+class _PlanMixin:
+    """ParquetDataset's plan of a predicate (:meth:`plan`) and what it asks of a file's statistics and pages."""
+
+    def _file_stats(self, f: DataFile, column: str):
+        """The statistics of ``column`` in data file ``f``'s footer (None: none usable, or the
+        footer not readable here)."""
+        from ..io.parquet.footer import footer_for, cached
+        from ..io.parquet.native import open_source
+        from .stats import file_stats
+
+        ident = getattr(f, "identity", None)
+        if ident is not None and ident.ctime_ns is not None and ident.ino is not None:
+            # the listing's version of the file: its footer, parsed before, found without opening it
+            fo = cached((f.abs_path, ident.size, ident.mtime_ns, ident.ctime_ns, ident.ino))
+            if fo is not None:
+                try:
+                    return file_stats(fo, column)
+                except Exception:  # noqa: BLE001 - statistics only ever help
+                    return None
+        try:
+            src, key, _, owned = open_source(_replaced.locate(self.store, self.root, f))
+        except OSError:
+            return None
+        try:
+            return file_stats(footer_for(src, key), column)
+        except Exception:  # noqa: BLE001 - statistics only ever help: the index or the filter decides
+            return None
+        finally:
+            if owned:
+                src.close()
+
+    def _pages_asked_for(self, f: DataFile, entry: Optional[dict], column: str) -> Optional[bool]:
+        """:func:`_pages_asked` for ``f`` (its catalog ``entry``) as :meth:`plan` decides it."""
+        trusted = bool(entry) and "stats" in entry and self._entry_matches(f, entry)
+        indexed = self._index_current(f, entry, None)
+        file_indexed = ((entry or {}).get("file_index") or {}).get("types") or {} if indexed else {}
+        return _pages_asked(column, trusted, clustered_columns(entry) if trusted else (), file_indexed)
+
+    def _page_answer(self, f: DataFile, leaf: Leaf, t: pa.DataType, sorted_only: bool = False):
+        """The row ranges of ``f`` its page index keeps for ``leaf`` (None: no answer; with
+        ``sorted_only``, none unless the file's footer says it is sorted by the column)."""
+        from .pagestats import page_answer
+
+        try:
+            return page_answer(_replaced.locate(self.store, self.root, f), leaf.name, leaf, t, sorted_only)
+        except Exception:  # noqa: BLE001 - statistics only ever help: the filter decides
+            return None
+
+    def _catalog_excluded(self, pred, files, entries, counts, part_types, data_types, prepared) -> frozenset:
+        """The paths of ``files`` whose catalog statistics exclude ``pred`` (what the per-file
+        ``evaluate_tree`` over the catalog's statistics says SKIP to), found with arrays of every
+        file's statistics per column (kept while the listing and the catalog stay the same).  Only
+        leaves on numeric columns are answered here; the plan still checks each file's identity
+        before it takes the answer."""
+        if pred is None or not files or _CATALOG_VECTORS is False:
+            return frozenset()
+        memo = self._memo.get("catalog-columns")
+        if (
+            memo is None
+            or memo[0] is not entries
+            or len(memo[1]) != len(files)
+            or any(a is not b for a, b in zip(memo[1], files))
+        ):
+            memo = self._memo["catalog-columns"] = (entries, list(files), {})
+        cols = memo[2]
+
+        def leaf(lf: Leaf):
+            t = data_types.get(lf.name)
+            if t is None or lf.name in part_types:
+                return None
+            col = cols.get(lf.name)
+            if col is None:
+                col = cols[lf.name] = stats_arrays(
+                    [entry_stats(entries.get(f.path), lf.name, counts[f.path]) for f in files], stat_kind(t)
+                )
+            return leaf_skips(prepared(lf), col)
+
+        mask = tree_skips(pred, leaf, len(files))
+        return frozenset(files[i].path for i in np.flatnonzero(mask).tolist())
+
+    def _bound(self, predicate) -> Optional[Predicate]:
+        """``predicate`` (a :class:`~paimon_fast.core.predicate.Predicate`, SQL text or None) parsed and
+        bound to this dataset's schema: its literals made exact values of their columns' types
+        (:func:`~paimon_fast.read.arrow_filter.coerce_literals`; a column the dataset lacks
+        raises).  SQL text is bound once for every snapshot of the same files and catalog."""
+        if predicate is None:
+            return None
+        from ..core.sqlpredicate import parse_predicate
+
+        def make():
+            return coerce_literals(parse_predicate(predicate), {f.name: f.type for f in self.schema()})
+
+        if not isinstance(predicate, str) or self._snap is None:
+            return make()
+        known = self._snap.stable.setdefault("bound", {})
+        got = known.get(predicate)
+        if got is None:
+            if len(known) >= 256:
+                known.clear()
+            got = known[predicate] = make()
+        return got
+
+    def plan(self, predicate: Optional[Predicate], threads: Optional[int] = None) -> ScanPlan:
+        """Evaluate every file's index (and partition values) against ``predicate``.
+
+        Works on this dataset's snapshot (an unpinned dataset takes one now).  Index evaluation
+        runs in a thread pool; a file whose index is missing, describes another version of the
+        file (:mod:`paimon_fast.tables.identity`), fails its checksum or is unreadable is kept
+        (REMAIN) and counted in the report, which says why (``report.unindexed``).  A file's plan
+        is exact (its rows are not filtered again) only where every index that answered for it
+        was verified: the file's strong identity is the one recorded and the index bytes read
+        passed their checksums.  A file the catalog's statistics of its listed version exclude
+        is settled first, before its index file is looked for (it counts as indexed if its entry
+        names an index)."""
+        if self._snap is None:
+            return self.snapshot().plan(predicate, threads)
+        t0 = time.perf_counter()
+        b0 = self.io.snapshot()[0]
+        cat = self.read_catalog()
+        ensure_index_types(cat.get("file_index", {}).get("types", {}))
+        entries = cat["files"]
+        files = self.files()
+        pred = self._bound(predicate)
+        counts = self.row_counts()
+        part_types = {f.name: f.type for f in self.partition_schema()}
+        from .deletes import load_vectors
+
+        vectors = load_vectors(self, cat)
+        gi = GlobalAnswers(self, pred, counts, part_types) if pred is not None else None
+        # the files' own statistics answer leaves first: the catalog's (no file opened: on every
+        # store, whatever ``statistics`` says), then the footers' row groups and the page indexes'
+        # pages (``statistics``; by default local files only: their footers are parsed once, cached)
+        use_stats = self._uses_statistics() and pred is not None
+        data_types = {fl.name: fl.type for fl in self.data_schema()} if pred is not None else {}
+
+        def one(f: DataFile) -> FilePlan:
+            p = evaluate(f)
+            dv = p.deletion_vector = vectors.get(f.path)
+            if dv is None or p.skipped:
+                return p
+            if dv.cardinality >= p.rows:
+                p.result = SKIP  # every row of the file is deleted
+            elif p.bitmap is not None:
+                kept = dv.remove_deleted(p.bitmap)
+                p.result = BitmapResult(kept) if len(kept) else SKIP
+            return p
+
+        preps: dict = {}  # id(leaf) -> leaf_prepared of it (the predicate's leaves live as long)
+
+        def prepared(leaf: Leaf):
+            got = preps.get(id(leaf), preps)
+            if got is preps:
+                got = preps[id(leaf)] = leaf_prepared(leaf, data_types[leaf.name])
+            return got
+
+        def by_catalog(leaf: Leaf, entry: Optional[dict], rows: int, part: Mapping, trusted: bool):
+            """``(answer or None, exact, the catalog's statistics of the leaf's column or None)``
+            of a leaf from the file's partition values and (``trusted``: they describe its listed
+            version) the catalog's statistics alone."""
+            if leaf.name in part_types:
+                res, is_exact = _partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name])
+                return res, is_exact, None
+            cs = entry_stats(entry, leaf.name, rows) if trusted and leaf.name in data_types else None
+            if cs is not None:
+                said = leaf_answer(leaf, [cs], data_types[leaf.name], prepared(leaf))
+                if said == "skip":
+                    return SKIP, True, cs
+                if said == "all":
+                    return BitmapResult(range_bitmap(0, rows)), True, cs
+            return None, True, cs
+
+        # the files the catalog's statistics exclude for sure, found for all files at once (numeric
+        # leaves; a file left out here is asked one by one below, as before)
+        excluded = self._catalog_excluded(pred, files, entries, counts, part_types, data_types, prepared)
+
+        def evaluate(f: DataFile) -> FilePlan:
+            rows = counts[f.path]
+            entry = entries.get(f.path)
+            verdict = self.trust(f, entry)  # (judged once: every check below asks it)
+            if pred is not None and entry and "stats" in entry and _identity.usable(verdict):
+                # a file the catalog's statistics exclude is settled before anything else is
+                # looked at (AND / OR only refine: a SKIP from fewer answers stays one)
+                if f.path in excluded:
+                    fi = entry.get("file_index")
+                    return FilePlan(f, SKIP, rows, bool(fi), exact=True, why=None if fi else "not indexed")
+                part = dict(f.partition)
+
+                def catalog_only(leaf: Leaf):
+                    res = by_catalog(leaf, entry, rows, part, True)[0]
+                    return REMAIN if res is None else res
+
+                if evaluate_tree(pred, catalog_only) is SKIP:
+                    fi = entry.get("file_index")
+                    return FilePlan(f, SKIP, rows, bool(fi), exact=True, why=None if fi else "not indexed")
+            # an index over the file's current bytes answers correctly whatever options built it
+            indexed = self._index_current(f, entry, None, verdict)
+            why = None if indexed else self.why_unindexed(f, entry)
+            if pred is None:
+                return FilePlan(f, REMAIN, rows, indexed, exact=True, why=why)
+            sure = indexed and self.verified(f, entry, verdict)  # its index answers may be taken as exact
+            err = None
+            opened = [False, None]  # the index, opened when a leaf first needs it
+            exact = [True]  # every leaf visited was answered exactly
+            part = dict(f.partition)
+            stats = {}  # column -> the file's statistics of it (read on first need)
+            # the catalog's statistics of the file, if they describe its listed version
+            trusted = bool(entry) and "stats" in entry and _identity.usable(verdict)
+            file_indexed = ((entry or {}).get("file_index") or {}).get("types") or {} if indexed else {}
+            clustered = clustered_columns(entry) if trusted else ()
+            one_group = trusted and entry.get("row_groups") == 1
+
+            def index():
+                nonlocal err
+                if not opened[0]:
+                    opened[0] = True
+                    if indexed:
+                        try:
+                            opened[1] = self.open_index(f, entry, current=True)
+                        except Exception as e:  # a broken index never fails a query: read the file
+                            err = f"{type(e).__name__}: {e}"
+                return opened[1]
+
+            def answered(res, is_exact):
+                if not is_exact:
+                    exact[0] = False
+                return res
+
+            def ask_index(leaf: Leaf):
+                """``(answer, exact)`` of the file's index for ``leaf``, or None: no index, a NULL
+                literal in a BSI / range-bitmap comparison (Java: NullPointerException; not a broken
+                index: the file is read and the filter answers, no rows), or a failure (``err``: a
+                broken index never fails a query)."""
+                idx = index()
+                if idx is None:
+                    return None
+                try:
+                    return idx.visit_leaf_exact(leaf)
+                except NullLiteralError:
+                    return None
+                except Exception as e:
+                    nonlocal err
+                    err = f"{type(e).__name__}: {e}"
+                    return None
+
+            def visit(leaf: Leaf):
+                res, is_exact, cs = by_catalog(leaf, entry, rows, part, trusted)
+                if res is not None:
+                    return answered(res, is_exact)
+                # (a file of one row group: its footer's statistics are the catalog's)
+                if use_stats and leaf.name in data_types and not (cs is not None and one_group):
+                    if leaf.name not in stats:
+                        stats[leaf.name] = self._file_stats(f, leaf.name)
+                    said = leaf_answer(leaf, stats[leaf.name], data_types[leaf.name], prepared(leaf))
+                    if said == "skip":
+                        return answered(SKIP, True)
+                    if said == "all":
+                        return answered(BitmapResult(range_bitmap(0, rows)), True)
+                    if isinstance(said, list):  # row groups wholly in, the others wholly out
+                        return answered(BitmapResult.of_ranges(said), True)
+                g = gi.result(leaf, f.path)
+                if g is not None:
+                    return answered(g, gi.exact(leaf))
+                sorted_only = _pages_asked(leaf.name, trusted, clustered, file_indexed) if use_stats else None
+                if sorted_only is not None and leaf.name in data_types:
+                    pages = self._page_answer(f, leaf, data_types[leaf.name], sorted_only)
+                    if pages is not None:  # the pages that may hold the leaf
+                        sure_pages = all(x for _, _, x in pages)
+                        kept = sum(b - a for a, b, _ in pages)
+                        if not pages:
+                            return answered(SKIP, True)
+                        # pages wholly in (or out): their rows are the answer.  A few pages that
+                        # may hold the leaf (a clustered column's boundary): the column's index
+                        # answers exactly if it can (one file's index, held between plans, costs less
+                        # than reading and filtering the pages), else they are read and filtered;
+                        # many pages: the index, if any, may answer exactly
+                        few = kept * PAGES_BEFORE_INDEX <= rows if leaf.name in file_indexed else kept < rows
+                        if sure_pages:
+                            return answered(BitmapResult.of_ranges(pages), True)
+                        if few:
+                            said = ask_index(leaf) if leaf.name in file_indexed else None
+                            if said is not None and said[1]:  # (exact as below: if verified)
+                                return answered(said[0], sure)
+                            return answered(BitmapResult.of_ranges(pages), False)
+                said = ask_index(leaf)
+                if said is None:
+                    return answered(REMAIN, False)
+                return answered(said[0], said[1] and sure)
+
+            res = evaluate_tree(pred, visit)
+            idx = opened[1]
+            if idx is not None:
+                if isinstance(res, BitmapResult):
+                    try:  # a lazy result (bitmap index) reads the index: materialise it before closing
+                        res.bitmap
+                    except Exception as e:
+                        err = f"{type(e).__name__}: {e}"
+                        res = REMAIN
+                        exact[0] = False
+                idx.close()
+            if err is not None and "ChecksumMismatchError" in err:
+                # damaged or foreign index bytes: nothing this index said is used for the file
+                res, why = REMAIN, f"index checksum mismatch: {err.split(': ', 1)[-1]}"
+                if gi.used:  # the global indexes' answers stand on their own
+                    res = evaluate_tree(pred, lambda leaf: visit_without_file_index(leaf, f, part))
+            return FilePlan(f, res, rows, indexed, err, exact=exact[0] and err is None, why=why)
+
+        def visit_without_file_index(leaf: Leaf, f: DataFile, part):
+            if leaf.name in part_types:
+                return _partition_leaf(leaf, part.get(leaf.name), part_types[leaf.name])[0]
+            g = gi.result(leaf, f.path)
+            return REMAIN if g is None else g
+
+        n = len(files)
+        from ..io.pool import threads as cores
+
+        # locally the per-file work holds the GIL (threads only add hand-offs: one thread); on object
+        # stores reads wait on the network, so up to 4 per core overlap their latency
+        workers = threads or min(16, 4 * cores())
+        if n > 1 and not self.store.local and workers > 1:
+            from ..io.pool import map_on_pool
+
+            plans = map_on_pool(one, files, workers)  # the process's threads: none started per plan
+        else:
+            plans = [one(f) for f in files]
+        rep = ScanReport(files_total=n, predicate="" if pred is None else repr(pred))
+        rep.catalog_version = self.snapshot_version
+        if gi is not None:
+            rep.global_index_used = sorted(gi.used)
+            rep.global_index_stale = sorted(gi.stale)
+            rep.index_errors += len(gi.errors)
+        for p in plans:
+            rep.rows_total += p.rows
+            dv = p.deletion_vector
+            if dv is not None:
+                rep.rows_deleted_total += dv.cardinality
+                rep.files_all_deleted += dv.cardinality >= p.rows
+                if not p.skipped and p.bitmap is None:
+                    rep.rows_skipped_by_deletion += dv.cardinality
+            rep.files_without_index += not p.indexed
+            if p.why is not None:
+                rep.unindexed[p.file.path] = p.why
+            rep.index_errors += p.error is not None
+            if p.skipped:
+                rep.files_skipped += 1
+                rep.rows_skipped_by_file += p.rows
+            elif p.bitmap is not None:
+                rep.files_with_bitmap += 1
+                rep.rows_skipped_by_bitmap += p.rows - p.rows_to_read
+        rep.eval_seconds = time.perf_counter() - t0
+        rep.bytes_read = self.io.snapshot()[0] - b0
+        plan = ScanPlan(plans, rep, pred)
+        plan.dataset = self
+        return plan
+
+
+def _partition_leaf(leaf: Leaf, raw: Optional[str], t: pa.DataType) -> Tuple[FileIndexResult, bool]:
+    """``(answer, exact)`` of a leaf on a partition column (the file has one value): REMAIN when
+    every row holds, SKIP when none does; ``exact`` False when the value could not be compared
+    (REMAIN: the rows are read and filtered)."""
+    arr = pa.array([raw], pa.string()).cast(t)
+    tab = pa.table({leaf.name: arr})
+    try:
+        keep = tab.filter(to_arrow_expression(leaf, tab.schema)).num_rows > 0
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError):
+        return REMAIN, False
+    return (REMAIN if keep else SKIP), True
+
+
+def _pages_asked(column: str, trusted: bool, clustered, file_indexed) -> Optional[bool]:
+    """Whether a plan asks a file's page index about ``column``: None (it does not), else its
+    ``sorted_only`` (the pages answer only when the footer says the file is sorted by the column).
+
+    Pages narrow a column the file is clustered by (an optimize wrote it: the catalog says so,
+    ``trusted`` and ``clustered``) and one it is sorted by (the footer says so); of the others every
+    page spans about the file's range.  A file no optimize wrote (no trusted catalog statistics)
+    has its pages asked for a column without a file index (``file_indexed``: nothing else narrows
+    it), for an indexed column only when the footer says the file is sorted by it."""
+    if trusted and column not in clustered:
+        return None
+    return column not in clustered and column in file_indexed
