@@ -208,6 +208,8 @@ def test_toy_dataset_index_built_in_process_and_used_by_scans(toy, tmp_path):
     assert sorted(t.column("id").to_pylist()) == want
     assert rep.global_index_used == ["k"] and rep.index_errors == 0
     assert rep.rows_read == len(want)  # the toy's answer is exact: only the matching rows are read
+    u = ParquetDataset(root).read("k = 4").explain().index("toy", "k", "global")
+    assert u.used
 
 
 def test_toy_index_inside_a_paimon_table(toy, tmp_path):
