@@ -57,6 +57,11 @@ class UnknownIndexTypeError(PaimonFastError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class UnknownGlobalIndexTypeError(UnknownIndexTypeError, ValueError):
+    """No global index type is registered under this name (also the ValueError the global
+    index factory raised before the registry)."""
+
+
 class OptionError(PaimonFastError, ValueError):
     """An index option has a value that cannot be parsed or is out of range."""
 

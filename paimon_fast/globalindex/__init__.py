@@ -27,6 +27,9 @@ between the bounds; ``btree-index.*`` options), answering as ``LazyFilteredBTree
 ``multivalue`` indexer over an ``ARRAY<T>`` column: the same file layout with one bitmap per
 distinct element, answering ``array_contains`` / ``arrays_overlap`` / ``array_contains_all``.
 
+Every type is a record of :mod:`.registry` (``registry.get(name)``, ``registry.names()``): a
+new one is its own module plus one ``registry.register(GlobalIndexType(...))``.
+
 Complements (``!=``, ``NOT IN``, ``IS NOT NULL``) are ``[0, total_row_count)``
 minus the null rows minus the matches, as Java computes them (row ids indexed
 by no file count as non-null).  Without ``total_row_count`` the universe is the
@@ -34,76 +37,5 @@ rows the files index, i.e. each file's own non-null rows minus its matches;
 either way a query over several files unions correctly.
 """
 
-from ..core.result import UNSUPPORTED
-from .btree import BTreeGlobalIndexWriter, BTreeIndexFile, is_btree_index
-from .factory import BTREE, INDEX_TYPE, INDEX_TYPES, MULTIVALUE, is_global_index, reader, writer
-from .format import (
-    DEFAULT_FALLBACK,
-    FOOTER_LENGTH,
-    MAGIC,
-    OPT_BLOCK_SIZE,
-    OPT_COMPRESSION,
-    OPT_FALLBACK,
-    OPT_LEVEL,
-    OPT_MV_BLOCK_SIZE,
-    OPT_MV_COMPRESSION,
-    OPT_MV_LEVEL,
-    BitmapGlobalIndexWriter,
-    BitmapIndexFile,
-    MultiValueGlobalIndexWriter,
-    element_type,
-    write_atomic,
-)
-from .keys import KINDS, KeyCodec
-from .like import like_key_predicate, like_optimize, like_to_regex
-from .meta import SortedIndexFileMeta
-from .index import (
-    BitmapGlobalIndexReader,
-    BTreeGlobalIndex,
-    BTreeGlobalIndexReader,
-    GlobalIndex,
-    MultiValueGlobalIndex,
-    MultiValueGlobalIndexReader,
-)
-
-__all__ = [
-    "writer",
-    "reader",
-    "GlobalIndex",
-    "BitmapGlobalIndexWriter",
-    "BitmapGlobalIndexReader",
-    "BitmapIndexFile",
-    "SortedIndexFileMeta",
-    "KeyCodec",
-    "MAGIC",
-    "FOOTER_LENGTH",
-    "UNSUPPORTED",
-    "write_atomic",
-    "is_global_index",
-    "MultiValueGlobalIndexWriter",
-    "MultiValueGlobalIndex",
-    "MultiValueGlobalIndexReader",
-    "MULTIVALUE",
-    "BTreeGlobalIndexWriter",
-    "BTreeGlobalIndex",
-    "BTreeGlobalIndexReader",
-    "BTreeIndexFile",
-    "BTREE",
-    "is_btree_index",
-    # also handed on at this path: the type names, option keys and LIKE helpers
-    "INDEX_TYPE",
-    "INDEX_TYPES",
-    "KINDS",
-    "element_type",
-    "DEFAULT_FALLBACK",
-    "OPT_FALLBACK",
-    "OPT_BLOCK_SIZE",
-    "OPT_COMPRESSION",
-    "OPT_LEVEL",
-    "OPT_MV_BLOCK_SIZE",
-    "OPT_MV_COMPRESSION",
-    "OPT_MV_LEVEL",
-    "like_optimize",
-    "like_to_regex",
-    "like_key_predicate",
-]
+from .api import *  # noqa: F401,F403 (the package's names, see api.py)
+from .api import __all__  # noqa: F401

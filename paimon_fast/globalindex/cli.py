@@ -17,8 +17,8 @@ import os
 import re
 from typing import Optional, Tuple
 
-from ..cli import parse_row_type, inspector
-from . import BitmapIndexFile, KeyCodec, is_btree_index, is_global_index
+from ..cli import inspector, parse_row_type
+from . import BitmapIndexFile, KeyCodec, registry
 
 
 def _key_type(path: str, args) -> Tuple[Optional[str], str]:
@@ -143,7 +143,8 @@ def describe(path, args) -> dict:
         f.close()
 
 
-describe.detect(is_global_index)
+# which file is which: the registered types' footer checks (the bitmap footer for multivalue too)
+describe.detect(lambda path: registry.detect(path) in ("bitmap", "multivalue"))
 
 
 @inspector("btree global index")
@@ -167,4 +168,4 @@ def describe_btree(path, args) -> dict:
         f.close()
 
 
-describe_btree.detect(is_btree_index)
+describe_btree.detect(lambda path: registry.detect(path) == "btree")

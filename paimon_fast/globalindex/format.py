@@ -37,6 +37,19 @@ _k = _load("globalindex")
 _open_tail = getattr(_k, "open_tail", None)  # None with the plain-Python twins: FileSource reads
 
 
+def is_global_index(path) -> bool:
+    """Does the file end with the bitmap global index footer magic ("BGIX")?"""
+    try:
+        size = os.path.getsize(path)
+        if size < FOOTER_LENGTH:
+            return False
+        with open(path, "rb") as f:
+            f.seek(size - 4)
+            return struct.unpack(">i", f.read(4))[0] == MAGIC
+    except OSError:
+        return False
+
+
 def open_with_tail(data_or_path, footer_length: int, what: str, tail_read: int = None):
     """``(source, size, tail offset, tail)`` of a global index file: its last ``tail_read``
     bytes (16 KB: the footer and what the writers put before it) read at open.  A local path is

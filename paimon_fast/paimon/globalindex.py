@@ -68,13 +68,38 @@ from .globalindex_build import (
     task_range_files,
 )
 
-__all__ = ["create_global_index", "GlobalIndexAnswer", "search_mode", "SUPPORTED_INDEX_TYPES"]
+__all__ = ["create_global_index", "GlobalIndexAnswer", "search_mode", "SUPPORTED_INDEX_TYPES"]  # noqa: F822 (__getattr__)
 
-SUPPORTED_INDEX_TYPES = ("bitmap", "btree", "multivalue")
 # Java's DataEvolutionIndexSourceMeta: "DEIX", version 1, the snapshot a build scanned (big-endian)
 SOURCE_META_MAGIC = 0x44454958
-# the scalar global index types Java and pypaimon answer predicates with
-SCALAR_INDEX_TYPES = ("bitmap", "btree", "multivalue")
+
+
+def _registry():
+    from ..globalindex import registry
+
+    return registry
+
+
+def __getattr__(name):
+    # the types paimon-fast builds and reads (SUPPORTED_INDEX_TYPES) and the scalar global index
+    # types Java and pypaimon answer predicates with (SCALAR_INDEX_TYPES), as registered
+    # (paimon_fast.globalindex.registry): a module attribute read when asked, so a type registered
+    # later is in them and importing this module does not load the index formats
+    if name == "SUPPORTED_INDEX_TYPES":
+        return tuple(sorted(_registry().names()))
+    if name == "SCALAR_INDEX_TYPES":
+        r = _registry()
+        return tuple(sorted(n for n in r.names() if r.get(n).scalar))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _supported(index_type) -> bool:
+    return index_type in _registry().names()
+
+
+def _scalar(index_type) -> bool:
+    r = _registry()
+    return index_type in r.names() and r.get(index_type).scalar
 
 
 # ================================================================ options
@@ -188,8 +213,8 @@ def create_global_index(
     files written so far and leaves the table's index manifest unchanged.
     """
     index_type = index_type.lower().strip()
-    if index_type not in SUPPORTED_INDEX_TYPES:
-        raise OptionError(f"index type {index_type!r}: paimon-fast builds {SUPPORTED_INDEX_TYPES}")
+    if not _supported(index_type):
+        raise OptionError(f"index type {index_type!r}: paimon-fast builds {tuple(sorted(_registry().names()))}")
     if isinstance(index_column, (list, tuple)):
         if len(index_column) != 1:
             raise InvalidArgumentError(f"a global index covers one column, got {index_column}")
@@ -381,8 +406,8 @@ class GlobalIndexAnswer:
             ifm = e.index_file
             meta = ifm.global_index_meta
             f = by_id[meta.index_field_id]
-            if ifm.index_type not in SUPPORTED_INDEX_TYPES or meta.extra_field_ids:
-                if ifm.index_type in SCALAR_INDEX_TYPES and ifm.index_type not in self.foreign_types:
+            if not _supported(ifm.index_type) or meta.extra_field_ids:
+                if _scalar(ifm.index_type) and ifm.index_type not in self.foreign_types:
                     self.foreign_types.append(ifm.index_type)
                 continue
             fi = self.fields.get(f.name)
@@ -435,9 +460,7 @@ class GlobalIndexAnswer:
         got = self._leaf_parts.get(id(leaf))
         if got is not None:
             return got
-        from ..globalindex import BTreeGlobalIndex, GlobalIndex, MultiValueGlobalIndex
-
-        classes = {"bitmap": GlobalIndex, "btree": BTreeGlobalIndex, "multivalue": MultiValueGlobalIndex}
+        registry = _registry()
         fi = self.fields.get(leaf.name)
         part = _Part(BitMap64(), BitMap64())
         if fi is not None:
@@ -451,7 +474,7 @@ class GlobalIndexAnswer:
                 sel = per_type[itype] = BitMap64()
                 for (start, end), files in sorted(ranges.items()):
                     try:
-                        gi = classes[itype](
+                        gi = registry.get(itype).index_class()(
                             [(self._source(p), m) for p, m in files],
                             fi.dtype,
                             _table_options(self.table),

@@ -181,8 +181,8 @@ def _each_file(todo, fn) -> list:
 UNIQUE_CHECK_ROWS = 1 << 16  # files of fewer rows are always grouped alone (read_groups_direct)
 
 
-def read_groups_direct(files, start: int, end: int, dtype: str, store=None):
-    """The bitmap build's :func:`range_groups` of the rows ``start..end`` of ``files`` (as
+def read_groups_direct(files, start: int, end: int, dtype: str, store=None, index_type: str = "bitmap"):
+    """A sorted build's :func:`range_groups` of the rows ``start..end`` of ``files`` (as
     :func:`read_direct` takes them), each file's rows grouped as soon as it is read, on
     threads, and the groupings merged: the same groups as grouping :func:`read_direct`'s
     column, without concatenating the files' columns into one (1e7 strings in 4 files:
@@ -195,7 +195,7 @@ def read_groups_direct(files, start: int, end: int, dtype: str, store=None):
 
     from ..globalindex.format import nearly_unique, group_column, group_column_parallel, merge_groups
 
-    codec = _writer(dtype, {}, "bitmap").codec
+    codec = _writer(dtype, {}, index_type).codec
     # in row-id order: the groupings merge as disjoint, ascending row-id intervals (a split may
     # list its files in another order; direct_read_plan has checked that none overlap)
     todo = sorted((f for f in files if not (f[1] + f[2] <= start or f[1] > end)), key=lambda f: f[1])
@@ -238,9 +238,13 @@ def task_range_files(table, field, task: _Task, dtype: str, options: Dict[str, s
     """``(build_range_files of the task's rows, rows)``: a bitmap or btree build over files
     read straight from disk groups them file by file (:func:`read_groups_direct`), others
     read the column first (:func:`_read_task`)."""
-    if index_type in SORTED_TYPES:
+    if _type(index_type).sorted:
         files = direct_read_plan(table, field, task)
-        got = None if files is None else read_groups_direct(files, task.start, task.end, dtype, table_store(table))
+        got = (
+            None
+            if files is None
+            else read_groups_direct(files, task.start, task.end, dtype, table_store(table), index_type)
+        )
         if got is not None:
             groups, rows = got
             if groups is None:
@@ -282,32 +286,41 @@ def _read_task(table, field, task: _Task):
     return col, (rids - task.start).astype(np.uint64)
 
 
-# the identity-key sorted indexes (Java's SortedGlobalIndexWriter cuts their files by records)
-SORTED_TYPES = ("bitmap", "btree")
-OPTION_PREFIXES = {"bitmap": "bitmap-index.", "btree": "btree-index.", "multivalue": "multivalue-index."}
+def _type(index_type: str):
+    """The registered global index type (:mod:`paimon_fast.globalindex.registry`); an unknown
+    name raises its error, a ValueError."""
+    from ..globalindex.registry import get
+
+    return get(index_type)
+
+
+def __getattr__(name):
+    # SORTED_TYPES (the identity-key sorted indexes: Java's SortedGlobalIndexWriter cuts their
+    # files by records) and OPTION_PREFIXES, as the registry has them
+    from ..globalindex import registry
+
+    if name == "SORTED_TYPES":
+        return tuple(n for n in registry.names() if registry.get(n).sorted)
+    if name == "OPTION_PREFIXES":
+        return {n: registry.get(n).option_prefix for n in registry.names()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _writer(dtype: str, options: Dict[str, str], index_type: str):
-    from ..globalindex import writer
-
-    if index_type not in OPTION_PREFIXES:
-        raise ValueError(f"index type {index_type!r}")
-    prefix = OPTION_PREFIXES[index_type]
-    return writer(dtype, {k: v for k, v in options.items() if k.startswith(prefix)}, index_type=index_type)
+    t = _type(index_type)
+    return t.new_writer(dtype, t.options(options))
 
 
 def range_groups(dtype: str, values, local_rids, index_type: str = "bitmap"):
     """The rows' :class:`~paimon_fast.globalindex.format.Groups` (``multivalue``: of their
     arrays' elements) and the number of rows: one piece of a row range, merged with the
-    range's other pieces by :func:`files_from_range_groups`."""
-    from ..globalindex.format import flatten_lists, group_column, group_column_parallel
+    range's other pieces by :func:`files_from_range_groups` (the type's ``group`` hook)."""
+    t = _type(index_type)
+    if not t.builds_in_pieces:
+        raise ValueError(f"a {index_type} global index is not built in pieces")
+    from ..globalindex.registry import resolve
 
-    w = _writer(dtype, {}, index_type)
-    if index_type in SORTED_TYPES:
-        arr, _ = w.codec.column(values)
-        return group_column_parallel(w.codec, arr, local_rids), len(local_rids)
-    n, elems, erids = flatten_lists(values, np.ascontiguousarray(local_rids, dtype=np.uint64), w.codec)
-    return group_column(w.codec, elems, erids), n
+    return resolve(t.group)(_writer(dtype, {}, index_type), values, local_rids)
 
 
 def files_from_range_groups(
@@ -315,23 +328,22 @@ def files_from_range_groups(
 ):
     """:func:`build_range_files` of a row range from its pieces' :func:`range_groups` (in
     row order; a ``multivalue`` range must lie in one shard of ``per_range`` row ids)."""
-    from ..globalindex.btree import files_from_groups as btree_files
-    from ..globalindex.format import files_from_groups, merge_groups, multivalue_file_from_groups
+    from ..globalindex.format import merge_groups
+    from ..globalindex.registry import resolve
 
+    t = _type(index_type)
+    if not t.builds_in_pieces:
+        raise ValueError(f"a {index_type} global index is not built in pieces")
     w = _writer(dtype, options, index_type)
     groups = merge_groups([g for g, _ in pieces])
-    if index_type in SORTED_TYPES:
-        cut = files_from_groups if index_type == "bitmap" else btree_files
-        return [
-            (start, end, data, meta, n)
-            for data, meta, n in cut(groups, w.block_size, w.encoder, int(per_range * RECORDS_FLOATING), chunks=True)
-        ]
+    cut = resolve(t.cut)
+    if t.sorted:
+        return [(start, end, data, meta, n) for data, meta, n in cut(groups, w, int(per_range * RECORDS_FLOATING))]
     if not sum(n for _, n in pieces):
         return []
-    if end >= _shard(start, per_range) + per_range:
-        raise ValueError(f"row range {start}..{end} spans several multivalue shards")
-    data, meta = multivalue_file_from_groups(groups, w.block_size, w.encoder)
-    return [(start, end, data, meta, end - start + 1)]
+    if t.sharded and end >= _shard(start, per_range) + per_range:
+        raise ValueError(f"row range {start}..{end} spans several {index_type} shards")
+    return [(start, end, data, meta, end - start + 1 if n is None else n) for data, meta, n in cut(groups, w, None)]
 
 
 def _shard(row_id: int, per_range: int) -> int:
@@ -359,12 +371,16 @@ def build_range_files(
     shard's row count, so a shard whose arrays hold no element still gets a file."""
     if end is None:
         end = start + (int(local_rids.max()) if len(local_rids) else 0)
-    if index_type in SORTED_TYPES:
+    t = _type(index_type)
+    if not t.builds_in_pieces:  # the type's writer over the range's rows: one file
+        w = _writer(dtype, options, index_type)
+        w.write_batch(values, local_rids)
+        data, meta = w.finish()
+        return [] if data is None else [(start, end, data, meta, getattr(w, "row_count", len(local_rids)))]
+    if not t.sharded:
         return files_from_range_groups(
             dtype, [range_groups(dtype, values, local_rids, index_type)], options, per_range, index_type, start, end
         )
-    if index_type != "multivalue":
-        raise ValueError(f"index type {index_type!r}")
     import pyarrow as pa
 
     absolute = local_rids.astype(np.int64) + start

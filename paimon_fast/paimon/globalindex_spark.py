@@ -31,7 +31,7 @@ import numpy as np
 
 from ..io.fsutil import write_all
 from .globalindex_build import (
-    SORTED_TYPES,
+    _type,
     build_range_files,
     direct_read_plan,
     files_from_range_groups,
@@ -99,13 +99,14 @@ def _range_rows(files, start, end) -> int:
 
 def _pieces(spec, split_rows: int, per_range: int, index_type: str):
     """The range's files cut into consecutive groups of about ``split_rows`` rows (at most one
-    group per file), or None to build the range in one task (one group, or a ``multivalue``
-    range over several shards)."""
+    group per file), or None to build the range in one task (one group, a type not built in
+    pieces, or a sharded (``multivalue``) range over several shards)."""
     start, end = spec["start"], spec["end"]
     files = sorted((f for f in spec["files"] if _range_rows([f], start, end)), key=lambda f: f[1])
     rows = _range_rows(files, start, end)
     k = min(len(files), -(-rows // split_rows))
-    if k < 2 or (index_type == "multivalue" and start // per_range != end // per_range):
+    t = _type(index_type)
+    if k < 2 or not t.builds_in_pieces or (t.sharded and start // per_range != end // per_range):
         return None
     cum = np.cumsum([_range_rows([f], start, end) for f in files])
     target = np.array([rows * j / k for j in range(1, k)])
@@ -131,7 +132,11 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
 
     runs_store = store if store is not None else Store()
     runs_store.makedirs(root)
-    opts = {k: v for k, v in options.items() if k.startswith(("bitmap-index.", "btree-index.", "multivalue-index."))}
+    from ..globalindex import registry
+
+    prefixes = tuple(p for p in (registry.get(n).option_prefix for n in registry.names()) if p)
+    opts = {k: v for k, v in options.items() if k.startswith(prefixes)}
+    sorted_build = _type(index_type).sorted
     sc = spark.sparkContext
     keep_heap = _keep_heap_option(options)
     split_rows = _split_rows(options)
@@ -174,8 +179,10 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
 
     def _first(batch):
         for kind, _, spec in batch:
-            if index_type in SORTED_TYPES:  # each file's rows grouped as it is read
-                got = read_groups_direct([tuple(f) for f in spec["files"]], spec["start"], spec["end"], dtype, store)
+            if sorted_build:  # each file's rows grouped as it is read
+                got = read_groups_direct(
+                    [tuple(f) for f in spec["files"]], spec["start"], spec["end"], dtype, store, index_type
+                )
                 if got is None:
                     raise RuntimeError(f"row range {spec['start']}..{spec['end']}: a data file stores _ROW_ID")
                 if got[0] is None:

@@ -159,15 +159,16 @@ def _btree_candidates(table, plan, column, k, desc, nulls_first, rep):
     gi = GlobalIndexAnswer(table, None, snapshot=plan.snapshot)
     gi._load({column})
     fi = gi.fields.get(column)
-    ranges = None if fi is None else fi.by_type.get("btree")
+    itype, ranges = _top_n_ranges(fi)
     if not ranges:
         return None
-    from ..globalindex import BTreeGlobalIndex
+    from ..globalindex import registry
     from ..globalindex.index import merge_top_n
 
+    index_class = registry.get(itype).index_class()
     groups = []
     for (start, end), files in sorted(ranges.items()):
-        with BTreeGlobalIndex(
+        with index_class(
             [(gi._source(p), m) for p, m in files], fi.dtype, opts, total_row_count=end - start + 1
         ) as idx:
             _, got = idx.top_n(k, desc, nulls_first)
@@ -183,11 +184,24 @@ def _btree_candidates(table, plan, column, k, desc, nulls_first, rep):
             if f.first_row_id is not None:
                 every.add_range(f.first_row_id, f.first_row_id + f.rows)
         rows |= every - cover
-    n_files = len(fi.files["btree"])
+    n_files = len(fi.files[itype])
     rep.global_indexes = [
-        f"{column} (btree, {n_files} files over {len(ranges)} row ranges, {selected:,} rows selected)"
+        f"{column} ({itype}, {n_files} files over {len(ranges)} row ranges, {selected:,} rows selected)"
     ]
     return rows
+
+
+def _top_n_ranges(fi):
+    """``(index type, {row range: files})`` of the first registered type answering a top-N
+    (``top_n``: the ``btree`` index) that the field has, or ``(None, None)``."""
+    if fi is None:
+        return None, None
+    from ..globalindex import registry
+
+    for name in registry.names():
+        if registry.get(name).top_n and fi.by_type.get(name):
+            return name, fi.by_type[name]
+    return None, None
 
 
 def _sources(table, plan, column, pred, rep, candidates=None):

@@ -236,6 +236,15 @@ def _page_rows(ds, pred, cols, counts) -> List[IndexUse]:
     return out
 
 
+def _listing_type(gi, ds, column) -> str:
+    """The global index type a column's listing records (``bitmap`` for older listings, or when
+    the listing cannot be read: :class:`GlobalAnswers` reports that)."""
+    try:
+        return str(gi.listing_of(ds, column).get("index_type", "bitmap"))
+    except Exception:  # noqa: BLE001 - a damaged or vanished listing: reported by the answers
+        return "bitmap"
+
+
 def _global_rows(ds, pred, cols, counts, part_types, ops) -> List[IndexUse]:
     from . import globalindex as gi
     from .globalindex import GlobalAnswers
@@ -247,7 +256,7 @@ def _global_rows(ds, pred, cols, counts, part_types, ops) -> List[IndexUse]:
     files = ds.files()
     out = []
     for c in have:
-        u = IndexUse("bitmap", c, "global")
+        u = IndexUse(_listing_type(gi, ds, c), c, "global")
         out.append(u)
         if c in answers.stale:
             u.why = "stale file: the data files changed since the build (rebuild it)"

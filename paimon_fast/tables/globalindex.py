@@ -1,5 +1,6 @@
-"""The bitmap global index of a Parquet dataset: its files and listing, a build in
-this process, loading it, and mapping its row ids back to files.
+"""The global index of a Parquet dataset (``bitmap`` by default, or another type of
+:mod:`paimon_fast.globalindex.registry`): its files and listing, a build in this process,
+loading it, and mapping its row ids back to files.
 
 A dataset is a directory of Parquet files.  Its stable file order is the sorted
 relative POSIX paths of the data files; a row's global id is the row count of the
@@ -92,14 +93,27 @@ def _listing_file(path, column, filesystem=None) -> CommitFile:
 
 
 def _commit_listing(
-    store, root, column, dtype, build_id, total, options, ranges, files, bases, states, rows, base_version=None
+    store,
+    root,
+    column,
+    dtype,
+    build_id,
+    total,
+    options,
+    ranges,
+    files,
+    bases,
+    states,
+    rows,
+    base_version=None,
+    index_type="bitmap",
 ):
     """Commit ``index.json`` (atomically; a new version on versioned stores, refused if another
     build committed since ``base_version``) and remove index files of earlier builds."""
     out_dir = index_dir(root, column, store)
     listing = {
-        "format": "paimon-fast bitmap global index listing",
-        "index_type": "bitmap",
+        "format": f"paimon-fast {index_type} global index listing",
+        "index_type": index_type,
         "column": column,
         "type": dtype,
         "build_id": build_id,
@@ -129,13 +143,18 @@ def _state_json(st) -> dict:
     return {"size": st[0], "mtime_ns": st[1]}
 
 
-def build_global_index_local(path, column, options=None, dtype=None, batch_rows=1 << 17, filesystem=None):
+def build_global_index_local(
+    path, column, options=None, dtype=None, batch_rows=1 << 17, filesystem=None, index_type="bitmap"
+):
     """:func:`build_global_index` in this process, without Spark: one index file for the
-    whole column (for small datasets and tests); the same listing and row ids."""
+    whole column (for small datasets and tests); the same listing and row ids.  ``index_type``:
+    a global index type of :mod:`paimon_fast.globalindex.registry` (default ``bitmap``)."""
     import pyarrow.parquet as pq
 
-    from ..globalindex import writer as gi_writer
+    from ..globalindex import registry
     from ..core.types import DataType
+
+    itype = registry.get(index_type)
 
     options = {str(k): str(v) for k, v in dict(options or {}).items()}
     store, root = resolve(path, filesystem)
@@ -153,7 +172,7 @@ def build_global_index_local(path, column, options=None, dtype=None, batch_rows=
     out_dir = index_dir(root, column, store)
     store.makedirs(out_dir)
     build_id = uuid.uuid4().hex[:12]
-    w = gi_writer(dtype, {k: v for k, v in options.items() if k.startswith("bitmap-index.")})
+    w = itype.new_writer(dtype, itype.options(options))
     for (rel, _), base in zip(files, bases):
         pos = base
         for b in pq.ParquetFile(store.open_input(store.join(root, rel))).iter_batches(
@@ -161,7 +180,7 @@ def build_global_index_local(path, column, options=None, dtype=None, batch_rows=
         ):
             w.write_batch(b.column(0), np.arange(pos, pos + b.num_rows, dtype=np.uint64))
             pos += b.num_rows
-    name = f"bitmap-{build_id}-00000.index"
+    name = f"{index_type}-{build_id}-00000.index"
     data, meta = w.finish()
     if data is not None:
         store.write_atomic(store.join(out_dir, name), data)
@@ -173,7 +192,20 @@ def build_global_index_local(path, column, options=None, dtype=None, batch_rows=
         ]
     )
     return _commit_listing(
-        store, root, column, dtype, build_id, bases[-1], options, 1, files, bases, states, rows, base_version
+        store,
+        root,
+        column,
+        dtype,
+        build_id,
+        bases[-1],
+        options,
+        1,
+        files,
+        bases,
+        states,
+        rows,
+        base_version,
+        index_type=index_type,
     )
 
 
@@ -231,8 +263,9 @@ def listing_is_current(listing, files) -> bool:
 
 def load_global_index(path, column, options=None, filesystem=None, counter=None, _listing=None):
     """The :class:`~paimon_fast.globalindex.GlobalIndex` of a built column (files pruned by meta;
-    a file is opened, with ranged reads counted in ``counter``, only when a query needs it)."""
-    from ..globalindex import GlobalIndex
+    a file is opened, with ranged reads counted in ``counter``, only when a query needs it): the
+    many-file class of the listing's ``index_type`` (:mod:`paimon_fast.globalindex.registry`)."""
+    from ..globalindex import registry
 
     store, root = resolve(path, filesystem)
     listing = _listing if _listing is not None else read_listing(root, column, store)
@@ -249,7 +282,7 @@ def load_global_index(path, column, options=None, filesystem=None, counter=None,
         return LazySource(store, p, f.get("size"), counter)
 
     files = [(source(f), bytes.fromhex(f["meta"])) for f in listing["files"]]
-    return GlobalIndex(
+    return registry.get(listing.get("index_type", "bitmap")).index_class()(
         files, listing["type"], options or listing.get("options") or {}, total_row_count=listing["total_row_count"]
     )
 

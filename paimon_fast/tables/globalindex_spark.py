@@ -54,9 +54,12 @@ def _opt(options, key, legacy, default) -> int:
     return default
 
 
-def build_global_index(spark, path, column, options=None, dtype=None, filesystem=None):
+def build_global_index(spark, path, column, options=None, dtype=None, filesystem=None, index_type="bitmap"):
     """Build the bitmap global index of ``column`` over the Parquet dataset at ``path``
-    (a path or URI; ``filesystem``: see :func:`paimon_fast.io.fs.resolve`).
+    (a path or URI; ``filesystem``: see :func:`paimon_fast.io.fs.resolve`); ``index_type``:
+    another type of :mod:`paimon_fast.globalindex.registry` over a column of atomic type (its
+    files cut by key ranges as the bitmap's; the executors must know the type too, so it is
+    registered by a module they import).
 
     ``options``: Paimon's names (``bitmap-index.*`` for the files,
     ``sorted-index.records-per-range`` and ``sorted-index.build.max-parallelism`` for
@@ -66,7 +69,9 @@ def build_global_index(spark, path, column, options=None, dtype=None, filesystem
     import pyarrow.parquet as pq
 
     from ..core.types import DataType
+    from ..globalindex import registry
 
+    itype = registry.get(index_type)
     options = {str(k): str(v) for k, v in dict(options or {}).items()}
     store, root = resolve(path, filesystem)
     listing_file = _listing_file(root, column, store)
@@ -85,15 +90,17 @@ def build_global_index(spark, path, column, options=None, dtype=None, filesystem
     per_range = max(1, _opt(options, OPT_RECORDS_PER_RANGE, LEGACY_RECORDS_PER_RANGE, 10_000_000))
     max_par = max(1, _opt(options, OPT_MAX_PARALLELISM, LEGACY_MAX_PARALLELISM, 4096))
     ranges = max(1, min(max_par, math.ceil(total / per_range)))
+    if itype.column != "scalar":  # key ranges need comparable column values: one range
+        ranges = 1
     out_dir = index_dir(root, column, store)
     store.makedirs(out_dir)  # exchange files of an interrupted build are gc's (a young one may be a running build's)
     build_id = uuid.uuid4().hex[:12]
-    index_options = {k: v for k, v in options.items() if k.startswith("bitmap-index.")}
+    index_options = itype.options(options)
     # (file number, path, first row id, rows), packed into read tasks of similar sizes
     jobs = [(i, store.join(root, rel), int(b), int(n)) for i, ((rel, n), b) in enumerate(zip(files, bases))]
     sc = spark.sparkContext
     groups = _pack(jobs, [st.size for st in states], sc.defaultParallelism)
-    src = (store, column, arrow_type, dtype)
+    src = (store, column, arrow_type, dtype, index_type)
 
     bounds = []
     if ranges > 1:  # key range bounds from a sample of every file, weighted by its rows
@@ -109,7 +116,7 @@ def build_global_index(spark, path, column, options=None, dtype=None, filesystem
 
     def merge(numbers):
         for r in numbers:
-            name = f"bitmap-{build_id}-{r:05d}.index"
+            name = f"{index_type}-{build_id}-{r:05d}.index"
             row = _merge_range(src, index_options, jobs, runs if nr > 1 else None, r, store.join(out_dir, name))
             if row is not None:
                 yield dict(row, file=name, range=r)
@@ -125,7 +132,20 @@ def build_global_index(spark, path, column, options=None, dtype=None, filesystem
         drop_runs(store, out_dir, runs)
     rows = sorted(rows, key=lambda r: r["range"])
     return _commit_listing(
-        store, root, column, dtype, build_id, total, options, ranges, files, bases, states, rows, base_version
+        store,
+        root,
+        column,
+        dtype,
+        build_id,
+        total,
+        options,
+        ranges,
+        files,
+        bases,
+        states,
+        rows,
+        base_version,
+        index_type=index_type,
     )
 
 
@@ -162,7 +182,7 @@ def _read_column(src, path, rows):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    store, column, arrow_type, _ = src
+    store, column, arrow_type = src[:3]
     pf = pq.ParquetFile(store.open_input(path))
     if column not in pf.schema_arrow.names:
         return pa.nulls(rows, arrow_type)
@@ -313,7 +333,7 @@ def _merge_range(src, index_options, files, runs, r, path):
     from ..globalindex import writer as gi_writer
 
     store = src[0]
-    w = gi_writer(src[3], index_options)
+    w = gi_writer(src[3], index_options, index_type=src[4])
     for i, data_path, base, n in files:
         if runs is None:
             w.write_batch(_read_column(src, data_path, n), np.arange(base, base + n, dtype=np.uint64))
