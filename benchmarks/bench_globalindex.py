@@ -330,7 +330,7 @@ def _spark_rounds(benchmark, key, run, expect):
 
 @pytest.mark.benchmark(group="spark_gi_build")
 def test_spark_build(benchmark, spark_dataset):
-    from paimon_fast.globalindex.spark_build import build_global_index
+    from paimon_fast.tables.globalindex_spark import build_global_index
 
     spark, d = spark_dataset
     rows = SPARK_ROWS // 8 * 8

@@ -313,7 +313,7 @@ def test_dataset_build_and_pruned_read_on_s3_equal_local(local_and_s3, s3_server
 
 
 def test_deletes_and_global_index_on_s3_equal_local(local_and_s3):
-    from paimon_fast.globalindex import spark_build as sb
+    from paimon_fast.tables import globalindex as sb
 
     local, uri, _ = local_and_s3
     results = []
@@ -359,7 +359,7 @@ def test_catalog_commit_race_is_refused_on_s3(local_and_s3):
 KILL_SCRIPT = r"""
 import os, sys
 from paimon_fast.tables import ParquetDataset
-from paimon_fast.globalindex import spark_build as sb
+from paimon_fast.tables import globalindex as sb
 uri, what = sys.argv[1], sys.argv[2]
 if what == "build":
     from paimon_fast.io.fs import CommitFile
@@ -374,7 +374,7 @@ else:
 
 def test_killed_build_on_s3_leaves_old_state_rerun_and_gc(local_and_s3, s3_server, capsys):
     from paimon_fast.cli import main
-    from paimon_fast.globalindex import spark_build as sb
+    from paimon_fast.tables import globalindex as sb
 
     local, uri, bucket = local_and_s3
     ParquetDataset(uri).build(OPTIONS)
