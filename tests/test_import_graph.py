@@ -205,3 +205,12 @@ def test_no_private_names_across_subpackages():
 def test_a_cycle_is_found():
     g = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(g) == [["a", "b", "c"]]
+
+
+def test_package_faces_and_the_top_level_stay_small():
+    """Package ``__init__`` modules hand names on (at most 80 lines), and at most four modules
+    sit at the package's top level besides ``__init__``, ``cli`` and ``errors``."""
+    faces = {str(p.relative_to(PKG)): len(p.read_text().splitlines()) for p in PKG.rglob("__init__.py")}
+    assert {f: n for f, n in faces.items() if n > 80} == {}
+    loose = sorted(p.stem for p in PKG.glob("*.py") if p.stem not in ("__init__", "cli", "errors"))
+    assert len(loose) <= 4, loose

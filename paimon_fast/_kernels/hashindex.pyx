@@ -15,7 +15,7 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-# field kinds (see paimon_fast/tableindex/hashindex.py)
+# field kinds (as the dynamic bucket hash index module of tableindex names them)
 cdef enum:
     K_FIXED = 0      # slot = raw value of ``width`` bytes at data, zero-extended (width 1/2/4/8)
     K_VAR = 1        # string / binary: offsets in a (int64, n+1) or a32 (int32), bytes in data

@@ -4,8 +4,8 @@ decoded in parallel without the GIL straight into the output buffers.
 
 :func:`read` takes the job as arrays (one row of :data:`FIELDS` per column chunk, the wanted
 rows of each row group, the output buffers numpy allocated) and returns each chunk's status;
-:mod:`paimon_fast.io.parquet.native` builds the job from the files' footers and makes Arrow arrays
-of the buffers.  The pure-Python twin is :mod:`paimon_fast.reference.pqread`.
+the Parquet reader module of the io layer (``native``) builds the job from the files' footers and
+makes Arrow arrays of the buffers.  The pure-Python twin is ``reference/pqread.py``.
 """
 from libc.stdint cimport uint8_t, int32_t, int64_t
 from libc.stdlib cimport calloc, free

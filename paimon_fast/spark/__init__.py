@@ -38,10 +38,9 @@ equals a plain scan.  Predicates are :mod:`paimon_fast.core.predicate` objects o
 SQL-like text (:func:`paimon_fast.core.sqlpredicate.parse_predicate`), OR and NOT
 included.
 
-**Delete** (:func:`delete`): rows matching a predicate are marked deleted with
-Paimon deletion vectors (one new deletion file per commit, then an atomic
-catalog rewrite; :mod:`paimon_fast.tables.deletes`); :func:`read` and the Data
-Source never return deleted rows.
+**Delete** (:func:`delete`): rows matching a predicate are marked deleted with Paimon deletion
+vectors (one new deletion file per commit, then an atomic catalog rewrite;
+:mod:`paimon_fast.tables.deletes`); :func:`read` and the Data Source never return deleted rows.
 
 **Optimize** (:func:`optimize`): the dataset's rows clustered by columns (order, z-order,
 Hilbert) across its files, read, ordered and written on the executors, committed by the driver
@@ -74,7 +73,6 @@ __all__ = [
     "to_spark_column",
     "filter_to_predicate",
     "DATA_SOURCE_NAME",
-    # also handed on at this path
     "default_master",
     "ReadReport",
     "spark_schema",
