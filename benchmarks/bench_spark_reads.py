@@ -3,7 +3,7 @@
 
     pytest benchmarks/bench_spark_reads.py --benchmark-only --benchmark-columns=min,median,max,rounds -s
 
-Two datasets, written by the demo's generator (``paimon_fast.spark.cli.generate_sample``:
+Two datasets, written by the demo's generator (``paimon_fast.spark.demo.generate_sample``:
 ``region=`` partitions, ``id`` BIGINT, ``user_id`` / ``country`` / ``status`` STRING,
 ``amount`` DOUBLE, ``qty`` INT) and indexed as the demo indexes them (bloom filters on ``id``,
 ``user_id``, ``country``; a bitmap on ``status``, a range bitmap on ``amount``, a bit-slice
@@ -47,7 +47,7 @@ _WHERE = {}  # (size, predicate) -> where the indexed read read the rows
 
 
 def _dataset(size):
-    from paimon_fast.spark.cli import demo_options, generate_sample
+    from paimon_fast.spark.demo import demo_options, generate_sample
 
     rows, files = SIZES[size]
     root = os.path.join(tempfile.gettempdir(), f"paimon-fast-bench-reads-{rows}-{files}")

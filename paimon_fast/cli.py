@@ -29,6 +29,7 @@ INSPECTORS = []
 COMMAND_MODULES = [
     "paimon_fast.fileindex.bitmap",
     "paimon_fast.spark.cli",
+    "paimon_fast.spark.demo",
     "paimon_fast.spark.optimize_job",
     "paimon_fast.tables.gc",
     "paimon_fast.tables.summary",

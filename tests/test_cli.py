@@ -456,7 +456,7 @@ def test_global_index_keys_of_a_paimon_table_are_typed(tmp_path, capsys):
 def test_demo_results_fit_the_terminal(width):
     """The demo's result table at a terminal's width: every line fits, every predicate and its
     speed-ups are there; a wide terminal gets one table with the predicates in it."""
-    from paimon_fast.spark.cli import results_text
+    from paimon_fast.spark.demo import results_text
 
     pred = "region = 'us' AND id IN (5, 500000, 999999)"
     rows = [

@@ -72,7 +72,7 @@ LAYERS = [
     ("entry points", ["paimon_fast.samples", "paimon_fast.bench"]),
 ]
 # modules that are entry points wherever they sit: the feature commands and the Spark jobs
-ENTRY_SUFFIXES = (".cli",)
+ENTRY_SUFFIXES = (".cli", ".demo")
 SPARK_SUFFIXES = ("_job",)
 #: the imports allowed to point up: (importer, imported) -> why (each also commented at the import)
 UPWARD = {
