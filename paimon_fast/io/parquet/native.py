@@ -30,23 +30,28 @@ import pyarrow.parquet as pq
 from .. import memory as _memory
 from ...errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
 from ..source import BytesSource, FileObjSource, FileSource, Source, as_source
-from .footer import _MAX_METADATA, _Footer, UnsupportedChunk, footer_for, _footer_bytes, _schemas
-
-# parquet.thrift Type and Encoding
-_BOOLEAN, _INT32, _INT64, _INT96, _FLOAT, _DOUBLE, _BYTE_ARRAY, _FLBA = range(8)
-_HANDLED_ENCODINGS = frozenset((0, 2, 3, 4, 8))  # PLAIN, PLAIN_DICTIONARY, RLE, BIT_PACKED (levels), RLE_DICTIONARY
-_CODECS = {0: "UNCOMPRESSED", 1: "SNAPPY", 2: "GZIP", 3: "LZO", 4: "BROTLI", 5: "LZ4", 6: "ZSTD", 7: "LZ4_RAW"}
-
-_K = None
-
-
-def _kernel():
-    global _K
-    if _K is None:
-        from ..._kernels import load
-
-        _K = load("pqread")
-    return _K
+from .footer import UnsupportedChunk, footer_for
+from .footer import _MAX_METADATA, _Footer, _footer_bytes, _schemas  # noqa: F401  (handed on)
+from .arrowmap import (  # noqa: F401  (handed on)
+    _BOOLEAN,
+    _BYTE_ARRAY,
+    _CODECS,
+    _DOUBLE,
+    _FLBA,
+    _FLOAT,
+    _HANDLED_ENCODINGS,
+    _INT32,
+    _INT64,
+    _INT96,
+    Mapping,
+    _arrow,
+    _fits,
+    _kernel,
+    _null_mapping,
+    converted,
+    mapping,
+)
+from .layout import _Column, _Layout, _layout  # noqa: F401  (handed on)
 
 
 def kernels(twin: bool = False):
@@ -56,229 +61,6 @@ def kernels(twin: bool = False):
 
         return pqread
     return _kernel()
-
-
-# ---------------------------------------------------------------- how a column's values become Arrow
-class Mapping(NamedTuple):
-    kind: int  # OUT_FIXED / OUT_BOOL / OUT_BYTES / OUT_LBYTES
-    width: int  # bytes a value (fixed)
-    conv: int  # the reader's conversion from the physical value
-
-
-def mapping(physical: int, type_len: int, plain: pa.DataType, typed: pa.DataType) -> Optional[Mapping]:
-    """How the native reader makes a flat column's Arrow values: the Parquet physical type, its
-    length (FIXED_LEN_BYTE_ARRAY), the Arrow type the Parquet schema alone gives (``plain``) and
-    the one pyarrow reads (``typed``: its stored ``ARROW:schema`` applied).  None where the
-    values are not the physical values or a conversion the reader knows."""
-    K = _kernel()
-    t = typed
-    if isinstance(t, pa.ExtensionType) or pa.types.is_dictionary(t):
-        return None
-    if physical == _BOOLEAN:
-        return Mapping(K.OUT_BOOL, 1, K.CV_COPY) if pa.types.is_boolean(t) else None
-    if physical == _INT32:
-        if pa.types.is_decimal(t) and pa.types.is_decimal(plain) and t.bit_width == 128:
-            return Mapping(K.OUT_FIXED, 16, K.CV_DEC_I32)
-        if not (pa.types.is_integer(plain) or pa.types.is_date32(plain) or pa.types.is_time32(plain)):
-            return None
-        if pa.types.is_integer(t) and pa.types.is_integer(plain):
-            if t.bit_width == 8:
-                return Mapping(K.OUT_FIXED, 1, K.CV_I32_1)
-            if t.bit_width == 16:
-                return Mapping(K.OUT_FIXED, 2, K.CV_I32_2)
-            if t.bit_width == 32:
-                return Mapping(K.OUT_FIXED, 4, K.CV_COPY)
-            if t.bit_width == 64 and plain.bit_width == 32:
-                return Mapping(K.OUT_FIXED, 8, K.CV_I32_I64 if pa.types.is_signed_integer(plain) else K.CV_U32_I64)
-            return None
-        if t == plain and (pa.types.is_date32(t) or pa.types.is_time32(t)):
-            return Mapping(K.OUT_FIXED, 4, K.CV_COPY)
-        return None
-    if physical == _INT64:
-        if pa.types.is_decimal(t) and pa.types.is_decimal(plain) and t.bit_width == 128:
-            return Mapping(K.OUT_FIXED, 16, K.CV_DEC_I64)
-        if pa.types.is_timestamp(t):
-            ok = pa.types.is_timestamp(plain) and plain.unit == t.unit
-        elif pa.types.is_time64(t):
-            ok = pa.types.is_time64(plain) and plain.unit == t.unit
-        elif pa.types.is_duration(t):
-            ok = pa.types.is_int64(plain)
-        elif pa.types.is_integer(t) and t.bit_width == 64:
-            ok = pa.types.is_integer(plain) and plain.bit_width == 64
-        else:
-            ok = False
-        return Mapping(K.OUT_FIXED, 8, K.CV_COPY) if ok else None
-    if physical == _INT96:
-        return Mapping(K.OUT_FIXED, 8, K.CV_INT96_NS) if pa.types.is_timestamp(t) and t.unit == "ns" else None
-    if physical == _FLOAT:
-        return Mapping(K.OUT_FIXED, 4, K.CV_COPY) if pa.types.is_float32(t) else None
-    if physical == _DOUBLE:
-        return Mapping(K.OUT_FIXED, 8, K.CV_COPY) if pa.types.is_float64(t) else None
-    if physical == _BYTE_ARRAY:
-        if not (pa.types.is_string(plain) or pa.types.is_binary(plain) or pa.types.is_large_string(plain)):
-            return None
-        if pa.types.is_string(t) or pa.types.is_binary(t):
-            return Mapping(K.OUT_BYTES, 0, K.CV_COPY)
-        if pa.types.is_large_string(t) or pa.types.is_large_binary(t):
-            return Mapping(K.OUT_LBYTES, 0, K.CV_COPY)
-        return None
-    if physical == _FLBA and type_len > 0:
-        if pa.types.is_fixed_size_binary(t) and t.byte_width == type_len and not pa.types.is_decimal(t):
-            return Mapping(K.OUT_FIXED, type_len, K.CV_COPY)
-        if pa.types.is_float16(t) and type_len == 2:
-            return Mapping(K.OUT_FIXED, 2, K.CV_COPY)
-        if pa.types.is_decimal(t) and pa.types.is_decimal(plain):
-            width = t.bit_width // 8
-            if t.bit_width in (128, 256) and type_len <= width:
-                return Mapping(K.OUT_FIXED, width, K.CV_DEC_BE)
-        return None
-    return None
-
-
-def converted(m: Mapping, have: pa.DataType, want: pa.DataType) -> Optional[Mapping]:
-    """The mapping that reads a column pyarrow would read as ``have`` into ``want`` (a dataset's
-    type for it), where the reader converts on its own; None otherwise."""
-    K = _kernel()
-    if have == want:
-        return m
-    if m.conv == K.CV_COPY and m.kind == K.OUT_FIXED:
-        if pa.types.is_int32(have) and pa.types.is_int64(want):
-            return Mapping(K.OUT_FIXED, 8, K.CV_I32_I64)
-        if pa.types.is_uint32(have) and pa.types.is_int64(want):
-            return Mapping(K.OUT_FIXED, 8, K.CV_U32_I64)
-        if pa.types.is_float32(have) and pa.types.is_float64(want):
-            return Mapping(K.OUT_FIXED, 8, K.CV_F32_F64)
-        if pa.types.is_timestamp(have) and pa.types.is_timestamp(want) and have.unit == want.unit:
-            return m  # the zone is the type's, not the values'
-    if m.kind in (K.OUT_BYTES, K.OUT_LBYTES):
-        same = (pa.types.is_string(have) or pa.types.is_large_string(have)) == (
-            pa.types.is_string(want) or pa.types.is_large_string(want)
-        )
-        if same and (pa.types.is_large_string(want) or pa.types.is_large_binary(want)):
-            return Mapping(K.OUT_LBYTES, 0, K.CV_COPY)
-        if same and (pa.types.is_string(want) or pa.types.is_binary(want)):
-            return Mapping(K.OUT_BYTES, 0, K.CV_COPY)
-    return None
-
-
-# ---------------------------------------------------------------- a file's layout, kept with its footer
-class _Column(NamedTuple):
-    name: str
-    field: pa.Field  # pyarrow's field (its stored Arrow schema applied)
-    leaf: int  # -1: not flat
-    physical: int
-    type_len: int
-    max_def: int
-    mapping: Optional[Mapping]
-    why: str  # why mapping is None
-
-
-class _Layout:
-    """What the native reader needs of a file, derived once from its footer: per top-level
-    column its leaf, physical type, definition level and :class:`Mapping`; per row group and
-    leaf ``[start, length, codec, values, offset index offset, its length]`` (``ok`` False:
-    the chunk is read by pyarrow, ``chunk_why`` says why)."""
-
-    def __init__(self, fo: _Footer):
-        try:
-            origin = fo.origin_schema()
-        except UnsupportedChunk:
-            origin = None
-            self.origin_ok = False
-        else:
-            self.origin_ok = True
-        flat = [f for f in fo.fields if f.flat]
-        plain = typed = None
-        if fo.fields:
-            plain, typed = _schemas(
-                _footer_bytes(fo, list(fo.fields), [], 0, None), _footer_bytes(fo, list(fo.fields), [], 0, origin)
-            )
-        self.schema = typed
-        self.columns: Dict[str, _Column] = {}
-        self.names = [f.name for f in fo.fields]
-        at = 1
-        els = fo.elements
-        for f in fo.fields:
-            el = els[at]
-            at += f.elements
-            if typed is None or len(typed) != len(fo.fields):
-                self.columns.setdefault(f.name, _Column(f.name, None, -1, -1, 0, 0, None, "schema not readable"))
-                continue
-            fld = typed.field(f.index)
-            if not f.flat:
-                col = _Column(f.name, fld, -1, -1, 0, 0, None, "nested column")
-            else:
-                physical = el.get(1)
-                type_len = el.get(2) if isinstance(el.get(2), int) else 0
-                rep = el.get(3)
-                if not isinstance(physical, int) or rep not in (0, 1):
-                    col = _Column(f.name, fld, f.leaves.start, -1, 0, 0, None, "column type not handled")
-                else:
-                    m = mapping(physical, type_len, plain.field(f.index).type, fld.type)
-                    col = _Column(
-                        f.name,
-                        fld,
-                        f.leaves.start,
-                        physical,
-                        type_len,
-                        1 if rep == 1 else 0,
-                        m,
-                        "" if m is not None else f"type {fld.type} not decoded natively",
-                    )
-            if f.name in self.columns:  # a name two fields share: pyarrow decides
-                col = col._replace(mapping=None, why="duplicate column names", leaf=-1)
-            elif not self.origin_ok:  # a stored Arrow schema we cannot read: pyarrow may (its types decide)
-                col = col._replace(mapping=None, why="ARROW:schema not readable here")
-            self.columns[f.name] = col
-        del flat
-        nrg, nleaf = len(fo.row_groups), fo.leaf_count
-        self.chunks = np.full((nrg, max(nleaf, 1), 6), -1, dtype=np.int64)
-        self.ok = np.zeros((nrg, max(nleaf, 1)), dtype=bool)
-        self.chunk_why: Dict[Tuple[int, int], str] = {}
-        for g, rg in enumerate(fo.row_groups):
-            for leaf, cc in enumerate(rg[1]):
-                why = self._chunk(fo, g, leaf, cc)
-                if why:
-                    self.chunk_why[(g, leaf)] = why
-                else:
-                    self.ok[g, leaf] = True
-
-    def _chunk(self, fo: _Footer, g: int, leaf: int, cc: dict) -> str:
-        if cc.get(1) is not None:
-            return "column chunk in another file"
-        if cc.get(8) is not None or cc.get(9) is not None:
-            return "encrypted column"
-        meta = cc.get(3)
-        if not isinstance(meta, dict) or not all(isinstance(meta.get(k), int) for k in (1, 4, 5, 7, 9)):
-            return "column chunk without metadata"
-        encs = meta.get(2)
-        if not isinstance(encs, list) or any(e not in _HANDLED_ENCODINGS for e in encs):
-            return "encoding not decoded natively"
-        codec = meta[4]
-        if not _kernel().codec_available(codec):
-            return f"codec {_CODECS.get(codec, codec)} not available natively"
-        start = meta[9]
-        d = meta.get(11)
-        if isinstance(d, int) and 4 <= d < start:
-            start = d
-        n = meta[7]
-        if start < 4 or n <= 0 or start + n > fo.footer_start:
-            return "column chunk outside the file"
-        oi_off, oi_len = cc.get(4), cc.get(5)
-        if not (isinstance(oi_off, int) and isinstance(oi_len, int) and 0 < oi_len <= _MAX_METADATA):
-            oi_off, oi_len = -1, 0
-        elif oi_off < 4 or oi_off + oi_len > fo.file_size:
-            oi_off, oi_len = -1, 0
-        self.chunks[g, leaf] = (start, n, codec, meta[5], oi_off, oi_len)
-        return ""
-
-
-def _layout(fo: _Footer) -> _Layout:
-    got = getattr(fo, "native", None)
-    if got is None:
-        got = _Layout(fo)
-        fo.native = got
-    return got
 
 
 # ---------------------------------------------------------------- the files of a read
@@ -757,26 +539,6 @@ def _name(fl: _File) -> str:
     return getattr(fl.src, "path", None) or "<in memory>"
 
 
-def _null_mapping(t: pa.DataType) -> Optional[Mapping]:
-    """An output that holds only nulls of type ``t`` (a column some files lack)."""
-    K = _kernel()
-    if pa.types.is_boolean(t):
-        return Mapping(K.OUT_BOOL, 1, K.CV_NULL)
-    if pa.types.is_string(t) or pa.types.is_binary(t):
-        return Mapping(K.OUT_BYTES, 0, K.CV_NULL)
-    if pa.types.is_large_string(t) or pa.types.is_large_binary(t):
-        return Mapping(K.OUT_LBYTES, 0, K.CV_NULL)
-    if isinstance(t, pa.ExtensionType) or pa.types.is_dictionary(t) or pa.types.is_nested(t):
-        return None
-    try:
-        w = t.bit_width
-    except ValueError:
-        return None
-    if w % 8 or w <= 0:
-        return None
-    return Mapping(K.OUT_FIXED, w // 8, K.CV_NULL)
-
-
 def _kernel_file(fl: _File, fi: int, chunks: np.ndarray):
     """``(fd, size, segments)`` of a file for the reader: a local file by its descriptor, bytes
     in memory as they are, any other source as the byte ranges its chunks need, read now."""
@@ -803,47 +565,6 @@ def _segments(src: Source, mine: np.ndarray) -> list:
         else:
             merged.append([a, b])
     return [(a, src.read_at(a, b - a, "Parquet column chunk")) for a, b in merged]
-
-
-def _fits(K, kind: int, width: int, t: pa.DataType) -> bool:
-    """Whether buffers of this kind are an Arrow array of type ``t`` (checked before
-    ``from_buffers``, which aborts the process on a mismatch)."""
-    if isinstance(t, pa.ExtensionType) or pa.types.is_dictionary(t) or pa.types.is_nested(t):
-        return False
-    if kind == K.OUT_BOOL:
-        return pa.types.is_boolean(t)
-    if kind == K.OUT_BYTES:
-        return pa.types.is_string(t) or pa.types.is_binary(t)
-    if kind == K.OUT_LBYTES:
-        return pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-    if pa.types.is_boolean(t) or pa.types.is_string(t) or pa.types.is_binary(t):
-        return False
-    if pa.types.is_large_string(t) or pa.types.is_large_binary(t) or pa.types.is_null(t):
-        return False
-    try:
-        return t.bit_width == 8 * width
-    except ValueError:
-        return False
-
-
-def _arrow(K, col, data, t: pa.DataType) -> pa.Array:
-    kind, width, n, values, valid, offsets = col
-    if not _fits(K, kind, width, t):
-        raise AssertionError(f"native reader: output of kind {kind} / width {width} is not an Arrow {t}")
-    nulls = 0
-    vbuf = None
-    if valid is not None:
-        nulls = n - int(np.count_nonzero(valid))
-        if nulls:
-            vbuf = pa.py_buffer(np.packbits(valid, bitorder="little"))
-    if kind == K.OUT_FIXED:
-        return pa.Array.from_buffers(t, n, [vbuf, pa.py_buffer(values)], null_count=nulls)
-    if kind == K.OUT_BOOL:
-        return pa.Array.from_buffers(
-            t, n, [vbuf, pa.py_buffer(np.packbits(values, bitorder="little"))], null_count=nulls
-        )
-    dbuf = pa.py_buffer(data) if data is not None else pa.py_buffer(b"")
-    return pa.Array.from_buffers(t, n, [vbuf, pa.py_buffer(offsets), dbuf], null_count=nulls)
 
 
 def _splice(files, names, fields, arrays, fallback, out_at, st, opts) -> list:
