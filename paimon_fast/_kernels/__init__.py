@@ -11,8 +11,13 @@ class KernelImportError(ImportError):
     pass
 
 
-def load(name: str):
-    """Import ``paimon_fast._kernels.<name>`` or explain how to build it."""
+def load(name: str, twin: bool = False):
+    """Import ``paimon_fast._kernels.<name>`` or explain how to build it.  ``twin``: its
+    pure-Python twin, ``paimon_fast.reference.<name>`` (the same functions, for tests and
+    benchmarks that run it in the kernel's place): the one place an implementation is picked
+    by name, so no product module imports a twin."""
+    if twin:
+        return importlib.import_module(f"paimon_fast.reference.{name}")
     try:
         return importlib.import_module(f"paimon_fast._kernels.{name}")
     except ImportError as e:

@@ -55,11 +55,11 @@ from .layout import _Column, _Layout, _layout  # noqa: F401  (handed on)
 
 
 def kernels(twin: bool = False):
-    """The compiled reader, or its pure-Python twin (:mod:`paimon_fast.reference.pqread`)."""
+    """The compiled reader, or its pure-Python twin (``reference/pqread.py``, loaded by name)."""
     if twin:
-        from ...reference import pqread
+        from ..._kernels import load
 
-        return pqread
+        return load("pqread", twin=True)
     return _kernel()
 
 
