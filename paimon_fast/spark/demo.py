@@ -13,8 +13,8 @@ import time
 from ..cli import command
 from .cli import RACE_ROUNDS, _jvm_path, _master_arg, _plural, _progress_printer, _session, _speedup, race
 
-# the demo's sample dataset is written by paimon_fast.samples (also ``paimon-fast sample parquet``)
-from ..samples import COUNTRIES, STATUSES, generate_sample  # noqa: E402,F401  (handed on)
+# the demo's sample dataset (also ``paimon-fast sample parquet``'s)
+from ..tables.sample import COUNTRIES, STATUSES, generate_sample  # noqa: E402,F401  (handed on)
 
 
 def demo_options(rows: int, files: int) -> dict:
