@@ -52,6 +52,7 @@ import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast.globalindex import btree as gbtree
 from paimon_fast.globalindex import format as gformat
+from paimon_fast.globalindex import groups as ggroups
 from paimon_fast.reference import globalindex as twin_gi
 from paimon_fast.reference import sst as twin_sst
 
@@ -97,12 +98,12 @@ def data(t, n=N):
 @contextmanager
 def twin_kernels():
     """The writer and reader with every kernel replaced by its plain-Python twin."""
-    saved = gformat._k, gbtree._ks
-    gformat._k, gbtree._ks = twin_gi, twin_sst
+    saved = gformat._k, ggroups._k, gbtree._ks
+    gformat._k, ggroups._k, gbtree._ks = twin_gi, twin_gi, twin_sst
     try:
         yield
     finally:
-        gformat._k, gbtree._ks = saved
+        gformat._k, ggroups._k, gbtree._ks = saved
 
 
 # ---------------------------------------------------------------- one file

@@ -761,7 +761,7 @@ def test_group_dense_fixed_matches_group_fixed(seed, k, n, max_values, nulls):
 
 def test_writer_paths_give_the_same_bytes(monkeypatch):
     """One-pass bit sets, two-pass bit sets and sorted positions: same index bytes."""
-    import paimon_fast.fileindex.bitmap as bmod
+    import paimon_fast.fileindex.bitmap_writer as bmod  # the writer reads _DENSE_MIN_ROWS there
 
     rng = np.random.default_rng(5)
     n = 300_000

@@ -248,7 +248,7 @@ def test_parallel_grouping_equals_one_grouping(monkeypatch, dtype, distinct, thr
     """The build's grouping in slices side by side, merged, is the one grouping of the column:
     with and without nulls, few or (nearly) all keys distinct, row ids ascending with gaps; row
     ids out of order, and nearly unique columns, take the one grouping."""
-    from paimon_fast.globalindex import format as fmt
+    from paimon_fast.globalindex import groups as fmt  # the grouping reads its names there
     from paimon_fast.globalindex.keys import KeyCodec
 
     monkeypatch.setattr(fmt, "PARALLEL_GROUP_ROWS", 1000)

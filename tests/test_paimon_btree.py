@@ -157,6 +157,7 @@ def test_nearly_unique_files_are_grouped_together_with_the_same_bytes(tmp_path, 
     """Files of nearly unique BIGINT keys are grouped in one go instead of file by file and
     merged: the same index files either way, bitmap and btree."""
     import paimon_fast.globalindex.format as gformat
+    import paimon_fast.globalindex.groups as ggroups
     from paimon_fast.paimon import globalindex_build as pgb
 
     calls = []
@@ -171,6 +172,7 @@ def test_nearly_unique_files_are_grouped_together_with_the_same_bytes(tmp_path, 
         out = []
         for name, fn in (("a", spy), ("b", lambda *a: False)):
             monkeypatch.setattr(gformat, "nearly_unique", fn)
+            monkeypatch.setattr(ggroups, "nearly_unique", fn)  # read there by group_column_parallel
             cat, t = _table(tmp_path / f"{itype}{name}", DATA_EVOLUTION, commits=3, partitioned=False)
             assert create_global_index(cat.get_table(f"db.{t}"), "id", itype, options=RPR) > 0
             out.append(_range_files(cat, t, str(tmp_path / f"{itype}{name}" / "wh")))

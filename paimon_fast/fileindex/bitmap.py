@@ -40,352 +40,49 @@ Answers are exact row sets (:class:`~paimon_fast.core.result.BitmapResult`):
 ``=``, ``IN`` (a null literal adds the null rows), ``IS NULL``, and their
 complements over ``[0, row count)`` for ``!=``, ``NOT IN``, ``IS NOT NULL``
 (so null rows count as "not equal", as in Java).
+
+This module holds the reader (:class:`BitmapReader`) and the factory; the writer is in
+:mod:`.bitmap_writer`, the keys per type and the format's fixed numbers in
+:mod:`.bitmap_keys`, whose names are handed on here at their old path.
 """
 
 from __future__ import annotations
 
-import functools
-import struct
-
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from .._kernels import load as _load
-from ..errors import IndexFormatError, OptionError, UnsupportedTypeError
-from ..core.roaring import check32, serialize_groups32, serialize_sorted32
+from ..errors import IndexFormatError
+from ..core.roaring import check32
 from ..core.result import BitmapResult
-from ..core.types import DataType, binary_buffers, fixed_values, float_bits, long_keys, to_arrow_array, validity_mask
-from .base import FileIndexReader, FileIndexWriter
+from .base import FileIndexReader
 from .registry import IndexFactory, register
+from .bitmap_keys import (  # noqa: F401  (handed on at their old path)
+    _HEAD,
+    _I32,
+    _MAX_INT,
+    _NULLS2,
+    _SUPPORTED,
+    DEFAULT_INDEX_BLOCK_SIZE,
+    INDEX_TYPE,
+    VERSION_1,
+    VERSION_2,
+    KeyCodec,
+    _check_type,
+    codec_for,
+)
+from .bitmap_writer import (  # noqa: F401  (handed on at their old path)
+    _DENSE_MAX_CONTAINERS,
+    _DENSE_MIN_ROWS,
+    BitmapWriter,
+    _sorted_ids,
+    build_index,
+)
 
 _k = _load("bitmap")
 
-INDEX_TYPE = "bitmap"
-VERSION_1 = 1
-VERSION_2 = 2
-DEFAULT_INDEX_BLOCK_SIZE = "16kb"
-_MAX_INT = 2**31 - 1
-# dense (bit set per value) grouping: at most this many 8 KiB containers in memory, and only
-# when values average this many rows per 65536-row container (else sorted positions are cheaper)
-_DENSE_MAX_CONTAINERS = 2048
-_DENSE_MIN_ROWS = 2048
-
-_SUPPORTED = (
-    "TINYINT",
-    "SMALLINT",
-    "INT",
-    "BIGINT",
-    "FLOAT",
-    "DOUBLE",
-    "DATE",
-    "TIME",
-    "TIMESTAMP",
-    "TIMESTAMP_LTZ",
-    "CHAR",
-    "VARCHAR",
-    "STRING",
-    "BOOLEAN",
-)
-
-_I32 = struct.Struct(">i")
-_HEAD = struct.Struct(">Biib")
-_NULLS2 = struct.Struct(">ii")
-
-
-# ---------------------------------------------------------------- keys per type
-
-
-class KeyCodec:
-    """How one Paimon type is keyed: width (None = ``i32 length + bytes``),
-    Java ``hashCode()`` mode, comparator mode, and conversions."""
-
-    def __init__(self, dtype: DataType):
-        r = dtype.root
-        if r not in _SUPPORTED:
-            raise UnsupportedTypeError(f"bitmap index does not support type {dtype} (as Java Paimon)")
-        self.dtype = dtype
-        self.root = r
-        self.width = {
-            "TINYINT": 1,
-            "BOOLEAN": 1,
-            "SMALLINT": 2,
-            "INT": 4,
-            "DATE": 4,
-            "TIME": 4,
-            "FLOAT": 4,
-            "BIGINT": 8,
-            "DOUBLE": 8,
-            "TIMESTAMP": 8,
-            "TIMESTAMP_LTZ": 8,
-        }.get(r)
-        self.hash_mode = _k.HASH_BOOL if r == "BOOLEAN" else _k.HASH_LONG if self.width == 8 else _k.HASH_INT
-        self.cmp_mode = {"FLOAT": _k.CMP_FLOAT, "DOUBLE": _k.CMP_DOUBLE, "BOOLEAN": 3}.get(r, _k.CMP_SIGNED)
-        self.fixed = self.width is not None
-        self._int_bounds = {1: (-128, 127), 2: (-32768, 32767), 4: (-(2**31), 2**31 - 1), 8: (-(2**63), 2**63 - 1)}.get(
-            self.width
-        )
-
-    def keys_of(self, arr) -> np.ndarray:
-        r = self.root
-        if r == "FLOAT" or r == "DOUBLE":
-            return float_bits(arr)
-        if r == "BOOLEAN":
-            return fixed_values(arr).view(np.int8)
-        if r == "TIME":
-            return long_keys(arr, self.dtype).astype(np.int32)
-        return np.ascontiguousarray(long_keys(arr, self.dtype))
-
-    # -- literals
-    def literal_key(self, v):
-        """The key of a predicate literal (int for fixed types, bytes for strings);
-        None when no stored value can equal it (e.g. out of the type's range)."""
-        r = self.root
-        if not self.fixed:
-            if isinstance(v, str):
-                return v.encode("utf-8", "surrogatepass")
-            if isinstance(v, (bytes, bytearray, memoryview)):
-                return bytes(v)
-            raise TypeError(f"a {self.dtype} literal must be a string, got {type(v).__name__}")
-        if r == "BOOLEAN":
-            if isinstance(v, (bool, np.bool_)) or isinstance(v, (int, np.integer)):
-                return 1 if v else 0
-            raise TypeError(f"a BOOLEAN literal must be a bool, got {type(v).__name__}")
-        if (
-            r in ("TINYINT", "SMALLINT", "INT", "BIGINT", "DATE")
-            and isinstance(v, (int, np.integer))
-            and not isinstance(v, bool)
-        ):
-            lo, hi = self._int_bounds
-            v = int(v)
-            return v if lo <= v <= hi else None
-        try:
-            arr = to_arrow_array([v], self.dtype)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
-            raise TypeError(f"cannot use {v!r} as a {self.dtype} literal: {e}") from None
-        return int(self.keys_of(arr)[0])
-
-    def order_key(self, key: int) -> int:
-        return _k.order_key(key, self.cmp_mode)
-
-    def display(self, key):
-        """A readable form of a stored key (for ``describe``)."""
-        r = self.root
-        if not self.fixed:
-            return bytes(key).decode("utf-8", "replace")
-        if r == "FLOAT":
-            return struct.unpack(">f", struct.pack(">i", key))[0]
-        if r == "DOUBLE":
-            return struct.unpack(">d", struct.pack(">q", key))[0]
-        if r == "BOOLEAN":
-            return bool(key)
-        return key
-
-
 # the looked-up keys a reader keeps the location (and bytes) of
 LOCATED_MAX = 4096
-
-
-@functools.lru_cache(maxsize=256)
-def codec_for(dtype: DataType) -> KeyCodec:
-    """The (immutable, shared) :class:`KeyCodec` of a type."""
-    return KeyCodec(dtype)
-
-
-def _check_type(dtype: DataType):
-    codec_for(dtype)
-
-
-# ---------------------------------------------------------------- writer
-
-
-class BitmapWriter(FileIndexWriter):
-    """Collects column batches; :meth:`finish` groups the rows by value and
-    serializes V2 (default) or V1 (option ``version=1``).
-
-    ``kernels`` selects the implementation of the grouping / order / layout
-    steps (default: the compiled module; ``paimon_fast.reference.bitmap`` is
-    the plain-Python twin with the same functions).
-    """
-
-    index_type = INDEX_TYPE
-
-    def __init__(self, dtype, options, kernels=None):
-        super().__init__(dtype, options)
-        self.codec = codec_for(dtype)
-        self.version = options.get_int("version", VERSION_2)
-        if self.version not in (VERSION_1, VERSION_2):
-            raise OptionError(f"bitmap index version must be 1 or 2, got {self.version}")
-        self.block_size = options.get_memory_size("index-block-size", DEFAULT_INDEX_BLOCK_SIZE)
-        if self.block_size <= 0:
-            raise OptionError(f"index-block-size must be positive, got {self.block_size}")
-        self.kernels = kernels or _k
-        self._chunks = []
-        #: after finish(): how the HashMap was replayed / how blocks were packed
-        self.stats = {}
-
-    def write_batch(self, values):
-        arr = to_arrow_array(values, self.dtype)
-        if self.row_count + len(arr) > _MAX_INT:
-            raise OptionError("a bitmap index holds at most 2^31 - 1 rows (Java int row numbers)")
-        self._chunks.append(arr)
-        self.row_count += len(arr)
-
-    def _column(self):
-        if not self._chunks:
-            arr = to_arrow_array([], self.dtype)
-        elif len(self._chunks) == 1:
-            arr = self._chunks[0]
-        else:
-            arr = pa.concat_arrays([c.cast(self._chunks[0].type) for c in self._chunks])
-        return arr
-
-    def finish(self) -> bytes:
-        arr = self._column()
-        return build_index(arr, self.codec, self.version, self.block_size, self.kernels, self.stats)
-
-
-def build_index(arr, codec: KeyCodec, version: int, block_size: int, k=None, stats=None) -> bytes:
-    """Serialize one column (Arrow array of the codec's type) as a bitmap index."""
-    k = k or _k
-    n = len(arr)
-    mask = validity_mask(arr)
-    valid = None if mask is None else np.ascontiguousarray(mask).view(np.uint8)
-    dense_bits = None
-    if codec.fixed:
-        keys = np.ascontiguousarray(codec.keys_of(arr))
-        # few values over many rows: group and build their bit sets in one pass (gives up early otherwise)
-        nchunks = (n + 65535) >> 16
-        max_dense = min(32, n // (_DENSE_MIN_ROWS * nchunks)) if n else 0
-        got = k.group_dense_fixed(keys, valid, codec.hash_mode, max_dense) if max_dense >= 1 else None
-        if got is not None:
-            first, counts, jh, dense_bits = got
-            codes = None
-        else:
-            codes, first, counts, jh = k.group_fixed(keys, valid, codec.hash_mode)
-    else:
-        offsets, data = binary_buffers(arr)
-        codes, first, counts, jh = k.group_binary(np.ascontiguousarray(offsets), data, valid)
-    D = len(first)
-    if valid is None:
-        null_rows = np.zeros(0, np.uint32)
-        last_row = n - 1
-    else:
-        null_rows = np.flatnonzero(valid == 0).astype(np.uint32)
-        nn = np.flatnonzero(valid)
-        last_row = int(nn[-1]) if len(nn) else -1
-    trailing = D > 0 and last_row != int(first[D - 1])
-    order, table, tree_bins = k.java_order(jh, trailing)
-    if tree_bins:
-        # a bin of >= 8 keys became a red-black tree in Java: replay those bins (and only
-        # those) with the full tree-aware model; per key of such bins, not per row
-        from .java_hashmap import java_order_local
-
-        if codec.fixed:
-
-            def okey(i):
-                return codec.order_key(int(keys[first[i]]))
-        else:
-
-            def okey(i):
-                r = int(first[i])
-                return bytes(data[offsets[r] : offsets[r + 1]])
-
-        order, table = java_order_local(jh, okey, trailing, order, table)
-    groups = int(np.count_nonzero(counts >= 2))
-    containers = groups * ((n + 65535) >> 16)
-    if dense_bits is not None:
-        blob, sizes, multi = k.dense_from_bits(dense_bits, order, counts)
-    elif groups and containers <= _DENSE_MAX_CONTAINERS and n >= containers * _DENSE_MIN_ROWS:
-        # few values over many rows: bit sets beat sorted positions
-        blob, sizes, multi = k.dense_serialize(codes, order, counts)
-    else:
-        pos, bounds, multi = k.scatter_positions(codes, order, counts)
-        blob, sizes = serialize_groups32(pos, bounds)
-    null_card = len(null_rows)
-    null_bytes = serialize_sorted32(null_rows)
-    has_null = null_card > 0
-    base = len(null_bytes) if null_card > 1 else 0
-    # per value id: offset in the body (or -1 - row) and bitmap length (or -1)
-    off = -1 - first
-    length = np.full(D, -1, dtype=np.int64)
-    if len(multi):
-        ends = base + np.cumsum(sizes)
-        off[multi] = ends - sizes
-        length[multi] = sizes
-        final = int(ends[-1])
-    else:
-        final = base
-    if final > _MAX_INT:
-        raise OptionError("bitmap index body exceeds 2 GiB (Java int offsets)")
-    null_offset = (-1 - int(null_rows[0])) if null_card == 1 else 0
-    off32 = off.astype(np.int32)
-    len32 = length.astype(np.int32)
-    parts = [_HEAD.pack(version, n, D, 1 if has_null else 0)]
-    if codec.fixed:
-        ukeys = keys[first].astype(np.int64)
-
-        def pack(ids, a, b=None, blocks=None):
-            return k.pack_fixed(
-                np.ascontiguousarray(ukeys[ids]),
-                codec.width,
-                np.ascontiguousarray(a),
-                None if b is None else np.ascontiguousarray(b),
-                blocks,
-            )
-    else:
-        # the distinct values, compact and in id order: packing and sorting read them sequentially
-        uniq = arr.take(pa.array(first))
-        uoff, udata = binary_buffers(uniq)
-        uoff = np.ascontiguousarray(uoff)
-
-        def pack(ids, a, b=None, blocks=None):
-            return k.pack_binary(
-                uoff,
-                udata,
-                np.ascontiguousarray(ids, dtype=np.int64),
-                np.ascontiguousarray(a),
-                None if b is None else np.ascontiguousarray(b),
-                blocks,
-            )
-
-    st = {"distinct": D, "hashmap_table": table, "tree_bins": tree_bins}
-    if version == VERSION_1:
-        if has_null:
-            parts.append(_I32.pack(null_offset))
-        parts.append(pack(order, off32[order]))
-    else:
-        if has_null:
-            parts.append(_NULLS2.pack(null_offset, len(null_bytes)))
-        ids = _sorted_ids(uniq if not codec.fixed else None, codec, keys if codec.fixed else None, first, k)
-        if codec.fixed:
-            ebytes = np.full(D, 8 + codec.width, dtype=np.int64)
-        else:
-            ebytes = 12 + (uoff[ids + 1] - uoff[ids]).astype(np.int64)
-        bb, boffs, total, oversize = k.v2_layout(np.ascontiguousarray(ebytes), block_size)
-        B = len(boffs)
-        parts.append(_I32.pack(B))
-        if B:
-            parts.append(pack(ids[bb[:-1]], boffs.astype(np.int32)))
-        parts.append(_I32.pack(total))
-        if B:
-            parts.append(pack(ids, off32[ids], len32[ids], bb))
-        st.update(blocks=B, oversize_entries=oversize)
-    if null_card > 1:
-        parts.append(null_bytes)
-    parts.append(blob)
-    if stats is not None:
-        stats.update(st)
-    return b"".join(parts)
-
-
-def _sorted_ids(uniq, codec: KeyCodec, keys, first, k=None) -> np.ndarray:
-    """Value ids in the V2 comparator's order (``uniq``: the distinct strings in id order)."""
-    if codec.fixed:
-        return (k or _k).sort_fixed(np.ascontiguousarray(keys[first], dtype=np.int64), codec.cmp_mode)
-    vals = uniq.cast(pa.large_binary() if pa.types.is_large_string(uniq.type) else pa.binary())
-    return np.asarray(pc.sort_indices(vals), dtype=np.int64)
 
 
 # ---------------------------------------------------------------- reader
