@@ -56,36 +56,43 @@ narrow range).  ``full=True`` rewrites every file of the partitions.
 
 from __future__ import annotations
 
-import math
-import os
-import socket
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional
 
-import numpy as np
 import pyarrow as pa
 
 from ..errors import OptionError, PaimonFastError
-from ..io.fs import CommitConflictError
-from ..core.result import REMAIN
 from . import catalog as _catalog
 from . import identity as _identity
-from .order import check_strategy, check_types, sort_permutation, take
-from .plan import FilePlan
-from .replaced import OPT_DIR, OPT_KEY, retired_rel
+from .optimize_commit import _commit_intent, _commit_swap, _files_after, _settled_identities
+from .optimize_common import (  # noqa: F401  (handed on at their old path)
+    PENDING,
+    REPLACED,
+    NewFile,
+    OptimizeConflictError,
+    _abandoned,
+    _alive,
+    _move,
+    _now,
+    clustered_as,
+    rel_join,
+    remove_tree,
+)
+from .optimize_globalindex import _global_index_columns, _rebuild_global_index
+from .optimize_recovery import _forget_replaced, _retire, _roll_back, recover
+from .optimize_rewrite import (  # noqa: F401  (handed on at their old path)
+    _contiguous,
+    _rewrite_in_process,
+    file_cuts,
+    write_one,
+    write_rows,
+)
+from .order import check_strategy, check_types
+from .replaced import OPT_DIR, OPT_KEY
 from .steps import step
-from .writer import WriteOptions, parquet_flavour, table_stats, write_file
-
-PENDING = "pending"
-REPLACED = "replaced"
-
-
-class OptimizeConflictError(CommitConflictError):
-    """An optimize could not commit: another commit deleted rows of, or replaced, files it
-    rewrote, or another optimize is rewriting them.  Nothing of it is visible; run it again."""
+from .writer import WriteOptions, parquet_flavour
 
 
 @dataclass
@@ -128,193 +135,7 @@ class OptimizeReport:
         )
 
 
-# ---------------------------------------------------------------- helpers
-
-
-def _now() -> int:
-    return time.time_ns()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, another user's
-        return True
-    return True
-
-
-def _abandoned(run: Mapping, min_age: float) -> bool:
-    """Is the pending run ``run`` no longer being carried out (module docstring)?"""
-    if run.get("state") == "aborted":
-        return True
-    if run.get("host") == socket.gethostname() and isinstance(run.get("pid"), int):
-        if run["pid"] != os.getpid() and not _alive(run["pid"]):
-            return True
-    return _now() - int(run.get("started_ns", 0)) >= min_age * 1e9
-
-
-def clustered_as(entry: Optional[Mapping], cluster_by: Sequence[str], strategy: str) -> bool:
-    """Was the file of this catalog entry written clustered by these columns and strategy?"""
-    c = (entry or {}).get("clustered")
-    return isinstance(c, dict) and c.get("by") == list(cluster_by) and c.get("strategy") == strategy
-
-
-def rel_join(store, root: str, rel: str) -> str:
-    return store.join(root, *rel.split("/"))
-
-
-def _move(store, src: str, dst: str) -> None:
-    """Move a file: a rename locally, the filesystem's move elsewhere (a copy then a delete on
-    object stores)."""
-    store.makedirs(store.dirname(dst))
-    if store.local:
-        os.replace(src, dst)
-    else:
-        store.fs.move(src, dst)
-
-
-def remove_tree(store, path: str) -> None:
-    """Remove what is left of a run's directory (empty directories locally)."""
-    if store.local:
-        for d, dirs, files in os.walk(path, topdown=False):
-            for f in files:
-                try:
-                    os.unlink(os.path.join(d, f))
-                except OSError:
-                    pass
-            try:
-                os.rmdir(d)
-            except OSError:
-                pass
-        return
-    for e in store.list_files(path):
-        store.delete(e.path)
-
-
-# ---------------------------------------------------------------- recovery
-
-
-def recover(ds, min_age: Optional[float] = None) -> List[str]:
-    """Undo pending runs whose process is gone (module docstring), finish moving away the files of
-    committed runs; the runs handled, as text."""
-    min_age = _catalog.GRACE_SECONDS if min_age is None else float(min_age)
-    out = []
-    cat = _catalog.read(ds.catalog, ds.io)
-    opt = cat.get(OPT_KEY) or {}
-    for oid, run in sorted((opt.get(PENDING) or {}).items()):
-        if isinstance(run, dict) and _abandoned(run, min_age):
-            _roll_back(ds, oid, run)
-            out.append(f"undid the optimize {oid} (started {time.ctime(int(run.get('started_ns', 0)) / 1e9)})")
-    moved = _retire(ds, (opt.get(REPLACED) or {}))
-    if moved:
-        out.append(f"moved away {moved} file(s) an earlier optimize replaced")
-    if opt.get(REPLACED):
-        _forget_replaced(ds)
-    return out
-
-
-def _roll_back(ds, oid: str, run: Mapping) -> None:
-    """Undo the pending run ``oid``: mark it aborted (its commit then fails), remove its files,
-    then its record."""
-    store, root = ds.store, ds.root
-
-    def mark(c, attempt):
-        pend = dict((c.get(OPT_KEY) or {}).get(PENDING) or {})
-        if oid not in pend:
-            raise _catalog.Rebase("gone")
-        if pend[oid].get("state") == "aborted":
-            raise _catalog.Rebase("already marked")
-        pend[oid] = dict(pend[oid], state="aborted")
-        return dict(c, **{OPT_KEY: dict(c.get(OPT_KEY) or {}, **{PENDING: pend})})
-
-    base = _catalog.read(ds.catalog, ds.io)
-    try:
-        _catalog.commit(ds.catalog, base, mark, counter=ds.io, what="marking an optimize aborted")
-    except _catalog.Rebase as e:
-        if str(e) == "gone":
-            return  # committed or undone by another run meanwhile
-    for rel in run.get("new") or ():
-        store.delete(rel_join(store, root, rel))
-    remove_tree(store, rel_join(store, root, f"{OPT_DIR}/{oid}"))
-
-    def drop(c, attempt):
-        pend = dict((c.get(OPT_KEY) or {}).get(PENDING) or {})
-        pend.pop(oid, None)
-        opt = dict(c.get(OPT_KEY) or {}, **{PENDING: pend})
-        if not pend:
-            del opt[PENDING]
-        return dict(c, **{OPT_KEY: opt})
-
-    _catalog.commit(ds.catalog, _catalog.read(ds.catalog, ds.io), drop, counter=ds.io, what="undoing an optimize")
-
-
-def _retire(ds, replaced: Mapping) -> int:
-    """Move the replaced files still at their place (with the identity recorded) to
-    ``_optimize/retired/``; the files moved."""
-    store, root = ds.store, ds.root
-    n = 0
-    for rel, ident in sorted(replaced.items()):
-        path = rel_join(store, root, rel)
-        now = _identity.current(store, path)
-        if now is None or _identity.judge(now, ident) not in (_identity.VERIFIED, _identity.WEAK):
-            continue
-        listed = _identity.Identity(
-            int(ident["size"]), int(ident["mtime_ns"]), ident.get("ctime_ns"), ident.get("ino"), ident.get("etag")
-        )
-        try:
-            _move(store, path, rel_join(store, root, retired_rel(rel, listed)))
-            n += 1
-        except FileNotFoundError:
-            pass  # moved by another run meanwhile
-    return n
-
-
-def _forget_replaced(ds) -> None:
-    """Drop the catalog's records of replaced files that have left their place (the catalog is
-    then one earlier versions of paimon-fast read again); nothing to drop: no commit."""
-    store, root = ds.store, ds.root
-
-    def gone(rel, ident) -> bool:
-        now = _identity.current(store, rel_join(store, root, rel))
-        return now is None or _identity.judge(now, ident) not in (_identity.VERIFIED, _identity.WEAK)
-
-    base = _catalog.read(ds.catalog, ds.io)
-    if not any(gone(r, i) for r, i in ((base.get(OPT_KEY) or {}).get(REPLACED) or {}).items()):
-        return
-
-    def change(c, attempt):
-        opt = dict(c.get(OPT_KEY) or {})
-        rep = {r: i for r, i in (opt.get(REPLACED) or {}).items() if not gone(r, i)}
-        if rep:
-            opt[REPLACED] = rep
-        else:
-            opt.pop(REPLACED, None)
-        out = dict(c)
-        if opt:
-            out[OPT_KEY] = opt
-        else:
-            out.pop(OPT_KEY, None)
-        return out
-
-    try:
-        _catalog.commit(ds.catalog, base, change, counter=ds.io, what="forgetting replaced files")
-    except CommitConflictError:
-        pass  # others kept committing: the next optimize forgets them
-
-
 # ---------------------------------------------------------------- the run
-
-
-@dataclass
-class NewFile:
-    rel: str
-    staged: str
-    rows: int
-    size: int
-    entry: dict  # rows, file_index, stats, clustered, witness
-    columns: Dict[str, pa.ChunkedArray]  # the global index columns' values, for their rebuild
 
 
 def optimize(
@@ -545,287 +366,3 @@ def _index_spec(view, cat, tools):
         )
     tools["ensure_types"](fi.get("types") or {})
     return view.index_spec(fi["options"])
-
-
-def _global_index_columns(view) -> List[str]:
-    """The columns whose global index describes the snapshot's files (rebuilt for the new ones)."""
-    from .globalindex import INDEX_DIR, listing_of, listing_trust
-
-    d = view.store.join(view.root, INDEX_DIR)
-    if not view.store.is_dir(d):
-        return []
-    out = []
-    for e in sorted({x.rel.split("/")[0] for x in view.store.list_files(d)}):
-        try:
-            if listing_trust(listing_of(view, e), view.files()) is not None:
-                out.append(e)
-        except Exception:  # noqa: BLE001 - not a built listing: nothing to rebuild
-            continue
-    return out
-
-
-# ---------------------------------------------------------------- step 2 in this process
-
-
-def _rewrite_in_process(view, todo: Dict[tuple, list], plan: dict) -> List[NewFile]:
-    from ..io.pool import threads
-
-    out: List[NewFile] = []
-    phases = plan["phases"]
-    progress = plan["progress"]
-    names = plan["schema"].names
-    done_parts = 0
-    with ThreadPoolExecutor(max_workers=max(1, threads())) as pool:
-        for part, files in todo.items():
-            step("optimize.partition", partition=dict(part))
-            t0 = time.perf_counter()
-            parts = [
-                (FilePlan(f, REMAIN, plan["counts"][f.path], False, deletion_vector=plan["vectors"].get(f.path)), None)
-                for f in files
-            ]
-            table, _ = view.read_kept_many(parts, names, schema=plan["schema"])
-            table = _contiguous(table)
-            phases["read"] = phases.get("read", 0.0) + time.perf_counter() - t0
-            t0 = time.perf_counter()
-            perm = sort_permutation(table, plan["cluster_by"], plan["strategy"])
-            phases["sort"] = phases.get("sort", 0.0) + time.perf_counter() - t0
-            t0 = time.perf_counter()
-            cuts = file_cuts(len(perm), sum(f.size for f in files), plan["opts"])
-            rel_dir = "/".join(files[0].path.split("/")[:-1])
-            jobs = []
-            for k, (a, b) in enumerate(cuts):
-                rel = f"{rel_dir + '/' if rel_dir else ''}part-{plan['oid']}-{len(out) + k:05d}.parquet"
-                jobs.append(pool.submit(write_one, view, rel, table, perm[a:b], plan))
-            for j in jobs:
-                out.append(j.result())
-                if progress:
-                    progress("files written", len(out), -1)
-            del table, perm
-            phases["write"] = phases.get("write", 0.0) + time.perf_counter() - t0
-            done_parts += 1
-            if progress:
-                progress("partitions", done_parts, len(todo))
-    return out
-
-
-def _contiguous(table: pa.Table) -> pa.Table:
-    """One chunk per column (each new file takes its rows from it): variable-width columns past
-    2 GiB become their large types (the writer casts each file's rows back)."""
-    cols = []
-    for c in table.columns:
-        try:
-            cols.append(c.combine_chunks() if c.num_chunks != 1 else c.chunk(0))
-        except (pa.ArrowInvalid, pa.ArrowCapacityError):
-            t = c.type
-            big = pa.large_string() if pa.types.is_string(t) else pa.large_binary() if pa.types.is_binary(t) else None
-            if big is None:
-                raise
-            cols.append(c.cast(big).combine_chunks())
-    return pa.Table.from_arrays(cols, names=table.column_names)
-
-
-def file_cuts(rows: int, source_bytes: int, opts: WriteOptions) -> List[tuple]:
-    """``[(start, stop)]`` row ranges of the files a partition of ``rows`` rows (``source_bytes``
-    on disk before) is cut into: about :attr:`WriteOptions.target_file_size` bytes each, the same
-    number of rows each (whole row groups where the files hold several)."""
-    if rows <= 0:
-        return []
-    n = max(1, math.ceil(source_bytes / max(1, opts.target_file_size)))
-    per = math.ceil(rows / n)
-    if per > opts.row_group_rows:  # whole row groups, the last file the rest
-        per = math.ceil(per / opts.row_group_rows) * opts.row_group_rows
-    return [(a, min(rows, a + per)) for a in range(0, rows, per)]
-
-
-def write_one(view, rel: str, table: pa.Table, order: np.ndarray, plan: dict) -> NewFile:
-    """Write the rows ``table[order]`` as the new file ``rel`` (staged under the run's directory),
-    with its file index and statistics; the file's :class:`NewFile`."""
-    store, root = view.store, view.root
-    return write_rows(store, root, rel, take(table, order), plan)
-
-
-def write_rows(store, root: str, rel: str, part: pa.Table, plan: dict) -> NewFile:
-    """The per-file step of the in-process run and of the Spark job's tasks."""
-    staged = rel_join(store, root, f"{OPT_DIR}/{plan['oid']}/{rel}")
-    sink = pa.BufferOutputStream()
-    write_file(
-        sink,
-        part,
-        plan["opts"],
-        plan["schema"],
-        sorting=plan["cluster_by"] if plan["strategy"] == "order" else None,
-        flavour=plan["flavour"],
-    )
-    buf = sink.getvalue()
-    store.makedirs(store.dirname(staged))
-    store.write_atomic(staged, memoryview(buf))
-    tail = memoryview(buf)[max(0, buf.size - _identity.WITNESS_BYTES) :]
-    entry = {
-        "rows": part.num_rows,
-        "row_groups": math.ceil(part.num_rows / plan["opts"].row_group_rows),
-        "clustered": {"by": list(plan["cluster_by"]), "strategy": plan["strategy"]},
-        "stats": table_stats(part, plan["stat_cols"]),
-        "witness": _identity.witness_of(tail),
-    }
-    spec = plan["spec"]
-    if spec is not None:
-        tools = plan["index_tools"]
-        b = tools["builder"](plan["row_type"], spec.columns, part.num_rows)
-        if b.writers:
-            b.add(part)
-        blob = b.finish()
-        entry["file_index"] = tools["store_index"](store, root, rel, blob, spec.threshold, spec.digest, types=b.types)
-    step("optimize.file.written", path=rel)
-    return NewFile(
-        rel,
-        staged,
-        part.num_rows,
-        buf.size,
-        entry,
-        {c: part.column(c) for c in plan["gi_cols"] if c in part.schema.names},
-    )
-
-
-# ---------------------------------------------------------------- commits
-
-
-def _commit_intent(ds, view, oid, new_rels, old_idents, cluster_by, strategy) -> None:
-    run = {
-        "new": sorted(new_rels),
-        "old": old_idents,
-        "started_ns": _now(),
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "state": "running",
-        "by": list(cluster_by),
-        "strategy": strategy,
-    }
-
-    def change(c, attempt):
-        opt = dict(c.get(OPT_KEY) or {})
-        pend = dict(opt.get(PENDING) or {})
-        for other, r in pend.items():
-            both = set(r.get("old") or ()) & set(old_idents)
-            if both:
-                raise OptimizeConflictError(
-                    f"another optimize ({other}) is rewriting {sorted(both)[0]}; nothing of this one is visible"
-                )
-        pend[oid] = run
-        opt[PENDING] = pend
-        return dict(c, **{OPT_KEY: opt})
-
-    _catalog.commit(ds.catalog, view.read_catalog(), change, counter=ds.io, what="the optimize's intent")
-
-
-def _settled_identities(store, root, rels) -> Dict[str, _identity.Identity]:
-    """The identities of the files just put in place, once settled (a change within the clock's
-    tick after a rename could keep the change time)."""
-    if store.local:
-        time.sleep(_identity.SETTLE_NS / 1e9 + 0.002)
-    out = {}
-    for rel in rels:
-        ident = _identity.current(store, rel_join(store, root, rel))
-        if ident is None:
-            raise OptimizeConflictError(f"new data file {rel} disappeared before the commit")
-        out[rel] = ident
-    return out
-
-
-def _files_after(view, old, new, idents) -> list:
-    """``[(path, identity, rows)]`` of the dataset after the commit, in the stable order."""
-    gone = {f.path for f in old}
-    counts = view.row_counts()
-    out = [(f.path, f.identity, counts[f.path]) for f in view.files() if f.path not in gone]
-    out += [(n.rel, idents[n.rel], n.rows) for n in new]
-    return sorted(out, key=lambda x: x[0])
-
-
-def _commit_swap(ds, view, oid, new, idents, old, base_entries, _fault):
-    replaced_now = {f.path: f.identity.to_json() for f in old}
-
-    def change(c, attempt):
-        opt = dict(c.get(OPT_KEY) or {})
-        pend = dict(opt.get(PENDING) or {})
-        run = pend.get(oid)
-        if run is None or run.get("state") != "running":
-            raise OptimizeConflictError(
-                f"the optimize {oid} was undone by another run while it wrote (it took longer than the grace "
-                "period, or its process was thought gone); nothing of it is visible"
-            )
-        files = dict(c["files"])
-        for f in old:
-            e, b = files.get(f.path), base_entries.get(f.path)
-            if e != b and (e or {}).get("deletion_vector") != (b or {}).get("deletion_vector"):
-                raise OptimizeConflictError(
-                    f"rows of {f.path} were deleted while the optimize ran: nothing of the optimize is visible "
-                    "(the deletes are); run it again"
-                )
-            files.pop(f.path, None)
-        for n in new:
-            e = dict(n.entry)
-            witness = e.pop("witness", None)
-            e.update(idents[n.rel].to_json())
-            if witness:
-                e["witness"] = witness
-            files[n.rel] = e
-        del pend[oid]
-        if pend:
-            opt[PENDING] = pend
-        else:
-            opt.pop(PENDING, None)
-        rep = dict(opt.get(REPLACED) or {})
-        for p in list(rep):  # earlier runs' replaced files already moved away are forgotten
-            if p not in replaced_now and _identity.current(ds.store, rel_join(ds.store, ds.root, p)) is None:
-                del rep[p]
-        rep.update(replaced_now)
-        opt[REPLACED] = rep
-        return dict(c, files=files, **{OPT_KEY: opt})
-
-    return _catalog.commit(
-        ds.catalog, _catalog.read(ds.catalog, ds.io), change, counter=ds.io, what="the optimize's commit", _fault=_fault
-    )
-
-
-def _rebuild_global_index(ds, view, column: str, after: list, new_by_rel: Mapping[str, NewFile]) -> None:
-    """A new listing of ``column``'s global index over the files ``after`` the commit (one index
-    file, built in this process as ``build_global_index_local`` does)."""
-    import pyarrow.parquet as pq
-
-    from ..io.checksum import block_checksums
-    from ..globalindex import writer as gi_writer
-    from .globalindex import _commit_listing, _listing_file, index_dir, listing_of
-
-    store, root = ds.store, ds.root
-    old_listing = listing_of(view, column)
-    options = dict(old_listing.get("options") or {})
-    dtype = old_listing["type"]
-    base_version = _listing_file(root, column, store).read()[0]
-    out_dir = index_dir(root, column, store)
-    store.makedirs(out_dir)
-    build_id = uuid.uuid4().hex[:12]
-    w = gi_writer(dtype, {k: v for k, v in options.items() if k.startswith("bitmap-index.")})
-    files = [(p, n) for p, _, n in after]
-    bases = np.cumsum([0] + [n for _, n in files]).tolist()
-    for (rel, _), base in zip(files, bases):
-        pos = base
-        nf = new_by_rel.get(rel)
-        if nf is not None and column in nf.columns:  # (the in-process run keeps them)
-            batches = nf.columns[column].chunks
-        else:
-            path = rel_join(store, root, rel)
-            batches = (b.column(0) for b in pq.ParquetFile(store.open_input(path)).iter_batches(columns=[column]))
-        for arr in batches:
-            w.write_batch(arr, np.arange(pos, pos + len(arr), dtype=np.uint64))
-            pos += len(arr)
-    name = f"bitmap-{build_id}-00000.index"
-    data, meta = w.finish()
-    rows = []
-    if data is not None:
-        store.write_atomic(store.join(out_dir, name), data)
-        rows = [
-            {"file": name, "row_count": w.row_count, "meta": meta, "size": len(data), "checksum": block_checksums(data)}
-        ]
-    states = [ident for _, ident, _ in after]
-    _commit_listing(
-        store, root, column, dtype, build_id, bases[-1], options, 1, files, bases, states, rows, base_version
-    )
