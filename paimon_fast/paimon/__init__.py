@@ -25,42 +25,5 @@ Needs the ``tables`` extra (pypaimon): without it these functions raise
 :class:`~paimon_fast.errors.MissingDependencyError` naming it.
 """
 
-from .functions import (
-    as_predicate,
-    create_global_index,
-    from_pypaimon,
-    index_applicability,
-    IndexPruner,
-    legacy_file_io,
-    legacy_manifest_table,
-    plan_with_index,
-    PruneReport,
-    read,
-    read_builder,
-    read_deletion_vector,
-    read_with_index,
-    rewrite_file_index,
-    to_pypaimon,
-    top_n,
-    upgrade_manifest_bytes,
-)
-
-__all__ = [
-    "read",
-    "read_builder",
-    "read_with_index",
-    "plan_with_index",
-    "IndexPruner",
-    "PruneReport",
-    "index_applicability",
-    "legacy_manifest_table",
-    "legacy_file_io",
-    "upgrade_manifest_bytes",
-    "read_deletion_vector",
-    "to_pypaimon",
-    "from_pypaimon",
-    "as_predicate",
-    "rewrite_file_index",
-    "create_global_index",
-    "top_n",
-]
+from .functions import *  # noqa: F401,F403 (the package's names, see functions.py)
+from .functions import __all__  # noqa: F401
