@@ -17,6 +17,7 @@ from __future__ import annotations
 import struct
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 from pyroaring import BitMap64
 
 from ..core.literals import is_never, normalize_leaf
@@ -320,9 +321,3 @@ class MultiValueGlobalIndexReader(MultiValueGlobalIndex):
         d = self.file.describe()
         d.update(format="multivalue global index", type=self.array_dtype)
         return d
-
-
-import numpy as np  # noqa: E402
-from .._kernels import load as _load  # noqa: E402
-
-_kg = _load("globalindex")
