@@ -97,9 +97,15 @@ def test_canonical_literals_coerce_or_refuse():
     assert model.canonical_literal("2024-01-02T01:00:00+01:00", ts) == "2024-01-02T00:00:00.000000Z"
     assert model.canonical_literal(dt.datetime(2024, 1, 2), ts) == "2024-01-02T00:00:00.000000Z"
     assert model.canonical_literal(None, pa.string()) is None
-    for v, t in [(3, pa.string()), ("x", pa.int32()), (True, pa.int64()), (1, pa.bool_())]:
+    for v, t in [(3, pa.string()), ("x", pa.int32()), (True, pa.int64()), ("x", pa.bool_())]:
         with pytest.raises(TypeError):
             model.canonical_literal(v, t)
+    # the rules every back end shares (core.bind): 0 / 1 on a BOOLEAN column are false / true, and
+    # a dictionary column binds by its value type
+    assert model.canonical_literal(1, pa.bool_()) == "true" and model.canonical_literal(0, pa.bool_()) == "false"
+    assert model.canonical_literal(7.0, pa.dictionary(pa.int8(), pa.int64())) == "7"
+    with pytest.raises(TypeError):
+        model.canonical_literal(7, pa.dictionary(pa.int8(), pa.string()))
     for t in (pa.float64(), pa.binary(), pa.list_(pa.int32())):
         with pytest.raises(UnsupportedTypeError):
             model.check_indexable("c", t)

@@ -267,6 +267,8 @@ def normalize_leaf(leaf: Leaf, arrow_type: Optional[pa.DataType], ieee: bool = T
     compared with the column at all.
     """
     t = arrow_type
+    if t is not None and pa.types.is_dictionary(t):
+        t = t.value_type  # a dictionary column compares by its values
     op = leaf.op
     if not leaf.literals and op in ("in", "not_in") and ieee:
         # IN () is false and NOT IN () true for every row, a null one included (NOT (x IN ()) is

@@ -10,7 +10,8 @@ ordinal in the file slice's base Parquet file (or, for merge-on-read slices with
 log files, in the file-group reader's merged output; such slices are flagged as
 having no row positions and are only used for file-group pruning).
 
-Canonical value strings (:func:`canonical_strings`, :func:`canonical_literal`):
+Canonical value strings (:func:`canonical_strings`, :func:`canonical_literal`,
+:func:`canonical_text`):
 
 ============================  =================================================
 type                          string
@@ -55,7 +56,9 @@ from pyroaring import BitMap
 
 from ..core import roaring as _roaring
 from ..errors import IndexFormatError, UnsupportedTypeError
+from ..core.bind import bind
 from ..core.literals import epoch_seconds
+from ..core.predicate import Leaf
 
 SEP = "$"
 NULL_TOKEN = "%00"
@@ -249,69 +252,42 @@ def _parse_ts_literal(v, t: pa.TimestampType):
 def canonical_literal(value, t: pa.DataType):
     """The canonical string a column of type ``t`` would store for a predicate literal.
 
-    Returns None when no value of the column can equal the literal (e.g. 1.5 on an
-    integer column, 0.001 on a decimal(10, 2) column, NULL); raises TypeError when
-    the literal's kind does not match the column's type at all.
+    The literal is bound to the column's type first (:func:`paimon_fast.core.bind.bind`, the
+    rules every back end shares), then written by :func:`canonical_text`.  Returns None when no
+    value of the column can equal the literal (e.g. 1.5 on an integer column, 0.001 on a
+    decimal(10, 2) column, NULL); raises :class:`~paimon_fast.errors.LiteralTypeError` (a
+    TypeError) when the literal's kind does not match the column's type at all.
     """
     if value is None:
         return None
     if pa.types.is_dictionary(t):
         t = t.value_type
+    bound = bind(Leaf("equal", "literal", (value,)), {"literal": t})
+    if not (isinstance(bound, Leaf) and bound.op == "equal"):
+        return None  # the "no row" form: no value of the column equals it
+    return canonical_text(bound.literal, t)
+
+
+def canonical_text(value, t: pa.DataType):
+    """The canonical string of ``value``, an exact value of a column of type ``t``: a literal of a
+    predicate bound to the column's schema (:func:`paimon_fast.core.bind.bind`).  None stays None."""
+    if value is None:
+        return None
+    if pa.types.is_dictionary(t):
+        t = t.value_type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
-        if not isinstance(value, str):
-            raise TypeError(f"literal {value!r} is not comparable with a string column")
         return value
     if pa.types.is_boolean(t):
-        if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"literal {value!r} is not comparable with a boolean column")
         return "true" if value else "false"
     if pa.types.is_integer(t):
-        if isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"literal {value!r} is not comparable with an integer column")
-        if isinstance(value, (int, np.integer)):
-            return str(int(value))
-        if isinstance(value, (float, np.floating)):
-            return str(int(value)) if float(value).is_integer() else None
-        if isinstance(value, _decimal.Decimal):
-            return str(int(value)) if value == value.to_integral_value() else None
-        raise TypeError(f"literal {value!r} is not comparable with an integer column")
+        return str(int(value))
     if pa.types.is_decimal(t):
-        if isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"literal {value!r} is not comparable with a decimal column")
-        if isinstance(value, (int, np.integer)):
-            d = _decimal.Decimal(int(value))
-        elif isinstance(value, (float, np.floating)):
-            d = _decimal.Decimal(repr(float(value)))
-        elif isinstance(value, _decimal.Decimal):
-            d = value
-        elif isinstance(value, str):
-            try:
-                d = _decimal.Decimal(value)
-            except _decimal.InvalidOperation:
-                raise TypeError(f"literal {value!r} is not a decimal") from None
-        else:
-            raise TypeError(f"literal {value!r} is not comparable with a decimal column")
-        if not d.is_finite():
-            return None
-        q = d.quantize(_decimal.Decimal(1).scaleb(-t.scale), context=_decimal.Context(prec=80))
-        if q != d:
-            return None
-        return _decimal_text(q, t.scale)
+        return _decimal_text(_decimal.Decimal(value), t.scale)
     if pa.types.is_date(t):
-        if isinstance(value, str):
-            value = _dt.date.fromisoformat(value.strip())
-        if isinstance(value, _dt.datetime):
-            if value.time() != _dt.time(0) or value.tzinfo is not None:
-                return None
-            value = value.date()
-        if not isinstance(value, _dt.date):
-            raise TypeError(f"literal {value!r} is not comparable with a date column")
         return value.isoformat()
     if pa.types.is_timestamp(t):
         ticks = _parse_ts_literal(value, t)
-        if ticks is None:
-            return None
-        return _ts_text(ticks, t.unit, t.tz is not None)
+        return None if ticks is None else _ts_text(ticks, t.unit, t.tz is not None)
     raise UnsupportedTypeError(f"type {t} cannot be bitmap-indexed")
 
 

@@ -35,7 +35,7 @@ from pyroaring import BitMap
 
 from ..errors import ColumnNotFoundError, IndexFormatError
 from ..io.fs import IOCounter
-from ..core.literals import normalize
+from ..core.bind import bind
 from ..core.predicate import And, Leaf, Or, Predicate
 from . import model, storage
 from .build import logs_changed, logs_untrusted
@@ -399,7 +399,7 @@ def _slice_mask(p, cards, counts, col_types):
             return nulls > 0
         if op == "is_not_null":
             return counts - nulls > 0
-        canon = {model.canonical_literal(v, t) for v in p.literals} - {None}
+        canon = {model.canonical_text(v, t) for v in p.literals} - {None}
         if op in ("equal", "in"):
             out = np.zeros(len(counts), bool)
             for c in canon:
@@ -438,7 +438,7 @@ def _lookups(pred, col_types):
         t = col_types[leaf.name]
         if leaf.op in ("equal", "not_equal", "in", "not_in"):
             for v in leaf.literals:
-                c = model.canonical_literal(v, t)
+                c = model.canonical_text(v, t)
                 if c is not None:
                     prefixes.add(model.key_prefix(leaf.name, c))
         if leaf.op in ("not_equal", "not_in", "is_null", "is_not_null"):
@@ -484,7 +484,7 @@ class _SliceEval:
                 return self.bm(p.name, None)
             if op == "is_not_null":
                 return self.nonnull(p.name)
-            canon = [model.canonical_literal(v, t) for v in p.literals]
+            canon = [model.canonical_text(v, t) for v in p.literals]
             if op in ("equal", "in"):
                 out = BitMap()
                 for c in canon:
@@ -557,6 +557,14 @@ def _coverage(table_path, view, state):
     return out
 
 
+def bind_to_state(pred, state):
+    """``pred`` bound to the table's schema (literals exact values of its column types), where the
+    table state knows it; a column it lacks is left to :func:`prune`, which names it."""
+    if pred is None or state is None or state.schema is None:
+        return pred
+    return bind(pred, state.schema, missing="keep")
+
+
 def _check_columns(pred, col_types, state, table_path):
     """ColumnNotFoundError for a predicate column the table does not have (it must not
     silently prune nothing); the schema is read only when a column is not an indexed one."""
@@ -611,7 +619,7 @@ def _prune(table_path, where, state, manifest, use_index, t0):
     col_types = view.col_types if view is not None else {}
     if pred is not None:
         _check_columns(pred, col_types, state, table_path)
-        pred = normalize(pred, col_types)
+        pred = bind(pred, col_types, missing="keep")  # once: the leaves below hold exact values
     total, latest, uncovered, cov, refs, how = _coverage(table_path, view, state)
     t_list = time.perf_counter()
     candidates = [Candidate(ref, False, None, None) for ref in uncovered]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from .prune import as_predicate, prune
+from .prune import bind_to_state, as_predicate, prune
 from .slices import _conform, _report, _run_task, _tasks, read_base_rows, read_slice  # noqa: F401  (handed on)
 from .stream import ArrowRead, HudiSource, read_arrow, read_table  # noqa: F401  (handed on)
 from .table import table_state
@@ -100,8 +100,8 @@ def read_spark(
     from ..spark.env import arrow_only
     from ..spark.frames import lazy, local_frame, planned
 
-    pred = as_predicate(where)
     state = table_state(table_path, listing=False)  # prune reuses the index's listing when current
+    pred = bind_to_state(as_predicate(where), state)  # once: prune and every slice take it bound
     pr = prune(state.path, pred, state=state, use_index=use_index)
     schema = pa.schema([f.with_nullable(True) for f in state.schema])
     tasks = _tasks(pr)

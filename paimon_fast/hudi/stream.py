@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ..io.fs import IOCounter
 from ..read.lazy import LazyRead, LegacyTupleRead, ReadSource
-from .prune import _IO, as_predicate, prune
+from .prune import _IO, bind_to_state, as_predicate, prune
 from .slices import _report, _run_task, _tasks, iter_slice, task_slice
 from .table import table_state
 
@@ -44,6 +44,7 @@ class _Shared:
             token = _IO.set(io)
             try:
                 state = self.state()
+                self.pred = bind_to_state(self.pred, state)  # once: prune and every slice take it bound
                 pr = prune(state.path, self.pred, state=state)
             finally:
                 _IO.reset(token)

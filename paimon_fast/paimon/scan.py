@@ -33,7 +33,7 @@ from pyroaring import BitMap
 
 from ..errors import PaimonFastError
 from ..fileindex.format import FileIndexFormat
-from ..core.literals import normalize
+from ..core.bind import bind
 from ..core.result import REMAIN, BitmapResult, FileIndexResult
 from ..io.source import BytesSource
 from ..read.arrow_filter import filter_table
@@ -418,9 +418,10 @@ def _global_index_answer(table, pred, max_workers):
     return gi
 
 
-def _normalized(table, pred):
-    """``pred`` with literals made exact values of the table's column types
-    (:func:`paimon_fast.core.literals.normalize`); a missing column raises ColumnNotFoundError."""
+def bind_to_table(table, pred):
+    """``pred`` bound to the table's schema (:func:`paimon_fast.core.bind.bind`: literals made exact
+    values of its column types; nothing to do for a predicate already bound to them); a missing
+    column raises ColumnNotFoundError."""
     if pred is None:
         return None
     tbl = getattr(table, "table", None) if not hasattr(table, "fields") else table
@@ -433,7 +434,7 @@ def _normalized(table, pred):
         schema = PyarrowFieldParser.from_paimon_schema(list(fields))
     except Exception:  # a type pypaimon cannot map: leave the literals to pypaimon
         return pred
-    return normalize(pred, schema, missing="error")
+    return bind(pred, schema)
 
 
 def plan_with_index(
@@ -455,7 +456,7 @@ def plan_with_index(
     """
     t0 = time.perf_counter()
     table, rb = _open_table(table)
-    pred = _normalized(table, as_predicate(predicate))
+    pred = bind_to_table(table, as_predicate(predicate))
     if rb is None:
         rb = table.new_read_builder()
         planned = for_planning(pred, table)  # leaves pypaimon cannot plan with (ARRAY ops ...) are TRUE
@@ -541,7 +542,7 @@ def _read_all(
         from ..core.sqlpredicate import parse_predicate
 
         predicate = parse_predicate(predicate)
-    predicate = _normalized(table, as_predicate(predicate))
+    predicate = bind_to_table(table, as_predicate(predicate))
     if fast and hasattr(table, "new_read_builder") and predicate is not None:
         from .fastpath import Fallback, fast_read
 

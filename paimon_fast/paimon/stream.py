@@ -37,14 +37,14 @@ MAX_RANGE_ROWS = 1 << 18  # rows of a file read at once (ranges double up to thi
 
 
 def where_predicate(table, where):
-    """``where`` (ours, a pypaimon ``Predicate``, SQL text or None) as our predicate, its literals
-    exact values of the table's column types."""
+    """``where`` (ours, a pypaimon ``Predicate``, SQL text or None) as our predicate bound to the
+    table's schema (literals exact values of its column types): the read binds here, once."""
     from ..core.sqlpredicate import parse_predicate
     from .predicates import as_predicate
-    from .scan import _normalized
+    from .scan import bind_to_table
 
     pred = parse_predicate(where) if isinstance(where, str) else as_predicate(where)
-    return _normalized(table, pred)
+    return bind_to_table(table, pred)
 
 
 # ---------------------------------------------------------------- splits

@@ -1,9 +1,10 @@
-"""Predicates as Arrow compute expressions, and literal coercion to column types.
+"""Predicates as Arrow compute expressions, and Arrow tables filtered by them.
 
-:func:`to_arrow_expression` gives the row filter used wherever rows are read
-with pyarrow (the Spark Data Source's executors, :meth:`ParquetDataset.scan`),
-with SQL's semantics: a row is kept only when the predicate is *true* (a null
-comparison drops the row, ``x NOT IN (...)`` drops null ``x``).
+Both take bound predicates (:func:`paimon_fast.core.bind.bind`: literals exact values of their
+columns' types) and bind what they are given otherwise.  :func:`to_arrow_expression` gives the
+row filter used wherever rows are read with pyarrow (the Spark Data Source's executors,
+:meth:`ParquetDataset.scan`), with SQL's semantics: a row is kept only when the predicate is
+*true* (a null comparison drops the row, ``x NOT IN (...)`` drops null ``x``).
 """
 
 from __future__ import annotations
@@ -18,45 +19,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.literals import normalize
+from ..core.bind import bind
 from ..core.predicate import And, Leaf, Predicate
 from ..core.translate import COMPARISONS, Translator
 from ..core.types import list_elements
 
 
-def coerce_literal(value, arrow_type: Optional[pa.DataType]):
-    """Conservative literal coercion: ISO strings for DATE/TIMESTAMP columns,
-    ints for floating columns, integral floats for integer columns.  Anything
-    else is returned unchanged (the comparison decides)."""
-    if arrow_type is None or value is None:
-        return value
-    t = arrow_type
-    if isinstance(value, str) and (pa.types.is_date(t) or pa.types.is_timestamp(t)):
-        try:  # the scalar itself: as_py() of a nanosecond one needs pandas
-            return pa.scalar(value).cast(t)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return value
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and pa.types.is_floating(t):
-        return float(value)
-    if isinstance(value, float) and pa.types.is_integer(t) and value.is_integer():
-        return int(value)
-    return value
-
-
 def coerce_literals(
     predicate: Predicate, schema: Mapping[str, pa.DataType] | pa.Schema, *, missing: str = "error"
 ) -> Predicate:
-    """The predicate with every leaf's literals made exact values of its column's
-    Arrow type, answering numerically what the type cannot hold
-    (:func:`paimon_fast.core.literals.normalize`: ``x < 5.5`` on INT is ``x <= 5``).
-
-    A leaf on a column ``schema`` lacks raises
-    :class:`~paimon_fast.errors.ColumnNotFoundError` (``missing="keep"`` keeps it).
-    """
-    types = _types(schema)
-    return normalize(predicate, {k: v for k, v in types.items()}, missing=missing)
+    """The predicate bound to ``schema``: the name this module has always given
+    :func:`paimon_fast.core.bind.bind` (literals made exact values of their columns' Arrow types,
+    ``x < 5.5`` on INT is ``x <= 5``; a column ``schema`` lacks raises
+    :class:`~paimon_fast.errors.ColumnNotFoundError`, ``missing="keep"`` keeps its leaves)."""
+    return bind(predicate, schema, missing=missing)
 
 
 def _types(schema) -> dict:
@@ -66,7 +42,6 @@ def _types(schema) -> dict:
 
 
 def _scalar(v, t):
-    v = coerce_literal(v, t)
     if t is not None:
         try:
             return pa.scalar(v, type=t)
@@ -110,7 +85,7 @@ class ArrowTranslator(Translator):
 
     def isin(self, p, values):
         t = self.types.get(p.name)
-        vals = [coerce_literal(v, t) for v in values]
+        vals = list(values)
         try:
             arr = pa.array(vals, type=t) if t is not None else pa.array(vals)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
@@ -155,11 +130,13 @@ def to_arrow_expression(
 ) -> pc.Expression:
     """A ``pyarrow.compute.Expression`` true exactly where the predicate is true.
 
-    ``schema`` (column -> Arrow type) lets literals be typed like their column.
+    ``schema`` (column -> Arrow type) binds the predicate (:func:`paimon_fast.core.bind.bind`,
+    nothing to do for one bound to the same types), so literals are typed like their column; a
+    column it lacks keeps its leaves, literals typed by Arrow.
     """
     types = _types(schema)
     if types:
-        predicate = normalize(predicate, types)
+        predicate = bind(predicate, types, missing="keep")
     return ArrowTranslator(types).translate(predicate)
 
 
@@ -249,7 +226,6 @@ def _array_literals(p: Leaf, value_type):
     element, so they are dropped (as a null: ``array_contains_all`` then matches nothing)."""
     out = []
     for v in p.literals:
-        v = coerce_literal(v, value_type)
         if v is not None:
             try:
                 pa.scalar(v, type=value_type)
@@ -312,7 +288,7 @@ def filter_table(table: pa.Table, predicate: Optional[Predicate]) -> pa.Table:
     """Rows of ``table`` where ``predicate`` is true (all rows when it is None)."""
     if predicate is None:
         return table
-    predicate = normalize(predicate, table.schema, missing="error")
+    predicate = bind(predicate, table.schema)
     mask = _simple_mask(predicate, table)
     if mask is not None:
         return table.filter(mask)  # (nulls: not selected, as the expression's)

@@ -95,7 +95,7 @@ def _check_before_spark(path, where):
             raise NotADirectoryError(20, "Not a dataset directory", path)
         raise FileNotFoundError(2, "No such dataset directory", path)
     if where:
-        from ..core.literals import normalize
+        from ..core.bind import bind
         from ..core.sqlpredicate import parse_predicate
         from ..tables.parquet import ParquetDataset
 
@@ -105,7 +105,7 @@ def _check_before_spark(path, where):
                 schema = ParquetDataset(path).schema()
             except Exception:  # noqa: BLE001 - no schema yet (no data files...): the command itself says
                 return
-            normalize(pred, schema, missing="error")
+            bind(pred, schema)  # a column the dataset lacks, a literal it cannot compare: said now
 
 
 # ---------------------------------------------------------------- inspect

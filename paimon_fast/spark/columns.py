@@ -108,16 +108,16 @@ def to_spark_column(predicate: Predicate, schema=None):
     """A Spark Column that is true exactly where ``predicate`` is (SQL three-valued logic).
 
     ``schema`` (a pyarrow Schema or ``{column: Arrow or Paimon type}``) first
-    makes NaN compare as IEEE (see :class:`SparkTranslator`) and normalises the literals to the column types
-    (:func:`paimon_fast.core.literals.normalize`:
+    makes NaN compare as IEEE (see :class:`SparkTranslator`) and binds the predicate
+    (:func:`paimon_fast.core.bind.bind`, nothing to do for one bound to the same types:
     ``x < 5.5`` on INT is ``x <= 5``, ``x < 2**70`` on BIGINT every non-null row, a
-    string against a number a clear error), as every other consumer does.
+    string against a number a clear error), as every other back end does.
     """
     types = {}
     if schema is not None:
-        from ..core.literals import normalize
+        from ..core.bind import bind
 
-        predicate = normalize(predicate, schema, missing="error")
+        predicate = bind(predicate, schema)
         types = {f.name: f.type for f in schema} if isinstance(schema, pa.Schema) else dict(schema)
     return SparkTranslator(types).translate(predicate)
 

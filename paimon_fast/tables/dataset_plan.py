@@ -17,11 +17,12 @@ import pyarrow as pa
 
 from ..fileindex import evaluate_tree
 from ..fileindex._bitslice import NullLiteralError, range_bitmap
+from ..core.bind import bind
 from ..core.predicate import Leaf, Predicate
 from ..core.result import REMAIN, SKIP, BitmapResult, FileIndexResult
 from . import identity as _identity
 from . import replaced as _replaced
-from ..read.arrow_filter import coerce_literals, to_arrow_expression
+from ..read.arrow_filter import to_arrow_expression
 from .dataset_build import ensure_index_types
 from .layout import DataFile
 from .globalindex import GlobalAnswers
@@ -121,14 +122,14 @@ class _PlanMixin:
     def _bound(self, predicate) -> Optional[Predicate]:
         """``predicate`` (a :class:`~paimon_fast.core.predicate.Predicate`, SQL text or None) parsed and
         bound to this dataset's schema: its literals made exact values of their columns' types
-        (:func:`~paimon_fast.read.arrow_filter.coerce_literals`; a column the dataset lacks
+        (:func:`~paimon_fast.core.bind.bind`; a column the dataset lacks
         raises).  SQL text is bound once for every snapshot of the same files and catalog."""
         if predicate is None:
             return None
         from ..core.sqlpredicate import parse_predicate
 
         def make():
-            return coerce_literals(parse_predicate(predicate), {f.name: f.type for f in self.schema()})
+            return bind(parse_predicate(predicate), self.schema())
 
         if not isinstance(predicate, str) or self._snap is None:
             return make()

@@ -39,15 +39,21 @@ class _Shared:
 
     def __init__(self, ds, where):
         self.ds = ds
-        self.where = where
+        self.where = where  # as given (what describe() shows)
+        self.bound = None  # bound to the dataset's schema, once (check() or the plan)
         self.plan = None
         self.full = None
+
+    def bind(self):
+        if self.bound is None:
+            self.bound = self.ds._bound(self.where)
+        return self.bound
 
     def planned(self):
         if self.plan is None:
             from ..io.parquet.rows import PageReadStats
 
-            plan = self.ds.plan(self.where)
+            plan = self.ds.plan(self.bind())
             plan.report.decoded = PageReadStats()
             self.plan = plan
         return self.plan
@@ -85,7 +91,7 @@ class DatasetSource(ReadSource):
         """Raise now what the read would raise first: a predicate that does not parse, names a
         column the dataset lacks or compares one with a literal of another type, an unknown
         projected column (the dataset's schema is read; nothing is planned)."""
-        self.ds._bound(self._shared.where)  # (SQL text: kept for the plan of the same snapshot)
+        self._shared.bind()  # (kept for the plan)
         self.schema()
         return self
 
