@@ -66,8 +66,7 @@ LAYERS = [
     ("command registry", ["paimon_fast.cli"]),
     ("global and table indexes", ["paimon_fast.globalindex", "paimon_fast.tableindex"]),
     ("read", ["paimon_fast.read"]),
-    ("Parquet datasets", ["paimon_fast.tables"]),
-    ("Paimon and Hudi tables", ["paimon_fast.paimon", "paimon_fast.hudi"]),
+    ("table kinds", ["paimon_fast.tables", "paimon_fast.paimon", "paimon_fast.hudi"]),
     ("Spark", ["paimon_fast.spark"]),
     ("entry points", ["paimon_fast.samples", "paimon_fast.bench"]),
 ]
@@ -76,10 +75,15 @@ ENTRY_SUFFIXES = (".cli", ".demo")
 SPARK_SUFFIXES = ("_job",)
 #: the imports allowed to point up: (importer, imported) -> why (each also commented at the import)
 UPWARD = {
-    ("paimon_fast.tables.gc", "paimon_fast.hudi.storage"): "one `gc` command serves both table kinds; "
-    "the Hudi sidecar's orphan rule lives with its layout",
     ("paimon_fast.paimon.rewrite", "paimon_fast.spark.env"): "the rewrite's Spark build checks the "
     "Spark environment it runs in",
+}
+#: the table kinds (Parquet datasets, Paimon, Hudi) share what lies below them, not each other's
+#: modules; the imports allowed between two of them: (importer, imported) -> why
+KINDS = ("paimon_fast.tables", "paimon_fast.paimon", "paimon_fast.hudi")
+ACROSS_KINDS = {
+    ("paimon_fast.tables.gc", "paimon_fast.hudi.storage"): "one `gc` command serves both table kinds; "
+    "the Hudi sidecar's orphan rule lives with its layout",
 }
 
 
@@ -103,6 +107,21 @@ def layer_of(name: str, g: dict) -> float:
 def upward(g: dict) -> list:
     """Every import of a module on a higher layer: ``(importer, imported)``."""
     return sorted((a, b) for a, es in g.items() for b in es if layer_of(b, g) > layer_of(a, g))
+
+
+def kind_of(name: str):
+    return next((k for k in KINDS if name == k or name.startswith(k + ".")), None)
+
+
+def across_kinds(g: dict) -> list:
+    """Every import of one table kind's module by another kind's: ``(importer, imported)``."""
+    out = []
+    for a, es in g.items():
+        for b in es:
+            ka, kb = kind_of(a), kind_of(b)
+            if ka is not None and kb is not None and ka != kb:
+                out.append((a, b))
+    return sorted(out)
 
 
 def private_imports() -> list:
@@ -184,6 +203,14 @@ def test_imports_point_down_the_layers():
     g = graph()
     assert upward(g) == sorted(UPWARD)
     assert len(UPWARD) <= 2
+
+
+def test_table_kinds_borrow_nothing_from_each_other():
+    g = graph()
+    assert across_kinds(g) == sorted(ACROSS_KINDS)
+    assert across_kinds({"paimon_fast.paimon.x": {"paimon_fast.tables.y", "paimon_fast.read.z"}}) == [
+        ("paimon_fast.paimon.x", "paimon_fast.tables.y")
+    ]
 
 
 def test_the_layers_are_read():

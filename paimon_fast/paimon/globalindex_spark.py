@@ -127,8 +127,7 @@ def _build_specs(spark, store, root, specs, results, dtype, options, per_range, 
     import uuid
 
     from ..io.fs import Store
-    from ..tables.globalindex import RUNS_PREFIX
-    from ..tables.globalindex_spark import drop_runs
+    from ..globalindex.runs import RUNS_PREFIX, drop_runs
 
     runs_store = store if store is not None else Store()
     runs_store.makedirs(root)
@@ -243,7 +242,7 @@ def drop_stale_runs(store, root, older_than: float = None, now: float = None) ->
     build's fresh runs are kept. Returns the names removed."""
     import time
 
-    from ..tables.globalindex import RUNS_PREFIX
+    from ..globalindex.runs import RUNS_PREFIX
 
     limit = STALE_RUNS_SECONDS if older_than is None else older_than
     cutoff = ((time.time() if now is None else now) - limit) * 1e9

@@ -93,8 +93,8 @@ def collect(
     now_ns = time.time_ns()
     store, root = resolve(path, filesystem)
     if store.is_dir(store.join(root, ".hoodie")):
-        # upward import: one gc command serves both table kinds; the Hudi sidecar's orphan rule
-        # lives with the sidecar's layout (hudi/storage.py, which imports nothing above fs)
+        # an import between table kinds (the one allowed): one gc command serves both; the Hudi
+        # sidecar's orphan rule lives with the sidecar's layout (hudi/storage.py, nothing above fs)
         from ..hudi.storage import orphan_files
 
         kind, found = "hudi table", orphan_files(path if filesystem is None else root, store)
@@ -151,7 +151,8 @@ def _read_version(cf, v: int) -> dict:
 
 def _dataset_orphans(store, root, keep_versions: int, min_age: float = 0.0, now_ns: int = 0):
     from .deletes import DV_DIR, DV_KEY
-    from .globalindex import INDEX_DIR, LISTING, RUNS_PREFIX
+    from ..globalindex.runs import RUNS_PREFIX
+    from .globalindex import INDEX_DIR, LISTING
     from .layout import FILE_INDEX_DIR, data_rel_of_index
     from .parquet import CATALOG_NAME, INDEX_SUFFIX, ParquetDataset, is_data_file_name
     from .replaced import OPT_DIR, OPT_KEY, RETIRED_DIR, token

@@ -43,7 +43,6 @@ from .layout import is_data_file_name
 
 INDEX_DIR = "_global_index"
 LISTING = "index.json"
-RUNS_PREFIX = ".runs-"  # the exchange directory of a build in progress (or killed)
 
 
 def _listed(store, root):

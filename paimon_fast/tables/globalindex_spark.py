@@ -38,7 +38,8 @@ import uuid
 import numpy as np
 
 from ..io.fs import resolve
-from .globalindex import RUNS_PREFIX, _commit_listing, _file_states, _listing_file, data_files, index_dir
+from ..globalindex.runs import RUNS_PREFIX, drop_runs
+from .globalindex import _commit_listing, _file_states, _listing_file, data_files, index_dir
 
 OPT_RECORDS_PER_RANGE = "sorted-index.records-per-range"
 OPT_MAX_PARALLELISM = "sorted-index.build.max-parallelism"
@@ -147,21 +148,6 @@ def build_global_index(spark, path, column, options=None, dtype=None, filesystem
         base_version,
         index_type=index_type,
     )
-
-
-def drop_runs(store, out_dir, runs=None) -> None:
-    """Remove the exchange directory ``runs`` (default: every one under ``out_dir``)."""
-    if store.local:
-        import shutil
-
-        names = [os.path.basename(runs)] if runs else os.listdir(out_dir)
-        for n in (n for n in names if n.startswith(RUNS_PREFIX)):
-            shutil.rmtree(os.path.join(out_dir, n), ignore_errors=True)
-        return
-    prefix = store.basename(runs) + "/" if runs else RUNS_PREFIX
-    for e in store.list_files(out_dir):
-        if e.rel.startswith(prefix):
-            store.delete(e.path)
 
 
 def _pack(jobs, sizes, parallelism) -> list:
