@@ -180,6 +180,38 @@ def test_local_listing_walks_like_os_walk(tmp_path):
     assert got == sorted(want)
     assert [g[0] for g in got] == ["a.parquet", "b/c.parquet", "b/e/f.parquet", "b/link.parquet"]
     assert store.list_files(str(tmp_path / "nope")) == []
+    # one level: the root's files as os.listdir sees them (links to files followed, broken ones and
+    # directories left out), with the same stats
+    top = []
+    for n in os.listdir(r):
+        p = os.path.join(r, n)
+        if os.path.isfile(p):
+            st = os.stat(p)
+            top.append((n, p, st.st_size, st.st_mtime_ns, st.st_ino))
+    got = [(e.rel, e.path, e.size, e.mtime_ns, e.ino) for e in store.list_files(r, recursive=False)]
+    assert got == sorted(top) and len(got) >= 2
+    assert [e.rel for e in store.list_files(r, recursive=False, keep=keep)] == ["a.parquet"]
+
+
+def test_a_root_that_cannot_be_listed_is_not_empty(tmp_path, monkeypatch):
+    from paimon_fast.io import stores
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.parquet").write_bytes(b"x")
+    store, r = fs.resolve(str(tmp_path))
+    real = os.scandir
+
+    def scandir(p):
+        if os.path.basename(p) == "d":
+            raise PermissionError(13, "Permission denied", p)
+        return real(p)
+
+    monkeypatch.setattr(stores.os, "scandir", scandir)
+    assert store.list_files(r) == []  # a directory under the root that cannot be listed: skipped
+    with pytest.raises(PermissionError):
+        store.list_files(os.path.join(r, "d"))
+    with pytest.raises(PermissionError):
+        store.list_files(os.path.join(r, "d"), recursive=False)
 
 
 # ---------------------------------------------------------------- Parquet datasets on S3

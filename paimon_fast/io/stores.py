@@ -164,48 +164,7 @@ class Store:
         refuses.  A missing root lists nothing."""
         out = []
         if self.local:
-            if not recursive:
-                try:
-                    with os.scandir(root) as it:
-                        for e in it:
-                            if e.is_file() and (keep is None or keep(e.name)):
-                                st = e.stat()
-                                out.append(_local_entry(e.name, e.path, st))
-                except (FileNotFoundError, NotADirectoryError):
-                    pass
-                return sorted(out, key=lambda e: e.rel)
-            # os.walk's order of business (links to directories listed, not entered; a directory
-            # that cannot be listed skipped), with the scandir entries' own paths and stats: a
-            # plan lists its dataset each time, and os.walk's joins cost more than the stats
-            todo = [(root, "")]
-            while todo:
-                where, rel_dir = todo.pop()
-                try:
-                    it = os.scandir(where)
-                except OSError:
-                    continue
-                with it:
-                    for e in it:
-                        try:
-                            is_dir = e.is_dir()
-                        except OSError:
-                            is_dir = False
-                        if is_dir:
-                            try:
-                                link = e.is_symlink()
-                            except OSError:
-                                link = False
-                            if not link and (skip_dir is None or not skip_dir(e.name)):
-                                todo.append((e.path, rel_dir + e.name + "/"))
-                            continue
-                        if keep is not None and not keep(e.name):
-                            continue
-                        try:
-                            st = e.stat()
-                        except FileNotFoundError:
-                            continue
-                        out.append(_local_entry(rel_dir + e.name, e.path, st))
-            return sorted(out, key=lambda e: e.rel)
+            return _list_local(root, recursive, skip_dir, keep)
         if self.type_name == "s3" and self._boto_client() is not None:
             return self._list_s3(root, recursive, skip_dir, keep)
         import pyarrow.fs as pafs
@@ -453,6 +412,47 @@ class Store:
 def _mtime_ns(info) -> int:
     m = info.mtime_ns
     return int(m) if m is not None else 0
+
+
+def _list_local(root, recursive, skip_dir, keep) -> List[FileEntry]:
+    """:meth:`Store.list_files` on the local filesystem, in os.walk's order of business (links to
+    directories listed, not entered; a directory under ``root`` that cannot be listed skipped),
+    with the scandir entries' own paths and stats: a plan lists its dataset each time, and
+    os.walk's joins cost more than the stats.  ``recursive=False``: the files of ``root`` only."""
+    out = []
+    todo = [(root, "")]
+    while todo:
+        where, rel_dir = todo.pop()
+        try:
+            it = os.scandir(where)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # a missing root lists nothing
+        except OSError:
+            if not rel_dir:
+                raise  # a root that is there but cannot be listed is not an empty one
+            continue
+        with it:
+            for e in it:
+                try:
+                    is_dir = e.is_dir()
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    try:
+                        link = e.is_symlink()
+                    except OSError:
+                        link = False
+                    if recursive and not link and (skip_dir is None or not skip_dir(e.name)):
+                        todo.append((e.path, rel_dir + e.name + "/"))
+                    continue
+                if keep is not None and not keep(e.name):
+                    continue
+                try:
+                    st = e.stat()
+                except FileNotFoundError:
+                    continue  # a broken link, or a file removed while listed
+                out.append(_local_entry(rel_dir + e.name, e.path, st))
+    return sorted(out, key=lambda e: e.rel)
 
 
 def _local_entry(rel: str, path: str, st) -> FileEntry:
