@@ -1,9 +1,6 @@
 """array_contains / arrays_overlap / array_contains_all without an index: the exact Arrow filter,
 SQL text, Parquet datasets, Paimon tables and Spark columns, against a plain-Python oracle."""
 
-import os
-import sys
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,8 +10,6 @@ import paimon_fast as pf
 from paimon_fast.core.predicate import Leaf
 from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.read.arrow_filter import filter_table, to_arrow_expression
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def truth(p, row):
@@ -149,7 +144,7 @@ def test_parquet_dataset(tmp_path):
 
 def test_paimon_table(tmp_path):
     pytest.importorskip("pypaimon")
-    from paimon_helpers import catalog
+    from tests.support.paimon_helpers import catalog
     from pypaimon import Schema
 
     from paimon_fast.paimon import read_with_index

@@ -7,8 +7,9 @@ import os
 import pytest
 
 from paimon_fast import cli
+from tests.support import paths
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(paths.ROOT)
 
 
 def _load(name, rel):

@@ -468,7 +468,7 @@ def test_v2_equality_reads_one_block_and_one_bitmap():
 
 
 def _fuzz_inputs():
-    from vectorlib import load_bin, load_case
+    from tests.support.vectorlib import load_bin, load_case
 
     out = []
     for fmt, name in (
@@ -485,7 +485,7 @@ def _fuzz_inputs():
 
 
 def test_fuzz_corrupt_and_truncated():
-    from vectorlib import decode_literal
+    from tests.support.vectorlib import decode_literal
 
     rng = np.random.default_rng(2024)
     inputs = _fuzz_inputs()
@@ -665,7 +665,7 @@ def test_dense_serialize_matches_positions_path(seed, k, shape, n):
 
 
 def _hm_cases():
-    from vectorlib import load_json, manifest
+    from tests.support.vectorlib import load_json, manifest
 
     return [load_json("hashmap_order", c["name"] + ".json") for c in manifest("hashmap_order")["cases"]]
 

@@ -13,7 +13,7 @@ from paimon_fast.fileindex.bitmap import BitmapWriter
 from paimon_fast.fileindex.options import Options
 from paimon_fast.core.predicate import Leaf
 from paimon_fast.reference import bitmap as twin
-from vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
+from tests.support.vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
 
 V1 = "bitmap_v1"
 V2 = "bitmap_v2"

@@ -7,7 +7,7 @@ import paimon_fast as pf
 from paimon_fast.errors import UnsupportedTypeError
 from paimon_fast.fileindex import bloom
 from paimon_fast.core.predicate import Leaf
-from vectorlib import arrow_values, case_names, decode_literal, load_bin, load_case, manifest
+from tests.support.vectorlib import arrow_values, case_names, decode_literal, load_bin, load_case, manifest
 
 FMT = "bloom_filter"
 NAMES = case_names(FMT)

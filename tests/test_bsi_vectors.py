@@ -6,8 +6,8 @@ import paimon_fast as pf
 from paimon_fast.errors import UnsupportedTypeError
 from paimon_fast.fileindex.bsi import NullLiteralError
 from paimon_fast.core.result import BitmapResult
-from test_range_bitmap_vectors import _leaf
-from vectorlib import arrow_values, case_names, decode_rows, load_bin, load_case, manifest
+from tests.test_range_bitmap_vectors import _leaf
+from tests.support.vectorlib import arrow_values, case_names, decode_rows, load_bin, load_case, manifest
 
 FMT = "bsi"
 NAMES = case_names(FMT)

@@ -18,8 +18,8 @@ import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast.globalindex.btree import BTreeIndexFile
 from paimon_fast.globalindex.keys import KeyCodec
-from fuzz_scale import recrc_btree
-from vectorlib import decode_literal, load_bin, load_case
+from tests.support.fuzz_scale import recrc_btree
+from tests.support.vectorlib import decode_literal, load_bin, load_case
 
 FMT = "global_btree"
 CASES = [
@@ -189,7 +189,7 @@ def test_cold_lookup_from_a_path_equals_the_block_walk(tmp_path):
     data block with a bad CRC is still refused."""
     c = load_case(FMT, "bt_string_n100000_zstd_block1kb")
     w = gi.writer(c["type"], {"btree-index.block-size": "4kb"}, index_type="btree")
-    from vectorlib import arrow_values
+    from tests.support.vectorlib import arrow_values
 
     w.write_batch(arrow_values(c["values"], c["type"]), np.arange(c["row_count"], dtype=np.uint64))
     data, _ = w.finish()

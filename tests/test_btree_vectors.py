@@ -30,7 +30,7 @@ from paimon_fast.globalindex.keys import KeyCodec
 from paimon_fast.core.predicate import STRING_OPS, Leaf
 from paimon_fast.read.arrow_filter import to_arrow_expression
 from paimon_fast.core.types import DataType
-from vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
+from tests.support.vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
 
 FMT = "global_btree"
 NAMES = case_names(FMT)

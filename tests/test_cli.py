@@ -24,7 +24,8 @@ import pytest
 
 import paimon_fast as pf
 from paimon_fast import cli
-from vectorlib import DATA, load_bin
+from tests.support.paths import DATA
+from tests.support.vectorlib import load_bin
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 import paimon_fast as pf
 from paimon_fast.fileindex import EmptyFileIndexReader, get_factory
 from paimon_fast.core.predicate import Leaf
-from vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case
+from tests.support.vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case
 
 FMT = "file_index_container"
 NAMES = case_names(FMT)

@@ -7,7 +7,7 @@ import pytest
 
 import paimon_fast as pf
 from paimon_fast.errors import IndexFormatError
-from vectorlib import load_bin, load_case
+from tests.support.vectorlib import load_bin, load_case
 
 
 def _container():

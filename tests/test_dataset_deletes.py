@@ -10,13 +10,13 @@ import pyarrow.parquet as pq
 import pyarrow.compute as pc
 import pytest
 
-import toy_index  # noqa: F401  (registers the test-only "test-positions" index type)
+import tests.support.toy_index  # noqa: F401  (registers the test-only "test-positions" index type)
 from paimon_fast import tableindex as ti
 from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
-from sql_oracle import holds
+from tests.support.sql_oracle import holds
 from paimon_fast.tables.deletes import DV_DIR, DV_KEY
-from test_parquet_dataset import BLOOM, make_dataset
+from tests.test_parquet_dataset import BLOOM, make_dataset
 
 POSITIONS = dict(BLOOM, **{"file-index.test-positions.columns": "status"})
 

@@ -293,7 +293,7 @@ def test_exact_plans_select_exactly_the_matching_rows(tmp_path):
     readers take those rows without evaluating the predicate.  Checked against sql_oracle over
     pyarrow's rows of each file, on 150 random predicates over seven types with nulls, NaN and
     -0.0."""
-    import sql_oracle
+    from tests.support import sql_oracle
 
     from paimon_fast.core.sqlpredicate import parse_predicate
     from paimon_fast.tables.globalindex import build_global_index_local

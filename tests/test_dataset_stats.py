@@ -2,7 +2,7 @@
 (paimon_fast/tables/stats.py): files outside a range are skipped without opening their
 index, files wholly inside it are taken whole, and nothing the statistics cannot prove is
 claimed (NaN, nulls, unsigned integers, legacy statistics).  The oracle is an SQL evaluator
-of the tests' own over the rows (tests/sql_oracle.py)."""
+of the tests' own over the rows (tests/support/sql_oracle.py)."""
 
 import numpy as np
 import pyarrow as pa
@@ -13,7 +13,7 @@ from paimon_fast.core.predicate import Leaf
 from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
 from paimon_fast.tables.stats import ChunkStats, file_stats, leaf_answer
-from sql_oracle import holds
+from tests.support.sql_oracle import holds
 
 
 def _dataset(tmp_path, build=True):

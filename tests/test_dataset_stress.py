@@ -21,7 +21,8 @@ import sys
 
 from paimon_fast.tables import ParquetDataset
 from paimon_fast.tables.gc import collect
-from trust_support import OPTIONS, QUERIES, Where, make, rows_now
+from tests.support.trust_support import OPTIONS, QUERIES, Where, make, rows_now
+from tests.support.paths import ROOT
 
 PROCESSES = 4
 ROUNDS = 30
@@ -32,7 +33,7 @@ import json, random, sys, time, traceback
 sys.path.insert(0, sys.argv[5])
 from paimon_fast.tables import ParquetDataset
 from paimon_fast.tables.gc import collect
-from trust_support import OPTIONS, QUERIES
+from tests.support.trust_support import OPTIONS, QUERIES
 
 root, me, rounds, log = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rng = random.Random(me)
@@ -74,10 +75,10 @@ def test_four_processes_of_deletes_builds_and_reads(tmp_path):
     make(where, FILES)
     ParquetDataset(where.uri).build(OPTIONS)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    tests = os.path.dirname(os.path.abspath(__file__))
+    root = str(ROOT)
     logs = [str(tmp_path / f"worker-{i}.log") for i in range(PROCESSES)]
     procs = [
-        subprocess.Popen([sys.executable, "-c", WORKER, where.uri, str(i), str(ROUNDS), logs[i], tests], env=env)
+        subprocess.Popen([sys.executable, "-c", WORKER, where.uri, str(i), str(ROUNDS), logs[i], root], env=env)
         for i in range(PROCESSES)
     ]
     for p in procs:

@@ -23,17 +23,20 @@ import pytest
 from paimon_fast.errors import ColumnNotFoundError, DamagedFileError, DataFileChangedError, DataFileError
 from paimon_fast.tables import ParquetDataset, steps
 from paimon_fast.tables.gc import collect
-from trust_support import (
+from tests.support.trust_support import (
     DELETE,
     OPTIONS,
     Where,
     answers,
+    content,
     deleted_by,
     expected,
     make,
     queries_for,
     rewrite,
+    rows_now,
 )
+from tests.support.paths import ROOT
 
 BUILD_STEPS = [
     "build.snapshot",
@@ -211,7 +214,7 @@ def test_a_long_lived_dataset_object_sees_every_change(where):
         sorted(ds.read("country = 'NO'").to_arrow().column("id").to_pylist())
         == expected(where, deleted)["country = 'NO'"]
     )
-    where.write("p=b/f7.parquet", __import__("trust_support").content(7))  # added
+    where.write("p=b/f7.parquet", content(7))  # added
     rewrite(where, "p=a/f1.parquet")  # rewritten, same size and time
     if where.fs is None:
         os.unlink(where.join("p=a/f2.parquet"))  # removed
@@ -227,9 +230,7 @@ def test_a_long_lived_dataset_object_sees_every_change(where):
     deleted |= gone
     assert answers(where.uri) == expected(where, deleted)
     top = ds.top_n("amount", 3, columns=["id", "amount"])
-    want = sorted(
-        (r for r in __import__("trust_support").rows_now(where) if r["id"] not in deleted), key=lambda r: -r["amount"]
-    )
+    want = sorted((r for r in rows_now(where) if r["id"] not in deleted), key=lambda r: -r["amount"])
     assert top.column("amount").to_pylist() == [r["amount"] for r in want[:3]]
 
 
@@ -263,7 +264,7 @@ def test_snapshots_of_the_same_files_and_catalog_share_what_those_alone_give(whe
     b = ds.snapshot()
     assert b._snap.stable is a._snap.stable and b.row_counts() is a.row_counts()
     assert b._snap.derived is not a._snap.derived  # (global index listings: read again)
-    where.write("p=b/f7.parquet", __import__("trust_support").content(7))  # a file added
+    where.write("p=b/f7.parquet", content(7))  # a file added
     c = ds.snapshot()
     assert c._snap.stable is not a._snap.stable
     assert c.row_counts() == {**counts, "p=b/f7.parquet": c.row_counts()["p=b/f7.parquet"]}
@@ -443,7 +444,7 @@ KILL = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[4])
 from paimon_fast.tables import ParquetDataset, steps
-from trust_support import DELETE, OPTIONS
+from tests.support.trust_support import DELETE, OPTIONS
 uri, op, at = sys.argv[1:4]
 
 def hook(name, ctx):
@@ -463,10 +464,8 @@ def _killed(where, op, at):
     deleted = ready(where)
     pre = deleted_by(where, deleted)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    tests = os.path.dirname(os.path.abspath(__file__))
-    r = subprocess.run(
-        [sys.executable, "-c", KILL, where.uri, op, at, tests], env=env, capture_output=True, timeout=300
-    )
+    root = str(ROOT)
+    r = subprocess.run([sys.executable, "-c", KILL, where.uri, op, at, root], env=env, capture_output=True, timeout=300)
     assert r.returncode == -signal.SIGKILL, r.stderr.decode()[-2000:]
     done = op == "delete" and at == "delete.committed"
     want = expected(where, deleted | pre if done else deleted)

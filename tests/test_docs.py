@@ -38,8 +38,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "benchmarks.md")
 _FENCE = re.compile(
     r"(?:<!--\s*docs-test:\s*(?P<directive>[^>]*?)\s*-->\s*\n)?^```(?P<lang>[\w-]*)[^\n]*\n(?P<code>.*?)^```",
@@ -105,7 +105,7 @@ def setup_trips(cwd: Path, request=None):
 def setup_s3(cwd: Path, request):
     """A local S3 server (moto, on 127.0.0.1) as the environment's S3 endpoint, with a bucket
     ``bucket`` holding the ``events/`` dataset: what a user's own store and credentials give."""
-    from s3_support import KEY, REGION, SECRET, S3Server
+    from tests.support.s3_support import KEY, REGION, SECRET, S3Server
 
     srv = S3Server()
     request.addfinalizer(srv.stop)

@@ -1,4 +1,4 @@
-"""The short version of the fuzz run at scale (``tests/fuzz_scale.py``): every reader
+"""The short version of the fuzz run at scale (``tests/support/fuzz_scale.py``): every reader
 gets a few hundred seeded mutated inputs in its own process under the same
 per-input time limit and address-space limit as the slow run (1e5 per reader)."""
 
@@ -6,20 +6,20 @@ import os
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from tests.support.paths import SUPPORT
 
 
 def test_every_reader_gives_only_index_format_errors(tmp_path):
     import importlib.util
 
-    from fuzz_scale import READERS
+    from tests.support.fuzz_scale import READERS
 
     # the Avro manifest reader needs fastavro (the tables extra); the tables job runs it
     names = [n for n in sorted(READERS) if n != "avro-manifest" or importlib.util.find_spec("fastavro")]
     out = tmp_path / "failures"
     args = [a for n in names for a in ("--reader", n)]
     proc = subprocess.run(
-        [sys.executable, os.path.join(HERE, "fuzz_scale.py"), "--n", "250", "--out", str(out), *args],
+        [sys.executable, os.path.join(SUPPORT, "fuzz_scale.py"), "--n", "250", "--out", str(out), *args],
         capture_output=True,
         text=True,
         timeout=900,
@@ -37,7 +37,7 @@ def test_every_reader_gives_only_index_format_errors(tmp_path):
 
 def test_a_failure_is_reported(tmp_path, monkeypatch):
     """The harness itself can fail: an exercise raising anything but IndexFormatError is counted."""
-    import fuzz_scale
+    from tests.support import fuzz_scale
 
     monkeypatch.setitem(
         fuzz_scale.READERS, "boom", (lambda: [(None, b"abc")], lambda meta, data: None if data == b"abc" else 1 / 0)
@@ -57,7 +57,7 @@ def _die(args):
 def test_a_crashed_reader_process_is_reported_not_waited_on(tmp_path, monkeypatch, capsys):
     """A reader whose process dies (pyarrow 14 segfaulted on mutated Parquet files) fails the
     run at once with the readers it may have been; the harness used to wait for it forever."""
-    import fuzz_scale
+    from tests.support import fuzz_scale
 
     monkeypatch.setattr(fuzz_scale, "_child", _die)
     assert fuzz_scale.main(["--n", "1", "--jobs", "1", "--reader", "bloom", "--out", str(tmp_path)]) == 1

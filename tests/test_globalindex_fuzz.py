@@ -16,7 +16,7 @@ from pyroaring import BitMap64
 import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast.globalindex import sst as codec
-from vectorlib import load_bin, load_case
+from tests.support.vectorlib import load_bin, load_case
 
 FMT = "global_bitmap"
 CASES = [
@@ -36,7 +36,7 @@ HAS_LZO = importlib.util.find_spec("lzo") is not None
 
 def _preds(c):
     vals = [v for v in c["values"] if v is not None][:3]
-    from vectorlib import decode_literal
+    from tests.support.vectorlib import decode_literal
 
     lits = [decode_literal(v, gi.KeyCodec(c["type"]).dtype) for v in vals] or [None]
     f = pf.field("x")

@@ -10,7 +10,7 @@ from pyroaring import BitMap64
 
 import paimon_fast as pf
 from paimon_fast import globalindex as gi
-from vectorlib import load_bin, load_case
+from tests.support.vectorlib import load_bin, load_case
 
 FMT = "global_bitmap"
 

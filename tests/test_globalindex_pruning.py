@@ -12,7 +12,7 @@ import pytest
 from paimon_fast.tables import globalindex as sb
 from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
-from sql_oracle import holds
+from tests.support.sql_oracle import holds
 
 FILE_OPTIONS = {
     "file-index.bloom-filter.columns": "id",

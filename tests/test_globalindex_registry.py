@@ -218,7 +218,7 @@ def test_toy_index_inside_a_paimon_table(toy, tmp_path):
 
     from paimon_fast.paimon import read_with_index
     from paimon_fast.paimon.globalindex import GlobalIndexAnswer, create_global_index
-    from paimon_helpers import catalog
+    from tests.support.paimon_helpers import catalog
 
     cat = catalog(str(tmp_path / "wh"))
     cat.create_database("db", True)

@@ -18,7 +18,7 @@ import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast.globalindex import sst as codec
 from paimon_fast.core.predicate import Leaf
-from vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
+from tests.support.vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
 
 FMT = "global_bitmap"
 NAMES = case_names(FMT)

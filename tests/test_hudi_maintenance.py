@@ -16,8 +16,9 @@ import paimon_fast as pf
 import paimon_fast.hudi as ph
 from paimon_fast.hudi import storage
 
-from hudi_support import REPO, battery, oracle_rows, row_multiset, snapshot
-from hudi_writer import CowTable
+from tests.support.hudi_support import battery, oracle_rows, row_multiset, snapshot
+from tests.support.hudi_writer import CowTable
+from tests.support.paths import ROOT
 
 pytest.importorskip("hudi")
 
@@ -129,7 +130,7 @@ def test_interrupted_index_run(table):
     env = dict(
         os.environ,
         PAIMON_FAST_HUDI_CRASH_BEFORE_MANIFEST="1",
-        PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]),
+        PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     )
     code = "import paimon_fast.hudi as ph, sys; ph.build_index(None, sys.argv[1])"
     p = subprocess.run([sys.executable, "-c", code, path], env=env, capture_output=True, text=True, timeout=120)

@@ -14,7 +14,7 @@ import paimon_fast.hudi as ph
 from paimon_fast.hudi import model, storage
 from paimon_fast.hudi.table import table_state
 
-from hudi_support import battery, indexable, oracle_rows, row_multiset, snapshot, table_zips, unzip_table
+from tests.support.hudi_support import battery, indexable, oracle_rows, row_multiset, snapshot, table_zips, unzip_table
 
 pyspark = pytest.importorskip("pyspark")
 pytestmark = pytest.mark.spark

@@ -17,7 +17,7 @@ from paimon_fast.hudi import storage
 from paimon_fast.hudi.prune import INDEXED_OPS
 from paimon_fast.hudi.table import SliceRef, table_state
 
-from hudi_support import (
+from tests.support.hudi_support import (
     battery,
     ev,
     indexable,

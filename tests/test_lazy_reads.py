@@ -4,7 +4,7 @@ Every path (a Parquet dataset with file and global indexes, with and without del
 local and on S3; a Paimon table on the fast path, on pypaimon's path, with a deletion vector, with a
 primary key, with a global index, on S3; a Hudi table) gives, through ``to_arrow``, the batch reader,
 pandas, Polars (eager and lazy) and DuckDB, the rows a plain pyarrow read filtered by
-``tests/sql_oracle.py`` gives (no product filter involved); DuckDB SQL (filters, aggregates, joins)
+``tests/support/sql_oracle.py`` gives (no product filter involved); DuckDB SQL (filters, aggregates, joins)
 and Polars queries over the registered streams equal the same computation over the oracle's rows.
 Then: ``limit``, ``count()``, ``explain()`` (every index kind, an index present but unusable for
 the predicate, stale ones, a type mismatch, the fallback budget), pypaimon's read-builder shape,
@@ -29,7 +29,7 @@ import paimon_fast as pf
 from paimon_fast.read.lazy import LazyRead
 from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
-from sql_oracle import holds
+from tests.support.sql_oracle import holds
 
 try:
     import pandas  # noqa: F401
@@ -552,7 +552,7 @@ def paimon_rows(table):
 def native_table(tmp_path_factory):
     pytest.importorskip("pypaimon", reason="Paimon tables are read through pypaimon (the tables extra)")
     pytest.importorskip("pypaimon_rust", reason="pypaimon-rust (the tables extra) writes the file indexes")
-    from paimon_helpers import create_sample_table
+    from tests.support.paimon_helpers import create_sample_table
 
     return create_sample_table(tmp_path_factory.mktemp("native"), options=PAIMON_OPTS, files=4, n=1000, native=True)
 
@@ -578,7 +578,7 @@ def test_paimon_java_tables_with_deletion_vectors_and_primary_keys(tmp_path):
     primary-key table with deletion vectors (pypaimon's path), embedded and sidecar indexes."""
     pytest.importorskip("pypaimon", reason="Paimon tables are read through pypaimon (the tables extra)")
     from paimon_fast.paimon import legacy_manifest_table, read
-    from paimon_helpers import catalog, unpack_java09
+    from tests.support.paimon_helpers import catalog, unpack_java09
 
     cat = catalog(unpack_java09(tmp_path / "wh"))
     paths = set()
@@ -599,8 +599,8 @@ def test_paimon_table_on_s3(tmp_path, s3_server):
     from pypaimon import CatalogFactory
 
     from paimon_fast.paimon import legacy_manifest_table, read
-    from paimon_helpers import unpack_java09
-    from s3_support import KEY, REGION, SECRET
+    from tests.support.paimon_helpers import unpack_java09
+    from tests.support.s3_support import KEY, REGION, SECRET
 
     wh = unpack_java09(tmp_path / "wh")
     bucket = s3_server.new_bucket()
@@ -630,7 +630,7 @@ def _global_table(wh, options, commits=3, n=150):
     import random
 
     from pypaimon import Schema
-    from paimon_helpers import catalog, commit_arrow
+    from tests.support.paimon_helpers import catalog, commit_arrow
 
     cat = catalog(wh)
     cat.create_database("db", True)
@@ -662,7 +662,7 @@ def test_paimon_global_index_rows_and_explain(tmp_path, options):
     pytest.importorskip("pypaimon", reason="Paimon tables are read through pypaimon (the tables extra)")
     from paimon_fast.paimon import create_global_index, read
 
-    from paimon_helpers import commit_arrow
+    from tests.support.paimon_helpers import commit_arrow
 
     cat = _global_table(str(tmp_path / "wh"), options)
     assert create_global_index(cat.get_table("db.g"), "color") > 0
@@ -714,7 +714,7 @@ def test_paimon_explain_file_indexes(native_table, tmp_path):
     b = ex.index("bloom-filter", "name")
     assert not b.used and b.why == "unsupported predicate: bloom-filter cannot answer starts_with"
     # file indexes off: present, not read
-    from paimon_helpers import create_sample_table
+    from tests.support.paimon_helpers import create_sample_table
 
     off = create_sample_table(
         tmp_path, name="off", options={**PAIMON_OPTS, "file-index.read.enabled": "false"}, files=2, n=500, native=True
@@ -835,7 +835,7 @@ def _hudi_rows(n=90):
 def hudi_table(tmp_path_factory):
     pytest.importorskip("hudi", reason="the hudi package (the tables extra) reads Hudi tables")
     import paimon_fast.hudi as ph
-    from hudi_writer import CowTable
+    from tests.support.hudi_writer import CowTable
 
     t = CowTable(str(tmp_path_factory.mktemp("hudi") / "t"), HUDI_SCHEMA, partition_field="city")
     t.insert(_hudi_rows(), groups=2)
@@ -845,7 +845,7 @@ def hudi_table(tmp_path_factory):
 
 def test_hudi_rows_through_every_handoff(hudi_table):
     import paimon_fast.hudi as ph
-    from hudi_support import snapshot
+    from tests.support.hudi_support import snapshot
 
     rows = snapshot(hudi_table.path).to_pylist()
     cols = ["id", "city", "kind", "n"]
@@ -889,7 +889,7 @@ def test_hudi_explain_and_old_paths(hudi_table, tmp_path):
     # a commit the index has not seen: its slice is stale, read whole
     import shutil
 
-    from hudi_writer import CowTable
+    from tests.support.hudi_writer import CowTable
 
     t2 = CowTable(str(tmp_path / "t2"), HUDI_SCHEMA)
     t2.insert(pa.table({"id": [1, 2], "city": ["a", "b"], "kind": ["x", "y"], "n": [1, 2]}, schema=HUDI_SCHEMA))
@@ -906,8 +906,8 @@ def test_hudi_count_without_predicate_counts_slices_the_index_does_not_know(tmp_
     (no index, slices written after the index run, slices with log files): their rows count."""
     pytest.importorskip("hudi", reason="the hudi package (the tables extra) reads Hudi tables")
     import paimon_fast.hudi as ph
-    from hudi_support import snapshot, table_zips, unzip_table
-    from hudi_writer import CowTable
+    from tests.support.hudi_support import snapshot, table_zips, unzip_table
+    from tests.support.hudi_writer import CowTable
 
     t = CowTable(str(tmp_path / "noindex"), HUDI_SCHEMA, partition_field="city")
     t.insert(_hudi_rows(), groups=2)

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 LINT = ROOT / "tools" / "lint.sh"
 
 

@@ -30,7 +30,7 @@ import pytest
 
 import paimon_fast as pf
 from paimon_fast import globalindex as gi
-from blocked_imports import json_of
+from tests.support.blocked_imports import json_of
 from paimon_fast.errors import UnsupportedTypeError
 from paimon_fast.fileindex._bitslice import NullLiteralError
 from paimon_fast.core.literals import normalize

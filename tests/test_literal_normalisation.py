@@ -29,7 +29,7 @@ from paimon_fast.core.predicate import Leaf
 from paimon_fast.core.result import BitmapResult
 from paimon_fast.read.arrow_filter import filter_table
 from paimon_fast.core.types import DataType
-from sql_oracle import holds, matching_rows
+from tests.support.sql_oracle import holds, matching_rows
 
 # (Paimon type, Arrow type, value strategy)
 _EPOCH = dt.datetime(1970, 1, 1)

@@ -6,11 +6,10 @@ import sys
 
 import pytest
 
-from blocked_imports import json_of
+from tests.support.blocked_imports import json_of
 from paimon_fast import cli
 from paimon_fast.errors import MissingCodecError, MissingDependencyError, OptionError, PaimonFastError
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.support.paths import ROOT
 
 
 @pytest.fixture

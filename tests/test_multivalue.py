@@ -24,7 +24,7 @@ import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast.globalindex.meta import SortedIndexFileMeta
 from paimon_fast.reference import globalindex as twin
-from vectorlib import arrow_values, case_names, decode_literal, load_bin, load_case
+from tests.support.vectorlib import arrow_values, case_names, decode_literal, load_bin, load_case
 
 FMT = "global_bitmap"
 FOOTER = struct.Struct(">qiqiqiiii")

@@ -4,8 +4,6 @@ the null rows.  Oracle: a plain-Python three-valued evaluator (None = unknown)."
 
 import datetime as dt
 import decimal
-import os
-import sys
 
 import numpy as np
 import pyarrow as pa
@@ -18,8 +16,6 @@ from paimon_fast import globalindex as gi
 from paimon_fast.core.predicate import STRING_OPS, And, Leaf, Or
 from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.read.arrow_filter import to_arrow_expression
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 # ---------------------------------------------------------------- oracle
@@ -278,7 +274,7 @@ def test_parquet_dataset_null_literals(tmp_path):
 
 def test_paimon_table_null_literals(tmp_path):
     pytest.importorskip("pypaimon")
-    from paimon_helpers import catalog
+    from tests.support.paimon_helpers import catalog
     from pypaimon import Schema
 
     from paimon_fast.paimon import read_with_index
@@ -313,7 +309,7 @@ def test_paimon_table_null_literals(tmp_path):
 
 def test_hudi_null_literals(tmp_path):
     pytest.importorskip("hudi")
-    from hudi_writer import CowTable
+    from tests.support.hudi_writer import CowTable
 
     import paimon_fast.hudi as ph
 

@@ -446,7 +446,15 @@ def test_hudi_sidecar_on_s3_equals_local(rel, tmp_path, s3_server):
     """A copy of a Java-written Hudi table uploaded to the S3 server: the sidecar index is built
     there (segments + a conditionally created manifest) and pruned reads equal the local run."""
     import paimon_fast.hudi as ph
-    from hudi_support import battery, indexable, oracle_rows, require_tables, row_multiset, snapshot, unzip_table
+    from tests.support.hudi_support import (
+        battery,
+        indexable,
+        oracle_rows,
+        require_tables,
+        row_multiset,
+        snapshot,
+        unzip_table,
+    )
     from paimon_fast.hudi import storage
 
     require_tables()
@@ -486,7 +494,7 @@ def test_hudi_sidecar_on_s3_equals_local(rel, tmp_path, s3_server):
 
 def test_hudi_killed_build_on_s3_and_gc(tmp_path, s3_server, capsys):
     import paimon_fast.hudi as ph
-    from hudi_support import indexable, require_tables, snapshot, unzip_table
+    from tests.support.hudi_support import indexable, require_tables, snapshot, unzip_table
     from paimon_fast.cli import main
 
     require_tables()
@@ -518,7 +526,7 @@ def test_hudi_killed_build_on_s3_and_gc(tmp_path, s3_server, capsys):
 
 def _paimon_catalog(s3_server, bucket):
     from pypaimon import CatalogFactory
-    from s3_support import KEY, REGION, SECRET
+    from tests.support.s3_support import KEY, REGION, SECRET
 
     return CatalogFactory.create(
         {
@@ -543,7 +551,7 @@ def test_paimon_tables_on_s3_read_with_index_equal_local(tmp_path, s3_server):
     and the same pruning as from local files, and Java's answers."""
     pytest.importorskip("pypaimon")
     from paimon_fast.paimon import read_with_index
-    from paimon_helpers import catalog, java_answers, unpack_java09
+    from tests.support.paimon_helpers import catalog, java_answers, unpack_java09
 
     wh = unpack_java09(tmp_path / "wh")
     bucket = s3_server.new_bucket()
@@ -571,7 +579,7 @@ def test_paimon_rewrite_and_global_index_on_s3_equal_local(tmp_path, s3_server):
     committed there; read_with_index answers equal the same steps on a local warehouse."""
     pytest.importorskip("pypaimon")
     from paimon_fast.paimon import create_global_index, read_with_index, rewrite_file_index
-    from paimon_helpers import catalog, create_sample_table
+    from tests.support.paimon_helpers import catalog, create_sample_table
 
     opts = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
     bucket = s3_server.new_bucket()

@@ -7,7 +7,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 from paimon_fast.tables import ParquetDataset  # noqa: E402
-from test_objstore import OPTIONS, PREDICATES, oracle, write_dataset  # noqa: E402
+from tests.test_objstore import OPTIONS, PREDICATES, oracle, write_dataset  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -83,8 +83,8 @@ def test_paimon_global_index_built_on_spark_on_s3(spark, s3_server):
     pytest.importorskip("pypaimon")
     import paimon_fast as pf
     from paimon_fast.paimon import create_global_index, read_with_index
-    from paimon_helpers import create_sample_table
-    from test_objstore import _paimon_catalog
+    from tests.support.paimon_helpers import create_sample_table
+    from tests.test_objstore import _paimon_catalog
 
     opts = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
     got = []
@@ -112,7 +112,7 @@ def test_hudi_build_on_spark_on_s3(spark, tmp_path, s3_server):
     server (executors read base files and write segments through pyarrow's S3
     filesystem); pruned reads equal the in-process build on local files."""
     import paimon_fast.hudi as ph
-    from hudi_support import battery, indexable, require_tables, row_multiset, snapshot, unzip_table
+    from tests.support.hudi_support import battery, indexable, require_tables, row_multiset, snapshot, unzip_table
 
     require_tables()
     local = unzip_table("sample_table/cow/v9_txns_simple_nometa.zip", str(tmp_path / "t"))

@@ -22,7 +22,7 @@ from paimon_fast.errors import DamagedFileError, DataFileChangedError, OptionErr
 from paimon_fast.tables import ParquetDataset, steps
 from paimon_fast.tables.gc import collect
 from paimon_fast.tables.optimize import OptimizeConflictError
-from optimize_support import (
+from tests.support.optimize_support import (
     OPTIONS,
     WRITE,
     Place,
@@ -33,6 +33,7 @@ from optimize_support import (
     ready,
     rows_now,
 )
+from tests.support.paths import ROOT
 
 OPT_STEPS = [
     "optimize.snapshot",
@@ -113,7 +114,7 @@ def test_optimize_clusters_and_keeps_every_row(local, strategy, by):
 
 def test_duckdb_reads_the_same_rows(local):
     duckdb = pytest.importorskip("duckdb", reason="DuckDB is a plain reader of this test (frames extra)")
-    from optimize_support import make
+    from tests.support.optimize_support import make
 
     make(local)
     ParquetDataset(local.uri).build(OPTIONS)
@@ -126,7 +127,7 @@ def test_duckdb_reads_the_same_rows(local):
 
 
 def test_a_dataset_without_deletes_reads_the_same_multiset_everywhere(local):
-    from optimize_support import make
+    from tests.support.optimize_support import make
 
     make(local)
     ParquetDataset(local.uri).build(OPTIONS)
@@ -328,7 +329,7 @@ def test_pages_answer_a_clustered_column_before_its_index(local, monkeypatch):
     index gives the exact rows of those boundary pages, else (a bloom filter) the pages are read
     and filtered.  A column the files are not clustered by is left to its index (its pages span
     every file's range)."""
-    from optimize_support import make
+    from tests.support.optimize_support import make
 
     make(local)
     ParquetDataset(local.uri).build({**OPTIONS, "file-index.range-bitmap.columns": "x,y"})
@@ -410,7 +411,7 @@ KILL = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[4])
 from paimon_fast.tables import ParquetDataset, steps
-from optimize_support import WRITE
+from tests.support.optimize_support import WRITE
 uri, at, nth = sys.argv[1], sys.argv[2], int(sys.argv[3])
 seen = []
 
@@ -428,9 +429,9 @@ sys.exit(3)
 
 def _run_killed(place, at, nth=1):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    tests = os.path.dirname(os.path.abspath(__file__))
+    root = str(ROOT)
     r = subprocess.run(
-        [sys.executable, "-c", KILL, place.uri, at, str(nth), tests], env=env, capture_output=True, timeout=300
+        [sys.executable, "-c", KILL, place.uri, at, str(nth), root], env=env, capture_output=True, timeout=300
     )
     assert r.returncode == -signal.SIGKILL, r.stderr.decode()[-2000:]
 

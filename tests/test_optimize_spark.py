@@ -14,7 +14,7 @@ pyspark = pytest.importorskip("pyspark")
 
 from paimon_fast import spark as pfs  # noqa: E402
 from paimon_fast.tables import ParquetDataset  # noqa: E402
-from optimize_support import WRITE, Place, answers, expected, plain_ids, ready  # noqa: E402
+from tests.support.optimize_support import WRITE, Place, answers, expected, plain_ids, ready  # noqa: E402
 
 pytestmark = pytest.mark.spark
 

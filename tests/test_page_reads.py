@@ -89,7 +89,7 @@ def test_spark_top_n_counts_pages(spark, tmp_path):
 def native_table(tmp_path_factory):
     pytest.importorskip("pypaimon")
     pytest.importorskip("pypaimon_rust")
-    from paimon_helpers import create_sample_table
+    from tests.support.paimon_helpers import create_sample_table
 
     opts = {
         "file-index.bitmap.columns": "category",

@@ -25,7 +25,7 @@ from paimon_fast.paimon import read_with_index, top_n  # noqa: E402
 from paimon_fast.paimon.globalindex import create_global_index  # noqa: E402
 from paimon_fast.read.topn import TopNReport  # noqa: E402
 
-from test_paimon_globalindex import (
+from tests.test_paimon_globalindex import (
     CASES,
     DATA_EVOLUTION,
     KEY_TYPES,

@@ -13,13 +13,14 @@ import pytest
 from paimon_fast.core import roaring
 from paimon_fast.errors import IndexFormatError
 from paimon_fast.paimon.deletion import MAGIC_64, parse_deletion_blob
+from tests.support.paths import DATA
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "deletion_vectors_tables")
-BLOBS = json.load(open(os.path.join(DATA, "blobs.json")))
+DV_TABLES = os.path.join(DATA, "deletion_vectors_tables")
+BLOBS = json.load(open(os.path.join(DV_TABLES, "blobs.json")))
 
 
 def _blob(case):
-    return open(os.path.join(DATA, case["file"]), "rb").read()
+    return open(os.path.join(DV_TABLES, case["file"]), "rb").read()
 
 
 def _expected_length(case, blob):
@@ -112,7 +113,7 @@ def test_table_with_64bit_deletion_vector(tmp_path_factory, tmp_path):
     import paimon_fast as pf
     from paimon_fast.paimon import legacy_manifest_table, read_with_index
 
-    from paimon_helpers import catalog, copy_table, unpack_java09
+    from tests.support.paimon_helpers import catalog, copy_table, unpack_java09
 
     wh = unpack_java09(tmp_path_factory.mktemp("j09dv"))
     copy_table(wh, str(tmp_path), "append_dv")

@@ -20,8 +20,8 @@ from paimon_fast.errors import IndexFormatError  # noqa: E402
 from paimon_fast.paimon import fastpath, legacy_manifest_table, read_with_index, rewrite_file_index  # noqa: E402
 from paimon_fast.paimon import to_pypaimon  # noqa: E402
 
-from paimon_helpers import catalog, copy_table, create_sample_table, sample_batch, unpack_java09  # noqa: E402
-from sql_oracle import holds  # noqa: E402
+from tests.support.paimon_helpers import catalog, copy_table, create_sample_table, sample_batch, unpack_java09  # noqa: E402
+from tests.support.sql_oracle import holds  # noqa: E402
 
 BLOOM = {"file-index.bloom-filter.columns": "name", "file-index.bloom-filter.name.items": "2000"}
 NATIVE_OPTS = {
@@ -263,7 +263,7 @@ def test_plan_cache_not_fooled_by_a_recreated_table(tmp_path):
 
 def test_64bit_deletion_vector(tmp_path_factory, tmp_path):
     """The 64-bit DV table of test_paimon_deletion, read by the fast path."""
-    from test_paimon_deletion import rewrite_dv_as_64bit
+    from tests.test_paimon_deletion import rewrite_dv_as_64bit
 
     wh = unpack_java09(tmp_path_factory.mktemp("fast64"))
     copy_table(wh, str(tmp_path), "append_dv")
@@ -332,7 +332,7 @@ def test_lean_avro_reader_fuzz(java09):
 # ---------------------------------------------------------------- merge-read PK splits, 64-bit DVs
 def _pk_dv_64(tmp_path, wh):
     """pk_dv (Java 0.9) with its deletion vector rewritten as a 64-bit one."""
-    from test_paimon_deletion import rewrite_dv_as_64bit
+    from tests.test_paimon_deletion import rewrite_dv_as_64bit
 
     copy_table(wh, str(tmp_path), "pk_dv")
     root = os.path.join(str(tmp_path), "db.db", "pk_dv")

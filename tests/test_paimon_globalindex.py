@@ -25,7 +25,7 @@ from paimon_fast.paimon import globalindex_build as pgb  # noqa: E402
 from paimon_fast.paimon import plan_with_index, read_with_index  # noqa: E402
 from paimon_fast.paimon.globalindex import create_global_index  # noqa: E402
 
-from paimon_helpers import catalog  # noqa: E402
+from tests.support.paimon_helpers import catalog  # noqa: E402
 
 ROW_TRACKING = {"row-tracking.enabled": "true"}
 DATA_EVOLUTION = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}

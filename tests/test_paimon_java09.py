@@ -19,7 +19,7 @@ from paimon_fast.paimon import (
     upgrade_manifest_bytes,
 )
 
-from paimon_helpers import catalog, copy_table, java_answers, unpack_java09  # noqa: E402
+from tests.support.paimon_helpers import catalog, copy_table, java_answers, unpack_java09  # noqa: E402
 
 TABLES = ["append_embedded", "append_sidecar", "append_dv", "pk_dv"]
 EXPECTED_ROWS = {"append_embedded": 4000, "append_sidecar": 4000, "append_dv": 1666, "pk_dv": 3000}

@@ -20,10 +20,10 @@ pyspark = pytest.importorskip("pyspark")
 
 from paimon_fast.paimon import legacy_manifest_table, rewrite_file_index  # noqa: E402
 
-from paimon_helpers import catalog, copy_table, unpack_java09  # noqa: E402
+from tests.support.paimon_helpers import catalog, copy_table, unpack_java09  # noqa: E402
+from tests.support.paths import JAVA  # noqa: E402
 
 JAR = os.environ.get("PAIMON09_BRIDGE_JAR", "")
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 pytestmark = pytest.mark.skipif(
     not (JAR and os.path.exists(JAR) and shutil.which("javac") and shutil.which("java")),
@@ -36,7 +36,7 @@ def java_plan(tmp_path_factory):
     out = tmp_path_factory.mktemp("javac")
     cp = os.pathsep.join([JAR, os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
     subprocess.run(
-        ["javac", "-cp", cp, "-d", str(out), os.path.join(HERE, "java", "PlanCount.java")],
+        ["javac", "-cp", cp, "-d", str(out), os.path.join(JAVA, "PlanCount.java")],
         check=True,
         capture_output=True,
     )

@@ -14,8 +14,8 @@ pytest.importorskip("pypaimon")
 import paimon_fast as pf
 from paimon_fast.errors import ColumnNotFoundError
 from paimon_fast.paimon import read_with_index
-from paimon_helpers import catalog
-from sql_oracle import holds
+from tests.support.paimon_helpers import catalog
+from tests.support.sql_oracle import holds
 
 
 def _table(wh, name, primary_keys=None, options=None):

@@ -29,8 +29,8 @@ import paimon_fast as pf
 from paimon_fast.paimon import read_with_index, rewrite_file_index
 from paimon_fast.paimon.compat import legacy_manifest_table
 from paimon_fast.core.predicate import Leaf
-from paimon_helpers import catalog, commit_arrow, unpack_java09
-from sql_oracle import holds
+from tests.support.paimon_helpers import catalog, commit_arrow, unpack_java09
+from tests.support.sql_oracle import holds
 
 settings.register_profile(
     "paimon-predicates",

@@ -21,7 +21,7 @@ from paimon_fast.paimon import (
 )
 from paimon_fast.paimon.rewrite import new_index_file_name, plan_rewrite  # noqa: E402
 
-from paimon_helpers import catalog, copy_table, create_sample_table, unpack_java09  # noqa: E402
+from tests.support.paimon_helpers import catalog, copy_table, create_sample_table, unpack_java09  # noqa: E402
 
 BLOOM = {"file-index.bloom-filter.columns": "name", "file-index.bloom-filter.name.items": "2000"}
 

@@ -14,7 +14,7 @@ import paimon_fast as pf  # noqa: E402
 from paimon_fast.fileindex import FileIndexFormat, index_types  # noqa: E402
 from paimon_fast.paimon import plan_with_index, read_with_index, to_pypaimon  # noqa: E402
 
-from paimon_helpers import catalog, create_sample_table  # noqa: E402
+from tests.support.paimon_helpers import catalog, create_sample_table  # noqa: E402
 
 NATIVE_OPTS = {
     "file-index.bloom-filter.columns": "name",

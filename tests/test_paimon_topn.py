@@ -19,8 +19,8 @@ from paimon_fast.paimon import legacy_manifest_table, rewrite_file_index  # noqa
 from paimon_fast.paimon.topn import top_n  # noqa: E402
 from paimon_fast.read.topn import TopNReport  # noqa: E402
 
-from paimon_helpers import catalog, copy_table, create_sample_table, unpack_java09  # noqa: E402
-from test_topn import _eval, _sql_key  # noqa: E402
+from tests.support.paimon_helpers import catalog, copy_table, create_sample_table, unpack_java09  # noqa: E402
+from tests.test_topn import _eval, _sql_key  # noqa: E402
 
 RANGE = {"file-index.range-bitmap.columns": "price,id"}
 
@@ -145,7 +145,7 @@ def test_nulls_and_nan(tmp_path):
 
 @pytest.mark.parametrize("options", ["data-evolution", "row-tracking"])
 def test_row_tracking_tables(tmp_path, options):
-    from test_paimon_globalindex import DATA_EVOLUTION, _table
+    from tests.test_paimon_globalindex import DATA_EVOLUTION, _table
 
     opts = DATA_EVOLUTION if options == "data-evolution" else {"row-tracking.enabled": "true"}
     cat, name = _table(tmp_path, opts)

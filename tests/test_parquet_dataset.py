@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import paimon_fast as pf
-import toy_index  # noqa: F401  (registers the test-only "test-positions" index type)
+import tests.support.toy_index  # noqa: F401  (registers the test-only "test-positions" index type)
 from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
 from paimon_fast.read.arrow_filter import to_arrow_expression
@@ -226,7 +226,7 @@ def test_bitmap_results_drop_rows(tmp_path):
     assert plan.report.rows_read == 2 * len(range(1, 400, 3))
     t, _ = ds.scan("status = 'paid' AND id < 20")
     assert sorted(t.column("id").to_pylist()) == [1, 4, 7, 10, 13, 16, 19]
-    assert ds.read_catalog()["file_index"]["types"]["test-positions"] == "toy_index"
+    assert ds.read_catalog()["file_index"]["types"]["test-positions"] == "tests.support.toy_index"
 
 
 def test_corrupt_or_stale_index_is_never_trusted(tmp_path):

@@ -14,9 +14,9 @@ import pytest
 
 from paimon_fast.io.parquet import rows as pr
 from paimon_fast.errors import InvalidArgumentError
+from tests.support.paths import DATA
 
 DECODERS = ("kernel",)  # TODO twin
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 # the types the decoder reads, and some it hands to pyarrow
 DECODED = [
@@ -231,7 +231,7 @@ def test_stats_and_dictionary_reads(tmp_path):
 def test_java_paimon_files():
     """Parquet files written by Java Paimon 0.9 (parquet-mr): page index, dictionary, nulls-free
     INT / STRING / BIGINT columns."""
-    tb = os.path.join(HERE, "data", "paimon_tables", "java09-append-tables.tar.gz")
+    tb = os.path.join(DATA, "paimon_tables", "java09-append-tables.tar.gz")
     with tarfile.open(tb) as tf:
         files = [tf.extractfile(m).read() for m in tf.getmembers() if m.name.endswith(".parquet")]
     assert files

@@ -24,8 +24,8 @@ from paimon_fast.io.parquet import rows as pr
 from paimon_fast.errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
 from paimon_fast.io.parquet.footer import chunk_pages, _read_footer
 from paimon_fast.io.source import BytesSource, FileSource
+from tests.support.paths import DATA
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 CODECS = ["snappy", "zstd", "gzip", "lz4", "none"]
 
 
@@ -286,7 +286,7 @@ def test_files_of_one_schema_share_its_arrow_schemas(tmp_path):
 
 def test_java_paimon_files():
     """Data files written by Java Paimon 0.9 (parquet-mr 1.13, page index, ZSTD, dictionary)."""
-    with tarfile.open(os.path.join(HERE, "data", "paimon_tables", "java09-append-tables.tar.gz")) as tar:
+    with tarfile.open(os.path.join(DATA, "paimon_tables", "java09-append-tables.tar.gz")) as tar:
         members = [m for m in tar.getmembers() if m.name.endswith(".parquet")]
         assert len(members) >= 8
         rng = np.random.default_rng(1)
@@ -298,7 +298,7 @@ def test_java_paimon_files():
                 for dec in ("kernel", None):
                     got = pr.read_rows(data, pos, page_decoder=dec)
                     assert got.equals(full.take(pa.array(pos))), m.name
-    dv = os.path.join(HERE, "data", "paimon_append_dv", "data-b648e695-0aa3-40fa-99cd-385d9eed838e-0.parquet")
+    dv = os.path.join(DATA, "paimon_append_dv", "data-b648e695-0aa3-40fa-99cd-385d9eed838e-0.parquet")
     s = _check(dv, [0, 10, 999], ["id", "category"])
     assert s.columns_by_page == 2 and not s.fallbacks, s
 

@@ -8,7 +8,7 @@ from paimon_fast.errors import UnsupportedTypeError
 from paimon_fast.fileindex.range_bitmap import NullLiteralError
 from paimon_fast.core.predicate import Leaf, TopN
 from paimon_fast.core.result import BitmapResult
-from vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
+from tests.support.vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
 
 FMT = "range_bitmap"
 NAMES = case_names(FMT)

@@ -9,7 +9,7 @@ import pytest
 import paimon_fast as pf
 from paimon_fast.errors import IndexFormatError
 from paimon_fast.core.predicate import Leaf
-from vectorlib import decode_literal, load_bin, load_case
+from tests.support.vectorlib import decode_literal, load_bin, load_case
 
 CASES = {
     "range_bitmap": [

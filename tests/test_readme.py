@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from test_docs import ROOT, blocks
+from tests.test_docs import ROOT, blocks
 
 README = ROOT / "README.md"
 

@@ -12,7 +12,7 @@ pyspark = pytest.importorskip("pyspark")
 
 from paimon_fast.tables import ParquetDataset  # noqa: E402
 from paimon_fast.tables.deletes import DV_KEY  # noqa: E402
-from test_spark_pipeline import (
+from tests.test_spark_pipeline import (
     COLS,
     OPTIONS,
     answers_in_one_job,
@@ -124,7 +124,7 @@ def test_spark_build_and_delete_while_files_change_under_them(spark, tmp_path):
     changed since is not indexed), the delete's commit merges, the answers are an oracle's."""
     from paimon_fast import spark as pfs
     from paimon_fast.tables import steps
-    from trust_support import DELETE, OPTIONS as TRUST_OPTIONS, Where, deleted_by, expected, make, rewrite
+    from tests.support.trust_support import DELETE, OPTIONS as TRUST_OPTIONS, Where, deleted_by, expected, make, rewrite
 
     where = Where(str(tmp_path / "t"))
     make(where)

@@ -13,12 +13,11 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
-import toy_index  # noqa: E402,F401  (registers the test-only "test-positions" index type)
+import tests.support.toy_index  # noqa: E402,F401  (registers the test-only "test-positions" index type)
 from paimon_fast.tables import CATALOG_NAME, ParquetDataset  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 OPTIONS = {
     "file-index.bloom-filter.columns": "id,name,score",
     "file-index.bloom-filter.id.items": "2000",

@@ -2,7 +2,7 @@
 on the executors (Spark's reader for whole files, the page-level reader in Arrow tasks for files
 read at rows), and the driver read that gives up past its threshold.  Every answer, and every
 count(), equals an oracle that shares no code with the product's filter: pyarrow's plain read of
-the directory, minus the rows the deletes matched, filtered by ``tests/sql_oracle.py``."""
+the directory, minus the rows the deletes matched, filtered by ``tests/support/sql_oracle.py``."""
 
 import os
 
@@ -13,10 +13,10 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
-import sql_oracle  # noqa: E402
+from tests.support import sql_oracle  # noqa: E402
 from paimon_fast.core.sqlpredicate import parse_predicate  # noqa: E402
 from paimon_fast.tables import ParquetDataset  # noqa: E402
-from test_spark_pipeline import COLS, answers_in_one_job, write_dataset  # noqa: E402
+from tests.test_spark_pipeline import COLS, answers_in_one_job, write_dataset  # noqa: E402
 
 pytestmark = pytest.mark.spark
 

@@ -107,7 +107,7 @@ def test_the_session_starts_with_the_quiet_configuration(spark):
 def test_a_running_session_keeps_the_settings_its_owner_chose(spark):
     """session() on a running session applies only what it is asked to: its defaults (8 shuffle
     partitions, no UI) are for a session it starts."""
-    from conftest import SPARK_CONF
+    from tests.conftest import SPARK_CONF
 
     from paimon_fast import spark as pfs
 

@@ -9,7 +9,8 @@ import pytest
 
 from paimon_fast import cli
 from paimon_fast import tableindex as ti
-from vectorlib import DATA, load_bin
+from tests.support.paths import DATA
+from tests.support.vectorlib import load_bin
 
 
 def _inspect(path, capsys):

@@ -9,7 +9,7 @@ import pytest
 
 from paimon_fast import tableindex as ti
 from paimon_fast.errors import IndexFormatError
-from vectorlib import load_bin, manifest
+from tests.support.vectorlib import load_bin, manifest
 
 
 def _corpus():

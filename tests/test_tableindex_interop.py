@@ -7,7 +7,7 @@ import pytest
 
 from paimon_fast import tableindex as ti
 from paimon_fast.reference import tableindex as ref
-from vectorlib import arrow_values, load_bin, manifest
+from tests.support.vectorlib import arrow_values, load_bin, manifest
 
 
 def test_pyiceberg_reads_our_puffin_deletion_vectors(tmp_path):

@@ -11,7 +11,8 @@ from paimon_fast.core import roaring
 from paimon_fast import tableindex as ti
 from paimon_fast.errors import IndexFormatError
 from paimon_fast.reference import tableindex as ref
-from vectorlib import DATA, arrow_values, decode_rows, load_bin, manifest
+from tests.support.paths import DATA
+from tests.support.vectorlib import arrow_values, decode_rows, load_bin, manifest
 
 DV32 = manifest("deletion_vector_32")
 DV64 = manifest("deletion_vector_64")

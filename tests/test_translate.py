@@ -1,5 +1,5 @@
 """The one predicate translator (``paimon_fast/core/translate.py``) and its back ends, checked against
-the independent SQL oracle (``tests/sql_oracle.py``) on a table with nulls, NaN and -0.0: the exact
+the independent SQL oracle (``tests/support/sql_oracle.py``) on a table with nulls, NaN and -0.0: the exact
 Arrow filter and Spark columns (given the schema, so NaN compares as IEEE there too);
 pypaimon's predicates by structure."""
 
@@ -12,7 +12,7 @@ import paimon_fast as pf
 from paimon_fast.core.predicate import Leaf
 from paimon_fast.read.arrow_filter import to_arrow_expression
 from paimon_fast.core.translate import Translator
-from sql_oracle import matching_rows
+from tests.support.sql_oracle import matching_rows
 
 X = [None, -3, 0, 1, 2, 5, 7, 7, 10, None, 4]
 F = [0.5, float("nan"), -0.0, 0.0, None, 2.5, 1e300, -1.5, float("nan"), 3.0, 2.0]

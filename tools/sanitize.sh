@@ -32,5 +32,5 @@ python -m pytest -q -p no:cacheprovider --capture=sys -x -n auto --dist workstea
   tests/test_globalindex_coldpath.py tests/test_parquet_pages.py tests/test_btree_vectors.py tests/test_btree_kernels.py \
   tests/test_btree_fuzz.py tests/test_native_reader.py tests/test_parquet_rows.py
 # ASan reserves terabytes of virtual memory: no address-space limit under it
-python tests/fuzz_scale.py --n "$n" --memory-mb 0 --out "$root/fuzz-failures-asan"
+python tests/support/fuzz_scale.py --n "$n" --memory-mb 0 --out "$root/fuzz-failures-asan"
 echo "sanitizer run: clean"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from trust_support import Where
+from tests.support.trust_support import Where
 
 ROWS = 400  # a file
 FILES = 3  # a partition

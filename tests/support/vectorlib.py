@@ -20,8 +20,7 @@ import pyarrow as pa
 from pyroaring import BitMap, BitMap64
 
 from paimon_fast.core.types import DataType
-
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+from tests.support.paths import DATA
 
 
 def path(fmt: str, name: str) -> str:

@@ -7,9 +7,11 @@ import re
 import shutil
 import tarfile
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "paimon_tables")
-TARBALL = os.path.join(DATA, "java09-append-tables.tar.gz")
-ANSWERS = os.path.join(DATA, "java09-answers.txt")
+from tests.support.paths import DATA
+
+TABLES = os.path.join(DATA, "paimon_tables")
+TARBALL = os.path.join(TABLES, "java09-append-tables.tar.gz")
+ANSWERS = os.path.join(TABLES, "java09-answers.txt")
 
 _ANSWER_RE = re.compile(
     r"^JAVA (\w+) (\w+)='([^']*)': planned files=(\d+) "

@@ -10,20 +10,19 @@ import pyarrow as pa
 import pytest
 
 from paimon_fast.core.predicate import And, Leaf, Or, field
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.support.paths import ROOT
 
 
 def _tables_dir():
     # <repo>/../shared/hudi-tables (CI); a git worktree one level deeper also finds it
     for d in (
         os.environ.get("PAIMON_FAST_HUDI_TABLES"),
-        os.path.join(os.path.dirname(REPO), "shared", "hudi-tables"),
-        os.path.join(os.path.dirname(os.path.dirname(REPO)), "shared", "hudi-tables"),
+        os.path.join(os.path.dirname(ROOT), "shared", "hudi-tables"),
+        os.path.join(os.path.dirname(os.path.dirname(ROOT)), "shared", "hudi-tables"),
     ):
         if d and os.path.isdir(d):
             return d
-    return os.path.join(os.path.dirname(REPO), "shared", "hudi-tables")
+    return os.path.join(os.path.dirname(ROOT), "shared", "hudi-tables")
 
 
 TABLES_DIR = _tables_dir()

@@ -1,7 +1,7 @@
 """Seeded fuzzing of every reader at scale, with a time and memory limit per input.
 
-    python tests/fuzz_scale.py                    # 100,000 mutated inputs per reader (the slow run)
-    python tests/fuzz_scale.py --n 300 --reader bloom --reader bsi
+    python tests/support/fuzz_scale.py            # 100,000 mutated inputs per reader (the slow run)
+    python tests/support/fuzz_scale.py --n 300 --reader bloom --reader bsi
 
 Each reader starts from real vectors (``tests/data``, written by Java), mutates
 them (byte flips, random bytes, insertions, deletions, truncations, splices of
@@ -26,9 +26,10 @@ import tarfile
 import traceback
 import zlib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))
+# run as a script: the checkout on the path (tests.support, and the package where it is not installed)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from tests.support.paths import DATA  # noqa: E402
 
 
 class InputTimeout(Exception):
@@ -39,7 +40,7 @@ class InputTimeout(Exception):
 
 
 def _file_index(itype, fmt, names=None, limit=12):
-    from vectorlib import case_names, load_bin, load_case
+    from tests.support.vectorlib import case_names, load_bin, load_case
 
     seeds = []
     for name in names or case_names(fmt):
@@ -58,7 +59,7 @@ def _exercise_file_index(itype):
     def run(meta, data):
         import paimon_fast as pf
         from paimon_fast.core.types import DataType
-        from vectorlib import decode_literal
+        from tests.support.vectorlib import decode_literal
 
         dtype, options, values = meta
         r = pf.fileindex.reader(itype, dtype, data, options)
@@ -84,7 +85,7 @@ def _exercise_file_index(itype):
 
 
 def _container():
-    from vectorlib import load_bin, load_case
+    from tests.support.vectorlib import load_bin, load_case
 
     c = load_case("file_index_container", "container_basic")
     rt = {f["name"]: f["type"] for f in c["row_type"]}
@@ -107,7 +108,7 @@ def _exercise_container(rt, data):
 
 
 def _global():
-    from vectorlib import case_names, load_bin, load_case
+    from tests.support.vectorlib import case_names, load_bin, load_case
 
     out = []
     for name in case_names("global_bitmap"):
@@ -125,7 +126,7 @@ def _global():
 def _exercise_global(c, data):
     import paimon_fast as pf
     from paimon_fast import globalindex as gi
-    from vectorlib import decode_literal
+    from tests.support.vectorlib import decode_literal
 
     r = gi.reader(c["type"], data, {}, None)
     vals = [v for v in c["values"] if v is not None][:3]
@@ -139,7 +140,7 @@ def _exercise_global(c, data):
 
 
 def _btree():
-    from vectorlib import case_names, load_bin, load_case
+    from tests.support.vectorlib import case_names, load_bin, load_case
 
     out = []
     for name in case_names("global_btree"):
@@ -192,7 +193,7 @@ def recrc_btree(data: bytes) -> bytes:
 def _exercise_btree(c, data):
     import paimon_fast as pf
     from paimon_fast import globalindex as gi
-    from vectorlib import decode_literal
+    from tests.support.vectorlib import decode_literal
 
     for d in (data, recrc_btree(data)):
         try:
@@ -216,7 +217,7 @@ def _exercise_btree(c, data):
 
 
 def _dv():
-    from vectorlib import load_bin, manifest
+    from tests.support.vectorlib import load_bin, manifest
 
     out = []
     m32 = manifest("deletion_vector_32")
@@ -243,7 +244,7 @@ def _exercise_dv(kind, data):
 
 
 def _dv_files():
-    from vectorlib import load_bin, manifest
+    from tests.support.vectorlib import load_bin, manifest
 
     m32 = manifest("deletion_vector_32")
     out = [
@@ -281,9 +282,9 @@ def _exercise_puffin(_, data):
 
 
 def _hash():
-    from vectorlib import load_bin
+    from tests.support.vectorlib import load_bin
 
-    d = os.path.join(HERE, "data", "hash_index")
+    d = os.path.join(DATA, "hash_index")
     return [
         (None, load_bin("hash_index", n))
         for n in sorted(os.listdir(d))
@@ -316,7 +317,7 @@ def _exercise_hudi(_, data):
 
 def _avro():
     out = []
-    tb = os.path.join(HERE, "data", "paimon_tables", "java09-append-tables.tar.gz")
+    tb = os.path.join(DATA, "paimon_tables", "java09-append-tables.tar.gz")
     with tarfile.open(tb) as tf:
         for m in tf.getmembers():
             if "/manifest/manifest-" in m.name and m.isfile() and len(out) < 6:
@@ -361,7 +362,7 @@ def _parquet():
         buf = io.BytesIO()
         pq.write_table(t, buf, data_page_size=256, write_batch_size=32, **kw)
         out.append((None, buf.getvalue()))
-    tb = os.path.join(HERE, "data", "paimon_tables", "java09-append-tables.tar.gz")
+    tb = os.path.join(DATA, "paimon_tables", "java09-append-tables.tar.gz")
     with tarfile.open(tb) as tf:
         for m in tf.getmembers():
             if m.name.endswith(".parquet") and len(out) < 6:
