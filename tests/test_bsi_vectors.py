@@ -6,8 +6,7 @@ import paimon_fast as pf
 from paimon_fast.errors import UnsupportedTypeError
 from paimon_fast.fileindex.bsi import NullLiteralError
 from paimon_fast.core.result import BitmapResult
-from tests.test_range_bitmap_vectors import _leaf
-from tests.support.vectorlib import arrow_values, case_names, decode_rows, load_bin, load_case, manifest
+from tests.support.vectorlib import arrow_values, case_leaf, case_names, decode_rows, load_bin, load_case, manifest
 
 FMT = "bsi"
 NAMES = case_names(FMT)
@@ -35,7 +34,7 @@ def test_reader_answers_like_java(name):
     assert r.row_count == c["row_count"]
     checked = 0
     for p in c["predicates"]:
-        leaf = _leaf(p, r.dtype)
+        leaf = case_leaf(p, r.dtype)
         if "error" in p:
             assert "NullPointerException" in p["error"]
             with pytest.raises(NullLiteralError):

@@ -16,7 +16,7 @@ from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
 from tests.support.sql_oracle import holds
 from paimon_fast.tables.deletes import DV_DIR, DV_KEY
-from tests.test_parquet_dataset import BLOOM, make_dataset
+from tests.support.dataset_support import BLOOM, make_dataset
 
 POSITIONS = dict(BLOOM, **{"file-index.test-positions.columns": "status"})
 

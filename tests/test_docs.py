@@ -39,21 +39,9 @@ from pathlib import Path
 
 import pytest
 from tests.support.paths import ROOT
+from tests.support.docblocks import blocks
 
 PAGES = sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "benchmarks.md")
-_FENCE = re.compile(
-    r"(?:<!--\s*docs-test:\s*(?P<directive>[^>]*?)\s*-->\s*\n)?^```(?P<lang>[\w-]*)[^\n]*\n(?P<code>.*?)^```",
-    re.S | re.M,
-)
-
-
-def blocks(page: Path):
-    """(language, code, directives) of every fenced block of a page, in order."""
-    out = []
-    for m in _FENCE.finditer(page.read_text()):
-        directives = dict(d.partition("=")[::2] for d in (m.group("directive") or "").split() if d)
-        out.append((m.group("lang"), m.group("code"), directives))
-    return out
 
 
 def _first_spark_block(page: Path):

@@ -13,12 +13,8 @@ from paimon_fast.tables import globalindex as sb
 from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
 from tests.support.sql_oracle import holds
+from tests.support.globalindex_support import FILE_OPTIONS, write_dataset
 
-FILE_OPTIONS = {
-    "file-index.bloom-filter.columns": "id",
-    "file-index.bloom-filter.id.items": "1000",
-    "file-index.bitmap.columns": "status",
-}
 GI_OPTIONS = {"bitmap-index.dictionary-block-size": "128b"}
 
 PREDICATES = [
@@ -44,28 +40,6 @@ PREDICATES = [
     "tag IN ('t01', 't02') AND num IS NULL",
     "NOT (tag = 't07' OR num >= 0)",
 ]
-
-
-def write_dataset(root, seed=5):
-    rng = np.random.default_rng(seed)
-    layout = [("a/part-0.parquet", 700), ("a/part-1.parquet", 500), ("b.parquet", 900), ("c/d/e.parquet", 300)]
-    start = 0
-    for rel, n in layout:
-        tags = [None if rng.random() < 0.04 else f"t{int(rng.integers(0, 60)):02d}" for _ in range(n)]
-        nums = [None if rng.random() < 0.04 else int(rng.integers(-500, 500)) for _ in range(n)]
-        t = pa.table(
-            {
-                "id": np.arange(start, start + n, dtype=np.int64),
-                "tag": pa.array(tags, pa.string()),
-                "num": pa.array(nums, pa.int32()),
-                "status": pa.array([["new", "paid", "sent"][int(x)] for x in rng.integers(0, 3, n)]),
-            }
-        )
-        start += n
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(t, str(p), row_group_size=256)
-    return str(root)
 
 
 def full_answer(root, text):

@@ -14,7 +14,7 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark (the 'spark' extra) is not installed")
 
-from tests.test_globalindex_pruning import FILE_OPTIONS, write_dataset  # noqa: E402
+from tests.support.globalindex_support import FILE_OPTIONS, write_dataset  # noqa: E402
 
 pytestmark = pytest.mark.spark
 

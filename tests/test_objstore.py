@@ -12,6 +12,7 @@ import pytest
 from paimon_fast.io import fs
 from paimon_fast.io.fs import CommitConflictError, CommitFile, IOCounter
 from paimon_fast.io.fsutil import Chunks
+from tests.support.objstore_support import OPTIONS, PREDICATES, oracle, paimon_catalog, write_dataset
 
 
 @pytest.fixture(autouse=True)
@@ -187,71 +188,8 @@ def test_local_listing_walks_like_os_walk(tmp_path):
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
-import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-
 import paimon_fast as pf  # noqa: E402
 from paimon_fast.tables import ParquetDataset  # noqa: E402
-
-OPTIONS = {
-    "file-index.bloom-filter.columns": "id",
-    "file-index.bloom-filter.id.items": "800",
-    "file-index.bitmap.columns": "status",
-    "file-index.in-manifest-threshold": "64",
-}
-PREDICATES = [
-    "id = 1234",
-    "status = 'paid' AND id < 900",
-    "id IN (5, 4000, 99999)",
-    "status IS NULL OR region = 'us'",
-    "name = 'eu1-3'",
-]
-
-
-def write_dataset(root, rows=800, seed=7):
-    rng = np.random.default_rng(seed)
-    i = 0
-    for region in ("eu", "us"):
-        d = os.path.join(root, f"region={region}")
-        os.makedirs(d, exist_ok=True)
-        for k in range(3):
-            ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
-            pq.write_table(
-                pa.table(
-                    {
-                        "id": ids,
-                        "name": pa.array([f"{region}{i}-{j % 7}" for j in range(rows)]),
-                        "status": pa.array([["new", "paid", "sent", None][int(x)] for x in rng.integers(0, 4, rows)]),
-                        "score": np.round(rng.uniform(0, 100, rows), 1),
-                    }
-                ),
-                os.path.join(d, f"part-{k}.parquet"),
-                row_group_size=200,
-            )
-            i += 1
-    return root
-
-
-def oracle(root, where):
-    """The rows where ``where`` holds, from a full pyarrow read filtered by pyarrow.compute
-    (the SQL text parsed to an Arrow expression by hand, not by the product's filter)."""
-    import pyarrow.compute as pc
-    import pyarrow.dataset as pads
-
-    paths = sorted(os.path.join(d, f) for d, _, fs_ in os.walk(root) for f in fs_ if f.endswith(".parquet"))
-    t = pads.dataset(paths, format="parquet", partitioning="hive", partition_base_dir=root).to_table()
-    c = {n: pc.field(n) for n in t.column_names}
-    expr = {
-        "id = 1234": c["id"] == 1234,
-        "status = 'paid' AND id < 900": (c["status"] == "paid") & (c["id"] < 900),
-        "id IN (5, 4000, 99999)": c["id"].isin([5, 4000, 99999]),
-        "status IS NULL OR region = 'us'": c["status"].is_null() | (c["region"] == "us"),
-        "name = 'eu1-3'": c["name"] == "eu1-3",
-        "status = 'sent'": c["status"] == "sent",
-        "name = 'us4-2'": c["name"] == "us4-2",
-    }[where]
-    return sorted(t.filter(expr).column("id").to_pylist())
 
 
 @pytest.fixture
@@ -524,22 +462,6 @@ def test_hudi_killed_build_on_s3_and_gc(tmp_path, s3_server, capsys):
 # ---------------------------------------------------------------- Paimon tables on S3 (pypaimon)
 
 
-def _paimon_catalog(s3_server, bucket):
-    from pypaimon import CatalogFactory
-    from tests.support.s3_support import KEY, REGION, SECRET
-
-    return CatalogFactory.create(
-        {
-            "warehouse": f"s3://{bucket}/wh",
-            "fs.s3.endpoint": s3_server.endpoint_url,
-            "fs.s3.accessKeyId": KEY,
-            "fs.s3.accessKeySecret": SECRET,
-            "fs.s3.region": REGION,
-            "fs.s3.path-style-access": "true",
-        }
-    )
-
-
 def _rows(t):
     cols = sorted(t.column_names)
     return sorted(tuple(repr(r[c]) for c in cols) for r in t.select(cols).to_pylist())
@@ -556,7 +478,7 @@ def test_paimon_tables_on_s3_read_with_index_equal_local(tmp_path, s3_server):
     wh = unpack_java09(tmp_path / "wh")
     bucket = s3_server.new_bucket()
     s3_server.upload_dir(wh, bucket, "wh")
-    lc, sc = catalog(wh), _paimon_catalog(s3_server, bucket)
+    lc, sc = catalog(wh), paimon_catalog(s3_server, bucket)
     checked = 0
     for t, c, v, planned, rows in java_answers():
         pred = pf.field(c) == v
@@ -585,7 +507,7 @@ def test_paimon_rewrite_and_global_index_on_s3_equal_local(tmp_path, s3_server):
     bucket = s3_server.new_bucket()
     lwh = str(tmp_path / "lwh")
     tables = {"local": create_sample_table(lwh, options=opts, files=3, n=500)}
-    sc = _paimon_catalog(s3_server, bucket)
+    sc = paimon_catalog(s3_server, bucket)
     create_sample_table.__globals__["catalog"] = lambda wh: sc if wh == "S3" else catalog(wh)
     try:
         tables["s3"] = create_sample_table("S3", options=opts, files=3, n=500)

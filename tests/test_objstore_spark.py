@@ -7,7 +7,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 from paimon_fast.tables import ParquetDataset  # noqa: E402
-from tests.test_objstore import OPTIONS, PREDICATES, oracle, write_dataset  # noqa: E402
+from tests.support.objstore_support import OPTIONS, PREDICATES, oracle, paimon_catalog, write_dataset  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -84,13 +84,12 @@ def test_paimon_global_index_built_on_spark_on_s3(spark, s3_server):
     import paimon_fast as pf
     from paimon_fast.paimon import create_global_index, read_with_index
     from tests.support.paimon_helpers import create_sample_table
-    from tests.test_objstore import _paimon_catalog
 
     opts = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
     got = []
     for use_spark in (False, True):
         bucket = s3_server.new_bucket()
-        sc = _paimon_catalog(s3_server, bucket)
+        sc = paimon_catalog(s3_server, bucket)
         create_sample_table.__globals__["catalog"], saved = (lambda wh: sc), create_sample_table.__globals__["catalog"]
         try:
             create_sample_table("S3", options=opts, files=3, n=500)

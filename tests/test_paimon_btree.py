@@ -25,29 +25,29 @@ from paimon_fast.paimon import read_with_index, top_n  # noqa: E402
 from paimon_fast.paimon.globalindex import create_global_index  # noqa: E402
 from paimon_fast.read.topn import TopNReport  # noqa: E402
 
-from tests.test_paimon_globalindex import (
+from tests.support.paimon_globalindex_support import (  # noqa: E402
     CASES,
     DATA_EVOLUTION,
     KEY_TYPES,
     ROW_TRACKING,
-    _answered,
-    _append,  # noqa: E402
-    _batch,
-    _expect,
-    _ids,
-    _index_entries,
-    _make,
-    _range_files,
-    _rows,
-    _table,
-    _with_options,
+    append_batch,
+    color_batch,
+    color_index_answers,
+    color_table,
+    expected_ids,
+    index_entries,
+    new_table,
+    range_files,
+    sorted_ids,
+    table_rows,
+    with_options,
 )
 
 RPR = {"sorted-index.records-per-range": "60"}
 
 
 def _btree_entries(cat, name):
-    return [e for e in _index_entries(cat, name) if e.index_file.index_type == "btree"]
+    return [e for e in index_entries(cat, name) if e.index_file.index_type == "btree"]
 
 
 def test_rotated_btree_files_equal_one_writer_per_chunk():
@@ -69,7 +69,7 @@ def test_rotated_btree_files_equal_one_writer_per_chunk():
 
 @pytest.mark.parametrize("options", [DATA_EVOLUTION, ROW_TRACKING], ids=["data-evolution", "row-tracking"])
 def test_build_then_read_matches_oracle(tmp_path, options):
-    cat, name = _table(tmp_path, options)
+    cat, name = color_table(tmp_path, options)
     snap = cat.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id
     added = create_global_index(cat.get_table(f"db.{name}"), "color", "btree", options=RPR)
     entries = _btree_entries(cat, name)
@@ -82,15 +82,15 @@ def test_build_then_read_matches_oracle(tmp_path, options):
         # Java's DataEvolutionIndexSourceMeta of the scanned snapshot
         assert m.source_meta == struct.pack(">iiq", 0x44454958, 1, snap)
     assert covered == set(range(600))
-    rows = _rows(cat, name)
+    rows = table_rows(cat, name)
     t = cat.get_table(f"db.{name}")
     for fast in (True, False):  # the fast path and pypaimon's planner + reader
         for make, fn in CASES:
             got, rep = read_with_index(t, make(), fast=fast)
             assert rep.fast_path == fast, rep.fallback_reason
-            assert _ids(got) == _expect(rows, fn), make()
+            assert sorted_ids(got) == expected_ids(rows, fn), make()
     got, report = read_with_index(t, pf.field("color") == "red")
-    want = len(_expect(rows, lambda r: r["color"] == "red"))
+    want = len(expected_ids(rows, lambda r: r["color"] == "red"))
     assert report.global_indexes == [
         f"color (btree, {added} files over {len({e.index_file.global_index_meta.row_range_start for e in entries})} "
         f"row ranges, {want} rows selected)"
@@ -100,35 +100,35 @@ def test_build_then_read_matches_oracle(tmp_path, options):
 
 @pytest.mark.parametrize("mode", ["fast", "full", "detail"])
 def test_search_modes_after_append(tmp_path, mode):
-    cat, name = _table(tmp_path, DATA_EVOLUTION, commits=2)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION, commits=2)
     create_global_index(cat.get_table(f"db.{name}"), "color", "btree")
-    indexed = {r["id"] for r in _rows(cat, name)}
-    _append(cat, name, _batch(2))
-    rows = _rows(cat, name)
-    t = _with_options(cat, name, {"scalar-index.search-mode": mode})
+    indexed = {r["id"] for r in table_rows(cat, name)}
+    append_batch(cat, name, color_batch(2))
+    rows = table_rows(cat, name)
+    t = with_options(cat, name, {"scalar-index.search-mode": mode})
     for fast in (True, False):
         for make, fn in CASES:
             got, rep = read_with_index(t, make(), fast=fast)
             pred = make()
-            only = indexed if mode == "fast" and _answered(pred) else None
-            assert _ids(got) == _expect(rows, fn, only), (mode, pred)
+            only = indexed if mode == "fast" and color_index_answers(pred) else None
+            assert sorted_ids(got) == expected_ids(rows, fn, only), (mode, pred)
 
 
 def test_bitmap_and_btree_on_one_column_and_on_two_columns(tmp_path):
     """A field's bitmap and btree indexes (over different row ranges) are united, as Java's
     UnionGlobalIndexReader does; indexes of two columns meet under AND / OR."""
-    cat, name = _table(tmp_path, DATA_EVOLUTION, commits=2)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION, commits=2)
     assert create_global_index(cat.get_table(f"db.{name}"), "color", "bitmap") > 0
-    _append(cat, name, _batch(2))
+    append_batch(cat, name, color_batch(2))
     assert create_global_index(cat.get_table(f"db.{name}"), "color", "btree") > 0  # the appended range only
     assert create_global_index(cat.get_table(f"db.{name}"), "n", "btree", options=RPR) > 0
     kinds = {
         (e.index_file.index_type, e.index_file.global_index_meta.row_range_start)
-        for e in _index_entries(cat, name)
+        for e in index_entries(cat, name)
         if e.index_file.global_index_meta.index_field_id == 1
     }
     assert {k for k, _ in kinds} == {"bitmap", "btree"}
-    rows = _rows(cat, name)
+    rows = table_rows(cat, name)
     t = cat.get_table(f"db.{name}")
     checks = [
         (pf.field("color") == "red", lambda r: r["color"] == "red"),
@@ -146,11 +146,11 @@ def test_bitmap_and_btree_on_one_column_and_on_two_columns(tmp_path):
     for fast in (True, False):
         for pred, fn in checks:
             got, rep = read_with_index(t, pred, fast=fast)
-            assert _ids(got) == _expect(rows, fn), pred
+            assert sorted_ids(got) == expected_ids(rows, fn), pred
     _, rep = read_with_index(t, pf.field("color") == "red")
     assert {u.split(",")[0] for u in rep.global_indexes} == {"color (bitmap", "color (btree"}
     # both cover the whole table: the answer selects only red rows
-    assert rep.rows_selected == len(_expect(rows, lambda r: r["color"] == "red"))
+    assert rep.rows_selected == len(expected_ids(rows, lambda r: r["color"] == "red"))
 
 
 def test_nearly_unique_files_are_grouped_together_with_the_same_bytes(tmp_path, monkeypatch):
@@ -173,42 +173,42 @@ def test_nearly_unique_files_are_grouped_together_with_the_same_bytes(tmp_path, 
         for name, fn in (("a", spy), ("b", lambda *a: False)):
             monkeypatch.setattr(gformat, "nearly_unique", fn)
             monkeypatch.setattr(ggroups, "nearly_unique", fn)  # read there by group_column_parallel
-            cat, t = _table(tmp_path / f"{itype}{name}", DATA_EVOLUTION, commits=3, partitioned=False)
+            cat, t = color_table(tmp_path / f"{itype}{name}", DATA_EVOLUTION, commits=3, partitioned=False)
             assert create_global_index(cat.get_table(f"db.{t}"), "id", itype, options=RPR) > 0
-            out.append(_range_files(cat, t, str(tmp_path / f"{itype}{name}" / "wh")))
+            out.append(range_files(cat, t, str(tmp_path / f"{itype}{name}" / "wh")))
         assert out[0] == out[1] and calls
-        rows = _rows(cat, t)
+        rows = table_rows(cat, t)
         got, _ = read_with_index(cat.get_table(f"db.{t}"), pf.field("id").isin([3, 250, 599]))
-        assert _ids(got) == [3, 250, 599] == _expect(rows, lambda r: r["id"] in (3, 250, 599))
+        assert sorted_ids(got) == [3, 250, 599] == expected_ids(rows, lambda r: r["id"] in (3, 250, 599))
 
 
 def test_scan_limit_refuses_ranges_and_rows_stay_exact(tmp_path):
     """btree-index.fallback-scan-max-size = 0 b: ranges are not answered by the index (Java
     refuses them), equality still is; the rows are the oracle's either way."""
-    cat, name = _table(tmp_path, DATA_EVOLUTION, commits=2)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION, commits=2)
     create_global_index(cat.get_table(f"db.{name}"), "n", "btree")
-    rows = _rows(cat, name)
-    t = _with_options(cat, name, {"btree-index.fallback-scan-max-size": "0 b"})
+    rows = table_rows(cat, name)
+    t = with_options(cat, name, {"btree-index.fallback-scan-max-size": "0 b"})
     got, rep = read_with_index(t, pf.field("n") < 3)
-    assert _ids(got) == _expect(rows, lambda r: r["n"] is not None and r["n"] < 3) and not rep.global_indexes
+    assert sorted_ids(got) == expected_ids(rows, lambda r: r["n"] is not None and r["n"] < 3) and not rep.global_indexes
     got, rep = read_with_index(t, pf.field("n") == 3)
-    assert _ids(got) == _expect(rows, lambda r: r["n"] == 3) and rep.global_indexes
+    assert sorted_ids(got) == expected_ids(rows, lambda r: r["n"] == 3) and rep.global_indexes
 
 
 def test_every_key_type(tmp_path):
     import random as _r
 
     schema = pa.schema([("id", pa.int64())] + [(n, t) for n, t, _, _ in KEY_TYPES])
-    cat = _make(str(tmp_path / "wh"), "k", schema, DATA_EVOLUTION)
+    cat = new_table(str(tmp_path / "wh"), "k", schema, DATA_EVOLUTION)
     rnd = _r.Random(4)
     for k in range(2):
         cols = {"id": pa.array(range(k * 120, (k + 1) * 120), pa.int64())}
         for n, t, gen, _ in KEY_TYPES:
             cols[n] = pa.array([None if rnd.random() < 0.1 else gen(rnd) for _ in range(120)], t)
-        _append(cat, "k", pa.table(cols, schema=schema))
+        append_batch(cat, "k", pa.table(cols, schema=schema))
     for n, _, _, _ in KEY_TYPES:
         assert create_global_index(cat.get_table("db.k"), n, "btree") > 0, n
-    rows = _rows(cat, "k")
+    rows = table_rows(cat, "k")
     t = cat.get_table("db.k")
     for n, _, _, probe in KEY_TYPES:
         for pred, fn in [
@@ -217,12 +217,12 @@ def test_every_key_type(tmp_path):
             (pf.field(n).not_between(probe, probe), lambda r, n=n, v=probe: r[n] is not None and r[n] != v),
         ]:
             got, report = read_with_index(t, pred)
-            assert _ids(got) == _expect(rows, fn), (n, pred)
+            assert sorted_ids(got) == expected_ids(rows, fn), (n, pred)
             assert any(u.startswith(n + " (btree") for u in report.global_indexes), (n, report.global_indexes)
 
 
 def test_killed_build_commits_nothing_and_a_second_build_adds_nothing(tmp_path, monkeypatch):
-    cat, name = _table(tmp_path, DATA_EVOLUTION, commits=2)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION, commits=2)
     snap = cat.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id
     calls = []
     real = pgi._write_index_file
@@ -239,14 +239,14 @@ def test_killed_build_commits_nothing_and_a_second_build_adds_nothing(tmp_path, 
             cat.get_table(f"db.{name}"), "color", "btree", options={"sorted-index.records-per-range": "30"}
         )
     assert cat.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id == snap
-    assert _index_entries(cat, name) == []
+    assert index_entries(cat, name) == []
     index_dir = os.path.join(str(tmp_path / "wh"), "db.db", name, "index")
     assert not os.path.isdir(index_dir) or os.listdir(index_dir) == []
     monkeypatch.undo()
     first = create_global_index(cat.get_table(f"db.{name}"), "color", "btree")
     assert first > 0 and create_global_index(cat.get_table(f"db.{name}"), "color", "btree") == 0
     assert len(_btree_entries(cat, name)) == first
-    _append(cat, name, _batch(2))
+    append_batch(cat, name, color_batch(2))
     before = {e.index_file.file_name for e in _btree_entries(cat, name)}
     assert create_global_index(cat.get_table(f"db.{name}"), "color", "btree") > 0  # the appended rows only
     new = [e.index_file.global_index_meta for e in _btree_entries(cat, name) if e.index_file.file_name not in before]
@@ -256,7 +256,7 @@ def test_killed_build_commits_nothing_and_a_second_build_adds_nothing(tmp_path, 
 def test_cli_create_global_index_btree(tmp_path, capsys):
     from paimon_fast.cli import main
 
-    cat, name = _table(tmp_path, DATA_EVOLUTION, commits=2)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION, commits=2)
     rc = main(
         [
             "paimon",
@@ -277,9 +277,9 @@ def test_cli_create_global_index_btree(tmp_path, capsys):
     f = BTreeIndexFile(KeyCodec("INT"), os.path.join(root, entries[0].index_file.file_name))
     # the option reached the writer: a file this small is one block at the default 64 kb
     assert f.block_count() > 1 and f.size < 2048
-    rows = _rows(cat, name)
+    rows = table_rows(cat, name)
     got, _ = read_with_index(cat.get_table(f"db.{name}"), pf.field("n") >= 7)
-    assert _ids(got) == _expect(rows, lambda r: r["n"] is not None and r["n"] >= 7)
+    assert sorted_ids(got) == expected_ids(rows, lambda r: r["n"] is not None and r["n"] >= 7)
 
 
 @pytest.mark.parametrize(
@@ -288,11 +288,11 @@ def test_cli_create_global_index_btree(tmp_path, capsys):
     ids=["de-fast", "de-full", "row-tracking"],
 )
 def test_top_n_from_the_btree_index(tmp_path, options):
-    cat, name = _table(tmp_path, options, commits=2)
+    cat, name = color_table(tmp_path, options, commits=2)
     create_global_index(cat.get_table(f"db.{name}"), "n", "btree", options=RPR)
-    indexed = {r["id"] for r in _rows(cat, name)}
-    _append(cat, name, _batch(2))
-    rows = _rows(cat, name)
+    indexed = {r["id"] for r in table_rows(cat, name)}
+    append_batch(cat, name, color_batch(2))
+    rows = table_rows(cat, name)
     fast_mode = options.get("data-evolution.enabled") and options.get("scalar-index.search-mode", "fast") == "fast"
     pool = [r for r in rows if r["id"] in indexed] if fast_mode else rows
     for desc in (True, False):
@@ -324,16 +324,16 @@ def rows_by_id(rows, got):
 def test_our_reads_use_pypaimons_btree_index(tmp_path):
     """pypaimon 2.1 builds a btree index (its default type): our fast path and the pypaimon
     path both answer from it (no deferring to pypaimon any more) with the oracle's rows."""
-    cat, name = _table(tmp_path, DATA_EVOLUTION, commits=2)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION, commits=2)
     assert cat.get_table(f"db.{name}").create_global_index("color") > 0  # pypaimon's default: btree
-    assert {e.index_file.index_type for e in _index_entries(cat, name)} == {"btree"}
-    rows = _rows(cat, name)
+    assert {e.index_file.index_type for e in index_entries(cat, name)} == {"btree"}
+    rows = table_rows(cat, name)
     t = cat.get_table(f"db.{name}")
     for fast in (True, False):
         for make, fn in CASES:
             got, rep = read_with_index(t, make(), fast=fast)
             assert rep.fast_path == fast, rep.fallback_reason
-            assert _ids(got) == _expect(rows, fn), make()
+            assert sorted_ids(got) == expected_ids(rows, fn), make()
     _, rep = read_with_index(t, pf.field("color") == "blue")
     assert rep.global_indexes and rep.global_indexes[0].startswith("color (btree")
     assert create_global_index(t, "color", "btree") == 0  # nothing left to index after pypaimon's build
@@ -347,8 +347,8 @@ def test_pypaimon_scan_uses_our_btree_index(tmp_path, column, values, compressio
     """Our files (Java's bytes, compressed blocks included) answer pypaimon 2.1's own scan."""
     from pypaimon.globalindex.indexed_split import IndexedSplit
 
-    cat, name = _table(tmp_path, DATA_EVOLUTION, commits=2)
-    rows = _rows(cat, name)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION, commits=2)
+    rows = table_rows(cat, name)
     opts = {**RPR, "btree-index.compression": compression, "btree-index.block-size": "1kb"}
     assert create_global_index(cat.get_table(f"db.{name}"), column, "btree", options=opts) > 0
     if compression != "none":  # the blocks that save an eighth are stored compressed
@@ -370,44 +370,44 @@ def test_pypaimon_scan_uses_our_btree_index(tmp_path, column, values, compressio
             rb = rb.with_filter(make(rb.new_predicate_builder()))
             splits = rb.new_scan().plan().splits()
             assert all(isinstance(s, IndexedSplit) for s in splits)  # pypaimon planned from our index
-            assert _ids(rb.new_read().to_arrow(splits)) == _expect(rows, fn), v
+            assert sorted_ids(rb.new_read().to_arrow(splits)) == expected_ids(rows, fn), v
 
 
 def test_pypaimon_bloom_filter_files_are_read(tmp_path):
     """pypaimon can write a bloom filter into its btree files (Java's writer never does): our
     reader checks it and answers with the oracle's rows."""
-    cat, name = _table(tmp_path, DATA_EVOLUTION, commits=2)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION, commits=2)
     t = cat.get_table(f"db.{name}").copy({"btree-index.bloom-filter.enabled": "true"})
     assert t.create_global_index("color", index_type="btree") > 0
     root = os.path.join(str(tmp_path / "wh"), "db.db", name, "index")
     files = [
-        BTreeIndexFile(KeyCodec("STRING"), os.path.join(root, e.index_file.file_name))
-        for e in _index_entries(cat, name)
+        BTreeIndexFile(KeyCodec("STRING"), os.path.join(root, e.index_file.file_name)) for e in index_entries(cat, name)
     ]
     assert all(f.footer.has_bloom for f in files)
     assert not any(f.may_contain(b"no such colour") for f in files)
-    rows = _rows(cat, name)
+    rows = table_rows(cat, name)
     for v in ["red", "nope"]:
         got, rep = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == v)
-        assert _ids(got) == _expect(rows, lambda r: r["color"] == v) and rep.global_indexes
+        assert sorted_ids(got) == expected_ids(rows, lambda r: r["color"] == v) and rep.global_indexes
 
 
 @pytest.mark.spark
 def test_spark_build_equals_in_process_build(tmp_path, spark):
-    cat_a, name = _table(tmp_path / "a", DATA_EVOLUTION, commits=3)
-    cat_b, _ = _table(tmp_path / "b", DATA_EVOLUTION, commits=3)
+    cat_a, name = color_table(tmp_path / "a", DATA_EVOLUTION, commits=3)
+    cat_b, _ = color_table(tmp_path / "b", DATA_EVOLUTION, commits=3)
     opts = {"sorted-index.records-per-range": "70", "btree-index.compression": "zstd"}
     snap = cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id
     na = create_global_index(cat_a.get_table(f"db.{name}"), "color", "btree", options=opts)
     nb = create_global_index(cat_b.get_table(f"db.{name}"), "color", "btree", options=opts, spark=spark)
     assert na == nb > 0
     assert cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id == snap + 1  # one commit
-    assert _range_files(cat_a, name, str(tmp_path / "a" / "wh")) == _range_files(
-        cat_b, name, str(tmp_path / "b" / "wh")
-    )
-    rows = _rows(cat_b, name)
+    assert range_files(cat_a, name, str(tmp_path / "a" / "wh")) == range_files(cat_b, name, str(tmp_path / "b" / "wh"))
+    rows = table_rows(cat_b, name)
     got, report = read_with_index(cat_b.get_table(f"db.{name}"), pf.field("color") > "m")
-    assert _ids(got) == _expect(rows, lambda r: r["color"] is not None and r["color"] > "m") and report.global_indexes
+    assert (
+        sorted_ids(got) == expected_ids(rows, lambda r: r["color"] is not None and r["color"] > "m")
+        and report.global_indexes
+    )
     assert create_global_index(cat_b.get_table(f"db.{name}"), "color", "btree", spark=spark) == 0
 
 

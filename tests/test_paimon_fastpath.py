@@ -263,7 +263,7 @@ def test_plan_cache_not_fooled_by_a_recreated_table(tmp_path):
 
 def test_64bit_deletion_vector(tmp_path_factory, tmp_path):
     """The 64-bit DV table of test_paimon_deletion, read by the fast path."""
-    from tests.test_paimon_deletion import rewrite_dv_as_64bit
+    from tests.support.paimon_helpers import rewrite_dv_as_64bit
 
     wh = unpack_java09(tmp_path_factory.mktemp("fast64"))
     copy_table(wh, str(tmp_path), "append_dv")
@@ -332,7 +332,7 @@ def test_lean_avro_reader_fuzz(java09):
 # ---------------------------------------------------------------- merge-read PK splits, 64-bit DVs
 def _pk_dv_64(tmp_path, wh):
     """pk_dv (Java 0.9) with its deletion vector rewritten as a 64-bit one."""
-    from tests.test_paimon_deletion import rewrite_dv_as_64bit
+    from tests.support.paimon_helpers import rewrite_dv_as_64bit
 
     copy_table(wh, str(tmp_path), "pk_dv")
     root = os.path.join(str(tmp_path), "db.db", "pk_dv")

@@ -6,7 +6,6 @@ filters.
 """
 
 import datetime
-import decimal
 import os
 import random
 
@@ -25,92 +24,25 @@ from paimon_fast.paimon import globalindex_build as pgb  # noqa: E402
 from paimon_fast.paimon import plan_with_index, read_with_index  # noqa: E402
 from paimon_fast.paimon.globalindex import create_global_index  # noqa: E402
 
-from tests.support.paimon_helpers import catalog  # noqa: E402
-
-ROW_TRACKING = {"row-tracking.enabled": "true"}
-DATA_EVOLUTION = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
-COLORS = ["red", "green", "blue", "cyan", "magenta", "yellow", "black"]
-
-
-def _make(wh, name, schema, options, partition_keys=None):
-    from pypaimon import Schema
-
-    cat = catalog(wh)
-    cat.create_database("db", True)
-    cat.create_table(
-        f"db.{name}",
-        Schema.from_pyarrow_schema(schema, partition_keys=partition_keys, options={"bucket": "-1", **options}),
-        False,
-    )
-    return cat
-
-
-def _append(cat, name, batch):
-    t = cat.get_table(f"db.{name}")
-    wb = t.new_batch_write_builder()
-    w = wb.new_write()
-    c = wb.new_commit()
-    w.write_arrow(batch)
-    c.commit(w.prepare_commit())
-    w.close()
-    c.close()
-
-
-SCHEMA = pa.schema([("id", pa.int64()), ("color", pa.string()), ("n", pa.int32()), ("p", pa.string())])
-
-
-def _batch(k, n=200, seed=0):
-    rnd = random.Random(seed * 1000 + k)
-    ids = range(k * n, (k + 1) * n)
-    return pa.table(
-        {
-            "id": pa.array(list(ids), pa.int64()),
-            "color": [None if rnd.random() < 0.05 else rnd.choice(COLORS) for _ in ids],
-            "n": pa.array([None if rnd.random() < 0.05 else rnd.randrange(0, 9) for _ in ids], pa.int32()),
-            "p": ["x" if i % 3 else "y" for i in ids],
-        },
-        schema=SCHEMA,
-    )
-
-
-def _table(tmp_path, options, commits=3, partitioned=True, name="t", n=200):
-    wh = str(tmp_path / "wh")
-    cat = _make(wh, name, SCHEMA, options, ["p"] if partitioned else None)
-    for k in range(commits):
-        _append(cat, name, _batch(k, n))
-    return cat, name
-
-
-def _rows(cat, name):
-    t = cat.get_table(f"db.{name}")
-    rb = t.new_read_builder()
-    return rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist()
-
-
-def _ids(arrow):
-    return sorted(arrow.column("id").to_pylist())
-
-
-# plain-Python oracles: (predicate, row -> bool); None compares as SQL (no match)
-CASES = [
-    (lambda: pf.field("color") == "red", lambda r: r["color"] == "red"),
-    (lambda: pf.field("color").isin(["blue", "cyan", "nope"]), lambda r: r["color"] in ("blue", "cyan")),
-    (lambda: pf.field("color") != "red", lambda r: r["color"] is not None and r["color"] != "red"),
-    (lambda: pf.field("color").is_null(), lambda r: r["color"] is None),
-    (lambda: pf.field("color").is_not_null(), lambda r: r["color"] is not None),
-    (lambda: pf.field("color") < "cyan", lambda r: r["color"] is not None and r["color"] < "cyan"),
-    (lambda: pf.field("color").startswith("b"), lambda r: r["color"] is not None and r["color"].startswith("b")),
-    (lambda: (pf.field("color") == "red") & (pf.field("id") < 300), lambda r: r["color"] == "red" and r["id"] < 300),
-    (lambda: (pf.field("color") == "red") | (pf.field("color") == "black"), lambda r: r["color"] in ("red", "black")),
-    (lambda: (pf.field("color") == "red") | (pf.field("id") == 7), lambda r: r["color"] == "red" or r["id"] == 7),
-    (lambda: (pf.field("color") == "green") & (pf.field("n") == 3), lambda r: r["color"] == "green" and r["n"] == 3),
-    (lambda: pf.field("n").between(2, 4), lambda r: r["n"] is not None and 2 <= r["n"] <= 4),
-    (lambda: (pf.field("p") == "y") & (pf.field("color") == "blue"), lambda r: r["p"] == "y" and r["color"] == "blue"),
-]
-
-
-def _expect(rows, fn, only_ids=None):
-    return sorted(r["id"] for r in rows if fn(r) and (only_ids is None or r["id"] in only_ids))
+from tests.support.paimon_globalindex_support import (  # noqa: E402
+    CASES,
+    COLORS,
+    DATA_EVOLUTION,
+    KEY_TYPES,
+    ROW_TRACKING,
+    SCHEMA,
+    append_batch,
+    color_batch,
+    color_index_answers,
+    color_table,
+    expected_ids,
+    index_entries,
+    new_table,
+    range_files,
+    sorted_ids,
+    table_rows,
+    with_options,
+)
 
 
 # ------------------------------------------------------------------ file layout
@@ -162,28 +94,16 @@ def test_records_per_range_option():
         pgi.records_per_file({"sorted-index.records-per-range": "0"})
 
 
-# ------------------------------------------------------------------ build + read
-def _index_entries(cat, name):
-    from pypaimon.index.index_file_handler import IndexFileHandler
-
-    t = cat.get_table(f"db.{name}")
-    return [
-        e
-        for e in IndexFileHandler(t).scan(t.snapshot_manager().get_latest_snapshot())
-        if e.index_file.global_index_meta is not None
-    ]
-
-
 @pytest.mark.parametrize(
     "options",
     [DATA_EVOLUTION, ROW_TRACKING, {**ROW_TRACKING, "deletion-vectors.enabled": "true"}],
     ids=["data-evolution", "row-tracking", "row-tracking+dv"],
 )
 def test_build_then_read_matches_oracle(tmp_path, options):
-    cat, name = _table(tmp_path, options)
+    cat, name = color_table(tmp_path, options)
     t = cat.get_table(f"db.{name}")
     added = create_global_index(t, "color", options={"sorted-index.records-per-range": "40"})
-    entries = _index_entries(cat, name)
+    entries = index_entries(cat, name)
     assert added == len(entries) > 0
     # one entry per file, all of the indexed field, row ranges within the table's rows
     ranges = {
@@ -194,14 +114,14 @@ def test_build_then_read_matches_oracle(tmp_path, options):
         covered |= set(range(a, b + 1))
     assert covered == set(range(600))
     assert all(e.index_file.row_count <= 48 for e in entries)
-    rows = _rows(cat, name)
+    rows = table_rows(cat, name)
     t = cat.get_table(f"db.{name}")
     for fast in (True, False):  # the fast path and pypaimon's planner + reader
         for make, fn in CASES:
             got, rep_ = read_with_index(t, make(), fast=fast)
             assert rep_.fast_path == fast, rep_.fallback_reason
-            assert _ids(got) == _expect(rows, fn), make()
-            assert rep_.rows_returned == len(_expect(rows, fn))
+            assert sorted_ids(got) == expected_ids(rows, fn), make()
+            assert rep_.rows_returned == len(expected_ids(rows, fn))
     # an equality on the indexed column is answered by the global index, and says so
     got, report = read_with_index(t, pf.field("color") == "red")
     assert report.global_indexes and "color" in report.global_indexes[0]
@@ -210,26 +130,26 @@ def test_build_then_read_matches_oracle(tmp_path, options):
 
 
 def test_second_build_adds_nothing_and_appends_get_their_own_range(tmp_path):
-    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION)
     t = cat.get_table(f"db.{name}")
     first = create_global_index(t, "color")
-    before = _index_entries(cat, name)
+    before = index_entries(cat, name)
     assert create_global_index(cat.get_table(f"db.{name}"), "color") == 0
-    assert len(_index_entries(cat, name)) == len(before) == first
-    _append(cat, name, _batch(3))
+    assert len(index_entries(cat, name)) == len(before) == first
+    append_batch(cat, name, color_batch(3))
     again = create_global_index(cat.get_table(f"db.{name}"), "color")
-    after = _index_entries(cat, name)
+    after = index_entries(cat, name)
     assert again > 0 and len(after) == len(before) + again
     new = [e for e in after if e.index_file.file_name not in {b.index_file.file_name for b in before}]
     assert {e.index_file.global_index_meta.row_range_start for e in new} >= {600}
     assert all(e.index_file.global_index_meta.row_range_start >= 600 for e in new)
-    rows = _rows(cat, name)
+    rows = table_rows(cat, name)
     got, _ = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "blue")
-    assert _ids(got) == _expect(rows, lambda r: r["color"] == "blue")
+    assert sorted_ids(got) == expected_ids(rows, lambda r: r["color"] == "blue")
 
 
 def test_killed_build_leaves_no_entries(tmp_path, monkeypatch):
-    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION)
     t = cat.get_table(f"db.{name}")
     snap = t.snapshot_manager().get_latest_snapshot().id
 
@@ -242,38 +162,25 @@ def test_killed_build_leaves_no_entries(tmp_path, monkeypatch):
         create_global_index(t, "color", options={"sorted-index.records-per-range": "50"})
     t = cat.get_table(f"db.{name}")
     assert t.snapshot_manager().get_latest_snapshot().id == snap
-    assert _index_entries(cat, name) == []
+    assert index_entries(cat, name) == []
     index_dir = os.path.join(str(tmp_path / "wh"), "db.db", name, "index")
     assert not os.path.isdir(index_dir) or os.listdir(index_dir) == []
     monkeypatch.undo()
     assert create_global_index(t, "color") > 0  # a later build works and is complete
-    rows = _rows(cat, name)
+    rows = table_rows(cat, name)
     got, _ = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "cyan")
-    assert _ids(got) == _expect(rows, lambda r: r["color"] == "cyan")
+    assert sorted_ids(got) == expected_ids(rows, lambda r: r["color"] == "cyan")
 
 
 def test_partitions_argument_builds_only_those(tmp_path):
-    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION)
     create_global_index(cat.get_table(f"db.{name}"), "color", partitions={"p": "y"})
-    entries = _index_entries(cat, name)
+    entries = index_entries(cat, name)
     assert entries and {e.partition.values[0] for e in entries} == {"y"}
-    rows = _rows(cat, name)
+    rows = table_rows(cat, name)
     # fast mode: only indexed rows (partition y) can be returned for the indexed column
     got, _ = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "red")
-    assert _ids(got) == _expect(rows, lambda r: r["color"] == "red" and r["p"] == "y")
-
-
-def _with_options(cat, name, opts):
-    return cat.get_table(f"db.{name}").copy(opts)
-
-
-def _answered(pred):
-    """Does the color index answer this predicate tree (AND: any child; OR: every child)?"""
-    if isinstance(pred, pf.core.predicate.Leaf):
-        return pred.name == "color"
-    if isinstance(pred, pf.core.predicate.And):
-        return any(_answered(c) for c in pred.children)
-    return all(_answered(c) for c in pred.children)
+    assert sorted_ids(got) == expected_ids(rows, lambda r: r["color"] == "red" and r["p"] == "y")
 
 
 @pytest.mark.parametrize(
@@ -290,109 +197,66 @@ def _answered(pred):
 def test_search_modes_after_append(tmp_path, opts, mode):
     """Rows appended after the build: ``fast`` answers from indexed rows only (as Java and
     pypaimon 2.1 do); ``full`` / ``detail`` also read and filter the new rows."""
-    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION)
     create_global_index(cat.get_table(f"db.{name}"), "color")
-    indexed = {r["id"] for r in _rows(cat, name)}
-    _append(cat, name, _batch(3))
-    _append(cat, name, _batch(4))
-    rows = _rows(cat, name)
-    t = _with_options(cat, name, opts)
+    indexed = {r["id"] for r in table_rows(cat, name)}
+    append_batch(cat, name, color_batch(3))
+    append_batch(cat, name, color_batch(4))
+    rows = table_rows(cat, name)
+    t = with_options(cat, name, opts)
     assert pgi.search_mode(t) == mode
     for fast in (True, False):  # the fast path and pypaimon's planner + reader
         for make, fn in CASES:
             got, rep_ = read_with_index(t, make(), fast=fast)
             assert rep_.fast_path == fast, rep_.fallback_reason
             pred = make()
-            if mode == "fast" and _answered(pred):
-                assert _ids(got) == _expect(rows, fn, indexed), pred
+            if mode == "fast" and color_index_answers(pred):
+                assert sorted_ids(got) == expected_ids(rows, fn, indexed), pred
             else:
-                assert _ids(got) == _expect(rows, fn), pred
+                assert sorted_ids(got) == expected_ids(rows, fn), pred
     # pypaimon 2.1's own scan agrees
     rb = t.new_read_builder()
     rb = rb.with_filter(rb.new_predicate_builder().equal("color", "red"))
-    theirs = _ids(rb.new_read().to_arrow(rb.new_scan().plan().splits()))
+    theirs = sorted_ids(rb.new_read().to_arrow(rb.new_scan().plan().splits()))
     ours, _ = read_with_index(t, pf.field("color") == "red")
-    assert _ids(ours) == theirs
+    assert sorted_ids(ours) == theirs
 
 
 def test_row_tracking_without_data_evolution_reads_unindexed_rows(tmp_path):
     """Java reads no global index unless data evolution is on: new rows are always returned."""
-    cat, name = _table(tmp_path, ROW_TRACKING)
+    cat, name = color_table(tmp_path, ROW_TRACKING)
     create_global_index(cat.get_table(f"db.{name}"), "color")
-    _append(cat, name, _batch(3))
-    rows = _rows(cat, name)
+    append_batch(cat, name, color_batch(3))
+    rows = table_rows(cat, name)
     got, report = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "red")
-    assert _ids(got) == _expect(rows, lambda r: r["color"] == "red")
+    assert sorted_ids(got) == expected_ids(rows, lambda r: r["color"] == "red")
     assert report.global_indexes
     _, _, rep = plan_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "red")
     assert rep.rows_index_selected == sum(1 for r in rows if r["color"] == "red" and r["id"] < 600) + 200
 
 
 def test_tables_without_row_tracking_keep_todays_path(tmp_path):
-    cat, name = _table(tmp_path, {})
+    cat, name = color_table(tmp_path, {})
     with pytest.raises(ValueError, match="row-tracking"):
         create_global_index(cat.get_table(f"db.{name}"), "color")
     got, report = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "red")
     assert not report.global_indexes
-    assert _ids(got) == _expect(_rows(cat, name), lambda r: r["color"] == "red")
-
-
-# ------------------------------------------------------------------ every key type
-KEY_TYPES = [
-    ("k_i8", pa.int8(), lambda rnd: rnd.randrange(-3, 4), 1),
-    ("k_i16", pa.int16(), lambda rnd: rnd.randrange(-300, 300, 100), 100),
-    ("k_i32", pa.int32(), lambda rnd: rnd.choice([-(2**31), -1, 0, 5, 2**31 - 1]), 5),
-    ("k_i64", pa.int64(), lambda rnd: rnd.choice([-(2**63), -1, 0, 5, 2**40]), 5),
-    ("k_bool", pa.bool_(), lambda rnd: rnd.random() < 0.3, True),
-    ("k_f32", pa.float32(), lambda rnd: rnd.choice([-1.5, 0.0, 2.25, 1e9]), 2.25),
-    ("k_f64", pa.float64(), lambda rnd: rnd.choice([-1.5, 0.0, 2.25, 1e300]), 2.25),
-    (
-        "k_date",
-        pa.date32(),
-        lambda rnd: datetime.date(2024, 1, 1) + datetime.timedelta(days=rnd.randrange(-400, 400, 100)),
-        datetime.date(2024, 1, 1),
-    ),
-    (
-        "k_ts3",
-        pa.timestamp("ms"),
-        lambda rnd: datetime.datetime(2024, 5, 1, 12, 0, rnd.randrange(0, 3)),
-        datetime.datetime(2024, 5, 1, 12, 0, 1),
-    ),
-    (
-        "k_ts6",
-        pa.timestamp("us"),
-        lambda rnd: datetime.datetime(2024, 5, 1, 12, 0, 0, rnd.randrange(0, 3) * 7),
-        datetime.datetime(2024, 5, 1, 12, 0, 0, 7),
-    ),
-    (
-        "k_dec",
-        pa.decimal128(10, 2),
-        lambda rnd: decimal.Decimal(rnd.randrange(-300, 300, 100)) / 100,
-        decimal.Decimal("1.00"),
-    ),
-    (
-        "k_bigdec",
-        pa.decimal128(24, 3),
-        lambda rnd: decimal.Decimal(rnd.choice([-(10**20), 0, 10**20, 7])) / 1000,
-        decimal.Decimal(10**20) / 1000,
-    ),
-    ("k_str", pa.string(), lambda rnd: rnd.choice(["", "a", "ab", "b", "zz", "é"]), "ab"),
-]
+    assert sorted_ids(got) == expected_ids(table_rows(cat, name), lambda r: r["color"] == "red")
 
 
 def test_every_key_type(tmp_path):
     schema = pa.schema([("id", pa.int64())] + [(n, t) for n, t, _, _ in KEY_TYPES])
     wh = str(tmp_path / "wh")
-    cat = _make(wh, "k", schema, DATA_EVOLUTION)
+    cat = new_table(wh, "k", schema, DATA_EVOLUTION)
     rnd = random.Random(3)
     for k in range(2):
         cols = {"id": pa.array(range(k * 150, (k + 1) * 150), pa.int64())}
         for n, t, gen, _ in KEY_TYPES:
             cols[n] = pa.array([None if rnd.random() < 0.1 else gen(rnd) for _ in range(150)], t)
-        _append(cat, "k", pa.table(cols, schema=schema))
+        append_batch(cat, "k", pa.table(cols, schema=schema))
     for n, _, _, _ in KEY_TYPES:
         assert create_global_index(cat.get_table("db.k"), n) > 0, n
-    rows = _rows(cat, "k")
+    rows = table_rows(cat, "k")
     t = cat.get_table("db.k")
     for n, _, _, probe in KEY_TYPES:
         for pred, fn in [
@@ -401,15 +265,15 @@ def test_every_key_type(tmp_path):
             (pf.field(n) >= probe, lambda r, n=n, v=probe: r[n] is not None and r[n] >= v),
         ]:
             got, report = read_with_index(t, pred)
-            assert _ids(got) == _expect(rows, fn), (n, pred)
+            assert sorted_ids(got) == expected_ids(rows, fn), (n, pred)
             assert any(u.startswith(n + " ") for u in report.global_indexes), (n, pred, report.global_indexes)
 
 
 # ------------------------------------------------------------------ interop with pypaimon 2.1
 @pytest.mark.parametrize("column,values", [("color", COLORS + ["nope"]), ("n", list(range(0, 10)))])
 def test_pypaimon_scan_uses_our_index(tmp_path, column, values):
-    cat, name = _table(tmp_path, DATA_EVOLUTION)
-    rows = _rows(cat, name)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION)
+    rows = table_rows(cat, name)
     assert (
         create_global_index(cat.get_table(f"db.{name}"), column, options={"sorted-index.records-per-range": "60"}) > 0
     )
@@ -422,21 +286,21 @@ def test_pypaimon_scan_uses_our_index(tmp_path, column, values):
 
         assert all(isinstance(s, IndexedSplit) for s in splits)  # pypaimon planned from our index
         got = rb.new_read().to_arrow(splits)
-        assert _ids(got) == _expect(rows, lambda r, v=v: r[column] == v), v
+        assert sorted_ids(got) == expected_ids(rows, lambda r, v=v: r[column] == v), v
 
 
 def test_our_reads_use_pypaimons_index(tmp_path):
-    cat, name = _table(tmp_path, DATA_EVOLUTION)
-    rows = _rows(cat, name)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION)
+    rows = table_rows(cat, name)
     assert cat.get_table(f"db.{name}").create_global_index("color", index_type="bitmap") > 0
     t = cat.get_table(f"db.{name}")
     for fast in (True, False):  # the fast path and pypaimon's planner + reader
         for make, fn in CASES:
             got, rep_ = read_with_index(t, make(), fast=fast)
             assert rep_.fast_path == fast, rep_.fallback_reason
-            assert _ids(got) == _expect(rows, fn), make()
+            assert sorted_ids(got) == expected_ids(rows, fn), make()
     got, report = read_with_index(t, pf.field("color") == "red")
-    assert report.global_indexes and report.rows_selected == len(_expect(rows, lambda r: r["color"] == "red"))
+    assert report.global_indexes and report.rows_selected == len(expected_ids(rows, lambda r: r["color"] == "red"))
     # and pypaimon's own build then finds nothing left to index after ours, and vice versa
     assert create_global_index(t, "color") == 0
 
@@ -444,7 +308,7 @@ def test_our_reads_use_pypaimons_index(tmp_path):
 def test_cli_create_global_index(tmp_path, capsys):
     from paimon_fast.cli import main
 
-    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION)
     wh = str(tmp_path / "wh")
     rc = main(
         ["paimon", "create-global-index", wh, f"db.{name}", "color", "--option", "sorted-index.records-per-range=100"]
@@ -452,24 +316,24 @@ def test_cli_create_global_index(tmp_path, capsys):
     out = capsys.readouterr()
     assert rc in (0, None)
     assert "index files added" in out.out
-    assert len(_index_entries(cat, name)) > 0
-    rows = _rows(cat, name)
+    assert len(index_entries(cat, name)) > 0
+    rows = table_rows(cat, name)
     got, _ = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "red")
-    assert _ids(got) == _expect(rows, lambda r: r["color"] == "red")
+    assert sorted_ids(got) == expected_ids(rows, lambda r: r["color"] == "red")
 
 
 def test_direct_parquet_read_builds_what_pypaimons_reader_builds(tmp_path, monkeypatch):
     """The build reads local Parquet files directly; the bytes equal a build through pypaimon's reader."""
 
     def build(sub, direct):
-        cat, name = _table(tmp_path / sub, DATA_EVOLUTION)
+        cat, name = color_table(tmp_path / sub, DATA_EVOLUTION)
         if not direct:
             monkeypatch.setattr(pgb, "direct_read_plan", lambda *a: None)
         create_global_index(cat.get_table(f"db.{name}"), "color", options={"sorted-index.records-per-range": "30"})
         monkeypatch.undo()
         out = {}
         root = os.path.join(str(tmp_path / sub / "wh"), "db.db", name, "index")
-        for e in _index_entries(cat, name):
+        for e in index_entries(cat, name):
             m = e.index_file.global_index_meta
             with open(os.path.join(root, e.index_file.file_name), "rb") as f:
                 out.setdefault((m.row_range_start, m.row_range_end), []).append(
@@ -492,14 +356,14 @@ def test_files_written_before_a_column_was_added(tmp_path, monkeypatch, column, 
     from pypaimon.schema.schema_change import SchemaChange
 
     def build(sub, direct):
-        cat, name = _table(tmp_path / sub, DATA_EVOLUTION, commits=2, partitioned=False)
+        cat, name = color_table(tmp_path / sub, DATA_EVOLUTION, commits=2, partitioned=False)
         paimon_type = "STRING" if added_type == pa.string() else "INT"
         cat.alter_table(f"db.{name}", [SchemaChange.add_column(column, AtomicType(paimon_type))], False)
         t = cat.get_table(f"db.{name}")
         schema = pa.schema(list(SCHEMA) + [(column, added_type)])
         for k in (2, 3):
-            b = _batch(k)
-            _append(
+            b = color_batch(k)
+            append_batch(
                 cat,
                 name,
                 pa.table(b.columns + [pa.array([values[i % 3] for i in range(b.num_rows)], added_type)], schema=schema),
@@ -509,12 +373,12 @@ def test_files_written_before_a_column_was_added(tmp_path, monkeypatch, column, 
         t = cat.get_table(f"db.{name}")
         assert create_global_index(t, column) >= 1
         monkeypatch.undo()
-        return cat, name, _range_files(cat, name, str(tmp_path / sub / "wh"))
+        return cat, name, range_files(cat, name, str(tmp_path / sub / "wh"))
 
     cat, name, a = build("a", True)
     _, _, b = build("b", False)
     assert a == b and a
-    rows = _rows(cat, name)
+    rows = table_rows(cat, name)
     assert sum(r[column] is None for r in rows) > 400  # the first two commits' rows
     t = cat.get_table(f"db.{name}")
     for pred, want in (
@@ -522,7 +386,7 @@ def test_files_written_before_a_column_was_added(tmp_path, monkeypatch, column, 
         (pf.field(column).is_null(), lambda r: r[column] is None),
     ):
         got, rep = read_with_index(t, pred)
-        assert _ids(got) == sorted(r["id"] for r in rows if want(r))
+        assert sorted_ids(got) == sorted(r["id"] for r in rows if want(r))
         assert "global index used" in str(rep)
 
 
@@ -536,11 +400,11 @@ def test_direct_build_takes_a_splits_files_in_any_order(tmp_path, monkeypatch):
         return None if got is None else list(reversed(got))
 
     def build(sub, plan):
-        cat, name = _table(tmp_path / sub, DATA_EVOLUTION, commits=4, partitioned=False)
+        cat, name = color_table(tmp_path / sub, DATA_EVOLUTION, commits=4, partitioned=False)
         monkeypatch.setattr(pgb, "direct_read_plan", plan)
         create_global_index(cat.get_table(f"db.{name}"), "color")
         monkeypatch.undo()
-        return _range_files(cat, name, str(tmp_path / sub / "wh"))
+        return range_files(cat, name, str(tmp_path / sub / "wh"))
 
     calls = []
     a = build("a", lambda *x: calls.append(1) or reversed_plan(*x))
@@ -552,7 +416,7 @@ def test_direct_range_read_equals_pypaimons_reader(tmp_path):
     """Row ranges read straight from the Parquet files: the rows pypaimon reads for the same splits."""
     from pypaimon.utils.range import Range
 
-    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION)
     t = cat.get_table(f"db.{name}")
     ranges = [Range(0, 0), Range(3, 9), Range(150, 420), Range(599, 599)]
     splits = t.new_read_builder().new_scan().with_row_ranges(ranges).plan().splits()
@@ -565,23 +429,12 @@ def test_direct_range_read_equals_pypaimons_reader(tmp_path):
     assert mine.num_rows == 1 + 7 + 271 + 1
 
 
-def _range_files(cat, name, root):
-    out = {}
-    for e in _index_entries(cat, name):
-        m = e.index_file.global_index_meta
-        with open(os.path.join(root, "db.db", name, "index", e.index_file.file_name), "rb") as f:
-            out.setdefault((m.row_range_start, m.row_range_end), []).append(
-                (f.read(), m.index_meta, e.index_file.row_count, m.index_field_id)
-            )
-    return {k: sorted(v) for k, v in out.items()}
-
-
 @pytest.mark.spark
 def test_spark_build_equals_in_process_build(tmp_path, spark):
     """Executors read, sort and write each row range; the driver commits once: the same
     files (bytes, metas, record counts, row ranges) as the in-process build."""
-    cat_a, name = _table(tmp_path / "a", DATA_EVOLUTION, commits=4)
-    cat_b, _ = _table(tmp_path / "b", DATA_EVOLUTION, commits=4)
+    cat_a, name = color_table(tmp_path / "a", DATA_EVOLUTION, commits=4)
+    cat_b, _ = color_table(tmp_path / "b", DATA_EVOLUTION, commits=4)
     opts = {"sorted-index.records-per-range": "70"}
     snap = cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id
     seen = []
@@ -591,12 +444,10 @@ def test_spark_build_equals_in_process_build(tmp_path, spark):
     )
     assert na == nb > 0 and seen
     assert cat_b.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot().id == snap + 1  # one commit
-    assert _range_files(cat_a, name, str(tmp_path / "a" / "wh")) == _range_files(
-        cat_b, name, str(tmp_path / "b" / "wh")
-    )
-    rows = _rows(cat_b, name)
+    assert range_files(cat_a, name, str(tmp_path / "a" / "wh")) == range_files(cat_b, name, str(tmp_path / "b" / "wh"))
+    rows = table_rows(cat_b, name)
     got, report = read_with_index(cat_b.get_table(f"db.{name}"), pf.field("color") == "red")
-    assert _ids(got) == _expect(rows, lambda r: r["color"] == "red") and report.global_indexes
+    assert sorted_ids(got) == expected_ids(rows, lambda r: r["color"] == "red") and report.global_indexes
     assert create_global_index(cat_b.get_table(f"db.{name}"), "color", spark=spark) == 0
 
 
@@ -710,9 +561,9 @@ def _array_batch(k, n=150):
 
 def _array_table(tmp_path, options=DATA_EVOLUTION, commits=3):
     wh = str(tmp_path / "wh")
-    cat = _make(wh, "a", ARRAY_SCHEMA, options, ["p"])
+    cat = new_table(wh, "a", ARRAY_SCHEMA, options, ["p"])
     for k in range(commits):
-        _append(cat, "a", _array_batch(k))
+        append_batch(cat, "a", _array_batch(k))
     return cat
 
 
@@ -761,9 +612,9 @@ def test_multivalue_build_then_read(tmp_path, options):
             )
             > 0
         )
-    entries = _index_entries(cat, "a")
+    entries = index_entries(cat, "a")
     assert {e.index_file.index_type for e in entries} == {"multivalue"}
-    rows = _rows(cat, "a")
+    rows = table_rows(cat, "a")
     by_field = {}
     for e in entries:
         m = e.index_file.global_index_meta
@@ -777,7 +628,7 @@ def test_multivalue_build_then_read(tmp_path, options):
         for make, fn in ARRAY_CASES:
             got, rep_ = read_with_index(t, make(), fast=fast)
             assert fast or not rep_.fast_path  # (the fast path takes no ARRAY columns: it falls back)
-            assert _ids(got) == _expect(rows, fn), make()
+            assert sorted_ids(got) == expected_ids(rows, fn), make()
     got, report = read_with_index(t, pf.field("tags").array_contains("b"))
     assert any("multivalue" in u for u in report.global_indexes)
     assert report.rows_selected < 450
@@ -802,7 +653,7 @@ def test_multivalue_files_equal_the_writer_per_shard(tmp_path):
     full = rb.new_read().to_arrow(rb.new_scan().plan().splits())
     by_rid = dict(zip(full.column("_ROW_ID").to_pylist(), full.column("tags").to_pylist()))
     root = os.path.join(str(tmp_path / "wh"), "db.db", "a", "index")
-    for e in _index_entries(cat, "a"):
+    for e in index_entries(cat, "a"):
         m = e.index_file.global_index_meta
         rids = [r for r in range(m.row_range_start, m.row_range_end + 1) if r in by_rid]
         w = gi_writer("ARRAY<STRING>", {"multivalue-index.dictionary-block-size": "32 b"}, index_type="multivalue")
@@ -819,18 +670,18 @@ def test_multivalue_files_equal_the_writer_per_shard(tmp_path):
 def test_multivalue_search_modes_after_append(tmp_path):
     cat = _array_table(tmp_path)
     create_global_index(cat.get_table("db.a"), "tags", "multivalue")
-    indexed = {r["id"] for r in _rows(cat, "a")}
-    _append(cat, "a", _array_batch(5))
-    rows = _rows(cat, "a")
+    indexed = {r["id"] for r in table_rows(cat, "a")}
+    append_batch(cat, "a", _array_batch(5))
+    rows = table_rows(cat, "a")
     fast = cat.get_table("db.a")
     full = fast.copy({"scalar-index.search-mode": "full"})
     pred, fn = pf.field("tags").array_contains("a"), lambda r: _has(r, "tags", "a")
-    assert _ids(read_with_index(fast, pred)[0]) == _expect(rows, fn, indexed)
-    assert _ids(read_with_index(full, pred)[0]) == _expect(rows, fn)
-    assert len(_expect(rows, fn)) > len(_expect(rows, fn, indexed))  # the modes differ here
+    assert sorted_ids(read_with_index(fast, pred)[0]) == expected_ids(rows, fn, indexed)
+    assert sorted_ids(read_with_index(full, pred)[0]) == expected_ids(rows, fn)
+    assert len(expected_ids(rows, fn)) > len(expected_ids(rows, fn, indexed))  # the modes differ here
     # an incremental build indexes the appended rows; then fast sees them
     assert create_global_index(cat.get_table("db.a"), "tags", "multivalue") > 0
-    assert _ids(read_with_index(cat.get_table("db.a"), pred)[0]) == _expect(rows, fn)
+    assert sorted_ids(read_with_index(cat.get_table("db.a"), pred)[0]) == expected_ids(rows, fn)
 
 
 @pytest.mark.spark
@@ -841,18 +692,19 @@ def test_multivalue_spark_build_equals_in_process(tmp_path, spark):
     na = create_global_index(cat_a.get_table("db.a"), "nums", "multivalue", options=opts)
     nb = create_global_index(cat_b.get_table("db.a"), "nums", "multivalue", options=opts, spark=spark)
     assert na == nb > 0
-    assert _range_files(cat_a, "a", str(tmp_path / "a" / "wh")) == _range_files(cat_b, "a", str(tmp_path / "b" / "wh"))
+    assert range_files(cat_a, "a", str(tmp_path / "a" / "wh")) == range_files(cat_b, "a", str(tmp_path / "b" / "wh"))
 
 
 def test_global_index_enabled_false_reads_without_it(tmp_path):
-    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION)
     create_global_index(cat.get_table(f"db.{name}"), "color")
-    _append(cat, name, _batch(3))
-    rows = _rows(cat, name)
+    append_batch(cat, name, color_batch(3))
+    rows = table_rows(cat, name)
     t = cat.get_table(f"db.{name}").copy({"global-index.enabled": "false"})
     got, report = read_with_index(t, pf.field("color") == "red")
     assert not report.global_indexes
-    assert _ids(got) == _expect(rows, lambda r: r["color"] == "red")  # appended rows too: no index, no fast mode
+    # appended rows too: no index, no fast mode
+    assert sorted_ids(got) == expected_ids(rows, lambda r: r["color"] == "red")
 
 
 def _delete_row_ids(cat, name, row_ids):
@@ -869,24 +721,24 @@ def test_deletion_vectors_before_and_after_the_build(tmp_path):
     """Rows deleted (deletion vectors) before the build are not indexed; rows deleted after it
     are indexed but never returned; expected rows = pypaimon's full read, filtered in Python."""
     opts = {**DATA_EVOLUTION, "deletion-vectors.enabled": "true"}
-    cat, name = _table(tmp_path, opts)
+    cat, name = color_table(tmp_path, opts)
     rnd = random.Random(5)
     _delete_row_ids(cat, name, rnd.sample(range(600), 60))
-    assert len(_rows(cat, name)) == 540
+    assert len(table_rows(cat, name)) == 540
     assert (
         create_global_index(cat.get_table(f"db.{name}"), "color", options={"sorted-index.records-per-range": "50"}) > 0
     )
     # the deleted rows are in no bitmap: the entries' record counts add up to the live rows
-    assert sum(e.index_file.row_count for e in _index_entries(cat, name)) == 540
+    assert sum(e.index_file.row_count for e in index_entries(cat, name)) == 540
     _delete_row_ids(cat, name, rnd.sample(range(600), 60))
-    rows = _rows(cat, name)
+    rows = table_rows(cat, name)
     assert 480 <= len(rows) < 540
     t = cat.get_table(f"db.{name}")
     for fast in (True, False):  # the fast path and pypaimon's planner + reader
         for make, fn in CASES:
             got, rep_ = read_with_index(t, make(), fast=fast)
             assert rep_.fast_path == fast, rep_.fallback_reason
-            assert _ids(got) == _expect(rows, fn), make()
+            assert sorted_ids(got) == expected_ids(rows, fn), make()
 
 
 def test_files_storing_row_ids_are_not_mapped_by_position(tmp_path):
@@ -897,9 +749,9 @@ def test_files_storing_row_ids_are_not_mapped_by_position(tmp_path):
 
     import pyarrow.parquet as pq
 
-    cat, name = _table(tmp_path, ROW_TRACKING, partitioned=False)
+    cat, name = color_table(tmp_path, ROW_TRACKING, partitioned=False)
     create_global_index(cat.get_table(f"db.{name}"), "color")
-    rows = _rows(cat, name)
+    rows = table_rows(cat, name)
     t = cat.get_table(f"db.{name}")
     first = {f.file_name: f.first_row_id for s in t.new_read_builder().new_scan().plan().splits() for f in s.files}
     path = sorted(glob.glob(os.path.join(str(tmp_path / "wh"), "db.db", name, "bucket-0", "*.parquet")))[0]
@@ -909,7 +761,7 @@ def test_files_storing_row_ids_are_not_mapped_by_position(tmp_path):
     for fast in (True, False):
         got, rep = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "red", fast=fast)
         assert not rep.fast_path and (not fast or "_ROW_ID" in rep.fallback_reason)
-        assert _ids(got) == _expect(rows, lambda r: r["color"] == "red")
+        assert sorted_ids(got) == expected_ids(rows, lambda r: r["color"] == "red")
         assert rep.global_indexes  # still used for the other files
 
 
@@ -920,12 +772,12 @@ def _split_table(tmp_path, arrays):
     one file each, built in one task)."""
     schema = ARRAY_SCHEMA if arrays else SCHEMA
     name = "a" if arrays else "t"
-    cat = _make(str(tmp_path / "wh"), name, schema, DATA_EVOLUTION, ["p"])
+    cat = new_table(str(tmp_path / "wh"), name, schema, DATA_EVOLUTION, ["p"])
     for k in range(5):
-        b = _array_batch(k) if arrays else _batch(k)
+        b = _array_batch(k) if arrays else color_batch(k)
         if k < 4:
             b = b.set_column(b.schema.get_field_index("p"), "p", pa.array(["x" if k < 2 else "y"] * b.num_rows))
-        _append(cat, name, b)
+        append_batch(cat, name, b)
     return cat, name
 
 
@@ -976,7 +828,7 @@ def test_spark_split_range_equals_in_process_build(tmp_path, spark, column, inde
             create_global_index(cat_b.get_table(f"db.{name}"), column, index_type, options=split, spark=spark)
     finally:
         pgi._commit = pgi_commit
-    assert _index_entries(cat_b, name) == []
+    assert index_entries(cat_b, name) == []
     assert not os.path.isdir(index_dir) or os.listdir(index_dir) == []
     nb, jobs = _jobs_run(
         spark,
@@ -984,19 +836,17 @@ def test_spark_split_range_equals_in_process_build(tmp_path, spark, column, inde
     )
     assert jobs == 2  # read + sort pieces, then merge: the split happened
     assert na == nb > 0
-    assert _range_files(cat_a, name, str(tmp_path / "a" / "wh")) == _range_files(
-        cat_b, name, str(tmp_path / "b" / "wh")
-    )
-    assert len(_index_entries(cat_b, name)) == nb and len(os.listdir(index_dir)) == nb  # no exchange files left
+    assert range_files(cat_a, name, str(tmp_path / "a" / "wh")) == range_files(cat_b, name, str(tmp_path / "b" / "wh"))
+    assert len(index_entries(cat_b, name)) == nb and len(os.listdir(index_dir)) == nb  # no exchange files left
     assert create_global_index(cat_b.get_table(f"db.{name}"), column, index_type, options=split, spark=spark) == 0
-    rows = _rows(cat_b, name)
+    rows = table_rows(cat_b, name)
     v = {"color": "red", "n": 3, "tags": "b", "nums": 2}[column]
     if arrays:
         pred, fn = pf.field(column).array_contains(v), lambda r: _has(r, column, v)
     else:
         pred, fn = pf.field(column) == v, lambda r: r[column] == v
     got, report = read_with_index(cat_b.get_table(f"db.{name}"), pred)
-    assert _ids(got) == _expect(rows, fn) and report.global_indexes
+    assert sorted_ids(got) == expected_ids(rows, fn) and report.global_indexes
 
 
 def test_split_plan_groups_consecutive_files():
@@ -1044,11 +894,11 @@ def test_global_index_read_at_the_planned_snapshot(tmp_path, monkeypatch):
 
     from paimon_fast.paimon.fastpath import clear_plan_cache
 
-    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION)
     t = cat.get_table(f"db.{name}")
     before_build = t.snapshot_manager().get_latest_snapshot()
     assert create_global_index(t, "color") > 0
-    rows = _rows(cat, name)
+    rows = table_rows(cat, name)
     t = cat.get_table(f"db.{name}")
     planned = t.snapshot_manager().get_latest_snapshot()
     assert planned.id > before_build.id
@@ -1064,35 +914,35 @@ def test_global_index_read_at_the_planned_snapshot(tmp_path, monkeypatch):
     monkeypatch.setattr(SnapshotManager, "get_latest_snapshot", latest)
     got, report = read_with_index(t, pf.field("color") == "blue")
     assert report.global_indexes, report
-    assert _ids(got) == _expect(rows, lambda r: r["color"] == "blue")
+    assert sorted_ids(got) == expected_ids(rows, lambda r: r["color"] == "blue")
 
 
 def test_time_travel_reads_that_snapshots_global_indexes(tmp_path):
     """A scan pinned to an older snapshot (``scan.snapshot-id``) uses the global indexes that
     snapshot lists, as Java's and pypaimon's scans do, not the latest ones: rows indexed only
     by a later build stay unindexed there (``fast`` mode leaves them out)."""
-    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION)
     create_global_index(cat.get_table(f"db.{name}"), "color")
-    indexed_then = {r["id"] for r in _rows(cat, name)}
-    _append(cat, name, _batch(3))
+    indexed_then = {r["id"] for r in table_rows(cat, name)}
+    append_batch(cat, name, color_batch(3))
     old = cat.get_table(f"db.{name}").snapshot_manager().get_latest_snapshot()
-    rows_then = _rows(cat, name)
+    rows_then = table_rows(cat, name)
     assert create_global_index(cat.get_table(f"db.{name}"), "color") > 0  # indexes the appended rows
-    _append(cat, name, _batch(4))
+    append_batch(cat, name, color_batch(4))
     t = cat.get_table(f"db.{name}").copy({"scan.snapshot-id": str(old.id)})
     for make, fn in CASES:
         pred = make()
         got, rep_ = read_with_index(t, pred)
         assert not rep_.fast_path  # time travel: pypaimon's planner
-        if _answered(pred):
-            assert _ids(got) == _expect(rows_then, fn, indexed_then), pred
+        if color_index_answers(pred):
+            assert sorted_ids(got) == expected_ids(rows_then, fn, indexed_then), pred
         else:
-            assert _ids(got) == _expect(rows_then, fn), pred
+            assert sorted_ids(got) == expected_ids(rows_then, fn), pred
     rb = t.new_read_builder()
     rb = rb.with_filter(rb.new_predicate_builder().equal("color", "red"))
-    theirs = _ids(rb.new_read().to_arrow(rb.new_scan().plan().splits()))
+    theirs = sorted_ids(rb.new_read().to_arrow(rb.new_scan().plan().splits()))
     ours, _ = read_with_index(t, pf.field("color") == "red")
-    assert _ids(ours) == theirs  # pypaimon 2.1's own scan of that snapshot agrees
+    assert sorted_ids(ours) == theirs  # pypaimon 2.1's own scan of that snapshot agrees
 
 
 @pytest.mark.parametrize("local", [True, False])
@@ -1145,9 +995,9 @@ def test_reads_at_known_rows_use_at_most_max_workers_threads(tmp_path, monkeypat
     from paimon_fast.io import pool
     from paimon_fast.paimon import fastpath
 
-    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION)
     create_global_index(cat.get_table(f"db.{name}"), "color")
-    rows = _rows(cat, name)
+    rows = table_rows(cat, name)
     asked = []
     real_read = fastpath.read_files
 
@@ -1162,7 +1012,7 @@ def test_reads_at_known_rows_use_at_most_max_workers_threads(tmp_path, monkeypat
             asked.clear()
             got, rep_ = read_with_index(cat.get_table(f"db.{name}"), pf.field("color") == "blue", max_workers=workers)
             assert rep_.fast_path and rep_.global_indexes
-            assert _ids(got) == _expect(rows, lambda r: r["color"] == "blue")
+            assert sorted_ids(got) == expected_ids(rows, lambda r: r["color"] == "blue")
             assert asked and set(asked) == {most}, (workers, asked)
     finally:
         pool.set_threads(None)
@@ -1175,7 +1025,7 @@ def test_index_manifests_are_read_once_per_file(tmp_path, monkeypatch):
 
     from paimon_fast.paimon.fastpath import clear_plan_cache
 
-    cat, name = _table(tmp_path, DATA_EVOLUTION)
+    cat, name = color_table(tmp_path, DATA_EVOLUTION)
     create_global_index(cat.get_table(f"db.{name}"), "color")
     clear_plan_cache()
     scans = []
@@ -1184,14 +1034,16 @@ def test_index_manifests_are_read_once_per_file(tmp_path, monkeypatch):
     pred = pf.field("color") == "blue"
     for _ in range(3):
         got, rep = read_with_index(cat.get_table(f"db.{name}"), pred)
-        assert rep.global_indexes and _ids(got) == _expect(_rows(cat, name), lambda r: r["color"] == "blue")
+        assert rep.global_indexes and sorted_ids(got) == expected_ids(
+            table_rows(cat, name), lambda r: r["color"] == "blue"
+        )
     assert len(scans) == 1
-    _append(cat, name, _batch(7))
+    append_batch(cat, name, color_batch(7))
     create_global_index(cat.get_table(f"db.{name}"), "color")  # a new snapshot, a new index manifest
     scans.clear()
     for _ in range(2):
         got, rep = read_with_index(cat.get_table(f"db.{name}"), pred)
-        assert _ids(got) == _expect(_rows(cat, name), lambda r: r["color"] == "blue")
+        assert sorted_ids(got) == expected_ids(table_rows(cat, name), lambda r: r["color"] == "blue")
     assert len(scans) == 1
     assert pgi._ENTRIES
     clear_plan_cache()

@@ -20,7 +20,7 @@ from paimon_fast.paimon.topn import top_n  # noqa: E402
 from paimon_fast.read.topn import TopNReport  # noqa: E402
 
 from tests.support.paimon_helpers import catalog, copy_table, create_sample_table, unpack_java09  # noqa: E402
-from tests.test_topn import _eval, _sql_key  # noqa: E402
+from tests.support.sql_oracle import holds, order_key  # noqa: E402
 
 RANGE = {"file-index.range-bitmap.columns": "price,id"}
 
@@ -33,18 +33,18 @@ def _all_rows(table):
 
 def check(table, column, k, desc=True, pred=None, nulls_first=False, report=None):
     got = top_n(table, column, k, desc=desc, predicate=pred, nulls_first=nulls_first, report=report).to_pylist()
-    rows = [r for r in _all_rows(table) if pred is None or _eval(pred, r) is True]
-    rows.sort(key=lambda r: _sql_key(r[column], desc, nulls_first))
+    rows = [r for r in _all_rows(table) if pred is None or holds(pred, r)]
+    rows.sort(key=lambda r: order_key(r[column], desc, nulls_first))
     want = rows[:k]
-    key = lambda r: _sql_key(r[column], desc, nulls_first)  # noqa: E731  (NaN equal to NaN here)
+    key = lambda r: order_key(r[column], desc, nulls_first)  # noqa: E731  (NaN equal to NaN here)
     assert [key(r) for r in got] == [key(r) for r in want]
     if not want:
         return got
-    last = _sql_key(want[-1][column], desc, nulls_first)
-    above = lambda rs: sorted(r["id"] for r in rs if _sql_key(r[column], desc, nulls_first) < last)  # noqa: E731
+    last = order_key(want[-1][column], desc, nulls_first)
+    above = lambda rs: sorted(r["id"] for r in rs if order_key(r[column], desc, nulls_first) < last)  # noqa: E731
     assert above(got) == above(want)
-    tied = {r["id"] for r in rows if _sql_key(r[column], desc, nulls_first) == last}
-    assert {r["id"] for r in got if _sql_key(r[column], desc, nulls_first) == last} <= tied
+    tied = {r["id"] for r in rows if order_key(r[column], desc, nulls_first) == last}
+    assert {r["id"] for r in got if order_key(r[column], desc, nulls_first) == last} <= tied
     assert len({r["id"] for r in got}) == len(got)
     return got
 
@@ -145,10 +145,10 @@ def test_nulls_and_nan(tmp_path):
 
 @pytest.mark.parametrize("options", ["data-evolution", "row-tracking"])
 def test_row_tracking_tables(tmp_path, options):
-    from tests.test_paimon_globalindex import DATA_EVOLUTION, _table
+    from tests.support.paimon_globalindex_support import DATA_EVOLUTION, color_table
 
     opts = DATA_EVOLUTION if options == "data-evolution" else {"row-tracking.enabled": "true"}
-    cat, name = _table(tmp_path, opts)
+    cat, name = color_table(tmp_path, opts)
     t = cat.get_table(f"db.{name}")
     for desc in (True, False):
         check(t, "n", 15, desc, pf.field("p") == "x")

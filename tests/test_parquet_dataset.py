@@ -16,39 +16,7 @@ from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
 from paimon_fast.read.arrow_filter import to_arrow_expression
 from paimon_fast.tables.parquet import write_atomic
-
-BLOOM = {
-    "file-index.bloom-filter.columns": "id,name",
-    "file-index.bloom-filter.id.items": "500",
-    "file-index.bloom-filter.id.fpp": "0.01",
-    "file-index.bloom-filter.name.items": "50",
-    "file-index.bloom-filter.name.fpp": "0.01",
-}
-
-
-def make_dataset(root, files_per_part=3, rows=400, seed=0):
-    rng = np.random.default_rng(seed)
-    i = 0
-    for part in ("a", "b"):
-        os.makedirs(root / f"p={part}", exist_ok=True)
-        for k in range(files_per_part):
-            ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
-            names = [None if j % 37 == 0 else f"n{(i * 7 + j % 5)}" for j in range(rows)]
-            score = rng.normal(50, 20, rows)
-            pq.write_table(
-                pa.table(
-                    {
-                        "id": ids,
-                        "name": pa.array(names, pa.string()),
-                        "score": score,
-                        "status": pa.array([["new", "paid", "sent"][j % 3] for j in range(rows)]),
-                    }
-                ),
-                root / f"p={part}" / f"f{k}.parquet",
-                row_group_size=100,
-            )
-            i += 1
-    return ParquetDataset(str(root))
+from tests.support.dataset_support import BLOOM, make_dataset
 
 
 def index_file(root, rel):

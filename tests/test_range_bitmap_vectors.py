@@ -8,7 +8,16 @@ from paimon_fast.errors import UnsupportedTypeError
 from paimon_fast.fileindex.range_bitmap import NullLiteralError
 from paimon_fast.core.predicate import Leaf, TopN
 from paimon_fast.core.result import BitmapResult
-from tests.support.vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
+from tests.support.vectorlib import (
+    arrow_values,
+    case_leaf,
+    case_names,
+    decode_literal,
+    decode_rows,
+    load_bin,
+    load_case,
+    manifest,
+)
 
 FMT = "range_bitmap"
 NAMES = case_names(FMT)
@@ -16,16 +25,6 @@ NAMES = case_names(FMT)
 
 def test_all_cases_present():
     assert len(NAMES) == 48
-
-
-def _leaf(p, dtype):
-    if "literals" in p:
-        return Leaf(p["op"], "x", tuple(decode_literal(v, dtype) for v in p["literals"]))
-    if "from" in p:
-        return Leaf(p["op"], "x", (decode_literal(p["from"], dtype), decode_literal(p["to"], dtype)))
-    if "literal" in p:
-        return Leaf(p["op"], "x", (decode_literal(p["literal"], dtype),))
-    return Leaf(p["op"], "x")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -46,7 +45,7 @@ def test_reader_answers_like_java(name):
     assert r.row_count == c["row_count"]
     checked = 0
     for p in c["predicates"]:
-        leaf = _leaf(p, r.dtype)
+        leaf = case_leaf(p, r.dtype)
         if "error" in p or "error" in p.get("result", {}):
             assert "NullPointerException" in (p.get("error") or p["result"]["error"])
             with pytest.raises(NullLiteralError):

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_docs import ROOT, blocks
+from tests.support.docblocks import blocks
+from tests.support.paths import ROOT
 
 README = ROOT / "README.md"
 

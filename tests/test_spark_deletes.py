@@ -12,7 +12,7 @@ pyspark = pytest.importorskip("pyspark")
 
 from paimon_fast.tables import ParquetDataset  # noqa: E402
 from paimon_fast.tables.deletes import DV_KEY  # noqa: E402
-from tests.test_spark_pipeline import (
+from tests.support.spark_support import (  # noqa: E402
     COLS,
     OPTIONS,
     answers_in_one_job,

@@ -15,43 +15,16 @@ pyspark = pytest.importorskip("pyspark")
 
 import tests.support.toy_index  # noqa: E402,F401  (registers the test-only "test-positions" index type)
 from paimon_fast.tables import CATALOG_NAME, ParquetDataset  # noqa: E402
+from tests.support.spark_support import (  # noqa: E402
+    COLS,
+    OPTIONS,
+    answers_in_one_job,
+    full_scan_answers,
+    plain,
+    write_dataset,
+)
 
 pytestmark = pytest.mark.spark
-
-OPTIONS = {
-    "file-index.bloom-filter.columns": "id,name,score",
-    "file-index.bloom-filter.id.items": "2000",
-    "file-index.bloom-filter.id.fpp": "0.01",
-    "file-index.bloom-filter.name.items": "64",
-    "file-index.bloom-filter.name.fpp": "0.01",
-    "file-index.bloom-filter.score.items": "2000",
-    "file-index.test-positions.columns": "status",
-}
-
-
-def write_dataset(root, rows=1500, seed=3):
-    rng = np.random.default_rng(seed)
-    i = 0
-    for region in ("eu", "us"):
-        d = root / f"region={region}"
-        d.mkdir(parents=True, exist_ok=True)
-        for k in range(3):
-            ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
-            names = [None if j % 41 == 0 else f"{region}{i}-{j % 9}" for j in range(rows)]
-            pq.write_table(
-                pa.table(
-                    {
-                        "id": ids,
-                        "name": pa.array(names, pa.string()),
-                        "score": np.round(rng.uniform(0, 100, rows), 1),
-                        "status": pa.array([["new", "paid", "sent", None][(j * (i + 1)) % 4] for j in range(rows)]),
-                    }
-                ),
-                d / f"part-{k}.parquet",
-                row_group_size=500,
-            )
-            i += 1
-    return str(root)
 
 
 @pytest.fixture(scope="module")
@@ -66,41 +39,8 @@ def dataset(spark, tmp_path_factory):
     return root
 
 
-def plain(spark, root):
-    """Spark's own reader of the directory, as any user reads it: the indexes beside the data
-    (under _file_index/, the catalog, the global index) must not disturb it."""
-    return spark.read.parquet(root)
-
-
-COLS = ["id", "name", "score", "status", "region"]
-
-
 def rows_of(df):
     return sorted(tuple(r) for r in df.select(*COLS).collect())
-
-
-def answers_in_one_job(dfs):
-    """``[rows of df for df in dfs]`` with a single Spark job (a tagged union)."""
-    from functools import reduce
-
-    from pyspark.sql import functions as F
-
-    tagged = [df.select(F.lit(i).alias("__q"), *COLS) for i, df in enumerate(dfs)]
-    out = [[] for _ in dfs]
-    for r in reduce(lambda x, y: x.unionByName(y), tagged).collect():
-        out[r["__q"]].append(tuple(r)[1:])
-    return [sorted(x) for x in out]
-
-
-def full_scan_answers(spark, root, predicates):
-    """Plain Spark's answer to every predicate, in one job: one boolean column per predicate."""
-    from pyspark.sql import functions as F
-
-    df = plain(spark, root).select(
-        *COLS, *[F.coalesce(F.expr(t), F.lit(False)).alias(f"__p{i}") for i, t in enumerate(predicates)]
-    )
-    rows = df.collect()
-    return [sorted(tuple(r)[: len(COLS)] for r in rows if r[f"__p{i}"]) for i in range(len(predicates))]
 
 
 def index_of(root, rel):

@@ -16,7 +16,7 @@ pyspark = pytest.importorskip("pyspark")
 from tests.support import sql_oracle  # noqa: E402
 from paimon_fast.core.sqlpredicate import parse_predicate  # noqa: E402
 from paimon_fast.tables import ParquetDataset  # noqa: E402
-from tests.test_spark_pipeline import COLS, answers_in_one_job, write_dataset  # noqa: E402
+from tests.support.spark_support import COLS, answers_in_one_job, write_dataset  # noqa: E402
 
 pytestmark = pytest.mark.spark
 

@@ -6,7 +6,6 @@ drops deleted rows, and sorts by (value, file order, row position) with SQL's
 ordering (NaN above every float, -0.0 equal to 0.0, nulls last unless asked).
 """
 
-import math
 import os
 
 import numpy as np
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 import paimon_fast as pf
 from paimon_fast.tables.parquet import ParquetDataset
 from paimon_fast.read.topn import TopNReport
+from tests.support.sql_oracle import holds, order_key
 
 RANGE = {"file-index.range-bitmap.columns": "v,d,s"}
 
@@ -59,45 +59,6 @@ def random_tables(rng, nfiles, rows, nulls=0.1, distinct=30):
 # ---------------------------------------------------------------- the oracle
 
 
-def _sql_key(v, desc, nulls_first):
-    """Sort key (smaller first) of a value under SQL's ORDER BY."""
-    if v is None:
-        return (0,) if nulls_first else (2,)
-    if isinstance(v, float):
-        if math.isnan(v):
-            return (1, 0 if desc else 1, 0.0)
-        return (1, 1 if desc else 0, -v if desc else v)
-    if isinstance(v, str):
-        return (1, 1, tuple(-ord(c) for c in v) + (1,)) if desc else (1, 0, v)
-    return (1, 1, -v) if desc else (1, 0, v)
-
-
-def _eval(p, row):
-    """SQL three-valued logic: True, False or None (unknown)."""
-    if isinstance(p, pf.core.predicate.And):
-        vals = [_eval(c, row) for c in p.children]
-        return False if False in vals else (None if None in vals else True)
-    if isinstance(p, pf.core.predicate.Or):
-        vals = [_eval(c, row) for c in p.children]
-        return True if True in vals else (None if None in vals else False)
-    x = row[p.name]
-    if p.op == "is_null":
-        return x is None
-    if p.op == "is_not_null":
-        return x is not None
-    if x is None:
-        return None
-    lit = p.literals[0]
-    return {
-        "equal": x == lit,
-        "not_equal": x != lit,
-        "less_than": x < lit,
-        "less_or_equal": x <= lit,
-        "greater_than": x > lit,
-        "greater_or_equal": x >= lit,
-    }[p.op]
-
-
 def oracle(ds, column, k, desc=True, where=None, nulls_first=False):
     dvs = ds.deletion_vectors()
     rows = []
@@ -107,9 +68,9 @@ def oracle(ds, column, k, desc=True, where=None, nulls_first=False):
         for pos, r in enumerate(t.to_pylist()):
             if dv is not None and dv.is_deleted(pos):
                 continue
-            if where is not None and _eval(where, r) is not True:
+            if where is not None and not holds(where, r):
                 continue
-            rows.append((_sql_key(r[column], desc, nulls_first), fi, pos, r["id"]))
+            rows.append((order_key(r[column], desc, nulls_first), fi, pos, r["id"]))
     rows.sort(key=lambda x: x[:3])
     return [r[3] for r in rows[:k]]
 

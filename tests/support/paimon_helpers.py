@@ -96,3 +96,48 @@ def create_sample_table(wh, name="t", options=None, files=4, n=1000, primary_key
     for k in range(files):
         commit_arrow(t, sample_batch(k, n))
     return cat.get_table(f"db.{name}")
+
+
+def make_blob64(positions) -> bytes:
+    """A 64-bit deletion vector blob (Paimon's layout: length, magic, portable roaring bytes, CRC)."""
+    import struct
+    import zlib
+
+    from paimon_fast.core import roaring
+    from paimon_fast.paimon.deletion import MAGIC_64
+
+    bin_ = struct.pack("<i", MAGIC_64) + roaring.serialize64(positions)
+    return struct.pack(">i", len(bin_)) + bin_ + struct.pack(">I", zlib.crc32(bin_) & 0xFFFFFFFF)
+
+
+def rewrite_dv_as_64bit(table_root) -> int:
+    """Rewrite the one deletion vector of a (copied) Java 0.9 table as a 64-bit one:
+    its index file and the index manifest entry's range and size.  Returns the
+    vector's cardinality."""
+    import io
+
+    import fastavro
+
+    from paimon_fast.paimon.deletion import parse_deletion_blob
+
+    mdir = os.path.join(table_root, "manifest")
+    (im,) = [n for n in os.listdir(mdir) if n.startswith("index-manifest-")]
+    with open(os.path.join(mdir, im), "rb") as fh:
+        reader = fastavro.reader(fh)
+        schema, codec, records = reader.writer_schema, reader.codec, list(reader)
+    (rec,) = [r for r in records if r["_INDEX_TYPE"] == "DELETION_VECTORS"]
+    idx_path = os.path.join(table_root, "index", rec["_FILE_NAME"])
+    with open(idx_path, "rb") as fh:
+        data = fh.read()
+    (rng,) = rec["_DELETIONS_VECTORS_RANGES"]
+    old = parse_deletion_blob(data[rng["f1"] : rng["f1"] + rng["f2"] + 8], rng["f2"])
+    blob = make_blob64(old.positions().tolist())
+    with open(idx_path, "wb") as f:
+        f.write(data[:1] + blob)
+    rng["f2"] = len(blob)
+    rec["_FILE_SIZE"] = 1 + len(blob)
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), records, codec=codec)
+    with open(os.path.join(mdir, im), "wb") as f:
+        f.write(buf.getvalue())
+    return len(old)

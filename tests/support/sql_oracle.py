@@ -189,3 +189,17 @@ def holds(pred, row) -> bool:
 def matching_rows(pred, rows):
     """Positions of the rows where ``pred`` is true."""
     return [i for i, r in enumerate(rows) if holds(pred, r)]
+
+
+def order_key(v, desc, nulls_first):
+    """Sort key (smaller first) of a value under SQL's ORDER BY: NaN above every float, -0.0
+    equal to 0.0, nulls last unless ``nulls_first``."""
+    if v is None:
+        return (0,) if nulls_first else (2,)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return (1, 0 if desc else 1, 0.0)
+        return (1, 1 if desc else 0, -v if desc else v)
+    if isinstance(v, str):
+        return (1, 1, tuple(-ord(c) for c in v) + (1,)) if desc else (1, 0, v)
+    return (1, 1, -v) if desc else (1, 0, v)

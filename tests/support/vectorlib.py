@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap, BitMap64
 
+from paimon_fast.core.predicate import Leaf
 from paimon_fast.core.types import DataType
 from tests.support.paths import DATA
 
@@ -126,3 +127,14 @@ def decode_rows(res, bits64: bool = False):
         idx = np.flatnonzero(np.unpackbits(raw, bitorder="little")).astype(np.uint64) + np.uint64(base)
         bm.update(idx) if bits64 else bm.update(idx.astype(np.uint32))
     return bm
+
+
+def case_leaf(p, dtype):
+    """The predicate leaf on column ``x`` of one predicate of a golden case (its literals decoded)."""
+    if "literals" in p:
+        return Leaf(p["op"], "x", tuple(decode_literal(v, dtype) for v in p["literals"]))
+    if "from" in p:
+        return Leaf(p["op"], "x", (decode_literal(p["from"], dtype), decode_literal(p["to"], dtype)))
+    if "literal" in p:
+        return Leaf(p["op"], "x", (decode_literal(p["literal"], dtype),))
+    return Leaf(p["op"], "x")
