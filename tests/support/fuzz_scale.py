@@ -11,7 +11,7 @@ reader answers or raises ``IndexFormatError``; any other exception, more than
 2048) of address space fails the run.  Each reader runs in its own process
 (``RLIMIT_AS`` caps it), failing inputs are written to ``--out`` (hex, with the
 traceback), and the run prints the count of answers / errors per reader and
-exits non-zero on a failure.  ``tests/test_fuzz_scale.py`` runs a short version
+exits non-zero on a failure.  ``tests/formats/test_fuzz_scale.py`` runs a short version
 of this in the test suite.
 """
 
