@@ -1,5 +1,5 @@
 """Every code block of docs/*.md runs here, so the documentation cannot rot (README.md's run in
-``tests/test_readme.py``: each alone, in a fresh interpreter, as a reader runs them).
+``tests/project/test_readme.py``: each alone, in a fresh interpreter, as a reader runs them).
 
 A page's blocks run in order, in one fresh working directory per page: ``python`` blocks in one
 namespace (a block may use what an earlier block of its page defined), ``bash`` blocks line by

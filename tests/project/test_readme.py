@@ -3,7 +3,7 @@ empty directory, after the shell commands the README shows before it (the Quicks
 aside: this environment is it).  Nothing is shared between examples but what those commands
 write, so an example that needs a name, an import or a table the README does not give fails here.
 
-A comment right before a block steers it, as in ``tests/test_docs.py``: ``<!-- docs-test:
+A comment right before a block steers it, as in ``tests/project/test_docs.py``: ``<!-- docs-test:
 spark -->`` (the example starts Spark: the ``spark`` mark, skipped without pyspark or Java) and
 ``<!-- docs-test: needs=MODULE[,MODULE] -->`` (skipped, saying which, where one is not installed:
 CI's oldest job has no pandas, pypaimon or hudi).

@@ -1,5 +1,5 @@
 """Unforced concurrency: 4 processes of deletes, builds, reads and gc on one dataset, 30 rounds each,
-nothing forced (tests/test_dataset_trust.py forces the interleavings one step at a time).
+nothing forced (tests/tables/test_dataset_trust.py forces the interleavings one step at a time).
 
 Each process logs what it did: a delete its id set and the catalog version it committed, a read its
 query, the ids it got and the catalog version of its snapshot.  Then, with the oracle of
