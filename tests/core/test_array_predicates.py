@@ -10,6 +10,7 @@ import paimon_fast as pf
 from paimon_fast.core.predicate import Leaf
 from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.read.arrow_filter import filter_table, to_arrow_expression
+from tests.support.paimon_helpers import commit_arrow
 
 
 def truth(p, row):
@@ -159,12 +160,7 @@ def test_paimon_table(tmp_path):
     )
     tb = cat.get_table("db.t")
     for a, b in ((0, 120), (120, 300)):
-        wb = tb.new_batch_write_builder()
-        w, c = wb.new_write(), wb.new_commit()
-        w.write_arrow(t.slice(a, b - a))
-        c.commit(w.prepare_commit())
-        w.close()
-        c.close()
+        commit_arrow(tb, t.slice(a, b - a))
     tb = cat.get_table("db.t")
     rows = t.to_pylist()
     for p in predicates("string"):

@@ -39,6 +39,7 @@ from paimon_fast.core.result import REMAIN, BitmapResult
 from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.read.arrow_filter import filter_table
 from paimon_fast.core.types import DataType
+from tests.support.rows import result_rows
 
 EPOCH = dt.datetime(1970, 1, 1)
 UTC3 = dt.timezone(dt.timedelta(hours=3))
@@ -505,12 +506,6 @@ def built(col):
     return got
 
 
-def _rows_of(res, n):
-    if isinstance(res, BitmapResult):
-        return set(res.bitmap)
-    return set(range(n)) if res.remain else set()
-
-
 def check(col, leaf, want, where, files=True):
     """The exact filter gives ``want``; every index keeps it (exactly where its keys are exact)."""
     tbl, fidx, gidx, _ = built(col)
@@ -524,7 +519,7 @@ def check(col, leaf, want, where, files=True):
                 res = r.evaluate(asked)
             except NullLiteralError:  # BSI / range-bitmap on a null literal (Java: NPE): consumers read the file
                 res = REMAIN
-            kept = _rows_of(res, n)
+            kept = result_rows(res, n)
             assert set(want) <= kept, (where, kind, asked, sorted(kept), want)
             if (
                 asked is pred

@@ -30,6 +30,7 @@ from paimon_fast.core.result import BitmapResult
 from paimon_fast.read.arrow_filter import filter_table
 from paimon_fast.core.types import DataType
 from tests.support.sql_oracle import holds, matching_rows
+from tests.support.rows import result_rows
 
 # (Paimon type, Arrow type, value strategy)
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -172,12 +173,6 @@ def cases(draw, types=tuple(COLUMNS)):
     return ptype, at, values, Leaf(op, "x", lits)
 
 
-def _rows(res, n):
-    if isinstance(res, BitmapResult):
-        return set(res.bitmap)
-    return set(range(n)) if res.remain else set()
-
-
 def _has_nan(values):
     return any(isinstance(v, float) and math.isnan(v) for v in values)
 
@@ -204,7 +199,7 @@ def test_exact_filter_and_every_index_answer_like_sql(case):
         w.write_batch(tbl.column("x"))
         r = pf.fileindex.reader(itype, dtype, w.finish(), {"items": "100"} if itype == "bloom-filter" else None)
         res = r.evaluate(pred)
-        kept = _rows(res, len(values))
+        kept = result_rows(res, len(values))
         assert set(want) <= kept, (itype, leaf, pred, values)
         if (
             itype != "bloom-filter"
@@ -219,7 +214,7 @@ def test_exact_filter_and_every_index_answer_like_sql(case):
         # a reader asked directly (no normalisation by the caller) never drops a matching row either,
         # except Java's float semantics (-0.0 < 0.0, NaN = NaN) which the consumers' IEEE step covers
         if ptype not in ("FLOAT", "DOUBLE"):
-            assert set(want) <= _rows(r.evaluate(leaf), len(values)), (itype, leaf, values)
+            assert set(want) <= result_rows(r.evaluate(leaf), len(values)), (itype, leaf, values)
     # the global index
     if not ptype.startswith("DECIMAL") or True:
         gw = gi.writer(dtype)

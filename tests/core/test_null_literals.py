@@ -16,6 +16,7 @@ from paimon_fast import globalindex as gi
 from paimon_fast.core.predicate import STRING_OPS, And, Leaf, Or
 from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.read.arrow_filter import to_arrow_expression
+from tests.support.paimon_helpers import commit_arrow
 
 
 # ---------------------------------------------------------------- oracle
@@ -289,12 +290,7 @@ def test_paimon_table_null_literals(tmp_path):
     for k in range(2):
         part = pa.table({"x": pa.array([1, None, 3, k], pa.int64()), "s": pa.array(["a", None, "b", None])})
         data += part.to_pylist()
-        wb = tb.new_batch_write_builder()
-        w, c = wb.new_write(), wb.new_commit()
-        w.write_arrow(part)
-        c.commit(w.prepare_commit())
-        w.close()
-        c.close()
+        commit_arrow(tb, part)
     tb = cat.get_table("db.t")
     for col, lit in (("x", 3), ("s", "a")):
         for p in null_leaves(col, lit):

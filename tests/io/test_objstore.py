@@ -12,16 +12,14 @@ import pytest
 from paimon_fast.io import fs
 from paimon_fast.io.fs import CommitConflictError, CommitFile, IOCounter
 from paimon_fast.io.fsutil import Chunks
-from tests.support.objstore_support import OPTIONS, PREDICATES, oracle, paimon_catalog, write_dataset
-
-
-@pytest.fixture(autouse=True)
-def _no_statistics(monkeypatch):
-    """Local and S3 plans compared here prune alike: by the indexes, without the Parquet statistics
-    a local plan also reads (their footers cost a request per file on S3, where plans skip them)."""
-    import paimon_fast.tables.parquet as dataset
-
-    monkeypatch.setattr(dataset, "STATISTICS", False)
+from tests.support.objstore_support import (
+    OPTIONS,
+    PREDICATES,
+    no_statistics,  # noqa: F401  (an autouse fixture)
+    oracle,
+    paimon_catalog,
+    write_dataset,
+)
 
 
 @pytest.fixture

@@ -7,18 +7,16 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 from paimon_fast.tables import ParquetDataset  # noqa: E402
-from tests.support.objstore_support import OPTIONS, PREDICATES, oracle, paimon_catalog, write_dataset  # noqa: E402
+from tests.support.objstore_support import (  # noqa: E402
+    OPTIONS,
+    PREDICATES,
+    no_statistics,  # noqa: F401  (an autouse fixture)
+    oracle,
+    paimon_catalog,
+    write_dataset,
+)
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(autouse=True)
-def _no_statistics(monkeypatch):
-    """Local and S3 plans compared here prune alike: by the indexes, without the Parquet statistics
-    a local plan also reads (their footers cost a request per file on S3, where plans skip them)."""
-    import paimon_fast.tables.parquet as dataset
-
-    monkeypatch.setattr(dataset, "STATISTICS", False)
 
 
 def _ids(df):

@@ -18,10 +18,18 @@ pytest.importorskip("pypaimon")
 import paimon_fast as pf  # noqa: E402
 from paimon_fast.errors import IndexFormatError  # noqa: E402
 from paimon_fast.paimon import fastpath, legacy_manifest_table, read_with_index, rewrite_file_index  # noqa: E402
-from paimon_fast.paimon import to_pypaimon  # noqa: E402
 
-from tests.support.paimon_helpers import catalog, copy_table, create_sample_table, sample_batch, unpack_java09  # noqa: E402
+from tests.support.paimon_helpers import (  # noqa: E402
+    catalog,
+    commit_arrow,
+    copy_table,
+    create_sample_table,
+    pypaimon_read,
+    sample_batch,
+    unpack_java09,
+)
 from tests.support.sql_oracle import holds  # noqa: E402
+from tests.support.rows import sorted_rows  # noqa: E402
 
 BLOOM = {"file-index.bloom-filter.columns": "name", "file-index.bloom-filter.name.items": "2000"}
 NATIVE_OPTS = {
@@ -40,24 +48,6 @@ PREDS = [
 ]
 
 
-def _rows(tb, cols=None):
-    cols = cols or tb.column_names
-    return sorted(tuple(r[c] for c in cols) for r in tb.to_pylist())
-
-
-def _plain(table, pred, projection=None):
-    rb = table.new_read_builder()
-    if pred is not None:
-        rb = rb.with_filter(to_pypaimon(pred, table))
-    if projection is not None:
-        rb = rb.with_projection(list(projection))
-    return rb.new_read().to_arrow(rb.new_scan().plan().splits())
-
-
-def _native(table, pred):
-    return _plain(table.copy({"read.native.enabled": "true"}), pred)
-
-
 def _exact(tb, table, pred, projection=None):
     """``tb`` filtered exactly by ``pred`` with an independent oracle (a plain-Python
     three-valued-logic evaluator over its rows, no product or pypaimon filter code):
@@ -74,12 +64,13 @@ def _check(table, pred, projection=None, native=False):
     assert rep.fast_path, rep.fallback_reason
     slow, rep2 = read_with_index(table, pred, fast=False)
     assert not rep2.fast_path
-    plain = _plain(legacy_manifest_table(table), None)  # every row, unfiltered
+    plain = pypaimon_read(legacy_manifest_table(table), None)  # every row, unfiltered
     expected = _exact(plain, table, pred, projection)
     assert fast.schema == expected.schema
-    assert _rows(fast) == _rows(expected) == _rows(_exact(slow, table, pred, projection))
+    assert sorted_rows(fast) == sorted_rows(expected) == sorted_rows(_exact(slow, table, pred, projection))
     if native:
-        assert _rows(_exact(_native(table, pred), table, pred, projection)) == _rows(fast)
+        native_rows = _exact(pypaimon_read(table, pred, native=True), table, pred, projection)
+        assert sorted_rows(native_rows) == sorted_rows(fast)
     # the fast path keeps at most the files the pypaimon path keeps
     assert rep.files_planned - rep.files_skipped <= rep2.files_planned - rep2.files_skipped
     return fast, rep
@@ -115,8 +106,8 @@ def test_primary_key_table_falls_back(java09):
     table = catalog(java09).get_table("db.pk_dv")
     tb, rep = read_with_index(table, pf.field("id") < 50)
     assert not rep.fast_path and "primary-key" in rep.fallback_reason
-    assert _rows(tb) == _rows(
-        _exact(_plain(legacy_manifest_table(table), pf.field("id") < 50), table, pf.field("id") < 50)
+    assert sorted_rows(tb) == sorted_rows(
+        _exact(pypaimon_read(legacy_manifest_table(table), pf.field("id") < 50), table, pf.field("id") < 50)
     )
 
 
@@ -149,12 +140,7 @@ def test_partitioned_table(tmp_path):
     cat.create_table("db.p", Schema.from_pyarrow_schema(schema, partition_keys=["category"], options=opts), False)
     t = cat.get_table("db.p")
     for k in range(4):
-        wb = t.new_batch_write_builder()
-        w, c = wb.new_write(), wb.new_commit()
-        w.write_arrow(sample_batch(k, 500))
-        c.commit(w.prepare_commit())
-        w.close()
-        c.close()
+        commit_arrow(t, sample_batch(k, 500))
     t = cat.get_table("db.p")
     rewrite_file_index(None, t)
     t = cat.get_table("db.p")
@@ -174,8 +160,6 @@ def test_schema_evolution_rename_and_add(tmp_path):
     cat.alter_table("db.t", [SchemaChange.rename_column("name", "full_name")])
     cat.alter_table("db.t", [SchemaChange.add_column("name", AtomicType("STRING"))])
     t = cat.get_table("db.t")
-    w = t.new_batch_write_builder()
-    wr, c = w.new_write(), w.new_commit()
     b = sample_batch(9, 100)
     import pyarrow as pa
 
@@ -188,10 +172,7 @@ def test_schema_evolution_rename_and_add(tmp_path):
             "name": pa.array([f"new-{i}" for i in range(100)]),
         }
     )
-    wr.write_arrow(b)
-    c.commit(wr.prepare_commit())
-    wr.close()
-    c.close()
+    commit_arrow(t, b)
     t = cat.get_table("db.t")
     for pred in [
         pf.field("full_name") == "name-1500",
@@ -231,12 +212,7 @@ def test_plan_cache_follows_the_snapshot(tmp_path):
     assert tb.num_rows == 2000 and not rep.plan_cached
     tb, rep = read_with_index(table, pred)
     assert tb.num_rows == 2000 and rep.plan_cached
-    wb = table.new_batch_write_builder()
-    w, c = wb.new_write(), wb.new_commit()
-    w.write_arrow(sample_batch(5))
-    c.commit(w.prepare_commit())
-    w.close()
-    c.close()
+    commit_arrow(table, sample_batch(5))
     tb, rep = read_with_index(table, pred)  # the same table object: the new snapshot is seen
     assert tb.num_rows == 3000 and not rep.plan_cached
     tb, rep = read_with_index(table, pred, use_cache=False)
@@ -269,13 +245,13 @@ def test_64bit_deletion_vector(tmp_path_factory, tmp_path):
     copy_table(wh, str(tmp_path), "append_dv")
     root = os.path.join(str(tmp_path), "db.db", "append_dv")
     table = catalog(tmp_path).get_table("db.append_dv")
-    expected = _rows(_plain(legacy_manifest_table(table), pf.field("id") < 1500))
+    expected = sorted_rows(pypaimon_read(legacy_manifest_table(table), pf.field("id") < 1500))
     rewrite_dv_as_64bit(root)
     table = catalog(tmp_path).get_table("db.append_dv")
     fastpath.clear_plan_cache()
     tb, rep = read_with_index(table, pf.field("id") < 1500)
     assert rep.fast_path and rep.deletion_vectors_folded == 1
-    assert _rows(tb) == expected
+    assert sorted_rows(tb) == expected
 
 
 def test_corrupt_skipped_file_not_read(tmp_path):
@@ -356,7 +332,7 @@ def test_merge_read_pk_split_with_64bit_dv(java09, tmp_path):
 
     t32 = legacy_manifest_table(catalog(java09).get_table("db.pk_dv"))
     rb, splits = _merge_read_splits(t32)
-    expected = _rows(rb.new_read().to_arrow(splits))
+    expected = sorted_rows(rb.new_read().to_arrow(splits))
     assert len(expected) == 3000  # the DV removed rows (3100 written)
 
     t64 = _pk_dv_64(tmp_path, java09)
@@ -366,7 +342,7 @@ def test_merge_read_pk_split_with_64bit_dv(java09, tmp_path):
     new, rep = IndexPruner(t64, pf.field("id") >= 0).prune(splits)
     assert rep.deletion_vectors_converted == 1 and rep.deletion_vectors_folded == 0
     assert all(not s.raw_convertible for s in new)
-    assert _rows(rb.new_read().to_arrow(new)) == expected
+    assert sorted_rows(rb.new_read().to_arrow(new)) == expected
 
 
 def test_merge_read_pk_split_with_64bit_dv_clear_error(java09, tmp_path):
@@ -506,7 +482,7 @@ def test_container_header_cache_never_trusts_other_bytes(tmp_path):
             for _ in range(2):  # cold plan, then warm (cached layouts)
                 fast, rep = read_with_index(table, pred)
                 assert rep.fast_path
-                assert _rows(fast) == _rows(_exact(_plain(table, pred), table, pred))
+                assert sorted_rows(fast) == sorted_rows(_exact(pypaimon_read(table, pred), table, pred))
 
 
 def test_pread_source_reads(tmp_path):

@@ -11,7 +11,6 @@ import pytest
 pytest.importorskip("pypaimon")
 
 import paimon_fast as pf  # noqa: E402
-from paimon_fast.fileindex import index_types  # noqa: E402
 from paimon_fast.paimon import (
     legacy_manifest_table,
     plan_with_index,
@@ -19,7 +18,14 @@ from paimon_fast.paimon import (
     upgrade_manifest_bytes,
 )
 
-from tests.support.paimon_helpers import catalog, copy_table, java_answers, unpack_java09  # noqa: E402
+from tests.support.paimon_helpers import (  # noqa: E402
+    catalog,
+    copy_table,
+    java_answers,
+    needs_index_readers,
+    pypaimon_read,
+    unpack_java09,
+)
 
 TABLES = ["append_embedded", "append_sidecar", "append_dv", "pk_dv"]
 EXPECTED_ROWS = {"append_embedded": 4000, "append_sidecar": 4000, "append_dv": 1666, "pk_dv": 3000}
@@ -34,18 +40,9 @@ def _table(wh, name):
     return legacy_manifest_table(catalog(wh).get_table("db." + name))
 
 
-def _full_read(table, predicate=None):
-    rb = table.new_read_builder()
-    if predicate is not None:
-        from paimon_fast.paimon import to_pypaimon
-
-        rb = rb.with_filter(to_pypaimon(predicate, table))
-    return rb.new_read().to_arrow(rb.new_scan().plan().splits())
-
-
 @pytest.mark.parametrize("name", TABLES)
 def test_legacy_manifests_read_every_row(wh, name):
-    tb = _full_read(_table(wh, name))
+    tb = pypaimon_read(_table(wh, name))
     assert tb.num_rows == EXPECTED_ROWS[name]
     ids = tb.column("id").to_pylist()
     assert len(set(ids)) == len(ids)
@@ -82,15 +79,9 @@ def test_upgrade_manifest_bytes(wh, tmp_path):
     assert upgrade_manifest_bytes(b"not avro") == b"not avro"
 
 
-def _needs(index_type):
-    return pytest.mark.skipif(
-        index_type not in index_types(), reason=f"the {index_type!r} file index reader is not on this branch"
-    )
-
-
 _CASES = []
 for _t, _c, _v, _n, _r in java_answers():
-    marks = [_needs("bitmap")] if _c == "category" else []
+    marks = [needs_index_readers("bitmap")] if _c == "category" else []
     _CASES.append(pytest.param(_t, _c, _v, _n, _r, id=f"{_t}-{_c}={_v}", marks=marks))
 
 
@@ -104,7 +95,7 @@ def test_java09_answers(wh, name, column, value, java_files, java_rows):
     kept = rep.files_planned - rep.files_skipped
     assert kept <= java_files
     assert rep.rows_selected <= java_rows
-    expected = _full_read(table, pred)
+    expected = pypaimon_read(table, pred)
     assert sorted(tb.column("id").to_pylist()) == sorted(expected.column("id").to_pylist())
     assert all(v == value for v in tb.column(column).to_pylist())
 
@@ -137,7 +128,7 @@ def test_corrupted_skipped_file_is_not_read(wh, tmp_path):
     assert tb.column("id").to_pylist() == [1500]
     assert rep2.skipped_files == rep.skipped_files
     with pytest.raises(Exception):
-        _full_read(table, pred)
+        pypaimon_read(table, pred)
 
 
 def test_pk_dv_table_is_eligible_and_reads_right(wh):
@@ -145,7 +136,7 @@ def test_pk_dv_table_is_eligible_and_reads_right(wh):
     pred = pf.field("id") < 50
     tb, rep = read_with_index(table, pred)
     assert rep.applied
-    assert sorted(tb.column("id").to_pylist()) == sorted(_full_read(table, pred).column("id").to_pylist())
+    assert sorted(tb.column("id").to_pylist()) == sorted(pypaimon_read(table, pred).column("id").to_pylist())
 
 
 def test_dv_folded_into_ranges(wh):
@@ -159,7 +150,7 @@ def test_dv_folded_into_ranges(wh):
     assert tb.num_rows == 1666
     _, splits, _ = plan_with_index(table, pred, fold_deletion_vectors="always")
     assert all(not s.data_deletion_files for s in splits)
-    assert sorted(tb.column("id").to_pylist()) == sorted(_full_read(table).column("id").to_pylist())
+    assert sorted(tb.column("id").to_pylist()) == sorted(pypaimon_read(table).column("id").to_pylist())
 
 
 def test_truncated_sidecar_keeps_the_file(wh, tmp_path):
@@ -216,4 +207,4 @@ def test_projection_without_predicate_columns(wh):
     assert any(isinstance(s, IndexedSplit) for s in splits)  # the bitmap gave row ranges
     tb, rep = read_with_index(table, pred, projection=["id"])
     assert tb.column_names == ["id"]
-    assert sorted(tb.column("id").to_pylist()) == sorted(_full_read(table, pred).column("id").to_pylist())
+    assert sorted(tb.column("id").to_pylist()) == sorted(pypaimon_read(table, pred).column("id").to_pylist())

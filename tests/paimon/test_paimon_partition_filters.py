@@ -14,7 +14,7 @@ pytest.importorskip("pypaimon")
 import paimon_fast as pf
 from paimon_fast.errors import ColumnNotFoundError
 from paimon_fast.paimon import read_with_index
-from tests.support.paimon_helpers import catalog
+from tests.support.paimon_helpers import catalog, commit_arrow, pypaimon_read
 from tests.support.sql_oracle import holds
 
 
@@ -35,27 +35,18 @@ def _table(wh, name, primary_keys=None, options=None):
     )
     t = cat.get_table(f"db.{name}")
     for k, region in enumerate(["eu", "us", "eu", "ap"]):
-        wb = t.new_batch_write_builder()
-        w, c = wb.new_write(), wb.new_commit()
         ids = list(range(k * 50, k * 50 + 50))
-        w.write_arrow(
+        commit_arrow(
+            t,
             pa.table(
                 {
                     "region": [region] * 50,
                     "id": pa.array(ids, pa.int32()),
                     "price": pa.array([None if i % 11 == 0 else (i * 7) % 100 for i in ids], pa.int64()),
                 }
-            )
+            ),
         )
-        c.commit(w.prepare_commit())
-        w.close()
-        c.close()
     return cat.get_table(f"db.{name}")
-
-
-def _all_rows(t):
-    rb = t.new_read_builder()
-    return rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist()
 
 
 F = pf.field
@@ -87,7 +78,7 @@ def tables(tmp_path_factory):
 def test_or_not_over_partition_and_data_columns(tables, kind, fast, i):
     t = tables[kind]
     pred = PREDICATES[i]
-    rows = _all_rows(t)
+    rows = pypaimon_read(t).to_pylist()
     want = sorted((r["region"], r["id"]) for r in rows if holds(pred, r))
     got, rep = read_with_index(t, pred, fast=fast)
     assert sorted(zip(got.column("region").to_pylist(), got.column("id").to_pylist())) == want, (pred, rep)
@@ -121,14 +112,9 @@ def test_every_path_keeps_nan_rows_not_between(tmp_path):
         False,
     )
     t = cat.get_table("db.f")
-    wb = t.new_batch_write_builder()
-    w, c = wb.new_write(), wb.new_commit()
-    w.write_arrow(pa.table({"id": pa.array(range(6), pa.int32()), "v": [0.0, float("nan"), 1.0, None, -0.0, 2.5]}))
-    c.commit(w.prepare_commit())
-    w.close()
-    c.close()
+    commit_arrow(t, pa.table({"id": pa.array(range(6), pa.int32()), "v": [0.0, float("nan"), 1.0, None, -0.0, 2.5]}))
     t = cat.get_table("db.f")
-    rows = _all_rows(t)
+    rows = pypaimon_read(t).to_pylist()
     for pred in [
         F("v").not_between(0.5, 1.5),
         F("v") == 0.0,

@@ -29,7 +29,7 @@ import paimon_fast as pf
 from paimon_fast.paimon import read_with_index, rewrite_file_index
 from paimon_fast.paimon.compat import legacy_manifest_table
 from paimon_fast.core.predicate import Leaf
-from tests.support.paimon_helpers import catalog, commit_arrow, unpack_java09
+from tests.support.paimon_helpers import catalog, commit_arrow, pypaimon_read, unpack_java09
 from tests.support.sql_oracle import holds
 
 settings.register_profile(
@@ -123,12 +123,6 @@ def _pypaimon_table(wh, name, primary_keys=None, options=None, drop=()):
     return cat.get_table(f"db.{name}")
 
 
-def _full_rows(t):
-    t = legacy_manifest_table(t)
-    rb = t.new_read_builder()
-    return rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist()
-
-
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
     wh = tmp_path_factory.mktemp("wh")
@@ -139,7 +133,7 @@ def tables(tmp_path_factory):
         "append_fast": _pypaimon_table(wh, "apf", drop=("ts", "tstz")),  # no TIMESTAMP: the fast path reads it
         "pk_merge": _pypaimon_table(wh, "pkm", ["region", "pday", "id"]),
     }
-    return {k: (t, _full_rows(t)) for k, t in out.items()}
+    return {k: (t, pypaimon_read(legacy_manifest_table(t)).to_pylist()) for k, t in out.items()}
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +142,7 @@ def java09(tmp_path_factory):
     out = {}
     for name in ("append_embedded", "append_sidecar", "append_dv", "pk_dv"):
         t = cat.get_table("db." + name)
-        out[name] = (t, _full_rows(t))
+        out[name] = (t, pypaimon_read(legacy_manifest_table(t)).to_pylist())
     return out
 
 
@@ -370,7 +364,7 @@ def test_nan_rows_are_not_planned_away(tmp_path, pred):
     commit_arrow(t, pa.table({"id": pa.array([1, 2, 3], pa.int32()), "ratio": [1.5, float("nan"), 1.5]}))
     commit_arrow(t, pa.table({"id": pa.array([4, 5], pa.int32()), "ratio": [2.5, None]}))
     t = cat.get_table("db.n")
-    rows = _full_rows(t)
+    rows = pypaimon_read(legacy_manifest_table(t)).to_pylist()
     assert sorted(r["id"] for r in rows if holds(pred, r)) in ([2, 4], [2])
     _check(t, rows, pred, fast_too=True, fast_must=True)
 

@@ -21,16 +21,9 @@ from paimon_fast.paimon import (
 )
 from paimon_fast.paimon.rewrite import new_index_file_name, plan_rewrite  # noqa: E402
 
-from tests.support.paimon_helpers import catalog, copy_table, create_sample_table, unpack_java09  # noqa: E402
+from tests.support.paimon_helpers import catalog, copy_table, create_sample_table, pypaimon_read, unpack_java09  # noqa: E402
 
 BLOOM = {"file-index.bloom-filter.columns": "name", "file-index.bloom-filter.name.items": "2000"}
-
-
-def _full_read(table, predicate=None):
-    rb = table.new_read_builder()
-    if predicate is not None:
-        rb = rb.with_filter(to_pypaimon(predicate, table))
-    return rb.new_read().to_arrow(rb.new_scan().plan().splits())
 
 
 def _files(table):
@@ -81,7 +74,7 @@ def test_rewrite_adds_sidecar_indexes_and_prunes(tmp_path):
     tb, rep1 = read_with_index(table, pred)
     assert rep1.files_skipped == 2 and rep1.rows_skipped == 2000
     assert sorted(tb.column("id").to_pylist()) == [1500, 2500]
-    assert _full_read(table).num_rows == 4000
+    assert pypaimon_read(table).num_rows == 4000
 
     # nothing left to do; then a forced rebuild takes Java's next sidecar name
     again = rewrite_file_index(None, table)
@@ -155,7 +148,7 @@ def test_rewrite_on_java09_table(tmp_path_factory, tmp_path):
         for col, itype in [("name", "bloom-filter"), ("category", "bitmap")]:
             assert new.payload(col, itype) == old[f.file_name].payload(col, itype)
         assert new.payload("category", "bitmap")[0] == 1  # still V1
-    before = _full_read(table)
+    before = pypaimon_read(table)
     assert before.num_rows == 1666  # the deletion vector still applies
     prices = set(before.column("price").to_pylist())
     skipped = 0
@@ -274,7 +267,7 @@ def test_pk_table_with_deletion_vectors_pruned_after_rewrite(tmp_path_factory, t
     ]:
         tb, rep = read_with_index(table, pred)
         assert rep.applied and rep.files_with_index == rep.files_planned
-        assert sorted(tb.column("id").to_pylist()) == sorted(_full_read(table, pred).column("id").to_pylist())
+        assert sorted(tb.column("id").to_pylist()) == sorted(pypaimon_read(table, pred).column("id").to_pylist())
         if pred == (pf.field("category") == "magenta"):
             assert rep.files_planned - rep.files_skipped == 0
         if pred == (pf.field("category") == "red"):

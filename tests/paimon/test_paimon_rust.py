@@ -11,10 +11,10 @@ pytest.importorskip("pypaimon")
 pytest.importorskip("pypaimon_rust")
 
 import paimon_fast as pf  # noqa: E402
-from paimon_fast.fileindex import FileIndexFormat, index_types  # noqa: E402
+from paimon_fast.fileindex import FileIndexFormat  # noqa: E402
 from paimon_fast.paimon import plan_with_index, read_with_index, to_pypaimon  # noqa: E402
 
-from tests.support.paimon_helpers import catalog, create_sample_table  # noqa: E402
+from tests.support.paimon_helpers import catalog, create_sample_table, needs_index_readers, pypaimon_read  # noqa: E402
 
 NATIVE_OPTS = {
     "file-index.bloom-filter.columns": "name",
@@ -33,14 +33,6 @@ def native_table(tmp_path_factory):
     return wh, t
 
 
-def _native_read(table, predicate):
-    t = table.copy({"read.native.enabled": "true"})
-    rb = t.new_read_builder()
-    if predicate is not None:
-        rb = rb.with_filter(to_pypaimon(predicate, t))
-    return rb.new_read().to_arrow(rb.new_scan().plan().splits())
-
-
 def test_native_writer_wrote_our_formats(native_table):
     _, t = native_table
     files = [f for s in t.new_read_builder().new_scan().plan().splits() for f in s.files]
@@ -56,24 +48,27 @@ def test_native_writer_wrote_our_formats(native_table):
         assert set(metas["category"]) == {"bitmap"} and set(metas["price"]) == {"bsi"}
 
 
-def _needs(*types):
-    missing = [t for t in types if t not in index_types()]
-    return pytest.mark.skipif(bool(missing), reason=f"file index readers not on this branch: {missing}")
-
-
 # (predicate, at most this many files kept, at most this many rows to read)
 PREDICATES = [
     pytest.param(pf.field("name") == "name-1234", 1, 1000, id="bloom-eq"),
     pytest.param(pf.field("name").isin(["name-5", "name-3005", "nope"]), 2, 2000, id="bloom-in"),
     pytest.param(pf.field("name") == "nope", 0, 0, id="bloom-miss"),
-    pytest.param(pf.field("category") == "red", 2, 1000, id="bitmap-eq", marks=_needs("bitmap")),
-    pytest.param(pf.field("category") == "magenta", 0, 0, id="bitmap-miss", marks=_needs("bitmap")),
-    pytest.param(pf.field("category").isin(["red", "blue"]), 4, 2000, id="bitmap-in", marks=_needs("bitmap")),
-    pytest.param(pf.field("price") == 7, 4, 4, id="bsi-eq", marks=_needs("bsi")),
-    pytest.param(pf.field("price") > 990, 4, 4 * 9 * 5, id="bsi-gt", marks=_needs("bsi")),
-    pytest.param(pf.field("id").between(1500, 1510), 1, 11, id="range-between", marks=_needs("range-bitmap")),
+    pytest.param(pf.field("category") == "red", 2, 1000, id="bitmap-eq", marks=needs_index_readers("bitmap")),
+    pytest.param(pf.field("category") == "magenta", 0, 0, id="bitmap-miss", marks=needs_index_readers("bitmap")),
     pytest.param(
-        (pf.field("name") == "name-7") | (pf.field("id") == 2222), 2, 2000, id="or", marks=_needs("range-bitmap")
+        pf.field("category").isin(["red", "blue"]), 4, 2000, id="bitmap-in", marks=needs_index_readers("bitmap")
+    ),
+    pytest.param(pf.field("price") == 7, 4, 4, id="bsi-eq", marks=needs_index_readers("bsi")),
+    pytest.param(pf.field("price") > 990, 4, 4 * 9 * 5, id="bsi-gt", marks=needs_index_readers("bsi")),
+    pytest.param(
+        pf.field("id").between(1500, 1510), 1, 11, id="range-between", marks=needs_index_readers("range-bitmap")
+    ),
+    pytest.param(
+        (pf.field("name") == "name-7") | (pf.field("id") == 2222),
+        2,
+        2000,
+        id="or",
+        marks=needs_index_readers("range-bitmap"),
     ),
 ]
 
@@ -82,7 +77,7 @@ PREDICATES = [
 def test_same_rows_as_pypaimon_rust(native_table, pred, max_files, max_rows):
     _, t = native_table
     ours, rep = read_with_index(t, pred)
-    theirs = _native_read(t, pred)
+    theirs = pypaimon_read(t, pred, native=True)
     assert sorted(ours.column("id").to_pylist()) == sorted(theirs.column("id").to_pylist())
     assert rep.files_planned - rep.files_skipped <= max_files
     assert rep.rows_index_selected <= max_rows

@@ -19,21 +19,23 @@ from paimon_fast.paimon import legacy_manifest_table, rewrite_file_index  # noqa
 from paimon_fast.paimon.topn import top_n  # noqa: E402
 from paimon_fast.read.topn import TopNReport  # noqa: E402
 
-from tests.support.paimon_helpers import catalog, copy_table, create_sample_table, unpack_java09  # noqa: E402
+from tests.support.paimon_helpers import (  # noqa: E402
+    catalog,
+    commit_arrow,
+    copy_table,
+    create_sample_table,
+    pypaimon_read,
+    unpack_java09,
+)
 from tests.support.sql_oracle import holds, order_key  # noqa: E402
 
 RANGE = {"file-index.range-bitmap.columns": "price,id"}
 
 
-def _all_rows(table):
-    rb = legacy_manifest_table(table).new_read_builder()  # Paimon 0.9 manifests read as pypaimon 2 expects
-    t = rb.new_read().to_arrow(rb.new_scan().plan().splits())
-    return t.to_pylist()
-
-
 def check(table, column, k, desc=True, pred=None, nulls_first=False, report=None):
     got = top_n(table, column, k, desc=desc, predicate=pred, nulls_first=nulls_first, report=report).to_pylist()
-    rows = [r for r in _all_rows(table) if pred is None or holds(pred, r)]
+    every = pypaimon_read(legacy_manifest_table(table)).to_pylist()  # Paimon 0.9 manifests read as pypaimon 2 expects
+    rows = [r for r in every if pred is None or holds(pred, r)]
     rows.sort(key=lambda r: order_key(r[column], desc, nulls_first))
     want = rows[:k]
     key = lambda r: order_key(r[column], desc, nulls_first)  # noqa: E731  (NaN equal to NaN here)
@@ -126,14 +128,9 @@ def test_nulls_and_nan(tmp_path):
     t = cat.get_table("db.f")
     vals = [1.5, None, float("nan"), -0.0, 0.0, 3.0, None, -2.0]
     for part in range(2):
-        wb = t.new_batch_write_builder()
-        w, c = wb.new_write(), wb.new_commit()
-        w.write_arrow(
-            pa.table({"id": pa.array(range(part * 8, part * 8 + 8), pa.int32()), "d": pa.array(vals, pa.float64())})
+        commit_arrow(
+            t, pa.table({"id": pa.array(range(part * 8, part * 8 + 8), pa.int32()), "d": pa.array(vals, pa.float64())})
         )
-        c.commit(w.prepare_commit())
-        w.close()
-        c.close()
     rewrite_file_index(None, t, {"file-index.range-bitmap.columns": "d"})
     t = cat.get_table("db.f")
     for nulls_first in (False, True):

@@ -26,6 +26,7 @@ import paimon_fast as pf
 from paimon_fast import cli
 from tests.support.paths import DATA
 from tests.support.vectorlib import load_bin
+from tests.support.paimon_helpers import commit_arrow
 
 
 @pytest.fixture
@@ -65,12 +66,10 @@ def warehouse(tmp_path):
     catalog.create_database("db", True)
     schema = pa.schema([("id", pa.int64()), ("cat", pa.string())])
     catalog.create_table("db.t", Schema.from_pyarrow_schema(schema), True)
-    table = catalog.get_table("db.t")
-    wb = table.new_batch_write_builder()
-    w = wb.new_write()
-    w.write_arrow(pa.table({"id": list(range(8)), "cat": [f"c{i % 4}" for i in range(8)]}, schema=schema))
-    wb.new_commit().commit(w.prepare_commit())
-    w.close()
+    commit_arrow(
+        catalog.get_table("db.t"),
+        pa.table({"id": list(range(8)), "cat": [f"c{i % 4}" for i in range(8)]}, schema=schema),
+    )
     return wh
 
 
@@ -440,12 +439,7 @@ def test_global_index_keys_of_a_paimon_table_are_typed(tmp_path, capsys):
     schema = pa.schema([("id", pa.int64()), ("price", pa.float64())])
     opts = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
     catalog.create_table("db.t", Schema.from_pyarrow_schema(schema, options=opts), True)
-    t = catalog.get_table("db.t")
-    wb = t.new_batch_write_builder()
-    w = wb.new_write()
-    w.write_arrow(pa.table({"id": [1, 2, 3], "price": [2.5, -1.0, 7.25]}, schema=schema))
-    wb.new_commit().commit(w.prepare_commit())
-    w.close()
+    commit_arrow(catalog.get_table("db.t"), pa.table({"id": [1, 2, 3], "price": [2.5, -1.0, 7.25]}, schema=schema))
     create_global_index(catalog.get_table("db.t"), "price", "btree")
     (path,) = (tmp_path / "wh" / "db.db" / "t" / "index").iterdir()
     assert cli.main(["inspect", str(path), "--json"]) == 0

@@ -30,6 +30,7 @@ from paimon_fast.read.lazy import LazyRead
 from paimon_fast.core.sqlpredicate import parse_predicate
 from paimon_fast.tables import ParquetDataset
 from tests.support.sql_oracle import holds
+from tests.support.paimon_helpers import pypaimon_read
 
 try:
     import pandas  # noqa: F401
@@ -543,11 +544,6 @@ PAIMON_WHERE = [
 ]
 
 
-def paimon_rows(table):
-    rb = table.new_read_builder()
-    return rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist()
-
-
 @pytest.fixture(scope="module")
 def native_table(tmp_path_factory):
     pytest.importorskip("pypaimon", reason="Paimon tables are read through pypaimon (the tables extra)")
@@ -561,7 +557,7 @@ def native_table(tmp_path_factory):
 def test_paimon_rows_through_every_handoff(native_table, fast):
     from paimon_fast.paimon import read
 
-    rows = paimon_rows(native_table)
+    rows = pypaimon_read(native_table).to_pylist()
     skipped = 0
     for where in PAIMON_WHERE:
         r = read(native_table, where, fast=fast)
@@ -584,7 +580,7 @@ def test_paimon_java_tables_with_deletion_vectors_and_primary_keys(tmp_path):
     paths = set()
     for name in ("append_dv", "pk_dv", "append_sidecar"):
         t = legacy_manifest_table(cat.get_table(f"db.{name}"))
-        rows = paimon_rows(t)
+        rows = pypaimon_read(t).to_pylist()
         for where in ("name = 'name-1500'", "category = 'red' AND id < 1500", "id >= 3990"):
             r = read(t, where)
             check_all_handoffs(r, oracle(rows, where))
@@ -619,7 +615,7 @@ def test_paimon_table_on_s3(tmp_path, s3_server):
         t = legacy_manifest_table(cat.get_table(f"db.{name}"))
         where = "category = 'red' AND id < 1500"
         r = read(t, where)
-        check_all_handoffs(r, oracle(paimon_rows(t), where))
+        check_all_handoffs(r, oracle(pypaimon_read(t).to_pylist(), where))
         assert r.report.fast_path is fast
 
 
@@ -668,7 +664,7 @@ def test_paimon_global_index_rows_and_explain(tmp_path, options):
     assert create_global_index(cat.get_table("db.g"), "color") > 0
     wheres = ("color = 'red'", "color IN ('blue', 'black') AND n > 4", "color IS NULL")
     t = cat.get_table("db.g")
-    rows = paimon_rows(t)
+    rows = pypaimon_read(t).to_pylist()
     for where in wheres:
         r = read(t, where)
         check_all_handoffs(r, oracle(rows, where))
@@ -684,7 +680,7 @@ def test_paimon_global_index_rows_and_explain(tmp_path, options):
     fast_mode = "data-evolution.enabled" in options
     for where in wheres:
         # search mode fast (data evolution): Java answers from the indexed row ranges only
-        want = oracle([r for r in paimon_rows(t) if not fast_mode or r["id"] < 1000], where)
+        want = oracle([r for r in pypaimon_read(t).to_pylist() if not fast_mode or r["id"] < 1000], where)
         check_all_handoffs(read(t, where), want)
     ex = read(t, "color = 'red' AND n < 5").explain()
     g = ex.index("bitmap", "color", "global")
@@ -733,7 +729,7 @@ def test_paimon_limit_reads_first_pages(native_table):
     # the first 256 rows of the first file (its one page: 1,000 rows), nothing of the other 3,000
     assert r.report.decoded.rows <= 512 and r.report.rows_decoded <= 1000 and r.report.rows_returned == 10, r.report
     assert r.count() == 10 and read(native_table, "price >= 10").count() == sum(
-        row["price"] >= 10 for row in paimon_rows(native_table)
+        row["price"] >= 10 for row in pypaimon_read(native_table).to_pylist()
     )
 
 
@@ -741,7 +737,7 @@ def test_read_builder_is_pypaimons_shape(native_table):
     from paimon_fast.paimon import read_builder
     from paimon_fast.paimon.stream import FastSplit
 
-    rows = paimon_rows(native_table)
+    rows = pypaimon_read(native_table).to_pylist()
     rb = read_builder(native_table)
     pb = rb.new_predicate_builder()
     rb = rb.with_filter(pb.and_predicates([pb.equal("category", "green"), pb.less_than("price", 300)])).with_projection(
@@ -785,7 +781,7 @@ def test_pypaimon_builder_projection_without_the_predicate_columns(native_table,
     read too, the rows filtered, then dropped (every hand-off, count, the legacy tuple)."""
     from paimon_fast.paimon import read, read_with_index
 
-    rows = paimon_rows(native_table)
+    rows = pypaimon_read(native_table).to_pylist()
     for where in ("price > 900", "category = 'red' AND price < 300", "name = 'name-12' OR price < 30"):
         rb = native_table.new_read_builder().with_projection(["id", "name"])
         want = oracle(rows, where)
@@ -968,7 +964,7 @@ def test_to_ray_reads_on_ray_workers(datasets, native_table):
             warnings.simplefilter("ignore")
             got = ParquetDataset(root).read("status = 'paid'", columns=["id", "score"]).to_ray().take_all()
             assert multiset(got, ["id", "score"]) == multiset(oracle(rows, "status = 'paid'", deleted), ["id", "score"])
-            prow = paimon_rows(native_table)
+            prow = pypaimon_read(native_table).to_pylist()
             got = read(native_table, "category = 'blue' AND price > 900", columns=["id"]).to_ray().take_all()
             assert multiset(got, ["id"]) == multiset(oracle(prow, "category = 'blue' AND price > 900"), ["id"])
             assert read(native_table, "price > 100", limit=5).to_ray().count() == 5

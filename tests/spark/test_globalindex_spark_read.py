@@ -15,6 +15,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark", reason="pyspark (the 'spark' extra) is not installed")
 
 from tests.support.globalindex_support import FILE_OPTIONS, write_dataset  # noqa: E402
+from tests.support.spark_support import answers_in_one_job, full_scan_answers, plain  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -47,46 +48,17 @@ def gi_dataset(spark, tmp_path_factory):
     return root
 
 
-def plain(spark, root):
-    # the test dataset's directories are not partitions: list every file
-    return spark.read.option("recursiveFileLookup", "true").parquet(root)
-
-
-def full_scan_answers(spark, root, predicates):
-    """Plain Spark's answer to every predicate in one scan: one boolean column per predicate."""
-    from pyspark.sql import functions as F
-
-    df = plain(spark, root).select(
-        *COLS, *[F.coalesce(F.expr(t), F.lit(False)).alias(f"__p{i}") for i, t in enumerate(predicates)]
-    )
-    rows = df.collect()
-    return [sorted((tuple(r)[: len(COLS)] for r in rows if r[f"__p{i}"]), key=repr) for i in range(len(predicates))]
-
-
-def answers(dfs):
-    """Sorted rows of every DataFrame, in one Spark job (a tagged union)."""
-    from functools import reduce
-
-    from pyspark.sql import functions as F
-
-    tagged = [df.select(F.lit(i).alias("__q"), *COLS) for i, df in enumerate(dfs)]
-    out = [[] for _ in dfs]
-    for r in reduce(lambda x, y: x.unionByName(y), tagged).collect():
-        out[r["__q"]].append(tuple(r)[1:])
-    return [sorted(x, key=repr) for x in out]
-
-
 def test_pruned_read_with_global_index_equals_full_scan(spark, gi_dataset):
     from paimon_fast import spark as pfs
 
     spark = spark
-    assert len(plain(spark, gi_dataset).inputFiles()) == 4
+    assert len(plain(spark, gi_dataset, recursive=True).inputFiles()) == 4
     pruned = [pfs.read(spark, gi_dataset, t) for t in PREDICATES]
     # the Data Source plans with the same dataset plan (Spark pushes the AND-list; `where` carries OR)
     source = [spark.read.format("paimon-fast").option("where", t).load(gi_dataset) for t in PREDICATES[:2]]
     n = len(PREDICATES)
-    got = answers(pruned + source)
-    got[n:n] = full_scan_answers(spark, gi_dataset, PREDICATES)
+    got = answers_in_one_job(pruned + source, COLS, key=repr)
+    got[n:n] = full_scan_answers(spark, gi_dataset, PREDICATES, COLS, key=repr, recursive=True)
     assert sum(map(len, got[n : 2 * n])) > 100
     for i, t in enumerate(PREDICATES):
         assert got[i] == got[n + i], t
@@ -115,8 +87,8 @@ def test_stale_global_index_is_ignored_by_read(spark, gi_dataset, tmp_path):
     pq.write_table(t, os.path.join(root, "a/part-00.parquet"))
     df = pfs.read(spark, root, "tag = 't07'")
     assert df.report.global_index_used == [] and df.report.global_index_stale == ["tag"]
-    (got,) = answers([df])
-    (want,) = full_scan_answers(spark, root, ["tag = 't07'"])
+    (got,) = answers_in_one_job([df], COLS, key=repr)
+    (want,) = full_scan_answers(spark, root, ["tag = 't07'"], COLS, key=repr, recursive=True)
     assert got == want and len(got) > t.num_rows
 
 

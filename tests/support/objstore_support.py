@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from tests.support.s3_support import KEY, REGION, SECRET
 
@@ -86,3 +87,13 @@ def paimon_catalog(s3_server, bucket):
             "fs.s3.path-style-access": "true",
         }
     )
+
+
+@pytest.fixture(autouse=True)
+def no_statistics(monkeypatch):
+    """Autouse in the modules that import it: local and S3 plans compared there prune alike, by the
+    indexes, without the Parquet statistics a local plan also reads (their footers cost a request
+    per file on S3, where plans skip them)."""
+    import paimon_fast.tables.parquet as dataset
+
+    monkeypatch.setattr(dataset, "STATISTICS", False)

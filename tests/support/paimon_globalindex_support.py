@@ -11,7 +11,7 @@ import random
 import pyarrow as pa
 
 import paimon_fast as pf
-from tests.support.paimon_helpers import catalog
+from tests.support.paimon_helpers import catalog, commit_arrow, pypaimon_read
 
 ROW_TRACKING = {"row-tracking.enabled": "true"}
 DATA_EVOLUTION = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
@@ -32,14 +32,7 @@ def new_table(wh, name, schema, options, partition_keys=None):
 
 
 def append_batch(cat, name, batch):
-    t = cat.get_table(f"db.{name}")
-    wb = t.new_batch_write_builder()
-    w = wb.new_write()
-    c = wb.new_commit()
-    w.write_arrow(batch)
-    c.commit(w.prepare_commit())
-    w.close()
-    c.close()
+    commit_arrow(cat.get_table(f"db.{name}"), batch)
 
 
 SCHEMA = pa.schema([("id", pa.int64()), ("color", pa.string()), ("n", pa.int32()), ("p", pa.string())])
@@ -68,9 +61,7 @@ def color_table(tmp_path, options, commits=3, partitioned=True, name="t", n=200)
 
 
 def table_rows(cat, name):
-    t = cat.get_table(f"db.{name}")
-    rb = t.new_read_builder()
-    return rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist()
+    return pypaimon_read(cat.get_table(f"db.{name}")).to_pylist()
 
 
 def sorted_ids(arrow):

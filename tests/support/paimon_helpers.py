@@ -77,6 +77,32 @@ def commit_arrow(table, data):
     c.close()
 
 
+def pypaimon_read(table, predicate=None, projection=None, native=False):
+    """pypaimon's own read of a table, as an Arrow table: its planner and its reader, with our
+    ``predicate`` translated for its ``with_filter`` and ``projection`` (column names); ``native``:
+    pypaimon-rust's reader (``read.native.enabled``).  The side the Paimon tests compare with."""
+    from paimon_fast.paimon import to_pypaimon
+
+    if native:
+        table = table.copy({"read.native.enabled": "true"})
+    rb = table.new_read_builder()
+    if predicate is not None:
+        rb = rb.with_filter(to_pypaimon(predicate, table))
+    if projection is not None:
+        rb = rb.with_projection(list(projection))
+    return rb.new_read().to_arrow(rb.new_scan().plan().splits())
+
+
+def needs_index_readers(*types):
+    """A mark: skip unless the file index readers of ``types`` are on this branch."""
+    import pytest
+
+    from paimon_fast.fileindex import index_types
+
+    missing = [t for t in types if t not in index_types()]
+    return pytest.mark.skipif(bool(missing), reason=f"file index readers not on this branch: {missing}")
+
+
 def create_sample_table(wh, name="t", options=None, files=4, n=1000, primary_keys=None, native=False):
     """A pypaimon table of ``files`` commits of ``n`` rows each (one data file per commit)."""
     import pyarrow as pa

@@ -45,34 +45,39 @@ def write_dataset(root, rows=1500, seed=3):
     return str(root)
 
 
-def plain(spark, root):
+def plain(spark, root, recursive=False):
     """Spark's own reader of the directory, as any user reads it: the indexes beside the data
-    (under _file_index/, the catalog, the global index) must not disturb it."""
-    return spark.read.parquet(root)
+    (under _file_index/, the catalog, the global index) must not disturb it.  ``recursive``: every
+    file below ``root``, for a dataset whose directories are not partitions."""
+    reader = spark.read.option("recursiveFileLookup", "true") if recursive else spark.read
+    return reader.parquet(root)
 
 
 COLS = ["id", "name", "score", "status", "region"]
 
 
-def answers_in_one_job(dfs):
-    """``[rows of df for df in dfs]`` with a single Spark job (a tagged union)."""
+def answers_in_one_job(dfs, columns=COLS, key=None):
+    """``[rows of df for df in dfs]`` with a single Spark job (a tagged union): tuples of
+    ``columns``, sorted (by ``key``, e.g. ``repr`` where a column's values do not order)."""
     from functools import reduce
 
     from pyspark.sql import functions as F
 
-    tagged = [df.select(F.lit(i).alias("__q"), *COLS) for i, df in enumerate(dfs)]
+    tagged = [df.select(F.lit(i).alias("__q"), *columns) for i, df in enumerate(dfs)]
     out = [[] for _ in dfs]
     for r in reduce(lambda x, y: x.unionByName(y), tagged).collect():
         out[r["__q"]].append(tuple(r)[1:])
-    return [sorted(x) for x in out]
+    return [sorted(x, key=key) for x in out]
 
 
-def full_scan_answers(spark, root, predicates):
-    """Plain Spark's answer to every predicate, in one job: one boolean column per predicate."""
+def full_scan_answers(spark, root, predicates, columns=COLS, key=None, recursive=False):
+    """Plain Spark's answer to every predicate, in one job: one boolean column per predicate;
+    ``columns``, ``key`` as :func:`answers_in_one_job`, ``recursive`` as :func:`plain`."""
     from pyspark.sql import functions as F
 
-    df = plain(spark, root).select(
-        *COLS, *[F.coalesce(F.expr(t), F.lit(False)).alias(f"__p{i}") for i, t in enumerate(predicates)]
+    df = plain(spark, root, recursive).select(
+        *columns, *[F.coalesce(F.expr(t), F.lit(False)).alias(f"__p{i}") for i, t in enumerate(predicates)]
     )
     rows = df.collect()
-    return [sorted(tuple(r)[: len(COLS)] for r in rows if r[f"__p{i}"]) for i in range(len(predicates))]
+    n = len(columns)
+    return [sorted((tuple(r)[:n] for r in rows if r[f"__p{i}"]), key=key) for i in range(len(predicates))]

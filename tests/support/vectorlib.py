@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import decimal
 import gzip
+import importlib.util
 import json
 import os
 import struct
@@ -129,12 +130,63 @@ def decode_rows(res, bits64: bool = False):
     return bm
 
 
-def case_leaf(p, dtype):
-    """The predicate leaf on column ``x`` of one predicate of a golden case (its literals decoded)."""
+# ---------------------------------------------------------------- predicates, row ids, writes
+
+
+def case_leaf(p, dtype, column: str = "x"):
+    """The predicate leaf of one predicate of a golden case, on ``column`` (the vectors' column is
+    ``x``; the container's ``c``): its literals (``literals``, ``from`` / ``to`` of a between,
+    ``literal``) decoded, but for the pattern of a string operator, which is the text itself."""
     if "literals" in p:
-        return Leaf(p["op"], "x", tuple(decode_literal(v, dtype) for v in p["literals"]))
+        return Leaf(p["op"], column, tuple(decode_literal(v, dtype) for v in p["literals"]))
     if "from" in p:
-        return Leaf(p["op"], "x", (decode_literal(p["from"], dtype), decode_literal(p["to"], dtype)))
+        return Leaf(p["op"], column, (decode_literal(p["from"], dtype), decode_literal(p["to"], dtype)))
     if "literal" in p:
-        return Leaf(p["op"], "x", (decode_literal(p["literal"], dtype),))
-    return Leaf(p["op"], "x")
+        lit = p["literal"]
+        if p["op"] not in ("starts_with", "ends_with", "contains", "like"):
+            lit = decode_literal(lit, dtype)
+        return Leaf(p["op"], column, (lit,))
+    return Leaf(p["op"], column)
+
+
+def row_ids(case) -> np.ndarray:
+    """The row ids of a global index case, as uint64 (``"row_ids": "sequential"``: 0 .. row_count)."""
+    r = case["row_ids"]
+    return np.arange(case["row_count"], dtype=np.uint64) if isinstance(r, str) else np.array(r, dtype=np.uint64)
+
+
+#: python-lzo is optional (the lzo extra): the LZO cases of the global index vectors skip without it
+HAS_LZO = importlib.util.find_spec("lzo") is not None
+LZO_SKIP = "python-lzo is not installed (pip install 'paimon-fast[lzo]', needs liblzo2-dev)"
+COMPRESSION_OPTION = {"global_bitmap": "bitmap-index.compression", "global_btree": "btree-index.compression"}
+
+
+def compressed_case(fmt: str, name: str):
+    """``(case, compression)`` of a global index case; an LZO case skips where python-lzo is missing."""
+    import pytest
+
+    c = load_case(fmt, name)
+    comp = c["options"].get(COMPRESSION_OPTION[fmt], "none")
+    if comp == "lzo" and not HAS_LZO:
+        pytest.skip(LZO_SKIP)
+    return c, comp
+
+
+def write_case(c, index_type: str, encoder=None, batches: int = 1, shuffle_seed=None):
+    """Our global index writer (``index_type``: bitmap or btree) fed a case's values and row ids,
+    in ``batches`` batches, shuffled with ``shuffle_seed`` (if given), with the block ``encoder`` (if
+    given); returns ``finish()``'s (file bytes, meta)."""
+    from paimon_fast import globalindex as gi
+
+    w = gi.writer(c["type"], c["options"], index_type=index_type)
+    if encoder is not None:
+        w.encoder = encoder
+    vals = arrow_values(c["values"], c["type"])
+    rids = row_ids(c)
+    if shuffle_seed is not None and len(rids):
+        perm = np.random.default_rng(shuffle_seed).permutation(len(rids))
+        vals, rids = vals.take(perm), rids[perm]
+    bounds = np.linspace(0, len(rids), batches + 1).astype(int)
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        w.write_batch(vals.slice(a, b - a), rids[a:b])
+    return w.finish()

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from paimon_fast.tables import CATALOG_NAME, ParquetDataset
 from paimon_fast.tables.gc import collect
+from tests.support.rows import sorted_rows
 
 OPTIONS = {
     "file-index.bloom-filter.columns": "id",
@@ -47,11 +48,6 @@ def make_dataset(root, parts=("a", "b"), files=2, rows=300):
     return ParquetDataset(str(root))
 
 
-def _rows(table):
-    t = table.select(["id", "status", "qty", "p"])
-    return sorted(zip(*(t.column(c).to_pylist() for c in t.column_names)))
-
-
 def plain_readers(root):
     """The rows each plain reader gets from the directory (partition column as a string)."""
     out = {}
@@ -66,7 +62,7 @@ def plain_readers(root):
         "hive_partitioning=true)"
     )
     out["duckdb"] = res.to_arrow_table() if hasattr(res, "to_arrow_table") else res.arrow()
-    return {k: _rows(v) for k, v in out.items()}
+    return {k: sorted_rows(v, ["id", "status", "qty", "p"]) for k, v in out.items()}
 
 
 def test_plain_readers_read_the_same_rows_after_every_build(tmp_path):

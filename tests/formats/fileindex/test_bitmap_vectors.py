@@ -11,9 +11,17 @@ import paimon_fast as pf
 from paimon_fast.errors import UnsupportedTypeError
 from paimon_fast.fileindex.bitmap import BitmapWriter
 from paimon_fast.fileindex.options import Options
-from paimon_fast.core.predicate import Leaf
 from paimon_fast.reference import bitmap as twin
-from tests.support.vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
+from tests.support.vectorlib import (
+    arrow_values,
+    case_leaf,
+    case_names,
+    decode_literal,
+    decode_rows,
+    load_bin,
+    load_case,
+    manifest,
+)
 
 V1 = "bitmap_v1"
 V2 = "bitmap_v2"
@@ -26,14 +34,6 @@ def _options(fmt, c):
     if fmt == V1:  # 0.9.0 only knows V1 and takes no version option
         opts.setdefault("version", "1")
     return opts
-
-
-def _leaf(p, dtype):
-    if "literals" in p:
-        return Leaf(p["op"], "x", tuple(decode_literal(v, dtype) for v in p["literals"]))
-    if "literal" in p:
-        return Leaf(p["op"], "x", (decode_literal(p["literal"], dtype),))
-    return Leaf(p["op"], "x")
 
 
 def test_all_cases_present():
@@ -79,7 +79,7 @@ def test_reader_answers_like_java(fmt, name):
     assert r.version == c.get("version_byte", 1)
     assert r.row_count == c["row_count"]
     for p in c["predicates"]:
-        res = r.visit(_leaf(p, r.dtype))
+        res = r.visit(case_leaf(p, r.dtype))
         assert isinstance(res, pf.BitmapResult)
         assert res.remain == p["result"]["remain"], p
         assert res.bitmap == decode_rows(p["result"]), p
@@ -107,7 +107,7 @@ def test_reader_from_files(fmt, name, as_, tmp_path):
         src = io.BytesIO(java)
     r = pf.fileindex.reader("bitmap", c["type"], src, c["options"])
     for p in c["predicates"]:
-        assert r.visit(_leaf(p, r.dtype)).bitmap == decode_rows(p["result"]), p
+        assert r.visit(case_leaf(p, r.dtype)).bitmap == decode_rows(p["result"]), p
 
 
 def test_reader_combines_predicates_like_java():
@@ -168,4 +168,4 @@ def test_twin_reader_answers_like_java(fmt, name):
         pf.DataType.parse(c["type"]), as_source(load_bin(fmt, c["file"])), Options(c["options"]), kernels=twin
     )
     for p in c["predicates"]:
-        assert r.visit(_leaf(p, r.dtype)).bitmap == decode_rows(p["result"]), p
+        assert r.visit(case_leaf(p, r.dtype)).bitmap == decode_rows(p["result"]), p

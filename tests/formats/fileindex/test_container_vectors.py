@@ -7,8 +7,7 @@ import pytest
 
 import paimon_fast as pf
 from paimon_fast.fileindex import EmptyFileIndexReader, get_factory
-from paimon_fast.core.predicate import Leaf
-from tests.support.vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case
+from tests.support.vectorlib import arrow_values, case_leaf, case_names, decode_rows, load_bin, load_case
 
 FMT = "file_index_container"
 NAMES = case_names(FMT)
@@ -16,14 +15,6 @@ NAMES = case_names(FMT)
 
 def _row_type(c):
     return {f["name"]: f["type"] for f in c["row_type"]}
-
-
-def _leaf(p, dtype):
-    if "literals" in p:
-        return Leaf(p["op"], "c", tuple(decode_literal(v, dtype) for v in p["literals"]))
-    if "literal" in p:
-        return Leaf(p["op"], "c", (decode_literal(p["literal"], dtype),))
-    return Leaf(p["op"], "c")
 
 
 def _check(res, want):
@@ -84,7 +75,7 @@ def test_container_reader(name, as_, tmp_path):
         if e["empty"]:
             assert isinstance(rd, EmptyFileIndexReader)
         for p in e["predicates"]:
-            _check(rd.visit(_leaf(p, rd.dtype)), p["result"])
+            _check(rd.visit(case_leaf(p, rd.dtype, column="c")), p["result"])
 
 
 def test_container_evaluate_combines_columns():

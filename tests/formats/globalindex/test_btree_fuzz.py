@@ -6,7 +6,6 @@ and the null bitmap with every CRC made right again, so the block parsers, the r
 lists and the codecs see the garbage themselves.
 """
 
-import importlib.util
 import struct
 import zlib
 
@@ -19,7 +18,7 @@ from paimon_fast import globalindex as gi
 from paimon_fast.globalindex.btree import BTreeIndexFile
 from paimon_fast.globalindex.keys import KeyCodec
 from tests.support.fuzz_scale import recrc_btree
-from tests.support.vectorlib import decode_literal, load_bin, load_case
+from tests.support.vectorlib import HAS_LZO, LZO_SKIP, decode_literal, load_bin, load_case
 
 FMT = "global_btree"
 CASES = [
@@ -35,7 +34,6 @@ CASES = [
     "bt_int_one_null_n20",
     "bt_string_prefixed_n3000_lzo_block1kb",
 ]
-HAS_LZO = importlib.util.find_spec("lzo") is not None
 
 
 def _preds(c):
@@ -92,7 +90,7 @@ def _read_everything(c, data):
 def test_fuzz_mutations(name):
     c = load_case(FMT, name)
     if "lzo" in name and not HAS_LZO:
-        pytest.skip("python-lzo is not installed (pip install 'paimon-fast[lzo]', needs liblzo2-dev)")
+        pytest.skip(LZO_SKIP)
     orig = load_bin(FMT, c["file"])
     preds = _preds(c)
     blocks = _blocks(c, orig)

@@ -14,10 +14,8 @@
 * the Java-written pk-btree file from pypaimon's test resources.
 """
 
-import importlib.util
 import struct
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from pyroaring import BitMap64
@@ -27,57 +25,26 @@ from paimon_fast import globalindex as gi
 from paimon_fast.globalindex import sst
 from paimon_fast.globalindex.btree import BTreeIndexFile
 from paimon_fast.globalindex.keys import KeyCodec
-from paimon_fast.core.predicate import STRING_OPS, Leaf
+from paimon_fast.core.predicate import STRING_OPS
 from paimon_fast.read.arrow_filter import to_arrow_expression
 from paimon_fast.core.types import DataType
-from tests.support.vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
+from tests.support.vectorlib import (
+    arrow_values,
+    case_leaf,
+    case_names,
+    compressed_case,
+    decode_literal,
+    decode_rows,
+    load_bin,
+    load_case,
+    manifest,
+    row_ids,
+    write_case,
+)
 
 FMT = "global_btree"
 NAMES = case_names(FMT)
-HAS_LZO = importlib.util.find_spec("lzo") is not None
-LZO_SKIP = "python-lzo is not installed (pip install 'paimon-fast[lzo]', needs liblzo2-dev)"
 WITH_FILE = [n for n in NAMES if load_case(FMT, n)["file"]]
-
-
-def _case(name):
-    c = load_case(FMT, name)
-    comp = c["options"].get("btree-index.compression", "none")
-    if comp == "lzo" and not HAS_LZO:
-        pytest.skip(LZO_SKIP)
-    return c, comp
-
-
-def _rows(c):
-    r = c["row_ids"]
-    return np.arange(c["row_count"], dtype=np.uint64) if isinstance(r, str) else np.array(r, dtype=np.uint64)
-
-
-def _write(c, encoder=None, batches=1, shuffle_seed=None):
-    w = gi.writer(c["type"], c["options"], index_type="btree")
-    if encoder is not None:
-        w.encoder = encoder
-    vals = arrow_values(c["values"], c["type"])
-    rids = _rows(c)
-    if shuffle_seed is not None and len(rids):
-        perm = np.random.default_rng(shuffle_seed).permutation(len(rids))
-        vals, rids = vals.take(perm), rids[perm]
-    bounds = np.linspace(0, len(rids), batches + 1).astype(int)
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        w.write_batch(vals.slice(a, b - a), rids[a:b])
-    return w.finish()
-
-
-def _leaf(p, dtype):
-    if "literals" in p:
-        return Leaf(p["op"], "x", tuple(decode_literal(v, dtype) for v in p["literals"]))
-    if "from" in p:
-        return Leaf(p["op"], "x", (decode_literal(p["from"], dtype), decode_literal(p["to"], dtype)))
-    if "literal" in p:
-        lit = p["literal"]
-        if p["op"] not in ("starts_with", "ends_with", "contains", "like"):
-            lit = decode_literal(lit, dtype)
-        return Leaf(p["op"], "x", (lit,))
-    return Leaf(p["op"], "x")
 
 
 def _values_table(c):
@@ -90,7 +57,7 @@ def _sql_in(c, literals):
     codec = KeyCodec(c["type"])
     dtype = DataType.parse(c["type"])
     want = {codec.literal_bytes(decode_literal(v, dtype)) for v in literals if v is not None}
-    rids = _rows(c)
+    rids = row_ids(c)
     out = BitMap64()
     for v, r in zip(c["values"], rids.tolist()):
         if v is not None and codec.literal_bytes(decode_literal(v, dtype)) in want:
@@ -128,8 +95,8 @@ def test_all_cases_present():
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n != "bt_pypaimon_pk_golden_string"])
 def test_writer_matches_java(name):
-    c, comp = _case(name)
-    data, meta = _write(c, batches=3)
+    c, comp = compressed_case(FMT, name)
+    data, meta = write_case(c, "btree", batches=3)
     if c["file"] is None:
         assert data is None and meta is None and c["writer_error"]
         return
@@ -139,7 +106,7 @@ def test_writer_matches_java(name):
         assert data == want
     else:
         enc = JavaPayloads(want, c["type"])
-        data2, meta2 = _write(c, encoder=enc)
+        data2, meta2 = write_case(c, "btree", encoder=enc)
         assert enc.misses == 0, "a block we built differs from every block Java compressed"
         assert data2 == want and meta2 == meta
 
@@ -150,7 +117,7 @@ def test_pypaimon_golden_file_rewritten_byte_for_byte():
     c = load_case(FMT, "bt_pypaimon_pk_golden_string")
     want = load_bin(FMT, c["file"])
     assert len(want) == 122
-    data, meta = _write(c)
+    data, meta = write_case(c, "btree")
     assert data == want and meta.hex() == c["result_entry_meta_hex"]
 
 
@@ -165,8 +132,8 @@ def _small_uncompressed():
 
 @pytest.mark.parametrize("name", _small_uncompressed()[::3])
 def test_writer_input_order_does_not_matter(name):
-    c, _ = _case(name)
-    data, meta = _write(c, batches=4, shuffle_seed=7)
+    c, _ = compressed_case(FMT, name)
+    data, meta = write_case(c, "btree", batches=4, shuffle_seed=7)
     assert data == load_bin(FMT, c["file"])
     assert meta.hex() == c["result_entry_meta_hex"]
 
@@ -185,9 +152,9 @@ def _check_answers(c, data):
         if p["op"] in STRING_OPS and p.get("literal", "") is None:
             # a NULL pattern: Java's index does not answer it, and SQL gives no row
             assert not res.get("supported", True), p
-            assert _values_table(c).filter(to_arrow_expression(_leaf(p, r.dtype))).num_rows == 0, p
-        got = r.evaluate(_leaf(p, r.dtype))
-        assert one.evaluate(_leaf(p, r.dtype)) == got, p
+            assert _values_table(c).filter(to_arrow_expression(case_leaf(p, r.dtype))).num_rows == 0, p
+        got = r.evaluate(case_leaf(p, r.dtype))
+        assert one.evaluate(case_leaf(p, r.dtype)) == got, p
         if "error" in res:  # Java throws (a NULL in an IN list): we give SQL's answer
             assert p["op"] == "in" and None in p["literals"], p
             assert got == _sql_in(c, p["literals"]), p
@@ -205,7 +172,7 @@ def _check_answers(c, data):
 
 @pytest.mark.parametrize("name", WITH_FILE)
 def test_reader_answers_like_java(name):
-    c, _ = _case(name)
+    c, _ = compressed_case(FMT, name)
     assert _check_answers(c, load_bin(FMT, c["file"])) == len(c["predicates"]) > 0
 
 
@@ -230,7 +197,7 @@ def _check_top_n(c, data):
 
 @pytest.mark.parametrize("name", WITH_FILE)
 def test_top_n_like_java(name):
-    c, _ = _case(name)
+    c, _ = compressed_case(FMT, name)
     assert _check_top_n(c, load_bin(FMT, c["file"])) == len(c["top_n"]) > 0
 
 
@@ -238,8 +205,8 @@ def test_top_n_like_java(name):
     "name", [n for n in WITH_FILE if load_case(FMT, n)["options"].get("btree-index.compression", "none") != "none"]
 )
 def test_our_compressed_files_answer_like_java(name):
-    c, comp = _case(name)
-    data, _ = _write(c)
+    c, comp = compressed_case(FMT, name)
+    data, _ = write_case(c, "btree")
     kinds = BTreeIndexFile(KeyCodec(c["type"]), data).describe()["block_compression"]
     if "prefixed" in name or "n100000" in name:
         assert kinds.get(comp, 0) > 0, "compressible blocks should be stored compressed"
@@ -269,7 +236,7 @@ def test_version_other_than_one_is_refused():
 
 def test_row_ids_above_2_pow_32():
     c = load_case(FMT, "bt_int_rowids_cross_2pow32_block128b")
-    rids = _rows(c)
+    rids = row_ids(c)
     assert rids.max() > 2**32 > rids.min()
     r = gi.reader(c["type"], load_bin(FMT, c["file"]), c["options"], c["reader_total_row_count"], index_type="btree")
     assert r.evaluate(pf.field("x").is_null()) | r.file.nonnull_rows() == BitMap64(rids.tolist())

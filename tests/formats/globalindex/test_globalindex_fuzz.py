@@ -5,7 +5,6 @@ dictionary / index blocks (caught by the CRC), and flips inside compressed paylo
 with the CRC recomputed so the codec itself sees garbage.
 """
 
-import importlib.util
 import struct
 import zlib
 
@@ -16,7 +15,7 @@ from pyroaring import BitMap64
 import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast.globalindex import sst as codec
-from tests.support.vectorlib import load_bin, load_case
+from tests.support.vectorlib import HAS_LZO, LZO_SKIP, load_bin, load_case
 
 FMT = "global_bitmap"
 CASES = [
@@ -31,7 +30,6 @@ CASES = [
     "gb_string_prefixed_n6000_lzo_block1kb",
     "gb_string_prefixed_n6000_zstd_block1kb",
 ]
-HAS_LZO = importlib.util.find_spec("lzo") is not None
 
 
 def _preds(c):
@@ -81,7 +79,7 @@ def _blocks(c, data):
 def test_fuzz_mutations(name, seed_offset=0):
     c = load_case(FMT, name)
     if "lzo" in name and not HAS_LZO:
-        pytest.skip("python-lzo is not installed (pip install 'paimon-fast[lzo]', needs liblzo2-dev)")
+        pytest.skip(LZO_SKIP)
     orig = load_bin(FMT, c["file"])
     preds = _preds(c)
     blocks = _blocks(c, orig)

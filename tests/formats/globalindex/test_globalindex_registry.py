@@ -24,6 +24,7 @@ from paimon_fast.errors import UnknownGlobalIndexTypeError, UnknownIndexTypeErro
 from paimon_fast.globalindex import factory, registry
 from paimon_fast.globalindex.registry import GlobalIndexType
 from paimon_fast.io.source import as_source
+from tests.support.paimon_helpers import commit_arrow
 
 MAGIC = b"TOY1"
 BUILDS = []  # (dtype, options) of every toy writer made: proof the toy's own writer ran
@@ -226,15 +227,9 @@ def test_toy_index_inside_a_paimon_table(toy, tmp_path):
     opts = {"bucket": "-1", "row-tracking.enabled": "true", "data-evolution.enabled": "true"}
     cat.create_table("db.t", Schema.from_pyarrow_schema(schema, options=opts), False)
     for lo in (0, 250):
-        t = cat.get_table("db.t")
-        wb = t.new_batch_write_builder()
-        w = wb.new_write()
         ids = np.arange(lo, lo + 250)
-        w.write_arrow(pa.table({"id": ids.astype(np.int64), "k": pa.array((ids % 7).astype(np.int32))}, schema=schema))
-        c = wb.new_commit()
-        c.commit(w.prepare_commit())
-        w.close()
-        c.close()
+        t = pa.table({"id": ids.astype(np.int64), "k": pa.array((ids % 7).astype(np.int32))}, schema=schema)
+        commit_arrow(cat.get_table("db.t"), t)
     t = cat.get_table("db.t")
     added = create_global_index(t, "k", index_type="toy", options={"toy-index.opt": "1", "btree-index.x": "2"})
     assert added >= 1 and BUILDS and all(o == {"toy-index.opt": "1"} for _, o in BUILDS)

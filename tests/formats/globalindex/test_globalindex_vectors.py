@@ -8,63 +8,26 @@
 * every predicate answer of Java's reader (10,023 of them, row ids above 2^32 included).
 """
 
-import importlib.util
-
-import numpy as np
 import pytest
 from pyroaring import BitMap64
 
 import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast.globalindex import sst as codec
-from paimon_fast.core.predicate import Leaf
-from tests.support.vectorlib import arrow_values, case_names, decode_literal, decode_rows, load_bin, load_case, manifest
+from tests.support.vectorlib import (
+    case_leaf,
+    case_names,
+    compressed_case,
+    decode_rows,
+    load_bin,
+    load_case,
+    manifest,
+    row_ids,
+    write_case,
+)
 
 FMT = "global_bitmap"
 NAMES = case_names(FMT)
-HAS_LZO = importlib.util.find_spec("lzo") is not None
-LZO_SKIP = "python-lzo is not installed (pip install 'paimon-fast[lzo]', needs liblzo2-dev)"
-
-
-def _case(name):
-    c = load_case(FMT, name)
-    comp = c["options"].get("bitmap-index.compression", "none")
-    if comp == "lzo" and not HAS_LZO:
-        pytest.skip(LZO_SKIP)
-    return c, comp
-
-
-def _rows(c):
-    r = c["row_ids"]
-    return np.arange(c["row_count"], dtype=np.uint64) if isinstance(r, str) else np.array(r, dtype=np.uint64)
-
-
-def _write(c, encoder=None, batches=1, shuffle_seed=None):
-    w = gi.writer(c["type"], c["options"])
-    if encoder is not None:
-        w.encoder = encoder
-    vals = arrow_values(c["values"], c["type"])
-    rids = _rows(c)
-    if shuffle_seed is not None and len(rids):
-        perm = np.random.default_rng(shuffle_seed).permutation(len(rids))
-        vals, rids = vals.take(perm), rids[perm]
-    bounds = np.linspace(0, len(rids), batches + 1).astype(int)
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        w.write_batch(vals.slice(a, b - a), rids[a:b])
-    return w.finish()
-
-
-def _leaf(p, dtype):
-    if "literals" in p:
-        return Leaf(p["op"], "x", tuple(decode_literal(v, dtype) for v in p["literals"]))
-    if "from" in p:
-        return Leaf(p["op"], "x", (decode_literal(p["from"], dtype), decode_literal(p["to"], dtype)))
-    if "literal" in p:
-        lit = p["literal"]
-        if p["op"] not in ("starts_with", "ends_with", "contains", "like"):
-            lit = decode_literal(lit, dtype)
-        return Leaf(p["op"], "x", (lit,))
-    return Leaf(p["op"], "x")
 
 
 class JavaPayloads:
@@ -97,8 +60,8 @@ def test_all_cases_present():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_writer_matches_java(name):
-    c, comp = _case(name)
-    data, meta = _write(c, batches=3)
+    c, comp = compressed_case(FMT, name)
+    data, meta = write_case(c, "bitmap", batches=3)
     if c["file"] is None:
         assert data is None and meta is None and c["result_entries"] == 0
         return
@@ -108,7 +71,7 @@ def test_writer_matches_java(name):
         assert data == want
     else:
         enc = JavaPayloads(want, c["type"])
-        data2, meta2 = _write(c, encoder=enc)
+        data2, meta2 = write_case(c, "bitmap", encoder=enc)
         assert enc.misses == 0, "a block we built differs from every block Java compressed"
         assert data2 == want and meta2 == meta
 
@@ -124,8 +87,8 @@ def _uncompressed_small():
 
 @pytest.mark.parametrize("name", _uncompressed_small())
 def test_writer_input_order_does_not_matter(name):
-    c, comp = _case(name)
-    data, meta = _write(c, batches=4, shuffle_seed=7)
+    c, comp = compressed_case(FMT, name)
+    data, meta = write_case(c, "bitmap", batches=4, shuffle_seed=7)
     assert data == load_bin(FMT, c["file"])
     assert meta.hex() == c["result_entry_meta_hex"]
 
@@ -134,7 +97,7 @@ def _check_answers(c, data):
     r = gi.reader(c["type"], data, c["options"], c["reader_total_row_count"])
     n = 0
     for p in c["predicates"]:
-        got = r.evaluate(_leaf(p, r.dtype))
+        got = r.evaluate(case_leaf(p, r.dtype))
         res = p["result"]
         if not res.get("supported", True):
             assert got is pf.UNSUPPORTED, p
@@ -147,7 +110,7 @@ def _check_answers(c, data):
 
 @pytest.mark.parametrize("name", [n for n in NAMES if load_case(FMT, n)["file"]])
 def test_reader_answers_like_java(name):
-    c, comp = _case(name)
+    c, comp = compressed_case(FMT, name)
     assert _check_answers(c, load_bin(FMT, c["file"])) == len(c["predicates"])
 
 
@@ -155,8 +118,8 @@ def test_reader_answers_like_java(name):
     "name", [n for n in NAMES if load_case(FMT, n)["options"].get("bitmap-index.compression", "none") != "none"]
 )
 def test_our_compressed_files_answer_like_java(name):
-    c, comp = _case(name)
-    data, _ = _write(c)
+    c, comp = compressed_case(FMT, name)
+    data, _ = write_case(c, "bitmap")
     f = gi.BitmapIndexFile(gi.KeyCodec(c["type"]), data)
     kinds = f.describe()["block_compression"]
     if name.startswith("gb_string_prefixed"):
@@ -166,7 +129,7 @@ def test_our_compressed_files_answer_like_java(name):
 
 def test_row_ids_above_2_pow_32():
     c = load_case(FMT, "gb_int_rowids_cross_2pow32")
-    rids = _rows(c)
+    rids = row_ids(c)
     assert rids.max() > 2**32 > rids.min()
     r = gi.reader(c["type"], load_bin(FMT, c["file"]), c["options"], c["reader_total_row_count"])
     assert r.evaluate(pf.field("x").is_null()) | r.evaluate(pf.field("x").is_not_null()) >= BitMap64(rids.tolist())

@@ -24,7 +24,7 @@ import paimon_fast as pf
 from paimon_fast import globalindex as gi
 from paimon_fast.globalindex.meta import SortedIndexFileMeta
 from paimon_fast.reference import globalindex as twin
-from tests.support.vectorlib import arrow_values, case_names, decode_literal, load_bin, load_case
+from tests.support.vectorlib import arrow_values, case_names, decode_literal, load_bin, load_case, row_ids
 
 FMT = "global_bitmap"
 FOOTER = struct.Struct(">qiqiqiiii")
@@ -47,11 +47,6 @@ def as_multivalue(bitmap_file: bytes, bitmap_meta: bytes):
     data = body + EMPTY + EMPTY + index + FOOTER.pack(pos, 8, pos + 8, 8, pos + 16, idx_len, count, 1, MAGIC)
     m = SortedIndexFileMeta.deserialize(bitmap_meta)
     return data, SortedIndexFileMeta(m.first_key, m.last_key, False).serialize()
-
-
-def _rows(c):
-    r = c["row_ids"]
-    return np.arange(c["row_count"], dtype=np.uint64) if isinstance(r, str) else np.array(r, dtype=np.uint64)
 
 
 def _lists(elems: pa.Array, lengths, null_rows=()):
@@ -83,7 +78,7 @@ def test_single_element_arrays_match_java_vectors(name):
         pytest.skip("no file for zero rows (covered by test_zero_rows_and_element_less_rows)")
     want = as_multivalue(java, bytes.fromhex(c["result_entry_meta_hex"]))
     vals = arrow_values(c["values"], c["type"])
-    rids = _rows(c)
+    rids = row_ids(c)
     # a null value becomes, in turn, a null array, an array of one null and an empty array
     valid = np.asarray(vals.is_valid().to_numpy(zero_copy_only=False), bool)
     kind = np.cumsum(~valid) % 3

@@ -17,6 +17,7 @@ import pytest
 import paimon_fast as pf
 from paimon_fast.tables.parquet import ParquetDataset
 from paimon_fast.read.topn import TopNReport
+from tests.support.paimon_helpers import pypaimon_read
 
 
 def _dataset(root, files=3, n=20_000):
@@ -100,15 +101,10 @@ def native_table(tmp_path_factory):
     return create_sample_table(tmp_path_factory.mktemp("native"), options=opts, files=3, n=50_000, native=True)
 
 
-def _paimon_full(t):
-    rb = t.new_read_builder()
-    return rb.new_read().to_arrow(rb.new_scan().plan().splits())
-
-
 def test_paimon_fast_path_reads_pages(native_table):
     from paimon_fast.paimon import read_with_index
 
-    full = _paimon_full(native_table)
+    full = pypaimon_read(native_table)
     got, rep = read_with_index(native_table, pf.field("id").between(60_100, 60_130))
     ids = full.column("id").to_numpy()
     want = full.filter(pa.array((ids >= 60_100) & (ids <= 60_130)))
@@ -121,7 +117,7 @@ def test_paimon_late_columns_read_at_matching_rows(native_table):
     """A bloom filter says "maybe": the predicate's column is scanned, the others read at the match only."""
     from paimon_fast.paimon import read_with_index
 
-    full = _paimon_full(native_table)
+    full = pypaimon_read(native_table)
     got, rep = read_with_index(native_table, pf.field("name") == "name-123456")
     assert got.equals(full.filter(pc.equal(full.column("name"), "name-123456")))
     assert rep.decoded.rows == 1 and 0 < rep.decoded.pages_read < rep.decoded.pages_total, rep.decoded
@@ -130,7 +126,7 @@ def test_paimon_late_columns_read_at_matching_rows(native_table):
 def test_paimon_top_n_reads_pages(native_table):
     from paimon_fast.paimon import top_n
 
-    full = _paimon_full(native_table)
+    full = pypaimon_read(native_table)
     rep = TopNReport()
     got = top_n(native_table, "id", 4, desc=False, predicate=pf.field("category") == "blue", report=rep)
     want = full.filter(pc.equal(full.column("category"), "blue")).sort_by("id").slice(0, 4)
