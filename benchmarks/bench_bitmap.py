@@ -20,7 +20,7 @@ HEAD open + equality    65 us         97 us           141 us
 HEAD open + IN(5)       209 us        134 us          789 us
 =====================  ============  ==============  ================
 
-Our writer is byte-identical to Java's (``tests/test_bitmap_vectors.py``), so
+Our writer is byte-identical to Java's (``tests/formats/fileindex/test_bitmap_vectors.py``), so
 the index sizes printed by ``test_index_sizes`` are Java's sizes too.
 
     pytest benchmarks/bench_bitmap.py --benchmark-only --benchmark-columns=median,iqr,rounds -s

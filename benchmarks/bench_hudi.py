@@ -11,7 +11,7 @@
 * a selective query vs a full snapshot read through the same pipeline (targets:
   >= 5x fewer rows read, >= 3x faster).
 
-Tables are written by the copy-on-write test writer (``tests/hudi_writer.py``).
+Tables are written by the copy-on-write test writer (``tests/support/hudi_writer.py``).
 A summary prints min / median, the load and the build / read ratio at the end (``-s``);
 ``PF_BENCH_PROFILE=<dir>`` also profiles one initial build on the executors
 (``spark_profile.py``).
@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests.support
 
 import paimon_fast as pf  # noqa: E402
 import paimon_fast.hudi as ph  # noqa: E402
@@ -35,7 +35,7 @@ from paimon_fast.hudi import storage  # noqa: E402
 from paimon_fast.hudi.table import table_state  # noqa: E402
 
 pytest.importorskip("hudi")
-from hudi_writer import CowTable  # noqa: E402
+from tests.support.hudi_writer import CowTable  # noqa: E402
 
 from _summary import loadavg, record, write_section  # noqa: E402
 from spark_profile import maybe_profile  # noqa: E402

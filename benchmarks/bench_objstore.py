@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests.support
 
 from paimon_fast.tables import ParquetDataset  # noqa: E402
 
@@ -45,7 +45,7 @@ WHERE = f"id = {PROBE}"
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     pytest.importorskip("moto.server")
-    from s3_support import S3Server
+    from tests.support.s3_support import S3Server
 
     srv = S3Server()
     local = tmp_path_factory.mktemp("objstore")

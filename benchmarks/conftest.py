@@ -13,7 +13,7 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.append(ROOT)  # tests.support
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _keys import bench_key  # noqa: E402

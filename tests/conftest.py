@@ -1,9 +1,9 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pytest
 
-import pytest  # noqa: E402
+from tests.support.paths import ROOT
 
 
 def pytest_xdist_auto_num_workers(config):
@@ -45,7 +45,8 @@ SPARK_CONF = {
 def spark():
     """The one SparkSession of the tests (per xdist worker): local[2] with :data:`SPARK_CONF`,
     started as the package starts it (``paimon_fast.spark.session``).  Its Python workers run
-    this interpreter and import this checkout; they can load ``tests/toy_index.py`` by name.
+    this interpreter and import this checkout, ``tests.support`` included (the test-only file
+    index type ``tests.support.toy_index`` is loaded there by its module's name).
     Skips where pyspark or Java is missing."""
     pytest.importorskip("pyspark")
     import shutil
@@ -54,14 +55,10 @@ def spark():
         pytest.skip("no Java for a local SparkSession")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.dirname(here)
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     from paimon_fast.spark import session
 
-    s = session("local[2]", "paimon-fast-tests", conf=SPARK_CONF)
-    s.sparkContext.addPyFile(os.path.join(here, "toy_index.py"))  # workers load the plug-in by name
-    yield s
+    yield session("local[2]", "paimon-fast-tests", conf=SPARK_CONF)
 
 
 @pytest.fixture(autouse=True)
@@ -79,8 +76,8 @@ def _spark_settings_kept(request):
 
 @pytest.fixture(scope="session")
 def s3_server():
-    """A moto S3 server on 127.0.0.1 (a free port) for the whole session (tests/s3_support.py)."""
-    from s3_support import S3Server
+    """A moto S3 server on 127.0.0.1 (a free port) for the whole session (tests/support/s3_support.py)."""
+    from tests.support.s3_support import S3Server
 
     srv = S3Server()
     yield srv

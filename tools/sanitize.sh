@@ -25,12 +25,14 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # (test_crafted_huge_usize_under_a_memory_limit sets RLIMIT_AS, which ASan's reservations cannot live under)
 python -m pytest -q -p no:cacheprovider --capture=sys -x -n auto --dist worksteal \
   -k "not test_writer_reader_against_brute_force and not test_crafted_huge_usize_under_a_memory_limit" \
-  tests/test_bitmap_vectors.py tests/test_bloom_vectors.py tests/test_bsi_vectors.py tests/test_range_bitmap_vectors.py \
-  tests/test_globalindex_vectors.py tests/test_tableindex_vectors.py tests/test_container_vectors.py \
-  tests/test_roaring.py tests/test_corrupt_foundation.py tests/test_globalindex_fuzz.py tests/test_range_bsi_fuzz.py \
-  tests/test_tableindex_fuzz.py tests/test_bitslice_kernels.py tests/test_bloom_kernels.py tests/test_globalindex_kernels.py \
-  tests/test_globalindex_coldpath.py tests/test_parquet_pages.py tests/test_btree_vectors.py tests/test_btree_kernels.py \
-  tests/test_btree_fuzz.py tests/test_native_reader.py tests/test_parquet_rows.py
+  tests/formats/fileindex/test_bitmap_vectors.py tests/formats/fileindex/test_bloom_vectors.py tests/formats/fileindex/test_bsi_vectors.py \
+  tests/formats/fileindex/test_range_bitmap_vectors.py tests/formats/fileindex/test_container_vectors.py tests/formats/fileindex/test_corrupt_foundation.py \
+  tests/formats/fileindex/test_range_bsi_fuzz.py tests/formats/fileindex/test_bitslice_kernels.py tests/formats/fileindex/test_bloom_kernels.py \
+  tests/formats/globalindex/test_globalindex_vectors.py tests/formats/globalindex/test_globalindex_fuzz.py tests/formats/globalindex/test_globalindex_kernels.py \
+  tests/formats/globalindex/test_globalindex_coldpath.py tests/formats/globalindex/test_btree_vectors.py tests/formats/globalindex/test_btree_kernels.py \
+  tests/formats/globalindex/test_btree_fuzz.py tests/formats/tableindex/test_tableindex_vectors.py tests/formats/tableindex/test_tableindex_fuzz.py \
+  tests/core/test_roaring.py tests/io/parquet/test_parquet_pages.py tests/io/parquet/test_native_reader.py \
+  tests/io/parquet/test_parquet_rows.py
 # ASan reserves terabytes of virtual memory: no address-space limit under it
-python tests/fuzz_scale.py --n "$n" --memory-mb 0 --out "$root/fuzz-failures-asan"
+python tests/support/fuzz_scale.py --n "$n" --memory-mb 0 --out "$root/fuzz-failures-asan"
 echo "sanitizer run: clean"

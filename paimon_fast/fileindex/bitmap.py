@@ -33,7 +33,7 @@ count + entry > ``index-block-size``), e.g. a 20 KB string with the default
 larger than the limit.  Nothing in the format bounds a block's size: Java's
 reader locates the block by binary search over the directory's first keys
 and parses it from its offset with a count-prefixed loop, so it reads the
-file correctly (``tests/test_bitmap.py`` replays that algorithm).  For every
+file correctly (``tests/formats/fileindex/test_bitmap.py`` replays that algorithm).  For every
 input Java accepts, the output is unchanged (byte-identical).
 
 Answers are exact row sets (:class:`~paimon_fast.core.result.BitmapResult`):

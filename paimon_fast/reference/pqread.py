@@ -12,7 +12,7 @@ at the wanted prefix (a ZSTD body corrupt or too long only past it is CORRUPT he
 there).  ``threads`` is ignored: pages are decoded in the order of a one-thread run, so ``err_at`` and the error texts
 are a one-thread run's too.
 
-Where the C departs from what it means to do (the bugs tests/test_native_reader.py marks xfail)
+Where the C departs from what it means to do (the bugs tests/io/parquet/test_native_reader.py marks xfail)
 the twin does what it means: a page's wanted rows are "every row of the page" only when they are
 (not merely as many: repeated positions), an OffsetIndex's offsets and sizes are compared
 without int64 overflow, and a header's claimed sizes allocate nothing (no NOMEM here).

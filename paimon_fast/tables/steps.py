@@ -4,7 +4,7 @@ Builds, deletes, optimizes, catalog commits and ``gc`` call :func:`step` between
 ``build.file.read``, ..., ``catalog.commit``; :data:`STEPS` lists them).  Nothing happens there unless
 a test installed a hook (:func:`hook`): it may run another operation to completion at that point (a
 forced interleaving, deterministic without threads), raise, or kill the process.  The steps are
-what the docs' guarantees are tested against (tests/test_dataset_trust.py).
+what the docs' guarantees are tested against (tests/tables/test_dataset_trust.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""The test suite (a package: its files import their shared helpers from tests.support)."""

@@ -1,0 +1,1 @@
+"""Tests of paimon_fast.read: the read object (LazyRead), top-N, the exact Arrow filter."""

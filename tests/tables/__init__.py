@@ -1,0 +1,2 @@
+"""Tests of paimon_fast.tables: Parquet datasets (catalog, build, plans, reads, deletes, optimize,
+gc, global indexes)."""
