@@ -18,6 +18,7 @@ every leaf natively (pypaimon).
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any, List
 
@@ -116,14 +117,16 @@ class Translator:
         """Membership in ``values`` (no None among them, at least one)."""
         raise NotImplementedError
 
-    def all_of(self, exprs: list):  # pragma: no cover - abstract
-        raise NotImplementedError
+    # AND / OR / NOT: by default the ``&`` / ``|`` / ``~`` operators, as Arrow and Spark expressions
+    # spell them (pypaimon, which has none, overrides all_of and any_of)
+    def all_of(self, exprs: list):
+        return functools.reduce(operator.and_, exprs)
 
-    def any_of(self, exprs: list):  # pragma: no cover - abstract
-        raise NotImplementedError
+    def any_of(self, exprs: list):
+        return functools.reduce(operator.or_, exprs)
 
-    def negate(self, expr):  # pragma: no cover - abstract
-        raise NotImplementedError
+    def negate(self, expr):
+        return ~expr
 
     def never(self, p: Leaf):  # pragma: no cover - abstract
         """An expression true for no row of ``p``'s column."""

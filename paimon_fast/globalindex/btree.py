@@ -22,7 +22,6 @@ order; :class:`BTreeIndexFile` reads one lazily (its answers live in
 from __future__ import annotations
 
 import itertools
-import os
 import struct
 import threading
 from collections import OrderedDict
@@ -33,7 +32,7 @@ from pyroaring import BitMap64
 from .._kernels import load as _load
 from ..errors import IndexFormatError
 from ..fileindex.options import Options
-from ..io.source import FileSource
+from ..io.source import FileSource, file_tail
 from . import sst as _sst
 from .format import (
     SMALL_BITMAP,
@@ -602,12 +601,5 @@ def _to_bitmap(parts) -> BitMap64:
 
 def is_btree_index(path) -> bool:
     """Does the file end with the BTree global index footer (magic 0x50425449)?"""
-    try:
-        size = os.path.getsize(path)
-        if size < FOOTER_LENGTH:
-            return False
-        with open(path, "rb") as f:
-            f.seek(size - 4)
-            return struct.unpack("<i", f.read(4))[0] == MAGIC
-    except OSError:
-        return False
+    tail = file_tail(path, 4, FOOTER_LENGTH)
+    return tail is not None and struct.unpack("<i", tail)[0] == MAGIC

@@ -27,7 +27,7 @@ from pyroaring import BitMap64
 from .._kernels import load as _load
 from ..errors import IndexFormatError
 from ..io.fsutil import Chunks, write_atomic  # noqa: F401  (part of this package's API)
-from ..io.source import FileSource, as_source
+from ..io.source import FileSource, as_source, file_tail
 from . import sst as _codec
 from .keys import _KEY_LENGTHS, KINDS, KeyCodec
 from .layout import (  # noqa: F401  (handed on at their old path)
@@ -85,15 +85,8 @@ _open_tail = getattr(_k, "open_tail", None)  # None with the plain-Python twins:
 
 def is_global_index(path) -> bool:
     """Does the file end with the bitmap global index footer magic ("BGIX")?"""
-    try:
-        size = os.path.getsize(path)
-        if size < FOOTER_LENGTH:
-            return False
-        with open(path, "rb") as f:
-            f.seek(size - 4)
-            return struct.unpack(">i", f.read(4))[0] == MAGIC
-    except OSError:
-        return False
+    tail = file_tail(path, 4, FOOTER_LENGTH)
+    return tail is not None and struct.unpack(">i", tail)[0] == MAGIC
 
 
 def open_with_tail(data_or_path, footer_length: int, what: str, tail_read: int = None):

@@ -26,7 +26,6 @@ from ..core.result import UNSUPPORTED
 from . import btree as _bt
 from .format import element_type
 from .keys import KeyCodec
-from .like import like_optimize
 from .meta import SortedIndexFileMeta
 from .manyfiles import (  # noqa: F401  (handed on at their old path)
     _ARROW_TYPES,
@@ -180,14 +179,7 @@ class BTreeGlobalIndex(GlobalIndex):
     def _v_contains(self, v):
         return self._string_fallback(v, lambda r: r.nonnull_rows())
 
-    def _v_like(self, v):
-        if not self.codec.is_string or v is None:
-            return UNSUPPORTED
-        pattern = v.decode("utf-8", "surrogatepass") if isinstance(v, (bytes, bytearray)) else str(v)
-        opt = like_optimize(pattern)
-        if opt is not None:
-            op, lit = opt
-            return getattr(self, "_v_" + op)(lit)
+    def _like_scan(self, pattern: str):
         return self._string_fallback(pattern, lambda r: r.nonnull_rows())
 
     # ------------------------------------------------------------ top-N

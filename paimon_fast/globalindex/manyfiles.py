@@ -438,6 +438,10 @@ class GlobalIndex:
         if opt is not None:
             op, lit = opt
             return getattr(self, "_v_" + op)(lit)
+        return self._like_scan(pattern)
+
+    def _like_scan(self, pattern: str):
+        """A LIKE pattern that is no prefix, equality or range: the keys scanned with it."""
         pred = like_key_predicate(pattern)
         return self._string_fallback(pattern, lambda r: r.key_scan(pred))
 

@@ -203,6 +203,20 @@ class SliceSource(Source):
         return self._parent._read(self._offset + offset, length)
 
 
+def file_tail(path, n: int, at_least: int) -> Optional[bytes]:
+    """The last ``n`` bytes of the local file ``path``, or None when it is shorter than
+    ``at_least`` bytes or cannot be read (a format's sniffer: does the file end with its magic?)."""
+    try:
+        size = os.path.getsize(path)
+        if size < max(at_least, n):
+            return None
+        with open(path, "rb") as f:
+            f.seek(size - n)
+            return f.read(n)
+    except OSError:
+        return None
+
+
 def as_source(obj) -> Source:
     """Turn bytes / bytearray / memoryview / path / seekable binary file into a Source."""
     if isinstance(obj, Source):

@@ -9,9 +9,7 @@ row filter used wherever rows are read with pyarrow (the Spark Data Source's exe
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import operator
 import threading
 from typing import Mapping, Optional
 
@@ -91,15 +89,6 @@ class ArrowTranslator(Translator):
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
             arr = pa.array(vals)
         return pc.field(p.name).isin(arr)
-
-    def all_of(self, exprs):
-        return functools.reduce(operator.and_, exprs)
-
-    def any_of(self, exprs):
-        return functools.reduce(operator.or_, exprs)
-
-    def negate(self, expr):
-        return ~expr
 
     def never(self, p):
         return pc.scalar(False) & pc.field(p.name).is_valid()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import operator
 from typing import Optional
 
 import pyarrow as pa
@@ -48,15 +46,6 @@ class SparkTranslator(Translator):
 
     def isin(self, p, values):
         return _col(p.name).isin(list(values))
-
-    def all_of(self, exprs):
-        return functools.reduce(operator.and_, exprs)
-
-    def any_of(self, exprs):
-        return functools.reduce(operator.or_, exprs)
-
-    def negate(self, expr):
-        return ~expr
 
     def never(self, p):
         from pyspark.sql import functions as F
