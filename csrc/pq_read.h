@@ -78,7 +78,8 @@ typedef struct {
     int64_t n;
     uint8_t *values;   /* OUT_FIXED: n * width bytes; OUT_BOOL: n bytes */
     uint8_t *valid;    /* n bytes, or NULL */
-    void *offsets;     /* byte arrays: n + 1 (int32 or int64), zeroed by the caller */
+    void *offsets;     /* byte arrays: n + 1 (int32 or int64); every slot of the job's chunks is
+                        * written (the caller sets offsets[0] and the slots no chunk covers) */
     uint8_t *data;     /* byte arrays: the reader's (the caller frees it with pq_bfree(data, data_cap)) */
     int64_t data_len;
     size_t data_cap;
@@ -1159,6 +1160,8 @@ static void pq_null_unit(pq_job *job, pq_page *u) {
     if (col->valid) memset(col->valid + a, 0, (size_t)n);
     if (col->kind == OUT_FIXED) memset(col->values + a * col->width, 0, (size_t)(n * col->width));
     else if (col->kind == OUT_BOOL) memset(col->values + a, 0, (size_t)n);
+    else if (col->kind == OUT_LBYTES) memset((int64_t *)col->offsets + a + 1, 0, (size_t)n * sizeof(int64_t));
+    else memset((int32_t *)col->offsets + a + 1, 0, (size_t)n * sizeof(int32_t)); /* lengths 0 */
 }
 
 static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {

@@ -1231,6 +1231,8 @@ def _null_unit(cols, c: _Chunk, u: _Page):
         col.values[a * col.width : (a + n) * col.width] = 0
     elif col.kind == OUT_BOOL:
         col.values[a : a + n] = 0
+    else:
+        col.offsets[a + 1 : a + n + 1] = 0  # lengths 0
 
 
 def _page_run(files, cols, rows, c: _Chunk, pg: _Page):

@@ -475,11 +475,17 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             cols.append((m.kind, 1, total, _buffer(total), valid, None))
         else:
             dt = np.int64 if m.kind == K.OUT_LBYTES else np.int32
-            cols.append((m.kind, 0, total, None, valid, _buffer(total + 1, dt, fill=0)))
+            off = _buffer(total + 1, dt)  # the reader writes the slots of its chunks (a length each)
+            off[0] = 0
+            cols.append((m.kind, 0, total, None, valid, off))
     chunks = np.concatenate(chunk_rows) if chunk_rows else np.zeros((0, 17), dtype=np.int64)
     rows = np.concatenate(row_parts, out=_buffer(rows_len, np.int64)) if row_parts else np.zeros(0, dtype=np.int64)
     kfiles = [_kernel_file(fl, fi, chunks) for fi, fl in enumerate(files)]
     gaps = {ci for _, ci, _ in fallback}  # columns with slots the reader is not given
+    for fi, ci, _ in fallback:  # their lengths: 0 (pyarrow's reads replace them, _splice)
+        off = cols[ci][5]
+        if off is not None:
+            off[out_at[fi] + 1 : out_at[fi + 1] + 1] = 0
     status, err_at, errors, kstats, data, overflow = K.read(kfiles, chunks, rows, cols, max(1, int(threads)))
     for ci in gaps:
         off = cols[ci][5]

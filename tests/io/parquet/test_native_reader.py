@@ -453,6 +453,47 @@ def test_strings_after_a_file_pyarrow_reads(tmp_path, large):
     assert st.fallbacks == {"encoding not decoded natively": 3}, st.fallbacks
 
 
+@pytest.mark.parametrize("twin", [False, True])
+@pytest.mark.parametrize("large", [False, True])
+def test_offsets_of_every_slot_written_over_dirty_memory(tmp_path, monkeypatch, twin, large):
+    """String offsets are not cleared before a read either: the reader writes a length into every
+    slot of its chunks (nulls, a column a file lacks: 0), the caller sets the first offset and the
+    slots pyarrow reads.  Every output buffer is handed over full of junk, so a slot left unwritten
+    would show in the strings."""
+    real = native._buffer
+
+    def dirty(n, dtype=np.uint8, fill=None):
+        arr = real(n, dtype, fill)
+        if fill is None:
+            arr.view(np.uint8).fill(0x5A)
+        return arr
+
+    monkeypatch.setattr(native, "_buffer", dirty)
+    rng = np.random.default_rng(25)
+    n = 900
+    mask = rng.random(n) < 0.2
+    t = pa.table(
+        {"s": pa.array([f"v{x}" for x in rng.integers(0, 1 << 20, n)], mask=mask), "i": pa.array(rng.integers(0, 9, n))}
+    )
+    a = _write(tmp_path / "a.parquet", t)
+    b = _write(tmp_path / "b.parquet", t, use_dictionary=False, column_encoding={"s": "DELTA_BYTE_ARRAY"})  # pyarrow's
+    c = _write(tmp_path / "c.parquet", t.select(["i"]))  # no "s": nulls
+    pos = _positions(rng, n, 0.3)
+    stype = pa.large_string() if large else pa.string()
+    schema = pa.schema([pa.field("s", stype), pa.field("i", pa.int64())])
+    items = [(a, pos), (c, None), (b, pos), (a, None), (c, pos), (b, None)]
+    parts = []
+    for path, q in items:
+        o = _oracle(path, q)
+        if "s" not in o.column_names:
+            o = o.add_column(0, "s", pa.nulls(o.num_rows, stype))
+        parts.append(o.select(["s", "i"]).cast(schema))
+    exp = pa.concat_tables(parts)
+    got, _, st = _read(items, schema=schema, twin=twin)
+    _assert_same(got, exp)
+    assert st.fallbacks == {"encoding not decoded natively": 2}, st.fallbacks
+
+
 _MIX_WRITES = [
     {},
     {"use_dictionary": False},
