@@ -71,6 +71,7 @@ typedef struct {
     const int64_t *seg_off, *seg_len;
     const uint8_t *const *seg_ptr;
     int64_t size;
+    int mapped;                    /* its one segment is the file mapped into memory (see pq_guard) */
 } pq_file;
 
 typedef struct {
@@ -170,7 +171,20 @@ typedef struct {
     int64_t next;      /* the next item of the running phase */
     int phase;
     int oom;
+    int guard;         /* a file is mapped: items run under pq_guard */
 } pq_job;
+
+/* pq_guard's state (see "mapped files that shrink") */
+#if !defined(_WIN32)
+#include <setjmp.h>
+#include <signal.h>
+/* initial-exec: the handler reads them without a TLS allocation (not async-signal-safe) */
+#define PQ_TLS __thread __attribute__((tls_model("initial-exec")))
+static PQ_TLS sigjmp_buf *pq_guard_jump; /* set while this thread runs a guarded item */
+static PQ_TLS pq_dict *pq_guard_dict;     /* the dictionary this thread loads under its lock */
+static struct sigaction pq_guard_prev;
+static pthread_mutex_t pq_guard_lock = PTHREAD_MUTEX_INITIALIZER;
+#endif
 
 static void pq_fail(pq_chunk *c, int status, int64_t at, const char *what) {
     pthread_mutex_lock(&c->fail_lock); /* pages of one chunk fail on several threads */
@@ -1114,7 +1128,13 @@ static int pq_dict_get(pq_job *job, pq_chunk *c, pq_scratch *s) {
     pq_dict *d = &c->dict;
     pthread_mutex_lock(&d->lock);
     if (d->state == 0) {
+#if !defined(_WIN32)
+        pq_guard_dict = d; /* a fault while loading: the guard unlocks it */
+#endif
         int rc = pq_dict_load(job, c, s);
+#if !defined(_WIN32)
+        pq_guard_dict = NULL;
+#endif
         d->state = rc == PQ_OK ? 1 : 2;
         /* pages of byte arrays leave their bytes in the dictionary until phase C (read under d->lock) */
         if (rc == PQ_OK && c->f[CK_PHYSICAL] == PT_BYTE_ARRAY && (int64_t)d->buf_cap <= pq_keep_dict_max) c->keep_dict = 1;
@@ -1529,6 +1549,66 @@ static void pq_unit_bytes(pq_chunk *c, pq_page *u, uint8_t *dst) {
     }
 }
 
+/* ------------------------------------------------------------------ mapped files that shrink */
+/* A file mapped into memory (paimon_fast/io/parquet/filemap.py) that is truncated while it is read
+ * makes the next touch of a page past its new end raise SIGBUS, which would kill the process.
+ * While a worker runs an item of a job with a mapped file, the handler below jumps back out of the
+ * item instead: the item's chunk fails with PQ_IO ("changed or shrank while it was read", as a
+ * short pread does), and a dictionary being loaded under its lock (a truncation racing the page
+ * that asked for it) is marked failed and unlocked.
+ * A SIGBUS anywhere else goes to the handler that was there before (the default kills, Python's
+ * faulthandler prints the stacks).  The handler is put back at the start of every job with a
+ * mapped file if someone replaced it meanwhile. */
+#if !defined(_WIN32)
+
+static void pq_guard_on_bus(int sig, siginfo_t *info, void *ctx) {
+    sigjmp_buf *jump = pq_guard_jump;
+    if (jump) {
+        pq_guard_jump = NULL;
+        siglongjmp(*jump, 1);
+    }
+    if ((pq_guard_prev.sa_flags & SA_SIGINFO) && pq_guard_prev.sa_sigaction &&
+        pq_guard_prev.sa_sigaction != pq_guard_on_bus) {
+        pq_guard_prev.sa_sigaction(sig, info, ctx);
+    } else if (!(pq_guard_prev.sa_flags & SA_SIGINFO) && pq_guard_prev.sa_handler != SIG_DFL &&
+               pq_guard_prev.sa_handler != SIG_IGN) {
+        pq_guard_prev.sa_handler(sig);
+    } else {
+        signal(SIGBUS, SIG_DFL); /* returning re-runs the faulting access: the default action */
+    }
+}
+
+/* Tests: truncate a file to some size just before a phase's items run (a file that shrinks while
+ * it is read, at a known point); one job only (pq_set_shrink). */
+static char pq_shrink_path[4096];
+static int64_t pq_shrink_size;
+static int pq_shrink_phase = -1;
+static void pq_set_shrink(const char *path, int64_t size, int phase) {
+    snprintf(pq_shrink_path, sizeof(pq_shrink_path), "%s", path ? path : "");
+    pq_shrink_size = size;
+    pq_shrink_phase = path ? phase : -1;
+}
+static void pq_shrink_now(int phase) {
+    if (phase != pq_shrink_phase) return;
+    pq_shrink_phase = -1;
+    if (truncate(pq_shrink_path, (off_t)pq_shrink_size) != 0) pq_shrink_path[0] = 0;
+}
+
+static void pq_guard_install(void) {
+    struct sigaction now, mine;
+    pthread_mutex_lock(&pq_guard_lock);
+    if (sigaction(SIGBUS, NULL, &now) == 0 &&
+        !((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == pq_guard_on_bus)) {
+        memset(&mine, 0, sizeof(mine));
+        mine.sa_sigaction = pq_guard_on_bus;
+        mine.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+        sigemptyset(&mine.sa_mask);
+        sigaction(SIGBUS, &mine, &pq_guard_prev);
+    }
+    pthread_mutex_unlock(&pq_guard_lock);
+}
+#endif
+
 static void pq_phase_item(pq_job *job, int tid, int64_t i) {
     pq_scratch *s = &job->scratch[tid];
     if (job->phase == 0) {
@@ -1567,6 +1647,32 @@ static void pq_phase_item(pq_job *job, int tid, int64_t i) {
     }
 }
 
+/* An item of the running phase, under pq_guard when the job has a mapped file. */
+static void pq_guarded_item(pq_job *job, int tid, int64_t i) {
+#if !defined(_WIN32)
+    if (job->guard) {
+        sigjmp_buf jump;
+        if (sigsetjmp(jump, 0) == 0) {
+            pq_guard_jump = &jump;
+            pq_phase_item(job, tid, i);
+            pq_guard_jump = NULL;
+            return;
+        }
+        /* the item touched a page of a mapped file past its end: the file shrank */
+        pq_guard_jump = NULL;
+        pq_chunk *c = job->phase == 0 ? &job->chunks[i] : &job->chunks[job->units[i]->chunk];
+        if (pq_guard_dict) {
+            pq_guard_dict->state = 2;
+            pthread_mutex_unlock(&pq_guard_dict->lock);
+            pq_guard_dict = NULL;
+        }
+        pq_fail(c, PQ_IO, -1, "a mapped page past its new end");
+        return;
+    }
+#endif
+    pq_phase_item(job, tid, i);
+}
+
 static void *pq_worker_main(void *arg) {
     pq_worker *w = (pq_worker *)arg;
     pq_job *job = w->job;
@@ -1574,7 +1680,7 @@ static void *pq_worker_main(void *arg) {
     for (;;) {
         int64_t i = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
         if (i >= n) break;
-        pq_phase_item(job, w->tid, i);
+        pq_guarded_item(job, w->tid, i);
     }
     return NULL;
 }
@@ -1593,6 +1699,9 @@ static void pq_parallel(pq_job *job, int64_t nitems, int64_t work) {
     if (nt > nitems) nt = (int)nitems;
     if (nt < 1) nt = 1;
     job->next = 0;
+#if !defined(_WIN32)
+    pq_shrink_now(job->phase);
+#endif
     pthread_t th[256];
     pq_worker w[256];
     int started = 0, t;
@@ -1678,6 +1787,12 @@ static int pq_run(pq_job *job) {
     if (!job->scratch) return PQ_NOMEM;
     pthread_once(&pq_libs_once, pq_load_libs);
     pthread_once(&pq_atfork_once, pq_atfork);
+    job->guard = 0;
+    for (i = 0; i < job->nfiles; i++)
+        if (job->files[i].mapped) job->guard = 1;
+#if !defined(_WIN32)
+    if (job->guard) pq_guard_install();
+#endif
     for (t = 0; t < job->nthreads; t++) pq_scratch_take(&job->scratch[t]);
     for (i = 0; i < job->nchunks; i++) {
         pq_chunk *c = &job->chunks[i];

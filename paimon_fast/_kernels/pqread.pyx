@@ -12,7 +12,19 @@ from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 from cpython.buffer cimport PyBuffer_FillInfo
 
+import os
+
 import numpy as np
+
+cdef extern from "<sys/mman.h>" nogil:
+    void *mmap(void *addr, size_t length, int prot, int flags, int fd, long offset)
+    int munmap(void *addr, size_t length)
+    void *MAP_FAILED
+    int PROT_READ
+    int MAP_SHARED
+
+cdef extern from "<errno.h>":
+    int errno
 
 cdef extern from "pq_read.h" nogil:
     ctypedef struct pq_file:
@@ -22,6 +34,7 @@ cdef extern from "pq_read.h" nogil:
         const int64_t *seg_len
         const uint8_t *const *seg_ptr
         int64_t size
+        int mapped
 
     ctypedef struct pq_col:
         int32_t kind, width
@@ -52,6 +65,7 @@ cdef extern from "pq_read.h" nogil:
         int nthreads
 
     int pq_run(pq_job *job)
+    void pq_set_shrink(const char *path, int64_t size, int phase)
     void pq_release()
     int64_t pq_parallel_min
     void pq_set_parallel_min(int64_t v)
@@ -74,6 +88,50 @@ OK, CORRUPT, UNSUPPORTED, NOMEM, IO = 0, 1, 2, 3, 4
 OUT_FIXED, OUT_BOOL, OUT_BYTES, OUT_LBYTES = 0, 1, 2, 3
 (CV_COPY, CV_I32_1, CV_I32_2, CV_INT96_NS, CV_DEC_I32, CV_DEC_I64, CV_DEC_BE, CV_I32_I64, CV_U32_I64, CV_F32_F64,
  CV_NULL) = range(11)
+
+
+cdef class FileMap:
+    """A local file mapped read-only into memory (``mmap``, ``MAP_SHARED``): its bytes as a
+    read-only buffer, unmapped when the last reference goes.  The reader takes it as the file's
+    one segment and reads the pages in place, with no copy; a file that shrinks under it while it
+    is read fails its chunks as a short read does (``csrc/pq_read.h``, "mapped files that shrink"),
+    never the process.  The mapping holds no file descriptor."""
+
+    cdef void *addr
+    cdef readonly Py_ssize_t size
+
+    def __cinit__(self, int fd, Py_ssize_t size):
+        self.addr = NULL
+        self.size = 0
+        if size <= 0:
+            raise ValueError(f"cannot map {size} bytes")
+        cdef void *a = mmap(NULL, <size_t>size, PROT_READ, MAP_SHARED, fd, 0)
+        if a == MAP_FAILED:
+            raise OSError(errno, "mmap failed")
+        self.addr = a
+        self.size = size
+
+    def __dealloc__(self):
+        if self.addr != NULL:
+            munmap(self.addr, <size_t>self.size)
+            self.addr = NULL
+
+    def __getbuffer__(self, Py_buffer *buffer, int flags):
+        PyBuffer_FillInfo(buffer, self, self.addr, self.size, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer *buffer):
+        pass
+
+
+def _shrink_at(path, int64_t size, int phase):
+    """Tests: the next read truncates ``path`` to ``size`` bytes just before its phase ``phase``
+    (0 pages located, 1 pages decoded, 2 byte arrays copied) runs: a file that shrinks while it
+    is read.  ``path`` None: no more."""
+    if path is None:
+        pq_set_shrink(NULL, 0, -1)
+    else:
+        b = os.fsencode(path)
+        pq_set_shrink(b, size, phase)
 
 
 def release_memory():
@@ -192,6 +250,8 @@ def read(list files, const int64_t[:, ::1] chunks, const int64_t[::1] rows, list
                     raise MemoryError()
                 for j in range(s):
                     off, buf = segments[j]
+                    if isinstance(buf, FileMap):
+                        pf[i].mapped = 1  # the reader guards its touches (a file that shrinks)
                     mv = memoryview(buf).cast("B")
                     keep.append(mv)
                     seg_off[i][j] = off

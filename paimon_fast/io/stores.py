@@ -398,9 +398,13 @@ class Store:
         return self._boto or None
 
     def delete(self, path: str) -> bool:
-        """Remove a file; False when it was not there."""
+        """Remove a file; False when it was not there.  A local file's mapping, if a read kept
+        one (:mod:`paimon_fast.io.parquet.filemap`), is dropped, so its blocks are freed."""
         try:
             if self.local:
+                from .parquet import filemap
+
+                filemap.forget(path)
                 os.unlink(path)
             else:
                 self.fs.delete_file(path)

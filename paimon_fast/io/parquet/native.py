@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import memory as _memory
+from . import filemap as _filemap
 from ...errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
 from ..source import BytesSource, FileObjSource, FileSource, Source, as_source
 from .footer import UnsupportedChunk, footer_for
@@ -480,7 +481,7 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             cols.append((m.kind, 0, total, None, valid, off))
     chunks = np.concatenate(chunk_rows) if chunk_rows else np.zeros((0, 17), dtype=np.int64)
     rows = np.concatenate(row_parts, out=_buffer(rows_len, np.int64)) if row_parts else np.zeros(0, dtype=np.int64)
-    kfiles = [_kernel_file(fl, fi, chunks) for fi, fl in enumerate(files)]
+    kfiles = [_kernel_file(fl, fi, chunks, opts.twin) for fi, fl in enumerate(files)]
     gaps = {ci for _, ci, _ in fallback}  # columns with slots the reader is not given
     for fi, ci, _ in fallback:  # their lengths: 0 (pyarrow's reads replace them, _splice)
         off = cols[ci][5]
@@ -497,7 +498,8 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
         why = errors.get(k, "")
         if status[k] == K.IO:
             raise IndexFormatError(
-                f"Parquet file {_name(files[fi])} changed or shrank while it was read ({why})", int(err_at[k])
+                f"Parquet file {_name(files[fi])} changed or shrank while it was read ({why})",
+                int(err_at[k]) if err_at[k] >= 0 else None,  # (a mapped page: where is not known)
             )
         if status[k] == K.NOMEM:
             raise MemoryError(f"out of memory reading {_name(files[fi])}")
@@ -545,12 +547,14 @@ def _name(fl: _File) -> str:
     return getattr(fl.src, "path", None) or "<in memory>"
 
 
-def _kernel_file(fl: _File, fi: int, chunks: np.ndarray):
-    """``(fd, size, segments)`` of a file for the reader: a local file by its descriptor, bytes
-    in memory as they are, any other source as the byte ranges its chunks need, read now."""
+def _kernel_file(fl: _File, fi: int, chunks: np.ndarray, twin: bool = False):
+    """``(fd, size, segments)`` of a file for the reader: a local file by its mapping (read
+    before: :mod:`~paimon_fast.io.parquet.filemap`) or its descriptor, bytes in memory as they
+    are, any other source as the byte ranges its chunks need, read now."""
     src = fl.src
     if isinstance(src, FileSource) and src._fd is not None and type(src) is FileSource:
-        return (src._fd, src.size, None)
+        m = None if twin else _filemap.mapping(src._fd, src.size, fl.key)
+        return (src._fd, src.size, None) if m is None else (-1, src.size, [(0, m)])
     if isinstance(src, BytesSource):
         return (-1, src.size, [(0, src._mv)])
     return (-1, src.size, _segments(src, chunks[chunks[:, 0] == fi]))
