@@ -21,7 +21,8 @@ A file truncated while it is mapped and read fails that read with ``IndexFormatE
 or shrank while it was read"), as a short ``pread`` does: the reader catches the fault
 (``csrc/pq_read.h``, "mapped files that shrink").
 
-Tunables: :data:`ENABLED`, :data:`MIN_BYTES`, :data:`MAX_FILES`, :data:`MAX_BYTES`.
+Tunables: :data:`ENABLED`, :data:`MIN_BYTES`, :data:`MAX_FILES`, :data:`MAX_BYTES` (see
+:func:`budget`).
 """
 
 from __future__ import annotations
@@ -46,8 +47,26 @@ def _physical_memory() -> int:
         return 8 << 30
 
 
-#: at most this many bytes of files mapped at once: a quarter of the machine's memory
+#: at most this many bytes of files mapped at once: a quarter of the machine's memory (and of the
+#: process's address space where it is limited, see :func:`budget`)
 MAX_BYTES = _physical_memory() // 4
+
+
+def budget() -> int:
+    """The bytes that may be mapped at once: :data:`MAX_BYTES`, and at most a quarter of the
+    address space when the process has a limit on it (``RLIMIT_AS``: Spark's Python workers under
+    ``spark.executor.pyspark.memory``, where mappings would take the room of the arrays a read
+    allocates).  Asked when a file is mapped, so a limit set after import counts."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError, AttributeError):  # pragma: no cover - not POSIX
+        return MAX_BYTES
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return MAX_BYTES
+    return min(MAX_BYTES, soft // 4)
+
 
 _LOCK = threading.Lock()
 # path -> (key, FileMap), least recently used first: one version of a path at a time
@@ -80,6 +99,9 @@ def mapping(fd: int, size: int, key) -> Optional[object]:
                 _SEEN.popitem(last=False)
             return None
         del _SEEN[path]
+    room = budget()
+    if size > room:
+        return None
     from ..._kernels import pqread
 
     try:
@@ -95,7 +117,7 @@ def mapping(fd: int, size: int, key) -> Optional[object]:
         _MAPS[path] = (key, m)
         _MAPS.move_to_end(path)
         _bytes += size
-        while _MAPS and (len(_MAPS) > MAX_FILES or _bytes > MAX_BYTES):
+        while _MAPS and (len(_MAPS) > MAX_FILES or _bytes > room):
             _, (_, old) = _MAPS.popitem(last=False)
             _bytes -= old.size
     return m

@@ -113,6 +113,27 @@ def test_at_most_max_files_are_mapped_least_recently_used_out(tmp_path, fresh, m
     assert sorted(filemap.mapped()) == paths[:1]
 
 
+def test_an_address_space_limit_caps_what_is_mapped(tmp_path, fresh, monkeypatch):
+    """Under RLIMIT_AS (Spark's Python workers with a memory setting) at most a quarter of the
+    limit is mapped: mappings would take the room of the read's own arrays."""
+    import resource
+
+    a, b = str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")
+    _write(a, _table(seed=1))
+    _write(b, _table(seed=2))
+    size = max(os.path.getsize(a), os.path.getsize(b))
+    real = resource.getrlimit
+    monkeypatch.setattr(resource, "getrlimit", lambda r: (4 * size + 4, -1) if r == resource.RLIMIT_AS else real(r))
+    assert filemap.budget() == size + 1
+    for p in (a, b, a, b):
+        assert _rows(p).equals(pq.read_table(p))
+    assert len(filemap.mapped()) == 1  # room for one file: mapping the second dropped the first
+    monkeypatch.setattr(resource, "getrlimit", lambda r: (size, -1) if r == resource.RLIMIT_AS else real(r))
+    filemap.forget()
+    _rows(a), _rows(a)
+    assert filemap.mapped() == {}  # the file is larger than a quarter of the limit: pread
+
+
 _CHILD = textwrap.dedent(
     """
     import faulthandler, os, sys
