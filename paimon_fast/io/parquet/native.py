@@ -377,7 +377,10 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
                 row_parts.append(local)
                 rows_len += len(local)
         else:
-            cuts = np.searchsorted(fl.pos, fo.starts)
+            starts = fo.starts
+            if fl.pos.dtype != starts.dtype and starts[-1] <= np.iinfo(fl.pos.dtype).max:
+                starts = starts.astype(fl.pos.dtype)  # (else numpy widens every position first)
+            cuts = np.searchsorted(fl.pos, starts)
             groups = np.flatnonzero(cuts[1:] > cuts[:-1])
             nsel = (cuts[1:] - cuts[:-1])[groups]
             if len(groups) == 1:  # (one row group: no per-row repeat of its start)
