@@ -132,6 +132,13 @@ def test_an_address_space_limit_caps_what_is_mapped(tmp_path, fresh, monkeypatch
     filemap.forget()
     _rows(a), _rows(a)
     assert filemap.mapped() == {}  # the file is larger than a quarter of the limit: pread
+    fd = os.open(a, os.O_RDONLY)
+    try:
+        key = (a, os.path.getsize(a), 0, 0, 0)
+        assert filemap.mapping(fd, key[1], key) is None  # seen
+        assert filemap.mapping(fd, key[1], key) is None  # not mapped, not even for this read
+    finally:
+        os.close(fd)
 
 
 _CHILD = textwrap.dedent(
