@@ -5,8 +5,6 @@ that read with IndexFormatError instead of killing the process (csrc/pq_read.h, 
 that shrink").  The shrinking runs in a child process: a guard that failed would kill it."""
 
 import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -16,7 +14,7 @@ import pytest
 
 from paimon_fast.io.parquet import filemap, read_files
 from paimon_fast.io.stores import Store
-from tests.support.paths import ROOT
+from tests.support.blocked_imports import run_python
 
 
 def _table(n=30000, seed=0):
@@ -143,15 +141,14 @@ def test_an_address_space_limit_caps_what_is_mapped(tmp_path, fresh, monkeypatch
 
 _CHILD = textwrap.dedent(
     """
-    import faulthandler, os, sys
+    import faulthandler, os
     faulthandler.enable()  # the handler that was there first: the guard hands on to it
     import numpy as np, pyarrow as pa, pyarrow.parquet as pq
     from paimon_fast.errors import IndexFormatError
     from paimon_fast.io.parquet import filemap, read_files
     from paimon_fast._kernels import pqread
     filemap.MIN_BYTES = 0
-    path, phase, cut = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    dictionary, codec = sys.argv[4] == "1", sys.argv[5]
+    path, phase, dictionary, codec = ARGS
     n = 40000
     rng = np.random.default_rng(1)
     t = pa.table({"cat": pa.array(rng.choice(["a" * 30, "b" * 30, "c" * 30], n)),
@@ -160,7 +157,7 @@ _CHILD = textwrap.dedent(
     pq.write_table(t, path, row_group_size=n, data_page_size=8192, use_dictionary=dictionary, compression=codec)
     size = os.path.getsize(path)
     read_files([(path, None)], threads=2)  # seen once
-    pqread._shrink_at(path, cut if cut >= 0 else size // 3, phase)
+    pqread._shrink_at(path, size // 3, phase)
     try:
         read_files([(path, None)], threads=2)  # mapped: the file shrinks under the read
         print("NO ERROR")
@@ -179,25 +176,21 @@ _CHILD = textwrap.dedent(
 )
 
 
-def _child(tmp_path, phase, cut=-1, dictionary=True, codec="snappy"):
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    path = str(tmp_path / "shrinks.parquet")
-    args = [sys.executable, "-c", _CHILD, path, str(phase), str(cut), "1" if dictionary else "0", codec]
-    return subprocess.run(args, capture_output=True, text=True, timeout=60, env=env)
+def _child(tmp_path, phase, dictionary, codec):
+    args = (str(tmp_path / "shrinks.parquet"), phase, dictionary, codec)
+    return run_python(f"ARGS = {args!r}\n" + _CHILD, timeout=60)
 
 
 @pytest.mark.parametrize(
-    "phase,cut,dictionary,codec",
+    "phase,dictionary,codec",
     [
-        (0, -1, True, "snappy"),  # the page headers walked past the new end
-        (1, -1, True, "snappy"),  # pages decoded past it
-        (2, -1, False, "none"),  # plain byte arrays copied from the mapping in the last phase
+        (0, True, "snappy"),  # the page headers walked past the new end
+        (1, True, "snappy"),  # pages decoded past it
+        (2, False, "none"),  # plain byte arrays copied from the mapping in the last phase
     ],
 )
-def test_a_file_that_shrinks_while_mapped_and_read_fails_the_read_not_the_process(
-    tmp_path, phase, cut, dictionary, codec
-):
-    r = _child(tmp_path, phase, cut, dictionary, codec)
+def test_a_file_that_shrinks_while_mapped_and_read_fails_the_read_not_the_process(tmp_path, phase, dictionary, codec):
+    r = _child(tmp_path, phase, dictionary, codec)
     assert r.returncode == 0, f"child died ({r.returncode}): {r.stderr[-2000:]}"
     lines = r.stdout.split("\n")
     assert lines[-2] == "ALIVE"
@@ -209,13 +202,13 @@ def test_a_bus_error_outside_a_read_still_reaches_the_handler_before(tmp_path):
     anywhere else goes to the handler that was there before (here faulthandler's, which reports it)."""
     code = textwrap.dedent(
         """
-        import faulthandler, os, sys
+        import faulthandler, os
         faulthandler.enable()
         import pyarrow as pa, pyarrow.parquet as pq
         from paimon_fast.io.parquet import filemap, read_files
         from paimon_fast._kernels import pqread
         filemap.MIN_BYTES = 0
-        path = sys.argv[1]
+        path = PATH
         pq.write_table(pa.table({"x": list(range(100000))}), path)
         read_files([(path, None)]); read_files([(path, None)])  # mapped: the guard is installed
         m = pqread.FileMap(os.open(path, os.O_RDONLY), os.path.getsize(path))
@@ -224,9 +217,6 @@ def test_a_bus_error_outside_a_read_still_reaches_the_handler_before(tmp_path):
         print(bytes(memoryview(m)[-10:]))
         """
     )
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path / "f.parquet")], capture_output=True, text=True, timeout=120, env=env
-    )
+    r = run_python(f"PATH = {str(tmp_path / 'f.parquet')!r}\n" + code, timeout=120)
     assert "touching" in r.stdout
     assert r.returncode != 0 and "Bus error" in r.stderr, (r.returncode, r.stderr[-2000:])
