@@ -39,6 +39,7 @@
 #if !defined(_WIN32)
 #include <unistd.h>
 #endif
+#include <time.h>
 #include "pq_codec.h"
 
 /* parquet.thrift Type, Encoding, PageType */
@@ -253,23 +254,72 @@ static int pq_grow(void **p, size_t *cap, size_t need, size_t elem) {
 }
 
 /* ------------------------------------------------------------------ large buffers, kept between uses */
-/* A buffer's pages cost a fault and a clearing each the first time they are touched, which for a
- * dictionary page decoded per column chunk cost more than decoding it.  Buffers of 64 KiB and
- * more come in power-of-two classes and go back to a free list when done (at most
- * PQ_CACHE_BYTES in all; the rest is freed); smaller ones are plain malloc. */
+/* A buffer's pages cost a fault and a clearing each the first time they are touched: for a
+ * dictionary page decoded per column chunk that cost more than decoding it, and for a read of
+ * millions of rows the pages' byte-array buffers and the outputs' bytes are hundreds of MB.
+ * Buffers of 64 KiB and more come in power-of-two classes and go back to a free list when done
+ * (an output's bytes too, when Arrow lets go of them), so that the next buffer of the class reuses
+ * warm pages.  At most pq_cache_max bytes are kept (the Python side sets it from the machine's
+ * memory: paimon_fast/io/parquet/native.py), the rest is freed; a kept buffer not taken again
+ * within pq_cache_decay_ns is freed at the next use of the cache after that (a process idle
+ * since its last read keeps them until pq_release).  Smaller buffers are plain malloc. */
 #define PQ_CLASS_MIN 16
-#define PQ_CLASSES 12 /* 64 KiB .. 128 MiB */
-#define PQ_CLASS_KEEP 8
-#define PQ_CACHE_BYTES ((size_t)128 << 20)
+#define PQ_CLASSES 14 /* 64 KiB .. 512 MiB */
+#define PQ_CLASS_KEEP 64
 static pthread_mutex_t pq_cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *pq_cache_list[PQ_CLASSES][PQ_CLASS_KEEP];
+static void *pq_cache_list[PQ_CLASSES][PQ_CLASS_KEEP]; /* per class, oldest first */
+static int64_t pq_cache_when[PQ_CLASSES][PQ_CLASS_KEEP]; /* when each was kept (monotonic ns) */
 static int pq_cache_n[PQ_CLASSES];
 static size_t pq_cache_bytes;
+static size_t pq_cache_max = (size_t)128 << 20;
+static int64_t pq_cache_decay_ns = (int64_t)10 * 1000000000;
+static int64_t pq_cache_swept; /* when the cache was last swept for buffers past their decay */
+
+static int64_t pq_now_ns(void) {
+#if !defined(_WIN32)
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+#else
+    return (int64_t)time(NULL) * 1000000000;
+#endif
+}
 
 static int pq_class(size_t n) {
     int k = PQ_CLASS_MIN;
     while (k < PQ_CLASS_MIN + PQ_CLASSES && ((size_t)1 << k) < n) k++;
     return k < PQ_CLASS_MIN + PQ_CLASSES ? k - PQ_CLASS_MIN : -1;
+}
+
+/* Under pq_cache_lock: take out of the cache every buffer kept before `before` (all of them for
+ * INT64_MAX) into out[] (room for PQ_CLASSES * PQ_CLASS_KEEP); returns how many. */
+static int pq_cache_take_old(int64_t before, void **out) {
+    int k, n = 0;
+    for (k = 0; k < PQ_CLASSES; k++) {
+        int old = 0;
+        while (old < pq_cache_n[k] && pq_cache_when[k][old] < before) out[n++] = pq_cache_list[k][old++];
+        if (!old) continue;
+        memmove(pq_cache_list[k], pq_cache_list[k] + old, (size_t)(pq_cache_n[k] - old) * sizeof(void *));
+        memmove(pq_cache_when[k], pq_cache_when[k] + old, (size_t)(pq_cache_n[k] - old) * sizeof(int64_t));
+        pq_cache_n[k] -= old;
+        pq_cache_bytes -= (size_t)old << (k + PQ_CLASS_MIN);
+    }
+    return n;
+}
+
+/* Free the buffers kept longer than the decay; looked at most once a second. */
+static void pq_cache_sweep(void) {
+    void *drop[PQ_CLASSES * PQ_CLASS_KEEP];
+    int64_t now = pq_now_ns();
+    int n = 0, i;
+    if (__atomic_load_n(&pq_cache_swept, __ATOMIC_RELAXED) > now - 1000000000) return;
+    pthread_mutex_lock(&pq_cache_lock);
+    if (pq_cache_swept <= now - 1000000000) {
+        __atomic_store_n(&pq_cache_swept, now, __ATOMIC_RELAXED);
+        n = pq_cache_take_old(now - pq_cache_decay_ns, drop);
+    }
+    pthread_mutex_unlock(&pq_cache_lock);
+    for (i = 0; i < n; i++) free(drop[i]);
 }
 
 /* A buffer of at least n bytes (+ PQ_SLACK); *cap: its usable size. */
@@ -282,8 +332,9 @@ static void *pq_balloc(size_t n, size_t *cap) {
         *cap = p ? n : 0;
         return p;
     }
+    pq_cache_sweep();
     pthread_mutex_lock(&pq_cache_lock);
-    if (pq_cache_n[k] > 0) {
+    if (pq_cache_n[k] > 0) { /* the one kept last: its pages are the likeliest to be warm */
         p = pq_cache_list[k][--pq_cache_n[k]];
         pq_cache_bytes -= (size_t)1 << (k + PQ_CLASS_MIN);
     }
@@ -299,8 +350,10 @@ static void pq_bfree(void *p, size_t cap) {
     int k = whole >= ((size_t)1 << PQ_CLASS_MIN) ? pq_class(whole) : -1;
     if (k >= 0 && ((size_t)1 << (k + PQ_CLASS_MIN)) == whole) {
         int kept = 0;
+        int64_t now = pq_now_ns();
         pthread_mutex_lock(&pq_cache_lock);
-        if (pq_cache_n[k] < PQ_CLASS_KEEP && pq_cache_bytes + whole <= PQ_CACHE_BYTES) {
+        if (pq_cache_n[k] < PQ_CLASS_KEEP && pq_cache_bytes + whole <= pq_cache_max) {
+            pq_cache_when[k][pq_cache_n[k]] = now;
             pq_cache_list[k][pq_cache_n[k]++] = p;
             pq_cache_bytes += whole;
             kept = 1;
@@ -325,14 +378,34 @@ static int pq_bgrow(uint8_t **p, size_t *cap, size_t need, size_t len) {
     return PQ_OK;
 }
 
-/* Free every kept buffer (paimon_fast.parquet.native.release_memory). */
+/* Free every kept buffer (release_memory, and a smaller cap). */
 static void pq_cache_clear(void) {
+    void *drop[PQ_CLASSES * PQ_CLASS_KEEP];
+    int n, i;
+    pthread_mutex_lock(&pq_cache_lock);
+    n = pq_cache_take_old(INT64_MAX, drop);
+    pthread_mutex_unlock(&pq_cache_lock);
+    for (i = 0; i < n; i++) free(drop[i]);
+}
+
+/* The most bytes kept (0: none; what is kept beyond it is freed) and how long a kept buffer may
+ * wait to be taken again (ns). */
+static void pq_set_cache(size_t max, int64_t decay_ns) {
+    pthread_mutex_lock(&pq_cache_lock);
+    pq_cache_max = max;
+    pq_cache_decay_ns = decay_ns;
+    size_t held = pq_cache_bytes;
+    pthread_mutex_unlock(&pq_cache_lock);
+    if (held > max) pq_cache_clear();
+}
+
+/* Bytes and buffers kept now. */
+static void pq_cache_state(size_t *bytes, int64_t *count) {
     int k;
     pthread_mutex_lock(&pq_cache_lock);
-    for (k = 0; k < PQ_CLASSES; k++) {
-        while (pq_cache_n[k] > 0) free(pq_cache_list[k][--pq_cache_n[k]]);
-    }
-    pq_cache_bytes = 0;
+    *bytes = pq_cache_bytes;
+    *count = 0;
+    for (k = 0; k < PQ_CLASSES; k++) *count += pq_cache_n[k];
     pthread_mutex_unlock(&pq_cache_lock);
 }
 
@@ -1727,10 +1800,15 @@ static pq_scratch pq_kept[PQ_KEEP];
 static int pq_nkept;
 static pthread_once_t pq_atfork_once = PTHREAD_ONCE_INIT;
 
-static void pq_forget_kept(void) { /* in a child after fork: the lock may have been held */
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+static void pq_forget_kept(void) { /* in a child after fork: the locks may have been held */
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER, fresh2 = PTHREAD_MUTEX_INITIALIZER;
     pq_keep_lock = fresh;
     pq_nkept = 0;
+    /* the kept buffers stay the parent's (copy-on-write, never touched here); the lists may have
+     * been changing when the process forked */
+    pq_cache_lock = fresh2;
+    memset(pq_cache_n, 0, sizeof(pq_cache_n));
+    pq_cache_bytes = 0;
 }
 static void pq_atfork(void) { pthread_atfork(NULL, NULL, pq_forget_kept); }
 

@@ -32,7 +32,7 @@ python -m pytest -q -p no:cacheprovider --capture=sys -x -n auto --dist workstea
   tests/formats/globalindex/test_globalindex_coldpath.py tests/formats/globalindex/test_btree_vectors.py tests/formats/globalindex/test_btree_kernels.py \
   tests/formats/globalindex/test_btree_fuzz.py tests/formats/tableindex/test_tableindex_vectors.py tests/formats/tableindex/test_tableindex_fuzz.py \
   tests/core/test_roaring.py tests/io/parquet/test_parquet_pages.py tests/io/parquet/test_native_reader.py \
-  tests/io/parquet/test_parquet_rows.py tests/io/parquet/test_filemap.py
+  tests/io/parquet/test_parquet_rows.py tests/io/parquet/test_filemap.py tests/io/parquet/test_buffercache.py
 # ASan reserves terabytes of virtual memory: no address-space limit under it
 python tests/support/fuzz_scale.py --n "$n" --memory-mb 0 --out "$root/fuzz-failures-asan"
 echo "sanitizer run: clean"

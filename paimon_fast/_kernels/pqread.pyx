@@ -71,6 +71,8 @@ cdef extern from "pq_read.h" nogil:
     void pq_set_parallel_min(int64_t v)
     int64_t pq_keep_dict_max
     void pq_set_keep_dict_max(int64_t v)
+    void pq_set_cache(size_t max, int64_t decay_ns)
+    void pq_cache_state(size_t *bytes, int64_t *count)
     int pq_keep_bodies
     void pq_set_keep_bodies(int v)
     void pq_bfree(void *p, size_t cap)
@@ -135,7 +137,8 @@ def _shrink_at(path, int64_t size, int phase):
 
 
 def release_memory():
-    """Free the buffers the reader keeps between reads (decompression scratch, dictionary pages)."""
+    """Free the buffers the reader keeps between reads (decompression scratch, and the buffers of
+    :func:`set_buffer_cache`)."""
     with nogil:
         pq_release()
 
@@ -146,6 +149,23 @@ def _set_parallel_min(int64_t v):
     cdef int64_t old = pq_parallel_min
     pq_set_parallel_min(v)
     return old
+
+
+def set_buffer_cache(size_t max_bytes, double decay_seconds):
+    """Keep at most ``max_bytes`` of the reader's freed large buffers (page bytes, outputs' bytes
+    once Arrow lets go of them) for the next reads, each at most ``decay_seconds`` unused (0: keep
+    none).  What is kept beyond a smaller ``max_bytes`` is freed now."""
+    if decay_seconds < 0:
+        raise ValueError("decay_seconds must be >= 0")
+    pq_set_cache(max_bytes, <int64_t>(decay_seconds * 1e9))
+
+
+def buffer_cache():
+    """``(bytes, buffers)`` the reader keeps now for its next reads."""
+    cdef size_t b = 0
+    cdef int64_t n = 0
+    pq_cache_state(&b, &n)
+    return int(b), int(n)
 
 
 def _set_keep_dict_max(int64_t v):

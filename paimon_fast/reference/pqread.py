@@ -158,6 +158,20 @@ def release_memory():
     """Nothing to free: the twin keeps no buffers between reads."""
 
 
+def set_buffer_cache(max_bytes: int, decay_seconds: float) -> None:
+    """Nothing to bound: the twin keeps no buffers between reads (the arguments are checked as
+    the kernel checks them)."""
+    if max_bytes < 0:
+        raise OverflowError("max_bytes must be >= 0")
+    if decay_seconds < 0:
+        raise ValueError("decay_seconds must be >= 0")
+
+
+def buffer_cache():
+    """``(0, 0)``: the twin keeps nothing."""
+    return 0, 0
+
+
 def _snappy_to(src, ipos: int, out: bytearray, usize: int, target: int):
     """pq_snappy_to: decode elements onto ``out`` until at least ``target`` bytes are out (or
     all ``usize``).  Returns ``(rc, input position)``."""
@@ -1553,6 +1567,8 @@ __all__ = [
     "decompress",
     "codec_available",
     "release_memory",
+    "set_buffer_cache",
+    "buffer_cache",
     "FIELDS",
     "OK",
     "CORRUPT",

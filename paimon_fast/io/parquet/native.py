@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import memory as _memory
+from . import buffercache as _buffercache
 from . import filemap as _filemap
 from ...errors import ColumnNotFoundError, IndexFormatError, InvalidArgumentError
 from ..source import BytesSource, FileObjSource, FileSource, Source, as_source
@@ -490,6 +491,7 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
         off = cols[ci][5]
         if off is not None:
             off[out_at[fi] + 1 : out_at[fi + 1] + 1] = 0
+    _buffercache.apply(K)
     status, err_at, errors, kstats, data, overflow = K.read(kfiles, chunks, rows, cols, max(1, int(threads)))
     for ci in gaps:
         off = cols[ci][5]
