@@ -264,7 +264,7 @@ static int pq_grow(void **p, size_t *cap, size_t need, size_t elem) {
  * within pq_cache_decay_ns is freed at the next use of the cache after that (a process idle
  * since its last read keeps them until pq_release).  Smaller buffers are plain malloc. */
 #define PQ_CLASS_MIN 16
-#define PQ_CLASSES 14 /* 64 KiB .. 512 MiB */
+#define PQ_CLASSES 12 /* 64 KiB .. 128 MiB (larger ones: exactly their size, not kept) */
 #define PQ_CLASS_KEEP 64
 static pthread_mutex_t pq_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *pq_cache_list[PQ_CLASSES][PQ_CLASS_KEEP]; /* per class, oldest first */

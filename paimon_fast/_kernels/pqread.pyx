@@ -152,9 +152,10 @@ def _set_parallel_min(int64_t v):
 
 
 def set_buffer_cache(size_t max_bytes, double decay_seconds):
-    """Keep at most ``max_bytes`` of the reader's freed large buffers (page bytes, outputs' bytes
-    once Arrow lets go of them) for the next reads, each at most ``decay_seconds`` unused (0: keep
-    none).  What is kept beyond a smaller ``max_bytes`` is freed now."""
+    """Keep at most ``max_bytes`` of the reader's freed buffers of 64 KiB to 128 MiB (page bytes,
+    outputs' bytes once Arrow lets go of them) for the next reads, each at most ``decay_seconds``
+    unused (``max_bytes`` 0: keep none).  When more than a new ``max_bytes`` is kept, all of it is
+    freed now."""
     if decay_seconds < 0:
         raise ValueError("decay_seconds must be >= 0")
     pq_set_cache(max_bytes, <int64_t>(decay_seconds * 1e9))
