@@ -260,7 +260,7 @@ static int pq_grow(void **p, size_t *cap, size_t need, size_t elem) {
  * Buffers of 64 KiB and more come in power-of-two classes and go back to a free list when done
  * (an output's bytes too, when Arrow lets go of them), so that the next buffer of the class reuses
  * warm pages.  At most pq_cache_max bytes are kept (the Python side sets it from the machine's
- * memory: paimon_fast/io/parquet/native.py), the rest is freed; a kept buffer not taken again
+ * memory before each read: paimon_fast/io/parquet/buffercache.py), the rest is freed; a kept buffer not taken again
  * within pq_cache_decay_ns is freed at the next use of the cache after that (a process idle
  * since its last read keeps them until pq_release).  Smaller buffers are plain malloc. */
 #define PQ_CLASS_MIN 16

@@ -156,8 +156,10 @@ def set_buffer_cache(size_t max_bytes, double decay_seconds):
     outputs' bytes once Arrow lets go of them) for the next reads, each at most ``decay_seconds``
     unused (``max_bytes`` 0: keep none).  When more than a new ``max_bytes`` is kept, all of it is
     freed now."""
-    if decay_seconds < 0:
+    if not decay_seconds >= 0:
         raise ValueError("decay_seconds must be >= 0")
+    if decay_seconds > 1e9:  # (about 31 years: as good as never, and within int64 nanoseconds)
+        decay_seconds = 1e9
     pq_set_cache(max_bytes, <int64_t>(decay_seconds * 1e9))
 
 

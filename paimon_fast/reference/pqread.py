@@ -163,7 +163,7 @@ def set_buffer_cache(max_bytes: int, decay_seconds: float) -> None:
     the kernel checks them)."""
     if max_bytes < 0:
         raise OverflowError("max_bytes must be >= 0")
-    if decay_seconds < 0:
+    if not decay_seconds >= 0:
         raise ValueError("decay_seconds must be >= 0")
 
 

@@ -124,14 +124,18 @@ def test_budget_bounds(monkeypatch):
     assert buffercache.budget() == 32 << 20
 
 
-def test_twin_has_the_calls():
+def test_twin_has_the_calls(cache):
     from paimon_fast._kernels import load
 
     twin = load("pqread", twin=True)
     twin.set_buffer_cache(1 << 20, 1.0)
     assert twin.buffer_cache() == (0, 0)
-    with pytest.raises(ValueError):
-        twin.set_buffer_cache(1, -1.0)
+    for impl in (twin, _kernel()):
+        for bad in (-1.0, float("nan")):
+            with pytest.raises(ValueError):
+                impl.set_buffer_cache(1, bad)
+    _kernel().set_buffer_cache(1 << 20, 1e300)  # (clamped, not an overflow)
+    buffercache._applied = None  # (the next read sets the bounds again)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork: POSIX only")
