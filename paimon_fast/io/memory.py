@@ -28,6 +28,29 @@ NUMPY_BYTES = 32 << 20
 _PREADV = getattr(os, "preadv", None)
 
 
+def physical_memory() -> int:
+    """Bytes of memory the machine has (8 GiB where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not Linux
+        return 8 << 30
+
+
+def address_space_limit() -> "int | None":
+    """The process's address-space limit in bytes (``RLIMIT_AS``, soft; Spark's Python workers run
+    under ``spark.executor.pyspark.memory``), or None when it has none.  Asked anew each call, so a
+    limit set after import counts."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError, AttributeError):  # pragma: no cover - not POSIX
+        return None
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return None
+    return soft
+
+
 def array(shape, dtype=np.uint8, fill=None) -> np.ndarray:
     """A writable array over pool memory (its contents undefined unless ``fill`` is given)."""
     dt = np.dtype(dtype)

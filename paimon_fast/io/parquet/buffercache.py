@@ -27,10 +27,10 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from .filemap import _physical_memory
+from ..memory import address_space_limit, physical_memory
 
 #: the most bytes kept, before the limits of :func:`budget`
-MAX_BYTES = min(512 << 20, _physical_memory() // 32)
+MAX_BYTES = min(512 << 20, physical_memory() // 32)
 #: seconds a kept buffer may wait to be taken again
 DECAY_SECONDS = 10.0
 
@@ -54,15 +54,8 @@ def budget() -> int:
     cap = _env_bytes()
     if cap is None:
         cap = MAX_BYTES
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-    except (ImportError, OSError, ValueError, AttributeError):  # pragma: no cover - not POSIX
-        return cap
-    if soft != resource.RLIM_INFINITY and soft > 0:
-        cap = min(cap, soft // 8)
-    return cap
+    limit = address_space_limit()
+    return cap if limit is None else min(cap, limit // 8)
 
 
 def apply(kernel) -> None:

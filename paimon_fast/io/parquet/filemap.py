@@ -32,6 +32,8 @@ import threading
 from collections import OrderedDict
 from typing import Optional
 
+from ..memory import address_space_limit, physical_memory
+
 #: map files at all (False: every local read uses ``pread``)
 ENABLED = os.environ.get("PAIMON_FAST_MMAP", "1").strip().lower() not in ("0", "false", "no", "off")
 #: smaller files are read with ``pread`` (a mapping of a few pages saves nothing)
@@ -40,16 +42,9 @@ MIN_BYTES = 1 << 20
 MAX_FILES = 1024
 
 
-def _physical_memory() -> int:
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not Linux
-        return 8 << 30
-
-
 #: at most this many bytes of files mapped at once: a quarter of the machine's memory (and of the
 #: process's address space where it is limited, see :func:`budget`)
-MAX_BYTES = _physical_memory() // 4
+MAX_BYTES = physical_memory() // 4
 
 
 def budget() -> int:
@@ -57,15 +52,8 @@ def budget() -> int:
     address space when the process has a limit on it (``RLIMIT_AS``: Spark's Python workers under
     ``spark.executor.pyspark.memory``, where mappings would take the room of the arrays a read
     allocates).  Asked when a file is mapped, so a limit set after import counts."""
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-    except (ImportError, OSError, ValueError, AttributeError):  # pragma: no cover - not POSIX
-        return MAX_BYTES
-    if soft == resource.RLIM_INFINITY or soft <= 0:
-        return MAX_BYTES
-    return min(MAX_BYTES, soft // 4)
+    limit = address_space_limit()
+    return MAX_BYTES if limit is None else min(MAX_BYTES, limit // 4)
 
 
 _LOCK = threading.Lock()
