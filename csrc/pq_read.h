@@ -1225,7 +1225,8 @@ static int pq_dict_get(pq_job *job, pq_chunk *c, pq_scratch *s) {
 static int pq_scratch_need(pq_scratch *s, int64_t rows, int64_t out_bytes) {
     if (pq_grow((void **)&s->vidx, &s->vcap, (size_t)rows, sizeof(int64_t)) != PQ_OK) return PQ_NOMEM;
     if (pq_grow((void **)&s->idx, &s->icap, (size_t)rows, sizeof(uint32_t)) != PQ_OK) return PQ_NOMEM;
-    if (pq_grow((void **)&s->out, &s->outcap, (size_t)out_bytes, 1) != PQ_OK) return PQ_NOMEM;
+    /* (from the class cache: a page that takes the body gives it back there, pq_page_run) */
+    if (pq_bgrow(&s->out, &s->outcap, (size_t)out_bytes, 0) != PQ_OK) return PQ_NOMEM;
     return PQ_OK;
 }
 
@@ -1437,7 +1438,8 @@ static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
         pg->src_end = bo + at;
         pg->nsrc = n;
         pg->data_len = total;
-        if (bo == s->out) { /* the page takes the decompressed body; the next page grows a new one */
+        if (bo == s->out) { /* the page takes the decompressed body (a buffer of the class cache, back
+                             * there after phase C); the next page grows a new one */
             pg->data = s->out;
             pg->data_cap = s->outcap;
             s->out = NULL;
@@ -1814,7 +1816,7 @@ static void pq_atfork(void) { pthread_atfork(NULL, NULL, pq_forget_kept); }
 
 static void pq_scratch_free(pq_scratch *s) {
     pq_bfree(s->in, s->incap);
-    free(s->out);
+    pq_bfree(s->out, s->outcap);
     free(s->vidx);
     free(s->idx);
     if (s->zstd) pq_libs.zstd_free(s->zstd);

@@ -58,6 +58,22 @@ def test_dropped_buffers_are_kept_and_reused_with_the_same_rows(tmp_path, cache)
     assert _read(b, pos).equals(tb.take(pa.array(pos)))
 
 
+def test_page_bodies_taken_whole_go_back_to_the_cache(tmp_path, cache):
+    """A PLAIN byte-array page read whole keeps its decompressed body until phase C copies the
+    values out; that body is a buffer of the cache, so when the read is done it is kept for the
+    next read, even while the answer is held (it once came from malloc and was freed: every such
+    page of every read faulted its body in afresh)."""
+    a = str(tmp_path / "a.parquet")
+    ta = _file(a, 9)
+    # pages end once past 64 KiB: about this many, each body a buffer of the cache's classes
+    pages = pq.ParquetFile(a).metadata.row_group(0).column(1).total_uncompressed_size // (64 << 10)
+    assert pages >= 20
+    got = _read(a)
+    assert got.equals(ta)
+    assert buffercache.held()[1] >= pages // 2  # (not every one: the threads keep their scratch)
+    del got
+
+
 def test_cap_zero_keeps_nothing(tmp_path, cache, monkeypatch):
     a = str(tmp_path / "a.parquet")
     ta = _file(a, 3)
