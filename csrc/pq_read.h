@@ -1597,19 +1597,29 @@ static inline void pq_copy_value(uint8_t *dst, const uint8_t *src, size_t n, con
 }
 
 /* Phase C: a unit's data_len bytes into its place in the column's data (checked in phase B). */
-static void pq_unit_bytes(pq_chunk *c, pq_page *u, uint8_t *dst) {
+static void pq_unit_bytes(pq_chunk *c, const pq_col *col, pq_page *u, uint8_t *dst) {
     uint8_t *dend = dst + u->data_len;
     int64_t k;
     if (u->mode == PM_BYTES) {
         memcpy(dst, u->data, (size_t)u->data_len);
     } else if (u->mode == PM_BODY) {
-        const uint8_t *p = u->src, *send = u->src_end;
+        /* The lengths phase B took from the body are in the column's offsets (not yet summed):
+         * value k's bytes follow k + 1 length prefixes and the values before it.  So where a value
+         * is does not wait for the load of the length before it, and the copies overlap. */
+        const uint8_t *const src = u->src, *const send = u->src_end;
+        const int64_t at = c->f[CK_OUT_AT] + u->k0 + 1;
+        const int32_t *l32 = (const int32_t *)col->offsets + at;
+        const int64_t *l64 = (const int64_t *)col->offsets + at;
+        const int wide = col->kind == OUT_LBYTES;
+        size_t before = 0; /* bytes of the values before k */
         for (k = 0; k < u->nsrc; k++) {
-            uint32_t l = pq_le32(p);
-            if ((size_t)(dend - dst) < l) break; /* not after phase B's checks */
-            pq_copy_value(dst, p + 4, l, dend, send);
+            size_t l = wide ? (size_t)l64[k] : (size_t)(uint32_t)l32[k];
+            size_t from = 4 * (size_t)(k + 1) + before;
+            /* (not after phase B's checks) */
+            if ((size_t)(dend - dst) < l || (size_t)(send - src) < from || (size_t)(send - src) - from < l) break;
+            pq_copy_value(dst, src + from, l, dend, send);
             dst += l;
-            p += 4 + (size_t)l;
+            before += l;
         }
     } else {
         const pq_dict *d = &c->dict;
@@ -1700,7 +1710,7 @@ static void pq_phase_item(pq_job *job, int tid, int64_t i) {
         pq_col *col = &job->cols[c->f[CK_COL]];
         int64_t a = c->f[CK_OUT_AT] + u->k0, m = u->k1 - u->k0, k;
         int64_t run = u->data_off;
-        if (u->data_len && col->data) pq_unit_bytes(c, u, col->data + u->data_off);
+        if (u->data_len && col->data) pq_unit_bytes(c, col, u, col->data + u->data_off);
         if (u->zero) {
             if (col->kind == OUT_LBYTES)
                 for (k = 0; k < m; k++) ((int64_t *)col->offsets)[a + k + 1] = run;

@@ -761,7 +761,8 @@ def test_threads_give_identical_tables(tmp_path, parallel_min):
 
 def _strings_table(rng, n: int) -> pa.Table:
     """Byte arrays of every length class phase C copies differently: empty, up to 16 bytes (one
-    16-byte move) and longer; dictionary-encoded and PLAIN; with nulls and without."""
+    16-byte move) and longer; dictionary-encoded and PLAIN; with nulls and without; 32-bit and
+    64-bit offsets."""
     lengths = rng.choice([0, 1, 7, 15, 16, 17, 31, 90], n)
     vals = [("abcdefghij" * 9)[: int(k)] + ("" if k < 2 else chr(65 + i % 26)) for i, k in enumerate(lengths)]
     few = [vals[int(i)] for i in rng.integers(0, 40, n)]
@@ -772,6 +773,7 @@ def _strings_table(rng, n: int) -> pa.Table:
             "dict": pa.array(few, pa.string()),
             "dict_nulls": pa.array(few, pa.string(), mask=rng.random(n) < 0.2),
             "large": pa.array(few, pa.large_binary()),
+            "plain_large": pa.array(vals, pa.large_binary()),
         }
     )
 
