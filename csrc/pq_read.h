@@ -110,8 +110,12 @@ enum { PM_BYTES = 0, /* data: the wanted values' bytes, in order */
        PM_BODY = 1,  /* every value of the page: nsrc PLAIN values from src (in data, or in the file's memory) */
        PM_DICT = 2   /* data: nsrc uint32 indexes into the chunk's dictionary (kept until C) */
 };
-/* a chunk keeps a dictionary of byte arrays up to this size from B to C (larger ones: PM_BYTES);
- * tests set it (pq_set_keep_dict_max) to read both ways */
+/* a chunk keeps a dictionary of byte arrays up to this size from B to C (larger ones: PM_BYTES),
+ * when at least a quarter of its row group's rows are wanted: a few values are copied in B at
+ * little cost, and the dictionary is freed with the chunk's last page, so the next chunk's reuses
+ * its buffer (a sparse read of 50 files kept 150 dictionaries, ~100 of them 1 MB, until C, more
+ * than the buffer cache holds of one class: each read faulted ~30 MB in afresh); tests set it
+ * (pq_set_keep_dict_max) to read both ways */
 static int64_t pq_keep_dict_max = (int64_t)16 << 20;
 static void pq_set_keep_dict_max(int64_t v) { pq_keep_dict_max = v; }
 /* whether a page whose values all go out keeps its body until C (PM_BODY); tests clear it */
@@ -1210,7 +1214,9 @@ static int pq_dict_get(pq_job *job, pq_chunk *c, pq_scratch *s) {
 #endif
         d->state = rc == PQ_OK ? 1 : 2;
         /* pages of byte arrays leave their bytes in the dictionary until phase C (read under d->lock) */
-        if (rc == PQ_OK && c->f[CK_PHYSICAL] == PT_BYTE_ARRAY && (int64_t)d->buf_cap <= pq_keep_dict_max) c->keep_dict = 1;
+        if (rc == PQ_OK && c->f[CK_PHYSICAL] == PT_BYTE_ARRAY && (int64_t)d->buf_cap <= pq_keep_dict_max &&
+            c->f[CK_NSEL] * 4 >= c->f[CK_RG_ROWS])
+            c->keep_dict = 1;
         if (rc != PQ_OK) {
             pthread_mutex_unlock(&d->lock);
             return rc;
