@@ -111,11 +111,11 @@ enum { PM_BYTES = 0, /* data: the wanted values' bytes, in order */
        PM_DICT = 2   /* data: nsrc uint32 indexes into the chunk's dictionary (kept until C) */
 };
 /* a chunk keeps a dictionary of byte arrays up to this size from B to C (larger ones: PM_BYTES),
- * when at least a quarter of its row group's rows are wanted: a few values are copied in B at
- * little cost, and the dictionary is freed with the chunk's last page, so the next chunk's reuses
- * its buffer (a sparse read of 50 files kept 150 dictionaries, ~100 of them 1 MB, until C, more
- * than the buffer cache holds of one class: each read faulted ~30 MB in afresh); tests set it
- * (pq_set_keep_dict_max) to read both ways */
+ * when at least a quarter of its row group's rows are wanted.  Otherwise its few values are copied
+ * in B, at little cost, and the dictionary is freed with the chunk's last page, so that the next
+ * chunk's dictionary reuses the buffer (a sparse read of 50 files kept 150 dictionaries, ~100 of
+ * them 1 MB, until C: more than the buffer cache keeps of one class, so each read faulted ~30 MB
+ * in afresh).  Tests set the size (pq_set_keep_dict_max) to read both ways. */
 static int64_t pq_keep_dict_max = (int64_t)16 << 20;
 static void pq_set_keep_dict_max(int64_t v) { pq_keep_dict_max = v; }
 /* whether a page whose values all go out keeps its body until C (PM_BODY); tests clear it */
