@@ -484,7 +484,10 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             off[0] = 0
             cols.append((m.kind, 0, total, None, valid, off))
     chunks = np.concatenate(chunk_rows) if chunk_rows else np.zeros((0, 17), dtype=np.int64)
-    rows = np.concatenate(row_parts, out=_buffer(rows_len, np.int64)) if row_parts else np.zeros(0, dtype=np.int64)
+    if len(row_parts) == 1 and row_parts[0].dtype == np.int64 and row_parts[0].flags.c_contiguous:
+        rows = row_parts[0]  # (one file's positions: taken as they are, not copied)
+    else:
+        rows = np.concatenate(row_parts, out=_buffer(rows_len, np.int64)) if row_parts else np.zeros(0, dtype=np.int64)
     kfiles = [_kernel_file(fl, fi, chunks, opts.twin) for fi, fl in enumerate(files)]
     gaps = {ci for _, ci, _ in fallback}  # columns with slots the reader is not given
     for fi, ci, _ in fallback:  # their lengths: 0 (pyarrow's reads replace them, _splice)
