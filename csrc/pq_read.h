@@ -177,6 +177,7 @@ typedef struct {
     int phase;
     int oom;
     int guard;         /* a file is mapped: items run under pq_guard */
+    int pooled;        /* its phases run on the pool (1), on threads of their own (-1), not yet asked (0) */
 } pq_job;
 
 /* pq_guard's state (see "mapped files that shrink") */
@@ -1785,9 +1786,190 @@ static void *pq_worker_main(void *arg) {
  * (a clustered column's few pages).  Tests lower it to 0 (pq_set_parallel_min). */
 static int64_t pq_parallel_min = (int64_t)256 << 10;
 static void pq_set_parallel_min(int64_t v) { pq_parallel_min = v; }
+static void pq_set_pool(int on, int64_t spin_ns);
+
+/* Worker threads kept between phases and reads (the pool).
+ *
+ * Starting a thread per phase and joining it cost more than the thread itself on a small read: three
+ * phases a read, and on a virtual machine every wait put a processor to sleep that then took time to
+ * wake (a read of 100,000 rows went from 5 to 8 ms after the process had slept a second).  So a
+ * phase is handed to threads that stay: each waits for the next phase spinning for pq_pool_spin_ns,
+ * then asleep on a condition variable; the calling thread waits for them the same way.  One job has
+ * the pool at a time (pq_pool_busy); a second job meanwhile (another Python thread reading) starts
+ * threads of its own as before.  A forked child starts with no pool (its threads are the parent's).
+ *
+ * A phase is published like a seqlock: pq_pool_seq is odd while job and want are written, and a
+ * worker takes the phase only when it read the same even value before and after reading them. */
+#define PQ_POOL_MAX 255
+static pthread_mutex_t pq_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pq_pool_wake = PTHREAD_COND_INITIALIZER;  /* a new phase, for sleeping workers */
+static pthread_cond_t pq_pool_idle = PTHREAD_COND_INITIALIZER;  /* the phase's workers are done */
+static int pq_pool_busy;                 /* a job has the pool (under pq_pool_mu) */
+static int pq_pool_n;                    /* workers started (tids 1..n) */
+static uint64_t pq_pool_seq;             /* even: a phase is published; bumped by 2 a phase */
+static pq_job *pq_pool_job;              /* the published phase's job */
+static int pq_pool_want;                 /* its workers: tids 1..want */
+static int pq_pool_done;                 /* how many of them have finished it */
+static int pq_pool_sleepers;             /* workers asleep on pq_pool_wake */
+static int pq_pool_waiting;              /* the caller asleep on pq_pool_idle */
+static int64_t pq_pool_spin_ns = 200000; /* spin this long before sleeping (0: sleep at once) */
+static int pq_pool_on = 1;               /* tests and benchmarks turn the pool off */
+
+static inline void pq_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+typedef struct {
+    int tid;
+    uint64_t seen; /* the last phase published before the thread was started (it has none of it) */
+} pq_pool_start;
+
+static void *pq_pool_main(void *arg) {
+    int tid = ((pq_pool_start *)arg)->tid;
+    uint64_t seen = ((pq_pool_start *)arg)->seen;
+    free(arg);
+    for (;;) {
+        uint64_t a;
+        pq_job *job;
+        int want;
+        int64_t t0 = 0;
+        unsigned k = 0;
+        for (;;) { /* the next phase: spin a while, then sleep */
+            a = __atomic_load_n(&pq_pool_seq, __ATOMIC_SEQ_CST);
+            if (!(a & 1) && a != seen) {
+                job = __atomic_load_n(&pq_pool_job, __ATOMIC_ACQUIRE);
+                want = __atomic_load_n(&pq_pool_want, __ATOMIC_ACQUIRE);
+                if (__atomic_load_n(&pq_pool_seq, __ATOMIC_SEQ_CST) == a) break;
+                continue;
+            }
+            if ((++k & 63) == 0) {
+                int64_t t = pq_now_ns();
+                if (!t0) t0 = t;
+                else if (t - t0 >= pq_pool_spin_ns) {
+                    pthread_mutex_lock(&pq_pool_mu);
+                    __atomic_add_fetch(&pq_pool_sleepers, 1, __ATOMIC_SEQ_CST);
+                    while (__atomic_load_n(&pq_pool_seq, __ATOMIC_SEQ_CST) == a)
+                        pthread_cond_wait(&pq_pool_wake, &pq_pool_mu);
+                    __atomic_sub_fetch(&pq_pool_sleepers, 1, __ATOMIC_SEQ_CST);
+                    pthread_mutex_unlock(&pq_pool_mu);
+                    t0 = 0;
+                }
+            }
+            pq_relax();
+        }
+        seen = a;
+        if (tid > want) continue; /* a phase with fewer threads than the pool has */
+        pq_worker w = {job, tid};
+        pq_worker_main(&w);
+        __atomic_add_fetch(&pq_pool_done, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&pq_pool_waiting, __ATOMIC_SEQ_CST)) {
+            pthread_mutex_lock(&pq_pool_mu);
+            pthread_cond_broadcast(&pq_pool_idle);
+            pthread_mutex_unlock(&pq_pool_mu);
+        }
+    }
+    return NULL;
+}
+
+/* In a child after fork: no worker of the pool exists there, and its locks may have been held. */
+static void pq_pool_forget(void) {
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t c1 = PTHREAD_COND_INITIALIZER, c2 = PTHREAD_COND_INITIALIZER;
+    pq_pool_mu = mu;
+    pq_pool_wake = c1;
+    pq_pool_idle = c2;
+    pq_pool_busy = pq_pool_n = pq_pool_done = pq_pool_sleepers = pq_pool_waiting = 0;
+    pq_pool_seq = 0;
+    pq_pool_job = NULL;
+}
+
+/* Take the pool for a job that runs phases of nt threads (the caller and nt - 1 workers, started as
+ * needed); 0 when another job has it or no worker could be started. */
+static int pq_pool_take(int nt) {
+    if (!pq_pool_on || nt - 1 > PQ_POOL_MAX) return 0;
+    pthread_mutex_lock(&pq_pool_mu);
+    if (pq_pool_busy) {
+        pthread_mutex_unlock(&pq_pool_mu);
+        return 0;
+    }
+    pq_pool_busy = 1;
+    while (pq_pool_n < nt - 1) {
+        pthread_t th;
+        pthread_attr_t at;
+        pq_pool_start *st = (pq_pool_start *)malloc(sizeof(pq_pool_start));
+        if (!st) break;
+        st->tid = pq_pool_n + 1;
+        st->seen = __atomic_load_n(&pq_pool_seq, __ATOMIC_SEQ_CST); /* (even: no phase is being published) */
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&at, (size_t)2 << 20); /* (kept for good: 2 MiB, not the default 8) */
+        int rc = pthread_create(&th, &at, pq_pool_main, st);
+        pthread_attr_destroy(&at);
+        if (rc != 0) {
+            free(st);
+            break;
+        }
+        pq_pool_n++;
+    }
+    int ok = pq_pool_n >= nt - 1;
+    if (!ok) pq_pool_busy = 0;
+    pthread_mutex_unlock(&pq_pool_mu);
+    return ok;
+}
+
+static void pq_pool_give(void) {
+    pthread_mutex_lock(&pq_pool_mu);
+    pq_pool_busy = 0;
+    pthread_mutex_unlock(&pq_pool_mu);
+}
+
+/* Run the current phase of `job` on the caller and workers 1..nt-1 of the pool (which it has). */
+static void pq_pool_run(pq_job *job, int nt) {
+    __atomic_store_n(&pq_pool_done, 0, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&pq_pool_seq, 1, __ATOMIC_SEQ_CST); /* odd: being written */
+    __atomic_store_n(&pq_pool_job, job, __ATOMIC_RELEASE);
+    __atomic_store_n(&pq_pool_want, nt - 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&pq_pool_seq, 1, __ATOMIC_SEQ_CST); /* even: published */
+    if (__atomic_load_n(&pq_pool_sleepers, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&pq_pool_mu);
+        pthread_cond_broadcast(&pq_pool_wake);
+        pthread_mutex_unlock(&pq_pool_mu);
+    }
+    pq_worker w0 = {job, 0};
+    pq_worker_main(&w0);
+    int64_t t0 = 0;
+    unsigned k = 0;
+    while (__atomic_load_n(&pq_pool_done, __ATOMIC_SEQ_CST) < nt - 1) {
+        if ((++k & 63) == 0) {
+            int64_t t = pq_now_ns();
+            if (!t0) t0 = t;
+            else if (t - t0 >= pq_pool_spin_ns) {
+                pthread_mutex_lock(&pq_pool_mu);
+                __atomic_store_n(&pq_pool_waiting, 1, __ATOMIC_SEQ_CST);
+                while (__atomic_load_n(&pq_pool_done, __ATOMIC_SEQ_CST) < nt - 1)
+                    pthread_cond_wait(&pq_pool_idle, &pq_pool_mu);
+                __atomic_store_n(&pq_pool_waiting, 0, __ATOMIC_SEQ_CST);
+                pthread_mutex_unlock(&pq_pool_mu);
+                break;
+            }
+        }
+        pq_relax();
+    }
+}
+
+/* Tests and benchmarks: the pool on or off, and how long its threads spin before they sleep. */
+static void pq_set_pool(int on, int64_t spin_ns) {
+    pq_pool_on = on;
+    if (spin_ns >= 0) pq_pool_spin_ns = spin_ns;
+}
 
 /* Run the current phase's items on up to job->nthreads threads (this one included); one thread
- * when the phase's work (about ``work`` bytes) is below pq_parallel_min. */
+ * when the phase's work (about ``work`` bytes) is below pq_parallel_min.  The job's phases run on
+ * the pool when it has it (job->pooled), else on threads started for the phase. */
 static void pq_parallel(pq_job *job, int64_t nitems, int64_t work) {
     int nt = job->nthreads;
     if (work < pq_parallel_min) nt = 1;
@@ -1797,6 +1979,11 @@ static void pq_parallel(pq_job *job, int64_t nitems, int64_t work) {
 #if !defined(_WIN32)
     pq_shrink_now(job->phase);
 #endif
+    if (nt > 1 && job->pooled == 0) job->pooled = pq_pool_take(job->nthreads) ? 1 : -1;
+    if (nt > 1 && job->pooled == 1) {
+        pq_pool_run(job, nt);
+        return;
+    }
     pthread_t th[256];
     pq_worker w[256];
     int started = 0, t;
@@ -1832,7 +2019,11 @@ static void pq_forget_kept(void) { /* in a child after fork: the locks may have 
     memset(pq_cache_n, 0, sizeof(pq_cache_n));
     pq_cache_bytes = 0;
 }
-static void pq_atfork(void) { pthread_atfork(NULL, NULL, pq_forget_kept); }
+static void pq_forget_in_child(void) {
+    pq_forget_kept();
+    pq_pool_forget();
+}
+static void pq_atfork(void) { pthread_atfork(NULL, NULL, pq_forget_in_child); }
 
 static void pq_scratch_free(pq_scratch *s) {
     pq_bfree(s->in, s->incap);
@@ -1888,6 +2079,7 @@ static int pq_run(pq_job *job) {
     pthread_once(&pq_libs_once, pq_load_libs);
     pthread_once(&pq_atfork_once, pq_atfork);
     job->guard = 0;
+    job->pooled = 0;
     for (i = 0; i < job->nfiles; i++)
         if (job->files[i].mapped) job->guard = 1;
 #if !defined(_WIN32)
@@ -2031,6 +2223,8 @@ done:
     free(job->units);
     job->units = NULL;
     free(fails);
+    if (job->pooled == 1) pq_pool_give();
+    job->pooled = 0;
     for (t = 0; t < job->nthreads; t++) pq_scratch_give(&job->scratch[t]);
     free(job->scratch);
     job->scratch = NULL;

@@ -69,6 +69,9 @@ cdef extern from "pq_read.h" nogil:
     void pq_release()
     int64_t pq_parallel_min
     void pq_set_parallel_min(int64_t v)
+    int pq_pool_on
+    int64_t pq_pool_spin_ns
+    void pq_set_pool(int on, int64_t spin_ns)
     int64_t pq_keep_dict_max
     void pq_set_keep_dict_max(int64_t v)
     void pq_set_cache(size_t max, int64_t decay_ns)
@@ -148,6 +151,15 @@ def _set_parallel_min(int64_t v):
     the value before (0: every phase with two items or more uses the threads asked for)."""
     cdef int64_t old = pq_parallel_min
     pq_set_parallel_min(v)
+    return old
+
+
+def _set_pool(bint on, int64_t spin_ns=-1):
+    """Tests and benchmarks: run a read's phases on the reader's kept threads (``on``) or on
+    threads started for each phase; ``spin_ns`` (>= 0) sets how long a kept thread waits for work
+    spinning before it sleeps.  Returns ``(on, spin_ns)`` as they were."""
+    old = (bool(pq_pool_on), pq_pool_spin_ns)
+    pq_set_pool(on, spin_ns)
     return old
 
 

@@ -759,6 +759,118 @@ def test_threads_give_identical_tables(tmp_path, parallel_min):
     _assert_same(one, pa.concat_tables([_oracle(p, pos) for p, pos in items]))
 
 
+@pytest.fixture
+def every_phase_parallel():
+    """Every phase of two items or more spread over the threads asked for (as in a large read)."""
+    from paimon_fast._kernels import load
+
+    k = load("pqread")
+    old = k._set_parallel_min(0)
+    yield k
+    k._set_parallel_min(old)
+
+
+def _pool_files(tmp_path, rng, count=3, rows=2500):
+    paths = []
+    for i in range(count):
+        t = _wide(rng, rows)
+        codec = ("SNAPPY", "ZSTD", "LZ4")[i % 3]
+        paths.append(_write(tmp_path / f"p{i}.parquet", t, compression=codec, row_group_size=600))
+    return paths
+
+
+def test_kept_threads_give_the_tables_of_threads_started_per_phase(tmp_path, every_phase_parallel):
+    """A read's phases run on the reader's kept threads (the pool), which grows when a read asks
+    for more threads and leaves its extra threads out of a read that asks for fewer: the tables
+    are those of threads started for each phase, and pyarrow's."""
+    k = every_phase_parallel
+    rng = np.random.default_rng(31)
+    paths = _pool_files(tmp_path, rng)
+    items = [(p, _positions(rng, 2500, 0.3)) for p in paths]
+    exp = pa.concat_tables([_oracle(p, pos) for p, pos in items])
+    old = k._set_pool(False)
+    try:
+        started = {n: _read(items, threads=n)[0] for n in (2, 3)}
+        k._set_pool(True)
+        faulthandler.dump_traceback_later(120, exit=True, file=sys.__stderr__)  # a hang fails the run
+        try:
+            for n in (2, 5, 3, 2, 5, 1, 3):
+                got, _, _ = _read(items, threads=n)
+                _assert_same(got, exp)
+                if n in started:
+                    assert got.equals(started[n])
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+    finally:
+        k._set_pool(*old)
+
+
+@pytest.mark.parametrize("spin_ns", [0, 200_000])
+def test_reads_of_several_python_threads_at_once(tmp_path, every_phase_parallel, spin_ns):
+    """Reads from several Python threads at once: one has the pool, the others start threads of
+    their own; every read gives pyarrow's table (kept threads that sleep at once, spin_ns 0, and
+    that spin first)."""
+    import threading
+
+    k = every_phase_parallel
+    rng = np.random.default_rng(32)
+    paths = _pool_files(tmp_path, rng, count=4, rows=1800)
+    cases = [[(p, _positions(rng, 1800, 0.25))] for p in paths]
+    want = [_oracle(c[0][0], c[0][1]) for c in cases]
+    old = k._set_pool(True, spin_ns)
+    errors = []
+
+    def work(i):
+        try:
+            for r in range(12):
+                got, _, _ = _read(cases[i], threads=2 + (r + i) % 3)
+                _assert_same(got, want[i])
+        except BaseException as e:  # noqa: BLE001 - reported by the test thread
+            errors.append((i, repr(e)))
+
+    faulthandler.dump_traceback_later(120, exit=True, file=sys.__stderr__)
+    try:
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(len(cases))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        k._set_pool(*old)
+    assert not errors, errors
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="os.fork is POSIX only")
+def test_a_forked_child_reads_without_the_parents_kept_threads(tmp_path):
+    """A child forked after reads that started the pool has none of its threads: its reads start
+    their own pool and finish (a child that waited for its parent's threads would hang)."""
+    rng = np.random.default_rng(33)
+    path = _pool_files(tmp_path, rng, count=1)[0]
+    out = _run_child(
+        f"""
+        import os, signal, sys
+        import numpy as np, pyarrow.parquet as pq
+        from paimon_fast._kernels import load
+        from paimon_fast.io.parquet import native
+        k = load("pqread")
+        k._set_parallel_min(0)
+        pos = np.arange(0, 2500, 3, dtype=np.int64)
+        exp = pq.read_table({path!r}).take(pos)
+        for _ in range(3):
+            assert native.read_files([({path!r}, pos)], threads=2)[0].equals(exp)
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(60)  # a child that hangs is killed: the parent sees it
+            ok = all(native.read_files([({path!r}, pos)], threads=t)[0].equals(exp) for t in (2, 3, 2))
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+        """
+    )
+    assert "child 0" in out, out
+
+
 def _strings_table(rng, n: int) -> pa.Table:
     """Byte arrays of every length class phase C copies differently: empty, up to 16 bytes (one
     16-byte move) and longer; dictionary-encoded and PLAIN; with nulls and without; 32-bit and
