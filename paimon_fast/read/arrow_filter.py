@@ -273,6 +273,20 @@ def _simple_mask(predicate: Predicate, table: pa.Table):
     return mask
 
 
+def count_mask(table: pa.Table, predicate: Predicate):
+    """A numpy bool array, True where ``predicate`` holds on ``table``'s row (null: False), when
+    compute functions answer it (:func:`_simple_mask`); None otherwise (use :func:`filter_table`).
+    Counting with it skips the copy of the rows a filter makes."""
+    predicate = bind(predicate, table.schema)
+    mask = _simple_mask(predicate, table)
+    if mask is None:
+        return None
+    mask = pc.fill_null(mask, False)
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks() if mask.num_chunks != 1 else mask.chunk(0)
+    return mask.to_numpy(zero_copy_only=False)
+
+
 def filter_table(table: pa.Table, predicate: Optional[Predicate]) -> pa.Table:
     """Rows of ``table`` where ``predicate`` is true (all rows when it is None)."""
     if predicate is None:

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from pyroaring import BitMap
 
 from ..core.predicate import Predicate
-from ..read.arrow_filter import filter_table
+from ..read.arrow_filter import count_mask, filter_table
 from .layout import DataFile
 from .plan import FilePlan, ScanPlan
 
@@ -262,39 +262,48 @@ class _ReadMixin:
             first = [fl.name for fl in schema if fl.name in pred_cols]
             pos_list = [items[i][1] for i in inexact]
             t, n = read(inexact, first, pos_list)
-            # each row's number in the read, filtered with the rows: the kept rows' parts and positions
-            total = t.num_rows
-            t = t.append_column("__pf_i", pa.array(np.arange(total, dtype=np.int32 if total < 1 << 31 else np.int64)))
-            t = filter_table(t, predicate)
-            idx = t.column("__pf_i").to_numpy().astype(np.int64)
-            t = t.drop_columns(["__pf_i"])
-            starts = np.concatenate(([0], np.cumsum(n)))
-            part_of = np.searchsorted(starts, idx, side="right") - 1
-            local = idx - starts[part_of]
-            pos = np.empty(len(idx), dtype=np.int64)
-            for k, x in enumerate(pos_list):  # local row numbers -> positions in the file
-                sel = part_of == k
-                if not sel.any():
-                    continue
-                if x is None:
-                    pos[sel] = local[sel]
-                elif isinstance(x, range):
-                    pos[sel] = x.start + local[sel]
-                else:
-                    pos[sel] = np.asarray(x, dtype=np.int64)[local[sel]]
-            n = np.bincount(part_of, minlength=len(inexact)).astype(np.int64)
-            if positions:
-                t = t.append_column(POS, pa.array(pos, pa.int64()))
-            rest = [fl.name for fl in schema if fl.name in columns and fl.name not in pred_cols]
-            if rest:
+            mask = count_mask(t, predicate) if not columns and not positions else None
+            if mask is not None:  # a count: how many rows of each part hold (no row is kept)
+                held = np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))
                 cuts = np.concatenate(([0], np.cumsum(n)))
-                kept = [pos[cuts[k] : cuts[k + 1]] for k in range(len(inexact))]
-                more, _ = read(inexact, rest, kept)
-                for fl in rest:
-                    t = t.append_column(schema.field(fl), more.column(fl))
-            names = [*columns, POS] if positions else columns
-            t = t.select(names) if names else no_columns(t.num_rows)  # (select([]) keeps no rows)
-            _split_into(out_tables, inexact, t, n, counts)
+                n = (held[cuts[1:]] - held[cuts[:-1]]).astype(np.int64)
+                _split_into(out_tables, inexact, no_columns(int(n.sum())), n, counts)
+            else:
+                # each row's number in the read, filtered with the rows: the kept rows' parts and positions
+                total = t.num_rows
+                t = t.append_column(
+                    "__pf_i", pa.array(np.arange(total, dtype=np.int32 if total < 1 << 31 else np.int64))
+                )
+                t = filter_table(t, predicate)
+                idx = t.column("__pf_i").to_numpy().astype(np.int64)
+                t = t.drop_columns(["__pf_i"])
+                starts = np.concatenate(([0], np.cumsum(n)))
+                part_of = np.searchsorted(starts, idx, side="right") - 1
+                local = idx - starts[part_of]
+                pos = np.empty(len(idx), dtype=np.int64)
+                for k, x in enumerate(pos_list):  # local row numbers -> positions in the file
+                    sel = part_of == k
+                    if not sel.any():
+                        continue
+                    if x is None:
+                        pos[sel] = local[sel]
+                    elif isinstance(x, range):
+                        pos[sel] = x.start + local[sel]
+                    else:
+                        pos[sel] = np.asarray(x, dtype=np.int64)[local[sel]]
+                n = np.bincount(part_of, minlength=len(inexact)).astype(np.int64)
+                if positions:
+                    t = t.append_column(POS, pa.array(pos, pa.int64()))
+                rest = [fl.name for fl in schema if fl.name in columns and fl.name not in pred_cols]
+                if rest:
+                    cuts = np.concatenate(([0], np.cumsum(n)))
+                    kept = [pos[cuts[k] : cuts[k + 1]] for k in range(len(inexact))]
+                    more, _ = read(inexact, rest, kept)
+                    for fl in rest:
+                        t = t.append_column(schema.field(fl), more.column(fl))
+                names = [*columns, POS] if positions else columns
+                t = t.select(names) if names else no_columns(t.num_rows)  # (select([]) keeps no rows)
+                _split_into(out_tables, inexact, t, n, counts)
         for f in {id(p.file): p.file for p, _ in parts}.values():
             self._read_done(f)  # what was read is the snapshot's version of each file
         return self._assemble(out_tables, parts, counts, columns, schema, positions), counts

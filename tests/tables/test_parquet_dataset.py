@@ -338,6 +338,25 @@ def test_inexact_reads_in_one_pass_or_two(tmp_path, monkeypatch, one_pass):
         names = cols or full.schema.names
         assert sorted(got.select(names).to_pylist(), key=str) == sorted(want.select(names).to_pylist(), key=str)
     assert ds.read(where).count() == want.num_rows
+    # counts, part by part: with the mask of a comparison (no row kept) and with an OR, which the
+    # expression answers (rows filtered)
+    score = pc.field("score")
+    for text, expr in [
+        (where, (pc.field("name") == "n3") & (score > 45)),
+        ("name >= 'n12' AND score > 45", (pc.field("name") >= "n12") & (score > 45)),  # every file
+        ("name = 'n3' AND (score > 45 OR score < 30)", (pc.field("name") == "n3") & ((score > 45) | (score < 30))),
+    ]:
+        plan = ds.plan(text)
+        kept = [p for p in plan.files if not p.skipped]
+        assert any(not p.exact for p in kept)
+        assert len(kept) > 1 or "n12" not in text  # (the case of several files)
+        _, counts = ds.read_kept_many([(p, None) for p in kept], [], plan.predicate)
+        by_file = pa.concat_tables(
+            t.append_column("f", pa.array([f.path] * t.num_rows)) for f, t in zip(ds.files(), parts)
+        )
+        by_file = by_file.filter(pc.field("status") != "sent")
+        expect = [by_file.filter((pc.field("f") == p.file.path) & expr).num_rows for p in kept]
+        assert list(counts) == expect and sum(expect) > 0, text
     # positions: each row's place in its file, as the file's own row number says
     for p in plan.files:
         if p.skipped:
