@@ -18,7 +18,7 @@ import pyarrow as pa
 from ..fileindex import evaluate_tree
 from ..fileindex._bitslice import NullLiteralError, range_bitmap
 from ..core.bind import bind
-from ..core.predicate import Leaf, Predicate
+from ..core.predicate import And, Leaf, Predicate
 from ..core.result import REMAIN, SKIP, BitmapResult, FileIndexResult
 from . import identity as _identity
 from . import replaced as _replaced
@@ -261,10 +261,15 @@ class _PlanMixin:
                             err = f"{type(e).__name__}: {e}"
                 return opened[1]
 
+            sure_leaves = set()  # id() of the leaves answered exactly (the residual leaves them out)
+
             def answered(res, is_exact):
                 if not is_exact:
                     exact[0] = False
+                last_exact[0] = is_exact
                 return res
+
+            last_exact = [False]
 
             def ask_index(leaf: Leaf):
                 """``(answer, exact)`` of the file's index for ``leaf``, or None: no index, a NULL
@@ -284,6 +289,13 @@ class _PlanMixin:
                     return None
 
             def visit(leaf: Leaf):
+                last_exact[0] = False
+                res = visit_leaf(leaf)
+                if last_exact[0]:
+                    sure_leaves.add(id(leaf))
+                return res
+
+            def visit_leaf(leaf: Leaf):
                 res, is_exact, cs = by_catalog(leaf, entry, rows, part, trusted)
                 if res is not None:
                     return answered(res, is_exact)
@@ -343,7 +355,11 @@ class _PlanMixin:
                 res, why = REMAIN, f"index checksum mismatch: {err.split(': ', 1)[-1]}"
                 if gi.used:  # the global indexes' answers stand on their own
                     res = evaluate_tree(pred, lambda leaf: visit_without_file_index(leaf, f, part))
-            return FilePlan(f, res, rows, indexed, err, exact=exact[0] and err is None, why=why)
+            fp = FilePlan(f, res, rows, indexed, err, exact=exact[0] and err is None, why=why)
+            if not fp.exact and err is None and sure_leaves and not fp.skipped:
+                rest = _residual(pred, sure_leaves)
+                fp.residual = None if rest is None else (pred, rest)
+            return fp
 
         def visit_without_file_index(leaf: Leaf, f: DataFile, part):
             if leaf.name in part_types:
@@ -392,6 +408,19 @@ class _PlanMixin:
         plan = ScanPlan(plans, rep, pred)
         plan.dataset = self
         return plan
+
+
+def _residual(pred: Predicate, sure: set) -> Optional[Predicate]:
+    """What of ``pred`` a reader still has to test on a file's selected rows, when the leaves
+    whose ``id()`` is in ``sure`` were answered exactly: the other children of a top-level AND (a
+    leaf, itself or nothing).  None: all of ``pred`` (an OR, a NOT, or nothing left out)."""
+    children = pred.children if isinstance(pred, And) else (pred,) if isinstance(pred, Leaf) else None
+    if children is None:
+        return None
+    left = [c for c in children if not (isinstance(c, Leaf) and id(c) in sure)]
+    if len(left) == len(children) or not left:
+        return None  # (nothing left: the plan is exact, and readers do not filter)
+    return left[0] if len(left) == 1 else And(tuple(left))
 
 
 def _partition_leaf(leaf: Leaf, raw: Optional[str], t: pa.DataType) -> Tuple[FileIndexResult, bool]:

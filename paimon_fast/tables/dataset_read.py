@@ -168,7 +168,9 @@ class _ReadMixin:
         only at its selected rows (``stats``, a ``PageReadStats``, is added to).  Where a file's
         plan is exact (:attr:`FilePlan.exact`) the predicate is not evaluated and its columns are
         not read unless asked for (none at all for a count); elsewhere the predicate's columns
-        are read at the selected rows, the predicate applied, and the other ``columns`` read only
+        are read at the selected rows (only those of what is left of it, when the plans answered
+        some leaves of a top-level AND exactly: :attr:`FilePlan.residual`), the predicate applied
+        (a count takes the mask's sums, no rows), and the other ``columns`` read only
         at the rows that hold it (or, at most ``ONE_PASS_ROWS`` rows to test, every column read at
         them in one pass and then filtered).  Deleted rows are never read."""
         from ..io.parquet.native import read_files
@@ -243,26 +245,34 @@ class _ReadMixin:
             _split_into(out_tables, ex, t, n, counts)
         # the others: the predicate's columns at the selected rows, the predicate, then the rest
         inexact = [i for i in range(len(parts)) if not exact[i]]
+        # what the selected rows are tested against: the predicate, or what is left of it when every
+        # inexact part's plan answered the same leaves of it exactly (those leaves' columns are then
+        # not read for the test)
+        test, test_cols = predicate, pred_cols
+        r0 = parts[inexact[0]][0].residual if inexact else None
+        if r0 is not None and r0[0] == predicate and all(parts[i][0].residual == r0 for i in inexact):
+            test = r0[1]
+            test_cols = test.fields()
         candidates = sum(_count(items[i][1], parts[i][0]) for i in inexact)
         if inexact and candidates <= ONE_PASS_ROWS:
             # few rows to test (a clustered column's boundary pages): every column read at them in
             # one call, then filtered (the rows that fail cost less than a second read would)
             pos_list = [items[i][1] for i in inexact]
-            want = [fl.name for fl in schema if fl.name in pred_cols or fl.name in columns]
+            want = [fl.name for fl in schema if fl.name in test_cols or fl.name in columns]
             t, n = read(inexact, want, pos_list)
             if positions:
                 t = t.append_column(POS, pa.array(positions_of(inexact, pos_list, n), pa.int64()))
             t = t.append_column("__pf_part", pa.array(np.repeat(np.arange(len(inexact), dtype=np.int32), n)))
-            t = filter_table(t, predicate)
+            t = filter_table(t, test)
             n = np.bincount(t.column("__pf_part").to_numpy(), minlength=len(inexact)).astype(np.int64)
             names = [*columns, POS] if positions else columns
             t = t.select(names) if names else no_columns(t.num_rows)  # (select([]) keeps no rows)
             _split_into(out_tables, inexact, t, n, counts)
         elif inexact:
-            first = [fl.name for fl in schema if fl.name in pred_cols]
+            first = [fl.name for fl in schema if fl.name in test_cols]
             pos_list = [items[i][1] for i in inexact]
             t, n = read(inexact, first, pos_list)
-            mask = count_mask(t, predicate) if not columns and not positions else None
+            mask = count_mask(t, test) if not columns and not positions else None
             if mask is not None:  # a count: how many rows of each part hold (no row is kept)
                 held = np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))
                 cuts = np.concatenate(([0], np.cumsum(n)))
@@ -274,7 +284,7 @@ class _ReadMixin:
                 t = t.append_column(
                     "__pf_i", pa.array(np.arange(total, dtype=np.int32 if total < 1 << 31 else np.int64))
                 )
-                t = filter_table(t, predicate)
+                t = filter_table(t, test)
                 idx = t.column("__pf_i").to_numpy().astype(np.int64)
                 t = t.drop_columns(["__pf_i"])
                 starts = np.concatenate(([0], np.cumsum(n)))
@@ -294,7 +304,7 @@ class _ReadMixin:
                 n = np.bincount(part_of, minlength=len(inexact)).astype(np.int64)
                 if positions:
                     t = t.append_column(POS, pa.array(pos, pa.int64()))
-                rest = [fl.name for fl in schema if fl.name in columns and fl.name not in pred_cols]
+                rest = [fl.name for fl in schema if fl.name in columns and fl.name not in test_cols]
                 if rest:
                     cuts = np.concatenate(([0], np.cumsum(n)))
                     kept = [pos[cuts[k] : cuts[k + 1]] for k in range(len(inexact))]

@@ -38,6 +38,10 @@ class FilePlan:
     deletion_vector: Optional[object] = None
     exact: bool = False
     why: Optional[str] = None  # why the file's index did not answer for it (None: it did, or it has none)
+    # of an inexact plan: ``(the plan's predicate, what of it the selected rows still have to be
+    # tested against)``, the leaves the file's indexes answered exactly left out of a top-level
+    # AND (readers given that predicate test only the rest); None: all of it
+    residual: Optional[tuple] = None
 
     @property
     def skipped(self) -> bool:

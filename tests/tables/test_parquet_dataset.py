@@ -395,3 +395,57 @@ def test_one_run_of_rows_is_read_as_a_range(tmp_path):
     pos = kept(s2, "x >= 250 AND x < 700")
     assert pos.tolist() == [i for i in range(250, 700) if i != 300]
     assert ds.read("x >= 250 AND x < 700").to_arrow().column("x").to_pylist() == pos.tolist()
+
+
+def test_an_inexact_plan_tests_only_what_its_indexes_left(tmp_path, monkeypatch):
+    """A file whose plan is inexact because one leaf of an AND has no index (``s``) while the
+    range bitmap answered the other (``x``) exactly: its plan keeps the rest to test (the ``s``
+    leaf), readers test only that and do not read ``x`` for it, and rows and counts are pyarrow's.
+    An OR, or a leaf a bloom filter answered (a superset), keeps the whole predicate."""
+    import pyarrow.compute as pc
+
+    from paimon_fast.core.predicate import Leaf
+    from paimon_fast.io.parquet import native
+    from paimon_fast.tables import dataset_read
+
+    n = 3000
+    t = pa.table({"x": np.arange(n) % 997, "s": [f"v{i % 7}" for i in range(n)], "k": np.arange(n)})
+    for i in range(2):
+        pq.write_table(t, str(tmp_path / f"f{i}.parquet"), row_group_size=500, data_page_size=512)
+    ds = ParquetDataset(str(tmp_path))
+    ds.build({"file-index.range-bitmap.columns": "x", "file-index.bloom-filter.columns": "k"})
+    asked = []
+    real = native.read_files
+
+    def spy(items, columns=None, **kw):
+        asked.append(list(columns or []))
+        return real(items, columns, **kw)
+
+    monkeypatch.setattr(native, "read_files", spy)
+    whole = pa.concat_tables([t, t])
+    cases = [
+        ("x < 400 AND s = 'v3'", (pc.field("x") < 400) & (pc.field("s") == "v3"), "s = 'v3'"),
+        ("x < 400 AND s = 'v3' AND s <> 'v2'", (pc.field("x") < 400) & (pc.field("s") == "v3"), None),
+        ("x < 400 OR s = 'v3'", (pc.field("x") < 400) | (pc.field("s") == "v3"), None),
+        ("k = 17 AND x < 400", (pc.field("k") == 17) & (pc.field("x") < 400), "k = 17"),
+    ]
+    for one_pass in (True, False):
+        monkeypatch.setattr(dataset_read, "ONE_PASS_ROWS", 1 << 40 if one_pass else -1)
+        for text, expr, rest in cases:
+            plan = ds.plan(text)
+            kept = [p for p in plan.files if not p.skipped]
+            assert kept and all(not p.exact for p in kept), text
+            for p in kept:
+                if rest is None:
+                    assert p.residual is None or len(list(p.residual[1].leaves())) == 2, text
+                else:
+                    assert p.residual is not None and p.residual[0] == plan.predicate, text
+                    left = p.residual[1]
+                    assert isinstance(left, Leaf) and left.name == rest.split()[0], (text, left)
+            want = whole.filter(expr)
+            asked.clear()
+            assert ds.read(text).count() == want.num_rows, text
+            if rest == "s = 'v3'":
+                assert asked and all("x" not in cols for cols in asked), (text, asked)
+            got = ds.read(text, columns=["k", "s"]).to_arrow()
+            assert sorted(got.to_pylist(), key=str) == sorted(want.select(["k", "s"]).to_pylist(), key=str), text
