@@ -273,18 +273,23 @@ def _simple_mask(predicate: Predicate, table: pa.Table):
     return mask
 
 
-def count_mask(table: pa.Table, predicate: Predicate):
-    """A numpy bool array, True where ``predicate`` holds on ``table``'s row (null: False), when
-    compute functions answer it (:func:`_simple_mask`); None otherwise (use :func:`filter_table`).
-    Counting with it skips the copy of the rows a filter makes."""
+def count_held(table: pa.Table, predicate: Predicate, sizes) -> "np.ndarray | None":
+    """How many rows of each run of ``table``'s rows (``sizes``: their lengths, in order) hold
+    ``predicate`` (null: not), when compute functions answer it (:func:`_simple_mask`); None
+    otherwise (use :func:`filter_table`).  Counting skips the copy of the rows a filter makes."""
     predicate = bind(predicate, table.schema)
     mask = _simple_mask(predicate, table)
     if mask is None:
         return None
     mask = pc.fill_null(mask, False)
-    if isinstance(mask, pa.ChunkedArray):
-        mask = mask.combine_chunks() if mask.num_chunks != 1 else mask.chunk(0)
-    return mask.to_numpy(zero_copy_only=False)
+    out = np.zeros(len(sizes), dtype=np.int64)
+    at = 0
+    for k, n in enumerate(sizes):  # (a count of set bits per run: no byte per row made)
+        n = int(n)
+        if n:
+            out[k] = pc.sum(mask.slice(at, n)).as_py() or 0
+        at += n
+    return out
 
 
 def filter_table(table: pa.Table, predicate: Optional[Predicate]) -> pa.Table:

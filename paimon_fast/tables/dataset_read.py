@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from pyroaring import BitMap
 
 from ..core.predicate import Predicate
-from ..read.arrow_filter import count_mask, filter_table
+from ..read.arrow_filter import count_held, filter_table
 from .layout import DataFile
 from .plan import FilePlan, ScanPlan
 
@@ -272,12 +272,9 @@ class _ReadMixin:
             first = [fl.name for fl in schema if fl.name in test_cols]
             pos_list = [items[i][1] for i in inexact]
             t, n = read(inexact, first, pos_list)
-            mask = count_mask(t, test) if not columns and not positions else None
-            if mask is not None:  # a count: how many rows of each part hold (no row is kept)
-                held = np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))
-                cuts = np.concatenate(([0], np.cumsum(n)))
-                n = (held[cuts[1:]] - held[cuts[:-1]]).astype(np.int64)
-                _split_into(out_tables, inexact, no_columns(int(n.sum())), n, counts)
+            held = count_held(t, test, n) if not columns and not positions else None
+            if held is not None:  # a count: how many rows of each part hold (no row is kept)
+                _split_into(out_tables, inexact, no_columns(int(held.sum())), held, counts)
             else:
                 # each row's number in the read, filtered with the rows: the kept rows' parts and positions
                 total = t.num_rows
