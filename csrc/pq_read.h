@@ -1823,6 +1823,18 @@ static inline void pq_relax(void) {
 #endif
 }
 
+/* A spinning wait's clock: called once a turn, true once the wait has spun pq_pool_spin_ns (the
+ * time is read every 64th turn; *t0 0 starts the wait). */
+static inline int pq_spun_out(unsigned *k, int64_t *t0) {
+    if ((++*k & 63) != 0) return 0;
+    int64_t t = pq_now_ns();
+    if (!*t0) {
+        *t0 = t;
+        return 0;
+    }
+    return t - *t0 >= pq_pool_spin_ns;
+}
+
 typedef struct {
     int tid;
     uint64_t seen; /* the last phase published before the thread was started (it has none of it) */
@@ -1846,18 +1858,14 @@ static void *pq_pool_main(void *arg) {
                 if (__atomic_load_n(&pq_pool_seq, __ATOMIC_SEQ_CST) == a) break;
                 continue;
             }
-            if ((++k & 63) == 0) {
-                int64_t t = pq_now_ns();
-                if (!t0) t0 = t;
-                else if (t - t0 >= pq_pool_spin_ns) {
-                    pthread_mutex_lock(&pq_pool_mu);
-                    __atomic_add_fetch(&pq_pool_sleepers, 1, __ATOMIC_SEQ_CST);
-                    while (__atomic_load_n(&pq_pool_seq, __ATOMIC_SEQ_CST) == a)
-                        pthread_cond_wait(&pq_pool_wake, &pq_pool_mu);
-                    __atomic_sub_fetch(&pq_pool_sleepers, 1, __ATOMIC_SEQ_CST);
-                    pthread_mutex_unlock(&pq_pool_mu);
-                    t0 = 0;
-                }
+            if (pq_spun_out(&k, &t0)) {
+                pthread_mutex_lock(&pq_pool_mu);
+                __atomic_add_fetch(&pq_pool_sleepers, 1, __ATOMIC_SEQ_CST);
+                while (__atomic_load_n(&pq_pool_seq, __ATOMIC_SEQ_CST) == a)
+                    pthread_cond_wait(&pq_pool_wake, &pq_pool_mu);
+                __atomic_sub_fetch(&pq_pool_sleepers, 1, __ATOMIC_SEQ_CST);
+                pthread_mutex_unlock(&pq_pool_mu);
+                t0 = 0;
             }
             pq_relax();
         }
@@ -1944,18 +1952,14 @@ static void pq_pool_run(pq_job *job, int nt) {
     int64_t t0 = 0;
     unsigned k = 0;
     while (__atomic_load_n(&pq_pool_done, __ATOMIC_SEQ_CST) < nt - 1) {
-        if ((++k & 63) == 0) {
-            int64_t t = pq_now_ns();
-            if (!t0) t0 = t;
-            else if (t - t0 >= pq_pool_spin_ns) {
-                pthread_mutex_lock(&pq_pool_mu);
-                __atomic_store_n(&pq_pool_waiting, 1, __ATOMIC_SEQ_CST);
-                while (__atomic_load_n(&pq_pool_done, __ATOMIC_SEQ_CST) < nt - 1)
-                    pthread_cond_wait(&pq_pool_idle, &pq_pool_mu);
-                __atomic_store_n(&pq_pool_waiting, 0, __ATOMIC_SEQ_CST);
-                pthread_mutex_unlock(&pq_pool_mu);
-                break;
-            }
+        if (pq_spun_out(&k, &t0)) {
+            pthread_mutex_lock(&pq_pool_mu);
+            __atomic_store_n(&pq_pool_waiting, 1, __ATOMIC_SEQ_CST);
+            while (__atomic_load_n(&pq_pool_done, __ATOMIC_SEQ_CST) < nt - 1)
+                pthread_cond_wait(&pq_pool_idle, &pq_pool_mu);
+            __atomic_store_n(&pq_pool_waiting, 0, __ATOMIC_SEQ_CST);
+            pthread_mutex_unlock(&pq_pool_mu);
+            break;
         }
         pq_relax();
     }
