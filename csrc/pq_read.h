@@ -137,6 +137,13 @@ typedef struct {
 
 enum { CK_FILE, CK_COL, CK_PHYSICAL, CK_TYPE_LEN, CK_CODEC, CK_MAX_DEF, CK_CONV, CK_START, CK_LEN, CK_OI_OFF,
        CK_OI_LEN, CK_RG_ROWS, CK_NUM_VALUES, CK_ROWS_OFF, CK_NSEL, CK_ALL, CK_OUT_AT, CK_FIELDS };
+/* CK_ALL: which rows of the row group a chunk wants.  CK_POSITIONS: the CK_NSEL sorted positions
+ * at job->rows + CK_ROWS_OFF; CK_EVERY: all of them (CK_NSEL == the group's rows); CK_RANGE: the
+ * CK_NSEL rows from the group's row CK_ROWS_OFF on (a clustered read's rows: no positions). */
+enum { CK_POSITIONS = 0, CK_EVERY = 1, CK_RANGE = 2 };
+
+/* The group's row of a chunk's first wanted row when it wants a range of rows (CK_EVERY: 0). */
+#define PQ_RANGE_LO(c) ((c)->f[CK_ALL] == CK_RANGE ? (c)->f[CK_ROWS_OFF] : 0)
 
 typedef struct {
     int64_t f[CK_FIELDS];  /* the inputs, in the order above */
@@ -748,9 +755,9 @@ static int hyb_all(pq_hyb *h, int64_t count, uint32_t *out) {
     return PQ_OK;
 }
 
-/* Definition levels (bit width 1) of a page's rows: for the page-local rows lr[0..n) (sorted;
- * NULL: every row 0..n), vidx[i] = the row's value number, or -1 for a null.  *nvals: values
- * up to the last wanted one. */
+/* Definition levels (bit width 1) of a page's rows: for the page-local rows lr[i] - shift, i in
+ * [0, n) (sorted; lr NULL: the rows i - shift, a range), vidx[i] = the row's value number, or -1
+ * for a null.  *nvals: values up to the last wanted one. */
 static int pq_levels(pq_hyb *h, int64_t nrows, const int64_t *lr, int64_t shift, int64_t n, int64_t *vidx,
                      int64_t *nvals) {
     int64_t base = 0, ones = 0, i = 0;
@@ -759,7 +766,7 @@ static int pq_levels(pq_hyb *h, int64_t nrows, const int64_t *lr, int64_t shift,
         int packed;
         uint64_t value = 0;
         size_t data = 0;
-        int64_t want = lr ? lr[i] - shift : i;
+        int64_t want = lr ? lr[i] - shift : i - shift;
         if (want >= nrows || want < base) return PQ_CORRUPT;
         if (hyb_run(h, &c, &packed, &value, &data) != PQ_OK) return PQ_CORRUPT;
         if (value > 1) return PQ_CORRUPT;
@@ -772,7 +779,7 @@ static int pq_levels(pq_hyb *h, int64_t nrows, const int64_t *lr, int64_t shift,
             const uint8_t *d = h->b->out + data;
             int64_t cur = 0, cones = ones;
             for (; i < n; i++) {
-                int64_t w = lr ? lr[i] - shift : i;
+                int64_t w = lr ? lr[i] - shift : i - shift;
                 if (w >= stop) break;
                 int64_t b = w - base;
                 while (cur < b) {
@@ -798,7 +805,7 @@ static int pq_levels(pq_hyb *h, int64_t nrows, const int64_t *lr, int64_t shift,
             ones = cones;
         } else {
             for (; i < n; i++) {
-                int64_t w = lr ? lr[i] - shift : i;
+                int64_t w = lr ? lr[i] - shift : i - shift;
                 if (w >= stop) break;
                 vidx[i] = value ? ones + (w - base) : -1;
             }
@@ -918,6 +925,8 @@ static int pq_add_page(pq_chunk *c, size_t *cap, int64_t off, int64_t size, int6
     return PQ_OK;
 }
 
+static inline int64_t pq_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
 static int64_t pq_lower(const int64_t *a, int64_t lo, int64_t hi, int64_t v) {
     while (lo < hi) {
         int64_t m = lo + ((hi - lo) >> 1);
@@ -930,13 +939,14 @@ static int64_t pq_lower(const int64_t *a, int64_t lo, int64_t hi, int64_t v) {
 /* The wanted rows of each page (k0, k1), and drop the pages holding none. */
 static void pq_select_pages(pq_job *job, pq_chunk *c) {
     int64_t nsel = c->f[CK_NSEL], i, w = 0, k = 0;
-    const int64_t *rows = job->rows + c->f[CK_ROWS_OFF];
-    int all = (int)c->f[CK_ALL];
+    int all = c->f[CK_ALL] != CK_POSITIONS;
+    const int64_t *rows = all ? NULL : job->rows + c->f[CK_ROWS_OFF];
+    const int64_t lo = PQ_RANGE_LO(c); /* a range: wanted row k is the group's row lo + k */
     for (i = 0; i < c->npages; i++) {
         pq_page *p = &c->pages[i];
         int64_t end = p->first_row + p->nrows;
-        int64_t k1 = all ? end : pq_lower(rows, k, nsel, end);
-        int64_t k0 = all ? p->first_row : k;
+        int64_t k1 = all ? pq_clamp(end - lo, 0, nsel) : pq_lower(rows, k, nsel, end);
+        int64_t k0 = all ? pq_clamp(p->first_row - lo, 0, nsel) : k;
         if (k1 > k0) {
             p->k0 = k0;
             p->k1 = k1;
@@ -984,7 +994,11 @@ static void pq_chunk_pages(pq_job *job, pq_chunk *c, pq_scratch *s) {
         case CV_COPY: break;
         default: ok = 0;
         }
-        if (!ok || (c->f[CK_ALL] && c->f[CK_NSEL] != rg_rows)) {
+        int64_t all = c->f[CK_ALL], nsel = c->f[CK_NSEL], lo = c->f[CK_ROWS_OFF];
+        if (all == CK_EVERY) ok = ok && nsel == rg_rows;
+        else if (all == CK_RANGE) ok = ok && lo >= 0 && nsel >= 0 && lo <= rg_rows - nsel;
+        else if (all != CK_POSITIONS) ok = 0;
+        if (!ok) {
             pq_fail(c, PQ_UNSUPPORTED, start, "conversion does not fit the column");
             return;
         }
@@ -1280,9 +1294,11 @@ static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
     int rc = PQ_OK;
     int64_t n = pg->k1 - pg->k0;                         /* wanted rows of the page */
     int64_t slot0 = c->f[CK_OUT_AT] + pg->k0;            /* the output slot of the first */
-    const int64_t *rows = c->f[CK_ALL] ? NULL : job->rows + c->f[CK_ROWS_OFF] + pg->k0;
+    const int64_t *rows = c->f[CK_ALL] != CK_POSITIONS ? NULL : job->rows + c->f[CK_ROWS_OFF] + pg->k0;
+    /* without positions: the wanted rows are the page's rows from `from` on, n of them */
+    const int64_t from = rows ? 0 : PQ_RANGE_LO(c) + pg->k0 - pg->first_row;
     /* every row of the page, once each (repeated positions can number as many as the page's rows) */
-    int dense = rows == NULL || n == pg->nrows;
+    int dense = rows == NULL ? from == 0 && n == pg->nrows : n == pg->nrows;
     if (rows && dense) { /* the ends first; then every row, in a loop without an exit (vectorised) */
         int64_t k, base = pg->first_row, diff = 0;
         dense = n == 0 || (rows[0] == base && rows[n - 1] == base + n - 1);
@@ -1361,11 +1377,14 @@ static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
     if (has_levels && pq_levels_all_one(&lh, pg->nrows))
         has_levels = 0; /* no null in the page (one run of ones): as if it had no levels */
     if (has_levels) {
-        rc = pq_levels(&lh, pg->nrows, rows, pg->first_row, n, vidx, &nvals);
+        rc = pq_levels(&lh, pg->nrows, rows, rows ? pg->first_row : -from, n, vidx, &nvals);
         if (rc != PQ_OK) goto corrupt;
     } else if (rows && !dense) {
         for (i = 0; i < n; i++) vidx[i] = rows[i] - pg->first_row;
         nvals = n ? vidx[n - 1] + 1 : 0;
+    } else if (!dense) { /* a range of rows that starts or ends inside the page */
+        for (i = 0; i < n; i++) vidx[i] = from + i;
+        nvals = from + n;
     } else {
         nvals = n;
         identity = 1;

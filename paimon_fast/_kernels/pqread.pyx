@@ -83,10 +83,16 @@ cdef extern from "pq_read.h" nogil:
     int c_PQ_OK "PQ_OK"
     int c_PQ_NOMEM "PQ_NOMEM"
     int c_CK_FIELDS "CK_FIELDS"
+    int c_CK_POSITIONS "CK_POSITIONS"
+    int c_CK_EVERY "CK_EVERY"
+    int c_CK_RANGE "CK_RANGE"
 
 # the columns of the chunk table (csrc/pq_read.h, CK_*)
 FIELDS = ("file", "col", "physical", "type_len", "codec", "max_def", "conv", "start", "len", "oi_off", "oi_len",
           "rg_rows", "num_values", "rows_off", "nsel", "all", "out_at")
+# which rows of its row group a chunk wants (``all``): the positions in ``rows``, every row, or
+# ``nsel`` rows from the group's row ``rows_off`` on
+CK_POSITIONS, CK_EVERY, CK_RANGE = c_CK_POSITIONS, c_CK_EVERY, c_CK_RANGE
 # statuses (csrc/pq_codec.h)
 OK, CORRUPT, UNSUPPORTED, NOMEM, IO = 0, 1, 2, 3, 4
 # output kinds and conversions (csrc/pq_read.h)

@@ -63,6 +63,9 @@ FIELDS = (
     _CK_ALL,
     _CK_OUT_AT,
 ) = range(17)
+# which rows of its row group a chunk wants (``all``; csrc/pq_read.h): the positions in ``rows``,
+# every row, or ``nsel`` rows from the group's row ``rows_off`` on
+CK_POSITIONS, CK_EVERY, CK_RANGE = 0, 1, 2
 # statuses (csrc/pq_codec.h)
 OK, CORRUPT, UNSUPPORTED, NOMEM, IO = 0, 1, 2, 3, 4
 # output kinds and conversions (csrc/pq_read.h)
@@ -951,16 +954,23 @@ def _lower(a, lo: int, hi: int, v: int) -> int:
     return lo
 
 
+def _range_lo(c: _Chunk) -> int:
+    """PQ_RANGE_LO: the group's row of a chunk's first wanted row (CK_RANGE; CK_EVERY: 0)."""
+    return c.f[_CK_ROWS_OFF] if c.f[_CK_ALL] == CK_RANGE else 0
+
+
 def _select_pages(rows, c: _Chunk):
     """pq_select_pages: each page's wanted rows; the pages holding none dropped."""
     nsel, k = c.f[_CK_NSEL], 0
     base = c.f[_CK_ROWS_OFF]
-    mine = rows[base : base + nsel] if not c.f[_CK_ALL] else None
+    every = c.f[_CK_ALL] != CK_POSITIONS
+    mine = None if every else rows[base : base + nsel]
+    lo = _range_lo(c)  # (a range: wanted row k is the group's row lo + k)
     kept = []
     for p in c.pages:
         end = p.first_row + p.nrows
-        k1 = end if c.f[_CK_ALL] else _lower(mine, k, nsel, end)
-        k0 = p.first_row if c.f[_CK_ALL] else k
+        k1 = min(max(end - lo, 0), nsel) if every else _lower(mine, k, nsel, end)
+        k0 = min(max(p.first_row - lo, 0), nsel) if every else k
         if k1 > k0:
             p.k0, p.k1 = k0, k1
             kept.append(p)
@@ -1080,7 +1090,9 @@ def _chunk_pages(files, cols, rows, c: _Chunk):
     ):
         c.fail(UNSUPPORTED, start, "output type does not fit the physical type")
         return
-    if not _conv_fits(conv, physical, pw, col.width) or (c.f[_CK_ALL] and c.f[_CK_NSEL] != rg_rows):
+    every, nsel, lo = c.f[_CK_ALL], c.f[_CK_NSEL], c.f[_CK_ROWS_OFF]
+    fits = {CK_POSITIONS: True, CK_EVERY: nsel == rg_rows, CK_RANGE: 0 <= lo and 0 <= nsel and lo <= rg_rows - nsel}
+    if not _conv_fits(conv, physical, pw, col.width) or not fits.get(every, False):
         c.fail(UNSUPPORTED, start, "conversion does not fit the column")
         return
     if not codec_available(c.f[_CK_CODEC]):
@@ -1270,8 +1282,9 @@ def _page_values(files, cols, rows, c: _Chunk, pg: _Page):
     ow = col.width
     n = pg.k1 - pg.k0  # wanted rows of the page
     slot0 = c.f[_CK_OUT_AT] + pg.k0  # the output slot of the first
-    if c.f[_CK_ALL]:
-        local = list(range(pg.k0 - pg.first_row, pg.k1 - pg.first_row))
+    if c.f[_CK_ALL] != CK_POSITIONS:
+        lo = _range_lo(c)
+        local = list(range(lo + pg.k0 - pg.first_row, lo + pg.k1 - pg.first_row))
     else:
         at = c.f[_CK_ROWS_OFF] + pg.k0
         local = [int(r) - pg.first_row for r in rows[at : at + n]]

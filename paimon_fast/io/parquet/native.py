@@ -360,8 +360,8 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             groups = np.flatnonzero(fo.rg_rows > 0)
             nsel = fo.rg_rows[groups]
             rows_off = np.zeros(len(groups), dtype=np.int64)
-            allflag = 1
-        elif fl.span is not None:  # a range of rows: whole row groups read as such, the ends as rows
+            allflag = K.CK_EVERY
+        elif fl.span is not None:  # a range of rows: each row group's part of it, as a range of its rows
             lo, hi = fl.span.start, fl.span.stop
             g0 = int(np.searchsorted(fo.starts, lo, side="right")) - 1
             g1 = int(np.searchsorted(fo.starts, hi, side="left"))
@@ -370,13 +370,9 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             a = np.maximum(fo.starts[groups], lo)
             b = np.minimum(fo.starts[groups + 1], hi)
             nsel = b - a
-            allflag = ((a == fo.starts[groups]) & (b == fo.starts[groups + 1])).astype(np.int64)
-            rows_off = np.zeros(len(groups), dtype=np.int64)
-            for k in np.flatnonzero(allflag == 0).tolist():
-                local = np.arange(a[k] - fo.starts[groups[k]], b[k] - fo.starts[groups[k]], dtype=np.int64)
-                rows_off[k] = rows_len
-                row_parts.append(local)
-                rows_len += len(local)
+            whole = (a == fo.starts[groups]) & (b == fo.starts[groups + 1])
+            allflag = np.where(whole, K.CK_EVERY, K.CK_RANGE)
+            rows_off = np.where(whole, 0, a - fo.starts[groups])  # (a range: its first row in the group)
         else:
             starts = fo.starts
             if fl.pos.dtype != starts.dtype and starts[-1] <= np.iinfo(fl.pos.dtype).max:
@@ -391,7 +387,7 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             rows_off = rows_len + np.concatenate(([0], np.cumsum(nsel)[:-1])).astype(np.int64)
             row_parts.append(local)
             rows_len += len(local)
-            allflag = 0
+            allflag = K.CK_POSITIONS
         slots = out_at[fi] + np.concatenate(([0], np.cumsum(nsel)[:-1])).astype(np.int64)
         for ci, (name, want) in enumerate(zip(names, fields)):
             col = lay.columns.get(name)

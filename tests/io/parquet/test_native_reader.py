@@ -545,8 +545,9 @@ def test_mixed_files_as_pyarrow_reads_them(tmp_path, seed):
                 pos = None
             elif mode == 1:
                 pos = np.sort(rng.choice(n, int(rng.integers(0, n + 1)), replace=False))
-            else:
-                pos = range(int(rng.integers(0, n)), n)
+            else:  # a range: from and to anywhere (inside pages, row groups, or their ends)
+                lo = int(rng.integers(0, n))
+                pos = range(lo, int(rng.integers(lo, n + 1)) if rng.random() < 0.7 else n)
             files.append((path, pos, t))
         cols = (
             None
@@ -1033,7 +1034,57 @@ def test_twin_jobs_match_the_kernel(tmp_path, both):
     _read([(a, [0, 0, 399]), (b, [3])])
     schema = pa.schema([("i32", pa.int64()), ("f32", pa.float64()), ("str", pa.large_string()), ("nope", pa.bool_())])
     _read([(a, [1, 2, 3]), (b, [4, 5])], schema=schema)
-    assert both.jobs == 3
+    # ranges: inside a page, across pages and row groups, a whole group and parts of two
+    _read([(a, range(7, 9)), (b, range(20, 230)), (a, range(149, 301))])
+    _read([(a, range(0, 151)), (b, range(1, 250))], schema=schema)
+    assert both.jobs == 5
+
+
+def test_a_range_of_rows_is_read_without_positions(tmp_path, monkeypatch):
+    """A ``range`` reaches the reader as each row group's first row and count (CK_RANGE; a
+    whole group: CK_EVERY), not as an array of positions: the rows array is empty.  Ranges
+    starting and ending inside pages of every kind of column (nulls, dictionaries, byte arrays,
+    pages v1 and v2) give pyarrow's slice, on the kernel and on the twin."""
+    rng = np.random.default_rng(23)
+    n = 1200
+    t = _wide(rng, n)
+    seen = []
+
+    class Spy:
+        def __init__(self, k):
+            self.k = k
+
+        def __getattr__(self, name):
+            return getattr(self.k, name)
+
+        def read(self, files, chunks, rows, cols, threads):
+            seen.append((chunks.copy(), len(rows)))
+            return self.k.read(files, chunks, rows, cols, threads)
+
+    real = native.kernels
+    monkeypatch.setattr(native, "kernels", lambda twin=False: Spy(real(twin)))
+    for version in ("1.0", "2.0"):
+        path = _write(
+            tmp_path / f"r{version}.parquet", t, data_page_version=version, row_group_size=500, data_page_size=600
+        )
+        full = pq.read_table(path)
+        for lo, hi in [(0, 1), (3, 40), (450, 560), (499, 501), (500, 1000), (250, 1200), (1, 1199), (1199, 1200)]:
+            for twin in (False, True):
+                seen.clear()
+                got, _, st = _read([(path, range(lo, hi))], twin=twin)
+                _assert_same(got, full.slice(lo, hi - lo))
+                assert not st.fallbacks, st.fallbacks
+                ((chunks, nrows),) = seen
+                assert nrows == 0
+                groups = {(int(c[11]), int(c[13]), int(c[14]), int(c[15])) for c in chunks}
+                want = set()
+                for g0 in range(0, n, 500):
+                    g1 = min(n, g0 + 500)
+                    a, b = max(lo, g0), min(hi, g1)
+                    if b > a:
+                        whole = (a, b) == (g0, g1)
+                        want.add((g1 - g0, 0 if whole else a - g0, b - a, 1 if whole else 2))
+                assert groups == want, (lo, hi)
 
 
 def _snappy_streams(rng):
