@@ -170,11 +170,14 @@ def page_answer(
                 return None
             used_pages = True
             stats, skipped = _page_stats(fo, g, lf, ci, pages, physical, kind, (leaf.op, lits, kind))
+            # (the arrays' answer: a page they keep is asked again only if it may hold the leaf
+            # on every row: never a floating-point comparison's, NaN may be any row's value)
+            ask = skipped is None or not (kind == "float" and leaf.op in _OPS)
             for p in range(len(stats)) if skipped is None else np.flatnonzero(~skipped).tolist():
                 cs = stats[p]
                 rows = cs.rows
                 try:
-                    said = _chunk(leaf.op, lits, cs, kind)
+                    said = _chunk(leaf.op, lits, cs, kind) if ask else None
                 except Exception:  # noqa: BLE001 - a bound of another type: the rows are read
                     said = None
                 if said == "skip":
