@@ -389,6 +389,9 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             rows_len += len(local)
             allflag = K.CK_POSITIONS
         slots = out_at[fi] + np.concatenate(([0], np.cumsum(nsel)[:-1])).astype(np.int64)
+        native_cols = []  # (column, leaf, physical, type length, max definition, conversion)
+        null_cols = []  # columns the file lacks: nulls of their type
+        good = lay.ok[groups].all(axis=0)  # per leaf: every chunk of it in these groups is read natively
         for ci, (name, want) in enumerate(zip(names, fields)):
             col = lay.columns.get(name)
             if pa.types.is_null(want.type):  # a column of nulls by its type: nothing to read
@@ -399,61 +402,59 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             if col is None:
                 if schema is None:
                     raise ColumnNotFoundError(name, lay.names)
-                m, leaf, conv_null = None, -1, True
-            else:
-                conv_null = False
-                m = col.mapping
-                if m is not None:
-                    m = converted(m, col.field.type, want.type)
-                if m is None:
-                    fallback.append((fi, ci, col.why or f"type {col.field.type} read as {want.type}"))
-                    continue
-                leaf = col.leaf
-                bad = ~lay.ok[groups, leaf]
-                if bad.any():
-                    fallback.append((fi, ci, lay.chunk_why.get((int(groups[bad][0]), leaf), "column chunk")))
-                    continue
-            if conv_null:
                 needs_valid[ci] = True
-                prev = col_map[ci]
-                if prev is None:
+                if col_map[ci] is None:
                     col_map[ci] = _null_mapping(want.type)
                     if col_map[ci] is None:
                         fallback.append((fi, ci, f"type {want.type} not decoded natively"))
                         continue
-                t = np.zeros((len(groups), 17), dtype=np.int64)
-                t[:, 1] = ci
-                t[:, 6] = K.CV_NULL
-                t[:, 9] = -1
-            else:
-                prev = col_map[ci]
-                if prev is not None and (prev.kind, prev.width) != (m.kind, m.width):
-                    fallback.append((fi, ci, "type differs from another file's"))
-                    continue
-                if prev is None or prev.conv == K.CV_NULL:
-                    col_map[ci] = m
-                if col.max_def:
-                    needs_valid[ci] = True
-                meta = lay.chunks[groups, leaf]
-                t = np.empty((len(groups), 17), dtype=np.int64)
-                t[:, 1] = ci
-                t[:, 2] = col.physical
-                t[:, 3] = col.type_len
-                t[:, 4] = meta[:, 2]
-                t[:, 5] = col.max_def
-                t[:, 6] = m.conv
-                t[:, 7] = meta[:, 0]
-                t[:, 8] = meta[:, 1]
-                t[:, 9] = meta[:, 4]
-                t[:, 10] = meta[:, 5]
-                t[:, 12] = meta[:, 3]
-            t[:, 0] = fi
-            t[:, 11] = fo.rg_rows[groups]
-            t[:, 13] = rows_off
-            t[:, 14] = nsel
-            t[:, 15] = allflag
-            t[:, 16] = slots
-            chunk_rows.append(t)
+                null_cols.append(ci)
+                continue
+            m = col.mapping
+            if m is not None:
+                m = converted(m, col.field.type, want.type)
+            if m is None:
+                fallback.append((fi, ci, col.why or f"type {col.field.type} read as {want.type}"))
+                continue
+            leaf = col.leaf
+            if not good[leaf]:
+                bad = ~lay.ok[groups, leaf]
+                fallback.append((fi, ci, lay.chunk_why.get((int(groups[bad][0]), leaf), "column chunk")))
+                continue
+            prev = col_map[ci]
+            if prev is not None and (prev.kind, prev.width) != (m.kind, m.width):
+                fallback.append((fi, ci, "type differs from another file's"))
+                continue
+            if prev is None or prev.conv == K.CV_NULL:
+                col_map[ci] = m
+            if col.max_def:
+                needs_valid[ci] = True
+            native_cols.append((ci, leaf, col.physical, col.type_len, col.max_def, m.conv))
+        # the file's chunk table: a row per (column, row group), the columns' rows one after another
+        tables = []
+        if native_cols:
+            a = np.array(native_cols, dtype=np.int64)  # (columns, 6)
+            meta = lay.chunks[groups][:, a[:, 1]].transpose(1, 0, 2)  # (columns, groups, fields)
+            t = np.empty((len(a), len(groups), 17), dtype=np.int64)
+            for k, at in ((1, 0), (2, 2), (3, 3), (5, 4), (6, 5)):
+                t[:, :, k] = a[:, at : at + 1]
+            for k, at in ((4, 2), (7, 0), (8, 1), (9, 4), (10, 5), (12, 3)):
+                t[:, :, k] = meta[:, :, at]
+            tables.append(t)
+        if null_cols:
+            t = np.zeros((len(null_cols), len(groups), 17), dtype=np.int64)
+            t[:, :, 1] = np.array(null_cols, dtype=np.int64)[:, None]
+            t[:, :, 6] = K.CV_NULL
+            t[:, :, 9] = -1
+            tables.append(t)
+        for t in tables:
+            t[:, :, 0] = fi
+            t[:, :, 11] = fo.rg_rows[groups]
+            t[:, :, 13] = rows_off
+            t[:, :, 14] = nsel
+            t[:, :, 15] = allflag
+            t[:, :, 16] = slots
+            chunk_rows.append(t.reshape(-1, 17))
     # columns no file reads natively still need an output (every file falls back)
     pyarrow_cols = set()  # columns every file of which pyarrow reads: no output of the reader
     for ci in range(ncol):
