@@ -152,6 +152,7 @@ typedef struct {
     int64_t err_at;
     char err[160];
     int64_t pages_total, pages_read, bytes_read;
+    int64_t nulls;                /* slots of the output it made null (its validity 0) */
     /* work */
     pq_page *pages;
     int64_t npages;
@@ -1272,7 +1273,10 @@ static void pq_null_unit(pq_job *job, pq_page *u) {
     pq_chunk *c = &job->chunks[u->chunk];
     pq_col *col = &job->cols[c->f[CK_COL]];
     int64_t a = c->f[CK_OUT_AT] + u->k0, n = u->k1 - u->k0;
-    if (col->valid) memset(col->valid + a, 0, (size_t)n);
+    if (col->valid) {
+        memset(col->valid + a, 0, (size_t)n);
+        __atomic_fetch_add(&c->nulls, n, __ATOMIC_RELAXED);
+    }
     if (col->kind == OUT_FIXED) memset(col->values + a * col->width, 0, (size_t)(n * col->width));
     else if (col->kind == OUT_BOOL) memset(col->values + a, 0, (size_t)n);
     else if (col->kind == OUT_LBYTES) memset((int64_t *)col->offsets + a + 1, 0, (size_t)n * sizeof(int64_t));
@@ -1391,9 +1395,14 @@ static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
     }
     if (nvals > h.nvalues) goto corrupt;
     if (col->valid) {
-        if (has_levels)
-            for (i = 0; i < n; i++) col->valid[slot0 + i] = vidx[i] >= 0;
-        else memset(col->valid + slot0, 1, (size_t)n);
+        if (has_levels) {
+            int64_t nn = 0;
+            for (i = 0; i < n; i++) {
+                col->valid[slot0 + i] = vidx[i] >= 0;
+                nn += vidx[i] < 0;
+            }
+            if (nn) __atomic_fetch_add(&c->nulls, nn, __ATOMIC_RELAXED);
+        } else memset(col->valid + slot0, 1, (size_t)n);
     }
     __atomic_fetch_add(&c->pages_read, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->bytes_read, pg->size, __ATOMIC_RELAXED);
@@ -2115,7 +2124,7 @@ static int pq_run(pq_job *job) {
         c->err[0] = 0;
         c->pages = NULL;
         c->npages = 0;
-        c->pages_total = c->pages_read = c->bytes_read = 0;
+        c->pages_total = c->pages_read = c->bytes_read = c->nulls = 0;
         memset(&c->dict, 0, sizeof(c->dict));
         c->keep_dict = 0;
         pthread_mutex_init(&c->dict.lock, NULL);

@@ -52,7 +52,7 @@ cdef extern from "pq_read.h" nogil:
         int32_t status
         int64_t err_at
         char err[160]
-        int64_t pages_total, pages_read, bytes_read
+        int64_t pages_total, pages_read, bytes_read, nulls
 
     ctypedef struct pq_job:
         int nfiles
@@ -254,8 +254,8 @@ def read(list files, const int64_t[:, ::1] chunks, const int64_t[::1] rows, list
     byte arrays).
 
     Returns ``(status, err_at, errors, stats, data, overflow)``: per chunk its status, the file
-    offset and text of its error, ``[pages in the chunk, pages read, bytes read]``; per column
-    the :class:`DataBuffer` of its byte arrays (or None) and whether int32 offsets overflowed.
+    offset and text of its error, ``[pages in the chunk, pages read, bytes read, slots made null]``;
+    per column the :class:`DataBuffer` of its byte arrays (or None) and whether int32 offsets overflowed.
     """
     cdef Py_ssize_t nf = len(files), nc = len(cols), nk = chunks.shape[0], i, j, s
     if chunks.shape[1] != c_CK_FIELDS:
@@ -359,7 +359,7 @@ def read(list files, const int64_t[:, ::1] chunks, const int64_t[::1] rows, list
             raise MemoryError("the Parquet reader ran out of memory")
         status = np.empty(nk, dtype=np.int32)
         err_at = np.empty(nk, dtype=np.int64)
-        stats = np.empty((nk, 3), dtype=np.int64)
+        stats = np.empty((nk, 4), dtype=np.int64)
         errors = {}
         for i in range(nk):
             status[i] = pk[i].status
@@ -367,6 +367,7 @@ def read(list files, const int64_t[:, ::1] chunks, const int64_t[::1] rows, list
             stats[i, 0] = pk[i].pages_total
             stats[i, 1] = pk[i].pages_read
             stats[i, 2] = pk[i].bytes_read
+            stats[i, 3] = pk[i].nulls
             if pk[i].status != OK:
                 errors[i] = pk[i].err.decode("utf-8", "replace")
         data = []

@@ -918,6 +918,7 @@ class _Chunk:
         "pages_total",
         "pages_read",
         "bytes_read",
+        "nulls",
         "pages",
         "dict_off",
         "dict_size",
@@ -930,6 +931,7 @@ class _Chunk:
         self.err_at = 0
         self.err = ""
         self.pages_total = self.pages_read = self.bytes_read = 0
+        self.nulls = 0  # slots of the output it made null
         self.pages = []
         self.dict_off = -1
         self.dict_size = 0
@@ -1253,6 +1255,7 @@ def _null_unit(cols, c: _Chunk, u: _Page):
     a, n = c.f[_CK_OUT_AT] + u.k0, u.k1 - u.k0
     if col.valid is not None:
         col.valid[a : a + n] = 0
+        c.nulls += n
     if col.kind == OUT_FIXED:
         col.values[a * col.width : (a + n) * col.width] = 0
     elif col.kind == OUT_BOOL:
@@ -1365,6 +1368,7 @@ def _page_values(files, cols, rows, c: _Chunk, pg: _Page):
         raise _Corrupt
     if col.valid is not None:
         col.valid[slot0 : slot0 + n] = [1 if v >= 0 else 0 for v in vidx] if has_levels else 1
+        c.nulls += sum(v < 0 for v in vidx) if has_levels else 0
     c.pages_read += 1
     c.bytes_read += pg.size
 
@@ -1505,8 +1509,8 @@ def read(files, chunks, rows, cols, threads=1):
     (numpy buffers written in place).  ``threads`` is ignored.
 
     Returns ``(status, err_at, errors, stats, data, overflow)``: per chunk its status, the file
-    offset and text of its error, ``[pages in the chunk, pages read, bytes read]``; per column
-    the ``bytes`` of its byte arrays (or None) and whether int32 offsets overflowed."""
+    offset and text of its error, ``[pages in the chunk, pages read, bytes read, slots made null]``;
+    per column the ``bytes`` of its byte arrays (or None) and whether int32 offsets overflowed."""
     chunks = np.asarray(chunks, dtype=np.int64)
     rows = np.asarray(rows, dtype=np.int64)
     _check_job(files, chunks, rows, cols)
@@ -1568,7 +1572,7 @@ def read(files, chunks, rows, cols, threads=1):
     nk = len(ck)
     status = np.array([c.status for c in ck], dtype=np.int32)
     err_at = np.array([c.err_at for c in ck], dtype=np.int64)
-    stats = np.array([[c.pages_total, c.pages_read, c.bytes_read] for c in ck], dtype=np.int64).reshape(nk, 3)
+    stats = np.array([[c.pages_total, c.pages_read, c.bytes_read, c.nulls] for c in ck], dtype=np.int64).reshape(nk, 4)
     errors = {i: c.err for i, c in enumerate(ck) if c.status != OK}
     data = [col.data for col in cl]
     overflow = [bool(col.overflow) for col in cl]

@@ -172,14 +172,33 @@ def _fits(K, kind: int, width: int, t: pa.DataType) -> bool:
         return False
 
 
-def _arrow(K, col, data, t: pa.DataType) -> pa.Array:
+_FITS: dict = {}  # (kind, width, type) -> _fits of them
+
+
+def _arrow(K, col, data, t: pa.DataType, nulls: Optional[int] = None) -> pa.Array:
+    """The Arrow array of a column the reader decoded (``col``: its output buffers, ``data``: its
+    byte arrays' bytes); ``nulls``: its null count as the reader counted it (None: counted here
+    from the validity bytes)."""
     kind, width, n, values, valid, offsets = col
-    if not _fits(K, kind, width, t):
+    key = (kind, width, t)  # (the kernels and their twin share the constants _fits compares)
+    try:
+        fits = _FITS.get(key)
+    except TypeError:  # (a type that cannot be hashed)
+        fits = key = None
+    if fits is None:
+        fits = _fits(K, kind, width, t)
+        if key is not None:
+            if len(_FITS) >= 1024:
+                _FITS.clear()
+            _FITS[key] = fits
+    if not fits:
         raise AssertionError(f"native reader: output of kind {kind} / width {width} is not an Arrow {t}")
-    nulls = 0
     vbuf = None
-    if valid is not None:
-        nulls = n - int(np.count_nonzero(valid))
+    if valid is None:
+        nulls = 0
+    else:
+        if nulls is None:
+            nulls = n - int(np.count_nonzero(valid))
         if nulls:
             vbuf = pa.py_buffer(np.packbits(valid, bitorder="little"))
     if kind == K.OUT_FIXED:

@@ -518,6 +518,9 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
     st.bytes_total += int(chunks[real, 8].sum())
     st.columns_by_page += int(np.count_nonzero((status == K.OK) & real))
     st.rows_decoded += total
+    # each column's nulls as the reader counted them (a column it left slots of: counted below)
+    nulls = np.bincount(chunks[:, 1], weights=kstats[:, 3], minlength=ncol) if len(chunks) else np.zeros(ncol)
+    partial = {ci for _, ci, _ in fallback}
     arrays = []
     for ci in range(ncol):
         if overflow[ci]:  # more than 2 GiB of values for int32 offsets: pyarrow reads it file by file
@@ -526,7 +529,8 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
         elif ci in pyarrow_cols or pa.types.is_null(fields[ci].type):
             arrays.append(pa.nulls(total, fields[ci].type))
         else:
-            arrays.append(_arrow(K, cols[ci], data[ci], fields[ci].type))
+            known = None if ci in partial else int(nulls[ci])
+            arrays.append(_arrow(K, cols[ci], data[ci], fields[ci].type, known))
     # splice pyarrow's reads of the (file, column)s the reader left
     if fallback:
         arrays = _splice(files, names, fields, arrays, fallback, out_at, st, opts)

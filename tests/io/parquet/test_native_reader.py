@@ -132,6 +132,9 @@ def _assert_same(got: pa.Table, exp: pa.Table):
         bad = [n for n in exp.column_names if not got.column(n).equals(exp.column(n))]
         detail = {n: (got.column(n).to_pylist()[:8], exp.column(n).to_pylist()[:8]) for n in bad[:3]}
         raise AssertionError(f"columns {bad} differ from pyarrow's: {detail}")
+    # the null counts the arrays carry (the reader's own count of the slots it made null)
+    nulls = {n: (got.column(n).null_count, exp.column(n).null_count) for n in exp.column_names}
+    assert all(a == b for a, b in nulls.values()), nulls
 
 
 def _check(path, positions, columns=None, **kw):
@@ -1257,7 +1260,7 @@ def test_job_checks():
     # nothing to do: no chunk
     for impl in (KERNEL, TWIN):
         status, err_at, errors, stats, data, overflow = impl.read(files, job()[:0], rows, cols(), 1)
-        assert len(status) == 0 and errors == {} and stats.shape == (0, 3) and data == [None] and overflow == [False]
+        assert len(status) == 0 and errors == {} and stats.shape == (0, 4) and data == [None] and overflow == [False]
 
 
 def test_twin_names():
@@ -1619,9 +1622,13 @@ def test_crafted_valid_chunk():
     res, col = _job(dict_page + p1 + p2, 9)
     assert _status(res) == (KERNEL.OK, "")
     assert _values(col) == [30, 30, 30, 30, 10, 20, 7, None, 8]
+    assert res[3][0, 3] == 1  # the slots made null
     res, col = _job(dict_page + p1 + p2, 9, rows=[1, 5, 6, 7, 8])
     assert _values(col) == [30, 20, 7, None, 8]
-    assert res[3].tolist() == [[2, 2, len(dict_page) + len(p1) + len(p2)]]  # pages, read, bytes read
+    # pages, read, bytes read, slots made null
+    assert res[3].tolist() == [[2, 2, len(dict_page) + len(p1) + len(p2), 1]]
+    res, col = _job(dict_page + p1 + p2, 9, rows=[0, 8])
+    assert _values(col) == [30, 8] and res[3][0, 3] == 0
 
 
 @pytest.mark.parametrize(
