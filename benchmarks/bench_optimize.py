@@ -6,6 +6,7 @@ oracle of this benchmark's own.
     python benchmarks/bench_optimize.py --rows 1e5 --quick   # a smoke run (PF_OPTIMIZE_ROWS=1e5 too)
     python benchmarks/bench_optimize.py --pages              # the page-size measurement only
     python benchmarks/bench_optimize.py --out /tmp/opt.md --json /tmp/opt.json
+    python benchmarks/bench_optimize.py --order back-to-back --warmup-ms 100   # engines warmed first
 
 The dataset is bench_peers.py's ``scattered-snappy`` (rows in random order, one row group a file,
 pyarrow's 1 MB pages, no page index; bloom filters on ``id`` and ``key``, a bitmap on ``cat``, a
@@ -153,10 +154,16 @@ def cost_on_spark(orig: str, work: str) -> dict:
 # ---------------------------------------------------------------- reads
 
 
-def measure_reads(orig: str, opt: str, rows: int, want: dict, rounds: int, order: str = "shuffled") -> list:
+def measure_reads(
+    orig: str, opt: str, rows: int, want: dict, rounds: int, order: str = "shuffled", warmup_ms: float = 0.0
+) -> list:
     """Every engine's median time of every query; ``order``: ``shuffled`` (each round runs the
     engines in a new order) or ``back-to-back`` (each engine's rounds in a row: an engine measured
-    with its own memory warm, apart from what the machine does to memory left untouched)."""
+    with its own memory warm, apart from what the machine does to memory left untouched).
+    ``warmup_ms`` (back-to-back): before its rounds, each engine runs untimed for at least this
+    long (once at least): on this machine a processor that was idle or busy with another engine
+    runs the next ~10-20 ms slower, which costs a short query several of its rounds and a long
+    one part of its first (benchmarks/README.md, "stop 64")."""
     import duckdb
 
     from paimon_fast.tables import ParquetDataset
@@ -213,7 +220,12 @@ def measure_reads(orig: str, opt: str, rows: int, want: dict, rounds: int, order
                     for _ in range(rounds):
                         shuffle(names)  # (a fixed cyclic order always ran each engine after the same one)
                         runs += names
-                for e in runs:
+                for k, e in enumerate(runs):
+                    if warmup_ms > 0 and (k == 0 or runs[k - 1] != e):
+                        w0 = time.perf_counter()
+                        engines[e]()
+                        while time.perf_counter() - w0 < warmup_ms / 1e3:
+                            engines[e]()
                     t0 = time.perf_counter()
                     engines[e]()
                     times[e].append(time.perf_counter() - t0)
@@ -326,6 +338,7 @@ def table(res: dict) -> str:
         "",
         f"Times in ms (median; engines {res.get('order', 'shuffled')}"
         + (" each round" if res.get("order", "shuffled") == "shuffled" else ", each engine's rounds in a row")
+        + (f", each engine run untimed for {res['warmup_ms']:g} ms before its rounds" if res.get("warmup_ms") else "")
         + "); ratios are the other's time / ours on the optimized copy (above 1: ours "
         "is faster). Targets: cluster-column queries >= 10x DuckDB on the original and >= 3x DuckDB on "
         "the optimized copy; other queries: ours after / ours before >= 0.9x.",
@@ -372,9 +385,17 @@ def main(argv=None):
         default="shuffled",
         help="the engines in a new order each round (default), or each engine's rounds in a row",
     )
+    ap.add_argument(
+        "--warmup-ms",
+        type=float,
+        default=0.0,
+        help="with --order back-to-back: run each engine untimed this long before its rounds",
+    )
     ap.add_argument("--out", help="write the markdown tables here")
     ap.add_argument("--json", help="write the raw results here")
     args = ap.parse_args(argv)
+    if args.warmup_ms and args.order != "back-to-back":
+        ap.error("--warmup-ms needs --order back-to-back")
     rows = int(args.rows)
     if args.quick:
         args.rounds, args.spark = 3, False
@@ -408,7 +429,8 @@ def main(argv=None):
         print(f"  {res['spark']['report']}\n  Spark sortWithinPartitions: {res['spark']['spark']:.1f} s", flush=True)
     print("reads:", flush=True)
     res["order"] = args.order
-    res["reads"] = measure_reads(orig, opt, rows, want, args.rounds, args.order)
+    res["warmup_ms"] = args.warmup_ms
+    res["reads"] = measure_reads(orig, opt, rows, want, args.rounds, args.order, args.warmup_ms)
     res["plans"] = plan_times(opt, rows, args.rounds)
     res["load_after"] = os.getloadavg()
     md = table(res)
