@@ -262,14 +262,13 @@ class _PlanMixin:
                 return opened[1]
 
             sure_leaves = set()  # id() of the leaves answered exactly (the residual leaves them out)
+            last_exact = [False]  # was the leaf being visited answered exactly?
 
             def answered(res, is_exact):
                 if not is_exact:
                     exact[0] = False
                 last_exact[0] = is_exact
                 return res
-
-            last_exact = [False]
 
             def ask_index(leaf: Leaf):
                 """``(answer, exact)`` of the file's index for ``leaf``, or None: no index, a NULL

@@ -286,18 +286,7 @@ class _ReadMixin:
                 t = t.drop_columns(["__pf_i"])
                 starts = np.concatenate(([0], np.cumsum(n)))
                 part_of = np.searchsorted(starts, idx, side="right") - 1
-                local = idx - starts[part_of]
-                pos = np.empty(len(idx), dtype=np.int64)
-                for k, x in enumerate(pos_list):  # local row numbers -> positions in the file
-                    sel = part_of == k
-                    if not sel.any():
-                        continue
-                    if x is None:
-                        pos[sel] = local[sel]
-                    elif isinstance(x, range):
-                        pos[sel] = x.start + local[sel]
-                    else:
-                        pos[sel] = np.asarray(x, dtype=np.int64)[local[sel]]
+                pos = positions_of(inexact, pos_list, n)[idx]  # the kept rows' positions in their files
                 n = np.bincount(part_of, minlength=len(inexact)).astype(np.int64)
                 if positions:
                     t = t.append_column(POS, pa.array(pos, pa.int64()))

@@ -181,16 +181,11 @@ def _arrow(K, col, data, t: pa.DataType, nulls: Optional[int] = None) -> pa.Arra
     from the validity bytes)."""
     kind, width, n, values, valid, offsets = col
     key = (kind, width, t)  # (the kernels and their twin share the constants _fits compares)
-    try:
-        fits = _FITS.get(key)
-    except TypeError:  # (a type that cannot be hashed)
-        fits = key = None
+    fits = _FITS.get(key)
     if fits is None:
-        fits = _fits(K, kind, width, t)
-        if key is not None:
-            if len(_FITS) >= 1024:
-                _FITS.clear()
-            _FITS[key] = fits
+        if len(_FITS) >= 1024:
+            _FITS.clear()
+        fits = _FITS[key] = _fits(K, kind, width, t)
     if not fits:
         raise AssertionError(f"native reader: output of kind {kind} / width {width} is not an Arrow {t}")
     vbuf = None
