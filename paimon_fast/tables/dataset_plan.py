@@ -28,6 +28,7 @@ from .layout import DataFile
 from .globalindex import GlobalAnswers
 from .stats import stats_arrays, leaf_answer, leaf_prepared, leaf_skips, stat_kind, tree_skips
 from .writer import clustered_columns, entry_stats
+from .pagestats import COMPARED_OPS
 from .plan import FilePlan, ScanPlan, ScanReport
 
 # plans settle the files the catalog's statistics exclude with arrays, all files at once (tests turn
@@ -131,9 +132,16 @@ class _PlanMixin:
         def make():
             return bind(parse_predicate(predicate), self.schema())
 
-        if not isinstance(predicate, str) or self._snap is None:
+        if self._snap is None:
             return make()
         known = self._snap.stable.setdefault("bound", {})
+        if not isinstance(predicate, str):  # (a predicate bound by the caller is bound again for none)
+            got = known.get(id(predicate))
+            if got is None or got[0] is not predicate:
+                if len(known) >= 256:
+                    known.clear()
+                got = known[id(predicate)] = (predicate, make())
+            return got[1]
         got = known.get(predicate)
         if got is None:
             if len(known) >= 256:
@@ -175,6 +183,10 @@ class _PlanMixin:
         data_types = {fl.name: fl.type for fl in self.data_schema()} if pred is not None else {}
 
         def one(f: DataFile) -> FilePlan:
+            if excluded and f.path in excluded:
+                p = settle(f)
+                if p is not None:
+                    return p
             p = evaluate(f)
             dv = p.deletion_vector = vectors.get(f.path)
             if dv is None or p.skipped:
@@ -214,16 +226,41 @@ class _PlanMixin:
         # leaves; a file left out here is asked one by one below, as before)
         excluded = self._catalog_excluded(pred, files, entries, counts, part_types, data_types, prepared)
 
+        # what a file the catalog's statistics exclude is settled with, for every snapshot of the
+        # same listing and catalog: ``(file, rows, indexed, why)``, or False when its catalog
+        # entry may not answer for it (kept only for a verdict judged once per such snapshot)
+        settled = self._snap.stable.setdefault("settled", {}) if excluded else None
+        trusted_verdicts = self._snap.stable.get("trust", {}) if excluded else None
+
+        def settle(f: DataFile) -> Optional[FilePlan]:
+            """The plan of ``f`` (in ``excluded``) when its catalog entry describes its listed
+            version (AND / OR only refine: a SKIP from fewer answers stays one), else None."""
+            got = settled.get(f.path)
+            if got is None or (got and got[0] is not f):
+                entry = entries.get(f.path)
+                verdict = self.trust(f, entry)
+                if entry and "stats" in entry and _identity.usable(verdict):
+                    fi = entry.get("file_index")
+                    got = (f, counts[f.path], bool(fi), None if fi else "not indexed")
+                else:
+                    got = False
+                if trusted_verdicts.get(f.path, (None,))[0] is f:  # (judged once for the snapshot)
+                    settled[f.path] = got
+            if not got:
+                return None
+            p = FilePlan(f, SKIP, got[1], got[2], None, None, True, got[3])
+            p.deletion_vector = vectors.get(f.path)
+            if p.deletion_vector is None:
+                quick.append(p)
+            return p
+
+        quick: list = []  # the plans settle() made of files without deleted rows (reported in bulk)
+
         def evaluate(f: DataFile) -> FilePlan:
             rows = counts[f.path]
             entry = entries.get(f.path)
             verdict = self.trust(f, entry)  # (judged once: every check below asks it)
             if pred is not None and entry and "stats" in entry and _identity.usable(verdict):
-                # a file the catalog's statistics exclude is settled before anything else is
-                # looked at (AND / OR only refine: a SKIP from fewer answers stays one)
-                if f.path in excluded:
-                    fi = entry.get("file_index")
-                    return FilePlan(f, SKIP, rows, bool(fi), exact=True, why=None if fi else "not indexed")
                 part = dict(f.partition)
 
                 def catalog_only(leaf: Leaf):
@@ -313,7 +350,18 @@ class _PlanMixin:
                 if g is not None:
                     return answered(g, gi.exact(leaf))
                 sorted_only = _pages_asked(leaf.name, trusted, clustered, file_indexed) if use_stats else None
+                early = None  # the index's answer when asked before the pages (False: it gave none)
                 if sorted_only is not None and leaf.name in data_types:
+                    if (
+                        leaf.name in file_indexed
+                        and leaf.op in COMPARED_OPS
+                        and pa.types.is_floating(data_types[leaf.name])
+                    ):
+                        # the pages of a floating-point comparison are never sure of their rows (NaN
+                        # may be any row's value), so an index that answers exactly decides alone
+                        early = ask_index(leaf) or False
+                        if early and early[1]:
+                            return answered(early[0], sure)
                     pages = self._page_answer(f, leaf, data_types[leaf.name], sorted_only)
                     if pages is not None:  # the pages that may hold the leaf
                         sure_pages = all(x for _, _, x in pages)
@@ -329,11 +377,13 @@ class _PlanMixin:
                         if sure_pages:
                             return answered(BitmapResult.of_ranges(pages), True)
                         if few:
-                            said = ask_index(leaf) if leaf.name in file_indexed else None
+                            said = None
+                            if leaf.name in file_indexed:
+                                said = ask_index(leaf) if early is None else early or None
                             if said is not None and said[1]:  # (exact as below: if verified)
                                 return answered(said[0], sure)
                             return answered(BitmapResult.of_ranges(pages), False)
-                said = ask_index(leaf)
+                said = ask_index(leaf) if early is None else early or None
                 if said is None:
                     return answered(REMAIN, False)
                 return answered(said[0], said[1] and sure)
@@ -384,7 +434,20 @@ class _PlanMixin:
             rep.global_index_used = sorted(gi.used)
             rep.global_index_stale = sorted(gi.stale)
             rep.index_errors += len(gi.errors)
-        for p in plans:
+        if quick:  # skipped, indexed or not, no error, no bitmap, no deletion vector
+            seen = set(map(id, quick))
+            rows = sum(p.rows for p in quick)
+            rep.rows_total += rows
+            rep.files_skipped += len(quick)
+            rep.rows_skipped_by_file += rows
+            for p in quick:
+                if p.why is not None:
+                    rep.files_without_index += 1
+                    rep.unindexed[p.file.path] = p.why
+            plans_left = [p for p in plans if id(p) not in seen]
+        else:
+            plans_left = plans
+        for p in plans_left:
             rep.rows_total += p.rows
             dv = p.deletion_vector
             if dv is not None:

@@ -162,10 +162,22 @@ def load_vectors(ds, catalog: Optional[dict] = None) -> Dict[str, DeletionVector
     checked)."""
     cat = catalog if catalog is not None else ds.read_catalog()
     entries = cat.get("files", {})
+
+    def with_entries():
+        got = [(f, (entries.get(f.path) or {}).get(DV_KEY)) for f in ds.files()]
+        return [(f, e) for f, e in got if e]
+
+    # the files with a vector entry: once for every snapshot of the same files and catalog
+    snap = getattr(ds, "_snap", None)
+    if snap is not None and cat is snap.catalog:
+        listed = snap.stable.get("vector entries")
+        if listed is None:
+            listed = snap.stable["vector entries"] = with_entries()
+    else:
+        listed = with_entries()
     blobs: Dict[str, bytes] = {}
     out = {}
-    for f in ds.files():
-        e = (entries.get(f.path) or {}).get(DV_KEY)
+    for f, e in listed:
         if not dv_applies(f, e, ds):
             continue
         out[f.path] = read_vector(ds, f.path, e, blobs)

@@ -35,7 +35,8 @@ from .stats import (
     stat_kind,
 )
 
-_OPS = ("equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal", "between", "in")
+# the comparisons page statistics answer (besides IS NULL and IS NOT NULL)
+COMPARED_OPS = ("equal", "less_than", "less_or_equal", "greater_than", "greater_or_equal", "between", "in")
 _MAX_COLUMN_INDEX = 16 << 20
 
 
@@ -120,9 +121,9 @@ def page_answer(
     from ..io.parquet.native import open_source
 
     kind = stat_kind(arrow_type)
-    if kind is None or leaf.op not in (*_OPS, "is_null", "is_not_null"):
+    if kind is None or leaf.op not in (*COMPARED_OPS, "is_null", "is_not_null"):
         return None
-    if leaf.op in _OPS:
+    if leaf.op in COMPARED_OPS:
         lits = [_lit(kind, v) for v in leaf.literals]
         if not lits or any(v is None for v in lits):
             return None
@@ -172,7 +173,17 @@ def page_answer(
             stats, skipped = _page_stats(fo, g, lf, ci, pages, physical, kind, (leaf.op, lits, kind))
             # (the arrays' answer: a page they keep is asked again only if it may hold the leaf
             # on every row: never a floating-point comparison's, NaN may be any row's value)
-            ask = skipped is None or not (kind == "float" and leaf.op in _OPS)
+            ask = skipped is None or not (kind == "float" and leaf.op in COMPARED_OPS)
+            if not ask:  # every page kept may hold the leaf: runs of adjacent pages, with arrays
+                keep = np.flatnonzero(~skipped)
+                if not len(keep):
+                    continue
+                starts = at + np.asarray(pages.first_row, dtype=np.int64)[keep]
+                stops = starts + np.asarray(pages.rows, dtype=np.int64)[keep]
+                cut = np.flatnonzero(starts[1:] != stops[:-1]) + 1
+                for s, e in zip(starts[np.r_[0, cut]].tolist(), stops[np.r_[cut - 1, len(keep) - 1]].tolist()):
+                    _add(out, s, e, False)
+                continue
             for p in range(len(stats)) if skipped is None else np.flatnonzero(~skipped).tolist():
                 cs = stats[p]
                 rows = cs.rows

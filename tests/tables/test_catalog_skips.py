@@ -186,6 +186,7 @@ def test_plans_and_rows_are_the_same_with_and_without_the_arrays(clustered, monk
         plans[on] = (
             sorted((k.file.path, len(k.bitmap) if k.bitmap is not None else -1) for k in p.kept),
             p.report.files_skipped,
+            _counts(p.report),
         )
         got = ds.read(query).to_arrow()
         table = pq.read_table(clustered)  # the oracle: every row, filtered by hand
@@ -195,6 +196,80 @@ def test_plans_and_rows_are_the_same_with_and_without_the_arrays(clustered, monk
     assert plans[True] == plans[False]
     if query in ("x < 40", "x < -1", "x >= 500 AND x < 520"):
         assert plans[True][1] >= len(ds.files()) // 2  # most files settled by the statistics
+
+
+def _counts(report) -> dict:
+    """What a plan's report counts (not its times and bytes)."""
+    return {k: v for k, v in report.as_dict().items() if k not in ("eval_seconds", "bytes_read", "decoded")}
+
+
+def test_settled_files_without_an_index_are_reported_as_file_by_file(tmp_path, monkeypatch):
+    # files an optimize wrote (catalog statistics) with no file index built: the plans the
+    # statistics settle are reported in bulk, as the file-by-file plan reports them
+    root = tmp_path / "ds"
+    root.mkdir()
+    rng = np.random.default_rng(8)
+    for k in range(3):
+        pq.write_table(
+            pa.table({"id": np.arange(k * 400, (k + 1) * 400), "x": rng.uniform(0, 100, 400)}), root / f"f{k}.parquet"
+        )
+    ParquetDataset(str(root)).optimize(["x"], target_file_size=2_000, row_group_rows=100, page_rows=50)
+    ds = ParquetDataset(str(root))
+    assert len(ds.files()) >= 4 and not any("file_index" in e for e in ds.read_catalog()["files"].values())
+    for query in ("x < -1", "x < 10", "x > 50 OR id = 3"):
+        got = {}
+        for on in (False, True):
+            monkeypatch.setattr(dataset_plan, "_CATALOG_VECTORS", on)
+            got[on] = _counts(ds.plan(query).report)
+        assert got[True] == got[False], query
+        if query == "x < -1":
+            assert got[True]["files_skipped"] == len(ds.files()) == len(got[True]["unindexed"])
+
+
+def test_a_float_comparison_is_answered_by_its_exact_index_without_the_pages(tmp_path, monkeypatch):
+    # files of one row group clustered by x: the pages of a floating-point comparison are never
+    # sure of their rows (NaN), so x's range bitmap answers exactly and the page index is not read
+    # for it; q (an integer, sorted in no file) is answered by its index as before
+    root = tmp_path / "ds"
+    root.mkdir()
+    rng = np.random.default_rng(9)
+    n = 3000
+    x = rng.uniform(0, 1000, n)
+    x[rng.random(n) < 0.01] = np.nan
+    pq.write_table(
+        pa.table({"id": np.arange(n), "x": pa.array(x, mask=rng.random(n) < 0.05), "q": rng.integers(-9, 9, n)}),
+        root / "f.parquet",
+    )
+    ds = ParquetDataset(str(root))
+    ds.build({"file-index.range-bitmap.columns": "x,q"})
+    ds.optimize(["x"], target_file_size=12_000, row_group_rows=1 << 20, page_rows=64)
+    asked = []
+    real = dataset_plan._PlanMixin._page_answer
+    monkeypatch.setattr(
+        dataset_plan._PlanMixin,
+        "_page_answer",
+        lambda self, f, leaf, *a: asked.append(leaf.name) or real(self, f, leaf, *a),
+    )
+    ds = ParquetDataset(str(root))
+    assert len(ds.files()) >= 3 and all(e.get("row_groups") == 1 for e in ds.read_catalog()["files"].values())
+    table = pq.read_table(str(root))
+    for query, fn, exact in (
+        ("x < 400", lambda t: pc.less(t["x"], 400), True),
+        ("x BETWEEN 500 AND 520", lambda t: pc.and_(pc.greater_equal(t["x"], 500), pc.less_equal(t["x"], 520)), True),
+        ("x < 300 AND q = 3", lambda t: pc.and_(pc.less(t["x"], 300), pc.equal(t["q"], 3)), True),
+        # the file holding the NaNs: its range bitmap answers inexactly, its pages are read
+        ("x > 900", lambda t: pc.greater(t["x"], 900), False),
+    ):
+        asked.clear()
+        p = ds.plan(query)
+        want = table.filter(fn(table))
+        assert sorted(ds.read(query).to_arrow().column("id").to_pylist()) == sorted(want.column("id").to_pylist())
+        if exact:
+            assert p.kept and all(k.exact for k in p.kept), query
+            assert sum(len(k.bitmap) for k in p.kept) == want.num_rows, query
+            assert "x" not in asked, query
+        else:
+            assert not all(k.exact for k in p.kept) and "x" in asked
 
 
 def test_a_file_rewritten_after_its_statistics_is_not_settled_by_them(clustered):
