@@ -25,7 +25,18 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join("paimon_fast", "_kernels")
 # every kernel needs these; a source tree (or sdist) without them cannot build a working package
-REQUIRED_KERNELS = ("bitmap", "bitslice", "bloom", "dv", "globalindex", "hashindex", "order", "roaring", "sst")
+REQUIRED_KERNELS = (
+    "bitmap",
+    "bitslice",
+    "bloom",
+    "dirscan",
+    "dv",
+    "globalindex",
+    "hashindex",
+    "order",
+    "roaring",
+    "sst",
+)
 
 INSTALL_CC = (
     "install one: `apt-get install gcc` (Debian/Ubuntu), `dnf install gcc` (Fedora/RHEL), "

@@ -420,41 +420,30 @@ def _mtime_ns(info) -> int:
 def _list_local(root, recursive, skip_dir, keep) -> List[FileEntry]:
     """:meth:`Store.list_files` on the local filesystem, in os.walk's order of business (links to
     directories listed, not entered; a directory under ``root`` that cannot be listed skipped),
-    with the scandir entries' own paths and stats: a plan lists its dataset each time, and
-    os.walk's joins cost more than the stats.  ``recursive=False``: the files of ``root`` only."""
+    each directory read by the ``dirscan`` kernel (``readdir`` and ``fstatat`` in C: a plan lists
+    its dataset each time, and a scandir loop's Python cost more than its stats).
+    ``recursive=False``: the files of ``root`` only."""
+    from .._kernels import load
+
+    scan = load("dirscan").scan
     out = []
     todo = [(root, "")]
     while todo:
         where, rel_dir = todo.pop()
         try:
-            it = os.scandir(where)
+            dirs, files = scan(where, keep)
         except (FileNotFoundError, NotADirectoryError):
             continue  # a missing root lists nothing
         except OSError:
             if not rel_dir:
                 raise  # a root that is there but cannot be listed is not an empty one
             continue
-        with it:
-            for e in it:
-                try:
-                    is_dir = e.is_dir()
-                except OSError:
-                    is_dir = False
-                if is_dir:
-                    try:
-                        link = e.is_symlink()
-                    except OSError:
-                        link = False
-                    if recursive and not link and (skip_dir is None or not skip_dir(e.name)):
-                        todo.append((e.path, rel_dir + e.name + "/"))
-                    continue
-                if keep is not None and not keep(e.name):
-                    continue
-                try:
-                    st = e.stat()
-                except FileNotFoundError:
-                    continue  # a broken link, or a file removed while listed
-                out.append(_local_entry(rel_dir + e.name, e.path, st))
+        if recursive:
+            for name, link in dirs:
+                if not link and (skip_dir is None or not skip_dir(name)):
+                    todo.append((os.path.join(where, name), rel_dir + name + "/"))
+        base = where if where.endswith(os.sep) else where + os.sep  # (os.path.join's, as scandir's paths)
+        out += [FileEntry(rel_dir + n, base + n, size, mt, ct, ino) for n, size, mt, ct, ino in files]
     return sorted(out, key=lambda e: e.rel)
 
 

@@ -193,19 +193,20 @@ def test_local_listing_walks_like_os_walk(tmp_path):
 
 
 def test_a_root_that_cannot_be_listed_is_not_empty(tmp_path, monkeypatch):
-    from paimon_fast.io import stores
+    from paimon_fast._kernels import load
 
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "a.parquet").write_bytes(b"x")
     store, r = fs.resolve(str(tmp_path))
-    real = os.scandir
+    kernel = load("dirscan")  # (what reads a local directory)
+    real = kernel.scan
 
-    def scandir(p):
+    def scan(p, keep=None):
         if os.path.basename(p) == "d":
             raise PermissionError(13, "Permission denied", p)
-        return real(p)
+        return real(p, keep)
 
-    monkeypatch.setattr(stores.os, "scandir", scandir)
+    monkeypatch.setattr(kernel, "scan", scan)
     assert store.list_files(r) == []  # a directory under the root that cannot be listed: skipped
     with pytest.raises(PermissionError):
         store.list_files(os.path.join(r, "d"))
