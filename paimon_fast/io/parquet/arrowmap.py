@@ -172,7 +172,8 @@ def _fits(K, kind: int, width: int, t: pa.DataType) -> bool:
         return False
 
 
-_FITS: dict = {}  # (kind, width, type) -> _fits of them
+_FITS: dict = {}  # (kind, width, id(type)) -> (type, _fits of them): the dataset's own type objects come
+# back every read, and hashing a DataType costs more than the check
 
 
 def _arrow(K, col, data, t: pa.DataType, nulls: Optional[int] = None) -> pa.Array:
@@ -180,13 +181,13 @@ def _arrow(K, col, data, t: pa.DataType, nulls: Optional[int] = None) -> pa.Arra
     byte arrays' bytes); ``nulls``: its null count as the reader counted it (None: counted here
     from the validity bytes)."""
     kind, width, n, values, valid, offsets = col
-    key = (kind, width, t)  # (the kernels and their twin share the constants _fits compares)
-    fits = _FITS.get(key)
-    if fits is None:
+    key = (kind, width, id(t))  # (the kernels and their twin share the constants _fits compares)
+    got = _FITS.get(key)
+    if got is None or got[0] is not t:  # (the entry holds its type: an id is not reused while kept)
         if len(_FITS) >= 1024:
             _FITS.clear()
-        fits = _FITS[key] = _fits(K, kind, width, t)
-    if not fits:
+        got = _FITS[key] = (t, _fits(K, kind, width, t))
+    if not got[1]:
         raise AssertionError(f"native reader: output of kind {kind} / width {width} is not an Arrow {t}")
     vbuf = None
     if valid is None:

@@ -332,8 +332,9 @@ def _names_and_fields(files: List[_File], columns, schema, dictionary=frozenset(
 def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) -> Tuple[pa.Table, np.ndarray]:
     K = kernels(opts.twin)
     names, fields = _names_and_fields(files, columns, schema, opts.dictionary)
-    counts = np.array([fl.n for fl in files], dtype=np.int64)
-    total = int(counts.sum())
+    ns = [fl.n for fl in files]
+    counts = np.array(ns, dtype=np.int64)
+    total = sum(ns)
     st.rows += total
     ncol = len(names)
     if not ncol:
@@ -510,10 +511,11 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             raise MemoryError(f"out of memory reading {_name(files[fi])}")
         label = "not valid Parquet" if status[k] == K.CORRUPT else "not decoded natively"
         fallback.append((fi, ci, f"{label}: {why}"))
-    st.pages_total += int(kstats[:, 0].sum())
-    st.pages_read += int(kstats[:, 1].sum())
-    st.pages_direct += int(kstats[:, 1].sum())
-    st.bytes_read += int(kstats[:, 2].sum())
+    pages_total, pages_read, bytes_read = kstats[:, :3].sum(axis=0).tolist() if len(kstats) else (0, 0, 0)
+    st.pages_total += pages_total
+    st.pages_read += pages_read
+    st.pages_direct += pages_read
+    st.bytes_read += bytes_read
     real = chunks[:, 6] != K.CV_NULL
     st.bytes_total += int(chunks[real, 8].sum())
     st.columns_by_page += int(np.count_nonzero((status == K.OK) & real))
