@@ -229,8 +229,8 @@ class _PlanMixin:
         # what a file the catalog's statistics exclude is settled with, for every snapshot of the
         # same listing and catalog: ``(file, rows, indexed, why)``, or False when its catalog
         # entry may not answer for it (kept only for a verdict judged once per such snapshot)
-        settled = self._snap.stable.setdefault("settled", {}) if excluded else None
-        trusted_verdicts = self._snap.stable.get("trust", {}) if excluded else None
+        stable = self._snap.stable
+        settled = stable.setdefault("settled", {}) if excluded else None
 
         def settle(f: DataFile) -> Optional[FilePlan]:
             """The plan of ``f`` (in ``excluded``) when its catalog entry describes its listed
@@ -244,7 +244,7 @@ class _PlanMixin:
                     got = (f, counts[f.path], bool(fi), None if fi else "not indexed")
                 else:
                     got = False
-                if trusted_verdicts.get(f.path, (None,))[0] is f:  # (judged once for the snapshot)
+                if stable.get("trust", {}).get(f.path, (None,))[0] is f:  # (judged once for the snapshot)
                     settled[f.path] = got
             if not got:
                 return None
