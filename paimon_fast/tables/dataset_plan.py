@@ -124,7 +124,8 @@ class _PlanMixin:
         """``predicate`` (a :class:`~paimon_fast.core.predicate.Predicate`, SQL text or None) parsed and
         bound to this dataset's schema: its literals made exact values of their columns' types
         (:func:`~paimon_fast.core.bind.bind`; a column the dataset lacks
-        raises).  SQL text is bound once for every snapshot of the same files and catalog."""
+        raises).  SQL text, or a predicate object, is bound once for every snapshot of the same
+        files and catalog."""
         if predicate is None:
             return None
         from ..core.sqlpredicate import parse_predicate
@@ -135,19 +136,16 @@ class _PlanMixin:
         if self._snap is None:
             return make()
         known = self._snap.stable.setdefault("bound", {})
-        if not isinstance(predicate, str):  # (a predicate bound by the caller is bound again for none)
-            got = known.get(id(predicate))
-            if got is None or got[0] is not predicate:
-                if len(known) >= 256:
-                    known.clear()
-                got = known[id(predicate)] = (predicate, make())
-            return got[1]
-        got = known.get(predicate)
-        if got is None:
+        # SQL text by its value; a Predicate object by itself (hashing its tree costs more than
+        # binding it), so one the caller bound is bound again for no later plan
+        text = isinstance(predicate, str)
+        key = predicate if text else id(predicate)
+        got = known.get(key)
+        if got is None or not (text or got[0] is predicate):
             if len(known) >= 256:
                 known.clear()
-            got = known[predicate] = make()
-        return got
+            got = known[key] = (predicate, make())
+        return got[1]
 
     def plan(self, predicate: Optional[Predicate], threads: Optional[int] = None) -> ScanPlan:
         """Evaluate every file's index (and partition values) against ``predicate``.
