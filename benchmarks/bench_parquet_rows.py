@@ -127,15 +127,20 @@ def test_page_decoder(benchmark, files, layout, k, impl):
 
 def _value_page(kind: str, size: int) -> bytes:
     """A PLAIN page body of ``size`` bytes as pyarrow writes a high-cardinality column: 11-byte
-    keys with their 4-byte lengths (``strings``), or increasing int64s (``ints``)."""
+    keys with their 4-byte lengths (``strings``), increasing int64s (``ints``), or the doubles of a
+    column clustered by them (``doubles``: sorted, in a narrow range, so neighbours share their high
+    4 bytes and Snappy writes 4-byte copies from 8 bytes back between short literals)."""
     rng = np.random.default_rng(7)
+    if kind == "doubles":
+        n = size // 8 + 1  # about 1e-4 apart: 200,000 rows of a file spanning 20 (bench_optimize's x)
+        return np.sort(rng.random(n) * n * 1e-4 + 780).astype("<f8").tobytes()[:size]
     if kind == "strings":
         keys = [f"k{(int(i) * 2654435761) % (1 << 32):010d}".encode() for i in rng.integers(0, 1 << 40, size // 15 + 1)]
         return b"".join(len(k).to_bytes(4, "little") + k for k in keys)[:size]
     return np.cumsum(rng.integers(0, 1000, size // 8 + 1)).astype("<i8").tobytes()[:size]
 
 
-@pytest.mark.parametrize("kind", ["strings", "ints"])
+@pytest.mark.parametrize("kind", ["strings", "ints", "doubles"])
 @pytest.mark.parametrize("impl", ["kernel", "twin", "pyarrow"])
 def test_snappy_page(benchmark, kind, impl):
     """A Snappy page body decompressed whole (the reader's page-level cost on such columns):

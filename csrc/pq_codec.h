@@ -143,7 +143,9 @@ static void pq_snappy_init(void) {
  * byte.  While 69 input bytes are left (a tag, 4 offset bytes, a 64-byte literal), an element is
  * decoded without a branch on its kind: the tag table gives its length, the next tag's position
  * is computed, and its first 16 bytes are copied from the literal or the earlier output alike.
- * Longer elements and copies from under 16 bytes back take a branch.  The last bytes of the
+ * Longer elements and copies that overlap their own output (from fewer bytes back than their
+ * length) take a branch.  Sorted doubles and increasing integers are mostly copies of 4-7 bytes
+ * from 8 bytes back, between short literals: those take the common path.  The last bytes of the
  * input go through the checked loop below it.  Every element's length is checked against the
  * output left and every copy's offset against the output written, in both loops. */
 static int pq_snappy_to(const uint8_t *src, size_t srclen, size_t *ipos, uint8_t *dst, size_t dstlen, size_t *opos,
@@ -176,8 +178,23 @@ static int pq_snappy_to(const uint8_t *src, size_t srclen, size_t *ipos, uint8_t
             if (__builtin_expect(len > (size_t)(oe - op) || (!lit && off - 1 >= (size_t)(op - dst)), 0))
                 return PQ_CORRUPT;
             const uint8_t *from = lit ? ip + 1 : op - off; /* (off checked above) */
-            if (__builtin_expect(len <= 16 && (lit || off >= 16), 1)) {
+            if (__builtin_expect(lit && len <= 16, 1)) {
                 pq_copy16(op, from);
+            } else if (__builtin_expect(len <= 16 && len >= 4 && off >= len, 1)) {
+                /* exactly len bytes, in two loads that may overlap: a wider load would span
+                 * bytes stored by the elements just before it, which the processor cannot
+                 * forward from its stores (it waits for them to reach the cache) */
+                if (len <= 8) {
+                    uint32_t a = pq_le32(from), z = pq_le32(from + len - 4);
+                    memcpy(op, &a, 4);
+                    memcpy(op + len - 4, &z, 4);
+                } else {
+                    uint64_t a, z;
+                    memcpy(&a, from, 8);
+                    memcpy(&z, from + len - 8, 8);
+                    memcpy(op, &a, 8);
+                    memcpy(op + len - 8, &z, 8);
+                }
             } else if (lit || off >= 16) {
                 pq_copy16(op, from);
                 pq_copy16(op + 16, from + 16);

@@ -1155,6 +1155,8 @@ def _value_streams(rng):
     keys = [f"k{(int(i) * 2654435761) % (1 << 32):010d}".encode() for i in rng.integers(0, 1 << 40, 3000)]
     strings = b"".join(len(k).to_bytes(4, "little") + k for k in keys)
     ints = np.cumsum(rng.integers(0, 1000, 4000)).astype("<i8").tobytes()
+    # sorted doubles in a narrow range (a clustered column): neighbours share their high 4 bytes
+    doubles = np.sort(rng.random(4000) * 0.4 + 780).astype("<f8").tobytes()
     parts = []
     for _ in range(400):
         kind = rng.integers(0, 3)
@@ -1165,7 +1167,7 @@ def _value_streams(rng):
             parts.append(rng.bytes(int(rng.choice([15, 16, 17, 55, 59, 60, 61, 62, 64, 65, 70, 300]))))
         else:
             parts.append(keys[int(rng.integers(0, len(keys)))] * int(rng.integers(1, 4)))
-    return [strings, ints, b"".join(parts)]
+    return [strings, ints, doubles, b"".join(parts)]
 
 
 def _varint(v: int) -> bytes:
@@ -1226,6 +1228,36 @@ def test_snappy_fast_loop_matches_the_twin():
         assert TWIN.decompress(1, stream, len(payload) + 4) == payload + payload[-16:-12]
     good = bytes([112]) + lit8 + bytes([1, 8]) + tail  # 4 bytes from offset 8: from the start
     assert KERNEL.decompress(1, good, 112) == b"abcdefghabcd" + bytes(100) == TWIN.decompress(1, good, 112)
+
+
+def _copy_out(out: bytearray, off: int, n: int) -> None:
+    for _ in range(n):  # byte by byte: a copy from fewer bytes back than its length repeats them
+        out.append(out[-off])
+
+
+def test_snappy_copies_of_every_short_length_and_offset():
+    """Copies of 1 to 20 bytes from 1 to 24 bytes back (2-byte-offset tags, which may state any
+    length; Snappy's own compressor writes none under 4), decoded by the fast loop (a long literal
+    follows) between short literals, against a byte-by-byte copy: copies that overlap their own
+    output and copies that do not take different paths there."""
+    rng = np.random.default_rng(11)
+    head = rng.bytes(32)
+    for off in range(1, 25):
+        for n in range(1, 21):
+            want = bytearray(head)
+            stream = bytearray([31 << 2]) + head  # a 32-byte literal
+            for k in range(3):  # the copy, a 3-byte literal, again
+                stream += bytes([((n - 1) << 2) | 2, off, 0])
+                _copy_out(want, off, n)
+                lit = rng.bytes(3)
+                stream += bytes([2 << 2]) + lit
+                want += lit
+            tail = rng.bytes(100)
+            stream += bytes([60 << 2, len(tail) - 1]) + tail
+            want += tail
+            stream = _varint(len(want)) + stream
+            assert KERNEL.decompress(1, bytes(stream), len(want)) == bytes(want), (off, n)
+            assert TWIN.decompress(1, bytes(stream), len(want)) == bytes(want), (off, n)
 
 
 def test_job_checks():
