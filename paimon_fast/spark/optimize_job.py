@@ -263,6 +263,13 @@ def optimize_setup(p):
     p.add_argument("--row-group-rows", type=int, default=None, help="rows a row group (default 1048576)")
     p.add_argument("--page-rows", type=int, default=None, help="rows a page at most (default 4096)")
     p.add_argument("--compression", default="snappy", choices=["snappy", "zstd"], help="default: snappy")
+    p.add_argument(
+        "--min-compression-saving",
+        type=float,
+        default=None,
+        help="store a fixed-width column uncompressed when the codec saves less than this share "
+        "(default 0.15; 0: compress every column)",
+    )
     p.add_argument("--spark", action="store_true", help="read, order and write on Spark (local[*] or --master)")
     p.add_argument("--master", default=None, help="Spark master for --spark (default local[*] or $SPARK_MASTER)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -277,6 +284,7 @@ def optimize_main(args):
             "target_file_size": args.target_file_size,
             "row_group_rows": args.row_group_rows,
             "page_rows": args.page_rows,
+            "min_compression_saving": args.min_compression_saving,
         }.items()
         if v is not None
     }

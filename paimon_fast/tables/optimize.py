@@ -150,6 +150,7 @@ def optimize(
     page_rows: Optional[int] = None,
     compression: str = "snappy",
     compression_level: Optional[int] = None,
+    min_compression_saving: Optional[float] = None,
     progress: Optional[Callable[[str, int, int], None]] = None,
     recover_after: Optional[float] = None,
     index_tools=None,
@@ -162,8 +163,10 @@ def optimize(
     ``partitions(values) -> bool`` picks the partitions (``{column: raw value}``) to optimize
     (default: all); ``target_file_size`` (bytes; default the mean size of the files rewritten,
     within 8 and 128 MiB), ``row_group_rows`` (default 1,048,576), ``page_rows`` (default 4,096)
-    and ``compression`` (``"snappy"`` or ``"zstd"``, ``compression_level``) say how files are
-    written (:class:`~paimon_fast.tables.writer.WriteOptions`);
+    and ``compression`` (``"snappy"`` or ``"zstd"``, ``compression_level``; a fixed-width column
+    the codec shrinks by less than ``min_compression_saving``, default 0.15, is stored uncompressed;
+    0 compresses every column) say how files are written
+    (:class:`~paimon_fast.tables.writer.WriteOptions`);
     ``progress(phase, done, total)`` is called as partitions are read and files written;
     ``recover_after``: pending runs of other processes older than this many seconds are undone
     first (default: gc's grace period; runs of dead processes on this host at once).
@@ -181,6 +184,8 @@ def optimize(
         opts.row_group_rows = row_group_rows
     if page_rows is not None:
         opts.page_rows = page_rows
+    if min_compression_saving is not None:
+        opts.min_compression_saving = min_compression_saving
     opts.check()
     rep = OptimizeReport(cluster_by=cluster_by, strategy=strategy, full=full)
     phases = rep.phases

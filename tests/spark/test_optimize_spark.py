@@ -157,6 +157,10 @@ def test_cli(spark, tmp_path):
         assert main(["optimize", place.uri, "--cluster-by", "x,y", "--strategy", "zorder", "--page-rows", "64"]) == 0
     assert "zorder by x, y: 2 partition(s), 6 files" in out.getvalue() and "files written" in err.getvalue()
     assert answers(place.uri) == want
+    err = io.StringIO()
+    with redirect_stderr(err):  # the option reaches the writer's check
+        assert main(["optimize", place.uri, "--cluster-by", "x", "--min-compression-saving", "1.5"]) == 2
+    assert "min_compression_saving must be a number in [0, 1), got 1.5" in err.getvalue()
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["optimize", place.uri, "--cluster-by", "x", "--spark", "--master", "local[2]", "--json"]) == 0
