@@ -11,7 +11,7 @@ from ..io.fs import CommitConflictError
 from . import catalog as _catalog
 from . import identity as _identity
 from .optimize_common import PENDING, REPLACED, _abandoned, _move, rel_join, remove_tree
-from .replaced import OPT_DIR, OPT_KEY, retired_rel
+from .replaced import OPT_DIR, OPT_KEY, is_replaced, retired_rel
 
 # ---------------------------------------------------------------- recovery
 
@@ -78,7 +78,7 @@ def _retire(ds, replaced: Mapping) -> int:
     for rel, ident in sorted(replaced.items()):
         path = rel_join(store, root, rel)
         now = _identity.current(store, path)
-        if now is None or _identity.judge(now, ident) not in (_identity.VERIFIED, _identity.WEAK):
+        if now is None or not is_replaced(now, ident):
             continue
         listed = _identity.Identity(
             int(ident["size"]), int(ident["mtime_ns"]), ident.get("ctime_ns"), ident.get("ino"), ident.get("etag")
@@ -98,7 +98,7 @@ def _forget_replaced(ds) -> None:
 
     def gone(rel, ident) -> bool:
         now = _identity.current(store, rel_join(store, root, rel))
-        return now is None or _identity.judge(now, ident) not in (_identity.VERIFIED, _identity.WEAK)
+        return now is None or not is_replaced(now, ident)
 
     base = _catalog.read(ds.catalog, ds.io)
     if not any(gone(r, i) for r, i in ((base.get(OPT_KEY) or {}).get(REPLACED) or {}).items()):

@@ -8,7 +8,13 @@ says which listed files belong to the dataset meanwhile:
   the dataset until its commit (an operation that lists them leaves them out).
 * ``optimize.replaced[<path>]``: the identity of a file an optimize replaced.  A listed file at
   that path with that identity is left out: it waits to be moved away, or a reader listed it just
-  before it was.
+  before it was.  Locally the change time is not compared: the move is a rename, which sets the
+  file's change time before the name leaves its directory, so a listing that stats the name
+  during the move sees the file there with a new change time (the same inode, size and
+  modification time).  Compared in full, such a file was kept as a file of the dataset that no
+  catalog entry describes: read beside its replacement (every row twice), or not found where it
+  was moved.  The move itself and the record's removal judge the file at its place the same way
+  (:func:`is_replaced`): a chmod between the commit and the move changes no byte.
 
 After its commit the optimize moves each replaced file to ``_optimize/retired/<path>.<token>``
 (:func:`retired_rel`; the token is a digest of the identity the file had when listed), where the
@@ -52,9 +58,23 @@ def hidden_filter(cat) -> Optional[Callable[[object], bool]]:
             return False
         if f.identity is None:
             return r.get("size") == f.size and r.get("mtime_ns") == f.mtime_ns
-        return _identity.judge(f.identity, r) in (_identity.VERIFIED, _identity.WEAK)
+        return is_replaced(f.identity, r)
 
     return hide
+
+
+def is_replaced(ident, r) -> bool:
+    """Is a file with identity ``ident`` (listed, or found at the path now) the replaced file whose
+    identity ``r`` was recorded?  The same version by :func:`~paimon_fast.tables.identity.judge`,
+    or locally the same inode, size and modification time with another change time (a rename
+    sets it: module docstring; so does a chmod, which changes no byte)."""
+    if _identity.judge(ident, r) in (_identity.VERIFIED, _identity.WEAK):
+        return True
+    return (
+        ident.etag is None
+        and ident.ino is not None
+        and (r.get("ino"), r.get("size"), r.get("mtime_ns")) == (ident.ino, ident.size, ident.mtime_ns)
+    )
 
 
 def token(ident) -> str:
