@@ -205,13 +205,15 @@ def test_write_options_defaults():
         {"s": [f"{v:016x}" for v in rng.integers(0, 1 << 62, 30_000)], "c": [f"c{i % 5}" for i in range(30_000)]}
     )
 
-    def dictionary_pages(opts):
+    from paimon_fast.io.parquet.footer import _page_header
+
+    def dictionary_pages(opts):  # each column's dictionary page, uncompressed bytes (the limit's unit)
         buf = io.BytesIO()
         write_file(buf, t, opts)
-        buf.seek(0)
-        rg = pq.ParquetFile(buf).metadata.row_group(0)
+        data = buf.getvalue()
+        rg = pq.ParquetFile(io.BytesIO(data)).metadata.row_group(0)
         return [
-            rg.column(i).data_page_offset - rg.column(i).dictionary_page_offset
+            _page_header(data, rg.column(i).dictionary_page_offset, len(data), 0)[3]
             if rg.column(i).has_dictionary_page
             else 0
             for i in range(2)
