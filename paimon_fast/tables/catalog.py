@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
 from ..io.checksum import open_json, seal_json
-from ..errors import DamagedFileError, IndexFormatError
+from ..errors import DamagedFileError, DataFileChangedError, IndexFormatError
 from ..io.fs import CommitConflictError, CommitFile
 from .identity import Identity, unsettled, wait_settled
 from .layout import DataFile, is_data_file_name, parse_partition
@@ -47,6 +47,8 @@ CATALOG_VERSION = 3  # read up to; 1 (before versions and checksums) is still re
 CATALOG_VERSION_PLAIN = 2
 FILE_ORDER_DOC = "files sorted by relative POSIX path; global row id = rows of earlier files + row position in the file"
 COMMIT_RETRIES = 16
+# listings a snapshot takes at most while commits keep landing during them (take)
+SNAPSHOT_ROUNDS = 16
 # gc's grace period (seconds): a superseded version stays live, and a file nothing names yet stays, this long
 GRACE_SECONDS = 3600.0
 STUB_NOTE = (
@@ -242,17 +244,29 @@ def take(store, root: str, cf: CommitFile, counter=None, settle: bool = False, m
     later change of its file.  Files the catalog says an optimize is putting in place or has
     replaced are left out (:mod:`paimon_fast.tables.replaced`).
 
+    The listing and the catalog version belong together: when a commit lands while the files are
+    listed, they are listed again (at most :data:`SNAPSHOT_ROUNDS` times, then
+    :class:`~paimon_fast.errors.DataFileChangedError`).  Without this, a listing taken before an
+    optimize moved its files in or out, paired with a catalog version committed after, could miss
+    the new files (hidden old ones, unlisted new ones: rows lost) or keep an old file the catalog
+    had stopped recording once it moved away (its rows read beside their replacement).
+
     ``memo`` (a dict kept by the caller between snapshots): what is built from the listing and
     the catalog's bytes is reused when both are found unchanged, so a snapshot of an unchanged
-    dataset costs a listing and a read of the catalog, not their parsing.  The snapshot is the
-    one a fresh take would give: the same entries, the same catalog version and bytes (its
-    ``derived`` starts empty: global index listings are read again)."""
+    dataset costs a listing, a probe for a newer catalog version and a read of the catalog, not
+    their parsing.  The snapshot is the one a fresh take would give: the same entries, the same
+    catalog version and bytes (its ``derived`` starts empty: global index listings are read
+    again)."""
     waited = 0.0
     if settle:
         memo = None
-    while True:
+    changed = 0
+    while changed < SNAPSHOT_ROUNDS:
+        seen = memo.get("catalog") if memo is not None else None
+        before = cf.current_version(seen[0] if seen else None)
         t0 = time.time_ns()
         files = list_data_files(store, root, memo)
+        step("snapshot.listed")
         late = unsettled((f.identity for f in files), t0) if settle else 0
         if late:
             w0 = time.monotonic()
@@ -260,7 +274,14 @@ def take(store, root: str, cf: CommitFile, counter=None, settle: bool = False, m
                 waited += time.monotonic() - w0
                 continue
         cat = read(cf, counter, memo)
+        if cat.commit_version != before:
+            changed += 1
+            continue  # committed while the files were listed: list them again
         hide = hidden_filter(cat)
         if hide is not None:
             files = [f for f in files if not hide(f)]
         return Snapshot(files, cat, t0, settled=settle and not late)
+    raise DataFileChangedError(
+        f"the catalog of {store.uri(root)} changed during each of {SNAPSHOT_ROUNDS} listings of its data files "
+        "(other writers commit without pause): no snapshot could be taken; run the operation again"
+    )

@@ -1,10 +1,11 @@
 """Named steps of the dataset's writers, where tests stop, interleave or kill them.
 
-Builds, deletes, optimizes, catalog commits and ``gc`` call :func:`step` between their steps (``build.snapshot``,
-``build.file.read``, ..., ``catalog.commit``; :data:`STEPS` lists them).  Nothing happens there unless
-a test installed a hook (:func:`hook`): it may run another operation to completion at that point (a
-forced interleaving, deterministic without threads), raise, or kill the process.  The steps are
-what the docs' guarantees are tested against (tests/tables/test_dataset_trust.py).
+Builds, deletes, optimizes, catalog commits, ``gc`` and every snapshot (``snapshot.listed``) call
+:func:`step` (``build.snapshot``, ``build.file.read``, ..., ``catalog.commit``; :data:`STEPS` lists
+them).  Nothing happens there unless a test installed a hook (:func:`hook`): it may run another
+operation to completion at that point (a forced interleaving, deterministic without threads),
+raise, or kill the process.  The steps are what the docs' guarantees are tested against
+(tests/tables/test_dataset_trust.py).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ STEPS = (
     "optimize.commit",
     "optimize.committed",  # the catalog names the new files, the old ones are replaced
     "optimize.retired",  # the old files are moved out of the directory's listing
+    "snapshot.listed",  # a snapshot's data files are listed, before its catalog version is read (readers too)
     "catalog.commit",  # right before a catalog version is created (ctx: version, attempt)
     "gc.collected",  # gc decided what to remove, before removing it
 )

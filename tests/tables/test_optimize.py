@@ -616,6 +616,83 @@ def test_the_replaced_files_left_out_by_identity():
     assert not hide(listed(ctime_ns=8, etag="e"))  # an object store's version is its ETag
 
 
+def _optimize_between_listing_and_catalog(place, ds, stop_at=None):
+    """``ds`` reads every row; after its snapshot listed the files and before it reads the catalog,
+    an optimize runs to completion (or until the step ``stop_at``, where it is stopped): the ids
+    read, and what the reader listed first."""
+    state = {}
+
+    class Stop(Exception):
+        pass
+
+    def hook(name, ctx):
+        if name == "snapshot.listed" and "listings" in state:
+            state["listings"] += 1
+        if name == "snapshot.listed" and "fired" not in state:
+            state["fired"] = True
+            state["listed"] = place.data_files()
+            try:
+                ParquetDataset(place.uri).optimize("x", **WRITE)
+            except Stop:
+                pass
+            state["listings"] = 0
+        elif name == stop_at and state.get("fired"):
+            raise Stop
+
+    with steps.hook(hook):
+        ids = sorted(ds.read(None).to_arrow().column("id").to_pylist())
+    assert state.get("fired")
+    return ids, state
+
+
+@pytest.mark.parametrize("memo", ["fresh", "long-lived"])
+def test_a_snapshot_listed_before_an_optimize_and_its_catalog_read_after(local, memo):
+    """The reader lists the old files, the optimize moves the new ones in and the old ones away and
+    stops recording them, then the reader reads the catalog.  Paired as they were, the reader kept
+    the old files (unrecorded, found where they were moved) without their deletion vectors: rows
+    deleted before came back.  The snapshot lists again when a commit landed meanwhile."""
+    deleted = ready(local)
+    before = expected(local, deleted)
+    ds = ParquetDataset(local.uri)
+    if memo == "long-lived":
+        assert sorted(ds.read(None).to_arrow().column("id").to_pylist()) == before[None]
+    ids, state = _optimize_between_listing_and_catalog(local, ds)
+    assert ids == before[None]
+    assert state["listings"] == 1  # listed once more, after the optimize
+    assert not set(state["listed"]) & set(local.data_files())  # the optimize replaced every file listed
+    assert answers(local.uri) == before
+
+
+def test_a_snapshot_listed_before_an_optimize_put_its_files_in_place(local):
+    """The reader lists the old files, the optimize moves the new ones in and commits (and stops
+    there), then the reader reads the catalog: paired as they were, the old files were left out
+    as replaced and the new ones were not listed: no rows at all."""
+    deleted = ready(local)
+    before = expected(local, deleted)
+    ids, state = _optimize_between_listing_and_catalog(local, ParquetDataset(local.uri), stop_at="optimize.committed")
+    assert ids == before[None] and state["listings"] == 1
+    assert answers(local.uri) == before
+
+
+def test_a_snapshot_gives_up_when_every_listing_meets_a_commit(local, monkeypatch):
+    from paimon_fast.tables import catalog
+
+    ready(local, global_index=False)
+    ds = ParquetDataset(local.uri)
+    n = []
+
+    def hook(name, ctx):  # a commit during every listing
+        if name == "snapshot.listed":
+            n.append(1)
+            base = catalog.read(ds.catalog)
+            catalog.commit(ds.catalog, base, lambda c, attempt: dict(c, note=len(n)))
+
+    monkeypatch.setattr(catalog, "SNAPSHOT_ROUNDS", 3)
+    with steps.hook(hook), pytest.raises(DataFileChangedError, match="changed during each of 3 listings"):
+        ds.snapshot()
+    assert len(n) == 3
+
+
 def test_a_reader_on_an_older_snapshot_reads_the_files_it_listed(local):
     deleted = ready(local)
     before = expected(local, deleted)
