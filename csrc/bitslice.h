@@ -92,8 +92,8 @@ enum { PF_EQ = 0, PF_NEQ = 1, PF_LT = 2, PF_LTE = 3, PF_GT = 4, PF_GTE = 5 };
  * with lte(v) = lt(v + 1), gte = base & ~lt, gt = base & ~lte, neq = base & ~eq. */
 typedef uint64_t pf_v4 __attribute__((vector_size(32)));
 
-static inline pf_v4 pf_ld4(const void *p) { pf_v4 x; memcpy(&x, p, 32); return x; }
-static inline void pf_st4(void *p, pf_v4 x) { memcpy(p, &x, 32); }
+static inline __attribute__((always_inline)) pf_v4 pf_ld4(const void *p) { pf_v4 x; memcpy(&x, p, 32); return x; }
+static inline __attribute__((always_inline)) void pf_st4(void *p, pf_v4 x) { memcpy(p, &x, 32); }
 
 /* out = (LT ? rows < v : rows == v) among base, complemented within base
  * when inv.  Requires v < 2^S (callers handle v beyond every value).  8
