@@ -337,8 +337,12 @@ def test_spark_column_null_literals(spark):
     from paimon_fast.spark.columns import to_spark_column
 
     rows = TABLE.to_pylist()
+    from tests.support.spark_support import kept_in_one_job
+
     df = spark.createDataFrame([(i, r["x"], r["s"]) for i, r in enumerate(rows)], "i long, x long, s string")
-    for col, lit in (("x", 3), ("s", "a")):
-        for p in null_leaves(col, lit) + [parse_predicate(f"{col} = NULL")]:
-            got = sorted(r["i"] for r in df.filter(to_spark_column(p)).collect())
-            assert got == oracle(rows, p), p
+    preds = [
+        p for col, lit in (("x", 3), ("s", "a")) for p in null_leaves(col, lit) + [parse_predicate(f"{col} = NULL")]
+    ]
+    got = kept_in_one_job(df, "i", [to_spark_column(p) for p in preds])  # one Spark job
+    for p, ids in zip(preds, got):
+        assert ids == oracle(rows, p), p

@@ -108,13 +108,14 @@ def test_arrow_back_end_equals_oracle(pred):
 @pytest.mark.spark
 def test_spark_back_end_equals_oracle(spark):
     from paimon_fast.spark.columns import to_spark_column
+    from tests.support.spark_support import kept_in_one_job  # one Spark job for every predicate
 
     t = _table().append_column("__i", pa.array(range(len(X))))
     df = spark.createDataFrame(t)  # from Arrow: NaN stays NaN (through pandas it would become NULL)
     rows = t.to_pylist()
-    for pred in PREDICATES:
-        got = sorted(r["__i"] for r in df.where(to_spark_column(pred, t.schema)).select("__i").collect())
-        assert got == matching_rows(pred, rows), pred
+    got = kept_in_one_job(df, "__i", [to_spark_column(pred, t.schema) for pred in PREDICATES])
+    for pred, ids in zip(PREDICATES, got):
+        assert ids == matching_rows(pred, rows), pred
 
 
 def test_pypaimon_back_end_keeps_the_tree():

@@ -70,6 +70,16 @@ def answers_in_one_job(dfs, columns=COLS, key=None):
     return [sorted(x, key=key) for x in out]
 
 
+def kept_in_one_job(df, key, conditions):
+    """For each Spark column of ``conditions``, the sorted ``key`` values of the rows
+    ``df.filter(condition)`` keeps, from one Spark job: a boolean column per condition (a NULL
+    condition keeps no row, as in a filter)."""
+    from pyspark.sql import functions as F
+
+    rows = df.select(key, *[F.coalesce(c, F.lit(False)).alias(f"__p{i}") for i, c in enumerate(conditions)]).collect()
+    return [sorted(r[key] for r in rows if r[f"__p{i}"]) for i in range(len(conditions))]
+
+
 def full_scan_answers(spark, root, predicates, columns=COLS, key=None, recursive=False):
     """Plain Spark's answer to every predicate, in one job: one boolean column per predicate;
     ``columns``, ``key`` as :func:`answers_in_one_job`, ``recursive`` as :func:`plain`."""
