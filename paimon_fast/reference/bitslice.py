@@ -179,7 +179,8 @@ def encode(words):
         block = (x >> (key << 16)) & ((1 << 65536) - 1)
         if not block:
             continue
-        vals = [i for i in range(65536) if (block >> i) & 1]
+        raw = block.to_bytes(8192, "little")  # bit i of the block is bit i % 8 of byte i // 8
+        vals = [8 * j + b for j, byte in enumerate(raw) if byte for b in range(8) if (byte >> b) & 1]
         runs = []
         for v in vals:
             if runs and runs[-1][1] == v - 1:
