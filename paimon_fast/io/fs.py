@@ -220,15 +220,11 @@ class CommitFile:
                 return None, None
         return v, data
 
-    def current_version(self, known: Optional[int] = None) -> Optional[int]:
-        """The current version's number, without reading it (what :meth:`read` would return first;
-        None: no commit exists).  ``known``: a version read earlier (versions only grow), from which
-        the next numbers are probed instead of listing the versions."""
-        if known:
-            v = known
-        else:
-            vs = self.versions()
-            v = vs[-1] if vs else 0
+    def current_version(self) -> Optional[int]:
+        """The current version's number, without reading it (the version :meth:`read` would
+        return; None: no commit exists)."""
+        vs = self.versions()
+        v = vs[-1] if vs else 0
         while self.store.exists(self._vpath(v + 1)):
             v += 1
         if v == 0 and not self.store.exists(self.legacy_path):

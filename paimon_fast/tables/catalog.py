@@ -253,17 +253,20 @@ def take(store, root: str, cf: CommitFile, counter=None, settle: bool = False, m
 
     ``memo`` (a dict kept by the caller between snapshots): what is built from the listing and
     the catalog's bytes is reused when both are found unchanged, so a snapshot of an unchanged
-    dataset costs a listing, a probe for a newer catalog version and a read of the catalog, not
-    their parsing.  The snapshot is the one a fresh take would give: the same entries, the same
-    catalog version and bytes (its ``derived`` starts empty: global index listings are read
+    dataset costs a listing and a read of the catalog, not their parsing (the first snapshot
+    after a commit lists twice: the version the memo holds is the one known to be current before
+    its first listing).  The snapshot is the one a fresh take would give: the same entries, the
+    same catalog version and bytes (its ``derived`` starts empty: global index listings are read
     again)."""
     waited = 0.0
     if settle:
         memo = None
     changed = 0
     while changed < SNAPSHOT_ROUNDS:
+        # the version current before this listing: the one a snapshot read last (then current,
+        # and versions only grow), else probed
         seen = memo.get("catalog") if memo is not None else None
-        before = cf.current_version(seen[0] if seen else None)
+        before = seen[0] if seen is not None else cf.current_version()
         t0 = time.time_ns()
         files = list_data_files(store, root, memo)
         step("snapshot.listed")
