@@ -666,7 +666,9 @@ def test_a_snapshot_listed_before_an_optimize_and_its_catalog_read_after(local, 
 def test_a_snapshot_listed_before_an_optimize_put_its_files_in_place(local):
     """The reader lists the old files, the optimize moves the new ones in and commits (and stops
     there), then the reader reads the catalog: paired as they were, the old files were left out
-    as replaced and the new ones were not listed: no rows at all."""
+    as replaced and the new ones were not listed.  Here every file was replaced and the read
+    raised FileNotFoundError (no data files); had only some been, the others' rows would have
+    been read alone, without an error."""
     deleted = ready(local)
     before = expected(local, deleted)
     ids, state = _optimize_between_listing_and_catalog(local, ParquetDataset(local.uri), stop_at="optimize.committed")
