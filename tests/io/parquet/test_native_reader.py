@@ -1847,3 +1847,31 @@ def test_crafted_offset_index_overflowing_offsets():
     oi = _offset_index([(4, len(p1), 0), (big, big, 4)])
     res, col = _job(p1 + p2, 7, oi=oi, rows=[0, 3, 4, 6])
     assert _status(res) == (KERNEL.OK, "")
+
+
+def test_output_type_check_is_cached_by_what_decides_it():
+    """The reader checks that its buffers are an Arrow array of the column's type before
+    ``from_buffers`` (which aborts on a mismatch); the check is cached by a key of the type's id
+    (and a fixed-size binary's width): any two types of one key must get the same answer, and a
+    mismatch must still raise after a matching type of the same id was cached."""
+    from paimon_fast.io.parquet import arrowmap
+
+    K = native.kernels(False)
+    types = [
+        pa.int8(), pa.int32(), pa.uint32(), pa.int64(), pa.float32(), pa.float64(), pa.date32(),
+        pa.timestamp("ms"), pa.timestamp("us", "UTC"), pa.decimal128(10, 2), pa.decimal128(38, 4),
+        pa.binary(3), pa.binary(6), pa.binary(16), pa.string(), pa.binary(), pa.large_string(),
+        pa.bool_(), pa.null(), pa.dictionary(pa.int32(), pa.string()), pa.list_(pa.int64()),
+    ]  # fmt: skip
+    outputs = [(K.OUT_FIXED, w) for w in (1, 3, 4, 6, 8, 16)] + [(K.OUT_BOOL, 1), (K.OUT_BYTES, 0), (K.OUT_LBYTES, 0)]
+    seen = {}
+    for t in types:
+        for kind, width in outputs:
+            key = arrowmap._fits_key(kind, width, t)
+            assert seen.setdefault(key, arrowmap._fits(K, kind, width, t)) == arrowmap._fits(K, kind, width, t), t
+    arrowmap._FITS.clear()
+    values = np.zeros(8 * 3, np.uint8)
+    ok = arrowmap._arrow(K, (K.OUT_FIXED, 8, 3, values, None, None), None, pa.binary(8))
+    assert ok.type == pa.binary(8) and len(ok) == 3
+    with pytest.raises(AssertionError, match="not an Arrow fixed_size_binary"):
+        arrowmap._arrow(K, (K.OUT_FIXED, 8, 3, values, None, None), None, pa.binary(6))
