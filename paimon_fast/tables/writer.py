@@ -91,7 +91,8 @@ class WriteOptions:
         if self.target_file_size is not None:
             return self.target_file_size
         mean = sum(sizes) / max(1, len(sizes))
-        return int(min(MAX_TARGET_FILE_SIZE, max(MIN_TARGET_FILE_SIZE, mean)))
+        # rounded up: rounded down, n files of a mean with a fraction were cut into n + 1
+        return math.ceil(min(MAX_TARGET_FILE_SIZE, max(MIN_TARGET_FILE_SIZE, mean)))
 
     def check(self) -> "WriteOptions":
         c = str(self.compression).lower()

@@ -199,6 +199,14 @@ def test_write_options_defaults():
     assert o.target_for([20 * mib, 40 * mib]) == 30 * mib  # the mean of the files rewritten
     assert o.target_for([300 * mib]) == 128 * mib  # large ones split
     assert WriteOptions(target_file_size=5000).target_for([300 * mib]) == 5000
+    # files rewritten at the default target come out as many as they went in, whatever the
+    # mean's fraction (50 files of 435,081,397 bytes were cut into 51 when it was rounded down)
+    from paimon_fast.tables.optimize_rewrite import file_cuts
+
+    for sizes in ([8_701_627, 8_701_628, 8_701_628] * 5, [20 * mib, 40 * mib + 1], [9 * mib + 1] * 50):
+        opts = WriteOptions()
+        opts.target_file_size = opts.target_for(sizes)
+        assert len(file_cuts(10_000_000, sum(sizes), opts)) == len(sizes), sizes
     # a dictionary page holds at most dictionary_bytes: past it the column falls back to plain pages
     rng = np.random.default_rng(5)
     t = pa.table(
