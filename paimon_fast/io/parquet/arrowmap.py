@@ -192,6 +192,8 @@ def _arrow(K, col, data, t: pa.DataType, nulls: Optional[int] = None) -> pa.Arra
     key = _fits_key(kind, width, t)  # (the kernels and their twin share the constants _fits compares)
     got = _FITS.get(key)
     if got is None:
+        if len(_FITS) >= 1024:  # (fixed-size binaries of many widths)
+            _FITS.clear()
         got = _FITS[key] = _fits(K, kind, width, t)
     if not got:
         raise AssertionError(f"native reader: output of kind {kind} / width {width} is not an Arrow {t}")
