@@ -70,24 +70,27 @@ def answers_in_one_job(dfs, columns=COLS, key=None):
     return [sorted(x, key=key) for x in out]
 
 
-def kept_in_one_job(df, key, conditions):
-    """For each Spark column of ``conditions``, the sorted ``key`` values of the rows
-    ``df.filter(condition)`` keeps, from one Spark job: a boolean column per condition (a NULL
-    condition keeps no row, as in a filter)."""
+def rows_kept_in_one_job(df, columns, conditions, key=None):
+    """For each Spark column of ``conditions``, the rows ``df.filter(condition)`` keeps as sorted
+    tuples of ``columns`` (by ``key``, as :func:`answers_in_one_job`), from one Spark job: a
+    boolean column per condition (a NULL condition keeps no row, as in a filter)."""
     from pyspark.sql import functions as F
 
-    rows = df.select(key, *[F.coalesce(c, F.lit(False)).alias(f"__p{i}") for i, c in enumerate(conditions)]).collect()
-    return [sorted(r[key] for r in rows if r[f"__p{i}"]) for i in range(len(conditions))]
+    rows = df.select(
+        *columns, *[F.coalesce(c, F.lit(False)).alias(f"__p{i}") for i, c in enumerate(conditions)]
+    ).collect()
+    n = len(columns)
+    return [sorted((tuple(r)[:n] for r in rows if r[f"__p{i}"]), key=key) for i in range(len(conditions))]
+
+
+def kept_in_one_job(df, key, conditions):
+    """:func:`rows_kept_in_one_job` of the one column ``key``: its sorted values per condition."""
+    return [[r[0] for r in kept] for kept in rows_kept_in_one_job(df, [key], conditions)]
 
 
 def full_scan_answers(spark, root, predicates, columns=COLS, key=None, recursive=False):
-    """Plain Spark's answer to every predicate, in one job: one boolean column per predicate;
+    """Plain Spark's answer to every SQL predicate, in one job (:func:`rows_kept_in_one_job`);
     ``columns``, ``key`` as :func:`answers_in_one_job`, ``recursive`` as :func:`plain`."""
     from pyspark.sql import functions as F
 
-    df = plain(spark, root, recursive).select(
-        *columns, *[F.coalesce(F.expr(t), F.lit(False)).alias(f"__p{i}") for i, t in enumerate(predicates)]
-    )
-    rows = df.collect()
-    n = len(columns)
-    return [sorted((tuple(r)[:n] for r in rows if r[f"__p{i}"]), key=key) for i in range(len(predicates))]
+    return rows_kept_in_one_job(plain(spark, root, recursive), columns, [F.expr(t) for t in predicates], key)
