@@ -26,7 +26,10 @@ what a page costs there):
   (``to_arrow()`` and ``count()``) of the optimized copy against DuckDB's and Polars' scans of the
   original and of the optimized directory (targets, against DuckDB: 10x and 3x);
 * **other predicates** on indexed columns (``id``, ``key``, ``cat``, ``q``): our read of the
-  optimized copy against our read of the original (target: at least 0.9x the speed before);
+  optimized copy against our read of the original, the two measured in turn (target: at least
+  0.9x the speed before); and point lookups of ``--points`` values of ``id`` and of ``key``
+  (ours only: the mean of one value's lookup), since one value's time is mostly how many files
+  its bloom filters keep by chance on each copy;
 * **plans**: the plan of a cluster-column predicate on the optimized copy (catalog statistics),
   and the files our plan keeps for each other predicate on each copy (a point lookup's bloom
   filters keep a file per false positive, so the two copies' lookups read different numbers of
@@ -66,6 +69,24 @@ OTHER_QUERIES = [
     ("cat rare 0.05%", None),
     ("q 2 values (2%)", None),
 ]
+# Point lookups over many values, ours only (the peers would scan every file for each value).
+# One value's time is mostly the number of files its bloom filters keep, a draw of each layout's
+# own (fpp 0.1 a file); over many values the draws average out and the layout's cost shows.
+POINT_COLUMNS = ("id", "key")
+POINTS = 100
+
+
+def point_values(rows: int, n: int) -> list:
+    """The ids looked up by the many-value point queries (the same each run)."""
+    return sorted(random.Random(44).sample(range(rows), min(n, rows)))
+
+
+def point_name(col: str, n: int) -> str:
+    return f"{col} points ({n} values)"
+
+
+def point_where(col: str, v: int) -> str:
+    return f"id = {v}" if col == "id" else f"key = '{bench_peers._key(v)}'"
 
 
 def _columns(rows: int):
@@ -92,6 +113,11 @@ def oracle(rows: int, peers_oracle: dict) -> dict:
         out[name] = peers_oracle[name]
     out["all"] = {"count": rows, "id_sum": int(ids.sum())}
     return out
+
+
+def point_oracle(rows: int, n: int) -> dict:
+    """Per value of the many-value point queries: one row, its id (ids and keys are unique)."""
+    return {v: {"count": 1, "id_sum": v} for v in point_values(rows, n)}
 
 
 def _where(name: str, rows: int) -> str:
@@ -157,8 +183,34 @@ def cost_on_spark(orig: str, work: str) -> dict:
 # ---------------------------------------------------------------- reads
 
 
+def schedule(names: list, rounds: int, order: str, shuffle, in_turn: tuple = ()) -> list:
+    """The engines' runs, in order: first the engines of ``in_turn`` one round each in turn (who
+    goes first alternating), then the others as ``order`` says (see ``measure_reads``)."""
+    runs = []
+    if in_turn:
+        a, b = in_turn
+        for i in range(rounds):
+            runs += [a, b] if i % 2 == 0 else [b, a]
+    rest = [e for e in names if e not in in_turn]
+    if order == "back-to-back":
+        shuffle(rest)
+        runs += [e for e in rest for _ in range(rounds)]
+    else:
+        for _ in range(rounds):
+            shuffle(rest)  # (a fixed cyclic order always ran each engine after the same one)
+            runs += rest
+    return runs
+
+
 def measure_reads(
-    orig: str, opt: str, rows: int, want: dict, rounds: int, order: str = "shuffled", warmup_ms: float = 0.0
+    orig: str,
+    opt: str,
+    rows: int,
+    want: dict,
+    rounds: int,
+    order: str = "shuffled",
+    warmup_ms: float = 0.0,
+    points: int = POINTS,
 ) -> list:
     """Every engine's median time of every query; ``order``: ``shuffled`` (each round runs the
     engines in a new order) or ``back-to-back`` (each engine's rounds in a row: an engine measured
@@ -166,7 +218,12 @@ def measure_reads(
     ``warmup_ms`` (back-to-back): before its rounds, each engine runs untimed for at least this
     long (once at least): on this machine a processor that was idle or busy with another engine
     runs the next ~10-20 ms slower, which costs a short query several of its rounds and a long
-    one part of its first (benchmarks/README.md, "stop 64")."""
+    one part of its first (benchmarks/README.md, "stop 64").
+
+    For the other predicates (the target compares our read of the two copies), our two reads are
+    measured in turn, a round of each in turn: this machine's slow stretches, which last seconds,
+    then fall on both alike.  The many-value point queries (``points`` values each, ours only)
+    time all the values' lookups in a round and report the mean of one lookup."""
     import duckdb
 
     from paimon_fast.tables import ParquetDataset
@@ -196,11 +253,29 @@ def measure_reads(
         t = con.sql(f"SELECT * FROM read_parquet('{d}/*.parquet') WHERE {w}").to_arrow_table()
         return t.num_rows, int(np.asarray(t.column("id"), np.int64).sum())
 
+    values = point_values(rows, points)
+    want_points = point_oracle(rows, points)
+
+    def ours_points(ds, col, action):
+        """Every value's lookup, each checked; returns nothing to check (the count and id sum
+        of all the values would hide a wrong pair)."""
+        for v in values:
+            _check("ours", point_name(col, points), *ours(ds, point_where(col, v), action), want_points[v])
+        return None
+
+    queries = [("cluster", n) for n, _ in CLUSTER_QUERIES] + [("other", n) for n, _ in OTHER_QUERIES]
+    queries += [("points", point_name(c, points)) for c in POINT_COLUMNS] if points else []
     results = []
-    for group, queries in (("cluster", CLUSTER_QUERIES), ("other", OTHER_QUERIES)):
-        for name, _ in queries:
-            w = _where(name, rows)
-            for action in ("rows", "count"):
+    for group, name in queries:
+        col = name.split()[0]
+        w = _where(name, rows) if group != "points" else point_where(col, values[0]) + f" ... ({len(values)} values)"
+        for action in ("rows", "count"):
+            if group == "points":
+                engines = {
+                    "ours_opt": lambda: ours_points(ds_opt, col, action),
+                    "ours_orig": lambda: ours_points(ds_orig, col, action),
+                }
+            else:
                 engines = {
                     "ours_opt": lambda: ours(ds_opt, w, action),
                     "ours_orig": lambda: ours(ds_orig, w, action),
@@ -209,39 +284,33 @@ def measure_reads(
                     "polars_orig": lambda: polars(orig, w, action),
                     "polars_opt": lambda: polars(opt, w, action),
                 }
-                for e, fn in engines.items():
-                    _check(e, name, *fn(), want[name])
-                row = {"group": group, "query": name, "where": w, "action": action}
-                times = {e: [] for e in engines}
-                shuffle = random.Random(f"{name}/{action}").shuffle  # (the same order each run)
-                names = list(engines)
-                if order == "back-to-back":
-                    shuffle(names)
-                    runs = [e for e in names for _ in range(rounds)]
-                else:
-                    runs = []
-                    for _ in range(rounds):
-                        shuffle(names)  # (a fixed cyclic order always ran each engine after the same one)
-                        runs += names
-                for k, e in enumerate(runs):
-                    if warmup_ms > 0 and (k == 0 or runs[k - 1] != e):
-                        w0 = time.perf_counter()
-                        engines[e]()
-                        while time.perf_counter() - w0 < warmup_ms / 1e3:
-                            engines[e]()
-                    t0 = time.perf_counter()
+            for e, fn in engines.items():
+                got = fn()
+                if got is not None:
+                    _check(e, name, *got, want[name])
+            row = {"group": group, "query": name, "where": w, "action": action}
+            times = {e: [] for e in engines}
+            shuffle = random.Random(f"{name}/{action}").shuffle  # (the same order each run)
+            in_turn = ("ours_orig", "ours_opt") if group != "cluster" else ()
+            runs = schedule(list(engines), rounds, order, shuffle, in_turn)
+            for k, e in enumerate(runs):
+                # (no warm-up between our two reads in turn: each warms the same code)
+                if warmup_ms > 0 and (k == 0 or (runs[k - 1] != e and not {runs[k - 1], e} <= set(in_turn))):
+                    w0 = time.perf_counter()
                     engines[e]()
-                    times[e].append(time.perf_counter() - t0)
-                for e, ts in times.items():
-                    row[e] = statistics.median(ts)
-                print(
-                    f"  {name:20s} {action:5s} ms: ours(opt) {row['ours_opt'] * 1e3:.2f}  ours(orig) "
-                    f"{row['ours_orig'] * 1e3:.2f}  duckdb(orig) {row['duckdb_orig'] * 1e3:.1f}  "
-                    f"duckdb(opt) {row['duckdb_opt'] * 1e3:.1f}  polars(orig) {row['polars_orig'] * 1e3:.1f}  "
-                    f"polars(opt) {row['polars_opt'] * 1e3:.1f}",
-                    flush=True,
-                )
-                results.append(row)
+                    while time.perf_counter() - w0 < warmup_ms / 1e3:
+                        engines[e]()
+                t0 = time.perf_counter()
+                engines[e]()
+                times[e].append(time.perf_counter() - t0)
+            per = len(values) if group == "points" else 1  # (a many-value query: one lookup's mean)
+            for e, ts in times.items():
+                row[e] = statistics.median(ts) / per
+            print(
+                f"  {name:20s} {action:5s} ms: " + "  ".join(f"{e} {row[e] * 1e3:.2f}" for e in engines),
+                flush=True,
+            )
+            results.append(row)
     return results
 
 
@@ -257,16 +326,25 @@ def plan_times(opt: str, rows: int, rounds: int) -> dict:
     return out
 
 
-def files_kept(orig: str, opt: str, rows: int) -> dict:
-    """Per other query, the files our plan keeps on each copy (``"kept/total"``): a bloom filter's
-    false positives (fpp 0.1 a file by default) keep files of their own on each layout, and each
-    costs a read of the column."""
+def files_kept(orig: str, opt: str, rows: int, points: int = POINTS) -> dict:
+    """Per other query, the files our plan keeps on each copy (``"kept/total"``; for a many-value
+    point query the mean over its values): a bloom filter's false positives (fpp 0.1 a file by
+    default) keep files of their own on each layout, and each costs a read of the column."""
     from paimon_fast.tables import ParquetDataset
 
     out = {}
+    dss = [ParquetDataset(d) for d in (opt, orig)]
     for name, _ in OTHER_QUERIES:
         w = _where(name, rows)
-        out[name] = [f"{len(p.kept)}/{p.report.files_total}" for p in (ParquetDataset(d).plan(w) for d in (opt, orig))]
+        out[name] = [f"{len(p.kept)}/{p.report.files_total}" for p in (ds.plan(w) for ds in dss)]
+    values = point_values(rows, points)
+    for col in POINT_COLUMNS if points else ():
+        cells = []
+        for ds in dss:
+            plans = [ds.plan(point_where(col, v)) for v in values]
+            mean = sum(len(p.kept) for p in plans) / len(plans)
+            cells.append(f"{mean:.2f}/{plans[0].report.files_total} (mean)")
+        out[point_name(col, points)] = cells
     return out
 
 
@@ -355,9 +433,11 @@ def table(res: dict) -> str:
         f"Times in ms (median; engines {res.get('order', 'shuffled')}"
         + (" each round" if res.get("order", "shuffled") == "shuffled" else ", each engine's rounds in a row")
         + (f", each engine run untimed for {res['warmup_ms']:g} ms before its rounds" if res.get("warmup_ms") else "")
+        + "; our two reads of each other query in turn, a round of each"
         + "); ratios are the other's time / ours on the optimized copy (above 1: ours "
         "is faster). Targets: cluster-column queries >= 10x DuckDB on the original and >= 3x DuckDB on "
-        "the optimized copy; other queries: ours after / ours before >= 0.9x.",
+        "the optimized copy; other queries: ours after / ours before >= 0.9x. A many-value point query "
+        "gives the mean time of one value's lookup (ours only).",
         "",
         "| query | action | ours, optimized | ours, original | DuckDB orig | DuckDB opt | Polars orig | "
         "Polars opt | DuckDB orig / ours | DuckDB opt / ours | Polars orig / ours | Polars opt / ours | "
@@ -367,15 +447,12 @@ def table(res: dict) -> str:
     for r in res["reads"]:
         a = r["ours_opt"]
         engines = ("ours_opt", "ours_orig", "duckdb_orig", "duckdb_opt", "polars_orig", "polars_opt")
-        cells = [r[k] * 1e3 for k in engines]
-        ratios = [r[k] / a for k in ("duckdb_orig", "duckdb_opt", "polars_orig", "polars_opt", "ours_orig")]
-        lines.append(
-            f"| {r['query']} | {r['action']} | "
-            + " | ".join(f"{c:.2f}" for c in cells)
-            + " | "
-            + " | ".join(f"**{x:.1f}x**" if i < 4 else f"**{x:.2f}x**" for i, x in enumerate(ratios))
-            + " |"
-        )
+        cells = [f"{r[k] * 1e3:.2f}" if k in r else "-" for k in engines]
+        ratios = [
+            ("-" if k not in r else f"**{r[k] / a:.1f}x**" if i < 4 else f"**{r[k] / a:.2f}x**")
+            for i, k in enumerate(("duckdb_orig", "duckdb_opt", "polars_orig", "polars_opt", "ours_orig"))
+        ]
+        lines.append(f"| {r['query']} | {r['action']} | " + " | ".join(cells + ratios) + " |")
     lines += ["", "| plan of (optimized copy) | time | files kept |", "| --- | --- | --- |"]
     for name, _ in CLUSTER_QUERIES:
         lines.append(f"| {name} | {res['plans'][name] * 1e3:.2f} ms | {res['plans'][name + ' files']} |")
@@ -395,7 +472,7 @@ def main(argv=None):
     ap.add_argument("--rows", type=float, default=float(os.environ.get("PF_OPTIMIZE_ROWS", "1e7")))
     ap.add_argument("--files", type=int, default=bench_peers.FILES)
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--quick", action="store_true", help="3 rounds, no Spark")
+    ap.add_argument("--quick", action="store_true", help="3 rounds, 10 point values, no Spark")
     ap.add_argument("--spark", action="store_true", help="also the Spark cost and Spark as a plain reader")
     ap.add_argument("--pages", action="store_true", help="only the page-size measurement")
     ap.add_argument("--data", default=os.environ.get("PF_BENCH_DATA", "/tmp/paimon-fast-optimize"))
@@ -411,6 +488,12 @@ def main(argv=None):
         default=0.0,
         help="with --order back-to-back: run each engine untimed this long before its rounds",
     )
+    ap.add_argument(
+        "--points",
+        type=int,
+        default=POINTS,
+        help=f"values of each many-value point query (default {POINTS}; 0: none)",
+    )
     ap.add_argument("--out", help="write the markdown tables here")
     ap.add_argument("--json", help="write the raw results here")
     args = ap.parse_args(argv)
@@ -418,7 +501,7 @@ def main(argv=None):
         ap.error("--warmup-ms needs --order back-to-back")
     rows = int(args.rows)
     if args.quick:
-        args.rounds, args.spark = 3, False
+        args.rounds, args.spark, args.points = 3, False, min(args.points, 10)
     orig = os.path.join(args.data, f"scattered-snappy-{rows}")
     t0 = time.perf_counter()
     peers_oracle = bench_peers.generate(orig, rows, "scattered", "snappy", False, args.files)
@@ -450,9 +533,9 @@ def main(argv=None):
     print("reads:", flush=True)
     res["order"] = args.order
     res["warmup_ms"] = args.warmup_ms
-    res["reads"] = measure_reads(orig, opt, rows, want, args.rounds, args.order, args.warmup_ms)
+    res["reads"] = measure_reads(orig, opt, rows, want, args.rounds, args.order, args.warmup_ms, args.points)
     res["plans"] = plan_times(opt, rows, args.rounds)
-    res["kept"] = files_kept(orig, opt, rows)
+    res["kept"] = files_kept(orig, opt, rows, args.points)
     res["load_after"] = os.getloadavg()
     md = table(res)
     md += f"\nload average before / after: {res['load_before']} / {res['load_after']}\n"
