@@ -34,6 +34,16 @@ def test_our_two_reads_run_in_turn_first_then_the_others_as_ordered():
     assert rest == [e for e in reversed(ENGINES[2:]) for _ in range(3)]  # each engine's rounds in a row
 
 
+def test_cycles_repeat_the_schedule_each_in_a_new_order():
+    runs = bo.schedule(["a", "b", "c"], 2, "back-to-back", _shuffle, ("a", "b"), cycles=2)
+    assert runs == ["a", "b", "b", "a", "c", "c"] * 2
+    runs = bo.schedule(["a", "b", "c"], 2, "back-to-back", _shuffle, cycles=3)
+    assert runs == ["c", "c", "b", "b", "a", "a", "a", "a", "b", "b", "c", "c", "c", "c", "b", "b", "a", "a"]
+    assert Counter(bo.schedule(list(ENGINES), 3, "shuffled", _shuffle, ("ours_orig", "ours_opt"), 4)) == {
+        e: 12 for e in ENGINES
+    }
+
+
 def test_without_a_pair_every_engine_follows_the_order():
     assert bo.schedule(["a", "b"], 2, "back-to-back", _shuffle) == ["b", "b", "a", "a"]
     assert bo.schedule(["a", "b"], 2, "shuffled", _shuffle) == ["b", "a", "a", "b"]
