@@ -512,6 +512,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.warmup_ms and args.order != "back-to-back":
         ap.error("--warmup-ms needs --order back-to-back")
+    if args.cycles < 1 or args.rounds < 1 or args.points < 0:
+        ap.error("--cycles and --rounds must be at least 1, --points at least 0")
     rows = int(args.rows)
     if args.quick:
         args.rounds, args.spark, args.points = 3, False, min(args.points, 10)

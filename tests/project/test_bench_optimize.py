@@ -5,6 +5,8 @@ import importlib.util
 import os
 from collections import Counter
 
+import pytest
+
 from tests.support import paths
 
 
@@ -71,3 +73,11 @@ def test_a_query_only_ours_ran_shows_dashes_for_the_peers():
     line = next(x for x in bo.table(res).splitlines() if x.startswith("| key points"))
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells == ["key points (3 values)", "rows", "2.00", "3.00"] + ["-"] * 8 + ["**1.50x**"]
+
+
+@pytest.mark.parametrize("argv", [["--cycles", "0"], ["--rounds", "0"], ["--points", "-1"]])
+def test_counts_that_would_measure_nothing_are_refused(argv, capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        bo.main(argv + ["--rows", "1000", "--data", str(tmp_path)])
+    assert e.value.code == 2 and "at least" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # refused before any data was written
