@@ -23,11 +23,14 @@ export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=lib
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # (test_globalindex_kernels' brute-force property builds 2^32-row universes: hours under ASan's
-# allocator, so it is left to the ordinary run).  --capture=sys: pytest's default fd capture
+# allocator, so it is left to the ordinary run; so are the answers of the two vectors whose row ids
+# cross 2^32: their time goes to pyroaring's complements of a universe of over 2^32 rows, not to
+# our C code, 45 s under ASan against 1 s without, and their files' decoding stays checked here
+# by the same vectors' writer, top-n and fuzz tests).  --capture=sys: pytest's default fd capture
 # would swallow an ASan / UBSan report written to fd 2 before the abort.
 # (test_crafted_huge_usize_under_a_memory_limit sets RLIMIT_AS, which ASan's reservations cannot live under)
 python -m pytest -q -p no:cacheprovider --capture=sys -x -n auto --dist worksteal \
-  -k "not test_writer_reader_against_brute_force and not test_crafted_huge_usize_under_a_memory_limit" \
+  -k "not test_writer_reader_against_brute_force and not test_crafted_huge_usize_under_a_memory_limit and not (test_reader_answers_like_java and cross_2pow32)" \
   tests/formats/fileindex/test_bitmap_vectors.py tests/formats/fileindex/test_bloom_vectors.py tests/formats/fileindex/test_bsi_vectors.py \
   tests/formats/fileindex/test_range_bitmap_vectors.py tests/formats/fileindex/test_container_vectors.py tests/formats/fileindex/test_corrupt_foundation.py \
   tests/formats/fileindex/test_range_bsi_fuzz.py tests/formats/fileindex/test_bitslice_kernels.py tests/formats/fileindex/test_bloom_kernels.py \
