@@ -12,9 +12,18 @@ def pytest_xdist_auto_num_workers(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """``PAIMON_FAST_TEST_EXAMPLES=0.2``: every Hypothesis test runs that share of its examples (at
+    """A test that uses the S3 server (:func:`s3_server`, itself or through a fixture; not the
+    ``local`` variant of a test run on both) is marked ``s3`` (CI's oldest job runs three of them:
+    ``.ci/run``).
+
+    ``PAIMON_FAST_TEST_EXAMPLES=0.2``: every Hypothesis test runs that share of its examples (at
     least 5).  CI's oldest job sets it: the same tests, each code path still run, while the full
     counts run in quickstart-2 (the README's test command, which sets nothing)."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        local = any(isinstance(v, str) and v == "local" for v in params.values())
+        if "s3_server" in getattr(item, "fixturenames", ()) and not local:
+            item.add_marker(pytest.mark.s3)
     share = os.environ.get("PAIMON_FAST_TEST_EXAMPLES")
     if not share:
         return

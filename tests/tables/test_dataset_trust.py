@@ -74,7 +74,7 @@ def _place(request, tmp_path, kind):
     return w
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])  # (s3_server asked for inside)
 def where(request, tmp_path):
     return _place(request, tmp_path, request.param)
 
