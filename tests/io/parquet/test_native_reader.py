@@ -34,6 +34,10 @@ TWIN = native.kernels(twin=True)
 
 CODECS = ["NONE", "SNAPPY", "GZIP", "BROTLI", "ZSTD", "LZ4"]  # pyarrow's "lz4" writes LZ4_RAW
 _PQ_CODEC = {"NONE": 0, "SNAPPY": 1, "GZIP": 2, "BROTLI": 4, "ZSTD": 6, "LZ4": 7}
+# pyarrow's default Brotli level made its compressor, writing the tests' files, most of a Brotli
+# test's time: 20 s of each under the sanitizers' allocator (tools/sanitize.sh).  Our reader makes
+# the same one call into libbrotlidec per page whatever the level.
+BROTLI_LEVEL = 1
 
 
 # ---------------------------------------------------------------- tables and oracles
@@ -109,6 +113,8 @@ def _write(path, table, **opts):
     opts.setdefault("data_page_size", 1024)
     opts.setdefault("write_batch_size", 128)  # pages end at batch ends: small pages need small batches
     opts.setdefault("write_page_index", True)
+    if str(opts.get("compression", "")).lower() == "brotli":
+        opts.setdefault("compression_level", BROTLI_LEVEL)
     pq.write_table(table, str(path), **opts)
     return str(path)
 
