@@ -5,6 +5,7 @@ and no helper is defined twice."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from tests.support.paths import TESTS
@@ -15,6 +16,12 @@ NOT_CODE = {"data", "java"}
 
 def _modules() -> list[Path]:
     return sorted(p for p in TESTS.rglob("*.py") if not NOT_CODE & set(p.relative_to(TESTS).parts))
+
+
+@functools.lru_cache(maxsize=None)
+def _tree(p: Path) -> ast.Module:
+    """A module of the suite, parsed once a session (two tests read all of them)."""
+    return ast.parse(p.read_text(), str(p))
 
 
 def _is_test_module(p: Path) -> bool:
@@ -48,7 +55,7 @@ def test_test_files_import_no_other_test_file():
     the importer to the other's module path (and run its module-level code a second time)."""
     found = []
     for p in _modules():
-        for name in _imported_modules(ast.parse(p.read_text(), str(p))):
+        for name in _imported_modules(_tree(p)):
             if name.split(".")[-1].startswith("test_") and (name.startswith("tests.") or "." not in name):
                 found.append((str(p.relative_to(TESTS)), name))
     assert found == []
@@ -58,8 +65,7 @@ def _helpers(p: Path):
     """``(name, body)`` of each module-level function of a module that is not a test, its body
     as an AST dump without the docstring; bodies of one statement are left out (too small to be
     a copy worth sharing)."""
-    tree = ast.parse(p.read_text(), str(p))
-    for node in tree.body:
+    for node in _tree(p).body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name.startswith("test_"):
             continue
         body = node.body
