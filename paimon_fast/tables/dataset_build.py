@@ -201,7 +201,8 @@ def build_file_index(
     path = store.join(root, *rel.split("/"))
     step("build.file.read", path=rel)
     try:
-        with pq.ParquetFile(_identity.open_data_file(store, path, identity, counter)) as pf:
+        data = _identity.open_data_file(store, path, identity, counter)
+        with pq.ParquetFile(data) as pf:
             present = set(pf.schema_arrow.names)
             b = FileIndexBuilder(row_type, {c: per for c, per in columns.items() if c in present}, pf.metadata.num_rows)
             stats = {c: StatsAccumulator() for c in b.writers}
@@ -215,7 +216,7 @@ def build_file_index(
         step("build.file.indexed", path=rel)
         witness = None
         if identity is not None:
-            witness = _identity.read_witness(store, path, identity, counter)
+            witness = _identity.read_witness(store, path, identity, counter, data)  # (on S3: the footer's GET)
             pinned = identity.etag is not None and store.type_name == "s3" and store._boto_client() is not None
             now = identity if pinned else _identity.current(store, path)  # pinned reads fail when it changed
             if now is None or not now.same(identity):

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Optional
@@ -66,6 +67,9 @@ SETTLE_MAX_WAIT = 2.0  # seconds a writer waits for files to settle (a clock ahe
 
 IDENTITY_KEYS = ("size", "mtime_ns", "ctime_ns", "ino", "etag", "witness")
 WITNESS_BYTES = 65536  # the file's tail (its Parquet footer, whole in most files) a witness covers
+# what a PinnedS3File fetches of a file's end in one GET and keeps (the footer and the witness's
+# bytes; 64 KiB is also what pyarrow reads first of a Parquet file's end)
+TAIL_BYTES = WITNESS_BYTES
 
 
 @dataclass(frozen=True)
@@ -160,11 +164,15 @@ def witness_of(tail) -> str:
     return f"xxh3:{digest32(tail):08x}:{len(tail)}"
 
 
-def read_witness(store, path: str, ident: Identity, counter=None) -> Optional[str]:
+def read_witness(store, path: str, ident: Identity, counter=None, opened=None) -> Optional[str]:
     """The witness of the file at ``path`` (as ``ident``: on S3 the read is conditional on its
-    ETag); None when it cannot be read."""
+    ETag); None when it cannot be read.  ``opened``: the caller's :class:`PinnedS3File` of the same
+    file and version, still open (its kept tail holds the bytes: no request of its own)."""
     n = min(int(ident.size), WITNESS_BYTES)
     try:
+        if isinstance(opened, PinnedS3File) and opened._etag == ident.etag and opened.size() == int(ident.size):
+            opened.seek(int(ident.size) - n)
+            return witness_of(opened.read(n))
         f = open_data_file(store, path, ident, counter)
         if isinstance(f, str):
             with open(f, "rb") as fh:
@@ -244,7 +252,15 @@ def open_data_file(store, path: str, ident: Optional[Identity], counter=None, sh
 class PinnedS3File(io.RawIOBase):
     """A seekable read-only S3 object whose ranged GETs carry ``If-Match: <ETag>``: every byte read
     belongs to the listed version, or the read fails (:class:`DataFileChangedError`).  The size comes
-    from the listing: no HEAD request."""
+    from the listing: no HEAD request.
+
+    The file's tail (its last :data:`TAIL_BYTES`) is fetched by one GET the first time a read falls
+    inside it and kept while the object is open: a Parquet footer is read in steps (its length,
+    then the footer; pyarrow's schema read and its table read each read it again; a build's
+    witness reads the same last 64 KiB), and each step would otherwise be a request of its own.  A
+    file no longer than the tail is read whole by that one GET.  The kept bytes came from a GET
+    pinned to the ETag like every other, and live only as long as this object (one operation on
+    one listed version): nothing is served across versions."""
 
     def __init__(self, client, path: str, ident: Identity, counter=None, shown: str = ""):
         self._client = client
@@ -254,6 +270,9 @@ class PinnedS3File(io.RawIOBase):
         self._pos = 0
         self.counter = counter
         self.shown = shown or path
+        self._tail_at = self._size - min(self._size, TAIL_BYTES)
+        self._tail: Optional[bytes] = None
+        self._tail_lock = threading.Lock()
 
     def readable(self):
         return True
@@ -286,6 +305,18 @@ class PinnedS3File(io.RawIOBase):
         return len(data)
 
     def read_range(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset``: from the kept tail when the range lies inside it, else
+        one pinned GET."""
+        if offset >= self._tail_at and length > 0:
+            with self._tail_lock:
+                if self._tail is None:
+                    self._tail = self._get(self._tail_at, self._size - self._tail_at)
+            at = offset - self._tail_at
+            return self._tail[at : at + length]
+        return self._get(offset, length)
+
+    def _get(self, offset: int, length: int) -> bytes:
+        """One GET of the range, conditional on the listed ETag (counted)."""
         try:
             r = self._client.get_object(
                 Bucket=self._bucket, Key=self._key, Range=f"bytes={offset}-{offset + length - 1}", IfMatch=self._etag
