@@ -571,20 +571,41 @@ def _kernel_file(fl: _File, fi: int, chunks: np.ndarray, twin: bool = False):
     return (-1, src.size, _segments(src, chunks[chunks[:, 0] == fi]))
 
 
+# Ranges of a remote file closer than this are read by one request, the bytes between them
+# included: a request costs a round trip (tens of ms on S3), in which about this much more would
+# have arrived.  pyarrow's pre-buffering merges holes of up to 8 KiB by default and derives a hole
+# limit from latency x bandwidth for object stores (1 MiB at 10 ms and 100 MiB/s); this takes
+# that lower bound.
+_HOLE_BYTES = 1 << 20
+# ... but a range is not grown past this by merging (pyarrow's default range limit): the memory a
+# read holds stays bounded by what it needs plus at most one hole per range.
+_RANGE_BYTES = 32 << 20
+
+
+def _merge_ranges(ranges, hole: int = _HOLE_BYTES, limit: int = _RANGE_BYTES) -> list:
+    """``[[start, end]]`` covering ``ranges`` (``(start, end)`` pairs): overlapping or touching
+    ranges merged, and ranges at most ``hole`` bytes apart while the merged range stays within
+    ``limit`` bytes."""
+    merged = []
+    for a, b in sorted(ranges):
+        last = merged[-1] if merged else None
+        if last is not None and (a <= last[1] or (a - last[1] <= hole and max(b, last[1]) - last[0] <= limit)):
+            last[1] = max(last[1], b)
+        else:
+            merged.append([a, b])
+    return merged
+
+
 def _segments(src: Source, mine: np.ndarray) -> list:
     """The byte ranges the reader needs of a file it cannot read itself (its chunks in the job
-    and their offset indexes), merged where they touch, read with the source's reads."""
+    and their offset indexes), read with the source's reads: one read per run of ranges less
+    than :data:`_HOLE_BYTES` apart (:func:`_merge_ranges`; each read is a request on an object
+    store, and the reader finds a chunk anywhere inside a segment)."""
     K = _kernel()
     mine = mine[mine[:, 6] != K.CV_NULL]
     ranges = [(int(a), int(a + n)) for a, n in zip(mine[:, 7], mine[:, 8])]
     ranges += [(int(a), int(a + n)) for a, n in zip(mine[:, 9], mine[:, 10]) if a >= 0]
-    ranges.sort()
-    merged = []
-    for a, b in ranges:
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
+    merged = _merge_ranges(ranges, _HOLE_BYTES, _RANGE_BYTES)
     return [(a, src.read_at(a, b - a, "Parquet column chunk")) for a, b in merged]
 
 
