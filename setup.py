@@ -153,20 +153,41 @@ class CheckedBuildExt(build_ext):
                 add(os.path.basename(path))
                 add_file(path)
         for d in [*ext.include_dirs, *(self.include_dirs or [])]:
-            for root, dirs, files in os.walk(d):
-                dirs.sort()
-                for name in sorted(files):
-                    add(os.path.relpath(os.path.join(root, name), d))
-                    add_file(os.path.join(root, name))
+            h.update(self._dir_digest(d))
         cc = list(getattr(self.compiler, "compiler_so", None) or [])
-        try:
-            version = subprocess.run([cc[0], "--version"], capture_output=True, text=True, timeout=60).stdout
-        except (OSError, IndexError, subprocess.SubprocessError):
-            version = None
-        add(cc, list(getattr(self.compiler, "linker_so", None) or []), version, sys.version, sysconfig.get_platform())
+        add(cc, list(getattr(self.compiler, "linker_so", None) or []), self._version(cc[:1]), sys.version)
+        add(sysconfig.get_platform())
         add(ext.define_macros, ext.undef_macros, ext.extra_compile_args, ext.extra_link_args, ext.libraries)
         add(os.environ.get("CFLAGS"), os.environ.get("CPPFLAGS"), os.environ.get("LDFLAGS"))
         return h.hexdigest()[:32]
+
+    def _dir_digest(self, d) -> bytes:
+        """A digest of the files under include directory ``d`` (names and contents), computed once
+        a build: every kernel names the same Python and numpy headers, about 300 files."""
+        memo = self.__dict__.setdefault("_dir_digests", {})
+        if d not in memo:
+            h = hashlib.sha256()
+            for root, dirs, files in os.walk(d):
+                dirs.sort()
+                for name in sorted(files):
+                    h.update(os.path.relpath(os.path.join(root, name), d).encode() + b"\0")
+                    with open(os.path.join(root, name), "rb") as f:
+                        h.update(f.read())
+                    h.update(b"\0")
+            memo[d] = h.digest()
+        return memo[d]
+
+    def _version(self, cc) -> "str | None":
+        """What the compiler ``cc`` (a one-item list; empty: none known) says of its version, asked
+        once a build."""
+        memo = self.__dict__.setdefault("_versions", {})
+        key = tuple(cc)
+        if key not in memo:
+            try:
+                memo[key] = subprocess.run([cc[0], "--version"], capture_output=True, text=True, timeout=60).stdout
+            except (OSError, IndexError, subprocess.SubprocessError):
+                memo[key] = None
+        return memo[key]
 
 
 def _extensions():
