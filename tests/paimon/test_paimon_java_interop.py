@@ -36,7 +36,7 @@ def java_plan(tmp_path_factory):
     out = tmp_path_factory.mktemp("javac")
     cp = os.pathsep.join([JAR, os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
     subprocess.run(
-        ["javac", "-cp", cp, "-d", str(out), os.path.join(JAVA, "PlanCount.java")],
+        ["javac", "-J-XX:TieredStopAtLevel=1", "-cp", cp, "-d", str(out), os.path.join(JAVA, "PlanCount.java")],
         check=True,
         capture_output=True,
     )
@@ -46,6 +46,7 @@ def java_plan(tmp_path_factory):
         r = subprocess.run(
             [
                 "java",
+                "-XX:TieredStopAtLevel=1",  # (a short run: C1 only, as the tests' other JVMs, tests/conftest.py)
                 "-cp",
                 cp + os.pathsep + str(out),
                 "PlanCount",

@@ -104,6 +104,17 @@ def test_the_session_starts_with_the_quiet_configuration(spark):
 
 
 @pytest.mark.spark
+def test_the_tests_jvm_gets_spark_submit_opts(spark):
+    """tests/conftest.py sets ``SPARK_SUBMIT_OPTS`` (C1 only: the tests' JVMs are short-lived); the
+    driver's JVM, started through spark-submit, runs with each of its options."""
+    import os
+
+    args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    wanted = os.environ["SPARK_SUBMIT_OPTS"].split()
+    assert wanted and all(a in args for a in wanted), (wanted, args)
+
+
+@pytest.mark.spark
 def test_a_running_session_keeps_the_settings_its_owner_chose(spark):
     """session() on a running session applies only what it is asked to: its defaults (8 shuffle
     partitions, no UI) are for a session it starts."""
