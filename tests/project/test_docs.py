@@ -132,6 +132,17 @@ SETUPS = {
 # ---------------------------------------------------------------- the test
 
 
+def _spark_or_skip(where: str) -> None:
+    pytest.importorskip("pyspark", reason=f"{where} starts Spark, and pyspark is not installed")
+    from paimon_fast.errors import MissingDependencyError
+    from paimon_fast.spark.env import check_spark_environment
+
+    try:
+        check_spark_environment()
+    except MissingDependencyError as e:
+        pytest.skip(f"{where} starts Spark: {e}")
+
+
 @pytest.mark.parametrize("page, upto", _params())
 def test_page_examples_run(page, upto, tmp_path, monkeypatch, request):
     found = blocks(page)
@@ -153,6 +164,10 @@ def test_page_examples_run(page, upto, tmp_path, monkeypatch, request):
             # an optional package the block hands its rows to (CI's oldest job has no pandas);
             # the blocks before it have run, the rest of the page runs where it is installed
             pytest.importorskip(module, reason=f"{where} needs {module}, which is not installed")
+        if "spark" in directives:
+            # the page's first Spark block: without pyspark or Java (`pip install ".[test]"` alone) the
+            # page's test skips from here, saying why, as the README's Spark examples do
+            _spark_or_skip(where)
         if "setup" in directives:
             SETUPS[directives["setup"]](tmp_path, request)
         if lang == "python":
