@@ -437,3 +437,24 @@ def list_elements(arr: pa.Array):
         flat = flat.filter(pa.array(keep))
         parents = parents[keep]
     return flat, parents
+
+
+_PER_KEY_NULL_PLACEMENT = None  # does this pyarrow take (name, order, null placement) sort keys?
+
+
+def sort_indices(table, keys, null_placement: str = "at_end"):
+    """``pyarrow.compute.sort_indices(table, sort_keys=keys)`` with ``null_placement``
+    (``"at_start"`` / ``"at_end"``) for every key, in the form this pyarrow takes: pyarrow 25+ makes
+    it a part of each sort key and warns (FutureWarning) at the table-wide option older ones take."""
+    import pyarrow.compute as pc
+
+    global _PER_KEY_NULL_PLACEMENT
+    if _PER_KEY_NULL_PLACEMENT is None:
+        try:
+            pc.SortOptions(sort_keys=[("x", "ascending", "at_end")])
+            _PER_KEY_NULL_PLACEMENT = True
+        except (TypeError, ValueError):
+            _PER_KEY_NULL_PLACEMENT = False
+    if _PER_KEY_NULL_PLACEMENT:
+        return pc.sort_indices(table, sort_keys=[(name, order, null_placement) for name, order in keys])
+    return pc.sort_indices(table, sort_keys=list(keys), null_placement=null_placement)

@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from ..core.types import sort_indices
 from ..io.parquet.rows import PageReadStats
 
 POS = "__pf_pos"
@@ -106,23 +107,7 @@ def order(table: pa.Table, column: str, desc: bool, nulls_first: bool) -> pa.Arr
         t = t.append_column(NAN, pc.is_nan(t.column(column)))
         keys.append((NAN, "descending" if desc else "ascending"))
     keys += [(column, "descending" if desc else "ascending"), (FILE, "ascending"), (POS, "ascending")]
-    placement = "at_start" if nulls_first else "at_end"
-    if _PER_KEY_NULL_PLACEMENT:
-        # pyarrow 25+: null placement is a property of each sort key (the table-wide option warns)
-        return pc.sort_indices(t, sort_keys=[(name, o, placement) for name, o in keys])
-    return pc.sort_indices(t, sort_keys=keys, null_placement=placement)
-
-
-def _per_key_null_placement() -> bool:
-    """Does this pyarrow take ``(name, order, null placement)`` sort keys?"""
-    try:
-        pc.SortOptions(sort_keys=[("x", "ascending", "at_end")])
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-_PER_KEY_NULL_PLACEMENT = _per_key_null_placement()
+    return sort_indices(t, keys, "at_start" if nulls_first else "at_end")
 
 
 def _rank_key(v, desc: bool, nulls_first: bool):

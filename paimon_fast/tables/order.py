@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._kernels import load
+from ..core.types import sort_indices
 from ..errors import OptionError, UnsupportedTypeError
 
 STRATEGIES = ("order", "zorder", "hilbert")
@@ -309,9 +310,7 @@ def sort_permutation(table: pa.Table, columns: Sequence[str], strategy: str = "o
         return np.arange(table.num_rows, dtype=np.int64)
     keys = cluster_keys(table, columns, strategy)
     if keys is None:  # variable-width columns: Arrow's stable sort, nulls first
-        idx = pc.sort_indices(
-            table.select(list(columns)), sort_keys=[(c, "ascending") for c in columns], null_placement="at_start"
-        )
+        idx = sort_indices(table.select(list(columns)), [(c, "ascending") for c in columns], "at_start")
         return idx.to_numpy().astype(np.int64)
     return _k().radix_argsort(keys)
 

@@ -310,3 +310,19 @@ def test_table_take_equals_arrow_take():
             assert got.column(c).null_count == want.column(c).null_count
     chunked = pa.Table.from_batches(t.to_batches(max_chunksize=1000))
     assert order.take(chunked, [5, 1, 4000]).equals(t.take([5, 1, 4000]))
+
+
+@pytest.mark.parametrize("placement, want", [("at_end", [2, 0, 4, 1, 3]), ("at_start", [1, 3, 2, 0, 4])])
+def test_sort_indices_places_nulls_as_asked_without_a_warning(placement, want):
+    """``core.types.sort_indices``: one null placement for every key, in the form this pyarrow takes
+    (pyarrow 25+ warns at the table-wide option), so a string cluster column sorts silently."""
+    import warnings
+
+    from paimon_fast.core.types import sort_indices
+
+    t = pa.table({"s": ["b", None, "a", None, "c"], "n": [2, 1, None, 0, 3]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert sort_indices(t, [("s", "ascending"), ("n", "descending")], placement).to_pylist() == want
+        perm = order.sort_permutation(t, ["s"])  # (a string column: Arrow's sort, nulls first)
+    assert perm.tolist() == [1, 3, 2, 0, 4]
