@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.paths import ROOT
-from tests.support.docblocks import blocks
+from tests.support.docblocks import blocks, skip_unless_spark
 
 PAGES = sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "benchmarks.md")
 
@@ -132,17 +132,6 @@ SETUPS = {
 # ---------------------------------------------------------------- the test
 
 
-def _spark_or_skip(where: str) -> None:
-    pytest.importorskip("pyspark", reason=f"{where} starts Spark, and pyspark is not installed")
-    from paimon_fast.errors import MissingDependencyError
-    from paimon_fast.spark.env import check_spark_environment
-
-    try:
-        check_spark_environment()
-    except MissingDependencyError as e:
-        pytest.skip(f"{where} starts Spark: {e}")
-
-
 @pytest.mark.parametrize("page, upto", _params())
 def test_page_examples_run(page, upto, tmp_path, monkeypatch, request):
     found = blocks(page)
@@ -165,9 +154,9 @@ def test_page_examples_run(page, upto, tmp_path, monkeypatch, request):
             # the blocks before it have run, the rest of the page runs where it is installed
             pytest.importorskip(module, reason=f"{where} needs {module}, which is not installed")
         if "spark" in directives:
-            # the page's first Spark block: without pyspark or Java (`pip install ".[test]"` alone) the
-            # page's test skips from here, saying why, as the README's Spark examples do
-            _spark_or_skip(where)
+            # a Spark block: without pyspark or Java (`pip install ".[test]"` alone) the page's test
+            # skips from the first one on, saying why, after the blocks before it have run
+            skip_unless_spark(where)
         if "setup" in directives:
             SETUPS[directives["setup"]](tmp_path, request)
         if lang == "python":

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.docblocks import blocks
+from tests.support.docblocks import blocks, skip_unless_spark
 from tests.support.paths import ROOT
 
 README = ROOT / "README.md"
@@ -93,14 +93,7 @@ def test_readme_example_runs_alone(n, code, directives, shell, tmp_path, tmp_pat
     for module in filter(None, directives.get("needs", "").split(",")):
         pytest.importorskip(module, reason=f"README example {n} needs {module}, which is not installed")
     if "spark" in directives:
-        pytest.importorskip("pyspark", reason=f"README example {n} starts Spark")
-        from paimon_fast.errors import MissingDependencyError
-        from paimon_fast.spark.env import check_spark_environment
-
-        try:
-            check_spark_environment()
-        except MissingDependencyError as e:
-            pytest.skip(f"README example {n} starts Spark: {e}")
+        skip_unless_spark(f"README example {n}")
     env = _env()
     _prepare(shell, env, tmp_path, tmp_path_factory)
     script = Path(tmp_path) / f"readme_example_{n}.py"

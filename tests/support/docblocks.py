@@ -20,3 +20,18 @@ def blocks(page: Path):
         directives = dict(d.partition("=")[::2] for d in (m.group("directive") or "").split() if d)
         out.append((m.group("lang"), m.group("code"), directives))
     return out
+
+
+def skip_unless_spark(where: str) -> None:
+    """Skip the running test, saying why, where a block marked ``spark`` cannot start Spark:
+    pyspark or Java missing (``pip install ".[test]"`` alone).  ``where`` names the block."""
+    import pytest
+
+    pytest.importorskip("pyspark", reason=f"{where} starts Spark, and pyspark is not installed")
+    from paimon_fast.errors import MissingDependencyError
+    from paimon_fast.spark.env import check_spark_environment
+
+    try:
+        check_spark_environment()
+    except MissingDependencyError as e:
+        pytest.skip(f"{where} starts Spark: {e}")
