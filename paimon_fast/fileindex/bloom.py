@@ -193,6 +193,11 @@ class BloomFilterReader(FileIndexReader):
             )
         return self._bits
 
+    @property
+    def bits_loaded(self) -> bool:
+        """Have the filter's bits been read (and, through a checksummed source, checked)?"""
+        return self._bits is not None
+
     def might_contain_batch(self, values) -> np.ndarray:
         """Bool mask: may each probe value be in the file? (null probes: True, as ``equal(null)`` REMAINs)."""
         inp = _probe_input(values, self.dtype)

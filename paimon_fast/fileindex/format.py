@@ -284,6 +284,11 @@ class FileIndexFile:
         """Readers of every index on ``column`` (created once, cached)."""
         return [self._reader(column, *e) for e in self._entries.get(column, ())]
 
+    def loaded_reader(self, column: str, index_type: str):
+        """The reader of one index if this container has created it (None otherwise): what a plan
+        asked, without opening anything."""
+        return self._readers.get((column, index_type))
+
     def reader(self, column: str, index_type: str):
         """The reader of one index; KeyError if the file has no such index."""
         for e in self._entries.get(column, ()):

@@ -9,6 +9,7 @@ files the catalog's statistics exclude, the predicate bound to the schema) sit b
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Mapping, Optional, Tuple
 
@@ -34,6 +35,14 @@ from .plan import FilePlan, ScanPlan, ScanReport
 # plans settle the files the catalog's statistics exclude with arrays, all files at once (tests turn
 # it off to compare with the file-by-file answers)
 _CATALOG_VECTORS = True
+# plans ask the bloom filters of every file for a point lookup's ``=`` / ``IN`` leaves at once, of
+# the readers earlier plans read, kept while the listing and the catalog stay the same (tests turn it
+# off likewise) ...
+_BLOOM_VECTORS = True
+# ... as long as one column's bloom filters are at most this many bytes (more: file by file)
+BLOOM_KEEP_BYTES = 64 << 20
+_BLOOM_OPS = ("equal", "in")
+_BLOOM_LOCK = threading.Lock()
 # a leaf whose page index keeps at most 1/8 of a file's rows is answered from those pages: the rows
 # of the column's index where it answers exactly, else the pages read and filtered; a leaf that
 # keeps more is asked of the index first
@@ -120,6 +129,67 @@ class _PlanMixin:
         mask = tree_skips(pred, leaf, len(files))
         return frozenset(files[i].path for i in np.flatnonzero(mask).tolist())
 
+    def _bloom_kept(self, pred) -> Optional[dict]:
+        """What :meth:`_bloom_excluded` asks and :meth:`_keep_blooms` fills for ``pred``'s ``=`` and
+        ``IN`` columns: ``{column: {"bytes": n, "readers": {path: (file, reader)}}}``, kept for every
+        snapshot of the same listing and catalog (the snapshot's ``stable``); None: nothing to ask."""
+        if pred is None or _BLOOM_VECTORS is False:
+            return None
+        cols = {lf.name for lf in pred.leaves() if lf.op in _BLOOM_OPS}
+        if not cols:
+            return None
+        kept = self._snap.stable.setdefault("bloom-readers", {})
+        with _BLOOM_LOCK:
+            return {c: kept.setdefault(c, {"bytes": 0, "readers": {}}) for c in cols}
+
+    @staticmethod
+    def _bloom_excluded(pred, files, kept: Optional[dict]) -> frozenset:
+        """The paths of ``files`` whose kept bloom filter readers (:meth:`_keep_blooms`) answer SKIP
+        to ``pred`` (its ``=`` and ``IN`` leaves, combined as
+        :func:`~paimon_fast.fileindex.evaluate_tree` does), asked of every file in one pass.  A bloom
+        filter never drops a value it holds, so such a file has no row where the predicate holds,
+        whatever its other indexes and statistics would say.  Files without a kept reader are
+        planned one by one, as before: a point lookup's plan opened every file's index container in
+        Python (about 0.1 ms a file), and now does so only the first time and for the files kept."""
+        if not kept or not files:
+            return frozenset()
+
+        def leaf(lf: Leaf):
+            if lf.op not in _BLOOM_OPS:
+                return None
+            rds = kept[lf.name]["readers"]
+            if not rds:
+                return None
+            out = np.zeros(len(files), dtype=bool)
+            for i, f in enumerate(files):
+                rd = rds.get(f.path)
+                if rd is not None and rd[0] is f:
+                    try:
+                        out[i] = not rd[1].visit(lf).remain
+                    except Exception:  # noqa: BLE001 - the file-by-file plan asks it again and reports
+                        pass
+            return out
+
+        mask = tree_skips(pred, leaf, len(files))
+        return frozenset(files[i].path for i in np.flatnonzero(mask).tolist())
+
+    def _keep_blooms(self, f: DataFile, idx, kept: dict) -> None:
+        """After ``f``'s plan asked its index without an error: the bloom filter readers of
+        ``kept``'s columns whose bits it read (and checked), kept for the next plans while
+        :data:`BLOOM_KEEP_BYTES` a column allows.  Only for a file whose identity was judged once
+        for the snapshot (a verdict that read the file's witness holds for one snapshot)."""
+        if self._snap.stable.get("trust", {}).get(f.path, (None,))[0] is not f:
+            return
+        for col, k in kept.items():
+            rd = idx.loaded_reader(col, "bloom-filter")
+            if rd is None or not rd.bits_loaded or f.path in k["readers"]:
+                continue
+            with _BLOOM_LOCK:
+                n = len(rd.bits)
+                if k["bytes"] + n <= BLOOM_KEEP_BYTES:
+                    k["bytes"] += n
+                    k["readers"][f.path] = (f, rd)
+
     def _bound(self, predicate) -> Optional[Predicate]:
         """``predicate`` (a :class:`~paimon_fast.core.predicate.Predicate`, SQL text or None) parsed and
         bound to this dataset's schema: its literals made exact values of their columns' types
@@ -185,6 +255,12 @@ class _PlanMixin:
                 p = settle(f)
                 if p is not None:
                     return p
+            if bloomed and f.path in bloomed:  # its bloom filters answered SKIP (an index verified for it)
+                p = FilePlan(f, SKIP, counts[f.path], True, None, None, True, None)
+                p.deletion_vector = vectors.get(f.path)
+                if p.deletion_vector is None:
+                    quick.append(p)
+                return p
             p = evaluate(f)
             dv = p.deletion_vector = vectors.get(f.path)
             if dv is None or p.skipped:
@@ -223,6 +299,9 @@ class _PlanMixin:
         # the files the catalog's statistics exclude for sure, found for all files at once (numeric
         # leaves; a file left out here is asked one by one below, as before)
         excluded = self._catalog_excluded(pred, files, entries, counts, part_types, data_types, prepared)
+        # the files whose bloom filters, read by earlier plans, answer SKIP (point lookups)
+        bloom_kept = self._bloom_kept(pred)
+        bloomed = self._bloom_excluded(pred, files, bloom_kept)
 
         # what a file the catalog's statistics exclude is settled with, for every snapshot of the
         # same listing and catalog: ``(file, rows, indexed, why)``, or False when its catalog
@@ -388,6 +467,8 @@ class _PlanMixin:
 
             res = evaluate_tree(pred, visit)
             idx = opened[1]
+            if idx is not None and bloom_kept and err is None:
+                self._keep_blooms(f, idx, bloom_kept)
             if idx is not None:
                 if isinstance(res, BitmapResult):
                     try:  # a lazy result (bitmap index) reads the index: materialise it before closing
