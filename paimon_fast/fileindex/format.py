@@ -257,26 +257,29 @@ class FileIndexFile:
         return DataType.parse(t)
 
     # ------------------------------------------------------------ reading
+    def _options(self, itype: str) -> Options:
+        return Options(self.options.get(itype, {}) if isinstance(self.options, Mapping) else {})
+
     def _reader(self, column: str, itype: str, start: int, length: int):
         key = (column, itype)
         rd = self._readers.get(key)
         if rd is None:
             dtype = self.column_type(column)
-            opts = Options(self.options.get(itype, {}) if isinstance(self.options, Mapping) else {})
             held, hkey = self._held if self._held is not None else (None, None)
+            hkey = hkey + (column, itype, str(dtype), start, length) if held is not None else None
             if start == EMPTY_INDEX_FLAG:
-                rd = EmptyFileIndexReader(dtype, self.source.slice(0, 0), opts)
-            elif held is not None and (rd := held.get(hkey + (column, itype, str(dtype), start, length))) is not None:
-                pass
+                rd = EmptyFileIndexReader(dtype, self.source.slice(0, 0), self._options(itype))
+            elif held is not None and (rd := held.get(hkey)) is not None:
+                pass  # (a held reader: no options parsed, no source sliced)
             else:
                 try:
                     rd = get_factory(itype).reader(
-                        dtype, self.source.slice(start, length, f"{itype} of {column}"), opts
+                        dtype, self.source.slice(start, length, f"{itype} of {column}"), self._options(itype)
                     )
                 except IndexFormatError as e:  # (its kind kept: a checksum mismatch stays one)
                     raise type(e)(f"column {column!r}: {e.what}", e.offset) from None
                 if held is not None and length <= held.max_payload:
-                    held.put(hkey + (column, itype, str(dtype), start, length), rd, length)
+                    held.put(hkey, rd, length)
             self._readers[key] = rd
         return rd
 

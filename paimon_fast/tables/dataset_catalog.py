@@ -221,7 +221,7 @@ class _CatalogMixin:
         fi = entry.get("file_index")
         if not fi or (digest is not None and fi.get("digest") != digest):
             return False
-        path = self.index_file_path(f, fi)
+        path = self._index_where(f, entry)[0]
         if path is not None and self.store.local:  # elsewhere the file is immutable and committed with the entry
             try:
                 return os.path.getsize(path) == fi.get("size")

@@ -178,12 +178,12 @@ class _PlanMixin:
         ``kept``'s columns whose bits it read (and checked), kept for the next plans while
         :data:`BLOOM_KEEP_BYTES` a column allows.  Only for a file whose identity was judged once
         for the snapshot (a verdict that read the file's witness holds for one snapshot)."""
-        if self._snap.stable.get("trust", {}).get(f.path, (None,))[0] is not f:
-            return
         for col, k in kept.items():
             rd = idx.loaded_reader(col, "bloom-filter")
             if rd is None or not rd.bits_loaded or f.path in k["readers"]:
                 continue
+            if self._snap.stable.get("trust", {}).get(f.path, (None,))[0] is not f:
+                return
             with _BLOOM_LOCK:
                 n = len(rd.bits)
                 if k["bytes"] + n <= BLOOM_KEEP_BYTES:
@@ -337,12 +337,13 @@ class _PlanMixin:
             rows = counts[f.path]
             entry = entries.get(f.path)
             verdict = self.trust(f, entry)  # (judged once: every check below asks it)
+            said_by_catalog = {}  # id(leaf) -> by_catalog's answer, asked once a leaf
             if pred is not None and entry and "stats" in entry and _identity.usable(verdict):
                 part = dict(f.partition)
 
                 def catalog_only(leaf: Leaf):
-                    res = by_catalog(leaf, entry, rows, part, True)[0]
-                    return REMAIN if res is None else res
+                    got = said_by_catalog[id(leaf)] = by_catalog(leaf, entry, rows, part, True)
+                    return REMAIN if got[0] is None else got[0]
 
                 if evaluate_tree(pred, catalog_only) is SKIP:
                     fi = entry.get("file_index")
@@ -409,7 +410,9 @@ class _PlanMixin:
                 return res
 
             def visit_leaf(leaf: Leaf):
-                res, is_exact, cs = by_catalog(leaf, entry, rows, part, trusted)
+                # (trusted: the catalog-only pass above asked the same of the same entry)
+                got = said_by_catalog.get(id(leaf)) if trusted else None
+                res, is_exact, cs = got if got is not None else by_catalog(leaf, entry, rows, part, trusted)
                 if res is not None:
                     return answered(res, is_exact)
                 # (a file of one row group: its footer's statistics are the catalog's)

@@ -296,23 +296,18 @@ class ParquetDataset(_CatalogMixin, _BuildMixin, _PlanMixin, _ReadMixin, _TopNMi
         if not current and not self._index_current(f, entry, None):
             return None
         fi = entry["file_index"]
-        path = self.index_file_path(f, fi)
+        path, key, why = self._index_where(f, entry)
         inline = "inline" in fi
         if not inline and path is None:
             return None
         row_type = self.row_type()
-        why = self._types_mismatch(fi.get("types") or {}, row_type)
         if why is not None:
             col, built, now = why
             raise IndexFormatError(
                 f"the index of {f.path} on column {col!r} was built for type {built}, "
                 f"the column is {now} now: rebuild the index (ParquetDataset.build)"
             )
-        # an index file's bytes never change under its name and checksum: its header, parsed once
-        key = None
         ck = fi.get("checksum")
-        if path is not None and ck is not None:
-            key = (path, fi.get("size"), str(sorted(ck.items())) if isinstance(ck, dict) else repr(ck))
         layout = _LAYOUTS.get(key) if key is not None else None
         held = (HELD_READERS, key) if key is not None else None  # its readers may be held
         if inline:
@@ -339,6 +334,28 @@ class ParquetDataset(_CatalogMixin, _BuildMixin, _PlanMixin, _ReadMixin, _TopNMi
                 _LAYOUTS.pop(next(iter(_LAYOUTS)))
             _LAYOUTS[key] = idx.layout()
         return idx
+
+    def _index_where(self, f: DataFile, entry: dict) -> tuple:
+        """``(path, key, mismatch)`` of ``entry``'s index: :meth:`index_file_path`, the key its
+        bytes are known by (the path, size and recorded checksums: None without checksums; an index
+        file's bytes never change under it, so its header is parsed once and its readers may be
+        held) and :meth:`_types_mismatch` against the dataset's row type.  Worked out once for every
+        snapshot of the same listing and catalog (the snapshot's own entry), else each time."""
+        snap = self._snap
+        known = snap.stable.setdefault("index-where", {}) if snap is not None else None
+        got = known.get(f.path) if known is not None else None
+        if got is not None and got[0] is entry:
+            return got[1]
+        fi = entry["file_index"]
+        path = self.index_file_path(f, fi)
+        why = self._types_mismatch(fi.get("types") or {}, self.row_type())
+        ck = fi.get("checksum")
+        key = None
+        if path is not None and ck is not None:
+            key = (path, fi.get("size"), str(sorted(ck.items())) if isinstance(ck, dict) else repr(ck))
+        if known is not None and snap.catalog["files"].get(f.path) is entry:
+            known[f.path] = (entry, (path, key, why))
+        return path, key, why
 
     def _types_mismatch(self, built: Mapping[str, str], row_type: Mapping[str, str]):
         """``(column, built for, now)`` of the first column an index was built for another type of
