@@ -120,6 +120,9 @@ class HeldReaders:
         self.max_bytes, self.max_payload = max_bytes, max_payload
         self._held: "OrderedDict[tuple, tuple]" = OrderedDict()
         self._bytes = 0
+        # bumped by each clear(): what is kept beside the held readers (a plan's bloom filter
+        # readers, tables/dataset_plan.py) is kept for one generation
+        self.generation = 0
         self._lock = threading.Lock()
 
     def get(self, key: tuple):
@@ -142,9 +145,11 @@ class HeldReaders:
                 self._bytes -= c
 
     def clear(self) -> None:
+        """Drop every held reader (and, through :attr:`generation`, what others keep beside them)."""
         with self._lock:
             self._held.clear()
             self._bytes = 0
+            self.generation += 1
 
     @property
     def held_bytes(self) -> int:

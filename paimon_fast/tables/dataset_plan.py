@@ -132,15 +132,22 @@ class _PlanMixin:
     def _bloom_kept(self, pred) -> Optional[dict]:
         """What :meth:`_bloom_excluded` asks and :meth:`_keep_blooms` fills for ``pred``'s ``=`` and
         ``IN`` columns: ``{column: {"bytes": n, "readers": {path: (file, reader)}}}``, kept for every
-        snapshot of the same listing and catalog (the snapshot's ``stable``); None: nothing to ask."""
+        snapshot of the same listing and catalog (the snapshot's ``stable``) while the held index
+        readers are not cleared (``HELD_READERS.clear()`` drops these too, and with its
+        ``max_bytes = 0`` none are kept); None: nothing to ask."""
         if pred is None or _BLOOM_VECTORS is False:
+            return None
+        held = self._held_readers()
+        if held.max_bytes <= 0:
             return None
         cols = {lf.name for lf in pred.leaves() if lf.op in _BLOOM_OPS}
         if not cols:
             return None
-        kept = self._snap.stable.setdefault("bloom-readers", {})
         with _BLOOM_LOCK:
-            return {c: kept.setdefault(c, {"bytes": 0, "readers": {}}) for c in cols}
+            kept = self._snap.stable.get("bloom-readers")
+            if kept is None or kept[0] != held.generation:
+                kept = self._snap.stable["bloom-readers"] = (held.generation, {})
+            return {c: kept[1].setdefault(c, {"bytes": 0, "readers": {}}) for c in cols}
 
     @staticmethod
     def _bloom_excluded(pred, files, kept: Optional[dict]) -> frozenset:

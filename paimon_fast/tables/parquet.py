@@ -335,6 +335,11 @@ class ParquetDataset(_CatalogMixin, _BuildMixin, _PlanMixin, _ReadMixin, _TopNMi
             _LAYOUTS[key] = idx.layout()
         return idx
 
+    @staticmethod
+    def _held_readers() -> HeldReaders:
+        """The index readers held between plans (:data:`HELD_READERS`)."""
+        return HELD_READERS
+
     def _index_where(self, f: DataFile, entry: dict) -> tuple:
         """``(path, key, mismatch)`` of ``entry``'s index: :meth:`index_file_path`, the key its
         bytes are known by (the path, size and recorded checksums: None without checksums; an index
