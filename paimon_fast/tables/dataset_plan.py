@@ -39,7 +39,7 @@ _CATALOG_VECTORS = True
 # the readers earlier plans read, kept while the listing and the catalog stay the same (tests turn it
 # off likewise) ...
 _BLOOM_VECTORS = True
-# ... as long as one column's bloom filters are at most this many bytes (more: file by file)
+# ... up to this many bytes of filters a dataset (past them: file by file)
 BLOOM_KEEP_BYTES = 64 << 20
 _BLOOM_OPS = ("equal", "in")
 _BLOOM_LOCK = threading.Lock()
@@ -47,6 +47,17 @@ _BLOOM_LOCK = threading.Lock()
 # of the column's index where it answers exactly, else the pages read and filtered; a leaf that
 # keeps more is asked of the index first
 PAGES_BEFORE_INDEX = 8
+
+
+class _KeptBlooms:
+    """The bloom filter readers plans keep for a snapshot's ``stable`` (:meth:`_PlanMixin._bloom_kept`):
+    ``readers`` ``{column: {path: (file, reader)}}``, the filters' ``bytes`` and the
+    ``generation`` of the held readers they were kept in."""
+
+    __slots__ = ("generation", "readers", "bytes")
+
+    def __init__(self, generation: int):
+        self.generation, self.readers, self.bytes = generation, {}, 0
 
 
 class _PlanMixin:
@@ -129,12 +140,11 @@ class _PlanMixin:
         mask = tree_skips(pred, leaf, len(files))
         return frozenset(files[i].path for i in np.flatnonzero(mask).tolist())
 
-    def _bloom_kept(self, pred) -> Optional[dict]:
+    def _bloom_kept(self, pred) -> Optional["_KeptBlooms"]:
         """What :meth:`_bloom_excluded` asks and :meth:`_keep_blooms` fills for ``pred``'s ``=`` and
-        ``IN`` columns: ``{column: {"bytes": n, "readers": {path: (file, reader)}}}``, kept for every
-        snapshot of the same listing and catalog (the snapshot's ``stable``) while the held index
-        readers are not cleared (``HELD_READERS.clear()`` drops these too, and with its
-        ``max_bytes = 0`` none are kept); None: nothing to ask."""
+        ``IN`` columns, kept for every snapshot of the same listing and catalog (the snapshot's
+        ``stable``) while the held index readers are not cleared (``HELD_READERS.clear()`` drops
+        these too, and with its ``max_bytes = 0`` none are kept); None: nothing to ask."""
         if pred is None or _BLOOM_VECTORS is False:
             return None
         held = self._held_readers()
@@ -145,12 +155,14 @@ class _PlanMixin:
             return None
         with _BLOOM_LOCK:
             kept = self._snap.stable.get("bloom-readers")
-            if kept is None or kept[0] != held.generation:
-                kept = self._snap.stable["bloom-readers"] = (held.generation, {})
-            return {c: kept[1].setdefault(c, {"bytes": 0, "readers": {}}) for c in cols}
+            if kept is None or kept.generation != held.generation:
+                kept = self._snap.stable["bloom-readers"] = _KeptBlooms(held.generation)
+            for c in cols:
+                kept.readers.setdefault(c, {})
+        return kept
 
     @staticmethod
-    def _bloom_excluded(pred, files, kept: Optional[dict]) -> frozenset:
+    def _bloom_excluded(pred, files, kept: Optional["_KeptBlooms"]) -> frozenset:
         """The paths of ``files`` whose kept bloom filter readers (:meth:`_keep_blooms`) answer SKIP
         to ``pred`` (its ``=`` and ``IN`` leaves, combined as
         :func:`~paimon_fast.fileindex.evaluate_tree` does), asked of every file in one pass.  A bloom
@@ -158,13 +170,13 @@ class _PlanMixin:
         whatever its other indexes and statistics would say.  Files without a kept reader are
         planned one by one, as before: a point lookup's plan opened every file's index container in
         Python (about 0.1 ms a file), and now does so only the first time and for the files kept."""
-        if not kept or not files:
+        if kept is None or not files:
             return frozenset()
 
         def leaf(lf: Leaf):
             if lf.op not in _BLOOM_OPS:
                 return None
-            rds = kept[lf.name]["readers"]
+            rds = kept.readers.get(lf.name)
             if not rds:
                 return None
             out = np.zeros(len(files), dtype=bool)
@@ -180,22 +192,22 @@ class _PlanMixin:
         mask = tree_skips(pred, leaf, len(files))
         return frozenset(files[i].path for i in np.flatnonzero(mask).tolist())
 
-    def _keep_blooms(self, f: DataFile, idx, kept: dict) -> None:
-        """After ``f``'s plan asked its index without an error: the bloom filter readers of
-        ``kept``'s columns whose bits it read (and checked), kept for the next plans while
-        :data:`BLOOM_KEEP_BYTES` a column allows.  Only for a file whose identity was judged once
-        for the snapshot (a verdict that read the file's witness holds for one snapshot)."""
-        for col, k in kept.items():
+    def _keep_blooms(self, f: DataFile, idx, kept: "_KeptBlooms") -> None:
+        """After ``f``'s plan asked its index without an error: the bloom filter readers of the
+        columns ``kept`` is for whose bits it read (and checked), kept for the next plans while
+        :data:`BLOOM_KEEP_BYTES` allows.  Only for a file whose identity was judged once for the
+        snapshot (a verdict that read the file's witness holds for one snapshot)."""
+        for col, rds in kept.readers.items():
             rd = idx.loaded_reader(col, "bloom-filter")
-            if rd is None or not rd.bits_loaded or f.path in k["readers"]:
+            if rd is None or not rd.bits_loaded or f.path in rds:
                 continue
             if self._snap.stable.get("trust", {}).get(f.path, (None,))[0] is not f:
                 return
             with _BLOOM_LOCK:
                 n = len(rd.bits)
-                if k["bytes"] + n <= BLOOM_KEEP_BYTES:
-                    k["bytes"] += n
-                    k["readers"][f.path] = (f, rd)
+                if kept.bytes + n <= BLOOM_KEEP_BYTES:
+                    kept.bytes += n
+                    rds[f.path] = (f, rd)
 
     def _bound(self, predicate) -> Optional[Predicate]:
         """``predicate`` (a :class:`~paimon_fast.core.predicate.Predicate`, SQL text or None) parsed and

@@ -116,7 +116,7 @@ def test_a_file_rewritten_after_the_build_is_not_skipped_by_its_old_filter(datas
     ds = ParquetDataset(dataset)  # one long-lived object: its kept readers are of the old listing
     assert ds.read("key = 'k00042x'").count() == 0
     kept, _ = _plan(ds, "key = 'k00042x'")
-    readers = ds.snapshot()._snap.stable["bloom-readers"][1]["key"]["readers"]
+    readers = ds.snapshot()._snap.stable["bloom-readers"].readers["key"]
     target = sorted(set(readers) - kept)[0]  # a file its kept bloom filter skips
     t = pq.read_table(os.path.join(dataset, target))
     t = pa.concat_tables([t, pa.table({"id": pa.array([99999], pa.int64()), "key": ["k00042x"], "cat": ["c0"]})])
@@ -145,7 +145,7 @@ def test_damaged_bloom_bits_are_not_asked(dataset, monkeypatch):
         r = ds.read("key = 'k00042'")
         assert sorted(r.to_arrow().column("id").to_pylist()) == want
         assert r.report.unindexed["f4.parquet"].startswith("index checksum mismatch")
-    readers = ds.snapshot()._snap.stable["bloom-readers"][1]["key"]["readers"]
+    readers = ds.snapshot()._snap.stable["bloom-readers"].readers["key"]
     assert "f4.parquet" not in readers and len(readers) == FILES - 1
 
 
@@ -154,7 +154,8 @@ def test_past_the_budget_the_plan_goes_file_by_file(dataset, monkeypatch):
     ds = ParquetDataset(dataset)
     want = _oracle(dataset, lambda r: r["key"] == "k00042")
     assert sorted(ds.read("key = 'k00042'").to_arrow().column("id").to_pylist()) == want
-    assert ds.snapshot()._snap.stable["bloom-readers"][1] == {"key": {"bytes": 0, "readers": {}}}
+    kept = ds.snapshot()._snap.stable["bloom-readers"]
+    assert kept.readers == {"key": {}} and kept.bytes == 0
     assert _plan(ds, "key = 'k00042'")[1] == FILES - 1  # the bloom filters still skip, one file at a time
 
 
@@ -163,7 +164,7 @@ def test_nothing_is_kept_once_the_held_readers_are_cleared_or_none_are_held(data
     ds = ParquetDataset(dataset)
     for _ in range(2):
         _plan(ds, "key = 'k00042'")
-    assert len(ds.snapshot()._snap.stable["bloom-readers"][1]["key"]["readers"]) == FILES
+    assert len(ds.snapshot()._snap.stable["bloom-readers"].readers["key"]) == FILES
     opened = []
     real = ParquetDataset.open_index
 
@@ -180,3 +181,15 @@ def test_nothing_is_kept_once_the_held_readers_are_cleared_or_none_are_held(data
     for _ in range(2):
         _plan(ds, "key = 'k00042'")
     assert len(opened) == 2 * FILES
+
+
+def test_the_budget_is_one_for_every_column(dataset, monkeypatch):
+    ds = ParquetDataset(dataset)
+    ds.plan("key = 'k00042'")
+    kept = ds.snapshot()._snap.stable["bloom-readers"]
+    one_column = kept.bytes
+    assert len(kept.readers["key"]) == FILES and one_column > 0
+    monkeypatch.setattr(dataset_plan, "BLOOM_KEEP_BYTES", one_column + one_column // 2)
+    ds.plan("id = 123")  # half a column's filters more fit
+    assert 0 < len(kept.readers["id"]) < FILES and kept.bytes <= one_column + one_column // 2
+    assert sorted(ds.read("id = 123").to_arrow().column("id").to_pylist()) == [123]
