@@ -93,9 +93,8 @@ def test_rows_and_skips_with_and_without_the_pass(dataset, monkeypatch, query, f
         assert got[True][1] >= FILES - 1
 
 
-def test_a_lookup_opens_only_the_kept_files_indexes(dataset, monkeypatch):
-    ds = ParquetDataset(dataset)
-    ds.plan("key = 'k00042'")  # the readers are kept from here on
+def _count_opens(monkeypatch) -> list:
+    """The paths whose index container plans open from now on (ParquetDataset.open_index)."""
     opened = []
     real = ParquetDataset.open_index
 
@@ -104,6 +103,13 @@ def test_a_lookup_opens_only_the_kept_files_indexes(dataset, monkeypatch):
         return real(self, f, *a, **k)
 
     monkeypatch.setattr(ParquetDataset, "open_index", counting)
+    return opened
+
+
+def test_a_lookup_opens_only_the_kept_files_indexes(dataset, monkeypatch):
+    ds = ParquetDataset(dataset)
+    ds.plan("key = 'k00042'")  # the readers are kept from here on
+    opened = _count_opens(monkeypatch)
     kept, skipped = _plan(ds, "key = 'k00042'")
     assert skipped == FILES - 1 and sorted(opened) == sorted(kept)
     monkeypatch.setattr(dataset_plan, "_BLOOM_VECTORS", False)
@@ -165,14 +171,7 @@ def test_nothing_is_kept_once_the_held_readers_are_cleared_or_none_are_held(data
     for _ in range(2):
         _plan(ds, "key = 'k00042'")
     assert len(ds.snapshot()._snap.stable["bloom-readers"].readers["key"]) == FILES
-    opened = []
-    real = ParquetDataset.open_index
-
-    def counting(self, f, *a, **k):
-        opened.append(f.path)
-        return real(self, f, *a, **k)
-
-    monkeypatch.setattr(ParquetDataset, "open_index", counting)
+    opened = _count_opens(monkeypatch)
     held.clear()  # as a new process: every file's index is opened again
     _plan(ds, "key = 'k00042'")
     assert len(opened) == FILES
