@@ -194,6 +194,12 @@ class _CatalogMixin:
             got = verdicts[f.path] = (f, v)
         return got[1]
 
+    def _judged_once(self, f: DataFile) -> bool:
+        """Was :meth:`trust` of ``f`` (as this snapshot lists it) judged once for every snapshot of
+        the same listing and catalog?  Not when the verdict read the file's witness (it holds for
+        one snapshot), nor before it was asked: what is kept for later snapshots asks this."""
+        return self._snap is not None and self._snap.stable.get("trust", {}).get(f.path, (None,))[0] is f
+
     def _witness(self, f: DataFile) -> Optional[str]:
         return self._derived(
             ("witness", f.path),

@@ -201,7 +201,7 @@ class _PlanMixin:
             rd = idx.loaded_reader(col, "bloom-filter")
             if rd is None or not rd.bits_loaded or f.path in rds:
                 continue
-            if self._snap.stable.get("trust", {}).get(f.path, (None,))[0] is not f:
+            if not self._judged_once(f):
                 return
             with _BLOOM_LOCK:
                 n = len(rd.bits)
@@ -340,7 +340,7 @@ class _PlanMixin:
                     got = (f, counts[f.path], bool(fi), None if fi else "not indexed")
                 else:
                     got = False
-                if stable.get("trust", {}).get(f.path, (None,))[0] is f:  # (judged once for the snapshot)
+                if self._judged_once(f):
                     settled[f.path] = got
             if not got:
                 return None
