@@ -144,10 +144,58 @@ def _existing_index(table, f):
         return None
 
 
-def plan_rewrite(table, options=None, force: bool = False):
-    """``(snapshot, tasks, files_total, already_indexed)`` for the table's live files."""
+ALREADY_INDEXED = "already indexed"
+
+
+def data_file_path(table, partition: tuple, bucket: int, f) -> str:
+    """Where data file ``f`` (a DataFileMeta of ``partition`` and ``bucket``) is: its ``file_path``,
+    set here from its external path or the table's layout when the manifest left it unset."""
     from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
+    if f.file_path is None:
+        f.file_path = (
+            f.physical_path() if f.external_path else canonical_data_file_path(table, partition, bucket, f.file_name)
+        )
+    return f.file_path
+
+
+def index_task(
+    table, partition: tuple, bucket: int, total_buckets, f, configured, threshold: int, resolver, force: bool
+):
+    """The :class:`_Task` that indexes data file ``f`` (a DataFileMeta of ``partition`` and
+    ``bucket``) with the ``configured`` indexes, None when none of them covers a column of its
+    schema, or :data:`ALREADY_INDEXED` when its index has every one (and not ``force``)."""
+    data_file_path(table, partition, bucket, f)
+    names, types = resolver.for_schema(f.schema_id)
+    file_cols, idx, read_cols = {}, {}, []
+    for col, per_type in configured.items():
+        fcol = names.get(col)
+        if fcol is None:  # column not in this file's schema (or retyped): Java skips it
+            continue
+        file_cols[col] = fcol
+        read_cols.append(col)
+        idx[fcol] = per_type
+    if not idx:
+        return None
+    keep = {}
+    existing = None if force else _existing_index(table, f)
+    if existing is not None:
+        metas = existing.index_metas()
+        for c, per_type in idx.items():
+            for itype in per_type:
+                if itype in metas.get(c, {}):
+                    keep.setdefault(c, {})[itype] = existing.payload(c, itype)
+        if all(set(t) <= set(keep.get(c, {})) for c, t in idx.items()):
+            return ALREADY_INDEXED
+    old = next((x for x in f.extra_files or () if x.endswith(INDEX_SUFFIX)), None)
+    types_of = {c: types[c] for c in idx}
+    return _Task(
+        table.table_path, partition, bucket, total_buckets, f, read_cols, file_cols, types_of, idx, threshold, old, keep
+    )
+
+
+def plan_rewrite(table, options=None, force: bool = False):
+    """``(snapshot, tasks, files_total, already_indexed)`` for the table's live files."""
     from .pruning import _SchemaResolver
 
     configured, all_opts = _configured(table, options)
@@ -157,52 +205,13 @@ def plan_rewrite(table, options=None, force: bool = False):
     tasks = []
     already = 0
     for e in entries:
-        f = e.file
-        if f.file_path is None:
-            f.file_path = (
-                f.physical_path()
-                if f.external_path
-                else canonical_data_file_path(table, tuple(e.partition.values), e.bucket, f.file_name)
-            )
-        names, types = resolver.for_schema(f.schema_id)
-        file_cols, idx, read_cols = {}, {}, []
-        for col, per_type in configured.items():
-            fcol = names.get(col)
-            if fcol is None:  # column not in this file's schema (or retyped): Java skips it
-                continue
-            file_cols[col] = fcol
-            read_cols.append(col)
-            idx[fcol] = per_type
-        if not idx:
-            continue
-        keep = {}
-        existing = None if force else _existing_index(table, f)
-        if existing is not None:
-            metas = existing.index_metas()
-            for c, per_type in idx.items():
-                for itype in per_type:
-                    if itype in metas.get(c, {}):
-                        keep.setdefault(c, {})[itype] = existing.payload(c, itype)
-            if all(set(t) <= set(keep.get(c, {})) for c, t in idx.items()):
-                already += 1
-                continue
-        old = next((x for x in f.extra_files or () if x.endswith(INDEX_SUFFIX)), None)
-        tasks.append(
-            _Task(
-                table.table_path,
-                tuple(e.partition.values),
-                e.bucket,
-                e.total_buckets,
-                f,
-                read_cols,
-                file_cols,
-                {c: types[c] for c in idx},
-                idx,
-                threshold,
-                old,
-                keep,
-            )
+        task = index_task(
+            table, tuple(e.partition.values), e.bucket, e.total_buckets, e.file, configured, threshold, resolver, force
         )
+        if task is ALREADY_INDEXED:
+            already += 1
+        elif task is not None:
+            tasks.append(task)
     return snapshot, tasks, len(entries), already
 
 
