@@ -16,6 +16,8 @@
 * :func:`legacy_manifest_table`: Paimon 0.9 manifests (``compat.py``).
 * :func:`read_deletion_vector`: 32- and 64-bit deletion vectors (``deletion.py``).
 * :func:`rewrite_file_index`: add the configured indexes to existing files (``rewrite.py``).
+* :func:`optimize`: rewrite an append table's files clustered by columns, with their file
+  indexes, in one commit, as Paimon's sort compaction (``sort_compact.py``).
 * :func:`top_n`: exact ``ORDER BY c [DESC] LIMIT k`` from range-bitmap file indexes (``topn.py``).
 * :func:`create_global_index`: bitmap / multivalue global indexes inside row-tracking
   tables, in-process or on Spark (``globalindex.py``); the reads above use them.

@@ -60,6 +60,15 @@ def rewrite_file_index(spark, table, options=None, **kw):
     return _impl(spark, table, options, **kw)
 
 
+@_needs_pypaimon
+def optimize(table, cluster_by, strategy="order", **kw):
+    """See :func:`paimon_fast.paimon.sort_compact.optimize`: the table's files rewritten clustered by
+    ``cluster_by``, with its file indexes, in one commit."""
+    from .sort_compact import optimize as _impl
+
+    return _impl(table, cluster_by, strategy, **kw)
+
+
 __all__ = [
     "read",
     "read_builder",
@@ -76,6 +85,7 @@ __all__ = [
     "from_pypaimon",
     "as_predicate",
     "rewrite_file_index",
+    "optimize",
     "create_global_index",
     "top_n",
 ]
