@@ -20,7 +20,8 @@ one fail on pypaimon's conflict check (:class:`~paimon_fast.errors.DataFileChang
 new files are then deleted and the table is as the other commit left it.  An optimize stopped
 before its commit leaves the table as it was (the data files and sidecars it wrote are deleted
 when it fails in Python; a killed process leaves them unreferenced, for Paimon's orphan-file
-cleanup).
+cleanup).  Once its commit has started, nothing it wrote is deleted, whatever happens next: the
+commit may have landed.
 
 **Refused**, with :class:`~paimon_fast.errors.OptionError`: primary-key tables (their files are
 merged by key, not read as rows), tables with buckets (a row's bucket is fixed by its key),
@@ -206,6 +207,7 @@ def optimize(
             continue
         groups.setdefault(part, []).append(e)
     messages, written, sidecars = [], [], []
+    committing = False  # from here on the new files are never deleted: the commit may have landed
     try:
         for part, es in groups.items():
             files = [e.file for e in es]
@@ -227,21 +229,23 @@ def optimize(
             step("paimon.optimize.partition.written", partition=part)
         sidecars = _index_new_files(table, [m for _, _, new in messages for m in new], options)
         step("paimon.optimize.written")
+        committing = True
         try:
             rep.snapshot_id = _commit(table, messages)
         except RuntimeError as e:
             if "conflict" not in str(e).lower():
                 raise
+            committing = False  # pypaimon's conflict check refuses before it writes a snapshot
             read_at = None if snapshot is None else snapshot.id
             raise DataFileChangedError(
                 f"another commit replaced files this optimize read (at snapshot {read_at}): nothing was "
                 f"committed, run it again ({e})"
             ) from e
+        step("paimon.optimize.committed")
     except BaseException:
-        for path in written:
-            table.file_io.delete_quietly(path)
-        for path in sidecars:
-            table.file_io.delete_quietly(path)
+        if not committing:
+            for path in written + sidecars:
+                table.file_io.delete_quietly(path)
         raise
     rep.files_after = sum(len(m.new_files) for _, _, new in messages for m in new)
     rep.bytes_after = sum(f.file_size for _, _, new in messages for m in new for f in m.new_files)

@@ -177,6 +177,23 @@ def test_stopped_before_its_commit_leaves_the_table_as_it_was(tmp_path):
     assert _by_id(pypaimon_read(table)).equals(before)
 
 
+def test_a_failure_after_the_commit_deletes_nothing(tmp_path):
+    """Once the commit has started, the new files stay whatever happens next (the commit may
+    have landed): here it did, and every row is still there."""
+    table = create_sample_table(tmp_path, options=OPTS)
+    before = _by_id(pypaimon_read(table))
+
+    def fail(name, ctx):
+        if name == "paimon.optimize.committed":
+            raise KeyboardInterrupt
+
+    with steps.hook(fail), pytest.raises(KeyboardInterrupt):
+        optimize(table, ["price"])
+    table = catalog(tmp_path).get_table("db.t")
+    assert _by_id(pypaimon_read(table)).equals(before)
+    assert all(os.path.exists(f.file_path or f.aligned_file_path(f.file_name)) for _, f in _entries(table))
+
+
 @pytest.mark.parametrize(
     "kw, match",
     [
