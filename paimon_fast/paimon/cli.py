@@ -1,10 +1,11 @@
-"""``paimon-fast paimon ...``: pruned queries and index rewrites on Paimon tables.
+"""``paimon-fast paimon ...``: pruned queries, index rewrites and sort compaction on Paimon tables.
 
     paimon-fast paimon query WAREHOUSE db.table --where "category = 'red'" [--select id,name] [--limit 20] [--explain]
     paimon-fast paimon rewrite-index WAREHOUSE db.table [--option file-index.bloom-filter.columns=name]
         [--force] [--spark] [--dry-run]
     paimon-fast paimon create-global-index WAREHOUSE db.table COLUMN [--type bitmap|btree|multivalue]
         [--partition p=x ...] [--option sorted-index.records-per-range=1000000] [--spark]
+    paimon-fast paimon optimize WAREHOUSE db.table --cluster-by a,b [--strategy zorder] [--partition p=x ...]
 
 All print a report (``--json`` for machine-readable output).  ``--where`` is
 parsed with :func:`paimon_fast.core.sqlpredicate.parse_predicate`.  A table or
@@ -156,6 +157,46 @@ def _setup(p):
     g.add_argument("--spark", action="store_true", help="read, sort and write on a local SparkSession")
     g.add_argument("--quiet", action="store_true", help="no progress lines")
     g.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")
+    o = _sub(
+        sub,
+        "optimize",
+        "rewrite an append table's files clustered by columns, with their file indexes, in one commit",
+        """
+        paimon-fast paimon optimize warehouse db.orders --cluster-by price
+        paimon-fast paimon optimize warehouse db.orders --cluster-by price,id --strategy zorder --partition dt=1""",
+    )
+    o.add_argument("warehouse", help="the warehouse directory or URI of a filesystem catalog")
+    o.add_argument("table", help="db.table (an append table with bucket = -1)")
+    o.add_argument("--cluster-by", required=True, help="comma-separated columns")
+    o.add_argument("--strategy", default="order", help="order (default), zorder or hilbert")
+    o.add_argument(
+        "--partition",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only this partition (repeat the flag for a multi-column partition spec)",
+    )
+    o.add_argument("--quiet", action="store_true", help="no progress lines")
+    o.add_argument("--json", action="store_true")
+    o.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")
+
+
+def _optimize(args) -> int:
+    import time
+
+    from .sort_compact import optimize
+
+    table = _get_table(args.warehouse, args.table, _kv(args.catalog_option))
+    parts = [_kv(args.partition)] if args.partition else None
+    t0 = time.perf_counter()
+
+    def progress(phase, done, total):
+        if not args.quiet:
+            print(f"{phase} {done}/{total}, {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+
+    rep = optimize(table, args.cluster_by, args.strategy, partitions=parts, progress=progress)
+    print(json.dumps(rep.as_dict(), indent=2, default=str) if args.json else rep)
+    return 0
 
 
 def _create_global_index(args) -> int:
@@ -194,11 +235,13 @@ def _create_global_index(args) -> int:
     return 0
 
 
-@command("paimon", "Paimon tables through pypaimon: a pruned query, file index rewrites, global index builds")
+@command("paimon", "Paimon tables through pypaimon: a pruned query, file index rewrites, global index builds, optimize")
 def paimon_main(args):
     require("pypaimon", "reading Paimon tables")  # the tables extra, named if missing
     if args.paimon_cmd == "create-global-index":
         return _create_global_index(args)
+    if args.paimon_cmd == "optimize":
+        return _optimize(args)
     table = _open(args.warehouse, args.table, _kv(args.catalog_option))
     if args.paimon_cmd == "query":
         from .scan import _read_all
@@ -253,6 +296,7 @@ Paimon tables of a filesystem catalog, through pypaimon (the tables extra):
   query                read the rows matching a predicate, pruned with the table's indexes
   rewrite-index        build the configured file indexes for the files that lack them
   create-global-index  build a bitmap or multivalue global index (row-tracking tables)
+  optimize             rewrite an append table's files clustered by columns, in one commit
 Each takes --help for its options."""
 paimon_main.examples = """
 paimon-fast paimon query warehouse db.orders --where "category = 'red'"

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field as dc_field
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from ..errors import ColumnNotFoundError, DataFileChangedError, OptionError
 from ..tables.steps import step
@@ -168,6 +168,7 @@ def optimize(
     *,
     partitions: Optional[Sequence[Mapping]] = None,
     options: Optional[Mapping] = None,
+    progress: Optional[Callable[[str, int, int], None]] = None,
 ) -> OptimizeReport:
     """Rewrite the live files of ``table`` (a pypaimon append table without buckets) clustered by
     ``cluster_by``, with its configured file indexes, in one commit (module docstring).
@@ -175,7 +176,10 @@ def optimize(
     ``strategy``: ``"order"``, ``"zorder"`` or ``"hilbert"``; ``partitions``: only these
     partitions (``[{"dt": "2024-01-01"}, ...]``, every value of the partition keys), default all;
     ``options``: file-index options for the new files over the table's (as
-    :func:`rewrite_file_index` takes them).  Returns an :class:`OptimizeReport`."""
+    :func:`rewrite_file_index` takes them); ``progress(phase, done, total)`` is called as
+    partitions are written (``"partitions"``) and after the commit (``"committed"``), as
+    :meth:`ParquetDataset.optimize <paimon_fast.tables.ParquetDataset.optimize>` calls it.
+    Returns an :class:`OptimizeReport`."""
     from ..tables.order import check_strategy, sort_permutation
     from .rewrite import _live_entries, data_file_path
 
@@ -227,6 +231,8 @@ def optimize(
             rep.rows += data.num_rows
             messages.append((part, es, new))
             step("paimon.optimize.partition.written", partition=part)
+            if progress is not None:
+                progress("partitions", rep.partitions, len(groups))
         sidecars = _index_new_files(table, [m for _, _, new in messages for m in new], options)
         step("paimon.optimize.written")
         committing = True
@@ -242,6 +248,8 @@ def optimize(
                 f"committed, run it again ({e})"
             ) from e
         step("paimon.optimize.committed")
+        if progress is not None:
+            progress("committed", 1, 1)
     except BaseException:
         if not committing:
             for path in written + sidecars:

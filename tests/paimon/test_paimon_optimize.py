@@ -4,6 +4,7 @@ files it read."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pyarrow as pa
@@ -192,6 +193,22 @@ def test_a_failure_after_the_commit_deletes_nothing(tmp_path):
     table = catalog(tmp_path).get_table("db.t")
     assert _by_id(pypaimon_read(table)).equals(before)
     assert all(os.path.exists(f.file_path or f.aligned_file_path(f.file_name)) for _, f in _entries(table))
+
+
+def test_the_command_line(tmp_path, capsys):
+    from paimon_fast.cli import main
+
+    table = create_sample_table(tmp_path, options=OPTS)
+    before = _by_id(pypaimon_read(table))
+    assert main(["paimon", "optimize", str(tmp_path), "db.t", "--cluster-by", "price,id", "--json"]) == 0
+    got = capsys.readouterr()
+    out = json.loads(got.out)
+    assert out["cluster_by"] == ["price", "id"] and out["rows"] == 4000 and out["partitions"] == 1
+    assert "partitions 1/1" in got.err and "committed 1/1" in got.err  # the progress lines
+    assert _by_id(pypaimon_read(catalog(tmp_path).get_table("db.t"))).equals(before)
+    assert main(["paimon", "optimize", str(tmp_path), "db.t", "--cluster-by", "price", "--quiet"]) == 0
+    got = capsys.readouterr()
+    assert got.err == "" and "order by price: 1 partition(s)" in got.out
 
 
 @pytest.mark.parametrize(
