@@ -7,9 +7,13 @@
 every live row of the latest snapshot, orders the rows by the cluster columns (``"order"``: a
 sort; ``"zorder"`` / ``"hilbert"``: the interleaved keys of
 :func:`paimon_fast.tables.order.sort_permutation`, as Paimon's ``order_strategy`` means them),
-writes them through pypaimon's writer (its file size and format options), builds the table's
-configured file indexes for the new files (``file-index.*``, as :func:`rewrite_file_index`
-does: embedded up to ``file-index.in-manifest-threshold``, else a sidecar), and commits.
+writes them through pypaimon's writer (its file size and format options; full value statistics,
+since pypaimon writes none by default and a clustered file's min / max is what prunes it),
+builds the table's configured file indexes for the new files (``file-index.*``, as
+:func:`rewrite_file_index` does: embedded up to ``file-index.in-manifest-threshold``, else a
+sidecar; a bitmap stays version 1 where the replaced files had version 1, the one Paimon 0.9
+reads), and commits.  Java Paimon 0.9 reads the result and plans with it
+(tests/paimon/test_paimon_java_interop.py).
 
 **The commit** deletes exactly the files it read and adds the new ones, for every partition, in
 one snapshot: readers see the old files or the new ones, never both.  It is not an ``INSERT
@@ -112,7 +116,14 @@ def _partition_rows(table, partition, bucket, files):
 
 
 def _write_sorted(table, data):
-    """Write ``data`` through pypaimon's writer; its commit messages (nothing committed)."""
+    """Write ``data`` through pypaimon's writer; its commit messages (nothing committed).  The
+    files carry full value statistics (``metadata.stats-mode = full``) unless the table sets the
+    mode: pypaimon writes none by default, and a clustered file's min / max is what prunes it
+    (Java writes ``truncate(16)``, which pypaimon does not have)."""
+    from .compat import legacy_manifest_table
+
+    if "metadata.stats-mode" not in table.table_schema.options:
+        table = legacy_manifest_table(table.copy({"metadata.stats-mode": "full"}))
     wb = table.new_batch_write_builder()
     w = wb.new_write()
     try:
@@ -122,9 +133,28 @@ def _write_sorted(table, data):
         w.close()
 
 
-def _index_new_files(table, messages, options: Optional[Mapping]) -> List[str]:
+def _bitmap_v1_columns(table, files) -> set:
+    """The columns whose bitmap index is version 1 in any of ``files`` (their current indexes)."""
+    from .rewrite import _existing_index
+
+    out = set()
+    for f in files:
+        idx = _existing_index(table, f)
+        if idx is None:
+            continue
+        for col, types in idx.index_metas().items():
+            if "bitmap" in types and col not in out:
+                payload = idx.payload(col, "bitmap")
+                if payload and payload[0] == 1:
+                    out.add(col)
+    return out
+
+
+def _index_new_files(table, messages, options: Optional[Mapping], replaced) -> List[str]:
     """Build the configured file indexes of the files in ``messages`` (in place: each message's
-    ``new_files`` get their embedded index or sidecar); the sidecars written."""
+    ``new_files`` get their embedded index or sidecar); the sidecars written.  A bitmap index
+    keeps version 1 where a file it replaces (``replaced``) has one and no ``version`` option is
+    set: Paimon 0.9 reads version 1 only."""
     from .pruning import _SchemaResolver
     from .rewrite import (
         ALREADY_INDEXED,
@@ -141,6 +171,10 @@ def _index_new_files(table, messages, options: Optional[Mapping]) -> List[str]:
     configured, all_opts = _configured(table, options)
     if not configured:
         return []
+    for col in _bitmap_v1_columns(table, replaced):
+        opts = configured.get(col, {}).get("bitmap")
+        if opts is not None and "version" not in opts:
+            opts["version"] = "1"
     threshold = parse_memory_size(all_opts.get(IN_MANIFEST_THRESHOLD, DEFAULT_IN_MANIFEST_THRESHOLD))
     resolver = _SchemaResolver(table)
     sidecars = []
@@ -233,7 +267,9 @@ def optimize(
             step("paimon.optimize.partition.written", partition=part)
             if progress is not None:
                 progress("partitions", rep.partitions, len(groups))
-        sidecars = _index_new_files(table, [m for _, _, new in messages for m in new], options)
+        sidecars = _index_new_files(
+            table, [m for _, _, new in messages for m in new], options, [e.file for _, es, _ in messages for e in es]
+        )
         step("paimon.optimize.written")
         committing = True
         try:

@@ -1,4 +1,4 @@
-"""Java Paimon 0.9 reads what rewrite_file_index wrote, and plans fewer files with it.
+"""Java Paimon 0.9 reads what rewrite_file_index and optimize wrote, and plans fewer files with it.
 
 Needs Java 17 (javac) and the Paimon 0.9 bridge jar, which ships inside the
 PyPI sdist of pypaimon 0.2.0 (``pip download --no-deps --no-binary :all:
@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("pypaimon")
 pyspark = pytest.importorskip("pyspark")
 
-from paimon_fast.paimon import legacy_manifest_table, rewrite_file_index  # noqa: E402
+from paimon_fast.paimon import legacy_manifest_table, optimize, rewrite_file_index  # noqa: E402
 
 from tests.support.paimon_helpers import catalog, copy_table, unpack_java09  # noqa: E402
 from tests.support.paths import JAVA  # noqa: E402
@@ -83,3 +83,22 @@ def test_java09_plans_fewer_files_after_rewrite(tmp_path_factory, tmp_path, java
     # Java still reads every live row, its old indexes still work
     assert java_plan(tmp_path, "db.append_dv", "name", ["-", "name-1500"]) == [(2, 1666), (1, 1000)]
     assert java_plan(tmp_path, "db.append_dv", "category", ["magenta"]) == [(0, 0)]
+
+
+def test_java09_reads_an_optimized_table_and_reads_less_of_it(tmp_path_factory, tmp_path, java_plan):
+    """optimize on a table Java 0.9 wrote: Java reads every row, its bloom filters and bitmaps
+    (version 1, as the replaced files had) still answer, and the files now hold one category
+    each, so a category lookup reads fewer rows than before."""
+    wh = unpack_java09(tmp_path_factory.mktemp("j09"))
+    copy_table(wh, str(tmp_path), "append_embedded")
+    t = "db.append_embedded"
+    assert java_plan(tmp_path, t, "name", ["-"]) == [(4, 4000)]
+    (before_red,) = java_plan(tmp_path, t, "category", ["red"])
+    table = legacy_manifest_table(catalog(tmp_path).get_table(t)).copy({"target-file-size": "8 kb"})
+    rep = optimize(table, ["category", "id"])
+    assert rep.files_before == 4 and rep.files_after > 4
+    assert java_plan(tmp_path, t, "name", ["-"]) == [(rep.files_after, 4000)]
+    (hit, miss) = java_plan(tmp_path, t, "name", ["name-1500", "nope"])
+    assert hit[0] == 1 and 0 < hit[1] < 1000 and miss == (0, 0)
+    (red,) = java_plan(tmp_path, t, "category", ["red"])
+    assert before_red == (2, 2000) and red[1] < before_red[1] and red[0] < rep.files_after

@@ -19,7 +19,15 @@ from paimon_fast.fileindex import FileIndexFormat  # noqa: E402
 from paimon_fast.paimon import optimize, read, read_with_index, rewrite_file_index  # noqa: E402
 from paimon_fast.tables import steps  # noqa: E402
 
-from tests.support.paimon_helpers import catalog, commit_arrow, create_sample_table, pypaimon_read, sample_batch  # noqa: E402
+from tests.support.paimon_helpers import (  # noqa: E402
+    catalog,
+    commit_arrow,
+    copy_table,
+    create_sample_table,
+    pypaimon_read,
+    sample_batch,
+    unpack_java09,
+)
 
 OPTS = {
     "file-index.bloom-filter.columns": "name",
@@ -98,6 +106,48 @@ def test_optimize_sorts_the_files_keeps_the_rows_and_indexes_the_new_files(tmp_p
     assert prep.files_with_index == len(entries) and prep.files_skipped >= len(entries) - 1
     r = read(table, "price < 100")
     assert r.count() == pc.sum(pc.less(before.column("price"), 100)).as_py()
+
+
+def test_the_new_files_carry_value_statistics_and_keep_the_bitmap_version(tmp_path, tmp_path_factory):
+    """pypaimon writes no value statistics by default (``metadata.stats-mode = none``); a
+    clustered file's min / max is what prunes it, so optimize writes them (unless the table sets
+    the mode).  A bitmap index stays version 1 where the files it replaces had version 1 (Java
+    0.9's tables: Paimon 0.9 reads no other), else version 2 (Java master's)."""
+    from paimon_fast.paimon import legacy_manifest_table
+    from paimon_fast.paimon.rewrite import _existing_index, _live_entries, data_file_path
+
+    def stats(table):
+        """The live files with their value statistics (the scan's splits drop them)."""
+        es = _live_entries(table)[1]
+        return [e.file for e in es if data_file_path(table, tuple(e.partition.values), e.bucket, e.file)]
+
+    opts = {**OPTS, "file-index.bitmap.columns": "category"}
+    table = create_sample_table(tmp_path / "a", options=opts)
+    assert all(f.value_stats_cols == [] for f in stats(table))  # (pypaimon's default)
+    optimize(table, ["price"])
+    table = catalog(tmp_path / "a").get_table("db.t")
+    for f in stats(table):
+        prices = _file_rows(table, (), f).column("price").to_pylist()
+        names = [x.name for x in table.table_schema.fields]
+        i = names.index("price")
+        assert f.value_stats_cols is None
+        assert (f.value_stats.min_values.get_field(i), f.value_stats.max_values.get_field(i)) == (
+            min(prices),
+            max(prices),
+        )
+        assert _existing_index(table, f).payload("category", "bitmap")[0] == 2
+
+    table = create_sample_table(tmp_path / "b", options={**OPTS, "metadata.stats-mode": "none"})
+    optimize(table, ["price"])
+    assert all(f.value_stats_cols == [] for f in stats(catalog(tmp_path / "b").get_table("db.t")))
+
+    wh = unpack_java09(tmp_path_factory.mktemp("j09"))
+    copy_table(wh, str(tmp_path / "c"), "append_embedded")
+    table = legacy_manifest_table(catalog(tmp_path / "c").get_table("db.append_embedded"))
+    assert {_existing_index(table, f).payload("category", "bitmap")[0] for f in stats(table)} == {1}
+    optimize(table, ["category"])
+    table = legacy_manifest_table(catalog(tmp_path / "c").get_table("db.append_embedded"))
+    assert {_existing_index(table, f).payload("category", "bitmap")[0] for f in stats(table)} == {1}
 
 
 def test_zorder_of_one_partition_leaves_the_others(tmp_path):
