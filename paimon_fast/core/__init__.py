@@ -8,7 +8,9 @@
 * :mod:`.types`: Paimon's data types and their Arrow mapping;
 * :mod:`.result`: what an index answers (REMAIN / SKIP / row bitmaps) and how answers combine;
 * :mod:`.translate`: the one walk of a tree that back ends (Arrow, Spark, pypaimon) plug into;
-* :mod:`.roaring`: Java-exact portable roaring bitmaps (32- and 64-bit).
+* :mod:`.roaring`: Java-exact portable roaring bitmaps (32- and 64-bit);
+* :mod:`.order`: rows clustered by columns (a sort, Z-order, Hilbert: Paimon's sort compaction
+  strategies), for every table kind's ``optimize``.
 
 Modules here import only each other, :mod:`paimon_fast.errors` and the kernels.
 """

@@ -6,7 +6,7 @@
 (``bucket = -1``), the tables Paimon's own sort compaction rewrites.  Per partition it reads
 every live row of the latest snapshot, orders the rows by the cluster columns (``"order"``: a
 sort; ``"zorder"`` / ``"hilbert"``: the interleaved keys of
-:func:`paimon_fast.tables.order.sort_permutation`, as Paimon's ``order_strategy`` means them),
+:func:`paimon_fast.core.order.sort_permutation`, as Paimon's ``order_strategy`` means them),
 writes them through pypaimon's writer (its file size and format options; full value statistics,
 since pypaimon writes none by default and a clustered file's min / max is what prunes it),
 builds the table's configured file indexes for the new files (``file-index.*``, as
@@ -43,7 +43,6 @@ from dataclasses import asdict, dataclass, field as dc_field
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from ..errors import ColumnNotFoundError, DataFileChangedError, OptionError
-from ..tables.steps import step
 
 
 @dataclass
@@ -211,10 +210,13 @@ def optimize(
     partitions (``[{"dt": "2024-01-01"}, ...]``, every value of the partition keys), default all;
     ``options``: file-index options for the new files over the table's (as
     :func:`rewrite_file_index` takes them); ``progress(phase, done, total)`` is called as
-    partitions are written (``"partitions"``) and after the commit (``"committed"``), as
-    :meth:`ParquetDataset.optimize <paimon_fast.tables.ParquetDataset.optimize>` calls it.
+    partitions are written (``"partitions"``), once the new files are indexed, right before the
+    commit (``"indexed"``), and after the commit (``"committed"``), as
+    :meth:`ParquetDataset.optimize <paimon_fast.tables.ParquetDataset.optimize>` calls it; an
+    exception it raises stops the optimize there (before the commit, nothing is committed and
+    what was written is deleted).
     Returns an :class:`OptimizeReport`."""
-    from ..tables.order import check_strategy, sort_permutation
+    from ..core.order import check_strategy, sort_permutation
     from .rewrite import _live_entries, data_file_path
 
     t0 = time.perf_counter()
@@ -264,13 +266,13 @@ def optimize(
             rep.bytes_before += sum(f.file_size for f in files)
             rep.rows += data.num_rows
             messages.append((part, es, new))
-            step("paimon.optimize.partition.written", partition=part)
             if progress is not None:
                 progress("partitions", rep.partitions, len(groups))
         sidecars = _index_new_files(
             table, [m for _, _, new in messages for m in new], options, [e.file for _, es, _ in messages for e in es]
         )
-        step("paimon.optimize.written")
+        if progress is not None:
+            progress("indexed", 1, 1)
         committing = True
         try:
             rep.snapshot_id = _commit(table, messages)
@@ -283,7 +285,6 @@ def optimize(
                 f"another commit replaced files this optimize read (at snapshot {read_at}): nothing was "
                 f"committed, run it again ({e})"
             ) from e
-        step("paimon.optimize.committed")
         if progress is not None:
             progress("committed", 1, 1)
     except BaseException:

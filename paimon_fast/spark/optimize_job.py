@@ -8,7 +8,7 @@ small results travel back to the driver.  Three ``mapInArrow`` jobs over ``spark
 
 1. **sample**: one task a file to rewrite reads its cluster columns (the native Parquet reader,
    deletion vectors applied, the file checked to be the version listed) and returns evenly spaced
-   keys of its rows in the cluster order (:func:`paimon_fast.tables.order.range_keys`, bytes that
+   keys of its rows in the cluster order (:func:`paimon_fast.core.order.range_keys`, bytes that
    never decrease along the order).  The driver cuts each dataset partition's keys into as many
    ranges as new files it wants (its bytes over the target file size), about equal in rows, as
    Spark's ``RangePartitioner`` does with its sample, and as Paimon's Spark sorters cluster
@@ -16,7 +16,7 @@ small results travel back to the driver.  Three ``mapInArrow`` jobs over ``spark
 2. **cut**: one task a file reads all its columns, gives each row the range its key falls in and
    writes the rows as one Arrow IPC file of one record batch a range;
 3. **write**: one task a range reads its batch of every IPC file, orders the rows
-   (:func:`paimon_fast.tables.order.sort_permutation`) and writes them as a new file (cut in
+   (:func:`paimon_fast.core.order.sort_permutation`) and writes them as a new file (cut in
    several if the range came out much larger than planned) with the in-process run's per-file
    step, :func:`paimon_fast.tables.optimize.write_rows` (page index, row-capped pages, file
    index, statistics), staged under the run's directory; the catalog entries travel back.
@@ -64,7 +64,7 @@ def _rewrite_on_spark(spark, parallelism: Optional[int] = None):
         import pyarrow as pa
 
         from ..tables.optimize import NewFile
-        from ..tables.order import range_bounds
+        from ..core.order import range_bounds
         from .frames import task_frame, task_numbers
 
         schema = plan["schema"]
@@ -107,7 +107,7 @@ def _rewrite_on_spark(spark, parallelism: Optional[int] = None):
             return t
 
         def sample_task(batches):
-            from ..tables.order import quantile_sample, range_keys
+            from ..core.order import quantile_sample, range_keys
 
             for i in task_numbers(batches):
                 keys = range_keys(read(i, by), by, strategy)
@@ -118,7 +118,7 @@ def _rewrite_on_spark(spark, parallelism: Optional[int] = None):
                 )
 
         def cut_task(batches):
-            from ..tables.order import range_keys
+            from ..core.order import range_keys
 
             for i in task_numbers(batches):
                 pi = files[i][0]
@@ -148,7 +148,7 @@ def _rewrite_on_spark(spark, parallelism: Optional[int] = None):
 
         def write_task(batches):
             from ..tables.optimize import write_rows
-            from ..tables.order import sort_permutation
+            from ..core.order import sort_permutation
 
             for k in task_numbers(batches):
                 pi, dest, held = outputs[k]

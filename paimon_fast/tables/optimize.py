@@ -3,7 +3,7 @@ rewrites a dataset's files clustered by chosen columns, in one catalog commit.
 
 An index skips pages only where the rows it selects sit together.  ``optimize`` sorts the rows of
 each partition across its files (``order``, ``zorder`` or ``hilbert``, as Paimon's sort compaction
-names them: :mod:`paimon_fast.tables.order`), so each new file and each of its row groups and
+names them: :mod:`paimon_fast.core.order`), so each new file and each of its row groups and
 pages holds a narrow range of the cluster columns, and writes them for reads at known rows (a
 page index, row-capped pages, ``sorting_columns``: :mod:`paimon_fast.tables.writer`).  Deleted rows
 are not rewritten.  The dataset's file indexes are built for the new files from the rows in
@@ -89,7 +89,7 @@ from .optimize_rewrite import (  # noqa: F401  (handed on at their old path)
     write_one,
     write_rows,
 )
-from .order import check_strategy, check_types
+from ..core.order import check_strategy, check_types
 from .replaced import OPT_DIR, OPT_KEY
 from .steps import step
 from .writer import WriteOptions, parquet_flavour

@@ -15,7 +15,7 @@ import pyarrow as pa
 from ..core.result import REMAIN
 from . import identity as _identity
 from .optimize_common import NewFile, rel_join
-from .order import sort_permutation, take
+from ..core.order import sort_permutation, take
 from .plan import FilePlan
 from .replaced import OPT_DIR
 from .steps import step

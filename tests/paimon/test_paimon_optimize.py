@@ -17,7 +17,6 @@ import paimon_fast as pf  # noqa: E402
 from paimon_fast.errors import ColumnNotFoundError, DataFileChangedError, OptionError  # noqa: E402
 from paimon_fast.fileindex import FileIndexFormat  # noqa: E402
 from paimon_fast.paimon import optimize, read, read_with_index, rewrite_file_index  # noqa: E402
-from paimon_fast.tables import steps  # noqa: E402
 
 from tests.support.paimon_helpers import (  # noqa: E402
     catalog,
@@ -183,12 +182,11 @@ def test_rows_appended_during_an_optimize_are_kept(tmp_path):
     (which an INSERT OVERWRITE would do, dropping the rows appended meanwhile)."""
     table = create_sample_table(tmp_path, options=OPTS)
 
-    def append(name, ctx):
-        if name == "paimon.optimize.written":
+    def append(phase, done, total):
+        if phase == "indexed":  # (right before the commit)
             commit_arrow(catalog(tmp_path).get_table("db.t"), sample_batch(500, 10))  # ids 5000..5009
 
-    with steps.hook(append):
-        optimize(table, ["price"])
+    optimize(table, ["price"], progress=append)
     ids = pypaimon_read(catalog(tmp_path).get_table("db.t")).column("id").to_pylist()
     assert sorted(ids) == list(range(4000)) + list(range(5000, 5010))
 
@@ -199,12 +197,12 @@ def test_a_commit_that_replaced_the_same_files_first_wins(tmp_path):
     table = create_sample_table(tmp_path, options=OPTS)
     files0 = _data_files(tmp_path)
 
-    def rival(name, ctx):
-        if name == "paimon.optimize.written":
+    def rival(phase, done, total):
+        if phase == "indexed":
             rewrite_file_index(None, catalog(tmp_path).get_table("db.t"), force=True)
 
-    with steps.hook(rival), pytest.raises(DataFileChangedError, match="another commit replaced files"):
-        optimize(table, ["price"])
+    with pytest.raises(DataFileChangedError, match="another commit replaced files"):
+        optimize(table, ["price"], progress=rival)
     table = catalog(tmp_path).get_table("db.t")
     assert sorted(pypaimon_read(table).column("id").to_pylist()) == list(range(4000))
     assert _data_files(tmp_path) == files0
@@ -215,12 +213,12 @@ def test_stopped_before_its_commit_leaves_the_table_as_it_was(tmp_path):
     snap0, files0 = _snapshot_id(table), _data_files(tmp_path)
     before = _by_id(pypaimon_read(table))
 
-    def stop(name, ctx):
-        if name == "paimon.optimize.written":
+    def stop(phase, done, total):
+        if phase == "indexed":
             raise KeyboardInterrupt
 
-    with steps.hook(stop), pytest.raises(KeyboardInterrupt):
-        optimize(table, ["price"])
+    with pytest.raises(KeyboardInterrupt):
+        optimize(table, ["price"], progress=stop)
     table = catalog(tmp_path).get_table("db.t")
     assert _snapshot_id(table) == snap0
     assert _data_files(tmp_path) == files0  # the files it wrote are gone
@@ -234,12 +232,12 @@ def test_a_failure_after_the_commit_deletes_nothing(tmp_path):
     table = create_sample_table(tmp_path, options=OPTS)
     before = _by_id(pypaimon_read(table))
 
-    def fail(name, ctx):
-        if name == "paimon.optimize.committed":
+    def fail(phase, done, total):
+        if phase == "committed":
             raise KeyboardInterrupt
 
-    with steps.hook(fail), pytest.raises(KeyboardInterrupt):
-        optimize(table, ["price"])
+    with pytest.raises(KeyboardInterrupt):
+        optimize(table, ["price"], progress=fail)
     table = catalog(tmp_path).get_table("db.t")
     assert _by_id(pypaimon_read(table)).equals(before)
     assert all(os.path.exists(f.file_path or f.aligned_file_path(f.file_name)) for _, f in _entries(table))

@@ -1,5 +1,5 @@
-"""The orders :meth:`ParquetDataset.optimize` clusters rows in, named as Paimon's sort compaction
-names them (``order_strategy``):
+"""The orders every table kind's ``optimize`` clusters rows in (:meth:`ParquetDataset.optimize`,
+:func:`paimon_fast.paimon.optimize`), named as Paimon's sort compaction names them (``order_strategy``):
 
 * ``order``: sorted by the columns, the first most significant, ascending, nulls first (Paimon's
   Spark ``OrderSorter``: ``repartitionByRange`` then ``sortWithinPartitions`` of the columns);
@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .._kernels import load
-from ..core.types import sort_indices
+from .types import sort_indices
 from ..errors import OptionError, UnsupportedTypeError
 
 STRATEGIES = ("order", "zorder", "hilbert")

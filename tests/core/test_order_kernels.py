@@ -1,7 +1,7 @@
 """The clustering kernels (paimon_fast/_kernels/order.pyx) agree with their twins
 (paimon_fast/reference/order.py) on random inputs (hypothesis): the stable radix argsort of
 multi-word keys, bit interleaving, the Hilbert index, the first bytes of strings; and the keys of
-paimon_fast.tables.order are Paimon's (values worked out by hand from ZOrderByteUtils,
+paimon_fast.core.order are Paimon's (values worked out by hand from ZOrderByteUtils,
 HilbertIndexer and ConvertBinaryUtil's rules)."""
 
 import numpy as np
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from paimon_fast._kernels import load
 from paimon_fast.errors import OptionError, UnsupportedTypeError
 from paimon_fast.reference import order as twin
-from paimon_fast.tables import order
+from paimon_fast.core import order
 
 k = load("order")
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
