@@ -51,6 +51,7 @@ def generate(wh: str, rows: int, commits: int):
     schema = pa.schema([("id", pa.int64()), ("key", pa.string()), ("x", pa.float64()), ("payload", pa.string())])
     opts = {
         "bucket": "-1",
+        "target-file-size": "8 mb",
         "file-index.bloom-filter.columns": "key",
         "file-index.bloom-filter.key.items": str(rows // commits),
     }
