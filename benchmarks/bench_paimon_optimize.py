@@ -22,13 +22,16 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 
 import numpy as np
 import pyarrow as pa
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_optimize import _median  # noqa: E402
 
 QUERIES = [("x < 1 (0.1%)", 0.0, 1.0), ("x < 10 (1%)", 0.0, 10.0)]
 
@@ -75,16 +78,6 @@ def generate(wh: str, rows: int, commits: int):
         w.close()
         cm.close()
     return ids, x
-
-
-def _median(fn, rounds):
-    fn()
-    ts = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def _check(who, got: pa.Table, want):

@@ -387,10 +387,15 @@ def commit_rewrite(table, tasks, results):
             )
         )
         adds.append(CommitMessage(partition=part, bucket=bucket, new_files=[m for _, m in items], total_buckets=total))
-    wb = table.new_batch_write_builder()
-    commit = wb.new_commit()
+    return commit_messages(table, deletes + adds)
+
+
+def commit_messages(table, messages) -> Optional[int]:
+    """Commit ``messages`` (deletions before additions) in one pypaimon commit; the latest
+    snapshot's id after it."""
+    commit = table.new_batch_write_builder().new_commit()
     try:
-        commit.commit(deletes + adds)
+        commit.commit(messages)
     finally:
         commit.close()
     snap = table.snapshot_manager().get_latest_snapshot()

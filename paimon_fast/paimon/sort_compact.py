@@ -304,6 +304,8 @@ def _commit(table, messages) -> Optional[int]:
     orders them).  Returns the new snapshot's id (None when there was nothing to commit)."""
     from pypaimon.write.commit_message import CommitMessage
 
+    from .rewrite import commit_messages
+
     deletes, adds = [], []
     for part, es, new in messages:
         by_bucket: Dict[tuple, list] = {}
@@ -317,10 +319,4 @@ def _commit(table, messages) -> Optional[int]:
         adds += [m for m in new if m.new_files]
     if not deletes:
         return None
-    commit = table.new_batch_write_builder().new_commit()
-    try:
-        commit.commit(deletes + adds)
-    finally:
-        commit.close()
-    snap = table.snapshot_manager().get_latest_snapshot()
-    return None if snap is None else snap.id
+    return commit_messages(table, deletes + adds)
