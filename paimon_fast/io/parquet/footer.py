@@ -131,6 +131,7 @@ class _Footer:
             self.rg_rows[i] = n
         self.starts = np.zeros(len(self.row_groups) + 1, dtype=np.int64)
         np.cumsum(self.rg_rows, out=self.starts[1:])
+        self.starts_list = self.starts.tolist()  # (Python ints: the reader's few-group arithmetic)
         self.by_name: Dict[str, Optional[_Field]] = {}
         for f in self.fields:
             self.by_name[f.name] = None if f.name in self.by_name else f  # None: the name is not unique

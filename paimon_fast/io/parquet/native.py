@@ -21,6 +21,7 @@ not valid Parquet raises :class:`~paimon_fast.errors.IndexFormatError` (what and
 from __future__ import annotations
 
 import os
+from bisect import bisect_left, bisect_right
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -329,6 +330,36 @@ def _names_and_fields(files: List[_File], columns, schema, dictionary=frozenset(
     return names, fields
 
 
+# where the chunk table's fields come from (pqread.FIELDS): a native column's tuple (column, leaf,
+# physical, type length, max definition, conversion), a chunk's row of _Layout.chunks (start,
+# length, codec, values, offset index offset, its length) and a row group's row of the read
+_T_OF_COLUMN, _COLUMN_FIELDS = np.array([1, 2, 3, 5, 6]), np.array([0, 2, 3, 4, 5])
+_T_OF_CHUNK, _CHUNK_FIELDS = np.array([4, 7, 8, 9, 10, 12]), np.array([2, 0, 1, 4, 5, 3])
+_T_OF_GROUP = np.array([11, 13, 14, 15, 16])  # rows, rows_off, nsel, how, output slot
+
+
+def _span_groups(fo, span: Optional[range], K) -> Tuple[List[int], List[List[int]]]:
+    """The row groups of a read of every row (``span`` None) or of the rows in ``span``, and per
+    group ``[its rows, the first wanted row of a range (0: every row), rows wanted, CK_EVERY or
+    CK_RANGE, 0]`` (the last, the group's output slot, is the caller's), in Python ints: a read
+    has few row groups, and numpy's calls cost more than the arithmetic."""
+    starts = fo.starts_list
+    if span is None:
+        gl = [g for g in range(len(starts) - 1) if starts[g + 1] > starts[g]]
+        return gl, [[starts[g + 1] - starts[g], 0, starts[g + 1] - starts[g], K.CK_EVERY, 0] for g in gl]
+    lo, hi = span.start, span.stop
+    gl, per = [], []
+    for g in range(max(bisect_right(starts, lo) - 1, 0), bisect_left(starts, hi)):
+        s0, s1 = starts[g], starts[g + 1]
+        if s1 <= s0:
+            continue
+        a, b = max(s0, lo), min(s1, hi)
+        whole = a == s0 and b == s1
+        gl.append(g)
+        per.append([s1 - s0, 0 if whole else a - s0, b - a, K.CK_EVERY if whole else K.CK_RANGE, 0])
+    return gl, per
+
+
 def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) -> Tuple[pa.Table, np.ndarray]:
     K = kernels(opts.twin)
     names, fields = _names_and_fields(files, columns, schema, opts.dictionary)
@@ -339,8 +370,9 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
     ncol = len(names)
     if not ncol:
         return no_columns(total), counts
-    out_at = np.zeros(len(files) + 1, dtype=np.int64)
-    np.cumsum(counts, out=out_at[1:])
+    out_at = [0]  # each file's first output slot (Python ints: a read of a few files costs less so)
+    for n in ns:
+        out_at.append(out_at[-1] + n)
     # per column: the mapping of the output, whether it needs validity
     col_map: List[Optional[Mapping]] = [None] * ncol
     needs_valid = [False] * ncol
@@ -356,24 +388,17 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             fallback.extend((fi, ci, why) for ci in range(ncol))
             continue
         lay, fo = fl.lay, fl.fo
-        # the row groups holding wanted rows, each one's rows and output slot
-        if fl.all:
-            groups = np.flatnonzero(fo.rg_rows > 0)
-            nsel = fo.rg_rows[groups]
-            rows_off = np.zeros(len(groups), dtype=np.int64)
-            allflag = K.CK_EVERY
-        elif fl.span is not None:  # a range of rows: each row group's part of it, as a range of its rows
-            lo, hi = fl.span.start, fl.span.stop
-            g0 = int(np.searchsorted(fo.starts, lo, side="right")) - 1
-            g1 = int(np.searchsorted(fo.starts, hi, side="left"))
-            groups = np.arange(max(g0, 0), g1)
-            groups = groups[fo.rg_rows[groups] > 0]
-            a = np.maximum(fo.starts[groups], lo)
-            b = np.minimum(fo.starts[groups + 1], hi)
-            nsel = b - a
-            whole = (a == fo.starts[groups]) & (b == fo.starts[groups + 1])
-            allflag = np.where(whole, K.CK_EVERY, K.CK_RANGE)
-            rows_off = np.where(whole, 0, a - fo.starts[groups])  # (a range: its first row in the group)
+        # the row groups holding wanted rows, and per group: its rows in the footer, the rows
+        # wanted, the first of them (a range) or their place in the rows array (positions), how
+        # they are given, the output slot of the first
+        if fl.pos is None:  # every row, or a range of rows: each row group's part of it
+            gl, per = _span_groups(fo, fl.span, K)
+            groups = np.array(gl, dtype=np.int64)
+            at = out_at[fi]
+            for g in per:
+                g[4] = at
+                at += g[2]
+            per_group = np.array(per, dtype=np.int64).reshape(len(gl), 5)
         else:
             starts = fo.starts
             if fl.pos.dtype != starts.dtype and starts[-1] <= np.iinfo(fl.pos.dtype).max:
@@ -385,14 +410,18 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
                 local = fl.pos - fo.starts[groups[0]] if fo.starts[groups[0]] else fl.pos
             else:
                 local = fl.pos - np.repeat(fo.starts[groups], nsel)
-            rows_off = rows_len + np.concatenate(([0], np.cumsum(nsel)[:-1])).astype(np.int64)
+            before = np.concatenate(([0], np.cumsum(nsel)[:-1])).astype(np.int64)
+            per_group = np.empty((len(groups), 5), dtype=np.int64)
+            per_group[:, 0] = fo.rg_rows[groups]
+            per_group[:, 1] = rows_len + before
+            per_group[:, 2] = nsel
+            per_group[:, 3] = K.CK_POSITIONS
+            per_group[:, 4] = out_at[fi] + before
             row_parts.append(local)
             rows_len += len(local)
-            allflag = K.CK_POSITIONS
-        slots = out_at[fi] + np.concatenate(([0], np.cumsum(nsel)[:-1])).astype(np.int64)
         native_cols = []  # (column, leaf, physical, type length, max definition, conversion)
         null_cols = []  # columns the file lacks: nulls of their type
-        good = lay.ok[groups].all(axis=0)  # per leaf: every chunk of it in these groups is read natively
+        good = lay.ok[groups[0]] if len(groups) == 1 else lay.ok[groups].all(axis=0)  # per leaf: read natively
         for ci, (name, want) in enumerate(zip(names, fields)):
             col = lay.columns.get(name)
             if pa.types.is_null(want.type):  # a column of nulls by its type: nothing to read
@@ -435,12 +464,9 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
         tables = []
         if native_cols:
             a = np.array(native_cols, dtype=np.int64)  # (columns, 6)
-            meta = lay.chunks[groups][:, a[:, 1]].transpose(1, 0, 2)  # (columns, groups, fields)
             t = np.empty((len(a), len(groups), 17), dtype=np.int64)
-            for k, at in ((1, 0), (2, 2), (3, 3), (5, 4), (6, 5)):
-                t[:, :, k] = a[:, at : at + 1]
-            for k, at in ((4, 2), (7, 0), (8, 1), (9, 4), (10, 5), (12, 3)):
-                t[:, :, k] = meta[:, :, at]
+            t[:, :, _T_OF_COLUMN] = a[:, None, _COLUMN_FIELDS]
+            t[:, :, _T_OF_CHUNK] = lay.chunks[groups][:, a[:, 1]].transpose(1, 0, 2)[:, :, _CHUNK_FIELDS]
             tables.append(t)
         if null_cols:
             t = np.zeros((len(null_cols), len(groups), 17), dtype=np.int64)
@@ -450,11 +476,7 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             tables.append(t)
         for t in tables:
             t[:, :, 0] = fi
-            t[:, :, 11] = fo.rg_rows[groups]
-            t[:, :, 13] = rows_off
-            t[:, :, 14] = nsel
-            t[:, :, 15] = allflag
-            t[:, :, 16] = slots
+            t[:, :, _T_OF_GROUP] = per_group  # (the same per group for every column)
             chunk_rows.append(t.reshape(-1, 17))
     # columns no file reads natively still need an output (every file falls back)
     pyarrow_cols = set()  # columns every file of which pyarrow reads: no output of the reader
@@ -467,11 +489,17 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
         if col_map[ci].conv == K.CV_NULL:
             needs_valid[ci] = True
     cols = []
+    # not cleared: every slot of a chunk the reader decodes gets its byte (a unit of nulls: 0), and
+    # the slots of the chunks pyarrow reads are replaced by its reads (_splice).  One allocation
+    # holds every column's (no output array keeps them: _arrow packs them into bits)
+    nvalid = sum(needs_valid)
+    valids = _buffer(total * nvalid) if nvalid else None
     for ci in range(ncol):
         m = col_map[ci]
-        # not cleared: every slot of a chunk the reader decodes gets its byte (a unit of nulls:
-        # 0), and the slots of the chunks pyarrow reads are replaced by its reads (_splice)
-        valid = _buffer(total) if needs_valid[ci] else None
+        valid = None
+        if needs_valid[ci]:
+            nvalid -= 1
+            valid = valids[nvalid * total : (nvalid + 1) * total]
         if m.kind == K.OUT_FIXED:
             cols.append((m.kind, m.width, total, _buffer(total * m.width), valid, None))
         elif m.kind == K.OUT_BOOL:
@@ -499,7 +527,8 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
         if off is not None:  # their offsets are still 0: each takes its predecessor's end, so
             np.maximum.accumulate(off, out=off)  # the values after them start where they should
     # what did not decode natively: pyarrow reads it
-    for k in np.flatnonzero(status != K.OK).tolist():
+    ok = status == K.OK
+    for k in np.flatnonzero(~ok).tolist():
         fi, ci = int(chunks[k, 0]), int(chunks[k, 1])
         why = errors.get(k, "")
         if status[k] == K.IO:
@@ -511,17 +540,24 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             raise MemoryError(f"out of memory reading {_name(files[fi])}")
         label = "not valid Parquet" if status[k] == K.CORRUPT else "not decoded natively"
         fallback.append((fi, ci, f"{label}: {why}"))
-    pages_total, pages_read, bytes_read = kstats[:, :3].sum(axis=0).tolist() if len(kstats) else (0, 0, 0)
-    st.pages_total += pages_total
-    st.pages_read += pages_read
-    st.pages_direct += pages_read
-    st.bytes_read += bytes_read
-    real = chunks[:, 6] != K.CV_NULL
-    st.bytes_total += int(chunks[real, 8].sum())
-    st.columns_by_page += int(np.count_nonzero((status == K.OK) & real))
+    if len(chunks):
+        pages_total, pages_read, bytes_read, _ = kstats.sum(axis=0).tolist()
+        real = chunks[:, 6] != K.CV_NULL
+        if real.all():  # (no column of nulls: every chunk was read)
+            st.bytes_total += int(chunks[:, 8].sum())
+            st.columns_by_page += int(np.count_nonzero(ok))
+        else:
+            st.bytes_total += int(chunks[real, 8].sum())
+            st.columns_by_page += int(np.count_nonzero(ok & real))
+        st.pages_total += pages_total
+        st.pages_read += pages_read
+        st.pages_direct += pages_read
+        st.bytes_read += bytes_read
+        # each column's nulls as the reader counted them (a column it left slots of: counted below)
+        nulls = np.bincount(chunks[:, 1], weights=kstats[:, 3], minlength=ncol).tolist()
+    else:
+        nulls = [0] * ncol
     st.rows_decoded += total
-    # each column's nulls as the reader counted them (a column it left slots of: counted below)
-    nulls = np.bincount(chunks[:, 1], weights=kstats[:, 3], minlength=ncol) if len(chunks) else np.zeros(ncol)
     partial = {ci for _, ci, _ in fallback}
     arrays = []
     for ci in range(ncol):
@@ -536,8 +572,11 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
     # splice pyarrow's reads of the (file, column)s the reader left
     if fallback:
         arrays = _splice(files, names, fields, arrays, fallback, out_at, st, opts)
-    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=_metadata(files, schema)))
-    return table, counts
+    if schema is not None and not opts.dictionary and names == schema.names:
+        out_schema = schema  # (its fields are the table's: no schema made anew a read)
+    else:
+        out_schema = pa.schema(fields, metadata=_metadata(files, schema))
+    return pa.Table.from_arrays(arrays, schema=out_schema), counts
 
 
 def _buffer(n: int, dtype=np.uint8, fill=None) -> np.ndarray:
