@@ -86,6 +86,10 @@ cdef extern from "pq_read.h" nogil:
     int c_CK_POSITIONS "CK_POSITIONS"
     int c_CK_EVERY "CK_EVERY"
     int c_CK_RANGE "CK_RANGE"
+    int c_CK_COL "CK_COL"
+    int c_CK_CONV "CK_CONV"
+    int c_CK_LEN "CK_LEN"
+    int c_CV_NULL "CV_NULL"
 
 # the columns of the chunk table (csrc/pq_read.h, CK_*)
 FIELDS = ("file", "col", "physical", "type_len", "codec", "max_def", "conv", "start", "len", "oi_off", "oi_len",
@@ -253,11 +257,13 @@ def read(list files, const int64_t[:, ::1] chunks, const int64_t[::1] rows, list
     or n for booleans) and ``valid`` (n, or None) and zeroed int32 / int64 ``offsets`` (n + 1,
     byte arrays).
 
-    Returns ``(status, err_at, errors, stats, data, overflow)``: per chunk its status, the file
-    offset and text of its error, ``[pages in the chunk, pages read, bytes read, slots made null]``;
-    per column the :class:`DataBuffer` of its byte arrays (or None) and whether int32 offsets overflowed.
+    Returns ``(status, err_at, errors, stats, data, overflow, summary)``: per chunk its status,
+    the file offset and text of its error, ``[pages in the chunk, pages read, bytes read, slots
+    made null]``; per column the :class:`DataBuffer` of its byte arrays (or None) and whether int32
+    offsets overflowed; ``summary`` (:func:`_summary`) sums them up.
     """
     cdef Py_ssize_t nf = len(files), nc = len(cols), nk = chunks.shape[0], i, j, s
+    cdef int64_t pages_total = 0, pages_read = 0, bytes_read = 0, bytes_total = 0, columns_ok = 0
     if chunks.shape[1] != c_CK_FIELDS:
         raise ValueError(f"chunk table of {chunks.shape[1]} columns, {c_CK_FIELDS} expected")
     cdef pq_job job
@@ -361,6 +367,8 @@ def read(list files, const int64_t[:, ::1] chunks, const int64_t[::1] rows, list
         err_at = np.empty(nk, dtype=np.int64)
         stats = np.empty((nk, 4), dtype=np.int64)
         errors = {}
+        nulls = [0] * nc  # (and the totals above: the summary)
+        bad = []
         for i in range(nk):
             status[i] = pk[i].status
             err_at[i] = pk[i].err_at
@@ -368,8 +376,16 @@ def read(list files, const int64_t[:, ::1] chunks, const int64_t[::1] rows, list
             stats[i, 1] = pk[i].pages_read
             stats[i, 2] = pk[i].bytes_read
             stats[i, 3] = pk[i].nulls
+            pages_total += pk[i].pages_total
+            pages_read += pk[i].pages_read
+            bytes_read += pk[i].bytes_read
+            nulls[pk[i].f[c_CK_COL]] += pk[i].nulls
+            if pk[i].f[c_CK_CONV] != c_CV_NULL:
+                bytes_total += pk[i].f[c_CK_LEN]
+                columns_ok += pk[i].status == OK
             if pk[i].status != OK:
                 errors[i] = pk[i].err.decode("utf-8", "replace")
+                bad.append(i)
         data = []
         overflow = []
         for i in range(nc):
@@ -379,7 +395,8 @@ def read(list files, const int64_t[:, ::1] chunks, const int64_t[::1] rows, list
             else:
                 data.append(None)
             overflow.append(bool(pc[i].overflow))
-        return status, err_at, errors, stats, data, overflow
+        summary = (pages_total, pages_read, bytes_read, bytes_total, columns_ok, nulls, bad)
+        return status, err_at, errors, stats, data, overflow, summary
     finally:
         if seg_off and seg_len and seg_ptr:
             for i in range(nf):

@@ -1508,9 +1508,12 @@ def read(files, chunks, rows, cols, threads=1):
     chunk's row group, ``cols`` per output column ``(kind, width, n, values, valid, offsets)``
     (numpy buffers written in place).  ``threads`` is ignored.
 
-    Returns ``(status, err_at, errors, stats, data, overflow)``: per chunk its status, the file
-    offset and text of its error, ``[pages in the chunk, pages read, bytes read, slots made null]``;
-    per column the ``bytes`` of its byte arrays (or None) and whether int32 offsets overflowed."""
+    Returns ``(status, err_at, errors, stats, data, overflow, summary)``: per chunk its status,
+    the file offset and text of its error, ``[pages in the chunk, pages read, bytes read, slots
+    made null]``; per column the ``bytes`` of its byte arrays (or None) and whether int32 offsets
+    overflowed; ``summary``: ``(pages in the chunks, pages read, bytes read, bytes of the chunks
+    read (not columns of nulls), chunks read that decoded, [slots made null per column], [chunks
+    that did not decode])``."""
     chunks = np.asarray(chunks, dtype=np.int64)
     rows = np.asarray(rows, dtype=np.int64)
     _check_job(files, chunks, rows, cols)
@@ -1576,7 +1579,20 @@ def read(files, chunks, rows, cols, threads=1):
     errors = {i: c.err for i, c in enumerate(ck) if c.status != OK}
     data = [col.data for col in cl]
     overflow = [bool(col.overflow) for col in cl]
-    return status, err_at, errors, stats, data, overflow
+    nulls = [0] * len(cl)
+    for c in ck:
+        nulls[c.f[_CK_COL]] += c.nulls
+    real = [c for c in ck if c.f[_CK_CONV] != CV_NULL]
+    summary = (
+        sum(c.pages_total for c in ck),
+        sum(c.pages_read for c in ck),
+        sum(c.bytes_read for c in ck),
+        sum(c.f[_CK_LEN] for c in real),
+        sum(c.status == OK for c in real),
+        nulls,
+        [i for i, c in enumerate(ck) if c.status != OK],
+    )
+    return status, err_at, errors, stats, data, overflow, summary
 
 
 __all__ = [

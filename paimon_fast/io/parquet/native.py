@@ -521,14 +521,14 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
         if off is not None:
             off[out_at[fi] + 1 : out_at[fi + 1] + 1] = 0
     _buffercache.apply(K)
-    status, err_at, errors, kstats, data, overflow = K.read(kfiles, chunks, rows, cols, max(1, int(threads)))
+    status, err_at, errors, _, data, overflow, summary = K.read(kfiles, chunks, rows, cols, max(1, int(threads)))
+    pages_total, pages_read, bytes_read, bytes_total, columns_ok, nulls, bad = summary
     for ci in gaps:
         off = cols[ci][5]
         if off is not None:  # their offsets are still 0: each takes its predecessor's end, so
             np.maximum.accumulate(off, out=off)  # the values after them start where they should
     # what did not decode natively: pyarrow reads it
-    ok = status == K.OK
-    for k in np.flatnonzero(~ok).tolist():
+    for k in bad:
         fi, ci = int(chunks[k, 0]), int(chunks[k, 1])
         why = errors.get(k, "")
         if status[k] == K.IO:
@@ -540,24 +540,14 @@ def _read(files: List[_File], columns, schema, threads: int, st, opts: _Opts) ->
             raise MemoryError(f"out of memory reading {_name(files[fi])}")
         label = "not valid Parquet" if status[k] == K.CORRUPT else "not decoded natively"
         fallback.append((fi, ci, f"{label}: {why}"))
-    if len(chunks):
-        pages_total, pages_read, bytes_read, _ = kstats.sum(axis=0).tolist()
-        real = chunks[:, 6] != K.CV_NULL
-        if real.all():  # (no column of nulls: every chunk was read)
-            st.bytes_total += int(chunks[:, 8].sum())
-            st.columns_by_page += int(np.count_nonzero(ok))
-        else:
-            st.bytes_total += int(chunks[real, 8].sum())
-            st.columns_by_page += int(np.count_nonzero(ok & real))
-        st.pages_total += pages_total
-        st.pages_read += pages_read
-        st.pages_direct += pages_read
-        st.bytes_read += bytes_read
-        # each column's nulls as the reader counted them (a column it left slots of: counted below)
-        nulls = np.bincount(chunks[:, 1], weights=kstats[:, 3], minlength=ncol).tolist()
-    else:
-        nulls = [0] * ncol
+    st.pages_total += pages_total
+    st.pages_read += pages_read
+    st.pages_direct += pages_read
+    st.bytes_read += bytes_read
+    st.bytes_total += bytes_total
+    st.columns_by_page += columns_ok
     st.rows_decoded += total
+    # (nulls: each column's as the reader counted them; a column it left slots of is counted below)
     partial = {ci for _, ci, _ in fallback}
     arrays = []
     for ci in range(ncol):

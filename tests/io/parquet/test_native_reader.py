@@ -982,8 +982,16 @@ class _Both:
 
 
 def _assert_same_job(got, exp, cols, twin_cols):
-    status, err_at, errors, stats, data, overflow = got
+    status, err_at, errors, stats, data, overflow, summary = got
     assert status.tolist() == exp[0].tolist(), (status.tolist(), exp[0].tolist(), errors, exp[2])
+    assert summary == exp[6]
+    # the summary is the per-chunk figures summed (the chunks of a column of nulls read no bytes)
+    n = len(stats)
+    pages_total, pages_read, bytes_read, bytes_total, columns_ok, nulls, bad = summary
+    assert [pages_total, pages_read, bytes_read] == (stats[:, :3].sum(axis=0).tolist() if n else [0, 0, 0])
+    assert sum(nulls) == int(stats[:, 3].sum()) and len(nulls) == len(cols)
+    assert bad == np.flatnonzero(status != 0).tolist()
+    assert columns_ok <= n - len(bad) and bytes_total >= 0
     assert err_at.tolist() == exp[1].tolist()
     assert errors == exp[2]
     assert stats.tolist() == exp[3].tolist()
@@ -1297,8 +1305,9 @@ def test_job_checks():
                 impl.read(files, chunks, r, c, 1)
     # nothing to do: no chunk
     for impl in (KERNEL, TWIN):
-        status, err_at, errors, stats, data, overflow = impl.read(files, job()[:0], rows, cols(), 1)
+        status, err_at, errors, stats, data, overflow, summary = impl.read(files, job()[:0], rows, cols(), 1)
         assert len(status) == 0 and errors == {} and stats.shape == (0, 4) and data == [None] and overflow == [False]
+        assert summary == (0, 0, 0, 0, 0, [0], [])
 
 
 def test_twin_names():
