@@ -417,6 +417,14 @@ def _mtime_ns(info) -> int:
     return int(m) if m is not None else 0
 
 
+# The last listing of each local directory tree: (what the scans gave, the entries made of it).  A
+# read lists its dataset each time; when the scans give what they gave last time (names, sizes,
+# times, inodes), the entries of last time are handed out again (in a new list), not made and
+# sorted anew.  Bounded by _LISTED_MAX trees; a dict operation at a time, so threads share it.
+_LISTED: dict = {}
+_LISTED_MAX = 64
+
+
 def _list_local(root, recursive, skip_dir, keep) -> List[FileEntry]:
     """:meth:`Store.list_files` on the local filesystem, in os.walk's order of business (links to
     directories listed, not entered; a directory under ``root`` that cannot be listed skipped),
@@ -426,7 +434,7 @@ def _list_local(root, recursive, skip_dir, keep) -> List[FileEntry]:
     from .._kernels import load
 
     scan = load("dirscan").scan
-    out = []
+    scans = []  # (directory, its files as the kernel gave them), in the order scanned
     todo = [(root, "")]
     while todo:
         where, rel_dir = todo.pop()
@@ -442,9 +450,20 @@ def _list_local(root, recursive, skip_dir, keep) -> List[FileEntry]:
             for name, link in dirs:
                 if not link and (skip_dir is None or not skip_dir(name)):
                     todo.append((os.path.join(where, name), rel_dir + name + "/"))
+        scans.append((where, rel_dir, files))
+    key = (root, recursive, skip_dir, keep)
+    last = _LISTED.get(key)
+    if last is not None and last[0] == scans:
+        return list(last[1])
+    out = []
+    for where, rel_dir, files in scans:
         base = where if where.endswith(os.sep) else where + os.sep  # (os.path.join's, as scandir's paths)
         out += [FileEntry(rel_dir + n, base + n, size, mt, ct, ino) for n, size, mt, ct, ino in files]
-    return sorted(out, key=lambda e: e.rel)
+    out.sort(key=lambda e: e.rel)
+    if len(_LISTED) >= _LISTED_MAX and key not in _LISTED:
+        _LISTED.clear()
+    _LISTED[key] = (scans, out)
+    return list(out)
 
 
 def _local_entry(rel: str, path: str, st) -> FileEntry:

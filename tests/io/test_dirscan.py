@@ -76,3 +76,32 @@ def test_what_cannot_be_listed_raises_as_scandir(tmp_path, impl):
         [],
         [("f", 0, *(lambda s: (s.st_mtime_ns, s.st_ctime_ns, s.st_ino))(os.stat(tmp_path / "f")))],
     )
+
+
+def test_a_listing_of_unchanged_files_is_handed_out_again_and_a_change_is_seen(tree):
+    """A local listing whose scans give what they gave last time hands out the same entries (in a
+    list of the caller's own); a file that changes size or times, or a new file in a subdirectory,
+    is listed as it is now."""
+    from paimon_fast.io.fs import resolve
+
+    store, root = resolve(tree)
+
+    def keep(name):
+        return name.endswith(".parquet") and not name.startswith(("_", "."))
+
+    a = store.list_files(root, keep=keep)
+    b = store.list_files(root, keep=keep)
+    assert a == b and a is not b and all(x is y for x, y in zip(a, b))
+    b.clear()  # (the caller's list is its own)
+    assert store.list_files(root, keep=keep) == a
+    before = {e.rel: e for e in a}
+    with open(os.path.join(tree, "a.parquet"), "ab") as fh:
+        fh.write(b"more")
+    os.utime(os.path.join(tree, "b.parquet"), ns=(1, before["b.parquet"].mtime_ns + 1))
+    with open(os.path.join(tree, "sub", "new.parquet"), "wb") as fh:
+        fh.write(b"n")
+    c = {e.rel: e for e in store.list_files(root, keep=keep)}
+    assert c["a.parquet"].size == before["a.parquet"].size + 4
+    assert c["b.parquet"].mtime_ns == before["b.parquet"].mtime_ns + 1
+    assert "sub/new.parquet" in c and "sub/new.parquet" not in before
+    assert set(c) - {"sub/new.parquet"} == set(before)
