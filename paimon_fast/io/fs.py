@@ -220,6 +220,21 @@ class CommitFile:
                 return None, None
         return v, data
 
+    def current_stat(self) -> Optional[Tuple[int, Tuple[int, int, int, int]]]:
+        """Local stores: ``(version, (inode, size, mtime_ns, ctime_ns))`` of the current version's
+        file as the listing finds it, without reading it; None elsewhere, or when no version file
+        exists (the plain file of earlier versions, or no commit)."""
+        if not self.store.local:
+            return None
+        vs = self.versions()
+        if not vs:
+            return None
+        try:
+            st = os.stat(self._vpath(vs[-1]))
+        except OSError:
+            return None
+        return vs[-1], (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
     def current_version(self) -> Optional[int]:
         """The current version's number, without reading it (the version :meth:`read` would
         return; None: no commit exists)."""

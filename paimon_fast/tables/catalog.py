@@ -35,7 +35,7 @@ from typing import Callable, Dict, List, Optional
 from ..io.checksum import open_json, seal_json
 from ..errors import DamagedFileError, DataFileChangedError, IndexFormatError
 from ..io.fs import CommitConflictError, CommitFile
-from .identity import Identity, unsettled, wait_settled
+from .identity import SETTLE_NS, Identity, unsettled, wait_settled
 from .layout import DataFile, is_data_file_name, parse_partition
 from .replaced import hidden_filter
 from .steps import step
@@ -76,16 +76,27 @@ def empty() -> dict:
 def read(cf: CommitFile, counter=None, memo: Optional[dict] = None) -> Catalog:
     """The current catalog version (see the module docstring).  ``memo`` (a dict the caller
     keeps; snapshots, which never modify what they read): the version parsed last time is
-    returned again when the current version is the same one with the same bytes."""
+    returned again when the current version is the same one with the same bytes.  Locally, when
+    the current version's file has the inode, size and times it had when it was last read (and
+    had then been unchanged for :data:`~paimon_fast.tables.identity.SETTLE_NS`, so a rewrite
+    within the filesystem's clock tick cannot keep them), it is not read again: a version file
+    is created once and never rewritten, and its stat costs less than its bytes."""
+    if memo is None:
+        return _parse(cf, *cf.read(counter))
+    seen = memo.get("catalog")
+    now = time.time_ns()
+    here = cf.current_stat()  # (taken before the bytes: a change after it is seen next time)
+    if seen is not None and here is not None and seen[3] == here:
+        return seen[2]
     v, data = cf.read(counter)
-    if memo is not None:
-        seen = memo.get("catalog")
-        if seen is not None and seen[0] == v and seen[1] == data and data is not None:
-            return seen[2]
-        cat = _parse(cf, v, data)
-        memo["catalog"] = (v, data, cat)
-        return cat
-    return _parse(cf, v, data)
+    if here is not None and (here[0] != v or here[1][3] > now - SETTLE_NS):
+        here = None  # (another version by now, or changed too recently to be told by its stat)
+    if seen is not None and seen[0] == v and seen[1] == data and data is not None:
+        memo["catalog"] = (v, data, seen[2], here)
+        return seen[2]
+    cat = _parse(cf, v, data)
+    memo["catalog"] = (v, data, cat, here)
+    return cat
 
 
 def _parse(cf: CommitFile, v: Optional[int], data: Optional[bytes]) -> Catalog:

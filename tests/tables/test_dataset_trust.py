@@ -254,6 +254,41 @@ def test_a_long_lived_dataset_object_reuses_only_what_is_unchanged(where):
     assert len(deleted) >= 1
 
 
+def test_a_settled_catalog_version_is_stated_not_read_until_its_file_changes(local, monkeypatch):
+    """Locally, snapshots of an unchanged dataset take the current catalog version's stat, not its
+    bytes, once the file has been unchanged for SETTLE_NS; a version changed in place (its
+    modification time put back, its change time moved on) is read again and its damage found."""
+    import time
+
+    from paimon_fast.io.fs import CommitFile
+    from paimon_fast.tables.identity import SETTLE_NS
+
+    ready(local)
+    ds = ParquetDataset(local.uri)
+    v = ds.read_catalog().commit_version
+    time.sleep(SETTLE_NS / 1e9 + 0.05)
+    reads = []
+    real = CommitFile.read
+    monkeypatch.setattr(CommitFile, "read", lambda self, *a, **k: (reads.append(1), real(self, *a, **k))[1])
+    first = ds.snapshot().read_catalog()
+    assert ds.snapshot().read_catalog() is first and ds.snapshot().read_catalog() is first
+    assert len(reads) == 1
+    rel = f"_commits/_paimon_fast_catalog.json.{v:010d}"
+    st = os.stat(local.join(rel))
+    _flip(local, rel, 200)  # same size, other bytes
+    os.utime(local.join(rel), ns=(st.st_atime_ns, st.st_mtime_ns))
+    with pytest.raises(DamagedFileError, match=f"{v:010d}"):
+        ds.snapshot()
+    assert len(reads) == 2
+    # a version changed less than SETTLE_NS before it was read is read again each time
+    _flip(local, rel, 200)  # (back to its bytes)
+    from paimon_fast.tables import catalog
+
+    monkeypatch.setattr(catalog, "SETTLE_NS", 10**18)
+    assert ds.snapshot().read_catalog() == first and ds.snapshot().read_catalog() == first
+    assert len(reads) == 4
+
+
 def test_snapshots_of_the_same_files_and_catalog_share_what_those_alone_give(where):
     """Row counts, schemas and identity verdicts are computed once for every snapshot that lists the
     very same files and catalog version, and again after either changes."""
