@@ -28,6 +28,7 @@ The explain table (:class:`Explain`, one :class:`IndexUse` a row) is filled by e
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import warnings
@@ -395,7 +396,16 @@ class LazyRead:
         """Every row as one ``pyarrow.Table`` (holds the whole answer, read in the source's
         largest steps: :meth:`ReadSource.whole`)."""
         schema, limit, source = self.schema, self._limit, self._source
-        return pa.Table.from_batches(list(_record_batches(source.whole(limit), schema, limit)), schema=schema)
+        items = source.whole(limit)
+        if limit is None:  # (a source's one table of the read's schema is the answer as it is)
+            first = next(items, None)
+            if first is None:
+                return schema.empty_table()
+            second = next(items, None)
+            if second is None and isinstance(first, pa.Table) and first.schema.equals(schema, check_metadata=True):
+                return first
+            items = itertools.chain([first] if second is None else [first, second], items)
+        return pa.Table.from_batches(list(_record_batches(items, schema, limit)), schema=schema)
 
     def to_pandas(self, **kwargs):
         """A pandas ``DataFrame`` (``kwargs`` go to ``pyarrow.Table.to_pandas``)."""

@@ -180,7 +180,10 @@ class _ReadMixin:
         schema = schema or self.schema()
         columns = list(columns)
         data_schema = self.data_schema()
-        data_names = set(data_schema.names)
+        data_list = data_schema.names
+        data_names = set(data_list)
+        # every data column asked for, no partition column: the reader's table is the answer
+        plain = schema is data_schema or schema.equals(data_schema)
         items = []  # per part: (input, positions: ndarray / range / None)
         for p, rows in parts:
             items.append((self._input(p.file), self._kept_positions(p, rows)))
@@ -197,7 +200,7 @@ class _ReadMixin:
             data = [c for c in want if c in data_names]
             its = [(items[i][0], pos_list[k]) for k, i in enumerate(idx)]
             if data:
-                sch = pa.schema([data_schema.field(c) for c in data])
+                sch = data_schema if data == data_list else pa.schema([data_schema.field(c) for c in data])
                 # an optimize moves the files it replaced away one after another: a file located
                 # before its move is not found after it, and is located again (each file moves
                 # once, so this ends)
@@ -214,6 +217,8 @@ class _ReadMixin:
                 t = no_columns(int(n.sum()))
             if not want:  # rows without columns (a count, positions)
                 return no_columns(t.num_rows), n
+            if plain and data == want == data_list:  # (its schema is the read's: nothing to rebuild)
+                return t, n
             arrays = []
             for c in want:
                 fld = schema.field(c)

@@ -425,6 +425,39 @@ def test_the_read_runs_one_batch_ahead_and_stops_when_the_consumer_does():
     assert c.read.with_limit(3).to_arrow().num_rows == 3
 
 
+@pytest.mark.parametrize(
+    "tables",
+    [
+        [],  # no table: an empty one of the schema
+        [pa.table({"i": pa.array([1, 2], pa.int64())}).replace_schema_metadata({"m": "1"})],  # as it is
+        [pa.table({"i": pa.array([1, 2], pa.int64())})],  # without the schema's metadata
+        [pa.table({"i": pa.array([1, 2], pa.int32())})],  # another type: cast
+        [pa.table({"i": pa.array([1, 2], pa.int64())}).replace_schema_metadata({"k": "v"})],  # metadata
+        [pa.table({"i": pa.array([1], pa.int64())}), pa.table({"i": pa.array([2], pa.int64())})],
+        [pa.table({"i": pa.array([], pa.int64())}), pa.table({"i": pa.array([1, 2], pa.int64())})],
+    ],
+)
+def test_to_arrow_gives_the_schema_whatever_tables_the_source_yields(tables):
+    """``to_arrow`` hands a source's only table of the read's schema over as it is; any other
+    yield (several tables, another type, other metadata, none) is conformed to the schema."""
+    from paimon_fast.read.lazy import ReadSource
+
+    schema = pa.schema([("i", pa.int64())], metadata={"m": "1"})
+
+    class Src(ReadSource):
+        def schema(self):
+            return schema
+
+        def batches(self, limit=None):
+            yield from tables
+
+    got = LazyRead(Src()).to_arrow()
+    assert got.schema.equals(schema, check_metadata=True)
+    assert got.column("i").to_pylist() == [v for t in tables for v in t.column("i").to_pylist()]
+    if len(tables) == 1 and tables[0].schema.equals(schema, check_metadata=True):
+        assert got is tables[0]
+
+
 def test_legacy_scan_unpacks_with_a_warning(datasets):
     root, deleted = datasets["deletes"]
     ds = ParquetDataset(root)
