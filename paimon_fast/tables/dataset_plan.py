@@ -117,13 +117,9 @@ class _PlanMixin:
         if pred is None or not files or _CATALOG_VECTORS is False:
             return frozenset()
         memo = self._memo.get("catalog-columns")
-        if (
-            memo is None
-            or memo[0] is not entries
-            or len(memo[1]) != len(files)
-            or any(a is not b for a, b in zip(memo[1], files))
-        ):
-            memo = self._memo["catalog-columns"] = (entries, list(files), {})
+        stable = self._snap.stable  # (the same object for every snapshot of these files and catalog)
+        if memo is None or memo[0] is not entries or (memo[3] is not stable and not _same_files(memo[1], files)):
+            memo = self._memo["catalog-columns"] = (entries, list(files), {}, stable)
         cols = memo[2]
 
         def leaf(lf: Leaf):
@@ -571,6 +567,10 @@ class _PlanMixin:
         plan = ScanPlan(plans, rep, pred)
         plan.dataset = self
         return plan
+
+
+def _same_files(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _residual(pred: Predicate, sure: set) -> Optional[Predicate]:

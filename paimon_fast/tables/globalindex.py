@@ -27,6 +27,7 @@ maps answered row ids to (data file, row indexes).
 
 from __future__ import annotations
 
+import os
 import uuid
 
 from typing import Dict, Mapping, Optional, Tuple
@@ -358,10 +359,16 @@ def has_listing(ds, column: str) -> bool:
     snap = getattr(ds, "_snap", None)
     if snap is None:
         return has_global_index(ds.root, column, ds.store)
+    derived = snap.derived
+    if ds.store.local:  # no directory, no column's index: one look a snapshot, not two a column
+        if "global index dir" not in derived:
+            derived["global index dir"] = os.path.isdir(ds.store.join(ds.root, INDEX_DIR))
+        if not derived["global index dir"]:
+            return False
     key = ("has global index", column)
-    if key not in snap.derived:
-        snap.derived[key] = has_global_index(ds.root, column, ds.store)
-    return snap.derived[key]
+    if key not in derived:
+        derived[key] = has_global_index(ds.root, column, ds.store)
+    return derived[key]
 
 
 class GlobalAnswers:
