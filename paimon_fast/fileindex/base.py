@@ -71,10 +71,16 @@ class FileIndexReader:
         """Answer one leaf; its literals are first normalised to this index's
         column type (:func:`paimon_fast.core.literals.normalize_leaf`), so ``x < 5.5``
         on an INT index is asked as ``x <= 5`` and ``x = 5.5`` as no row."""
-        norm = normalize_leaf(leaf, self._arrow_type(), ieee=False)
-        grid = self._coarse_keys()
-        if grid:
-            norm = widen_to_keys(norm, grid)
+        widen = self.widen_coarse_keys
+        last = self.__dict__.get("_last_norm")  # (a held reader is asked the same bound leaf each plan)
+        if last is not None and last[0] is leaf and last[1] == widen:
+            norm = last[2]
+        else:
+            norm = normalize_leaf(leaf, self._arrow_type(), ieee=False)
+            grid = self._coarse_keys()
+            if grid:
+                norm = widen_to_keys(norm, grid)
+            self.__dict__["_last_norm"] = (leaf, widen, norm)
         if norm is not leaf:
             if is_never(norm):  # no value of the column type satisfies the leaf
                 return SKIP

@@ -100,7 +100,6 @@ from here are handed on.
 from __future__ import annotations
 
 import base64
-import copy
 from dataclasses import replace
 from typing import Dict, Mapping, Optional
 
@@ -206,9 +205,8 @@ class ParquetDataset(_CatalogMixin, _BuildMixin, _PlanMixin, _ReadMixin, _TopNMi
         :func:`paimon_fast.tables.catalog.take`).  ``settle`` (writers): files changed in the last few
         milliseconds are waited for, so every identity taken changes with any later change of its file
         (:mod:`paimon_fast.tables.identity`)."""
-        view = copy.copy(self)
-        view._schemas = self._schemas  # (copy.copy goes through __getstate__, which leaves them out)
-        view._memo = self._memo
+        view = object.__new__(type(self))  # (a copy sharing the parsed schemas and the memo)
+        view.__dict__.update(self.__dict__)
         snap = view._snap = _catalog.take(self.store, self.root, self.catalog, self.io, settle, self._memo)
         # what the last snapshot computed from the same listed files and catalog version is valid
         # for this one (take() hands back the very objects it parsed when it finds them unchanged)

@@ -272,6 +272,8 @@ class StatsArrays(NamedTuple):
     lo: np.ndarray  # int64 or float64 (where ``bounded``)
     hi: np.ndarray
     bounded: np.ndarray  # bool: lo and hi hold the file's bounds, comparable exactly
+    only_nulls: Optional[np.ndarray] = None  # bool: known to hold nulls only (no comparison holds)
+    empty: Optional[np.ndarray] = None  # bool: has statistics and no row
 
 
 def stats_arrays(stats: Sequence[Optional[ChunkStats]], kind: Optional[str]) -> StatsArrays:
@@ -294,7 +296,8 @@ def stats_arrays(stats: Sequence[Optional[ChunkStats]], kind: Optional[str]) -> 
             nulls[i] = c.nulls
         if kind in ("int", "float") and _fits(kind, c.min) and _fits(kind, c.max):
             lo[i], hi[i], bounded[i] = c.min, c.max, True
-    return StatsArrays(has, rows, nulls, lo, hi, bounded)
+    # (what every leaf's answer starts from, once: a plan asks these arrays again and again)
+    return StatsArrays(has, rows, nulls, lo, hi, bounded, (nulls >= 0) & (nulls == rows), has & (rows <= 0))
 
 
 def leaf_skips(prepared: Optional[tuple], col: StatsArrays) -> np.ndarray:
@@ -304,13 +307,13 @@ def leaf_skips(prepared: Optional[tuple], col: StatsArrays) -> np.ndarray:
     if prepared is None:
         return np.zeros(n, bool)
     op, lits, kind = prepared
-    known = col.nulls >= 0
+    only_nulls = col.only_nulls if col.only_nulls is not None else (col.nulls >= 0) & (col.nulls == col.rows)
     if op == "is_null":
-        m = known & (col.nulls == 0)
+        m = (col.nulls >= 0) & (col.nulls == 0)
     elif op == "is_not_null":
-        m = known & (col.nulls == col.rows)
+        m = only_nulls
     else:
-        m = known & (col.nulls == col.rows)  # only nulls: no comparison holds
+        m = only_nulls  # only nulls: no comparison holds
         if kind in ("int", "float") and all(_fits(kind, v) for v in lits):
             lo, hi = col.lo, col.hi
             if op == "equal":
@@ -334,6 +337,8 @@ def leaf_skips(prepared: Optional[tuple], col: StatsArrays) -> np.ndarray:
             else:
                 out = np.zeros(n, bool)
             m = m | (col.bounded & out)
+    if col.empty is not None:
+        return col.empty | (col.has & m)
     return col.has & ((col.rows <= 0) | m)
 
 
