@@ -182,6 +182,8 @@ class _ReadMixin:
         data_schema = self.data_schema()
         data_list = data_schema.names
         data_names = set(data_list)
+        # the tables handed back carry no schema metadata (a file's pandas metadata would mislead)
+        bare = data_schema.remove_metadata() if data_schema.metadata else data_schema
         # every data column asked for, no partition column: the reader's table is the answer
         plain = schema is data_schema or schema.equals(data_schema)
         items = []  # per part: (input, positions: ndarray / range / None)
@@ -200,7 +202,7 @@ class _ReadMixin:
             data = [c for c in want if c in data_names]
             its = [(items[i][0], pos_list[k]) for k, i in enumerate(idx)]
             if data:
-                sch = data_schema if data == data_list else pa.schema([data_schema.field(c) for c in data])
+                sch = bare if data == data_list else pa.schema([data_schema.field(c) for c in data])
                 # an optimize moves the files it replaced away one after another: a file located
                 # before its move is not found after it, and is located again (each file moves
                 # once, so this ends)

@@ -449,3 +449,21 @@ def test_an_inexact_plan_tests_only_what_its_indexes_left(tmp_path, monkeypatch)
                 assert asked and all("x" not in cols for cols in asked), (text, asked)
             got = ds.read(text, columns=["k", "s"]).to_arrow()
             assert sorted(got.to_pylist(), key=str) == sorted(want.select(["k", "s"]).to_pylist(), key=str), text
+
+
+def test_a_files_schema_metadata_stays_out_of_the_kept_reads_and_in_the_reads_schema(tmp_path):
+    """A dataset written from pandas (its files' schema carries pandas' metadata): the kept files'
+    reads hand over tables without schema metadata, whether every column is read or some; the
+    read object's table carries the dataset's schema, metadata included."""
+    t = pa.table({"id": pa.array(range(10), pa.int64()), "s": [str(i) for i in range(10)]})
+    t = t.replace_schema_metadata({b"pandas": b'{"index_columns": []}'})
+    pq.write_table(t, str(tmp_path / "a.parquet"))
+    ds = ParquetDataset(str(tmp_path))
+    assert ds.data_schema().metadata
+    snap = ds.snapshot()
+    plan = snap.plan(snap._bound("id < 5"))
+    for cols in (["id", "s"], ["s"]):
+        got, _ = snap.read_kept_many([(p, None) for p in plan.kept], cols, plan.predicate)
+        assert got.schema.metadata is None and got.column_names == cols and got.num_rows == 5
+    out = ds.read("id < 5").to_arrow()
+    assert out.schema.equals(ds.schema(), check_metadata=True) and out.column("id").to_pylist() == [0, 1, 2, 3, 4]
