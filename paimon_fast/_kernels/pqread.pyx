@@ -260,7 +260,9 @@ def read(list files, const int64_t[:, ::1] chunks, const int64_t[::1] rows, list
     Returns ``(status, err_at, errors, stats, data, overflow, summary)``: per chunk its status,
     the file offset and text of its error, ``[pages in the chunk, pages read, bytes read, slots
     made null]``; per column the :class:`DataBuffer` of its byte arrays (or None) and whether int32
-    offsets overflowed; ``summary`` (:func:`_summary`) sums them up.
+    offsets overflowed; ``summary`` sums them up: ``(pages in the chunks, pages read, bytes read,
+    bytes of the chunks read (not columns of nulls), chunks read that decoded, [slots made null per
+    column], [chunks that did not decode])``.
     """
     cdef Py_ssize_t nf = len(files), nc = len(cols), nk = chunks.shape[0], i, j, s
     cdef int64_t pages_total = 0, pages_read = 0, bytes_read = 0, bytes_total = 0, columns_ok = 0
