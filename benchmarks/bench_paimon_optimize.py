@@ -30,16 +30,12 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests.support
 
 from bench_optimize import _median  # noqa: E402
+from tests.support.paimon_helpers import catalog, commit_arrow  # noqa: E402
 
 QUERIES = [("x < 1 (0.1%)", 0.0, 1.0), ("x < 10 (1%)", 0.0, 10.0)]
-
-
-def _catalog(wh):
-    from pypaimon import CatalogFactory
-
-    return CatalogFactory.create({"warehouse": wh})
 
 
 def generate(wh: str, rows: int, commits: int):
@@ -49,7 +45,7 @@ def generate(wh: str, rows: int, commits: int):
     rng = np.random.default_rng(44)
     ids = rng.permutation(rows).astype(np.int64)
     x = rng.random(rows) * 1000
-    cat = _catalog(wh)
+    cat = catalog(wh)
     cat.create_database("db", True)
     schema = pa.schema([("id", pa.int64()), ("key", pa.string()), ("x", pa.float64()), ("payload", pa.string())])
     opts = {
@@ -71,12 +67,7 @@ def generate(wh: str, rows: int, commits: int):
                 "payload": [f"p{v * 2654435761 % 1000003:07d}{v % 97:02d}" for v in ids[sl].tolist()],
             }
         )
-        wb = t.new_batch_write_builder()
-        w, cm = wb.new_write(), wb.new_commit()
-        w.write_arrow(part)
-        cm.commit(w.prepare_commit())
-        w.close()
-        cm.close()
+        commit_arrow(t, part)
     return ids, x
 
 
@@ -114,11 +105,11 @@ def main(argv=None):
         shutil.copytree(base, base_wh)
 
         # cost: ours, and pypaimon alone (read everything, sort, INSERT OVERWRITE)
-        t = _catalog(opt_wh).get_table("db.t")
+        t = catalog(opt_wh).get_table("db.t")
         t0 = time.perf_counter()
         rep = optimize(t, ["x"])
         ours_cost = time.perf_counter() - t0
-        t = _catalog(base_wh).get_table("db.t")
+        t = catalog(base_wh).get_table("db.t")
         t0 = time.perf_counter()
         data = t.new_read_builder().new_read().to_arrow(t.new_read_builder().new_scan().plan().splits())
         data = data.sort_by("x")
@@ -131,7 +122,7 @@ def main(argv=None):
         py_cost = time.perf_counter() - t0
         print(f"cost: ours {ours_cost:.2f} s ({rep}); pypaimon read + sort + overwrite {py_cost:.2f} s", flush=True)
 
-        before, after = _catalog(base).get_table("db.t"), _catalog(opt_wh).get_table("db.t")
+        before, after = catalog(base).get_table("db.t"), catalog(opt_wh).get_table("db.t")
 
         def ours(table, where):
             return read(table, where).to_arrow()

@@ -83,6 +83,11 @@ def _sub(sub, name, help, examples):
     )
 
 
+def _pairs(p, flag, help=None):
+    """A repeatable ``KEY=VALUE`` option (read with :func:`_kv`)."""
+    p.add_argument(flag, action="append", default=[], metavar="KEY=VALUE", help=help)
+
+
 def _setup(p):
     sub = p.add_subparsers(dest="paimon_cmd", required=True, metavar="SUBCOMMAND", title="subcommands")
     q = _sub(
@@ -99,7 +104,7 @@ def _setup(p):
     q.add_argument("--select", default="", help="comma-separated columns (default: all)")
     q.add_argument("--limit", type=int, default=20, help="rows to print (default 20; 0 = none)")
     q.add_argument("--json", action="store_true", help="print the report (and rows) as JSON")
-    q.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")
+    _pairs(q, "--catalog-option")
     q.add_argument("--workers", type=int, default=8, help="threads reading index bytes")
     q.add_argument(
         "--explain",
@@ -116,18 +121,12 @@ def _setup(p):
     )
     r.add_argument("warehouse", help="the warehouse directory or URI of a filesystem catalog")
     r.add_argument("table", help="db.table")
-    r.add_argument(
-        "--option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a table option for this build (file-index.<type>.columns, ...)",
-    )
+    _pairs(r, "--option", "override a table option for this build (file-index.<type>.columns, ...)")
     r.add_argument("--force", action="store_true", help="rebuild every file (Java's procedure)")
     r.add_argument("--spark", action="store_true", help="build on a local SparkSession")
     r.add_argument("--dry-run", action="store_true", help="build but do not commit (sidecars are still written)")
     r.add_argument("--json", action="store_true")
-    r.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")
+    _pairs(r, "--catalog-option")
     g = _sub(
         sub,
         "create-global-index",
@@ -140,23 +139,11 @@ def _setup(p):
     g.add_argument("table", help="db.table (with row-tracking.enabled)")
     g.add_argument("column")
     g.add_argument("--type", default="bitmap", help="index type: bitmap (default), btree or multivalue")
-    g.add_argument(
-        "--partition",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="build only this partition (repeat the flag for a multi-column partition spec)",
-    )
-    g.add_argument(
-        "--option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a table option (bitmap-index.*, btree-index.*, sorted-index.records-per-range)",
-    )
+    _pairs(g, "--partition", "build only this partition (repeat the flag for a multi-column partition spec)")
+    _pairs(g, "--option", "override a table option (bitmap-index.*, btree-index.*, sorted-index.records-per-range)")
     g.add_argument("--spark", action="store_true", help="read, sort and write on a local SparkSession")
     g.add_argument("--quiet", action="store_true", help="no progress lines")
-    g.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")
+    _pairs(g, "--catalog-option")
     o = _sub(
         sub,
         "optimize",
@@ -169,16 +156,10 @@ def _setup(p):
     o.add_argument("table", help="db.table (an append table with bucket = -1)")
     o.add_argument("--cluster-by", required=True, help="comma-separated columns")
     o.add_argument("--strategy", default="order", help="order (default), zorder or hilbert")
-    o.add_argument(
-        "--partition",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="only this partition (repeat the flag for a multi-column partition spec)",
-    )
+    _pairs(o, "--partition", "only this partition (repeat the flag for a multi-column partition spec)")
     o.add_argument("--quiet", action="store_true", help="no progress lines")
     o.add_argument("--json", action="store_true")
-    o.add_argument("--catalog-option", action="append", default=[], metavar="KEY=VALUE")
+    _pairs(o, "--catalog-option")
 
 
 def _optimize(args) -> int:

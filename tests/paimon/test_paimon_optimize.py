@@ -208,17 +208,23 @@ def test_a_commit_that_replaced_the_same_files_first_wins(tmp_path):
     assert _data_files(tmp_path) == files0
 
 
+def _interrupt_at(at: str):
+    """An optimize's progress callback that interrupts the run when it reports phase ``at``."""
+
+    def progress(phase, done, total):
+        if phase == at:
+            raise KeyboardInterrupt
+
+    return progress
+
+
 def test_stopped_before_its_commit_leaves_the_table_as_it_was(tmp_path):
     table = create_sample_table(tmp_path, options=OPTS)
     snap0, files0 = _snapshot_id(table), _data_files(tmp_path)
     before = _by_id(pypaimon_read(table))
 
-    def stop(phase, done, total):
-        if phase == "indexed":
-            raise KeyboardInterrupt
-
     with pytest.raises(KeyboardInterrupt):
-        optimize(table, ["price"], progress=stop)
+        optimize(table, ["price"], progress=_interrupt_at("indexed"))
     table = catalog(tmp_path).get_table("db.t")
     assert _snapshot_id(table) == snap0
     assert _data_files(tmp_path) == files0  # the files it wrote are gone
@@ -232,12 +238,8 @@ def test_a_failure_after_the_commit_deletes_nothing(tmp_path):
     table = create_sample_table(tmp_path, options=OPTS)
     before = _by_id(pypaimon_read(table))
 
-    def fail(phase, done, total):
-        if phase == "committed":
-            raise KeyboardInterrupt
-
     with pytest.raises(KeyboardInterrupt):
-        optimize(table, ["price"], progress=fail)
+        optimize(table, ["price"], progress=_interrupt_at("committed"))
     table = catalog(tmp_path).get_table("db.t")
     assert _by_id(pypaimon_read(table)).equals(before)
     assert all(os.path.exists(f.file_path or f.aligned_file_path(f.file_name)) for _, f in _entries(table))
