@@ -6,7 +6,9 @@ One file of ``PF_ROWS_N`` rows (default 1e6) in one row group, written by pyarro
 with a page index: ``id`` BIGINT (all distinct: its dictionary overflows to plain
 pages), ``s`` a STRING of 100,000 distinct values, ``x`` DOUBLE.  Two page
 layouts: pyarrow's default 1 MB pages (``pages1m``) and 64 KB pages (``pages64k``,
-about what parquet-mr / parquet-rs write with their 20,000-row page limit).
+about what parquet-mr / parquet-rs write with their 20,000-row page limit), and the 64 KB pages
+with ``id`` DELTA_BINARY_PACKED and ``s`` DELTA_LENGTH_BYTE_ARRAY (``delta64k``, as ``optimize``
+writes columns without a dictionary).
 Positions: 1, 10, 1,000, 100,000 rows drawn uniformly (sorted).
 
 * ``kernel``: :func:`paimon_fast.io.parquet.rows.read_rows` (the native reader, every thread);
@@ -35,7 +37,15 @@ import pytest
 from paimon_fast.io.parquet import rows as pr
 
 N = int(float(os.environ.get("PF_ROWS_N", "1e6")))
-LAYOUTS = {"pages1m": 1 << 20, "pages64k": 64 << 10}
+LAYOUTS = {"pages1m": 1 << 20, "pages64k": 64 << 10, "delta64k": 64 << 10}
+# delta64k: the 64 KiB pages with ``id`` DELTA_BINARY_PACKED and ``s`` DELTA_LENGTH_BYTE_ARRAY (no
+# dictionaries), as ``optimize`` writes such columns
+LAYOUT_OPTS = {
+    "delta64k": {
+        "use_dictionary": False,
+        "column_encoding": {"id": "DELTA_BINARY_PACKED", "s": "DELTA_LENGTH_BYTE_ARRAY"},
+    }
+}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +66,14 @@ def files():
                         "x": rng.random(N),
                     }
                 )
-            pq.write_table(t, path + ".tmp", row_group_size=N, data_page_size=page, write_page_index=True)
+            pq.write_table(
+                t,
+                path + ".tmp",
+                row_group_size=N,
+                data_page_size=page,
+                write_page_index=True,
+                **LAYOUT_OPTS.get(name, {}),
+            )
             os.replace(path + ".tmp", path)
         out[name] = path
     return out

@@ -32,6 +32,7 @@ enum { PQ_UNCOMPRESSED = 0, PQ_SNAPPY = 1, PQ_GZIP = 2, PQ_LZO = 3, PQ_BROTLI = 
 enum { PQ_OK = 0, PQ_CORRUPT = 1, PQ_UNSUPPORTED = 2, PQ_NOMEM = 3, PQ_IO = 4 };
 
 static inline uint32_t pq_le32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint64_t pq_le64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 static inline uint16_t pq_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 static inline void pq_copy8(uint8_t *d, const uint8_t *s) { uint64_t v; memcpy(&v, s, 8); memcpy(d, &v, 8); }
 static inline void pq_copy16(uint8_t *d, const uint8_t *s) {

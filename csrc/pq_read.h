@@ -20,7 +20,8 @@
  *      dictionary until C): their bytes are copied once, in C, not into a buffer of the page's own
  *      first.
  *
- * Handled: data pages V1 and V2; PLAIN, PLAIN_DICTIONARY / RLE_DICTIONARY and RLE (booleans);
+ * Handled: data pages V1 and V2; PLAIN, PLAIN_DICTIONARY / RLE_DICTIONARY, RLE (booleans),
+ * DELTA_BINARY_PACKED (INT32, INT64) and DELTA_LENGTH_BYTE_ARRAY;
  * REQUIRED and OPTIONAL flat columns (max definition level 0 or 1); every physical type, with
  * the conversions pq_conv names; codecs of csrc/pq_codec.h.  Anything else marks the chunk
  * PQ_UNSUPPORTED (the caller reads it another way); bytes that are not valid Parquet mark it
@@ -45,7 +46,8 @@
 /* parquet.thrift Type, Encoding, PageType */
 enum { PT_BOOLEAN = 0, PT_INT32 = 1, PT_INT64 = 2, PT_INT96 = 3, PT_FLOAT = 4, PT_DOUBLE = 5, PT_BYTE_ARRAY = 6,
        PT_FLBA = 7 };
-enum { EN_PLAIN = 0, EN_PLAIN_DICT = 2, EN_RLE = 3, EN_BIT_PACKED = 4, EN_RLE_DICT = 8 };
+enum { EN_PLAIN = 0, EN_PLAIN_DICT = 2, EN_RLE = 3, EN_BIT_PACKED = 4, EN_DELTA_BINARY = 5, EN_DELTA_LENGTH = 6,
+       EN_RLE_DICT = 8 };
 enum { PG_DATA = 0, PG_INDEX = 1, PG_DICT = 2, PG_DATA_V2 = 3 };
 
 /* output kinds and conversions from the physical value */
@@ -108,7 +110,9 @@ typedef struct {
 /* what a byte-array page holds between phases B and C */
 enum { PM_BYTES = 0, /* data: the wanted values' bytes, in order */
        PM_BODY = 1,  /* every value of the page: nsrc PLAIN values from src (in data, or in the file's memory) */
-       PM_DICT = 2   /* data: nsrc uint32 indexes into the chunk's dictionary (kept until C) */
+       PM_DICT = 2,  /* data: nsrc uint32 indexes into the chunk's dictionary (kept until C) */
+       PM_SPAN = 3   /* the wanted values' bytes, in order: data_len bytes from src (a DELTA_LENGTH_BYTE_ARRAY
+                      * body, in data or in the file's memory) */
 };
 /* a chunk keeps a dictionary of byte arrays up to this size from B to C (larger ones: PM_BYTES),
  * when at least a quarter of its row group's rows are wanted.  Otherwise its few values are copied
@@ -168,6 +172,7 @@ typedef struct {
     uint8_t *out; size_t outcap;
     int64_t *vidx; size_t vcap;
     uint32_t *idx; size_t icap;
+    int64_t *dbp; size_t dcap;  /* values decoded from DELTA_BINARY_PACKED (lengths, integers) */
     void *zstd;       /* ZSTD_DCtx of the data page being decoded */
     void *zstd_dict;  /* and of a dictionary page decoded meanwhile (the page's stream stays open) */
 } pq_scratch;
@@ -1269,6 +1274,115 @@ static inline void pq_set_len(pq_col *col, int64_t slot, int64_t len) {
     else ((int32_t *)col->offsets)[slot + 1] = (int32_t)len;
 }
 
+/* ------------------------------------------------------------------ DELTA_BINARY_PACKED */
+/* An unsigned LEB128 varint at *pos of the body (at most 10 bytes). */
+static int pq_body_varint(pq_body *b, size_t *pos, uint64_t *v) {
+    uint64_t r = 0;
+    int sh;
+    for (sh = 0; sh < 70; sh += 7) {
+        if (pq_body_need(b, *pos + 1) != PQ_OK) return PQ_CORRUPT;
+        uint8_t x = b->out[(*pos)++];
+        if (sh == 63 && (x & 0x7E)) return PQ_CORRUPT; /* past 64 bits */
+        r |= (uint64_t)(x & 0x7F) << sh;
+        if (!(x & 0x80)) {
+            *v = r;
+            return PQ_OK;
+        }
+    }
+    return PQ_CORRUPT;
+}
+
+static inline int64_t pq_unzigzag(uint64_t u) { return (int64_t)((u >> 1) ^ (~(u & 1) + 1)); }
+
+/* Decode the first `want` values of the DELTA_BINARY_PACKED run at *pos of the body into out
+ * (each as int64; w32: its arithmetic wraps in 32 bits, as an INT32 column's does), its stated
+ * number of values into *total and, when end is not NULL, where the run ends (its remaining
+ * blocks walked, not unpacked) into *end.  The header is <block size> <miniblocks a block>
+ * <values> <first value, zigzag>; a block is <its least delta, zigzag>, a bit width byte per
+ * miniblock and the miniblocks' deltas above the least, bit-packed (little-endian); a miniblock
+ * past the last value is not stored, the last one is padded to its full size.  Every size is
+ * checked against the body before it is used; sizes a writer cannot write are corrupt. */
+static int pq_dbp(pq_body *b, size_t *pos, int64_t want, int64_t *out, int w32, int64_t *total, size_t *end) {
+    uint64_t bs, nmb, cnt, first, md;
+    size_t p = *pos;
+    if (pq_body_varint(b, &p, &bs) != PQ_OK || pq_body_varint(b, &p, &nmb) != PQ_OK ||
+        pq_body_varint(b, &p, &cnt) != PQ_OK || pq_body_varint(b, &p, &first) != PQ_OK)
+        return PQ_CORRUPT;
+    if (bs == 0 || bs % 128 || bs > ((uint64_t)1 << 20) || nmb == 0 || bs % nmb || (bs / nmb) % 32)
+        return PQ_CORRUPT;
+    if (cnt > 0x7FFFFFFF || (uint64_t)want > cnt) return PQ_CORRUPT; /* (a page's values: an i32) */
+    const int64_t per = (int64_t)(bs / nmb);
+    const int maxbw = w32 ? 32 : 64;
+    uint64_t v = (uint64_t)pq_unzigzag(first);
+    if (w32) v = (uint64_t)(int64_t)(int32_t)(uint32_t)v;
+    int64_t got = 0, left = (int64_t)cnt;
+    if (left > 0) {
+        if (got < want) out[got++] = (int64_t)v;
+        left--;
+    }
+    while (left > 0) {
+        if (got >= want && !end) break;
+        if (pq_body_varint(b, &p, &md) != PQ_OK) return PQ_CORRUPT;
+        const uint64_t mind = (uint64_t)pq_unzigzag(md);
+        if (pq_body_need(b, p + (size_t)nmb) != PQ_OK) return PQ_CORRUPT;
+        const size_t widths = p;
+        p += (size_t)nmb;
+        uint64_t mb;
+        for (mb = 0; mb < nmb && left > 0; mb++) {
+            int bw = b->out[widths + mb];
+            if (bw > maxbw) return PQ_CORRUPT;
+            size_t bytes = (size_t)per * (size_t)bw / 8;
+            int64_t m = left < per ? left : per; /* values of this miniblock */
+            if (got >= want) { /* past the wanted values: only where the run ends */
+                p += bytes;
+                left -= m;
+                continue;
+            }
+            if (pq_body_need(b, p + bytes) != PQ_OK) return PQ_CORRUPT;
+            const uint8_t *src = b->out + p;
+            int64_t j;
+            if (bw == 0) {
+                for (j = 0; j < m && got < want; j++) {
+                    v += mind;
+                    if (w32) v = (uint64_t)(int64_t)(int32_t)(uint32_t)v;
+                    out[got++] = (int64_t)v;
+                }
+            } else {
+                const uint64_t mask = bw == 64 ? ~(uint64_t)0 : ((uint64_t)1 << bw) - 1;
+                uint8_t grp[72]; /* 8 values: bw bytes, read with 8-byte loads */
+                memset(grp, 0, sizeof(grp));
+                for (j = 0; j < m && got < want; j += 8) {
+                    memcpy(grp, src + (size_t)(j / 8) * (size_t)bw, (size_t)bw);
+                    int64_t k, kn = m - j < 8 ? m - j : 8;
+                    for (k = 0; k < kn && got < want; k++) {
+                        size_t bit = (size_t)k * (size_t)bw, at = bit >> 3;
+                        unsigned sh = (unsigned)(bit & 7);
+                        uint64_t d = pq_le64(grp + at) >> sh;
+                        if (sh && (int)sh + bw > 64) d |= (uint64_t)grp[at + 8] << (64 - sh);
+                        v += mind + (d & mask);
+                        if (w32) v = (uint64_t)(int64_t)(int32_t)(uint32_t)v;
+                        out[got++] = (int64_t)v;
+                    }
+                }
+            }
+            p += bytes;
+            left -= m;
+        }
+    }
+    if (got < want) return PQ_CORRUPT;
+    if (end) {
+        if (p > b->usize) return PQ_CORRUPT;
+        *end = p;
+    }
+    *total = (int64_t)cnt;
+    *pos = p;
+    return PQ_OK;
+}
+
+static int pq_dbp_room(pq_scratch *s, int64_t n) {
+    return pq_grow((void **)&s->dbp, &s->dcap, (size_t)(n > 0 ? n : 1), sizeof(int64_t));
+}
+
 static void pq_null_unit(pq_job *job, pq_page *u) {
     pq_chunk *c = &job->chunks[u->chunk];
     pq_col *col = &job->cols[c->f[CK_COL]];
@@ -1281,6 +1395,23 @@ static void pq_null_unit(pq_job *job, pq_page *u) {
     else if (col->kind == OUT_BOOL) memset(col->values + a, 0, (size_t)n);
     else if (col->kind == OUT_LBYTES) memset((int64_t *)col->offsets + a + 1, 0, (size_t)n * sizeof(int64_t));
     else memset((int32_t *)col->offsets + a + 1, 0, (size_t)n * sizeof(int32_t)); /* lengths 0 */
+}
+
+/* A page that keeps its body until phase C (PM_BODY, PM_SPAN) takes the buffer holding it: the
+ * decompressed body (a buffer of the class cache, back there after phase C; the next page grows a
+ * new one), or uncompressed, the read buffer; a body in the file's memory outlives the job. */
+static void pq_page_take_body(pq_page *pg, pq_scratch *s, const pq_file *f, const uint8_t *bo) {
+    if (bo == s->out) {
+        pg->data = s->out;
+        pg->data_cap = s->outcap;
+        s->out = NULL;
+        s->outcap = 0;
+    } else if (f->fd >= 0) {
+        pg->data = s->in;
+        pg->data_cap = s->incap;
+        s->in = NULL;
+        s->incap = 0;
+    }
 }
 
 static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
@@ -1477,18 +1608,7 @@ static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
         pg->src_end = bo + at;
         pg->nsrc = n;
         pg->data_len = total;
-        if (bo == s->out) { /* the page takes the decompressed body (a buffer of the class cache, back
-                             * there after phase C); the next page grows a new one */
-            pg->data = s->out;
-            pg->data_cap = s->outcap;
-            s->out = NULL;
-            s->outcap = 0;
-        } else if (f->fd >= 0) { /* uncompressed: the body is in the read buffer */
-            pg->data = s->in;
-            pg->data_cap = s->incap;
-            s->in = NULL;
-            s->incap = 0;
-        } /* else uncompressed in the file's memory, which outlives the job */
+        pq_page_take_body(pg, s, f, bo);
         return;
     }
     if (enc == EN_PLAIN && physical == PT_BYTE_ARRAY) {
@@ -1516,6 +1636,73 @@ static void pq_page_run(pq_job *job, pq_page *pg, pq_scratch *s) {
                 at += 4 + (size_t)l;
                 k++;
             }
+        }
+        return;
+    }
+    if (enc == EN_DELTA_BINARY && (physical == PT_INT32 || physical == PT_INT64)) {
+        size_t at = vat;
+        int64_t total;
+        if (pq_dbp_room(s, nvals) != PQ_OK) goto nomem;
+        if (pq_dbp(&body, &at, nvals, s->dbp, physical == PT_INT32, &total, NULL) != PQ_OK) goto corrupt;
+        if (total > h.nvalues) goto corrupt;
+        const int64_t *v = s->dbp;
+        uint8_t *out = col->values + slot0 * ow;
+        for (i = 0; i < n; i++) {
+            int64_t k = identity ? i : vidx[i];
+            if (k < 0) {
+                memset(out + i * ow, 0, (size_t)ow);
+            } else if (conv == CV_COPY) { /* (a little-endian host: the value's low bytes) */
+                memcpy(out + i * ow, &v[k], (size_t)ow);
+            } else {
+                uint8_t b8[8];
+                memcpy(b8, &v[k], 8);
+                pq_emit(conv, out + i * ow, b8, pw, ow);
+            }
+        }
+        return;
+    }
+    if (enc == EN_DELTA_LENGTH && physical == PT_BYTE_ARRAY) {
+        /* the lengths (DELTA_BINARY_PACKED), then the values' bytes one after another */
+        size_t at = vat, bat = 0, pos = 0;
+        int64_t total, k = 0;
+        if (pq_dbp_room(s, nvals) != PQ_OK) goto nomem;
+        if (pq_dbp(&body, &at, nvals, s->dbp, 1, &total, &bat) != PQ_OK) goto corrupt;
+        if (total > h.nvalues) goto corrupt;
+        const int64_t *L = s->dbp;
+        const size_t avail = body.usize - bat;
+        if (identity) { /* every value of the page: one run of bytes */
+            for (i = 0; i < n; i++) {
+                if (L[i] < 0 || (size_t)L[i] > avail - pos) goto corrupt;
+                pos += (size_t)L[i];
+                pq_set_len(col, slot0 + i, L[i]);
+            }
+            if (pq_body_need(&body, bat + pos) != PQ_OK) goto corrupt;
+            if (pq_keep_bodies) { /* its bytes are copied once, in phase C, from the body */
+                pg->mode = PM_SPAN;
+                pg->src = body.out + bat;
+                pg->src_end = body.out + bat + pos;
+                pg->data_len = (int64_t)pos;
+                pq_page_take_body(pg, s, f, body.out);
+            } else if (pos && pq_page_put(pg, body.out + bat, pos) != PQ_OK) {
+                goto nomem;
+            }
+            return;
+        }
+        for (i = 0; i < n; i++) {
+            int64_t want = vidx[i];
+            if (want < 0) {
+                pq_set_len(col, slot0 + i, 0);
+                continue;
+            }
+            if (want < k) goto corrupt; /* (wanted rows are sorted) */
+            for (; k < want; k++) { /* pos: where value k starts */
+                if (L[k] < 0 || (size_t)L[k] > avail - pos) goto corrupt;
+                pos += (size_t)L[k];
+            }
+            if (L[k] < 0 || (size_t)L[k] > avail - pos) goto corrupt;
+            if (pq_body_need(&body, bat + pos + (size_t)L[k]) != PQ_OK) goto corrupt;
+            if (pq_page_put(pg, body.out + bat + pos, (size_t)L[k]) != PQ_OK) goto nomem;
+            pq_set_len(col, slot0 + i, L[k]); /* (the same value may be wanted again: k stays) */
         }
         return;
     }
@@ -1641,6 +1828,8 @@ static void pq_unit_bytes(pq_chunk *c, const pq_col *col, pq_page *u, uint8_t *d
     int64_t k;
     if (u->mode == PM_BYTES) {
         memcpy(dst, u->data, (size_t)u->data_len);
+    } else if (u->mode == PM_SPAN) {
+        memcpy(dst, u->src, (size_t)u->data_len);
     } else if (u->mode == PM_BODY) {
         /* The lengths phase B took from the body are in the column's offsets (not yet summed):
          * value k's bytes follow k + 1 length prefixes and the values before it.  So where a value
@@ -2062,6 +2251,7 @@ static void pq_scratch_free(pq_scratch *s) {
     pq_bfree(s->out, s->outcap);
     free(s->vidx);
     free(s->idx);
+    free(s->dbp);
     if (s->zstd) pq_libs.zstd_free(s->zstd);
     if (s->zstd_dict) pq_libs.zstd_free(s->zstd_dict);
     memset(s, 0, sizeof(*s));

@@ -88,6 +88,7 @@ OUT_FIXED, OUT_BOOL, OUT_BYTES, OUT_LBYTES = 0, 1, 2, 3
 _UNCOMPRESSED, _SNAPPY, _GZIP, _LZO, _BROTLI, _LZ4, _ZSTD, _LZ4_RAW = range(8)
 _PT_BOOLEAN, _PT_INT32, _PT_INT64, _PT_INT96, _PT_FLOAT, _PT_DOUBLE, _PT_BYTE_ARRAY, _PT_FLBA = range(8)
 _EN_PLAIN, _EN_PLAIN_DICT, _EN_RLE, _EN_RLE_DICT = 0, 2, 3, 8
+_EN_DELTA_BINARY, _EN_DELTA_LENGTH = 5, 6
 _PG_DATA, _PG_INDEX, _PG_DICT, _PG_DATA_V2 = 0, 1, 2, 3
 
 _MAX_PAGE = 1 << 31
@@ -824,6 +825,87 @@ def _levels(h: _Hyb, nrows: int, lr):
 
 
 # ---------------------------------------------------------------- values
+def _body_varint(b: _Body, pos: int):
+    """pq_body_varint: ``(value, next position)`` of the unsigned varint at ``pos`` (_Corrupt)."""
+    r = 0
+    for sh in range(0, 70, 7):
+        if b.need(pos + 1) != OK:
+            raise _Corrupt
+        x = b.out[pos]
+        pos += 1
+        if sh == 63 and x & 0x7E:
+            raise _Corrupt
+        r |= (x & 0x7F) << sh
+        if not x & 0x80:
+            return r, pos
+    raise _Corrupt
+
+
+def _unzigzag(u: int) -> int:
+    return (u >> 1) ^ -(u & 1)
+
+
+def _wrap(v: int, w32: bool) -> int:
+    """``v`` as the signed 32- or 64-bit integer its low bits are."""
+    bits = 32 if w32 else 64
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def _dbp(b: _Body, pos: int, want: int, w32: bool, walk_to_end: bool):
+    """pq_dbp: ``(the first want values, the values stated, where the run ends or None)`` of the
+    DELTA_BINARY_PACKED run at ``pos`` (_Corrupt)."""
+    bs, pos = _body_varint(b, pos)
+    nmb, pos = _body_varint(b, pos)
+    cnt, pos = _body_varint(b, pos)
+    first, pos = _body_varint(b, pos)
+    if bs == 0 or bs % 128 or bs > 1 << 20 or nmb == 0 or bs % nmb or (bs // nmb) % 32:
+        raise _Corrupt
+    if cnt > 0x7FFFFFFF or want > cnt:  # (a page's values: an i32)
+        raise _Corrupt
+    per, maxbw = bs // nmb, 32 if w32 else 64
+    v = _wrap(_unzigzag(first), w32)
+    out = []
+    left = cnt
+    if left:
+        if want:
+            out.append(v)
+        left -= 1
+    while left > 0:
+        if len(out) >= want and not walk_to_end:
+            break
+        md, pos = _body_varint(b, pos)
+        mind = _unzigzag(md)
+        if b.need(pos + nmb) != OK:
+            raise _Corrupt
+        widths = bytes(b.out[pos : pos + nmb])
+        pos += nmb
+        for bw in widths:
+            if left <= 0:
+                break
+            if bw > maxbw:
+                raise _Corrupt
+            nbytes = per * bw // 8
+            m = min(left, per)
+            if len(out) < want:
+                if b.need(pos + nbytes) != OK:
+                    raise _Corrupt
+                packed = int.from_bytes(bytes(b.out[pos : pos + nbytes]), "little")
+                mask = (1 << bw) - 1
+                for j in range(m):
+                    if len(out) >= want:
+                        break
+                    v = _wrap(v + mind + ((packed >> (j * bw)) & mask), w32)
+                    out.append(v)
+            pos += nbytes
+            left -= m
+    if len(out) < want:
+        raise _Corrupt
+    if walk_to_end and pos > b.usize:
+        raise _Corrupt
+    return out, cnt, pos if walk_to_end else None
+
+
 def _phys_width(physical: int, type_len: int) -> int:
     if physical in (_PT_INT32, _PT_FLOAT):
         return 4
@@ -1427,6 +1509,38 @@ def _page_values(files, cols, rows, c: _Chunk, pg: _Page):
                     break  # the same value may be wanted again: k and at stay
                 at += 4 + ln
                 k += 1
+        return
+    if enc == _EN_DELTA_BINARY and physical in (_PT_INT32, _PT_INT64):
+        vals, total, _ = _dbp(body, vat, nvals, physical == _PT_INT32, False)
+        if total > h.nvalues:
+            raise _Corrupt
+        out = bytearray()
+        for k in vidx:
+            raw_v = (vals[k] & ((1 << (8 * pw)) - 1)).to_bytes(pw, "little") if k >= 0 else None
+            out += _emit(conv, raw_v, pw, ow) if k >= 0 else bytes(ow)
+        col.values[slot0 * ow : slot0 * ow + len(out)] = np.frombuffer(bytes(out), dtype=np.uint8)
+        return
+    if enc == _EN_DELTA_LENGTH and physical == _PT_BYTE_ARRAY:
+        lens, total, bat = _dbp(body, vat, nvals, True, True)
+        if total > h.nvalues:
+            raise _Corrupt
+        avail, pos, k = body.usize - bat, 0, 0
+        for i, want in enumerate(vidx):
+            if want < 0:
+                col.set_len(slot0 + i, 0)
+                continue
+            if want < k:
+                raise _Corrupt
+            while k < want:
+                if lens[k] < 0 or lens[k] > avail - pos:
+                    raise _Corrupt
+                pos += lens[k]
+                k += 1
+            ln = lens[k]
+            if ln < 0 or ln > avail - pos or body.need(bat + pos + ln) != OK:
+                raise _Corrupt
+            pg.data.append(bytes(body.out[bat + pos : bat + pos + ln]))
+            col.set_len(slot0 + i, ln)
         return
     if enc in (_EN_RLE_DICT, _EN_PLAIN_DICT):
         rc = _dict_get(files, cols, c)

@@ -13,7 +13,9 @@ import pyarrow as pa
 
 # parquet.thrift Type and Encoding
 _BOOLEAN, _INT32, _INT64, _INT96, _FLOAT, _DOUBLE, _BYTE_ARRAY, _FLBA = range(8)
-_HANDLED_ENCODINGS = frozenset((0, 2, 3, 4, 8))  # PLAIN, PLAIN_DICTIONARY, RLE, BIT_PACKED (levels), RLE_DICTIONARY
+# PLAIN, PLAIN_DICTIONARY, RLE, BIT_PACKED (levels), DELTA_BINARY_PACKED (INT32 / INT64),
+# DELTA_LENGTH_BYTE_ARRAY, RLE_DICTIONARY
+_HANDLED_ENCODINGS = frozenset((0, 2, 3, 4, 5, 6, 8))
 _CODECS = {0: "UNCOMPRESSED", 1: "SNAPPY", 2: "GZIP", 3: "LZO", 4: "BROTLI", 5: "LZ4", 6: "ZSTD", 7: "LZ4_RAW"}
 
 _K = None

@@ -10,7 +10,7 @@ values straight into the output buffers, which become the Arrow arrays without a
 does per file what the footer needs (parsed once and cached) and per column the Arrow array;
 nothing per page or per column chunk.
 
-What the native reader does not decode (nested columns, DELTA_* and BYTE_STREAM_SPLIT
+What the native reader does not decode (nested columns, DELTA_BYTE_ARRAY and BYTE_STREAM_SPLIT
 encodings, dictionary-typed or extension-typed reads, codecs whose library is missing: LZO,
 Hadoop LZ4, and ZSTD / GZIP / BROTLI without the system's libzstd / libz / libbrotlidec) is
 read by pyarrow's row-group read for that file and column, taken at the rows and spliced in;
