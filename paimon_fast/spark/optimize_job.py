@@ -270,6 +270,12 @@ def optimize_setup(p):
         help="store a fixed-width column uncompressed when the codec saves less than this share "
         "(default 0.15; 0: compress every column)",
     )
+    p.add_argument(
+        "--plain-encoding",
+        action="store_true",
+        help="write PLAIN values where a column has no dictionary (default: DELTA_LENGTH_BYTE_ARRAY for "
+        "strings, DELTA_BINARY_PACKED for integers where smaller)",
+    )
     p.add_argument("--spark", action="store_true", help="read, order and write on Spark (local[*] or --master)")
     p.add_argument("--master", default=None, help="Spark master for --spark (default local[*] or $SPARK_MASTER)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -285,6 +291,7 @@ def optimize_main(args):
             "row_group_rows": args.row_group_rows,
             "page_rows": args.page_rows,
             "min_compression_saving": args.min_compression_saving,
+            "delta_encoding": False if args.plain_encoding else None,
         }.items()
         if v is not None
     }

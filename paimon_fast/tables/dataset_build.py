@@ -464,8 +464,9 @@ class _BuildMixin:
         (bytes; default the mean size of the files rewritten, within 8 and 128 MiB),
         ``row_group_rows`` (1,048,576), ``page_rows`` (4,096), ``compression`` (``"snappy"`` or
         ``"zstd"``), ``compression_level``, ``min_compression_saving`` (0.15: a fixed-width column
-        the codec shrinks by less is stored uncompressed; 0: none is), ``progress(phase, done,
-        total)``, ``recover_after``
+        the codec shrinks by less is stored uncompressed; 0: none is), ``delta_encoding`` (True:
+        strings without a dictionary DELTA_LENGTH_BYTE_ARRAY, integers DELTA_BINARY_PACKED where
+        smaller; False: PLAIN), ``progress(phase, done, total)``, ``recover_after``
         (seconds).  Returns an :class:`~paimon_fast.tables.optimize.OptimizeReport`
         (files and bytes before and after, time); see :mod:`paimon_fast.tables.optimize`."""
         from .optimize import optimize

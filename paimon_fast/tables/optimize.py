@@ -151,6 +151,7 @@ def optimize(
     compression: str = "snappy",
     compression_level: Optional[int] = None,
     min_compression_saving: Optional[float] = None,
+    delta_encoding: Optional[bool] = None,
     progress: Optional[Callable[[str, int, int], None]] = None,
     recover_after: Optional[float] = None,
     index_tools=None,
@@ -165,7 +166,9 @@ def optimize(
     within 8 and 128 MiB), ``row_group_rows`` (default 1,048,576), ``page_rows`` (default 4,096)
     and ``compression`` (``"snappy"`` or ``"zstd"``, ``compression_level``; a fixed-width column
     the codec shrinks by less than ``min_compression_saving``, default 0.15, is stored uncompressed;
-    0 compresses every column) say how files are written
+    0 compresses every column; ``delta_encoding``, default True: columns without a dictionary get
+    DELTA_LENGTH_BYTE_ARRAY / DELTA_BINARY_PACKED where they read faster, False keeps PLAIN) say how
+    files are written
     (:class:`~paimon_fast.tables.writer.WriteOptions`);
     ``progress(phase, done, total)`` is called as partitions are read and files written;
     ``recover_after``: pending runs of other processes older than this many seconds are undone
@@ -186,6 +189,8 @@ def optimize(
         opts.page_rows = page_rows
     if min_compression_saving is not None:
         opts.min_compression_saving = min_compression_saving
+    if delta_encoding is not None:
+        opts.delta_encoding = delta_encoding
     opts.check()
     rep = OptimizeReport(cluster_by=cluster_by, strategy=strategy, full=full)
     phases = rep.phases
