@@ -202,18 +202,19 @@ def column_layout(table: pa.Table, opts: WriteOptions, use_dictionary=True, flav
         if name in dict_cols:
             continue
         t = col.type
-        byte_array = _is_byte_array(t)
-        if byte_array and opts.delta_encoding:
+        if _is_byte_array(t):
+            if not opts.delta_encoding:
+                continue  # (PLAIN byte arrays: a length before each value; compressed as configured)
             enc[name] = "DELTA_LENGTH_BYTE_ARRAY"
-        elif not byte_array and not _stored_as_is(t, int96):
+            try_delta = False
+        elif _stored_as_is(t, int96):
+            try_delta = opts.delta_encoding and not pa.types.is_floating(t)
+        else:
             continue
-        integral = not byte_array and not pa.types.is_floating(t)
-        if not opts.min_compression_saving and not (integral and opts.delta_encoding):
+        if not (opts.min_compression_saving or try_delta):
             continue
-        if byte_array and not opts.delta_encoding:
-            continue  # (PLAIN byte arrays: a length before each value, compressed as configured)
-        raw, packed, delta = _probe(col, opts, integral and opts.delta_encoding)
-        if integral and opts.delta_encoding and raw and delta <= (1 - opts.min_compression_saving) * min(raw, packed):
+        raw, packed, delta = _probe(col, opts, try_delta)
+        if try_delta and raw and delta <= (1 - opts.min_compression_saving) * min(raw, packed):
             enc[name] = "DELTA_BINARY_PACKED"  # (compressed as configured)
         elif opts.min_compression_saving and raw and raw - packed < opts.min_compression_saving * raw:
             comp[name] = "none"
