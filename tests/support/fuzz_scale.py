@@ -336,8 +336,8 @@ def _exercise_avro(_, data):
 
 
 def _parquet():
-    """Small Parquet files: pyarrow's (page index or not, data page V1 / V2, dictionary and plain,
-    several codecs, nulls, a nested column, several row groups) and Java Paimon's."""
+    """Small Parquet files: pyarrow's (page index or not, data page V1 / V2, dictionary, plain and
+    delta encodings, several codecs, nulls, a nested column, several row groups) and Java Paimon's."""
     import io
 
     import pyarrow as pa
@@ -358,6 +358,12 @@ def _parquet():
         dict(write_page_index=False, data_page_version="2.0", use_dictionary=False, compression="zstd"),
         dict(write_page_index=True, data_page_version="2.0", compression="none", row_group_size=120),
         dict(write_page_index=False, compression="gzip", dictionary_pagesize_limit=64),
+        dict(  # the delta encodings optimize writes
+            write_page_index=True,
+            use_dictionary=False,
+            column_encoding={"i": "DELTA_BINARY_PACKED", "s": "DELTA_LENGTH_BYTE_ARRAY"},
+            compression="snappy",
+        ),
     ):
         buf = io.BytesIO()
         pq.write_table(t, buf, data_page_size=256, write_batch_size=32, **kw)
@@ -365,7 +371,7 @@ def _parquet():
     tb = os.path.join(DATA, "paimon_tables", "java09-append-tables.tar.gz")
     with tarfile.open(tb) as tf:
         for m in tf.getmembers():
-            if m.name.endswith(".parquet") and len(out) < 6:
+            if m.name.endswith(".parquet") and len(out) < 7:
                 out.append((None, tf.extractfile(m).read()))
     return out
 

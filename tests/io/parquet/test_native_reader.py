@@ -1474,18 +1474,21 @@ def test_twin_names():
 
 
 # ---------------------------------------------------------------- corrupt files
-def _fuzz_base(tmp_path, rng, codec, version, index, dictionary=True):
+def _fuzz_base(tmp_path, rng, codec, version, index, dictionary=True, delta=False):
+    """A file to mutate (``delta``: its integers DELTA_BINARY_PACKED, its strings
+    DELTA_LENGTH_BYTE_ARRAY, no dictionaries), its rows and its regions (_mutate)."""
     n = 600
     t = _wide(rng, n).select(["i64", "req_i32", "str", "lstr", "bool", "req_bool", "dec_l", "f64", "fsb", "ts_ns"])
     path = _write(
-        tmp_path / f"fz{codec}{version}{index}.parquet",
+        tmp_path / f"fz{codec}{version}{index}{delta}.parquet",
         t,
         compression=codec,
         data_page_version=version,
         write_page_index=index,
-        use_dictionary=dictionary,
+        use_dictionary=dictionary and not delta,
         row_group_size=250,
         data_page_size=400,
+        **({"column_encoding": _delta_encodings(t.schema)} if delta else {}),
     )
     data = open(path, "rb").read()
     md = pq.ParquetFile(path).metadata
@@ -1647,17 +1650,18 @@ def test_fuzz_byte_flips(tmp_path):
 
     pqk = load("pqread")
     rng = np.random.default_rng(22)
-    bases = [
-        _fuzz_base(tmp_path, rng, "SNAPPY", "1.0", True),
-        _fuzz_base(tmp_path, rng, "NONE", "2.0", False),
-        _fuzz_base(tmp_path, rng, "LZ4", "1.0", False, dictionary=False),
-        _fuzz_base(tmp_path, rng, "ZSTD", "2.0", True),
+    kinds = [("SNAPPY", "1.0", True, {}), ("NONE", "2.0", False, {}), ("LZ4", "1.0", False, {"dictionary": False})]
+    kinds += [
+        ("ZSTD", "2.0", True, {}),
+        ("SNAPPY", "1.0", True, {"delta": True}),
+        ("NONE", "2.0", False, {"delta": True}),
     ]
+    bases = [_fuzz_base(tmp_path, rng, codec, version, index, **kw) for codec, version, index, kw in kinds]
     faulthandler.dump_traceback_later(120, exit=True, file=sys.__stderr__)  # a hang fails the run
     try:
         refused = agreed = 0
         disagreements = []
-        for i in range(320):
+        for i in range(480):
             data, n, regions = bases[i % len(bases)]
             bad, kind = _mutate(rng, data, regions)
             pos = None if i % 7 == 0 else _positions(rng, n, 0.1)
@@ -1679,6 +1683,15 @@ def test_fuzz_byte_flips(tmp_path):
                 same = got.equals(exp)
             except (pa.ArrowException, OSError, ValueError):  # (a damaged name: not UTF-8)
                 continue
+            if not same and kinds[i % len(kinds)][0] == "ZSTD":
+                # a damaged ZSTD frame may decode differently in the system's libzstd (the kernel's)
+                # and in pyarrow's bundled one (the system's 1.5.4 and pyarrow 26's differed on one
+                # such frame): the twin decompresses with pyarrow's, so where it agrees the pages
+                # were decoded alike
+                try:
+                    same = _read([(bad, pos)], twin=True)[0].equals(exp)
+                except IndexFormatError:
+                    same = False
             if same:
                 agreed += 1
             else:
@@ -1691,14 +1704,17 @@ def test_fuzz_byte_flips(tmp_path):
 
 def test_fuzz_twin_statuses(tmp_path, both):
     """Mutated files give the same per-chunk statuses, errors and buffers in the kernel and the
-    twin (Snappy, LZ4_RAW and uncompressed pages: decoded as far as needed in both)."""
+    twin (Snappy, LZ4_RAW and uncompressed pages: decoded as far as needed in both; PLAIN,
+    dictionary and delta encodings)."""
     rng = np.random.default_rng(23)
     bases = [
         _fuzz_base(tmp_path, rng, "SNAPPY", "1.0", True),
         _fuzz_base(tmp_path, rng, "NONE", "2.0", False),
         _fuzz_base(tmp_path, rng, "LZ4", "2.0", True, dictionary=False),
+        _fuzz_base(tmp_path, rng, "SNAPPY", "1.0", True, delta=True),
+        _fuzz_base(tmp_path, rng, "NONE", "2.0", False, delta=True),
     ]
-    for i in range(36):
+    for i in range(60):
         data, n, regions = bases[i % len(bases)]
         bad, _ = _mutate(rng, data, {**regions, "footer": regions["header"]})
         _read_or_refuse(bad, _positions(rng, n, 0.1))
