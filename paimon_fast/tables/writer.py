@@ -155,7 +155,7 @@ def _overflows(col, limit: int) -> bool:
     t = col.type
     if pa.types.is_dictionary(t) or pa.types.is_boolean(t) or pa.types.is_null(t):
         return False
-    if pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t) or pa.types.is_large_string(t):
+    if _is_byte_array(t):
         if col.nbytes <= limit:  # (all its values together fit: so do the distinct ones)
             return False
         u = pc.unique(col)
